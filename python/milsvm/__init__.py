@@ -1,0 +1,12 @@
+"""milsvm: multiple-instance support vector machines, with a Rust core.
+
+Estimators follow scikit-learn's conventions and take a list of bags (2-D arrays, one per
+bag, or scipy sparse matrices) or a :class:`Bags` container as ``X``.
+"""
+
+from ._bags import Bags, as_bags
+from ._core import __version__
+from .preprocessing import BagStandardScaler
+from .sparse_mi import RSVM, SparseMI
+
+__all__ = ["Bags", "as_bags", "BagStandardScaler", "SparseMI", "RSVM", "__version__"]

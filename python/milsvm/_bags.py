@@ -1,0 +1,213 @@
+"""Bags of instances: conversion and validation of user input.
+
+A multiple-instance data set is a sequence of bags, each a 2-D ``(n_instances, n_features)``
+array. :class:`Bags` stores them as one stacked instance matrix (dense ``ndarray`` or
+``scipy.sparse.csr_matrix``) plus bag offsets, the layout the Rust core works on, so that large
+sparse data needs no per-bag Python objects.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["Bags", "as_bags"]
+
+
+class Bags:
+    """Stacked instances with bag offsets.
+
+    Build it with :meth:`from_instances` (or :func:`as_bags` from a list of per-bag arrays).
+    It behaves as a sequence of bags: ``len(bags)``, ``bags[i]`` (one bag's instances) and
+    ``bags[index_array]`` (a new :class:`Bags`), so scikit-learn's cross-validation can split it.
+
+    Attributes
+    ----------
+    X : ndarray or scipy.sparse.csr_matrix of shape (n_instances, n_features)
+        All instances, bag after bag.
+    bag_ptr : ndarray of int64, shape (n_bags + 1,)
+        Bag ``i`` holds rows ``bag_ptr[i]:bag_ptr[i + 1]`` of ``X``.
+    """
+
+    __slots__ = ("X", "bag_ptr")
+
+    def __init__(self, X, bag_ptr):
+        self.X = X
+        self.bag_ptr = bag_ptr
+
+    @classmethod
+    def from_instances(cls, X, bag_sizes):
+        """Bags from stacked instances and the number of instances of each bag.
+
+        Parameters
+        ----------
+        X : array-like or scipy sparse matrix of shape (n_instances, n_features)
+            Instances, bag after bag. Sparse input is kept sparse (CSR).
+        bag_sizes : array-like of int, shape (n_bags,)
+            Instances per bag (each >= 1), summing to ``n_instances``.
+        """
+        X = _as_matrix(X, "X")
+        sizes = np.asarray(bag_sizes)
+        if sizes.ndim != 1 or sizes.size == 0:
+            raise ValueError("bag_sizes must be a non-empty 1-D sequence of integers")
+        if not np.issubdtype(sizes.dtype, np.integer):
+            if np.issubdtype(sizes.dtype, np.floating) and np.all(sizes == np.round(sizes)):
+                sizes = sizes.astype(np.int64)
+            else:
+                raise TypeError(f"bag_sizes must hold integers, got dtype {sizes.dtype}")
+        if np.any(sizes < 1):
+            raise ValueError(f"bag {int(np.argmax(sizes < 1))} is empty: every bag needs at least one instance")
+        if sizes.sum() != X.shape[0]:
+            raise ValueError(f"bag_sizes sum to {int(sizes.sum())}, but X has {X.shape[0]} instances")
+        bag_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        return cls(X, bag_ptr)
+
+    @property
+    def n_features(self):
+        """Number of features of an instance."""
+        return self.X.shape[1]
+
+    @property
+    def n_instances(self):
+        """Total number of instances."""
+        return self.X.shape[0]
+
+    @property
+    def bag_sizes(self):
+        """Instances per bag."""
+        return np.diff(self.bag_ptr)
+
+    @property
+    def is_sparse(self):
+        """Whether the instances are stored as a sparse matrix."""
+        return sp.issparse(self.X)
+
+    def __len__(self):
+        return len(self.bag_ptr) - 1
+
+    def __getitem__(self, key):
+        if isinstance(key, numbers.Integral):
+            i = int(key)
+            if i < 0:
+                i += len(self)
+            if not 0 <= i < len(self):
+                raise IndexError(f"bag index {key} out of range for {len(self)} bags")
+            return self.X[self.bag_ptr[i]:self.bag_ptr[i + 1]]
+        idx = np.arange(len(self))[key]
+        rows = np.concatenate([np.arange(self.bag_ptr[i], self.bag_ptr[i + 1]) for i in idx]) if len(idx) else np.zeros(0, int)
+        sizes = self.bag_sizes[idx]
+        return Bags(self.X[rows], np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self):
+        kind = "sparse" if self.is_sparse else "dense"
+        return f"Bags(n_bags={len(self)}, n_instances={self.n_instances}, n_features={self.n_features}, {kind})"
+
+    def core_instances(self):
+        """The instances in the form ``milsvm._core`` takes: a C-contiguous float64 array, or
+        ``(data, indices, indptr, n_cols)`` for CSR."""
+        if self.is_sparse:
+            X = self.X
+            return (
+                np.ascontiguousarray(X.data, dtype=np.float64),
+                np.ascontiguousarray(X.indices, dtype=np.int64),
+                np.ascontiguousarray(X.indptr, dtype=np.int64),
+                int(X.shape[1]),
+            )
+        return np.ascontiguousarray(self.X, dtype=np.float64)
+
+
+def _as_matrix(A, what):
+    """A 2-D float64 dense array or CSR matrix, with clear errors."""
+    if sp.issparse(A):
+        if A.ndim != 2:
+            raise ValueError(f"{what} must be 2-D")
+        A = sp.csr_matrix(A)
+        if not np.issubdtype(A.dtype, np.number) or np.issubdtype(A.dtype, np.complexfloating):
+            raise TypeError(f"{what} must hold real numbers, got dtype {A.dtype}")
+        A = A.astype(np.float64)
+        A.sum_duplicates()
+        if not np.all(np.isfinite(A.data)):
+            raise ValueError(f"{what} has a non-finite value (NaN or infinity)")
+        return A
+    if isinstance(A, (str, bytes)) or A is None:
+        raise TypeError(f"{what} must be a 2-D array of numbers, got {type(A).__name__}")
+    try:
+        arr = np.asarray(A)
+    except ValueError as e:  # ragged nested lists
+        raise ValueError(f"{what} is not a rectangular array: {e}") from None
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        try:
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"{what} must hold real numbers, got dtype {arr.dtype}") from None
+    if np.issubdtype(arr.dtype, np.complexfloating):
+        raise TypeError(f"{what} must hold real numbers, got complex values")
+    if arr.ndim != 2:
+        hint = " (use x.reshape(1, -1) for a bag of one instance)" if arr.ndim == 1 else ""
+        raise ValueError(f"{what} must be 2-D (instances x features), got {arr.ndim}-D{hint}")
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{what} has a non-finite value (NaN or infinity)")
+    return arr
+
+
+def as_bags(bags, *, n_features=None):
+    """Validate bags and return them as :class:`Bags`.
+
+    Parameters
+    ----------
+    bags : Bags or sequence of array-like / scipy sparse matrices
+        One 2-D ``(n_instances, n_features)`` matrix per bag. If any bag is sparse, all are
+        stored sparse.
+    n_features : int, optional
+        The number of features the bags must have (prediction after fit).
+
+    Raises
+    ------
+    TypeError
+        If ``bags`` is not a sequence of matrices, or holds non-numeric values.
+    ValueError
+        If there are no bags, a bag is empty or not 2-D, the bags disagree in their number
+        of features, or a value is NaN or infinite.
+    """
+    if isinstance(bags, Bags):
+        out = bags
+    else:
+        if isinstance(bags, (str, bytes, dict)) or sp.issparse(bags) or not hasattr(bags, "__len__"):
+            raise TypeError(
+                "bags must be a list of 2-D arrays (one per bag) or a milsvm.Bags, "
+                f"got {type(bags).__name__}"
+            )
+        if isinstance(bags, np.ndarray) and bags.dtype != object:
+            raise TypeError(
+                "bags must be a list of 2-D arrays (one per bag), got a single numeric array; "
+                "use milsvm.Bags.from_instances(X, bag_sizes) for stacked instances"
+            )
+        if len(bags) == 0:
+            raise ValueError("no bags were given (empty list)")
+        mats = [_as_matrix(b, f"bag {i}") for i, b in enumerate(bags)]
+        d = mats[0].shape[1]
+        for i, m in enumerate(mats):
+            if m.shape[0] == 0:
+                raise ValueError(f"bag {i} is empty: every bag needs at least one instance")
+            if m.shape[1] != d:
+                raise ValueError(f"bag {i} has {m.shape[1]} features, bag 0 has {d}")
+        sizes = [m.shape[0] for m in mats]
+        if any(sp.issparse(m) for m in mats):
+            X = sp.vstack([sp.csr_matrix(m) for m in mats], format="csr")
+        else:
+            X = np.concatenate(mats, axis=0)
+        out = Bags(X, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
+    if len(out) == 0:
+        raise ValueError("no bags were given (empty Bags)")
+    if out.n_features == 0:
+        raise ValueError("bags have no features")
+    if n_features is not None and out.n_features != n_features:
+        raise ValueError(f"bags have {out.n_features} features, but the model was fitted on {n_features}")
+    return out

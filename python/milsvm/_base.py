@@ -1,0 +1,121 @@
+"""What every milsvm estimator shares: label encoding, parameter coercion, the sklearn contract.
+
+Hyperparameter *ranges* are checked in one place, the Rust core (``SparseMiParams::validate``
+and its siblings), whose messages are raised here as ``ValueError``. This module only converts
+Python values to the core's types, raising ``TypeError`` that names the parameter.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import check_is_fitted
+
+from ._bags import as_bags
+
+__all__ = ["MIClassifierMixin"]
+
+
+def as_float(name, value):
+    """``value`` as a float, or ``TypeError`` naming the parameter."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
+    return float(value)
+
+
+def as_int(name, value):
+    """``value`` as an int, or ``TypeError`` naming the parameter."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+    return int(value)
+
+
+def as_choice(name, value, choices):
+    """``value`` if it is one of ``choices``, else ``ValueError`` listing them."""
+    if not isinstance(value, str) or value not in choices:
+        allowed = ", ".join(repr(c) for c in choices)
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    return value
+
+
+def as_gamma(value):
+    """``None`` for ``"scale"``, else the float width (its range is checked by the core)."""
+    if isinstance(value, str):
+        if value != "scale":
+            raise ValueError(f"gamma must be 'scale' or a float > 0, got {value!r}")
+        return None
+    return as_float("gamma", value)
+
+
+def as_n_jobs(value):
+    """``None`` (all cores) or an int; -1 also means all cores."""
+    return None if value is None else as_int("n_jobs", value)
+
+
+def seed_of(random_state):
+    """A 64-bit seed for the core from an int, ``None`` or a ``RandomState``."""
+    return int(check_random_state(random_state).randint(0, 2**31 - 1))
+
+
+class MIClassifierMixin(ClassifierMixin):
+    """Label handling and prediction for bag classifiers with a ``decision_function``.
+
+    Binary problems accept any two labels; ``classes_[1]`` is the positive class (score > 0).
+    Multi-class problems predict the class of the largest score.
+    """
+
+    def _encode_labels(self, y, n_bags, *, multiclass):
+        y = np.asarray(y)
+        if y.ndim != 1:
+            y = np.ravel(y) if y.ndim == 2 and 1 in y.shape else y
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D (one label per bag), got shape {y.shape}")
+        if len(y) != n_bags:
+            raise ValueError(f"y has {len(y)} labels for {n_bags} bags")
+        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+            raise ValueError("y has a non-finite label (NaN or infinity)")
+        kind = type_of_target(y)
+        if kind not in ("binary", "multiclass"):
+            raise ValueError(f"y must hold class labels (binary or multi-class), got target type {kind!r}")
+        classes, encoded = np.unique(y, return_inverse=True)
+        if len(classes) < 2:
+            raise ValueError(f"y holds a single class ({classes[0]!r}); at least two classes are needed")
+        if len(classes) > 2 and not multiclass:
+            raise ValueError(f"{type(self).__name__} is binary, but y holds {len(classes)} classes")
+        self.classes_ = classes
+        return encoded.astype(np.int64)
+
+    def _check_bags(self, bags):
+        check_is_fitted(self)
+        return as_bags(bags, n_features=self.n_features_in_)
+
+    def predict(self, bags):
+        """Predict the class of each bag.
+
+        Parameters
+        ----------
+        bags : list of array-like or Bags
+            The bags to classify.
+
+        Returns
+        -------
+        ndarray of shape (n_bags,)
+            Labels taken from ``classes_``.
+        """
+        scores = self.decision_function(bags)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.sparse = True
+        return tags
+
+
+__all__ += ["BaseEstimator", "as_float", "as_int", "as_choice", "as_gamma", "as_n_jobs", "seed_of"]

@@ -1,0 +1,346 @@
+//! Bags of instances: dense or CSR instance rows plus bag offsets, validated once.
+//!
+//! A multiple-instance data set is a list of bags; bag `i` owns the instance rows
+//! `bag_ptr[i]..bag_ptr[i + 1]` of one instance matrix. The instances are either a dense
+//! row-major matrix or a CSR matrix ([`Csr`]); sparse instances are never densified.
+
+use ndarray::Array2;
+
+use crate::error::{invalid_data, Result};
+
+/// A compressed sparse row matrix of `f64` (the layout of `scipy.sparse.csr_matrix`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Csr {
+    n_rows: usize,
+    n_cols: usize,
+    indptr: Vec<usize>,
+    indices: Vec<usize>,
+    data: Vec<f64>,
+}
+
+impl Csr {
+    /// Builds a CSR matrix, checking that `indptr` has `n_rows + 1` non-decreasing entries
+    /// from 0 to `data.len()`, that every column index is below `n_cols` and that every value
+    /// is finite. Column indices need not be sorted; duplicates add up.
+    pub fn new(
+        n_rows: usize,
+        n_cols: usize,
+        indptr: Vec<usize>,
+        indices: Vec<usize>,
+        data: Vec<f64>,
+    ) -> Result<Self> {
+        if indptr.len() != n_rows + 1 {
+            return Err(invalid_data(format!(
+                "CSR indptr has {} entries, expected n_rows + 1 = {}",
+                indptr.len(),
+                n_rows + 1
+            )));
+        }
+        if indices.len() != data.len() {
+            return Err(invalid_data(format!(
+                "CSR indices ({}) and data ({}) differ in length",
+                indices.len(),
+                data.len()
+            )));
+        }
+        if indptr[0] != 0 || indptr[n_rows] != data.len() || indptr.windows(2).any(|w| w[0] > w[1])
+        {
+            return Err(invalid_data(
+                "CSR indptr must rise monotonically from 0 to the number of stored values",
+            ));
+        }
+        if let Some(&j) = indices.iter().find(|&&j| j >= n_cols) {
+            return Err(invalid_data(format!(
+                "CSR column index {j} is out of range for {n_cols} columns"
+            )));
+        }
+        if let Some(pos) = data.iter().position(|v| !v.is_finite()) {
+            let row = indptr.partition_point(|&p| p <= pos) - 1;
+            return Err(invalid_data(format!(
+                "instance {row} has a non-finite value ({})",
+                data[pos]
+            )));
+        }
+        Ok(Self {
+            n_rows,
+            n_cols,
+            indptr,
+            indices,
+            data,
+        })
+    }
+
+    /// Number of rows.
+    pub fn n_rows(&self) -> usize {
+        self.n_rows
+    }
+    /// Number of columns.
+    pub fn n_cols(&self) -> usize {
+        self.n_cols
+    }
+    /// Number of stored values.
+    pub fn nnz(&self) -> usize {
+        self.data.len()
+    }
+    /// Row offsets (`n_rows + 1` entries).
+    pub fn indptr(&self) -> &[usize] {
+        &self.indptr
+    }
+    /// Column index of each stored value.
+    pub fn indices(&self) -> &[usize] {
+        &self.indices
+    }
+    /// Stored values.
+    pub fn data(&self) -> &[f64] {
+        &self.data
+    }
+
+    /// The column indices and values of row `i`.
+    #[inline]
+    pub fn row(&self, i: usize) -> (&[usize], &[f64]) {
+        let (lo, hi) = (self.indptr[i], self.indptr[i + 1]);
+        (&self.indices[lo..hi], &self.data[lo..hi])
+    }
+
+    /// A new matrix holding the given rows, in the given order.
+    pub fn select_rows(&self, rows: &[usize]) -> Csr {
+        let mut indptr = Vec::with_capacity(rows.len() + 1);
+        let mut indices = Vec::new();
+        let mut data = Vec::new();
+        indptr.push(0);
+        for &r in rows {
+            let (idx, val) = self.row(r);
+            indices.extend_from_slice(idx);
+            data.extend_from_slice(val);
+            indptr.push(data.len());
+        }
+        Csr {
+            n_rows: rows.len(),
+            n_cols: self.n_cols,
+            indptr,
+            indices,
+            data,
+        }
+    }
+
+    /// The dense copy of this matrix (for tests and small data only).
+    pub fn to_dense(&self) -> Array2<f64> {
+        let mut out = Array2::zeros((self.n_rows, self.n_cols));
+        for i in 0..self.n_rows {
+            let (idx, val) = self.row(i);
+            for (&j, &v) in idx.iter().zip(val) {
+                out[[i, j]] += v;
+            }
+        }
+        out
+    }
+}
+
+/// Instance rows, dense or sparse.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Instances {
+    /// A dense `n_instances x n_features` matrix.
+    Dense(Array2<f64>),
+    /// A CSR `n_instances x n_features` matrix.
+    Sparse(Csr),
+}
+
+impl Instances {
+    /// Number of instance rows.
+    pub fn n_rows(&self) -> usize {
+        match self {
+            Instances::Dense(x) => x.nrows(),
+            Instances::Sparse(x) => x.n_rows(),
+        }
+    }
+    /// Number of features.
+    pub fn n_features(&self) -> usize {
+        match self {
+            Instances::Dense(x) => x.ncols(),
+            Instances::Sparse(x) => x.n_cols(),
+        }
+    }
+    /// Squared Euclidean norm of every row.
+    pub fn sq_norms(&self) -> Vec<f64> {
+        match self {
+            Instances::Dense(x) => x.rows().into_iter().map(|r| r.dot(&r)).collect(),
+            Instances::Sparse(x) => (0..x.n_rows())
+                .map(|i| x.row(i).1.iter().map(|v| v * v).sum())
+                .collect(),
+        }
+    }
+    /// Mean and variance of all entries (zeros of a sparse matrix included), as used by
+    /// `gamma = "scale"`.
+    pub fn mean_var(&self) -> (f64, f64) {
+        let n = (self.n_rows() * self.n_features()) as f64;
+        let (s, s2) = match self {
+            Instances::Dense(x) => x.iter().fold((0.0, 0.0), |(a, b), &v| (a + v, b + v * v)),
+            Instances::Sparse(x) => x
+                .data()
+                .iter()
+                .fold((0.0, 0.0), |(a, b), &v| (a + v, b + v * v)),
+        };
+        let mean = s / n;
+        (mean, (s2 / n - mean * mean).max(0.0))
+    }
+    /// The rows given, in order, as a new matrix of the same kind.
+    pub fn select_rows(&self, rows: &[usize]) -> Instances {
+        match self {
+            Instances::Dense(x) => Instances::Dense(x.select(ndarray::Axis(0), rows)),
+            Instances::Sparse(x) => Instances::Sparse(x.select_rows(rows)),
+        }
+    }
+    /// Row `i` as a dense vector.
+    pub fn dense_row(&self, i: usize) -> Vec<f64> {
+        match self {
+            Instances::Dense(x) => x.row(i).to_vec(),
+            Instances::Sparse(x) => {
+                let mut out = vec![0.0; x.n_cols()];
+                let (idx, val) = x.row(i);
+                for (&j, &v) in idx.iter().zip(val) {
+                    out[j] += v;
+                }
+                out
+            }
+        }
+    }
+}
+
+/// A validated set of bags: instances plus bag offsets.
+///
+/// Invariants (checked by [`Bags::new`]): at least one bag, no empty bag, offsets that cover
+/// every instance row exactly once, at least one feature, and only finite values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bags {
+    instances: Instances,
+    bag_ptr: Vec<usize>,
+}
+
+impl Bags {
+    /// Validates and wraps instances and bag offsets (`bag_ptr[0] = 0`,
+    /// `bag_ptr[m] = n_instances`, strictly increasing).
+    pub fn new(instances: Instances, bag_ptr: Vec<usize>) -> Result<Self> {
+        if bag_ptr.len() < 2 {
+            return Err(invalid_data("no bags were given"));
+        }
+        let n = instances.n_rows();
+        if bag_ptr[0] != 0 || *bag_ptr.last().unwrap_or(&0) != n {
+            return Err(invalid_data(format!(
+                "bag offsets must start at 0 and end at the number of instances ({n})"
+            )));
+        }
+        if let Some(i) = bag_ptr.windows(2).position(|w| w[1] <= w[0]) {
+            return Err(invalid_data(format!("bag {i} is empty")));
+        }
+        if instances.n_features() == 0 {
+            return Err(invalid_data("instances have no features"));
+        }
+        if let Instances::Dense(x) = &instances {
+            if let Some(pos) = x.iter().position(|v| !v.is_finite()) {
+                let row = pos / x.ncols().max(1);
+                let bag = bag_ptr.partition_point(|&p| p <= row) - 1;
+                return Err(invalid_data(format!(
+                    "bag {bag} has a non-finite value (NaN or infinity) in instance {}",
+                    row - bag_ptr[bag]
+                )));
+            }
+        }
+        Ok(Self { instances, bag_ptr })
+    }
+
+    /// Builds dense bags from a list of per-bag matrices that share one number of columns.
+    pub fn from_dense_bags(bags: &[Array2<f64>]) -> Result<Self> {
+        if bags.is_empty() {
+            return Err(invalid_data("no bags were given"));
+        }
+        let d = bags[0].ncols();
+        let mut bag_ptr = vec![0];
+        let mut flat = Vec::new();
+        for (i, b) in bags.iter().enumerate() {
+            if b.ncols() != d {
+                return Err(invalid_data(format!(
+                    "bag {i} has {} features, bag 0 has {d}",
+                    b.ncols()
+                )));
+            }
+            if b.nrows() == 0 {
+                return Err(invalid_data(format!("bag {i} is empty")));
+            }
+            flat.extend(b.iter().copied());
+            bag_ptr.push(bag_ptr[i] + b.nrows());
+        }
+        let n = bag_ptr[bags.len()];
+        let x = Array2::from_shape_vec((n, d), flat).map_err(|e| invalid_data(e.to_string()))?;
+        Self::new(Instances::Dense(x), bag_ptr)
+    }
+
+    /// The instance rows.
+    pub fn instances(&self) -> &Instances {
+        &self.instances
+    }
+    /// Bag offsets (`n_bags + 1` entries).
+    pub fn bag_ptr(&self) -> &[usize] {
+        &self.bag_ptr
+    }
+    /// Number of bags.
+    pub fn n_bags(&self) -> usize {
+        self.bag_ptr.len() - 1
+    }
+    /// Number of instances over all bags.
+    pub fn n_instances(&self) -> usize {
+        self.instances.n_rows()
+    }
+    /// Number of features of an instance.
+    pub fn n_features(&self) -> usize {
+        self.instances.n_features()
+    }
+    /// Whether the instances are stored sparse.
+    pub fn is_sparse(&self) -> bool {
+        matches!(self.instances, Instances::Sparse(_))
+    }
+    /// The instance rows of bag `i`.
+    pub fn bag_range(&self, i: usize) -> std::ops::Range<usize> {
+        self.bag_ptr[i]..self.bag_ptr[i + 1]
+    }
+    /// The bags given, in order, as a new set.
+    pub fn select_bags(&self, bags: &[usize]) -> Result<Bags> {
+        let mut rows = Vec::new();
+        let mut bag_ptr = vec![0];
+        for &b in bags {
+            if b >= self.n_bags() {
+                return Err(invalid_data(format!("bag index {b} out of range")));
+            }
+            rows.extend(self.bag_range(b));
+            bag_ptr.push(rows.len());
+        }
+        Bags::new(self.instances.select_rows(&rows), bag_ptr)
+    }
+}
+
+/// Checks labels against bags: one class index per bag, at least two classes present.
+/// Returns the number of classes (largest index + 1).
+pub fn validate_labels(bags: &Bags, labels: &[usize]) -> Result<usize> {
+    if labels.len() != bags.n_bags() {
+        return Err(invalid_data(format!(
+            "{} labels for {} bags",
+            labels.len(),
+            bags.n_bags()
+        )));
+    }
+    let n_classes = labels.iter().copied().max().unwrap_or(0) + 1;
+    let mut seen = vec![false; n_classes];
+    for &l in labels {
+        seen[l] = true;
+    }
+    if n_classes < 2 || seen.iter().filter(|&&s| s).count() < 2 {
+        return Err(invalid_data(
+            "the labels hold a single class; at least two are needed",
+        ));
+    }
+    if let Some(c) = seen.iter().position(|&s| !s) {
+        return Err(invalid_data(format!(
+            "class index {c} has no bag; class indices must be 0..n_classes"
+        )));
+    }
+    Ok(n_classes)
+}

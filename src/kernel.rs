@@ -1,0 +1,356 @@
+//! Kernel values between instance rows and a basis, the fused bag-mean matrix, and the
+//! gradient of kernel sums with respect to the basis vectors.
+//!
+//! Everything here works on one representation (ALGORITHMS.md section 1): instance rows `F`
+//! (dense or CSR) with squared norms `s_p`, and a [`Basis`] of vectors `z_k` given by
+//! coordinates `V` (rows `v_k`), *projected* coordinates `U` and squared norms `t_k`, such that
+//!
+//! * `<x_p, z_k> = F_p . v_k` and `||z_k||^2 = t_k`,
+//! * `d <x_p, z_k> / d v_k = F_p` and `d ||z_k||^2 / d v_k = 2 u_k`.
+//!
+//! In direct mode `F = X` and `U = V = Z`. In basis-vector mode (Fu et al. 2013, section IV-E)
+//! `z_k = B v_k`, `F = X B` (`P`), `U = V G` with `G = B^T B`, and all work runs in the basis
+//! dimension. With the Gaussian kernel `k(x, z) = exp(-gamma ||x - z||^2)`:
+//!
+//! `d k(x_p, z_k) / d v_k = 2 gamma (F_p - u_k) k(x_p, z_k)`.
+//!
+//! Work is split into fixed chunks of rows (whole bags where bag means are formed), run in
+//! parallel with rayon; floating-point sums follow the chunk order, so results are bitwise
+//! identical for any number of threads.
+
+use ndarray::linalg::general_mat_mul;
+use ndarray::{s, Array2, ArrayView2, ArrayViewMut2, Axis};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::bags::Csr;
+
+/// Rows per parallel work unit (a chunk holds whole bags, so it may be larger).
+const CHUNK_ROWS: usize = 256;
+/// Rows per partial product in the dense gradient.
+const GRAD_CHUNK_ROWS: usize = 1024;
+
+/// A kernel function between instances.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "lowercase")]
+pub enum Kernel {
+    /// `k(x, z) = <x, z>`.
+    Linear,
+    /// Gaussian kernel `k(x, z) = exp(-gamma ||x - z||^2)`.
+    Rbf {
+        /// Kernel width, `gamma > 0`.
+        gamma: f64,
+    },
+}
+
+impl Kernel {
+    /// Kernel value from the inner product and the two squared norms.
+    #[inline]
+    pub fn from_dot(&self, dot: f64, sq_norm_x: f64, sq_norm_z: f64) -> f64 {
+        match *self {
+            Kernel::Linear => dot,
+            Kernel::Rbf { gamma } => (-gamma * (sq_norm_x + sq_norm_z - 2.0 * dot).max(0.0)).exp(),
+        }
+    }
+}
+
+/// Instance rows as the kernel sees them.
+#[derive(Debug, Clone, Copy)]
+pub enum Rows<'a> {
+    /// Dense row-major rows.
+    Dense(ArrayView2<'a, f64>),
+    /// CSR rows (never densified).
+    Sparse(&'a Csr),
+}
+
+impl Rows<'_> {
+    /// Number of rows.
+    pub fn n_rows(&self) -> usize {
+        match self {
+            Rows::Dense(x) => x.nrows(),
+            Rows::Sparse(x) => x.n_rows(),
+        }
+    }
+    /// Row dimension.
+    pub fn n_cols(&self) -> usize {
+        match self {
+            Rows::Dense(x) => x.ncols(),
+            Rows::Sparse(x) => x.n_cols(),
+        }
+    }
+}
+
+/// A set of basis vectors `z_k` in the representation described in the module docs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Basis {
+    /// Coordinates `v_k`, one per row (`n_basis x q`).
+    pub v: Array2<f64>,
+    /// Projected coordinates `u_k = G v_k` (equal to `v` in direct mode).
+    pub u: Array2<f64>,
+    /// Squared norms `t_k = ||z_k||^2 = v_k . u_k`.
+    pub sq_norms: Vec<f64>,
+}
+
+impl Basis {
+    /// A basis of explicit vectors (direct mode: `z_k = v_k`).
+    pub fn direct(z: Array2<f64>) -> Self {
+        let sq_norms = z.rows().into_iter().map(|r| r.dot(&r)).collect();
+        Self {
+            u: z.clone(),
+            v: z,
+            sq_norms,
+        }
+    }
+
+    /// A basis `z_k = B v_k` over basis vectors with Gram matrix `g = B^T B` (BV mode).
+    pub fn projected(v: Array2<f64>, g: ArrayView2<f64>) -> Self {
+        let u = v.dot(&g);
+        let sq_norms = v
+            .rows()
+            .into_iter()
+            .zip(u.rows())
+            .map(|(a, b)| a.dot(&b))
+            .collect();
+        Self { v, u, sq_norms }
+    }
+
+    /// Number of basis vectors.
+    pub fn len(&self) -> usize {
+        self.v.nrows()
+    }
+    /// Whether the basis is empty.
+    pub fn is_empty(&self) -> bool {
+        self.v.nrows() == 0
+    }
+    /// The basis as instance rows (its projected coordinates) for basis-basis kernels:
+    /// `<z_j, z_k> = u_j . v_k`.
+    pub fn as_rows(&self) -> Rows<'_> {
+        Rows::Dense(self.u.view())
+    }
+}
+
+/// Splits `0..n_rows` into chunks of whole bags of about [`CHUNK_ROWS`] rows.
+/// Returns bag index boundaries.
+fn bag_chunks(bag_ptr: &[usize]) -> Vec<(usize, usize)> {
+    let m = bag_ptr.len() - 1;
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 0..m {
+        if bag_ptr[i + 1] - bag_ptr[start] >= CHUNK_ROWS || i + 1 == m {
+            out.push((start, i + 1));
+            start = i + 1;
+        }
+    }
+    out
+}
+
+/// Splits a row-major buffer of `width` columns into mutable pieces at the given row bounds.
+fn split_rows<'a>(
+    mut buf: &'a mut [f64],
+    bounds: &[(usize, usize)],
+    width: usize,
+) -> Vec<&'a mut [f64]> {
+    let mut out = Vec::with_capacity(bounds.len());
+    for &(lo, hi) in bounds {
+        let (head, tail) = buf.split_at_mut((hi - lo) * width);
+        out.push(head);
+        buf = tail;
+    }
+    out
+}
+
+/// One pass of kernel values: rows, their norms and the basis (with `V^T` laid out once).
+struct KernelPass<'r, 'a> {
+    kernel: Kernel,
+    rows: Rows<'r>,
+    row_norms: &'a [f64],
+    basis: &'a Basis,
+    vt: Array2<f64>,
+}
+
+impl<'r, 'a> KernelPass<'r, 'a> {
+    fn new(kernel: Kernel, rows: Rows<'r>, row_norms: &'a [f64], basis: &'a Basis) -> Self {
+        let vt = basis.v.t().as_standard_layout().into_owned();
+        Self {
+            kernel,
+            rows,
+            row_norms,
+            basis,
+            vt,
+        }
+    }
+
+    /// Kernel values of rows `lo..hi` against the basis, written into `out` (row-major).
+    fn block(&self, lo: usize, hi: usize, out: &mut [f64]) {
+        let nb = self.basis.len();
+        let Ok(mut block) = ArrayViewMut2::from_shape((hi - lo, nb), out) else {
+            unreachable!("kernel block buffers are sized (hi - lo) x n_basis")
+        };
+        match self.rows {
+            Rows::Dense(x) => {
+                general_mat_mul(1.0, &x.slice(s![lo..hi, ..]), &self.vt, 0.0, &mut block)
+            }
+            Rows::Sparse(x) => {
+                block.fill(0.0);
+                for (r, mut orow) in (lo..hi).zip(block.rows_mut()) {
+                    let (idx, val) = x.row(r);
+                    for (&j, &a) in idx.iter().zip(val) {
+                        orow.scaled_add(a, &self.vt.row(j));
+                    }
+                }
+            }
+        }
+        if let Kernel::Rbf { .. } = self.kernel {
+            for (r, mut orow) in (lo..hi).zip(block.rows_mut()) {
+                let s = self.row_norms[r];
+                for (o, &t) in orow.iter_mut().zip(&self.basis.sq_norms) {
+                    *o = self.kernel.from_dot(*o, s, t);
+                }
+            }
+        }
+    }
+}
+
+/// The kernel matrix `K[p, k] = k(x_p, z_k)` (`n_rows x n_basis`).
+pub fn kernel_matrix(kernel: Kernel, rows: Rows, row_norms: &[f64], basis: &Basis) -> Array2<f64> {
+    let n = rows.n_rows();
+    let nb = basis.len();
+    let pass = KernelPass::new(kernel, rows, row_norms, basis);
+    let bounds: Vec<(usize, usize)> = (0..n)
+        .step_by(CHUNK_ROWS)
+        .map(|lo| (lo, (lo + CHUNK_ROWS).min(n)))
+        .collect();
+    let mut k = vec![0.0; n * nb];
+    split_rows(&mut k, &bounds, nb)
+        .into_par_iter()
+        .zip(bounds.par_iter())
+        .for_each(|(out, &(lo, hi))| pass.block(lo, hi, out));
+    Array2::from_shape_vec((n, nb), k).expect("kernel shape")
+}
+
+/// The kernel matrix `K` (`n_rows x n_basis`) and, fused into the same pass, the bag means
+/// `M[i, k] = (1/n_i) sum_{p in bag i} K[p, k]` (`n_bags x n_basis`; Fu et al. 2013, eq. 5).
+pub fn kernel_bag_means(
+    kernel: Kernel,
+    rows: Rows,
+    row_norms: &[f64],
+    bag_ptr: &[usize],
+    basis: &Basis,
+) -> (Array2<f64>, Array2<f64>) {
+    let n = rows.n_rows();
+    let m = bag_ptr.len() - 1;
+    let nb = basis.len();
+    let pass = KernelPass::new(kernel, rows, row_norms, basis);
+    let chunks = bag_chunks(bag_ptr);
+    let row_bounds: Vec<(usize, usize)> = chunks
+        .iter()
+        .map(|&(a, b)| (bag_ptr[a], bag_ptr[b]))
+        .collect();
+    let mut k = vec![0.0; n * nb];
+    let mut means = vec![0.0; m * nb];
+    split_rows(&mut k, &row_bounds, nb)
+        .into_par_iter()
+        .zip(split_rows(&mut means, &chunks, nb))
+        .zip(chunks.par_iter())
+        .for_each(|((kout, mout), &(b0, b1))| {
+            let (lo, hi) = (bag_ptr[b0], bag_ptr[b1]);
+            pass.block(lo, hi, kout);
+            for (bi, mrow) in (b0..b1).zip(mout.chunks_exact_mut(nb)) {
+                let (r0, r1) = (bag_ptr[bi] - lo, bag_ptr[bi + 1] - lo);
+                for krow in kout[r0 * nb..r1 * nb].chunks_exact(nb) {
+                    for (a, &v) in mrow.iter_mut().zip(krow) {
+                        *a += v;
+                    }
+                }
+                let inv = 1.0 / (r1 - r0) as f64;
+                mrow.iter_mut().for_each(|a| *a *= inv);
+            }
+        });
+    (
+        Array2::from_shape_vec((n, nb), k).expect("kernel shape"),
+        Array2::from_shape_vec((m, nb), means).expect("means shape"),
+    )
+}
+
+/// The gradient of `sum_p sum_k A[p, k] k(x_p, z_k)` with respect to each basis coordinate
+/// vector `v_k` (`n_basis x q`), given the kernel values `K` of the same rows and basis:
+///
+/// * Gaussian: `2 gamma (sum_p W[p,k] F_p - (sum_p W[p,k]) u_k)` with `W = A .* K`;
+/// * linear: `sum_p A[p,k] F_p`.
+///
+/// This is the one gradient that SparseMI's `dg/dZ` (Fu et al. 2013, eq. 13) and its basis-vector
+/// and multi-class forms are built from.
+pub fn basis_gradient(
+    kernel: Kernel,
+    rows: Rows,
+    k: ArrayView2<f64>,
+    a: ArrayView2<f64>,
+    basis: &Basis,
+) -> Array2<f64> {
+    let n = rows.n_rows();
+    let nb = basis.len();
+    let q = rows.n_cols();
+    let w = match kernel {
+        Kernel::Linear => a.to_owned(),
+        Kernel::Rbf { .. } => &a * &k,
+    };
+    let mut out = match rows {
+        Rows::Dense(x) => {
+            // Partial products W_c^T F_c over fixed row chunks, summed in chunk order.
+            let bounds: Vec<(usize, usize)> = (0..n)
+                .step_by(GRAD_CHUNK_ROWS)
+                .map(|lo| (lo, (lo + GRAD_CHUNK_ROWS).min(n)))
+                .collect();
+            let partials: Vec<Array2<f64>> = bounds
+                .par_iter()
+                .map(|&(lo, hi)| {
+                    let mut p = Array2::zeros((nb, q));
+                    general_mat_mul(
+                        1.0,
+                        &w.slice(s![lo..hi, ..]).t(),
+                        &x.slice(s![lo..hi, ..]),
+                        0.0,
+                        &mut p,
+                    );
+                    p
+                })
+                .collect();
+            let mut acc = Array2::zeros((nb, q));
+            for p in &partials {
+                acc += p;
+            }
+            acc
+        }
+        Rows::Sparse(x) => {
+            let mut acc = Array2::zeros((nb, q));
+            acc.axis_iter_mut(Axis(0))
+                .into_par_iter()
+                .enumerate()
+                .for_each(|(kk, mut orow)| {
+                    for p in 0..n {
+                        let wp = w[[p, kk]];
+                        if wp != 0.0 {
+                            let (idx, val) = x.row(p);
+                            for (&j, &v) in idx.iter().zip(val) {
+                                orow[j] += wp * v;
+                            }
+                        }
+                    }
+                });
+            acc
+        }
+    };
+    if let Kernel::Rbf { gamma } = kernel {
+        let colsum = w.sum_axis(Axis(0));
+        for ((mut orow, urow), &cs) in out
+            .rows_mut()
+            .into_iter()
+            .zip(basis.u.rows())
+            .zip(colsum.iter())
+        {
+            orow.scaled_add(-cs, &urow);
+            orow *= 2.0 * gamma;
+        }
+    }
+    out
+}

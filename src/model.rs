@@ -1,0 +1,161 @@
+//! The fitted model form shared by the kernel methods, its prediction, and its JSON file.
+//!
+//! `f(x) = sum_k beta_k k(z_k, x) + b` over a basis `Z` of expansion vectors, with the bag score
+//! the label mean `F(X) = (1/|X|) sum_p f(x_p)` (Fu et al. 2013, eq. 3; ALGORITHMS.md section 1).
+//! One output per one-vs-rest problem: a binary model has one output (positive = class 1),
+//! a multi-class model one per class.
+
+use ndarray::{Array1, Array2, Axis};
+use serde::{Deserialize, Serialize};
+
+use crate::bags::{Bags, Instances};
+use crate::error::{Error, Result};
+use crate::kernel::{kernel_bag_means, kernel_matrix, Basis, Kernel, Rows};
+
+/// The current version of the model file format.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// A fitted label-mean kernel model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Model {
+    /// Kernel between instances and expansion vectors.
+    pub kernel: Kernel,
+    /// Expansion vectors, one per row (`n_xv x n_features`).
+    pub xv: Array2<f64>,
+    /// Coefficients, one row per output (`n_outputs x n_xv`).
+    pub coef: Array2<f64>,
+    /// Bias of each output.
+    pub intercept: Array1<f64>,
+    /// Number of classes (a binary model has 2 classes and 1 output).
+    pub n_classes: usize,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ModelFile {
+    format: String,
+    version: u32,
+    model: Model,
+}
+
+impl Model {
+    /// Number of features the model expects.
+    pub fn n_features(&self) -> usize {
+        self.xv.ncols()
+    }
+
+    /// Bag scores (`n_bags x n_outputs`).
+    pub fn decision_function(&self, bags: &Bags) -> Result<Array2<f64>> {
+        if bags.n_features() != self.n_features() {
+            return Err(Error::Mismatch(format!(
+                "the bags have {} features, the model was fitted on {}",
+                bags.n_features(),
+                self.n_features()
+            )));
+        }
+        let basis = Basis::direct(self.xv.clone());
+        let rows = match bags.instances() {
+            Instances::Dense(x) => Rows::Dense(x.view()),
+            Instances::Sparse(x) => Rows::Sparse(x),
+        };
+        let norms = bags.instances().sq_norms();
+        let (_, m) = kernel_bag_means(self.kernel, rows, &norms, bags.bag_ptr(), &basis);
+        Ok(m.dot(&self.coef.t()) + self.intercept.view().insert_axis(Axis(0)))
+    }
+
+    /// Instance scores `f(x)` (`n_instances x n_outputs`).
+    pub fn instance_decision_function(&self, instances: &Instances) -> Result<Array2<f64>> {
+        if instances.n_features() != self.n_features() {
+            return Err(Error::Mismatch(format!(
+                "the instances have {} features, the model was fitted on {}",
+                instances.n_features(),
+                self.n_features()
+            )));
+        }
+        let basis = Basis::direct(self.xv.clone());
+        let rows = match instances {
+            Instances::Dense(x) => Rows::Dense(x.view()),
+            Instances::Sparse(x) => Rows::Sparse(x),
+        };
+        let k = kernel_matrix(self.kernel, rows, &instances.sq_norms(), &basis);
+        Ok(k.dot(&self.coef.t()) + self.intercept.view().insert_axis(Axis(0)))
+    }
+
+    /// The score of one bag given as a dense `n_instances x n_features` slice (row-major),
+    /// without building [`Bags`]: the low-latency path for embedded prediction.
+    pub fn decision_function_bag(&self, instances: &[f64]) -> Result<Vec<f64>> {
+        let d = self.n_features();
+        if d == 0 || instances.is_empty() || instances.len() % d != 0 {
+            return Err(Error::Mismatch(format!(
+                "a bag must hold a positive multiple of {d} values, got {}",
+                instances.len()
+            )));
+        }
+        if instances.iter().any(|v| !v.is_finite()) {
+            return Err(Error::InvalidData("the bag has a non-finite value".into()));
+        }
+        let n = instances.len() / d;
+        let znorms: Vec<f64> = self.xv.rows().into_iter().map(|r| r.dot(&r)).collect();
+        let mut mean = vec![0.0; self.xv.nrows()];
+        for x in instances.chunks_exact(d) {
+            let s: f64 = x.iter().map(|v| v * v).sum();
+            for (k, z) in self.xv.rows().into_iter().enumerate() {
+                let dot: f64 = z.iter().zip(x).map(|(a, b)| a * b).sum();
+                mean[k] += self.kernel.from_dot(dot, s, znorms[k]) / n as f64;
+            }
+        }
+        Ok(self
+            .coef
+            .rows()
+            .into_iter()
+            .zip(&self.intercept)
+            .map(|(c, &b)| c.iter().zip(&mean).map(|(a, m)| a * m).sum::<f64>() + b)
+            .collect())
+    }
+
+    /// The model as versioned JSON (the format `milsvm.load` reads).
+    pub fn to_json(&self) -> Result<String> {
+        let file = ModelFile {
+            format: "milsvm-model".into(),
+            version: FORMAT_VERSION,
+            model: self.clone(),
+        };
+        serde_json::to_string(&file).map_err(|e| Error::ModelFile(e.to_string()))
+    }
+
+    /// Reads a model from JSON written by [`Model::to_json`] (or Python's `save`).
+    pub fn from_json(text: &str) -> Result<Self> {
+        let file: ModelFile =
+            serde_json::from_str(text).map_err(|e| Error::ModelFile(e.to_string()))?;
+        if file.format != "milsvm-model" {
+            return Err(Error::ModelFile(format!(
+                "not a milsvm model file (format {:?})",
+                file.format
+            )));
+        }
+        if file.version != FORMAT_VERSION {
+            return Err(Error::ModelFile(format!(
+                "unsupported model file version {} (this build reads {FORMAT_VERSION})",
+                file.version
+            )));
+        }
+        let m = file.model;
+        if m.coef.ncols() != m.xv.nrows()
+            || m.coef.nrows() != m.intercept.len()
+            || m.coef.nrows() == 0
+        {
+            return Err(Error::ModelFile("inconsistent coefficient shapes".into()));
+        }
+        Ok(m)
+    }
+
+    /// Writes the JSON file.
+    pub fn save(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
+        std::fs::write(path, self.to_json()?).map_err(|e| Error::ModelFile(e.to_string()))
+    }
+
+    /// Reads a JSON file.
+    pub fn load(path: impl AsRef<std::path::Path>) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::ModelFile(e.to_string()))?;
+        Self::from_json(&text)
+    }
+}

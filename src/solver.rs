@@ -1,0 +1,446 @@
+//! The primal squared-hinge problem over a fixed basis, and its two solvers.
+//!
+//! Every inner problem of the library has the form (ALGORITHMS.md sections 2-3)
+//!
+//! `J(beta, b) = 1/2 beta^T K beta + sum_r c_r max(0, 1 - y_r (x_r . beta + b))^2`
+//!
+//! with `K` the (ridged) kernel matrix of the basis, one design row `x_r` per loss term
+//! (bag means `M` for the label-mean SVM, instance kernel rows for the annealing methods),
+//! targets `y_r` in {-1, +1} and non-negative costs `c_r` (`C` times a weight, so weighted
+//! instance-level losses use the same code). Two solvers minimise it:
+//!
+//! * [`InnerSolver::Newton`]: exact primal Newton with the set of violated rows as active set
+//!   and an exact line search on the piecewise-quadratic objective (Chapelle 2007; the method of
+//!   LIBLINEAR's L2-loss SVM); it ends in a few iterations with the exact minimiser.
+//! * [`InnerSolver::Lbfgs`]: argmin's L-BFGS with a More-Thuente line search, stopped when the
+//!   gradient norm falls below `tol` times its initial value.
+
+use std::cell::{Cell, RefCell};
+
+use argmin::core::{CostFunction, Executor, Gradient, State, TerminationReason};
+use argmin::solver::linesearch::MoreThuenteLineSearch;
+use argmin::solver::quasinewton::LBFGS;
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Which algorithm solves the inner squared-hinge problem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum InnerSolver {
+    /// Exact primal Newton with active set (default: measured faster, same solution).
+    #[default]
+    Newton,
+    /// argmin's L-BFGS.
+    Lbfgs,
+}
+
+impl InnerSolver {
+    /// The default relative gradient tolerance: Newton reaches the exact minimiser, so it can
+    /// ask for 1e-10; L-BFGS stalls near 1e-9, where cost differences fall below rounding.
+    pub fn default_tol(&self) -> f64 {
+        match self {
+            InnerSolver::Newton => 1e-10,
+            InnerSolver::Lbfgs => 1e-8,
+        }
+    }
+}
+
+/// One squared-hinge problem: `K` (`n x n`), design `X` (`rows x n`), targets and costs.
+#[derive(Debug, Clone, Copy)]
+pub struct SquaredHinge<'a> {
+    /// Regulariser matrix (`n x n`, symmetric positive semi-definite, ridge included).
+    pub k: ArrayView2<'a, f64>,
+    /// Design rows (`rows x n`).
+    pub x: ArrayView2<'a, f64>,
+    /// Targets in {-1, +1}, one per row.
+    pub y: &'a [f64],
+    /// Costs `c_r >= 0`, one per row.
+    pub c: &'a [f64],
+}
+
+/// A minimiser of [`SquaredHinge`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Solution {
+    /// Coefficients `beta`.
+    pub beta: Array1<f64>,
+    /// Bias `b`.
+    pub b: f64,
+    /// Objective value at `(beta, b)`.
+    pub value: f64,
+    /// Solver iterations.
+    pub iterations: usize,
+    /// Whether the stopping rule was met (false: iteration limit or line-search failure).
+    pub converged: bool,
+}
+
+impl<'a> SquaredHinge<'a> {
+    /// Number of coefficients `n` (the bias excluded).
+    pub fn dim(&self) -> usize {
+        self.k.nrows()
+    }
+
+    /// Scores `x_r . beta + b` of all rows.
+    pub fn scores(&self, beta: ArrayView1<f64>, b: f64) -> Array1<f64> {
+        self.x.dot(&beta) + b
+    }
+
+    /// The objective and its gradient `(dJ/dbeta, dJ/db)`:
+    /// `dJ/dbeta = K beta + sum_r c_r l'_r x_r`, `dJ/db = sum_r c_r l'_r` with
+    /// `l'_r = 2 (f_r - y_r)` on violated rows (`y_r f_r < 1`) and 0 elsewhere.
+    pub fn value_grad(&self, beta: ArrayView1<f64>, b: f64) -> (f64, Array1<f64>, f64) {
+        let kb = self.k.dot(&beta);
+        let f = self.scores(beta, b);
+        let mut value = 0.5 * beta.dot(&kb);
+        let mut dl = Array1::zeros(f.len());
+        for r in 0..f.len() {
+            let (y, c) = (self.y[r], self.c[r]);
+            let margin = 1.0 - y * f[r];
+            if margin > 0.0 && c > 0.0 {
+                value += c * margin * margin;
+                dl[r] = 2.0 * c * (f[r] - y);
+            }
+        }
+        let gb = dl.sum();
+        let gbeta = kb + self.x.t().dot(&dl);
+        (value, gbeta, gb)
+    }
+
+    /// The derivative `l'(y_r, f_r) = 2 (f_r - y_r)` on violated rows, 0 elsewhere (without `c_r`).
+    pub fn loss_derivative(&self, f: ArrayView1<f64>) -> Array1<f64> {
+        Array1::from_iter(
+            f.iter()
+                .zip(self.y)
+                .map(|(&f, &y)| if y * f < 1.0 { 2.0 * (f - y) } else { 0.0 }),
+        )
+    }
+
+    fn check(&self) -> Result<()> {
+        let n = self.dim();
+        if self.k.ncols() != n
+            || self.x.ncols() != n
+            || self.y.len() != self.x.nrows()
+            || self.c.len() != self.x.nrows()
+        {
+            return Err(Error::Solver(
+                "inconsistent squared-hinge problem shapes".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Minimises the objective from `warm` (or zero) to relative gradient tolerance `tol`.
+    pub fn solve(
+        &self,
+        solver: InnerSolver,
+        warm: Option<(ArrayView1<f64>, f64)>,
+        tol: f64,
+        max_iter: usize,
+    ) -> Result<Solution> {
+        self.check()?;
+        let (beta0, b0) = match warm {
+            Some((beta, b)) if beta.len() == self.dim() => (beta.to_owned(), b),
+            _ => (Array1::zeros(self.dim()), 0.0),
+        };
+        match solver {
+            InnerSolver::Newton => self.newton(beta0, b0, tol, max_iter),
+            InnerSolver::Lbfgs => self.lbfgs(beta0, b0, tol, max_iter),
+        }
+    }
+
+    fn newton(
+        &self,
+        mut beta: Array1<f64>,
+        mut b: f64,
+        tol: f64,
+        max_iter: usize,
+    ) -> Result<Solution> {
+        let n = self.dim();
+        let (mut value, mut gbeta, mut gb) = self.value_grad(beta.view(), b);
+        let g0 = (gbeta.dot(&gbeta) + gb * gb).sqrt();
+        let mut iterations = 0;
+        let mut converged = g0 == 0.0;
+        while !converged && iterations < max_iter {
+            iterations += 1;
+            // Hessian on the active set: [[K + 2 X_A^T C_A X_A, 2 X_A^T c_A], [., 2 sum c_A]].
+            let f = self.scores(beta.view(), b);
+            let mut h = Array2::zeros((n + 1, n + 1));
+            h.slice_mut(ndarray::s![..n, ..n]).assign(&self.k);
+            for r in 0..f.len() {
+                let c = self.c[r];
+                if c > 0.0 && self.y[r] * f[r] < 1.0 {
+                    let xr = self.x.row(r);
+                    for i in 0..n {
+                        let ci = 2.0 * c * xr[i];
+                        if ci != 0.0 {
+                            for j in i..n {
+                                h[[i, j]] += ci * xr[j];
+                            }
+                        }
+                        h[[i, n]] += ci;
+                    }
+                    h[[n, n]] += 2.0 * c;
+                }
+            }
+            for i in 0..=n {
+                for j in 0..i {
+                    h[[i, j]] = h[[j, i]];
+                }
+            }
+            let mut rhs = Array1::zeros(n + 1);
+            rhs.slice_mut(ndarray::s![..n]).assign(&gbeta.mapv(|v| -v));
+            rhs[n] = -gb;
+            let d = solve_spd(h, rhs)?;
+            let dbeta = d.slice(ndarray::s![..n]).to_owned();
+            let db = d[n];
+            let t = self.exact_line_search(&beta, &f, &dbeta, db);
+            beta.scaled_add(t, &dbeta);
+            b += t * db;
+            let old = value;
+            (value, gbeta, gb) = self.value_grad(beta.view(), b);
+            let gnorm = (gbeta.dot(&gbeta) + gb * gb).sqrt();
+            // Converged: small relative gradient, or no decrease left at machine precision
+            // (the exact minimiser of the piecewise quadratic has been reached).
+            converged = gnorm <= tol * g0 || old - value <= 1e-15 * value.abs();
+        }
+        Ok(Solution {
+            beta,
+            b,
+            value,
+            iterations,
+            converged,
+        })
+    }
+
+    /// Minimises the convex piecewise quadratic `phi(t) = J(beta + t dbeta, b + t db)` along a
+    /// descent direction by a safeguarded Newton iteration on `phi'(t)` (piecewise linear).
+    fn exact_line_search(
+        &self,
+        beta: &Array1<f64>,
+        f: &Array1<f64>,
+        dbeta: &Array1<f64>,
+        db: f64,
+    ) -> f64 {
+        let kd = self.k.dot(dbeta);
+        let a1 = kd.dot(beta);
+        let a2 = kd.dot(dbeta);
+        let df = self.x.dot(dbeta) + db;
+        let derivs = |t: f64| {
+            let (mut d1, mut d2) = (a1 + t * a2, a2);
+            for r in 0..f.len() {
+                let c = self.c[r];
+                let u = f[r] + t * df[r];
+                if c > 0.0 && self.y[r] * u < 1.0 {
+                    d1 += 2.0 * c * (u - self.y[r]) * df[r];
+                    d2 += 2.0 * c * df[r] * df[r];
+                }
+            }
+            (d1, d2)
+        };
+        let (d0, _) = derivs(0.0);
+        if d0 >= 0.0 {
+            return 0.0;
+        }
+        let (mut lo, mut hi) = (0.0_f64, f64::INFINITY);
+        let mut t = 1.0;
+        for _ in 0..60 {
+            let (d1, d2) = derivs(t);
+            if d1.abs() <= 1e-14 * d0.abs() {
+                break;
+            }
+            if d1 < 0.0 {
+                lo = t;
+            } else {
+                hi = t;
+            }
+            let mut next = if d2 > 0.0 { t - d1 / d2 } else { f64::NAN };
+            if !(next > lo && next < hi) {
+                next = if hi.is_finite() {
+                    0.5 * (lo + hi)
+                } else {
+                    2.0 * t
+                };
+            }
+            if (next - t).abs() <= 1e-15 * t.abs() {
+                break;
+            }
+            t = next;
+        }
+        t
+    }
+
+    fn lbfgs(&self, beta: Array1<f64>, b: f64, tol: f64, max_iter: usize) -> Result<Solution> {
+        let n = self.dim();
+        let mut x0: Vec<f64> = beta.to_vec();
+        x0.push(b);
+        // The line search has no iteration cap of its own: bound the evaluations so that a
+        // search stalled at rounding level ends (as a SolverExit) instead of looping.
+        let budget = 20 * max_iter.max(1) + 20;
+        let problem = LbfgsProblem {
+            inner: *self,
+            cache: RefCell::new(None),
+            evals: Cell::new(0),
+            budget,
+        };
+        let (v0, g0) = problem
+            .eval(&x0)
+            .map_err(|e| Error::Solver(e.to_string()))?;
+        let g0n = g0.iter().map(|v| v * v).sum::<f64>().sqrt();
+        if g0n == 0.0 {
+            return Ok(Solution {
+                beta,
+                b,
+                value: v0,
+                iterations: 0,
+                converged: true,
+            });
+        }
+        let ls = MoreThuenteLineSearch::new();
+        let solver = LBFGS::new(ls, 10)
+            .with_tolerance_grad(tol * g0n)
+            .and_then(|s| s.with_tolerance_cost(0.0))
+            .map_err(|e| Error::Solver(e.to_string()))?;
+        let res = Executor::new(problem, solver)
+            .configure(|state| state.param(x0).max_iters(max_iter as u64))
+            .ctrlc(false)
+            .run()
+            .map_err(|e| Error::Solver(e.to_string()))?;
+        let state = res.state();
+        let converged = matches!(
+            state.get_termination_reason(),
+            Some(TerminationReason::SolverConverged)
+        );
+        let x = state
+            .get_best_param()
+            .or(state.get_param())
+            .cloned()
+            .ok_or_else(|| Error::Solver("L-BFGS returned no parameters".into()))?;
+        let iterations = state.get_iter() as usize;
+        let beta = Array1::from_vec(x[..n].to_vec());
+        let b = x[n];
+        let (value, _, _) = self.value_grad(beta.view(), b);
+        Ok(Solution {
+            beta,
+            b,
+            value,
+            iterations,
+            converged,
+        })
+    }
+}
+
+/// A point with its cost and gradient.
+type CachedEval = (Vec<f64>, f64, Vec<f64>);
+
+/// argmin adapter: cost and gradient share one evaluation, cached per point.
+struct LbfgsProblem<'a> {
+    inner: SquaredHinge<'a>,
+    cache: RefCell<Option<CachedEval>>,
+    evals: Cell<usize>,
+    budget: usize,
+}
+
+impl LbfgsProblem<'_> {
+    fn eval(&self, x: &[f64]) -> std::result::Result<(f64, Vec<f64>), argmin::core::Error> {
+        if let Some((px, v, g)) = self.cache.borrow().as_ref() {
+            if px.as_slice() == x {
+                return Ok((*v, g.clone()));
+            }
+        }
+        if self.evals.get() >= self.budget {
+            return Err(argmin::core::Error::msg("evaluation budget exhausted"));
+        }
+        self.evals.set(self.evals.get() + 1);
+        let n = self.inner.dim();
+        let (v, gbeta, gb) = self.inner.value_grad(ArrayView1::from(&x[..n]), x[n]);
+        let mut g = gbeta.to_vec();
+        g.push(gb);
+        *self.cache.borrow_mut() = Some((x.to_vec(), v, g.clone()));
+        Ok((v, g))
+    }
+}
+
+impl CostFunction for LbfgsProblem<'_> {
+    type Param = Vec<f64>;
+    type Output = f64;
+    fn cost(&self, x: &Self::Param) -> std::result::Result<f64, argmin::core::Error> {
+        Ok(self.eval(x)?.0)
+    }
+}
+
+impl Gradient for LbfgsProblem<'_> {
+    type Param = Vec<f64>;
+    type Gradient = Vec<f64>;
+    fn gradient(&self, x: &Self::Param) -> std::result::Result<Vec<f64>, argmin::core::Error> {
+        Ok(self.eval(x)?.1)
+    }
+}
+
+/// Solves `H d = r` for a symmetric positive (semi-)definite `H` by Cholesky, adding a small,
+/// growing ridge when `H` is numerically singular (e.g. no active row: the bias is free).
+pub fn solve_spd(h: Array2<f64>, r: Array1<f64>) -> Result<Array1<f64>> {
+    let n = h.nrows();
+    let scale = (0..n)
+        .map(|i| h[[i, i]].abs())
+        .fold(0.0_f64, f64::max)
+        .max(1e-300);
+    let mut ridge = 0.0;
+    for _ in 0..12 {
+        if let Some(l) = cholesky(&h, ridge) {
+            return Ok(cholesky_solve(&l, r));
+        }
+        ridge = if ridge == 0.0 {
+            1e-12 * scale
+        } else {
+            ridge * 100.0
+        };
+    }
+    Err(Error::Solver(
+        "the Newton system is not positive definite (non-finite values?)".into(),
+    ))
+}
+
+/// Lower Cholesky factor of `h + ridge I`, or `None` if it is not positive definite.
+fn cholesky(h: &Array2<f64>, ridge: f64) -> Option<Array2<f64>> {
+    let n = h.nrows();
+    let mut l = Array2::<f64>::zeros((n, n));
+    for j in 0..n {
+        let mut d = h[[j, j]] + ridge;
+        for k in 0..j {
+            d -= l[[j, k]] * l[[j, k]];
+        }
+        if d.is_nan() || d <= 0.0 || !d.is_finite() {
+            return None;
+        }
+        let d = d.sqrt();
+        l[[j, j]] = d;
+        for i in j + 1..n {
+            let mut s = h[[i, j]];
+            for k in 0..j {
+                s -= l[[i, k]] * l[[j, k]];
+            }
+            l[[i, j]] = s / d;
+        }
+    }
+    Some(l)
+}
+
+fn cholesky_solve(l: &Array2<f64>, mut r: Array1<f64>) -> Array1<f64> {
+    let n = l.nrows();
+    for i in 0..n {
+        let mut s = r[i];
+        for k in 0..i {
+            s -= l[[i, k]] * r[k];
+        }
+        r[i] = s / l[[i, i]];
+    }
+    for i in (0..n).rev() {
+        let mut s = r[i];
+        for k in i + 1..n {
+            s -= l[[k, i]] * r[k];
+        }
+        r[i] = s / l[[i, i]];
+    }
+    r
+}

@@ -1,0 +1,561 @@
+//! SparseMI (Fu, Lu, Ting, Zhang 2011/2013): a label-mean kernel SVM whose `n_xv` expansion
+//! vectors are learned by gradient descent on the optimal value of the inner problem, and RSVM,
+//! its baseline with random, fixed expansion vectors.
+//!
+//! Objective (Fu et al. 2013, eq. 9; ALGORITHMS.md section 2), for each one-vs-rest problem:
+//! `g(Z) = min_{beta,b} 1/2 beta^T K_Z beta + C sum_i max(0, 1 - y_i ((M beta)_i + b))^2`
+//! with `M[i,k]` the bag mean of `k(x_ip, z_k)`. Multi-class problems share `Z` and sum their
+//! optimal values (eq. 19-20). The outer step follows Algorithm 1 with the gradient of eq. 13:
+//! `dg/dz_k = beta_k [sum_j beta_j dk(z_j,z_k)/dz_k + sum_ip a_ip dk(x_ip,z_k)/dz_k]`,
+//! `a_ip = C l'(y_i, F_i) / n_i`.
+
+use ndarray::{Array1, Array2, ArrayView1};
+use rand::seq::index::sample;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::bags::{validate_labels, Bags, Instances};
+use crate::error::{invalid_param, Error, Result};
+use crate::kernel::{basis_gradient, kernel_bag_means, kernel_matrix, Basis, Kernel, Rows};
+use crate::model::Model;
+use crate::solver::{InnerSolver, Solution, SquaredHinge};
+
+/// Kernel width: `Scale` is `1 / (n_features * variance of the training instances)`, as in
+/// scikit-learn; `Value` is used as given.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum Gamma {
+    /// `1 / (n_features * Var[X])` (1 when the variance is 0).
+    Scale,
+    /// A fixed `gamma > 0`.
+    Value(f64),
+}
+
+impl Gamma {
+    /// The numeric width for these training instances.
+    pub fn resolve(&self, x: &Instances) -> f64 {
+        match *self {
+            Gamma::Value(g) => g,
+            Gamma::Scale => {
+                let (_, var) = x.mean_var();
+                if var > 0.0 {
+                    1.0 / (x.n_features() as f64 * var)
+                } else {
+                    1.0
+                }
+            }
+        }
+    }
+}
+
+/// Which kernel family to use (the width comes from [`Gamma`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum KernelKind {
+    /// Gaussian kernel (the papers' choice).
+    #[default]
+    Rbf,
+    /// Linear kernel.
+    Linear,
+}
+
+/// Hyperparameters of SparseMI and RSVM (builder style; validated in [`SparseMiParams::validate`],
+/// the one place where their ranges are checked for both the Rust and the Python API).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SparseMiParams {
+    /// Number of expansion vectors `N_xv >= 1`.
+    pub n_xv: usize,
+    /// Loss weight `C > 0`.
+    pub c: f64,
+    /// Kernel family.
+    pub kernel: KernelKind,
+    /// Kernel width.
+    pub gamma: Gamma,
+    /// Outer iterations `t_max` (0 gives RSVM: the inner problem on the initial XVs).
+    pub max_iter: usize,
+    /// Line-search trials per outer iteration `s_max >= 1`.
+    pub max_line_search: usize,
+    /// Stop when the relative decrease of `g` in an iteration is below `tol >= 0`.
+    pub tol: f64,
+    /// Inner solver.
+    pub solver: InnerSolver,
+    /// Relative gradient tolerance of the inner solver, in (0, 1); `None`: the solver's
+    /// default ([`InnerSolver::default_tol`]).
+    pub inner_tol: Option<f64>,
+    /// Iteration cap of the inner solver.
+    pub inner_max_iter: usize,
+    /// Ridge added to the diagonal of `K_Z` (Fu et al., footnote), `>= 0`.
+    pub ridge: f64,
+    /// Seed of the random initialisation.
+    pub seed: u64,
+    /// Threads (`None`: all cores). Results do not depend on it.
+    pub n_jobs: Option<usize>,
+    /// Initial expansion vectors (`n_xv x n_features`), replacing the random choice.
+    pub init_xv: Option<Array2<f64>>,
+}
+
+impl Default for SparseMiParams {
+    fn default() -> Self {
+        Self {
+            n_xv: 10,
+            c: 1.0,
+            kernel: KernelKind::Rbf,
+            gamma: Gamma::Scale,
+            max_iter: 50,
+            max_line_search: 10,
+            tol: 1e-6,
+            solver: InnerSolver::Newton,
+            inner_tol: None,
+            inner_max_iter: 1000,
+            ridge: 1e-8,
+            seed: 0,
+            n_jobs: None,
+            init_xv: None,
+        }
+    }
+}
+
+/// A fitted SparseMI / RSVM model with its training record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SparseMiFit {
+    /// The model (expansion vectors, coefficients, biases).
+    pub model: Model,
+    /// The expansion vectors the descent started from.
+    pub initial_xv: Array2<f64>,
+    /// `g(Z)` at the start and after each accepted outer iteration (non-increasing).
+    pub objective_history: Vec<f64>,
+    /// Accepted outer iterations.
+    pub n_iter: usize,
+    /// The kernel width used.
+    pub gamma: f64,
+    /// Whether every final inner problem met its stopping rule.
+    pub inner_converged: bool,
+}
+
+macro_rules! setter {
+    ($(#[$doc:meta])* $name:ident: $ty:ty) => {
+        $(#[$doc])*
+        pub fn $name(mut self, value: $ty) -> Self {
+            self.$name = value;
+            self
+        }
+    };
+}
+
+impl SparseMiParams {
+    /// Default parameters (`n_xv = 10, C = 1, gamma = scale, t_max = 50, s_max = 10`).
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// RSVM defaults: random expansion vectors, no outer iterations.
+    pub fn rsvm() -> Self {
+        Self {
+            max_iter: 0,
+            ..Self::default()
+        }
+    }
+    setter!(/// Sets `n_xv`.
+        n_xv: usize);
+    setter!(/// Sets `C`.
+        c: f64);
+    setter!(/// Sets the kernel family.
+        kernel: KernelKind);
+    setter!(/// Sets the kernel width.
+        gamma: Gamma);
+    setter!(/// Sets `t_max`.
+        max_iter: usize);
+    setter!(/// Sets `s_max`.
+        max_line_search: usize);
+    setter!(/// Sets the outer tolerance.
+        tol: f64);
+    setter!(/// Sets the inner solver.
+        solver: InnerSolver);
+    setter!(/// Sets the inner tolerance.
+        inner_tol: Option<f64>);
+    setter!(/// Sets the random seed.
+        seed: u64);
+    setter!(/// Sets the thread count.
+        n_jobs: Option<usize>);
+    setter!(/// Sets initial expansion vectors.
+        init_xv: Option<Array2<f64>>);
+
+    /// Checks every hyperparameter; the error names the parameter and its allowed range.
+    pub fn validate(&self) -> Result<()> {
+        if self.n_xv < 1 {
+            return Err(invalid_param(format!(
+                "n_xv must be an integer >= 1, got {}",
+                self.n_xv
+            )));
+        }
+        if !(self.c.is_finite() && self.c > 0.0) {
+            return Err(invalid_param(format!(
+                "C must be a finite number > 0, got {}",
+                self.c
+            )));
+        }
+        if let Gamma::Value(g) = self.gamma {
+            if !(g.is_finite() && g > 0.0) {
+                return Err(invalid_param(format!(
+                    "gamma must be 'scale' or a finite number > 0, got {g}"
+                )));
+            }
+        }
+        if self.max_line_search < 1 {
+            return Err(invalid_param(format!(
+                "max_line_search must be an integer >= 1, got {}",
+                self.max_line_search
+            )));
+        }
+        if !(self.tol.is_finite() && self.tol >= 0.0) {
+            return Err(invalid_param(format!(
+                "tol must be a finite number >= 0, got {}",
+                self.tol
+            )));
+        }
+        if let Some(t) = self.inner_tol {
+            if !(t > 0.0 && t < 1.0) {
+                return Err(invalid_param(format!(
+                    "inner_tol must lie in (0, 1), got {t}"
+                )));
+            }
+        }
+        if self.inner_max_iter < 1 {
+            return Err(invalid_param("inner_max_iter must be an integer >= 1"));
+        }
+        if !(self.ridge.is_finite() && self.ridge >= 0.0) {
+            return Err(invalid_param(format!(
+                "ridge must be a finite number >= 0, got {}",
+                self.ridge
+            )));
+        }
+        if self.n_jobs == Some(0) {
+            return Err(invalid_param(
+                "n_jobs must be None (all cores) or an integer >= 1",
+            ));
+        }
+        if let Some(z) = &self.init_xv {
+            if z.nrows() != self.n_xv {
+                return Err(invalid_param(format!(
+                    "init_xv has {} rows, n_xv is {}",
+                    z.nrows(),
+                    self.n_xv
+                )));
+            }
+            if z.iter().any(|v| !v.is_finite()) {
+                return Err(invalid_param("init_xv has a non-finite value"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Fits SparseMI (or RSVM when `max_iter = 0`) on bags with class indices `0..n_classes`.
+    /// Two classes give one problem (class 1 positive); more give one-vs-rest problems that
+    /// share the expansion vectors.
+    pub fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<SparseMiFit> {
+        self.validate()?;
+        let n_classes = validate_labels(bags, labels)?;
+        if self.n_xv > bags.n_instances() && self.init_xv.is_none() {
+            return Err(invalid_param(format!(
+                "n_xv ({}) exceeds the number of training instances ({})",
+                self.n_xv,
+                bags.n_instances()
+            )));
+        }
+        if let Some(z) = &self.init_xv {
+            if z.ncols() != bags.n_features() {
+                return Err(invalid_param(format!(
+                    "init_xv has {} columns, the bags have {} features",
+                    z.ncols(),
+                    bags.n_features()
+                )));
+            }
+        }
+        with_threads(self.n_jobs, || self.fit_impl(bags, labels, n_classes))?
+    }
+
+    fn fit_impl(&self, bags: &Bags, labels: &[usize], n_classes: usize) -> Result<SparseMiFit> {
+        let gamma = self.gamma.resolve(bags.instances());
+        let kernel = match self.kernel {
+            KernelKind::Rbf => Kernel::Rbf { gamma },
+            KernelKind::Linear => Kernel::Linear,
+        };
+        let initial_xv = match &self.init_xv {
+            Some(z) => z.clone(),
+            None => {
+                let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+                let rows: Vec<usize> = sample(&mut rng, bags.n_instances(), self.n_xv).into_vec();
+                dense_rows(bags.instances(), &rows)
+            }
+        };
+        let objective = Objective::new(self, kernel, bags, labels, n_classes);
+        let (basis, point, history) = descend(self, &objective, Basis::direct(initial_xv.clone()))?;
+        let coef = Array2::from_shape_fn((point.sols.len(), basis.len()), |(c, k)| {
+            point.sols[c].beta[k]
+        });
+        let intercept = Array1::from_iter(point.sols.iter().map(|s| s.b));
+        Ok(SparseMiFit {
+            model: Model {
+                kernel,
+                xv: basis.v,
+                coef,
+                intercept,
+                n_classes,
+            },
+            initial_xv,
+            n_iter: history.len() - 1,
+            objective_history: history,
+            gamma,
+            inner_converged: point.sols.iter().all(|s| s.converged),
+        })
+    }
+}
+
+/// Runs `f` on a pool of `n_jobs` threads (`None`: rayon's global pool).
+pub(crate) fn with_threads<T: Send>(
+    n_jobs: Option<usize>,
+    f: impl FnOnce() -> T + Send,
+) -> Result<T> {
+    match n_jobs {
+        None => Ok(f()),
+        Some(n) => {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build()
+                .map_err(|e| Error::Solver(e.to_string()))?;
+            Ok(pool.install(f))
+        }
+    }
+}
+
+/// The chosen instance rows as a dense matrix.
+fn dense_rows(x: &Instances, rows: &[usize]) -> Array2<f64> {
+    let d = x.n_features();
+    let mut z = Array2::zeros((rows.len(), d));
+    for (mut zr, &r) in z.rows_mut().into_iter().zip(rows) {
+        zr.assign(&ArrayView1::from(&x.dense_row(r)));
+    }
+    z
+}
+
+/// The data of the SparseMI objective `g` (everything but the basis).
+pub(crate) struct Objective<'a> {
+    kernel: Kernel,
+    rows: Rows<'a>,
+    row_norms: Vec<f64>,
+    bag_ptr: &'a [usize],
+    /// Targets in {-1,+1} per problem (one problem when binary).
+    targets: Vec<Vec<f64>>,
+    /// `C` per bag.
+    costs: Vec<f64>,
+    params: &'a SparseMiParams,
+}
+
+/// `g` and everything needed for its gradient at one basis.
+pub(crate) struct Point {
+    k_x: Array2<f64>,
+    m: Array2<f64>,
+    k_z: Array2<f64>,
+    sols: Vec<Solution>,
+    value: f64,
+}
+
+impl<'a> Objective<'a> {
+    fn new(
+        params: &'a SparseMiParams,
+        kernel: Kernel,
+        bags: &'a Bags,
+        labels: &[usize],
+        n_classes: usize,
+    ) -> Self {
+        let rows = match bags.instances() {
+            Instances::Dense(x) => Rows::Dense(x.view()),
+            Instances::Sparse(x) => Rows::Sparse(x),
+        };
+        let problems: Vec<usize> = if n_classes == 2 {
+            vec![1]
+        } else {
+            (0..n_classes).collect()
+        };
+        let targets = problems
+            .iter()
+            .map(|&c| {
+                labels
+                    .iter()
+                    .map(|&l| if l == c { 1.0 } else { -1.0 })
+                    .collect()
+            })
+            .collect();
+        Self {
+            kernel,
+            rows,
+            row_norms: bags.instances().sq_norms(),
+            bag_ptr: bags.bag_ptr(),
+            targets,
+            costs: vec![params.c; labels.len()],
+            params,
+        }
+    }
+
+    /// Solves the inner problems at `basis` (warm-started from `warm`) and returns `g`.
+    pub(crate) fn evaluate(&self, basis: &Basis, warm: Option<&[Solution]>) -> Result<Point> {
+        let (k_x, m) =
+            kernel_bag_means(self.kernel, self.rows, &self.row_norms, self.bag_ptr, basis);
+        let k_z = kernel_matrix(self.kernel, basis.as_rows(), &basis.sq_norms, basis);
+        let mut k_reg = k_z.clone();
+        k_reg.diag_mut().mapv_inplace(|v| v + self.params.ridge);
+        let sols = self
+            .targets
+            .par_iter()
+            .enumerate()
+            .map(|(c, y)| {
+                let problem = SquaredHinge {
+                    k: k_reg.view(),
+                    x: m.view(),
+                    y,
+                    c: &self.costs,
+                };
+                let w = warm.map(|w| (w[c].beta.view(), w[c].b));
+                let tol = self
+                    .params
+                    .inner_tol
+                    .unwrap_or(self.params.solver.default_tol());
+                problem.solve(self.params.solver, w, tol, self.params.inner_max_iter)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let value = sols.iter().map(|s| s.value).sum();
+        Ok(Point {
+            k_x,
+            m,
+            k_z,
+            sols,
+            value,
+        })
+    }
+
+    /// `dg/dV` at an evaluated point (Danskin: no derivative through `beta`).
+    pub(crate) fn gradient(&self, basis: &Basis, p: &Point) -> Array2<f64> {
+        let n = self.rows.n_rows();
+        let nb = basis.len();
+        let mut a_x = Array2::<f64>::zeros((n, nb));
+        let mut a_z = Array2::<f64>::zeros((nb, nb));
+        for (sol, y) in p.sols.iter().zip(&self.targets) {
+            let f = p.m.dot(&sol.beta) + sol.b;
+            for i in 0..f.len() {
+                if y[i] * f[i] < 1.0 {
+                    let (lo, hi) = (self.bag_ptr[i], self.bag_ptr[i + 1]);
+                    let a = self.costs[i] * 2.0 * (f[i] - y[i]) / (hi - lo) as f64;
+                    for mut row in a_x.rows_mut().into_iter().skip(lo).take(hi - lo) {
+                        row.scaled_add(a, &sol.beta);
+                    }
+                }
+            }
+            for j in 0..nb {
+                for k in 0..nb {
+                    a_z[[j, k]] += sol.beta[j] * sol.beta[k];
+                }
+            }
+        }
+        basis_gradient(self.kernel, self.rows, p.k_x.view(), a_x.view(), basis)
+            + basis_gradient(
+                self.kernel,
+                basis.as_rows(),
+                p.k_z.view(),
+                a_z.view(),
+                basis,
+            )
+    }
+}
+
+/// Mean pairwise distance between the basis vectors (Algorithm 1's initial step size).
+fn mean_pairwise_distance(basis: &Basis) -> f64 {
+    let nb = basis.len();
+    if nb < 2 {
+        return basis.sq_norms.first().map_or(1.0, |t| t.sqrt().max(1.0));
+    }
+    let mut total = 0.0;
+    for j in 0..nb {
+        for k in j + 1..nb {
+            let d2 =
+                basis.sq_norms[j] + basis.sq_norms[k] - 2.0 * basis.u.row(j).dot(&basis.v.row(k));
+            total += d2.max(0.0).sqrt();
+        }
+    }
+    total / (nb * (nb - 1) / 2) as f64
+}
+
+/// Algorithm 1 of Fu et al. 2013: gradient steps on the basis coordinates with step halving
+/// (up to `s_max` trials), doubling after a first-trial success, the step carried over between
+/// iterations. Returns the final basis, its point and the history of `g`.
+pub(crate) fn descend(
+    params: &SparseMiParams,
+    objective: &Objective,
+    basis0: Basis,
+) -> Result<(Basis, Point, Vec<f64>)> {
+    descend_with(params, objective, basis0, Basis::direct)
+}
+
+/// [`descend`] with a custom map from coordinates to a basis (basis-vector mode).
+pub(crate) fn descend_with(
+    params: &SparseMiParams,
+    objective: &Objective,
+    basis0: Basis,
+    make: impl Fn(Array2<f64>) -> Basis,
+) -> Result<(Basis, Point, Vec<f64>)> {
+    let mut basis = basis0;
+    let mut point = objective.evaluate(&basis, None)?;
+    let mut history = vec![point.value];
+    let mut step = mean_pairwise_distance(&basis);
+    if !(step.is_finite() && step > 0.0) {
+        step = 1.0;
+    }
+    for _ in 0..params.max_iter {
+        let grad = objective.gradient(&basis, &point);
+        if grad.iter().all(|&g| g == 0.0) || !grad.iter().all(|g| g.is_finite()) {
+            break;
+        }
+        let mut accepted = None;
+        for s in 1..=params.max_line_search {
+            let candidate = make(&basis.v - &(&grad * step));
+            let p = objective.evaluate(&candidate, Some(&point.sols))?;
+            if p.value < point.value {
+                if s == 1 {
+                    step *= 2.0;
+                }
+                accepted = Some((candidate, p));
+                break;
+            }
+            step *= 0.5;
+        }
+        let Some((b, p)) = accepted else { break };
+        let decrease = (point.value - p.value) / point.value.abs().max(f64::MIN_POSITIVE);
+        basis = b;
+        point = p;
+        history.push(point.value);
+        if decrease < params.tol {
+            break;
+        }
+    }
+    Ok((basis, point, history))
+}
+
+/// `g(Z)` and `dg/dZ` at given expansion vectors (direct mode), for gradient checks.
+pub fn objective_and_gradient(
+    params: &SparseMiParams,
+    bags: &Bags,
+    labels: &[usize],
+    z: Array2<f64>,
+) -> Result<(f64, Array2<f64>)> {
+    params.validate()?;
+    let n_classes = validate_labels(bags, labels)?;
+    let gamma = params.gamma.resolve(bags.instances());
+    let kernel = match params.kernel {
+        KernelKind::Rbf => Kernel::Rbf { gamma },
+        KernelKind::Linear => Kernel::Linear,
+    };
+    let objective = Objective::new(params, kernel, bags, labels, n_classes);
+    let basis = Basis::direct(z);
+    let point = objective.evaluate(&basis, None)?;
+    let grad = objective.gradient(&basis, &point);
+    Ok((point.value, grad))
+}
