@@ -145,14 +145,38 @@ class Table:
 
 
 def rust_sparse_mi(milsvm, bags, y, Z0, **params):
-    """Fit milsvm.SparseMI; share the NumPy side's initial XVs when the estimator accepts an
-    array as `init` (then both sides run the same trajectory). Returns (factory, shared_init)."""
+    """Set up milsvm.SparseMI so that both sides start from the same XVs.
+
+    Either milsvm accepts an array as `init` (then both start from Z0), or the fitted estimator
+    reports `initial_xv_` (then the NumPy side starts from those). Returns
+    (fit: () -> fitted estimator, initial XVs for the NumPy side, description).
+    """
     try:
-        est = milsvm.SparseMI(init=Z0, **params)
-        est.fit(bags, y)
-        return (lambda: milsvm.SparseMI(init=Z0, **params).fit(bags, y)), True
+        milsvm.SparseMI(init=Z0, **params).fit(bags, y)
+        return (lambda: milsvm.SparseMI(init=Z0, **params).fit(bags, y)), Z0, "same initial XVs"
     except (TypeError, ValueError):
-        return (lambda: milsvm.SparseMI(**params).fit(bags, y)), False
+        pass
+    est = milsvm.SparseMI(**params).fit(bags, y)
+    fit = lambda: milsvm.SparseMI(**params).fit(bags, y)  # noqa: E731
+    Z_rs = getattr(est, "initial_xv_", None)
+    if Z_rs is not None:
+        return fit, np.array(Z_rs, dtype=np.float64), "same initial XVs (milsvm's initial_xv_)"
+    return fit, Z0, "different random initial XVs"
+
+
+def fit_both(milsvm, Xtr, ptr_tr, ytr, Z0, reps, threads, **params):
+    """Time the NumPy reference and (if present) milsvm on the same problem.
+
+    Returns (numpy times, numpy result, milsvm times or None, milsvm estimator or None, note)."""
+    fit_rs, note = None, ""
+    if milsvm is not None:
+        fit_rs, Z0, note = rust_sparse_mi(milsvm, as_list(Xtr, ptr_tr), ytr, Z0, random_state=0,
+                                          n_jobs=threads, **params)
+    times, res = time_calls(lambda: ref.fit_sparse_mi(Xtr, ptr_tr, ytr, init_Z=Z0, **params), reps)
+    times_r = est = None
+    if fit_rs is not None:
+        times_r, est = time_calls(fit_rs, reps)
+    return times, res, times_r, est, note
 
 
 # ----------------------------------------------------------------------------------------------
@@ -174,9 +198,9 @@ def bench_musk1(milsvm, table, args):
           f"n_xv=10, max_iter=50, C={C}, gamma=1/166, tol={TOL}")
 
     for solver, reps in (("newton", args.reps), ("lbfgs", max(3, args.reps // 2 + 1))):
-        times, res = time_calls(lambda: ref.fit_sparse_mi(
-            Xtr, ptr_tr, ytr, n_xv=10, C=C, gamma=GAMMA, max_iter=50, max_line_search=10,
-            tol=TOL, solver=solver, init_Z=Z0), reps)
+        times, res, times_r, est, note = fit_both(
+            milsvm, Xtr, ptr_tr, ytr, Z0, reps, args.threads, n_xv=10, C=C, gamma=GAMMA,
+            max_iter=50, max_line_search=10, tol=TOL, solver=solver)
         t_np = float(np.median(times))
         f_np = ref.decision_function(Xte, ptr_te, res["Z"], res["beta"], res["b"], GAMMA)
         pred_np = (f_np > 0).astype(int)
@@ -185,21 +209,17 @@ def bench_musk1(milsvm, table, args):
               f"g {res['history'][0]:.6f} -> {res['history'][-1]:.8f}, "
               f"test acc {np.mean(pred_np == yte):.3f}")
         t_rs = ratio = None
-        if milsvm is not None:
-            params = dict(n_xv=10, C=C, gamma=GAMMA, max_iter=50, max_line_search=10, tol=TOL,
-                          solver=solver, random_state=0, n_jobs=args.threads)
-            fit, shared = rust_sparse_mi(milsvm, as_list(Xtr, ptr_tr), ytr, Z0, **params)
-            times_r, est = time_calls(fit, reps)
+        if est is not None:
             t_rs = float(np.median(times_r))
             ratio = t_np / t_rs
             pred_rs = np.asarray(est.predict(as_list(Xte, ptr_te))).astype(int)
             g_rs = est.objective_history_
             print(f"  milsvm {solver:6s}: median {fmt_t(t_rs)} (min {fmt_t(times_r.min())}), "
                   f"n_iter {est.n_iter_}, g {g_rs[0]:.6f} -> {g_rs[-1]:.8f}, "
-                  f"test acc {np.mean(pred_rs == yte):.3f}, "
-                  f"test predictions agree {np.mean(pred_rs == pred_np) * 100:.0f}% "
-                  f"({'same initial XVs' if shared else 'different random initial XVs'}), "
-                  f"|g_np - g_rs| / g_np = {abs(res['history'][-1] - g_rs[-1]) / res['history'][-1]:.1e}")
+                  f"test acc {np.mean(pred_rs == yte):.3f}")
+            print(f"      {note}: |g_np - g_rs| / g_np = "
+                  f"{abs(res['history'][-1] - g_rs[-1]) / res['history'][-1]:.1e}, "
+                  f"test predictions agree {np.mean(pred_rs == pred_np) * 100:.0f}%")
         table.add(f"(a) MUSK1 fit, {solver}, median", fmt_t(t_np), fmt_t(t_rs), ratio,
                   ">= 10x" if solver == "newton" else "(info)", 10.0 if solver == "newton" else None)
 
@@ -213,9 +233,9 @@ def bench_musk2_fit(milsvm, X, ptr, y, table, args):
     n_iter = args.musk2_iter
     Z0 = X[np.random.default_rng(0).choice(X.shape[0], 100, replace=False)].copy()
     print(f"\n(b) MUSK2: all {len(y)} bags ({X.shape[0]} instances), n_xv=100, max_iter={n_iter}, newton")
-    times, res = time_calls(lambda: ref.fit_sparse_mi(
-        X, ptr, y, n_xv=100, C=C, gamma=GAMMA, max_iter=n_iter, tol=TOL, solver="newton",
-        init_Z=Z0), args.reps_musk2)
+    times, res, times_r, est, note = fit_both(
+        milsvm, X, ptr, y, Z0, args.reps_musk2, args.threads, n_xv=100, C=C, gamma=GAMMA,
+        max_iter=n_iter, max_line_search=10, tol=TOL, solver="newton")
     t_np = float(np.median(times))
     per_iter_np = t_np / max(res["n_iter"], 1)
     per_solve_np = t_np / res["n_inner_solves"]
@@ -223,11 +243,7 @@ def bench_musk2_fit(milsvm, X, ptr, y, table, args):
           f"{res['n_inner_solves']}, per outer iteration {fmt_t(per_iter_np)}, per inner solve "
           f"{fmt_t(per_solve_np)}, g {res['history'][0]:.6f} -> {res['history'][-1]:.8f}")
     per_iter_rs = ratio = per_solve_rs = None
-    if milsvm is not None:
-        params = dict(n_xv=100, C=C, gamma=GAMMA, max_iter=n_iter, tol=TOL, solver="newton",
-                      random_state=0, n_jobs=args.threads)
-        fit, shared = rust_sparse_mi(milsvm, as_list(X, ptr), y, Z0, **params)
-        times_r, est = time_calls(fit, args.reps_musk2)
+    if est is not None:
         t_rs = float(np.median(times_r))
         per_iter_rs = t_rs / max(est.n_iter_, 1)
         n_solves_rs = getattr(est, "n_inner_solves_", None)
@@ -236,8 +252,7 @@ def bench_musk2_fit(milsvm, X, ptr, y, table, args):
         print(f"  milsvm: total median {fmt_t(t_rs)}, n_iter {est.n_iter_}, inner solves "
               f"{n_solves_rs if n_solves_rs else 'not reported'}, per outer iteration "
               f"{fmt_t(per_iter_rs)}, per inner solve {fmt_t(per_solve_rs)}, "
-              f"g {est.objective_history_[0]:.6f} -> {est.objective_history_[-1]:.8f} "
-              f"({'same initial XVs' if shared else 'different random initial XVs'})")
+              f"g {est.objective_history_[0]:.6f} -> {est.objective_history_[-1]:.8f} ({note})")
     table.add("(b) MUSK2 n_xv=100, per outer iteration", fmt_t(per_iter_np), fmt_t(per_iter_rs),
               ratio, ">= 1.5x", 1.5)
     if per_solve_rs is not None:

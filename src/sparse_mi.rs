@@ -505,14 +505,26 @@ pub(crate) fn descend_with(
     let mut basis = basis0;
     let mut point = objective.evaluate(&basis, None)?;
     let mut history = vec![point.value];
-    let mut step = mean_pairwise_distance(&basis);
-    if !(step.is_finite() && step > 0.0) {
-        step = 1.0;
+    let mut distance = mean_pairwise_distance(&basis);
+    if !(distance.is_finite() && distance > 0.0) {
+        distance = 1.0;
     }
+    let mut step = f64::NAN;
     for _ in 0..params.max_iter {
         let grad = objective.gradient(&basis, &point);
         if grad.iter().all(|&g| g == 0.0) || !grad.iter().all(|g| g.is_finite()) {
             break;
+        }
+        if step.is_nan() {
+            // The first trial moves the farthest-moving XV by the mean pairwise distance of the
+            // initial XVs (Algorithm 1's lambda read as a length: the gradient scales with C, so
+            // lambda used as a plain multiplier overshoots and can throw XVs far from the data).
+            let largest = grad
+                .rows()
+                .into_iter()
+                .map(|r| r.dot(&r).sqrt())
+                .fold(0.0, f64::max);
+            step = distance / largest;
         }
         let mut accepted = None;
         for s in 1..=params.max_line_search {

@@ -1,0 +1,55 @@
+"""Shared fixtures and hypothesis strategies for the pytest suite.
+
+The tests import the *installed* milsvm (``scripts/test.sh`` builds the wheel into a fresh
+virtual environment and runs pytest from the repository root).
+"""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import settings
+from hypothesis import strategies as st
+
+settings.register_profile("milsvm", deadline=None, max_examples=25, derandomize=True)
+settings.load_profile("milsvm")
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def random_bags(seed, n_bags=8, d=3, max_size=5, sparse=False, density=0.5):
+    """Small random bags (list of arrays) with balanced binary labels {0, 1}."""
+    rng = np.random.default_rng(seed)
+    bags = []
+    for _ in range(n_bags):
+        n = int(rng.integers(1, max_size + 1))
+        x = rng.normal(size=(n, d))
+        if sparse:
+            x[rng.random((n, d)) > density] = 0.0
+            x = sp.csr_matrix(x)
+        bags.append(x)
+    y = np.arange(n_bags) % 2
+    return bags, y
+
+
+@st.composite
+def bag_sets(draw, max_bags=8, max_d=4, max_size=5, n_classes=2):
+    """A hypothesis strategy: (instances X, bag_ptr, labels) of a small random bag set."""
+    n_bags = draw(st.integers(n_classes * 2, max_bags))
+    d = draw(st.integers(1, max_d))
+    sizes = draw(st.lists(st.integers(1, max_size), min_size=n_bags, max_size=n_bags))
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(sum(sizes), d))
+    bag_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    labels = (np.arange(n_bags) % n_classes).astype(np.int64)
+    rng.shuffle(labels)
+    return X, bag_ptr, labels
+
+
+@pytest.fixture(scope="session")
+def musk1():
+    from milsvm.datasets import load_musk1
+
+    return load_musk1()

@@ -1,0 +1,196 @@
+"""The scikit-learn contract and the behaviour of SparseMI / RSVM."""
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
+from sklearn.multiclass import OneVsRestClassifier
+from sklearn.pipeline import make_pipeline
+
+import milsvm
+from conftest import random_bags
+from milsvm import RSVM, Bags, BagStandardScaler, SparseMI
+
+
+def easy_bags(seed=0, n_bags=24):
+    """Positive bags hold an instance near (3, 3); negative bags only noise around (-1, -1)."""
+    rng = np.random.default_rng(seed)
+    bags, y = [], []
+    for i in range(n_bags):
+        n = int(rng.integers(2, 6))
+        x = rng.normal(-1.0, 0.7, size=(n, 2))
+        if i % 2:
+            x[0] = rng.normal(3.0, 0.3, size=2)
+        bags.append(x)
+        y.append(i % 2)
+    return bags, np.array(y)
+
+
+ESTIMATORS = [SparseMI(n_xv=4, max_iter=10, random_state=0), RSVM(n_xv=4, random_state=0)]
+
+
+@pytest.mark.parametrize("est", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_clone_params_and_pickle(est):
+    bags, y = easy_bags()
+    params = est.get_params()
+    c = clone(est)
+    assert c.get_params() == params
+    c.set_params(C=3.0)
+    assert c.C == 3.0 and est.C == 1.0
+    c.fit(bags, y)
+    restored = pickle.loads(pickle.dumps(c))
+    np.testing.assert_array_equal(restored.decision_function(bags), c.decision_function(bags))
+    np.testing.assert_array_equal(restored.predict(bags), c.predict(bags))
+
+
+@pytest.mark.parametrize("est", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_not_fitted_error(est):
+    with pytest.raises(NotFittedError):
+        clone(est).predict(easy_bags()[0])
+
+
+@pytest.mark.parametrize("labels", [(-1, 1), (0, 1), ("cat", "dog"), (2.0, 7.0)])
+def test_any_two_labels(labels):
+    bags, y01 = easy_bags()
+    y = np.array(labels, dtype=object if isinstance(labels[0], str) else None)[y01]
+    clf = SparseMI(n_xv=3, C=10, random_state=0).fit(bags, y)
+    assert list(clf.classes_) == sorted(labels)
+    pred = clf.predict(bags)
+    assert set(pred) <= set(labels)
+    assert np.mean(pred == y) == 1.0
+    # a positive score means classes_[1]
+    scores = clf.decision_function(bags)
+    assert scores.shape == (len(bags),)
+    np.testing.assert_array_equal(pred, clf.classes_[(scores > 0).astype(int)])
+
+
+def test_fitted_attributes_and_history():
+    bags, y = easy_bags()
+    clf = SparseMI(n_xv=5, C=1.0, random_state=1).fit(bags, y)
+    assert clf.xv_.shape == (5, 2) and clf.coef_.shape == (5,) and isinstance(clf.intercept_, float)
+    assert clf.n_features_in_ == 2 and clf.gamma_ > 0
+    h = clf.objective_history_
+    assert len(h) == clf.n_iter_ + 1
+    assert np.all(np.diff(h) <= 0), h
+    assert h[-1] < h[0]
+    # the history starts at g(initial XVs) = the RSVM objective with the same random start
+    rsvm = RSVM(n_xv=5, C=1.0, random_state=1).fit(bags, y)
+    np.testing.assert_array_equal(rsvm.xv_, clf.initial_xv_)
+    assert rsvm.objective_history_[0] == pytest.approx(h[0], rel=1e-10)
+
+
+def test_gamma_scale_is_sklearn_definition():
+    bags, y = easy_bags()
+    X = np.concatenate(bags)
+    clf = SparseMI(n_xv=2, max_iter=0).fit(bags, y)
+    assert clf.gamma_ == pytest.approx(1.0 / (X.shape[1] * X.var()))
+    assert SparseMI(n_xv=2, max_iter=0, gamma=0.7).fit(bags, y).gamma_ == 0.7
+
+
+def test_reproducible_for_any_thread_count():
+    bags, y = random_bags(5, n_bags=40, d=6, max_size=30)
+    fits = [SparseMI(n_xv=6, max_iter=8, random_state=3, n_jobs=j).fit(bags, y) for j in (1, 2, 4)]
+    for f in fits[1:]:
+        np.testing.assert_array_equal(f.xv_, fits[0].xv_)
+        np.testing.assert_array_equal(f.coef_, fits[0].coef_)
+        np.testing.assert_array_equal(f.objective_history_, fits[0].objective_history_)
+    other = SparseMI(n_xv=6, max_iter=8, random_state=4).fit(bags, y)
+    assert not np.array_equal(other.initial_xv_, fits[0].initial_xv_)
+
+
+@pytest.mark.parametrize("solver", ["newton", "lbfgs"])
+def test_solvers_give_the_same_model(solver):
+    bags, y = random_bags(6, n_bags=30, d=4)
+    ref = RSVM(n_xv=5, C=2.0, random_state=0).fit(bags, y)
+    clf = RSVM(n_xv=5, C=2.0, random_state=0, solver=solver).fit(bags, y)
+    assert clf.objective_history_[0] == pytest.approx(ref.objective_history_[0], rel=1e-8)
+    np.testing.assert_array_equal(clf.predict(bags), ref.predict(bags))
+
+
+def test_dense_sparse_and_bags_container_give_the_same_model():
+    bags, y = random_bags(7, n_bags=20, d=5, sparse=False)
+    for b in bags:
+        b[np.abs(b) < 0.6] = 0.0
+    sparse_bags = [sp.csr_matrix(b) for b in bags]
+    stacked = Bags.from_instances(np.concatenate(bags), [len(b) for b in bags])
+    stacked_sparse = Bags.from_instances(sp.csr_matrix(np.concatenate(bags)), [len(b) for b in bags])
+    models = [SparseMI(n_xv=4, max_iter=10, random_state=0).fit(b, y) for b in (bags, sparse_bags, stacked, stacked_sparse)]
+    for m in models[1:]:
+        np.testing.assert_allclose(m.xv_, models[0].xv_, rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(m.coef_, models[0].coef_, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(models[1].decision_function(sparse_bags), models[0].decision_function(bags), rtol=1e-8, atol=1e-10)
+
+
+def test_grid_search_and_cross_val_score_over_bags():
+    bags, y = easy_bags(n_bags=30)
+    pipe = make_pipeline(BagStandardScaler(), SparseMI(n_xv=3, max_iter=5, random_state=0))
+    scores = cross_val_score(pipe, bags, y, cv=StratifiedKFold(3, shuffle=True, random_state=0))
+    assert scores.mean() > 0.9
+    gs = GridSearchCV(SparseMI(n_xv=3, max_iter=5, random_state=0), {"C": [0.1, 10.0], "gamma": ["scale", 0.5]}, cv=3)
+    gs.fit(bags, y)
+    assert gs.best_params_["C"] in (0.1, 10.0)
+    assert gs.score(bags, y) > 0.9
+    # a Bags container splits too
+    stacked = Bags.from_instances(np.concatenate(bags), [len(b) for b in bags])
+    assert cross_val_score(RSVM(n_xv=3, random_state=0), stacked, y, cv=3).mean() > 0.8
+
+
+def test_multiclass_shares_expansion_vectors():
+    rng = np.random.default_rng(0)
+    centres = np.array([[3.0, 0.0], [0.0, 3.0], [-3.0, -3.0]])
+    bags, y = [], []
+    for i in range(45):
+        c = i % 3
+        x = rng.normal(0, 0.4, size=(4, 2))
+        x[0] += centres[c]
+        bags.append(x)
+        y.append(["a", "b", "c"][c])
+    y = np.array(y)
+    for seed in range(3):
+        clf = SparseMI(n_xv=3, C=10, random_state=seed).fit(bags, y)
+        start = RSVM(n_xv=3, C=10, random_state=seed).fit(bags, y)
+        assert clf.coef_.shape == (3, 3) and clf.intercept_.shape == (3,)
+        assert clf.decision_function(bags).shape == (45, 3)
+        assert np.all(np.diff(clf.objective_history_) <= 0)
+        # learning the shared XVs turns a poor random start into a perfect fit
+        assert np.mean(start.predict(bags) == y) < 0.8
+        assert np.mean(clf.predict(bags) == y) == 1.0
+    # cross-check of the shared-XV path: with the same seed, one-vs-rest over independent
+    # binary RSVMs draws the same XVs, so its scores equal the multi-class RSVM's columns
+    ovr = OneVsRestClassifier(RSVM(n_xv=4, C=10, random_state=0)).fit(bags, y)
+    multi = RSVM(n_xv=4, C=10, random_state=0).fit(bags, y)
+    np.testing.assert_allclose(ovr.decision_function(bags), multi.decision_function(bags), rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(ovr.predict(bags), multi.predict(bags))
+
+
+def test_rsvm_is_sparse_mi_without_iterations():
+    bags, y = easy_bags()
+    a = RSVM(n_xv=4, C=2.0, random_state=5).fit(bags, y)
+    b = SparseMI(n_xv=4, C=2.0, random_state=5, max_iter=0).fit(bags, y)
+    np.testing.assert_array_equal(a.xv_, b.xv_)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert a.n_iter_ == 0 and len(a.objective_history_) == 1
+
+
+def test_musk1_accuracy_is_in_the_papers_range(musk1):
+    bags, y = musk1
+    pipe = make_pipeline(BagStandardScaler(), SparseMI(n_xv=10, C=10.0, random_state=0))
+    acc = cross_val_score(pipe, bags, y, cv=StratifiedKFold(10, shuffle=True, random_state=0)).mean()
+    assert acc > 0.8, acc
+
+
+def test_bag_standard_scaler():
+    bags, y = random_bags(8, n_bags=10, d=3)
+    scaled = BagStandardScaler().fit_transform(bags)
+    X = scaled.X
+    np.testing.assert_allclose(X.mean(0), 0, atol=1e-12)
+    np.testing.assert_allclose(X.std(0), 1, atol=1e-12)
+    assert len(scaled) == len(bags) and np.array_equal(scaled.bag_sizes, [len(b) for b in bags])
+
+
+def test_version():
+    assert isinstance(milsvm.__version__, str)
