@@ -149,30 +149,50 @@ def rust_sparse_mi(milsvm, bags, y, Z0, **params):
 
     Either milsvm accepts an array as `init` (then both start from Z0), or the fitted estimator
     reports `initial_xv_` (then the NumPy side starts from those). Returns
-    (fit: () -> fitted estimator, initial XVs for the NumPy side, description).
+    (fit: () -> fitted estimator, a fitted estimator, initial XVs for the NumPy side, description).
     """
     try:
-        milsvm.SparseMI(init=Z0, **params).fit(bags, y)
-        return (lambda: milsvm.SparseMI(init=Z0, **params).fit(bags, y)), Z0, "same initial XVs"
+        est = milsvm.SparseMI(init=Z0, **params).fit(bags, y)
+        return (lambda: milsvm.SparseMI(init=Z0, **params).fit(bags, y)), est, Z0, "same initial XVs"
     except (TypeError, ValueError):
         pass
     est = milsvm.SparseMI(**params).fit(bags, y)
     fit = lambda: milsvm.SparseMI(**params).fit(bags, y)  # noqa: E731
     Z_rs = getattr(est, "initial_xv_", None)
     if Z_rs is not None:
-        return fit, np.array(Z_rs, dtype=np.float64), "same initial XVs (milsvm's initial_xv_)"
-    return fit, Z0, "different random initial XVs"
+        return fit, est, np.array(Z_rs, dtype=np.float64), "same initial XVs (milsvm's initial_xv_)"
+    return fit, est, Z0, "different random initial XVs"
+
+
+def matching_step_rule(est, Xtr, ptr_tr, ytr, Z0, **params):
+    """The reference's step_init rule that reproduces milsvm's first iterations of g (rel. 1e-6),
+    so that both sides do the same work; None if neither does."""
+    h_rs = np.asarray(est.objective_history_)
+    k = min(len(h_rs), 4)
+    for rule in ("distance", "distance_over_grad"):
+        p = dict(params, max_iter=min(params["max_iter"], k - 1))
+        h_np = np.asarray(ref.fit_sparse_mi(Xtr, ptr_tr, ytr, init_Z=Z0, step_init=rule, **p)["history"])
+        if len(h_np) >= k and np.allclose(h_np[:k], h_rs[:k], rtol=1e-6, atol=0):
+            return rule
+    return None
 
 
 def fit_both(milsvm, Xtr, ptr_tr, ytr, Z0, reps, threads, **params):
     """Time the NumPy reference and (if present) milsvm on the same problem.
 
     Returns (numpy times, numpy result, milsvm times or None, milsvm estimator or None, note)."""
-    fit_rs, note = None, ""
+    fit_rs, note, rule = None, "", "distance"
     if milsvm is not None:
-        fit_rs, Z0, note = rust_sparse_mi(milsvm, as_list(Xtr, ptr_tr), ytr, Z0, random_state=0,
-                                          n_jobs=threads, **params)
-    times, res = time_calls(lambda: ref.fit_sparse_mi(Xtr, ptr_tr, ytr, init_Z=Z0, **params), reps)
+        fit_rs, est, Z0, note = rust_sparse_mi(milsvm, as_list(Xtr, ptr_tr), ytr, Z0,
+                                               random_state=0, n_jobs=threads, **params)
+        found = matching_step_rule(est, Xtr, ptr_tr, ytr, Z0, **params)
+        if found is None:
+            note += "; no step rule of the reference reproduces milsvm's g history"
+        else:
+            rule = found
+            note += f"; reference step_init={rule!r} reproduces milsvm's first iterations"
+    times, res = time_calls(lambda: ref.fit_sparse_mi(Xtr, ptr_tr, ytr, init_Z=Z0, step_init=rule,
+                                                      **params), reps)
     times_r = est = None
     if fit_rs is not None:
         times_r, est = time_calls(fit_rs, reps)

@@ -263,11 +263,14 @@ def _inner_at(X, bag_ptr, Z, y, C, gamma, solver, warm, inner_tol):
 
 def fit_sparse_mi(bags_or_X, bag_ptr, y, n_xv=10, C=1.0, gamma="scale", max_iter=50,
                   max_line_search=10, tol=1e-6, solver="newton", random_state=0, init_Z=None,
-                  inner_tol=1e-10):
+                  inner_tol=1e-10, step_init="distance"):
     """SparseMI, Algorithm 1 of Fu et al. (as in ALGORITHMS.md). max_iter=0 gives RSVM.
 
     bags_or_X: a list of bags (bag_ptr=None) or stacked instances with bag_ptr.
     y: bag labels, {0,1} or {-1,+1}. gamma: float or "scale" (1 / (d * var(X))).
+    step_init: "distance" (Algorithm 1 / ALGORITHMS.md: lambda = mean pairwise distance D of the
+    initial XVs) or "distance_over_grad" (lambda = D / max_k ||dg/dz_k|| at the first
+    iteration, so that the first trial moves the farthest-moving XV by D).
     Returns a dict: Z, beta, b, gamma, history (g at the initial Z, then after each accepted
     outer iteration), n_iter, n_inner_solves.
     """
@@ -292,6 +295,8 @@ def fit_sparse_mi(bags_or_X, bag_ptr, y, n_xv=10, C=1.0, gamma="scale", max_iter
         lam = 1.0
     if not lam > 0:
         lam = 1.0
+    if step_init not in ("distance", "distance_over_grad"):
+        raise ValueError(f"unknown step_init {step_init!r}")
 
     beta, b, g, K, KZ = _inner_at(X, bag_ptr, Z, y, C, gamma, solver, None, inner_tol)
     history = [g]
@@ -299,6 +304,8 @@ def fit_sparse_mi(bags_or_X, bag_ptr, y, n_xv=10, C=1.0, gamma="scale", max_iter
     n_iter = 0
     for _ in range(max_iter):
         G = gradient_Z(X, bag_ptr, Z, beta, b, y, C, gamma, K, KZ)
+        if n_iter == 0 and step_init == "distance_over_grad":
+            lam = lam / max(np.sqrt((G ** 2).sum(axis=1)).max(), 1e-300)
         accepted = False
         for s in range(1, max_line_search + 1):
             Z_new = Z - lam * G
@@ -318,7 +325,7 @@ def fit_sparse_mi(bags_or_X, bag_ptr, y, n_xv=10, C=1.0, gamma="scale", max_iter
         g = g_n
         history.append(g)
         n_iter += 1
-        if decrease <= tol * abs(history[-2]):
+        if decrease < tol * abs(history[-2]):
             break
     return dict(Z=Z, beta=beta, b=b, gamma=gamma, history=history, n_iter=n_iter,
                 n_inner_solves=n_inner, step=lam)

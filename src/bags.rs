@@ -190,6 +190,85 @@ impl Instances {
             Instances::Sparse(x) => Instances::Sparse(x.select_rows(rows)),
         }
     }
+    /// The inner products of every row of `self` with every row of `other`
+    /// (`self.n_rows() x other.n_rows()`, dense), never densifying a sparse operand.
+    /// Rows of `self` are processed in parallel; each output row is computed in one fixed order.
+    pub fn cross_gram(&self, other: &Instances) -> Array2<f64> {
+        use rayon::prelude::*;
+        let (n, q) = (self.n_rows(), other.n_rows());
+        let mut out = Array2::zeros((n, q));
+        match (self, other) {
+            (Instances::Dense(x), Instances::Dense(b)) => {
+                ndarray::linalg::general_mat_mul(1.0, x, &b.t(), 0.0, &mut out)
+            }
+            (Instances::Sparse(x), Instances::Dense(b)) => {
+                let bt = b.t().as_standard_layout().into_owned();
+                out.axis_iter_mut(ndarray::Axis(0))
+                    .into_par_iter()
+                    .enumerate()
+                    .for_each(|(i, mut o)| {
+                        let (idx, val) = x.row(i);
+                        for (&j, &a) in idx.iter().zip(val) {
+                            o.scaled_add(a, &bt.row(j));
+                        }
+                    });
+            }
+            (_, Instances::Sparse(b)) => {
+                // Column index of `other`: for feature j, the (row, value) pairs that use it.
+                let mut by_col: Vec<Vec<(usize, f64)>> = vec![Vec::new(); b.n_cols()];
+                for r in 0..q {
+                    let (idx, val) = b.row(r);
+                    for (&j, &v) in idx.iter().zip(val) {
+                        by_col[j].push((r, v));
+                    }
+                }
+                out.axis_iter_mut(ndarray::Axis(0))
+                    .into_par_iter()
+                    .enumerate()
+                    .for_each(|(i, mut o)| {
+                        let mut add = |j: usize, a: f64| {
+                            for &(r, v) in &by_col[j] {
+                                o[r] += a * v;
+                            }
+                        };
+                        match self {
+                            Instances::Sparse(x) => {
+                                let (idx, val) = x.row(i);
+                                idx.iter().zip(val).for_each(|(&j, &a)| add(j, a));
+                            }
+                            Instances::Dense(x) => {
+                                x.row(i)
+                                    .iter()
+                                    .enumerate()
+                                    .filter(|(_, &a)| a != 0.0)
+                                    .for_each(|(j, &a)| add(j, a));
+                            }
+                        }
+                    });
+            }
+        }
+        out
+    }
+
+    /// `coef * self` (`coef.nrows() x n_features`, dense): linear combinations of the rows.
+    pub fn combine_rows(&self, coef: &Array2<f64>) -> Array2<f64> {
+        match self {
+            Instances::Dense(x) => coef.dot(x),
+            Instances::Sparse(x) => {
+                let mut out = Array2::zeros((coef.nrows(), x.n_cols()));
+                for (c, mut o) in coef.rows().into_iter().zip(out.rows_mut()) {
+                    for (r, &w) in c.iter().enumerate() {
+                        let (idx, val) = x.row(r);
+                        for (&j, &v) in idx.iter().zip(val) {
+                            o[j] += w * v;
+                        }
+                    }
+                }
+                out
+            }
+        }
+    }
+
     /// Row `i` as a dense vector.
     pub fn dense_row(&self, i: usize) -> Vec<f64> {
         match self {

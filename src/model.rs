@@ -43,8 +43,45 @@ impl Model {
         self.xv.ncols()
     }
 
+    /// Checks the shapes: at least one expansion vector and one output, coefficients of shape
+    /// `n_outputs x n_xv`, one bias per output, finite values.
+    pub fn check(&self) -> Result<()> {
+        let (n_out, n_xv) = self.coef.dim();
+        if n_xv == 0
+            || n_out == 0
+            || self.xv.nrows() != n_xv
+            || self.intercept.len() != n_out
+            || self.xv.ncols() == 0
+        {
+            return Err(Error::ModelFile(format!(
+                "inconsistent model shapes: xv {:?}, coef {:?}, intercept {}",
+                self.xv.dim(),
+                self.coef.dim(),
+                self.intercept.len()
+            )));
+        }
+        if self
+            .xv
+            .iter()
+            .chain(self.coef.iter())
+            .chain(self.intercept.iter())
+            .any(|v| !v.is_finite())
+        {
+            return Err(Error::ModelFile(
+                "the model holds a non-finite value".into(),
+            ));
+        }
+        if let Kernel::Rbf { gamma } = self.kernel {
+            if !(gamma.is_finite() && gamma > 0.0) {
+                return Err(Error::ModelFile(format!("invalid kernel width {gamma}")));
+            }
+        }
+        Ok(())
+    }
+
     /// Bag scores (`n_bags x n_outputs`).
     pub fn decision_function(&self, bags: &Bags) -> Result<Array2<f64>> {
+        self.check()?;
         if bags.n_features() != self.n_features() {
             return Err(Error::Mismatch(format!(
                 "the bags have {} features, the model was fitted on {}",
@@ -64,6 +101,7 @@ impl Model {
 
     /// Instance scores `f(x)` (`n_instances x n_outputs`).
     pub fn instance_decision_function(&self, instances: &Instances) -> Result<Array2<f64>> {
+        self.check()?;
         if instances.n_features() != self.n_features() {
             return Err(Error::Mismatch(format!(
                 "the instances have {} features, the model was fitted on {}",
@@ -83,6 +121,7 @@ impl Model {
     /// The score of one bag given as a dense `n_instances x n_features` slice (row-major),
     /// without building [`Bags`]: the low-latency path for embedded prediction.
     pub fn decision_function_bag(&self, instances: &[f64]) -> Result<Vec<f64>> {
+        self.check()?;
         let d = self.n_features();
         if d == 0 || instances.is_empty() || instances.len() % d != 0 {
             return Err(Error::Mismatch(format!(

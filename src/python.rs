@@ -120,7 +120,7 @@ fn rows_of(x: &Instances) -> Rows<'_> {
 
 /// Fits SparseMI (RSVM with `max_iter=0`); returns a dict of fitted arrays and diagnostics.
 #[pyfunction]
-#[pyo3(signature = (x, bag_ptr, labels, *, n_xv, c, kernel, gamma, max_iter, max_line_search, tol, solver, seed, n_jobs, inner_tol=None, init_xv=None))]
+#[pyo3(signature = (x, bag_ptr, labels, *, n_xv, c, kernel, gamma, max_iter, max_line_search, tol, solver, seed, n_jobs, inner_tol=None, init_xv=None, n_basis=None, init_basis=None))]
 #[allow(clippy::too_many_arguments)]
 fn fit_sparse_mi<'py>(
     py: Python<'py>,
@@ -139,6 +139,8 @@ fn fit_sparse_mi<'py>(
     n_jobs: Option<i64>,
     inner_tol: Option<f64>,
     init_xv: Option<PyReadonlyArray2<f64>>,
+    n_basis: Option<i64>,
+    init_basis: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let count = |v: i64, name: &str| {
         usize::try_from(v).map_err(|_| {
@@ -166,6 +168,8 @@ fn fit_sparse_mi<'py>(
         seed,
         n_jobs: n_jobs_of(n_jobs)?,
         init_xv: init_xv.map(|z| z.as_array().to_owned()),
+        n_basis: n_basis.map(|q| count(q, "n_basis")).transpose()?,
+        init_basis: init_basis.map(instances).transpose()?,
         ..SparseMiParams::default()
     };
     let bags = bags(x, bag_ptr)?;
@@ -405,6 +409,45 @@ fn sparse_mi_objective<'py>(
     Ok((g, grad.into_pyarray(py)))
 }
 
+/// The versioned JSON text of a label-mean model (the format `milsvm::Model::load` reads).
+#[pyfunction]
+#[pyo3(signature = (xv, coef, intercept, kernel, gamma, n_classes))]
+fn model_to_json(
+    xv: PyReadonlyArray2<f64>,
+    coef: PyReadonlyArray2<f64>,
+    intercept: PyReadonlyArray1<f64>,
+    kernel: &str,
+    gamma: f64,
+    n_classes: usize,
+) -> PyResult<String> {
+    let model = Model {
+        kernel: kernel_of(kernel, gamma)?,
+        xv: xv.as_array().to_owned(),
+        coef: coef.as_array().to_owned(),
+        intercept: intercept.as_array().to_owned(),
+        n_classes,
+    };
+    Ok(model.to_json()?)
+}
+
+/// Reads model JSON; returns a dict with `xv, coef, intercept, kernel, gamma, n_classes`.
+#[pyfunction]
+fn model_from_json<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyDict>> {
+    let model = Model::from_json(text)?;
+    let out = PyDict::new(py);
+    let (name, gamma) = match model.kernel {
+        Kernel::Rbf { gamma } => ("rbf", gamma),
+        Kernel::Linear => ("linear", 1.0),
+    };
+    out.set_item("kernel", name)?;
+    out.set_item("gamma", gamma)?;
+    out.set_item("n_classes", model.n_classes)?;
+    out.set_item("xv", model.xv.into_pyarray(py))?;
+    out.set_item("coef", model.coef.into_pyarray(py))?;
+    out.set_item("intercept", model.intercept.into_pyarray(py))?;
+    Ok(out)
+}
+
 /// The compiled core of milsvm.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -417,5 +460,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(solve_squared_hinge, m)?)?;
     m.add_function(wrap_pyfunction!(sparse_mi_objective, m)?)?;
     m.add_function(wrap_pyfunction!(squared_hinge_value_grad, m)?)?;
+    m.add_function(wrap_pyfunction!(model_to_json, m)?)?;
+    m.add_function(wrap_pyfunction!(model_from_json, m)?)?;
     Ok(())
 }

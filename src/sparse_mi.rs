@@ -11,7 +11,7 @@
 
 use ndarray::{Array1, Array2, ArrayView1};
 use rand::seq::index::sample;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -62,7 +62,7 @@ pub enum KernelKind {
 
 /// Hyperparameters of SparseMI and RSVM (builder style; validated in [`SparseMiParams::validate`],
 /// the one place where their ranges are checked for both the Rust and the Python API).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SparseMiParams {
     /// Number of expansion vectors `N_xv >= 1`.
     pub n_xv: usize,
@@ -91,8 +91,16 @@ pub struct SparseMiParams {
     pub seed: u64,
     /// Threads (`None`: all cores). Results do not depend on it.
     pub n_jobs: Option<usize>,
-    /// Initial expansion vectors (`n_xv x n_features`), replacing the random choice.
+    /// Initial expansion vectors (`n_xv x n_features`), replacing the random choice
+    /// (direct mode only).
     pub init_xv: Option<Array2<f64>>,
+    /// Basis-vector mode (Fu et al. 2013, section IV-E): the XVs are `Z = V B` over this many
+    /// basis vectors, and all kernel work runs in `n_basis` dimensions. For sparse,
+    /// high-dimensional instances.
+    pub n_basis: Option<usize>,
+    /// The basis vectors (`n_basis x n_features`), replacing `n_basis` random training
+    /// instances (e.g. k-means centroids).
+    pub init_basis: Option<Instances>,
 }
 
 impl Default for SparseMiParams {
@@ -112,6 +120,8 @@ impl Default for SparseMiParams {
             seed: 0,
             n_jobs: None,
             init_xv: None,
+            n_basis: None,
+            init_basis: None,
         }
     }
 }
@@ -179,6 +189,10 @@ impl SparseMiParams {
         n_jobs: Option<usize>);
     setter!(/// Sets initial expansion vectors.
         init_xv: Option<Array2<f64>>);
+    setter!(/// Sets the number of basis vectors (basis-vector mode).
+        n_basis: Option<usize>);
+    setter!(/// Sets the basis vectors (basis-vector mode).
+        init_basis: Option<Instances>);
 
     /// Checks every hyperparameter; the error names the parameter and its allowed range.
     pub fn validate(&self) -> Result<()> {
@@ -234,6 +248,23 @@ impl SparseMiParams {
                 "n_jobs must be None (all cores) or an integer >= 1",
             ));
         }
+        if self.n_basis == Some(0) {
+            return Err(invalid_param("n_basis must be None or an integer >= 1"));
+        }
+        if let Some(b) = &self.init_basis {
+            if Some(b.n_rows()) != self.n_basis {
+                return Err(invalid_param(format!(
+                    "init_basis has {} rows, n_basis is {:?}",
+                    b.n_rows(),
+                    self.n_basis
+                )));
+            }
+        }
+        if self.init_xv.is_some() && self.n_basis.is_some() {
+            return Err(invalid_param(
+                "init_xv applies to direct mode; with n_basis give init_basis instead",
+            ));
+        }
         if let Some(z) = &self.init_xv {
             if z.nrows() != self.n_xv {
                 return Err(invalid_param(format!(
@@ -255,7 +286,24 @@ impl SparseMiParams {
     pub fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<SparseMiFit> {
         self.validate()?;
         let n_classes = validate_labels(bags, labels)?;
-        if self.n_xv > bags.n_instances() && self.init_xv.is_none() {
+        if let (Some(q), None) = (self.n_basis, &self.init_basis) {
+            if q > bags.n_instances() {
+                return Err(invalid_param(format!(
+                    "n_basis ({q}) exceeds the number of training instances ({})",
+                    bags.n_instances()
+                )));
+            }
+        }
+        if let Some(b) = &self.init_basis {
+            if b.n_features() != bags.n_features() {
+                return Err(invalid_param(format!(
+                    "init_basis has {} features, the bags have {}",
+                    b.n_features(),
+                    bags.n_features()
+                )));
+            }
+        }
+        if self.n_xv > bags.n_instances() && self.init_xv.is_none() && self.n_basis.is_none() {
             return Err(invalid_param(format!(
                 "n_xv ({}) exceeds the number of training instances ({})",
                 self.n_xv,
@@ -280,16 +328,60 @@ impl SparseMiParams {
             KernelKind::Rbf => Kernel::Rbf { gamma },
             KernelKind::Linear => Kernel::Linear,
         };
-        let initial_xv = match &self.init_xv {
-            Some(z) => z.clone(),
+        let x = bags.instances();
+        let norms = x.sq_norms();
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+        let (basis, point, history, initial_xv, xv) = match self.n_basis {
             None => {
-                let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
-                let rows: Vec<usize> = sample(&mut rng, bags.n_instances(), self.n_xv).into_vec();
-                dense_rows(bags.instances(), &rows)
+                let initial_xv = match &self.init_xv {
+                    Some(z) => z.clone(),
+                    None => {
+                        let rows = sample(&mut rng, bags.n_instances(), self.n_xv).into_vec();
+                        dense_rows(x, &rows)
+                    }
+                };
+                let rows = match x {
+                    Instances::Dense(x) => Rows::Dense(x.view()),
+                    Instances::Sparse(x) => Rows::Sparse(x),
+                };
+                let objective =
+                    Objective::new(self, kernel, rows, norms, bags.bag_ptr(), labels, n_classes);
+                let (basis, point, history) =
+                    descend(self, &objective, Basis::direct(initial_xv.clone()))?;
+                let xv = basis.v.clone();
+                (basis, point, history, initial_xv, xv)
+            }
+            Some(q) => {
+                // Z = V B: kernels need only P = X B^T (N x Q), G = B B^T and ||x||^2.
+                let bv = match &self.init_basis {
+                    Some(b) => b.clone(),
+                    None => x.select_rows(&sample(&mut rng, bags.n_instances(), q).into_vec()),
+                };
+                let p = x.cross_gram(&bv);
+                let g = bv.cross_gram(&bv);
+                // Random initial coefficients (section V-C): a random convex combination of
+                // the basis vectors per XV, so that the XVs start inside the data's range.
+                let mut v0 = Array2::from_shape_fn((self.n_xv, q), |_| rng.random::<f64>());
+                for mut r in v0.rows_mut() {
+                    let s = r.sum();
+                    r /= s.max(f64::MIN_POSITIVE);
+                }
+                let objective = Objective::new(
+                    self,
+                    kernel,
+                    Rows::Dense(p.view()),
+                    norms,
+                    bags.bag_ptr(),
+                    labels,
+                    n_classes,
+                );
+                let project = |v: Array2<f64>| Basis::projected(v, g.view());
+                let (basis, point, history) =
+                    descend_with(self, &objective, project(v0.clone()), project)?;
+                let xv = bv.combine_rows(&basis.v);
+                (basis, point, history, bv.combine_rows(&v0), xv)
             }
         };
-        let objective = Objective::new(self, kernel, bags, labels, n_classes);
-        let (basis, point, history) = descend(self, &objective, Basis::direct(initial_xv.clone()))?;
         let coef = Array2::from_shape_fn((point.sols.len(), basis.len()), |(c, k)| {
             point.sols[c].beta[k]
         });
@@ -297,7 +389,7 @@ impl SparseMiParams {
         Ok(SparseMiFit {
             model: Model {
                 kernel,
-                xv: basis.v,
+                xv,
                 coef,
                 intercept,
                 n_classes,
@@ -364,14 +456,12 @@ impl<'a> Objective<'a> {
     fn new(
         params: &'a SparseMiParams,
         kernel: Kernel,
-        bags: &'a Bags,
+        rows: Rows<'a>,
+        row_norms: Vec<f64>,
+        bag_ptr: &'a [usize],
         labels: &[usize],
         n_classes: usize,
     ) -> Self {
-        let rows = match bags.instances() {
-            Instances::Dense(x) => Rows::Dense(x.view()),
-            Instances::Sparse(x) => Rows::Sparse(x),
-        };
         let problems: Vec<usize> = if n_classes == 2 {
             vec![1]
         } else {
@@ -389,8 +479,8 @@ impl<'a> Objective<'a> {
         Self {
             kernel,
             rows,
-            row_norms: bags.instances().sq_norms(),
-            bag_ptr: bags.bag_ptr(),
+            row_norms,
+            bag_ptr,
             targets,
             costs: vec![params.c; labels.len()],
             params,
@@ -565,7 +655,20 @@ pub fn objective_and_gradient(
         KernelKind::Rbf => Kernel::Rbf { gamma },
         KernelKind::Linear => Kernel::Linear,
     };
-    let objective = Objective::new(params, kernel, bags, labels, n_classes);
+    let x = bags.instances();
+    let rows = match x {
+        Instances::Dense(x) => Rows::Dense(x.view()),
+        Instances::Sparse(x) => Rows::Sparse(x),
+    };
+    let objective = Objective::new(
+        params,
+        kernel,
+        rows,
+        x.sq_norms(),
+        bags.bag_ptr(),
+        labels,
+        n_classes,
+    );
     let basis = Basis::direct(z);
     let point = objective.evaluate(&basis, None)?;
     let grad = objective.gradient(&basis, &point);

@@ -194,3 +194,24 @@ def test_bag_standard_scaler():
 
 def test_version():
     assert isinstance(milsvm.__version__, str)
+
+
+@pytest.mark.parametrize("multiclass", [False, True])
+def test_save_and_load_round_trip(tmp_path, multiclass):
+    bags, y = easy_bags()
+    if multiclass:
+        y = np.array(["x", "y", "z"])[np.arange(len(y)) % 3]
+    clf = SparseMI(n_xv=3, C=5.0, max_iter=5, random_state=0).fit(bags, y)
+    path = tmp_path / "model.json"
+    clf.save(path)
+    back = milsvm.load(path)
+    assert type(back) is SparseMI and back.C == 5.0
+    np.testing.assert_array_equal(back.decision_function(bags), clf.decision_function(bags))
+    np.testing.assert_array_equal(back.predict(bags), clf.predict(bags))
+
+
+def test_load_rejects_foreign_files(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text('{"format": "other", "version": 1, "model": {}}')
+    with pytest.raises(ValueError, match="model file"):
+        milsvm.load(path)

@@ -7,6 +7,6 @@ bag, or scipy sparse matrices) or a :class:`Bags` container as ``X``.
 from ._bags import Bags, as_bags
 from ._core import __version__
 from .preprocessing import BagStandardScaler
-from .sparse_mi import RSVM, SparseMI
+from .sparse_mi import RSVM, SparseMI, load
 
-__all__ = ["Bags", "as_bags", "BagStandardScaler", "SparseMI", "RSVM", "__version__"]
+__all__ = ["Bags", "as_bags", "BagStandardScaler", "SparseMI", "RSVM", "load", "__version__"]

@@ -3,30 +3,46 @@ Multi-Instance Classification, IEEE TNNLS 2013; ECML PKDD 2011)."""
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 from . import _core
 from ._base import BaseEstimator, MIClassifierMixin, as_choice, as_float, as_gamma, as_int, as_n_jobs, seed_of
-from ._bags import as_bags
+from ._bags import Bags, as_bags
+from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["SparseMI", "RSVM"]
+__all__ = ["SparseMI", "RSVM", "load"]
 
 
 class _ExpansionVectorClassifier(MIClassifierMixin, BaseEstimator):
     """Shared fit/predict of the label-mean model ``f(x) = sum_k beta_k k(z_k, x) + b``."""
 
-    def _fit_xv(self, bags, y, *, max_iter, max_line_search, tol, solver):
+    def _fit_xv(self, bags, y, *, max_iter, max_line_search, tol, solver, init="random", n_basis=None):
         bags = as_bags(bags)
         labels = self._encode_labels(y, len(bags), multiclass=True)
         kernel = as_choice("kernel", self.kernel, ("rbf", "linear"))
+        init = as_choice("init", init, ("random", "kmeans", "svm"))
+        n_basis = None if n_basis is None else as_int("n_basis", n_basis)
+        n_xv = as_int("n_xv", self.n_xv)
+        seed = seed_of(self.random_state)
+        extra = {}
+        if init != "random":
+            count = n_xv if n_basis is None else n_basis
+            points = _initial_points(init, bags, labels, count, kernel, self.gamma, seed)
+            if n_basis is None:
+                extra["init_xv"] = points.toarray() if sp.issparse(points) else np.ascontiguousarray(points)
+            else:
+                extra["init_basis"] = Bags(points, np.array([0, points.shape[0]], dtype=np.int64)).core_instances()
         start = time.perf_counter()
         out = _core.fit_sparse_mi(
             bags.core_instances(),
             bags.bag_ptr,
             labels,
-            n_xv=as_int("n_xv", self.n_xv),
+            n_xv=n_xv,
             c=as_float("C", self.C),
             kernel=kernel,
             gamma=as_gamma(self.gamma),
@@ -34,12 +50,16 @@ class _ExpansionVectorClassifier(MIClassifierMixin, BaseEstimator):
             max_line_search=max_line_search,
             tol=tol,
             solver=as_choice("solver", self.solver, ("newton", "lbfgs")),
-            seed=seed_of(self.random_state),
+            seed=seed,
             n_jobs=as_n_jobs(self.n_jobs),
+            n_basis=n_basis,
+            **extra,
         )
         binary = len(self.classes_) == 2
-        self.xv_ = out["xv"]
-        self.initial_xv_ = out["initial_xv"]
+        # basis-vector mode on sparse data: the XVs are sparse combinations of basis vectors
+        sparse_xv = n_basis is not None and bags.is_sparse and init != "kmeans"
+        self.xv_ = sp.csr_matrix(out["xv"]) if sparse_xv else out["xv"]
+        self.initial_xv_ = sp.csr_matrix(out["initial_xv"]) if sparse_xv else out["initial_xv"]
         self.coef_ = out["coef"][0] if binary else out["coef"]
         self.intercept_ = float(out["intercept"][0]) if binary else out["intercept"]
         self.objective_history_ = np.asarray(out["objective_history"])
@@ -70,11 +90,89 @@ class _ExpansionVectorClassifier(MIClassifierMixin, BaseEstimator):
         bags = self._check_bags(bags)
         coef = np.atleast_2d(self.coef_)
         intercept = np.atleast_1d(np.asarray(self.intercept_, dtype=np.float64))
+        xv = self.xv_.toarray() if sp.issparse(self.xv_) else self.xv_
         scores = _core.decision_function(
-            bags.core_instances(), bags.bag_ptr, self.xv_, coef, intercept, self.kernel, self.gamma_,
+            bags.core_instances(), bags.bag_ptr, xv, coef, intercept, self.kernel, self.gamma_,
             as_n_jobs(self.n_jobs),
         )
         return scores[:, 0] if scores.shape[1] == 1 else scores
+
+    def save(self, path):
+        """Write the fitted model as versioned JSON, readable by :func:`milsvm.load` and by the
+        Rust crate (``milsvm::Model::load``), with the class labels and parameters added."""
+        check_is_fitted(self)
+        text = _core.model_to_json(
+            self.xv_.toarray() if sp.issparse(self.xv_) else self.xv_, np.atleast_2d(self.coef_), np.atleast_1d(np.asarray(self.intercept_, dtype=np.float64)),
+            self.kernel, self.gamma_, len(self.classes_),
+        )
+        doc = json.loads(text)
+        doc["estimator"] = type(self).__name__
+        doc["params"] = {k: v for k, v in self.get_params().items() if isinstance(v, (int, float, str, type(None)))}
+        doc["classes"] = self.classes_.tolist()
+        doc["n_iter"] = int(getattr(self, "n_iter_", 0))
+        doc["objective_history"] = np.asarray(self.objective_history_).tolist()
+        Path(path).write_text(json.dumps(doc))
+
+
+def _initial_points(init, bags, labels, count, kernel, gamma, seed):
+    """Initial XVs / BVs of section V-D: k-means centroids or SVM-selected instances."""
+    X = bags.X
+    if count > bags.n_instances:
+        raise ValueError(f"init={init!r} needs {count} points, but there are {bags.n_instances} training instances")
+    if init == "kmeans":
+        from sklearn.cluster import KMeans
+
+        return KMeans(n_clusters=count, n_init=1, random_state=seed).fit(X).cluster_centers_
+    from sklearn.svm import LinearSVC
+
+    # label-mean bag features against every training instance, in column blocks
+    g = as_gamma(gamma)
+    if g is None:
+        n = X.shape[0] * X.shape[1]
+        mean = X.sum() / n
+        var = (X.multiply(X).sum() if sp.issparse(X) else np.square(X).sum()) / n - mean**2
+        g = 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+    norms = np.asarray(X.multiply(X).sum(1)).ravel() if sp.issparse(X) else np.einsum("ij,ij->i", X, X)
+    feats = np.empty((len(bags), X.shape[0]))
+    for lo in range(0, X.shape[0], 1024):
+        cols = slice(lo, min(lo + 1024, X.shape[0]))
+        dot = X @ X[cols].T
+        dot = dot.toarray() if sp.issparse(dot) else dot
+        K = dot if kernel == "linear" else np.exp(-g * np.maximum(norms[:, None] + norms[None, cols] - 2 * dot, 0))
+        feats[:, cols] = np.add.reduceat(K, bags.bag_ptr[:-1], axis=0) / bags.bag_sizes[:, None]
+    svm = LinearSVC(C=1.0, max_iter=10000, random_state=seed).fit(feats, labels)
+    weight = np.abs(np.atleast_2d(svm.coef_)).max(axis=0)
+    top = np.argsort(-weight, kind="stable")[:count]
+    return X[np.sort(top)]
+
+
+def load(path):
+    """Read a model written by ``save`` (any milsvm estimator with a ``save`` method).
+
+    Raises
+    ------
+    ValueError
+        If the file is not a milsvm model or has an unsupported version.
+    """
+    text = Path(path).read_text()
+    parts = _core.model_from_json(text)
+    doc = json.loads(text)
+    cls = {"SparseMI": SparseMI, "RSVM": RSVM}.get(doc.get("estimator"))
+    if cls is None:
+        raise ValueError(f"{path}: unknown estimator {doc.get('estimator')!r} in model file")
+    params = {k: v for k, v in doc.get("params", {}).items() if k in cls().get_params()}
+    est = cls(**params)
+    binary = parts["coef"].shape[0] == 1
+    est.xv_ = parts["xv"]
+    est.coef_ = parts["coef"][0] if binary else parts["coef"]
+    est.intercept_ = float(parts["intercept"][0]) if binary else parts["intercept"]
+    est.gamma_ = float(parts["gamma"])
+    est.kernel = parts["kernel"]
+    est.classes_ = np.asarray(doc["classes"])
+    est.n_features_in_ = est.xv_.shape[1]
+    est.n_iter_ = int(doc.get("n_iter", 0))
+    est.objective_history_ = np.asarray(doc.get("objective_history", []), dtype=np.float64)
+    return est
 
 
 class SparseMI(_ExpansionVectorClassifier):
@@ -95,8 +193,16 @@ class SparseMI(_ExpansionVectorClassifier):
         Instance kernel; the papers use the Gaussian kernel.
     gamma : "scale" or float, default="scale"
         Gaussian width; "scale" is ``1 / (n_features * X.var())`` over the training instances.
-    init : {"random"}, default="random"
-        Initial expansion vectors: ``n_xv`` distinct random training instances.
+    init : {"random", "kmeans", "svm"}, default="random"
+        Initial expansion vectors (or basis vectors with ``n_basis``), section V-D of the paper:
+        distinct random training instances; k-means centroids of the training instances; or the
+        training instances whose weights are largest in absolute value in a linear SVM trained on
+        the label-mean bag features ``s(X_i) = [mean_p k(x_ip, x_t)]_t``.
+    n_basis : int or None, default=None
+        Basis-vector mode (section IV-E) for sparse, high-dimensional instances: each XV is a
+        combination ``z = B v`` of ``n_basis`` basis vectors (chosen by ``init``; random
+        coefficients to start), and all kernel work runs in ``n_basis`` dimensions after one
+        sparse product ``X B^T``. The instances are never densified; ``xv_`` is sparse.
     max_iter : int, default=50
         Outer gradient iterations ``t_max`` (0 gives RSVM).
     max_line_search : int, default=10
@@ -134,9 +240,10 @@ class SparseMI(_ExpansionVectorClassifier):
         Number of features of an instance.
     """
 
-    def __init__(self, n_xv=10, C=1.0, kernel="rbf", gamma="scale", init="random", max_iter=50,
+    def __init__(self, n_xv=10, C=1.0, kernel="rbf", gamma="scale", init="random", n_basis=None, max_iter=50,
                  max_line_search=10, tol=1e-6, solver="newton", random_state=None, n_jobs=None, verbose=0):
         self.n_xv = n_xv
+        self.n_basis = n_basis
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -161,9 +268,10 @@ class SparseMI(_ExpansionVectorClassifier):
         -------
         self
         """
-        as_choice("init", self.init, ("random",))
         return self._fit_xv(
             bags, y,
+            init=self.init,
+            n_basis=self.n_basis,
             max_iter=as_int("max_iter", self.max_iter),
             max_line_search=as_int("max_line_search", self.max_line_search),
             tol=as_float("tol", self.tol),
