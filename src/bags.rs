@@ -406,7 +406,13 @@ pub fn validate_labels(bags: &Bags, labels: &[usize]) -> Result<usize> {
             bags.n_bags()
         )));
     }
-    let n_classes = labels.iter().copied().max().unwrap_or(0) + 1;
+    let max = labels.iter().copied().max().unwrap_or(0);
+    if max >= labels.len() {
+        return Err(invalid_data(format!(
+            "class index {max} is too large: class indices must be 0..n_classes, and every class needs a bag"
+        )));
+    }
+    let n_classes = max + 1;
     let mut seen = vec![false; n_classes];
     for &l in labels {
         seen[l] = true;

@@ -255,21 +255,81 @@ pub fn kernel_bag_means(
         .for_each(|((kout, mout), &(b0, b1))| {
             let (lo, hi) = (bag_ptr[b0], bag_ptr[b1]);
             pass.block(lo, hi, kout);
-            for (bi, mrow) in (b0..b1).zip(mout.chunks_exact_mut(nb)) {
-                let (r0, r1) = (bag_ptr[bi] - lo, bag_ptr[bi + 1] - lo);
-                for krow in kout[r0 * nb..r1 * nb].chunks_exact(nb) {
-                    for (a, &v) in mrow.iter_mut().zip(krow) {
-                        *a += v;
-                    }
-                }
-                let inv = 1.0 / (r1 - r0) as f64;
-                mrow.iter_mut().for_each(|a| *a *= inv);
-            }
+            accumulate_means(kout, mout, bag_ptr, b0, b1, nb);
         });
     (
         Array2::from_shape_vec((n, nb), k).expect("kernel shape"),
         Array2::from_shape_vec((m, nb), means).expect("means shape"),
     )
+}
+
+/// The inner products `D[p, k] = F_p . v_k` of the rows with the basis coordinates
+/// (`n_rows x n_basis`): the one matrix product behind every kernel value.
+pub fn cross_dots(rows: Rows, basis: &Basis) -> Array2<f64> {
+    kernel_matrix(Kernel::Linear, rows, &[], basis)
+}
+
+/// The kernel matrix and its bag means from precomputed inner products `D = F V^T`
+/// (see [`cross_dots`]), in one fused pass: `K[p,k] = k` from `D[p,k]`, `s_p`, `t_k`.
+/// SparseMI's line search uses it with `D(Z - l G) = D(Z) - l F G^T`, one product per iteration
+/// instead of one per trial step.
+pub fn kernel_bag_means_from_dots(
+    kernel: Kernel,
+    dots: ArrayView2<f64>,
+    row_norms: &[f64],
+    bag_ptr: &[usize],
+    basis_sq_norms: &[f64],
+) -> (Array2<f64>, Array2<f64>) {
+    let (n, nb) = dots.dim();
+    let m = bag_ptr.len() - 1;
+    let chunks = bag_chunks(bag_ptr);
+    let row_bounds: Vec<(usize, usize)> = chunks
+        .iter()
+        .map(|&(a, b)| (bag_ptr[a], bag_ptr[b]))
+        .collect();
+    let mut k = vec![0.0; n * nb];
+    let mut means = vec![0.0; m * nb];
+    split_rows(&mut k, &row_bounds, nb)
+        .into_par_iter()
+        .zip(split_rows(&mut means, &chunks, nb))
+        .zip(chunks.par_iter())
+        .for_each(|((kout, mout), &(b0, b1))| {
+            let lo = bag_ptr[b0];
+            for (r, krow) in kout.chunks_exact_mut(nb).enumerate() {
+                let p = lo + r;
+                let s = row_norms.get(p).copied().unwrap_or(0.0);
+                for ((o, &d), &t) in krow.iter_mut().zip(dots.row(p)).zip(basis_sq_norms) {
+                    *o = kernel.from_dot(d, s, t);
+                }
+            }
+            accumulate_means(kout, mout, bag_ptr, b0, b1, nb);
+        });
+    (
+        Array2::from_shape_vec((n, nb), k).expect("kernel shape"),
+        Array2::from_shape_vec((m, nb), means).expect("means shape"),
+    )
+}
+
+/// Bag means of the kernel rows of bags `b0..b1` (rows start at `bag_ptr[b0]`).
+fn accumulate_means(
+    kout: &[f64],
+    mout: &mut [f64],
+    bag_ptr: &[usize],
+    b0: usize,
+    b1: usize,
+    nb: usize,
+) {
+    let lo = bag_ptr[b0];
+    for (bi, mrow) in (b0..b1).zip(mout.chunks_exact_mut(nb)) {
+        let (r0, r1) = (bag_ptr[bi] - lo, bag_ptr[bi + 1] - lo);
+        for krow in kout[r0 * nb..r1 * nb].chunks_exact(nb) {
+            for (a, &v) in mrow.iter_mut().zip(krow) {
+                *a += v;
+            }
+        }
+        let inv = 1.0 / (r1 - r0) as f64;
+        mrow.iter_mut().for_each(|a| *a *= inv);
+    }
 }
 
 /// The gradient of `sum_p sum_k A[p, k] k(x_p, z_k)` with respect to each basis coordinate

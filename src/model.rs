@@ -60,6 +60,12 @@ impl Model {
                 self.intercept.len()
             )));
         }
+        if !((n_out == 1 && self.n_classes == 2) || (n_out >= 3 && n_out == self.n_classes)) {
+            return Err(Error::ModelFile(format!(
+                "{n_out} outputs do not fit {} classes (binary: 1 output, else one per class)",
+                self.n_classes
+            )));
+        }
         if self
             .xv
             .iter()
@@ -178,12 +184,7 @@ impl Model {
             )));
         }
         let m = file.model;
-        if m.coef.ncols() != m.xv.nrows()
-            || m.coef.nrows() != m.intercept.len()
-            || m.coef.nrows() == 0
-        {
-            return Err(Error::ModelFile("inconsistent coefficient shapes".into()));
-        }
+        m.check()?;
         Ok(m)
     }
 

@@ -207,7 +207,11 @@ fn decision_function<'py>(
         xv: xv.as_array().to_owned(),
         coef: coef.as_array().to_owned(),
         intercept: intercept.as_array().to_owned(),
-        n_classes: 2,
+        n_classes: if coef.as_array().nrows() == 1 {
+            2
+        } else {
+            coef.as_array().nrows()
+        },
     };
     let bags = bags(x, bag_ptr)?;
     let n_jobs = n_jobs_of(n_jobs)?;

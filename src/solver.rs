@@ -116,6 +116,13 @@ impl<'a> SquaredHinge<'a> {
         )
     }
 
+    /// The gradient norm at `(beta, b) = 0`: the scale of the relative stopping rule, as in
+    /// LIBLINEAR (a warm start near the optimum must not make the rule unreachable).
+    fn reference_gradient_norm(&self) -> f64 {
+        let (_, gbeta, gb) = self.value_grad(Array1::zeros(self.dim()).view(), 0.0);
+        (gbeta.dot(&gbeta) + gb * gb).sqrt()
+    }
+
     fn check(&self) -> Result<()> {
         let n = self.dim();
         if self.k.ncols() != n
@@ -158,9 +165,9 @@ impl<'a> SquaredHinge<'a> {
     ) -> Result<Solution> {
         let n = self.dim();
         let (mut value, mut gbeta, mut gb) = self.value_grad(beta.view(), b);
-        let g0 = (gbeta.dot(&gbeta) + gb * gb).sqrt();
+        let g0 = self.reference_gradient_norm();
         let mut iterations = 0;
-        let mut converged = g0 == 0.0;
+        let mut converged = (gbeta.dot(&gbeta) + gb * gb).sqrt() <= tol * g0;
         while !converged && iterations < max_iter {
             iterations += 1;
             // Hessian on the active set: [[K + 2 X_A^T C_A X_A, 2 X_A^T c_A], [., 2 sum c_A]].
@@ -286,8 +293,8 @@ impl<'a> SquaredHinge<'a> {
         let (v0, g0) = problem
             .eval(&x0)
             .map_err(|e| Error::Solver(e.to_string()))?;
-        let g0n = g0.iter().map(|v| v * v).sum::<f64>().sqrt();
-        if g0n == 0.0 {
+        let g0n = self.reference_gradient_norm();
+        if g0.iter().map(|v| v * v).sum::<f64>().sqrt() <= tol * g0n {
             return Ok(Solution {
                 beta,
                 b,

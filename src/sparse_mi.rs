@@ -18,7 +18,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::bags::{validate_labels, Bags, Instances};
 use crate::error::{invalid_param, Error, Result};
-use crate::kernel::{basis_gradient, kernel_bag_means, kernel_matrix, Basis, Kernel, Rows};
+use crate::kernel::{
+    basis_gradient, cross_dots, kernel_bag_means_from_dots, kernel_matrix, Basis, Kernel, Rows,
+};
 use crate::model::Model;
 use crate::solver::{InnerSolver, Solution, SquaredHinge};
 
@@ -445,6 +447,7 @@ pub(crate) struct Objective<'a> {
 
 /// `g` and everything needed for its gradient at one basis.
 pub(crate) struct Point {
+    dots: Array2<f64>,
     k_x: Array2<f64>,
     m: Array2<f64>,
     k_z: Array2<f64>,
@@ -488,9 +491,22 @@ impl<'a> Objective<'a> {
     }
 
     /// Solves the inner problems at `basis` (warm-started from `warm`) and returns `g`.
-    pub(crate) fn evaluate(&self, basis: &Basis, warm: Option<&[Solution]>) -> Result<Point> {
-        let (k_x, m) =
-            kernel_bag_means(self.kernel, self.rows, &self.row_norms, self.bag_ptr, basis);
+    /// Solves the inner problems at `basis` and returns `g`. `dots` are the inner products
+    /// `F V^T` if known (the line search updates them), else they are computed.
+    pub(crate) fn evaluate(
+        &self,
+        basis: &Basis,
+        dots: Option<Array2<f64>>,
+        warm: Option<&[Solution]>,
+    ) -> Result<Point> {
+        let dots = dots.unwrap_or_else(|| self.dots(basis.v.view()));
+        let (k_x, m) = kernel_bag_means_from_dots(
+            self.kernel,
+            dots.view(),
+            &self.row_norms,
+            self.bag_ptr,
+            &basis.sq_norms,
+        );
         let k_z = kernel_matrix(self.kernel, basis.as_rows(), &basis.sq_norms, basis);
         let mut k_reg = k_z.clone();
         k_reg.diag_mut().mapv_inplace(|v| v + self.params.ridge);
@@ -515,12 +531,23 @@ impl<'a> Objective<'a> {
             .collect::<Result<Vec<_>>>()?;
         let value = sols.iter().map(|s| s.value).sum();
         Ok(Point {
+            dots,
             k_x,
             m,
             k_z,
             sols,
             value,
         })
+    }
+
+    /// Inner products `F W^T` of the instance rows with the rows of `w` (coordinates).
+    fn dots(&self, w: ndarray::ArrayView2<f64>) -> Array2<f64> {
+        let basis = Basis {
+            v: w.to_owned(),
+            u: Array2::zeros((0, 0)),
+            sq_norms: Vec::new(),
+        };
+        cross_dots(self.rows, &basis)
     }
 
     /// `dg/dV` at an evaluated point (Danskin: no derivative through `beta`).
@@ -593,7 +620,7 @@ pub(crate) fn descend_with(
     make: impl Fn(Array2<f64>) -> Basis,
 ) -> Result<(Basis, Point, Vec<f64>)> {
     let mut basis = basis0;
-    let mut point = objective.evaluate(&basis, None)?;
+    let mut point = objective.evaluate(&basis, None, None)?;
     let mut history = vec![point.value];
     let mut distance = mean_pairwise_distance(&basis);
     if !(distance.is_finite() && distance > 0.0) {
@@ -616,10 +643,13 @@ pub(crate) fn descend_with(
                 .fold(0.0, f64::max);
             step = distance / largest;
         }
+        // D(V - l G) = D(V) - l F G^T: one product per iteration, none per trial.
+        let grad_dots = objective.dots(grad.view());
         let mut accepted = None;
         for s in 1..=params.max_line_search {
             let candidate = make(&basis.v - &(&grad * step));
-            let p = objective.evaluate(&candidate, Some(&point.sols))?;
+            let dots = &point.dots - &(&grad_dots * step);
+            let p = objective.evaluate(&candidate, Some(dots), Some(&point.sols))?;
             if p.value < point.value {
                 if s == 1 {
                     step *= 2.0;
@@ -670,7 +700,7 @@ pub fn objective_and_gradient(
         n_classes,
     );
     let basis = Basis::direct(z);
-    let point = objective.evaluate(&basis, None)?;
+    let point = objective.evaluate(&basis, None, None)?;
     let grad = objective.gradient(&basis, &point);
     Ok((point.value, grad))
 }
