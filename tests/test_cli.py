@@ -31,3 +31,20 @@ def test_cv_on_a_mill_file(tmp_path, capsys):
 def test_console_script_is_installed():
     out = subprocess.run([sys.executable, "-m", "milsvm.cli", "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and "demo" in out.stdout
+
+
+def test_fit_then_predict(tmp_path, capsys):
+    lines = []
+    for b in range(8):
+        for i in range(3):
+            v = (3.0 if (b % 2 and i == 0) else -1.0) + 0.1 * i
+            lines.append(f"i{b}_{i},bag{b},{b % 2},{v},{-v}")
+    data = tmp_path / "toy.data"
+    data.write_text("\n".join(lines) + "\n")
+    model = tmp_path / "m.json"
+    assert main(["fit", str(data), "-p", "n_xv=2", "-p", "C=10", "-p", "random_state=0", "-o", str(model)]) == 0
+    assert model.exists()
+    assert main(["predict", str(model), str(data)]) == 0
+    out = capsys.readouterr()
+    assert out.out.split()[-8:] == [str(b % 2) for b in range(8)]
+    assert "accuracy against the file's labels: 100.00 %" in out.err

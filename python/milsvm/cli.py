@@ -75,9 +75,35 @@ def main(argv=None):
     cv.add_argument("--folds", type=int, default=10)
     cv.add_argument("--seed", type=int, default=0)
     cv.add_argument("--param", "-p", action="append", metavar="KEY=VALUE", help="estimator parameter")
+    fit = sub.add_parser("fit", help="fit a model on a data file and save it as JSON")
+    fit.add_argument("data")
+    fit.add_argument("--model", default="sparsemi", choices=sorted(MODELS))
+    fit.add_argument("--param", "-p", action="append", metavar="KEY=VALUE", help="estimator parameter")
+    fit.add_argument("-o", "--output", required=True, help="model file to write (JSON)")
+    pred = sub.add_parser("predict", help="predict the bags of a data file with a saved model")
+    pred.add_argument("model_file")
+    pred.add_argument("data")
     args = parser.parse_args(argv)
 
     import milsvm
+
+    if args.command == "fit":
+        bags, y = _load(args.data)
+        est = getattr(milsvm, MODELS[args.model])(**_params(args.param))
+        start = time.perf_counter()
+        est.fit(bags, y)
+        est.save(args.output)
+        print(f"fitted {type(est).__name__} on {len(y)} bags in {time.perf_counter() - start:.2f} s; "
+              f"training accuracy {100 * est.score(bags, y):.2f} %; saved to {args.output}")
+        return 0
+    if args.command == "predict":
+        est = milsvm.load(args.model_file)
+        bags, y = _load(args.data)
+        pred = est.predict(bags)
+        for label in pred:
+            print(label)
+        print(f"accuracy against the file's labels: {100 * np.mean(pred == y):.2f} %", file=sys.stderr)
+        return 0
 
     if args.command == "demo":
         from .datasets import load_musk1

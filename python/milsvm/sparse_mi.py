@@ -25,17 +25,30 @@ class _ExpansionVectorClassifier(MIClassifierMixin, BaseEstimator):
         bags = as_bags(bags)
         labels = self._encode_labels(y, len(bags), multiclass=True)
         kernel = as_choice("kernel", self.kernel, ("rbf", "linear"))
-        init = as_choice("init", init, ("random", "kmeans", "svm"))
         n_basis = None if n_basis is None else as_int("n_basis", n_basis)
         n_xv = as_int("n_xv", self.n_xv)
         seed = seed_of(self.random_state)
         extra = {}
-        if init != "random":
+        if not isinstance(init, str):
+            points = init if sp.issparse(init) else np.asarray(init, dtype=np.float64)
+            count = n_xv if n_basis is None else n_basis
+            if points.ndim != 2 or points.shape != (count, bags.n_features):
+                raise ValueError(
+                    f"init as an array must have shape ({count}, {bags.n_features}) "
+                    f"(n_xv or n_basis rows, n_features columns), got {points.shape}"
+                )
+            init = "given"
+        else:
+            init = as_choice("init", init, ("random", "kmeans", "svm"))
+        if init in ("kmeans", "svm"):
             count = n_xv if n_basis is None else n_basis
             points = _initial_points(init, bags, labels, count, kernel, self.gamma, seed)
+        if init != "random":
             if n_basis is None:
                 extra["init_xv"] = points.toarray() if sp.issparse(points) else np.ascontiguousarray(points)
             else:
+                if not sp.issparse(points) and not np.all(np.isfinite(points)):
+                    raise ValueError("init has a non-finite value")
                 extra["init_basis"] = Bags(points, np.array([0, points.shape[0]], dtype=np.int64)).core_instances()
         start = time.perf_counter()
         out = _core.fit_sparse_mi(
@@ -57,7 +70,7 @@ class _ExpansionVectorClassifier(MIClassifierMixin, BaseEstimator):
         )
         binary = len(self.classes_) == 2
         # basis-vector mode on sparse data: the XVs are sparse combinations of basis vectors
-        sparse_xv = n_basis is not None and bags.is_sparse and init != "kmeans"
+        sparse_xv = n_basis is not None and bags.is_sparse and init in ("random", "svm")
         self.xv_ = sp.csr_matrix(out["xv"]) if sparse_xv else out["xv"]
         self.initial_xv_ = sp.csr_matrix(out["initial_xv"]) if sparse_xv else out["initial_xv"]
         self.coef_ = out["coef"][0] if binary else out["coef"]
@@ -193,11 +206,12 @@ class SparseMI(_ExpansionVectorClassifier):
         Instance kernel; the papers use the Gaussian kernel.
     gamma : "scale" or float, default="scale"
         Gaussian width; "scale" is ``1 / (n_features * X.var())`` over the training instances.
-    init : {"random", "kmeans", "svm"}, default="random"
+    init : {"random", "kmeans", "svm"} or array of shape (n_xv, n_features), default="random"
         Initial expansion vectors (or basis vectors with ``n_basis``), section V-D of the paper:
         distinct random training instances; k-means centroids of the training instances; or the
         training instances whose weights are largest in absolute value in a linear SVM trained on
-        the label-mean bag features ``s(X_i) = [mean_p k(x_ip, x_t)]_t``.
+        the label-mean bag features ``s(X_i) = [mean_p k(x_ip, x_t)]_t``. An array gives the
+        starting points directly (``(n_basis, n_features)`` in basis-vector mode).
     n_basis : int or None, default=None
         Basis-vector mode (section IV-E) for sparse, high-dimensional instances: each XV is a
         combination ``z = B v`` of ``n_basis`` basis vectors (chosen by ``init``; random
