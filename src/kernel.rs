@@ -184,7 +184,7 @@ impl<'r, 'a> KernelPass<'r, 'a> {
     fn block(&self, lo: usize, hi: usize, out: &mut [f64]) {
         let nb = self.basis.len();
         let Ok(mut block) = ArrayViewMut2::from_shape((hi - lo, nb), out) else {
-            unreachable!("kernel block buffers are sized (hi - lo) x n_basis")
+            return; // unreachable: callers size every block (hi - lo) x n_basis
         };
         match self.rows {
             Rows::Dense(x) => {
@@ -220,12 +220,14 @@ pub fn kernel_matrix(kernel: Kernel, rows: Rows, row_norms: &[f64], basis: &Basi
         .step_by(CHUNK_ROWS)
         .map(|lo| (lo, (lo + CHUNK_ROWS).min(n)))
         .collect();
-    let mut k = vec![0.0; n * nb];
-    split_rows(&mut k, &bounds, nb)
-        .into_par_iter()
-        .zip(bounds.par_iter())
-        .for_each(|(out, &(lo, hi))| pass.block(lo, hi, out));
-    Array2::from_shape_vec((n, nb), k).expect("kernel shape")
+    let mut k = Array2::zeros((n, nb));
+    if let Some(buf) = k.as_slice_mut() {
+        split_rows(buf, &bounds, nb)
+            .into_par_iter()
+            .zip(bounds.par_iter())
+            .for_each(|(out, &(lo, hi))| pass.block(lo, hi, out));
+    }
+    k
 }
 
 /// The kernel matrix `K` (`n_rows x n_basis`) and, fused into the same pass, the bag means
@@ -237,30 +239,10 @@ pub fn kernel_bag_means(
     bag_ptr: &[usize],
     basis: &Basis,
 ) -> (Array2<f64>, Array2<f64>) {
-    let n = rows.n_rows();
-    let m = bag_ptr.len() - 1;
-    let nb = basis.len();
     let pass = KernelPass::new(kernel, rows, row_norms, basis);
-    let chunks = bag_chunks(bag_ptr);
-    let row_bounds: Vec<(usize, usize)> = chunks
-        .iter()
-        .map(|&(a, b)| (bag_ptr[a], bag_ptr[b]))
-        .collect();
-    let mut k = vec![0.0; n * nb];
-    let mut means = vec![0.0; m * nb];
-    split_rows(&mut k, &row_bounds, nb)
-        .into_par_iter()
-        .zip(split_rows(&mut means, &chunks, nb))
-        .zip(chunks.par_iter())
-        .for_each(|((kout, mout), &(b0, b1))| {
-            let (lo, hi) = (bag_ptr[b0], bag_ptr[b1]);
-            pass.block(lo, hi, kout);
-            accumulate_means(kout, mout, bag_ptr, b0, b1, nb);
-        });
-    (
-        Array2::from_shape_vec((n, nb), k).expect("kernel shape"),
-        Array2::from_shape_vec((m, nb), means).expect("means shape"),
-    )
+    fused_bag_pass(rows.n_rows(), basis.len(), bag_ptr, |lo, hi, kout| {
+        pass.block(lo, hi, kout)
+    })
 }
 
 /// The inner products `D[p, k] = F_p . v_k` of the rows with the basis coordinates
@@ -281,33 +263,43 @@ pub fn kernel_bag_means_from_dots(
     basis_sq_norms: &[f64],
 ) -> (Array2<f64>, Array2<f64>) {
     let (n, nb) = dots.dim();
+    fused_bag_pass(n, nb, bag_ptr, |lo, _, kout| {
+        for (p, krow) in (lo..).zip(kout.chunks_exact_mut(nb)) {
+            let s = row_norms.get(p).copied().unwrap_or(0.0);
+            for ((o, &d), &t) in krow.iter_mut().zip(dots.row(p)).zip(basis_sq_norms) {
+                *o = kernel.from_dot(d, s, t);
+            }
+        }
+    })
+}
+
+/// Runs `fill(lo, hi, out)` (kernel rows `lo..hi` into `out`) over chunks of whole bags in
+/// parallel and forms each chunk's bag means while its rows are hot in cache.
+fn fused_bag_pass(
+    n: usize,
+    nb: usize,
+    bag_ptr: &[usize],
+    fill: impl Fn(usize, usize, &mut [f64]) + Sync,
+) -> (Array2<f64>, Array2<f64>) {
     let m = bag_ptr.len() - 1;
     let chunks = bag_chunks(bag_ptr);
     let row_bounds: Vec<(usize, usize)> = chunks
         .iter()
         .map(|&(a, b)| (bag_ptr[a], bag_ptr[b]))
         .collect();
-    let mut k = vec![0.0; n * nb];
-    let mut means = vec![0.0; m * nb];
-    split_rows(&mut k, &row_bounds, nb)
-        .into_par_iter()
-        .zip(split_rows(&mut means, &chunks, nb))
-        .zip(chunks.par_iter())
-        .for_each(|((kout, mout), &(b0, b1))| {
-            let lo = bag_ptr[b0];
-            for (r, krow) in kout.chunks_exact_mut(nb).enumerate() {
-                let p = lo + r;
-                let s = row_norms.get(p).copied().unwrap_or(0.0);
-                for ((o, &d), &t) in krow.iter_mut().zip(dots.row(p)).zip(basis_sq_norms) {
-                    *o = kernel.from_dot(d, s, t);
-                }
-            }
-            accumulate_means(kout, mout, bag_ptr, b0, b1, nb);
-        });
-    (
-        Array2::from_shape_vec((n, nb), k).expect("kernel shape"),
-        Array2::from_shape_vec((m, nb), means).expect("means shape"),
-    )
+    let mut k = Array2::zeros((n, nb));
+    let mut means = Array2::zeros((m, nb));
+    if let (Some(kbuf), Some(mbuf)) = (k.as_slice_mut(), means.as_slice_mut()) {
+        split_rows(kbuf, &row_bounds, nb)
+            .into_par_iter()
+            .zip(split_rows(mbuf, &chunks, nb))
+            .zip(chunks.par_iter())
+            .for_each(|((kout, mout), &(b0, b1))| {
+                fill(bag_ptr[b0], bag_ptr[b1], kout);
+                accumulate_means(kout, mout, bag_ptr, b0, b1, nb);
+            });
+    }
+    (k, means)
 }
 
 /// Bag means of the kernel rows of bags `b0..b1` (rows start at `bag_ptr[b0]`).
