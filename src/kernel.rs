@@ -339,13 +339,23 @@ pub fn basis_gradient(
     a: ArrayView2<f64>,
     basis: &Basis,
 ) -> Array2<f64> {
+    match kernel {
+        Kernel::Linear => basis_gradient_from_weights(kernel, rows, a, basis),
+        Kernel::Rbf { .. } => basis_gradient_from_weights(kernel, rows, (&a * &k).view(), basis),
+    }
+}
+
+/// [`basis_gradient`] from the weights `W = A .* K` (Gaussian) or `W = A` (linear), for
+/// callers that form `W` in place.
+pub fn basis_gradient_from_weights(
+    kernel: Kernel,
+    rows: Rows,
+    w: ArrayView2<f64>,
+    basis: &Basis,
+) -> Array2<f64> {
     let n = rows.n_rows();
     let nb = basis.len();
     let q = rows.n_cols();
-    let w = match kernel {
-        Kernel::Linear => a.to_owned(),
-        Kernel::Rbf { .. } => &a * &k,
-    };
     let mut out = match rows {
         Rows::Dense(x) => {
             // Partial products W_c^T F_c over fixed row chunks, summed in chunk order.

@@ -19,7 +19,8 @@ use serde::{Deserialize, Serialize};
 use crate::bags::{validate_labels, Bags, Instances};
 use crate::error::{invalid_param, Error, Result};
 use crate::kernel::{
-    basis_gradient, cross_dots, kernel_bag_means_from_dots, kernel_matrix, Basis, Kernel, Rows,
+    basis_gradient, basis_gradient_from_weights, cross_dots, kernel_bag_means_from_dots,
+    kernel_matrix, Basis, Kernel, Rows,
 };
 use crate::model::Model;
 use crate::solver::{InnerSolver, Solution, SquaredHinge};
@@ -562,7 +563,7 @@ impl<'a> Objective<'a> {
                 if y[i] * f[i] < 1.0 {
                     let (lo, hi) = (self.bag_ptr[i], self.bag_ptr[i + 1]);
                     let a = self.costs[i] * 2.0 * (f[i] - y[i]) / (hi - lo) as f64;
-                    for mut row in a_x.rows_mut().into_iter().skip(lo).take(hi - lo) {
+                    for mut row in a_x.slice_mut(ndarray::s![lo..hi, ..]).rows_mut() {
                         row.scaled_add(a, &sol.beta);
                     }
                 }
@@ -573,7 +574,10 @@ impl<'a> Objective<'a> {
                 }
             }
         }
-        basis_gradient(self.kernel, self.rows, p.k_x.view(), a_x.view(), basis)
+        if let Kernel::Rbf { .. } = self.kernel {
+            a_x *= &p.k_x;
+        }
+        basis_gradient_from_weights(self.kernel, self.rows, a_x.view(), basis)
             + basis_gradient(
                 self.kernel,
                 basis.as_rows(),
@@ -648,7 +652,9 @@ pub(crate) fn descend_with(
         let mut accepted = None;
         for s in 1..=params.max_line_search {
             let candidate = make(&basis.v - &(&grad * step));
-            let dots = &point.dots - &(&grad_dots * step);
+            let dots = ndarray::Zip::from(&point.dots)
+                .and(&grad_dots)
+                .map_collect(|&d, &g| d - step * g);
             let p = objective.evaluate(&candidate, Some(dots), Some(&point.sols))?;
             if p.value < point.value {
                 if s == 1 {
