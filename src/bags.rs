@@ -162,12 +162,7 @@ impl Instances {
     }
     /// Squared Euclidean norm of every row.
     pub fn sq_norms(&self) -> Vec<f64> {
-        match self {
-            Instances::Dense(x) => x.rows().into_iter().map(|r| r.dot(&r)).collect(),
-            Instances::Sparse(x) => (0..x.n_rows())
-                .map(|i| x.row(i).1.iter().map(|v| v * v).sum())
-                .collect(),
-        }
+        crate::kernel::Rows::from(self).sq_norms()
     }
     /// Mean and variance of all entries (zeros of a sparse matrix included), as used by
     /// `gamma = "scale"`.
@@ -299,18 +294,7 @@ impl Bags {
     /// Validates and wraps instances and bag offsets (`bag_ptr[0] = 0`,
     /// `bag_ptr[m] = n_instances`, strictly increasing).
     pub fn new(instances: Instances, bag_ptr: Vec<usize>) -> Result<Self> {
-        if bag_ptr.len() < 2 {
-            return Err(invalid_data("no bags were given"));
-        }
-        let n = instances.n_rows();
-        if bag_ptr[0] != 0 || *bag_ptr.last().unwrap_or(&0) != n {
-            return Err(invalid_data(format!(
-                "bag offsets must start at 0 and end at the number of instances ({n})"
-            )));
-        }
-        if let Some(i) = bag_ptr.windows(2).position(|w| w[1] <= w[0]) {
-            return Err(invalid_data(format!("bag {i} is empty")));
-        }
+        validate_bag_ptr(&bag_ptr, instances.n_rows())?;
         if instances.n_features() == 0 {
             return Err(invalid_data("instances have no features"));
         }
@@ -394,6 +378,23 @@ impl Bags {
         }
         Bags::new(self.instances.select_rows(&rows), bag_ptr)
     }
+}
+
+/// Checks bag offsets for `n` instance rows: at least one bag, starting at 0, ending at `n`,
+/// strictly increasing (no empty bag).
+pub fn validate_bag_ptr(bag_ptr: &[usize], n: usize) -> Result<()> {
+    if bag_ptr.len() < 2 {
+        return Err(invalid_data("no bags were given"));
+    }
+    if bag_ptr[0] != 0 || bag_ptr[bag_ptr.len() - 1] != n {
+        return Err(invalid_data(format!(
+            "bag offsets must start at 0 and end at the number of instances ({n})"
+        )));
+    }
+    if let Some(i) = bag_ptr.windows(2).position(|w| w[1] <= w[0]) {
+        return Err(invalid_data(format!("bag {i} is empty")));
+    }
+    Ok(())
 }
 
 /// Checks labels against bags: one class index per bag, at least two classes present.

@@ -63,7 +63,26 @@ pub enum Rows<'a> {
     Sparse(&'a Csr),
 }
 
+impl<'a> From<&'a crate::bags::Instances> for Rows<'a> {
+    fn from(x: &'a crate::bags::Instances) -> Self {
+        match x {
+            crate::bags::Instances::Dense(x) => Rows::Dense(x.view()),
+            crate::bags::Instances::Sparse(x) => Rows::Sparse(x),
+        }
+    }
+}
+
 impl Rows<'_> {
+    /// Squared Euclidean norm of every row.
+    pub fn sq_norms(&self) -> Vec<f64> {
+        match self {
+            Rows::Dense(x) => x.rows().into_iter().map(|r| r.dot(&r)).collect(),
+            Rows::Sparse(x) => (0..x.n_rows())
+                .map(|i| x.row(i).1.iter().map(|v| v * v).sum())
+                .collect(),
+        }
+    }
+
     /// Number of rows.
     pub fn n_rows(&self) -> usize {
         match self {

@@ -96,10 +96,7 @@ impl Model {
             )));
         }
         let basis = Basis::direct(self.xv.clone());
-        let rows = match bags.instances() {
-            Instances::Dense(x) => Rows::Dense(x.view()),
-            Instances::Sparse(x) => Rows::Sparse(x),
-        };
+        let rows = Rows::from(bags.instances());
         let norms = bags.instances().sq_norms();
         let (_, m) = kernel_bag_means(self.kernel, rows, &norms, bags.bag_ptr(), &basis);
         Ok(m.dot(&self.coef.t()) + self.intercept.view().insert_axis(Axis(0)))
@@ -116,10 +113,7 @@ impl Model {
             )));
         }
         let basis = Basis::direct(self.xv.clone());
-        let rows = match instances {
-            Instances::Dense(x) => Rows::Dense(x.view()),
-            Instances::Sparse(x) => Rows::Sparse(x),
-        };
+        let rows = Rows::from(instances);
         let k = kernel_matrix(self.kernel, rows, &instances.sq_norms(), &basis);
         Ok(k.dot(&self.coef.t()) + self.intercept.view().insert_axis(Axis(0)))
     }

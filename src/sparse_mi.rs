@@ -343,10 +343,7 @@ impl SparseMiParams {
                         dense_rows(x, &rows)
                     }
                 };
-                let rows = match x {
-                    Instances::Dense(x) => Rows::Dense(x.view()),
-                    Instances::Sparse(x) => Rows::Sparse(x),
-                };
+                let rows = Rows::from(x);
                 let objective =
                     Objective::new(self, kernel, rows, norms, bags.bag_ptr(), labels, n_classes);
                 let (basis, point, history) =
@@ -692,10 +689,7 @@ pub fn objective_and_gradient(
         KernelKind::Linear => Kernel::Linear,
     };
     let x = bags.instances();
-    let rows = match x {
-        Instances::Dense(x) => Rows::Dense(x.view()),
-        Instances::Sparse(x) => Rows::Sparse(x),
-    };
+    let rows = Rows::from(x);
     let objective = Objective::new(
         params,
         kernel,
