@@ -3,6 +3,7 @@ pub mod bags;
 pub mod error;
 pub mod kernel;
 pub mod model;
+pub mod set_kernel;
 pub mod solver;
 pub mod sparse_mi;
 
@@ -13,5 +14,6 @@ pub use bags::{Bags, Csr, Instances};
 pub use error::{Error, Result};
 pub use kernel::Kernel;
 pub use model::Model;
+pub use set_kernel::{MiKernelFit, MiKernelParams, ReducedSetFit, ReducedSetParams};
 pub use solver::InnerSolver;
 pub use sparse_mi::{Gamma, KernelKind, SparseMiFit, SparseMiParams};

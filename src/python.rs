@@ -11,7 +11,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use crate::bags::{Bags, Csr, Instances};
+use crate::bags::{validate_bag_ptr, Bags, Csr, Instances};
 use crate::error::Error;
 use crate::kernel::{basis_gradient, kernel_bag_means, Basis, Kernel, Rows};
 use crate::model::Model;
@@ -108,13 +108,6 @@ fn n_jobs_of(n_jobs: Option<i64>) -> PyResult<Option<usize>> {
         Some(n) => Err(PyValueError::new_err(format!(
             "n_jobs must be None, -1 or an integer >= 1, got {n}"
         ))),
-    }
-}
-
-fn rows_of(x: &Instances) -> Rows<'_> {
-    match x {
-        Instances::Dense(x) => Rows::Dense(x.view()),
-        Instances::Sparse(x) => Rows::Sparse(x),
     }
 }
 
@@ -237,14 +230,16 @@ fn kernel_bag_means_py<'py>(
     n_jobs: Option<i64>,
 ) -> PyResult<ArrayPair<'py>> {
     let kernel = kernel_of(kernel, gamma)?;
-    let bags = bags(x, bag_ptr)?;
-    check_cols(bags.n_features(), z.as_array().ncols())?;
+    let x = PyRows::new(x)?;
+    let bag_ptr = to_usize(bag_ptr.as_slice()?, "bag_ptr")?;
+    validate_bag_ptr(&bag_ptr, x.rows().n_rows())?;
+    check_cols(x.rows().n_cols(), z.as_array().ncols())?;
     let basis = Basis::direct(z.as_array().to_owned());
     let n_jobs = n_jobs_of(n_jobs)?;
+    let rows = x.rows();
     let (k, m) = run(py, || {
         with_threads(n_jobs, || {
-            let x = bags.instances();
-            kernel_bag_means(kernel, rows_of(x), &x.sq_norms(), bags.bag_ptr(), &basis)
+            kernel_bag_means(kernel, rows, &rows.sq_norms(), &bag_ptr, &basis)
         })
     })?;
     Ok((k.into_pyarray(py), m.into_pyarray(py)))
@@ -274,10 +269,11 @@ fn kernel_basis_grad<'py>(
     n_jobs: Option<i64>,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let kernel = kernel_of(kernel, gamma)?;
-    let x = instances(x)?;
-    check_cols(x.n_features(), z.as_array().ncols())?;
-    let (k, a) = (k.as_array().to_owned(), a.as_array().to_owned());
-    let shape = (x.n_rows(), z.as_array().nrows());
+    let x = PyRows::new(x)?;
+    let rows = x.rows();
+    check_cols(rows.n_cols(), z.as_array().ncols())?;
+    let (k, a) = (k.as_array(), a.as_array());
+    let shape = (rows.n_rows(), z.as_array().nrows());
     if k.dim() != shape || a.dim() != shape {
         return Err(PyValueError::new_err(format!(
             "K and A must both have shape {shape:?}"
@@ -286,11 +282,38 @@ fn kernel_basis_grad<'py>(
     let basis = Basis::direct(z.as_array().to_owned());
     let n_jobs = n_jobs_of(n_jobs)?;
     let g = run(py, || {
-        with_threads(n_jobs, || {
-            basis_gradient(kernel, rows_of(&x), k.view(), a.view(), &basis)
-        })
+        with_threads(n_jobs, || basis_gradient(kernel, rows, k, a, &basis))
     })?;
     Ok(g.into_pyarray(py))
+}
+
+/// Instance rows for the low-level kernel functions: a dense NumPy array is borrowed without a
+/// copy (after a finiteness check); a CSR tuple is converted.
+enum PyRows<'py> {
+    View(PyReadonlyArray2<'py, f64>),
+    Owned(Instances),
+}
+
+impl<'py> PyRows<'py> {
+    fn new(obj: &Bound<'py, PyAny>) -> PyResult<Self> {
+        if obj.cast::<PyTuple>().is_ok() {
+            return Ok(PyRows::Owned(instances(obj)?));
+        }
+        let x: PyReadonlyArray2<f64> = obj.extract()?;
+        if x.as_array().iter().any(|v| !v.is_finite()) {
+            return Err(PyValueError::new_err(
+                "the instances have a non-finite value (NaN or infinity)",
+            ));
+        }
+        Ok(PyRows::View(x))
+    }
+
+    fn rows(&self) -> Rows<'_> {
+        match self {
+            PyRows::View(x) => Rows::Dense(x.as_array()),
+            PyRows::Owned(x) => Rows::from(x),
+        }
+    }
 }
 
 /// Minimises `1/2 b^T K b + sum_r c_r max(0, 1 - y_r (X b + b0)_r)^2`; returns
@@ -452,6 +475,180 @@ fn model_from_json<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyDi
     Ok(out)
 }
 
+// ---------------------------------------------------------------------------------------------
+// MI-Kernel and RS (src/set_kernel.rs)
+// ---------------------------------------------------------------------------------------------
+
+/// The kernel family named `kernel` (`"rbf"` or `"linear"`).
+fn set_kernel_kind(kernel: &str) -> PyResult<KernelKind> {
+    match kernel {
+        "rbf" => Ok(KernelKind::Rbf),
+        "linear" => Ok(KernelKind::Linear),
+        _ => Err(PyValueError::new_err(format!(
+            "kernel must be 'rbf' or 'linear', got {kernel:?}"
+        ))),
+    }
+}
+
+/// Fits MI-Kernel (the squared-hinge SVM on the set kernel); returns a dict with `coef`
+/// (`n_outputs x n_bags`), `intercept`, `support`, `n_xv`, `gamma`, `objective`,
+/// `ridged_objective`, `n_iter`, `converged`.
+#[pyfunction]
+#[pyo3(signature = (x, bag_ptr, labels, *, c, kernel, gamma, solver, n_jobs))]
+#[allow(clippy::too_many_arguments)]
+fn fit_mi_kernel<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    bag_ptr: PyReadonlyArray1<i64>,
+    labels: PyReadonlyArray1<i64>,
+    c: f64,
+    kernel: &str,
+    gamma: Option<f64>,
+    solver: &str,
+    n_jobs: Option<i64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let params = crate::set_kernel::MiKernelParams {
+        c,
+        kernel: set_kernel_kind(kernel)?,
+        gamma: gamma.map_or(Gamma::Scale, Gamma::Value),
+        solver: solver_of(solver)?,
+        n_jobs: n_jobs_of(n_jobs)?,
+        ..Default::default()
+    };
+    let bags = bags(x, bag_ptr)?;
+    let labels = to_usize(labels.as_slice()?, "labels")?;
+    let fit = run(py, || params.fit(&bags, &labels))?;
+    let out = PyDict::new(py);
+    out.set_item("support", fit.model.support())?;
+    out.set_item("n_xv", fit.model.n_xv())?;
+    out.set_item("coef", fit.model.coef.into_pyarray(py))?;
+    out.set_item("intercept", fit.model.intercept.into_pyarray(py))?;
+    out.set_item("gamma", fit.gamma)?;
+    out.set_item("objective", fit.objective)?;
+    out.set_item("ridged_objective", fit.ridged_objective)?;
+    out.set_item("n_iter", fit.n_iter)?;
+    out.set_item("converged", fit.converged)?;
+    Ok(out)
+}
+
+/// Bag scores `(n_bags, n_outputs)` of a set-kernel model: `coef` (`n_outputs x n_train_bags`)
+/// over the training bags `(train_x, train_bag_ptr)`.
+#[pyfunction]
+#[pyo3(signature = (x, bag_ptr, train_x, train_bag_ptr, coef, intercept, kernel, gamma, n_jobs=None))]
+#[allow(clippy::too_many_arguments)]
+fn mi_kernel_decision_function<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    bag_ptr: PyReadonlyArray1<i64>,
+    train_x: &Bound<'py, PyAny>,
+    train_bag_ptr: PyReadonlyArray1<i64>,
+    coef: PyReadonlyArray2<f64>,
+    intercept: PyReadonlyArray1<f64>,
+    kernel: &str,
+    gamma: f64,
+    n_jobs: Option<i64>,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let model = crate::set_kernel::SetKernelModel {
+        kernel: kernel_of(kernel, gamma)?,
+        bags: bags(train_x, train_bag_ptr)?,
+        coef: coef.as_array().to_owned(),
+        intercept: intercept.as_array().to_owned(),
+        n_classes: 2,
+    };
+    let bags = bags(x, bag_ptr)?;
+    let n_jobs = n_jobs_of(n_jobs)?;
+    let scores = run(py, || {
+        with_threads(n_jobs, || model.decision_function(&bags))?
+    })?;
+    Ok(scores.into_pyarray(py))
+}
+
+/// The set kernel `K[i, j] = mean_p mean_q k(x_ip, x'_jq)` between the bags of `(x, bag_ptr)`
+/// and of `(x2, bag_ptr2)`.
+#[pyfunction]
+#[pyo3(signature = (x, bag_ptr, x2, bag_ptr2, kernel, gamma, n_jobs=None))]
+#[allow(clippy::too_many_arguments)]
+fn set_kernel_matrix<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    bag_ptr: PyReadonlyArray1<i64>,
+    x2: &Bound<'py, PyAny>,
+    bag_ptr2: PyReadonlyArray1<i64>,
+    kernel: &str,
+    gamma: f64,
+    n_jobs: Option<i64>,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let kernel = kernel_of(kernel, gamma)?;
+    let (a, b) = (bags(x, bag_ptr)?, bags(x2, bag_ptr2)?);
+    let n_jobs = n_jobs_of(n_jobs)?;
+    let k = run(py, || {
+        with_threads(n_jobs, || crate::set_kernel::set_kernel(kernel, &a, &b))?
+    })?;
+    Ok(k.into_pyarray(py))
+}
+
+/// Fits RS (reduced-set approximation of MI-Kernel); returns a dict with `xv`, `coef`,
+/// `intercept`, `gamma`, `residual_history`, `fixed_point_iterations` and the approximated
+/// MI-Kernel's `mi_kernel_coef`, `mi_kernel_intercept`, `mi_kernel_n_xv`.
+#[pyfunction]
+#[pyo3(signature = (x, bag_ptr, labels, *, n_xv, c, kernel, gamma, max_fixed_point_iter, n_restarts, solver, seed, n_jobs, tol=1e-6))]
+#[allow(clippy::too_many_arguments)]
+fn fit_reduced_set<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    bag_ptr: PyReadonlyArray1<i64>,
+    labels: PyReadonlyArray1<i64>,
+    n_xv: i64,
+    c: f64,
+    kernel: &str,
+    gamma: Option<f64>,
+    max_fixed_point_iter: i64,
+    n_restarts: i64,
+    solver: &str,
+    seed: u64,
+    n_jobs: Option<i64>,
+    tol: f64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let count = |v: i64, name: &str| {
+        usize::try_from(v).map_err(|_| {
+            PyValueError::new_err(format!("{name} must be a non-negative integer, got {v}"))
+        })
+    };
+    let params = crate::set_kernel::ReducedSetParams {
+        n_xv: count(n_xv, "n_xv")?,
+        c,
+        kernel: set_kernel_kind(kernel)?,
+        gamma: gamma.map_or(Gamma::Scale, Gamma::Value),
+        max_fixed_point_iter: count(max_fixed_point_iter, "max_fixed_point_iter")?,
+        n_restarts: count(n_restarts, "n_restarts")?,
+        tol,
+        solver: solver_of(solver)?,
+        seed,
+        n_jobs: n_jobs_of(n_jobs)?,
+        ..Default::default()
+    };
+    let bags = bags(x, bag_ptr)?;
+    let labels = to_usize(labels.as_slice()?, "labels")?;
+    let fit = run(py, || params.fit(&bags, &labels))?;
+    let out = PyDict::new(py);
+    out.set_item("mi_kernel_n_xv", fit.mi_kernel.model.n_xv())?;
+    out.set_item("xv", fit.model.xv.into_pyarray(py))?;
+    out.set_item("coef", fit.model.coef.into_pyarray(py))?;
+    out.set_item("intercept", fit.model.intercept.into_pyarray(py))?;
+    out.set_item("gamma", fit.gamma)?;
+    out.set_item("residual_history", fit.expansion.residual_history)?;
+    out.set_item(
+        "fixed_point_iterations",
+        fit.expansion.fixed_point_iterations,
+    )?;
+    out.set_item("mi_kernel_coef", fit.mi_kernel.model.coef.into_pyarray(py))?;
+    out.set_item(
+        "mi_kernel_intercept",
+        fit.mi_kernel.model.intercept.into_pyarray(py),
+    )?;
+    Ok(out)
+}
+
 /// The compiled core of milsvm.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -466,5 +663,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(squared_hinge_value_grad, m)?)?;
     m.add_function(wrap_pyfunction!(model_to_json, m)?)?;
     m.add_function(wrap_pyfunction!(model_from_json, m)?)?;
+    m.add_function(wrap_pyfunction!(fit_mi_kernel, m)?)?;
+    m.add_function(wrap_pyfunction!(mi_kernel_decision_function, m)?)?;
+    m.add_function(wrap_pyfunction!(set_kernel_matrix, m)?)?;
+    m.add_function(wrap_pyfunction!(fit_reduced_set, m)?)?;
     Ok(())
 }

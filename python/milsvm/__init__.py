@@ -8,5 +8,6 @@ from ._bags import Bags, as_bags
 from ._core import __version__
 from .preprocessing import BagStandardScaler
 from .sparse_mi import RSVM, SparseMI, load
+from .set_kernel import MIKernel, ReducedSet
 
-__all__ = ["Bags", "as_bags", "BagStandardScaler", "SparseMI", "RSVM", "load", "__version__"]
+__all__ = ["Bags", "as_bags", "BagStandardScaler", "SparseMI", "RSVM", "MIKernel", "ReducedSet", "load", "__version__"]

@@ -123,7 +123,7 @@ class _ExpansionVectorClassifier(MIClassifierMixin, BaseEstimator):
         doc["params"] = {k: v for k, v in self.get_params().items() if isinstance(v, (int, float, str, type(None)))}
         doc["classes"] = self.classes_.tolist()
         doc["n_iter"] = int(getattr(self, "n_iter_", 0))
-        doc["objective_history"] = np.asarray(self.objective_history_).tolist()
+        doc["objective_history"] = np.asarray(getattr(self, "objective_history_", [])).tolist()
         Path(path).write_text(json.dumps(doc))
 
 
@@ -170,7 +170,9 @@ def load(path):
     text = Path(path).read_text()
     parts = _core.model_from_json(text)
     doc = json.loads(text)
-    cls = {"SparseMI": SparseMI, "RSVM": RSVM}.get(doc.get("estimator"))
+    from .set_kernel import ReducedSet
+
+    cls = {"SparseMI": SparseMI, "RSVM": RSVM, "ReducedSet": ReducedSet}.get(doc.get("estimator"))
     if cls is None:
         raise ValueError(f"{path}: unknown estimator {doc.get('estimator')!r} in model file")
     params = {k: v for k, v in doc.get("params", {}).items() if k in cls().get_params()}
