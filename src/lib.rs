@@ -3,6 +3,7 @@ pub mod bags;
 pub mod error;
 pub mod kernel;
 pub mod model;
+pub mod params;
 pub mod set_kernel;
 pub mod solver;
 pub mod sparse_mi;

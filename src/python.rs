@@ -15,8 +15,9 @@ use crate::bags::{validate_bag_ptr, Bags, Csr, Instances};
 use crate::error::Error;
 use crate::kernel::{basis_gradient, kernel_bag_means, Basis, Kernel, Rows};
 use crate::model::Model;
+use crate::params::{with_threads, Gamma, KernelKind};
 use crate::solver::{InnerSolver, SquaredHinge};
-use crate::sparse_mi::{with_threads, Gamma, KernelKind, SparseMiParams};
+use crate::sparse_mi::SparseMiParams;
 
 impl From<Error> for PyErr {
     fn from(e: Error) -> PyErr {

@@ -43,8 +43,11 @@ use crate::bags::{validate_labels, Bags, Instances};
 use crate::error::{invalid_param, Error, Result};
 use crate::kernel::{basis_gradient, kernel_bag_means, kernel_matrix, Basis, Kernel, Rows};
 use crate::model::Model;
+use crate::params::{
+    check_c, check_gamma, check_n_jobs, check_positive, check_relative_tol, check_ridge, setter,
+    with_threads, Gamma, KernelKind,
+};
 use crate::solver::{solve_spd, InnerSolver, Solution, SquaredHinge};
-use crate::sparse_mi::{with_threads, Gamma, KernelKind};
 
 /// A bag counts as support (its instances as expansion vectors) when the magnitude of its
 /// coefficient exceeds this fraction of the largest magnitude of the same output.
@@ -171,47 +174,12 @@ fn validate_common(
     ridge: f64,
     n_jobs: Option<usize>,
 ) -> Result<()> {
-    if !(c.is_finite() && c > 0.0) {
-        return Err(invalid_param(format!(
-            "C must be a finite number > 0, got {c}"
-        )));
-    }
-    if let Gamma::Value(g) = gamma {
-        if !(g.is_finite() && g > 0.0) {
-            return Err(invalid_param(format!(
-                "gamma must be 'scale' or a finite number > 0, got {g}"
-            )));
-        }
-    }
-    if let Some(t) = tol {
-        if !(t > 0.0 && t < 1.0) {
-            return Err(invalid_param(format!("tol must lie in (0, 1), got {t}")));
-        }
-    }
-    if max_iter < 1 {
-        return Err(invalid_param("max_iter must be an integer >= 1, got 0"));
-    }
-    if !(ridge.is_finite() && ridge >= 0.0) {
-        return Err(invalid_param(format!(
-            "ridge must be a finite number >= 0, got {ridge}"
-        )));
-    }
-    if n_jobs == Some(0) {
-        return Err(invalid_param(
-            "n_jobs must be None (all cores) or an integer >= 1",
-        ));
-    }
-    Ok(())
-}
-
-macro_rules! setter {
-    ($(#[$doc:meta])* $name:ident: $ty:ty) => {
-        $(#[$doc])*
-        pub fn $name(mut self, value: $ty) -> Self {
-            self.$name = value;
-            self
-        }
-    };
+    check_c(c)?;
+    check_gamma(gamma)?;
+    check_relative_tol("tol", tol)?;
+    check_positive("max_iter", max_iter)?;
+    check_ridge(ridge)?;
+    check_n_jobs(n_jobs)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -14,54 +14,20 @@ use rand::seq::index::sample;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use crate::bags::{validate_labels, Bags, Instances};
-use crate::error::{invalid_param, Error, Result};
+use crate::error::{invalid_param, Result};
 use crate::kernel::{
     basis_gradient, basis_gradient_from_weights, cross_dots, kernel_bag_means_from_dots,
     kernel_matrix, Basis, Kernel, Rows,
 };
 use crate::model::Model;
+use crate::params::{
+    check_c, check_gamma, check_n_jobs, check_positive, check_relative_tol, check_ridge, setter,
+    with_threads,
+};
+pub use crate::params::{Gamma, KernelKind};
 use crate::solver::{InnerSolver, Solution, SquaredHinge};
-
-/// Kernel width: `Scale` is `1 / (n_features * variance of the training instances)`, as in
-/// scikit-learn; `Value` is used as given.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub enum Gamma {
-    /// `1 / (n_features * Var[X])` (1 when the variance is 0).
-    Scale,
-    /// A fixed `gamma > 0`.
-    Value(f64),
-}
-
-impl Gamma {
-    /// The numeric width for these training instances.
-    pub fn resolve(&self, x: &Instances) -> f64 {
-        match *self {
-            Gamma::Value(g) => g,
-            Gamma::Scale => {
-                let (_, var) = x.mean_var();
-                if var > 0.0 {
-                    1.0 / (x.n_features() as f64 * var)
-                } else {
-                    1.0
-                }
-            }
-        }
-    }
-}
-
-/// Which kernel family to use (the width comes from [`Gamma`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum KernelKind {
-    /// Gaussian kernel (the papers' choice).
-    #[default]
-    Rbf,
-    /// Linear kernel.
-    Linear,
-}
 
 /// Hyperparameters of SparseMI and RSVM (builder style; validated in [`SparseMiParams::validate`],
 /// the one place where their ranges are checked for both the Rust and the Python API).
@@ -146,16 +112,6 @@ pub struct SparseMiFit {
     pub inner_converged: bool,
 }
 
-macro_rules! setter {
-    ($(#[$doc:meta])* $name:ident: $ty:ty) => {
-        $(#[$doc])*
-        pub fn $name(mut self, value: $ty) -> Self {
-            self.$name = value;
-            self
-        }
-    };
-}
-
 impl SparseMiParams {
     /// Default parameters (`n_xv = 10, C = 1, gamma = scale, t_max = 50, s_max = 10`).
     pub fn new() -> Self {
@@ -199,58 +155,20 @@ impl SparseMiParams {
 
     /// Checks every hyperparameter; the error names the parameter and its allowed range.
     pub fn validate(&self) -> Result<()> {
-        if self.n_xv < 1 {
-            return Err(invalid_param(format!(
-                "n_xv must be an integer >= 1, got {}",
-                self.n_xv
-            )));
-        }
-        if !(self.c.is_finite() && self.c > 0.0) {
-            return Err(invalid_param(format!(
-                "C must be a finite number > 0, got {}",
-                self.c
-            )));
-        }
-        if let Gamma::Value(g) = self.gamma {
-            if !(g.is_finite() && g > 0.0) {
-                return Err(invalid_param(format!(
-                    "gamma must be 'scale' or a finite number > 0, got {g}"
-                )));
-            }
-        }
-        if self.max_line_search < 1 {
-            return Err(invalid_param(format!(
-                "max_line_search must be an integer >= 1, got {}",
-                self.max_line_search
-            )));
-        }
+        check_positive("n_xv", self.n_xv)?;
+        check_c(self.c)?;
+        check_gamma(self.gamma)?;
+        check_positive("max_line_search", self.max_line_search)?;
         if !(self.tol.is_finite() && self.tol >= 0.0) {
             return Err(invalid_param(format!(
                 "tol must be a finite number >= 0, got {}",
                 self.tol
             )));
         }
-        if let Some(t) = self.inner_tol {
-            if !(t > 0.0 && t < 1.0) {
-                return Err(invalid_param(format!(
-                    "inner_tol must lie in (0, 1), got {t}"
-                )));
-            }
-        }
-        if self.inner_max_iter < 1 {
-            return Err(invalid_param("inner_max_iter must be an integer >= 1"));
-        }
-        if !(self.ridge.is_finite() && self.ridge >= 0.0) {
-            return Err(invalid_param(format!(
-                "ridge must be a finite number >= 0, got {}",
-                self.ridge
-            )));
-        }
-        if self.n_jobs == Some(0) {
-            return Err(invalid_param(
-                "n_jobs must be None (all cores) or an integer >= 1",
-            ));
-        }
+        check_relative_tol("inner_tol", self.inner_tol)?;
+        check_positive("inner_max_iter", self.inner_max_iter)?;
+        check_ridge(self.ridge)?;
+        check_n_jobs(self.n_jobs)?;
         if self.n_basis == Some(0) {
             return Err(invalid_param("n_basis must be None or an integer >= 1"));
         }
@@ -400,23 +318,6 @@ impl SparseMiParams {
             gamma,
             inner_converged: point.sols.iter().all(|s| s.converged),
         })
-    }
-}
-
-/// Runs `f` on a pool of `n_jobs` threads (`None`: rayon's global pool).
-pub(crate) fn with_threads<T: Send>(
-    n_jobs: Option<usize>,
-    f: impl FnOnce() -> T + Send,
-) -> Result<T> {
-    match n_jobs {
-        None => Ok(f()),
-        Some(n) => {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(n)
-                .build()
-                .map_err(|e| Error::Solver(e.to_string()))?;
-            Ok(pool.install(f))
-        }
     }
 }
 
