@@ -1,4 +1,32 @@
 //! milsvm: multiple-instance support vector machines.
+//!
+//! A bag of instances carries one label; the classifiers here learn from such bags. Every
+//! kernel method shares one model form (`f(x) = sum_k beta_k k(z_k, x) + b`, label-mean bag
+//! score; [`model`]), one kernel implementation ([`kernel`]) and one inner solver ([`solver`]).
+//!
+//! * [`bags`]: dense or CSR instances plus bag offsets, validated once.
+//! * [`sparse_mi`]: SparseMI and RSVM (Fu et al. 2013), binary and multi-class, direct or
+//!   basis-vector mode.
+//! * [`set_kernel`]: the MI-Kernel and reduced-set baselines.
+//! * [`params`]: what every hyperparameter struct shares (ranges, kernel width, threads).
+//!
+//! ```
+//! use milsvm::{Bags, SparseMiParams};
+//! use ndarray::array;
+//!
+//! // four bags; bags 1 and 3 hold an instance near (3, 3)
+//! let bags = Bags::from_dense_bags(&[
+//!     array![[-1.0, -1.2], [-0.8, -1.0]],
+//!     array![[3.0, 3.1], [-1.0, -0.9]],
+//!     array![[-1.1, -0.7]],
+//!     array![[2.9, 3.0], [-0.9, -1.1], [-1.2, -1.0]],
+//! ])?;
+//! let labels = [0, 1, 0, 1];
+//! let fit = SparseMiParams::new().n_xv(2).c(10.0).fit(&bags, &labels)?;
+//! let scores = fit.model.decision_function(&bags)?;
+//! assert!(scores[[1, 0]] > 0.0 && scores[[0, 0]] < 0.0);
+//! # Ok::<(), milsvm::Error>(())
+//! ```
 pub mod bags;
 pub mod error;
 pub mod kernel;
