@@ -170,31 +170,23 @@ impl<'a> SquaredHinge<'a> {
         let mut converged = (gbeta.dot(&gbeta) + gb * gb).sqrt() <= tol * g0;
         while !converged && iterations < max_iter {
             iterations += 1;
-            // Hessian on the active set: [[K + 2 X_A^T C_A X_A, 2 X_A^T c_A], [., 2 sum c_A]].
+            // Hessian on the active set: [[K + 2 X_A^T C_A X_A, 2 X_A^T c_A], [., 2 sum c_A]],
+            // as one product S^T S of the active rows scaled by w_r = sqrt(2 c_r), with w as
+            // the bias column.
             let f = self.scores(beta.view(), b);
-            let mut h = Array2::zeros((n + 1, n + 1));
-            h.slice_mut(ndarray::s![..n, ..n]).assign(&self.k);
-            for r in 0..f.len() {
-                let c = self.c[r];
-                if c > 0.0 && self.y[r] * f[r] < 1.0 {
-                    let xr = self.x.row(r);
-                    for i in 0..n {
-                        let ci = 2.0 * c * xr[i];
-                        if ci != 0.0 {
-                            for j in i..n {
-                                h[[i, j]] += ci * xr[j];
-                            }
-                        }
-                        h[[i, n]] += ci;
-                    }
-                    h[[n, n]] += 2.0 * c;
-                }
+            let active: Vec<usize> = (0..f.len())
+                .filter(|&r| self.c[r] > 0.0 && self.y[r] * f[r] < 1.0)
+                .collect();
+            let mut scaled = Array2::zeros((active.len(), n + 1));
+            for (mut srow, &r) in scaled.rows_mut().into_iter().zip(&active) {
+                let w = (2.0 * self.c[r]).sqrt();
+                srow.slice_mut(ndarray::s![..n])
+                    .zip_mut_with(&self.x.row(r), |o, &v| *o = w * v);
+                srow[n] = w;
             }
-            for i in 0..=n {
-                for j in 0..i {
-                    h[[i, j]] = h[[j, i]];
-                }
-            }
+            let mut h = scaled.t().dot(&scaled);
+            h.slice_mut(ndarray::s![..n, ..n])
+                .zip_mut_with(&self.k, |o, &v| *o += v);
             let mut rhs = Array1::zeros(n + 1);
             rhs.slice_mut(ndarray::s![..n]).assign(&gbeta.mapv(|v| -v));
             rhs[n] = -gb;
@@ -408,46 +400,41 @@ pub fn solve_spd(h: Array2<f64>, r: Array1<f64>) -> Result<Array1<f64>> {
     ))
 }
 
-/// Lower Cholesky factor of `h + ridge I`, or `None` if it is not positive definite.
-fn cholesky(h: &Array2<f64>, ridge: f64) -> Option<Array2<f64>> {
+/// Lower Cholesky factor of `h + ridge I` (row-major, `n x n`), or `None` if it is not
+/// positive definite.
+fn cholesky(h: &Array2<f64>, ridge: f64) -> Option<Vec<f64>> {
     let n = h.nrows();
-    let mut l = Array2::<f64>::zeros((n, n));
+    let mut l = vec![0.0; n * n];
     for j in 0..n {
-        let mut d = h[[j, j]] + ridge;
-        for k in 0..j {
-            d -= l[[j, k]] * l[[j, k]];
-        }
+        let d = h[[j, j]] + ridge - l[j * n..j * n + j].iter().map(|v| v * v).sum::<f64>();
         if d.is_nan() || d <= 0.0 || !d.is_finite() {
             return None;
         }
         let d = d.sqrt();
-        l[[j, j]] = d;
-        for i in j + 1..n {
-            let mut s = h[[i, j]];
-            for k in 0..j {
-                s -= l[[i, k]] * l[[j, k]];
-            }
-            l[[i, j]] = s / d;
+        l[j * n + j] = d;
+        let (upper, lower) = l.split_at_mut((j + 1) * n);
+        let lj = &upper[j * n..j * n + j];
+        for (i, li) in (j + 1..n).zip(lower.chunks_exact_mut(n)) {
+            let dot: f64 = li[..j].iter().zip(lj).map(|(a, b)| a * b).sum();
+            li[j] = (h[[i, j]] - dot) / d;
         }
     }
     Some(l)
 }
 
-fn cholesky_solve(l: &Array2<f64>, mut r: Array1<f64>) -> Array1<f64> {
-    let n = l.nrows();
+fn cholesky_solve(l: &[f64], mut r: Array1<f64>) -> Array1<f64> {
+    let n = r.len();
     for i in 0..n {
-        let mut s = r[i];
-        for k in 0..i {
-            s -= l[[i, k]] * r[k];
-        }
-        r[i] = s / l[[i, i]];
+        let row = &l[i * n..i * n + i];
+        let s: f64 = row.iter().zip(r.iter()).map(|(a, b)| a * b).sum();
+        r[i] = (r[i] - s) / l[i * n + i];
     }
     for i in (0..n).rev() {
         let mut s = r[i];
         for k in i + 1..n {
-            s -= l[[k, i]] * r[k];
+            s -= l[k * n + i] * r[k];
         }
-        r[i] = s / l[[i, i]];
+        r[i] = s / l[i * n + i];
     }
     r
 }
