@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._bags import as_bags
 
-__all__ = ["MIClassifierMixin"]
+__all__ = ["MIClassifierMixin", "BaseEstimator", "as_float", "as_int", "as_choice", "as_gamma", "as_n_jobs", "seed_of"]
 
 
 def as_float(name, value):
@@ -117,5 +117,3 @@ class MIClassifierMixin(ClassifierMixin):
         tags.input_tags.sparse = True
         return tags
 
-
-__all__ += ["BaseEstimator", "as_float", "as_int", "as_choice", "as_gamma", "as_n_jobs", "seed_of"]
