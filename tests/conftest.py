@@ -33,6 +33,34 @@ def random_bags(seed, n_bags=8, d=3, max_size=5, sparse=False, density=0.5):
     return bags, y
 
 
+def easy_bags(seed=0, n_bags=24):
+    """Positive bags hold an instance near (3, 3); negative bags only noise around (-1, -1)."""
+    rng = np.random.default_rng(seed)
+    bags, y = [], []
+    for i in range(n_bags):
+        n = int(rng.integers(2, 6))
+        x = rng.normal(-1.0, 0.7, size=(n, 2))
+        if i % 2:
+            x[0] = rng.normal(3.0, 0.3, size=2)
+        bags.append(x)
+        y.append(i % 2)
+    return bags, np.array(y)
+
+
+def three_class_bags(n_bags=45, seed=0):
+    """Class c bags hold one instance near centre c; the others are noise around the origin."""
+    rng = np.random.default_rng(seed)
+    centres = np.array([[3.0, 0.0], [0.0, 3.0], [-3.0, -3.0]])
+    bags, y = [], []
+    for i in range(n_bags):
+        c = i % 3
+        x = rng.normal(0, 0.4, size=(4, 2))
+        x[0] += centres[c]
+        bags.append(x)
+        y.append(["a", "b", "c"][c])
+    return bags, np.array(y)
+
+
 @st.composite
 def bag_sets(draw, max_bags=8, max_d=4, max_size=5, n_classes=2):
     """A hypothesis strategy: (instances X, bag_ptr, labels) of a small random bag set."""

@@ -12,22 +12,8 @@ from sklearn.multiclass import OneVsRestClassifier
 from sklearn.pipeline import make_pipeline
 
 import milsvm
-from conftest import random_bags
+from conftest import easy_bags, random_bags, three_class_bags
 from milsvm import RSVM, Bags, BagStandardScaler, SparseMI
-
-
-def easy_bags(seed=0, n_bags=24):
-    """Positive bags hold an instance near (3, 3); negative bags only noise around (-1, -1)."""
-    rng = np.random.default_rng(seed)
-    bags, y = [], []
-    for i in range(n_bags):
-        n = int(rng.integers(2, 6))
-        x = rng.normal(-1.0, 0.7, size=(n, 2))
-        if i % 2:
-            x[0] = rng.normal(3.0, 0.3, size=2)
-        bags.append(x)
-        y.append(i % 2)
-    return bags, np.array(y)
 
 
 ESTIMATORS = [SparseMI(n_xv=4, max_iter=10, random_state=0), RSVM(n_xv=4, random_state=0)]
@@ -140,16 +126,7 @@ def test_grid_search_and_cross_val_score_over_bags():
 
 
 def test_multiclass_shares_expansion_vectors():
-    rng = np.random.default_rng(0)
-    centres = np.array([[3.0, 0.0], [0.0, 3.0], [-3.0, -3.0]])
-    bags, y = [], []
-    for i in range(45):
-        c = i % 3
-        x = rng.normal(0, 0.4, size=(4, 2))
-        x[0] += centres[c]
-        bags.append(x)
-        y.append(["a", "b", "c"][c])
-    y = np.array(y)
+    bags, y = three_class_bags()
     for seed in range(3):
         clf = SparseMI(n_xv=3, C=10, random_state=seed).fit(bags, y)
         start = RSVM(n_xv=3, C=10, random_state=seed).fit(bags, y)

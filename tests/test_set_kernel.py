@@ -23,7 +23,7 @@ from sklearn.multiclass import OneVsRestClassifier
 from sklearn.pipeline import make_pipeline
 
 import milsvm
-from conftest import bag_sets, random_bags
+from conftest import bag_sets, easy_bags, random_bags, three_class_bags
 from milsvm import BagStandardScaler, Bags, MIKernel, ReducedSet, _core
 
 # ---------------------------------------------------------------------------------------------
@@ -81,33 +81,6 @@ def scipy_minimum(K, t, C, ridge=0.0):
         if best is None or res.fun < best.fun:
             best = res
     return best
-
-
-def easy_bags(seed=0, n_bags=24):
-    """Positive bags hold an instance near (3, 3); negative bags only noise around (-1, -1)."""
-    rng = np.random.default_rng(seed)
-    bags, y = [], []
-    for i in range(n_bags):
-        n = int(rng.integers(2, 6))
-        x = rng.normal(-1.0, 0.7, size=(n, 2))
-        if i % 2:
-            x[0] = rng.normal(3.0, 0.3, size=2)
-        bags.append(x)
-        y.append(i % 2)
-    return bags, np.array(y)
-
-
-def three_class_bags(n_bags=45, seed=0):
-    rng = np.random.default_rng(seed)
-    centres = np.array([[3.0, 0.0], [0.0, 3.0], [-3.0, -3.0]])
-    bags, y = [], []
-    for i in range(n_bags):
-        c = i % 3
-        x = rng.normal(0, 0.4, size=(4, 2))
-        x[0] += centres[c]
-        bags.append(x)
-        y.append(["a", "b", "c"][c])
-    return bags, np.array(y)
 
 
 def separated_bags(seed=1):
