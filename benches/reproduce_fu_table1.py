@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import sys
 import time
@@ -268,6 +269,48 @@ def run_outer_fold(data, train_idx, test_idx, seed, fold, args):
         return seed, fold, out, time.perf_counter() - t0
 
 
+def _settings(args):
+    """The arguments a logged fold must share with this run to be reused."""
+    return dict(dataset=args.dataset, backend=args.backend, quick=args.quick, C=args.C,
+                gamma_scale=args.gamma_scale, C_grid=list(args.C_grid),
+                gamma_grid=list(args.gamma_grid), tol=args.tol)
+
+
+def logged(fn, log):
+    """fn, appending its (seed, fold, out, seconds) result to the JSON-lines file `log`."""
+    if log is None:
+        return fn
+
+    def run(data, tr, te, seed, fold, args):
+        seed, fold, out, secs = fn(data, tr, te, seed, fold, args)
+        rows = [dict(method=m, n_xv=n, **r) for (m, n), r in out.items()]
+        line = json.dumps(dict(settings=_settings(args), seed=seed, fold=fold, rows=rows, seconds=secs))
+        with open(log, "a") as f:  # one short line per write: appends from workers do not interleave
+            f.write(line + "\n")
+        print(f"  seed {seed} fold {fold} done in {secs:.0f} s", flush=True)
+        return seed, fold, out, secs
+
+    return run
+
+
+def read_log(args):
+    """The folds logged by an earlier run with the same settings, for the methods asked for."""
+    if not args.log.exists():
+        return []
+    wanted = set(configs(args))
+    results = {}
+    for line in args.log.read_text().splitlines():
+        rec = json.loads(line)
+        if rec["settings"] != _settings(args) or rec["seed"] >= args.seeds:
+            continue
+        out = {(r["method"], r["n_xv"]): {k: v for k, v in r.items() if k not in ("method", "n_xv")}
+               for r in rec["rows"]}
+        if wanted <= set(out):
+            results[rec["seed"], rec["fold"]] = (rec["seed"], rec["fold"], {k: out[k] for k in wanted},
+                                                 rec["seconds"])
+    return list(results.values())
+
+
 # ----------------------------------------------------------------------------------------------
 # Report
 # ----------------------------------------------------------------------------------------------
@@ -322,6 +365,9 @@ def main():
     parser.add_argument("--tol", type=float, default=1e-6, help="SparseMI relative-decrease tolerance")
     parser.add_argument("--n-jobs", type=int, default=os.cpu_count(), help="parallel outer folds")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--log", type=Path, default=None,
+                        help="append each finished outer fold to this JSON-lines file and skip "
+                             "the folds already in it (long runs survive an interruption)")
     args = parser.parse_args()
     if args.quick:
         args.seeds = 1
@@ -359,11 +405,17 @@ def main():
     for seed in range(args.seeds):
         for fold, (tr, te) in enumerate(outer_splits(args.dataset, data, seed)):
             tasks.append((tr, te, seed, fold))
-    workers = max(1, min(args.n_jobs, len(tasks)))
+    done = read_log(args) if args.log else []
+    finished = {(seed, fold) for seed, fold, _, _ in done}
+    todo = [t for t in tasks if (t[2], t[3]) not in finished]
+    if done:
+        print(f"{args.log}: {len(done)} outer fold(s) already done, {len(todo)} to run")
+    workers = max(1, min(args.n_jobs, len(todo) or 1))
     args.threads = max(1, args.n_jobs // workers)  # milsvm threads per fit
     t0 = time.perf_counter()
-    results = Parallel(n_jobs=workers, verbose=0)(
-        delayed(run_outer_fold)(data, tr, te, seed, fold, args) for tr, te, seed, fold in tasks)
+    results = done + Parallel(n_jobs=workers, verbose=0)(
+        delayed(logged(run_outer_fold, args.log))(data, tr, te, seed, fold, args)
+        for tr, te, seed, fold in todo)
     elapsed = time.perf_counter() - t0
 
     # accuracy of each seed = correct bags over all test folds of that seed
