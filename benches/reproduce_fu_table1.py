@@ -283,7 +283,7 @@ def logged(fn, log):
 
     def run(data, tr, te, seed, fold, args):
         seed, fold, out, secs = fn(data, tr, te, seed, fold, args)
-        rows = [dict(method=m, n_xv=n, **r) for (m, n), r in out.items()]
+        rows = [[m, n, r] for (m, n), r in out.items()]
         line = json.dumps(dict(settings=_settings(args), seed=seed, fold=fold, rows=rows, seconds=secs))
         with open(log, "a") as f:  # one short line per write: appends from workers do not interleave
             f.write(line + "\n")
@@ -303,8 +303,7 @@ def read_log(args):
         rec = json.loads(line)
         if rec["settings"] != _settings(args) or rec["seed"] >= args.seeds:
             continue
-        out = {(r["method"], r["n_xv"]): {k: v for k, v in r.items() if k not in ("method", "n_xv")}
-               for r in rec["rows"]}
+        out = {(m, n): r for m, n, r in rec["rows"]}
         if wanted <= set(out):
             results[rec["seed"], rec["fold"]] = (rec["seed"], rec["fold"], {k: out[k] for k in wanted},
                                                  rec["seconds"])
