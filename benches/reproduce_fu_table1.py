@@ -25,6 +25,10 @@ Protocol (paper, section V-B; spec/ALGORITHMS.md section 2):
   * multi-class (COREL): SparseMI / RSVM / RS / MI-Kernel are one-vs-rest inside milsvm
     (SparseMI and RS share their XVs over the classes, so N_xv counts the whole model).
 
+The protocol code (inner CV, tally, log, printed comparison) is shared: benches/_protocol.py.
+--log FILE appends each finished outer fold / split to FILE (JSON lines) and a rerun with the same
+settings skips the folds already there, so a run of hours can be stopped and resumed.
+
 Run (from the repository root):
 
     python benches/reproduce_fu_table1.py --dataset musk1                    # milsvm backend
@@ -52,11 +56,9 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -66,6 +68,8 @@ from threadpoolctl import threadpool_limits
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from _protocol import (FoldLog, choose_by_inner_cv, print_chosen, print_table,  # noqa: E402
+                       print_wins, tally)
 
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
 if not DEFAULT_DATA.exists():
@@ -254,14 +258,8 @@ def run_outer_fold(data, train_idx, test_idx, seed, fold, args):
         out = {}
         for method, n_xv in configs(args):
             t1 = time.perf_counter()
-            if len(grid) > 1:
-                scores = []
-                for C, gamma in grid:
-                    acc = [np.mean(fp(method, n_xv, C, gamma, tr, va)[0] == va.y) for tr, va in inner]
-                    scores.append(np.mean(acc))
-                C, gamma = grid[int(np.argmax(scores))]  # first best in grid order
-            else:
-                C, gamma = grid[0]
+            C, gamma = choose_by_inner_cv(
+                grid, inner, lambda pt, tr, va: np.mean(fp(method, n_xv, *pt, tr, va)[0] == va.y))
             pred, info = fp(method, n_xv, C, gamma, train, test)
             out[(method, n_xv)] = dict(correct=int(np.sum(pred == test.y)), n=len(test),
                                        C=C, gamma_scale=round(gamma * d, 4),
@@ -269,45 +267,11 @@ def run_outer_fold(data, train_idx, test_idx, seed, fold, args):
         return seed, fold, out, time.perf_counter() - t0
 
 
-def _settings(args):
+def settings(args):
     """The arguments a logged fold must share with this run to be reused."""
     return dict(dataset=args.dataset, backend=args.backend, quick=args.quick, C=args.C,
                 gamma_scale=args.gamma_scale, C_grid=list(args.C_grid),
                 gamma_grid=list(args.gamma_grid), tol=args.tol)
-
-
-def logged(fn, log):
-    """fn, appending its (seed, fold, out, seconds) result to the JSON-lines file `log`."""
-    if log is None:
-        return fn
-
-    def run(data, tr, te, seed, fold, args):
-        seed, fold, out, secs = fn(data, tr, te, seed, fold, args)
-        rows = [[m, n, r] for (m, n), r in out.items()]
-        line = json.dumps(dict(settings=_settings(args), seed=seed, fold=fold, rows=rows, seconds=secs))
-        with open(log, "a") as f:  # one short line per write: appends from workers do not interleave
-            f.write(line + "\n")
-        print(f"  seed {seed} fold {fold} done in {secs:.0f} s", flush=True)
-        return seed, fold, out, secs
-
-    return run
-
-
-def read_log(args):
-    """The folds logged by an earlier run with the same settings, for the methods asked for."""
-    if not args.log.exists():
-        return []
-    wanted = set(configs(args))
-    results = {}
-    for line in args.log.read_text().splitlines():
-        rec = json.loads(line)
-        if rec["settings"] != _settings(args) or rec["seed"] >= args.seeds:
-            continue
-        out = {(m, n): r for m, n, r in rec["rows"]}
-        if wanted <= set(out):
-            results[rec["seed"], rec["fold"]] = (rec["seed"], rec["fold"], {k: out[k] for k in wanted},
-                                                 rec["seconds"])
-    return list(results.values())
 
 
 # ----------------------------------------------------------------------------------------------
@@ -317,31 +281,6 @@ def read_log(args):
 
 def paper_key(method, n_xv):
     return (PAPER_NAME.get(method, method), n_xv)
-
-
-def fmt_pm(mean, std):
-    return f"{mean:6.2f} +- {std:4.2f}"
-
-
-def print_summary(args, per_seed, paper):
-    """Per baseline: is SparseMI better than it at each N_xv run (paper: yes, most at N_xv = 10)?"""
-    if "SparseMI" not in args.methods:
-        return
-    baselines = [m for m in ("RS", "RSVM") if m in args.methods]
-    if not baselines:
-        return
-    print("\nIs SparseMI better than the sparse baselines? (paper: in most cases, the gap largest at "
-          "N_xv = 10)\n  (ours: mean difference in points, seeds won/lost; paper: its difference)")
-    for base in baselines:
-        parts = []
-        for n_xv in args.n_xv:
-            ours = per_seed[("SparseMI", n_xv)] - per_seed[(base, n_xv)]
-            wins, losses = int(np.sum(ours > 0)), int(np.sum(ours < 0))
-            verdict = "yes" if ours.mean() > 0 else ("tie" if ours.mean() == 0 else "NO")
-            ps, pb = paper.get(("SparseMI", n_xv)), paper.get((base, n_xv))
-            pdiff = f"{ps[0] - pb[0]:+.2f}" if ps and pb else "-"
-            parts.append(f"N_xv={n_xv}: {verdict} ({ours.mean():+.2f}, won/lost {wins}/{losses}; paper {pdiff})")
-        print(f"  SparseMI > {base:<4}  " + "; ".join(parts))
 
 
 def main():
@@ -404,7 +343,9 @@ def main():
     for seed in range(args.seeds):
         for fold, (tr, te) in enumerate(outer_splits(args.dataset, data, seed)):
             tasks.append((tr, te, seed, fold))
-    done = read_log(args) if args.log else []
+    log = FoldLog(args.log, settings(args))
+    wanted = {(seed, fold) for _, _, seed, fold in tasks}
+    done = [r for r in log.finished(configs(args)) if (r[0], r[1]) in wanted]
     finished = {(seed, fold) for seed, fold, _, _ in done}
     todo = [t for t in tasks if (t[2], t[3]) not in finished]
     if done:
@@ -413,47 +354,30 @@ def main():
     args.threads = max(1, args.n_jobs // workers)  # milsvm threads per fit
     t0 = time.perf_counter()
     results = done + Parallel(n_jobs=workers, verbose=0)(
-        delayed(logged(run_outer_fold, args.log))(data, tr, te, seed, fold, args)
-        for tr, te, seed, fold in todo)
+        delayed(log.wrap(run_outer_fold))(data, tr, te, seed, fold, args) for tr, te, seed, fold in todo)
     elapsed = time.perf_counter() - t0
 
     # accuracy of each seed = correct bags over all test folds of that seed
-    acc, chosen, seconds, nxv = {}, {}, Counter(), {}
-    for seed, fold, out, _ in results:
-        for key, r in out.items():
-            c, n = acc.setdefault(key, {}).get(seed, (0, 0))
-            acc[key][seed] = (c + r["correct"], n + r["n"])
-            chosen.setdefault(key, Counter())[(r["C"], r["gamma_scale"])] += 1
-            seconds[key] += r["seconds"]
-            if "n_xv" in r:
-                nxv.setdefault(key, []).append(r["n_xv"])
-    per_seed = {key: np.array([100.0 * c / n for c, n in (acc[key][s] for s in range(args.seeds))])
-                for key in acc}
-
+    per_seed, chosen, seconds, nxv = tally(results, args.seeds)
     paper = PAPER_TABLE1[args.dataset]
+    rows = configs(args)
     what = "10-fold CV" if args.dataset.startswith("musk") else "a 50/50 split"
-    print(f"\nTable I ({args.dataset.upper()}), accuracy % (mean +- std over {args.seeds} seed(s) of {what})")
-    header = (f"{'method':<10} {'N_xv':>5}  {'ours':>15}  {'paper':>15}  {'diff':>6}  {'time s':>7}  per seed")
-    print(header)
-    print("-" * len(header))
-    for method, n_xv in configs(args):
-        a = per_seed[(method, n_xv)]
-        std = f"{a.std(ddof=1):5.2f}" if len(a) > 1 else "    -"
-        p = paper.get(paper_key(method, n_xv))
-        p_str = fmt_pm(*p) if p else "-"
-        diff = f"{a.mean() - p[0]:+6.2f}" if p else "-"
-        n_str = "-" if n_xv is None else str(n_xv)
-        print(f"{method:<10} {n_str:>5}  {a.mean():6.2f} +- {std}  {p_str:>15}  {diff:>6}  "
-              f"{seconds[(method, n_xv)]:7.1f}  " + " ".join(f"{x:.1f}" for x in a))
+    print_table(f"\nTable I ({args.dataset.upper()}), accuracy % (mean +- std over {args.seeds} seed(s) of {what})",
+                rows, per_seed, seconds, lambda key: paper.get(paper_key(*key)))
     for key, counts in nxv.items():
         p = PAPER_MIKERNEL_NXV[args.dataset]
         print(f"  {key[0]} XVs (instances of support bags): ours {np.mean(counts):.1f} +- "
               f"{np.std(counts, ddof=1) if len(counts) > 1 else 0:.1f} over {len(counts)} fit(s), "
               f"paper {p[0]:.1f} +- {p[1]:.1f}")
 
-    print_summary(args, per_seed, paper)
+    if "SparseMI" in args.methods:
+        pairs = [(f"SparseMI > {base:<4} N_xv={n_xv}", ("SparseMI", n_xv), (base, n_xv))
+                 for base in ("RS", "RSVM") if base in args.methods for n_xv in args.n_xv]
+        if pairs:
+            print_wins(pairs, per_seed, lambda key: paper.get(paper_key(*key)),
+                       " (paper: in most cases, the gap largest at N_xv = 10)")
 
-    run = {paper_key(*k) for k in configs(args)}
+    run = {paper_key(*k) for k in rows}
     others = [(k, v) for k, v in paper.items() if k not in run]
     if others:
         print("\npaper's other rows (not run here): "
@@ -461,14 +385,11 @@ def main():
                           f"{'' if n is None else ' N_xv=' + str(n)}: {v[0]:.2f} +- {v[1]:.2f}"
                           for (m, n), v in others))
     if not args.quick:
-        print("\nchosen (C, gamma*d) over the outer folds:")
-        for key in configs(args):
-            n_str = "-" if key[1] is None else str(key[1])
-            print(f"  {key[0]:<9} {n_str:>4}: " + ", ".join(
-                f"({c:g}, {g:g}) x{k}" for (c, g), k in chosen[key].most_common()))
+        print_chosen(rows, chosen, "(1/d)")
     fold_times = [r[3] for r in results]
-    print(f"\nwall time {elapsed:.1f} s ({len(tasks)} outer folds/splits, {workers} parallel, "
-          f"{args.threads} milsvm thread(s) a fit; per fold median {np.median(fold_times):.1f} s)")
+    print(f"\nwall time {elapsed:.1f} s ({len(tasks)} outer folds/splits, {len(done)} from the log, "
+          f"{workers} parallel, {args.threads} milsvm thread(s) a fit; per fold median "
+          f"{np.median(fold_times):.1f} s)")
 
 
 if __name__ == "__main__":

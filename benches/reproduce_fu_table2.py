@@ -36,6 +36,10 @@ The paper's numbers (Table II, accuracy % mean +- std over 10 repetitions): the 
 lists the RS / RSVM / SparseMI block data-set by data-set, TST1 = (88.30, 81.35, 94.60),
 TST2 = (66.25, 66.72, 76.38), which matches "SparseMI better than RS and RSVM in all cases".
 
+The protocol code (inner CV, tally, log, printed comparison) is shared: benches/_protocol.py.
+--log FILE appends each finished outer fold / split to FILE (JSON lines) and a rerun with the same
+settings skips the folds already there, so a run of hours can be stopped and resumed.
+
 Run (from the repository root):
 
     python benches/reproduce_fu_table2.py --dataset tst1 --quick          # smoke run
@@ -54,7 +58,6 @@ import itertools
 import os
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +67,9 @@ from sklearn.model_selection import StratifiedKFold, StratifiedShuffleSplit
 from threadpoolctl import threadpool_limits
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _protocol import (FoldLog, choose_by_inner_cv, print_chosen, print_table,  # noqa: E402
+                       print_wins, tally)
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
 if not DEFAULT_DATA.exists():
     DEFAULT_DATA = Path("/work/shared/data")
@@ -130,30 +136,38 @@ def run_outer(bags, y, train_idx, test_idx, seed, fold, args):
         else:
             grid = list(itertools.product(args.C_grid, args.gamma_grid))
             skf = StratifiedKFold(3, shuffle=True, random_state=rs)
-            inner = [(train[a], ytr[a], train[b], ytr[b]) for a, b in skf.split(np.zeros(len(ytr)), ytr)]
+            inner = [((train[a], ytr[a]), (train[b], ytr[b])) for a, b in skf.split(np.zeros(len(ytr)), ytr)]
 
         out = {}
         for method in args.methods:
             t1 = time.perf_counter()
-            if len(grid) > 1:
-                scores = []
-                for C, s in grid:
-                    acc = []
-                    for tr, ytr_i, va, yva in inner:
-                        est = make_estimator(method, args, C, s * g0, rs, args.threads).fit(tr, ytr_i)
-                        acc.append(np.mean(est.predict(va) == yva))
-                    scores.append(np.mean(acc))
-                C, s = grid[int(np.argmax(scores))]
-            else:
-                C, s = grid[0]
+
+            def accuracy(point, tr, va):
+                C, s = point
+                est = make_estimator(method, args, C, s * g0, rs, args.threads).fit(tr[0], tr[1])
+                return np.mean(est.predict(va[0]) == va[1])
+
+            C, s = choose_by_inner_cv(grid, inner, accuracy)
             est = make_estimator(method, args, C, s * g0, rs, args.threads).fit(train, ytr)
             pred = est.predict(test)
-            r = dict(correct=int(np.sum(pred == yte)), n=len(yte), C=C, gamma_scale=s,
+            r = dict(correct=int(np.sum(pred == yte)), n=len(yte), C=C, gamma_scale=s, gamma_0=g0,
                      seconds=time.perf_counter() - t1)
             if method == "MIKernel":
                 r["n_xv"] = int(est.n_xv_)
-            out[method] = r
-        return seed, fold, out, time.perf_counter() - t0, g0
+            out[row_key(method, args)] = r
+        return seed, fold, out, time.perf_counter() - t0
+
+
+def row_key(method, args):
+    """(method, N_xv) of a table row; MI-Kernel has no N_xv."""
+    return (method, None if method == "MIKernel" else args.n_xv)
+
+
+def settings(args):
+    """The arguments a logged split must share with this run to be reused."""
+    return dict(dataset=args.dataset, protocol=args.protocol, n_xv=args.n_xv, n_basis=args.n_basis,
+                scaling=args.scaling, quick=args.quick, C=args.C, gamma_scale=args.gamma_scale,
+                C_grid=list(args.C_grid), gamma_grid=list(args.gamma_grid), tol=args.tol)
 
 
 def main():
@@ -176,6 +190,9 @@ def main():
     parser.add_argument("--tol", type=float, default=1e-6, help="SparseMI relative-decrease tolerance")
     parser.add_argument("--n-jobs", type=int, default=os.cpu_count(), help="parallel outer splits")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--log", type=Path, default=None,
+                        help="append each finished outer split to this JSON-lines file and skip "
+                             "the splits already in it (long runs survive an interruption)")
     args = parser.parse_args()
     if args.quick:
         args.seeds = 1
@@ -214,66 +231,53 @@ def main():
         else:
             splits = StratifiedKFold(10, shuffle=True, random_state=seed).split(np.zeros(len(y)), y)
         tasks.extend((tr, te, seed, fold) for fold, (tr, te) in enumerate(splits))
-    workers = max(1, min(args.n_jobs, len(tasks)))
+    log = FoldLog(args.log, settings(args))
+    rows = [row_key(m, args) for m in args.methods]
+    wanted = {(seed, fold) for _, _, seed, fold in tasks}
+    done = [r for r in log.finished(rows) if (r[0], r[1]) in wanted]
+    finished = {(seed, fold) for seed, fold, _, _ in done}
+    todo = [t for t in tasks if (t[2], t[3]) not in finished]
+    if done:
+        print(f"{args.log}: {len(done)} outer split(s) already done, {len(todo)} to run")
+    workers = max(1, min(args.n_jobs, len(todo) or 1))
     args.threads = max(1, args.n_jobs // workers)
     t0 = time.perf_counter()
-    results = Parallel(n_jobs=workers, verbose=0)(
-        delayed(run_outer)(bags, y, tr, te, seed, fold, args) for tr, te, seed, fold in tasks)
+    results = done + Parallel(n_jobs=workers, verbose=0)(
+        delayed(log.wrap(run_outer))(bags, y, tr, te, seed, fold, args) for tr, te, seed, fold in todo)
     elapsed = time.perf_counter() - t0
 
-    acc, chosen, seconds, nxv = {}, {}, Counter(), {}
-    for seed, fold, out, _, _ in results:
-        for m, r in out.items():
-            c, n = acc.setdefault(m, {}).get(seed, (0, 0))
-            acc[m][seed] = (c + r["correct"], n + r["n"])
-            chosen.setdefault(m, Counter())[(r["C"], r["gamma_scale"])] += 1
-            seconds[m] += r["seconds"]
-            if "n_xv" in r:
-                nxv.setdefault(m, []).append(r["n_xv"])
-    per_seed = {m: np.array([100.0 * c / n for c, n in (acc[m][s] for s in range(args.seeds))]) for m in acc}
-
+    per_seed, chosen, seconds, nxv = tally(results, args.seeds)
     paper = PAPER_TABLE2[args.dataset]
-    print(f"\nTable II ({args.dataset.upper()}), accuracy % (mean +- std over {args.seeds} seed(s))")
-    header = f"{'method':<10} {'N_xv':>5}  {'ours':>15}  {'paper':>15}  {'diff':>6}  {'time s':>7}  per seed"
-    print(header)
-    print("-" * len(header))
-    for m in args.methods:
-        a = per_seed[m]
-        std = f"{a.std(ddof=1):4.2f}" if len(a) > 1 else "   -"
-        p = paper.get(PAPER_NAME.get(m, m))
-        p_str = f"{p[0]:6.2f} +- {p[1]:4.2f}" if p else "-"
-        diff = f"{a.mean() - p[0]:+6.2f}" if p else "-"
-        n_str = "-" if m == "MIKernel" else str(args.n_xv)
-        print(f"{m:<10} {n_str:>5}  {a.mean():6.2f} +- {std}  {p_str:>15}  {diff:>6}  {seconds[m]:7.1f}  "
-              + " ".join(f"{x:.1f}" for x in a))
-    for m, counts in nxv.items():
+
+    def paper_of(key):
+        return paper.get(PAPER_NAME.get(key[0], key[0]))
+
+    print_table(f"\nTable II ({args.dataset.upper()}), accuracy % (mean +- std over {args.seeds} seed(s))",
+                rows, per_seed, seconds, paper_of)
+    for key, counts in nxv.items():
         p = PAPER_NXV[args.dataset]["MI-Kernel"]
         print(f"  MIKernel XVs (instances of support bags): ours {np.mean(counts):.1f} +- "
               f"{np.std(counts, ddof=1) if len(counts) > 1 else 0:.1f}, paper {p[0]:.1f} +- {p[1]:.1f}")
 
-    if "SparseMI" in per_seed:
-        print("\nIs SparseMI better? (paper: better than RS and RSVM on every TST set)"
-              "\n  (ours: mean difference in points, seeds won/lost; paper: its difference)")
-        for base in [m for m in ("RS", "RSVM", "MIKernel") if m in per_seed]:
-            dlt = per_seed["SparseMI"] - per_seed[base]
-            verdict = "yes" if dlt.mean() > 0 else ("tie" if dlt.mean() == 0 else "NO")
-            pb = paper[PAPER_NAME.get(base, base)]
-            note = "  (paper: comparable, with far fewer XVs)" if base == "MIKernel" else ""
-            print(f"  SparseMI > {base:<8} {verdict:>3} ({dlt.mean():+.2f}, won/lost "
-                  f"{int(np.sum(dlt > 0))}/{int(np.sum(dlt < 0))}; paper {paper['SparseMI'][0] - pb[0]:+.2f}){note}")
+    sparse = row_key("SparseMI", args)
+    if sparse in per_seed:
+        pairs = [(f"SparseMI > {m:<8}", sparse, row_key(m, args))
+                 for m in ("RS", "RSVM", "MIKernel") if m in args.methods]
+        if pairs:
+            print_wins(pairs, per_seed, paper_of,
+                       " (paper: better than RS and RSVM on every TST set; comparable to MI-Kernel, "
+                       "with far fewer XVs)")
 
     others = [k for k in paper if k not in {PAPER_NAME.get(m, m) for m in args.methods}]
     if others:
         print("\npaper's other rows (not run here): " + "; ".join(
             f"{k}: {paper[k][0]:.2f} +- {paper[k][1]:.2f}"
             + (f" ({PAPER_NXV[args.dataset][k][0]:g} XVs)" if k in PAPER_NXV[args.dataset] else "") for k in others))
-    g0s = [r[4] for r in results]
+    g0s = [r["gamma_0"] for _, _, out, _ in results for r in out.values()]
     print(f"\ngamma_0 = 1/(d var) over the training instances: {np.mean(g0s):.4g} (mean over splits)")
     if not args.quick:
-        print("chosen (C, gamma / gamma_0) over the outer splits:")
-        for m in args.methods:
-            print(f"  {m:<9}: " + ", ".join(f"({c:g}, {g:g}) x{k}" for (c, g), k in chosen[m].most_common()))
-    print(f"\nwall time {elapsed:.1f} s ({len(tasks)} outer splits, {workers} parallel, "
+        print_chosen(rows, chosen, "gamma_0")
+    print(f"\nwall time {elapsed:.1f} s ({len(tasks)} outer splits, {len(done)} from the log, {workers} parallel, "
           f"{args.threads} milsvm thread(s) a fit; per split median {np.median([r[3] for r in results]):.1f} s)")
 
 

@@ -1,0 +1,138 @@
+"""The evaluation protocol shared by reproduce_fu_table1.py and reproduce_fu_table2.py (Fu et al.
+2013, section V-B): hyperparameters chosen by inner cross-validation on each training part,
+per-fold results tallied into per-seed accuracies, a resumable log of finished folds, and the
+printed comparison with the paper.
+
+An outer fold's result is `(seed, fold, out, seconds)`, where `out` maps a row key
+`(method, n_xv)` (`n_xv` None for MI-Kernel) to a dict with at least `correct`, `n` (test bags),
+`C`, `gamma_scale` (the chosen gamma over the script's unit) and `seconds`, and optionally
+`n_xv` (the MI-Kernel model's number of XVs).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import numpy as np
+
+
+def choose_by_inner_cv(grid, inner, accuracy):
+    """The grid point with the best mean inner-CV accuracy (ties: the first in grid order).
+
+    grid: list of hyperparameter points; inner: list of (train, validation) parts;
+    accuracy(point, train, validation) -> validation accuracy. A one-point grid is returned
+    without fitting.
+    """
+    if len(grid) == 1:
+        return grid[0]
+    scores = [np.mean([accuracy(point, tr, va) for tr, va in inner]) for point in grid]
+    return grid[int(np.argmax(scores))]
+
+
+class FoldLog:
+    """A JSON-lines file of finished outer folds, so that a long run survives an interruption.
+
+    Each line holds the run's settings, the seed, the fold, the rows and the seconds; a later run
+    with the same settings reuses the folds that have every row it asks for.
+    """
+
+    def __init__(self, path, settings):
+        self.path, self.settings = path, settings
+
+    def finished(self, wanted):
+        """The logged results `(seed, fold, out, seconds)` that have every row key in `wanted`
+        (the last line wins when a fold was logged twice)."""
+        if self.path is None or not self.path.exists():
+            return []
+        wanted = set(wanted)
+        results = {}
+        for line in self.path.read_text().splitlines():
+            rec = json.loads(line)
+            if rec["settings"] != self.settings:
+                continue
+            out = {(m, n): r for m, n, r in rec["rows"]}
+            if wanted <= set(out):
+                results[rec["seed"], rec["fold"]] = (rec["seed"], rec["fold"], {k: out[k] for k in wanted},
+                                                     rec["seconds"])
+        return list(results.values())
+
+    def wrap(self, fn):
+        """fn, with its result `(seed, fold, out, seconds)` appended to the log and announced."""
+        if self.path is None:
+            return fn
+        path, settings = self.path, self.settings
+
+        def run(*args, **kwargs):
+            seed, fold, out, secs = fn(*args, **kwargs)
+            rows = [[m, n, r] for (m, n), r in out.items()]
+            line = json.dumps(dict(settings=settings, seed=seed, fold=fold, rows=rows, seconds=secs))
+            with open(path, "a") as f:  # one short write a line: appends from workers do not mix
+                f.write(line + "\n")
+            print(f"  seed {seed} fold {fold} done in {secs:.0f} s", flush=True)
+            return seed, fold, out, secs
+
+        return run
+
+
+def tally(results, n_seeds):
+    """Per row key: accuracy % per seed (correct bags over all test bags of that seed), the
+    chosen (C, gamma_scale) counts, the total seconds and the MI-Kernel XV counts."""
+    acc, chosen, seconds, nxv = {}, {}, Counter(), {}
+    for seed, _, out, _ in results:
+        for key, r in out.items():
+            c, n = acc.setdefault(key, {}).get(seed, (0, 0))
+            acc[key][seed] = (c + r["correct"], n + r["n"])
+            chosen.setdefault(key, Counter())[(r["C"], r["gamma_scale"])] += 1
+            seconds[key] += r["seconds"]
+            if "n_xv" in r:
+                nxv.setdefault(key, []).append(r["n_xv"])
+    per_seed = {key: np.array([100.0 * c / n for c, n in (by_seed[s] for s in range(n_seeds))])
+                for key, by_seed in acc.items()}
+    return per_seed, chosen, seconds, nxv
+
+
+def fmt_pm(mean, std):
+    """`mean +- std` in the tables' width."""
+    return f"{mean:6.2f} +- {std:4.2f}"
+
+
+def print_table(title, rows, per_seed, seconds, paper_of):
+    """One line per row key: ours (mean +- std over seeds), the paper's, the difference, the
+    seconds spent and the per-seed accuracies. paper_of(key) -> (mean, std) or None."""
+    print(title)
+    header = f"{'method':<10} {'N_xv':>5}  {'ours':>15}  {'paper':>15}  {'diff':>6}  {'time s':>7}  per seed"
+    print(header)
+    print("-" * len(header))
+    for key in rows:
+        method, n_xv = key
+        a = per_seed[key]
+        std = f"{a.std(ddof=1):4.2f}" if len(a) > 1 else "   -"
+        p = paper_of(key)
+        diff = f"{a.mean() - p[0]:+6.2f}" if p else "-"
+        print(f"{method:<10} {'-' if n_xv is None else n_xv:>5}  {a.mean():6.2f} +- {std}  "
+              f"{fmt_pm(*p) if p else '-':>15}  {diff:>6}  {seconds[key]:7.1f}  "
+              + " ".join(f"{x:.1f}" for x in a))
+
+
+def print_wins(pairs, per_seed, paper_of, note=""):
+    """Is SparseMI better than each baseline? pairs: list of (label, sparse_key, base_key);
+    ours as the mean difference in points and seeds won/lost, beside the paper's difference."""
+    print("\nIs SparseMI better than the baselines?" + note
+          + "\n  (ours: mean difference in points, seeds won/lost; paper: its difference)")
+    for label, sk, bk in pairs:
+        d = per_seed[sk] - per_seed[bk]
+        verdict = "yes" if d.mean() > 0 else ("tie" if d.mean() == 0 else "NO")
+        ps, pb = paper_of(sk), paper_of(bk)
+        pdiff = f"{ps[0] - pb[0]:+.2f}" if ps and pb else "-"
+        print(f"  {label}: {verdict} ({d.mean():+.2f}, won/lost {int(np.sum(d > 0))}/{int(np.sum(d < 0))}; "
+              f"paper {pdiff})")
+
+
+def print_chosen(rows, chosen, unit):
+    """The (C, gamma) points chosen over the outer folds, per row."""
+    print(f"\nchosen (C, gamma / {unit}) over the outer folds:")
+    for key in rows:
+        method, n_xv = key
+        print(f"  {method:<9} {'-' if n_xv is None else n_xv:>4}: "
+              + ", ".join(f"({c:g}, {g:g}) x{k}" for (c, g), k in chosen[key].most_common()))
