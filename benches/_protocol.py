@@ -1,4 +1,4 @@
-"""The evaluation protocol shared by reproduce_fu_table1.py and reproduce_fu_table2.py (Fu et al.
+"""The data loading and evaluation protocol shared by reproduce_fu_table1.py and reproduce_fu_table2.py (Fu et al.
 2013, section V-B): hyperparameters chosen by inner cross-validation on each training part,
 per-fold results tallied into per-seed accuracies, a resumable log of finished folds, and the
 printed comparison with the paper.
@@ -13,8 +13,32 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
+
+# The benchmark data: shared/data beside the repository (see its README for the formats).
+DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+if not DEFAULT_DATA.exists():
+    DEFAULT_DATA = Path("/work/shared/data")
+
+
+def load_mill_dense(path):
+    """Minimal parser of the dense MILL format `inst,bag,label,f1,...` (contiguous bags).
+
+    Returns X (N x d float64), bag_ptr (int64, m + 1), y (m,) (0/1, or the class index for COREL).
+    """
+    with open(path) as f:
+        rows = [line.rstrip("\n").split(",", 3) for line in f if line.strip()]
+    bag_names = [r[1] for r in rows]
+    labels = np.array([int(float(r[2])) for r in rows])
+    X = np.loadtxt((r[3] for r in rows), delimiter=",", dtype=np.float64, ndmin=2)
+    starts = [0] + [p for p in range(1, len(rows)) if bag_names[p] != bag_names[p - 1]]
+    if len(set(bag_names)) != len(starts):
+        raise ValueError(f"{path}: bags are not contiguous")
+    bag_ptr = np.array(starts + [len(rows)], dtype=np.int64)
+    return np.ascontiguousarray(X), bag_ptr, labels[bag_ptr[:-1]]
+
 
 
 def choose_by_inner_cv(grid, inner, accuracy):

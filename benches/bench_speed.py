@@ -42,11 +42,8 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy_reference as ref  # noqa: E402
+from _protocol import DEFAULT_DATA, load_mill_dense  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = ROOT.parent / "shared" / "data"
-if not DEFAULT_DATA.exists():
-    DEFAULT_DATA = Path("/work/shared/data")
 
 GAMMA = 1.0 / 166.0
 C = 1.0
@@ -56,23 +53,6 @@ TOL = 1e-6  # outer-loop relative-decrease tolerance, the same on both sides
 # ----------------------------------------------------------------------------------------------
 # Data
 # ----------------------------------------------------------------------------------------------
-
-
-def load_mill_dense(path):
-    """Minimal parser of the dense MILL format `inst,bag,label,f1,...` (contiguous bags).
-
-    Returns X (N x d float64), bag_ptr (int64, m + 1), y (m,) in {0, 1}.
-    """
-    with open(path) as f:
-        rows = [line.rstrip("\n").split(",", 3) for line in f if line.strip()]
-    bag_names = [r[1] for r in rows]
-    labels = np.array([int(float(r[2])) for r in rows])
-    X = np.loadtxt((r[3] for r in rows), delimiter=",", dtype=np.float64, ndmin=2)
-    starts = [0] + [p for p in range(1, len(rows)) if bag_names[p] != bag_names[p - 1]]
-    if len(set(bag_names)) != len(starts):
-        raise ValueError(f"{path}: bags are not contiguous")
-    bag_ptr = np.array(starts + [len(rows)], dtype=np.int64)
-    return np.ascontiguousarray(X), bag_ptr, labels[bag_ptr[:-1]]
 
 
 def standardise(X):

@@ -42,9 +42,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
-if not DEFAULT_DATA.exists():
-    DEFAULT_DATA = Path("/work/shared/data")
+sys.path.insert(0, str(HERE))
+from _protocol import DEFAULT_DATA  # noqa: E402
 
 
 def _rss_kb():

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -37,9 +38,8 @@ from sklearn.model_selection import StratifiedShuffleSplit
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
-DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
-if not DEFAULT_DATA.exists():
-    DEFAULT_DATA = Path("/work/shared/data")
+sys.path.insert(0, str(HERE))
+from _protocol import DEFAULT_DATA  # noqa: E402
 
 LABEL = {"musk1": "MUSK1", "corel20": "COREL-20", "tst1": "TST1"}
 

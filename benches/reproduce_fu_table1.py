@@ -68,12 +68,8 @@ from threadpoolctl import threadpool_limits
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _protocol import (FoldLog, choose_by_inner_cv, print_chosen, print_table,  # noqa: E402
-                       print_wins, tally)
-
-DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
-if not DEFAULT_DATA.exists():
-    DEFAULT_DATA = Path("/work/shared/data")
+from _protocol import (DEFAULT_DATA, FoldLog, choose_by_inner_cv, load_mill_dense,  # noqa: E402
+                       print_chosen, print_table, print_wins, tally)
 
 # Table I of Fu et al. 2013 (002_*.txt): accuracy mean and std in %, over 10 repetitions.
 # N_xv = None: the first block (SparseMI with N_xv tuned by CV from {10, 50, 100, 500, 1000},
@@ -119,23 +115,6 @@ MILSVM_CLASS = {"SparseMI": "SparseMI", "RSVM": "RSVM", "RS": "ReducedSet", "MIK
 # ----------------------------------------------------------------------------------------------
 # Data
 # ----------------------------------------------------------------------------------------------
-
-
-def load_mill_dense(path):
-    """Minimal parser of the dense MILL format `inst,bag,label,f1,...` (contiguous bags).
-
-    Returns X (N x d float64), bag_ptr (int64, m + 1), y (m,) (0/1, or 0..K-1 for COREL).
-    """
-    with open(path) as f:
-        rows = [line.rstrip("\n").split(",", 3) for line in f if line.strip()]
-    bag_names = [r[1] for r in rows]
-    labels = np.array([int(float(r[2])) for r in rows])
-    X = np.loadtxt((r[3] for r in rows), delimiter=",", dtype=np.float64, ndmin=2)
-    starts = [0] + [p for p in range(1, len(rows)) if bag_names[p] != bag_names[p - 1]]
-    if len(set(bag_names)) != len(starts):
-        raise ValueError(f"{path}: bags are not contiguous")
-    bag_ptr = np.array(starts + [len(rows)], dtype=np.int64)
-    return np.ascontiguousarray(X), bag_ptr, labels[bag_ptr[:-1]]
 
 
 class BagData:

@@ -68,11 +68,8 @@ from threadpoolctl import threadpool_limits
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _protocol import (FoldLog, choose_by_inner_cv, print_chosen, print_table,  # noqa: E402
-                       print_wins, tally)
-DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
-if not DEFAULT_DATA.exists():
-    DEFAULT_DATA = Path("/work/shared/data")
+from _protocol import (DEFAULT_DATA, FoldLog, choose_by_inner_cv, print_chosen,  # noqa: E402
+                       print_table, print_wins, tally)
 
 # Table II of Fu et al. 2013: accuracy % (mean, std) over 10 repetitions; XV counts where given.
 PAPER_TABLE2 = {
