@@ -148,9 +148,10 @@ class ReducedSet(_ExpansionVectorClassifier):
     ``w = sum_t a_t phi(x_t)`` (``a_t = coef_i / n_i`` for instance ``t`` of bag ``i``) and
     approximates it by ``sum_k coef_k phi(xv_k)`` with ``n_xv`` vectors, chosen greedily by the
     fixed-point method of Schoelkopf and Smola (Learning with Kernels, section 18.4; Gaussian
-    kernel): each new vector maximises the projection of the current residual, from
-    ``n_restarts`` random training instances of the support bags; after each vector all
-    coefficients are re-projected (``K_zz coef = K_zx a``). The bias is then refitted with the
+    kernel): each new vector maximises the projection of the current residual. The iteration
+    starts from ``n_restarts`` instances of the support bags: those with the largest projection
+    among ``20 * n_restarts`` drawn at random (all of them when there are fewer); the best end
+    point wins. After each vector all coefficients are re-projected (``K_zz coef = K_zx a``). The bias is then refitted with the
     coefficients fixed (exact minimiser of the squared-hinge label-mean loss). The result is the
     model form of :class:`SparseMI` (``xv_``, ``coef_``, ``intercept_``).
 
@@ -171,7 +172,8 @@ class ReducedSet(_ExpansionVectorClassifier):
     max_fixed_point_iter : int, default=100
         Fixed-point iterations per restart (0 keeps the best starting instance).
     n_restarts : int, default=5
-        Random starting instances per new vector; the best result is kept.
+        Starting instances per new vector (the best-projecting of a random pool of
+        ``20 * n_restarts``); the best result is kept.
     solver : {"newton", "lbfgs"}, default="newton"
         Solver of the MI-Kernel problem.
     random_state : int, RandomState or None, default=None
