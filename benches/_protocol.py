@@ -58,28 +58,35 @@ class FoldLog:
     """A JSON-lines file of finished outer folds, so that a long run survives an interruption.
 
     Each line holds the run's settings, the seed, the fold, the rows and the seconds; a later run
-    with the same settings reuses the folds that have every row it asks for.
+    with the same settings reuses the folds whose logged rows cover every row it asks for.
     """
 
     def __init__(self, path, settings):
         self.path, self.settings = path, settings
 
     def finished(self, wanted):
-        """The logged results `(seed, fold, out, seconds)` that have every row key in `wanted`
-        (the last line wins when a fold was logged twice)."""
+        """The logged results `(seed, fold, out, seconds)` whose rows cover `wanted`.
+
+        Rows of one fold are merged over the lines that hold them (a later line wins for a row
+        logged twice), so methods run separately (say, in two processes) make one table; every
+        row is seeded by (seed, fold) alone, whatever else the run computes. `seconds` is the sum
+        over the lines used.
+        """
         if self.path is None or not self.path.exists():
             return []
         wanted = set(wanted)
-        results = {}
+        rows, seconds = {}, {}
         for line in self.path.read_text().splitlines():
             rec = json.loads(line)
             if rec["settings"] != self.settings:
                 continue
-            out = {(m, n): r for m, n, r in rec["rows"]}
-            if wanted <= set(out):
-                results[rec["seed"], rec["fold"]] = (rec["seed"], rec["fold"], {k: out[k] for k in wanted},
-                                                     rec["seconds"])
-        return list(results.values())
+            key = rec["seed"], rec["fold"]
+            got = {(m, n): r for m, n, r in rec["rows"]}
+            if got.keys() & wanted:
+                rows.setdefault(key, {}).update(got)
+                seconds[key] = seconds.get(key, 0.0) + rec["seconds"]
+        return [(seed, fold, {k: out[k] for k in wanted}, seconds[seed, fold])
+                for (seed, fold), out in rows.items() if wanted <= set(out)]
 
     def wrap(self, fn):
         """fn, with its result `(seed, fold, out, seconds)` appended to the log and announced."""
