@@ -8,6 +8,9 @@
 //! * [`sparse_mi`]: SparseMI and RSVM (Fu et al. 2013), binary and multi-class, direct or
 //!   basis-vector mode.
 //! * [`set_kernel`]: the MI-Kernel and reduced-set baselines.
+//! * [`annealing`]: AL-SVM, AW-SVM, ALP-SVM (Gehler & Chapelle 2007) and the mi-SVM / MI-SVM
+//!   heuristics (Andrews et al. 2002): instance-level classifiers with max pooling.
+//! * [`multiclass`]: one-vs-rest from binary fits.
 //! * [`params`]: what every hyperparameter struct shares (ranges, kernel width, threads).
 //!
 //! ```
@@ -27,10 +30,12 @@
 //! assert!(scores[[1, 0]] > 0.0 && scores[[0, 0]] < 0.0);
 //! # Ok::<(), milsvm::Error>(())
 //! ```
+pub mod annealing;
 pub mod bags;
 pub mod error;
 pub mod kernel;
 pub mod model;
+pub mod multiclass;
 pub mod params;
 pub mod set_kernel;
 pub mod solver;
@@ -39,10 +44,12 @@ pub mod sparse_mi;
 #[cfg(feature = "python")]
 mod python;
 
+pub use annealing::{AnnealingFit, AnnealingMethod, AnnealingParams};
 pub use bags::{Bags, Csr, Instances};
 pub use error::{Error, Result};
 pub use kernel::Kernel;
-pub use model::Model;
+pub use model::{Model, Pooling};
+pub use params::ClassWeight;
 pub use set_kernel::{MiKernelFit, MiKernelParams, ReducedSetFit, ReducedSetParams};
 pub use solver::InnerSolver;
 pub use sparse_mi::{Gamma, KernelKind, SparseMiFit, SparseMiParams};

@@ -1,19 +1,22 @@
 //! The fitted model form shared by the kernel methods, its prediction, and its JSON file.
 //!
 //! `f(x) = sum_k beta_k k(z_k, x) + b` over a basis `Z` of expansion vectors, with the bag score
-//! the label mean `F(X) = (1/|X|) sum_p f(x_p)` (Fu et al. 2013, eq. 3; ALGORITHMS.md section 1).
+//! the label mean `F(X) = (1/|X|) sum_p f(x_p)` (Fu et al. 2013, eq. 3; ALGORITHMS.md section 1)
+//! or the label max `F(X) = max_p f(x_p)` (mi-SVM, MI-SVM and the annealing methods).
 //! One output per one-vs-rest problem: a binary model has one output (positive = class 1),
 //! a multi-class model one per class.
 
-use ndarray::{Array1, Array2, Axis};
+use ndarray::{Array1, Array2};
 use serde::{Deserialize, Serialize};
 
 use crate::bags::{Bags, Instances};
 use crate::error::{Error, Result};
-use crate::kernel::{kernel_bag_means, kernel_matrix, Basis, Kernel, Rows};
+pub use crate::kernel::Pooling;
+use crate::kernel::{bag_scores, instance_scores, Basis, Kernel, Rows};
 
-/// The current version of the model file format.
-pub const FORMAT_VERSION: u32 = 1;
+/// The current version of the model file format (2 added `pooling`; version 1 files, which
+/// have none, are read as label-mean models).
+pub const FORMAT_VERSION: u32 = 2;
 
 /// A fitted label-mean kernel model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -28,6 +31,9 @@ pub struct Model {
     pub intercept: Array1<f64>,
     /// Number of classes (a binary model has 2 classes and 1 output).
     pub n_classes: usize,
+    /// How instance scores make a bag score.
+    #[serde(default)]
+    pub pooling: Pooling,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -98,8 +104,16 @@ impl Model {
         let basis = Basis::direct(self.xv.clone());
         let rows = Rows::from(bags.instances());
         let norms = bags.instances().sq_norms();
-        let (_, m) = kernel_bag_means(self.kernel, rows, &norms, bags.bag_ptr(), &basis);
-        Ok(m.dot(&self.coef.t()) + self.intercept.view().insert_axis(Axis(0)))
+        Ok(bag_scores(
+            self.kernel,
+            rows,
+            &norms,
+            bags.bag_ptr(),
+            &basis,
+            self.coef.view(),
+            self.intercept.as_slice().unwrap_or(&[]),
+            self.pooling,
+        ))
     }
 
     /// Instance scores `f(x)` (`n_instances x n_outputs`).
@@ -114,8 +128,14 @@ impl Model {
         }
         let basis = Basis::direct(self.xv.clone());
         let rows = Rows::from(instances);
-        let k = kernel_matrix(self.kernel, rows, &instances.sq_norms(), &basis);
-        Ok(k.dot(&self.coef.t()) + self.intercept.view().insert_axis(Axis(0)))
+        Ok(instance_scores(
+            self.kernel,
+            rows,
+            &instances.sq_norms(),
+            &basis,
+            self.coef.view(),
+            self.intercept.as_slice().unwrap_or(&[]),
+        ))
     }
 
     /// The score of one bag given as a dense `n_instances x n_features` slice (row-major),
@@ -134,21 +154,30 @@ impl Model {
         }
         let n = instances.len() / d;
         let znorms: Vec<f64> = self.xv.rows().into_iter().map(|r| r.dot(&r)).collect();
-        let mut mean = vec![0.0; self.xv.nrows()];
+        let n_out = self.coef.nrows();
+        let mut pooled = vec![
+            match self.pooling {
+                Pooling::Mean => 0.0,
+                Pooling::Max => f64::NEG_INFINITY,
+            };
+            n_out
+        ];
+        let mut k = vec![0.0; self.xv.nrows()];
         for x in instances.chunks_exact(d) {
             let s: f64 = x.iter().map(|v| v * v).sum();
-            for (k, z) in self.xv.rows().into_iter().enumerate() {
+            for ((kk, z), &t) in k.iter_mut().zip(self.xv.rows()).zip(&znorms) {
                 let dot: f64 = z.iter().zip(x).map(|(a, b)| a * b).sum();
-                mean[k] += self.kernel.from_dot(dot, s, znorms[k]) / n as f64;
+                *kk = self.kernel.from_dot(dot, s, t);
+            }
+            for ((acc, c), &b) in pooled.iter_mut().zip(self.coef.rows()).zip(&self.intercept) {
+                let f = c.iter().zip(&k).map(|(a, v)| a * v).sum::<f64>() + b;
+                *acc = match self.pooling {
+                    Pooling::Mean => *acc + f / n as f64,
+                    Pooling::Max => acc.max(f),
+                };
             }
         }
-        Ok(self
-            .coef
-            .rows()
-            .into_iter()
-            .zip(&self.intercept)
-            .map(|(c, &b)| c.iter().zip(&mean).map(|(a, m)| a * m).sum::<f64>() + b)
-            .collect())
+        Ok(pooled)
     }
 
     /// The model as versioned JSON (the format `milsvm.load` reads).
@@ -171,7 +200,7 @@ impl Model {
                 file.format
             )));
         }
-        if file.version != FORMAT_VERSION {
+        if !(1..=FORMAT_VERSION).contains(&file.version) {
             return Err(Error::ModelFile(format!(
                 "unsupported model file version {} (this build reads {FORMAT_VERSION})",
                 file.version

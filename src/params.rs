@@ -8,11 +8,15 @@ use crate::bags::Instances;
 use crate::error::{invalid_param, Error, Result};
 
 /// Kernel width: `Scale` is `1 / (n_features * variance of the training instances)`, as in
-/// scikit-learn; `Value` is used as given.
+/// scikit-learn; `Median` is `1 / (2 sigma^2)` with `sigma` the median pairwise distance between
+/// training instances (Gehler & Chapelle 2007, section 7: `sigma_emp`); `Value` is used as given.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub enum Gamma {
     /// `1 / (n_features * Var[X])` (1 when the variance is 0).
     Scale,
+    /// `1 / (2 sigma^2)`, `sigma` the median distance between pairs of distinct training
+    /// instances (over at most [`MEDIAN_SAMPLE`] instances, evenly spaced; 1 when it is 0).
+    Median,
     /// A fixed `gamma > 0`.
     Value(f64),
 }
@@ -29,6 +33,112 @@ impl Gamma {
                 } else {
                     1.0
                 }
+            }
+            Gamma::Median => {
+                let sigma = median_pairwise_distance(x);
+                if sigma > 0.0 {
+                    1.0 / (2.0 * sigma * sigma)
+                } else {
+                    1.0
+                }
+            }
+        }
+    }
+}
+
+/// Largest number of instances [`Gamma::Median`] looks at (evenly spaced rows beyond it).
+pub const MEDIAN_SAMPLE: usize = 2000;
+
+/// The median Euclidean distance over pairs of distinct rows (`i < j`) of at most
+/// [`MEDIAN_SAMPLE`] evenly spaced rows of `x`; 0 for fewer than two rows.
+pub fn median_pairwise_distance(x: &Instances) -> f64 {
+    let n = x.n_rows();
+    if n < 2 {
+        return 0.0;
+    }
+    let m = n.min(MEDIAN_SAMPLE);
+    let rows: Vec<usize> = (0..m).map(|i| i * n / m).collect();
+    let sub = x.select_rows(&rows);
+    let gram = sub.cross_gram(&sub);
+    let mut d: Vec<f64> = Vec::with_capacity(m * (m - 1) / 2);
+    for i in 0..m {
+        for j in i + 1..m {
+            d.push(
+                (gram[[i, i]] + gram[[j, j]] - 2.0 * gram[[i, j]])
+                    .max(0.0)
+                    .sqrt(),
+            );
+        }
+    }
+    let mid = d.len() / 2;
+    let (_, &mut hi, _) = d.select_nth_unstable_by(mid, f64::total_cmp);
+    if d.len() % 2 == 1 {
+        hi
+    } else {
+        let lo = d[..mid].iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        0.5 * (lo + hi)
+    }
+}
+
+/// Which kernel family to use, with a resolved width.
+impl KernelKind {
+    /// The kernel of this family with width `gamma` (ignored by the linear kernel).
+    pub fn with_gamma(self, gamma: f64) -> crate::kernel::Kernel {
+        match self {
+            KernelKind::Rbf => crate::kernel::Kernel::Rbf { gamma },
+            KernelKind::Linear => crate::kernel::Kernel::Linear,
+        }
+    }
+}
+
+/// Per-class weights of the loss (scikit-learn's `class_weight`): bag `i` costs
+/// `C * weight(label_i)`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum ClassWeight {
+    /// Every class weighs 1.
+    #[default]
+    Uniform,
+    /// `n_bags / (2 * n_bags_of_the_side)` for the positive and the negative side of each
+    /// binary (or one-vs-rest) problem, as scikit-learn's `"balanced"` on that problem's labels.
+    Balanced,
+    /// One weight per class index (`> 0`); in a one-vs-rest problem a bag keeps the weight of
+    /// its own class.
+    Given(Vec<f64>),
+}
+
+impl ClassWeight {
+    /// Checks the weights against the number of classes.
+    pub fn validate(&self, n_classes: usize) -> Result<()> {
+        if let ClassWeight::Given(w) = self {
+            if w.len() != n_classes {
+                return Err(invalid_param(format!(
+                    "class_weight has {} weights for {n_classes} classes",
+                    w.len()
+                )));
+            }
+            if let Some(v) = w.iter().find(|v| !(v.is_finite() && **v > 0.0)) {
+                return Err(invalid_param(format!(
+                    "class weights must be finite numbers > 0, got {v}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The weight of each bag in the binary problem with `targets` (+1 / -1 per bag) of a fit
+    /// whose bags have class indices `labels`.
+    pub fn bag_weights(&self, targets: &[f64], labels: &[usize]) -> Vec<f64> {
+        match self {
+            ClassWeight::Uniform => vec![1.0; targets.len()],
+            ClassWeight::Given(w) => labels.iter().map(|&l| w[l]).collect(),
+            ClassWeight::Balanced => {
+                let n = targets.len() as f64;
+                let n_pos = targets.iter().filter(|&&t| t > 0.0).count() as f64;
+                let (wp, wn) = (n / (2.0 * n_pos.max(1.0)), n / (2.0 * (n - n_pos).max(1.0)));
+                targets
+                    .iter()
+                    .map(|&t| if t > 0.0 { wp } else { wn })
+                    .collect()
             }
         }
     }

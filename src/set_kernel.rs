@@ -138,25 +138,6 @@ pub fn set_kernel_gram(kernel: Kernel, bags: &Bags) -> Result<Array2<f64>> {
     Ok((&k + &k.t()) * 0.5)
 }
 
-/// Targets in {-1, +1} of the one-vs-rest problems: one problem (class 1 positive) for two
-/// classes, one per class otherwise.
-fn one_vs_rest_targets(labels: &[usize], n_classes: usize) -> Vec<Vec<f64>> {
-    let problems: Vec<usize> = if n_classes == 2 {
-        vec![1]
-    } else {
-        (0..n_classes).collect()
-    };
-    problems
-        .iter()
-        .map(|&c| {
-            labels
-                .iter()
-                .map(|&l| if l == c { 1.0 } else { -1.0 })
-                .collect()
-        })
-        .collect()
-}
-
 /// The numeric kernel of a family and a resolved width.
 fn kernel_from(kind: KernelKind, gamma: f64) -> Kernel {
     match kind {
@@ -406,7 +387,7 @@ impl MiKernelParams {
         let gamma = self.gamma.resolve(bags.instances());
         let kernel = kernel_from(self.kernel, gamma);
         let gram = set_kernel_gram(kernel, bags)?;
-        let targets = one_vs_rest_targets(labels, n_classes);
+        let targets = crate::multiclass::binary_targets(labels, n_classes);
         let costs = vec![self.c; labels.len()];
         let mut k_reg = gram.clone();
         k_reg.diag_mut().mapv_inplace(|v| v + self.ridge);
@@ -419,6 +400,7 @@ impl MiKernelParams {
                     x: gram.view(),
                     y,
                     c: &costs,
+                    c_opp: &[],
                 }
                 .solve(self.solver, None, tol, self.max_iter)
             })
@@ -432,6 +414,7 @@ impl MiKernelParams {
                 x: gram.view(),
                 y,
                 c: &costs,
+                c_opp: &[],
             };
             // Dual weights alpha = -C l'(y, F): the same w as sol.beta (K_set (beta + C l') = 0
             // at the optimum, up to the ridge), exactly zero outside the margin.
@@ -659,7 +642,7 @@ impl ReducedSetParams {
                 bags.bag_ptr(),
                 &basis,
             );
-            let targets = one_vs_rest_targets(labels, n_classes);
+            let targets = crate::multiclass::binary_targets(labels, n_classes);
             let intercept = Array1::from_iter(
                 expansion
                     .coef
@@ -675,6 +658,7 @@ impl ReducedSetParams {
                     coef: expansion.coef.clone(),
                     intercept,
                     n_classes,
+                    pooling: crate::model::Pooling::Mean,
                 },
                 mi_kernel,
                 expansion,

@@ -2,12 +2,16 @@
 //!
 //! Every inner problem of the library has the form (ALGORITHMS.md sections 2-3)
 //!
-//! `J(beta, b) = 1/2 beta^T K beta + sum_r c_r max(0, 1 - y_r (x_r . beta + b))^2`
+//! `J(beta, b) = 1/2 beta^T K beta + sum_r [c_r max(0, 1 - y_r f_r)^2 + o_r max(0, 1 + y_r f_r)^2]`,
+//! `f_r = x_r . beta + b`,
 //!
 //! with `K` the (ridged) kernel matrix of the basis, one design row `x_r` per loss term
 //! (bag means `M` for the label-mean SVM, instance kernel rows for the annealing methods),
 //! targets `y_r` in {-1, +1} and non-negative costs `c_r` (`C` times a weight, so weighted
-//! instance-level losses use the same code). Two solvers minimise it:
+//! instance-level losses use the same code). The optional costs `o_r` of the opposite target
+//! make a row's loss the expected loss over an uncertain label: AL-SVM's
+//! `C [p l(+1, f) + (1 - p) l(-1, f)]` (Gehler & Chapelle 2007, eq. 4) is the row
+//! `y = +1, c = C p, o = C (1 - p)`. Two solvers minimise it:
 //!
 //! * [`InnerSolver::Newton`]: exact primal Newton with the set of violated rows as active set
 //!   and an exact line search on the piecewise-quadratic objective (Chapelle 2007; the method of
@@ -58,6 +62,8 @@ pub struct SquaredHinge<'a> {
     pub y: &'a [f64],
     /// Costs `c_r >= 0`, one per row.
     pub c: &'a [f64],
+    /// Costs `o_r >= 0` of the opposite target `-y_r`, one per row, or empty (no such term).
+    pub c_opp: &'a [f64],
 }
 
 /// A minimiser of [`SquaredHinge`].
@@ -86,21 +92,41 @@ impl<'a> SquaredHinge<'a> {
         self.x.dot(&beta) + b
     }
 
+    /// The loss of row `r` at score `f` with its first and second derivatives in `f`
+    /// (the second one of the active pieces): `c max(0, 1 - y f)^2 + o max(0, 1 + y f)^2`.
+    #[inline]
+    pub fn row_loss(&self, r: usize, f: f64) -> (f64, f64, f64) {
+        let (y, c) = (self.y[r], self.c[r]);
+        let (mut v, mut d1, mut d2) = (0.0, 0.0, 0.0);
+        let margin = 1.0 - y * f;
+        if margin > 0.0 && c > 0.0 {
+            v += c * margin * margin;
+            d1 += 2.0 * c * (f - y);
+            d2 += 2.0 * c;
+        }
+        if let Some(&o) = self.c_opp.get(r) {
+            let margin = 1.0 + y * f;
+            if margin > 0.0 && o > 0.0 {
+                v += o * margin * margin;
+                d1 += 2.0 * o * (f + y);
+                d2 += 2.0 * o;
+            }
+        }
+        (v, d1, d2)
+    }
+
     /// The objective and its gradient `(dJ/dbeta, dJ/db)`:
-    /// `dJ/dbeta = K beta + sum_r c_r l'_r x_r`, `dJ/db = sum_r c_r l'_r` with
-    /// `l'_r = 2 (f_r - y_r)` on violated rows (`y_r f_r < 1`) and 0 elsewhere.
+    /// `dJ/dbeta = K beta + sum_r l'_r x_r`, `dJ/db = sum_r l'_r` with `l'_r` the derivative of
+    /// row `r`'s loss ([`SquaredHinge::row_loss`]).
     pub fn value_grad(&self, beta: ArrayView1<f64>, b: f64) -> (f64, Array1<f64>, f64) {
         let kb = self.k.dot(&beta);
         let f = self.scores(beta, b);
         let mut value = 0.5 * beta.dot(&kb);
         let mut dl = Array1::zeros(f.len());
         for r in 0..f.len() {
-            let (y, c) = (self.y[r], self.c[r]);
-            let margin = 1.0 - y * f[r];
-            if margin > 0.0 && c > 0.0 {
-                value += c * margin * margin;
-                dl[r] = 2.0 * c * (f[r] - y);
-            }
+            let (v, d1, _) = self.row_loss(r, f[r]);
+            value += v;
+            dl[r] = d1;
         }
         let gb = dl.sum();
         let gbeta = kb + self.x.t().dot(&dl);
@@ -129,6 +155,7 @@ impl<'a> SquaredHinge<'a> {
             || self.x.ncols() != n
             || self.y.len() != self.x.nrows()
             || self.c.len() != self.x.nrows()
+            || !(self.c_opp.is_empty() || self.c_opp.len() == self.x.nrows())
         {
             return Err(Error::Solver(
                 "inconsistent squared-hinge problem shapes".into(),
@@ -170,16 +197,19 @@ impl<'a> SquaredHinge<'a> {
         let mut converged = (gbeta.dot(&gbeta) + gb * gb).sqrt() <= tol * g0;
         while !converged && iterations < max_iter {
             iterations += 1;
-            // Hessian on the active set: [[K + 2 X_A^T C_A X_A, 2 X_A^T c_A], [., 2 sum c_A]],
-            // as one product S^T S of the active rows scaled by w_r = sqrt(2 c_r), with w as
-            // the bias column.
+            // Hessian on the active set: [[K + X_A^T D X_A, X_A^T d], [., sum d]] with d_r the
+            // second derivative of row r's loss, as one product S^T S of the active rows scaled
+            // by sqrt(d_r), with sqrt(d_r) as the bias column.
             let f = self.scores(beta.view(), b);
-            let active: Vec<usize> = (0..f.len())
-                .filter(|&r| self.c[r] > 0.0 && self.y[r] * f[r] < 1.0)
+            let active: Vec<(usize, f64)> = (0..f.len())
+                .filter_map(|r| {
+                    let (_, _, d2) = self.row_loss(r, f[r]);
+                    (d2 > 0.0).then_some((r, d2))
+                })
                 .collect();
             let mut scaled = Array2::zeros((active.len(), n + 1));
-            for (mut srow, &r) in scaled.rows_mut().into_iter().zip(&active) {
-                let w = (2.0 * self.c[r]).sqrt();
+            for (mut srow, &(r, d2)) in scaled.rows_mut().into_iter().zip(&active) {
+                let w = d2.sqrt();
                 srow.slice_mut(ndarray::s![..n])
                     .zip_mut_with(&self.x.row(r), |o, &v| *o = w * v);
                 srow[n] = w;
@@ -228,12 +258,9 @@ impl<'a> SquaredHinge<'a> {
         let derivs = |t: f64| {
             let (mut d1, mut d2) = (a1 + t * a2, a2);
             for r in 0..f.len() {
-                let c = self.c[r];
-                let u = f[r] + t * df[r];
-                if c > 0.0 && self.y[r] * u < 1.0 {
-                    d1 += 2.0 * c * (u - self.y[r]) * df[r];
-                    d2 += 2.0 * c * df[r] * df[r];
-                }
+                let (_, l1, l2) = self.row_loss(r, f[r] + t * df[r]);
+                d1 += l1 * df[r];
+                d2 += l2 * df[r] * df[r];
             }
             (d1, d2)
         };

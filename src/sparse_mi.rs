@@ -311,6 +311,7 @@ impl SparseMiParams {
                 coef,
                 intercept,
                 n_classes,
+                pooling: crate::model::Pooling::Mean,
             },
             initial_xv,
             n_iter: history.len() - 1,
@@ -419,6 +420,7 @@ impl<'a> Objective<'a> {
                     x: m.view(),
                     y,
                     c: &self.costs,
+                    c_opp: &[],
                 };
                 let w = warm.map(|w| (w[c].beta.view(), w[c].b));
                 let tol = self

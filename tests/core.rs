@@ -204,6 +204,7 @@ impl HingeData {
             x: self.x.view(),
             y: &self.y,
             c: &self.c,
+            c_opp: &[],
         }
     }
 
@@ -513,6 +514,7 @@ fn solver_rejects_inconsistent_shapes() {
         x: x.view(),
         y: &y,
         c: &c,
+        c_opp: &[],
     };
     for solver in [InnerSolver::Newton, InnerSolver::Lbfgs] {
         assert!(matches!(
@@ -1502,6 +1504,7 @@ fn small_model() -> Model {
         coef: array![[0.5, -1.0, 2.0]],
         intercept: array![0.25],
         n_classes: 2,
+        pooling: milsvm::model::Pooling::Mean,
     }
 }
 

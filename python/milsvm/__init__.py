@@ -9,5 +9,6 @@ from ._core import __version__
 from .preprocessing import BagStandardScaler
 from .sparse_mi import RSVM, SparseMI, load
 from .set_kernel import MIKernel, ReducedSet
+from .annealing import ALPSVM, ALSVM, AWSVM, MISVM, miSVM
 
-__all__ = ["Bags", "as_bags", "BagStandardScaler", "SparseMI", "RSVM", "MIKernel", "ReducedSet", "load", "__version__"]
+__all__ = ["Bags", "as_bags", "BagStandardScaler", "SparseMI", "RSVM", "MIKernel", "ReducedSet", "ALSVM", "AWSVM", "ALPSVM", "miSVM", "MISVM", "load", "__version__"]

@@ -19,7 +19,10 @@ __all__ = ["SparseMI", "RSVM", "load"]
 
 
 class _ExpansionVectorClassifier(MIClassifierMixin, BaseEstimator):
-    """Shared fit/predict of the label-mean model ``f(x) = sum_k beta_k k(z_k, x) + b``."""
+    """Shared predict/save of the model form ``f(x) = sum_k beta_k k(z_k, x) + b`` with the bag
+    score pooled by ``_pooling`` (label mean here; label max for the annealing family)."""
+
+    _pooling = "mean"
 
     def _fit_xv(self, bags, y, *, max_iter, max_line_search, tol, solver, init="random", n_basis=None):
         bags = as_bags(bags)
@@ -89,7 +92,8 @@ class _ExpansionVectorClassifier(MIClassifierMixin, BaseEstimator):
         return self
 
     def decision_function(self, bags):
-        """Bag scores ``F(X) = mean_p f(x_p)`` (label mean).
+        """Bag scores ``F(X)``: the mean (SparseMI family) or the max (annealing family) of the
+        instance scores ``f(x_p)``.
 
         Parameters
         ----------
@@ -106,7 +110,7 @@ class _ExpansionVectorClassifier(MIClassifierMixin, BaseEstimator):
         xv = self.xv_.toarray() if sp.issparse(self.xv_) else self.xv_
         scores = _core.decision_function(
             bags.core_instances(), bags.bag_ptr, xv, coef, intercept, self.kernel, self.gamma_,
-            as_n_jobs(self.n_jobs),
+            as_n_jobs(self.n_jobs), self._pooling,
         )
         return scores[:, 0] if scores.shape[1] == 1 else scores
 
@@ -116,7 +120,7 @@ class _ExpansionVectorClassifier(MIClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         text = _core.model_to_json(
             self.xv_.toarray() if sp.issparse(self.xv_) else self.xv_, np.atleast_2d(self.coef_), np.atleast_1d(np.asarray(self.intercept_, dtype=np.float64)),
-            self.kernel, self.gamma_, len(self.classes_),
+            self.kernel, self.gamma_, len(self.classes_), self._pooling,
         )
         doc = json.loads(text)
         doc["estimator"] = type(self).__name__
@@ -170,11 +174,15 @@ def load(path):
     text = Path(path).read_text()
     parts = _core.model_from_json(text)
     doc = json.loads(text)
+    from .annealing import ALPSVM, ALSVM, AWSVM, MISVM, miSVM
     from .set_kernel import ReducedSet
 
-    cls = {"SparseMI": SparseMI, "RSVM": RSVM, "ReducedSet": ReducedSet}.get(doc.get("estimator"))
+    classes = (SparseMI, RSVM, ReducedSet, ALSVM, AWSVM, ALPSVM, miSVM, MISVM)
+    cls = {c.__name__: c for c in classes}.get(doc.get("estimator"))
     if cls is None:
         raise ValueError(f"{path}: unknown estimator {doc.get('estimator')!r} in model file")
+    if parts["pooling"] != cls._pooling:
+        raise ValueError(f"{path}: a {cls.__name__} model must have pooling {cls._pooling!r}, the file has {parts['pooling']!r}")
     params = {k: v for k, v in doc.get("params", {}).items() if k in cls().get_params()}
     est = cls(**params)
     binary = parts["coef"].shape[0] == 1

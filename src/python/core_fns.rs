@@ -1,0 +1,185 @@
+//! Bindings of the shared ground floor: kernel values, basis gradients and the squared-hinge
+//! solver (`src/kernel.rs`, `src/solver.rs`), for tests and the reference benchmarks.
+
+use super::*;
+
+/// Two arrays returned to Python.
+type ArrayPair<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>);
+
+/// Kernel values `K (N x n_basis)` and bag means `M (n_bags x n_basis)`.
+#[pyfunction]
+#[pyo3(signature = (x, bag_ptr, z, kernel, gamma, n_jobs=None))]
+pub(crate) fn kernel_bag_means_py<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    bag_ptr: PyReadonlyArray1<i64>,
+    z: PyReadonlyArray2<f64>,
+    kernel: &str,
+    gamma: f64,
+    n_jobs: Option<i64>,
+) -> PyResult<ArrayPair<'py>> {
+    let kernel = kernel_of(kernel, gamma)?;
+    let x = PyRows::new(x)?;
+    let bag_ptr = to_usize(bag_ptr.as_slice()?, "bag_ptr")?;
+    validate_bag_ptr(&bag_ptr, x.rows().n_rows())?;
+    check_cols(x.rows().n_cols(), z.as_array().ncols())?;
+    let basis = Basis::direct(z.as_array().to_owned());
+    let n_jobs = n_jobs_of(n_jobs)?;
+    let rows = x.rows();
+    let (k, m) = run(py, || {
+        with_threads(n_jobs, || {
+            kernel_bag_means(kernel, rows, &rows.sq_norms(), &bag_ptr, &basis)
+        })
+    })?;
+    Ok((k.into_pyarray(py), m.into_pyarray(py)))
+}
+
+/// `G (n_basis x d)`, `G_k = sum_p A_pk d k(x_p, z_k) / d z_k`, given `K = k(X, Z)`.
+#[pyfunction]
+#[pyo3(signature = (x, z, k, a, kernel, gamma, n_jobs=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn kernel_basis_grad<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    z: PyReadonlyArray2<f64>,
+    k: PyReadonlyArray2<f64>,
+    a: PyReadonlyArray2<f64>,
+    kernel: &str,
+    gamma: f64,
+    n_jobs: Option<i64>,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let kernel = kernel_of(kernel, gamma)?;
+    let x = PyRows::new(x)?;
+    let rows = x.rows();
+    check_cols(rows.n_cols(), z.as_array().ncols())?;
+    let (k, a) = (k.as_array(), a.as_array());
+    let shape = (rows.n_rows(), z.as_array().nrows());
+    if k.dim() != shape || a.dim() != shape {
+        return Err(PyValueError::new_err(format!(
+            "K and A must both have shape {shape:?}"
+        )));
+    }
+    let basis = Basis::direct(z.as_array().to_owned());
+    let n_jobs = n_jobs_of(n_jobs)?;
+    let g = run(py, || {
+        with_threads(n_jobs, || basis_gradient(kernel, rows, k, a, &basis))
+    })?;
+    Ok(g.into_pyarray(py))
+}
+
+/// Instance rows for the low-level kernel functions: a dense NumPy array is borrowed without a
+/// copy (after a finiteness check); a CSR tuple is converted.
+enum PyRows<'py> {
+    View(PyReadonlyArray2<'py, f64>),
+    Owned(Instances),
+}
+
+impl<'py> PyRows<'py> {
+    fn new(obj: &Bound<'py, PyAny>) -> PyResult<Self> {
+        if obj.cast::<PyTuple>().is_ok() {
+            return Ok(PyRows::Owned(instances(obj)?));
+        }
+        let x: PyReadonlyArray2<f64> = obj.extract()?;
+        if x.as_array().iter().any(|v| !v.is_finite()) {
+            return Err(PyValueError::new_err(
+                "the instances have a non-finite value (NaN or infinity)",
+            ));
+        }
+        Ok(PyRows::View(x))
+    }
+
+    fn rows(&self) -> Rows<'_> {
+        match self {
+            PyRows::View(x) => Rows::Dense(x.as_array()),
+            PyRows::Owned(x) => Rows::from(x),
+        }
+    }
+}
+
+/// Minimises `1/2 b^T K b + sum_r c_r max(0, 1 - y_r (X b + b0)_r)^2`; returns
+/// `(beta, b, value, iterations, converged)`.
+#[pyfunction]
+#[pyo3(signature = (k, x, y, c, solver="newton", tol=1e-10, max_iter=1000, warm_beta=None, warm_b=0.0))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub(crate) fn solve_squared_hinge<'py>(
+    py: Python<'py>,
+    k: PyReadonlyArray2<f64>,
+    x: PyReadonlyArray2<f64>,
+    y: PyReadonlyArray1<f64>,
+    c: PyReadonlyArray1<f64>,
+    solver: &str,
+    tol: f64,
+    max_iter: usize,
+    warm_beta: Option<PyReadonlyArray1<f64>>,
+    warm_b: f64,
+) -> PyResult<(Bound<'py, PyArray1<f64>>, f64, f64, usize, bool)> {
+    let solver = solver_of(solver)?;
+    let (k, x): (Array2<f64>, Array2<f64>) = (k.as_array().to_owned(), x.as_array().to_owned());
+    let (y, c) = (y.as_slice()?.to_vec(), c.as_slice()?.to_vec());
+    let warm: Option<Array1<f64>> = warm_beta.map(|w| w.as_array().to_owned());
+    if k.nrows() != k.ncols()
+        || x.ncols() != k.nrows()
+        || y.len() != x.nrows()
+        || c.len() != x.nrows()
+    {
+        return Err(PyValueError::new_err(
+            "shapes must be K (n, n), X (r, n), y (r,), c (r,)",
+        ));
+    }
+    let sol = run(py, || {
+        let p = SquaredHinge {
+            k: k.view(),
+            x: x.view(),
+            y: &y,
+            c: &c,
+            c_opp: &[],
+        };
+        p.solve(
+            solver,
+            warm.as_ref().map(|w| (w.view(), warm_b)),
+            tol,
+            max_iter,
+        )
+    })?;
+    Ok((
+        sol.beta.into_pyarray(py),
+        sol.b,
+        sol.value,
+        sol.iterations,
+        sol.converged,
+    ))
+}
+
+/// `(J, dJ/dbeta, dJ/db)` of the squared-hinge problem at `(beta, b)` (for gradient checks).
+#[pyfunction]
+pub(crate) fn squared_hinge_value_grad<'py>(
+    py: Python<'py>,
+    k: PyReadonlyArray2<f64>,
+    x: PyReadonlyArray2<f64>,
+    y: PyReadonlyArray1<f64>,
+    c: PyReadonlyArray1<f64>,
+    beta: PyReadonlyArray1<f64>,
+    b: f64,
+) -> PyResult<(f64, Bound<'py, PyArray1<f64>>, f64)> {
+    let (k, x, beta) = (k.as_array(), x.as_array(), beta.as_array());
+    let (y, c) = (y.as_slice()?, c.as_slice()?);
+    if k.nrows() != k.ncols()
+        || x.ncols() != k.nrows()
+        || y.len() != x.nrows()
+        || c.len() != x.nrows()
+        || beta.len() != k.nrows()
+    {
+        return Err(PyValueError::new_err(
+            "shapes must be K (n, n), X (r, n), y (r,), c (r,), beta (n,)",
+        ));
+    }
+    let p = SquaredHinge {
+        k,
+        x,
+        y,
+        c,
+        c_opp: &[],
+    };
+    let (v, gbeta, gb) = p.value_grad(beta, b);
+    Ok((v, gbeta.into_pyarray(py), gb))
+}
