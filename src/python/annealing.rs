@@ -110,3 +110,36 @@ pub(crate) fn fit_annealing<'py>(
     out.set_item("converged", converged)?;
     Ok(out)
 }
+
+/// One bag's probability update of the annealing family (for tests against a general
+/// optimiser): `kind` is `"al"` (eq. 8), `"aw"` (eq. 11) or `"alp"` (section 6); `t` holds
+/// `C d_j` (AL, ALP) or `C l_j` (AW); `temp >= 0`.
+#[pyfunction]
+#[pyo3(signature = (kind, t, temp, c2=0.0, p_star=0.0))]
+pub(crate) fn probability_update<'py>(
+    py: Python<'py>,
+    kind: &str,
+    t: PyReadonlyArray1<f64>,
+    temp: f64,
+    c2: f64,
+    p_star: f64,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let t = t.as_slice()?;
+    if t.is_empty() || temp.is_nan() || temp < 0.0 || t.iter().any(|v| v.is_nan()) {
+        return Err(PyValueError::new_err(
+            "t must be a non-empty array without NaN and temp a number >= 0",
+        ));
+    }
+    let mut out = vec![0.0; t.len()];
+    match kind {
+        "al" => crate::annealing::al_update(t, temp, &mut out),
+        "aw" => crate::annealing::aw_update(t, temp, &mut out),
+        "alp" => crate::annealing::alp_update(t, temp, c2, p_star, &mut out),
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "kind must be 'al', 'aw' or 'alp', got {kind:?}"
+            )))
+        }
+    }
+    Ok(out.into_pyarray(py))
+}

@@ -197,6 +197,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_kernel::set_kernel_matrix, m)?)?;
     m.add_function(wrap_pyfunction!(set_kernel::fit_reduced_set, m)?)?;
     m.add_function(wrap_pyfunction!(annealing::fit_annealing, m)?)?;
+    m.add_function(wrap_pyfunction!(annealing::probability_update, m)?)?;
     m.add_function(wrap_pyfunction!(model::instance_decision_function, m)?)?;
     Ok(())
 }

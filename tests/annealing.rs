@@ -1,0 +1,69 @@
+//! The annealing family from Rust: fits on small bags, thread independence, the reduced basis,
+//! and the refusals of bad parameters.
+
+use milsvm::annealing::{AnnealingParams, StopReason};
+use milsvm::{Bags, Error, Gamma};
+use ndarray::Array2;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// Positive bags hold one instance near (3, 3); all other instances are noise near (-1, -1).
+fn toy(seed: u64, n_bags: usize) -> (Bags, Vec<usize>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut bags = Vec::new();
+    let mut labels = Vec::new();
+    for i in 0..n_bags {
+        let n = rng.random_range(1..6);
+        let mut x = Array2::from_shape_fn((n, 2), |_| -1.0 + 0.5 * rng.random::<f64>());
+        if i % 2 == 1 {
+            x[[0, 0]] = 3.0 + 0.3 * rng.random::<f64>();
+            x[[0, 1]] = 3.0;
+        }
+        bags.push(x);
+        labels.push(i % 2);
+    }
+    (Bags::from_dense_bags(&bags).expect("valid bags"), labels)
+}
+
+#[test]
+fn every_method_fits_and_is_thread_independent() -> Result<(), Error> {
+    let (bags, labels) = toy(0, 20);
+    for params in [
+        AnnealingParams::al(),
+        AnnealingParams::aw(),
+        AnnealingParams::alp(),
+        AnnealingParams::mi_svm(),
+        AnnealingParams::big_mi_svm(),
+    ] {
+        let params = params.c(10.0).gamma(Gamma::Value(0.5));
+        let one = params.clone().n_jobs(Some(1)).fit(&bags, &labels)?;
+        let two = params.clone().n_jobs(Some(2)).fit(&bags, &labels)?;
+        assert_eq!(one.model, two.model);
+        assert_eq!(one.stop_reason, vec![StopReason::Converged]);
+        let scores = one.model.decision_function(&bags)?;
+        for (i, &l) in labels.iter().enumerate() {
+            assert_eq!(scores[[i, 0]] > 0.0, l == 1, "{:?} bag {i}", params.method);
+        }
+        let reduced = params.n_xv(Some(5)).fit(&bags, &labels)?;
+        assert_eq!(reduced.model.xv.nrows(), 5);
+    }
+    Ok(())
+}
+
+#[test]
+fn bad_parameters_name_themselves() {
+    let (bags, labels) = toy(1, 8);
+    for (params, name) in [
+        (AnnealingParams::al().c(0.0), "C"),
+        (AnnealingParams::al().decay(0.5), "decay"),
+        (AnnealingParams::al().eps(2.0), "eps"),
+        (AnnealingParams::alp().p_star(-0.1), "p_star"),
+        (AnnealingParams::al().t0(Some(f64::NAN)), "T0"),
+        (AnnealingParams::al().n_xv(Some(1000)), "n_xv"),
+    ] {
+        match params.fit(&bags, &labels) {
+            Err(Error::InvalidParameter(msg)) => assert!(msg.contains(name), "{msg}"),
+            other => panic!("expected an invalid {name}, got {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,311 @@
+"""The annealing family (ALSVM, AWSVM, ALPSVM) and the mi-SVM / MI-SVM heuristics: probability
+updates against their closed forms and a general optimiser, limits, the heuristics as
+zero-temperature annealing, thread independence, bad input, and the estimator contract."""
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.optimize as so
+from hypothesis import given
+from hypothesis import strategies as st
+from sklearn.base import clone
+
+import milsvm
+from milsvm import _core
+from conftest import easy_bags, random_bags
+
+ESTIMATORS = [milsvm.ALSVM, milsvm.AWSVM, milsvm.ALPSVM, milsvm.miSVM, milsvm.MISVM]
+
+
+def h(p):
+    """Binary negative entropy p ln p + (1 - p) ln(1 - p), with 0 ln 0 = 0."""
+    p = np.clip(p, 0.0, 1.0)
+    return np.where(p > 0, p * np.log(np.where(p > 0, p, 1)), 0.0) + np.where(
+        p < 1, (1 - p) * np.log(np.where(p < 1, 1 - p, 1)), 0.0
+    )
+
+
+def al_objective(p, t, T):
+    return float(np.sum(p * t) + T * np.sum(h(p)))
+
+
+def alp_objective(p, t, T, c2, p_star):
+    return al_objective(p, t, T) + c2 * (np.sum(p) - len(t) * p_star) ** 2
+
+
+def aw_objective(p, t, T):
+    return float(np.sum(p * t) + T * np.sum(np.where(p > 0, p * np.log(np.where(p > 0, p, 1)), 0.0)))
+
+
+def scipy_min(objective, m, simplex):
+    """Best of several SLSQP runs of a per-bag objective over [0, 1]^m with sum p >= 1 (or = 1)."""
+    cons = {"type": "eq" if simplex else "ineq", "fun": lambda p: np.sum(p) - 1.0}
+    best = np.inf
+    for start in (np.full(m, max(1.0 / m, 0.5 if not simplex else 1.0 / m)), np.full(m, 1.0 / m), np.full(m, 0.9)):
+        if simplex:
+            start = start / start.sum()
+        r = so.minimize(objective, start, method="SLSQP", bounds=[(1e-12, 1 - 1e-12)] * m, constraints=[cons],
+                        options={"ftol": 1e-13, "maxiter": 500})
+        if r.success or np.isfinite(r.fun):
+            if np.sum(r.x) >= 1 - 1e-7:
+                best = min(best, r.fun)
+    return best
+
+
+bag_t = st.lists(st.floats(-20, 20, allow_nan=False), min_size=1, max_size=7)
+temps = st.sampled_from([0.05, 0.3, 1.0, 3.0, 20.0])
+
+
+@given(bag_t, temps)
+def test_al_update_minimises_its_bag_objective(t, T):
+    t = np.array(t)
+    p = _core.probability_update("al", t, T)
+    assert np.all((p >= 0) & (p <= 1)) and p.sum() >= 1 - 1e-12
+    ours = al_objective(p, t, T)
+    assert ours <= scipy_min(lambda q: al_objective(q, t, T), len(t), False) + 1e-7 * (1 + abs(ours))
+    # the closed form: p = sigmoid((lambda - t) / T), lambda = 0 or the root of sum p = 1
+    inner = (p > 1e-9) & (p < 1 - 1e-9)  # entries where the logit is well conditioned
+    if len(t) > 1 and inner.any():
+        lam = T * np.log(p[inner] / (1 - p[inner])) + t[inner]
+        assert np.ptp(lam) < 1e-6 * (1 + np.abs(lam).max())
+        assert lam[0] >= -1e-6 * (1 + abs(t).max())
+        if lam[0] > 1e-6 * (1 + abs(t).max()):
+            assert p.sum() == pytest.approx(1.0, abs=1e-12)
+
+
+@given(bag_t, temps)
+def test_aw_update_is_the_softmax_and_minimises(t, T):
+    t = np.abs(np.array(t))
+    p = _core.probability_update("aw", t, T)
+    expected = np.exp(-(t - t.min()) / T)
+    np.testing.assert_allclose(p, expected / expected.sum(), rtol=1e-12, atol=1e-300)
+    ours = aw_objective(p, t, T)
+    assert ours <= scipy_min(lambda q: aw_objective(q, t, T), len(t), True) + 1e-7 * (1 + abs(ours))
+
+
+@given(bag_t, temps, st.sampled_from([0.0, 1.0, 10.0]), st.sampled_from([0.1, 0.5, 1.0]))
+def test_alp_update_minimises_its_bag_objective(t, T, c2, p_star):
+    t = np.array(t)
+    p = _core.probability_update("alp", t, T, c2, p_star)
+    assert np.all((p >= 0) & (p <= 1)) and p.sum() >= 1 - 1e-12
+    ours = alp_objective(p, t, T, c2, p_star)
+    ref = scipy_min(lambda q: alp_objective(q, t, T, c2, p_star), len(t), False)
+    assert ours <= ref + 1e-7 * (1 + abs(ours))
+
+
+@pytest.mark.parametrize("kind", ["al", "aw", "alp"])
+@pytest.mark.parametrize("T", [0.0, 1e-300, 1e-8, 1.0, 1e300])
+@pytest.mark.parametrize(
+    "t", [[1e300, -1e300, 3.0], [np.inf, 1.0, 2.0], [np.inf, np.inf], [-np.inf, 0.0], [2.0, 2.0, 2.0], [5.0]]
+)
+def test_updates_stay_finite_and_feasible_at_the_extremes(kind, T, t):
+    t = np.array(t, dtype=float)
+    if kind == "aw":
+        t = np.abs(t)
+    p = _core.probability_update(kind, t, T, 10.0, 0.5)
+    assert np.all(np.isfinite(p)) and np.all((p >= 0) & (p <= 1))
+    if kind == "aw":
+        assert p.sum() == pytest.approx(1.0, abs=1e-12)
+    else:
+        assert p.sum() >= 1 - 1e-12
+
+
+def test_temperature_limits():
+    t = np.array([-3.0, -0.5, 0.4, 2.0])
+    # T -> inf: maximal entropy (AL: 1/2 each, the sum 2 >= 1; AW: uniform)
+    np.testing.assert_allclose(_core.probability_update("al", t, 1e12), 0.5, atol=1e-10)
+    np.testing.assert_allclose(_core.probability_update("aw", np.abs(t), 1e12), 0.25, atol=1e-10)
+    # T -> 0: mi-SVM's labels (sign of -t) and MI-SVM's witness (smallest loss)
+    np.testing.assert_array_equal(_core.probability_update("al", t, 1e-12), [1, 1, 0, 0])
+    np.testing.assert_array_equal(_core.probability_update("aw", np.abs(t), 1e-12), [0, 0, 1, 0])
+    # no positive at T -> 0: the smallest t takes the whole mass
+    np.testing.assert_allclose(_core.probability_update("al", np.array([1.0, 0.2, 3.0]), 1e-12), [0, 1, 0], atol=1e-12)
+    # one-instance bag: p = 1 whatever T
+    assert _core.probability_update("al", np.array([50.0]), 1.0)[0] == 1.0
+    # ALP with C2 = 0 is AL
+    np.testing.assert_allclose(_core.probability_update("alp", t, 0.7, 0.0, 0.3), _core.probability_update("al", t, 0.7))
+
+
+def scaled(bags):
+    return bags
+
+
+def test_misvm_heuristics_equal_zero_temperature_annealing():
+    bags, y = easy_bags(seed=1, n_bags=20)
+    mi = milsvm.miSVM(C=10, gamma=0.5).fit(bags, y)
+    al = milsvm.ALSVM(C=10, gamma=0.5, T0=1e-8, init="labels").fit(bags, y)
+    np.testing.assert_allclose(mi.decision_function(bags), al.decision_function(bags), rtol=1e-6, atol=1e-8)
+    for a, b in zip(mi.p_, al.p_):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    # MI-SVM against AW-SVM at T0 = 1e-8, with C small enough that no instance reaches the margin
+    # (no two instances of a bag tie at zero loss)
+    big = milsvm.MISVM(C=0.05, gamma=0.5).fit(bags, y)
+    aw = milsvm.AWSVM(C=0.05, gamma=0.5, T0=1e-8).fit(bags, y)
+    assert np.max(np.concatenate(big.instance_decision_function(bags))) < 1
+    np.testing.assert_allclose(big.decision_function(bags), aw.decision_function(bags), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS)
+def test_fit_predict_and_results_do_not_depend_on_threads(cls):
+    bags, y = easy_bags(seed=2, n_bags=24)
+    a = cls(C=10, gamma=0.5, n_jobs=1).fit(bags, y)
+    b = cls(C=10, gamma=0.5, n_jobs=2).fit(bags, y)
+    np.testing.assert_array_equal(a.decision_function(bags), b.decision_function(bags))
+    assert a.score(bags, y) >= 0.9
+    assert len(a.p_) == len(bags) and all(len(p) == len(x) for p, x in zip(a.p_, bags))
+    assert 0 < a.p_hat_ <= 1
+    scores = a.instance_decision_function(bags)
+    np.testing.assert_allclose([s.max() for s in scores], a.decision_function(bags), rtol=1e-12)
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS)
+def test_reduced_basis(cls):
+    bags, y = easy_bags(seed=3, n_bags=30)
+    for init in ("kmeans", "random"):
+        m = cls(C=10, gamma=0.5, n_xv=8, xv_init=init, random_state=0).fit(bags, y)
+        assert m.xv_.shape == (8, 2)
+        assert m.score(bags, y) >= 0.85
+    a = cls(C=10, gamma=0.5, n_xv=8, random_state=0).fit(bags, y)
+    b = cls(C=10, gamma=0.5, n_xv=8, random_state=0).fit(bags, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+
+
+def test_annealing_objective_and_temperatures():
+    bags, y = easy_bags(seed=4, n_bags=20)
+    m = milsvm.ALSVM(C=1, gamma=0.5).fit(bags, y)
+    assert m.temperatures_[0] == pytest.approx(10.0)
+    np.testing.assert_allclose(m.temperatures_[1:] * 1.5, m.temperatures_[:-1])
+    assert len(m.objective_history_) == len(m.temperatures_) == m.n_iter_
+    assert m.converged_
+    # at the end the labels are hard: p close to 0 or 1
+    p = np.concatenate([p for p, t in zip(m.p_, y) if t == 1])
+    assert np.mean(np.minimum(p, 1 - p)) < 1e-3
+
+
+def test_edge_bags_one_instance_positive_bags_sizes_and_duplicates():
+    rng = np.random.default_rng(0)
+    bags = [np.array([[2.0, 2.0]]), rng.normal(size=(40, 2)), np.array([[2.1, 1.9]] * 3 + [[-1.0, 0.0]]),
+            rng.normal(size=(1, 2)) - 1, rng.normal(size=(7, 2)) - 1, np.array([[-1.0, -1.0], [-1.0, -1.0]])]
+    bags[1][0] = [2.0, 2.1]
+    y = np.array([1, 1, 1, 0, 0, 0])
+    for cls in ESTIMATORS:
+        m = cls(C=10, gamma=0.5).fit(bags, y)
+        assert np.all(np.isfinite(m.decision_function(bags)))
+        if cls in (milsvm.ALSVM, milsvm.ALPSVM, milsvm.miSVM):
+            assert m.p_[0][0] == 1.0  # a positive bag of one instance is positive
+        assert m.predict(bags)[[0, 2]].tolist() == [1, 1]
+        assert all(len(p) == len(b) for p, b in zip(m.p_, bags))
+
+
+def test_multiclass_one_vs_rest():
+    rng = np.random.default_rng(5)
+    centers = np.array([[0, 3], [3, 0], [-3, -3]])
+    bags, y = [], []
+    for i in range(30):
+        c = i % 3
+        x = rng.normal(size=(4, 2)) * 0.5 + np.array([6.0, 6.0])
+        x[0] = centers[c] + rng.normal(size=2) * 0.3
+        bags.append(x)
+        y.append(["a", "b", "c"][c])
+    m = milsvm.ALSVM(C=10, gamma=0.5).fit(bags, y)
+    assert m.decision_function(bags).shape == (30, 3)
+    assert m.score(bags, y) >= 0.9
+    assert len(m.p_) == 3 and len(m.p_[0]) == 30
+    assert m.coef_.shape[0] == 3
+
+
+def test_class_weight():
+    bags, y = easy_bags(seed=6, n_bags=24)
+    keep = [i for i in range(24) if y[i] == 0 or i % 4 == 1]  # few positive bags
+    bags = [bags[i] for i in keep]
+    y = y[keep]
+    plain = milsvm.miSVM(C=1, gamma=0.5).fit(bags, y)
+    bal = milsvm.miSVM(C=1, gamma=0.5, class_weight="balanced").fit(bags, y)
+    assert not np.allclose(plain.decision_function(bags), bal.decision_function(bags))
+    n, npos = len(y), int(y.sum())
+    given = milsvm.miSVM(C=1, gamma=0.5, class_weight={0: n / (2 * (n - npos)), 1: n / (2 * npos)}).fit(bags, y)
+    np.testing.assert_allclose(given.decision_function(bags), bal.decision_function(bags), rtol=1e-10)
+    with pytest.raises(ValueError, match="class_weight"):
+        milsvm.miSVM(class_weight={7: 1.0}).fit(bags, y)
+    with pytest.raises(ValueError, match="class_weight"):
+        milsvm.miSVM(class_weight="heavy").fit(bags, y)
+    with pytest.raises(ValueError, match="class weights"):
+        milsvm.miSVM(class_weight={0: -1.0}).fit(bags, y)
+
+
+@pytest.mark.parametrize(
+    "cls, params, match",
+    [
+        (milsvm.ALSVM, {"C": -1}, "C must"),
+        (milsvm.ALSVM, {"decay": 1.0}, "decay"),
+        (milsvm.ALSVM, {"eps": 0.0}, "eps"),
+        (milsvm.ALSVM, {"T0": -1.0}, "T0"),
+        (milsvm.ALSVM, {"init": "ones"}, "init"),
+        (milsvm.ALPSVM, {"p_star": 1.5}, "p_star"),
+        (milsvm.ALPSVM, {"C2": -1.0}, "C2"),
+        (milsvm.miSVM, {"max_iter": 0}, "max_iter"),
+        (milsvm.miSVM, {"n_xv": 0}, "n_xv"),
+        (milsvm.miSVM, {"n_xv": 10_000}, "n_xv"),
+        (milsvm.AWSVM, {"gamma": "auto"}, "gamma"),
+        (milsvm.AWSVM, {"gamma": -2.0}, "gamma"),
+        (milsvm.AWSVM, {"kernel": "poly"}, "kernel"),
+        (milsvm.AWSVM, {"xv_init": "grid", "n_xv": 3}, "xv_init"),
+    ],
+)
+def test_bad_parameters_are_refused(cls, params, match):
+    bags, y = easy_bags(seed=7, n_bags=10)
+    with pytest.raises(ValueError, match=match):
+        cls(**params).fit(bags, y)
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS)
+def test_bad_data_is_refused(cls):
+    bags, y = random_bags(0, n_bags=6)
+    nan = [b.copy() for b in bags]
+    nan[2][0, 0] = np.nan
+    with pytest.raises(ValueError, match="non-finite"):
+        cls().fit(nan, y)
+    with pytest.raises(ValueError, match="empty"):
+        cls().fit(bags[:-1] + [np.zeros((0, 3))], y)
+    with pytest.raises(ValueError, match="single class"):
+        cls().fit(bags, np.ones(len(bags)))
+    with pytest.raises(ValueError, match="features"):
+        cls().fit(bags, y).predict([np.ones((2, 4))])
+    with pytest.raises(TypeError):
+        cls(C="big").fit(bags, y)
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS)
+def test_clone_pickle_save_load(cls, tmp_path):
+    bags, y = easy_bags(seed=8, n_bags=16)
+    m = cls(C=10, gamma=0.5).fit(bags, y)
+    c = clone(m)
+    assert c.get_params() == m.get_params()
+    again = pickle.loads(pickle.dumps(m))
+    np.testing.assert_array_equal(again.decision_function(bags), m.decision_function(bags))
+    path = tmp_path / "model.json"
+    m.save(path)
+    loaded = milsvm.load(path)
+    assert type(loaded) is cls
+    np.testing.assert_allclose(loaded.decision_function(bags), m.decision_function(bags), rtol=1e-12)
+    np.testing.assert_array_equal(loaded.predict(bags), m.predict(bags))
+
+
+def test_iteration_cap_warns_and_keeps_a_usable_model():
+    from sklearn.exceptions import ConvergenceWarning
+
+    bags, y = random_bags(3, n_bags=16, d=2, max_size=6)
+    with pytest.warns(ConvergenceWarning):
+        m = milsvm.ALSVM(C=100, gamma=2.0, max_temperatures=1).fit(bags, y)
+    assert not m.converged_
+    assert np.all(np.isfinite(m.decision_function(bags)))
+
+
+def test_gamma_median_is_the_papers_sigma():
+    bags, y = easy_bags(seed=9, n_bags=12)
+    X = np.vstack(bags)
+    d = np.sqrt(((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
+    sigma = np.median(d[np.triu_indices(len(X), 1)])
+    m = milsvm.miSVM(gamma="median").fit(bags, y)
+    assert m.gamma_ == pytest.approx(1 / (2 * sigma**2), rel=1e-12)
