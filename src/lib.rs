@@ -8,6 +8,8 @@
 //! * [`sparse_mi`]: SparseMI and RSVM (Fu et al. 2013), binary and multi-class, direct or
 //!   basis-vector mode.
 //! * [`set_kernel`]: the MI-Kernel and reduced-set baselines.
+//! * [`smo`]: a LIBSVM-style dual SMO solver (second-order working sets, shrinking, a kernel-row
+//!   cache kept across warm-started solves) for hinge, squared-hinge and one-class duals.
 //! * [`params`]: what every hyperparameter struct shares (ranges, kernel width, threads).
 //!
 //! ```
@@ -33,6 +35,7 @@ pub mod kernel;
 pub mod model;
 pub mod params;
 pub mod set_kernel;
+pub mod smo;
 pub mod solver;
 pub mod sparse_mi;
 
