@@ -11,6 +11,8 @@
 //! * [`annealing`]: AL-SVM, AW-SVM, ALP-SVM (Gehler & Chapelle 2007) and the mi-SVM / MI-SVM
 //!   heuristics (Andrews et al. 2002): instance-level classifiers with max pooling.
 //! * [`multiclass`]: one-vs-rest from binary fits.
+//! * [`smo`]: a LIBSVM-style dual SMO solver (second-order working sets, shrinking, a kernel-row
+//!   cache kept across warm-started solves) for hinge, squared-hinge and one-class duals.
 //! * [`params`]: what every hyperparameter struct shares (ranges, kernel width, threads).
 //!
 //! ```
@@ -38,6 +40,7 @@ pub mod model;
 pub mod multiclass;
 pub mod params;
 pub mod set_kernel;
+pub mod smo;
 pub mod solver;
 pub mod sparse_mi;
 

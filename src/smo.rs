@@ -1,0 +1,1260 @@
+//! A dual SMO solver in the style of LIBSVM for box- and equality-constrained kernel QPs.
+//!
+//! The problem (Chang & Lin, "LIBSVM: a library for support vector machines", eq. (11) with an
+//! extra diagonal and per-variable bounds) is
+//!
+//! `min_a 1/2 a^T (Q + diag(d)) a - p^T a   s.t.  y^T a = delta,  0 <= a_i <= u_i`
+//!
+//! with `Q_ij = y_i y_j k(x_{m_i}, x_{m_j})`, labels `y_i` in {-1, +1} and `m_i` the *point* of
+//! sample `i` (several samples may share one point, e.g. one instance used with both targets).
+//! The hinge C-SVM is `d = 0, u_i = C_i, p = 1, delta = 0`; the squared-hinge (L2-loss) SVM is
+//! `d_i = 1 / (2 c_i), u_i = +inf`; the one-class SVM is `y = 1, p = 0, delta = 1, u_i = 1/(nu l)`.
+//! `u_i = 0` fixes `a_i = 0` (a dead sample, never selected).
+//!
+//! The solver follows LIBSVM's `Solver::Solve`:
+//!
+//! * second-order working-set selection (WSS 2 of Fan, Chen & Lin 2005, "Working set selection
+//!   using second order information for training SVM", eq. (16)-(17); LIBSVM paper section 4.1.2)
+//!   with `Q_ii + d_i` as the diagonal and `tau = 1e-12` for non-positive curvature;
+//! * the analytic two-variable update clipped to the box (LIBSVM paper section 4.1.3; `u` may be
+//!   infinite, a variable is then never at its upper bound);
+//! * shrinking with gradient reconstruction (LIBSVM paper section 5.1, `do_shrinking`,
+//!   `reconstruct_gradient`; `G_bar` of section 5.2 is built lazily the first time it is needed,
+//!   so a warm start whose gradient is known costs no kernel row at all);
+//! * the stopping rule `m(a) - M(a) < eps` on the maximal violating pair (LIBSVM paper eq. (14)),
+//!   made relative: `eps = tol * scale`, see [`SmoParams::tol`].
+//!
+//! Kernel rows are cached by *point* (not sample) in an LRU cache that lives in [`Smo`] and
+//! serves every later [`Smo::solve`] of the same fit. Only [`GramRows::fill_row`] may run in
+//! parallel; every other step is sequential, so results are bitwise identical for any number of
+//! threads when the rows are.
+
+use ndarray::{Array2, ArrayView1};
+use rayon::prelude::*;
+
+use crate::error::{invalid_data, invalid_param, Error, Result};
+use crate::kernel::{Kernel, Rows};
+
+/// Curvature used when `Q_ii + Q_jj - 2 Q_ij <= 0` (LIBSVM's `TAU`; Fan et al. 2005, eq. (17)).
+const TAU: f64 = 1e-12;
+/// Points per parallel work unit of [`InstanceGram::fill_row`].
+const ROW_CHUNK: usize = 512;
+/// Rows below this many points are filled on the calling thread.
+const PAR_MIN_POINTS: usize = 4096;
+/// Marker for "no index" in the cache's lists.
+const NIL: usize = usize::MAX;
+
+/// Kernel values between the points of a dual problem, one row at a time.
+pub trait GramRows: Sync {
+    /// Number of points.
+    fn n_points(&self) -> usize;
+    /// `k(x_i, x_i)` of every point.
+    fn diagonal(&self) -> Vec<f64>;
+    /// Row `i`: `out[j] = k(x_i, x_j)` for all points `j` (`out.len() == n_points()`). Must give
+    /// bitwise the same values whatever the thread count.
+    fn fill_row(&self, i: usize, out: &mut [f64]);
+}
+
+/// A precomputed symmetric kernel matrix (small problems, bag kernels).
+#[derive(Debug, Clone)]
+pub struct PrecomputedGram {
+    k: Array2<f64>,
+}
+
+impl PrecomputedGram {
+    /// Wraps a square, finite, symmetric matrix (asymmetry up to `1e-10` times its largest
+    /// absolute value is tolerated; row `i` is used as given).
+    pub fn new(k: Array2<f64>) -> Result<Self> {
+        let (r, c) = k.dim();
+        if r != c {
+            return Err(invalid_data(format!(
+                "precomputed kernel matrix must be square, got {r} x {c}"
+            )));
+        }
+        if k.iter().any(|v| !v.is_finite()) {
+            return Err(invalid_data(
+                "precomputed kernel matrix holds NaN or infinite values",
+            ));
+        }
+        let amax = k.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
+        for i in 0..r {
+            for j in 0..i {
+                if (k[[i, j]] - k[[j, i]]).abs() > 1e-10 * amax {
+                    return Err(invalid_data(format!(
+                        "precomputed kernel matrix is not symmetric at ({i}, {j})"
+                    )));
+                }
+            }
+        }
+        Ok(Self { k })
+    }
+
+    /// The matrix.
+    pub fn matrix(&self) -> &Array2<f64> {
+        &self.k
+    }
+}
+
+impl GramRows for PrecomputedGram {
+    fn n_points(&self) -> usize {
+        self.k.nrows()
+    }
+    fn diagonal(&self) -> Vec<f64> {
+        self.k.diag().to_vec()
+    }
+    fn fill_row(&self, i: usize, out: &mut [f64]) {
+        for (o, &v) in out.iter_mut().zip(self.k.row(i)) {
+            *o = v;
+        }
+    }
+}
+
+/// An instance kernel over dense or CSR rows, each kernel row computed on demand from inner
+/// products and squared norms ([`Kernel::from_dot`]). A row is split into fixed chunks of points
+/// run in parallel when it is long; every value is computed the same way whatever the chunking.
+#[derive(Debug, Clone)]
+pub struct InstanceGram<'a> {
+    kernel: Kernel,
+    rows: Rows<'a>,
+    sq_norms: Vec<f64>,
+}
+
+impl<'a> InstanceGram<'a> {
+    /// The kernel over these rows (one point per row). Fails on a Gaussian width that is not a
+    /// finite positive number.
+    pub fn new(kernel: Kernel, rows: Rows<'a>) -> Result<Self> {
+        if let Kernel::Rbf { gamma } = kernel {
+            if !(gamma.is_finite() && gamma > 0.0) {
+                return Err(invalid_param(format!(
+                    "gamma must be a finite number > 0, got {gamma}"
+                )));
+            }
+        }
+        let mut g = Self {
+            kernel,
+            rows,
+            sq_norms: Vec::new(),
+        };
+        // Norms from the same inner products as the rows, so that `k(x, x)` is the same value
+        // on the diagonal and in a row.
+        let n = rows.n_rows();
+        let mut scratch = vec![0.0; rows.n_cols()];
+        g.sq_norms = (0..n)
+            .map(|i| {
+                g.scatter(i, &mut scratch);
+                let v = g.dot_with(&scratch, i);
+                g.unscatter(i, &mut scratch);
+                v
+            })
+            .collect();
+        Ok(g)
+    }
+
+    /// Writes row `i` into the dense scratch vector (sparse rows only).
+    fn scatter(&self, i: usize, scratch: &mut [f64]) {
+        if let Rows::Sparse(x) = self.rows {
+            let (idx, val) = x.row(i);
+            for (&j, &v) in idx.iter().zip(val) {
+                if let Some(s) = scratch.get_mut(j) {
+                    *s += v;
+                }
+            }
+        }
+    }
+
+    /// Resets the scratch entries of row `i` to zero (sparse rows only).
+    fn unscatter(&self, i: usize, scratch: &mut [f64]) {
+        if let Rows::Sparse(x) = self.rows {
+            for &j in x.row(i).0 {
+                if let Some(s) = scratch.get_mut(j) {
+                    *s = 0.0;
+                }
+            }
+        }
+    }
+
+    /// `<x_i, x_j>` where `dense_i` is row `i` scattered (sparse) and `i` its index (dense).
+    #[inline]
+    fn dot(&self, i: usize, dense_i: &[f64], j: usize) -> f64 {
+        match self.rows {
+            Rows::Dense(x) => dot_views(x.row(i), x.row(j)),
+            Rows::Sparse(x) => {
+                let (idx, val) = x.row(j);
+                idx.iter().zip(val).fold(0.0, |s, (&k, &v)| {
+                    s + v * dense_i.get(k).copied().unwrap_or(0.0)
+                })
+            }
+        }
+    }
+
+    /// `<x_i, x_i>` given the scattered row.
+    fn dot_with(&self, dense_i: &[f64], i: usize) -> f64 {
+        self.dot(i, dense_i, i)
+    }
+}
+
+/// Plain sequential dot product of two rows (fixed summation order).
+#[inline]
+fn dot_views(a: ArrayView1<f64>, b: ArrayView1<f64>) -> f64 {
+    match (a.as_slice(), b.as_slice()) {
+        (Some(a), Some(b)) => a.iter().zip(b).fold(0.0, |s, (x, y)| s + x * y),
+        _ => a.iter().zip(b.iter()).fold(0.0, |s, (x, y)| s + x * y),
+    }
+}
+
+impl GramRows for InstanceGram<'_> {
+    fn n_points(&self) -> usize {
+        self.rows.n_rows()
+    }
+    fn diagonal(&self) -> Vec<f64> {
+        self.sq_norms
+            .iter()
+            .map(|&s| self.kernel.from_dot(s, s, s))
+            .collect()
+    }
+    fn fill_row(&self, i: usize, out: &mut [f64]) {
+        let n = self.n_points();
+        let mut dense_i = Vec::new();
+        if let Rows::Sparse(_) = self.rows {
+            dense_i = vec![0.0; self.rows.n_cols()];
+            self.scatter(i, &mut dense_i);
+        }
+        let si = self.sq_norms.get(i).copied().unwrap_or(0.0);
+        let fill = |lo: usize, chunk: &mut [f64]| {
+            for (j, o) in (lo..).zip(chunk.iter_mut()) {
+                let sj = self.sq_norms.get(j).copied().unwrap_or(0.0);
+                *o = self.kernel.from_dot(self.dot(i, &dense_i, j), si, sj);
+            }
+        };
+        let len = n.min(out.len());
+        let out = &mut out[..len];
+        if n >= PAR_MIN_POINTS {
+            out.par_chunks_mut(ROW_CHUNK)
+                .enumerate()
+                .for_each(|(c, chunk)| fill(c * ROW_CHUNK, chunk));
+        } else {
+            fill(0, out);
+        }
+    }
+}
+
+/// One dual problem over the points of a [`GramRows`] (see the module docs for the formula).
+#[derive(Debug, Clone, Copy)]
+pub struct DualProblem<'a> {
+    /// Labels `y_i` in {-1, +1}, one per sample.
+    pub y: &'a [f64],
+    /// Point index `m_i < n_points` of every sample.
+    pub point: &'a [usize],
+    /// Linear term `p_i` (finite).
+    pub p: &'a [f64],
+    /// Extra diagonal `d_i >= 0` (finite).
+    pub d: &'a [f64],
+    /// Upper bounds `u_i >= 0` (`+inf` allowed, `0` fixes `a_i = 0`).
+    pub u: &'a [f64],
+    /// Right-hand side of the equality `y^T a = delta`.
+    pub delta: f64,
+}
+
+impl DualProblem<'_> {
+    /// Number of samples (variables).
+    pub fn len(&self) -> usize {
+        self.y.len()
+    }
+    /// Whether the problem has no variables.
+    pub fn is_empty(&self) -> bool {
+        self.y.is_empty()
+    }
+
+    /// Checks lengths and value ranges against a Gram of `n_points` points.
+    pub fn validate(&self, n_points: usize) -> Result<()> {
+        let n = self.y.len();
+        for (name, len) in [
+            ("point", self.point.len()),
+            ("p", self.p.len()),
+            ("d", self.d.len()),
+            ("u", self.u.len()),
+        ] {
+            if len != n {
+                return Err(invalid_data(format!(
+                    "dual problem: {name} has {len} entries, y has {n}"
+                )));
+            }
+        }
+        if let Some(i) = self.y.iter().position(|&v| v != 1.0 && v != -1.0) {
+            return Err(invalid_data(format!(
+                "dual problem: y[{i}] = {} is not -1 or +1",
+                self.y[i]
+            )));
+        }
+        if let Some(i) = self.point.iter().position(|&m| m >= n_points) {
+            return Err(invalid_data(format!(
+                "dual problem: point[{i}] = {} but the kernel has {n_points} points",
+                self.point[i]
+            )));
+        }
+        if let Some(i) = self.p.iter().position(|v| !v.is_finite()) {
+            return Err(invalid_data(format!(
+                "dual problem: p[{i}] = {} is not finite",
+                self.p[i]
+            )));
+        }
+        if let Some(i) = self.d.iter().position(|&v| !(v.is_finite() && v >= 0.0)) {
+            return Err(invalid_param(format!(
+                "dual problem: d[{i}] = {} must be finite and >= 0",
+                self.d[i]
+            )));
+        }
+        if let Some(i) = self.u.iter().position(|&v| v.is_nan() || v < 0.0) {
+            return Err(invalid_param(format!(
+                "dual problem: u[{i}] = {} must be >= 0 (inf allowed)",
+                self.u[i]
+            )));
+        }
+        if !self.delta.is_finite() {
+            return Err(invalid_param(format!(
+                "dual problem: delta = {} is not finite",
+                self.delta
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Settings of [`Smo`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SmoParams {
+    /// Relative KKT tolerance (default `1e-3`): stop when the maximal violating pair gap
+    /// `m(a) - M(a)` (LIBSVM paper eq. (14)) falls below `tol * scale`, where `scale` is the
+    /// larger of the gap at `a = 0` (`max_{y=+1} p_i + max_{y=-1} p_i` over live samples, 0
+    /// when a class is absent), `|delta| max_i (Q_ii + d_i)` (the gradient size at a feasible
+    /// point when `delta != 0`, e.g. one-class) and `1e-12`. Scaling `p`, `u` and `delta` by
+    /// one constant scales the solution and leaves the stopping point unchanged.
+    pub tol: f64,
+    /// Iteration cap (`None`: `max(10_000_000, 100 n)`); reaching it gives
+    /// [`Termination::MaxIter`] with a feasible solution.
+    pub max_iter: Option<usize>,
+    /// LIBSVM's shrinking heuristic (default true).
+    pub shrinking: bool,
+    /// Kernel-row cache size in bytes (default 200 MiB); at least two rows are always kept.
+    pub cache_bytes: usize,
+}
+
+impl Default for SmoParams {
+    fn default() -> Self {
+        Self {
+            tol: 1e-3,
+            max_iter: None,
+            shrinking: true,
+            cache_bytes: 200 << 20,
+        }
+    }
+}
+
+/// Why [`Smo::solve`] stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Termination {
+    /// The relative KKT gap fell below the tolerance.
+    Converged,
+    /// The iteration cap was reached (the solution is feasible but not optimal).
+    MaxIter,
+}
+
+/// The result of [`Smo::solve`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct DualSolution {
+    /// The dual variables `a`.
+    pub alpha: Vec<f64>,
+    /// `(Q a)_i` without the `diag(d)` term: the decision value at the point of sample `i` is
+    /// `f(x_{m_i}) = y_i q_alpha[i] + b` with `f(x) = sum_s y_s a_s k(x_{m_s}, x) + b`.
+    pub q_alpha: Vec<f64>,
+    /// Bias `b = -rho` (LIBSVM's `calculate_rho`: the average of `-y_i G_i` over free
+    /// variables, or the midpoint of the feasible interval when none is free).
+    pub b: f64,
+    /// Objective `1/2 a^T (Q + diag(d)) a - p^T a`.
+    pub objective: f64,
+    /// SMO iterations of this solve.
+    pub iterations: usize,
+    /// Why the solver stopped.
+    pub termination: Termination,
+}
+
+/// LRU cache of kernel rows keyed by point; every row holds all `n_points` values.
+#[derive(Debug)]
+struct RowCache {
+    n_points: usize,
+    capacity: usize,
+    slot_of: Vec<usize>,
+    point_of: Vec<usize>,
+    data: Vec<Vec<f64>>,
+    prev: Vec<usize>,
+    next: Vec<usize>,
+    head: usize,
+    tail: usize,
+    computed: usize,
+}
+
+impl RowCache {
+    fn new(n_points: usize, cache_bytes: usize) -> Self {
+        let row_bytes = 8 * n_points.max(1);
+        let capacity = (cache_bytes / row_bytes).clamp(2, n_points.max(2));
+        Self {
+            n_points,
+            capacity,
+            slot_of: vec![NIL; n_points],
+            point_of: Vec::new(),
+            data: Vec::new(),
+            prev: Vec::new(),
+            next: Vec::new(),
+            head: NIL,
+            tail: NIL,
+            computed: 0,
+        }
+    }
+
+    fn unlink(&mut self, s: usize) {
+        let (p, n) = (self.prev[s], self.next[s]);
+        if p == NIL {
+            self.head = n;
+        } else {
+            self.next[p] = n;
+        }
+        if n == NIL {
+            self.tail = p;
+        } else {
+            self.prev[n] = p;
+        }
+        self.prev[s] = NIL;
+        self.next[s] = NIL;
+    }
+
+    fn push_front(&mut self, s: usize) {
+        self.prev[s] = NIL;
+        self.next[s] = self.head;
+        if self.head != NIL {
+            self.prev[self.head] = s;
+        }
+        self.head = s;
+        if self.tail == NIL {
+            self.tail = s;
+        }
+    }
+
+    /// The slot holding the row of `point`, computing it (and evicting the least recently used
+    /// row) on a miss. The two most recent rows are never evicted by the next call.
+    fn get<G: GramRows>(&mut self, gram: &G, point: usize) -> usize {
+        let s = self.slot_of[point];
+        if s != NIL {
+            if self.head != s {
+                self.unlink(s);
+                self.push_front(s);
+            }
+            return s;
+        }
+        let s = if self.data.len() < self.capacity {
+            self.data.push(vec![0.0; self.n_points]);
+            self.point_of.push(point);
+            self.prev.push(NIL);
+            self.next.push(NIL);
+            self.data.len() - 1
+        } else {
+            let s = self.tail;
+            self.unlink(s);
+            self.slot_of[self.point_of[s]] = NIL;
+            self.point_of[s] = point;
+            s
+        };
+        gram.fill_row(point, &mut self.data[s]);
+        self.computed += 1;
+        self.slot_of[point] = s;
+        self.push_front(s);
+        s
+    }
+
+    fn row(&self, slot: usize) -> &[f64] {
+        &self.data[slot]
+    }
+}
+
+/// Solver state that survives between solves of one fit (the kernel-row cache and the kernel
+/// diagonal), so that a sequence of related problems (same points, changed `p`, `d`, `u`) is
+/// solved with warm starts.
+pub struct Smo<'g, G: GramRows> {
+    gram: &'g G,
+    params: SmoParams,
+    kdiag: Vec<f64>,
+    cache: RowCache,
+}
+
+impl<'g, G: GramRows> Smo<'g, G> {
+    /// A solver over `gram`. Fails on a non-positive or non-finite tolerance, or a kernel
+    /// diagonal of the wrong length or with non-finite values.
+    pub fn new(gram: &'g G, params: SmoParams) -> Result<Self> {
+        if !(params.tol.is_finite() && params.tol > 0.0) {
+            return Err(invalid_param(format!(
+                "SMO tolerance must be a finite number > 0, got {}",
+                params.tol
+            )));
+        }
+        let n_points = gram.n_points();
+        let kdiag = gram.diagonal();
+        if kdiag.len() != n_points {
+            return Err(invalid_data(format!(
+                "kernel diagonal has {} entries for {n_points} points",
+                kdiag.len()
+            )));
+        }
+        if kdiag.iter().any(|v| !v.is_finite()) {
+            return Err(invalid_data("kernel diagonal holds NaN or infinite values"));
+        }
+        Ok(Self {
+            gram,
+            params,
+            kdiag,
+            cache: RowCache::new(n_points, params.cache_bytes),
+        })
+    }
+
+    /// The settings.
+    pub fn params(&self) -> &SmoParams {
+        &self.params
+    }
+
+    /// Number of kernel rows computed so far (cache misses, over all solves).
+    pub fn kernel_rows_computed(&self) -> usize {
+        self.cache.computed
+    }
+
+    /// Solves `problem`. `warm` is a previous solution for the same samples: its `alpha` is
+    /// clipped to `[0, u_i]` and the equality `y^T a = delta` repaired if violated (see
+    /// [`repair_equality`]); when that leaves `alpha` unchanged, its `q_alpha` gives the gradient
+    /// `G = q_alpha + d a - p` in `O(n)` without any kernel row. Otherwise the gradient is
+    /// computed from the rows of points with nonzero `a`. Without `warm`, the start is `a = 0`
+    /// for `delta = 0`, else LIBSVM's one-class start (variables of the sign of `delta` filled to
+    /// their bounds in order until `y^T a = delta`).
+    pub fn solve(
+        &mut self,
+        problem: &DualProblem,
+        warm: Option<&DualSolution>,
+    ) -> Result<DualSolution> {
+        let n_points = self.gram.n_points();
+        problem.validate(n_points)?;
+        let n = problem.len();
+        let max_iter = self
+            .params
+            .max_iter
+            .unwrap_or_else(|| 10_000_000usize.max(n.saturating_mul(100)));
+
+        // Starting point and (when known) its gradient.
+        let mut alpha;
+        let mut q_alpha_known: Option<&[f64]> = None;
+        match warm {
+            Some(w) => {
+                if w.alpha.len() != n {
+                    return Err(invalid_data(format!(
+                        "warm start has {} alphas for {n} samples",
+                        w.alpha.len()
+                    )));
+                }
+                if let Some(i) = w.alpha.iter().position(|v| !v.is_finite()) {
+                    return Err(invalid_data(format!(
+                        "warm start alpha[{i}] = {} is not finite",
+                        w.alpha[i]
+                    )));
+                }
+                alpha = w
+                    .alpha
+                    .iter()
+                    .zip(problem.u)
+                    .map(|(&a, &u)| a.clamp(0.0, u))
+                    .collect::<Vec<f64>>();
+                let clipped = alpha
+                    .iter()
+                    .zip(&w.alpha)
+                    .any(|(a, b)| a.to_bits() != b.to_bits());
+                let repaired = repair_equality(&mut alpha, problem)?;
+                if !clipped
+                    && !repaired
+                    && w.q_alpha.len() == n
+                    && w.q_alpha.iter().all(|v| v.is_finite())
+                {
+                    q_alpha_known = Some(&w.q_alpha);
+                }
+            }
+            None => {
+                alpha = vec![0.0; n];
+                if problem.delta != 0.0 {
+                    repair_equality(&mut alpha, problem)?;
+                }
+            }
+        }
+
+        let mut st = State::new(problem, &self.kdiag, alpha, self.params.tol);
+        match q_alpha_known {
+            Some(qa) => st.gradient_from_q_alpha(qa),
+            None => st.gradient_from_scratch(self.gram, &mut self.cache),
+        }
+        let (iterations, termination) = st.run(self.gram, &mut self.cache, &self.params, max_iter);
+        st.finish(self.gram, &mut self.cache, iterations, termination)
+    }
+}
+
+/// Makes `y^T a = delta` hold for an `a` already inside the box, moving as little structure as
+/// it can; returns whether `a` changed. With residual `r = delta - y^T a` (ignored when below
+/// `1e-12` times `max(1, |delta|, sum a)`):
+///
+/// 1. the variables whose *decrease* helps (`y_i = -sign r`, `a_i > 0`) are scaled down by one
+///    common factor, to zero at most;
+/// 2. what remains is added to the variables whose *increase* helps (`y_i = sign r`, `u_i > 0`)
+///    in index order, each filled to its bound (LIBSVM's one-class start).
+///
+/// Fails when the box cannot reach `delta`.
+pub fn repair_equality(alpha: &mut [f64], problem: &DualProblem) -> Result<bool> {
+    let ya: f64 = alpha.iter().zip(problem.y).map(|(a, y)| a * y).sum();
+    let mass: f64 = alpha.iter().sum();
+    let r = problem.delta - ya;
+    if r.abs() <= 1e-12 * mass.max(problem.delta.abs()).max(1.0) {
+        return Ok(false);
+    }
+    let s = r.signum();
+    let mut rem = r.abs();
+    // 1. scale down the variables of the opposite sign.
+    let down: f64 = alpha
+        .iter()
+        .zip(problem.y)
+        .filter(|(_, &y)| y == -s)
+        .map(|(a, _)| *a)
+        .sum();
+    if down > 0.0 {
+        let take = rem.min(down);
+        let factor = if take >= down { 0.0 } else { 1.0 - take / down };
+        for (a, &y) in alpha.iter_mut().zip(problem.y) {
+            if y == -s {
+                *a *= factor;
+            }
+        }
+        rem -= take;
+    }
+    // 2. fill the variables of the same sign to their bounds in order.
+    for ((a, &y), &u) in alpha.iter_mut().zip(problem.y).zip(problem.u) {
+        if rem <= 0.0 {
+            break;
+        }
+        if y == s {
+            let room = u - *a;
+            if room > 0.0 {
+                let add = rem.min(room);
+                *a += add;
+                rem -= add;
+            }
+        }
+    }
+    if rem > 1e-12 * problem.delta.abs().max(1.0) {
+        return Err(invalid_param(format!(
+            "dual problem is infeasible: y^T a = {} cannot be reached within the bounds u",
+            problem.delta
+        )));
+    }
+    Ok(true)
+}
+
+/// The state of one solve (LIBSVM's `Solver` members).
+struct State<'p> {
+    y: &'p [f64],
+    point: &'p [usize],
+    p: &'p [f64],
+    d: &'p [f64],
+    u: &'p [f64],
+    /// `Q_ii + d_i` per sample.
+    qd: Vec<f64>,
+    alpha: Vec<f64>,
+    /// Gradient `(Q + diag d) a - p`, exact on active samples (all after reconstruction).
+    g: Vec<f64>,
+    /// `G_bar_i = sum_{j at upper bound} u_j (Q + diag d)_ij`, built on first use.
+    g_bar: Option<Vec<f64>>,
+    /// Active samples (not shrunk; dead ones included), in increasing order after every reset.
+    active: Vec<usize>,
+    is_active: Vec<bool>,
+    /// Samples with `u_i > 0`.
+    n_live: usize,
+    unshrink: bool,
+    eps: f64,
+    /// Variables removed by shrinking so far (for tests).
+    n_shrunk: usize,
+}
+
+impl<'p> State<'p> {
+    fn new(problem: &DualProblem<'p>, kdiag: &[f64], alpha: Vec<f64>, tol: f64) -> Self {
+        let n = problem.len();
+        let qd: Vec<f64> = (0..n)
+            .map(|i| kdiag[problem.point[i]] + problem.d[i])
+            .collect();
+        // Dead samples (`u_i = 0`) stay active so that their gradient is kept up to date (the
+        // caller's next warm start needs their `Q a`), but are never selected or shrunk.
+        let live: Vec<usize> = (0..n).filter(|&i| problem.u[i] > 0.0).collect();
+        // Stopping scale (see `SmoParams::tol`).
+        let (mut mp, mut mn) = (f64::NEG_INFINITY, f64::NEG_INFINITY);
+        let mut qd_max = 0.0_f64;
+        for &i in &live {
+            if problem.y[i] > 0.0 {
+                mp = mp.max(problem.p[i]);
+            } else {
+                mn = mn.max(problem.p[i]);
+            }
+            qd_max = qd_max.max(qd[i]);
+        }
+        let gap0 = if mp.is_finite() && mn.is_finite() {
+            mp + mn
+        } else {
+            0.0
+        };
+        let scale = gap0.max(problem.delta.abs() * qd_max).max(1e-12);
+        Self {
+            y: problem.y,
+            point: problem.point,
+            p: problem.p,
+            d: problem.d,
+            u: problem.u,
+            qd,
+            alpha,
+            g: vec![0.0; n],
+            g_bar: None,
+            n_live: live.len(),
+            active: (0..n).collect(),
+            is_active: vec![true; n],
+            unshrink: false,
+            eps: tol * scale,
+            n_shrunk: 0,
+        }
+    }
+
+    #[inline]
+    fn is_upper(&self, i: usize) -> bool {
+        self.alpha[i] >= self.u[i]
+    }
+    #[inline]
+    fn is_lower(&self, i: usize) -> bool {
+        self.alpha[i] <= 0.0
+    }
+
+    /// `G = q_alpha + d a - p` from a known `Q a`.
+    fn gradient_from_q_alpha(&mut self, qa: &[f64]) {
+        for (i, (g, &q)) in self.g.iter_mut().zip(qa).enumerate() {
+            *g = q + self.d[i] * self.alpha[i] - self.p[i];
+        }
+    }
+
+    /// `G = Q a + d a - p` from the rows of the points carrying nonzero `a`.
+    fn gradient_from_scratch<G: GramRows>(&mut self, gram: &G, cache: &mut RowCache) {
+        let n = self.g.len();
+        for i in 0..n {
+            self.g[i] = self.d[i] * self.alpha[i] - self.p[i];
+        }
+        let mut coef = vec![0.0; cache.n_points];
+        for j in 0..n {
+            coef[self.point[j]] += self.y[j] * self.alpha[j];
+        }
+        for (m, &c) in coef.iter().enumerate() {
+            if c != 0.0 {
+                let slot = cache.get(gram, m);
+                let row = cache.row(slot);
+                for i in 0..n {
+                    self.g[i] += self.y[i] * c * row[self.point[i]];
+                }
+            }
+        }
+    }
+
+    /// Builds `G_bar` from scratch if it does not exist yet.
+    fn ensure_g_bar<G: GramRows>(&mut self, gram: &G, cache: &mut RowCache) {
+        if self.g_bar.is_some() {
+            return;
+        }
+        let n = self.g.len();
+        let mut gb = vec![0.0; n];
+        for j in 0..n {
+            if self.u[j] > 0.0 && self.is_upper(j) {
+                let uj = self.u[j];
+                let slot = cache.get(gram, self.point[j]);
+                let row = cache.row(slot);
+                for (i, v) in gb.iter_mut().enumerate() {
+                    *v += uj * self.y[i] * self.y[j] * row[self.point[i]];
+                }
+                gb[j] += uj * self.d[j];
+            }
+        }
+        self.g_bar = Some(gb);
+    }
+
+    /// LIBSVM's `reconstruct_gradient`: the exact gradient of every inactive sample from
+    /// `G_bar` and the free variables, then all samples become active.
+    fn reconstruct_gradient<G: GramRows>(&mut self, gram: &G, cache: &mut RowCache) {
+        let n = self.g.len();
+        if self.active.len() == n {
+            return;
+        }
+        self.ensure_g_bar(gram, cache);
+        let Some(gb) = self.g_bar.as_ref() else {
+            return;
+        };
+        let inactive: Vec<usize> = (0..n).filter(|&i| !self.is_active[i]).collect();
+        for &i in &inactive {
+            self.g[i] = gb[i] - self.p[i];
+        }
+        for k in 0..self.active.len() {
+            let j = self.active[k];
+            if !self.is_lower(j) && !self.is_upper(j) {
+                let c = self.y[j] * self.alpha[j];
+                let slot = cache.get(gram, self.point[j]);
+                let row = cache.row(slot);
+                for &i in &inactive {
+                    self.g[i] += self.y[i] * c * row[self.point[i]];
+                }
+            }
+        }
+        self.reset_active();
+    }
+
+    fn reset_active(&mut self) {
+        self.active.clear();
+        self.active.extend(0..self.g.len());
+        self.is_active.iter_mut().for_each(|a| *a = true);
+    }
+
+    /// LIBSVM's `select_working_set` (WSS 2, Fan et al. 2005): `None` when optimal.
+    fn select_working_set<G: GramRows>(
+        &self,
+        gram: &G,
+        cache: &mut RowCache,
+    ) -> Option<(usize, usize)> {
+        let mut gmax = f64::NEG_INFINITY;
+        let mut gmax2 = f64::NEG_INFINITY;
+        let mut gmax_idx = NIL;
+        for &t in &self.active {
+            if self.y[t] > 0.0 {
+                if !self.is_upper(t) && -self.g[t] >= gmax {
+                    gmax = -self.g[t];
+                    gmax_idx = t;
+                }
+            } else if !self.is_lower(t) && self.g[t] >= gmax {
+                gmax = self.g[t];
+                gmax_idx = t;
+            }
+        }
+        let i = gmax_idx;
+        let mut gmin_idx = NIL;
+        let mut obj_diff_min = f64::INFINITY;
+        if i != NIL {
+            let slot = cache.get(gram, self.point[i]);
+            let row = cache.row(slot);
+            let qd_i = self.qd[i];
+            for &j in &self.active {
+                let grad_diff = if self.y[j] > 0.0 {
+                    if self.is_lower(j) {
+                        continue;
+                    }
+                    gmax2 = gmax2.max(self.g[j]);
+                    gmax + self.g[j]
+                } else {
+                    if self.is_upper(j) {
+                        continue;
+                    }
+                    gmax2 = gmax2.max(-self.g[j]);
+                    gmax - self.g[j]
+                };
+                // `j == i` gives `grad_diff = 0` and is never selected.
+                if grad_diff > 0.0 {
+                    // Q_ii + Q_jj - 2 y_i y_j Q_ij = K_ii + d_i + K_jj + d_j - 2 K_ij.
+                    let quad = qd_i + self.qd[j] - 2.0 * row[self.point[j]];
+                    let obj_diff = if quad > 0.0 {
+                        -(grad_diff * grad_diff) / quad
+                    } else {
+                        -(grad_diff * grad_diff) / TAU
+                    };
+                    if obj_diff <= obj_diff_min {
+                        gmin_idx = j;
+                        obj_diff_min = obj_diff;
+                    }
+                }
+            }
+        }
+        if gmax + gmax2 < self.eps || gmin_idx == NIL {
+            None
+        } else {
+            Some((i, gmin_idx))
+        }
+    }
+
+    /// LIBSVM's `be_shrunk` (dead samples are never shrunk).
+    fn be_shrunk(&self, i: usize, gmax1: f64, gmax2: f64) -> bool {
+        if self.u[i] <= 0.0 {
+            false
+        } else if self.is_upper(i) {
+            if self.y[i] > 0.0 {
+                -self.g[i] > gmax1
+            } else {
+                -self.g[i] > gmax2
+            }
+        } else if self.is_lower(i) {
+            if self.y[i] > 0.0 {
+                self.g[i] > gmax2
+            } else {
+                self.g[i] > gmax1
+            }
+        } else {
+            false
+        }
+    }
+
+    /// LIBSVM's `do_shrinking`.
+    fn do_shrinking<G: GramRows>(&mut self, gram: &G, cache: &mut RowCache) {
+        let mut gmax1 = f64::NEG_INFINITY;
+        let mut gmax2 = f64::NEG_INFINITY;
+        for &i in &self.active {
+            let gi = self.g[i];
+            if self.y[i] > 0.0 {
+                if !self.is_upper(i) {
+                    gmax1 = gmax1.max(-gi);
+                }
+                if !self.is_lower(i) {
+                    gmax2 = gmax2.max(gi);
+                }
+            } else {
+                if !self.is_upper(i) {
+                    gmax2 = gmax2.max(-gi);
+                }
+                if !self.is_lower(i) {
+                    gmax1 = gmax1.max(gi);
+                }
+            }
+        }
+        if !self.unshrink && gmax1 + gmax2 <= self.eps * 10.0 {
+            self.unshrink = true;
+            self.reconstruct_gradient(gram, cache);
+        }
+        let mut keep = Vec::with_capacity(self.active.len());
+        for k in 0..self.active.len() {
+            let i = self.active[k];
+            if self.be_shrunk(i, gmax1, gmax2) {
+                self.is_active[i] = false;
+                self.n_shrunk += 1;
+            } else {
+                keep.push(i);
+            }
+        }
+        self.active = keep;
+    }
+
+    /// The two-variable update of LIBSVM's `Solver::Solve` (box clipping valid for `u = inf`),
+    /// then the gradient and `G_bar` updates.
+    fn update<G: GramRows>(&mut self, gram: &G, cache: &mut RowCache, i: usize, j: usize) {
+        let (ui, uj) = (self.u[i], self.u[j]);
+        let (old_ai, old_aj) = (self.alpha[i], self.alpha[j]);
+        let si = cache.get(gram, self.point[i]);
+        let sj = cache.get(gram, self.point[j]);
+        let kij = cache.row(si)[self.point[j]];
+        let quad = {
+            let q = self.qd[i] + self.qd[j] - 2.0 * kij;
+            if q > 0.0 {
+                q
+            } else {
+                TAU
+            }
+        };
+        let (mut ai, mut aj) = (old_ai, old_aj);
+        if self.y[i] != self.y[j] {
+            let delta = (-self.g[i] - self.g[j]) / quad;
+            let diff = ai - aj;
+            ai += delta;
+            aj += delta;
+            if diff > 0.0 {
+                if aj < 0.0 {
+                    aj = 0.0;
+                    ai = diff;
+                }
+            } else if ai < 0.0 {
+                ai = 0.0;
+                aj = -diff;
+            }
+            // `ui - uj` is NaN when both are infinite: then neither bound binds.
+            if diff > ui - uj {
+                if ai > ui {
+                    ai = ui;
+                    aj = ui - diff;
+                }
+            } else if aj > uj {
+                aj = uj;
+                ai = uj + diff;
+            }
+        } else {
+            let delta = (self.g[i] - self.g[j]) / quad;
+            let sum = ai + aj;
+            ai -= delta;
+            aj += delta;
+            if sum > ui {
+                if ai > ui {
+                    ai = ui;
+                    aj = sum - ui;
+                }
+            } else if aj < 0.0 {
+                aj = 0.0;
+                ai = sum;
+            }
+            if sum > uj {
+                if aj > uj {
+                    aj = uj;
+                    ai = sum - uj;
+                }
+            } else if ai < 0.0 {
+                ai = 0.0;
+                aj = sum;
+            }
+        }
+        let was_upper_i = self.is_upper(i);
+        let was_upper_j = self.is_upper(j);
+        self.alpha[i] = ai;
+        self.alpha[j] = aj;
+        let dai = ai - old_ai;
+        let daj = aj - old_aj;
+        let (row_i, row_j) = (cache.row(si), cache.row(sj));
+        let ci = self.y[i] * dai;
+        let cj = self.y[j] * daj;
+        for &k in &self.active {
+            let mk = self.point[k];
+            self.g[k] += self.y[k] * (ci * row_i[mk] + cj * row_j[mk]);
+        }
+        self.g[i] += self.d[i] * dai;
+        self.g[j] += self.d[j] * daj;
+        // G_bar follows status changes at the upper bound.
+        let now_upper_i = self.is_upper(i);
+        let now_upper_j = self.is_upper(j);
+        if let Some(gb) = self.g_bar.as_mut() {
+            for (idx, was, now, row) in [
+                (i, was_upper_i, now_upper_i, row_i),
+                (j, was_upper_j, now_upper_j, row_j),
+            ] {
+                if was != now {
+                    let c = if now { self.u[idx] } else { -self.u[idx] };
+                    let cy = c * self.y[idx];
+                    for (k, v) in gb.iter_mut().enumerate() {
+                        *v += cy * self.y[k] * row[self.point[k]];
+                    }
+                    gb[idx] += c * self.d[idx];
+                }
+            }
+        }
+    }
+
+    /// The main loop of LIBSVM's `Solver::Solve`.
+    fn run<G: GramRows>(
+        &mut self,
+        gram: &G,
+        cache: &mut RowCache,
+        params: &SmoParams,
+        max_iter: usize,
+    ) -> (usize, Termination) {
+        if self.n_live == 0 {
+            return (0, Termination::Converged);
+        }
+        let period = self.n_live.min(1000);
+        let mut counter = period + 1;
+        let mut iter = 0;
+        loop {
+            counter -= 1;
+            if counter == 0 {
+                counter = period;
+                if params.shrinking {
+                    self.do_shrinking(gram, cache);
+                }
+            }
+            let ws = match self.select_working_set(gram, cache) {
+                Some(ws) => ws,
+                None => {
+                    self.reconstruct_gradient(gram, cache);
+                    match self.select_working_set(gram, cache) {
+                        Some(ws) => {
+                            counter = 1;
+                            ws
+                        }
+                        None => return (iter, Termination::Converged),
+                    }
+                }
+            };
+            if iter >= max_iter {
+                return (iter, Termination::MaxIter);
+            }
+            iter += 1;
+            self.update(gram, cache, ws.0, ws.1);
+        }
+    }
+
+    /// LIBSVM's `calculate_rho` (returned as `b = -rho`), made safe when one side is unbounded.
+    fn bias(&self) -> f64 {
+        let (mut ub, mut lb) = (f64::INFINITY, f64::NEG_INFINITY);
+        let (mut nr_free, mut sum_free) = (0usize, 0.0);
+        for &i in &self.active {
+            if self.u[i] <= 0.0 {
+                continue;
+            }
+            let yg = self.y[i] * self.g[i];
+            if self.is_upper(i) {
+                if self.y[i] < 0.0 {
+                    ub = ub.min(yg);
+                } else {
+                    lb = lb.max(yg);
+                }
+            } else if self.is_lower(i) {
+                if self.y[i] > 0.0 {
+                    ub = ub.min(yg);
+                } else {
+                    lb = lb.max(yg);
+                }
+            } else {
+                nr_free += 1;
+                sum_free += yg;
+            }
+        }
+        let rho = if nr_free > 0 {
+            sum_free / nr_free as f64
+        } else {
+            match (ub.is_finite(), lb.is_finite()) {
+                (true, true) => 0.5 * (ub + lb),
+                (true, false) => ub,
+                (false, true) => lb,
+                (false, false) => 0.0,
+            }
+        };
+        -rho
+    }
+
+    /// Exact gradient everywhere (dead samples included), bias, objective and `Q a`. Fails
+    /// when the iterates are no longer finite (an indefinite kernel with unbounded `u`).
+    fn finish<G: GramRows>(
+        mut self,
+        gram: &G,
+        cache: &mut RowCache,
+        iterations: usize,
+        termination: Termination,
+    ) -> Result<DualSolution> {
+        self.reconstruct_gradient(gram, cache);
+        if self.alpha.iter().chain(&self.g).any(|v| !v.is_finite()) {
+            return Err(Error::Solver(
+                "SMO iterates are not finite: the dual problem is unbounded (is the kernel \
+                 positive semi-definite?)"
+                    .into(),
+            ));
+        }
+        let b = self.bias();
+        let n = self.g.len();
+        let mut objective = 0.0;
+        let mut q_alpha = Vec::with_capacity(n);
+        for i in 0..n {
+            objective += 0.5 * self.alpha[i] * (self.g[i] - self.p[i]);
+            q_alpha.push(self.g[i] + self.p[i] - self.d[i] * self.alpha[i]);
+        }
+        Ok(DualSolution {
+            alpha: self.alpha,
+            q_alpha,
+            b,
+            objective,
+            iterations,
+            termination,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Gram whose row `i` is `i` everywhere, to see which rows the cache computes.
+    struct Counting(usize);
+
+    impl GramRows for Counting {
+        fn n_points(&self) -> usize {
+            self.0
+        }
+        fn diagonal(&self) -> Vec<f64> {
+            (0..self.0).map(|i| i as f64).collect()
+        }
+        fn fill_row(&self, i: usize, out: &mut [f64]) {
+            out.iter_mut().for_each(|o| *o = i as f64);
+        }
+    }
+
+    #[test]
+    fn row_cache_is_lru_by_point() {
+        let g = Counting(10);
+        let mut c = RowCache::new(10, 3 * 8 * 10);
+        assert_eq!(c.capacity, 3);
+        for p in [0, 1, 2] {
+            let s = c.get(&g, p);
+            assert_eq!(c.row(s)[4], p as f64);
+        }
+        assert_eq!(c.computed, 3);
+        c.get(&g, 0); // hit: 0 becomes most recent, 1 least recent
+        assert_eq!(c.computed, 3);
+        let s = c.get(&g, 5); // evicts 1
+        assert_eq!(c.row(s)[0], 5.0);
+        assert_eq!(c.slot_of[1], NIL);
+        c.get(&g, 0);
+        c.get(&g, 2);
+        assert_eq!(c.computed, 4);
+        c.get(&g, 1); // evicts 5
+        assert_eq!(c.slot_of[5], NIL);
+        assert_eq!(c.computed, 5);
+        // Never fewer than two rows.
+        assert_eq!(RowCache::new(10, 0).capacity, 2);
+    }
+
+    /// Shrinking runs, `G_bar` is kept up to date and the reconstructed gradient matches the
+    /// gradient computed from scratch.
+    #[test]
+    fn shrinking_and_reconstruction() -> Result<()> {
+        let n = 120;
+        // Points on a line, labels by sign with a few flips: many alphas at both bounds.
+        let x = Array2::from_shape_fn((n, 1), |(i, _)| (i as f64 - 60.0) / 20.0);
+        let gram = InstanceGram::new(Kernel::Rbf { gamma: 2.0 }, Rows::Dense(x.view()))?;
+        let y: Vec<f64> = (0..n)
+            .map(|i| if (i < 60) ^ (i % 11 == 0) { -1.0 } else { 1.0 })
+            .collect();
+        let point: Vec<usize> = (0..n).collect();
+        let (p, d) = (vec![1.0; n], vec![0.0; n]);
+        let mut u: Vec<f64> = (0..n).map(|i| 0.5 + (i % 3) as f64).collect();
+        u[5] = 0.0;
+        let problem = DualProblem {
+            y: &y,
+            point: &point,
+            p: &p,
+            d: &d,
+            u: &u,
+            delta: 0.0,
+        };
+        let params = SmoParams {
+            tol: 1e-10,
+            ..SmoParams::default()
+        };
+        let kdiag = gram.diagonal();
+        let mut cache = RowCache::new(n, 1 << 20);
+        let mut st = State::new(&problem, &kdiag, vec![0.0; n], params.tol);
+        st.gradient_from_scratch(&gram, &mut cache);
+        let (_, term) = st.run(&gram, &mut cache, &params, 100_000);
+        assert_eq!(term, Termination::Converged);
+        assert!(st.n_shrunk > 0, "nothing was shrunk");
+        st.reconstruct_gradient(&gram, &mut cache);
+        let g_run = st.g.clone();
+        let g_bar_run = st.g_bar.clone();
+        st.g_bar = None;
+        st.ensure_g_bar(&gram, &mut cache);
+        st.gradient_from_scratch(&gram, &mut cache);
+        for (a, b) in g_run.iter().zip(&st.g) {
+            assert!((a - b).abs() < 1e-9, "gradient {a} vs {b}");
+        }
+        assert!(g_bar_run.is_some(), "G_bar was never built");
+        if let (Some(a), Some(b)) = (g_bar_run, st.g_bar.as_ref()) {
+            for (a, b) in a.iter().zip(b) {
+                assert!((a - b).abs() < 1e-9, "G_bar {a} vs {b}");
+            }
+        }
+        Ok(())
+    }
+}

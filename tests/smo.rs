@@ -1,0 +1,731 @@
+//! Tests of the SMO dual solver (`milsvm::smo`) against the interior-point solver Clarabel on
+//! small random problems (hinge C-SVM with per-sample bounds, L2-loss SVM with duplicated points,
+//! one-class SVM), plus KKT conditions, cache size, warm starts, thread-count independence, the
+//! iteration cap and input validation.
+
+use clarabel::algebra::CscMatrix;
+use clarabel::solver::{
+    DefaultSettingsBuilder, DefaultSolver, IPSolver, SolverStatus, SupportedConeT,
+};
+use milsvm::bags::Csr;
+use milsvm::kernel::{Kernel, Rows};
+use milsvm::smo::{
+    DualProblem, DualSolution, GramRows, InstanceGram, PrecomputedGram, Smo, SmoParams, Termination,
+};
+use milsvm::Error;
+use ndarray::Array2;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+fn rng(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed)
+}
+
+fn random_points(rng: &mut ChaCha8Rng, n: usize, dim: usize) -> Array2<f64> {
+    Array2::from_shape_fn((n, dim), |_| rng.random::<f64>() * 2.0 - 1.0)
+}
+
+/// An owned dual problem.
+#[derive(Debug, Clone)]
+struct Owned {
+    y: Vec<f64>,
+    point: Vec<usize>,
+    p: Vec<f64>,
+    d: Vec<f64>,
+    u: Vec<f64>,
+    delta: f64,
+}
+
+impl Owned {
+    fn view(&self) -> DualProblem<'_> {
+        DualProblem {
+            y: &self.y,
+            point: &self.point,
+            p: &self.p,
+            d: &self.d,
+            u: &self.u,
+            delta: self.delta,
+        }
+    }
+}
+
+/// Hinge C-SVM: one sample per point, per-sample bounds `C w_i`, a dead sample now and then.
+fn hinge_problem(rng: &mut ChaCha8Rng, n: usize) -> Owned {
+    let mut y: Vec<f64> = (0..n)
+        .map(|_| if rng.random::<bool>() { 1.0 } else { -1.0 })
+        .collect();
+    y[0] = 1.0;
+    y[1] = -1.0;
+    let c = 0.3 + 3.0 * rng.random::<f64>();
+    let mut u: Vec<f64> = (0..n)
+        .map(|_| c * (0.5 + 1.5 * rng.random::<f64>()))
+        .collect();
+    if n > 6 {
+        u[n - 1] = 0.0;
+    }
+    Owned {
+        y,
+        point: (0..n).collect(),
+        p: vec![1.0; n],
+        d: vec![0.0; n],
+        u,
+        delta: 0.0,
+    }
+}
+
+/// L2-loss SVM over `np` points: each point once, about half of them again with the other label.
+fn l2_problem(rng: &mut ChaCha8Rng, np: usize) -> Owned {
+    let mut o = Owned {
+        y: vec![],
+        point: vec![],
+        p: vec![],
+        d: vec![],
+        u: vec![],
+        delta: 0.0,
+    };
+    for m in 0..np {
+        let label = if rng.random::<bool>() { 1.0 } else { -1.0 };
+        let copies: &[f64] = if rng.random::<bool>() {
+            &[1.0, -1.0]
+        } else {
+            &[1.0]
+        };
+        for &s in copies {
+            let c = 0.2 + 5.0 * rng.random::<f64>();
+            o.y.push(label * s);
+            o.point.push(m);
+            o.p.push(1.0);
+            o.d.push(1.0 / (2.0 * c));
+            o.u.push(f64::INFINITY);
+        }
+    }
+    o
+}
+
+/// One-class SVM: `y = 1, p = 0, delta = 1, u = 1/(nu n)`.
+fn one_class_problem(n: usize, nu: f64) -> Owned {
+    Owned {
+        y: vec![1.0; n],
+        point: (0..n).collect(),
+        p: vec![0.0; n],
+        d: vec![0.0; n],
+        u: vec![1.0 / (nu * n as f64); n],
+        delta: 1.0,
+    }
+}
+
+/// The dense kernel matrix of a Gram.
+fn dense_gram<G: GramRows>(g: &G) -> Array2<f64> {
+    let n = g.n_points();
+    let mut k = Array2::zeros((n, n));
+    for i in 0..n {
+        let mut row = vec![0.0; n];
+        g.fill_row(i, &mut row);
+        for j in 0..n {
+            k[[i, j]] = row[j];
+        }
+    }
+    k
+}
+
+/// `Q + diag(d)` of a problem.
+fn qbar(k: &Array2<f64>, pr: &Owned) -> Array2<f64> {
+    let n = pr.y.len();
+    Array2::from_shape_fn((n, n), |(i, j)| {
+        pr.y[i] * pr.y[j] * k[[pr.point[i], pr.point[j]]] + if i == j { pr.d[i] } else { 0.0 }
+    })
+}
+
+/// Optimal objective by Clarabel.
+fn clarabel_objective(k: &Array2<f64>, pr: &Owned) -> Result<f64, Box<dyn std::error::Error>> {
+    let n = pr.y.len();
+    let q = qbar(k, pr);
+    let mut rows: Vec<Vec<f64>> = (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| if j >= i { q[[i, j]] } else { 0.0 })
+                .collect()
+        })
+        .collect();
+    let p_mat = CscMatrix::from(rows.iter().map(|r| r.iter()));
+    let lin: Vec<f64> = pr.p.iter().map(|v| -v).collect();
+    // y^T a = delta; -a <= 0; a <= u (finite u only).
+    rows.clear();
+    let mut b = vec![];
+    rows.push(pr.y.clone());
+    b.push(pr.delta);
+    for i in 0..n {
+        let mut r = vec![0.0; n];
+        r[i] = -1.0;
+        rows.push(r);
+        b.push(0.0);
+    }
+    let mut n_fin = 0;
+    for i in 0..n {
+        if pr.u[i].is_finite() {
+            let mut r = vec![0.0; n];
+            r[i] = 1.0;
+            rows.push(r);
+            b.push(pr.u[i]);
+            n_fin += 1;
+        }
+    }
+    let a_mat = CscMatrix::from(rows.iter().map(|r| r.iter()));
+    let cones = [
+        SupportedConeT::ZeroConeT(1),
+        SupportedConeT::NonnegativeConeT(n + n_fin),
+    ];
+    let settings = DefaultSettingsBuilder::default()
+        .verbose(false)
+        .tol_gap_abs(1e-11)
+        .tol_gap_rel(1e-11)
+        .tol_feas(1e-11)
+        .build()?;
+    let mut solver = DefaultSolver::new(&p_mat, &lin, &a_mat, &b, &cones, settings)?;
+    solver.solve();
+    let status = solver.solution.status;
+    assert!(
+        matches!(status, SolverStatus::Solved | SolverStatus::AlmostSolved),
+        "clarabel status {status:?}"
+    );
+    Ok(solver.solution.obj_val)
+}
+
+/// Checks feasibility, `q_alpha`, the objective and the KKT gap (`m(a) - M(a) <= gap_tol`).
+fn check_solution(k: &Array2<f64>, pr: &Owned, sol: &DualSolution, gap_tol: f64) {
+    let n = pr.y.len();
+    let ya: f64 = sol.alpha.iter().zip(&pr.y).map(|(a, y)| a * y).sum();
+    assert!(
+        (ya - pr.delta).abs() <= 1e-10,
+        "y^T a = {ya} != {}",
+        pr.delta
+    );
+    for i in 0..n {
+        assert!(
+            sol.alpha[i] >= 0.0 && sol.alpha[i] <= pr.u[i],
+            "alpha[{i}] out of box"
+        );
+    }
+    let q = qbar(k, pr);
+    let mut obj = 0.0;
+    let (mut m_up, mut m_low) = (f64::NEG_INFINITY, f64::INFINITY);
+    for i in 0..n {
+        let qa: f64 =
+            (0..n).map(|j| q[[i, j]] * sol.alpha[j]).sum::<f64>() - pr.d[i] * sol.alpha[i];
+        assert!(
+            (qa - sol.q_alpha[i]).abs() <= 1e-9 * (1.0 + qa.abs()),
+            "q_alpha[{i}] = {} != {qa}",
+            sol.q_alpha[i]
+        );
+        let g = qa + pr.d[i] * sol.alpha[i] - pr.p[i];
+        obj += 0.5 * sol.alpha[i] * (g - pr.p[i]);
+        if pr.u[i] == 0.0 {
+            continue;
+        }
+        let v = -pr.y[i] * g;
+        let (below_u, above_0) = (sol.alpha[i] < pr.u[i], sol.alpha[i] > 0.0);
+        let in_up = (pr.y[i] > 0.0 && below_u) || (pr.y[i] < 0.0 && above_0);
+        let in_low = (pr.y[i] > 0.0 && above_0) || (pr.y[i] < 0.0 && below_u);
+        if in_up {
+            m_up = m_up.max(v);
+        }
+        if in_low {
+            m_low = m_low.min(v);
+        }
+        // Free variables give the bias.
+        if below_u && above_0 {
+            assert!((v - sol.b).abs() <= 10.0 * gap_tol, "b = {} vs {v}", sol.b);
+        }
+    }
+    assert!(
+        (obj - sol.objective).abs() <= 1e-9 * (1.0 + obj.abs()),
+        "objective {} != {obj}",
+        sol.objective
+    );
+    assert!(m_up - m_low <= gap_tol, "KKT gap {}", m_up - m_low);
+}
+
+fn tight() -> SmoParams {
+    SmoParams {
+        tol: 1e-9,
+        ..SmoParams::default()
+    }
+}
+
+fn rbf(gamma: f64) -> Kernel {
+    Kernel::Rbf { gamma }
+}
+
+fn assert_rel(a: f64, b: f64, rel: f64, what: &str) {
+    assert!(
+        (a - b).abs() <= rel * b.abs().max(1e-3),
+        "{what}: {a} vs {b} (rel {})",
+        (a - b).abs() / b.abs().max(1e-3)
+    );
+}
+
+#[test]
+fn hinge_matches_clarabel() -> TestResult {
+    for seed in 0..6 {
+        let mut r = rng(seed);
+        let n = 5 + 7 * seed as usize;
+        let x = random_points(&mut r, n, 3);
+        let gram = InstanceGram::new(rbf(0.8), Rows::Dense(x.view()))?;
+        let k = dense_gram(&gram);
+        let pr = hinge_problem(&mut r, n);
+        let mut smo = Smo::new(&gram, tight())?;
+        let sol = smo.solve(&pr.view(), None)?;
+        assert_eq!(sol.termination, Termination::Converged);
+        check_solution(&k, &pr, &sol, 1e-7);
+        assert_rel(
+            sol.objective,
+            clarabel_objective(&k, &pr)?,
+            1e-6,
+            "hinge objective",
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn l2_loss_with_duplicated_points_matches_clarabel() -> TestResult {
+    for seed in 10..16 {
+        let mut r = rng(seed);
+        let np = 4 + 5 * (seed as usize - 10);
+        let x = random_points(&mut r, np, 4);
+        let gram = InstanceGram::new(rbf(0.5), Rows::Dense(x.view()))?;
+        let k = dense_gram(&gram);
+        let pr = l2_problem(&mut r, np);
+        let mut smo = Smo::new(&gram, tight())?;
+        let sol = smo.solve(&pr.view(), None)?;
+        assert_eq!(sol.termination, Termination::Converged);
+        check_solution(&k, &pr, &sol, 1e-7);
+        assert_rel(
+            sol.objective,
+            clarabel_objective(&k, &pr)?,
+            1e-6,
+            "L2 objective",
+        );
+        // Decision values from q_alpha and b agree with the kernel expansion.
+        for i in 0..pr.y.len() {
+            let f: f64 = (0..pr.y.len())
+                .map(|s| pr.y[s] * sol.alpha[s] * k[[pr.point[s], pr.point[i]]])
+                .sum::<f64>()
+                + sol.b;
+            assert!((pr.y[i] * sol.q_alpha[i] + sol.b - f).abs() < 1e-9);
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn one_class_matches_clarabel() -> TestResult {
+    for seed in 20..26 {
+        let mut r = rng(seed);
+        let n = 5 + 7 * (seed as usize - 20);
+        let x = random_points(&mut r, n, 2);
+        let gram = InstanceGram::new(rbf(1.0), Rows::Dense(x.view()))?;
+        let k = dense_gram(&gram);
+        let pr = one_class_problem(n, 0.3);
+        let mut smo = Smo::new(&gram, tight())?;
+        let sol = smo.solve(&pr.view(), None)?;
+        assert_eq!(sol.termination, Termination::Converged);
+        check_solution(&k, &pr, &sol, 1e-7);
+        assert_rel(
+            sol.objective,
+            clarabel_objective(&k, &pr)?,
+            1e-6,
+            "one-class objective",
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn precomputed_and_sparse_grams_match_dense() -> TestResult {
+    let mut r = rng(30);
+    let x = random_points(&mut r, 15, 5);
+    // Sparsify: zero out about half the entries.
+    let x = x.mapv(|v| if v.abs() < 0.5 { 0.0 } else { v });
+    let (mut indptr, mut indices, mut data) = (vec![0], vec![], vec![]);
+    for row in x.rows() {
+        for (j, &v) in row.iter().enumerate() {
+            if v != 0.0 {
+                indices.push(j);
+                data.push(v);
+            }
+        }
+        indptr.push(indices.len());
+    }
+    let csr = Csr::new(15, 5, indptr, indices, data)?;
+    for kernel in [Kernel::Linear, rbf(0.7)] {
+        let dense = InstanceGram::new(kernel, Rows::Dense(x.view()))?;
+        let sparse = InstanceGram::new(kernel, Rows::Sparse(&csr))?;
+        let (kd, ks) = (dense_gram(&dense), dense_gram(&sparse));
+        for (a, b) in kd.iter().zip(ks.iter()) {
+            assert!((a - b).abs() < 1e-12);
+        }
+        for (a, b) in dense.diagonal().iter().zip(kd.diag()) {
+            assert_eq!(a, b);
+        }
+        let pre = PrecomputedGram::new(kd.clone())?;
+        let pr = hinge_problem(&mut r, 15);
+        let s1 = Smo::new(&dense, tight())?.solve(&pr.view(), None)?;
+        let s2 = Smo::new(&pre, tight())?.solve(&pr.view(), None)?;
+        assert_rel(s1.objective, s2.objective, 1e-9, "precomputed");
+    }
+    Ok(())
+}
+
+#[test]
+fn tiny_cache_gives_the_same_solution() -> TestResult {
+    let mut r = rng(40);
+    let np = 30;
+    let x = random_points(&mut r, np, 3);
+    let gram = InstanceGram::new(rbf(0.5), Rows::Dense(x.view()))?;
+    for (pr, shrinking) in [
+        (l2_problem(&mut r, np), true),
+        (hinge_problem(&mut r, np), true),
+        (hinge_problem(&mut r, np), false),
+    ] {
+        let params = SmoParams {
+            shrinking,
+            ..tight()
+        };
+        let small = SmoParams {
+            cache_bytes: 3 * 8 * np,
+            ..params
+        };
+        let big = Smo::new(&gram, params)?.solve(&pr.view(), None)?;
+        let mut smo_small = Smo::new(&gram, small)?;
+        let little = smo_small.solve(&pr.view(), None)?;
+        assert_eq!(big, little);
+        assert!(smo_small.kernel_rows_computed() > np);
+    }
+    Ok(())
+}
+
+#[test]
+fn warm_starts() -> TestResult {
+    let mut r = rng(50);
+    let np = 25;
+    let x = random_points(&mut r, np, 3);
+    let gram = InstanceGram::new(rbf(0.5), Rows::Dense(x.view()))?;
+    let k = dense_gram(&gram);
+    let params = SmoParams {
+        tol: 1e-8,
+        ..SmoParams::default()
+    };
+
+    // L2 loss: the hot path (only d changes), with two dead samples.
+    let mut pr = l2_problem(&mut r, np);
+    pr.u[3] = 0.0;
+    pr.u[7] = 0.0;
+    let mut smo = Smo::new(&gram, params)?;
+    let sol = smo.solve(&pr.view(), None)?;
+    let rows = smo.kernel_rows_computed();
+    let again = smo.solve(&pr.view(), Some(&sol))?;
+    assert_eq!(again.iterations, 0);
+    assert_eq!(
+        smo.kernel_rows_computed(),
+        rows,
+        "no kernel row at the optimum"
+    );
+    assert_eq!(again.alpha, sol.alpha);
+    for d in pr.d.iter_mut() {
+        *d *= 0.8;
+    }
+    let warm = smo.solve(&pr.view(), Some(&sol))?;
+    let cold = Smo::new(&gram, params)?.solve(&pr.view(), None)?;
+    check_solution(&k, &pr, &warm, 1e-6);
+    assert_rel(warm.objective, cold.objective, 1e-9, "L2 warm vs cold");
+    assert!(warm.iterations < cold.iterations);
+
+    // Hinge: lower bounds clip alpha and break y^T a = 0, repaired before solving.
+    let mut pr = hinge_problem(&mut r, np);
+    let mut smo = Smo::new(&gram, params)?;
+    let sol = smo.solve(&pr.view(), None)?;
+    for (i, u) in pr.u.iter_mut().enumerate() {
+        if i % 3 == 0 {
+            *u *= 0.4;
+        }
+    }
+    let warm = smo.solve(&pr.view(), Some(&sol))?;
+    let cold = Smo::new(&gram, params)?.solve(&pr.view(), None)?;
+    check_solution(&k, &pr, &warm, 1e-6);
+    assert_rel(warm.objective, cold.objective, 1e-8, "hinge warm vs cold");
+
+    // One-class with a changed nu: the sum constraint is repaired.
+    let pr1 = one_class_problem(np, 0.2);
+    let pr2 = one_class_problem(np, 0.5);
+    let mut smo = Smo::new(&gram, params)?;
+    let s1 = smo.solve(&pr1.view(), None)?;
+    let warm = smo.solve(&pr2.view(), Some(&s1))?;
+    let cold = Smo::new(&gram, params)?.solve(&pr2.view(), None)?;
+    check_solution(&k, &pr2, &warm, 1e-6);
+    assert_rel(
+        warm.objective,
+        cold.objective,
+        1e-8,
+        "one-class warm vs cold",
+    );
+
+    // A warm start of the wrong length is an error.
+    let bad = DualSolution {
+        alpha: vec![0.0; 3],
+        ..s1
+    };
+    assert!(matches!(
+        smo.solve(&pr2.view(), Some(&bad)),
+        Err(Error::InvalidData(_))
+    ));
+    Ok(())
+}
+
+#[test]
+fn thread_count_does_not_change_results() -> TestResult {
+    // Enough points for rows to be filled in parallel chunks.
+    let mut r = rng(60);
+    let np = 4500;
+    let x = random_points(&mut r, np, 3);
+    let gram = InstanceGram::new(rbf(2.0), Rows::Dense(x.view()))?;
+    let pr = l2_problem(&mut r, np);
+    let params = SmoParams {
+        max_iter: Some(150),
+        ..SmoParams::default()
+    };
+    let run = |k: usize| -> Result<DualSolution, Box<dyn std::error::Error>> {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(k).build()?;
+        Ok(pool.install(|| Smo::new(&gram, params)?.solve(&pr.view(), None))?)
+    };
+    let (a, b) = (run(1)?, run(2)?);
+    assert_eq!(a.iterations, 150);
+    assert_eq!(a, b);
+    Ok(())
+}
+
+#[test]
+fn shrinking_gives_the_same_optimum() -> TestResult {
+    for seed in 110..113 {
+        let mut r = rng(seed);
+        let n = 160;
+        let x = random_points(&mut r, n, 2);
+        let gram = InstanceGram::new(rbf(3.0), Rows::Dense(x.view()))?;
+        let k = dense_gram(&gram);
+        let mut pr = hinge_problem(&mut r, n);
+        // Labels from a smooth rule plus noise: many bounded and many zero alphas.
+        for i in 0..n {
+            let s = x[[i, 0]] + 0.5 * x[[i, 1]] + 0.3 * (r.random::<f64>() - 0.5);
+            pr.y[i] = if s > 0.0 { 1.0 } else { -1.0 };
+        }
+        for u in pr.u.iter_mut() {
+            *u *= 10.0;
+        }
+        for u in pr.u.iter_mut().step_by(7) {
+            *u = 0.0;
+        }
+        let with = Smo::new(&gram, tight())?.solve(&pr.view(), None)?;
+        let params = SmoParams {
+            shrinking: false,
+            ..tight()
+        };
+        let without = Smo::new(&gram, params)?.solve(&pr.view(), None)?;
+        check_solution(&k, &pr, &with, 1e-7);
+        check_solution(&k, &pr, &without, 1e-7);
+        assert_rel(with.objective, without.objective, 1e-9, "shrinking");
+    }
+    Ok(())
+}
+
+#[test]
+fn iteration_cap_keeps_a_feasible_solution() -> TestResult {
+    let mut r = rng(70);
+    let n = 30;
+    let x = random_points(&mut r, n, 3);
+    let gram = InstanceGram::new(rbf(0.5), Rows::Dense(x.view()))?;
+    let k = dense_gram(&gram);
+    let params = SmoParams {
+        max_iter: Some(3),
+        ..SmoParams::default()
+    };
+    for pr in [
+        hinge_problem(&mut r, n),
+        one_class_problem(n, 0.3),
+        l2_problem(&mut r, n),
+    ] {
+        let sol = Smo::new(&gram, params)?.solve(&pr.view(), None)?;
+        assert_eq!(sol.termination, Termination::MaxIter);
+        assert_eq!(sol.iterations, 3);
+        check_solution(&k, &pr, &sol, f64::INFINITY);
+    }
+    Ok(())
+}
+
+#[test]
+fn scaling_p_scales_the_solution() -> TestResult {
+    let mut r = rng(80);
+    let np = 20;
+    let x = random_points(&mut r, np, 3);
+    let gram = InstanceGram::new(rbf(0.5), Rows::Dense(x.view()))?;
+    let pr = l2_problem(&mut r, np);
+    let mut scaled = pr.clone();
+    scaled.p.iter_mut().for_each(|p| *p *= 1024.0);
+    let params = SmoParams::default();
+    let a = Smo::new(&gram, params)?.solve(&pr.view(), None)?;
+    let b = Smo::new(&gram, params)?.solve(&scaled.view(), None)?;
+    assert_eq!(a.iterations, b.iterations);
+    for (x, y) in a.alpha.iter().zip(&b.alpha) {
+        assert_eq!(x * 1024.0, *y);
+    }
+    Ok(())
+}
+
+#[test]
+fn invalid_input_is_rejected() -> TestResult {
+    let mut r = rng(90);
+    let x = random_points(&mut r, 6, 2);
+    let gram = InstanceGram::new(rbf(0.5), Rows::Dense(x.view()))?;
+    let mut smo = Smo::new(&gram, SmoParams::default())?;
+    let good = hinge_problem(&mut r, 6);
+    assert!(smo.solve(&good.view(), None).is_ok());
+    let mut cases: Vec<Owned> = vec![];
+    let mut bad = good.clone();
+    bad.y[2] = 0.5;
+    cases.push(bad);
+    let mut bad = good.clone();
+    bad.p.pop();
+    cases.push(bad);
+    let mut bad = good.clone();
+    bad.point[1] = 6;
+    cases.push(bad);
+    let mut bad = good.clone();
+    bad.p[0] = f64::NAN;
+    cases.push(bad);
+    let mut bad = good.clone();
+    bad.d[0] = -1.0;
+    cases.push(bad);
+    let mut bad = good.clone();
+    bad.u[0] = f64::NAN;
+    cases.push(bad);
+    let mut bad = good.clone();
+    bad.u[0] = -1.0;
+    cases.push(bad);
+    let mut bad = good.clone();
+    bad.delta = f64::INFINITY;
+    cases.push(bad);
+    // Infeasible: the bounds cannot sum to delta.
+    let mut bad = one_class_problem(6, 0.3);
+    bad.u = vec![0.1; 6];
+    cases.push(bad);
+    for (c, bad) in cases.iter().enumerate() {
+        match smo.solve(&bad.view(), None) {
+            Err(Error::InvalidData(_)) | Err(Error::InvalidParameter(_)) => {}
+            other => panic!("case {c}: expected an error, got {other:?}"),
+        }
+    }
+    for tol in [0.0, -1.0, f64::NAN] {
+        let params = SmoParams {
+            tol,
+            ..SmoParams::default()
+        };
+        assert!(Smo::new(&gram, params).is_err());
+    }
+    assert!(InstanceGram::new(rbf(-1.0), Rows::Dense(x.view())).is_err());
+    // An indefinite kernel with unbounded u: a solver error, not NaN.
+    let indefinite = PrecomputedGram::new(ndarray::array![[1.0, 2.0], [2.0, 1.0]])?;
+    let params = SmoParams {
+        max_iter: Some(10_000),
+        ..SmoParams::default()
+    };
+    let unbounded = Owned {
+        y: vec![1.0, -1.0],
+        point: vec![0, 1],
+        p: vec![1.0, 1.0],
+        d: vec![0.0, 0.0],
+        u: vec![f64::INFINITY; 2],
+        delta: 0.0,
+    };
+    assert!(matches!(
+        Smo::new(&indefinite, params)?.solve(&unbounded.view(), None),
+        Err(Error::Solver(_))
+    ));
+    assert!(PrecomputedGram::new(Array2::zeros((2, 3))).is_err());
+    assert!(PrecomputedGram::new(ndarray::array![[1.0, 0.5], [0.2, 1.0]]).is_err());
+    Ok(())
+}
+
+#[test]
+fn empty_and_all_dead_problems() -> TestResult {
+    let x = Array2::from_shape_vec((2, 1), vec![0.0, 1.0])?;
+    let gram = InstanceGram::new(rbf(1.0), Rows::Dense(x.view()))?;
+    let mut smo = Smo::new(&gram, SmoParams::default())?;
+    let empty = Owned {
+        y: vec![],
+        point: vec![],
+        p: vec![],
+        d: vec![],
+        u: vec![],
+        delta: 0.0,
+    };
+    let sol = smo.solve(&empty.view(), None)?;
+    assert!(sol.alpha.is_empty());
+    let dead = Owned {
+        y: vec![1.0, -1.0],
+        point: vec![0, 1],
+        p: vec![1.0, 1.0],
+        d: vec![0.0, 0.0],
+        u: vec![0.0, 0.0],
+        delta: 0.0,
+    };
+    let sol = smo.solve(&dead.view(), None)?;
+    assert_eq!(sol.alpha, vec![0.0, 0.0]);
+    assert_eq!(sol.termination, Termination::Converged);
+    Ok(())
+}
+
+/// Timing on a larger problem (run with `cargo test --release -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn timing_l2_rbf_5000() -> TestResult {
+    let mut r = rng(100);
+    let np = 5000;
+    let x = random_points(&mut r, np, 20);
+    let gram = InstanceGram::new(rbf(0.05), Rows::Dense(x.view()))?;
+    let pr = l2_problem(&mut r, np);
+    let mut smo = Smo::new(&gram, SmoParams::default())?;
+    let t = std::time::Instant::now();
+    let sol = smo.solve(&pr.view(), None)?;
+    println!(
+        "n_samples {} cold: {:?}, {} iterations, {} rows",
+        pr.y.len(),
+        t.elapsed(),
+        sol.iterations,
+        smo.kernel_rows_computed()
+    );
+    for factor in [0.7, 0.97] {
+        let mut pr2 = pr.clone();
+        pr2.d.iter_mut().for_each(|d| *d *= factor);
+        let t = std::time::Instant::now();
+        let sol2 = smo.solve(&pr2.view(), Some(&sol))?;
+        println!(
+            "warm (d * {factor}): {:?}, {} iterations, {} rows total",
+            t.elapsed(),
+            sol2.iterations,
+            smo.kernel_rows_computed()
+        );
+    }
+    let params = SmoParams {
+        shrinking: false,
+        ..SmoParams::default()
+    };
+    let t = std::time::Instant::now();
+    let sol = Smo::new(&gram, params)?.solve(&pr.view(), None)?;
+    println!(
+        "cold without shrinking: {:?}, {} iterations",
+        t.elapsed(),
+        sol.iterations
+    );
+    Ok(())
+}
