@@ -527,7 +527,8 @@ impl<'g, G: GramRows> Smo<'g, G> {
     /// Solves `problem`. `warm` is a previous solution for the same samples: its `alpha` is
     /// clipped to `[0, u_i]` and the equality `y^T a = delta` repaired if violated (see
     /// [`repair_equality`]); when that leaves `alpha` unchanged, its `q_alpha` gives the gradient
-    /// `G = q_alpha + d a - p` in `O(n)` without any kernel row. Otherwise the gradient is
+    /// `G = q_alpha + d a - p` in `O(n)` without any kernel row (an empty or non-finite
+    /// `q_alpha` is ignored, so a warm start may carry `alpha` alone). Otherwise the gradient is
     /// computed from the rows of points with nonzero `a`. Without `warm`, the start is `a = 0`
     /// for `delta = 0`, else LIBSVM's one-class start (variables of the sign of `delta` filled to
     /// their bounds in order until `y^T a = delta`).
