@@ -527,7 +527,8 @@ impl<'g, G: GramRows> Smo<'g, G> {
     /// Solves `problem`. `warm` is a previous solution for the same samples: its `alpha` is
     /// clipped to `[0, u_i]` and the equality `y^T a = delta` repaired if violated (see
     /// [`repair_equality`]); when that leaves `alpha` unchanged, its `q_alpha` gives the gradient
-    /// `G = q_alpha + d a - p` in `O(n)` without any kernel row. Otherwise the gradient is
+    /// `G = q_alpha + d a - p` in `O(n)` without any kernel row (an empty or non-finite
+    /// `q_alpha` is ignored, so a warm start may carry `alpha` alone). Otherwise the gradient is
     /// computed from the rows of points with nonzero `a`. Without `warm`, the start is `a = 0`
     /// for `delta = 0`, else LIBSVM's one-class start (variables of the sign of `delta` filled to
     /// their bounds in order until `y^T a = delta`).
@@ -676,6 +677,10 @@ struct State<'p> {
     is_active: Vec<bool>,
     /// Samples with `u_i > 0`.
     n_live: usize,
+    /// Membership of `I_up(a)` (`y = +1, a < u` or `y = -1, a > 0`) and `I_low(a)` (`y = +1,
+    /// a > 0` or `y = -1, a < u`); dead samples are in neither.
+    in_up: Vec<bool>,
+    in_low: Vec<bool>,
     unshrink: bool,
     eps: f64,
     /// Variables removed by shrinking so far (for tests).
@@ -708,7 +713,7 @@ impl<'p> State<'p> {
             0.0
         };
         let scale = gap0.max(problem.delta.abs() * qd_max).max(1e-12);
-        Self {
+        let mut st = Self {
             y: problem.y,
             point: problem.point,
             p: problem.p,
@@ -724,7 +729,27 @@ impl<'p> State<'p> {
             unshrink: false,
             eps: tol * scale,
             n_shrunk: 0,
+            in_up: vec![false; n],
+            in_low: vec![false; n],
+        };
+        for i in 0..n {
+            st.set_status(i);
         }
+        st
+    }
+
+    /// Updates the `I_up` / `I_low` membership of sample `i` after its `a_i` changed.
+    #[inline]
+    fn set_status(&mut self, i: usize) {
+        let live = self.u[i] > 0.0;
+        let (below_u, above_0) = (self.alpha[i] < self.u[i], self.alpha[i] > 0.0);
+        let (up, low) = if self.y[i] > 0.0 {
+            (below_u, above_0)
+        } else {
+            (above_0, below_u)
+        };
+        self.in_up[i] = live && up;
+        self.in_low[i] = live && low;
     }
 
     #[inline]
@@ -829,50 +854,43 @@ impl<'p> State<'p> {
         let mut gmax = f64::NEG_INFINITY;
         let mut gmax2 = f64::NEG_INFINITY;
         let mut gmax_idx = NIL;
+        // i = argmax { -y_t G_t : t in I_up }.
         for &t in &self.active {
-            if self.y[t] > 0.0 {
-                if !self.is_upper(t) && -self.g[t] >= gmax {
-                    gmax = -self.g[t];
+            if self.in_up[t] {
+                let v = -self.y[t] * self.g[t];
+                if v >= gmax {
+                    gmax = v;
                     gmax_idx = t;
                 }
-            } else if !self.is_lower(t) && self.g[t] >= gmax {
-                gmax = self.g[t];
-                gmax_idx = t;
             }
         }
         let i = gmax_idx;
         let mut gmin_idx = NIL;
-        let mut obj_diff_min = f64::INFINITY;
+        // The best decrease `grad_diff^2 / quad` (Fan et al. eq. (17), up to the sign), kept as
+        // a fraction and compared by cross-multiplication: no division in the loop.
+        let (mut best_num, mut best_den) = (-1.0_f64, 1.0_f64);
         if i != NIL {
             let slot = cache.get(gram, self.point[i]);
             let row = cache.row(slot);
             let qd_i = self.qd[i];
+            // j over I_low: `y_j G_j` is `G_j` (y = +1) or `-G_j` (y = -1), exactly.
             for &j in &self.active {
-                let grad_diff = if self.y[j] > 0.0 {
-                    if self.is_lower(j) {
-                        continue;
-                    }
-                    gmax2 = gmax2.max(self.g[j]);
-                    gmax + self.g[j]
-                } else {
-                    if self.is_upper(j) {
-                        continue;
-                    }
-                    gmax2 = gmax2.max(-self.g[j]);
-                    gmax - self.g[j]
-                };
+                if !self.in_low[j] {
+                    continue;
+                }
+                let v = self.y[j] * self.g[j];
+                gmax2 = gmax2.max(v);
+                let grad_diff = gmax + v;
                 // `j == i` gives `grad_diff = 0` and is never selected.
                 if grad_diff > 0.0 {
                     // Q_ii + Q_jj - 2 y_i y_j Q_ij = K_ii + d_i + K_jj + d_j - 2 K_ij.
                     let quad = qd_i + self.qd[j] - 2.0 * row[self.point[j]];
-                    let obj_diff = if quad > 0.0 {
-                        -(grad_diff * grad_diff) / quad
-                    } else {
-                        -(grad_diff * grad_diff) / TAU
-                    };
-                    if obj_diff <= obj_diff_min {
+                    let quad = if quad > 0.0 { quad } else { TAU };
+                    let num = grad_diff * grad_diff;
+                    if num * best_den >= best_num * quad {
                         gmin_idx = j;
-                        obj_diff_min = obj_diff;
+                        best_num = num;
+                        best_den = quad;
                     }
                 }
             }
@@ -1013,6 +1031,8 @@ impl<'p> State<'p> {
         let was_upper_j = self.is_upper(j);
         self.alpha[i] = ai;
         self.alpha[j] = aj;
+        self.set_status(i);
+        self.set_status(j);
         let dai = ai - old_ai;
         let daj = aj - old_aj;
         let (row_i, row_j) = (cache.row(si), cache.row(sj));

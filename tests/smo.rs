@@ -434,6 +434,19 @@ fn warm_starts() -> TestResult {
         "no kernel row at the optimum"
     );
     assert_eq!(again.alpha, sol.alpha);
+    // Alpha alone: the gradient is recomputed from kernel rows, still optimal.
+    let alpha_only = DualSolution {
+        q_alpha: vec![],
+        ..sol.clone()
+    };
+    let again = smo.solve(&pr.view(), Some(&alpha_only))?;
+    assert!(again.iterations <= 1);
+    assert_rel(
+        again.objective,
+        sol.objective,
+        1e-12,
+        "alpha-only warm start",
+    );
     for d in pr.d.iter_mut() {
         *d *= 0.8;
     }
