@@ -45,6 +45,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -186,10 +187,16 @@ def run_child(extra, timeout):
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     cmd = ["/usr/bin/time", "-v", PY, str(Path(__file__).resolve())] + extra
     t0 = time.perf_counter()
+    # a new session, so that a timeout kills /usr/bin/time AND the python child under it
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         start_new_session=True)
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        stdout, stderr = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
         return None, None, time.perf_counter() - t0, f"timeout >{timeout:g} s"
+    p.stdout, p.stderr = stdout, stderr
     wall = time.perf_counter() - t0
     m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)
     rss = int(m.group(1)) / 1024 if m else None

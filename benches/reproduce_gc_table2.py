@@ -33,14 +33,18 @@ Protocol (paper, section 7):
 
 --log FILE appends one JSON line per finished unit (best: one fit = one (fold, grid point);
 inner: one outer fold) with the run's settings; a rerun with the same settings reuses them, so a
-long run can be stopped and resumed. --estimate times one fit per method on fold 0 of each data
-set (C = 10; ALP with C2 = 1, p_star = 0.5) and prints the estimated sequential total of the
-requested run, without running it. --max-fit-seconds S skips (dataset, method) pairs whose
-estimated single fit exceeds S (needs the estimate run; reported as skipped).
+long run can be stopped and resumed. Each unit runs in a forked child stopped after
+--fit-timeout seconds (default 120): it is logged as a timeout, its grid point is left out of
+the selection and listed; a rerun with a larger --fit-timeout retries it. --estimate times one fit per method on fold 0 of each data
+set (C = 10; ALP with C2 = 1, p_star = 0.5; each in a subprocess stopped after
+--estimate-timeout seconds) and prints the estimated sequential total of the requested run,
+without running it. Full-basis fits cost about O(n_instances^3): MUSK1 (476 instances) takes
+seconds a fit, Elephant (1391) and MUSK2 (6598) minutes, so run the expensive sets for the
+cheap methods only (say what was skipped).
 
 Run (from the repository root):
 
-    /work/venv/bin/python benches/reproduce_gc_table2.py --estimate
+    /work/venv/bin/python benches/reproduce_gc_table2.py --estimate --methods ALP --estimate-timeout 150
     /work/venv/bin/python benches/reproduce_gc_table2.py --datasets musk1 --log benches/results/gc_table2_folds.jsonl
     /work/venv/bin/python benches/reproduce_gc_table2.py --datasets elephant --methods MI-SVM AW0 mi-SVM AL0 AL \\
         --log benches/results/gc_table2_folds.jsonl
@@ -230,24 +234,46 @@ def unit_inner(data, tr, te, method, seed, fold):
 # ----------------------------------------------------------------------------------------------
 
 
+def estimate_one(args):
+    """Child of --estimate: one fit on fold 0 of seed 0, printed as a JSON line."""
+    ds, m = args.estimate_one
+    data = load(ds, args.data)
+    tr, te = folds_of(data, 0)[0]
+    point = dict(C=10.0, C2=1.0, p_star=0.5) if m == "ALP" else dict(C=10.0)
+    print("RESULT " + json.dumps(unit_best(data, tr, te, m, point)), flush=True)
+
+
 def estimate(args, datasets):
+    """One fit per (data set, method) in a subprocess with a timeout (--estimate-timeout)."""
+    import subprocess
+
     lines = ["estimated sequential cost (one fit per method on fold 0 of seed 0, C = 10; ALP: C2 = 1, "
              "p_star = 0.5; the total scales this by grid size x 10 folds x seeds"
-             + (" x (3 inner + 1/grid)" if args.selection == "inner" else "") + ")"]
+             + (" x (3 inner + 1/grid)" if args.selection == "inner" else "")
+             + f"; a fit over {args.estimate_timeout:g} s is stopped)"]
+    print(lines[0], flush=True)
     per = {}
     for ds in datasets:
-        data = load(ds, args.data)
-        tr, te = folds_of(data, 0)[0]
         for m in args.methods:
-            point = dict(C=10.0, C2=1.0, p_star=0.5) if m == "ALP" else dict(C=10.0)
-            r = unit_best(data, tr, te, m, point)
             n_fits = len(grid_of(m)) * 10 * args.seeds
             if args.selection == "inner":
                 n_fits = (len(grid_of(m)) * 3 + 1) * 10 * args.seeds
-            tot = r["seconds"] * n_fits
-            per[(ds, m)] = r["seconds"]
-            lines.append(f"  {ds:<9} {m:<7} one fit {r['seconds']:7.2f} s ({r['n_solves']} solves, p_hat "
-                         f"{r['p_hat']:.2f}) x {n_fits} fits = {tot / 60:7.1f} min")
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--estimate-one", ds, m, "--data", str(args.data)]
+            try:
+                p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.estimate_timeout)
+                rec = [json.loads(x[7:]) for x in p.stdout.splitlines() if x.startswith("RESULT ")]
+            except subprocess.TimeoutExpired:
+                rec = None
+            if not rec:
+                why = (f"timeout >{args.estimate_timeout:g} s" if rec is None else
+                       "failed: " + (p.stderr.strip().splitlines() or ["?"])[-1])
+                lines.append(f"  {ds:<9} {m:<7} one fit {why} x {n_fits} fits = > "
+                             f"{args.estimate_timeout * n_fits / 60:.0f} min")
+            else:
+                r = rec[0]
+                per[(ds, m)] = r["seconds"]
+                lines.append(f"  {ds:<9} {m:<7} one fit {r['seconds']:7.2f} s ({r['n_solves']} solves, p_hat "
+                             f"{r['p_hat']:.2f}) x {n_fits} fits = {r['seconds'] * n_fits / 60:7.1f} min")
             print(lines[-1], flush=True)
     return lines, per
 
@@ -264,12 +290,24 @@ def main():
     parser.add_argument("--seeds", type=int, default=1, help="split seeds 0..seeds-1")
     parser.add_argument("--selection", choices=["best", "inner"], default="best")
     parser.add_argument("--n-jobs", type=int, default=1, help="parallel fits (joblib processes)")
+    parser.add_argument("--run-C", type=float, nargs="+", default=list(C_GRID),
+                        help="run only the grid points with these C (best selection; the report "
+                             "selects among the grid points complete in the log and says which are not)")
+    parser.add_argument("--fit-timeout", type=float, default=120.0,
+                        help="seconds per unit (one fit; inner: one outer fold), run in a forked child; "
+                             "a unit over it is logged as a timeout and its grid point left out (0: no limit)")
     parser.add_argument("--estimate", action="store_true", help="time one fit per method and stop")
+    parser.add_argument("--estimate-timeout", type=float, default=300.0, help="seconds per estimate fit")
+    parser.add_argument("--estimate-one", nargs=2, default=None, metavar=("DATASET", "METHOD"),
+                        help=argparse.SUPPRESS)
     parser.add_argument("--report-only", action="store_true", help="print the tables from the log; fit nothing")
     parser.add_argument("--log", type=Path, default=None)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
+    if args.estimate_one:
+        estimate_one(args)
+        return
     if args.out is None:
         stem = "gc_table2" if set(args.datasets) == set(DATASETS) else "gc_table2_" + "_".join(args.datasets)
         if args.selection == "inner":
@@ -300,22 +338,57 @@ def main():
                 for m in args.methods:
                     if args.selection == "best":
                         for point in grid_of(m):
+                            if point["C"] not in args.run_C:
+                                continue
                             key = (ds, m, seed, fold, point_key(point))
-                            if log.get(key) is None:
+                            prev = log.get(key)
+                            if prev is None or prev.get("timeout", np.inf) < (args.fit_timeout or np.inf):
                                 todo.append((key, tr, te, m, point))
                     else:
                         key = (ds, m, seed, fold, "inner")
-                        if log.get(key) is None:
+                        prev = log.get(key)
+                        if prev is None or prev.get("timeout", np.inf) < (args.fit_timeout or np.inf):
                             todo.append((key, tr, te, m, None))
     n_done = len(log.mem)
     print(f"{len(todo)} unit(s) to run ({n_done} matching unit(s) in the log); selection {args.selection}",
           flush=True)
 
-    def work(key, tr, te, m, point):
+    def work_direct(key, tr, te, m, point):
         data = datas[key[0]]
         if args.selection == "best":
             return key, unit_best(data, tr, te, m, point)
         return key, unit_inner(data, tr, te, m, key[2], key[3])
+
+    def work(key, tr, te, m, point):
+        """work_direct in a forked child stopped after --fit-timeout seconds (the result is then
+        {"timeout": seconds}); --fit-timeout 0 runs in this process."""
+        if not args.fit_timeout:
+            return work_direct(key, tr, te, m, point)
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork")
+        recv, send = ctx.Pipe(duplex=False)
+
+        def child():
+            try:
+                send.send(work_direct(key, tr, te, m, point)[1])
+            except BaseException as exc:  # noqa: BLE001
+                send.send({"error": f"{type(exc).__name__}: {exc}"})
+
+        t0 = time.perf_counter()
+        proc = ctx.Process(target=child, daemon=True)
+        proc.start()
+        send.close()
+        if recv.poll(args.fit_timeout):
+            r = recv.recv()
+            proc.join()
+        else:
+            proc.kill()
+            proc.join()
+            r = {"timeout": args.fit_timeout, "seconds": time.perf_counter() - t0}
+        if "error" in r:
+            raise RuntimeError(f"{key}: {r['error']}")
+        return key, r
 
     if not args.report_only and todo:
         t0 = time.perf_counter()
@@ -323,6 +396,8 @@ def main():
             for i, job in enumerate(todo):
                 key, r = work(*job)
                 log.put(key, r)
+                if "timeout" in r:
+                    print(f"  TIMEOUT >{r['timeout']:g} s: {key}", flush=True)
                 if (i + 1) % 10 == 0 or i + 1 == len(todo):
                     print(f"  {i + 1}/{len(todo)} done ({time.perf_counter() - t0:.0f} s; last {key[0]} {key[1]} "
                           f"fold {key[3]} {key[4]}: {r['seconds']:.1f} s)", flush=True)
@@ -365,6 +440,8 @@ def main():
             nwarn = 0
             missing = 0
             warn_texts = set()
+            timeouts = []
+            incomplete = []
             for seed in range(args.seeds):
                 if args.selection == "best":
                     errs = {}
@@ -374,14 +451,22 @@ def main():
                         if any(r is None for r in rs):
                             missing += sum(r is None for r in rs)
                             continue
+                        if any("timeout" in r for r in rs):
+                            timeouts.append(f"{pk} fold(s) {[f for f, r in enumerate(rs) if 'timeout' in r]}")
+                            secs += sum(r["seconds"] for r in rs)
+                            continue
                         errs[pk] = (100.0 * (1 - sum(r["correct"] for r in rs) / sum(r["n"] for r in rs)),
                                     float(np.mean([r["p_hat"] for r in rs])))
                         secs += sum(r["seconds"] for r in rs)
                         for r in rs:
                             nwarn += len(r["warnings"])
                             warn_texts.update(w[:80] for w in r["warnings"])
-                    if len(errs) < len(grid):
+                    if not errs:
                         continue
+                    if len(errs) < len(grid):
+                        incomplete.append(f"{len(errs)}/{len(grid)} grid points complete "
+                                          f"({len(timeouts)} with a timeout, "
+                                          f"{len(grid) - len(errs) - len(timeouts)} not run)")
                     best = min(errs, key=lambda k: errs[k][0])  # ties: first in grid order
                     per_seed.append(errs[best][0])
                     p_hats.append(errs[best][1])
@@ -390,6 +475,9 @@ def main():
                     rs = [log.get((ds, m, seed, f, "inner")) for f in range(10)]
                     if any(r is None for r in rs):
                         missing += sum(r is None for r in rs)
+                        continue
+                    if any("timeout" in r for r in rs):
+                        timeouts.append(f"inner fold(s) {[f for f, r in enumerate(rs) if 'timeout' in r]}")
                         continue
                     per_seed.append(100.0 * (1 - sum(r["correct"] for r in rs) / sum(r["n"] for r in rs)))
                     p_hats.append(float(np.mean([r["p_hat"] for r in rs])))
@@ -401,7 +489,10 @@ def main():
             paper = PAPER[ds][m]
             if not per_seed:
                 out(f"  {m:<7} {'-':>7} {paper:7.1f} {'-':>6} {'-':>6}  {'not run / incomplete':<22} "
-                    f"{secs:11.1f} {nwarn:4d}  ({missing} fit(s) missing)")
+                    f"{secs:11.1f} {nwarn:4d}  ({missing} fit(s) missing, {len(timeouts)} grid point(s) "
+                    f"with a timeout)")
+                if timeouts:
+                    out("          timeouts: " + "; ".join(timeouts)[:600])
                 continue
             err = float(np.mean(per_seed))
             ours[m] = err
@@ -417,6 +508,11 @@ def main():
                 + (f"  {extra}" if extra else "") + (f"  [{missing} fit(s) missing]" if missing else ""))
             if warn_texts:
                 out("          warnings: " + " | ".join(sorted(warn_texts))[:300])
+            if incomplete:
+                out("          selected among the complete grid points only: " + "; ".join(sorted(set(incomplete))))
+            if timeouts:
+                out(f"          {len(timeouts)} grid point(s) left out, a fit over --fit-timeout "
+                    f"{args.fit_timeout:g} s: " + "; ".join(timeouts)[:600])
         if "ALP" in ours:
             for al in ("AL0", "AL"):
                 if al in ours:

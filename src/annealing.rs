@@ -52,6 +52,7 @@ use crate::params::{
     check_c, check_gamma, check_n_jobs, check_positive, check_relative_tol, check_ridge, setter,
     with_threads, ClassWeight, Gamma, KernelKind,
 };
+use crate::smo::{DualProblem, DualSolution, InstanceGram, Smo, SmoParams};
 use crate::solver::{InnerSolver, Solution, SquaredHinge};
 
 /// Which method of the family to fit.
@@ -141,10 +142,13 @@ pub struct AnnealingParams {
     pub class_weight: ClassWeight,
     /// Ridge added to the basis kernel matrix, `>= 0`.
     pub ridge: f64,
-    /// Relative gradient tolerance of the inner Newton solver, in (0, 1).
+    /// Relative tolerance of the inner solver, in (0, 1) (`None`: 1e-10 for the primal Newton
+    /// solver of a reduced basis, 1e-4 for the dual solver of the full basis).
     pub inner_tol: Option<f64>,
     /// Iteration cap of the inner solver.
     pub inner_max_iter: usize,
+    /// Kernel-row cache of the dual solver (full basis), in bytes, shared by the problems.
+    pub cache_bytes: usize,
     /// Seed of the random reduced basis.
     pub seed: u64,
     /// Threads (`None`: all cores). Results do not depend on it.
@@ -173,6 +177,7 @@ impl Default for AnnealingParams {
             ridge: 1e-8,
             inner_tol: None,
             inner_max_iter: 1000,
+            cache_bytes: 200 << 20,
             seed: 0,
             n_jobs: None,
         }
@@ -374,19 +379,20 @@ impl AnnealingParams {
         };
         let norms = x.sq_norms();
         let rows = Rows::from(x);
-        let (design, k_basis) = if full {
-            let basis = Basis::direct(dense_rows(x, &(0..x.n_rows()).collect::<Vec<_>>()));
-            let k = kernel_matrix(kernel, rows, &norms, &basis);
-            (k.clone(), k)
+        // Full basis: the dual problem over the instances (SMO, kernel rows on demand); reduced
+        // basis: the primal problem over the basis (exact Newton).
+        let (design, k_reg) = if full {
+            (Array2::zeros((0, 0)), Array2::zeros((0, 0)))
         } else {
             let basis = Basis::direct(basis_rows.clone());
             let k_xz = kernel_matrix(kernel, rows, &norms, &basis);
-            let k_zz = kernel_matrix(kernel, basis.as_rows(), &basis.sq_norms, &basis);
+            let mut k_zz = kernel_matrix(kernel, basis.as_rows(), &basis.sq_norms, &basis);
+            k_zz.diag_mut().mapv_inplace(|v| v + self.ridge);
             (k_xz, k_zz)
         };
-        let mut k_reg = k_basis;
-        k_reg.diag_mut().mapv_inplace(|v| v + self.ridge);
-        let svm = PrimalSvm {
+        let gram = InstanceGram::new(kernel, rows)?;
+        let n_problems = if n_classes == 2 { 1 } else { n_classes };
+        let primal = PrimalSvm {
             k_reg: &k_reg,
             design: &design,
             tol: self.inner_tol.unwrap_or(InnerSolver::Newton.default_tol()),
@@ -399,14 +405,27 @@ impl AnnealingParams {
                 targets,
                 costs: weights.iter().map(|w| self.c * w).collect(),
             };
-            self.run_binary(&svm, &data)
+            let step = if full {
+                let smo = SmoParams {
+                    tol: self.inner_tol.unwrap_or(DUAL_TOL),
+                    cache_bytes: self.cache_bytes / n_problems,
+                    ..SmoParams::default()
+                };
+                SvmStep::dual(&gram, smo, &data, self.method)?
+            } else {
+                SvmStep::Primal {
+                    svm: &primal,
+                    warm: None,
+                }
+            };
+            self.run_binary(step, &data)
         })?;
-        let n_basis = k_reg.nrows();
+        let n_basis = if full { x.n_rows() } else { k_reg.nrows() };
         let mut coef = Array2::zeros((runs.len(), n_basis));
         for (mut row, run) in coef.rows_mut().into_iter().zip(&runs) {
-            row.assign(&run.solution.beta);
+            row.assign(&run.beta);
         }
-        let intercept = Array1::from_iter(runs.iter().map(|r| r.solution.b));
+        let intercept = Array1::from_iter(runs.iter().map(|r| r.b));
         let xv = if full {
             // Keep the instances that carry a coefficient in some problem.
             let keep: Vec<usize> = (0..n_basis)
@@ -449,32 +468,29 @@ impl AnnealingParams {
     }
 
     /// One binary problem: the annealing loop (or the heuristic) around the SVM step.
-    fn run_binary(&self, svm: &PrimalSvm, data: &BinaryData) -> Result<BinaryRun> {
+    fn run_binary(&self, mut svm: SvmStep, data: &BinaryData) -> Result<BinaryRun> {
         let method = self.method;
         let n = data.n_instances();
         let mut p = data.initial_p(method, self.init);
         let mut c_pos = vec![0.0; n];
         let mut c_neg = vec![0.0; n];
-        let mut warm: Option<Solution> = None;
         let mut f = vec![0.0; n];
         let mut history = Vec::new();
         let mut temperatures = Vec::new();
         let mut n_solves = 0;
         let mut stop_reason = StopReason::MaxIter;
         let mut n_iter = 0;
-        let mut solve = |p: &[f64], warm: &mut Option<Solution>, f: &mut [f64]| -> Result<f64> {
+        let mut solve = |p: &[f64], f: &mut [f64]| -> Result<f64> {
             data.costs_into(method, p, &mut c_pos, &mut c_neg);
-            let sol = svm.solve(&c_pos, &c_neg, warm.as_ref())?;
-            svm.scores_into(&sol, f);
-            let value = sol.value;
-            *warm = Some(sol);
+            let value = svm.solve(&c_pos, &c_neg)?;
+            svm.scores_into(f);
             Ok(value)
         };
         if method.is_heuristic() {
             for _ in 0..self.max_iter {
                 n_iter += 1;
                 n_solves += 1;
-                let value = solve(&p, &mut warm, &mut f)?;
+                let value = solve(&p, &mut f)?;
                 history.push(value);
                 let q = p.clone();
                 data.update_p(method, &f, 0.0, self, &mut p);
@@ -486,7 +502,7 @@ impl AnnealingParams {
             if stop_reason == StopReason::MaxIter {
                 // The labels of the last round have not been trained on yet.
                 n_solves += 1;
-                solve(&p, &mut warm, &mut f)?;
+                solve(&p, &mut f)?;
             }
         } else {
             let mut temp = self.t0.unwrap_or(10.0 * self.c);
@@ -496,7 +512,7 @@ impl AnnealingParams {
                 let start = p.clone();
                 for _ in 0..self.max_alternations {
                     n_solves += 1;
-                    value = solve(&p, &mut warm, &mut f)?;
+                    value = solve(&p, &mut f)?;
                     let q = p.clone();
                     data.update_p(method, &f, temp, self, &mut p);
                     if data.kl(method, &p, &q) < self.eps {
@@ -519,17 +535,17 @@ impl AnnealingParams {
             if method == AnnealingMethod::Aw {
                 let witnesses: Vec<f64> = data.witnesses(&p, self.eps);
                 n_solves += 1;
-                solve(&witnesses, &mut warm, &mut f)?;
+                solve(&witnesses, &mut f)?;
             } else {
                 n_solves += 1;
-                solve(&p, &mut warm, &mut f)?;
+                solve(&p, &mut f)?;
             }
         }
-        let solution =
-            warm.ok_or_else(|| crate::error::Error::Solver("no SVM solve ran".into()))?;
+        let (beta, b) = svm.coef(n);
         let p_hat = data.p_hat(method, &p, self.eps);
         Ok(BinaryRun {
-            solution,
+            beta,
+            b,
             p,
             p_hat,
             objective_history: history,
@@ -560,7 +576,8 @@ fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
 
 /// The result of one binary problem.
 struct BinaryRun {
-    solution: Solution,
+    beta: Array1<f64>,
+    b: f64,
     p: Vec<f64>,
     p_hat: f64,
     objective_history: Vec<f64>,
@@ -596,12 +613,162 @@ impl PrimalSvm<'_> {
             self.max_iter,
         )
     }
+}
 
-    fn scores_into(&self, sol: &Solution, f: &mut [f64]) {
-        let s = self.design.dot(&sol.beta);
-        f.iter_mut()
-            .zip(s.iter())
-            .for_each(|(o, &v)| *o = v + sol.b);
+/// Relative KKT tolerance of the dual solver in the annealing loop (tighter than LIBSVM's 1e-3:
+/// the probability updates read the scores).
+const DUAL_TOL: f64 = 1e-4;
+
+/// Relative cost below which the dual solver drops a sample.
+const DEAD_COST: f64 = 1e-10;
+
+/// The SVM step of one binary problem, with its warm start.
+enum SvmStep<'a> {
+    /// Reduced basis: the primal problem over the basis.
+    Primal {
+        svm: &'a PrimalSvm<'a>,
+        warm: Option<Solution>,
+    },
+    /// Full basis: the dual of the squared-hinge SVM over the instances. Every instance has a
+    /// sample per target it can take (+1 in positive bags, -1 in negative bags and, for the
+    /// instance-label methods, in positive bags too); sample `s` with cost `c_s > 0` has
+    /// `d_s = 1 / (2 c_s)`, `u_s = inf`, and a zero cost fixes `a_s = 0`.
+    Dual {
+        smo: Box<Smo<'a, InstanceGram<'a>>>,
+        y: Vec<f64>,
+        point: Vec<usize>,
+        /// One sample of each instance (for its score).
+        first: Vec<usize>,
+        d: Vec<f64>,
+        u: Vec<f64>,
+        warm: Option<DualSolution>,
+    },
+}
+
+impl<'a> SvmStep<'a> {
+    fn dual(
+        gram: &'a InstanceGram<'a>,
+        params: SmoParams,
+        data: &BinaryData,
+        method: AnnealingMethod,
+    ) -> Result<Self> {
+        let n = data.n_instances();
+        let (mut y, mut point, mut first) = (Vec::new(), Vec::new(), Vec::with_capacity(n));
+        for (i, &t) in data.targets.iter().enumerate() {
+            for j in data.bag_ptr[i]..data.bag_ptr[i + 1] {
+                first.push(y.len());
+                if t > 0.0 {
+                    y.push(1.0);
+                    point.push(j);
+                }
+                if t < 0.0 || method.labels_instances() {
+                    y.push(-1.0);
+                    point.push(j);
+                }
+            }
+        }
+        let len = y.len();
+        Ok(SvmStep::Dual {
+            smo: Box::new(Smo::new(gram, params)?),
+            y,
+            point,
+            first,
+            d: vec![0.0; len],
+            u: vec![0.0; len],
+            warm: None,
+        })
+    }
+
+    /// Solves at the given costs (warm-started); returns the primal objective.
+    fn solve(&mut self, c_pos: &[f64], c_neg: &[f64]) -> Result<f64> {
+        match self {
+            SvmStep::Primal { svm, warm } => {
+                let sol = svm.solve(c_pos, c_neg, warm.as_ref())?;
+                let value = sol.value;
+                *warm = Some(sol);
+                Ok(value)
+            }
+            SvmStep::Dual {
+                smo,
+                y,
+                point,
+                d,
+                u,
+                warm,
+                ..
+            } => {
+                let c_max = c_pos.iter().chain(c_neg).fold(0.0_f64, |a, &b| a.max(b));
+                for (s, (&ys, &m)) in y.iter().zip(point.iter()).enumerate() {
+                    let c = if ys > 0.0 { c_pos[m] } else { c_neg[m] };
+                    let inv = 0.5 / c;
+                    // A cost below DEAD_COST of the largest one leaves the sample out (its loss
+                    // term is below rounding of the objective; its dual variable would have a
+                    // diagonal too large for the solver's arithmetic).
+                    (d[s], u[s]) = if c > DEAD_COST * c_max && inv.is_finite() {
+                        (inv, f64::INFINITY)
+                    } else {
+                        (0.0, 0.0)
+                    };
+                }
+                let ones = vec![1.0; y.len()];
+                let problem = DualProblem {
+                    y,
+                    point,
+                    p: &ones,
+                    d,
+                    u,
+                    delta: 0.0,
+                };
+                let sol = smo.solve(&problem, warm.as_ref())?;
+                // Strong duality: the primal optimum is minus the dual one. A solve stopped at
+                // the solver's (very large) iteration cap is still feasible and is kept.
+                let value = -sol.objective;
+                *warm = Some(sol);
+                Ok(value)
+            }
+        }
+    }
+
+    /// The scores `f` of the training instances at the last solution.
+    fn scores_into(&self, f: &mut [f64]) {
+        match self {
+            SvmStep::Primal { svm, warm } => {
+                if let Some(sol) = warm {
+                    let s = svm.design.dot(&sol.beta);
+                    f.iter_mut()
+                        .zip(s.iter())
+                        .for_each(|(o, &v)| *o = v + sol.b);
+                }
+            }
+            SvmStep::Dual { y, first, warm, .. } => {
+                if let Some(sol) = warm {
+                    for (o, &s) in f.iter_mut().zip(first.iter()) {
+                        *o = y[s] * sol.q_alpha[s] + sol.b;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The coefficients over the basis (full basis: one per instance, `sum_s y_s a_s` over its
+    /// samples) and the bias.
+    fn coef(&self, n_instances: usize) -> (Array1<f64>, f64) {
+        match self {
+            SvmStep::Primal { warm, .. } => warm
+                .as_ref()
+                .map_or((Array1::zeros(0), 0.0), |s| (s.beta.clone(), s.b)),
+            SvmStep::Dual { y, point, warm, .. } => {
+                let mut beta = Array1::zeros(n_instances);
+                let mut b = 0.0;
+                if let Some(sol) = warm {
+                    for ((&ys, &m), &a) in y.iter().zip(point.iter()).zip(&sol.alpha) {
+                        beta[m] += ys * a;
+                    }
+                    b = sol.b;
+                }
+                (beta, b)
+            }
+        }
     }
 }
 
