@@ -336,7 +336,9 @@ def main():
     t0 = time.perf_counter()
     import milsvm
 
-    out(f"bench_annealing_speed.py, milsvm {getattr(milsvm, '__version__', '?')}, "
+    core = milsvm._core.__file__
+    out(f"bench_annealing_speed.py, milsvm {getattr(milsvm, '__version__', '?')} (_core built "
+        f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(os.path.getmtime(core)))} UTC), "
         f"{time.strftime('%Y-%m-%d %H:%M:%S')}, {os.cpu_count()} cores (shared), n_jobs = 1")
     for part, fn in (("a", part_a), ("b", part_b), ("c", part_c)):
         if part in args.parts:

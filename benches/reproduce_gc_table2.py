@@ -421,6 +421,10 @@ def main():
         + ("best grid point on the CV error (the paper's; optimistic)" if args.selection == "best"
            else "nested 3-fold inner CV (honest)"))
     out("paper's MI-SVM and mi-SVM columns: Andrews et al. 2002 (hinge loss); ours: squared hinge")
+    import milsvm
+
+    out(f"milsvm _core built {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(Path(milsvm._core.__file__).stat().st_mtime))} "
+        f"UTC (the log's fits may come from earlier builds: later lines of a unit win)")
     for ds in args.datasets:
         data = datas[ds]
         out()

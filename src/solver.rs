@@ -214,7 +214,7 @@ impl<'a> SquaredHinge<'a> {
                     .zip_mut_with(&self.x.row(r), |o, &v| *o = w * v);
                 srow[n] = w;
             }
-            let mut h = scaled.t().dot(&scaled);
+            let mut h = gram(scaled.view());
             h.slice_mut(ndarray::s![..n, ..n])
                 .zip_mut_with(&self.k, |o, &v| *o += v);
             let mut rhs = Array1::zeros(n + 1);
@@ -403,18 +403,100 @@ impl Gradient for LbfgsProblem<'_> {
     }
 }
 
-/// Solves `H d = r` for a symmetric positive (semi-)definite `H` by Cholesky, adding a small,
-/// growing ridge when `H` is numerically singular (e.g. no active row: the bias is free).
+/// `S^T S` (symmetric), with faer's triangular product: only the lower half is computed, then
+/// mirrored. Sequential (`Par::Seq`): callers often run inside a parallel loop, and the result is
+/// the same on any number of threads. Measured on this project's 2-core machine at the Newton
+/// solver's shapes (6000 x 500, 9000 x 200): 1.7-2.2x faster than ndarray's `dot`.
+pub fn gram(s: ArrayView2<f64>) -> Array2<f64> {
+    use faer::linalg::matmul::triangular::{self, BlockStructure};
+    let k = s.ncols();
+    let mut h = Array2::<f64>::zeros((k, k));
+    {
+        let sf = faer_ref(s);
+        let hf = faer_mut(h.view_mut());
+        triangular::matmul(
+            hf,
+            BlockStructure::TriangularLower,
+            faer::Accum::Replace,
+            sf.transpose(),
+            BlockStructure::Rectangular,
+            sf,
+            BlockStructure::Rectangular,
+            1.0,
+            faer::Par::Seq,
+        );
+    }
+    for i in 0..k {
+        for j in i + 1..k {
+            h[[i, j]] = h[[j, i]];
+        }
+    }
+    h
+}
+
+/// A faer view of an ndarray view (no copy; any strides).
+fn faer_ref(a: ArrayView2<'_, f64>) -> faer::MatRef<'_, f64> {
+    let (m, n) = a.dim();
+    let (rs, cs) = (a.strides()[0], a.strides()[1]);
+    // SAFETY: the pointer, shape and strides describe exactly the elements of `a`, which stay
+    // borrowed (immutably) for the lifetime of the returned view.
+    unsafe { faer::MatRef::from_raw_parts(a.as_ptr(), m, n, rs, cs) }
+}
+
+/// A mutable faer view of an ndarray view (no copy; any strides).
+fn faer_mut(mut a: ndarray::ArrayViewMut2<'_, f64>) -> faer::MatMut<'_, f64> {
+    let (m, n) = a.dim();
+    let (rs, cs) = (a.strides()[0], a.strides()[1]);
+    // SAFETY: as in `faer_ref`; `a` is borrowed mutably (uniquely) for the returned lifetime.
+    unsafe { faer::MatMut::from_raw_parts_mut(a.as_mut_ptr(), m, n, rs, cs) }
+}
+
+/// Solves `H d = r` for a symmetric positive (semi-)definite `H` by Cholesky (faer's, measured
+/// 6-18x faster than a plain loop for n = 100..2000 here), adding a small, growing ridge when
+/// `H` is numerically singular (e.g. no active row: the bias is free).
 pub fn solve_spd(h: Array2<f64>, r: Array1<f64>) -> Result<Array1<f64>> {
+    use faer::dyn_stack::{MemBuffer, MemStack};
+    use faer::linalg::cholesky::llt;
     let n = h.nrows();
+    if h.ncols() != n || r.len() != n {
+        return Err(Error::Solver("inconsistent linear system shapes".into()));
+    }
+    if h.iter().chain(r.iter()).any(|v| !v.is_finite()) {
+        return Err(Error::Solver(
+            "the Newton system has a non-finite value".into(),
+        ));
+    }
     let scale = (0..n)
         .map(|i| h[[i, i]].abs())
         .fold(0.0_f64, f64::max)
         .max(1e-300);
+    let par = faer::Par::Seq;
+    let mut mem = MemBuffer::new(
+        llt::factor::cholesky_in_place_scratch::<f64>(n, par, Default::default())
+            .or(llt::solve::solve_in_place_scratch::<f64>(n, 1, par)),
+    );
     let mut ridge = 0.0;
     for _ in 0..12 {
-        if let Some(l) = cholesky(&h, ridge) {
-            return Ok(cholesky_solve(&l, r));
+        let mut a = h.clone();
+        a.diag_mut().mapv_inplace(|v| v + ridge);
+        // H is symmetric: the transposed view of the row-major copy is H in column-major order.
+        let mut af = faer_mut(a.view_mut()).transpose_mut();
+        let stack = MemStack::new(&mut mem);
+        let ok = llt::factor::cholesky_in_place(
+            af.as_mut(),
+            Default::default(),
+            par,
+            stack,
+            Default::default(),
+        )
+        .is_ok();
+        if ok {
+            let mut x: Vec<f64> = r.to_vec();
+            let rhs = faer::MatMut::from_column_major_slice_mut(&mut x, n, 1);
+            llt::solve::solve_in_place(af.as_ref(), rhs, par, MemStack::new(&mut mem));
+            if x.iter().all(|v| v.is_finite()) {
+                return Ok(Array1::from_vec(x));
+            }
         }
         ridge = if ridge == 0.0 {
             1e-12 * scale
@@ -425,43 +507,4 @@ pub fn solve_spd(h: Array2<f64>, r: Array1<f64>) -> Result<Array1<f64>> {
     Err(Error::Solver(
         "the Newton system is not positive definite (non-finite values?)".into(),
     ))
-}
-
-/// Lower Cholesky factor of `h + ridge I` (row-major, `n x n`), or `None` if it is not
-/// positive definite.
-fn cholesky(h: &Array2<f64>, ridge: f64) -> Option<Vec<f64>> {
-    let n = h.nrows();
-    let mut l = vec![0.0; n * n];
-    for j in 0..n {
-        let d = h[[j, j]] + ridge - l[j * n..j * n + j].iter().map(|v| v * v).sum::<f64>();
-        if d.is_nan() || d <= 0.0 || !d.is_finite() {
-            return None;
-        }
-        let d = d.sqrt();
-        l[j * n + j] = d;
-        let (upper, lower) = l.split_at_mut((j + 1) * n);
-        let lj = &upper[j * n..j * n + j];
-        for (i, li) in (j + 1..n).zip(lower.chunks_exact_mut(n)) {
-            let dot: f64 = li[..j].iter().zip(lj).map(|(a, b)| a * b).sum();
-            li[j] = (h[[i, j]] - dot) / d;
-        }
-    }
-    Some(l)
-}
-
-fn cholesky_solve(l: &[f64], mut r: Array1<f64>) -> Array1<f64> {
-    let n = r.len();
-    for i in 0..n {
-        let row = &l[i * n..i * n + i];
-        let s: f64 = row.iter().zip(r.iter()).map(|(a, b)| a * b).sum();
-        r[i] = (r[i] - s) / l[i * n + i];
-    }
-    for i in (0..n).rev() {
-        let mut s = r[i];
-        for k in i + 1..n {
-            s -= l[k * n + i] * r[k];
-        }
-        r[i] = s / l[i * n + i];
-    }
-    r
 }
