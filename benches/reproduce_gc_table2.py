@@ -293,6 +293,10 @@ def main():
     parser.add_argument("--run-C", type=float, nargs="+", default=list(C_GRID),
                         help="run only the grid points with these C (best selection; the report "
                              "selects among the grid points complete in the log and says which are not)")
+    parser.add_argument("--run-C2", type=float, nargs="+", default=list(C2_GRID),
+                        help="ALP: run only the grid points with these C2 (like --run-C)")
+    parser.add_argument("--run-pstar", type=float, nargs="+", default=list(PSTAR_GRID),
+                        help="ALP: run only the grid points with these p_star (like --run-C)")
     parser.add_argument("--fit-timeout", type=float, default=120.0,
                         help="seconds per unit (one fit; inner: one outer fold), run in a forked child; "
                              "a unit over it is logged as a timeout and its grid point left out (0: no limit)")
@@ -338,7 +342,9 @@ def main():
                 for m in args.methods:
                     if args.selection == "best":
                         for point in grid_of(m):
-                            if point["C"] not in args.run_C:
+                            if point["C"] not in args.run_C or (
+                                    m == "ALP" and (point["C2"] not in args.run_C2 or
+                                                    point["p_star"] not in args.run_pstar)):
                                 continue
                             key = (ds, m, seed, fold, point_key(point))
                             prev = log.get(key)
@@ -445,6 +451,7 @@ def main():
             missing = 0
             warn_texts = set()
             timeouts = []
+            limits = set()
             incomplete = []
             for seed in range(args.seeds):
                 if args.selection == "best":
@@ -456,6 +463,7 @@ def main():
                             missing += sum(r is None for r in rs)
                             continue
                         if any("timeout" in r for r in rs):
+                            limits.update(r["timeout"] for r in rs if "timeout" in r)
                             timeouts.append(f"{pk} fold(s) {[f for f, r in enumerate(rs) if 'timeout' in r]}")
                             secs += sum(r["seconds"] for r in rs)
                             continue
@@ -481,6 +489,7 @@ def main():
                         missing += sum(r is None for r in rs)
                         continue
                     if any("timeout" in r for r in rs):
+                        limits.update(r["timeout"] for r in rs if "timeout" in r)
                         timeouts.append(f"inner fold(s) {[f for f, r in enumerate(rs) if 'timeout' in r]}")
                         continue
                     per_seed.append(100.0 * (1 - sum(r["correct"] for r in rs) / sum(r["n"] for r in rs)))
@@ -515,8 +524,8 @@ def main():
             if incomplete:
                 out("          selected among the complete grid points only: " + "; ".join(sorted(set(incomplete))))
             if timeouts:
-                out(f"          {len(timeouts)} grid point(s) left out, a fit over --fit-timeout "
-                    f"{args.fit_timeout:g} s: " + "; ".join(timeouts)[:600])
+                out(f"          {len(timeouts)} grid point(s) left out, a fit stopped at its time limit "
+                    f"({', '.join(f'{x:g}' for x in sorted(limits))} s): " + "; ".join(timeouts)[:700])
         if "ALP" in ours:
             for al in ("AL0", "AL"):
                 if al in ours:
