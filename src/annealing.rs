@@ -38,12 +38,10 @@
 //! ([`crate::multiclass::one_vs_rest`]), each problem with its own `p`.
 
 use ndarray::{Array1, Array2};
-use rand::seq::index::sample;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-use crate::bags::{validate_labels, Bags, Instances};
+use crate::bags::{validate_labels, Bags};
+use crate::basis::{choose_basis, dense_rows, BasisInit};
 use crate::error::{invalid_param, Result};
 use crate::kernel::{kernel_matrix, Basis, Rows};
 use crate::model::{Model, Pooling};
@@ -135,8 +133,9 @@ pub struct AnnealingParams {
     pub init: InitialLabels,
     /// Reduced basis of this many vectors (`None`: every training instance).
     pub n_xv: Option<usize>,
-    /// The reduced basis (`n_xv x n_features`), e.g. k-means centroids; `None` with `n_xv`:
-    /// `n_xv` random training instances.
+    /// How `n_xv` basis vectors are chosen when `init_xv` is not given.
+    pub xv_init: BasisInit,
+    /// The reduced basis (`n_xv x n_features`), replacing the choice by `xv_init`.
     pub init_xv: Option<Array2<f64>>,
     /// Per-class loss weights.
     pub class_weight: ClassWeight,
@@ -172,6 +171,7 @@ impl Default for AnnealingParams {
             max_iter: 50,
             init: InitialLabels::Uniform,
             n_xv: None,
+            xv_init: BasisInit::KMeans,
             init_xv: None,
             class_weight: ClassWeight::Uniform,
             ridge: 1e-8,
@@ -267,6 +267,8 @@ impl AnnealingParams {
         init: InitialLabels);
     setter!(/// Sets the reduced-basis size.
         n_xv: Option<usize>);
+    setter!(/// Sets how the reduced basis is chosen.
+        xv_init: BasisInit);
     setter!(/// Sets the reduced basis.
         init_xv: Option<Array2<f64>>);
     setter!(/// Sets the class weights.
@@ -370,11 +372,7 @@ impl AnnealingParams {
         // The basis: a reduced set of vectors, or every training instance.
         let (basis_rows, full) = match (&self.init_xv, self.n_xv) {
             (Some(z), _) => (z.clone(), false),
-            (None, Some(q)) => {
-                let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
-                let rows = sample(&mut rng, bags.n_instances(), q).into_vec();
-                (dense_rows(x, &rows), false)
-            }
+            (None, Some(q)) => (choose_basis(x, q, self.xv_init, self.seed), false),
             (None, None) => (Array2::zeros((0, 0)), true),
         };
         let norms = x.sq_norms();
@@ -560,16 +558,6 @@ impl AnnealingParams {
             stop_reason,
         })
     }
-}
-
-/// The chosen instance rows as a dense matrix.
-fn dense_rows(x: &Instances, rows: &[usize]) -> Array2<f64> {
-    let d = x.n_features();
-    let mut z = Array2::zeros((rows.len(), d));
-    for (mut zr, &r) in z.rows_mut().into_iter().zip(rows) {
-        zr.assign(&ndarray::ArrayView1::from(&x.dense_row(r)));
-    }
-    z
 }
 
 fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {

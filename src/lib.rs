@@ -11,6 +11,7 @@
 //! * [`annealing`]: AL-SVM, AW-SVM, ALP-SVM (Gehler & Chapelle 2007) and the mi-SVM / MI-SVM
 //!   heuristics (Andrews et al. 2002): instance-level classifiers with max pooling.
 //! * [`multiclass`]: one-vs-rest from binary fits.
+//! * [`basis`]: reduced bases (random instances, k-means centroids).
 //! * [`smo`]: a LIBSVM-style dual SMO solver (second-order working sets, shrinking, a kernel-row
 //!   cache kept across warm-started solves) for hinge, squared-hinge and one-class duals.
 //! * [`params`]: what every hyperparameter struct shares (ranges, kernel width, threads).
@@ -34,6 +35,7 @@
 //! ```
 pub mod annealing;
 pub mod bags;
+pub mod basis;
 pub mod error;
 pub mod kernel;
 pub mod model;

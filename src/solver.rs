@@ -183,6 +183,34 @@ impl<'a> SquaredHinge<'a> {
         }
     }
 
+    /// The rows `r` of `[X | 1]` scaled by `sqrt(w_r)`, for the given `(r, w_r)`.
+    fn scaled_rows(&self, rows: &[(usize, f64)]) -> Array2<f64> {
+        let n = self.dim();
+        let mut scaled = Array2::zeros((rows.len(), n + 1));
+        for (mut srow, &(r, w)) in scaled.rows_mut().into_iter().zip(rows) {
+            let w = w.sqrt();
+            srow.slice_mut(ndarray::s![..n])
+                .zip_mut_with(&self.x.row(r), |o, &v| *o = w * v);
+            srow[n] = w;
+        }
+        scaled
+    }
+
+    /// The Newton Hessian `[[K, 0], [0, 0]] + [X | 1]^T diag(d2) [X | 1]`.
+    fn full_hessian(&self, d2: &[f64]) -> Array2<f64> {
+        let n = self.dim();
+        let active: Vec<(usize, f64)> = d2
+            .iter()
+            .enumerate()
+            .filter(|&(_, &w)| w > 0.0)
+            .map(|(r, &w)| (r, w))
+            .collect();
+        let mut h = gram(self.scaled_rows(&active).view());
+        h.slice_mut(ndarray::s![..n, ..n])
+            .zip_mut_with(&self.k, |o, &v| *o += v);
+        h
+    }
+
     fn newton(
         &self,
         mut beta: Array1<f64>,
@@ -195,28 +223,44 @@ impl<'a> SquaredHinge<'a> {
         let g0 = self.reference_gradient_norm();
         let mut iterations = 0;
         let mut converged = (gbeta.dot(&gbeta) + gb * gb).sqrt() <= tol * g0;
+        let mut hessian: Option<(Array2<f64>, Vec<f64>)> = None;
         while !converged && iterations < max_iter {
             iterations += 1;
             // Hessian on the active set: [[K + X_A^T D X_A, X_A^T d], [., sum d]] with d_r the
             // second derivative of row r's loss, as one product S^T S of the active rows scaled
-            // by sqrt(d_r), with sqrt(d_r) as the bias column.
+            // by sqrt(d_r), with sqrt(d_r) as the bias column. After the first iteration only
+            // the rows whose d_r changed (the active set moves little) update the previous
+            // Hessian, by the difference of two such products.
             let f = self.scores(beta.view(), b);
-            let active: Vec<(usize, f64)> = (0..f.len())
-                .filter_map(|r| {
-                    let (_, _, d2) = self.row_loss(r, f[r]);
-                    (d2 > 0.0).then_some((r, d2))
-                })
-                .collect();
-            let mut scaled = Array2::zeros((active.len(), n + 1));
-            for (mut srow, &(r, d2)) in scaled.rows_mut().into_iter().zip(&active) {
-                let w = d2.sqrt();
-                srow.slice_mut(ndarray::s![..n])
-                    .zip_mut_with(&self.x.row(r), |o, &v| *o = w * v);
-                srow[n] = w;
-            }
-            let mut h = gram(scaled.view());
-            h.slice_mut(ndarray::s![..n, ..n])
-                .zip_mut_with(&self.k, |o, &v| *o += v);
+            let d2: Vec<f64> = (0..f.len()).map(|r| self.row_loss(r, f[r]).2).collect();
+            let h = match hessian.take() {
+                Some((mut h, old)) => {
+                    let changed: Vec<(usize, f64)> = (0..f.len())
+                        .filter(|&r| d2[r] != old[r])
+                        .map(|r| (r, d2[r] - old[r]))
+                        .collect();
+                    if changed.len() * 3 <= f.len() {
+                        let up: Vec<(usize, f64)> =
+                            changed.iter().copied().filter(|&(_, w)| w > 0.0).collect();
+                        let down: Vec<(usize, f64)> = changed
+                            .iter()
+                            .filter(|&&(_, w)| w < 0.0)
+                            .map(|&(r, w)| (r, -w))
+                            .collect();
+                        if !up.is_empty() {
+                            h += &gram(self.scaled_rows(&up).view());
+                        }
+                        if !down.is_empty() {
+                            h -= &gram(self.scaled_rows(&down).view());
+                        }
+                        h
+                    } else {
+                        self.full_hessian(&d2)
+                    }
+                }
+                None => self.full_hessian(&d2),
+            };
+            hessian = Some((h.clone(), d2));
             let mut rhs = Array1::zeros(n + 1);
             rhs.slice_mut(ndarray::s![..n]).assign(&gbeta.mapv(|v| -v));
             rhs[n] = -gb;

@@ -78,7 +78,10 @@ class _AnnealingClassifier(_ExpansionVectorClassifier):
         n_xv = None if self.n_xv is None else as_int("n_xv", self.n_xv)
         extra = {}
         if n_xv is not None:
-            extra["init_xv"] = self._reduced_basis(bags, n_xv, kernel, seed)
+            if isinstance(self.xv_init, str):
+                extra["xv_init"] = as_choice("xv_init", self.xv_init, ("kmeans", "random"))
+            else:
+                extra["init_xv"] = self._given_basis(bags, n_xv)
         start = time.perf_counter()
         out = _core.fit_annealing(
             bags.core_instances(),
@@ -126,33 +129,17 @@ class _AnnealingClassifier(_ExpansionVectorClassifier):
                   f"final objective {last}, p_hat {self.p_hat_}, {self.fit_time_:.3f} s")
         return self
 
-    def _reduced_basis(self, bags, n_xv, kernel, seed):
-        """The ``n_xv`` basis vectors: k-means centroids of the training instances, random
-        training instances, or the given array."""
+    def _given_basis(self, bags, n_xv):
+        """``xv_init`` given as an array of ``n_xv`` points (checked here)."""
         init = self.xv_init
-        if not isinstance(init, str):
-            points = np.asarray(init.toarray() if sp.issparse(init) else init, dtype=np.float64)
-            if points.shape != (n_xv, bags.n_features):
-                raise ValueError(
-                    f"xv_init as an array must have shape ({n_xv}, {bags.n_features}), got {points.shape}"
-                )
-            if not np.all(np.isfinite(points)):
-                raise ValueError("xv_init has a non-finite value")
-            return np.ascontiguousarray(points)
-        init = as_choice("xv_init", init, ("kmeans", "random"))
-        if n_xv < 1:
-            raise ValueError(f"n_xv must be None (every training instance) or an integer >= 1, got {n_xv}")
-        if n_xv > bags.n_instances:
-            raise ValueError(f"n_xv ({n_xv}) exceeds the number of training instances ({bags.n_instances})")
-        rng = np.random.RandomState(seed)
-        if init == "random":
-            rows = np.sort(rng.choice(bags.n_instances, n_xv, replace=False))
-            X = bags.X[rows]
-            return np.ascontiguousarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
-        from sklearn.cluster import KMeans
-
-        km = KMeans(n_clusters=n_xv, n_init=1, max_iter=100, random_state=seed).fit(bags.X)
-        return np.ascontiguousarray(km.cluster_centers_, dtype=np.float64)
+        points = np.asarray(init.toarray() if sp.issparse(init) else init, dtype=np.float64)
+        if points.shape != (n_xv, bags.n_features):
+            raise ValueError(
+                f"xv_init as an array must have shape ({n_xv}, {bags.n_features}), got {points.shape}"
+            )
+        if not np.all(np.isfinite(points)):
+            raise ValueError("xv_init has a non-finite value")
+        return np.ascontiguousarray(points)
 
     def instance_decision_function(self, bags):
         """Instance scores ``f(x)`` of every instance of every bag.
@@ -200,8 +187,9 @@ _COMMON_PARAMS = """
         basis of that many vectors chosen by ``xv_init`` (for large data: the SVM step then costs
         ``O(n_instances * n_xv^2)``).
     xv_init : {"kmeans", "random"} or array of shape (n_xv, n_features), default="kmeans"
-        The reduced basis: k-means centroids of the training instances, random training
-        instances, or the given points.
+        The reduced basis: k-means centroids of the training instances (k-means++ seeding and
+        up to 20 Lloyd iterations, in the core), distinct random training instances, or the
+        given points.
     class_weight : None, "balanced" or dict, default=None
         Loss weight per class: bag ``i`` costs ``C * weight[y_i]``. "balanced" weighs the
         positive and the negative bags of each binary problem by ``n_bags / (2 n_side)``.

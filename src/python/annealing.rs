@@ -9,7 +9,7 @@ use super::*;
 /// returns a dict with `xv`, `coef` (`n_outputs x n_xv`), `intercept`, `gamma`, and per binary
 /// problem `p`, `p_hat`, `objective_history`, `temperatures`, `n_iter`, `n_solves`, `converged`.
 #[pyfunction]
-#[pyo3(signature = (x, bag_ptr, labels, *, method, c, kernel, gamma, c2=1.0, p_star=0.5, t0=None, decay=1.5, eps=1e-3, max_temperatures=200, max_iter=50, init="uniform", n_xv=None, init_xv=None, class_weight=None, seed=0, n_jobs=None))]
+#[pyo3(signature = (x, bag_ptr, labels, *, method, c, kernel, gamma, c2=1.0, p_star=0.5, t0=None, decay=1.5, eps=1e-3, max_temperatures=200, max_iter=50, init="uniform", n_xv=None, xv_init="kmeans", init_xv=None, class_weight=None, seed=0, n_jobs=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn fit_annealing<'py>(
     py: Python<'py>,
@@ -29,6 +29,7 @@ pub(crate) fn fit_annealing<'py>(
     max_iter: i64,
     init: &str,
     n_xv: Option<i64>,
+    xv_init: &str,
     init_xv: Option<PyReadonlyArray2<f64>>,
     class_weight: Option<&Bound<'py, PyAny>>,
     seed: u64,
@@ -52,6 +53,15 @@ pub(crate) fn fit_annealing<'py>(
         _ => {
             return Err(PyValueError::new_err(format!(
                 "init must be 'uniform' or 'labels', got {init:?}"
+            )))
+        }
+    };
+    let xv_init = match xv_init {
+        "kmeans" => crate::basis::BasisInit::KMeans,
+        "random" => crate::basis::BasisInit::Random,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "xv_init must be 'kmeans', 'random' or an array, got {xv_init:?}"
             )))
         }
     };
@@ -81,6 +91,7 @@ pub(crate) fn fit_annealing<'py>(
         max_iter: count(max_iter, "max_iter")?,
         init,
         n_xv: n_xv.map(|q| count(q, "n_xv")).transpose()?,
+        xv_init,
         init_xv: init_xv.map(|z| z.as_array().to_owned()),
         class_weight,
         seed,
