@@ -548,6 +548,7 @@ impl<'g, G: GramRows> Smo<'g, G> {
         // Starting point and (when known) its gradient.
         let mut alpha;
         let mut q_alpha_known: Option<&[f64]> = None;
+        let mut updated: Option<Vec<f64>> = None;
         match warm {
             Some(w) => {
                 if w.alpha.len() != n {
@@ -573,12 +574,28 @@ impl<'g, G: GramRows> Smo<'g, G> {
                     .zip(&w.alpha)
                     .any(|(a, b)| a.to_bits() != b.to_bits());
                 let repaired = repair_equality(&mut alpha, problem)?;
-                if !clipped
-                    && !repaired
-                    && w.q_alpha.len() == n
-                    && w.q_alpha.iter().all(|v| v.is_finite())
-                {
+                let known = w.q_alpha.len() == n && w.q_alpha.iter().all(|v| v.is_finite());
+                if known && !clipped && !repaired {
                     q_alpha_known = Some(&w.q_alpha);
+                } else if known {
+                    // Update `Q a` by the changed variables when they are few (a kernel row
+                    // each) rather than rebuilding it from every nonzero variable.
+                    let changed: Vec<usize> = (0..n)
+                        .filter(|&i| alpha[i].to_bits() != w.alpha[i].to_bits())
+                        .collect();
+                    let nonzero = alpha.iter().filter(|&&a| a != 0.0).count();
+                    if 2 * changed.len() <= nonzero {
+                        let mut qa = w.q_alpha.clone();
+                        for &s in &changed {
+                            let delta = (alpha[s] - w.alpha[s]) * problem.y[s];
+                            let slot = self.cache.get(self.gram, problem.point[s]);
+                            let row = self.cache.row(slot);
+                            for ((q, &yi), &mi) in qa.iter_mut().zip(problem.y).zip(problem.point) {
+                                *q += yi * delta * row[mi];
+                            }
+                        }
+                        updated = Some(qa);
+                    }
                 }
             }
             None => {
@@ -590,9 +607,10 @@ impl<'g, G: GramRows> Smo<'g, G> {
         }
 
         let mut st = State::new(problem, &self.kdiag, alpha, self.params.tol);
-        match q_alpha_known {
-            Some(qa) => st.gradient_from_q_alpha(qa),
-            None => st.gradient_from_scratch(self.gram, &mut self.cache),
+        match (q_alpha_known, &updated) {
+            (Some(qa), _) => st.gradient_from_q_alpha(qa),
+            (None, Some(qa)) => st.gradient_from_q_alpha(qa),
+            (None, None) => st.gradient_from_scratch(self.gram, &mut self.cache),
         }
         let (iterations, termination) = st.run(self.gram, &mut self.cache, &self.params, max_iter);
         st.finish(self.gram, &mut self.cache, iterations, termination)
@@ -601,7 +619,8 @@ impl<'g, G: GramRows> Smo<'g, G> {
 
 /// Makes `y^T a = delta` hold for an `a` already inside the box, moving as little structure as
 /// it can; returns whether `a` changed. With residual `r = delta - y^T a` (ignored when below
-/// `1e-12` times `max(1, |delta|, sum a)`):
+/// `1e-12` times `max(1, |delta|, sum a)`): if one variable of sign `sign r` has room for `|r|`,
+/// the one with the most room takes it all; otherwise
 ///
 /// 1. the variables whose *decrease* helps (`y_i = -sign r`, `a_i > 0`) are scaled down by one
 ///    common factor, to zero at most;
@@ -618,6 +637,22 @@ pub fn repair_equality(alpha: &mut [f64], problem: &DualProblem) -> Result<bool>
     }
     let s = r.signum();
     let mut rem = r.abs();
+    // 0. one variable that can absorb the whole residual: the increase of a variable of sign
+    //    `s` with the most room (first of ties); this changes a single variable, which keeps a
+    //    warm start's gradient cheap to update.
+    let best = (0..alpha.len())
+        .filter(|&i| problem.y[i] == s && problem.u[i] > 0.0)
+        .map(|i| (i, problem.u[i] - alpha[i]))
+        .fold(None, |acc: Option<(usize, f64)>, (i, room)| match acc {
+            Some((_, r0)) if r0 >= room => acc,
+            _ => Some((i, room)),
+        });
+    if let Some((i, room)) = best {
+        if room >= rem {
+            alpha[i] += rem;
+            return Ok(true);
+        }
+    }
     // 1. scale down the variables of the opposite sign.
     let down: f64 = alpha
         .iter()
