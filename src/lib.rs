@@ -14,6 +14,8 @@
 //!   SVMs on set kernels solved by the SMO.
 //! * [`convex_combination`]: SVM-CC (Yang & Deng), positive bags as convex combinations of their
 //!   instances, alternating an SMO QP with an exact LP step.
+//! * [`one_class`]: the one-class MI-SVM (Vijayanarasimhan), a one-class SVM with per-bag max
+//!   constraints.
 //! * [`multiclass`]: one-vs-rest from binary fits.
 //! * [`smo`]: a LIBSVM-style dual SMO solver (second-order working sets, shrinking, a kernel-row
 //!   cache kept across warm-started solves) for hinge, squared-hinge and one-class duals.
@@ -43,6 +45,7 @@ pub mod error;
 pub mod kernel;
 pub mod model;
 pub mod multiclass;
+pub mod one_class;
 pub mod params;
 pub mod set_kernel;
 pub mod set_kernel_svm;

@@ -219,3 +219,146 @@ def test_smil_easy_and_contract(tmp_path):
     assert np.allclose(pickle.loads(pickle.dumps(est)).decision_function(bags), est.decision_function(bags))
     with pytest.raises(ValueError, match="C must be"):
         milsvm.sMIL(C=-2).fit(bags, y)
+
+
+# ------------------------------------------------------------------------------------------------
+# SVMCC
+# ------------------------------------------------------------------------------------------------
+
+
+def lp_reference(pos_scores, cp, neg_scores, cn):
+    """SVM-CC's LP with w fixed by scipy's linprog: variables v (per bag, simplex), b, xi."""
+    sizes = [len(s) for s in pos_scores]
+    nv, npb, nn = sum(sizes), len(sizes), len(neg_scores)
+    n = nv + 1 + npb + nn  # v, b, xi_pos, xi_neg
+    c = np.zeros(n)
+    c[nv + 1:nv + 1 + npb] = cp
+    c[nv + 1 + npb:] = cn
+    A, rhs = [], []
+    off = 0
+    for i, s in enumerate(pos_scores):  # -(sum_j v_ij g_ij) - b - xi_i <= -1
+        row = np.zeros(n)
+        row[off:off + len(s)] = -np.asarray(s)
+        row[nv] = -1
+        row[nv + 1 + i] = -1
+        A.append(row)
+        rhs.append(-1.0)
+        off += len(s)
+    for k, g in enumerate(neg_scores):  # g + b - xi <= -1
+        row = np.zeros(n)
+        row[nv] = 1
+        row[nv + 1 + npb + k] = -1
+        A.append(row)
+        rhs.append(-1.0 - g)
+    Aeq = np.zeros((npb, n))
+    off = 0
+    for i, m in enumerate(sizes):
+        Aeq[i, off:off + m] = 1
+        off += m
+    bounds = [(0, None)] * nv + [(None, None)] + [(0, None)] * (npb + nn)
+    r = so.linprog(c, A_ub=np.array(A), b_ub=rhs, A_eq=Aeq, b_eq=np.ones(npb), bounds=bounds, method="highs")
+    assert r.status == 0
+    return r.fun
+
+
+def lp_value(v, b, pos_scores, cp, neg_scores, cn):
+    xp = [max(0.0, 1 - float(np.dot(vi, s)) - b) for vi, s in zip(v, pos_scores)]
+    xn = [max(0.0, 1 + g + b) for g in neg_scores]
+    return float(np.dot(cp, xp) + np.dot(cn, xn))
+
+
+score = st.floats(-3, 3, allow_nan=False).map(lambda x: round(x, 2))
+
+
+@given(
+    st.lists(st.lists(score, min_size=1, max_size=4), min_size=1, max_size=5),
+    st.lists(score, min_size=0, max_size=6),
+    st.integers(0, 10**6),
+)
+def test_svmcc_lp_step_matches_linprog(pos_scores, neg_scores, seed):
+    rng = np.random.default_rng(seed)
+    cp = rng.choice([0.5, 1.0, 2.0], size=len(pos_scores))
+    cn = rng.choice([0.3, 1.0, 1.7], size=len(neg_scores))
+    v, b = milsvm._core.svmcc_lp_step(pos_scores, cp.tolist(), neg_scores, cn.tolist())
+    for vi, s in zip(v, pos_scores):
+        assert abs(sum(vi) - 1) < 1e-12 and min(vi) >= 0
+        assert np.dot(vi, s) >= max(s) - 1e-12
+    ours = lp_value(v, b, pos_scores, cp, neg_scores, cn)
+    ref = lp_reference(pos_scores, cp, neg_scores, cn)
+    assert ours <= ref + 1e-7 * max(1.0, abs(ref))
+
+
+def test_svmcc_qp_step_equals_svc_on_the_combination_gram():
+    bags, y = random_bags(5, n_bags=12, d=3, max_size=4)
+    C, gamma = 3.0, 0.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = milsvm.SVMCC(C=C, kernel="rbf", gamma=gamma, max_iter=1, smo_tol=1e-9).fit(bags, y)
+    units = [b for b, t in zip(bags, y) if t == 1] + [r[None, :] for b, t in zip(bags, y) if t == 0 for r in b]
+    uy = np.array([1] * int(np.sum(y == 1)) + [0] * (len(units) - int(np.sum(y == 1))))
+    n_pb, n_neg = int(np.sum(uy == 1)), int(np.sum(uy == 0))
+    C1, C2 = C * n_neg / (n_pb + n_neg), C * n_pb / (n_pb + n_neg)
+    K = set_gram(units, units, "rbf", gamma)
+    svc = SVC(kernel="precomputed", C=C, class_weight={1: C1 / C, 0: C2 / C}, tol=1e-11).fit(K, uy)
+    X = np.vstack(bags)
+    Kx = set_gram([r[None, :] for r in X], units, "rbf", gamma)
+    ref = svc.decision_function(Kx)
+    ours = np.concatenate(est.instance_decision_function(bags))
+    assert np.allclose(ours, ref, atol=1e-6), np.abs(ours - ref).max()
+    assert abs(est.qp_intercept_ - svc.intercept_[0]) < 1e-6
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+def test_svmcc_easy_bags(kernel):
+    bags, y = easy_bags(2)
+    est = milsvm.SVMCC(C=10.0, kernel=kernel).fit(bags, y)
+    assert est.converged_ and est.n_iter_ < 80
+    assert est.score(bags, y) == 1.0
+    # every positive bag's weight sits on its instance near (3, 3)
+    for i, v in zip(est.positive_bags_, est.v_):
+        assert np.isclose(v.sum(), 1.0)
+        assert bags[i][np.argmax(v)][0] > 1.5
+    scores = est.decision_function(bags)
+    inst = est.instance_decision_function(bags)
+    assert np.allclose(scores, [s.max() for s in inst])
+
+
+def test_svmcc_sparse_linear_stays_sparse_and_matches_dense(tmp_path):
+    bags, y = random_bags(6, n_bags=14, d=40, sparse=True, density=0.2)
+    a = milsvm.SVMCC(C=2.0).fit(bags, y)
+    b = milsvm.SVMCC(C=2.0).fit([x.toarray() for x in bags], y)
+    assert a.xv_.shape == (1, 40)
+    assert np.allclose(a.decision_function(bags), b.decision_function(bags), atol=1e-9)
+    a.save(tmp_path / "cc.json")
+    back = milsvm.load(tmp_path / "cc.json")
+    assert isinstance(back, milsvm.SVMCC)
+    assert np.allclose(back.decision_function(bags), a.decision_function(bags))
+    assert np.allclose(pickle.loads(pickle.dumps(a)).decision_function(bags), a.decision_function(bags))
+
+
+def test_svmcc_multiclass_and_warning():
+    bags, y = milsvm.datasets.make_four_gaussians_bags(n_bags=30, random_state=1)
+    est = milsvm.SVMCC(C=10.0, kernel="rbf").fit(bags, y)
+    assert est.decision_function(bags).shape == (30, 3)
+    assert len(est.v_) == 3
+    with pytest.warns(Warning, match="max_iter"):
+        milsvm.SVMCC(C=10.0, kernel="rbf", max_iter=1).fit(*easy_bags(3))
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"C": 0.0}, "C must be"),
+        ({"gamma": 0.0, "kernel": "rbf"}, "gamma must be"),
+        ({"kernel": "poly"}, "kernel must be"),
+        ({"max_iter": 0}, "max_iter must"),
+        ({"tol": -1.0}, "tol must"),
+        ({"smo_tol": 1.0}, "smo_tol must"),
+        ({"n_jobs": 0}, "n_jobs must"),
+        ({"class_weight": {5: 1.0}}, "class_weight"),
+    ],
+)
+def test_svmcc_bad_parameters(params, match):
+    bags, y = random_bags(0)
+    with pytest.raises(ValueError, match=match):
+        milsvm.SVMCC(**params).fit(bags, y)

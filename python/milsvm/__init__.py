@@ -10,5 +10,6 @@ from .preprocessing import BagStandardScaler
 from .sparse_mi import RSVM, SparseMI, load
 from .set_kernel import NSK, MIKernel, ReducedSet, sMIL
 from .annealing import ALPSVM, ALSVM, AWSVM, MISVM, miSVM
+from .convex_combination import SVMCC
 
-__all__ = ["Bags", "as_bags", "BagStandardScaler", "SparseMI", "RSVM", "MIKernel", "ReducedSet", "NSK", "sMIL", "ALSVM", "AWSVM", "ALPSVM", "miSVM", "MISVM", "load", "__version__"]
+__all__ = ["Bags", "as_bags", "BagStandardScaler", "SparseMI", "RSVM", "MIKernel", "ReducedSet", "NSK", "sMIL", "ALSVM", "AWSVM", "ALPSVM", "miSVM", "MISVM", "SVMCC", "load", "__version__"]

@@ -8,6 +8,7 @@ mod annealing;
 mod convex_combination;
 mod core_fns;
 mod model;
+mod one_class;
 mod set_kernel;
 mod set_kernel_svm;
 mod sparse_mi;
@@ -205,5 +206,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_kernel_svm::bag_self_kernel_py, m)?)?;
     m.add_function(wrap_pyfunction!(convex_combination::fit_svmcc, m)?)?;
     m.add_function(wrap_pyfunction!(convex_combination::svmcc_lp_step, m)?)?;
+    m.add_function(wrap_pyfunction!(one_class::fit_one_class, m)?)?;
     Ok(())
 }
