@@ -362,3 +362,77 @@ def test_svmcc_bad_parameters(params, match):
     bags, y = random_bags(0)
     with pytest.raises(ValueError, match=match):
         milsvm.SVMCC(**params).fit(bags, y)
+
+
+# ------------------------------------------------------------------------------------------------
+# OneClassMISVM
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("nu", [0.1, 0.3, 0.5, 0.9])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_one_class_without_bag_constraints_equals_sklearn(nu, seed):
+    from sklearn.svm import OneClassSVM
+
+    bags, y = random_bags(seed, n_bags=16, d=3, max_size=5)
+    gamma = 0.6
+    est = milsvm.OneClassMISVM(nu=nu, gamma=gamma, bag_constraints=False, tol=1e-9).fit(bags, y)
+    X = np.vstack([b for b, t in zip(bags, y) if t == 1])
+    ref = OneClassSVM(nu=nu, gamma=gamma, tol=1e-12).fit(X)
+    test = np.vstack(bags)
+    scale = nu * len(X)  # LIBSVM's dual is nu l times ours
+    ours = np.concatenate(est.instance_decision_function(bags))
+    assert np.allclose(ours * scale, ref.decision_function(test), atol=1e-5 * max(1.0, scale))
+    assert est.n_iter_ == 1 and est.converged_
+    assert np.isclose(est.dual_coef_.sum(), 1.0)
+
+
+def test_one_class_bag_constraints_cover_every_positive_bag(tmp_path):
+    bags, y = easy_bags(4, n_bags=30)
+    est = milsvm.OneClassMISVM(nu=0.5, bag_constraints=True).fit(bags, y)
+    plain = milsvm.OneClassMISVM(nu=0.5, bag_constraints=False).fit(bags, y)
+    assert est.converged_ and est.n_iter_ >= 1
+    pos = [b for b, t in zip(bags, y) if t == 1]
+    # the max constraints pull every positive bag's best instance to (nearly) the support
+    tol = 1e-3 * abs(est.rho_)
+    assert np.sum(est.decision_function(pos) < -tol) <= np.sum(plain.decision_function(pos) < -tol)
+    assert est.bag_dual_coef_.sum() + est.dual_coef_.sum() == pytest.approx(1.0)
+    # no max constraint is violated at the end: an inactive bag's best instance is inside
+    best = est.decision_function(pos)
+    assert np.all(est.active_ | (best >= -tol))
+    assert est.decision_function(bags).shape == (len(bags),)
+    assert set(est.predict(bags)) <= set(est.classes_)
+    est.save(tmp_path / "oc.json")
+    back = milsvm.load(tmp_path / "oc.json")
+    assert isinstance(back, milsvm.OneClassMISVM)
+    assert np.allclose(back.decision_function(bags), est.decision_function(bags))
+    assert np.allclose(pickle.loads(pickle.dumps(est)).decision_function(bags), est.decision_function(bags))
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"nu": 0.0}, "nu must lie"),
+        ({"nu": 1.5}, "nu must lie"),
+        ({"gamma": -2.0}, "gamma must be"),
+        ({"kernel": "poly"}, "kernel must be"),
+        ({"max_iter": 0}, "max_iter must"),
+        ({"tol": 0.0}, "tol must"),
+        ({"n_jobs": 0}, "n_jobs must"),
+    ],
+)
+def test_one_class_bad_parameters(params, match):
+    bags, y = random_bags(0)
+    with pytest.raises(ValueError, match=match):
+        milsvm.OneClassMISVM(**params).fit(bags, y)
+
+
+def test_one_class_cap_warns_and_linear_kernel():
+    bags, y = random_bags(7, n_bags=20, max_size=6)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = milsvm.OneClassMISVM(nu=0.2, max_iter=1).fit(bags, y)
+    assert est.n_iter_ == 1
+    assert est.converged_ or any("max_iter" in str(w.message) for w in caught)
+    lin = milsvm.OneClassMISVM(nu=0.5, kernel="linear", bag_constraints=False).fit(bags, y)
+    assert np.isfinite(lin.decision_function(bags)).all()

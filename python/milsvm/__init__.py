@@ -11,5 +11,6 @@ from .sparse_mi import RSVM, SparseMI, load
 from .set_kernel import NSK, MIKernel, ReducedSet, sMIL
 from .annealing import ALPSVM, ALSVM, AWSVM, MISVM, miSVM
 from .convex_combination import SVMCC
+from .one_class import OneClassMISVM
 
-__all__ = ["Bags", "as_bags", "BagStandardScaler", "SparseMI", "RSVM", "MIKernel", "ReducedSet", "NSK", "sMIL", "ALSVM", "AWSVM", "ALPSVM", "miSVM", "MISVM", "SVMCC", "load", "__version__"]
+__all__ = ["Bags", "as_bags", "BagStandardScaler", "SparseMI", "RSVM", "MIKernel", "ReducedSet", "NSK", "sMIL", "ALSVM", "AWSVM", "ALPSVM", "miSVM", "MISVM", "SVMCC", "OneClassMISVM", "load", "__version__"]

@@ -176,9 +176,10 @@ def load(path):
     doc = json.loads(text)
     from .annealing import ALPSVM, ALSVM, AWSVM, MISVM, miSVM
     from .convex_combination import SVMCC
+    from .one_class import OneClassMISVM
     from .set_kernel import NSK, ReducedSet, sMIL
 
-    classes = (SparseMI, RSVM, ReducedSet, ALSVM, AWSVM, ALPSVM, miSVM, MISVM, NSK, sMIL, SVMCC)
+    classes = (SparseMI, RSVM, ReducedSet, ALSVM, AWSVM, ALPSVM, miSVM, MISVM, NSK, sMIL, SVMCC, OneClassMISVM)
     cls = {c.__name__: c for c in classes}.get(doc.get("estimator"))
     if cls is None:
         raise ValueError(f"{path}: unknown estimator {doc.get('estimator')!r} in model file")
