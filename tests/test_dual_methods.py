@@ -436,3 +436,35 @@ def test_one_class_cap_warns_and_linear_kernel():
     assert est.converged_ or any("max_iter" in str(w.message) for w in caught)
     lin = milsvm.OneClassMISVM(nu=0.5, kernel="linear", bag_constraints=False).fit(bags, y)
     assert np.isfinite(lin.decision_function(bags)).all()
+
+
+# ------------------------------------------------------------------------------------------------
+# the estimator contract, shared
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "est",
+    [milsvm.NSK(C=10.0), milsvm.NSK(C=10.0, norm="l2"), milsvm.sMIL(C=10.0), milsvm.SVMCC(C=10.0),
+     milsvm.SVMCC(C=10.0, kernel="rbf"), milsvm.OneClassMISVM(nu=0.3)],
+)
+def test_contract_cross_validation_string_labels_and_bags_container(est):
+    from sklearn.model_selection import cross_val_score
+
+    bags, y = easy_bags(5, n_bags=20)
+    labels = np.where(y == 1, "pos", "neg")
+    scores = cross_val_score(clone(est), bags, labels, cv=2)
+    assert np.all(np.isfinite(scores))
+    fitted = clone(est).fit(bags, labels)
+    assert list(fitted.classes_) == ["neg", "pos"]
+    assert set(fitted.predict(bags)) <= {"neg", "pos"}
+    container = milsvm.Bags.from_instances(np.vstack(bags), [len(b) for b in bags])
+    again = clone(est).fit(container, labels)
+    assert np.allclose(again.decision_function(container), fitted.decision_function(bags))
+    assert fitted.n_features_in_ == 2 and fitted.gamma_ > 0
+
+
+def test_smil_multiclass_one_vs_rest():
+    bags, y = milsvm.datasets.make_four_gaussians_bags(n_bags=30, random_state=2)
+    est = milsvm.sMIL(C=10.0).fit(bags, y)
+    assert est.decision_function(bags).shape == (30, 3)
