@@ -9,11 +9,12 @@
 //! fixed choice of each bag's maximal instances the constraint is linear: a pseudo-sample
 //! `sum_j c_j phi(x_j)` whose weights `c` spread 1 equally over the bag's currently maximal
 //! instances, with bound `1/(nu n)` (a point of a [`ComboGram`]). The loop of Figure 2 starts
-//! with every bag inactive (the plain one-class SVM), then repeatedly: computes the scores,
-//! activates the bags whose maximal score is negative (`< -tol |rho|`), moves every active bag's
-//! pseudo-sample onto its current maximal instances, and re-solves (warm-started), until no
-//! inactive bag is violated and no active bag's maximal instances changed, or `max_iter` rounds
-//! ([`StopReason`]).
+//! with `a = 0` for every bag (no pseudo-sample: the plain one-class SVM), then repeatedly
+//! computes the scores, puts every bag's pseudo-sample on its current maximal instances (ties,
+//! within `1e-10` relative, share the weight) and re-solves (warm-started), until no bag's
+//! maximal instances changed (the linearised max constraints are then the true ones: none is
+//! violated), or `max_iter` rounds ([`StopReason`]). With bag constraints at least two rounds
+//! run (the report: 2-3).
 //!
 //! Scores: `f(x) = sum_s a_s k(s, x) - rho` (this scaling: `sum a = 1`; scikit-learn's
 //! `OneClassSVM` reports LIBSVM's `nu l` times larger values), bag score `max_x f(x)`: the shared
@@ -47,7 +48,7 @@ pub struct OneClassParams {
     pub bag_constraints: bool,
     /// Cap on the constraint-activation rounds, `>= 1`.
     pub max_iter: usize,
-    /// SMO tolerance and violation threshold (relative), in (0, 1).
+    /// Relative KKT tolerance of the SMO, in (0, 1).
     pub tol: f64,
     /// Threads (`None`: all cores). Results do not depend on it.
     pub n_jobs: Option<usize>,
@@ -214,19 +215,11 @@ impl OneClassParams {
             history.push(sol.objective);
             let active_used = active.clone();
             let f: Vec<f64> = sol.q_alpha[..l].iter().map(|q| q + sol.b).collect();
-            let rho = -sol.b;
             let mut violated = false;
             let mut new_weights = weights.clone();
             for i in 0..nb {
-                let s = &f[bags.bag_range(i)];
-                let m = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                let w = max_weights(s);
-                if active[i] {
-                    if w != weights[i] {
-                        violated = true;
-                        new_weights[i] = w;
-                    }
-                } else if m < -self.tol * rho.abs() {
+                let w = max_weights(&f[bags.bag_range(i)]);
+                if !active[i] || w != weights[i] {
                     violated = true;
                     new_weights[i] = w;
                     active[i] = true;

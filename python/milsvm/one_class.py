@@ -26,11 +26,11 @@ class OneClassMISVM(_ExpansionVectorClassifier):
     over the ``l`` instances of the positive training bags (dual: ``0 <= a <= 1/(nu l)``,
     ``sum a = 1``, solved by the crate's SMO). With ``bag_constraints=True`` every positive bag
     ``X`` adds ``max_{x in X} w . phi(x) >= rho - Xi_X`` with penalty ``1/(nu n_bags)``: a
-    pseudo-sample spreading weight 1 over the bag's currently maximal instances. Starting with
-    every bag inactive, bags whose best instance scores below 0 are activated, active bags'
-    pseudo-samples follow their maximal instances, and the problem is re-solved (warm-started)
-    until no max constraint is violated (the report: 2-3 rounds) or ``max_iter`` rounds (then a
-    ``ConvergenceWarning``). ``bag_constraints=False`` is the plain one-class SVM: the same
+    pseudo-sample spreading weight 1 over the bag's currently maximal instances (Figure 2):
+    starting with no pseudo-sample (``a = 0``, the plain one-class SVM), every bag's
+    pseudo-sample is put on its currently maximal instances and the problem re-solved
+    (warm-started) until no bag's maximal instances change, i.e. no max constraint is violated
+    (the report: 2-3 rounds), or ``max_iter`` rounds (then a ``ConvergenceWarning``). ``bag_constraints=False`` is the plain one-class SVM: the same
     decision values as ``sklearn.svm.OneClassSVM(nu=nu, gamma=gamma)`` divided by ``nu l``
     (LIBSVM scales the dual by ``nu l``).
 
@@ -50,7 +50,7 @@ class OneClassMISVM(_ExpansionVectorClassifier):
     max_iter : int, default=20
         Cap on the activation rounds.
     tol : float, default=1e-3
-        SMO tolerance and violation threshold (``max f < -tol |rho|``), in (0, 1).
+        Relative KKT tolerance of the SMO, in (0, 1).
     n_jobs : int or None, default=None
         Threads (None or -1: all cores).
 
@@ -65,7 +65,8 @@ class OneClassMISVM(_ExpansionVectorClassifier):
     bag_dual_coef_ : ndarray
         Dual variables of the bag pseudo-samples.
     active_ : ndarray of bool
-        Positive bags whose max constraint was active in the last solve.
+        Positive bags whose max constraint (pseudo-sample) was in the last solve (all of them
+        after the first round).
     objective_history_ : ndarray
         Dual objective after each round.
     n_iter_ : int
