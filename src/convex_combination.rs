@@ -32,7 +32,7 @@
 
 use ndarray::{Array1, Array2};
 
-use crate::bags::{validate_labels, Bags};
+use crate::bags::{validate_labels, Bags, Instances};
 use crate::error::{invalid_param, Result};
 use crate::kernel::{Kernel, Rows};
 use crate::model::{Model, Pooling};
@@ -56,25 +56,63 @@ pub enum StopReason {
     MaxIter,
 }
 
+/// Combinations of more than this many instances get their kernel rows from one block product
+/// (GEMM for dense rows) instead of instance rows one at a time.
+const BLOCK_MIN: usize = 4;
+/// Instances per block of such a product (bounds its memory to `BLOCK_ROWS x n_instances`).
+const BLOCK_ROWS: usize = 256;
+
 /// Kernel rows between *points* that are weighted combinations of instance rows
-/// (`point = sum_t w_t phi(x_t)`), computed from the rows of an [`InstanceGram`].
+/// (`point = sum_t w_t phi(x_t)`): `k(p, q) = sum_s sum_t w_s w_t k(x_s, x_t)`, computed from the
+/// instance kernel rows of an [`InstanceGram`] (single instances) or from blocks
+/// `K(X_p, X)` of inner products (combinations of several instances; sparse rows stay sparse).
+/// Nothing of size `n_instances^2` is held.
 pub struct ComboGram<'a, 'g> {
     inst: &'g InstanceGram<'a>,
+    x: &'g Instances,
+    kernel: Kernel,
+    norms: Vec<f64>,
     points: Vec<Vec<(usize, f64)>>,
 }
 
 impl<'a, 'g> ComboGram<'a, 'g> {
-    /// Points as lists of `(instance, weight)`.
-    pub fn new(inst: &'g InstanceGram<'a>, points: Vec<Vec<(usize, f64)>>) -> Self {
-        Self { inst, points }
+    /// Points as lists of `(instance, weight)` over the rows of `x`, whose instance kernel is
+    /// `inst` (built from the same `x` and `kernel`).
+    pub fn new(
+        inst: &'g InstanceGram<'a>,
+        x: &'g Instances,
+        kernel: Kernel,
+        points: Vec<Vec<(usize, f64)>>,
+    ) -> Self {
+        Self {
+            inst,
+            x,
+            kernel,
+            norms: x.sq_norms(),
+            points,
+        }
     }
 
     /// `sum_{(s, w) in point} w k(x_s, x_t)` for every instance `t`.
     fn instance_row(&self, point: usize, out: &mut [f64]) {
         let n = self.inst.n_points();
         out.iter_mut().for_each(|v| *v = 0.0);
+        let pts = &self.points[point];
+        if pts.len() > BLOCK_MIN {
+            for chunk in pts.chunks(BLOCK_ROWS) {
+                let rows: Vec<usize> = chunk.iter().map(|p| p.0).collect();
+                let dots = self.x.select_rows(&rows).cross_gram(self.x);
+                for (&(s, w), drow) in chunk.iter().zip(dots.rows()) {
+                    let ns = self.norms[s];
+                    for ((o, &d), &nt) in out.iter_mut().zip(drow).zip(&self.norms) {
+                        *o += w * self.kernel.from_dot(d, ns, nt);
+                    }
+                }
+            }
+            return;
+        }
         let mut tmp = vec![0.0; n];
-        for &(s, w) in &self.points[point] {
+        for &(s, w) in pts {
             self.inst.fill_row(s, &mut tmp);
             for (o, &k) in out.iter_mut().zip(&tmp) {
                 *o += w * k;
@@ -89,13 +127,22 @@ impl GramRows for ComboGram<'_, '_> {
     }
     fn diagonal(&self) -> Vec<f64> {
         let idiag = self.inst.diagonal();
-        let mut row = vec![0.0; self.inst.n_points()];
-        (0..self.points.len())
-            .map(|a| match self.points[a].as_slice() {
+        self.points
+            .iter()
+            .map(|pts| match pts.as_slice() {
                 [(s, w)] => w * w * idiag[*s],
-                pts => {
-                    self.instance_row(a, &mut row);
-                    pts.iter().map(|&(t, w)| w * row[t]).sum()
+                _ => {
+                    // the point's own block K(X_p, X_p)
+                    let rows: Vec<usize> = pts.iter().map(|p| p.0).collect();
+                    let xp = self.x.select_rows(&rows);
+                    let dots = xp.cross_gram(&xp);
+                    let mut sum = 0.0;
+                    for (&(s, ws), drow) in pts.iter().zip(dots.rows()) {
+                        for (&(t, wt), &d) in pts.iter().zip(drow) {
+                            sum += ws * wt * self.kernel.from_dot(d, self.norms[s], self.norms[t]);
+                        }
+                    }
+                    sum
                 }
             })
             .collect()
@@ -293,7 +340,7 @@ impl SvmCcParams {
         let inst = InstanceGram::new(kernel, Rows::from(x))?;
         let runs = one_vs_rest(labels, n_classes, |_, targets| {
             let weights = self.class_weight.bag_weights(targets, labels);
-            self.run_binary(&inst, bags, targets, &weights, kernel == Kernel::Linear)
+            self.run_binary(&inst, bags, targets, &weights, kernel)
         })?;
         let model = match kernel {
             Kernel::Linear => {
@@ -366,8 +413,10 @@ impl SvmCcParams {
         bags: &Bags,
         targets: &[f64],
         weights: &[f64],
-        linear: bool,
+        kernel: Kernel,
     ) -> Result<BinaryRun> {
+        let x = bags.instances();
+        let linear = kernel == Kernel::Linear;
         let pos: Vec<usize> = (0..bags.n_bags()).filter(|&i| targets[i] > 0.0).collect();
         let neg: Vec<(usize, usize)> = (0..bags.n_bags())
             .filter(|&i| targets[i] <= 0.0)
@@ -423,7 +472,7 @@ impl SvmCcParams {
                 .collect();
             points.extend(neg.iter().map(|&(t, _)| vec![(t, 1.0)]));
             points.extend(pos_inst.iter().map(|&t| vec![(t, 1.0)]));
-            let gram = ComboGram::new(inst, points);
+            let gram = ComboGram::new(inst, x, kernel, points);
             let problem = DualProblem {
                 y: &y,
                 point: &point,

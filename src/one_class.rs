@@ -201,7 +201,7 @@ impl OneClassParams {
                     .map(|(t, &w)| (t, w))
                     .collect::<Vec<_>>()
             }));
-            let gram = ComboGram::new(&inst, points);
+            let gram = ComboGram::new(&inst, x, kernel, points);
             let problem = DualProblem {
                 y: &y,
                 point: &point,

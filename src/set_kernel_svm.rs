@@ -23,15 +23,19 @@
 //! `(2 - |X|) / |X|` (at least one instance of the bag positive): the dual's linear term is
 //! `p_i = (2 - n_i) / n_i` for positive bags and 1 for the negative singletons. Every unit costs
 //! `C w` (this crate uses the same `C` for both sides; the paper's `C / L_n`, `C / L_p` are
-//! reached with `class_weight`). The model is the mean-pooled model form, as for NSK-`L1`.
+//! reached with `class_weight`). The model is the mean-pooled model form, as for NSK-`L1`. The
+//! units' kernel rows come on demand from instance kernels ([`ComboGram`], each unit the mean of
+//! its instances), so the many negative singletons never make a `units x units` matrix.
 
 use ndarray::{Array1, Array2, Axis};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::bags::{validate_labels, Bags, Instances};
+use crate::convex_combination::ComboGram;
 use crate::error::{invalid_param, Error, Result};
 use crate::kernel::Kernel;
+use crate::kernel::Rows;
 use crate::model::{Model, Pooling};
 use crate::multiclass::one_vs_rest;
 use crate::params::{
@@ -39,7 +43,9 @@ use crate::params::{
     Gamma, KernelKind,
 };
 use crate::set_kernel::set_kernel_gram;
-use crate::smo::{DualProblem, DualSolution, PrecomputedGram, Smo, SmoParams, Termination};
+use crate::smo::{
+    DualProblem, DualSolution, GramRows, InstanceGram, PrecomputedGram, Smo, SmoParams, Termination,
+};
 
 /// How NSK normalises the sum of a bag's instance features.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -140,8 +146,8 @@ fn validate_shared(
 }
 
 /// One hinge C-SVM dual over precomputed unit kernels: `p` linear term, `u` bounds.
-fn solve_hinge(
-    gram: &PrecomputedGram,
+fn solve_hinge<G: GramRows>(
+    gram: &G,
     y: &[f64],
     p: &[f64],
     u: &[f64],
@@ -499,11 +505,21 @@ impl SmilParams {
     fn fit_impl(&self, bags: &Bags, labels: &[usize], n_classes: usize) -> Result<NskFit> {
         let gamma = self.gamma.resolve(bags.instances());
         let kernel = self.kernel.with_gamma(gamma);
+        let x = bags.instances();
+        let inst = InstanceGram::new(kernel, Rows::from(x))?;
         let fits = one_vs_rest(labels, n_classes, |_, targets| {
             let weights = self.class_weight.bag_weights(targets, labels);
             let (ptr, owner) = smil_units(bags, targets);
-            let units = Bags::new(bags.instances().clone(), ptr)?;
-            let gram = PrecomputedGram::new(set_kernel_gram(kernel, &units)?)?;
+            let units = Bags::new(x.clone(), ptr)?;
+            // unit kernels on demand: a unit is the mean of its instances
+            let points: Vec<Vec<(usize, f64)>> = (0..units.n_bags())
+                .map(|j| {
+                    let r = units.bag_range(j);
+                    let w = 1.0 / r.len() as f64;
+                    r.map(|t| (t, w)).collect()
+                })
+                .collect();
+            let gram = ComboGram::new(&inst, x, kernel, points);
             let y: Vec<f64> = owner.iter().map(|&i| targets[i]).collect();
             let u: Vec<f64> = owner.iter().map(|&i| self.c * weights[i]).collect();
             let p: Vec<f64> = (0..owner.len())

@@ -57,10 +57,9 @@ fn nsk_and_smil_fit_and_are_thread_independent() -> Result<(), Error> {
 fn svmcc_and_one_class_fit() -> Result<(), Error> {
     let (bags, labels) = toy(1, 20);
     for kernel in [KernelKind::Linear, KernelKind::Rbf] {
-        let fit = SvmCcParams::new()
-            .c(10.0)
-            .kernel(kernel)
-            .fit(&bags, &labels)?;
+        let params = SvmCcParams::new().c(10.0).kernel(kernel);
+        let fit = params.clone().n_jobs(Some(1)).fit(&bags, &labels)?;
+        assert_eq!(fit, params.n_jobs(Some(2)).fit(&bags, &labels)?);
         assert_eq!(fit.stop_reason[0], StopReason::Converged);
         assert_eq!(accuracy(&fit.model.decision_function(&bags)?, &labels), 1.0);
         // each positive bag's v sits on its instance near (3, 3), the first one
@@ -68,7 +67,11 @@ fn svmcc_and_one_class_fit() -> Result<(), Error> {
             assert!((v[0] - 1.0).abs() < 1e-12);
         }
     }
-    let oc = OneClassParams::new().fit(&bags, &labels)?;
+    let oc = OneClassParams::new().n_jobs(Some(1)).fit(&bags, &labels)?;
+    assert_eq!(
+        oc,
+        OneClassParams::new().n_jobs(Some(2)).fit(&bags, &labels)?
+    );
     assert_eq!(oc.stop_reason, StopReason::Converged);
     let total: f64 = oc.alpha.iter().chain(&oc.bag_alpha).sum();
     assert!((total - 1.0).abs() < 1e-9);
