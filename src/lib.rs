@@ -10,6 +10,12 @@
 //! * [`set_kernel`]: the MI-Kernel and reduced-set baselines.
 //! * [`annealing`]: AL-SVM, AW-SVM, ALP-SVM (Gehler & Chapelle 2007) and the mi-SVM / MI-SVM
 //!   heuristics (Andrews et al. 2002): instance-level classifiers with max pooling.
+//! * [`set_kernel_svm`]: NSK (Gaertner et al. 2002) and sMIL (Bunescu & Mooney 2007), hinge-loss
+//!   SVMs on set kernels solved by the SMO.
+//! * [`convex_combination`]: SVM-CC (Yang & Deng), positive bags as convex combinations of their
+//!   instances, alternating an SMO QP with an exact LP step.
+//! * [`one_class`]: the one-class MI-SVM (Vijayanarasimhan), a one-class SVM with per-bag max
+//!   constraints.
 //! * [`multiclass`]: one-vs-rest from binary fits.
 //! * [`basis`]: reduced bases (random instances, k-means centroids).
 //! * [`smo`]: a LIBSVM-style dual SMO solver (second-order working sets, shrinking, a kernel-row
@@ -36,12 +42,15 @@
 pub mod annealing;
 pub mod bags;
 pub mod basis;
+pub mod convex_combination;
 pub mod error;
 pub mod kernel;
 pub mod model;
 pub mod multiclass;
+pub mod one_class;
 pub mod params;
 pub mod set_kernel;
+pub mod set_kernel_svm;
 pub mod smo;
 pub mod solver;
 pub mod sparse_mi;

@@ -13,7 +13,7 @@ from .sparse_mi import _ExpansionVectorClassifier
 from ._bags import Bags, as_bags
 from ._base import BaseEstimator, MIClassifierMixin, as_choice, as_float, as_gamma, as_int, as_n_jobs, seed_of
 
-__all__ = ["MIKernel", "ReducedSet"]
+__all__ = ["MIKernel", "ReducedSet", "NSK", "sMIL"]
 
 
 def _scores(scores):
@@ -258,3 +258,215 @@ class ReducedSet(_ExpansionVectorClassifier):
         self.n_features_in_ = bags.n_features
         self.fit_time_ = time.perf_counter() - start
         return self
+
+
+def _warn_cap(estimator, what):
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    warnings.warn(f"{type(estimator).__name__}: {what}", ConvergenceWarning, stacklevel=3)
+
+
+class _SetKernelSVM(_ExpansionVectorClassifier):
+    """Shared fit of NSK and sMIL (hinge-loss SVMs on set kernels, solved by the Rust SMO)."""
+
+    _pooling = "mean"
+    _method = None
+
+    def _norm(self):
+        return "l1"
+
+    def fit(self, bags, y):
+        """Fit on bags and one label per bag.
+
+        Parameters
+        ----------
+        bags : list of array-like / scipy sparse matrices, or Bags
+        y : array-like of shape (n_bags,)
+            Two labels (``classes_[1]`` is positive), or more for one-vs-rest.
+
+        Returns
+        -------
+        self
+        """
+        from .annealing import _class_weight, _gamma
+
+        bags = as_bags(bags)
+        labels = self._encode_labels(y, len(bags), multiclass=True)
+        norm = self._norm()
+        start = time.perf_counter()
+        out = _core.fit_set_kernel_svm(
+            bags.core_instances(),
+            bags.bag_ptr,
+            labels,
+            method=self._method,
+            c=as_float("C", self.C),
+            kernel=as_choice("kernel", self.kernel, ("rbf", "linear")),
+            gamma=_gamma(self.gamma),
+            norm=norm,
+            class_weight=_class_weight(self.class_weight, self.classes_),
+            tol=as_float("tol", self.tol),
+            max_iter=None if self.max_iter is None else as_int("max_iter", self.max_iter),
+            n_jobs=as_n_jobs(self.n_jobs),
+        )
+        self.fit_time_ = time.perf_counter() - start
+        binary = len(self.classes_) == 2
+        self.xv_ = out["xv"]
+        self.coef_ = out["coef"][0] if binary else out["coef"]
+        self.intercept_ = float(out["intercept"][0]) if binary else out["intercept"]
+        self.gamma_ = float(out["gamma"])
+        self.dual_coef_ = out["alpha"][0] if binary else list(out["alpha"])
+        self.objective_ = float(out["objective"][0]) if binary else np.asarray(out["objective"])
+        self.n_support_ = int(out["n_support"][0]) if binary else np.asarray(out["n_support"])
+        self.n_iter_ = int(out["n_iter"])
+        self.converged_ = bool(out["converged"])
+        self.n_features_in_ = bags.n_features
+        if not self.converged_:
+            _warn_cap(self, "the SMO solver stopped at max_iter before its tolerance was met")
+        return self
+
+
+class NSK(_SetKernelSVM):
+    """NSK: the hinge-loss SVM on the normalised set kernel (Gaertner, Flach, Kowalczyk & Smola,
+    Multi-Instance Kernels, ICML 2002; Vijayanarasimhan's report, section 2).
+
+    A bag is the sum of its instances' features ``sum_p phi(x_p)``, normalised by its 1-norm
+    (``norm="l1"``: ``k(X, X') = mean_p mean_q k(x_p, x'_q)``) or its feature-space 2-norm
+    (``norm="l2"``: ``sum sum k / sqrt(sum sum k(X, X) sum sum k(X', X'))``). The C-SVM dual on
+    this ``m x m`` bag kernel (bag ``i`` bounded by ``C * class_weight[y_i]``) is solved by the
+    crate's SMO; it is the problem ``sklearn.svm.SVC(kernel="precomputed")`` solves.
+
+    ``norm="l1"`` gives the shared model form with mean pooling: ``F(X) = mean_p f(x_p) + b``
+    with ``f(x) = sum_t coef_t k(xv_t, x)``, the expansion vectors being the instances of the
+    support bags and ``coef_t = dual_i y_i / n_i``. ``norm="l2"`` divides the bias-free part by
+    the test bag's own norm ``sqrt(mean_p mean_q k(x_p, x_q))`` (``coef_t`` then also carries
+    ``1 / sqrt(k(X_i, X_i))``); that model cannot be written to the JSON model file.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Loss weight (> 0).
+    kernel : {"rbf", "linear"}, default="rbf"
+        Instance kernel.
+    gamma : "scale", "median" or float, default="scale"
+        Gaussian width ("scale": ``1 / (n_features * X.var())``).
+    norm : {"l1", "l2"}, default="l1"
+        Normalisation of the bag feature sums.
+    class_weight : None, "balanced" or dict, default=None
+        Bag ``i`` is bounded by ``C * weight[y_i]``.
+    tol : float, default=1e-3
+        Relative KKT tolerance of the SMO, in (0, 1).
+    max_iter : int or None, default=None
+        SMO iteration cap (a ``ConvergenceWarning`` when it is hit).
+    n_jobs : int or None, default=None
+        Threads (None or -1: all cores).
+
+    Attributes
+    ----------
+    xv_ : ndarray of shape (n_xv, n_features)
+        Instances of the support bags.
+    coef_ : ndarray of shape (n_xv,) or (n_classes, n_xv)
+        Instance coefficients.
+    intercept_ : float or ndarray of shape (n_classes,)
+        Bias ``b``.
+    dual_coef_ : ndarray of shape (n_bags,) (list of them for multi-class)
+        Dual variables ``a_i`` (not multiplied by ``y_i``).
+    objective_ : float or ndarray
+        Dual objective ``1/2 a^T Q a - 1^T a``.
+    n_support_ : int or ndarray
+        Support bags.
+    n_iter_ : int
+        SMO iterations (largest over the problems).
+    converged_ : bool
+        Whether the SMO met its tolerance.
+    gamma_ : float
+        The kernel width used.
+    classes_ : ndarray
+        Class labels.
+    n_features_in_ : int
+        Number of features of an instance.
+    """
+
+    _method = "nsk"
+
+    def __init__(self, C=1.0, kernel="rbf", gamma="scale", norm="l1", class_weight=None, tol=1e-3, max_iter=None,
+                 n_jobs=None):
+        self.C = C
+        self.kernel = kernel
+        self.gamma = gamma
+        self.norm = norm
+        self.class_weight = class_weight
+        self.tol = tol
+        self.max_iter = max_iter
+        self.n_jobs = n_jobs
+
+    def _norm(self):
+        return as_choice("norm", self.norm, ("l1", "l2"))
+
+    def decision_function(self, bags):
+        """Bag scores ``F(X)`` (see the class docs).
+
+        Parameters
+        ----------
+        bags : list of array-like or Bags
+
+        Returns
+        -------
+        ndarray of shape (n_bags,) for binary problems, (n_bags, n_classes) for multi-class ones.
+        """
+        if self.norm != "l2":
+            return super().decision_function(bags)
+        checked = self._check_bags(bags)
+        intercept = np.asarray(self.intercept_, dtype=np.float64)
+        raw = super().decision_function(checked) - intercept
+        diag = _core.bag_self_kernel_py(checked.core_instances(), checked.bag_ptr, self.kernel, self.gamma_,
+                                        as_n_jobs(self.n_jobs))
+        scale = np.where(diag > 0, 1.0 / np.sqrt(np.maximum(diag, 1e-300)), 0.0)
+        return (raw.T * scale).T + intercept
+
+    def save(self, path):
+        """Write the model as versioned JSON (``norm="l1"`` only: the ``l2`` model is not the
+        shared model form, so it cannot be stored in that file; pickle it instead)."""
+        if self.norm == "l2":
+            raise ValueError("NSK(norm='l2') is not the shared model form and cannot be saved as JSON; use pickle")
+        super().save(path)
+
+
+class sMIL(_SetKernelSVM):
+    """sMIL: the sparse-MIL SVM of Bunescu & Mooney (Multiple Instance Learning for Sparse
+    Positive Bags, ICML 2007, eq. 8-9).
+
+    NSK with ``norm="l1"`` where every instance of a negative bag is a singleton bag and the
+    margin target of a positive bag ``X`` is relaxed from 1 to ``(2 - |X|) / |X|`` (at least one
+    of its instances positive): the dual is ``min 1/2 a^T Q a - p^T a``, ``y^T a = 0``,
+    ``0 <= a <= C w`` with ``p = (2 - n_i) / n_i`` for positive bags and 1 for negative
+    instances. Every unit costs ``C`` times its class weight (the paper's ``C / L_n`` and
+    ``C / L_p`` are reached through ``class_weight``). Bags are scored by the label mean of the
+    instance scores, the shared model form (``xv_``, ``coef_``, ``intercept_``).
+    Multi-class problems are one-vs-rest, each with its own units.
+
+    Parameters
+    ----------
+    C, kernel, gamma, class_weight, tol, max_iter, n_jobs :
+        As in :class:`NSK`.
+
+    Attributes
+    ----------
+    xv_, coef_, intercept_, objective_, n_support_, n_iter_, converged_, gamma_, classes_,
+    n_features_in_ :
+        As in :class:`NSK`.
+    dual_coef_ : ndarray
+        Dual variables, one per unit (positive bag or negative instance, in instance order).
+    """
+
+    _method = "smil"
+
+    def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight=None, tol=1e-3, max_iter=None, n_jobs=None):
+        self.C = C
+        self.kernel = kernel
+        self.gamma = gamma
+        self.class_weight = class_weight
+        self.tol = tol
+        self.max_iter = max_iter
+        self.n_jobs = n_jobs

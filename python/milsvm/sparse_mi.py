@@ -175,9 +175,11 @@ def load(path):
     parts = _core.model_from_json(text)
     doc = json.loads(text)
     from .annealing import ALPSVM, ALSVM, AWSVM, MISVM, miSVM
-    from .set_kernel import ReducedSet
+    from .convex_combination import SVMCC
+    from .one_class import OneClassMISVM
+    from .set_kernel import NSK, ReducedSet, sMIL
 
-    classes = (SparseMI, RSVM, ReducedSet, ALSVM, AWSVM, ALPSVM, miSVM, MISVM)
+    classes = (SparseMI, RSVM, ReducedSet, ALSVM, AWSVM, ALPSVM, miSVM, MISVM, NSK, sMIL, SVMCC, OneClassMISVM)
     cls = {c.__name__: c for c in classes}.get(doc.get("estimator"))
     if cls is None:
         raise ValueError(f"{path}: unknown estimator {doc.get('estimator')!r} in model file")

@@ -5,9 +5,12 @@
 //! `BaseException`.
 
 mod annealing;
+mod convex_combination;
 mod core_fns;
 mod model;
+mod one_class;
 mod set_kernel;
+mod set_kernel_svm;
 mod sparse_mi;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -199,5 +202,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(annealing::fit_annealing, m)?)?;
     m.add_function(wrap_pyfunction!(annealing::probability_update, m)?)?;
     m.add_function(wrap_pyfunction!(model::instance_decision_function, m)?)?;
+    m.add_function(wrap_pyfunction!(set_kernel_svm::fit_set_kernel_svm, m)?)?;
+    m.add_function(wrap_pyfunction!(set_kernel_svm::bag_self_kernel_py, m)?)?;
+    m.add_function(wrap_pyfunction!(convex_combination::fit_svmcc, m)?)?;
+    m.add_function(wrap_pyfunction!(convex_combination::svmcc_lp_step, m)?)?;
+    m.add_function(wrap_pyfunction!(one_class::fit_one_class, m)?)?;
     Ok(())
 }

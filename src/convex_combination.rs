@@ -1,0 +1,562 @@
+//! SVM-CC: the multi-instance SVM over convex combinations of Yang & Deng ("A convex combination
+//! approach for multi-instance learning", 001; Algorithms 1-2, eq. 13-37; ALGORITHMS.md
+//! section 4).
+//!
+//! A positive bag `X_i` is represented by a convex combination `x̄_i = sum_j v_ij phi(x_ij)`
+//! (`v_i` on the simplex, uniform at the start); every instance of a negative bag stands alone.
+//! The method alternates
+//!
+//! * **QP** (eq. 15-18 / 29-32): the hinge C-SVM dual over the points `{x̄_i: +1, bound C1}` and
+//!   `{x_n: -1, bound C2}`, solved by [`crate::smo`] on [`ComboGram`], whose kernel rows are built
+//!   from instance kernel rows (`k(x̄_i, x̄_k) = v_i^T K_{X_i X_k} v_k`,
+//!   `k(x̄_i, x_n) = v_i^T K_{X_i x_n}`), never an `N x N` matrix; the previous `alpha` warm-starts
+//!   the next solve. Bounds of Algorithm 2 (section 3): `C1 = C n_neg / (n_pos_bags + n_neg)`,
+//!   `C2 = C n_pos_bags / (n_pos_bags + n_neg)` (`n_neg` = negative instances), times the class
+//!   weight of the bag;
+//! * **LP** (problem 23-28 with `w` fixed): the weights `v` only enter the positive bags' slacks
+//!   `xi_i >= 1 - (w . x̄_i + b)`, so for any `b` the optimum puts `v_i` on the instances of largest
+//!   score `g(x_ij) = sum_s y_s a_s k(s, x_ij)` (ties share the weight equally). `b` then
+//!   minimises the convex piecewise-linear `sum_i c_i max(0, 1 - G_i - b) + sum_n c_n max(0, 1 +
+//!   g_n + b)` (`G_i = max_j g(x_ij)`): a weighted median of the breakpoints, computed exactly by
+//!   [`hinge_bias`] (the midpoint of the optimal interval when it is not a single point).
+//!
+//! It stops when `||v_new - v||_2 < tol` (the paper: 1e-4) or after `max_iter` (80) rounds
+//! ([`StopReason`]). The decision function is eq. 35: the instance score
+//! `g(x) = sum_i a_i sum_j v_ij k(x_ij, x) - sum_n a_n k(x_n, x) + b` with the `alpha` and `v` of
+//! the last QP; `b` is the LP's (eq. 20, Algorithm 1) for the linear kernel and the QP's
+//! (eq. 36-37, LIBSVM's average over free support vectors) for the Gaussian kernel, as in the
+//! paper. A bag is positive when one of its instances is (the MI assumption of section 1), so the
+//! bag score is the max of the instance scores: the shared model form with max pooling. With the
+//! linear kernel the model holds the explicit weight vector `w` as its only expansion vector
+//! (sparse instances stay sparse throughout).
+
+use ndarray::{Array1, Array2};
+
+use crate::bags::{validate_labels, Bags, Instances};
+use crate::error::{invalid_param, Result};
+use crate::kernel::{Kernel, Rows};
+use crate::model::{Model, Pooling};
+use crate::multiclass::one_vs_rest;
+use crate::params::{
+    check_c, check_gamma, check_n_jobs, check_positive, check_relative_tol, setter, with_threads,
+    ClassWeight, Gamma, KernelKind,
+};
+use crate::set_kernel_svm::dense_instance_rows;
+use crate::smo::{DualProblem, DualSolution, GramRows, InstanceGram, Smo, SmoParams, Termination};
+
+/// Relative tolerance under which two instance scores of a bag count as tied.
+const TIE_TOL: f64 = 1e-10;
+
+/// Why an alternating fit stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// The stopping rule was met.
+    Converged,
+    /// The round cap was reached.
+    MaxIter,
+}
+
+/// Combinations of more than this many instances get their kernel rows from one block product
+/// (GEMM for dense rows) instead of instance rows one at a time.
+const BLOCK_MIN: usize = 4;
+/// Instances per block of such a product (bounds its memory to `BLOCK_ROWS x n_instances`).
+const BLOCK_ROWS: usize = 256;
+
+/// Kernel rows between *points* that are weighted combinations of instance rows
+/// (`point = sum_t w_t phi(x_t)`): `k(p, q) = sum_s sum_t w_s w_t k(x_s, x_t)`, computed from the
+/// instance kernel rows of an [`InstanceGram`] (single instances) or from blocks
+/// `K(X_p, X)` of inner products (combinations of several instances; sparse rows stay sparse).
+/// Nothing of size `n_instances^2` is held.
+pub struct ComboGram<'a, 'g> {
+    inst: &'g InstanceGram<'a>,
+    x: &'g Instances,
+    kernel: Kernel,
+    norms: Vec<f64>,
+    points: Vec<Vec<(usize, f64)>>,
+}
+
+impl<'a, 'g> ComboGram<'a, 'g> {
+    /// Points as lists of `(instance, weight)` over the rows of `x`, whose instance kernel is
+    /// `inst` (built from the same `x` and `kernel`).
+    pub fn new(
+        inst: &'g InstanceGram<'a>,
+        x: &'g Instances,
+        kernel: Kernel,
+        points: Vec<Vec<(usize, f64)>>,
+    ) -> Self {
+        Self {
+            inst,
+            x,
+            kernel,
+            norms: x.sq_norms(),
+            points,
+        }
+    }
+
+    /// `sum_{(s, w) in point} w k(x_s, x_t)` for every instance `t`.
+    fn instance_row(&self, point: usize, out: &mut [f64]) {
+        let n = self.inst.n_points();
+        out.iter_mut().for_each(|v| *v = 0.0);
+        let pts = &self.points[point];
+        if pts.len() > BLOCK_MIN {
+            for chunk in pts.chunks(BLOCK_ROWS) {
+                let rows: Vec<usize> = chunk.iter().map(|p| p.0).collect();
+                let dots = self.x.select_rows(&rows).cross_gram(self.x);
+                for (&(s, w), drow) in chunk.iter().zip(dots.rows()) {
+                    let ns = self.norms[s];
+                    for ((o, &d), &nt) in out.iter_mut().zip(drow).zip(&self.norms) {
+                        *o += w * self.kernel.from_dot(d, ns, nt);
+                    }
+                }
+            }
+            return;
+        }
+        let mut tmp = vec![0.0; n];
+        for &(s, w) in pts {
+            self.inst.fill_row(s, &mut tmp);
+            for (o, &k) in out.iter_mut().zip(&tmp) {
+                *o += w * k;
+            }
+        }
+    }
+}
+
+impl GramRows for ComboGram<'_, '_> {
+    fn n_points(&self) -> usize {
+        self.points.len()
+    }
+    fn diagonal(&self) -> Vec<f64> {
+        let idiag = self.inst.diagonal();
+        self.points
+            .iter()
+            .map(|pts| match pts.as_slice() {
+                [(s, w)] => w * w * idiag[*s],
+                _ => {
+                    // the point's own block K(X_p, X_p)
+                    let rows: Vec<usize> = pts.iter().map(|p| p.0).collect();
+                    let xp = self.x.select_rows(&rows);
+                    let dots = xp.cross_gram(&xp);
+                    let mut sum = 0.0;
+                    for (&(s, ws), drow) in pts.iter().zip(dots.rows()) {
+                        for (&(t, wt), &d) in pts.iter().zip(drow) {
+                            sum += ws * wt * self.kernel.from_dot(d, self.norms[s], self.norms[t]);
+                        }
+                    }
+                    sum
+                }
+            })
+            .collect()
+    }
+    fn fill_row(&self, i: usize, out: &mut [f64]) {
+        let mut row = vec![0.0; self.inst.n_points()];
+        self.instance_row(i, &mut row);
+        for (o, pts) in out.iter_mut().zip(&self.points) {
+            *o = pts.iter().map(|&(t, w)| w * row[t]).sum();
+        }
+    }
+}
+
+/// The LP's bias (Yang & Deng, problem 23-28 with `w` and `v` fixed): the exact minimiser of
+/// `sum_i cp_i max(0, 1 - sp_i - b) + sum_n cn_n max(0, 1 + sn_n + b)` (`sp` positive scores,
+/// `sn` negative scores, weights `>= 0`). Every term adds its weight to the slope at its
+/// breakpoint (`1 - sp_i`, `-1 - sn_n`), starting from `-sum cp`; the minimiser is the first
+/// breakpoint where the slope becomes `>= 0` (a weighted median), the midpoint of the flat piece
+/// when the slope is exactly 0 there, and that breakpoint when the piece is unbounded. 0 when no
+/// term has a positive weight.
+pub fn hinge_bias(sp: &[f64], cp: &[f64], sn: &[f64], cn: &[f64]) -> f64 {
+    let mut bp: Vec<(f64, f64)> = sp
+        .iter()
+        .zip(cp)
+        .filter(|(_, &c)| c > 0.0)
+        .map(|(&s, &c)| (1.0 - s, c))
+        .chain(
+            sn.iter()
+                .zip(cn)
+                .filter(|(_, &c)| c > 0.0)
+                .map(|(&s, &c)| (-1.0 - s, c)),
+        )
+        .collect();
+    if bp.is_empty() {
+        return 0.0;
+    }
+    bp.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let w_pos: f64 = cp.iter().filter(|&&c| c > 0.0).sum();
+    let total: f64 = bp.iter().map(|b| b.1).sum();
+    let eps = 1e-12 * total;
+    let mut cum = 0.0;
+    for (k, &(b, w)) in bp.iter().enumerate() {
+        cum += w;
+        if cum >= w_pos - eps {
+            if (cum - w_pos).abs() <= eps {
+                // flat between this breakpoint and the next distinct one
+                return match bp[k + 1..].iter().find(|n| n.0 > b) {
+                    Some(next) => 0.5 * (b + next.0),
+                    None => b,
+                };
+            }
+            return b;
+        }
+    }
+    bp[bp.len() - 1].0
+}
+
+/// The LP's `v` for one bag: equal weights on the instances whose score is within
+/// `1e-10 max(1, |max|)` of the bag's maximum.
+pub fn max_weights(scores: &[f64]) -> Vec<f64> {
+    let m = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let tol = TIE_TOL * m.abs().max(1.0);
+    let top: Vec<bool> = scores.iter().map(|&s| s >= m - tol).collect();
+    let n = top.iter().filter(|&&t| t).count().max(1) as f64;
+    top.iter().map(|&t| if t { 1.0 / n } else { 0.0 }).collect()
+}
+
+/// Hyperparameters of SVM-CC (Yang & Deng, Algorithms 1-2; builder style, ranges checked by
+/// [`SvmCcParams::validate`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SvmCcParams {
+    /// Loss weight `C > 0` (split into `C1`, `C2` as in section 3).
+    pub c: f64,
+    /// Instance kernel family (the paper: linear for Algorithm 1, Gaussian for Algorithm 2).
+    pub kernel: KernelKind,
+    /// Kernel width (Gaussian kernel only).
+    pub gamma: Gamma,
+    /// Per-class loss weights (multiply `C1`, `C2`).
+    pub class_weight: ClassWeight,
+    /// Round cap (the paper: 80).
+    pub max_iter: usize,
+    /// Stop when `||v_new - v||_2 < tol` (the paper: 1e-4), `> 0`.
+    pub tol: f64,
+    /// Relative KKT tolerance of the SMO, in (0, 1).
+    pub smo_tol: f64,
+    /// Threads (`None`: all cores). Results do not depend on it.
+    pub n_jobs: Option<usize>,
+}
+
+impl Default for SvmCcParams {
+    fn default() -> Self {
+        Self {
+            c: 1.0,
+            kernel: KernelKind::Linear,
+            gamma: Gamma::Scale,
+            class_weight: ClassWeight::Uniform,
+            max_iter: 80,
+            tol: 1e-4,
+            smo_tol: 1e-3,
+            n_jobs: None,
+        }
+    }
+}
+
+/// A fitted SVM-CC with its training record (one entry per binary problem).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SvmCcFit {
+    /// Instance classifier (eq. 35) with max pooling.
+    pub model: Model,
+    /// Per problem: the positive bags (indices into the training bags).
+    pub positive_bags: Vec<Vec<usize>>,
+    /// Per problem: the final `v` of every positive bag (the last LP's).
+    pub v: Vec<Vec<Vec<f64>>>,
+    /// Per problem: the LP's bias of the last round.
+    pub lp_intercept: Vec<f64>,
+    /// Per problem: the QP's bias of the last round (eq. 36-37).
+    pub qp_intercept: Vec<f64>,
+    /// Per problem: `1/2 ||w||^2 + sum c xi` after each round's LP.
+    pub objective_history: Vec<Vec<f64>>,
+    /// Per problem: `||v_new - v||_2` of each round.
+    pub dv_history: Vec<Vec<f64>>,
+    /// Per problem: rounds run.
+    pub n_iter: Vec<usize>,
+    /// Per problem: why it stopped.
+    pub stop_reason: Vec<StopReason>,
+    /// Whether every SMO solve met its tolerance.
+    pub smo_converged: bool,
+    /// The kernel width used.
+    pub gamma: f64,
+}
+
+struct BinaryRun {
+    beta: Vec<f64>,
+    b: f64,
+    positive_bags: Vec<usize>,
+    v: Vec<Vec<f64>>,
+    lp_b: f64,
+    qp_b: f64,
+    objective_history: Vec<f64>,
+    dv_history: Vec<f64>,
+    n_iter: usize,
+    stop_reason: StopReason,
+    smo_converged: bool,
+}
+
+impl SvmCcParams {
+    /// Default parameters (`C = 1`, linear kernel, 80 rounds, `tol = 1e-4`).
+    pub fn new() -> Self {
+        Self::default()
+    }
+    setter!(/// Sets `C`.
+        c: f64);
+    setter!(/// Sets the kernel family.
+        kernel: KernelKind);
+    setter!(/// Sets the kernel width.
+        gamma: Gamma);
+    setter!(/// Sets the class weights.
+        class_weight: ClassWeight);
+    setter!(/// Sets the round cap.
+        max_iter: usize);
+    setter!(/// Sets the tolerance on the change of `v`.
+        tol: f64);
+    setter!(/// Sets the SMO tolerance.
+        smo_tol: f64);
+    setter!(/// Sets the thread count.
+        n_jobs: Option<usize>);
+
+    /// Checks every hyperparameter; the error names the parameter and its allowed range.
+    pub fn validate(&self) -> Result<()> {
+        check_c(self.c)?;
+        check_gamma(self.gamma)?;
+        check_positive("max_iter", self.max_iter)?;
+        if !(self.tol.is_finite() && self.tol > 0.0) {
+            return Err(invalid_param(format!(
+                "tol must be a finite number > 0, got {}",
+                self.tol
+            )));
+        }
+        check_relative_tol("smo_tol", Some(self.smo_tol))?;
+        check_n_jobs(self.n_jobs)
+    }
+
+    /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes).
+    pub fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<SvmCcFit> {
+        self.validate()?;
+        let n_classes = validate_labels(bags, labels)?;
+        self.class_weight.validate(n_classes)?;
+        with_threads(self.n_jobs, || self.fit_impl(bags, labels, n_classes))?
+    }
+
+    fn fit_impl(&self, bags: &Bags, labels: &[usize], n_classes: usize) -> Result<SvmCcFit> {
+        let gamma = self.gamma.resolve(bags.instances());
+        let kernel = self.kernel.with_gamma(gamma);
+        let x = bags.instances();
+        let inst = InstanceGram::new(kernel, Rows::from(x))?;
+        let runs = one_vs_rest(labels, n_classes, |_, targets| {
+            let weights = self.class_weight.bag_weights(targets, labels);
+            self.run_binary(&inst, bags, targets, &weights, kernel)
+        })?;
+        let model = match kernel {
+            Kernel::Linear => {
+                // explicit w per output: xv = W, coef = I
+                let n = runs.len();
+                let mut beta = Array2::zeros((n, x.n_rows()));
+                for (mut row, r) in beta.rows_mut().into_iter().zip(&runs) {
+                    row.assign(&Array1::from(r.beta.clone()));
+                }
+                Model {
+                    kernel,
+                    xv: x.combine_rows(&beta),
+                    coef: Array2::eye(n),
+                    intercept: runs.iter().map(|r| r.b).collect(),
+                    n_classes,
+                    pooling: Pooling::Max,
+                }
+            }
+            Kernel::Rbf { .. } => {
+                let keep: Vec<usize> = (0..x.n_rows())
+                    .filter(|&t| runs.iter().any(|r| r.beta[t] != 0.0))
+                    .collect();
+                let keep = if keep.is_empty() { vec![0] } else { keep };
+                let mut coef = Array2::zeros((runs.len(), keep.len()));
+                for (mut row, r) in coef.rows_mut().into_iter().zip(&runs) {
+                    for (o, &t) in row.iter_mut().zip(&keep) {
+                        *o = r.beta[t];
+                    }
+                }
+                Model {
+                    kernel,
+                    xv: dense_instance_rows(x, &keep),
+                    coef,
+                    intercept: runs.iter().map(|r| r.b).collect(),
+                    n_classes,
+                    pooling: Pooling::Max,
+                }
+            }
+        };
+        let mut fit = SvmCcFit {
+            model,
+            positive_bags: Vec::new(),
+            v: Vec::new(),
+            lp_intercept: Vec::new(),
+            qp_intercept: Vec::new(),
+            objective_history: Vec::new(),
+            dv_history: Vec::new(),
+            n_iter: Vec::new(),
+            stop_reason: Vec::new(),
+            smo_converged: runs.iter().all(|r| r.smo_converged),
+            gamma,
+        };
+        for r in runs {
+            fit.positive_bags.push(r.positive_bags);
+            fit.v.push(r.v);
+            fit.lp_intercept.push(r.lp_b);
+            fit.qp_intercept.push(r.qp_b);
+            fit.objective_history.push(r.objective_history);
+            fit.dv_history.push(r.dv_history);
+            fit.n_iter.push(r.n_iter);
+            fit.stop_reason.push(r.stop_reason);
+        }
+        Ok(fit)
+    }
+
+    /// One binary problem: the QP / LP alternation.
+    fn run_binary(
+        &self,
+        inst: &InstanceGram,
+        bags: &Bags,
+        targets: &[f64],
+        weights: &[f64],
+        kernel: Kernel,
+    ) -> Result<BinaryRun> {
+        let x = bags.instances();
+        let linear = kernel == Kernel::Linear;
+        let pos: Vec<usize> = (0..bags.n_bags()).filter(|&i| targets[i] > 0.0).collect();
+        let neg: Vec<(usize, usize)> = (0..bags.n_bags())
+            .filter(|&i| targets[i] <= 0.0)
+            .flat_map(|i| bags.bag_range(i).map(move |t| (t, i)))
+            .collect();
+        let pos_inst: Vec<usize> = pos.iter().flat_map(|&i| bags.bag_range(i)).collect();
+        let (n_pb, n_ni) = (pos.len() as f64, neg.len() as f64);
+        let c1 = self.c * n_ni / (n_pb + n_ni);
+        let c2 = self.c * n_pb / (n_pb + n_ni);
+        let (mp, mn) = (pos.len(), neg.len());
+        // samples: combinations (live), negative instances (live), positive instances (dead,
+        // u = 0: their q_alpha gives the scores the LP needs)
+        let mut y = vec![1.0; mp];
+        y.extend(std::iter::repeat_n(-1.0, mn));
+        y.extend(std::iter::repeat_n(1.0, pos_inst.len()));
+        let mut u: Vec<f64> = pos.iter().map(|&i| c1 * weights[i]).collect();
+        u.extend(neg.iter().map(|&(_, i)| c2 * weights[i]));
+        u.extend(std::iter::repeat_n(0.0, pos_inst.len()));
+        let n = y.len();
+        let p = vec![1.0; n];
+        let d = vec![0.0; n];
+        let point: Vec<usize> = (0..n).collect();
+        let smo_params = SmoParams {
+            tol: self.smo_tol,
+            ..SmoParams::default()
+        };
+        let mut v: Vec<Vec<f64>> = pos
+            .iter()
+            .map(|&i| {
+                let k = bags.bag_range(i).len();
+                vec![1.0 / k as f64; k]
+            })
+            .collect();
+        let mut warm: Option<DualSolution> = None;
+        let mut objective_history = Vec::new();
+        let mut dv_history = Vec::new();
+        let mut stop_reason = StopReason::MaxIter;
+        let mut smo_converged = true;
+        let mut last: Option<(DualSolution, Vec<Vec<f64>>, f64)> = None;
+        let mut n_iter = 0;
+        for _ in 0..self.max_iter {
+            n_iter += 1;
+            let mut points: Vec<Vec<(usize, f64)>> = pos
+                .iter()
+                .zip(&v)
+                .map(|(&i, vi)| {
+                    bags.bag_range(i)
+                        .zip(vi)
+                        .filter(|(_, &w)| w > 0.0)
+                        .map(|(t, &w)| (t, w))
+                        .collect()
+                })
+                .collect();
+            points.extend(neg.iter().map(|&(t, _)| vec![(t, 1.0)]));
+            points.extend(pos_inst.iter().map(|&t| vec![(t, 1.0)]));
+            let gram = ComboGram::new(inst, x, kernel, points);
+            let problem = DualProblem {
+                y: &y,
+                point: &point,
+                p: &p,
+                d: &d,
+                u: &u,
+                delta: 0.0,
+            };
+            let sol = Smo::new(&gram, smo_params)?.solve(&problem, warm.as_ref())?;
+            smo_converged &= sol.termination == Termination::Converged;
+            // scores g (without b) at the positive-bag instances and the negative instances
+            let g_pos = &sol.q_alpha[mp + mn..];
+            let g_neg: Vec<f64> = sol.q_alpha[mp..mp + mn].iter().map(|q| -q).collect();
+            let mut new_v = Vec::with_capacity(mp);
+            let mut big_g = Vec::with_capacity(mp);
+            let mut off = 0;
+            for &i in &pos {
+                let k = bags.bag_range(i).len();
+                let s = &g_pos[off..off + k];
+                big_g.push(s.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+                new_v.push(max_weights(s));
+                off += k;
+            }
+            let lp_b = hinge_bias(&big_g, &u[..mp], &g_neg, &u[mp..mp + mn]);
+            let w2: f64 = sol.alpha.iter().zip(&sol.q_alpha).map(|(a, q)| a * q).sum();
+            let loss: f64 = big_g
+                .iter()
+                .zip(&u[..mp])
+                .map(|(g, c)| c * (1.0 - g - lp_b).max(0.0))
+                .chain(
+                    g_neg
+                        .iter()
+                        .zip(&u[mp..mp + mn])
+                        .map(|(g, c)| c * (1.0 + g + lp_b).max(0.0)),
+                )
+                .sum();
+            objective_history.push(0.5 * w2 + loss);
+            let dv = v
+                .iter()
+                .flatten()
+                .zip(new_v.iter().flatten())
+                .map(|(a, b)| (a - b) * (a - b))
+                .sum::<f64>()
+                .sqrt();
+            dv_history.push(dv);
+            let used_v = std::mem::replace(&mut v, new_v);
+            warm = Some(DualSolution {
+                q_alpha: Vec::new(),
+                ..sol.clone()
+            });
+            last = Some((sol, used_v, lp_b));
+            if dv < self.tol {
+                stop_reason = StopReason::Converged;
+                break;
+            }
+        }
+        let (sol, used_v, lp_b) = match last {
+            Some(l) => l,
+            None => return Err(invalid_param("max_iter must be an integer >= 1, got 0")),
+        };
+        // eq. 35: instance coefficients from the last QP's alpha and v
+        let mut beta = vec![0.0; bags.n_instances()];
+        for (j, (&i, vi)) in pos.iter().zip(&used_v).enumerate() {
+            for (t, &w) in bags.bag_range(i).zip(vi) {
+                beta[t] += sol.alpha[j] * w;
+            }
+        }
+        for (k, &(t, _)) in neg.iter().enumerate() {
+            beta[t] -= sol.alpha[mp + k];
+        }
+        // Algorithm 1 (linear) takes the LP's bias (eq. 20), Algorithm 2 the QP's (eq. 36-37)
+        let b = if linear { lp_b } else { sol.b };
+        Ok(BinaryRun {
+            beta,
+            b,
+            positive_bags: pos,
+            v,
+            lp_b,
+            qp_b: sol.b,
+            objective_history,
+            dv_history,
+            n_iter,
+            stop_reason,
+            smo_converged,
+        })
+    }
+}

@@ -1,0 +1,551 @@
+//! Hinge-loss SVMs on set kernels, solved in the dual by [`crate::smo`]: NSK (Gaertner, Flach,
+//! Kowalczyk & Smola, "Multi-instance kernels", ICML 2002; the normalised set kernel as used by
+//! Vijayanarasimhan's report, 003, section 2 and ALGORITHMS.md section 5) and sMIL (Bunescu &
+//! Mooney, "Multiple instance learning for sparse positive bags", ICML 2007, eq. 8-9).
+//!
+//! **NSK.** A bag is the sum of its instances' features `phi(X) = sum_p phi(x_p)`, normalised
+//! by its 1-norm (`norm = L1`: the mean, `k(X, X') = mean_p mean_q k(x_p, x'_q)`) or its
+//! feature-space 2-norm (`norm = L2`:
+//! `k(X, X') = sum sum k / sqrt(sum sum k(X, X) * sum sum k(X', X'))`, the cosine of the two
+//! sums, which equals the mean kernel normalised the same way). The C-SVM with the hinge loss on
+//! the `m x m` bag kernel is the dual `min 1/2 a^T Q a - 1^T a, y^T a = 0, 0 <= a_i <= C w_i`
+//! (`w_i` the class weight of bag `i`), solved by the SMO on a [`PrecomputedGram`].
+//!
+//! The decision function `F(X) = sum_i a_i y_i k(X_i, X) + b` is, for `L1`, the shared model
+//! form with mean pooling: expansion vectors = the instances of the support bags, coefficient
+//! of instance `t` of bag `i` = `a_i y_i / n_i`. For `L2` it is
+//! `F(X) = [mean_p sum_t c_t k(x_t, x_p)] / sqrt(mean_p mean_q k(x_p, x_q)) + b` with
+//! `c_t = a_i y_i / (n_i sqrt(k_mean(X_i, X_i)))`: the mean-pooled model form without bias,
+//! divided by the test bag's own mean-kernel norm ([`NskModel`]).
+//!
+//! **sMIL** (Bunescu & Mooney 2007, section 3.1, eq. 8-9): NSK-`L1` where every instance of a
+//! negative bag is a singleton bag and a positive bag's margin target is relaxed from 1 to
+//! `(2 - |X|) / |X|` (at least one instance of the bag positive): the dual's linear term is
+//! `p_i = (2 - n_i) / n_i` for positive bags and 1 for the negative singletons. Every unit costs
+//! `C w` (this crate uses the same `C` for both sides; the paper's `C / L_n`, `C / L_p` are
+//! reached with `class_weight`). The model is the mean-pooled model form, as for NSK-`L1`. The
+//! units' kernel rows come on demand from instance kernels ([`ComboGram`], each unit the mean of
+//! its instances), so the many negative singletons never make a `units x units` matrix.
+
+use ndarray::{Array1, Array2, Axis};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::bags::{validate_labels, Bags, Instances};
+use crate::convex_combination::ComboGram;
+use crate::error::{invalid_param, Error, Result};
+use crate::kernel::Kernel;
+use crate::kernel::Rows;
+use crate::model::{Model, Pooling};
+use crate::multiclass::one_vs_rest;
+use crate::params::{
+    check_c, check_gamma, check_n_jobs, check_relative_tol, setter, with_threads, ClassWeight,
+    Gamma, KernelKind,
+};
+use crate::set_kernel::set_kernel_gram;
+use crate::smo::{
+    DualProblem, DualSolution, GramRows, InstanceGram, PrecomputedGram, Smo, SmoParams, Termination,
+};
+
+/// How NSK normalises the sum of a bag's instance features.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum SetNorm {
+    /// Divide by the 1-norm (the number of instances): the mean set kernel.
+    #[default]
+    L1,
+    /// Divide by the feature-space 2-norm: the cosine-normalised set kernel.
+    L2,
+}
+
+/// Kernel values between two sets of instance rows (`rows_a x rows_b`), from inner products
+/// ([`Instances::cross_gram`], sparse rows stay sparse) and squared norms.
+pub(crate) fn instance_kernel_block(
+    kernel: Kernel,
+    a: &Instances,
+    rows_a: &[usize],
+    b: &Instances,
+    rows_b: &[usize],
+) -> Array2<f64> {
+    let xa = a.select_rows(rows_a);
+    let xb = b.select_rows(rows_b);
+    let na = xa.sq_norms();
+    let nb = xb.sq_norms();
+    let mut k = xa.cross_gram(&xb);
+    for (mut row, &s) in k.rows_mut().into_iter().zip(&na) {
+        for (v, &t) in row.iter_mut().zip(&nb) {
+            *v = kernel.from_dot(*v, s, t);
+        }
+    }
+    k
+}
+
+/// The chosen instance rows as a dense matrix (expansion vectors of a [`Model`]).
+pub(crate) fn dense_instance_rows(x: &Instances, rows: &[usize]) -> Array2<f64> {
+    match x.select_rows(rows) {
+        Instances::Dense(a) => a,
+        Instances::Sparse(c) => c.to_dense(),
+    }
+}
+
+/// The mean kernel of every bag with itself, `mean_p mean_q k(x_p, x_q)` (bags in parallel,
+/// each summed in one fixed order).
+pub fn bag_self_kernel(kernel: Kernel, bags: &Bags) -> Vec<f64> {
+    (0..bags.n_bags())
+        .into_par_iter()
+        .map(|i| {
+            let rows: Vec<usize> = bags.bag_range(i).collect();
+            let k = instance_kernel_block(kernel, bags.instances(), &rows, bags.instances(), &rows);
+            k.sum() / (rows.len() * rows.len()) as f64
+        })
+        .collect()
+}
+
+/// The normalised set-kernel Gram matrix of `bags` (`L1`: mean kernel; `L2`: its cosine
+/// normalisation) and the bags' mean self-kernels.
+pub fn nsk_gram(kernel: Kernel, bags: &Bags, norm: SetNorm) -> Result<(Array2<f64>, Vec<f64>)> {
+    let mut k = set_kernel_gram(kernel, bags)?;
+    let diag: Vec<f64> = k.diag().to_vec();
+    if norm == SetNorm::L2 {
+        if let Some(i) = diag.iter().position(|&d| d.is_nan() || d <= 0.0) {
+            return Err(Error::InvalidData(format!(
+                "bag {i} has a zero feature-space norm (sum of its kernel values {}); norm='l2' \
+                 needs bags with a nonzero sum of features",
+                diag[i]
+            )));
+        }
+        let s: Vec<f64> = diag.iter().map(|d| d.sqrt()).collect();
+        for ((i, j), v) in k.indexed_iter_mut() {
+            *v /= s[i] * s[j];
+        }
+        // exact unit diagonal and symmetry
+        for i in 0..s.len() {
+            k[[i, i]] = 1.0;
+        }
+    }
+    Ok((k, diag))
+}
+
+/// Checks the settings shared by NSK and sMIL.
+fn validate_shared(
+    c: f64,
+    gamma: Gamma,
+    tol: f64,
+    max_iter: Option<usize>,
+    n_jobs: Option<usize>,
+) -> Result<()> {
+    check_c(c)?;
+    check_gamma(gamma)?;
+    check_relative_tol("tol", Some(tol))?;
+    if max_iter == Some(0) {
+        return Err(invalid_param(
+            "max_iter must be None (no cap) or an integer >= 1",
+        ));
+    }
+    check_n_jobs(n_jobs)
+}
+
+/// One hinge C-SVM dual over precomputed unit kernels: `p` linear term, `u` bounds.
+fn solve_hinge<G: GramRows>(
+    gram: &G,
+    y: &[f64],
+    p: &[f64],
+    u: &[f64],
+    tol: f64,
+    max_iter: Option<usize>,
+) -> Result<DualSolution> {
+    let n = y.len();
+    let point: Vec<usize> = (0..n).collect();
+    let d = vec![0.0; n];
+    let problem = DualProblem {
+        y,
+        point: &point,
+        p,
+        d: &d,
+        u,
+        delta: 0.0,
+    };
+    let params = SmoParams {
+        tol,
+        max_iter,
+        ..SmoParams::default()
+    };
+    Smo::new(gram, params)?.solve(&problem, None)
+}
+
+/// One binary problem's result over units (bags or singletons): instance coefficients
+/// (length `n_instances`) and the dual solution.
+struct UnitFit {
+    coef: Vec<f64>,
+    sol: DualSolution,
+}
+
+/// Spreads `a_j y_j scale_j / n_j` over the instances of every support unit `j`.
+fn unit_coefficients(units: &Bags, sol: &DualSolution, y: &[f64], scale: &[f64]) -> Vec<f64> {
+    let mut coef = vec![0.0; units.n_instances()];
+    for (j, &a) in sol.alpha.iter().enumerate() {
+        if a > 0.0 {
+            let r = units.bag_range(j);
+            let c = a * y[j] * scale[j] / r.len() as f64;
+            for t in r {
+                coef[t] = c;
+            }
+        }
+    }
+    coef
+}
+
+/// The model of several outputs: the instances with a nonzero coefficient in some output.
+fn assemble_model(
+    kernel: Kernel,
+    x: &Instances,
+    coefs: &[Vec<f64>],
+    intercept: Vec<f64>,
+    n_classes: usize,
+) -> Model {
+    let n = x.n_rows();
+    let keep: Vec<usize> = (0..n)
+        .filter(|&t| coefs.iter().any(|c| c[t] != 0.0))
+        .collect();
+    let keep = if keep.is_empty() { vec![0] } else { keep };
+    let mut coef = Array2::zeros((coefs.len(), keep.len()));
+    for (mut row, c) in coef.rows_mut().into_iter().zip(coefs) {
+        for (o, &t) in row.iter_mut().zip(&keep) {
+            *o = c[t];
+        }
+    }
+    Model {
+        kernel,
+        xv: dense_instance_rows(x, &keep),
+        coef,
+        intercept: Array1::from(intercept),
+        n_classes,
+        pooling: Pooling::Mean,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// NSK
+// ---------------------------------------------------------------------------------------------
+
+/// Hyperparameters of NSK, the hinge-loss SVM on the normalised set kernel (Gaertner et al.
+/// 2002; builder style, ranges checked by [`NskParams::validate`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NskParams {
+    /// Loss weight `C > 0` (bag `i` is bounded by `C w_i`).
+    pub c: f64,
+    /// Instance kernel family.
+    pub kernel: KernelKind,
+    /// Kernel width (Gaussian kernel only).
+    pub gamma: Gamma,
+    /// Normalisation of the bag feature sums.
+    pub norm: SetNorm,
+    /// Per-class loss weights.
+    pub class_weight: ClassWeight,
+    /// Relative KKT tolerance of the SMO, in (0, 1).
+    pub tol: f64,
+    /// SMO iteration cap (`None`: the solver's default).
+    pub max_iter: Option<usize>,
+    /// Threads (`None`: all cores). Results do not depend on it.
+    pub n_jobs: Option<usize>,
+}
+
+impl Default for NskParams {
+    fn default() -> Self {
+        Self {
+            c: 1.0,
+            kernel: KernelKind::Rbf,
+            gamma: Gamma::Scale,
+            norm: SetNorm::L1,
+            class_weight: ClassWeight::Uniform,
+            tol: 1e-3,
+            max_iter: None,
+            n_jobs: None,
+        }
+    }
+}
+
+/// A fitted NSK (or sMIL) model: the mean-pooled model form, divided for `L2` by the test
+/// bag's own mean-kernel norm before the bias is added (see the module docs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NskModel {
+    /// Expansion over the support bags' instances (`L2`: coefficients already divided by the
+    /// training bags' norms), with the bias in `intercept`.
+    pub model: Model,
+    /// The normalisation.
+    pub norm: SetNorm,
+}
+
+impl NskModel {
+    /// Bag scores `F(X)` (`n_bags x n_outputs`).
+    pub fn decision_function(&self, bags: &Bags) -> Result<Array2<f64>> {
+        let mut f = self.model.decision_function(bags)?;
+        if self.norm == SetNorm::L2 {
+            let b = self.model.intercept.view().insert_axis(Axis(0));
+            f -= &b;
+            let diag = bag_self_kernel(self.model.kernel, bags);
+            for (mut row, d) in f.rows_mut().into_iter().zip(diag) {
+                let s = if d > 0.0 { 1.0 / d.sqrt() } else { 0.0 };
+                row.mapv_inplace(|v| v * s);
+            }
+            f += &b;
+        }
+        Ok(f)
+    }
+}
+
+/// A fitted NSK or sMIL with its training record (one entry per binary problem).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NskFit {
+    /// The model.
+    pub model: NskModel,
+    /// The kernel width used.
+    pub gamma: f64,
+    /// Dual objective `1/2 a^T Q a - p^T a` per problem.
+    pub objective: Vec<f64>,
+    /// Dual variables per problem (one per bag; sMIL: per unit).
+    pub alpha: Vec<Vec<f64>>,
+    /// Number of support units per problem.
+    pub n_support: Vec<usize>,
+    /// Largest SMO iteration count.
+    pub n_iter: usize,
+    /// Whether every SMO solve converged (else the iteration cap was hit).
+    pub converged: bool,
+}
+
+impl NskParams {
+    /// Default parameters (`C = 1`, Gaussian kernel, `gamma = scale`, `L1`).
+    pub fn new() -> Self {
+        Self::default()
+    }
+    setter!(/// Sets `C`.
+        c: f64);
+    setter!(/// Sets the kernel family.
+        kernel: KernelKind);
+    setter!(/// Sets the kernel width.
+        gamma: Gamma);
+    setter!(/// Sets the normalisation.
+        norm: SetNorm);
+    setter!(/// Sets the class weights.
+        class_weight: ClassWeight);
+    setter!(/// Sets the SMO tolerance.
+        tol: f64);
+    setter!(/// Sets the SMO iteration cap.
+        max_iter: Option<usize>);
+    setter!(/// Sets the thread count.
+        n_jobs: Option<usize>);
+
+    /// Checks every hyperparameter; the error names the parameter and its allowed range.
+    pub fn validate(&self) -> Result<()> {
+        validate_shared(self.c, self.gamma, self.tol, self.max_iter, self.n_jobs)
+    }
+
+    /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes, sharing
+    /// the bag kernel).
+    pub fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<NskFit> {
+        self.validate()?;
+        let n_classes = validate_labels(bags, labels)?;
+        self.class_weight.validate(n_classes)?;
+        with_threads(self.n_jobs, || self.fit_impl(bags, labels, n_classes))?
+    }
+
+    fn fit_impl(&self, bags: &Bags, labels: &[usize], n_classes: usize) -> Result<NskFit> {
+        let gamma = self.gamma.resolve(bags.instances());
+        let kernel = self.kernel.with_gamma(gamma);
+        let (k, diag) = nsk_gram(kernel, bags, self.norm)?;
+        let gram = PrecomputedGram::new(k)?;
+        let scale: Vec<f64> = match self.norm {
+            SetNorm::L1 => vec![1.0; diag.len()],
+            SetNorm::L2 => diag.iter().map(|d| 1.0 / d.sqrt()).collect(),
+        };
+        let p = vec![1.0; bags.n_bags()];
+        let fits = one_vs_rest(labels, n_classes, |_, y| {
+            let u: Vec<f64> = self
+                .class_weight
+                .bag_weights(y, labels)
+                .iter()
+                .map(|w| self.c * w)
+                .collect();
+            let sol = solve_hinge(&gram, y, &p, &u, self.tol, self.max_iter)?;
+            Ok(UnitFit {
+                coef: unit_coefficients(bags, &sol, y, &scale),
+                sol,
+            })
+        })?;
+        Ok(finish(
+            kernel,
+            bags.instances(),
+            fits,
+            n_classes,
+            self.norm,
+            gamma,
+        ))
+    }
+}
+
+fn finish(
+    kernel: Kernel,
+    x: &Instances,
+    fits: Vec<UnitFit>,
+    n_classes: usize,
+    norm: SetNorm,
+    gamma: f64,
+) -> NskFit {
+    let coefs: Vec<Vec<f64>> = fits.iter().map(|f| f.coef.clone()).collect();
+    let intercept = fits.iter().map(|f| f.sol.b).collect();
+    let model = assemble_model(kernel, x, &coefs, intercept, n_classes);
+    NskFit {
+        model: NskModel { model, norm },
+        gamma,
+        objective: fits.iter().map(|f| f.sol.objective).collect(),
+        n_support: fits
+            .iter()
+            .map(|f| f.sol.alpha.iter().filter(|&&a| a > 0.0).count())
+            .collect(),
+        n_iter: fits.iter().map(|f| f.sol.iterations).max().unwrap_or(0),
+        converged: fits
+            .iter()
+            .all(|f| f.sol.termination == Termination::Converged),
+        alpha: fits.into_iter().map(|f| f.sol.alpha).collect(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// sMIL
+// ---------------------------------------------------------------------------------------------
+
+/// Hyperparameters of sMIL (Bunescu & Mooney 2007, eq. 8-9; builder style, ranges checked by
+/// [`SmilParams::validate`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SmilParams {
+    /// Loss weight `C > 0` (a unit of a bag of class weight `w` is bounded by `C w`).
+    pub c: f64,
+    /// Instance kernel family.
+    pub kernel: KernelKind,
+    /// Kernel width (Gaussian kernel only).
+    pub gamma: Gamma,
+    /// Per-class loss weights.
+    pub class_weight: ClassWeight,
+    /// Relative KKT tolerance of the SMO, in (0, 1).
+    pub tol: f64,
+    /// SMO iteration cap (`None`: the solver's default).
+    pub max_iter: Option<usize>,
+    /// Threads (`None`: all cores). Results do not depend on it.
+    pub n_jobs: Option<usize>,
+}
+
+impl Default for SmilParams {
+    fn default() -> Self {
+        Self {
+            c: 1.0,
+            kernel: KernelKind::Rbf,
+            gamma: Gamma::Scale,
+            class_weight: ClassWeight::Uniform,
+            tol: 1e-3,
+            max_iter: None,
+            n_jobs: None,
+        }
+    }
+}
+
+/// The units of one sMIL problem: positive bags whole, every instance of a negative bag alone;
+/// returns the unit offsets (over the unchanged instance order) and each unit's bag.
+pub fn smil_units(bags: &Bags, targets: &[f64]) -> (Vec<usize>, Vec<usize>) {
+    let mut ptr = vec![0];
+    let mut owner = Vec::new();
+    for (i, &t) in targets.iter().enumerate() {
+        let r = bags.bag_range(i);
+        if t > 0.0 {
+            ptr.push(r.end);
+            owner.push(i);
+        } else {
+            for e in r.start + 1..=r.end {
+                ptr.push(e);
+                owner.push(i);
+            }
+        }
+    }
+    (ptr, owner)
+}
+
+impl SmilParams {
+    /// Default parameters (`C = 1`, Gaussian kernel, `gamma = scale`).
+    pub fn new() -> Self {
+        Self::default()
+    }
+    setter!(/// Sets `C`.
+        c: f64);
+    setter!(/// Sets the kernel family.
+        kernel: KernelKind);
+    setter!(/// Sets the kernel width.
+        gamma: Gamma);
+    setter!(/// Sets the class weights.
+        class_weight: ClassWeight);
+    setter!(/// Sets the SMO tolerance.
+        tol: f64);
+    setter!(/// Sets the SMO iteration cap.
+        max_iter: Option<usize>);
+    setter!(/// Sets the thread count.
+        n_jobs: Option<usize>);
+
+    /// Checks every hyperparameter; the error names the parameter and its allowed range.
+    pub fn validate(&self) -> Result<()> {
+        validate_shared(self.c, self.gamma, self.tol, self.max_iter, self.n_jobs)
+    }
+
+    /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes; each
+    /// problem has its own units).
+    pub fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<NskFit> {
+        self.validate()?;
+        let n_classes = validate_labels(bags, labels)?;
+        self.class_weight.validate(n_classes)?;
+        with_threads(self.n_jobs, || self.fit_impl(bags, labels, n_classes))?
+    }
+
+    fn fit_impl(&self, bags: &Bags, labels: &[usize], n_classes: usize) -> Result<NskFit> {
+        let gamma = self.gamma.resolve(bags.instances());
+        let kernel = self.kernel.with_gamma(gamma);
+        let x = bags.instances();
+        let inst = InstanceGram::new(kernel, Rows::from(x))?;
+        let fits = one_vs_rest(labels, n_classes, |_, targets| {
+            let weights = self.class_weight.bag_weights(targets, labels);
+            let (ptr, owner) = smil_units(bags, targets);
+            let units = Bags::new(x.clone(), ptr)?;
+            // unit kernels on demand: a unit is the mean of its instances
+            let points: Vec<Vec<(usize, f64)>> = (0..units.n_bags())
+                .map(|j| {
+                    let r = units.bag_range(j);
+                    let w = 1.0 / r.len() as f64;
+                    r.map(|t| (t, w)).collect()
+                })
+                .collect();
+            let gram = ComboGram::new(&inst, x, kernel, points);
+            let y: Vec<f64> = owner.iter().map(|&i| targets[i]).collect();
+            let u: Vec<f64> = owner.iter().map(|&i| self.c * weights[i]).collect();
+            let p: Vec<f64> = (0..owner.len())
+                .map(|j| {
+                    if y[j] > 0.0 {
+                        let n = units.bag_range(j).len() as f64;
+                        (2.0 - n) / n
+                    } else {
+                        1.0
+                    }
+                })
+                .collect();
+            let sol = solve_hinge(&gram, &y, &p, &u, self.tol, self.max_iter)?;
+            let scale = vec![1.0; y.len()];
+            Ok(UnitFit {
+                coef: unit_coefficients(&units, &sol, &y, &scale),
+                sol,
+            })
+        })?;
+        Ok(finish(
+            kernel,
+            bags.instances(),
+            fits,
+            n_classes,
+            SetNorm::L1,
+            gamma,
+        ))
+    }
+}

@@ -1,0 +1,492 @@
+"""NSK, sMIL, SVMCC and OneClassMISVM: the methods solved by the dual SMO, against scikit-learn's
+SVC / OneClassSVM on the same problem, scipy references of their sub-steps, bad input and the
+estimator contract."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.optimize as so
+import scipy.sparse as sp
+from hypothesis import given
+from hypothesis import strategies as st
+from sklearn.base import clone
+from sklearn.svm import SVC
+
+import milsvm
+import milsvm.datasets
+from conftest import easy_bags, random_bags
+
+
+def rbf(a, b, gamma):
+    d = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2 * a @ b.T
+    return np.exp(-gamma * np.maximum(d, 0))
+
+
+def inst_kernel(a, b, kernel, gamma):
+    a = a.toarray() if sp.issparse(a) else np.asarray(a, float)
+    b = b.toarray() if sp.issparse(b) else np.asarray(b, float)
+    return a @ b.T if kernel == "linear" else rbf(a, b, gamma)
+
+
+def set_gram(A, B, kernel, gamma, norm="l1"):
+    """NumPy reference of the normalised set kernel between two lists of bags."""
+    K = np.array([[inst_kernel(a, b, kernel, gamma).mean() for b in B] for a in A])
+    if norm == "l2":
+        da = np.array([inst_kernel(a, a, kernel, gamma).mean() for a in A])
+        db = np.array([inst_kernel(b, b, kernel, gamma).mean() for b in B])
+        K = K / np.sqrt(np.outer(da, db))
+    return K
+
+
+def dual_objective(alpha, y, K, p):
+    Q = (y[:, None] * y[None, :]) * K
+    return 0.5 * alpha @ Q @ alpha - p @ alpha
+
+
+# ------------------------------------------------------------------------------------------------
+# NSK
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("norm", ["l1", "l2"])
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_nsk_equals_svc_on_the_set_kernel(norm, kernel, seed):
+    bags, y = random_bags(seed, n_bags=14, d=3, max_size=5)
+    test, _ = random_bags(seed + 100, n_bags=6, d=3, max_size=5)
+    gamma, C = 0.4, 2.0
+    est = milsvm.NSK(C=C, kernel=kernel, gamma=gamma, norm=norm, tol=1e-8).fit(bags, y)
+    K = set_gram(bags, bags, kernel, gamma, norm)
+    svc = SVC(kernel="precomputed", C=C, tol=1e-10).fit(K, y)
+    Kt = set_gram(test + bags, bags, kernel, gamma, norm)
+    ref = svc.decision_function(Kt)
+    ours = est.decision_function(test + bags)
+    scale = max(1.0, np.abs(ref).max())
+    assert np.allclose(ours, ref, atol=1e-6 * scale), np.abs(ours - ref).max()
+    # the same dual optimum
+    alpha = np.zeros(len(bags))
+    alpha[svc.support_] = np.abs(svc.dual_coef_[0])
+    ys = np.where(y == 1, 1.0, -1.0)
+    ref_obj = dual_objective(alpha, ys, K, np.ones(len(bags)))
+    assert abs(est.objective_ - ref_obj) <= 1e-6 * max(1.0, abs(ref_obj))
+    assert np.array_equal(est.predict(test), np.where(svc.decision_function(Kt[:6]) > 0, 1, 0))
+
+
+def test_nsk_sparse_equals_dense():
+    bags, y = random_bags(3, n_bags=12, d=6, sparse=True)
+    dense = [b.toarray() for b in bags]
+    a = milsvm.NSK(gamma=0.3, tol=1e-8).fit(bags, y).decision_function(bags)
+    b = milsvm.NSK(gamma=0.3, tol=1e-8).fit(dense, y).decision_function(dense)
+    assert np.allclose(a, b, atol=1e-9)
+
+
+def test_nsk_class_weight_scales_bounds():
+    bags, y = random_bags(4, n_bags=14)
+    gamma = 0.5
+    est = milsvm.NSK(C=1.0, gamma=gamma, class_weight={0: 2.0, 1: 0.5}, tol=1e-8).fit(bags, y)
+    K = set_gram(bags, bags, "rbf", gamma)
+    svc = SVC(kernel="precomputed", C=1.0, class_weight={0: 2.0, 1: 0.5}, tol=1e-10).fit(K, y)
+    assert np.allclose(est.decision_function(bags), svc.decision_function(K), atol=1e-6)
+
+
+def test_nsk_multiclass_one_vs_rest():
+    bags, y = milsvm.datasets.make_four_gaussians_bags(n_bags=45, random_state=0)
+    y = np.asarray(y)
+    est = milsvm.NSK(C=10.0).fit(bags, y)
+    scores = est.decision_function(bags)
+    assert scores.shape == (len(bags), len(np.unique(y)))
+    assert est.score(bags, y) > 0.7
+
+
+def test_nsk_easy_bags_save_load_pickle(tmp_path):
+    bags, y = easy_bags(0)
+    est = milsvm.NSK(C=10.0).fit(bags, y)
+    assert est.score(bags, y) == 1.0
+    est.save(tmp_path / "m.json")
+    back = milsvm.load(tmp_path / "m.json")
+    assert isinstance(back, milsvm.NSK)
+    assert np.allclose(back.decision_function(bags), est.decision_function(bags))
+    again = pickle.loads(pickle.dumps(est))
+    assert np.allclose(again.decision_function(bags), est.decision_function(bags))
+    l2 = milsvm.NSK(C=10.0, norm="l2").fit(bags, y)
+    assert l2.score(bags, y) == 1.0
+    assert np.allclose(pickle.loads(pickle.dumps(l2)).decision_function(bags), l2.decision_function(bags))
+    with pytest.raises(ValueError, match="l2"):
+        l2.save(tmp_path / "l2.json")
+    assert clone(est).get_params() == est.get_params()
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"C": 0.0}, "C must be"),
+        ({"C": -1.0}, "C must be"),
+        ({"gamma": -1.0}, "gamma must be"),
+        ({"gamma": "auto"}, "gamma must be"),
+        ({"norm": "l3"}, "norm must be"),
+        ({"kernel": "poly"}, "kernel must be"),
+        ({"tol": 0.0}, "tol must"),
+        ({"tol": 2.0}, "tol must"),
+        ({"max_iter": 0}, "max_iter must"),
+        ({"class_weight": "weird"}, "class_weight must"),
+        ({"n_jobs": 0}, "n_jobs must"),
+    ],
+)
+def test_nsk_bad_parameters(params, match):
+    bags, y = random_bags(0)
+    with pytest.raises(ValueError, match=match):
+        milsvm.NSK(**params).fit(bags, y)
+
+
+def test_nsk_bad_data():
+    bags, y = random_bags(0)
+    with pytest.raises(ValueError, match="labels for"):
+        milsvm.NSK().fit(bags, y[:-1])
+    with pytest.raises(ValueError, match="single class"):
+        milsvm.NSK().fit(bags, np.zeros(len(bags)))
+    bad = [b.copy() for b in bags]
+    bad[0][0, 0] = np.nan
+    with pytest.raises(ValueError):
+        milsvm.NSK().fit(bad, y)
+    est = milsvm.NSK().fit(bags, y)
+    with pytest.raises(ValueError):
+        est.decision_function([np.ones((2, 5))])
+
+
+def test_nsk_max_iter_warns():
+    bags, y = random_bags(1, n_bags=20)
+    with pytest.warns(Warning, match="max_iter"):
+        milsvm.NSK(max_iter=1, tol=1e-9).fit(bags, y)
+
+
+# ------------------------------------------------------------------------------------------------
+# sMIL
+# ------------------------------------------------------------------------------------------------
+
+
+def smil_reference(bags, y, C, gamma):
+    """sMIL's dual by SLSQP: units = positive bags + negative instances."""
+    units, uy, p = [], [], []
+    for b, lab in zip(bags, y):
+        if lab == 1:
+            units.append(b)
+            uy.append(1.0)
+            p.append((2.0 - len(b)) / len(b))
+        else:
+            for row in b:
+                units.append(row[None, :])
+                uy.append(-1.0)
+                p.append(1.0)
+    uy, p = np.array(uy), np.array(p)
+    K = set_gram(units, units, "rbf", gamma)
+    Q = uy[:, None] * uy[None, :] * K
+    n = len(uy)
+    r = so.minimize(lambda a: 0.5 * a @ Q @ a - p @ a, np.full(n, 0.0), jac=lambda a: Q @ a - p,
+                    method="SLSQP", bounds=[(0, C)] * n,
+                    constraints=[{"type": "eq", "fun": lambda a: uy @ a, "jac": lambda a: uy}],
+                    options={"ftol": 1e-14, "maxiter": 2000})
+    return r.fun, r.x, units, uy, K
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_smil_dual_matches_slsqp(seed):
+    bags, y = random_bags(seed, n_bags=8, d=2, max_size=4)
+    C, gamma = 1.5, 0.7
+    est = milsvm.sMIL(C=C, gamma=gamma, tol=1e-9).fit(bags, y)
+    ref_obj, ref_alpha, units, uy, K = smil_reference(bags, y, C, gamma)
+    assert est.objective_ <= ref_obj + 1e-7 * max(1, abs(ref_obj))
+    assert abs(est.objective_ - ref_obj) <= 1e-5 * max(1, abs(ref_obj))
+    # the weight vector (hence the bag-mean scores without bias) agrees
+    f_ours = est.decision_function(units) - est.intercept_
+    f_ref = K @ (ref_alpha * uy)
+    assert np.allclose(f_ours, f_ref, atol=1e-4)
+
+
+def test_smil_easy_and_contract(tmp_path):
+    bags, y = easy_bags(1)
+    est = milsvm.sMIL(C=10.0).fit(bags, y)
+    # the relaxed positive margin ranks the bags perfectly; the sign threshold of the mean score
+    # is biased toward the negative class (Bunescu & Mooney classify by the same mean score)
+    from sklearn.metrics import roc_auc_score
+
+    assert roc_auc_score(y, est.decision_function(bags)) == 1.0
+    est.save(tmp_path / "s.json")
+    back = milsvm.load(tmp_path / "s.json")
+    assert isinstance(back, milsvm.sMIL)
+    assert np.allclose(back.decision_function(bags), est.decision_function(bags))
+    assert np.allclose(pickle.loads(pickle.dumps(est)).decision_function(bags), est.decision_function(bags))
+    with pytest.raises(ValueError, match="C must be"):
+        milsvm.sMIL(C=-2).fit(bags, y)
+
+
+# ------------------------------------------------------------------------------------------------
+# SVMCC
+# ------------------------------------------------------------------------------------------------
+
+
+def lp_reference(pos_scores, cp, neg_scores, cn):
+    """SVM-CC's LP with w fixed by scipy's linprog: variables v (per bag, simplex), b, xi."""
+    sizes = [len(s) for s in pos_scores]
+    nv, npb, nn = sum(sizes), len(sizes), len(neg_scores)
+    n = nv + 1 + npb + nn  # v, b, xi_pos, xi_neg
+    c = np.zeros(n)
+    c[nv + 1:nv + 1 + npb] = cp
+    c[nv + 1 + npb:] = cn
+    A, rhs = [], []
+    off = 0
+    for i, s in enumerate(pos_scores):  # -(sum_j v_ij g_ij) - b - xi_i <= -1
+        row = np.zeros(n)
+        row[off:off + len(s)] = -np.asarray(s)
+        row[nv] = -1
+        row[nv + 1 + i] = -1
+        A.append(row)
+        rhs.append(-1.0)
+        off += len(s)
+    for k, g in enumerate(neg_scores):  # g + b - xi <= -1
+        row = np.zeros(n)
+        row[nv] = 1
+        row[nv + 1 + npb + k] = -1
+        A.append(row)
+        rhs.append(-1.0 - g)
+    Aeq = np.zeros((npb, n))
+    off = 0
+    for i, m in enumerate(sizes):
+        Aeq[i, off:off + m] = 1
+        off += m
+    bounds = [(0, None)] * nv + [(None, None)] + [(0, None)] * (npb + nn)
+    r = so.linprog(c, A_ub=np.array(A), b_ub=rhs, A_eq=Aeq, b_eq=np.ones(npb), bounds=bounds, method="highs")
+    assert r.status == 0
+    return r.fun
+
+
+def lp_value(v, b, pos_scores, cp, neg_scores, cn):
+    xp = [max(0.0, 1 - float(np.dot(vi, s)) - b) for vi, s in zip(v, pos_scores)]
+    xn = [max(0.0, 1 + g + b) for g in neg_scores]
+    return float(np.dot(cp, xp) + np.dot(cn, xn))
+
+
+score = st.floats(-3, 3, allow_nan=False).map(lambda x: round(x, 2))
+
+
+@given(
+    st.lists(st.lists(score, min_size=1, max_size=4), min_size=1, max_size=5),
+    st.lists(score, min_size=0, max_size=6),
+    st.integers(0, 10**6),
+)
+def test_svmcc_lp_step_matches_linprog(pos_scores, neg_scores, seed):
+    rng = np.random.default_rng(seed)
+    cp = rng.choice([0.5, 1.0, 2.0], size=len(pos_scores))
+    cn = rng.choice([0.3, 1.0, 1.7], size=len(neg_scores))
+    v, b = milsvm._core.svmcc_lp_step(pos_scores, cp.tolist(), neg_scores, cn.tolist())
+    for vi, s in zip(v, pos_scores):
+        assert abs(sum(vi) - 1) < 1e-12 and min(vi) >= 0
+        assert np.dot(vi, s) >= max(s) - 1e-12
+    ours = lp_value(v, b, pos_scores, cp, neg_scores, cn)
+    ref = lp_reference(pos_scores, cp, neg_scores, cn)
+    assert ours <= ref + 1e-7 * max(1.0, abs(ref))
+
+
+@pytest.mark.parametrize("seed, max_size", [(5, 4), (6, 9)])  # 9: block products for the combinations
+def test_svmcc_qp_step_equals_svc_on_the_combination_gram(seed, max_size):
+    bags, y = random_bags(seed, n_bags=12, d=3, max_size=max_size)
+    C, gamma = 3.0, 0.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = milsvm.SVMCC(C=C, kernel="rbf", gamma=gamma, max_iter=1, smo_tol=1e-9).fit(bags, y)
+    units = [b for b, t in zip(bags, y) if t == 1] + [r[None, :] for b, t in zip(bags, y) if t == 0 for r in b]
+    uy = np.array([1] * int(np.sum(y == 1)) + [0] * (len(units) - int(np.sum(y == 1))))
+    n_pb, n_neg = int(np.sum(uy == 1)), int(np.sum(uy == 0))
+    C1, C2 = C * n_neg / (n_pb + n_neg), C * n_pb / (n_pb + n_neg)
+    K = set_gram(units, units, "rbf", gamma)
+    svc = SVC(kernel="precomputed", C=C, class_weight={1: C1 / C, 0: C2 / C}, tol=1e-11).fit(K, uy)
+    X = np.vstack(bags)
+    Kx = set_gram([r[None, :] for r in X], units, "rbf", gamma)
+    ref = svc.decision_function(Kx)
+    ours = np.concatenate(est.instance_decision_function(bags))
+    assert np.allclose(ours, ref, atol=1e-6), np.abs(ours - ref).max()
+    assert abs(est.qp_intercept_ - svc.intercept_[0]) < 1e-6
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+def test_svmcc_easy_bags(kernel):
+    bags, y = easy_bags(2)
+    est = milsvm.SVMCC(C=10.0, kernel=kernel).fit(bags, y)
+    assert est.converged_ and est.n_iter_ < 80
+    assert est.score(bags, y) == 1.0
+    # every positive bag's weight sits on its instance near (3, 3)
+    for i, v in zip(est.positive_bags_, est.v_):
+        assert np.isclose(v.sum(), 1.0)
+        assert bags[i][np.argmax(v)][0] > 1.5
+    scores = est.decision_function(bags)
+    inst = est.instance_decision_function(bags)
+    assert np.allclose(scores, [s.max() for s in inst])
+
+
+def test_svmcc_sparse_linear_stays_sparse_and_matches_dense(tmp_path):
+    bags, y = random_bags(6, n_bags=14, d=40, sparse=True, density=0.2)
+    # tight SMO tolerance: the dense (GEMM) and sparse inner products round differently, which
+    # moves a loosely converged SMO's stopping point
+    a = milsvm.SVMCC(C=2.0, smo_tol=1e-10).fit(bags, y)
+    b = milsvm.SVMCC(C=2.0, smo_tol=1e-10).fit([x.toarray() for x in bags], y)
+    assert a.xv_.shape == (1, 40)
+    assert np.allclose(a.decision_function(bags), b.decision_function(bags), atol=1e-9)
+    a.save(tmp_path / "cc.json")
+    back = milsvm.load(tmp_path / "cc.json")
+    assert isinstance(back, milsvm.SVMCC)
+    assert np.allclose(back.decision_function(bags), a.decision_function(bags))
+    assert np.allclose(pickle.loads(pickle.dumps(a)).decision_function(bags), a.decision_function(bags))
+
+
+def test_svmcc_multiclass_and_warning():
+    bags, y = milsvm.datasets.make_four_gaussians_bags(n_bags=30, random_state=1)
+    est = milsvm.SVMCC(C=10.0, kernel="rbf").fit(bags, y)
+    assert est.decision_function(bags).shape == (30, 3)
+    assert len(est.v_) == 3
+    with pytest.warns(Warning, match="max_iter"):
+        milsvm.SVMCC(C=10.0, kernel="rbf", max_iter=1).fit(*easy_bags(3))
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"C": 0.0}, "C must be"),
+        ({"gamma": 0.0, "kernel": "rbf"}, "gamma must be"),
+        ({"kernel": "poly"}, "kernel must be"),
+        ({"max_iter": 0}, "max_iter must"),
+        ({"tol": -1.0}, "tol must"),
+        ({"smo_tol": 1.0}, "smo_tol must"),
+        ({"n_jobs": 0}, "n_jobs must"),
+        ({"class_weight": {5: 1.0}}, "class_weight"),
+    ],
+)
+def test_svmcc_bad_parameters(params, match):
+    bags, y = random_bags(0)
+    with pytest.raises(ValueError, match=match):
+        milsvm.SVMCC(**params).fit(bags, y)
+
+
+# ------------------------------------------------------------------------------------------------
+# OneClassMISVM
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("nu", [0.1, 0.3, 0.5, 0.9])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_one_class_without_bag_constraints_equals_sklearn(nu, seed):
+    from sklearn.svm import OneClassSVM
+
+    bags, y = random_bags(seed, n_bags=16, d=3, max_size=5)
+    gamma = 0.6
+    est = milsvm.OneClassMISVM(nu=nu, gamma=gamma, bag_constraints=False, tol=1e-9).fit(bags, y)
+    X = np.vstack([b for b, t in zip(bags, y) if t == 1])
+    ref = OneClassSVM(nu=nu, gamma=gamma, tol=1e-12).fit(X)
+    test = np.vstack(bags)
+    scale = nu * len(X)  # LIBSVM's dual is nu l times ours
+    ours = np.concatenate(est.instance_decision_function(bags))
+    assert np.allclose(ours * scale, ref.decision_function(test), atol=1e-5 * max(1.0, scale))
+    assert est.n_iter_ == 1 and est.converged_
+    assert np.isclose(est.dual_coef_.sum(), 1.0)
+
+
+def test_one_class_bag_constraints_cover_every_positive_bag(tmp_path):
+    bags, y = easy_bags(4, n_bags=30)
+    est = milsvm.OneClassMISVM(nu=0.5, bag_constraints=True).fit(bags, y)
+    plain = milsvm.OneClassMISVM(nu=0.5, bag_constraints=False).fit(bags, y)
+    assert est.converged_ and est.n_iter_ >= 1
+    pos = [b for b, t in zip(bags, y) if t == 1]
+    # the max constraints pull every positive bag's best instance to (nearly) the support
+    tol = 1e-3 * abs(est.rho_)
+    assert np.sum(est.decision_function(pos) < -tol) <= np.sum(plain.decision_function(pos) < -tol)
+    assert est.bag_dual_coef_.sum() + est.dual_coef_.sum() == pytest.approx(1.0)
+    # Figure 2: every bag's pseudo-sample sits on its maximal instances at the end
+    assert est.active_.all() and est.n_iter_ >= 2
+    X = np.vstack(pos)
+    K = rbf(X, est.xv_, est.gamma_)
+    f = K @ est.coef_ + est.intercept_
+    assert np.allclose(np.concatenate(est.instance_decision_function(pos)), f)
+    # the dual satisfies the bounds: instances 1/(nu l), bags 1/(nu n)
+    assert est.dual_coef_.max() <= 1 / (0.5 * len(X)) + 1e-12
+    assert est.bag_dual_coef_.max() <= 1 / (0.5 * len(pos)) + 1e-12
+    assert est.decision_function(bags).shape == (len(bags),)
+    assert set(est.predict(bags)) <= set(est.classes_)
+    est.save(tmp_path / "oc.json")
+    back = milsvm.load(tmp_path / "oc.json")
+    assert isinstance(back, milsvm.OneClassMISVM)
+    assert np.allclose(back.decision_function(bags), est.decision_function(bags))
+    assert np.allclose(pickle.loads(pickle.dumps(est)).decision_function(bags), est.decision_function(bags))
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"nu": 0.0}, "nu must lie"),
+        ({"nu": 1.5}, "nu must lie"),
+        ({"gamma": -2.0}, "gamma must be"),
+        ({"kernel": "poly"}, "kernel must be"),
+        ({"max_iter": 0}, "max_iter must"),
+        ({"tol": 0.0}, "tol must"),
+        ({"n_jobs": 0}, "n_jobs must"),
+    ],
+)
+def test_one_class_bad_parameters(params, match):
+    bags, y = random_bags(0)
+    with pytest.raises(ValueError, match=match):
+        milsvm.OneClassMISVM(**params).fit(bags, y)
+
+
+def test_one_class_cap_warns_and_linear_kernel():
+    bags, y = random_bags(7, n_bags=20, max_size=6)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = milsvm.OneClassMISVM(nu=0.2, max_iter=1).fit(bags, y)
+    assert est.n_iter_ == 1
+    assert est.converged_ or any("max_iter" in str(w.message) for w in caught)
+    lin = milsvm.OneClassMISVM(nu=0.5, kernel="linear", bag_constraints=False).fit(bags, y)
+    assert np.isfinite(lin.decision_function(bags)).all()
+
+
+# ------------------------------------------------------------------------------------------------
+# the estimator contract, shared
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "est",
+    [milsvm.NSK(C=10.0), milsvm.NSK(C=10.0, norm="l2"), milsvm.sMIL(C=10.0), milsvm.SVMCC(C=10.0),
+     milsvm.SVMCC(C=10.0, kernel="rbf"), milsvm.OneClassMISVM(nu=0.3)],
+)
+def test_contract_cross_validation_string_labels_and_bags_container(est):
+    from sklearn.model_selection import cross_val_score
+
+    bags, y = easy_bags(5, n_bags=20)
+    labels = np.where(y == 1, "pos", "neg")
+    scores = cross_val_score(clone(est), bags, labels, cv=2)
+    assert np.all(np.isfinite(scores))
+    fitted = clone(est).fit(bags, labels)
+    assert list(fitted.classes_) == ["neg", "pos"]
+    assert set(fitted.predict(bags)) <= {"neg", "pos"}
+    container = milsvm.Bags.from_instances(np.vstack(bags), [len(b) for b in bags])
+    again = clone(est).fit(container, labels)
+    assert np.allclose(again.decision_function(container), fitted.decision_function(bags))
+    assert fitted.n_features_in_ == 2 and fitted.gamma_ > 0
+
+
+def test_smil_multiclass_one_vs_rest():
+    bags, y = milsvm.datasets.make_four_gaussians_bags(n_bags=30, random_state=2)
+    est = milsvm.sMIL(C=10.0).fit(bags, y)
+    assert est.decision_function(bags).shape == (30, 3)
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_svmcc_objective_is_non_increasing(kernel, seed):
+    # QP (optimal in w, b for v) then LP (optimal in v, b for w): an alternating minimisation
+    bags, y = random_bags(seed, n_bags=16, d=3, max_size=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = milsvm.SVMCC(C=5.0, kernel=kernel, gamma=0.5, smo_tol=1e-9).fit(bags, y)
+    h = est.objective_history_
+    assert len(h) == est.n_iter_ and len(est.dv_history_) == est.n_iter_
+    assert np.all(np.diff(h) <= 1e-7 * max(1.0, abs(h[0])))
