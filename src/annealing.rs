@@ -15,7 +15,7 @@
 //!   `sum_j p_ij >= 1` per positive bag. Update `p_j = sigmoid((lambda - C d_j) / T)`,
 //!   `d_j = l(+1, f_j) - l(-1, f_j)`, `lambda = 0` when that satisfies the constraint and else the
 //!   exact root of `sum_j p_j = 1` ([`al_update`]). Stops when the mean entropy of `p` is below
-//!   `eps`, or when `p` moves by at most `eps` over a whole temperature (the limit is reached).
+//!   `eps`, or when `p` moves by at most `eps` over a whole temperature below `T = eps C`.
 //! * **AW-SVM** (anneals MI-SVM / MICA; eq. 9-11): `p_ij` is a distribution over the instances of
 //!   each positive bag, loss `C p l(+1, f) + T p ln p`, update `p = softmax(-C l / T)`
 //!   ([`aw_update`]); stops when `p` no longer changes within a temperature, then labels the
@@ -165,7 +165,7 @@ impl Default for AnnealingParams {
             gamma: Gamma::Scale,
             t0: None,
             decay: 1.5,
-            eps: 1e-3,
+            eps: 1e-4,
             max_temperatures: 200,
             max_alternations: 50,
             max_iter: 50,
@@ -520,13 +520,16 @@ impl AnnealingParams {
                 temperatures.push(temp);
                 history.push(value + data.temperature_terms(method, &p, temp, self));
                 // AW: p no longer changes within a temperature (Algorithm 2). AL / ALP: the
-                // entropy is below eps (Algorithm 1), or p no longer changes when T drops (ALP's
-                // penalty can hold one instance of a bag at a fractional p for every T, so its
-                // entropy need not vanish).
+                // entropy is below eps (Algorithm 1), or, once T is below eps C, p no longer
+                // changes when T drops (ALP's penalty can hold one instance of a bag at a
+                // fractional p for every T, so its entropy need not vanish; at high T, p moves
+                // slowly, so the rule waits for a cold temperature).
                 let unchanged = max_abs_diff(&p, &start) <= self.eps;
                 let done = match method {
                     AnnealingMethod::Aw => unchanged,
-                    _ => unchanged || data.mean_entropy(&p) < self.eps,
+                    _ => {
+                        data.mean_entropy(&p) < self.eps || (unchanged && temp <= self.eps * self.c)
+                    }
                 };
                 if done {
                     stop_reason = StopReason::Converged;

@@ -16,7 +16,11 @@ def fit_sparse_mi(
 ) -> dict[str, Any]: ...
 def decision_function(
     x: Instances, bag_ptr: NDArray[np.int64], xv: NDArray[np.float64], coef: NDArray[np.float64],
-    intercept: NDArray[np.float64], kernel: str, gamma: float, n_jobs: Optional[int] = None,
+    intercept: NDArray[np.float64], kernel: str, gamma: float, n_jobs: Optional[int] = None, pooling: str = "mean",
+) -> NDArray[np.float64]: ...
+def instance_decision_function(
+    x: Instances, xv: NDArray[np.float64], coef: NDArray[np.float64], intercept: NDArray[np.float64], kernel: str,
+    gamma: float, n_jobs: Optional[int] = None,
 ) -> NDArray[np.float64]: ...
 def kernel_bag_means(
     x: Instances, bag_ptr: NDArray[np.int64], z: NDArray[np.float64], kernel: str, gamma: float, n_jobs: Optional[int] = None
@@ -36,7 +40,10 @@ def sparse_mi_objective(
     x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], z: NDArray[np.float64], c: float, kernel: str,
     gamma: float, solver: str = "newton", inner_tol: float = 1e-12,
 ) -> Tuple[float, NDArray[np.float64]]: ...
-def model_to_json(xv: NDArray[np.float64], coef: NDArray[np.float64], intercept: NDArray[np.float64], kernel: str, gamma: float, n_classes: int) -> str: ...
+def model_to_json(
+    xv: NDArray[np.float64], coef: NDArray[np.float64], intercept: NDArray[np.float64], kernel: str, gamma: float,
+    n_classes: int, pooling: str = "mean",
+) -> str: ...
 def model_from_json(text: str) -> dict[str, Any]: ...
 def fit_mi_kernel(
     x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], *, c: float, kernel: str,
@@ -54,4 +61,33 @@ def fit_reduced_set(
     x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], *, n_xv: int, c: float, kernel: str,
     gamma: Optional[float], max_fixed_point_iter: int, n_restarts: int, solver: str, seed: int, n_jobs: Optional[int],
     tol: float = 1e-6,
+) -> dict[str, Any]: ...
+def fit_annealing(
+    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], *, method: str, c: float, kernel: str,
+    gamma: Union[str, float], c2: float = 1.0, p_star: float = 0.5, t0: Optional[float] = None, decay: float = 1.5,
+    eps: float = 1e-4, max_temperatures: int = 200, max_iter: int = 50, init: str = "uniform",
+    n_xv: Optional[int] = None, xv_init: str = "kmeans", init_xv: Optional[NDArray[np.float64]] = None,
+    class_weight: Union[None, str, list[float]] = None, seed: int = 0, n_jobs: Optional[int] = None,
+) -> dict[str, Any]: ...
+def probability_update(
+    kind: str, t: NDArray[np.float64], temp: float, c2: float = 0.0, p_star: float = 0.0
+) -> NDArray[np.float64]: ...
+def fit_set_kernel_svm(
+    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], *, method: str, c: float, kernel: str,
+    gamma: Union[str, float], norm: str = "l1", class_weight: Union[None, str, list[float]] = None, tol: float = 1e-3,
+    max_iter: Optional[int] = None, n_jobs: Optional[int] = None,
+) -> dict[str, Any]: ...
+def bag_self_kernel_py(
+    x: Instances, bag_ptr: NDArray[np.int64], kernel: str, gamma: float, n_jobs: Optional[int] = None
+) -> NDArray[np.float64]: ...
+def fit_svmcc(
+    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], *, c: float, kernel: str,
+    gamma: Union[str, float], class_weight: Union[None, str, list[float]] = None, max_iter: int = 80,
+    tol: float = 1e-4, smo_tol: float = 1e-3, n_jobs: Optional[int] = None,
+) -> dict[str, Any]: ...
+def svmcc_lp_step(*args: Any, **kwargs: Any) -> Any: ...
+def fit_one_class(
+    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], *, nu: float, kernel: str,
+    gamma: Union[str, float], bag_constraints: bool = True, max_iter: int = 20, tol: float = 1e-3,
+    n_jobs: Optional[int] = None,
 ) -> dict[str, Any]: ...

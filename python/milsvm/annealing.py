@@ -247,7 +247,7 @@ class ALSVM(_AnnealingClassifier):
         Initial temperature (None: ``10 C``, the paper's choice).
     decay : float, default=1.5
         Temperature divisor per step (> 1).
-    eps : float, default=1e-3
+    eps : float, default=1e-4
         Tolerance of the stopping rules: mean KL between rounds, mean entropy.
     init : {{"uniform", "labels"}}, default="uniform"
         Starting ``p`` in positive bags: 1/2 (Algorithm 1) or 1 (the bag label).
@@ -262,7 +262,7 @@ class ALSVM(_AnnealingClassifier):
 
     _method = "al"
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-3, init="uniform",
+    def __init__(self, C=1.0, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4, init="uniform",
                  n_xv=None, xv_init="kmeans", class_weight=None, max_temperatures=200, random_state=None,
                  n_jobs=None, verbose=0):
         self.C = C
@@ -315,7 +315,7 @@ class ALPSVM(ALSVM):
 
     _method = "alp"
 
-    def __init__(self, C=1.0, C2=1.0, p_star=0.5, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-3,
+    def __init__(self, C=1.0, C2=1.0, p_star=0.5, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4,
                  init="uniform", n_xv=None, xv_init="kmeans", class_weight=None, max_temperatures=200,
                  random_state=None, n_jobs=None, verbose=0):
         super().__init__(C=C, kernel=kernel, gamma=gamma, T0=T0, decay=decay, eps=eps, init=init, n_xv=n_xv,
@@ -347,7 +347,7 @@ class AWSVM(_AnnealingClassifier):
         Initial temperature (None: ``10 C``).
     decay : float, default=1.5
         Temperature divisor per step (> 1).
-    eps : float, default=1e-3
+    eps : float, default=1e-4
         Tolerance: mean KL between rounds, change of ``p`` in a temperature, witness threshold.
     max_temperatures : int, default=200
         Cap on the number of temperatures.
@@ -360,7 +360,7 @@ class AWSVM(_AnnealingClassifier):
 
     _method = "aw"
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-3, n_xv=None,
+    def __init__(self, C=1.0, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4, n_xv=None,
                  xv_init="kmeans", class_weight=None, max_temperatures=200, random_state=None, n_jobs=None,
                  verbose=0):
         self.C = C

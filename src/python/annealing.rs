@@ -9,7 +9,7 @@ use super::*;
 /// returns a dict with `xv`, `coef` (`n_outputs x n_xv`), `intercept`, `gamma`, and per binary
 /// problem `p`, `p_hat`, `objective_history`, `temperatures`, `n_iter`, `n_solves`, `converged`.
 #[pyfunction]
-#[pyo3(signature = (x, bag_ptr, labels, *, method, c, kernel, gamma, c2=1.0, p_star=0.5, t0=None, decay=1.5, eps=1e-3, max_temperatures=200, max_iter=50, init="uniform", n_xv=None, xv_init="kmeans", init_xv=None, class_weight=None, seed=0, n_jobs=None))]
+#[pyo3(signature = (x, bag_ptr, labels, *, method, c, kernel, gamma, c2=1.0, p_star=0.5, t0=None, decay=1.5, eps=1e-4, max_temperatures=200, max_iter=50, init="uniform", n_xv=None, xv_init="kmeans", init_xv=None, class_weight=None, seed=0, n_jobs=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn fit_annealing<'py>(
     py: Python<'py>,
