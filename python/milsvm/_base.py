@@ -17,7 +17,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._bags import as_bags
 
-__all__ = ["MIClassifierMixin", "BaseEstimator", "as_float", "as_int", "as_choice", "as_gamma", "as_n_jobs", "seed_of"]
+__all__ = [
+    "MIClassifierMixin", "BaseEstimator", "as_float", "as_int", "as_choice", "as_gamma", "as_gamma_or_rule",
+    "as_class_weight", "as_n_jobs", "seed_of",
+]
 
 
 def as_float(name, value):
@@ -49,6 +52,28 @@ def as_gamma(value):
             raise ValueError(f"gamma must be 'scale' or a float > 0, got {value!r}")
         return None
     return as_float("gamma", value)
+
+
+def as_gamma_or_rule(value):
+    """``"scale"``, ``"median"`` or a float for the core (its range is checked there), for the
+    estimators whose core takes the width rule by name."""
+    if isinstance(value, str):
+        return as_choice("gamma", value, ("scale", "median"))
+    return as_float("gamma", value)
+
+
+def as_class_weight(class_weight, classes):
+    """``None``, ``"balanced"`` or one weight per class index from a dict keyed by label."""
+    if class_weight is None or (isinstance(class_weight, str) and class_weight == "balanced"):
+        return class_weight
+    if isinstance(class_weight, str):
+        raise ValueError(f"class_weight must be None, 'balanced' or a dict {{label: weight}}, got {class_weight!r}")
+    if not isinstance(class_weight, dict):
+        raise TypeError(f"class_weight must be None, 'balanced' or a dict, got {type(class_weight).__name__}")
+    unknown = [k for k in class_weight if k not in set(classes.tolist())]
+    if unknown:
+        raise ValueError(f"class_weight names labels that are not in y: {unknown!r} (classes: {classes.tolist()!r})")
+    return [as_float(f"class_weight[{c!r}]", class_weight.get(c, 1.0)) for c in classes.tolist()]
 
 
 def as_n_jobs(value):

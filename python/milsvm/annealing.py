@@ -19,31 +19,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._bags import as_bags
-from ._base import as_choice, as_float, as_int, as_n_jobs, seed_of
+from ._base import as_choice, as_class_weight, as_float, as_gamma_or_rule, as_int, as_n_jobs, seed_of
 from .sparse_mi import _ExpansionVectorClassifier
 
 __all__ = ["ALSVM", "AWSVM", "ALPSVM", "miSVM", "MISVM"]
-
-
-def _gamma(value):
-    """``"scale"``, ``"median"`` or a float for the core (its range is checked there)."""
-    if isinstance(value, str):
-        return as_choice("gamma", value, ("scale", "median"))
-    return as_float("gamma", value)
-
-
-def _class_weight(class_weight, classes):
-    """``None``, ``"balanced"`` or one weight per class index from a dict keyed by label."""
-    if class_weight is None or (isinstance(class_weight, str) and class_weight == "balanced"):
-        return class_weight
-    if isinstance(class_weight, str):
-        raise ValueError(f"class_weight must be None, 'balanced' or a dict {{label: weight}}, got {class_weight!r}")
-    if not isinstance(class_weight, dict):
-        raise TypeError(f"class_weight must be None, 'balanced' or a dict, got {type(class_weight).__name__}")
-    unknown = [k for k in class_weight if k not in set(classes.tolist())]
-    if unknown:
-        raise ValueError(f"class_weight names labels that are not in y: {unknown!r} (classes: {classes.tolist()!r})")
-    return [as_float(f"class_weight[{c!r}]", class_weight.get(c, 1.0)) for c in classes.tolist()]
 
 
 class _AnnealingClassifier(_ExpansionVectorClassifier):
@@ -73,7 +52,7 @@ class _AnnealingClassifier(_ExpansionVectorClassifier):
         bags = as_bags(bags)
         labels = self._encode_labels(y, len(bags), multiclass=True)
         kernel = as_choice("kernel", self.kernel, ("rbf", "linear"))
-        gamma = _gamma(self.gamma)
+        gamma = as_gamma_or_rule(self.gamma)
         seed = seed_of(self.random_state)
         n_xv = None if self.n_xv is None else as_int("n_xv", self.n_xv)
         extra = {}
@@ -92,7 +71,7 @@ class _AnnealingClassifier(_ExpansionVectorClassifier):
             kernel=kernel,
             gamma=gamma,
             n_xv=n_xv,
-            class_weight=_class_weight(self.class_weight, self.classes_),
+            class_weight=as_class_weight(self.class_weight, self.classes_),
             seed=seed,
             n_jobs=as_n_jobs(self.n_jobs),
             **self._core_params(),

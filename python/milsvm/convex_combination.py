@@ -13,7 +13,8 @@ from sklearn.exceptions import ConvergenceWarning
 from . import _core
 from ._bags import as_bags
 from ._base import as_choice, as_float, as_int, as_n_jobs
-from .annealing import _AnnealingClassifier, _class_weight, _gamma
+from ._base import as_class_weight, as_gamma_or_rule
+from .annealing import _AnnealingClassifier
 from .sparse_mi import _ExpansionVectorClassifier
 
 __all__ = ["SVMCC"]
@@ -130,8 +131,8 @@ class SVMCC(_ExpansionVectorClassifier):
             labels,
             c=as_float("C", self.C),
             kernel=as_choice("kernel", self.kernel, ("linear", "rbf")),
-            gamma=_gamma(self.gamma),
-            class_weight=_class_weight(self.class_weight, self.classes_),
+            gamma=as_gamma_or_rule(self.gamma),
+            class_weight=as_class_weight(self.class_weight, self.classes_),
             max_iter=as_int("max_iter", self.max_iter),
             tol=as_float("tol", self.tol),
             smo_tol=as_float("smo_tol", self.smo_tol),

@@ -13,7 +13,8 @@ from sklearn.exceptions import ConvergenceWarning
 from . import _core
 from ._bags import as_bags
 from ._base import as_choice, as_float, as_int, as_n_jobs
-from .annealing import _AnnealingClassifier, _gamma
+from ._base import as_gamma_or_rule
+from .annealing import _AnnealingClassifier
 from .sparse_mi import _ExpansionVectorClassifier
 
 __all__ = ["OneClassMISVM"]
@@ -119,7 +120,7 @@ class OneClassMISVM(_ExpansionVectorClassifier):
             labels,
             nu=as_float("nu", self.nu),
             kernel=as_choice("kernel", self.kernel, ("rbf", "linear")),
-            gamma=_gamma(self.gamma),
+            gamma=as_gamma_or_rule(self.gamma),
             bag_constraints=bool(self.bag_constraints),
             max_iter=as_int("max_iter", self.max_iter),
             tol=as_float("tol", self.tol),

@@ -11,7 +11,10 @@ import numpy as np
 from . import _core
 from .sparse_mi import _ExpansionVectorClassifier
 from ._bags import Bags, as_bags
-from ._base import BaseEstimator, MIClassifierMixin, as_choice, as_float, as_gamma, as_int, as_n_jobs, seed_of
+from ._base import (
+    BaseEstimator, MIClassifierMixin, as_choice, as_class_weight, as_float, as_gamma, as_gamma_or_rule, as_int, as_n_jobs,
+    seed_of,
+)
 
 __all__ = ["MIKernel", "ReducedSet", "NSK", "sMIL"]
 
@@ -290,8 +293,6 @@ class _SetKernelSVM(_ExpansionVectorClassifier):
         -------
         self
         """
-        from .annealing import _class_weight, _gamma
-
         bags = as_bags(bags)
         labels = self._encode_labels(y, len(bags), multiclass=True)
         norm = self._norm()
@@ -303,9 +304,9 @@ class _SetKernelSVM(_ExpansionVectorClassifier):
             method=self._method,
             c=as_float("C", self.C),
             kernel=as_choice("kernel", self.kernel, ("rbf", "linear")),
-            gamma=_gamma(self.gamma),
+            gamma=as_gamma_or_rule(self.gamma),
             norm=norm,
-            class_weight=_class_weight(self.class_weight, self.classes_),
+            class_weight=as_class_weight(self.class_weight, self.classes_),
             tol=as_float("tol", self.tol),
             max_iter=None if self.max_iter is None else as_int("max_iter", self.max_iter),
             n_jobs=as_n_jobs(self.n_jobs),
