@@ -103,6 +103,11 @@ pub fn set_kernel(kernel: Kernel, a: &Bags, b: &Bags) -> Result<Array2<f64>> {
             b.n_features()
         )));
     }
+    if kernel == Kernel::Linear {
+        // Linear kernel: the set kernel is the inner product of the bag means, one product of
+        // two (n_bags x n_features) matrices, sparse ones kept sparse.
+        return Ok(bag_means(a)?.cross_gram(&bag_means(b)?));
+    }
     let rows = Rows::from(a.instances());
     let norms = a.instances().sq_norms();
     let ptr = b.bag_ptr();
@@ -128,6 +133,43 @@ pub fn set_kernel(kernel: Kernel, a: &Bags, b: &Bags) -> Result<Array2<f64>> {
         col /= (ptr[j + 1] - ptr[j]) as f64;
     }
     Ok(out)
+}
+
+/// The mean instance of every bag (`n_bags x n_features`), of the same kind (dense or CSR) as
+/// the instances; a CSR mean keeps the bag's entries scaled by `1/n_i` (repeated columns add up).
+fn bag_means(bags: &Bags) -> Result<Instances> {
+    let ptr = bags.bag_ptr();
+    match bags.instances() {
+        Instances::Dense(x) => {
+            let mut out = Array2::zeros((bags.n_bags(), x.ncols()));
+            for (i, mut row) in out.rows_mut().into_iter().enumerate() {
+                if let Some(mean) = x.slice(s![ptr[i]..ptr[i + 1], ..]).mean_axis(Axis(0)) {
+                    row.assign(&mean);
+                }
+            }
+            Ok(Instances::Dense(out))
+        }
+        Instances::Sparse(x) => {
+            let mut indptr = vec![0];
+            let (mut indices, mut data) = (Vec::new(), Vec::new());
+            for i in 0..bags.n_bags() {
+                let inv = 1.0 / (ptr[i + 1] - ptr[i]) as f64;
+                for r in ptr[i]..ptr[i + 1] {
+                    let (idx, val) = x.row(r);
+                    indices.extend_from_slice(idx);
+                    data.extend(val.iter().map(|v| v * inv));
+                }
+                indptr.push(data.len());
+            }
+            Ok(Instances::Sparse(crate::bags::Csr::new(
+                bags.n_bags(),
+                x.n_cols(),
+                indptr,
+                indices,
+                data,
+            )?))
+        }
+    }
 }
 
 /// The set-kernel Gram matrix of one set of bags ([`set_kernel`] of `bags` with itself),
