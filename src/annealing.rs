@@ -47,8 +47,8 @@ use crate::kernel::{kernel_matrix, Basis, Rows};
 use crate::model::{Model, Pooling};
 use crate::multiclass::one_vs_rest;
 use crate::params::{
-    check_c, check_gamma, check_n_jobs, check_positive, check_relative_tol, check_ridge, setter,
-    with_threads, ClassWeight, Gamma, KernelKind,
+    check_c, check_gamma, check_init_xv_columns, check_n_jobs, check_positive, check_relative_tol,
+    check_ridge, setter, with_threads, ClassWeight, Gamma, KernelKind,
 };
 use crate::smo::{DualProblem, DualSolution, InstanceGram, Smo, SmoParams};
 use crate::solver::{InnerSolver, Solution, SquaredHinge};
@@ -353,15 +353,7 @@ impl AnnealingParams {
                 )));
             }
         }
-        if let Some(z) = &self.init_xv {
-            if z.ncols() != bags.n_features() {
-                return Err(invalid_param(format!(
-                    "init_xv has {} columns, the bags have {} features",
-                    z.ncols(),
-                    bags.n_features()
-                )));
-            }
-        }
+        check_init_xv_columns(self.init_xv.as_ref(), bags)?;
         with_threads(self.n_jobs, || self.fit_impl(bags, labels, n_classes))?
     }
 

@@ -219,6 +219,21 @@ pub(crate) fn check_relative_tol(name: &str, tol: Option<f64>) -> Result<()> {
     }
 }
 
+/// Given starting vectors (`init_xv`), if any, must have one column per feature of the bags.
+pub(crate) fn check_init_xv_columns(
+    init_xv: Option<&ndarray::Array2<f64>>,
+    bags: &crate::bags::Bags,
+) -> Result<()> {
+    match init_xv {
+        Some(z) if z.ncols() != bags.n_features() => Err(invalid_param(format!(
+            "init_xv has {} columns, the bags have {} features",
+            z.ncols(),
+            bags.n_features()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Builder setter: `fn name(self, value) -> Self`.
 macro_rules! setter {
     ($(#[$doc:meta])* $name:ident: $ty:ty) => {

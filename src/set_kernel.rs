@@ -180,14 +180,6 @@ pub fn set_kernel_gram(kernel: Kernel, bags: &Bags) -> Result<Array2<f64>> {
     Ok((&k + &k.t()) * 0.5)
 }
 
-/// The numeric kernel of a family and a resolved width.
-fn kernel_from(kind: KernelKind, gamma: f64) -> Kernel {
-    match kind {
-        KernelKind::Rbf => Kernel::Rbf { gamma },
-        KernelKind::Linear => Kernel::Linear,
-    }
-}
-
 /// Common range checks of `C`, `gamma`, the inner solver settings and `n_jobs`.
 fn validate_common(
     c: f64,
@@ -427,7 +419,7 @@ impl MiKernelParams {
 
     fn fit_impl(&self, bags: &Bags, labels: &[usize], n_classes: usize) -> Result<MiKernelFit> {
         let gamma = self.gamma.resolve(bags.instances());
-        let kernel = kernel_from(self.kernel, gamma);
+        let kernel = self.kernel.with_gamma(gamma);
         let gram = set_kernel_gram(kernel, bags)?;
         let targets = crate::multiclass::binary_targets(labels, n_classes);
         let costs = vec![self.c; labels.len()];

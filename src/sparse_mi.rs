@@ -23,8 +23,8 @@ use crate::kernel::{
 };
 use crate::model::Model;
 use crate::params::{
-    check_c, check_gamma, check_n_jobs, check_positive, check_relative_tol, check_ridge, setter,
-    with_threads,
+    check_c, check_gamma, check_init_xv_columns, check_n_jobs, check_positive, check_relative_tol,
+    check_ridge, setter, with_threads,
 };
 pub use crate::params::{Gamma, KernelKind};
 use crate::solver::{InnerSolver, Solution, SquaredHinge};
@@ -231,24 +231,13 @@ impl SparseMiParams {
                 bags.n_instances()
             )));
         }
-        if let Some(z) = &self.init_xv {
-            if z.ncols() != bags.n_features() {
-                return Err(invalid_param(format!(
-                    "init_xv has {} columns, the bags have {} features",
-                    z.ncols(),
-                    bags.n_features()
-                )));
-            }
-        }
+        check_init_xv_columns(self.init_xv.as_ref(), bags)?;
         with_threads(self.n_jobs, || self.fit_impl(bags, labels, n_classes))?
     }
 
     fn fit_impl(&self, bags: &Bags, labels: &[usize], n_classes: usize) -> Result<SparseMiFit> {
         let gamma = self.gamma.resolve(bags.instances());
-        let kernel = match self.kernel {
-            KernelKind::Rbf => Kernel::Rbf { gamma },
-            KernelKind::Linear => Kernel::Linear,
-        };
+        let kernel = self.kernel.with_gamma(gamma);
         let x = bags.instances();
         let norms = x.sq_norms();
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
@@ -587,10 +576,7 @@ pub fn objective_and_gradient(
     params.validate()?;
     let n_classes = validate_labels(bags, labels)?;
     let gamma = params.gamma.resolve(bags.instances());
-    let kernel = match params.kernel {
-        KernelKind::Rbf => Kernel::Rbf { gamma },
-        KernelKind::Linear => Kernel::Linear,
-    };
+    let kernel = params.kernel.with_gamma(gamma);
     let x = bags.instances();
     let rows = Rows::from(x);
     let objective = Objective::new(
