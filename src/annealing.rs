@@ -428,14 +428,7 @@ impl AnnealingParams {
             basis_rows
         };
         let mut fit = AnnealingFit {
-            model: Model {
-                kernel,
-                xv,
-                coef,
-                intercept,
-                n_classes,
-                pooling: Pooling::Max,
-            },
+            model: Model::new(kernel, xv, coef, intercept, n_classes, Pooling::Max),
             p: Vec::new(),
             p_hat: Vec::new(),
             objective_history: Vec::new(),

@@ -294,14 +294,14 @@ impl SparseMiParams {
         });
         let intercept = Array1::from_iter(point.sols.iter().map(|s| s.b));
         Ok(SparseMiFit {
-            model: Model {
+            model: Model::new(
                 kernel,
                 xv,
                 coef,
                 intercept,
                 n_classes,
-                pooling: crate::model::Pooling::Mean,
-            },
+                crate::model::Pooling::Mean,
+            ),
             initial_xv,
             n_iter: history.len() - 1,
             objective_history: history,

@@ -45,7 +45,7 @@ fn every_method_fits_and_is_thread_independent() -> Result<(), Error> {
             assert_eq!(scores[[i, 0]] > 0.0, l == 1, "{:?} bag {i}", params.method);
         }
         let reduced = params.n_xv(Some(5)).fit(&bags, &labels)?;
-        assert_eq!(reduced.model.xv.nrows(), 5);
+        assert_eq!(reduced.model.xv.n_rows(), 5);
     }
     Ok(())
 }

@@ -29,7 +29,8 @@ class _AnnealingClassifier(_ExpansionVectorClassifier):
     """The shared fit of the annealing family: the core call, the reduced basis and the fitted
     attributes. Subclasses set ``_method`` and the parameters."""
 
-    _pooling = "max"
+    _poolings = ("max",)
+    _info_attrs = ("n_iter_", "n_solves_", "converged_", "p_hat_", "objective_history_", "temperatures_", "gamma_")
     _method = None
 
     def _core_params(self):
@@ -79,11 +80,8 @@ class _AnnealingClassifier(_ExpansionVectorClassifier):
         )
         self.fit_time_ = time.perf_counter() - start
         binary = len(self.classes_) == 2
-        self.xv_ = out["xv"]
-        self.coef_ = out["coef"][0] if binary else out["coef"]
-        self.intercept_ = float(out["intercept"][0]) if binary else out["intercept"]
+        self._set_model(out["model"])
         self.gamma_ = float(out["gamma"])
-        self.n_features_in_ = bags.n_features
         sizes = bags.bag_sizes
         split = np.cumsum(sizes)[:-1]
         per_problem = [np.split(p, split) for p in out["p"]]
@@ -134,12 +132,7 @@ class _AnnealingClassifier(_ExpansionVectorClassifier):
             n_classes) for multi-class ones.
         """
         bags = self._check_bags(bags)
-        X = bags.core_instances()
-        coef = np.atleast_2d(self.coef_)
-        intercept = np.atleast_1d(np.asarray(self.intercept_, dtype=np.float64))
-        scores = _core.instance_decision_function(
-            X, self.xv_, coef, intercept, self.kernel, self.gamma_, as_n_jobs(self.n_jobs)
-        )
+        scores = self.model_.instance_decision_function(bags.core_instances(), as_n_jobs(self.n_jobs))
         scores = scores[:, 0] if scores.shape[1] == 1 else scores
         return np.split(scores, np.cumsum(bags.bag_sizes)[:-1])
 

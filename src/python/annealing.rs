@@ -102,9 +102,7 @@ pub(crate) fn fit_annealing<'py>(
     let labels = to_usize(labels.as_slice()?, "labels")?;
     let fit = run(py, || params.fit(&bags, &labels))?;
     let out = PyDict::new(py);
-    out.set_item("xv", fit.model.xv.into_pyarray(py))?;
-    out.set_item("coef", fit.model.coef.into_pyarray(py))?;
-    out.set_item("intercept", fit.model.intercept.into_pyarray(py))?;
+    out.set_item("model", super::model::PyModel::wrap(fit.model)?)?;
     out.set_item("gamma", fit.gamma)?;
     let p: Vec<Bound<'py, PyArray1<f64>>> = fit.p.into_iter().map(|v| v.into_pyarray(py)).collect();
     out.set_item("p", p)?;

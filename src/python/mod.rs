@@ -149,13 +149,14 @@ pub(crate) fn gamma_of(obj: &Bound<'_, PyAny>) -> PyResult<Gamma> {
     Ok(Gamma::Value(obj.extract::<f64>()?))
 }
 
-/// The pooling named `name` (`"mean"` or `"max"`).
+/// The pooling named `name` (`"mean"`, `"max"` or `"normalized_mean"`).
 pub(crate) fn pooling_of(name: &str) -> PyResult<crate::model::Pooling> {
     match name {
         "mean" => Ok(crate::model::Pooling::Mean),
         "max" => Ok(crate::model::Pooling::Max),
+        "normalized_mean" => Ok(crate::model::Pooling::NormalizedMean),
         _ => Err(PyValueError::new_err(format!(
-            "pooling must be 'mean' or 'max', got {name:?}"
+            "pooling must be 'mean', 'max' or 'normalized_mean', got {name:?}"
         ))),
     }
 }
@@ -183,15 +184,13 @@ pub(crate) fn count(v: i64, name: &str) -> PyResult<usize> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(sparse_mi::fit_sparse_mi, m)?)?;
-    m.add_function(wrap_pyfunction!(model::decision_function, m)?)?;
+    m.add_class::<model::PyModel>()?;
     m.add_function(wrap_pyfunction!(core_fns::kernel_bag_means_py, m)?)?;
     m.add("kernel_bag_means", m.getattr("kernel_bag_means_py")?)?;
     m.add_function(wrap_pyfunction!(core_fns::kernel_basis_grad, m)?)?;
     m.add_function(wrap_pyfunction!(core_fns::solve_squared_hinge, m)?)?;
     m.add_function(wrap_pyfunction!(sparse_mi::sparse_mi_objective, m)?)?;
     m.add_function(wrap_pyfunction!(core_fns::squared_hinge_value_grad, m)?)?;
-    m.add_function(wrap_pyfunction!(model::model_to_json, m)?)?;
-    m.add_function(wrap_pyfunction!(model::model_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(set_kernel::fit_mi_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(
         set_kernel::mi_kernel_decision_function,
@@ -201,9 +200,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_kernel::fit_reduced_set, m)?)?;
     m.add_function(wrap_pyfunction!(annealing::fit_annealing, m)?)?;
     m.add_function(wrap_pyfunction!(annealing::probability_update, m)?)?;
-    m.add_function(wrap_pyfunction!(model::instance_decision_function, m)?)?;
     m.add_function(wrap_pyfunction!(set_kernel_svm::fit_set_kernel_svm, m)?)?;
-    m.add_function(wrap_pyfunction!(set_kernel_svm::bag_self_kernel_py, m)?)?;
     m.add_function(wrap_pyfunction!(convex_combination::fit_svmcc, m)?)?;
     m.add_function(wrap_pyfunction!(convex_combination::svmcc_lp_step, m)?)?;
     m.add_function(wrap_pyfunction!(one_class::fit_one_class, m)?)?;

@@ -60,9 +60,7 @@ pub(crate) fn fit_sparse_mi<'py>(
     let labels = to_usize(labels.as_slice()?, "labels")?;
     let fit = run(py, || params.fit(&bags, &labels))?;
     let out = PyDict::new(py);
-    out.set_item("xv", fit.model.xv.into_pyarray(py))?;
-    out.set_item("coef", fit.model.coef.into_pyarray(py))?;
-    out.set_item("intercept", fit.model.intercept.into_pyarray(py))?;
+    out.set_item("model", super::model::PyModel::wrap(fit.model)?)?;
     out.set_item("initial_xv", fit.initial_xv.into_pyarray(py))?;
     out.set_item("objective_history", fit.objective_history)?;
     out.set_item("n_iter", fit.n_iter)?;
