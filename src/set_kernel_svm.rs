@@ -28,7 +28,6 @@
 //! its instances), so the many negative singletons never make a `units x units` matrix.
 
 use ndarray::{Array1, Array2};
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::bags::{validate_labels, Bags, Instances};
@@ -56,28 +55,6 @@ pub enum SetNorm {
     L1,
     /// Divide by the feature-space 2-norm: the cosine-normalised set kernel.
     L2,
-}
-
-/// Kernel values between two sets of instance rows (`rows_a x rows_b`), from inner products
-/// ([`Instances::cross_gram`], sparse rows stay sparse) and squared norms.
-pub(crate) fn instance_kernel_block(
-    kernel: Kernel,
-    a: &Instances,
-    rows_a: &[usize],
-    b: &Instances,
-    rows_b: &[usize],
-) -> Array2<f64> {
-    let xa = a.select_rows(rows_a);
-    let xb = b.select_rows(rows_b);
-    let na = xa.sq_norms();
-    let nb = xb.sq_norms();
-    let mut k = xa.cross_gram(&xb);
-    for (mut row, &s) in k.rows_mut().into_iter().zip(&na) {
-        for (v, &t) in row.iter_mut().zip(&nb) {
-            *v = kernel.from_dot(*v, s, t);
-        }
-    }
-    k
 }
 
 /// The normalised set-kernel Gram matrix of `bags` (`L1`: mean kernel; `L2`: its cosine

@@ -108,4 +108,3 @@ pub(crate) fn fit_set_kernel_svm<'py>(
     out.set_item("converged", fit.converged)?;
     Ok(out)
 }
-
