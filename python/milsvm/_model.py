@@ -23,6 +23,7 @@ from ._base import as_n_jobs
 __all__ = ["CompiledModelMixin", "load", "Model"]
 
 Model = _core.Model
+_F64 = np.dtype(np.float64)
 
 
 def _jsonable(value):
@@ -115,14 +116,19 @@ class CompiledModelMixin:
         float for binary problems (positive means ``classes_[1]``), else ndarray of shape
         (n_classes,).
         """
-        model = self._model()
-        if sp.issparse(bag):
+        model = self.__dict__.get("model_")
+        if model is None:
+            model = self._model()
+        if type(bag) is np.ndarray and bag.dtype is _F64 and bag.ndim == 2:
+            x = bag  # read in place (the core copies a non-contiguous array)
+        elif sp.issparse(bag):
             return self.decision_function([bag])[0]
-        x = bag if type(bag) is np.ndarray and bag.dtype == np.float64 else np.asarray(bag, dtype=np.float64)
-        if x.ndim != 2:
-            raise ValueError(f"a bag must be a 2-D array (n_instances, n_features), got {x.ndim} dimension(s)")
+        else:
+            x = np.asarray(bag, dtype=np.float64)
+            if x.ndim != 2:
+                raise ValueError(f"a bag must be a 2-D array (n_instances, n_features), got {x.ndim} dimension(s)")
         scores = model.decision_function_bag(x)
-        return float(scores[0]) if scores.shape[0] == 1 else scores
+        return scores[0] if len(scores) == 1 else np.asarray(scores)
 
     def _saved_params(self):
         params = {}

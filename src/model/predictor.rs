@@ -10,8 +10,14 @@
 //!   scored bag by bag in parallel instead. Every value is computed by the same operations
 //!   whatever the number of threads.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use ndarray::Array2;
 use rayon::prelude::*;
+
+/// The largest dense basis scored bag by bag in the batch path; larger bases go through one
+/// matrix product per chunk of bags.
+pub const ROW_KERNEL_MAX_XV: usize = 32;
 
 use super::{Model, Pooling};
 use crate::bags::{validate_bag_ptr, Bags, Csr, Instances};
@@ -208,7 +214,8 @@ impl Predictor {
     }
 
     /// The score of one bag into `out` (`n_outputs` values), allocation-free after warm-up.
-    /// Fails on a bag of the wrong width, an empty bag or a non-finite value.
+    /// Fails on a bag of the wrong width, an empty bag or a non-finite value (`out` is then
+    /// unspecified).
     pub fn score_bag(&self, bag: BagView<'_>, ws: &mut Workspace, out: &mut [f64]) -> Result<()> {
         if bag.n_features() != self.n_features {
             return Err(Error::Mismatch(format!(
@@ -227,20 +234,16 @@ impl Predictor {
         if bag.n_instances() == 0 {
             return Err(Error::InvalidData("the bag is empty".into()));
         }
-        if bag.values().iter().any(|v| !v.is_finite()) {
+        self.pooled(bag, ws, out);
+        // a non-finite value makes its instance's squared norm non-finite: scan only then
+        if ws.norms.iter().any(|s| !s.is_finite()) && bag.values().iter().any(|v| !v.is_finite()) {
             return Err(Error::InvalidData("the bag has a non-finite value".into()));
         }
-        self.score_checked(bag, ws, out);
-        Ok(())
-    }
-
-    /// [`Predictor::score_bag`] on a bag already known to be valid.
-    fn score_checked(&self, bag: BagView<'_>, ws: &mut Workspace, out: &mut [f64]) {
-        self.pooled(bag, ws, out);
         if self.pooling == Pooling::NormalizedMean {
             let kself = self.bag_self_kernel(bag, ws);
             normalize(out, &self.intercept, kself);
         }
+        Ok(())
     }
 
     /// The mean (also for [`Pooling::NormalizedMean`]) or max of the instance scores of a valid
@@ -284,10 +287,7 @@ impl Predictor {
                     .zip(ws.dots.chunks_exact_mut(nb))
                     .zip(ws.norms.iter_mut())
                 {
-                    *s = self.dot(x, x);
-                    for (o, zk) in drow.iter_mut().zip(z.chunks_exact(n_features)) {
-                        *o = self.dot(x, zk);
-                    }
+                    *s = self.dots(x, z, n_features, drow);
                 }
             }
             (
@@ -399,26 +399,32 @@ impl Predictor {
         total / (n * n) as f64
     }
 
-    /// Bag scores of validated bags (`n_bags x n_outputs`), in parallel over bags.
+    /// Bag scores (`n_bags x n_outputs`), in parallel over bags.
     pub fn decision_function(&self, bags: &Bags) -> Result<Array2<f64>> {
-        self.check_width(bags.n_features())?;
-        let rows = Rows::from(bags.instances());
-        let norms = rows.sq_norms();
-        Ok(self.scores(rows, &norms, bags.bag_ptr()))
+        self.decision_function_rows(Rows::from(bags.instances()), bags.bag_ptr())
     }
 
     /// Bag scores from borrowed instance rows and bag offsets, checked here (width, offsets,
     /// finite values) without copying rows in standard layout.
+    ///
+    /// A small dense basis (at most [`ROW_KERNEL_MAX_XV`] vectors) and a CSR basis are scored
+    /// bag by bag with the one-bag kernel (one read of every instance; the same values as
+    /// [`Predictor::score_bag`]); a larger dense basis by one matrix product per chunk of bags.
     pub fn decision_function_rows(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
         self.check_width(rows.n_cols())?;
         validate_bag_ptr(bag_ptr, rows.n_rows())?;
-        let norms = checked_norms(rows)?;
-        match rows {
-            Rows::Dense(x) if !x.is_standard_layout() => {
+        if let Rows::Dense(x) = rows {
+            if !x.is_standard_layout() {
                 let owned = x.as_standard_layout().into_owned();
-                Ok(self.scores(Rows::Dense(owned.view()), &norms, bag_ptr))
+                return self.decision_function_rows(Rows::Dense(owned.view()), bag_ptr);
             }
-            _ => Ok(self.scores(rows, &norms, bag_ptr)),
+        }
+        match &self.layout {
+            Layout::Dense(basis) if basis.len() > ROW_KERNEL_MAX_XV => {
+                let norms = checked_norms(rows)?;
+                Ok(self.product_scores(rows, &norms, bag_ptr, basis))
+            }
+            _ => self.bag_by_bag_scores(rows, bag_ptr),
         }
     }
 
@@ -432,36 +438,57 @@ impl Predictor {
         Ok(())
     }
 
-    /// Scores of valid bags: one matrix product per chunk of bags for a dense basis, else bag
-    /// by bag in parallel; then the normalisation of [`Pooling::NormalizedMean`].
-    fn scores(&self, rows: Rows<'_>, norms: &[f64], bag_ptr: &[usize]) -> Array2<f64> {
+    /// Scores bag by bag in parallel with the one-bag kernel; a non-finite value is an error
+    /// naming the first bag that holds one.
+    fn bag_by_bag_scores(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
         let m = bag_ptr.len() - 1;
         let n_out = self.n_outputs();
-        let mut out = match &self.layout {
-            Layout::Dense(basis) => bag_scores(
-                self.kernel,
-                rows,
-                norms,
-                bag_ptr,
-                basis,
-                self.coef.view(),
-                &self.intercept,
-                self.pooling,
-            ),
-            Layout::Sparse(_) => {
-                let mut out = Array2::zeros((m, n_out));
-                if let Some(buf) = out.as_slice_mut() {
-                    buf.par_chunks_mut(n_out.max(1)).enumerate().for_each_init(
-                        Workspace::default,
-                        |ws, (i, dst)| {
-                            let bag = BagView::of(rows, bag_ptr[i], bag_ptr[i + 1]);
-                            self.pooled(bag, ws, dst);
-                        },
-                    );
-                }
-                out
-            }
-        };
+        let first_bad = AtomicUsize::new(usize::MAX);
+        let mut out = Array2::zeros((m, n_out));
+        if let Some(buf) = out.as_slice_mut() {
+            buf.par_chunks_mut(n_out.max(1)).enumerate().for_each_init(
+                Workspace::default,
+                |ws, (i, dst)| {
+                    let bag = BagView::of(rows, bag_ptr[i], bag_ptr[i + 1]);
+                    self.pooled(bag, ws, dst);
+                    if ws.norms.iter().any(|s| !s.is_finite())
+                        && bag.values().iter().any(|v| !v.is_finite())
+                    {
+                        first_bad.fetch_min(i, Ordering::Relaxed);
+                    } else if self.pooling == Pooling::NormalizedMean {
+                        let kself = self.bag_self_kernel(bag, ws);
+                        normalize(dst, &self.intercept, kself);
+                    }
+                },
+            );
+        }
+        match first_bad.into_inner() {
+            usize::MAX => Ok(out),
+            i => Err(Error::InvalidData(format!(
+                "bag {i} has a non-finite value"
+            ))),
+        }
+    }
+
+    /// Scores of valid rows by one matrix product per chunk of bags
+    /// ([`crate::kernel::bag_scores`]), then the normalisation of [`Pooling::NormalizedMean`].
+    fn product_scores(
+        &self,
+        rows: Rows<'_>,
+        norms: &[f64],
+        bag_ptr: &[usize],
+        basis: &Basis,
+    ) -> Array2<f64> {
+        let mut out = bag_scores(
+            self.kernel,
+            rows,
+            norms,
+            bag_ptr,
+            basis,
+            self.coef.view(),
+            &self.intercept,
+            self.pooling,
+        );
         if self.pooling == Pooling::NormalizedMean {
             out.outer_iter_mut()
                 .into_par_iter()
@@ -507,6 +534,24 @@ impl Predictor {
                 out
             }
         })
+    }
+
+    /// `out[k] = x . z_k` for the rows `z_k` of the row-major `z` (`d` columns), and `x . x`
+    /// returned; with AVX2 four rows per pass (each dot still summed exactly as
+    /// [`dot_portable`]).
+    #[inline]
+    fn dots(&self, x: &[f64], z: &[f64], d: usize, out: &mut [f64]) -> f64 {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if self.avx2 {
+                // SAFETY: `avx2` is true only when the CPU supports AVX2 (`has_avx2`).
+                return unsafe { dots_avx2(x, z, d, out) };
+            }
+        }
+        for (o, zk) in out.iter_mut().zip(z.chunks_exact(d)) {
+            *o = dot_portable(x, zk);
+        }
+        dot_portable(x, x)
     }
 
     /// `sum_i a_i b_i`, eight partial sums (the same operations with or without AVX2).
@@ -613,10 +658,115 @@ fn dot_portable(a: &[f64], b: &[f64]) -> f64 {
     s
 }
 
+/// [`dot_portable`] with 256-bit vectors: lanes 0-3 and 4-7 of the eight partial sums in two
+/// registers, the same multiplications, additions and final reduction order (identical results).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn dot_avx2(a: &[f64], b: &[f64]) -> f64 {
-    dot_portable(a, b)
+    use std::arch::x86_64::{
+        _mm256_add_pd, _mm256_loadu_pd, _mm256_mul_pd, _mm256_setzero_pd, _mm256_storeu_pd,
+    };
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    let (mut lo, mut hi) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+    for (x, y) in ca.zip(cb) {
+        // SAFETY: each chunk holds 8 values; unaligned loads of 4 at offsets 0 and 4.
+        let (x0, x1) = (
+            _mm256_loadu_pd(x.as_ptr()),
+            _mm256_loadu_pd(x.as_ptr().add(4)),
+        );
+        let (y0, y1) = (
+            _mm256_loadu_pd(y.as_ptr()),
+            _mm256_loadu_pd(y.as_ptr().add(4)),
+        );
+        lo = _mm256_add_pd(lo, _mm256_mul_pd(x0, y0));
+        hi = _mm256_add_pd(hi, _mm256_mul_pd(x1, y1));
+    }
+    let mut acc = [0.0f64; 4];
+    // SAFETY: `acc` holds 4 values.
+    _mm256_storeu_pd(acc.as_mut_ptr(), _mm256_add_pd(lo, hi));
+    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for (x, y) in ra.iter().zip(rb) {
+        s += x * y;
+    }
+    s
+}
+
+/// [`Predictor::dots`] with AVX2: the basis rows and `x` itself (for its norm) in groups of
+/// four per pass over `x` (the last group padded by repeating a row), so that eight independent
+/// partial-sum chains hide the addition latency. `z` holds `out.len()` rows of `d = x.len()`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn dots_avx2(x: &[f64], z: &[f64], d: usize, out: &mut [f64]) -> f64 {
+    let n = out.len().min(z.len() / d.max(1));
+    let x = &x[..d.min(x.len())];
+    let total = n + 1;
+    let row = |k: usize| -> &[f64] {
+        if k < n {
+            &z[k * d..k * d + x.len()]
+        } else {
+            x
+        }
+    };
+    let mut norm = 0.0;
+    for k in (0..total).step_by(4) {
+        let idx = [
+            k,
+            (k + 1).min(total - 1),
+            (k + 2).min(total - 1),
+            (k + 3).min(total - 1),
+        ];
+        let r = block4_avx2(x, [row(idx[0]), row(idx[1]), row(idx[2]), row(idx[3])]);
+        for (j, &t) in idx.iter().enumerate() {
+            if t == k + j {
+                if t < n {
+                    out[t] = r[j];
+                } else {
+                    norm = r[j];
+                }
+            }
+        }
+    }
+    norm
+}
+
+/// Four dots `x . r_j` in one pass over `x`, each summed as [`dot_portable`] (rows as long as
+/// `x`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn block4_avx2(x: &[f64], rows: [&[f64]; 4]) -> [f64; 4] {
+    use std::arch::x86_64::{
+        __m256d, _mm256_add_pd, _mm256_loadu_pd, _mm256_mul_pd, _mm256_setzero_pd, _mm256_storeu_pd,
+    };
+    let full = x.len() / 8 * 8;
+    let mut lo: [__m256d; 4] = [_mm256_setzero_pd(); 4];
+    let mut hi: [__m256d; 4] = [_mm256_setzero_pd(); 4];
+    let mut i = 0;
+    while i < full {
+        // SAFETY: i + 8 <= full <= x.len() <= every row's length.
+        let x0 = _mm256_loadu_pd(x.as_ptr().add(i));
+        let x1 = _mm256_loadu_pd(x.as_ptr().add(i + 4));
+        for r in 0..4 {
+            let p = rows[r].as_ptr().add(i);
+            lo[r] = _mm256_add_pd(lo[r], _mm256_mul_pd(x0, _mm256_loadu_pd(p)));
+            hi[r] = _mm256_add_pd(hi[r], _mm256_mul_pd(x1, _mm256_loadu_pd(p.add(4))));
+        }
+        i += 8;
+    }
+    let mut out = [0.0; 4];
+    for r in 0..4 {
+        let mut acc = [0.0f64; 4];
+        _mm256_storeu_pd(acc.as_mut_ptr(), _mm256_add_pd(lo[r], hi[r]));
+        let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+        for (a, b) in x[full..].iter().zip(&rows[r][full..]) {
+            s += a * b;
+        }
+        out[r] = s;
+    }
+    out
 }
 
 // A predictor is shared between threads.

@@ -160,13 +160,9 @@ impl PyModel {
         Ok(scores.into_pyarray(py))
     }
 
-    /// The scores `(n_outputs,)` of one bag given as a 2-D float64 array (one instance per
-    /// row), on the calling thread: the low-latency path.
-    fn decision_function_bag<'py>(
-        &self,
-        py: Python<'py>,
-        x: PyReadonlyArray2<'py, f64>,
-    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    /// The scores of one bag given as a 2-D float64 array (one instance per row), as a list of
+    /// `n_outputs` floats, computed on the calling thread: the low-latency path.
+    fn decision_function_bag(&self, x: PyReadonlyArray2<'_, f64>) -> PyResult<Vec<f64>> {
         let d = x.as_array().ncols();
         let mut out = vec![0.0; self.predictor.n_outputs()];
         let mut ws = Workspace::default();
@@ -181,7 +177,7 @@ impl PyModel {
                     .score_bag(BagView::dense(s, d)?, &mut ws, &mut out)?
             }
         }
-        Ok(out.into_pyarray(py))
+        Ok(out)
     }
 
     /// Instance scores `(n_instances, n_outputs)`.
