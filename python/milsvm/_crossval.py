@@ -198,8 +198,17 @@ def cross_validate(cls, params, bags, y, *, folds=10, repeats=1, seed=0, grid=No
 
     y = np.asarray(y)
     extra = dict(task_params or {})
+    labels, counts = np.unique(y, return_counts=True)
+    if folds > counts.min():
+        raise ValueError(f"{folds} folds, but class {labels[counts.argmin()].item()!r} has only {counts.min()} bags "
+                         f"(use at most {counts.min()} folds)")
     outer = RepeatedStratifiedKFold(n_splits=folds, n_repeats=repeats, random_state=seed)
     splits = list(outer.split(np.zeros(len(y)), y))
+    if grid:
+        smallest = min(np.unique(y[train], return_counts=True)[1].min() for train, _ in splits)
+        if inner_folds > smallest:
+            raise ValueError(f"{inner_folds} inner folds, but a training part holds only {smallest} bags of a "
+                             f"class (use at most {smallest} inner folds)")
     where = [f"fold {k % folds + 1} of repeat {k // folds + 1}" if repeats > 1 else f"fold {k + 1}"
              for k in range(len(splits))]
 

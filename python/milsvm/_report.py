@@ -15,7 +15,6 @@ The plots need matplotlib (the ``plot`` extra); without it only ``report.md`` is
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -235,11 +234,3 @@ def write_report(directory, info, result, summary, bags, y):
     written.insert(0, path)
     return written, plots
 
-
-def relative(path):
-    """``path`` relative to the working directory when shorter, for messages."""
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return str(path)
-    return rel if len(rel) < len(str(path)) else str(path)

@@ -498,9 +498,10 @@ def _run_cv(args, argv, console, *, cls, params, bags, y, data_info, data_label,
         from ._report import PLOT_HINT, write_report
 
         written, plots = write_report(args.report, _jsonable(info), result, summary, bags, y)
-        if not plots:
-            print(f"milsvm: report without plots (matplotlib is not installed): {PLOT_HINT}", file=sys.stderr)
-        console.note(f"report written to {written[0]}" + (f" with {len(written) - 1} plot(s)" if plots else ""))
+        if plots:
+            console.note(f"report written to {written[0]} with {len(written) - 1} plot(s)")
+        else:
+            console.note(f"report written to {written[0]} without plots: matplotlib is not installed ({PLOT_HINT})")
     return 0
 
 
