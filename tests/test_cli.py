@@ -254,7 +254,8 @@ def error_cases(data, tmp_path):
         (["cv", data, "--format", "xls"], 2, ["invalid choice: 'xls'"]),
         (["cv", data, "--bogus"], 2, ["unrecognized arguments: --bogus"]),
         (["cv", tmp_path], 1, ["is not a file"]),
-        (["cv", data, "-o", tmp_path / "no" / "dir" / "r.json", "--folds", "2"], 1, ["No such file or directory"]),
+        (["cv", data, "-o", tmp_path / "no" / "r.json", "--folds", "2"], 1, ["--output: cannot write", "does not exist"]),
+        (["fit", data, "-o", tmp_path], 1, ["--output", "is a directory"]),
         (["predict", tmp_path / "absent.json", data], 1, ["model file", "does not exist"]),
         (["models", "foo"], 2, ["unknown model 'foo'"]),
     ]
@@ -446,6 +447,16 @@ def test_predict_multiclass_prints_the_score_of_the_predicted_class(three_class_
     all_scores = est.decision_function(bags)
     np.testing.assert_allclose(scores, all_scores.max(axis=1), rtol=1e-10)
     assert labels == [str(c) for c in est.classes_[all_scores.argmax(axis=1)]]
+
+
+def test_predict_with_the_wrong_number_of_features_is_one_line(toy_mill_file, tmp_path, capsys):
+    model, wide = tmp_path / "m.json", tmp_path / "wide.data"
+    wide.write_text("i1,b1,1,1,2,3\ni2,b2,0,4,5,6\n")
+    assert main(["fit", str(toy_mill_file), "-p", "n_xv=2", "-o", str(model)]) == 0
+    capsys.readouterr()
+    assert main(["predict", str(model), str(wide)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("milsvm: error: ") and err.count("\n") == 1 and "3" in err and "2" in err
 
 
 # --------------------------------------------------------------------------------------------

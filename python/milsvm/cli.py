@@ -325,6 +325,17 @@ def load_data(path, fmt="auto"):
 # --------------------------------------------------------------------------------------------
 
 
+def _check_writable(path, option):
+    """Fail before any work if ``path`` cannot be created (its directory is missing)."""
+    if path is None:
+        return
+    parent = Path(path).resolve().parent
+    if not parent.is_dir():
+        raise CommandError(f"{option}: cannot write {str(path)!r}: directory {str(parent)!r} does not exist")
+    if Path(path).is_dir():
+        raise CommandError(f"{option}: {str(path)!r} is a directory")
+
+
 def _jsonable(value):
     """``value`` with numpy scalars/arrays, tuples and non-finite floats made JSON-safe."""
     if isinstance(value, dict):
@@ -564,6 +575,7 @@ def cmd_cv(args, argv, console):
     from ._bags import as_bags
 
     cls, params, grid = _prepare(args)
+    _check_writable(args.output, "--output")
     raw, y, _, fmt = load_data(args.data, args.format)
     bags = as_bags(raw)
     data_info = {"path": args.data, "format": fmt, "n_bags": len(bags), "n_instances": int(bags.n_instances),
@@ -577,6 +589,7 @@ def cmd_fit(args, argv, console):
     cls, params, _ = _prepare(args)
     if not hasattr(cls, "save"):
         raise CommandError(f"{cls.__name__} models cannot be saved to a model file yet")
+    _check_writable(args.output, "--output")
     bags, y, _, _ = load_data(args.data, args.format)
     est = cls(**params)
     start = time.perf_counter()
@@ -597,6 +610,7 @@ def cmd_predict(args, argv, console):
 
     if not os.path.isfile(args.model_file):
         raise CommandError(f"model file {args.model_file!r} does not exist")
+    _check_writable(args.output, "--output")
     try:
         est = milsvm.load(args.model_file)
     except (ValueError, KeyError, TypeError) as exc:
