@@ -254,7 +254,8 @@ def error_cases(data, tmp_path):
         (["cv", data, "--format", "xls"], 2, ["invalid choice: 'xls'"]),
         (["cv", data, "--bogus"], 2, ["unrecognized arguments: --bogus"]),
         (["cv", tmp_path], 1, ["is not a file"]),
-        (["cv", data, "-o", tmp_path / "no" / "r.json", "--folds", "2"], 1, ["--output: cannot write", "does not exist"]),
+        (["cv", data, "-o", tmp_path / "no" / "r.json", "--folds", "2"], 1,
+         ["--output: cannot write", "does not exist"]),
         (["fit", data, "-o", tmp_path], 1, ["--output", "is a directory"]),
         (["predict", tmp_path / "absent.json", data], 1, ["model file", "does not exist"]),
         (["models", "foo"], 2, ["unknown model 'foo'"]),
@@ -472,7 +473,8 @@ def toy_formats(tmp_path):
              "mat": tmp_path / "toy.mat"}
     paths["mill"].write_text("".join(f"{i},{b},{c},{x[0]:.17g},{x[1]:.17g}\n" for i, b, c, x in rows))
     paths["musk"].write_text("".join(f"{b},{i},{x[0]:.17g},{x[1]:.17g},{c}.\n" for i, b, c, x in rows))
-    paths["csv"].write_text("label,bag_id,f1,f2\n" + "".join(f"{c},{b},{x[0]:.17g},{x[1]:.17g}\n" for i, b, c, x in rows))
+    paths["csv"].write_text("label,bag_id,f1,f2\n"
+                            + "".join(f"{c},{b},{x[0]:.17g},{x[1]:.17g}\n" for i, b, c, x in rows))
     scipy.io.savemat(paths["mat"], {"features": sp.csr_matrix(np.array([x for *_, x in rows])),
                                     "labels": np.array([[2 * c - 1 for _, _, c, _ in rows]]),
                                     "bag_ids": np.array([[int(b[3:]) + 1 for _, b, _, _ in rows]])})

@@ -1,7 +1,6 @@
 """Tests of ``milsvm.datasets.load_mil_csv`` (the CSV layout of the ``mil`` package) and of the
 loaders' ``return_bag_names`` option."""
 
-import re
 
 import numpy as np
 import pytest

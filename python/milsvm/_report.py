@@ -61,6 +61,9 @@ def _plot_accuracy(path, folds, summary):
     ax.bar(np.arange(1, len(acc) + 1), acc, color=colours)
     ax.axhline(summary["accuracy_mean"] * 100, color="k", linestyle="--",
                label=f"mean {summary['accuracy_mean'] * 100:.2f} % (std {summary['accuracy_std'] * 100:.2f})")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("outer fold" + (" (colour: repeat)" if repeats.max() > 0 else ""))
     ax.set_ylabel("test accuracy (%)")
     ax.set_ylim(0, 105)
@@ -69,16 +72,19 @@ def _plot_accuracy(path, folds, summary):
     fig.savefig(path, dpi=100)
 
 
-def _plot_objective(path, histories, name):
+def _plot_objective(path, histories, name, classes):
+    from matplotlib.ticker import MaxNLocator
+
     fig = _figure()
     ax = fig.subplots()
     for k, h in enumerate(histories):
-        label = f"class {k}" if len(histories) > 1 else None
+        label = f"class {classes[k]} vs rest" if len(histories) > 1 and len(histories) == len(classes) else None
         ax.plot(np.arange(1, h.size + 1), h, marker="o", markersize=3, label=label)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("iteration")
     ax.set_ylabel("objective")
     ax.set_title(f"{name}: objective per iteration (fold 1)")
-    if len(histories) > 1:
+    if len(histories) > 1 and len(histories) == len(classes):
         ax.legend()
     fig.savefig(path, dpi=100)
 
@@ -112,7 +118,8 @@ def _plot_regions(path, model, bags, y, name):
                    edgecolor="k", linewidth=0.3, marker="o^sDv<>p"[k % 7], label=f"instances of class-{c} bags")
     ax.set_xlabel("feature 1")
     ax.set_ylabel("feature 2")
-    ax.set_title(f"{name}: decision regions of the fold-1 model (points as one-instance bags)")
+    ax.set_title(f"{name}: decision regions of the fold-1 model\n(every point scored as a one-instance bag)",
+                 fontsize="medium")
     ax.legend(loc="best", fontsize="small")
     fig.savefig(path, dpi=100)
 
@@ -159,7 +166,7 @@ def write_report(directory, info, result, summary, bags, y):
         images["accuracy"] = path
         if histories:
             path = directory / "objective.png"
-            _plot_objective(path, histories, info["estimator"])
+            _plot_objective(path, histories, info["estimator"], final_estimator(result.first_model).classes_)
             images["objective"] = path
         if regions:
             path = directory / "decision_regions.png"

@@ -181,7 +181,8 @@ def _check_names(cls, names, option):
         if key not in valid:
             close = difflib.get_close_matches(key, valid, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise UsageError(f"{option}: {cls.__name__} has no parameter {key!r} (parameters: {', '.join(valid)}){hint}")
+            raise UsageError(
+                f"{option}: {cls.__name__} has no parameter {key!r} (parameters: {', '.join(valid)}){hint}")
 
 
 def parse_params(cls, items):
@@ -408,11 +409,13 @@ def _scheduler(address, console):
     try:
         from dask.distributed import Client
     except ImportError:
-        raise CommandError("--scheduler needs dask.distributed, which is not installed: pip install milsvm[dask]") from None
+        raise CommandError(
+            "--scheduler needs dask.distributed, which is not installed: pip install milsvm[dask]") from None
     try:
         client = Client(address)
     except (OSError, TimeoutError, ValueError) as exc:
-        raise CommandError(f"cannot connect to the Dask scheduler at {address!r}: {' '.join(str(exc).split())}") from None
+        message = " ".join(str(exc).split())
+        raise CommandError(f"cannot connect to the Dask scheduler at {address!r}: {message}") from None
     console.note(f"running on the Dask cluster at {address}")
     import joblib
 
@@ -473,7 +476,7 @@ def _run_cv(args, argv, console, *, cls, params, bags, y, data_info, data_label,
             n_jobs = -1 if n_jobs is None else n_jobs
         n_jobs = 1 if n_jobs is None else n_jobs
         task_params = {}
-        if n_jobs != 1 and "n_jobs" in cls().get_params() and "n_jobs" not in params and not (grid and "n_jobs" in grid):
+        if n_jobs != 1 and "n_jobs" in cls().get_params() and "n_jobs" not in {**params, **grid}:
             task_params["n_jobs"] = 1  # one core thread per fit when the fits run in parallel
         total = n_fits(args.folds * args.repeats, len(_grid_candidates(grid)), args.inner_folds)
         with console.progress(total, f"cv {cls.__name__}") as update:
@@ -576,6 +579,8 @@ def cmd_cv(args, argv, console):
 
     cls, params, grid = _prepare(args)
     _check_writable(args.output, "--output")
+    if args.report is not None and Path(args.report).exists() and not Path(args.report).is_dir():
+        raise CommandError(f"--report: {args.report!r} exists and is not a directory")
     raw, y, _, fmt = load_data(args.data, args.format)
     bags = as_bags(raw)
     data_info = {"path": args.data, "format": fmt, "n_bags": len(bags), "n_instances": int(bags.n_instances),

@@ -759,9 +759,11 @@ def load_mil_csv(path, *, return_bag_names=False):
 
     - **Header.** Optional. The first line is a header when its first field is not an integer
       and none of its feature fields (third on) is a number (so pandas' default numeric column
-      names ``0,1,2,...`` are read as data: write such files with ``header=False``). A header may name the first two columns ``bag_id,label`` (bag id first)
-      instead of ``label,bag_id``; recognised names are ``label``/``y``/``class``/``target``
-      and ``bag``/``bag_id``/``bag_name`` (any case). Any other header names are an error.
+      names ``0,1,2,...`` are read as data: write such files with ``header=False``). A header
+      may name the first two columns ``bag_id,label`` (bag id first) instead of
+      ``label,bag_id``; recognised names are ``label``/``y``/``class``/``target`` and
+      ``bag``/``bag_id``/``bag_name`` (any case). Other names for these two columns are an
+      error.
     - **Bags.** Bag ids are compared as text (``1`` and ``1.0`` are different bags). The lines of
       a bag need *not* be contiguous (the ``mil`` package groups by id): bags are returned in
       order of first appearance, their instances in file order. Every line of a bag carries
