@@ -66,7 +66,7 @@ def _fit_task(cls, params, scale, bags, y, train, test, where, evaluate, keep_mo
             fit_time = time.perf_counter() - start
             test_bags = bags[test]
             if not evaluate:
-                return {"accuracy": float(np.mean(model.predict(test_bags) == y[test]))}
+                return {"accuracy": float(np.mean(model.predict(test_bags) == y[test])), "fit_time": fit_time}
             scores = model.decision_function(test_bags)
             accuracy = float(np.mean(model.predict(test_bags) == y[test]))
         except Exception as exc:
@@ -124,9 +124,10 @@ class CVResult:
 
     ``folds`` holds one dict per outer fold, in order (repeat-major): ``repeat``, ``fold``
     (0-based), ``n_train``, ``n_test``, ``accuracy``, ``auc`` (None unless binary with both
-    classes in the test part), ``fit_time`` (seconds, the grid search included), ``params``
-    (the grid values chosen, ``{}`` without a grid), ``inner_accuracy`` (their mean inner CV
-    accuracy, or None), ``n_xv`` (expansion vectors, or None) and ``warnings``.
+    classes in the test part), ``fit_time`` (seconds to fit the final model on the training
+    part), ``search_time`` (seconds of the inner grid-search fits, or None), ``params`` (the grid
+    values chosen, ``{}`` without a grid), ``inner_accuracy`` (their mean inner CV accuracy, or
+    None), ``n_xv`` (expansion vectors, or None) and ``warnings``.
     ``first_model`` is the model fitted on the first training part if it was asked for.
     """
 
@@ -140,6 +141,7 @@ class CVResult:
     def summary(self, repeats):
         """Mean and population std over all folds, and the mean accuracy of each repeat."""
         acc, auc, times = self._values("accuracy"), self._values("auc"), self._values("fit_time")
+        search = self._values("search_time")
         per_repeat = [float(np.mean([f["accuracy"] for f in self.folds if f["repeat"] == r])) for r in range(repeats)]
         return {
             "accuracy_mean": float(acc.mean()),
@@ -148,6 +150,7 @@ class CVResult:
             "auc_std": float(auc.std()) if auc.size else None,
             "fit_time_mean": float(times.mean()),
             "fit_time_total": float(times.sum()),
+            "search_time_total": float(search.sum()) if search.size else None,
             "repeat_accuracy_means": per_repeat,
         }
 
@@ -214,6 +217,7 @@ def cross_validate(cls, params, bags, y, *, folds=10, repeats=1, seed=0, grid=No
 
     chosen = [{} for _ in splits]
     inner_accuracy = [None] * len(splits)
+    search_time = [None] * len(splits)
     candidates = list(ParameterGrid(grid)) if grid else []
     if candidates:
         tasks, keys = [], []
@@ -226,13 +230,16 @@ def cross_validate(cls, params, bags, y, *, folds=10, repeats=1, seed=0, grid=No
                                       where=f"inner fold {i + 1} of {where[s]}", evaluate=False, keep_model=False))
                     keys.append((s, i, c))
         scores = np.zeros((len(splits), inner_folds, len(candidates)))
+        seconds = np.zeros(len(splits))
         for (s, i, c), result in zip(keys, run_tasks(tasks, n_jobs, progress)):
             scores[s, i, c] = result["accuracy"]
+            seconds[s] += result["fit_time"]
         means = scores.mean(axis=1)
         for s in range(len(splits)):
             best = int(np.argmax(means[s]))
             chosen[s] = candidates[best]
             inner_accuracy[s] = float(means[s, best])
+            search_time[s] = float(seconds[s])
 
     tasks = [dict(cls=cls, params={**params, **chosen[s], **extra}, scale=scale, bags=bags, y=y, train=train,
                   test=test, where=where[s], evaluate=True, keep_model=keep_first_model and s == 0)
@@ -245,6 +252,7 @@ def cross_validate(cls, params, bags, y, *, folds=10, repeats=1, seed=0, grid=No
         results.append({
             "repeat": s // folds, "fold": s % folds, "n_train": int(len(train)), "n_test": int(len(test)),
             "accuracy": out["accuracy"], "auc": out["auc"], "fit_time": out["fit_time"],
+            "search_time": search_time[s],
             "params": dict(chosen[s]), "inner_accuracy": inner_accuracy[s], "n_xv": out["n_xv"],
             "warnings": out["warnings"],
         })

@@ -205,7 +205,12 @@ def write_report(directory, info, result, summary, bags, y):
         means = ", ".join(f"{m * 100:.2f}" for m in summary["repeat_accuracy_means"])
         lines.append(f"- accuracy of each repeat (%): {means}")
     lines += [
-        f"- fit time: {summary['fit_time_mean'] * 1000:.1f} ms per fold (total {summary['fit_time_total']:.2f} s)",
+        f"- fit time of the final models: {summary['fit_time_mean'] * 1000:.1f} ms per fold (total "
+        f"{summary['fit_time_total']:.2f} s)",
+    ]
+    if summary["search_time_total"] is not None:
+        lines.append(f"- grid search fits: {summary['search_time_total']:.2f} s in all")
+    lines += [
         "",
         "## Folds",
         "",

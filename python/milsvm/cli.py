@@ -68,13 +68,15 @@ One object (schema ``"milsvm-cv/1"``)::
                       accuracy          test accuracy in [0, 1]
                       auc               ROC AUC of the test scores (null: more than two classes,
                                         or one class in the test part)
-                      fit_time          seconds to fit on the training part (grid search included)
+                      fit_time          seconds to fit the final model on the training part
+                      search_time       seconds of the inner grid-search fits (null without --grid)
                       params            grid values chosen on the training part ({} without --grid)
                       inner_accuracy    their mean inner-CV accuracy (null without --grid)
                       n_xv              expansion vectors of the model (null if it has no xv_)
                       warnings          distinct warnings of the fit, "Category: message"
     summary         accuracy_mean, accuracy_std, auc_mean, auc_std (null if no AUC),
-                    fit_time_mean, fit_time_total, repeat_accuracy_means (one per repeat);
+                    fit_time_mean, fit_time_total, search_time_total (null without --grid),
+                    repeat_accuracy_means (one per repeat);
                     std is the population standard deviation over all R*K folds
 
 Non-finite numbers are written as null.
@@ -445,6 +447,7 @@ def _print_cv(name, params, data_label, n_bags, y, args, result, summary, grid, 
             print(f"expansion vectors: {np.mean(n_xv):.1f} on average (min {min(n_xv)}, max {max(n_xv)})")
     print(f"fit time: {summary['fit_time_mean'] * 1000:.1f} ms per fold (total {summary['fit_time_total']:.2f} s)")
     if grid:
+        print(f"grid search time: {summary['search_time_total']:.2f} s in all")
         counts = {}
         for f in result.folds:
             key = ", ".join(f"{k}={v!r}" for k, v in f["params"].items())
@@ -674,11 +677,11 @@ JSON written by --output (schema "milsvm-cv/1"):
   n_features, classes}, estimator, params (-p, and random_state from --seed), grid ({name:
   [values]} or null), inner_folds (or null), scale, folds, repeats, seed, n_jobs,
   fold_results: one object per outer fold, repeat-major: {repeat, fold (0-based), n_train,
-    n_test, accuracy, auc (null: not binary or one class in the test part), fit_time (s, grid
-    search included), params (grid values chosen, {} without --grid), inner_accuracy (or
-    null), n_xv (or null), warnings [str]},
+    n_test, accuracy, auc (null: not binary or one class in the test part), fit_time (s, the
+    final model), search_time (s, the inner grid-search fits, or null), params (grid values
+    chosen, {} without --grid), inner_accuracy (or null), n_xv (or null), warnings [str]},
   summary: {accuracy_mean, accuracy_std, auc_mean, auc_std, fit_time_mean, fit_time_total,
-    repeat_accuracy_means} (std: population std over all folds; null where undefined).
+    search_time_total, repeat_accuracy_means} (std: population std over all folds; null where undefined).
 
 The results are the same for a given --seed whatever --n-jobs. The progress bar (tqdm) is
 shown on stderr when it is a terminal, unless --quiet.
