@@ -173,6 +173,14 @@ def test_models_lists_every_estimator_and_parameters(capsys):
 # --------------------------------------------------------------------------------------------
 
 
+def test_every_estimator_of_the_package_has_a_name():
+    from sklearn.base import ClassifierMixin
+
+    classes = {n for n in milsvm.__all__ if isinstance(getattr(milsvm, n), type)
+               and issubclass(getattr(milsvm, n), ClassifierMixin)}
+    assert set(ALL) == classes
+
+
 @pytest.mark.parametrize("name, expected", [("SparseMI", "SparseMI"), ("sparsemi", "SparseMI"),
                                             ("SPARSEMI", "SparseMI"), ("miSVM", "miSVM"), ("MISVM", "MISVM"),
                                             ("oneclassmisvm", "OneClassMISVM"), ("smil", "sMIL")])
