@@ -38,7 +38,6 @@ FAST = {
     "SVMCC": {"C": 10, "max_iter": 5},
     "OneClassMISVM": {"max_iter": 3},
 }
-MODEL_FILE_PENDING = pytest.mark.xfail(strict=False, reason="model file pending")
 
 
 def pflags(params):
@@ -411,8 +410,7 @@ def read_predictions(path):
     return [r[0] for r in rows], np.array([float(r[1]) for r in rows]), [r[2] for r in rows]
 
 
-FIT_CASES = [pytest.param(name, FAST[name], marks=MODEL_FILE_PENDING if name == "MIKernel" else ())
-             for name in ALL] + [pytest.param("NSK", {"norm": "l2", "C": 10}, marks=MODEL_FILE_PENDING, id="NSK-l2")]
+FIT_CASES = [pytest.param(name, FAST[name]) for name in ALL] + [pytest.param("NSK", {"norm": "l2", "C": 10}, id="NSK-l2")]
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
