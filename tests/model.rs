@@ -442,3 +442,40 @@ fn every_inconsistency_is_one_error_naming_the_field() -> TestResult {
     }
     Ok(())
 }
+
+#[test]
+fn batch_path_takes_any_layout_and_names_the_bag_with_a_non_finite_value() -> TestResult {
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    for n_xv in [4, 40] {
+        let model = random_model(
+            &mut rng,
+            n_xv,
+            5,
+            2,
+            Kernel::Rbf { gamma: 0.3 },
+            Pooling::Max,
+            false,
+        );
+        let p = Predictor::new(&model)?;
+        let x = random_matrix(&mut rng, 9, 5, 1.0);
+        let ptr = [0, 2, 5, 9];
+        let want = p.decision_function_rows(milsvm::kernel::Rows::Dense(x.view()), &ptr)?;
+        let fortran = x.t().as_standard_layout().into_owned(); // 5 x 9, then viewed transposed
+        let got = p.decision_function_rows(milsvm::kernel::Rows::Dense(fortran.t()), &ptr)?;
+        assert!(got == want, "column-major rows, {n_xv} XVs");
+        let inst = p.instance_decision_function(&Instances::Dense(fortran.t().to_owned()))?;
+        assert!(inst == p.instance_decision_function(&Instances::Dense(x.clone()))?);
+        let mut bad = x.clone();
+        bad[[6, 1]] = f64::INFINITY;
+        match p.decision_function_rows(milsvm::kernel::Rows::Dense(bad.view()), &ptr) {
+            Err(Error::InvalidData(msg)) => {
+                assert!(msg.contains('2') || msg.contains("instance 6"), "{msg}")
+            }
+            other => panic!("expected InvalidData, got {other:?}"),
+        }
+        assert!(p
+            .decision_function_rows(milsvm::kernel::Rows::Dense(x.view()), &[0, 3, 3, 9])
+            .is_err());
+    }
+    Ok(())
+}

@@ -509,6 +509,13 @@ impl Predictor {
     /// Instance scores `f(x)` (`n_instances x n_outputs`).
     pub fn instance_decision_function(&self, x: &Instances) -> Result<Array2<f64>> {
         self.check_width(x.n_features())?;
+        if let Instances::Dense(a) = x {
+            if !a.is_standard_layout() {
+                return self.instance_decision_function(&Instances::Dense(
+                    a.as_standard_layout().into_owned(),
+                ));
+            }
+        }
         let rows = Rows::from(x);
         let norms = checked_norms(rows)?;
         Ok(match &self.layout {

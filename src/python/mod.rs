@@ -82,7 +82,9 @@ pub(crate) fn instances(obj: &Bound<'_, PyAny>) -> PyResult<Instances> {
         return Ok(Instances::Sparse(csr));
     }
     let x: PyReadonlyArray2<f64> = obj.extract()?;
-    Ok(Instances::Dense(x.as_array().to_owned()))
+    Ok(Instances::Dense(
+        x.as_array().as_standard_layout().into_owned(),
+    ))
 }
 
 pub(crate) fn bags(obj: &Bound<'_, PyAny>, bag_ptr: PyReadonlyArray1<i64>) -> PyResult<Bags> {

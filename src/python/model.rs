@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use super::*;
 use crate::model::{BagView, Pooling, Predictor, Workspace};
+use numpy::PyUntypedArrayMethods;
 
 /// A fitted model compiled for prediction (see `milsvm::model` in the Rust docs).
 #[pyclass(name = "Model", module = "milsvm._core", frozen)]
@@ -166,11 +167,11 @@ impl PyModel {
         let d = x.as_array().ncols();
         let mut out = vec![0.0; self.predictor.n_outputs()];
         let mut ws = Workspace::default();
-        match x.as_slice() {
-            Ok(s) => self
+        match x.as_slice().ok().filter(|_| x.is_c_contiguous()) {
+            Some(s) => self
                 .predictor
                 .score_bag(BagView::dense(s, d)?, &mut ws, &mut out)?,
-            Err(_) => {
+            None => {
                 let owned = x.as_array().as_standard_layout().into_owned();
                 let s = owned.as_slice().unwrap_or(&[]);
                 self.predictor
