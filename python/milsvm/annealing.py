@@ -19,7 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._bags import as_bags
-from ._base import as_choice, as_class_weight, as_float, as_gamma_or_rule, as_int, as_n_jobs, seed_of
+from ._base import FitProgress, as_choice, as_class_weight, as_float, as_gamma_or_rule, as_int, as_n_jobs, seed_of
 from .sparse_mi import _ExpansionVectorClassifier
 
 __all__ = ["ALSVM", "AWSVM", "ALPSVM", "miSVM", "MISVM"]
@@ -63,21 +63,26 @@ class _AnnealingClassifier(_ExpansionVectorClassifier):
             else:
                 extra["init_xv"] = self._given_basis(bags, n_xv)
         start = time.perf_counter()
-        out = _core.fit_annealing(
-            bags.core_instances(),
-            bags.bag_ptr,
-            labels,
-            method=self._method,
-            c=as_float("C", self.C),
-            kernel=kernel,
-            gamma=gamma,
-            n_xv=n_xv,
-            class_weight=as_class_weight(self.class_weight, self.classes_),
-            seed=seed,
-            n_jobs=as_n_jobs(self.n_jobs),
-            **self._core_params(),
-            **extra,
-        )
+        steps = as_int("max_iter", self.max_iter) if self._method in ("mi", "MI") else as_int(
+            "max_temperatures", self.max_temperatures)
+        n_problems = 1 if len(self.classes_) == 2 else len(self.classes_)
+        with FitProgress(self, max(steps, 0) * n_problems, "step") as progress:
+            out = _core.fit_annealing(
+                bags.core_instances(),
+                bags.bag_ptr,
+                labels,
+                method=self._method,
+                c=as_float("C", self.C),
+                kernel=kernel,
+                gamma=gamma,
+                n_xv=n_xv,
+                class_weight=as_class_weight(self.class_weight, self.classes_),
+                seed=seed,
+                n_jobs=as_n_jobs(self.n_jobs),
+                **self._core_params(),
+                progress=progress.callback(),
+                **extra,
+            )
         self.fit_time_ = time.perf_counter() - start
         binary = len(self.classes_) == 2
         self._set_model(out["model"])

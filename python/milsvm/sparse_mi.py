@@ -9,7 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _core
-from ._base import BaseEstimator, MIClassifierMixin, as_choice, as_float, as_gamma, as_int, as_n_jobs, seed_of
+from ._base import BaseEstimator, FitProgress, MIClassifierMixin, as_choice, as_float, as_gamma, as_int, as_n_jobs, seed_of
 from ._bags import Bags, as_bags
 from ._model import CompiledModelMixin, load
 
@@ -73,23 +73,25 @@ class _ExpansionVectorClassifier(CompiledModelMixin, MIClassifierMixin, BaseEsti
                     raise ValueError("init has a non-finite value")
                 extra["init_basis"] = Bags(points, np.array([0, points.shape[0]], dtype=np.int64)).core_instances()
         start = time.perf_counter()
-        out = _core.fit_sparse_mi(
-            bags.core_instances(),
-            bags.bag_ptr,
-            labels,
-            n_xv=n_xv,
-            c=as_float("C", self.C),
-            kernel=kernel,
-            gamma=as_gamma(self.gamma),
-            max_iter=max_iter,
-            max_line_search=max_line_search,
-            tol=tol,
-            solver=as_choice("solver", self.solver, ("newton", "lbfgs")),
-            seed=seed,
-            n_jobs=as_n_jobs(self.n_jobs),
-            n_basis=n_basis,
-            **extra,
-        )
+        with FitProgress(self, max_iter, "iteration") as progress:
+            out = _core.fit_sparse_mi(
+                bags.core_instances(),
+                bags.bag_ptr,
+                labels,
+                n_xv=n_xv,
+                c=as_float("C", self.C),
+                kernel=kernel,
+                gamma=as_gamma(self.gamma),
+                max_iter=max_iter,
+                max_line_search=max_line_search,
+                tol=tol,
+                solver=as_choice("solver", self.solver, ("newton", "lbfgs")),
+                seed=seed,
+                n_jobs=as_n_jobs(self.n_jobs),
+                n_basis=n_basis,
+                progress=progress.callback(),
+                **extra,
+            )
         # basis-vector mode on sparse data: the XVs are sparse combinations of basis vectors
         sparse_xv = n_basis is not None and bags.is_sparse and init in ("random", "svm")
         model = out["model"]

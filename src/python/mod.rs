@@ -25,7 +25,7 @@ use crate::bags::{validate_bag_ptr, Bags, Csr, Instances};
 use crate::error::Error;
 use crate::kernel::{basis_gradient, kernel_bag_means, Basis, Kernel, Rows};
 use crate::model::Model;
-use crate::params::{with_threads, Gamma, KernelKind};
+use crate::params::{with_threads, Gamma, KernelKind, Observer, Progress};
 use crate::solver::{InnerSolver, SquaredHinge};
 use crate::sparse_mi::SparseMiParams;
 
@@ -171,6 +171,25 @@ pub(crate) fn kernel_kind(kernel: &str) -> PyResult<KernelKind> {
         _ => Err(PyValueError::new_err(format!(
             "kernel must be 'rbf' or 'linear', got {kernel:?}"
         ))),
+    }
+}
+
+/// An observer calling the Python `callback(problem, step, max_steps, objective, temperature)`
+/// at every step of a fit (with the GIL taken for the call; an exception in the callback is
+/// printed and ignored: it cannot stop the fit).
+pub(crate) fn observer_of(callback: Option<Py<PyAny>>) -> Observer {
+    match callback {
+        None => Observer::default(),
+        Some(cb) => Observer::new(move |p: &Progress| {
+            Python::attach(|py| {
+                if let Err(e) = cb.call1(
+                    py,
+                    (p.problem, p.step, p.max_steps, p.objective, p.temperature),
+                ) {
+                    e.print(py);
+                }
+            })
+        }),
     }
 }
 
