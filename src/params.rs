@@ -285,7 +285,10 @@ pub struct Progress {
 /// logs. It is called from the fitting threads (several at once for one-vs-rest problems), so
 /// it must be cheap and thread-safe; it cannot change the fit. The default observes nothing.
 #[derive(Clone, Default)]
-pub struct Observer(Option<Arc<dyn Fn(&Progress) + Send + Sync>>);
+pub struct Observer(Option<Arc<ProgressFn>>);
+
+/// The function type an [`Observer`] calls.
+pub type ProgressFn = dyn Fn(&Progress) + Send + Sync;
 
 impl Observer {
     /// An observer calling `f` at every step.
