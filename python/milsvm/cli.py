@@ -600,6 +600,8 @@ def cmd_fit(args, argv, console):
     _check_writable(args.output, "--output")
     bags, y, _, _ = load_data(args.data, args.format)
     est = cls(**params)
+    if "verbose" in est.get_params() and "verbose" not in params and not args.quiet and sys.stderr.isatty():
+        est.set_params(verbose=1)  # the estimator's own progress bar (iterations / temperatures)
     start = time.perf_counter()
     try:
         est.fit(bags, y)
