@@ -115,8 +115,10 @@ class MIClassifierMixin(ClassifierMixin):
         return encoded.astype(np.int64)
 
     def _check_bags(self, bags):
-        check_is_fitted(self)
-        return as_bags(bags, n_features=self.n_features_in_)
+        if "n_features_in_" not in self.__dict__:
+            check_is_fitted(self)
+        # the core checks the values while it reads them (NaN / infinity: ValueError)
+        return as_bags(bags, n_features=self.n_features_in_, check_finite=False)
 
     def predict(self, bags):
         """Predict the class of each bag.

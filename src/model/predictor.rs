@@ -19,6 +19,9 @@ use rayon::prelude::*;
 /// matrix product per chunk of bags.
 pub const ROW_KERNEL_MAX_XV: usize = 32;
 
+/// Below this many instance-basis pairs, the batch path runs on the calling thread.
+const SEQUENTIAL_WORK: usize = 4096;
+
 use super::{Model, Pooling};
 use crate::bags::{validate_bag_ptr, Bags, Csr, Instances};
 use crate::error::{Error, Result};
@@ -445,22 +448,30 @@ impl Predictor {
         let n_out = self.n_outputs();
         let first_bad = AtomicUsize::new(usize::MAX);
         let mut out = Array2::zeros((m, n_out));
+        let score = |ws: &mut Workspace, (i, dst): (usize, &mut [f64])| {
+            let bag = BagView::of(rows, bag_ptr[i], bag_ptr[i + 1]);
+            self.pooled(bag, ws, dst);
+            if ws.norms.iter().any(|s| !s.is_finite())
+                && bag.values().iter().any(|v| !v.is_finite())
+            {
+                first_bad.fetch_min(i, Ordering::Relaxed);
+            } else if self.pooling == Pooling::NormalizedMean {
+                let kself = self.bag_self_kernel(bag, ws);
+                normalize(dst, &self.intercept, kself);
+            }
+        };
         if let Some(buf) = out.as_slice_mut() {
-            buf.par_chunks_mut(n_out.max(1)).enumerate().for_each_init(
-                Workspace::default,
-                |ws, (i, dst)| {
-                    let bag = BagView::of(rows, bag_ptr[i], bag_ptr[i + 1]);
-                    self.pooled(bag, ws, dst);
-                    if ws.norms.iter().any(|s| !s.is_finite())
-                        && bag.values().iter().any(|v| !v.is_finite())
-                    {
-                        first_bad.fetch_min(i, Ordering::Relaxed);
-                    } else if self.pooling == Pooling::NormalizedMean {
-                        let kself = self.bag_self_kernel(bag, ws);
-                        normalize(dst, &self.intercept, kself);
-                    }
-                },
-            );
+            if rows.n_rows() * self.n_xv() < SEQUENTIAL_WORK {
+                // a few small bags: the thread pool would cost more than the work
+                let mut ws = Workspace::default();
+                buf.chunks_mut(n_out.max(1))
+                    .enumerate()
+                    .for_each(|item| score(&mut ws, item));
+            } else {
+                buf.par_chunks_mut(n_out.max(1))
+                    .enumerate()
+                    .for_each_init(Workspace::default, score);
+            }
         }
         match first_bad.into_inner() {
             usize::MAX => Ok(out),
