@@ -295,6 +295,14 @@ pub enum Pooling {
     /// 2002). [`bag_scores`] returns the plain mean for it; [`crate::model::Predictor`] applies
     /// the normalisation.
     NormalizedMean,
+    /// The mean shifted by the midpoint of sMIL's two margins for a bag of this size:
+    /// `F(X) = (1/|X|) sum_p f(x_p) + 1 - 1/|X|`. sMIL (Bunescu & Mooney 2007) trains negative
+    /// instances to `f <= -1` (so a negative bag's mean is at most -1) and a positive bag's mean
+    /// to at least `(2 - |X|) / |X|` (one positive instance at +1, the others at -1); the bag is
+    /// called positive above the midpoint `1/|X| - 1` of the two (0 for a one-instance bag).
+    /// The classification rule for new bags is this crate's choice, consistent with training:
+    /// with the plain mean and threshold 0, sMIL calls almost every bag negative.
+    SmilMean,
 }
 
 /// Instance scores `f(x_p) = sum_k coef[o, k] k(x_p, z_k) + intercept[o]` of every row for every
@@ -393,6 +401,10 @@ fn scores_pass(
                                 *d = match pool {
                                     Pooling::Mean | Pooling::NormalizedMean => {
                                         col.sum() / (r1 - r0) as f64
+                                    }
+                                    Pooling::SmilMean => {
+                                        let n = (r1 - r0) as f64;
+                                        col.sum() / n + 1.0 - 1.0 / n
                                     }
                                     Pooling::Max => col.fold(f64::NEG_INFINITY, |a, &v| a.max(v)),
                                 };

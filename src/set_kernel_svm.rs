@@ -470,13 +470,15 @@ impl SmilParams {
                 sol,
             })
         })?;
-        Ok(finish(
+        let mut fit = finish(
             kernel,
             bags.instances(),
             fits,
             n_classes,
             SetNorm::L1,
             gamma,
-        ))
+        );
+        fit.model.pooling = Pooling::SmilMean;
+        Ok(fit)
     }
 }

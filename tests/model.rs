@@ -74,6 +74,7 @@ fn naive_scores(model: &Model, x: &Array2<f64>) -> Vec<f64> {
                 .collect();
             match model.pooling {
                 Pooling::Mean => f.iter().sum::<f64>() / n,
+                Pooling::SmilMean => f.iter().sum::<f64>() / n + 1.0 - 1.0 / n,
                 Pooling::Max => f.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
                 Pooling::NormalizedMean => {
                     let mut kself = 0.0;
@@ -134,7 +135,12 @@ fn close(a: f64, b: f64, tol: f64) -> bool {
 }
 
 const KERNELS: [Kernel; 2] = [Kernel::Linear, Kernel::Rbf { gamma: 0.7 }];
-const POOLINGS: [Pooling; 3] = [Pooling::Mean, Pooling::Max, Pooling::NormalizedMean];
+const POOLINGS: [Pooling; 4] = [
+    Pooling::Mean,
+    Pooling::Max,
+    Pooling::NormalizedMean,
+    Pooling::SmilMean,
+];
 
 #[test]
 fn every_prediction_path_matches_the_naive_formula() -> TestResult {

@@ -399,8 +399,16 @@ class sMIL(_SetKernelSVM):
     of its instances positive): the dual is ``min 1/2 a^T Q a - p^T a``, ``y^T a = 0``,
     ``0 <= a <= C w`` with ``p = (2 - n_i) / n_i`` for positive bags and 1 for negative
     instances. Every unit costs ``C`` times its class weight (the paper's ``C / L_n`` and
-    ``C / L_p`` are reached through ``class_weight``). Bags are scored by the label mean of the
-    instance scores, the shared model form (``xv_``, ``coef_``, ``intercept_``).
+    ``C / L_p`` are reached through ``class_weight``). The model is the shared form
+    (``xv_``, ``coef_``, ``intercept_``, instance scores ``f``).
+
+    Bag scores (pooling ``"smil_mean"``): ``F(X) = mean_p f(x_p) + 1 - 1/|X|``. Training puts a
+    negative bag's mean at most at -1 and a positive bag's at least at ``(2 - |X|) / |X|``; the
+    bag is called positive above the midpoint ``1/|X| - 1`` of the two (0 for one instance).
+    This classification rule is milsvm's (the paper's rule for new bags is not in our sources):
+    with the plain mean and threshold 0, sMIL calls almost every bag negative (measured on
+    MUSK1: 51 % accuracy against 85 % with this rule, 5-fold CV). Models saved before this rule
+    (pooling ``"mean"``) still load and keep their rule.
     Multi-class problems are one-vs-rest, each with its own units.
 
     Parameters
@@ -418,6 +426,7 @@ class sMIL(_SetKernelSVM):
     """
 
     _method = "smil"
+    _poolings = ("smil_mean", "mean")
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight=None, tol=1e-3, max_iter=None, n_jobs=None):
         self.C = C

@@ -261,7 +261,7 @@ impl Predictor {
             .finish_rows(&mut ws.dots, &ws.norms, 0, &self.znorms);
         let init = match self.pooling {
             Pooling::Max => f64::NEG_INFINITY,
-            Pooling::Mean | Pooling::NormalizedMean => 0.0,
+            Pooling::Mean | Pooling::NormalizedMean | Pooling::SmilMean => 0.0,
         };
         out.fill(init);
         for krow in ws.dots.chunks_exact(nb) {
@@ -269,12 +269,15 @@ impl Predictor {
                 let f = self.dot(c.as_slice().unwrap_or(&[]), krow) + b;
                 *acc = match self.pooling {
                     Pooling::Max => acc.max(f),
-                    Pooling::Mean | Pooling::NormalizedMean => *acc + f,
+                    Pooling::Mean | Pooling::NormalizedMean | Pooling::SmilMean => *acc + f,
                 };
             }
         }
         if self.pooling != Pooling::Max {
             out.iter_mut().for_each(|v| *v /= n as f64);
+        }
+        if self.pooling == Pooling::SmilMean {
+            out.iter_mut().for_each(|v| *v += 1.0 - 1.0 / n as f64);
         }
     }
 

@@ -157,8 +157,9 @@ pub(crate) fn pooling_of(name: &str) -> PyResult<crate::model::Pooling> {
         "mean" => Ok(crate::model::Pooling::Mean),
         "max" => Ok(crate::model::Pooling::Max),
         "normalized_mean" => Ok(crate::model::Pooling::NormalizedMean),
+        "smil_mean" => Ok(crate::model::Pooling::SmilMean),
         _ => Err(PyValueError::new_err(format!(
-            "pooling must be 'mean', 'max' or 'normalized_mean', got {name:?}"
+            "pooling must be 'mean', 'max', 'normalized_mean' or 'smil_mean', got {name:?}"
         ))),
     }
 }

@@ -43,6 +43,7 @@ fn pooling_name(p: Pooling) -> &'static str {
         Pooling::Mean => "mean",
         Pooling::Max => "max",
         Pooling::NormalizedMean => "normalized_mean",
+        Pooling::SmilMean => "smil_mean",
     }
 }
 
