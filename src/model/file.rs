@@ -249,7 +249,7 @@ pub(super) fn to_json(model: &Model) -> Result<String> {
 }
 
 impl Model {
-    /// The model as version-3 JSON (see [`crate::model::file`]); fails if [`Model::check`]
+    /// The model as version-3 JSON (see [`file`](mod@crate::model::file)); fails if [`Model::check`]
     /// does.
     pub fn to_json(&self) -> Result<String> {
         to_json(self)

@@ -11,7 +11,7 @@
 //!
 //! * [`Model`]: the data of a fitted model, checked by [`Model::check`], read and written as
 //!   JSON ([`Model::to_json`], [`Model::from_json`], [`Model::save`], [`Model::load`]; the
-//!   format is described in [`file`]).
+//!   format is described in [`file`](mod@file)).
 //! * [`Predictor`]: a model compiled for prediction (validated once, basis norms and layouts
 //!   precomputed), `Send + Sync`, scoring one bag without allocating ([`Predictor::score_bag`]
 //!   with a [`Workspace`]) or many bags in parallel ([`Predictor::decision_function`]).
@@ -49,7 +49,7 @@ use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 pub use crate::kernel::Pooling;
 pub use file::FORMAT_VERSION;
-pub use predictor::{BagView, Predictor, Workspace};
+pub use predictor::{BagView, Predictor, Workspace, ROW_KERNEL_MAX_XV};
 
 /// A fitted kernel model: basis, coefficients, biases, pooling, plus what a file needs to
 /// rebuild the estimator (class labels, estimator name and parameters, training record).
