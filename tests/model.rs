@@ -485,3 +485,48 @@ fn batch_path_takes_any_layout_and_names_the_bag_with_a_non_finite_value() -> Te
     }
     Ok(())
 }
+
+#[test]
+fn a_sparse_basis_of_huge_width_and_overflowing_scores_are_errors_not_panics() -> TestResult {
+    // a CSR basis over 2^62 features: loads and scores sparse bags in O(nnz) memory
+    let width = 1usize << 62;
+    let z = Csr::new(2, width, vec![0, 1, 2], vec![5, width - 1], vec![1.0, 2.0])?;
+    let model = Model::new(
+        Kernel::Linear,
+        Instances::Sparse(z),
+        array![[1.0, -1.0]],
+        array![0.5],
+        2,
+        Pooling::Mean,
+    );
+    let back = Model::from_json(&model.to_json()?)?;
+    let p = Predictor::new(&back)?;
+    let mut ws = Workspace::default();
+    let mut out = [0.0];
+    p.score_bag(
+        BagView::csr(&[0, 2], &[5, width - 1], &[2.0, 1.0], width)?,
+        &mut ws,
+        &mut out,
+    )?;
+    assert_eq!(out[0], 2.0 - 2.0 + 0.5);
+    // finite values whose score overflows
+    let big = Model::new(
+        Kernel::Linear,
+        array![[1e300, 1e300]],
+        array![[1e300]],
+        array![0.0],
+        2,
+        Pooling::Mean,
+    );
+    let p = Predictor::new(&big)?;
+    assert!(matches!(
+        p.score_bag(BagView::dense(&[1e10, 1e10], 2)?, &mut ws, &mut out),
+        Err(Error::InvalidData(_))
+    ));
+    let bags = Bags::from_dense_bags(&[array![[1e10, 1e10]]])?;
+    assert!(matches!(
+        p.decision_function(&bags),
+        Err(Error::InvalidData(_))
+    ));
+    Ok(())
+}

@@ -209,6 +209,10 @@ def load(path):
         )
     allowed = cls().get_params()
     params = {k: v for k, v in json.loads(model.params_json).items() if k in allowed}
+    if "n_jobs" in params:  # the one stored parameter prediction uses
+        n_jobs = params["n_jobs"]
+        if not (n_jobs is None or (type(n_jobs) is int and (n_jobs == -1 or 1 <= n_jobs <= 1 << 16))):
+            raise ValueError(f"{path}: field `params.n_jobs`: expected null, -1 or a thread count, got {n_jobs!r}")
     est = cls(**params)
     if model.classes_json is None:
         est.classes_ = np.arange(model.n_classes)

@@ -148,7 +148,8 @@ impl<'a> BagView<'a> {
 pub struct Workspace {
     dots: Vec<f64>,
     norms: Vec<f64>,
-    row: Vec<f64>,
+    row_entries: Vec<(usize, f64)>,
+    row_starts: Vec<usize>,
 }
 
 /// The basis as prediction reads it.
@@ -156,8 +157,8 @@ pub struct Workspace {
 enum Layout {
     /// Dense basis rows (also the matrix-product operand of the batch path).
     Dense(Basis),
-    /// A CSR basis, transposed: one row per feature listing `(xv, value)`.
-    Sparse(Csr),
+    /// A CSR basis, with its entries grouped by feature for sparse instances.
+    Sparse(Csr, FeatureIndex),
 }
 
 /// A [`Model`] compiled for prediction: checked once, basis norms and layout precomputed.
@@ -186,7 +187,7 @@ impl Predictor {
             }
             Instances::Sparse(z) => {
                 let norms = Rows::Sparse(z).sq_norms();
-                (Layout::Sparse(transpose(z)), norms)
+                (Layout::Sparse(z.clone(), FeatureIndex::new(z)), norms)
             }
         };
         Ok(Self {
@@ -245,6 +246,9 @@ impl Predictor {
         if self.pooling == Pooling::NormalizedMean {
             let kself = self.bag_self_kernel(bag, ws);
             normalize(out, &self.intercept, kself);
+        }
+        if out.iter().any(|v| !v.is_finite()) {
+            return Err(overflow("the bag"));
         }
         Ok(())
     }
@@ -319,22 +323,21 @@ impl Predictor {
                     }
                 }
             }
-            (Layout::Sparse(zt), BagView::Dense { data, n_features }) => {
+            (Layout::Sparse(z, _), BagView::Dense { data, n_features }) => {
                 for ((x, drow), s) in data
                     .chunks_exact(n_features)
                     .zip(ws.dots.chunks_exact_mut(nb))
                     .zip(ws.norms.iter_mut())
                 {
                     *s = self.dot(x, x);
-                    drow.fill(0.0);
-                    for (j, &a) in x.iter().enumerate().filter(|(_, &a)| a != 0.0) {
-                        let (ks, vs) = zt.row(j);
-                        ks.iter().zip(vs).for_each(|(&k, &v)| drow[k] += a * v);
+                    for (k, o) in drow.iter_mut().enumerate() {
+                        let (js, vs) = z.row(k);
+                        *o = js.iter().zip(vs).map(|(&j, &v)| v * x[j]).sum();
                     }
                 }
             }
             (
-                Layout::Sparse(zt),
+                Layout::Sparse(_, index),
                 BagView::Csr {
                     indptr,
                     indices,
@@ -353,7 +356,7 @@ impl Predictor {
                     *s = val.iter().map(|v| v * v).sum();
                     drow.fill(0.0);
                     for (&j, &a) in idx.iter().zip(val) {
-                        let (ks, vs) = zt.row(j);
+                        let (ks, vs) = index.entries(j);
                         ks.iter().zip(vs).for_each(|(&k, &v)| drow[k] += a * v);
                     }
                 }
@@ -379,26 +382,33 @@ impl Predictor {
                 indptr,
                 indices,
                 data,
-                n_features,
+                ..
             } => {
-                ws.row.clear();
-                ws.row.resize(n_features, 0.0);
+                // each instance's entries sorted by feature, duplicates summed, then merged
                 let base = indptr[0];
+                ws.row_entries.clear();
+                ws.row_starts.clear();
                 for p in 0..n {
                     let (a, b) = (indptr[p] - base, indptr[p + 1] - base);
-                    for (&j, &v) in indices[a..b].iter().zip(&data[a..b]) {
-                        ws.row[j] += v;
-                    }
-                    for q in 0..n {
-                        let (c, d) = (indptr[q] - base, indptr[q + 1] - base);
-                        let dot: f64 = indices[c..d]
+                    let start = ws.row_entries.len();
+                    ws.row_starts.push(start);
+                    ws.row_entries.extend(
+                        indices[a..b]
                             .iter()
-                            .zip(&data[c..d])
-                            .map(|(&j, &v)| ws.row[j] * v)
-                            .sum();
+                            .copied()
+                            .zip(data[a..b].iter().copied()),
+                    );
+                    let row = &mut ws.row_entries[start..];
+                    row.sort_by_key(|e| e.0);
+                }
+                ws.row_starts.push(ws.row_entries.len());
+                for p in 0..n {
+                    let rp = &ws.row_entries[ws.row_starts[p]..ws.row_starts[p + 1]];
+                    for q in 0..n {
+                        let rq = &ws.row_entries[ws.row_starts[q]..ws.row_starts[q + 1]];
+                        let dot = sorted_sparse_dot(rp, rq);
                         total += self.kernel.from_dot(dot, ws.norms[p], ws.norms[q]);
                     }
-                    indices[a..b].iter().for_each(|&j| ws.row[j] = 0.0);
                 }
             }
         }
@@ -425,12 +435,20 @@ impl Predictor {
                 return self.decision_function_rows(Rows::Dense(owned.view()), bag_ptr);
             }
         }
-        match &self.layout {
+        let out = match &self.layout {
             Layout::Dense(basis) if basis.len() > ROW_KERNEL_MAX_XV => {
                 let norms = checked_norms(rows)?;
-                Ok(self.product_scores(rows, &norms, bag_ptr, basis))
+                self.product_scores(rows, &norms, bag_ptr, basis)
             }
-            _ => self.bag_by_bag_scores(rows, bag_ptr),
+            _ => self.bag_by_bag_scores(rows, bag_ptr)?,
+        };
+        match out
+            .rows()
+            .into_iter()
+            .position(|r| r.iter().any(|v| !v.is_finite()))
+        {
+            Some(i) => Err(overflow(&format!("bag {i}"))),
+            None => Ok(out),
         }
     }
 
@@ -541,7 +559,7 @@ impl Predictor {
                 self.coef.view(),
                 &self.intercept,
             ),
-            Layout::Sparse(_) => {
+            Layout::Sparse(..) => {
                 let n_out = self.n_outputs();
                 let mut out = Array2::zeros((x.n_rows(), n_out));
                 if let Some(buf) = out.as_slice_mut() {
@@ -589,6 +607,13 @@ impl Predictor {
     }
 }
 
+/// The error for a score that overflowed (finite inputs, non-finite result).
+fn overflow(what: &str) -> Error {
+    Error::InvalidData(format!(
+        "the score of {what} is not finite: the model's values or the bag's overflow f64"
+    ))
+}
+
 /// Divides the bias-free part of pooled scores by the bag's feature-space norm.
 fn normalize(scores: &mut [f64], intercept: &[f64], kself: f64) {
     let scale = if kself > 0.0 { 1.0 / kself.sqrt() } else { 0.0 };
@@ -626,27 +651,82 @@ fn checked_norms(rows: Rows<'_>) -> Result<Vec<f64>> {
     Ok(norms)
 }
 
-/// The transpose of a CSR matrix (`n_cols x n_rows`), column indices sorted.
-fn transpose(z: &Csr) -> Csr {
-    let (n, d) = (z.n_rows(), z.n_cols());
-    let mut counts = vec![0usize; d + 1];
-    z.indices().iter().for_each(|&j| counts[j + 1] += 1);
-    for j in 0..d {
-        counts[j + 1] += counts[j];
-    }
-    let mut next = counts.clone();
-    let mut indices = vec![0usize; z.nnz()];
-    let mut data = vec![0.0; z.nnz()];
-    for i in 0..n {
-        let (idx, val) = z.row(i);
-        for (&j, &v) in idx.iter().zip(val) {
-            indices[next[j]] = i;
-            data[next[j]] = v;
-            next[j] += 1;
+/// The entries of a CSR basis grouped by feature, only the features it uses (memory O(nnz),
+/// whatever the number of features): the basis entries of one feature of a sparse instance by
+/// binary search.
+#[derive(Debug, Clone)]
+struct FeatureIndex {
+    /// The features present, increasing.
+    features: Vec<usize>,
+    /// Entries of `features[i]` are `starts[i]..starts[i + 1]`.
+    starts: Vec<usize>,
+    /// Expansion vector of each entry.
+    xv: Vec<usize>,
+    /// Value of each entry.
+    values: Vec<f64>,
+}
+
+impl FeatureIndex {
+    fn new(z: &Csr) -> Self {
+        let mut entries: Vec<(usize, usize, f64)> = Vec::with_capacity(z.nnz());
+        for k in 0..z.n_rows() {
+            let (js, vs) = z.row(k);
+            entries.extend(js.iter().zip(vs).map(|(&j, &v)| (j, k, v)));
+        }
+        entries.sort_by_key(|&(j, k, _)| (j, k));
+        let mut features = Vec::new();
+        let mut starts = Vec::new();
+        for (e, &(j, _, _)) in entries.iter().enumerate() {
+            if features.last() != Some(&j) {
+                features.push(j);
+                starts.push(e);
+            }
+        }
+        starts.push(entries.len());
+        Self {
+            features,
+            starts,
+            xv: entries.iter().map(|e| e.1).collect(),
+            values: entries.iter().map(|e| e.2).collect(),
         }
     }
-    // the input was validated, so the transpose is valid too
-    Csr::new(d, n, counts, indices, data).unwrap_or_else(|_| unreachable!())
+
+    /// The expansion vectors and values of feature `j`.
+    fn entries(&self, j: usize) -> (&[usize], &[f64]) {
+        match self.features.binary_search(&j) {
+            Ok(i) => {
+                let r = self.starts[i]..self.starts[i + 1];
+                (&self.xv[r.clone()], &self.values[r])
+            }
+            Err(_) => (&[], &[]),
+        }
+    }
+}
+
+/// The inner product of two sparse vectors given as `(feature, value)` entries sorted by feature
+/// (repeated features allowed: every pair of equal features is multiplied).
+fn sorted_sparse_dot(a: &[(usize, f64)], b: &[(usize, f64)]) -> f64 {
+    let (mut i, mut j, mut s) = (0, 0, 0.0);
+    while i < a.len() && j < b.len() {
+        match a[i].0.cmp(&b[j].0) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                let f = a[i].0;
+                let (i0, j0) = (i, j);
+                while i < a.len() && a[i].0 == f {
+                    i += 1;
+                }
+                while j < b.len() && b[j].0 == f {
+                    j += 1;
+                }
+                let sa: f64 = a[i0..i].iter().map(|e| e.1).sum();
+                let sb: f64 = b[j0..j].iter().map(|e| e.1).sum();
+                s += sa * sb;
+            }
+        }
+    }
+    s
 }
 
 fn has_avx2() -> bool {
