@@ -10,8 +10,6 @@
 //!   scored bag by bag in parallel instead. Every value is computed by the same operations
 //!   whatever the number of threads.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use ndarray::Array2;
 use rayon::prelude::*;
 
@@ -21,6 +19,9 @@ pub const ROW_KERNEL_MAX_XV: usize = 32;
 
 /// Below this many instance-basis pairs, the batch path runs on the calling thread.
 const SEQUENTIAL_WORK: usize = 4096;
+
+/// Rows per parallel task of the batch path's instance scores.
+const ROW_CHUNK: usize = 128;
 
 use super::{Model, Pooling};
 use crate::bags::{validate_bag_ptr, Bags, Csr, Instances};
@@ -148,6 +149,7 @@ impl<'a> BagView<'a> {
 pub struct Workspace {
     dots: Vec<f64>,
     norms: Vec<f64>,
+    scores: Vec<f64>,
     row_entries: Vec<(usize, f64)>,
     row_starts: Vec<usize>,
 }
@@ -257,23 +259,44 @@ impl Predictor {
     /// bag; leaves the instance norms in `ws.norms`.
     fn pooled(&self, bag: BagView<'_>, ws: &mut Workspace, out: &mut [f64]) {
         let n = bag.n_instances();
+        let mut f = std::mem::take(&mut ws.scores);
+        f.resize(n * self.n_outputs(), 0.0);
+        self.instance_scores_into(bag, ws, &mut f);
+        self.pool(&f, n, out);
+        ws.scores = f;
+    }
+
+    /// Instance scores `f(x_p)` of the rows of `bag` into `f` (`n x n_outputs`, row-major), and
+    /// the rows' squared norms into `ws.norms`.
+    fn instance_scores_into(&self, bag: BagView<'_>, ws: &mut Workspace, f: &mut [f64]) {
+        let n = bag.n_instances();
         let nb = self.n_xv();
+        let n_out = self.n_outputs();
         ws.dots.resize(n * nb, 0.0);
         ws.norms.resize(n, 0.0);
         self.bag_dots(bag, ws);
         self.kernel
             .finish_rows(&mut ws.dots, &ws.norms, 0, &self.znorms);
+        for (krow, frow) in ws.dots.chunks_exact(nb).zip(f.chunks_exact_mut(n_out)) {
+            for ((o, c), &b) in frow.iter_mut().zip(self.coef.rows()).zip(&self.intercept) {
+                *o = self.dot(c.as_slice().unwrap_or(&[]), krow) + b;
+            }
+        }
+    }
+
+    /// Pools the instance scores `f` (`n x n_outputs`) of one bag into `out`, instance by
+    /// instance in order (the same sums on every path).
+    fn pool(&self, f: &[f64], n: usize, out: &mut [f64]) {
         let init = match self.pooling {
             Pooling::Max => f64::NEG_INFINITY,
             Pooling::Mean | Pooling::NormalizedMean | Pooling::SmilMean => 0.0,
         };
         out.fill(init);
-        for krow in ws.dots.chunks_exact(nb) {
-            for ((acc, c), &b) in out.iter_mut().zip(self.coef.rows()).zip(&self.intercept) {
-                let f = self.dot(c.as_slice().unwrap_or(&[]), krow) + b;
+        for frow in f.chunks_exact(out.len().max(1)) {
+            for (acc, &v) in out.iter_mut().zip(frow) {
                 *acc = match self.pooling {
-                    Pooling::Max => acc.max(f),
-                    Pooling::Mean | Pooling::NormalizedMean | Pooling::SmilMean => *acc + f,
+                    Pooling::Max => acc.max(v),
+                    Pooling::Mean | Pooling::NormalizedMean | Pooling::SmilMean => *acc + v,
                 };
             }
         }
@@ -466,40 +489,71 @@ impl Predictor {
     /// naming the first bag that holds one.
     fn bag_by_bag_scores(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
         let m = bag_ptr.len() - 1;
-        let n_out = self.n_outputs();
-        let first_bad = AtomicUsize::new(usize::MAX);
+        let n = rows.n_rows();
+        let n_out = self.n_outputs().max(1);
+        let sequential = n * self.n_xv() < SEQUENTIAL_WORK;
+        // 1. instance scores and norms, in fixed chunks of rows (balanced whatever the bag sizes)
+        let mut f = vec![0.0; n * n_out];
+        let mut norms = vec![0.0; n];
+        let chunk = |ws: &mut Workspace, (c, (fc, nc)): (usize, (&mut [f64], &mut [f64]))| {
+            let lo = c * ROW_CHUNK;
+            let hi = lo + nc.len();
+            self.instance_scores_into(BagView::of(rows, lo, hi), ws, fc);
+            nc.copy_from_slice(&ws.norms[..hi - lo]);
+        };
+        if sequential {
+            let mut ws = Workspace::default();
+            f.chunks_mut(ROW_CHUNK * n_out)
+                .zip(norms.chunks_mut(ROW_CHUNK))
+                .enumerate()
+                .for_each(|item| chunk(&mut ws, item));
+        } else {
+            f.par_chunks_mut(ROW_CHUNK * n_out)
+                .zip(norms.par_chunks_mut(ROW_CHUNK))
+                .enumerate()
+                .for_each_init(Workspace::default, chunk);
+        }
+        // a non-finite value makes its row's squared norm non-finite: scan only then
+        if let Some(p) = norms.iter().position(|s| !s.is_finite()) {
+            let first_bad = (p..n).find(|&r| {
+                !norms[r].is_finite()
+                    && BagView::of(rows, r, r + 1)
+                        .values()
+                        .iter()
+                        .any(|v| !v.is_finite())
+            });
+            if let Some(r) = first_bad {
+                let bag = bag_ptr.partition_point(|&q| q <= r) - 1;
+                return Err(Error::InvalidData(format!(
+                    "bag {bag} has a non-finite value"
+                )));
+            }
+        }
+        // 2. pooled per bag
         let mut out = Array2::zeros((m, n_out));
-        let score = |ws: &mut Workspace, (i, dst): (usize, &mut [f64])| {
-            let bag = BagView::of(rows, bag_ptr[i], bag_ptr[i + 1]);
-            self.pooled(bag, ws, dst);
-            if ws.norms.iter().any(|s| !s.is_finite())
-                && bag.values().iter().any(|v| !v.is_finite())
-            {
-                first_bad.fetch_min(i, Ordering::Relaxed);
-            } else if self.pooling == Pooling::NormalizedMean {
-                let kself = self.bag_self_kernel(bag, ws);
+        let pool = |ws: &mut Workspace, (i, dst): (usize, &mut [f64])| {
+            let (lo, hi) = (bag_ptr[i], bag_ptr[i + 1]);
+            self.pool(&f[lo * n_out..hi * n_out], hi - lo, dst);
+            if self.pooling == Pooling::NormalizedMean {
+                ws.norms.clear();
+                ws.norms.extend_from_slice(&norms[lo..hi]);
+                let kself = self.bag_self_kernel(BagView::of(rows, lo, hi), ws);
                 normalize(dst, &self.intercept, kself);
             }
         };
         if let Some(buf) = out.as_slice_mut() {
-            if rows.n_rows() * self.n_xv() < SEQUENTIAL_WORK {
-                // a few small bags: the thread pool would cost more than the work
+            if sequential || self.pooling != Pooling::NormalizedMean {
                 let mut ws = Workspace::default();
-                buf.chunks_mut(n_out.max(1))
+                buf.chunks_mut(n_out)
                     .enumerate()
-                    .for_each(|item| score(&mut ws, item));
+                    .for_each(|item| pool(&mut ws, item));
             } else {
-                buf.par_chunks_mut(n_out.max(1))
+                buf.par_chunks_mut(n_out)
                     .enumerate()
-                    .for_each_init(Workspace::default, score);
+                    .for_each_init(Workspace::default, pool);
             }
         }
-        match first_bad.into_inner() {
-            usize::MAX => Ok(out),
-            i => Err(Error::InvalidData(format!(
-                "bag {i} has a non-finite value"
-            ))),
-        }
+        Ok(out)
     }
 
     /// Scores of valid rows by one matrix product per chunk of bags
