@@ -199,9 +199,13 @@ def test_score_bags_local_scheduler_and_sparse_bags():
         bags.append(sp.csr_matrix(x))
     y = np.arange(40) % 2
     clf = milsvm.NSK(kernel="linear", n_jobs=1).fit(bags, y)
+    expected = clf.decision_function(bags)
     with dask.config.set(scheduler="synchronous"):
         got = score_bags(clf, bags, partition_size=9)
-    np.testing.assert_allclose(got, clf.decision_function(bags), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+        # The stacked container is a sequence of bags too.
+        got = score_bags(clf, milsvm.as_bags(bags), npartitions=3)
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
 
 
 def test_score_bags_rejects_bad_arguments(ring_data):
