@@ -8,6 +8,7 @@ killing the test run. The binary inputs are in ``tests/data/fuzz/``.
 """
 
 import io
+import json
 import os
 import struct
 import subprocess
@@ -274,3 +275,60 @@ def _mat_files(draw):
 def test_mat_reader_raises_only_value_error(data):
     _only_value_errors(datasets.load_andrews_mat, data, ".mat")
 
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.sampled_from(["format", "version", "model", "classes", "estimator",
+                                       "params", "kernel", "xv", "dim", "data", "x"]),
+                      children, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(st.binary(max_size=200),
+                 _json_values.map(lambda v: json.dumps(v).encode())))
+def test_model_loader_raises_only_value_error_on_garbage(data):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.json")
+        with open(path, "wb") as fh:
+            fh.write(data)
+        with pytest.raises((ValueError, TypeError)):
+            milsvm.load(path)
+
+
+# --------------------------------------------------------------------------------------------
+# Model files: findings in the version-2 loader of this branch (not fixed here: the loader is
+# being rewritten in Rust so that every inconsistency is one ValueError naming the field).
+# xfail(strict=False): a fixed case shows as XPASS in the summary.
+# --------------------------------------------------------------------------------------------
+
+_MODEL_FINDINGS = [
+    ("model_no_classes.json", "KeyError: 'classes' missing"),
+    ("model_params_not_object.json", "AttributeError: 'params' is a list"),
+    ("model_one_class.json", "'classes' has 1 entry: predict maps every bag to it"),
+    ("model_classes_scalar.json", "'classes' is a number: predict raises IndexError"),
+    ("model_n_jobs_string.json", "params n_jobs='x' accepted: TypeError at predict"),
+    ("model_n_jobs_huge.json", "params n_jobs=1e30 accepted: OverflowError at predict"),
+    ("model_scores_overflow.json", "coefficient 1e308 accepted: infinite scores"),
+]
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(name, marks=pytest.mark.xfail(reason=why, strict=False))
+             for name, why in _MODEL_FINDINGS]
+)
+def test_model_file_is_rejected_or_usable(name):
+    try:
+        est = milsvm.load(FUZZ_DATA / name)
+    except (ValueError, TypeError):
+        return  # the clean outcome
+    rng = np.random.default_rng(0)
+    probe = [rng.normal(size=(3, est.n_features_in_)), rng.normal(size=(1, est.n_features_in_))]
+    scores = np.asarray(est.decision_function(probe))
+    labels = est.predict(probe)
+    classes = np.asarray(est.classes_)
+    assert classes.ndim == 1 and len(np.unique(classes)) == len(classes) >= 2
+    assert np.all(np.isfinite(scores)) and np.isin(labels, classes).all()
