@@ -20,8 +20,9 @@ timeout and an address-space limit. An input's outcome is one of:
 - **finding** -- anything else: another exception type, a crash of the worker (segfault,
   abort, Rust panic), a hang (timeout), or silently wrong data.
 
-Findings are written to ``benches/results/fuzz_findings/<target>/`` (the input file and a
-``.txt`` with the traceback), at most ``--keep`` inputs per distinct finding. The summary
+Findings are written to ``benches/results/fuzz_findings/<target>/`` (or ``--findings-dir``;
+the input file and a ``.txt`` with the traceback), at most ``--keep`` inputs per distinct
+finding. The summary
 (executions and findings per target) is printed at the end.
 
 Mutations (text formats): swapped / dropped / duplicated fields, truncated lines, wrong column
@@ -761,15 +762,25 @@ class MatTarget:
 
 
 class ModelTarget:
-    """Model JSON inputs: files saved by fitted estimators, mutated structurally."""
+    """Model JSON inputs: files saved by fitted estimators, mutated structurally.
+
+    The mutations do not assume one file layout: arrays are found as objects with ``data``
+    and ``dim`` (version 2) or ``shape`` (version 3) and as plain lists of numbers; names
+    (kernel, pooling, layout, estimator) as string fields anywhere in the document.
+    """
 
     def __init__(self):
+        import scipy.sparse as sp
+
         import milsvm
         from milsvm.datasets import make_center_ring_bags, make_four_gaussians_bags
 
         bags, y = make_center_ring_bags(n_bags=12, bag_size=(2, 4), random_state=0)
         bags3, y3 = make_four_gaussians_bags(n_bags=12, bag_size=(2, 4), random_state=0)
         y3 = np.array(["red", "green", "blue"])[y3]
+        rng = np.random.default_rng(0)
+        sparse_bags = [sp.csr_matrix(rng.random((3, 30)) * (rng.random((3, 30)) < 0.2))
+                       for _ in range(12)]
         self.seeds = []
         tmp = tempfile.mkdtemp(prefix="milsvm-fuzz-seeds-")
         for name in milsvm.__all__:
@@ -778,20 +789,24 @@ class ModelTarget:
                 continue
             fits = [(cls(), bags, y)]
             if name == "SparseMI":
-                fits += [(cls(kernel="linear"), bags, y), (cls(), bags3, y3)]
+                fits += [(cls(kernel="linear"), bags, y), (cls(), bags3, y3),
+                         (cls(n_basis=3), sparse_bags, y)]  # sparse basis vectors
             for est, X, labels in fits:
                 if "n_xv" in est.get_params():
                     est.set_params(n_xv=2)
                 if "random_state" in est.get_params():
                     est.set_params(random_state=0)
-                est.fit(X, labels)
-                path = os.path.join(tmp, "m.json")
-                est.save(path)
+                try:
+                    est.fit(X, labels)
+                    path = os.path.join(tmp, "m.json")
+                    est.save(path)
+                except (ValueError, TypeError, NotImplementedError):
+                    continue  # this version cannot fit / save that configuration
                 self.seeds.append(json.loads(Path(path).read_text()))
 
     @staticmethod
     def _paths(doc, prefix=()):
-        """Every (path, value) of a JSON document, depth first."""
+        """Every (path, value) of a JSON document, depth first (short lists entered)."""
         out = [(prefix, doc)]
         if isinstance(doc, dict):
             for k, v in doc.items():
@@ -800,6 +815,12 @@ class ModelTarget:
             for i, v in enumerate(doc):
                 out += ModelTarget._paths(v, prefix + (i,))
         return out
+
+    @staticmethod
+    def _get(doc, path):
+        for k in path:
+            doc = doc[k]
+        return doc
 
     @staticmethod
     def _set(doc, path, value):
@@ -813,12 +834,23 @@ class ModelTarget:
             doc = doc[k]
         del doc[path[-1]]
 
+    @staticmethod
+    def _shape_key(node):
+        return "dim" if "dim" in node else "shape"
+
     def _array_nodes(self, doc):
-        return [p for p, v in self._paths(doc) if isinstance(v, dict) and "dim" in v]
+        """Paths of the array objects: ``{"data": [...], "dim"|"shape": [...], ...}``."""
+        return [p for p, v in self._paths(doc) if isinstance(v, dict) and "data" in v
+                and ("dim" in v or "shape" in v)]
+
+    def _number_lists(self, doc):
+        """Paths of the lists of numbers (array data, intercepts, classes, histories)."""
+        return [p for p, v in self._paths(doc) if p and isinstance(v, list) and v
+                and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)]
 
     def _mutate(self, rng, doc):
         paths = [p for p, _ in self._paths(doc) if p]
-        op = rng.randrange(14)
+        op = rng.randrange(15)
         if op == 0 and paths:  # remove a field
             self._delete(doc, _pick(rng, paths))
         elif op == 1 and paths:  # retype a field
@@ -828,10 +860,9 @@ class ModelTarget:
         elif op == 2:  # array shape inconsistent with its data
             nodes = self._array_nodes(doc)
             if nodes:
-                node = doc
-                for k in _pick(rng, nodes):
-                    node = node[k]
-                dim = list(node["dim"])
+                node = self._get(doc, _pick(rng, nodes))
+                key = self._shape_key(node)
+                dim = list(node[key])
                 sub = rng.randrange(5)
                 if sub == 0 and dim:
                     dim[rng.randrange(len(dim))] += _pick(rng, [-1, 1, 1000])
@@ -843,54 +874,48 @@ class ModelTarget:
                 elif sub == 3:
                     node["data"] = node["data"] + node["data"][:1] * rng.randrange(1, 4)
                 else:
-                    node["v"] = _pick(rng, [0, 2, "1", None, -1])
-                node["dim"] = dim
-        elif op == 3:  # NaN / inf / huge values inside an array or a scalar
-            nodes = self._array_nodes(doc)
-            if nodes:
-                node = doc
-                for k in _pick(rng, nodes):
-                    node = node[k]
-                if node["data"]:
-                    node["data"][rng.randrange(len(node["data"]))] = _pick(
-                        rng, [float("nan"), float("inf"), -float("inf"), 1e308, -1e308, 5e-324,
-                              10**400, "1.0", None, [1.0], True])
+                    other = _pick(rng, [k for k in node if k not in ("data", key)] or ["v"])
+                    node[other] = _pick(rng, [0, 2, "1", None, -1, "csr", "dense", "coo"])
+                node[key] = dim
+        elif op == 3:  # NaN / inf / huge / wrong-typed values inside a list of numbers
+            lists = self._number_lists(doc)
+            if lists:
+                values = self._get(doc, _pick(rng, lists))
+                values[rng.randrange(len(values))] = _pick(
+                    rng, [float("nan"), float("inf"), -float("inf"), 1e308, -1e308, 5e-324,
+                          10**400, 2**63, -(2**63) - 1, "1.0", None, [1.0], True])
         elif op == 4:  # huge but consistent arrays (memory and time)
             nodes = self._array_nodes(doc)
             if nodes:
-                node = doc
-                for k in _pick(rng, nodes):
-                    node = node[k]
-                dim = list(node["dim"])
-                if dim and 0 < math.prod(dim) * 5000 <= 5_000_000:
+                node = self._get(doc, _pick(rng, nodes))
+                key = self._shape_key(node)
+                dim = list(node[key])
+                if dim and 0 < math.prod(dim) * 5000 <= 5_000_000 and "indptr" not in node:
                     dim[0] = dim[0] * _pick(rng, [100, 5000])
-                    node["dim"] = dim
-                    node["data"] = (node["data"] or [0.0]) * (int(np.prod(dim)) //
-                                                              max(len(node["data"]), 1))
-                    node["data"] = node["data"][: int(np.prod(dim))]
+                    node[key] = dim
+                    data = node["data"] or [0.0]
+                    node["data"] = (data * (math.prod(dim) // len(data) + 1))[: math.prod(dim)]
         elif op == 5:  # version / format
             key = _pick(rng, ["version", "format"])
-            doc[key] = _pick(rng, [0, 1, 3, 999, -1, "2", None, 2.0, 2.5, "milsvm-model",
-                                   "other", 2**70])
-        elif op == 6:  # unknown kernel / pooling / estimator
-            where = _pick(rng, [("model", "kernel", "name"), ("model", "pooling"),
-                                ("estimator",), ("params", "kernel"), ("model", "kernel", "gamma")])
-            try:
-                self._set(doc, where, _pick(rng, ["sigmoid", "poly", "RBF", "", "max", "mean",
-                                                  "min", "linear", "rbf", "SparseMI", "NSK",
-                                                  "MIKernel", "BaseEstimator", -1.0, 0.0,
-                                                  float("nan"), 1e308, None, "median"]))
-            except (KeyError, TypeError):
-                pass
+            doc[key] = _pick(rng, [0, 1, 2, 3, 4, 999, -1, "2", "3", None, 2.0, 3.5,
+                                   "milsvm-model", "other", 2**70])
+        elif op == 6:  # unknown names: kernel, pooling, layout, estimator ...
+            strings = [p for p, v in self._paths(doc) if p and isinstance(v, str)
+                       and p[0] != "params"]
+            if strings:
+                self._set(doc, _pick(rng, strings), _pick(rng, [
+                    "sigmoid", "poly", "RBF", "", "max", "mean", "min", "normalized-mean",
+                    "linear", "rbf", "csr", "csc", "dense", "SparseMI", "NSK", "MIKernel",
+                    "BaseEstimator", "Model", "milsvm-model", "\u0000", "é" * 3]))
         elif op == 7:  # wrong classes
             doc["classes"] = _pick(rng, [[], [0], [0, 1, 2], [1, 1], [[0], [1]], None, "01",
                                          [0.5, float("nan")], [None, None], ["a", 1],
-                                         list(range(1000)), [{"a": 1}, 2]])
-        elif op == 8:  # n_classes
-            try:
-                doc["model"]["n_classes"] = _pick(rng, [0, 1, 3, 100, -2, 2**40, None, "2", 2.0])
-            except (KeyError, TypeError):
-                pass
+                                         list(range(1000)), [{"a": 1}, 2], 0])
+        elif op == 8:  # n_classes, wherever it is
+            where = [p for p, _ in self._paths(doc) if p and p[-1] == "n_classes"]
+            if where:
+                self._set(doc, _pick(rng, where), _pick(rng, [0, 1, 3, 100, -2, 2**40, None,
+                                                               "2", 2.0]))
         elif op == 9:  # splice a field from another seed (wrong model for the estimator)
             other = _pick(rng, self.seeds)
             key = _pick(rng, list(other))
@@ -901,14 +926,24 @@ class ModelTarget:
                 doc["params"][_pick(rng, ["C", "gamma", "n_xv", "n_jobs", "kernel", "bogus",
                                           "class_weight", "norm", "tol"])] = _pick(
                     rng, [-1, 0, "x", None, float("nan"), 10**30, [1], {"1": 2}, "median"])
-        elif op == 11:  # n_iter / objective history
-            doc[_pick(rng, ["n_iter", "objective_history"])] = _pick(
-                rng, [-1, 1.5, "3", None, [1, "x"], [float("nan")], 10**30, {"a": 1},
-                      [[1.0]]])
+        elif op == 11:  # gamma and other scalars: out of range
+            scalars = [p for p, v in self._paths(doc) if p and p[0] != "params"
+                       and isinstance(v, float)]
+            if scalars:
+                self._set(doc, _pick(rng, scalars), _pick(rng, [
+                    -1.0, 0.0, float("nan"), float("inf"), 1e308, 5e-324, -0.0]))
         elif op == 12:  # extra fields
-            node = doc if rng.random() < 0.5 else doc.get("model", doc)
-            if isinstance(node, dict):
-                node[_pick(rng, ["extra", "xv2", "__proto__", ""])] = _pick(rng, [1, [], {}])
+            node = doc if rng.random() < 0.5 else _pick(rng, [v for _, v in self._paths(doc)
+                                                               if isinstance(v, dict)])
+            node[_pick(rng, ["extra", "xv2", "__proto__", "", "indptr", "indices"])] = _pick(
+                rng, [1, [], {}, [0, 5, 2]])
+        elif op == 13:  # sparse basis: corrupt index arrays
+            lists = [p for p in self._number_lists(doc) if p[-1] in ("indptr", "indices")]
+            if lists:
+                values = self._get(doc, _pick(rng, lists))
+                values[rng.randrange(len(values))] = _pick(rng, [-1, 10**6, 2**40, 0])
+                if rng.random() < 0.3:
+                    values.reverse()
         else:  # replace the document by a non-object
             return _pick(rng, [[], None, 1, "model", [doc]])
         return doc
@@ -950,19 +985,19 @@ TARGETS = {
 # ============================================================================================
 
 
-def _save_finding(target, kind, detail, data, counts, keep):
+def _save_finding(target, kind, detail, data, counts, keep, out=OUT):
     key = hashlib.sha1(f"{target}|{kind}".encode()).hexdigest()[:10]
     counts[key] = counts.get(key, 0) + 1
     if counts[key] > keep:
         return
-    folder = OUT / target
+    folder = Path(out) / target
     folder.mkdir(parents=True, exist_ok=True)
     stem = f"{key}-{counts[key]}"
     (folder / (stem + CHECKS[target][1])).write_bytes(data)
     (folder / (stem + ".txt")).write_text(f"{target}\n{kind}\n\n{detail}\n")
 
 
-def fuzz(target, seconds, seed, timeout, mem_limit, keep, log):
+def fuzz(target, seconds, seed, timeout, mem_limit, keep, log, out=OUT):
     """Fuzz one target for ``seconds``; return a summary dict."""
     rng = random.Random(f"{seed}-{target}")
     gen = TARGETS[target]()
@@ -984,7 +1019,7 @@ def fuzz(target, seconds, seed, timeout, mem_limit, keep, log):
         outcomes[outcome] += 1
         if outcome == "finding":
             kinds[kind] = kinds.get(kind, 0) + 1
-            _save_finding(target, kind, detail, data, saved, keep)
+            _save_finding(target, kind, detail, data, saved, keep, out)
         if time.monotonic() > next_report:
             log(f"  {target}: {execs} executions, {outcomes}")
             next_report += 30
@@ -1004,6 +1039,9 @@ def main(argv=None):
     ap.add_argument("--mem-limit-mb", type=int, default=3072,
                     help="address-space limit of the worker (0: none)")
     ap.add_argument("--keep", type=int, default=3, help="inputs kept per distinct finding")
+    ap.add_argument("--findings-dir", type=Path, default=OUT,
+                    help="where the inputs of findings go (default: benches/results/"
+                         "fuzz_findings)")
     ap.add_argument("--out", type=Path, default=None,
                     help="also write the log and the summary to this file")
     args = ap.parse_args(argv)
@@ -1035,7 +1073,7 @@ def main(argv=None):
     for t in targets:
         log(f"== {t}: {args.seconds:g} s")
         res = fuzz(t, args.seconds, args.seed, args.timeout, args.mem_limit_mb * 2**20,
-                   args.keep, log)
+                   args.keep, log, args.findings_dir)
         results.append(res)
         log(f"  {t}: {res['executions']} executions in {res['seconds']:.0f} s, "
             f"{res['accepted']} accepted, {res['rejected']} rejected, "
