@@ -48,7 +48,7 @@ use crate::model::{Model, Pooling};
 use crate::multiclass::one_vs_rest;
 use crate::params::{
     check_c, check_gamma, check_init_xv_columns, check_n_jobs, check_positive, check_relative_tol,
-    check_ridge, setter, with_threads, ClassWeight, Gamma, KernelKind,
+    check_ridge, setter, with_threads, ClassWeight, Gamma, KernelKind, Observer, Progress,
 };
 use crate::smo::{DualProblem, DualSolution, InstanceGram, Smo, SmoParams};
 use crate::solver::{InnerSolver, Solution, SquaredHinge};
@@ -152,6 +152,8 @@ pub struct AnnealingParams {
     pub seed: u64,
     /// Threads (`None`: all cores). Results do not depend on it.
     pub n_jobs: Option<usize>,
+    /// Receives the objective after every temperature (annealing) or round (heuristics).
+    pub observer: Observer,
 }
 
 impl Default for AnnealingParams {
@@ -180,6 +182,7 @@ impl Default for AnnealingParams {
             cache_bytes: 200 << 20,
             seed: 0,
             n_jobs: None,
+            observer: Observer::default(),
         }
     }
 }
@@ -277,6 +280,8 @@ impl AnnealingParams {
         seed: u64);
     setter!(/// Sets the thread count.
         n_jobs: Option<usize>);
+    setter!(/// Sets the progress observer.
+        observer: Observer);
 
     /// Checks every hyperparameter; the error names the parameter and its allowed range.
     pub fn validate(&self) -> Result<()> {
@@ -388,7 +393,7 @@ impl AnnealingParams {
             tol: self.inner_tol.unwrap_or(InnerSolver::Newton.default_tol()),
             max_iter: self.inner_max_iter,
         };
-        let runs = one_vs_rest(labels, n_classes, |_, targets| {
+        let runs = one_vs_rest(labels, n_classes, |problem, targets| {
             let weights = self.class_weight.bag_weights(targets, labels);
             let data = BinaryData {
                 bag_ptr: bags.bag_ptr(),
@@ -408,7 +413,7 @@ impl AnnealingParams {
                     warm: None,
                 }
             };
-            self.run_binary(step, &data)
+            self.run_binary(step, &data, problem)
         })?;
         let n_basis = if full { x.n_rows() } else { k_reg.nrows() };
         let mut coef = Array2::zeros((runs.len(), n_basis));
@@ -428,14 +433,7 @@ impl AnnealingParams {
             basis_rows
         };
         let mut fit = AnnealingFit {
-            model: Model {
-                kernel,
-                xv,
-                coef,
-                intercept,
-                n_classes,
-                pooling: Pooling::Max,
-            },
+            model: Model::new(kernel, xv, coef, intercept, n_classes, Pooling::Max),
             p: Vec::new(),
             p_hat: Vec::new(),
             objective_history: Vec::new(),
@@ -458,7 +456,7 @@ impl AnnealingParams {
     }
 
     /// One binary problem: the annealing loop (or the heuristic) around the SVM step.
-    fn run_binary(&self, mut svm: SvmStep, data: &BinaryData) -> Result<BinaryRun> {
+    fn run_binary(&self, mut svm: SvmStep, data: &BinaryData, problem: usize) -> Result<BinaryRun> {
         let method = self.method;
         let n = data.n_instances();
         let mut p = data.initial_p(method, self.init);
@@ -482,6 +480,13 @@ impl AnnealingParams {
                 n_solves += 1;
                 let value = solve(&p, &mut f)?;
                 history.push(value);
+                self.observer.notify(Progress {
+                    problem,
+                    step: history.len(),
+                    max_steps: self.max_iter,
+                    objective: value,
+                    temperature: None,
+                });
                 let q = p.clone();
                 data.update_p(method, &f, 0.0, self, &mut p);
                 if p == q {
@@ -511,6 +516,13 @@ impl AnnealingParams {
                 }
                 temperatures.push(temp);
                 history.push(value + data.temperature_terms(method, &p, temp, self));
+                self.observer.notify(Progress {
+                    problem,
+                    step: history.len(),
+                    max_steps: self.max_temperatures,
+                    objective: history[history.len() - 1],
+                    temperature: Some(temp),
+                });
                 // AW: p no longer changes within a temperature (Algorithm 2). AL / ALP: the
                 // entropy is below eps (Algorithm 1), or, once T is below eps C, p no longer
                 // changes when T drops (ALP's penalty can hold one instance of a bag at a

@@ -136,6 +136,12 @@ impl Csr {
     }
 }
 
+impl From<Array2<f64>> for Instances {
+    fn from(x: Array2<f64>) -> Self {
+        Instances::Dense(x)
+    }
+}
+
 /// Instance rows, dense or sparse.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Instances {
@@ -261,6 +267,14 @@ impl Instances {
                 }
                 out
             }
+        }
+    }
+
+    /// The rows as a dense matrix (a copy; sparse rows are expanded).
+    pub fn to_dense(&self) -> Array2<f64> {
+        match self {
+            Instances::Dense(x) => x.clone(),
+            Instances::Sparse(x) => x.to_dense(),
         }
     }
 

@@ -41,7 +41,6 @@ use crate::params::{
     check_c, check_gamma, check_n_jobs, check_positive, check_relative_tol, setter, with_threads,
     ClassWeight, Gamma, KernelKind,
 };
-use crate::set_kernel_svm::dense_instance_rows;
 use crate::smo::{DualProblem, DualSolution, GramRows, InstanceGram, Smo, SmoParams, Termination};
 
 /// Relative tolerance under which two instance scores of a bag count as tied.
@@ -350,14 +349,14 @@ impl SvmCcParams {
                 for (mut row, r) in beta.rows_mut().into_iter().zip(&runs) {
                     row.assign(&Array1::from(r.beta.clone()));
                 }
-                Model {
+                Model::new(
                     kernel,
-                    xv: x.combine_rows(&beta),
-                    coef: Array2::eye(n),
-                    intercept: runs.iter().map(|r| r.b).collect(),
+                    x.combine_rows(&beta),
+                    Array2::eye(n),
+                    runs.iter().map(|r| r.b).collect(),
                     n_classes,
-                    pooling: Pooling::Max,
-                }
+                    Pooling::Max,
+                )
             }
             Kernel::Rbf { .. } => {
                 let keep: Vec<usize> = (0..x.n_rows())
@@ -370,14 +369,14 @@ impl SvmCcParams {
                         *o = r.beta[t];
                     }
                 }
-                Model {
+                Model::new(
                     kernel,
-                    xv: dense_instance_rows(x, &keep),
+                    x.select_rows(&keep),
                     coef,
-                    intercept: runs.iter().map(|r| r.b).collect(),
+                    runs.iter().map(|r| r.b).collect(),
                     n_classes,
-                    pooling: Pooling::Max,
-                }
+                    Pooling::Max,
+                )
             }
         };
         let mut fit = SvmCcFit {

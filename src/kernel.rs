@@ -55,7 +55,13 @@ impl Kernel {
 
     /// Turns the inner products in `out` (row-major, `norms_z.len()` columns, the rows of
     /// `norms_x` starting at `first_row`) into kernel values, vectorised.
-    fn finish_rows(&self, out: &mut [f64], norms_x: &[f64], first_row: usize, norms_z: &[f64]) {
+    pub(crate) fn finish_rows(
+        &self,
+        out: &mut [f64],
+        norms_x: &[f64],
+        first_row: usize,
+        norms_z: &[f64],
+    ) {
         if let Kernel::Rbf { gamma } = *self {
             let nb = norms_z.len().max(1);
             for (p, row) in (first_row..).zip(out.chunks_exact_mut(nb)) {
@@ -275,7 +281,7 @@ pub fn kernel_bag_means(
 
 /// How a bag's score is formed from the scores of its instances.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum Pooling {
     /// Label mean `F(X) = (1/|X|) sum_p f(x_p)` (Fu et al. 2013, eq. 3).
     #[default]
@@ -283,6 +289,20 @@ pub enum Pooling {
     /// Label max `F(X) = max_p f(x_p)` (the MI assumption of mi-SVM / MI-SVM and the annealing
     /// methods; Gehler & Chapelle 2007).
     Max,
+    /// The mean of the bias-free instance scores divided by the bag's feature-space norm,
+    /// `F(X) = (1/|X|) sum_p (f(x_p) - b) / sqrt(k_set(X, X)) + b` with
+    /// `k_set(X, X) = (1/|X|^2) sum_p sum_q k(x_p, x_q)` (NSK with `norm = "l2"`; Gaertner et al.
+    /// 2002). [`bag_scores`] returns the plain mean for it; [`crate::model::Predictor`] applies
+    /// the normalisation.
+    NormalizedMean,
+    /// The mean shifted by the midpoint of sMIL's two margins for a bag of this size:
+    /// `F(X) = (1/|X|) sum_p f(x_p) + 1 - 1/|X|`. sMIL (Bunescu & Mooney 2007) trains negative
+    /// instances to `f <= -1` (so a negative bag's mean is at most -1) and a positive bag's mean
+    /// to at least `(2 - |X|) / |X|` (one positive instance at +1, the others at -1); the bag is
+    /// called positive above the midpoint `1/|X| - 1` of the two (0 for a one-instance bag).
+    /// The classification rule for new bags is this crate's choice, consistent with training:
+    /// with the plain mean and threshold 0, sMIL calls almost every bag negative.
+    SmilMean,
 }
 
 /// Instance scores `f(x_p) = sum_k coef[o, k] k(x_p, z_k) + intercept[o]` of every row for every
@@ -379,7 +399,13 @@ fn scores_pass(
                             for (o, d) in drow.iter_mut().enumerate() {
                                 let col = bag.column(o);
                                 *d = match pool {
-                                    Pooling::Mean => col.sum() / (r1 - r0) as f64,
+                                    Pooling::Mean | Pooling::NormalizedMean => {
+                                        col.sum() / (r1 - r0) as f64
+                                    }
+                                    Pooling::SmilMean => {
+                                        let n = (r1 - r0) as f64;
+                                        col.sum() / n + 1.0 - 1.0 / n
+                                    }
                                     Pooling::Max => col.fold(f64::NEG_INFINITY, |a, &v| a.max(v)),
                                 };
                             }

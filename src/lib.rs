@@ -1,10 +1,14 @@
 //! milsvm: multiple-instance support vector machines.
 //!
 //! A bag of instances carries one label; the classifiers here learn from such bags. Every
-//! kernel method shares one model form (`f(x) = sum_k beta_k k(z_k, x) + b`, label-mean bag
-//! score; [`model`]), one kernel implementation ([`kernel`]) and one inner solver ([`solver`]).
+//! kernel method shares one model form (`f(x) = sum_k beta_k k(z_k, x) + b` with a pooled bag
+//! score; [`model`]), one kernel implementation ([`kernel`]) and the solvers ([`solver`],
+//! [`smo`]).
 //!
 //! * [`bags`]: dense or CSR instances plus bag offsets, validated once.
+//! * [`model`]: the fitted model every estimator produces (basis dense or CSR, coefficients,
+//!   biases, bag pooling), its versioned JSON file, and the compiled [`model::Predictor`] for
+//!   serving (allocation-free one-bag scoring, parallel batches).
 //! * [`sparse_mi`]: SparseMI and RSVM (Fu et al. 2013), binary and multi-class, direct or
 //!   basis-vector mode.
 //! * [`set_kernel`]: the MI-Kernel and reduced-set baselines.
@@ -20,7 +24,8 @@
 //! * [`basis`]: reduced bases (random instances, k-means centroids).
 //! * [`smo`]: a LIBSVM-style dual SMO solver (second-order working sets, shrinking, a kernel-row
 //!   cache kept across warm-started solves) for hinge, squared-hinge and one-class duals.
-//! * [`params`]: what every hyperparameter struct shares (ranges, kernel width, threads).
+//! * [`params`]: what every hyperparameter struct shares (ranges, kernel width, threads, the
+//!   progress [`params::Observer`]).
 //!
 //! ```
 //! use milsvm::{Bags, SparseMiParams};
@@ -62,7 +67,7 @@ pub use annealing::{AnnealingFit, AnnealingMethod, AnnealingParams};
 pub use bags::{Bags, Csr, Instances};
 pub use error::{Error, Result};
 pub use kernel::Kernel;
-pub use model::{Model, Pooling};
+pub use model::{BagView, Model, Pooling, Predictor, Workspace};
 pub use params::ClassWeight;
 pub use set_kernel::{MiKernelFit, MiKernelParams, ReducedSetFit, ReducedSetParams};
 pub use solver::InnerSolver;

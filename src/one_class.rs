@@ -30,7 +30,6 @@ use crate::model::{Model, Pooling};
 use crate::params::{
     check_gamma, check_n_jobs, check_positive, setter, with_threads, Gamma, KernelKind,
 };
-use crate::set_kernel_svm::dense_instance_rows;
 use crate::smo::{DualProblem, DualSolution, InstanceGram, Smo, SmoParams, Termination};
 
 /// Hyperparameters of the one-class MI-SVM (builder style, ranges checked by
@@ -254,14 +253,14 @@ impl OneClassParams {
         let coef = Array2::from_shape_vec((1, keep.len()), keep.iter().map(|&t| beta[t]).collect())
             .map_err(|e| invalid_data(e.to_string()))?;
         Ok(OneClassFit {
-            model: Model {
+            model: Model::new(
                 kernel,
-                xv: dense_instance_rows(x, &keep),
+                x.select_rows(&keep),
                 coef,
-                intercept: Array1::from(vec![sol.b]),
-                n_classes: 2,
-                pooling: Pooling::Max,
-            },
+                Array1::from(vec![sol.b]),
+                2,
+                Pooling::Max,
+            ),
             rho: -sol.b,
             alpha: sol.alpha[..l].to_vec(),
             bag_alpha: sol.alpha[l..].to_vec(),

@@ -2,6 +2,8 @@
 //! range checks (one message per parameter, used by every `validate`), the builder setters and
 //! the per-call thread pool.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::bags::Instances;
@@ -259,6 +261,66 @@ pub(crate) fn with_threads<T: Send>(
                 .build()
                 .map_err(|e| Error::Solver(e.to_string()))?;
             Ok(pool.install(f))
+        }
+    }
+}
+
+/// One step of a long fit, as reported to an [`Observer`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Progress {
+    /// The binary problem (its one-vs-rest class index; 0 for a binary fit).
+    pub problem: usize,
+    /// Steps done: outer iterations (SparseMI), temperatures (annealing) or relabelling rounds
+    /// (mi-SVM / MI-SVM).
+    pub step: usize,
+    /// The cap on steps.
+    pub max_steps: usize,
+    /// The objective after the step.
+    pub objective: f64,
+    /// The temperature of the step (annealing only).
+    pub temperature: Option<f64>,
+}
+
+/// A callback that receives [`Progress`] during a fit, for progress bars and per-iteration
+/// logs. It is called from the fitting threads (several at once for one-vs-rest problems), so
+/// it must be cheap and thread-safe; it cannot change the fit. The default observes nothing.
+#[derive(Clone, Default)]
+pub struct Observer(Option<Arc<ProgressFn>>);
+
+/// The function type an [`Observer`] calls.
+pub type ProgressFn = dyn Fn(&Progress) + Send + Sync;
+
+impl Observer {
+    /// An observer calling `f` at every step.
+    pub fn new(f: impl Fn(&Progress) + Send + Sync + 'static) -> Self {
+        Self(Some(Arc::new(f)))
+    }
+
+    /// Reports one step.
+    pub(crate) fn notify(&self, progress: Progress) {
+        if let Some(f) = &self.0 {
+            f(&progress);
+        }
+    }
+}
+
+impl std::fmt::Debug for Observer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Observer(..)"
+        } else {
+            "Observer(none)"
+        })
+    }
+}
+
+/// Two observers are equal when both are empty or both call the same function object.
+impl PartialEq for Observer {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
         }
     }
 }

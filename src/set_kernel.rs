@@ -306,6 +306,46 @@ impl SetKernelModel {
         Ok(())
     }
 
+    /// The same predictor in the shared model form (Fu et al. 2011, Lemma 1): the instances of
+    /// the support bags as expansion vectors, `beta_t = alpha_i / |X_i|` for the instances `t`
+    /// of bag `i`, mean pooling (sparse instances stay sparse). Its bag scores equal
+    /// [`SetKernelModel::decision_function`] up to rounding.
+    pub fn to_model(&self) -> Result<Model> {
+        self.check()?;
+        let support = self.support();
+        let empty = support.is_empty();
+        let support = if empty { vec![0] } else { support };
+        let rows: Vec<usize> = support
+            .iter()
+            .flat_map(|&i| self.bags.bag_range(i))
+            .collect();
+        let mut coef = Array2::zeros((self.coef.nrows(), rows.len()));
+        if !empty {
+            for (mut out, alpha) in coef.rows_mut().into_iter().zip(self.coef.rows()) {
+                let mut t = 0;
+                for &i in &support {
+                    let n = self.bags.bag_range(i).len();
+                    for _ in 0..n {
+                        out[t] = alpha[i] / n as f64;
+                        t += 1;
+                    }
+                }
+            }
+        }
+        let mut model = Model::new(
+            self.kernel,
+            self.bags.instances().select_rows(&rows),
+            coef,
+            self.intercept.clone(),
+            self.n_classes,
+            crate::model::Pooling::Mean,
+        );
+        model
+            .info
+            .insert("n_training_bags".into(), self.bags.n_bags().into());
+        Ok(model)
+    }
+
     /// Bag scores `F(X) = sum_{i in support} alpha_i k_set(X_i, X) + b`
     /// (`n_bags x n_outputs`); only the support bags are evaluated.
     pub fn decision_function(&self, bags: &Bags) -> Result<Array2<f64>> {
@@ -686,14 +726,14 @@ impl ReducedSetParams {
                     .map(|(g, y)| optimal_intercept(&m.dot(&g).to_vec(), y)),
             );
             Ok(ReducedSetFit {
-                model: Model {
+                model: Model::new(
                     kernel,
-                    xv: expansion.z.clone(),
-                    coef: expansion.coef.clone(),
+                    expansion.z.clone(),
+                    expansion.coef.clone(),
                     intercept,
                     n_classes,
-                    pooling: crate::model::Pooling::Mean,
-                },
+                    crate::model::Pooling::Mean,
+                ),
                 mi_kernel,
                 expansion,
                 gamma,

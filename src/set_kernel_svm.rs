@@ -16,7 +16,7 @@
 //! of instance `t` of bag `i` = `a_i y_i / n_i`. For `L2` it is
 //! `F(X) = [mean_p sum_t c_t k(x_t, x_p)] / sqrt(mean_p mean_q k(x_p, x_q)) + b` with
 //! `c_t = a_i y_i / (n_i sqrt(k_mean(X_i, X_i)))`: the mean-pooled model form without bias,
-//! divided by the test bag's own mean-kernel norm ([`NskModel`]).
+//! divided by the test bag's own mean-kernel norm ([`Pooling::NormalizedMean`]).
 //!
 //! **sMIL** (Bunescu & Mooney 2007, section 3.1, eq. 8-9): NSK-`L1` where every instance of a
 //! negative bag is a singleton bag and a positive bag's margin target is relaxed from 1 to
@@ -27,8 +27,7 @@
 //! units' kernel rows come on demand from instance kernels ([`ComboGram`], each unit the mean of
 //! its instances), so the many negative singletons never make a `units x units` matrix.
 
-use ndarray::{Array1, Array2, Axis};
-use rayon::prelude::*;
+use ndarray::{Array1, Array2};
 use serde::{Deserialize, Serialize};
 
 use crate::bags::{validate_labels, Bags, Instances};
@@ -56,49 +55,6 @@ pub enum SetNorm {
     L1,
     /// Divide by the feature-space 2-norm: the cosine-normalised set kernel.
     L2,
-}
-
-/// Kernel values between two sets of instance rows (`rows_a x rows_b`), from inner products
-/// ([`Instances::cross_gram`], sparse rows stay sparse) and squared norms.
-pub(crate) fn instance_kernel_block(
-    kernel: Kernel,
-    a: &Instances,
-    rows_a: &[usize],
-    b: &Instances,
-    rows_b: &[usize],
-) -> Array2<f64> {
-    let xa = a.select_rows(rows_a);
-    let xb = b.select_rows(rows_b);
-    let na = xa.sq_norms();
-    let nb = xb.sq_norms();
-    let mut k = xa.cross_gram(&xb);
-    for (mut row, &s) in k.rows_mut().into_iter().zip(&na) {
-        for (v, &t) in row.iter_mut().zip(&nb) {
-            *v = kernel.from_dot(*v, s, t);
-        }
-    }
-    k
-}
-
-/// The chosen instance rows as a dense matrix (expansion vectors of a [`Model`]).
-pub(crate) fn dense_instance_rows(x: &Instances, rows: &[usize]) -> Array2<f64> {
-    match x.select_rows(rows) {
-        Instances::Dense(a) => a,
-        Instances::Sparse(c) => c.to_dense(),
-    }
-}
-
-/// The mean kernel of every bag with itself, `mean_p mean_q k(x_p, x_q)` (bags in parallel,
-/// each summed in one fixed order).
-pub fn bag_self_kernel(kernel: Kernel, bags: &Bags) -> Vec<f64> {
-    (0..bags.n_bags())
-        .into_par_iter()
-        .map(|i| {
-            let rows: Vec<usize> = bags.bag_range(i).collect();
-            let k = instance_kernel_block(kernel, bags.instances(), &rows, bags.instances(), &rows);
-            k.sum() / (rows.len() * rows.len()) as f64
-        })
-        .collect()
 }
 
 /// The normalised set-kernel Gram matrix of `bags` (`L1`: mean kernel; `L2`: its cosine
@@ -214,14 +170,14 @@ fn assemble_model(
             *o = c[t];
         }
     }
-    Model {
+    Model::new(
         kernel,
-        xv: dense_instance_rows(x, &keep),
+        x.select_rows(&keep),
         coef,
-        intercept: Array1::from(intercept),
+        Array1::from(intercept),
         n_classes,
-        pooling: Pooling::Mean,
-    }
+        Pooling::Mean,
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -265,40 +221,12 @@ impl Default for NskParams {
     }
 }
 
-/// A fitted NSK (or sMIL) model: the mean-pooled model form, divided for `L2` by the test
-/// bag's own mean-kernel norm before the bias is added (see the module docs).
-#[derive(Debug, Clone, PartialEq)]
-pub struct NskModel {
-    /// Expansion over the support bags' instances (`L2`: coefficients already divided by the
-    /// training bags' norms), with the bias in `intercept`.
-    pub model: Model,
-    /// The normalisation.
-    pub norm: SetNorm,
-}
-
-impl NskModel {
-    /// Bag scores `F(X)` (`n_bags x n_outputs`).
-    pub fn decision_function(&self, bags: &Bags) -> Result<Array2<f64>> {
-        let mut f = self.model.decision_function(bags)?;
-        if self.norm == SetNorm::L2 {
-            let b = self.model.intercept.view().insert_axis(Axis(0));
-            f -= &b;
-            let diag = bag_self_kernel(self.model.kernel, bags);
-            for (mut row, d) in f.rows_mut().into_iter().zip(diag) {
-                let s = if d > 0.0 { 1.0 / d.sqrt() } else { 0.0 };
-                row.mapv_inplace(|v| v * s);
-            }
-            f += &b;
-        }
-        Ok(f)
-    }
-}
-
 /// A fitted NSK or sMIL with its training record (one entry per binary problem).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NskFit {
-    /// The model.
-    pub model: NskModel,
+    /// The model: mean pooling (`L1`, sMIL) or [`Pooling::NormalizedMean`] (`L2`, whose
+    /// coefficients are already divided by the training bags' norms).
+    pub model: Model,
     /// The kernel width used.
     pub gamma: f64,
     /// Dual objective `1/2 a^T Q a - p^T a` per problem.
@@ -393,9 +321,12 @@ fn finish(
 ) -> NskFit {
     let coefs: Vec<Vec<f64>> = fits.iter().map(|f| f.coef.clone()).collect();
     let intercept = fits.iter().map(|f| f.sol.b).collect();
-    let model = assemble_model(kernel, x, &coefs, intercept, n_classes);
+    let mut model = assemble_model(kernel, x, &coefs, intercept, n_classes);
+    if norm == SetNorm::L2 {
+        model.pooling = Pooling::NormalizedMean;
+    }
     NskFit {
-        model: NskModel { model, norm },
+        model,
         gamma,
         objective: fits.iter().map(|f| f.sol.objective).collect(),
         n_support: fits
@@ -539,13 +470,15 @@ impl SmilParams {
                 sol,
             })
         })?;
-        Ok(finish(
+        let mut fit = finish(
             kernel,
             bags.instances(),
             fits,
             n_classes,
             SetNorm::L1,
             gamma,
-        ))
+        );
+        fit.model.pooling = Pooling::SmilMean;
+        Ok(fit)
     }
 }

@@ -24,7 +24,7 @@ use crate::kernel::{
 use crate::model::Model;
 use crate::params::{
     check_c, check_gamma, check_init_xv_columns, check_n_jobs, check_positive, check_relative_tol,
-    check_ridge, setter, with_threads,
+    check_ridge, setter, with_threads, Observer, Progress,
 };
 pub use crate::params::{Gamma, KernelKind};
 use crate::solver::{InnerSolver, Solution, SquaredHinge};
@@ -70,6 +70,8 @@ pub struct SparseMiParams {
     /// The basis vectors (`n_basis x n_features`), replacing `n_basis` random training
     /// instances (e.g. k-means centroids).
     pub init_basis: Option<Instances>,
+    /// Receives the objective after every outer iteration.
+    pub observer: Observer,
 }
 
 impl Default for SparseMiParams {
@@ -91,6 +93,7 @@ impl Default for SparseMiParams {
             init_xv: None,
             n_basis: None,
             init_basis: None,
+            observer: Observer::default(),
         }
     }
 }
@@ -152,6 +155,8 @@ impl SparseMiParams {
         n_basis: Option<usize>);
     setter!(/// Sets the basis vectors (basis-vector mode).
         init_basis: Option<Instances>);
+    setter!(/// Sets the progress observer.
+        observer: Observer);
 
     /// Checks every hyperparameter; the error names the parameter and its allowed range.
     pub fn validate(&self) -> Result<()> {
@@ -294,14 +299,14 @@ impl SparseMiParams {
         });
         let intercept = Array1::from_iter(point.sols.iter().map(|s| s.b));
         Ok(SparseMiFit {
-            model: Model {
+            model: Model::new(
                 kernel,
                 xv,
                 coef,
                 intercept,
                 n_classes,
-                pooling: crate::model::Pooling::Mean,
-            },
+                crate::model::Pooling::Mean,
+            ),
             initial_xv,
             n_iter: history.len() - 1,
             objective_history: history,
@@ -559,6 +564,13 @@ pub(crate) fn descend_with(
         basis = b;
         point = p;
         history.push(point.value);
+        params.observer.notify(Progress {
+            problem: 0,
+            step: history.len() - 1,
+            max_steps: params.max_iter,
+            objective: point.value,
+            temperature: None,
+        });
         if decrease < params.tol {
             break;
         }

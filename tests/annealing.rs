@@ -45,7 +45,7 @@ fn every_method_fits_and_is_thread_independent() -> Result<(), Error> {
             assert_eq!(scores[[i, 0]] > 0.0, l == 1, "{:?} bag {i}", params.method);
         }
         let reduced = params.n_xv(Some(5)).fit(&bags, &labels)?;
-        assert_eq!(reduced.model.xv.nrows(), 5);
+        assert_eq!(reduced.model.xv.n_rows(), 5);
     }
     Ok(())
 }
@@ -66,4 +66,29 @@ fn bad_parameters_name_themselves() {
             other => panic!("expected an invalid {name}, got {other:?}"),
         }
     }
+}
+
+#[test]
+fn the_observer_sees_every_temperature_and_round() -> Result<(), Error> {
+    use milsvm::params::{Observer, Progress};
+    use std::sync::{Arc, Mutex};
+    let (bags, labels) = toy(3, 20);
+    for params in [AnnealingParams::al(), AnnealingParams::mi_svm()] {
+        let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
+        let sink = Arc::clone(&seen);
+        let observer = Observer::new(move |p: &Progress| sink.lock().expect("lock").push(*p));
+        let fit = params
+            .c(10.0)
+            .gamma(Gamma::Value(0.5))
+            .observer(observer)
+            .fit(&bags, &labels)?;
+        let seen = seen.lock().expect("lock");
+        let objectives: Vec<f64> = seen.iter().map(|p| p.objective).collect();
+        assert_eq!(objectives, fit.objective_history[0]);
+        assert!(seen
+            .iter()
+            .enumerate()
+            .all(|(i, p)| p.step == i + 1 && p.problem == 0));
+    }
+    Ok(())
 }

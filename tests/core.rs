@@ -1,5 +1,5 @@
 //! Integration tests of the Rust core: squared-hinge objective and solvers, kernels, thread-count
-//! independence, SparseMI's outer gradient and fit, input validation and model files.
+//! independence, SparseMI's outer gradient and fit, input validation (model files: `model.rs`).
 //!
 //! Every test draws small random problems from seeded ChaCha8 generators (several seeds per test)
 //! and checks numbers against independent, naive computations written here.
@@ -7,7 +7,6 @@
 use approx::assert_relative_eq;
 use milsvm::bags::{validate_labels, Bags, Csr, Instances};
 use milsvm::kernel::{basis_gradient, kernel_bag_means, kernel_matrix, Basis, Kernel, Rows};
-use milsvm::model::{Model, FORMAT_VERSION};
 use milsvm::solver::{InnerSolver, SquaredHinge};
 use milsvm::sparse_mi::{objective_and_gradient, Gamma, KernelKind, SparseMiFit, SparseMiParams};
 use milsvm::Error;
@@ -919,7 +918,7 @@ fn sparse_mi_fit_history_and_determinism() -> TestResult {
         let outputs = if n_classes == 2 { 1 } else { n_classes };
         assert_eq!(fit.model.coef.dim(), (outputs, 6));
         assert_eq!(fit.model.intercept.len(), outputs);
-        assert_eq!(fit.model.xv.dim(), (6, 3));
+        assert_eq!(fit.model.xv.to_dense().dim(), (6, 3));
 
         // The initial XVs are distinct training instances.
         let Instances::Dense(x) = bags.instances() else {
@@ -941,7 +940,7 @@ fn sparse_mi_fit_history_and_determinism() -> TestResult {
         // The history starts at g(initial_xv) and ends at g(final xv).
         let (g_init, _) = objective_and_gradient(&params, &bags, &labels, fit.initial_xv.clone())?;
         assert_relative_eq!(fit.objective_history[0], g_init, max_relative = 1e-12);
-        let (g_end, _) = objective_and_gradient(&params, &bags, &labels, fit.model.xv.clone())?;
+        let (g_end, _) = objective_and_gradient(&params, &bags, &labels, fit.model.xv.to_dense())?;
         let last = fit.objective_history[fit.n_iter];
         // The last point was solved warm-started: the same optimum to solver precision.
         assert_relative_eq!(last, g_end, max_relative = 1e-9);
@@ -973,7 +972,7 @@ fn rsvm_solves_the_inner_problem_once() -> TestResult {
         let fit = params.fit(&bags, &labels)?;
         assert_eq!(fit.objective_history.len(), 1);
         assert_eq!(fit.n_iter, 0);
-        assert!(fit.model.xv == fit.initial_xv);
+        assert!(fit.model.xv.to_dense() == fit.initial_xv);
         let (g, _) = objective_and_gradient(&params, &bags, &labels, fit.initial_xv.clone())?;
         assert_relative_eq!(fit.objective_history[0], g, max_relative = 1e-12);
         // L-BFGS solves the same (cold-started) inner problem.
@@ -1095,7 +1094,7 @@ fn dense_and_sparse_bags_give_the_same_fit() -> TestResult {
             // descent; an XV can sit in a flat direction of g (e.g. far from all instances),
             // where rounding differences of the gradient move it more: a looser bound there.
             assert!(max_abs_diff(&fd.model.coef, &fs.model.coef) < 1e-8);
-            assert!(max_abs_diff(&fd.model.xv, &fs.model.xv) < 1e-5);
+            assert!(max_abs_diff(&fd.model.xv.to_dense(), &fs.model.xv.to_dense()) < 1e-5);
             assert!(rel_err(fs.model.intercept.iter(), fd.model.intercept.iter()) < 1e-9);
             assert!(rel_err(fs.objective_history.iter(), fd.objective_history.iter()) < 1e-9);
             let pd = fd.model.decision_function(&dense)?;
@@ -1405,239 +1404,6 @@ fn model_prediction_checks_its_input() -> TestResult {
                 );
             }
         }
-    }
-    Ok(())
-}
-
-// ---------------------------------------------------------------------------------------------
-// 8. Model JSON
-// ---------------------------------------------------------------------------------------------
-
-#[test]
-fn model_json_round_trip() -> TestResult {
-    let mut rng = rng(1000);
-    for (n_classes, kind) in [
-        (2, KernelKind::Rbf),
-        (3, KernelKind::Rbf),
-        (2, KernelKind::Linear),
-    ] {
-        let (bags, labels) = random_bags(&mut rng, 15, 3, n_classes);
-        let fit = SparseMiParams::new()
-            .n_xv(4)
-            .max_iter(3)
-            .kernel(kind)
-            .fit(&bags, &labels)?;
-        let text = fit.model.to_json()?;
-        let back = Model::from_json(&text)?;
-        assert_model_close(&back, &fit.model, 1e-15);
-        let pb = back.decision_function(&bags)?;
-        let pm = fit.model.decision_function(&bags)?;
-        assert!(
-            max_abs_diff(&pb, &pm) < 1e-13,
-            "round trip changed predictions"
-        );
-        // The file names its format and version.
-        let v: serde_json::Value = serde_json::from_str(&text)?;
-        assert_eq!(v["format"], "milsvm-model");
-        assert_eq!(v["version"], FORMAT_VERSION);
-
-        // save / load through a file.
-        let path = std::env::temp_dir().join(format!(
-            "milsvm-core-test-{}-{n_classes}-{kind:?}.json",
-            std::process::id()
-        ));
-        fit.model.save(&path)?;
-        let loaded = Model::load(&path);
-        std::fs::remove_file(&path)?;
-        assert!(loaded? == fit.model);
-    }
-    assert!(matches!(
-        Model::load("/nonexistent/dir/model.json"),
-        Err(Error::ModelFile(_))
-    ));
-    Ok(())
-}
-
-fn assert_model_close(a: &Model, b: &Model, rel: f64) {
-    assert_eq!(a.kernel, b.kernel);
-    assert_eq!(a.n_classes, b.n_classes);
-    assert_eq!(a.xv.dim(), b.xv.dim());
-    assert_eq!(a.coef.dim(), b.coef.dim());
-    assert_eq!(a.intercept.len(), b.intercept.len());
-    let pa = a.xv.iter().chain(&a.coef).chain(&a.intercept);
-    let pb = b.xv.iter().chain(&b.coef).chain(&b.intercept);
-    for (x, y) in pa.zip(pb) {
-        assert!((x - y).abs() <= rel * y.abs(), "{x:e} vs {y:e}");
-    }
-}
-
-/// Exact round trip: needs serde_json's `float_roundtrip` feature (the default parser reads some
-/// shortest-representation floats 1 ulp off).
-#[test]
-fn model_json_round_trip_is_exact() -> TestResult {
-    let mut rng = rng(1001);
-    for n_classes in [2, 3] {
-        let (bags, labels) = random_bags(&mut rng, 15, 3, n_classes);
-        let fit = SparseMiParams::new()
-            .n_xv(4)
-            .max_iter(3)
-            .fit(&bags, &labels)?;
-        let text = fit.model.to_json()?;
-        let back = Model::from_json(&text)?;
-        assert!(back == fit.model, "round trip changed the model");
-        assert!(back.decision_function(&bags)? == fit.model.decision_function(&bags)?);
-        assert_eq!(back.to_json()?, text);
-    }
-    // A value that the default serde_json parser reads 1 ulp off.
-    let x = 1.2071440112991683_f64;
-    let mut model = small_model();
-    model.coef[[0, 0]] = x;
-    let back = Model::from_json(&model.to_json()?)?;
-    assert_eq!(back.coef[[0, 0]].to_bits(), x.to_bits());
-    Ok(())
-}
-
-fn small_model() -> Model {
-    Model {
-        kernel: Kernel::Rbf { gamma: 0.5 },
-        xv: array![[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]],
-        coef: array![[0.5, -1.0, 2.0]],
-        intercept: array![0.25],
-        n_classes: 2,
-        pooling: milsvm::model::Pooling::Mean,
-    }
-}
-
-fn expect_model_file_error(text: &str, what: &str) {
-    match Model::from_json(text) {
-        Err(Error::ModelFile(_)) => {}
-        other => panic!("{what}: expected a ModelFile error, got {other:?}"),
-    }
-}
-
-#[test]
-fn model_json_rejects_bad_files() -> TestResult {
-    let text = small_model().to_json()?;
-    let good: serde_json::Value = serde_json::from_str(&text)?;
-    assert!(Model::from_json(&text)? == small_model());
-
-    let edit = |f: &dyn Fn(&mut serde_json::Value)| -> Result<String, serde_json::Error> {
-        let mut v = good.clone();
-        f(&mut v);
-        serde_json::to_string(&v)
-    };
-    expect_model_file_error(&edit(&|v| v["format"] = "other-model".into())?, "format");
-    expect_model_file_error(
-        &edit(&|v| v["version"] = (FORMAT_VERSION + 1).into())?,
-        "version",
-    );
-    expect_model_file_error(&edit(&|v| v["version"] = 0.into())?, "version 0");
-    expect_model_file_error(
-        &edit(&|v| {
-            if let Some(o) = v.as_object_mut() {
-                o.remove("version");
-            }
-        })?,
-        "missing version",
-    );
-    // coef with 2 columns for 3 XVs
-    expect_model_file_error(
-        &edit(&|v| {
-            v["model"]["coef"]["dim"] = serde_json::json!([1, 2]);
-            v["model"]["coef"]["data"] = serde_json::json!([0.5, -1.0]);
-        })?,
-        "coef columns",
-    );
-    // two intercepts for one output
-    expect_model_file_error(
-        &edit(&|v| v["model"]["intercept"]["data"] = serde_json::json!([0.25, 1.0]))?,
-        "intercept length",
-    );
-    expect_model_file_error(
-        &edit(&|v| {
-            v["model"]["intercept"]["dim"] = serde_json::json!([2]);
-            v["model"]["intercept"]["data"] = serde_json::json!([0.25, 1.0]);
-        })?,
-        "intercept length",
-    );
-    // no output at all
-    expect_model_file_error(
-        &edit(&|v| {
-            v["model"]["coef"]["dim"] = serde_json::json!([0, 3]);
-            v["model"]["coef"]["data"] = serde_json::json!([]);
-            v["model"]["intercept"]["dim"] = serde_json::json!([0]);
-            v["model"]["intercept"]["data"] = serde_json::json!([]);
-        })?,
-        "no outputs",
-    );
-    // an array whose data does not fill its shape
-    expect_model_file_error(
-        &edit(&|v| v["model"]["xv"]["data"] = serde_json::json!([0.0, 1.0, 1.0]))?,
-        "xv data length",
-    );
-    // unknown kernel, non-number values, garbage
-    expect_model_file_error(
-        &edit(&|v| v["model"]["kernel"] = serde_json::json!({"name": "poly"}))?,
-        "kernel",
-    );
-    expect_model_file_error(
-        &edit(&|v| v["model"]["coef"]["data"][0] = serde_json::Value::Null)?,
-        "null coefficient",
-    );
-    expect_model_file_error("", "empty text");
-    expect_model_file_error("{\"format\": \"milsvm-model\"", "truncated text");
-    expect_model_file_error("[1, 2, 3]", "not an object");
-    Ok(())
-}
-
-#[test]
-fn model_json_rejects_inconsistent_class_count() -> TestResult {
-    let good: serde_json::Value = serde_json::from_str(&small_model().to_json()?)?;
-    // One output (a binary model) but 5 classes, and 0 / 1 classes.
-    for n in [0, 1, 5] {
-        let mut v = good.clone();
-        v["model"]["n_classes"] = n.into();
-        expect_model_file_error(&serde_json::to_string(&v)?, "n_classes");
-    }
-    Ok(())
-}
-
-/// A degenerate model file is rejected when loaded, or else prediction returns a value or an
-/// error: never a panic.
-fn assert_loads_or_predicts_without_panic(text: &str, what: &str) -> TestResult {
-    let Ok(model) = Model::from_json(text) else {
-        return Ok(());
-    };
-    let bags = Bags::new(Instances::Dense(Array2::ones((3, 2))), vec![0, 1, 3])?;
-    if let Ok(scores) = model.decision_function(&bags) {
-        assert_eq!(scores.dim(), (2, 1), "{what}");
-    }
-    if let Ok(scores) = model.instance_decision_function(bags.instances()) {
-        assert_eq!(scores.dim(), (3, 1), "{what}");
-    }
-    if let Ok(score) = model.decision_function_bag(&[1.0, 1.0]) {
-        assert_eq!(score.len(), 1, "{what}");
-    }
-    Ok(())
-}
-
-#[test]
-fn degenerate_model_files_do_not_panic() -> TestResult {
-    let good: serde_json::Value = serde_json::from_str(&small_model().to_json()?)?;
-    // No expansion vectors (coef 1 x 0): the shapes agree, but the kernel pass has no columns.
-    let mut v = good.clone();
-    v["model"]["xv"] = serde_json::json!({"v": 1, "dim": [0, 2], "data": []});
-    v["model"]["coef"] = serde_json::json!({"v": 1, "dim": [1, 0], "data": []});
-    assert_loads_or_predicts_without_panic(&serde_json::to_string(&v)?, "zero XVs")?;
-    // Expansion vectors without features.
-    let mut v = good.clone();
-    v["model"]["xv"] = serde_json::json!({"v": 1, "dim": [3, 0], "data": []});
-    assert_loads_or_predicts_without_panic(&serde_json::to_string(&v)?, "zero features")?;
-    // A kernel width that is not > 0.
-    for gamma in [0.0, -1.0] {
-        let mut v = good.clone();
-        v["model"]["kernel"]["gamma"] = gamma.into();
-        assert_loads_or_predicts_without_panic(&serde_json::to_string(&v)?, "gamma")?;
     }
     Ok(())
 }

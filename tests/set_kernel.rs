@@ -184,7 +184,7 @@ fn reduced_set_residual_is_non_increasing_and_the_bias_optimal() -> TestResult {
     assert_eq!(h.len(), 13);
     assert!(h.windows(2).all(|w| w[1] <= w[0] * (1.0 + 1e-12)), "{h:?}");
     assert!(h[12] < 0.5 * h[0]);
-    assert_eq!(fit.model.xv.nrows(), 12);
+    assert_eq!(fit.model.xv.n_rows(), 12);
     // the bias minimises the loss with the coefficients fixed
     let scores = fit.model.decision_function(&bags)?;
     let b = fit.model.intercept[0];

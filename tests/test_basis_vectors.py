@@ -36,7 +36,7 @@ def test_identity_basis_reproduces_direct_mode():
     bv = core_fit(bags, y, n_basis=4, init_basis=eye)
     direct = core_fit(bags, y, init_xv=bv["initial_xv"])
     np.testing.assert_allclose(bv["objective_history"], direct["objective_history"], rtol=1e-9)
-    np.testing.assert_allclose(bv["xv"], direct["xv"], rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(bv["model"].xv, direct["model"].xv, rtol=1e-7, atol=1e-9)
 
 
 def test_all_instances_as_basis_gives_the_direct_objective_at_the_same_start():

@@ -69,6 +69,7 @@ def test_public_names_have_numpydoc_docstrings():
         "load_mill",
         "load_musk_uci",
         "load_andrews_mat",
+        "load_mil_csv",
         "load_musk1",
         "make_center_ring_bags",
         "make_four_gaussians_bags",

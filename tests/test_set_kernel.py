@@ -188,12 +188,13 @@ def test_mi_kernel_support_is_sparse_on_separable_data():
     clf = MIKernel(C=100.0, gamma=0.5).fit(bags, y)
     n_inst = sum(len(b) for b in bags)
     assert 0 < len(clf.support_) < len(bags) and clf.n_xv_ < n_inst
-    # prediction only needs the support bags: dropping the others changes nothing
-    sub = MIKernel(C=100.0, gamma=0.5)
-    sub.__dict__.update(clf.__dict__)
-    sub.X_fit_ = clf.X_fit_[clf.support_]
-    sub.coef_ = clf.coef_[clf.support_]
-    np.testing.assert_allclose(sub.decision_function(bags), clf.decision_function(bags), rtol=1e-12, atol=1e-12)
+    # the compiled model keeps only the support bags' instances (Lemma 1: coef_i / n_i each), and
+    # scores like the set-kernel SVM over the training bags
+    assert clf.model_.n_xv == clf.n_xv_
+    B = milsvm.as_bags(bags)
+    ref = _core.mi_kernel_decision_function(B.core_instances(), B.bag_ptr, B.core_instances(), B.bag_ptr,
+                                            clf.coef_[None, :], np.array([clf.intercept_]), "rbf", clf.gamma_)
+    np.testing.assert_allclose(clf.decision_function(bags), ref[:, 0], rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -211,15 +212,15 @@ def test_lemma1_mi_kernel_is_the_label_mean_svm_over_all_instances(seed):
     X = B.X
     out = _core.fit_sparse_mi(X, B.bag_ptr, y.astype(np.int64), n_xv=len(X), c=C, kernel="rbf", gamma=gamma, max_iter=0,
                               max_line_search=1, tol=0.0, solver="newton", seed=0, n_jobs=None, init_xv=X)
-    dense = _core.decision_function(X, B.bag_ptr, out["xv"], out["coef"], out["intercept"], "rbf", gamma)[:, 0]
+    dense = out["model"].decision_function(X, B.bag_ptr)[:, 0]
     clf = MIKernel(C=C, gamma=gamma).fit(bags, y)
     np.testing.assert_allclose(clf.decision_function(bags), dense, atol=1e-6)
-    assert clf.intercept_ == pytest.approx(float(out["intercept"][0]), abs=1e-6)
+    assert clf.intercept_ == pytest.approx(float(out["model"].intercept[0]), abs=1e-6)
     assert clf.objective_[0] == pytest.approx(out["objective_history"][0], rel=1e-6)
     # and on new bags
     new, _ = random_bags(seed + 10, n_bags=5, d=2)
     N = milsvm.as_bags(new)
-    dn = _core.decision_function(N.X, N.bag_ptr, out["xv"], out["coef"], out["intercept"], "rbf", gamma)[:, 0]
+    dn = out["model"].decision_function(N.X, N.bag_ptr)[:, 0]
     np.testing.assert_allclose(clf.decision_function(new), dn, atol=1e-6)
 
 
@@ -309,7 +310,8 @@ def test_rs_predicts_through_the_shared_model_path(tmp_path):
     bags, y = easy_bags()
     rs = ReducedSet(n_xv=3, C=10.0, random_state=0).fit(bags, y)
     B = milsvm.as_bags(bags)
-    raw = _core.decision_function(B.X, B.bag_ptr, rs.xv_, rs.coef_[None, :], np.array([rs.intercept_]), "rbf", rs.gamma_)
+    raw = _core.Model(rs.xv_, rs.coef_[None, :], np.array([rs.intercept_]), "rbf", rs.gamma_, 2).decision_function(
+        B.X, B.bag_ptr)
     np.testing.assert_array_equal(rs.decision_function(bags), raw[:, 0])
     # f(x) = sum_k coef_k k(xv_k, x) + b, bag score = mean
     f = [np.mean(rbf(b, rs.xv_, rs.gamma_) @ rs.coef_) + rs.intercept_ for b in bags]
@@ -317,8 +319,8 @@ def test_rs_predicts_through_the_shared_model_path(tmp_path):
     # the saved file is the versioned model JSON
     path = tmp_path / "rs.json"
     rs.save(path)
-    parts = _core.model_from_json(path.read_text())
-    np.testing.assert_array_equal(parts["xv"], rs.xv_)
+    back = _core.Model.from_json(path.read_text())
+    np.testing.assert_array_equal(back.xv, rs.xv_)
     assert json.loads(path.read_text())["estimator"] == "ReducedSet"
     assert accuracy(rs, bags, y) == 1.0
 
@@ -370,7 +372,7 @@ def test_fitted_attributes():
     X = np.concatenate(bags)
     assert mik.coef_.shape == (len(bags),) and isinstance(mik.intercept_, float)
     assert mik.gamma_ == pytest.approx(1.0 / (X.shape[1] * X.var()))
-    assert mik.n_features_in_ == 2 and isinstance(mik.X_fit_, Bags) and len(mik.X_fit_) == len(bags)
+    assert mik.n_features_in_ == 2 and isinstance(mik.model_, milsvm.Model) and not hasattr(mik, "X_fit_")
     assert mik.support_.dtype.kind == "i" and mik.n_xv_ <= len(X)
     rs = ReducedSet(n_xv=5, C=10.0, gamma=0.7, random_state=0).fit(bags, y)
     assert rs.xv_.shape == (5, 2) and rs.coef_.shape == (5,) and isinstance(rs.intercept_, float)
@@ -510,7 +512,7 @@ def test_bad_input_names_the_problem(cls):
 def test_core_rejects_inconsistent_set_kernel_models():
     bags, y = easy_bags()
     clf = MIKernel().fit(bags, y)
-    T = clf.X_fit_
+    T = milsvm.as_bags(bags)
     with pytest.raises(ValueError, match="inconsistent"):
         _core.mi_kernel_decision_function(T.core_instances(), T.bag_ptr, T.core_instances(), T.bag_ptr,
                                           np.ones((1, 3)), np.zeros(1), "rbf", 1.0)

@@ -122,8 +122,16 @@ class Bags:
         return np.ascontiguousarray(self.X, dtype=np.float64)
 
 
-def _as_matrix(A, what):
-    """A 2-D float64 dense array or CSR matrix, with clear errors."""
+_F64 = np.dtype(np.float64)
+
+
+def _as_matrix(A, what, check_finite=True):
+    """A 2-D float64 dense array or CSR matrix, with clear errors (``check_finite=False``
+    leaves the finiteness check to the core, which makes it while it reads the values)."""
+    if type(A) is np.ndarray and A.dtype is _F64 and A.ndim == 2 and A.flags.c_contiguous:
+        if check_finite and not np.isfinite(A).all():
+            raise ValueError(f"{what} has a non-finite value (NaN or infinity)")
+        return A
     if sp.issparse(A):
         if A.ndim != 2:
             raise ValueError(f"{what} must be 2-D")
@@ -152,12 +160,12 @@ def _as_matrix(A, what):
         hint = " (use x.reshape(1, -1) for a bag of one instance)" if arr.ndim == 1 else ""
         raise ValueError(f"{what} must be 2-D (instances x features), got {arr.ndim}-D{hint}")
     arr = np.ascontiguousarray(arr, dtype=np.float64)
-    if not np.all(np.isfinite(arr)):
+    if check_finite and not np.all(np.isfinite(arr)):
         raise ValueError(f"{what} has a non-finite value (NaN or infinity)")
     return arr
 
 
-def as_bags(bags, *, n_features=None):
+def as_bags(bags, *, n_features=None, check_finite=True):
     """Validate bags and return them as :class:`Bags`.
 
     Parameters
@@ -167,6 +175,8 @@ def as_bags(bags, *, n_features=None):
         stored sparse.
     n_features : int, optional
         The number of features the bags must have (prediction after fit).
+    check_finite : bool, default=True
+        Check for NaN and infinite values here; prediction leaves it to the core.
 
     Raises
     ------
@@ -191,7 +201,7 @@ def as_bags(bags, *, n_features=None):
             )
         if len(bags) == 0:
             raise ValueError("no bags were given (empty list)")
-        mats = [_as_matrix(b, f"bag {i}") for i, b in enumerate(bags)]
+        mats = [_as_matrix(b, f"bag {i}", check_finite) for i, b in enumerate(bags)]
         d = mats[0].shape[1]
         for i, m in enumerate(mats):
             if m.shape[0] == 0:
@@ -202,8 +212,10 @@ def as_bags(bags, *, n_features=None):
         if any(sp.issparse(m) for m in mats):
             X = sp.vstack([sp.csr_matrix(m) for m in mats], format="csr")
         else:
-            X = np.concatenate(mats, axis=0)
-        out = Bags(X, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
+            X = mats[0] if len(mats) == 1 else np.concatenate(mats, axis=0)
+        ptr = np.zeros(len(sizes) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=ptr[1:])
+        out = Bags(X, ptr)
     if len(out) == 0:
         raise ValueError("no bags were given (empty Bags)")
     if out.n_features == 0:

@@ -19,7 +19,7 @@ from ._bags import as_bags
 
 __all__ = [
     "MIClassifierMixin", "BaseEstimator", "as_float", "as_int", "as_choice", "as_gamma", "as_gamma_or_rule",
-    "as_class_weight", "as_n_jobs", "seed_of",
+    "as_class_weight", "as_n_jobs", "seed_of", "FitProgress",
 ]
 
 
@@ -115,8 +115,10 @@ class MIClassifierMixin(ClassifierMixin):
         return encoded.astype(np.int64)
 
     def _check_bags(self, bags):
-        check_is_fitted(self)
-        return as_bags(bags, n_features=self.n_features_in_)
+        if "n_features_in_" not in self.__dict__:
+            check_is_fitted(self)
+        # the core checks the values while it reads them (NaN / infinity: ValueError)
+        return as_bags(bags, n_features=self.n_features_in_, check_finite=False)
 
     def predict(self, bags):
         """Predict the class of each bag.
@@ -142,3 +144,48 @@ class MIClassifierMixin(ClassifierMixin):
         tags.input_tags.sparse = True
         return tags
 
+
+
+class FitProgress:
+    """Live reports of a long fit (SparseMI iterations, annealing temperatures, mi-SVM rounds),
+    driven by the estimator's ``verbose``:
+
+    * 0: nothing;
+    * 1: a progress bar on stderr when stderr is a terminal (tqdm), and the fit summary;
+    * 2 or more: also one line per step with its objective (stdout).
+
+    Use as a context manager; the instance is the callback the core calls at every step
+    ``(problem, step, max_steps, objective, temperature)``.
+    """
+
+    def __init__(self, estimator, total, unit):
+        import sys
+
+        self.name = type(estimator).__name__
+        self.verbose = as_int("verbose", getattr(estimator, "verbose", 0) or 0)
+        self.bar = None
+        if self.verbose >= 1 and sys.stderr is not None and sys.stderr.isatty():
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, unit=unit, desc=self.name, leave=False, file=sys.stderr)
+
+    def callback(self):
+        """The callback for the core, or ``None`` when nothing is reported."""
+        return self if (self.bar is not None or self.verbose >= 2) else None
+
+    def __call__(self, problem, step, max_steps, objective, temperature):
+        if self.bar is not None:
+            self.bar.update(1)
+            self.bar.set_postfix(objective=f"{objective:.6g}", refresh=False)
+        if self.verbose >= 2:
+            where = f"problem {problem}, " if problem else ""
+            temp = "" if temperature is None else f" (T = {temperature:.4g})"
+            print(f"[{self.name}] {where}step {step}/{max_steps}{temp}: objective {objective:.6g}", flush=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.close()
+        return False

@@ -19,7 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._bags import as_bags
-from ._base import as_choice, as_class_weight, as_float, as_gamma_or_rule, as_int, as_n_jobs, seed_of
+from ._base import FitProgress, as_choice, as_class_weight, as_float, as_gamma_or_rule, as_int, as_n_jobs, seed_of
 from .sparse_mi import _ExpansionVectorClassifier
 
 __all__ = ["ALSVM", "AWSVM", "ALPSVM", "miSVM", "MISVM"]
@@ -29,7 +29,8 @@ class _AnnealingClassifier(_ExpansionVectorClassifier):
     """The shared fit of the annealing family: the core call, the reduced basis and the fitted
     attributes. Subclasses set ``_method`` and the parameters."""
 
-    _pooling = "max"
+    _poolings = ("max",)
+    _info_attrs = ("n_iter_", "n_solves_", "converged_", "p_hat_", "objective_history_", "temperatures_", "gamma_")
     _method = None
 
     def _core_params(self):
@@ -62,28 +63,30 @@ class _AnnealingClassifier(_ExpansionVectorClassifier):
             else:
                 extra["init_xv"] = self._given_basis(bags, n_xv)
         start = time.perf_counter()
-        out = _core.fit_annealing(
-            bags.core_instances(),
-            bags.bag_ptr,
-            labels,
-            method=self._method,
-            c=as_float("C", self.C),
-            kernel=kernel,
-            gamma=gamma,
-            n_xv=n_xv,
-            class_weight=as_class_weight(self.class_weight, self.classes_),
-            seed=seed,
-            n_jobs=as_n_jobs(self.n_jobs),
-            **self._core_params(),
-            **extra,
-        )
+        steps = as_int("max_iter", self.max_iter) if self._method in ("mi", "MI") else as_int(
+            "max_temperatures", self.max_temperatures)
+        n_problems = 1 if len(self.classes_) == 2 else len(self.classes_)
+        with FitProgress(self, max(steps, 0) * n_problems, "step") as progress:
+            out = _core.fit_annealing(
+                bags.core_instances(),
+                bags.bag_ptr,
+                labels,
+                method=self._method,
+                c=as_float("C", self.C),
+                kernel=kernel,
+                gamma=gamma,
+                n_xv=n_xv,
+                class_weight=as_class_weight(self.class_weight, self.classes_),
+                seed=seed,
+                n_jobs=as_n_jobs(self.n_jobs),
+                **self._core_params(),
+                progress=progress.callback(),
+                **extra,
+            )
         self.fit_time_ = time.perf_counter() - start
         binary = len(self.classes_) == 2
-        self.xv_ = out["xv"]
-        self.coef_ = out["coef"][0] if binary else out["coef"]
-        self.intercept_ = float(out["intercept"][0]) if binary else out["intercept"]
+        self._set_model(out["model"])
         self.gamma_ = float(out["gamma"])
-        self.n_features_in_ = bags.n_features
         sizes = bags.bag_sizes
         split = np.cumsum(sizes)[:-1]
         per_problem = [np.split(p, split) for p in out["p"]]
@@ -134,12 +137,7 @@ class _AnnealingClassifier(_ExpansionVectorClassifier):
             n_classes) for multi-class ones.
         """
         bags = self._check_bags(bags)
-        X = bags.core_instances()
-        coef = np.atleast_2d(self.coef_)
-        intercept = np.atleast_1d(np.asarray(self.intercept_, dtype=np.float64))
-        scores = _core.instance_decision_function(
-            X, self.xv_, coef, intercept, self.kernel, self.gamma_, as_n_jobs(self.n_jobs)
-        )
+        scores = self.model_.instance_decision_function(bags.core_instances(), as_n_jobs(self.n_jobs))
         scores = scores[:, 0] if scores.shape[1] == 1 else scores
         return np.split(scores, np.cumsum(bags.bag_sizes)[:-1])
 

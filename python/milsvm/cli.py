@@ -1,131 +1,854 @@
-"""Command line: ``milsvm demo`` (the README's main job) and ``milsvm cv DATA --model NAME``."""
+"""The ``milsvm`` command (also ``python -m milsvm``).
+
+Commands
+--------
+``milsvm demo``
+    SparseMI, 10-fold bag-level CV on the bundled MUSK1 (the README's main job).
+``milsvm models [NAME]``
+    The estimator names, or the parameters of one estimator.
+``milsvm cv DATA [--model NAME] [-p KEY=VALUE ...] [--grid KEY=V1,V2 ...] ...``
+    Repeated stratified k-fold CV on the bags of a data file, with an optional inner grid
+    search; prints mean and std of the accuracy (and of the ROC AUC for two classes); writes a
+    JSON result (``--output``) and a markdown/PNG report (``--report``).
+``milsvm fit DATA [--model NAME] [-p KEY=VALUE ...] -o MODEL.json``
+    Fit on a data file and save the model (versioned JSON, read by ``milsvm.load``).
+``milsvm predict MODEL.json DATA [-o FILE]``
+    One line per bag: ``bag_name<TAB>score<TAB>label``.
+
+Estimator names
+---------------
+Every estimator of the package, by name: an exact match wins, else a case-insensitive match if
+it is unique. ``miSVM`` (instance-level mi-SVM) and ``MISVM`` (bag-level MI-SVM) differ only by
+case, so ``misvm`` in any other casing is an error naming both.
+
+Parameter values (``-p KEY=VALUE`` and each value of ``--grid KEY=V1,V2``)
+--------------------------------------------------------------------------
+Read as Python literals: ``10`` (int), ``0.5`` / ``1e-3`` (float), ``None``, ``True``/``False``
+(also ``true``/``false``/``none``), ``'text'``, ``{0: 1, 1: 5}`` (dict, for ``class_weight``),
+``nan``/``inf``; anything else is a string (``rbf``, ``scale``). Grid values are separated by
+commas outside brackets and quotes.
+
+Data files (``--format``, default ``auto``)
+-------------------------------------------
+``mill``: the MILL text format (``instance,bag,label,features``, dense or sparse ``i:v``);
+``musk``: the UCI ``clean1.data``/``clean2.data`` files (``molecule,conformation,f1..f166,class``);
+``mat``: S. Andrews' MATLAB files (``features``, ``labels``, ``bag_ids``); ``csv``: the CSV
+layout of the ``mil`` package (``label,bag_id,features``, optional header; see
+:func:`milsvm.datasets.load_mil_csv`). ``auto`` picks ``mat`` for ``.mat``, ``csv`` for ``.csv``,
+``musk`` when the first line ends with the UCI class field ``0.``/``1.``, else ``mill``.
+
+Exit status
+-----------
+0 success; 1 the command failed (a file missing or unreadable, malformed data, a parameter
+value rejected by the estimator, a failed fit); 2 the command line is wrong (unknown option,
+unknown or ambiguous model name, malformed ``-p``/``--grid``, unknown parameter name, bad
+option value); 130 interrupted. Errors are one line on stderr, ``milsvm: error: ...``; ``--debug``
+shows the traceback instead.
+
+JSON result of ``milsvm cv --output FILE``
+------------------------------------------
+One object (schema ``"milsvm-cv/1"``)::
+
+    schema          "milsvm-cv/1"
+    milsvm_version  version of the package
+    command         the command line, a list of strings (["milsvm", "cv", ...])
+    data            {"path", "format", "n_bags", "n_instances", "n_features", "classes"}
+    estimator       estimator class name ("SparseMI")
+    params          parameters given with -p (and random_state from --seed), {name: value}
+    grid            {name: [values]} searched by --grid, or null
+    inner_folds     folds of the inner grid search, or null without --grid
+    scale           true if features were standardised per training fold (false: --no-scale)
+    folds           outer folds K
+    repeats         repeats R of the K-fold split (different shuffles)
+    seed            the --seed
+    n_jobs          workers used (the results do not depend on it)
+    fold_results    R*K objects in order (repeat-major), each:
+                      repeat, fold      0-based indices
+                      n_train, n_test   bags in the training / test part
+                      accuracy          test accuracy in [0, 1]
+                      auc               ROC AUC of the test scores (null: more than two classes,
+                                        or one class in the test part)
+                      fit_time          seconds to fit the final model on the training part
+                      search_time       seconds of the inner grid-search fits (null without --grid)
+                      params            grid values chosen on the training part ({} without --grid)
+                      inner_accuracy    their mean inner-CV accuracy (null without --grid)
+                      n_xv              expansion vectors of the model (null if it has no xv_)
+                      warnings          distinct warnings of the fit, "Category: message"
+    summary         accuracy_mean, accuracy_std, auc_mean, auc_std (null if no AUC),
+                    fit_time_mean, fit_time_total, search_time_total (null without --grid),
+                    repeat_accuracy_means (one per repeat);
+                    std is the population standard deviation over all R*K folds
+
+Non-finite numbers are written as null.
+"""
 
 from __future__ import annotations
 
 import argparse
+import ast
+import contextlib
+import difflib
+import json
+import math
+import os
 import sys
 import time
+import warnings
+from pathlib import Path
 
 import numpy as np
 
-__all__ = ["main"]
+__all__ = ["main", "ESTIMATORS", "resolve_estimator", "parse_value", "parse_params", "parse_grid", "load_data"]
 
-MODELS = {"sparsemi": "SparseMI", "rsvm": "RSVM"}
+#: Estimator names, with the one-line summary shown by ``milsvm models`` and in messages.
+ESTIMATORS = {
+    "SparseMI": "sparse MI kernel classifier with learned expansion vectors (Fu et al.)",
+    "RSVM": "label-mean SVM on random training instances as expansion vectors",
+    "MIKernel": "set-kernel SVM with the squared hinge (MI-Kernel)",
+    "ReducedSet": "reduced-set approximation of MI-Kernel",
+    "NSK": "hinge-loss SVM on the normalised set kernel",
+    "sMIL": "sparse-MIL SVM (Bunescu & Mooney)",
+    "ALSVM": "deterministic annealing over the instance labels (Gehler & Chapelle)",
+    "AWSVM": "deterministic annealing over the witness of each positive bag",
+    "ALPSVM": "AL-SVM with a penalty on the fraction of positives per positive bag",
+    "miSVM": "instance-level mi-SVM of Andrews et al.",
+    "MISVM": "bag-level MI-SVM of Andrews et al. (witness heuristic)",
+    "SVMCC": "convex-combination MI-SVM (Yang & Deng)",
+    "OneClassMISVM": "one-class MI-SVM on the positive bags' instances",
+}
+
+FORMATS = ("auto", "mill", "musk", "mat", "csv")
+
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
 
 
-def _load(path):
+class UsageError(Exception):
+    """The command line is wrong (exit status 2)."""
+
+
+class CommandError(Exception):
+    """The command could not be completed (exit status 1)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Names and values
+# --------------------------------------------------------------------------------------------
+
+
+def resolve_estimator(name):
+    """The estimator class called ``name``: exact match, else a unique case-insensitive match.
+
+    Raises
+    ------
+    UsageError
+        Unknown name (the message lists every name) or a name that matches several estimators
+        case-insensitively (``misvm``: ``miSVM`` or ``MISVM``).
+    """
+    import milsvm
+
+    if name in ESTIMATORS:
+        return getattr(milsvm, name)
+    matches = [n for n in ESTIMATORS if n.lower() == name.lower()]
+    if len(matches) == 1:
+        return getattr(milsvm, matches[0])
+    if matches:
+        options = "; ".join(f"{m} is the {ESTIMATORS[m]}" for m in matches)
+        raise UsageError(f"model name {name!r} is ambiguous: {options}; write the name in its exact case")
+    raise UsageError(f"unknown model {name!r}; choose one of {', '.join(ESTIMATORS)} (case-insensitive)")
+
+
+_WORDS = {"true": True, "false": False, "none": None, "null": None}
+
+
+def parse_value(text):
+    """A command-line parameter value: a Python literal, ``true``/``false``/``none``, a float
+    such as ``nan`` or ``inf``, else the text itself (see the module docstring)."""
+    stripped = text.strip()
+    try:
+        return ast.literal_eval(stripped)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        pass
+    if stripped.lower() in _WORDS:
+        return _WORDS[stripped.lower()]
+    try:
+        return float(stripped)
+    except ValueError:
+        return stripped
+
+
+def _check_names(cls, names, option):
+    valid = sorted(cls().get_params())
+    for key in names:
+        if key not in valid:
+            close = difflib.get_close_matches(key, valid, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise UsageError(
+                f"{option}: {cls.__name__} has no parameter {key!r} (parameters: {', '.join(valid)}){hint}")
+
+
+def parse_params(cls, items):
+    """``{key: value}`` from ``KEY=VALUE`` strings (the last wins for a repeated key); unknown
+    parameter names of ``cls`` are a :class:`UsageError`."""
+    params = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"-p/--param: {item!r} is not KEY=VALUE")
+        params[key] = parse_value(value)
+    _check_names(cls, params, "-p/--param")
+    return params
+
+
+def _split_values(text):
+    """Split ``text`` at the commas that are outside brackets and quotes."""
+    parts, depth, quote, start = [], 0, None, 0
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def parse_grid(cls, items):
+    """``{key: [values]}`` from ``KEY=V1,V2,...`` strings; malformed specs, empty or repeated
+    keys, empty values and unknown parameter names are a :class:`UsageError`."""
+    grid = {}
+    for item in items or []:
+        key, sep, values = item.partition("=")
+        key = key.strip()
+        if not sep or not key or not values.strip():
+            raise UsageError(f"--grid: {item!r} is not KEY=V1,V2,... (one --grid item per parameter)")
+        if key in grid:
+            raise UsageError(f"--grid: parameter {key!r} is given twice")
+        parts = _split_values(values)
+        if any(not p.strip() for p in parts):
+            raise UsageError(f"--grid: {item!r} has an empty value")
+        grid[key] = [parse_value(p) for p in parts]
+    _check_names(cls, grid, "--grid")
+    return grid
+
+
+def _positive_int(minimum):
+    def convert(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return convert
+
+
+def _grid_item(text):
+    """An argparse ``type`` for ``--grid`` items: catches ``--grid C=1,10 DATA`` early."""
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not KEY=V1,V2,... (give DATA before --grid, or end the --grid list with --)")
+    return text
+
+
+def _n_jobs(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be a positive number of workers or negative (-1: all cores), not 0")
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# Data
+# --------------------------------------------------------------------------------------------
+
+
+def _first_line(path):
+    with open(path, encoding="utf-8-sig", errors="replace") as fh:
+        for line in fh:
+            if line.strip():
+                return line.strip()
+    return ""
+
+
+def detect_format(path):
+    """``mat``, ``csv``, ``musk`` or ``mill`` for ``path`` (see the module docstring)."""
+    suffix = Path(path).suffix.lower()
+    if suffix == ".mat":
+        return "mat"
+    if suffix == ".csv":
+        return "csv"
+    first = _first_line(path)
+    fields = first.split(",")
+    if len(fields) >= 4 and ":" not in first and fields[-1].strip() in ("0.", "1."):
+        return "musk"
+    return "mill"
+
+
+def load_data(path, fmt="auto"):
+    """Read a data file: ``(bags, y, bag_names, format)``.
+
+    Raises
+    ------
+    CommandError
+        The file does not exist or is not a file.
+    ValueError
+        The file is malformed (the message names the file and line).
+    """
     from . import datasets
 
-    p = str(path)
-    if p.endswith(".mat"):
-        return datasets.load_andrews_mat(p)
-    with open(p) as fh:
-        first = fh.readline()
-    if first.rstrip().endswith(("1.", "0.")) and "clean" in p:
-        return datasets.load_musk_uci(p)
-    return datasets.load_mill(p)
+    path = str(path)
+    if not os.path.exists(path):
+        raise CommandError(f"data file {path!r} does not exist")
+    if not os.path.isfile(path):
+        raise CommandError(f"data file {path!r} is not a file")
+    if fmt == "auto":
+        fmt = detect_format(path)
+    loader = {"mill": datasets.load_mill, "musk": datasets.load_musk_uci, "mat": datasets.load_andrews_mat,
+              "csv": datasets.load_mil_csv}[fmt]
+    bags, y, names = loader(path, return_bag_names=True)
+    return bags, y, names, fmt
 
 
-def _cross_validate(bags, y, make, n_splits, seed):
-    from sklearn.model_selection import StratifiedKFold
-
-    from . import BagStandardScaler, as_bags
-
-    bags = as_bags(bags)
-    y = np.asarray(y)
-    accs, times, n_xv = [], [], []
-    for train, test in StratifiedKFold(n_splits, shuffle=True, random_state=seed).split(np.zeros(len(y)), y):
-        scaler = BagStandardScaler().fit(bags[train])
-        model = make()
-        start = time.perf_counter()
-        model.fit(scaler.transform(bags[train]), y[train])
-        times.append(time.perf_counter() - start)
-        accs.append(np.mean(model.predict(scaler.transform(bags[test])) == y[test]))
-        n_xv.append(model.xv_.shape[0])
-    return np.array(accs), np.array(times), n_xv
+# --------------------------------------------------------------------------------------------
+# Output helpers
+# --------------------------------------------------------------------------------------------
 
 
-def _params(pairs):
-    out = {}
-    for item in pairs or []:
-        key, _, value = item.partition("=")
-        if not _:
-            raise SystemExit(f"parameter {item!r} is not KEY=VALUE")
-        for cast in (int, float):
+def _check_writable(path, option):
+    """Fail before any work if ``path`` cannot be created (its directory is missing)."""
+    if path is None:
+        return
+    parent = Path(path).resolve().parent
+    if not parent.is_dir():
+        raise CommandError(f"{option}: cannot write {str(path)!r}: directory {str(parent)!r} does not exist")
+    if Path(path).is_dir():
+        raise CommandError(f"{option}: {str(path)!r} is a directory")
+
+
+def _jsonable(value):
+    """``value`` with numpy scalars/arrays, tuples and non-finite floats made JSON-safe."""
+    if isinstance(value, dict):
+        return {str(k) if not isinstance(k, (str, int, float, bool)) else k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def _describe(name, params):
+    return f"{name}({', '.join(f'{k}={v!r}' for k, v in params.items())})"
+
+
+class _Console:
+    """Progress bar and notes on stderr (silent with ``--quiet``)."""
+
+    def __init__(self, quiet):
+        self.quiet = quiet
+
+    def note(self, message):
+        if not self.quiet:
+            print(f"milsvm: {message}", file=sys.stderr)
+
+    @contextlib.contextmanager
+    def progress(self, total, desc):
+        """A ``tqdm`` bar on stderr if it is a terminal (and not ``--quiet``); yields an
+        ``update(n)`` callable."""
+        show = not self.quiet and total > 1 and sys.stderr.isatty()
+        bar = None
+        if show:
             try:
-                value = cast(value)
-                break
-            except ValueError:
-                continue
-        out[key] = value
-    return out
+                from tqdm import tqdm
+            except ImportError:  # pragma: no cover - tqdm is a dependency
+                bar = None
+            else:
+                bar = tqdm(total=total, desc=desc, unit="fit", file=sys.stderr, leave=False, dynamic_ncols=True)
+        try:
+            yield (bar.update if bar is not None else None)
+        finally:
+            if bar is not None:
+                bar.close()
+
+
+@contextlib.contextmanager
+def _warnings_as_lines(console):
+    """Show Python warnings raised in this process as ``milsvm: warning: ...`` lines."""
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        console.note(f"warning: {category.__name__}: {' '.join(str(message).split())}")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = show
+        yield
+
+
+# --------------------------------------------------------------------------------------------
+# Commands
+# --------------------------------------------------------------------------------------------
+
+
+def _scheduler(address, console):
+    """``(client, backend context)`` for ``--scheduler``; dask is imported here only."""
+    try:
+        from dask.distributed import Client
+    except ImportError:
+        raise CommandError(
+            "--scheduler needs dask.distributed, which is not installed: pip install milsvm[dask]") from None
+    try:
+        client = Client(address)
+    except (OSError, TimeoutError, ValueError) as exc:
+        message = " ".join(str(exc).split())
+        raise CommandError(f"cannot connect to the Dask scheduler at {address!r}: {message}") from None
+    console.note(f"running on the Dask cluster at {address}")
+    import joblib
+
+    return client, joblib.parallel_backend("dask")
+
+
+def _print_cv(name, params, data_label, n_bags, y, args, result, summary, grid, show_auc=True):
+    folds, repeats = args.folds, args.repeats
+    plan = f"{folds}-fold CV" if repeats == 1 else f"{folds}-fold CV repeated {repeats} times"
+    n_classes = len(np.unique(y))
+    classes = "" if n_classes == 2 else f", {n_classes} classes"
+    scaling = "features standardised per training fold" if args.scale else "features used as they are"
+    print(f"{_describe(name, params)} on {data_label}: {n_bags} bags{classes}, {plan}, {scaling}")
+    if grid:
+        spec = "; ".join(f"{k} in {v!r}" for k, v in grid.items())
+        print(f"grid search: {spec} (inner {args.inner_folds}-fold CV on every training part)")
+    print(f"accuracy: {100 * summary['accuracy_mean']:.2f} % (std over folds {100 * summary['accuracy_std']:.2f})")
+    if show_auc and summary["auc_mean"] is not None:
+        print(f"AUC: {summary['auc_mean']:.4f} (std over folds {summary['auc_std']:.4f})")
+    if repeats > 1:
+        print("accuracy of each repeat: " + ", ".join(f"{100 * m:.2f} %" for m in summary["repeat_accuracy_means"]))
+    n_xv = [f["n_xv"] for f in result.folds if f["n_xv"] is not None]
+    if n_xv:
+        if min(n_xv) == max(n_xv):
+            print(f"expansion vectors: {n_xv[0]}")
+        else:
+            print(f"expansion vectors: {np.mean(n_xv):.1f} on average (min {min(n_xv)}, max {max(n_xv)})")
+    print(f"fit time: {summary['fit_time_mean'] * 1000:.1f} ms per fold (total {summary['fit_time_total']:.2f} s)")
+    if grid:
+        print(f"grid search time: {summary['search_time_total']:.2f} s in all")
+        counts = {}
+        for f in result.folds:
+            key = ", ".join(f"{k}={v!r}" for k, v in f["params"].items())
+            counts[key] = counts.get(key, 0) + 1
+        print("chosen parameters: " + "; ".join(f"{k} ({n} of {len(result.folds)} folds)" for k, n in counts.items()))
+
+
+def _report_warnings(console, result):
+    seen = {}
+    for f in result.folds:
+        for w in f["warnings"]:
+            seen[w] = seen.get(w, 0) + 1
+    for w, n in seen.items():
+        console.note(f"warning: {w} (in {n} of {len(result.folds)} folds)")
+
+
+def _run_cv(args, argv, console, *, cls, params, bags, y, data_info, data_label, grid, show_auc=True):
+    """The CV shared by ``cv`` and ``demo``: run, print, write JSON and report."""
+    from . import __version__
+    from ._crossval import cross_validate, n_fits
+
+    n_jobs = args.n_jobs
+    contexts = contextlib.ExitStack()
+    with contexts:
+        if getattr(args, "scheduler", None):
+            client, backend = _scheduler(args.scheduler, console)
+            contexts.callback(client.close)
+            contexts.enter_context(backend)
+            n_jobs = -1 if n_jobs is None else n_jobs
+        n_jobs = 1 if n_jobs is None else n_jobs
+        task_params = {}
+        if n_jobs != 1 and "n_jobs" in cls().get_params() and "n_jobs" not in {**params, **grid}:
+            task_params["n_jobs"] = 1  # one core thread per fit when the fits run in parallel
+        total = n_fits(args.folds * args.repeats, len(_grid_candidates(grid)), args.inner_folds)
+        with console.progress(total, f"cv {cls.__name__}") as update:
+            result = cross_validate(
+                cls, params, bags, y, folds=args.folds, repeats=args.repeats, seed=args.seed, grid=grid or None,
+                inner_folds=args.inner_folds, scale=args.scale, n_jobs=n_jobs, task_params=task_params,
+                keep_first_model=bool(getattr(args, "report", None)), progress=update,
+            )
+    summary = result.summary(args.repeats)
+    _print_cv(cls.__name__, params, data_label, len(y), y, args, result, summary, grid, show_auc)
+    _report_warnings(console, result)
+
+    info = {
+        "schema": "milsvm-cv/1",
+        "milsvm_version": __version__,
+        "command": ["milsvm", *argv],
+        "data": data_info,
+        "estimator": cls.__name__,
+        "params": params,
+        "grid": grid or None,
+        "inner_folds": args.inner_folds if grid else None,
+        "scale": bool(args.scale),
+        "folds": args.folds,
+        "repeats": args.repeats,
+        "seed": args.seed,
+        "n_jobs": n_jobs,
+    }
+    if getattr(args, "output", None):
+        doc = _jsonable({**info, "fold_results": result.folds, "summary": summary})
+        Path(args.output).write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        console.note(f"results written to {args.output}")
+    if getattr(args, "report", None):
+        from ._report import PLOT_HINT, write_report
+
+        written, plots = write_report(args.report, _jsonable(info), result, summary, bags, y)
+        if plots:
+            console.note(f"report written to {written[0]} with {len(written) - 1} plot(s)")
+        else:
+            console.note(f"report written to {written[0]} without plots: matplotlib is not installed ({PLOT_HINT})")
+    return 0
+
+
+def _grid_candidates(grid):
+    if not grid:
+        return []
+    from sklearn.model_selection import ParameterGrid
+
+    return list(ParameterGrid(grid))
+
+
+def cmd_demo(args, argv, console):
+    """``milsvm demo``."""
+    import milsvm
+    from ._bags import as_bags
+    from .datasets import load_musk1
+
+    bags, y = load_musk1()
+    bags = as_bags(bags)
+    params = {"n_xv": args.n_xv, "C": args.C, "random_state": args.seed}
+    args.folds, args.repeats, args.inner_folds, args.scale = 10, 1, 3, True
+    data_info = {"path": "MUSK1 (bundled)", "format": "musk", "n_bags": len(bags),
+                 "n_instances": int(bags.n_instances), "n_features": int(bags.n_features),
+                 "classes": np.unique(y).tolist()}
+    return _run_cv(args, argv, console, cls=milsvm.SparseMI, params=params, bags=bags, y=y, data_info=data_info,
+                   data_label="MUSK1 (bundled)", grid={}, show_auc=False)
+
+
+def cmd_models(args, argv, console):
+    """``milsvm models [NAME]``."""
+    if not args.name:
+        width = max(map(len, ESTIMATORS))
+        for name, summary in ESTIMATORS.items():
+            print(f"{name:<{width}}  {summary}")
+        return 0
+    cls = resolve_estimator(args.name)
+    print(f"{cls.__name__}: {ESTIMATORS[cls.__name__]}")
+    import inspect
+
+    for param in inspect.signature(cls).parameters.values():
+        print(f"  {param.name}={param.default!r}")
+    return 0
+
+
+def _prepare(args):
+    """Estimator class, -p parameters (random_state from --seed) and --grid of ``args``."""
+    cls = resolve_estimator(args.model)
+    params = parse_params(cls, args.param)
+    grid = parse_grid(cls, getattr(args, "grid", None))
+    both = sorted(set(params) & set(grid))
+    if both:
+        raise UsageError(f"{', '.join(both)} given both by -p and by --grid")
+    if "random_state" in cls().get_params() and "random_state" not in params and "random_state" not in grid:
+        params["random_state"] = args.seed
+    return cls, params, grid
+
+
+def cmd_cv(args, argv, console):
+    """``milsvm cv``."""
+    from ._bags import as_bags
+
+    cls, params, grid = _prepare(args)
+    _check_writable(args.output, "--output")
+    if args.report is not None and Path(args.report).exists() and not Path(args.report).is_dir():
+        raise CommandError(f"--report: {args.report!r} exists and is not a directory")
+    raw, y, _, fmt = load_data(args.data, args.format)
+    bags = as_bags(raw)
+    data_info = {"path": args.data, "format": fmt, "n_bags": len(bags), "n_instances": int(bags.n_instances),
+                 "n_features": int(bags.n_features), "classes": np.unique(y).tolist()}
+    return _run_cv(args, argv, console, cls=cls, params=params, bags=bags, y=y, data_info=data_info,
+                   data_label=args.data, grid=grid)
+
+
+def cmd_fit(args, argv, console):
+    """``milsvm fit``."""
+    cls, params, _ = _prepare(args)
+    if not hasattr(cls, "save"):
+        raise CommandError(f"{cls.__name__} models cannot be saved to a model file yet")
+    _check_writable(args.output, "--output")
+    bags, y, _, _ = load_data(args.data, args.format)
+    est = cls(**params)
+    if "verbose" in est.get_params() and "verbose" not in params and not args.quiet and sys.stderr.isatty():
+        est.set_params(verbose=1)  # the estimator's own progress bar (iterations / temperatures)
+    start = time.perf_counter()
+    try:
+        est.fit(bags, y)
+    except Exception as exc:
+        raise CommandError(f"{_describe(cls.__name__, params)} failed: {' '.join(str(exc).split())}") from None
+    seconds = time.perf_counter() - start
+    est.save(args.output)
+    print(f"fitted {_describe(cls.__name__, params)} on {len(y)} bags in {seconds:.2f} s; "
+          f"training accuracy {100 * est.score(bags, y):.2f} %; saved to {args.output}")
+    return 0
+
+
+def cmd_predict(args, argv, console):
+    """``milsvm predict``."""
+    import milsvm
+
+    if not os.path.isfile(args.model_file):
+        raise CommandError(f"model file {args.model_file!r} does not exist")
+    _check_writable(args.output, "--output")
+    try:
+        est = milsvm.load(args.model_file)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CommandError(f"{args.model_file}: not a milsvm model file ({' '.join(str(exc).split())})") from None
+    bags, y, names, _ = load_data(args.data, args.format)
+    scores = np.asarray(est.decision_function(bags))
+    labels = est.predict(bags)
+    if scores.ndim == 2:  # multi-class: the score of the predicted class
+        scores = scores[np.arange(len(scores)), np.searchsorted(est.classes_, labels)]
+    lines = "".join(f"{name}\t{float(s)!r}\t{label}\n" for name, s, label in zip(names, scores, labels))
+    if args.output:
+        Path(args.output).write_text(lines, encoding="utf-8")
+    else:
+        sys.stdout.write(lines)
+    same = np.isin(y, est.classes_)
+    if same.all():
+        console.note(f"accuracy against the file's labels: {100 * np.mean(labels == y):.2f} %")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# Parser
+# --------------------------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    """``ArgumentParser`` whose usage errors are one line: ``milsvm: error: ... (see --help)``."""
+
+    def error(self, message):
+        self.exit(EXIT_USAGE, f"milsvm: error: {message} (see '{self.prog} --help')\n")
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Help with the epilog kept as written and the description wrapped to the terminal."""
+
+    def __init__(self, prog):
+        super().__init__(prog, max_help_position=30)
+
+    def _fill_text(self, text, width, indent):
+        if "\n" in text:  # epilogs: laid out by hand
+            return super()._fill_text(text, width, indent)
+        import textwrap
+
+        return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent)
+
+
+_CV_EPILOG = """\
+examples:
+  milsvm cv musk1.data --model SparseMI -p n_xv=10 -p C=10
+  milsvm cv data.csv --model misvm  # error: ambiguous (miSVM or MISVM)
+  milsvm cv data.csv --model MISVM --grid C=0.1,1,10 --grid gamma=scale,0.01 --folds 5 --repeats 3
+  milsvm cv tst1.mat --model NSK -p kernel=linear --n-jobs 2 --output result.json --report report/
+
+JSON written by --output (schema "milsvm-cv/1"):
+  schema, milsvm_version, command (argument list), data {path, format, n_bags, n_instances,
+  n_features, classes}, estimator, params (-p, and random_state from --seed), grid ({name:
+  [values]} or null), inner_folds (or null), scale, folds, repeats, seed, n_jobs,
+  fold_results: one object per outer fold, repeat-major: {repeat, fold (0-based), n_train,
+    n_test, accuracy, auc (null: not binary or one class in the test part), fit_time (s, the
+    final model), search_time (s, the inner grid-search fits, or null), params (grid values
+    chosen, {} without --grid), inner_accuracy (or null), n_xv (or null), warnings [str]},
+  summary: {accuracy_mean, accuracy_std, auc_mean, auc_std, fit_time_mean, fit_time_total,
+    search_time_total, repeat_accuracy_means} (std: population std over all folds; null where undefined).
+
+The results are the same for a given --seed whatever --n-jobs. The progress bar (tqdm) is
+shown on stderr when it is a terminal, unless --quiet.
+"""
+
+_MAIN_EPILOG = """\
+examples:
+  milsvm demo
+  milsvm models
+  milsvm cv musk1.data --model sparsemi -p n_xv=10 -p C=10 --repeats 5
+  milsvm fit musk1.data --model MISVM -p C=10 -o model.json
+  milsvm predict model.json musk2.data -o predictions.tsv
+
+data formats (--format): mill (MILL .data), musk (UCI clean1/clean2.data), mat (Andrews
+.mat), csv (the mil package's label,bag_id,features); auto by extension and content.
+
+-p KEY=VALUE values are Python literals (10, 0.5, None, True, 'text', {0: 1, 1: 5}),
+true/false/none, or plain strings (rbf, scale).
+
+exit status: 0 success; 1 the command failed (missing file, malformed data, a parameter value
+rejected by the estimator); 2 wrong command line (unknown option or model, bad -p/--grid,
+unknown parameter); 130 interrupted. Errors are one line; --debug shows the traceback.
+"""
+
+
+def build_parser():
+    """The ``argparse`` parser of the ``milsvm`` command."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress bar and no notes or warnings on stderr (errors are still shown)")
+    common.add_argument("--debug", action="store_true", help="on error, show the Python traceback")
+
+    data_opts = argparse.ArgumentParser(add_help=False)
+    data_opts.add_argument("--format", choices=FORMATS, default="auto",
+                           help="data file format (default: auto, from the extension and the first line)")
+
+    model_opts = argparse.ArgumentParser(add_help=False)
+    model_opts.add_argument("-m", "--model", default="SparseMI", metavar="NAME",
+                            help="estimator name, case-insensitive (default: SparseMI); 'milsvm models' lists them")
+    model_opts.add_argument("-p", "--param", action="append", metavar="KEY=VALUE",
+                            help="estimator parameter, repeatable (e.g. -p C=10 -p gamma=scale)")
+    model_opts.add_argument("--seed", type=int, default=0,
+                            help="random seed: folds and the estimator's random_state unless given with -p "
+                                 "(default: 0)")
+
+    parser = _Parser(prog="milsvm", formatter_class=_Formatter, epilog=_MAIN_EPILOG,
+                     description="Multiple-instance support vector machines: cross-validate, fit and predict "
+                                 "on multiple-instance data files.")
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"milsvm {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    demo = sub.add_parser("demo", parents=[common], formatter_class=_Formatter,
+                          help="SparseMI, 10-fold CV on the bundled MUSK1 (the README's main job)",
+                          description="SparseMI with 10-fold bag-level CV on the bundled MUSK1 (features "
+                                      "standardised per training fold); prints accuracy, expansion vectors and "
+                                      "fit time.")
+    demo.add_argument("--n-xv", type=_positive_int(1), default=10, help="expansion vectors (default: 10)")
+    demo.add_argument("--C", type=float, default=10.0, help="loss weight C (default: 10)")
+    demo.add_argument("--seed", type=int, default=0, help="folds and random_state (default: 0)")
+    demo.add_argument("--n-jobs", type=_n_jobs, default=None, help="folds run in parallel (default: 1)")
+    demo.set_defaults(run=cmd_demo)
+
+    models = sub.add_parser("models", parents=[common], formatter_class=_Formatter,
+                            help="list the estimators, or the parameters of one",
+                            description="Without NAME: every estimator name with a summary. With NAME: its "
+                                        "parameters and their defaults (for -p and --grid).")
+    models.add_argument("name", nargs="?", metavar="NAME", help="an estimator name (case-insensitive)")
+    models.set_defaults(run=cmd_models)
+
+    cv = sub.add_parser("cv", parents=[common, data_opts, model_opts], formatter_class=_Formatter,
+                        epilog=_CV_EPILOG, help="repeated stratified k-fold CV, optional inner grid search",
+                        description="Bag-level cross-validation of an estimator on a data file: stratified "
+                                    "k-fold on the bags (repeated with different shuffles), features "
+                                    "standardised with each training part (unless --no-scale), optional inner "
+                                    "grid search on each training part. Prints mean and std of the test "
+                                    "accuracy over the folds, and of the ROC AUC for two classes.")
+    cv.add_argument("data", metavar="DATA", help="data file (MILL .data, UCI clean*.data, Andrews .mat, mil .csv)")
+    cv.add_argument("--grid", action="extend", nargs="+", metavar="KEY=V1,V2", type=_grid_item,
+                    help="parameter values to search on each training part (inner stratified CV, best mean "
+                         "accuracy, refit); repeatable, e.g. --grid C=0.1,1,10 gamma=scale,0.1")
+    cv.add_argument("--inner-folds", type=_positive_int(2), default=3, metavar="K",
+                    help="folds of the inner grid-search CV (default: 3)")
+    cv.add_argument("--folds", type=_positive_int(2), default=10, metavar="K", help="outer folds (default: 10)")
+    cv.add_argument("--repeats", type=_positive_int(1), default=1, metavar="R",
+                    help="repeats of the k-fold split with different shuffles (default: 1)")
+    cv.add_argument("--no-scale", dest="scale", action="store_false",
+                    help="do not standardise the features per training fold")
+    cv.add_argument("--n-jobs", type=_n_jobs, default=None, metavar="N",
+                    help="fits run in parallel through joblib; -1: all cores (default: 1, or every Dask worker "
+                         "with --scheduler)")
+    cv.add_argument("--scheduler", metavar="ADDRESS",
+                    help="run the fits on a Dask cluster (dask.distributed.Client(ADDRESS), joblib's dask "
+                         "backend); needs pip install milsvm[dask]")
+    cv.add_argument("-o", "--output", metavar="FILE.json", help="write the results as JSON (schema below)")
+    cv.add_argument("--report", metavar="DIR",
+                    help="write DIR/report.md and PNG plots (accuracy per fold, objective per iteration of "
+                         "the fold-1 fit, decision regions of 2-D data); plots need pip install milsvm[plot]")
+    cv.set_defaults(run=cmd_cv)
+
+    fit = sub.add_parser("fit", parents=[common, data_opts, model_opts], formatter_class=_Formatter,
+                         help="fit an estimator on a data file and save the model (JSON)",
+                         description="Fit an estimator on all bags of a data file, with the features as they "
+                                     "are (cv standardises per fold unless --no-scale: 'milsvm cv --no-scale' "
+                                     "estimates the accuracy of what fit trains), and save the model as "
+                                     "versioned JSON, read by 'milsvm predict' and milsvm.load.",
+                         epilog="example:\n  milsvm fit train.data --model ALSVM -p C=10 -p gamma=median -o model.json")
+    fit.add_argument("data", metavar="DATA", help="training data file")
+    fit.add_argument("-o", "--output", required=True, metavar="MODEL.json", help="model file to write")
+    fit.set_defaults(run=cmd_fit)
+
+    pred = sub.add_parser("predict", parents=[common, data_opts], formatter_class=_Formatter,
+                          help="predict the bags of a data file with a saved model",
+                          description="Score and classify every bag of a data file with a model saved by "
+                                      "'milsvm fit'. Writes one line per bag, in file order: "
+                                      "bag_name<TAB>score<TAB>label. The score is the decision function (binary: "
+                                      "> 0 means the larger class label; multi-class: the score of the predicted "
+                                      "class). The labels of the data file are not used, except for the "
+                                      "accuracy note on stderr.",
+                          epilog="example:\n  milsvm predict model.json test.data -o predictions.tsv")
+    pred.add_argument("model_file", metavar="MODEL.json", help="model file written by 'milsvm fit'")
+    pred.add_argument("data", metavar="DATA", help="data file whose bags to predict")
+    pred.add_argument("-o", "--output", metavar="FILE", help="write the lines to FILE (default: stdout)")
+    pred.set_defaults(run=cmd_predict)
+    return parser
+
+
+def _one_line(exc):
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f": {exc.filename!r}" if exc.filename else ""
+        return f"{exc.strerror}{where}"
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def main(argv=None):
-    """Entry point of the ``milsvm`` command."""
-    parser = argparse.ArgumentParser(prog="milsvm", description="Multiple-instance SVMs.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="SparseMI, 10-fold CV on the bundled MUSK1")
-    demo.add_argument("--n-xv", type=int, default=10)
-    demo.add_argument("--C", type=float, default=10.0)
-    demo.add_argument("--seed", type=int, default=0)
-    cv = sub.add_parser("cv", help="k-fold bag-level CV of a model on a data file")
-    cv.add_argument("data", help="MILL .data file, UCI clean1/clean2.data, or Andrews .mat")
-    cv.add_argument("--model", default="sparsemi", choices=sorted(MODELS))
-    cv.add_argument("--folds", type=int, default=10)
-    cv.add_argument("--seed", type=int, default=0)
-    cv.add_argument("--param", "-p", action="append", metavar="KEY=VALUE", help="estimator parameter")
-    fit = sub.add_parser("fit", help="fit a model on a data file and save it as JSON")
-    fit.add_argument("data")
-    fit.add_argument("--model", default="sparsemi", choices=sorted(MODELS))
-    fit.add_argument("--param", "-p", action="append", metavar="KEY=VALUE", help="estimator parameter")
-    fit.add_argument("-o", "--output", required=True, help="model file to write (JSON)")
-    pred = sub.add_parser("predict", help="predict the bags of a data file with a saved model")
-    pred.add_argument("model_file")
-    pred.add_argument("data")
+    """Run the ``milsvm`` command with ``argv`` (default ``sys.argv[1:]``); returns the exit
+    status. Command-line errors exit with status 2 through ``SystemExit`` (argparse); the
+    other errors print one line and return 1."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
     args = parser.parse_args(argv)
+    console = _Console(args.quiet)
+    try:
+        with _warnings_as_lines(console):
+            return args.run(args, argv, console)
+    except UsageError as exc:
+        if args.debug:
+            raise
+        print(f"milsvm: error: {exc} (see 'milsvm {args.command} --help')", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        print("milsvm: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if args.debug:
+            raise
+        from ._crossval import FitError
 
-    import milsvm
-
-    if args.command == "fit":
-        bags, y = _load(args.data)
-        est = getattr(milsvm, MODELS[args.model])(**_params(args.param))
-        start = time.perf_counter()
-        est.fit(bags, y)
-        est.save(args.output)
-        print(f"fitted {type(est).__name__} on {len(y)} bags in {time.perf_counter() - start:.2f} s; "
-              f"training accuracy {100 * est.score(bags, y):.2f} %; saved to {args.output}")
-        return 0
-    if args.command == "predict":
-        est = milsvm.load(args.model_file)
-        bags, y = _load(args.data)
-        pred = est.predict(bags)
-        for label in pred:
-            print(label)
-        print(f"accuracy against the file's labels: {100 * np.mean(pred == y):.2f} %", file=sys.stderr)
-        return 0
-
-    if args.command == "demo":
-        from .datasets import load_musk1
-
-        bags, y = load_musk1()
-        name, params = "SparseMI", {"n_xv": args.n_xv, "C": args.C, "random_state": args.seed}
-        data = "MUSK1 (bundled)"
-        folds, seed = 10, args.seed
-    else:
-        bags, y = _load(args.data)
-        name, params = MODELS[args.model], _params(args.param)
-        params.setdefault("random_state", args.seed)
-        data, folds, seed = args.data, args.folds, args.seed
-    cls = getattr(milsvm, name)
-    cls(**params)  # fail early on unknown parameter names
-    print(f"{name}({', '.join(f'{k}={v!r}' for k, v in params.items())}) on {data}: "
-          f"{len(y)} bags, {folds}-fold CV, features standardised per training fold")
-    accs, times, n_xv = _cross_validate(bags, y, lambda: cls(**params), folds, seed)
-    print(f"accuracy: {100 * accs.mean():.2f} % (std over folds {100 * accs.std():.2f})")
-    print(f"expansion vectors: {n_xv[0]}")
-    print(f"fit time: {times.mean() * 1000:.1f} ms per fold (total {times.sum():.2f} s)")
-    return 0
+        known = (CommandError, FitError, ValueError, TypeError, OSError)
+        hint = "" if isinstance(exc, known) else f" ({type(exc).__name__}; run with --debug for the traceback)"
+        print(f"milsvm: error: {_one_line(exc)}{hint}", file=sys.stderr)
+        return EXIT_FAILURE
 
 
 if __name__ == "__main__":

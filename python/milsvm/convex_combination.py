@@ -94,7 +94,9 @@ class SVMCC(_ExpansionVectorClassifier):
         Number of features of an instance.
     """
 
-    _pooling = "max"
+    _poolings = ("max",)
+    _info_attrs = ("n_iter_", "converged_", "objective_history_", "dv_history_", "lp_intercept_", "qp_intercept_",
+                   "gamma_")
     instance_decision_function = _AnnealingClassifier.instance_decision_function
     predict_instances = _AnnealingClassifier.predict_instances
 
@@ -140,11 +142,8 @@ class SVMCC(_ExpansionVectorClassifier):
         )
         self.fit_time_ = time.perf_counter() - start
         binary = len(self.classes_) == 2
-        self.xv_ = out["xv"]
-        self.coef_ = out["coef"][0] if binary else out["coef"]
-        self.intercept_ = float(out["intercept"][0]) if binary else out["intercept"]
+        self._set_model(out["model"])
         self.gamma_ = float(out["gamma"])
-        self.n_features_in_ = bags.n_features
         v = [[np.asarray(b, dtype=np.float64) for b in problem] for problem in out["v"]]
         pb = [np.asarray(p, dtype=np.intp) for p in out["positive_bags"]]
         self.v_ = v[0] if binary else v

@@ -12,7 +12,11 @@ Loaders
   sparse ``index:value`` features) of MUSK1/2, Elephant, TST1/2 and COREL.
 - :func:`load_musk_uci`: the original UCI ``clean1.data`` / ``clean2.data`` files.
 - :func:`load_andrews_mat`: S. Andrews' MATLAB files (``features``, ``labels``, ``bag_ids``).
+- :func:`load_mil_csv`: the CSV layout of the ``mil`` Python package (``label,bag_id,features...``).
 - :func:`load_musk1`: the copy of MUSK1 bundled with the package.
+
+Every loader takes ``return_bag_names=True`` to also return the bag names (or ids) as a list
+of ``str``, in the order of the bags: ``bags, y, names = load_mill(path, return_bag_names=True)``.
 
 Generators
 ----------
@@ -26,6 +30,7 @@ for ``check_random_state``).
 
 from __future__ import annotations
 
+import csv
 import io
 import math
 import numbers
@@ -42,6 +47,7 @@ __all__ = [
     "load_mill",
     "load_musk_uci",
     "load_andrews_mat",
+    "load_mil_csv",
     "load_musk1",
     "make_center_ring_bags",
     "make_four_gaussians_bags",
@@ -361,6 +367,12 @@ def _parse_sparse(name, linenos, rests, n_features=None):
     return X
 
 
+def _result(bags, bag_labels, bag_names, return_bag_names):
+    """The ``(bags, y)`` or ``(bags, y, bag_names)`` returned by the text loaders."""
+    y = np.asarray(bag_labels, dtype=np.int64)
+    return (bags, y, list(bag_names)) if return_bag_names else (bags, y)
+
+
 def _check_n_features(n_features):
     """Validate the ``n_features`` argument of :func:`load_mill`."""
     if n_features is None:
@@ -377,7 +389,7 @@ def _check_n_features(n_features):
 # --------------------------------------------------------------------------------------------
 
 
-def load_mill(path, n_features=None):
+def load_mill(path, n_features=None, *, return_bag_names=False):
     """Load a multiple-instance data set in the MILL text format.
 
     Every non-blank line describes one instance::
@@ -398,6 +410,8 @@ def load_mill(path, n_features=None):
         Number of features. For sparse files it defaults to the largest index seen; an index
         larger than a given ``n_features`` is an error. For dense files it is only checked
         against the number of values on each line.
+    return_bag_names : bool, default=False
+        Also return the bag names (field 2).
 
     Returns
     -------
@@ -407,6 +421,8 @@ def load_mill(path, n_features=None):
         written with no feature field at all (``name,bag,label``).
     y : ndarray of shape (n_bags,), dtype int64
         The label of every bag.
+    bag_names : list of str
+        Only if ``return_bag_names``: the name of every bag, in the order of ``bags``.
 
     Raises
     ------
@@ -493,10 +509,10 @@ def load_mill(path, n_features=None):
                 )
         X = _parse_dense(name, linenos, rests, n_features, first_field=4)
         bags = _split_dense(X, starts)
-    return bags, np.asarray(bag_labels, dtype=np.int64)
+    return _result(bags, bag_labels, [bag_names[k] for k in starts], return_bag_names)
 
 
-def load_musk_uci(path):
+def load_musk_uci(path, *, return_bag_names=False):
     """Load the UCI MUSK files ``clean1.data`` (MUSK1) or ``clean2.data`` (MUSK2).
 
     Every line describes one conformation of a molecule::
@@ -510,6 +526,8 @@ def load_musk_uci(path):
     ----------
     path : str or os.PathLike
         The ``clean1.data`` / ``clean2.data`` file.
+    return_bag_names : bool, default=False
+        Also return the molecule names (field 1).
 
     Returns
     -------
@@ -517,6 +535,8 @@ def load_musk_uci(path):
         One float64 array per molecule, in file order.
     y : ndarray of shape (n_bags,), dtype int64
         1 for musks, 0 for non-musks.
+    bag_names : list of str
+        Only if ``return_bag_names``: the molecule names, in the order of ``bags``.
 
     Raises
     ------
@@ -566,7 +586,7 @@ def load_musk_uci(path):
 
     starts, bag_labels = _group_bags(name, linenos, bag_names, labels)
     X = _parse_dense(name, linenos, rests, None, first_field=3)
-    return _split_dense(X, starts), np.asarray(bag_labels, dtype=np.int64)
+    return _result(_split_dense(X, starts), bag_labels, [bag_names[k] for k in starts], return_bag_names)
 
 
 def _check_real_dtype(name, key, dtype):
@@ -781,7 +801,7 @@ def _check_mat5_elements(content):
         _check_mat5_matrix(body, order)
 
 
-def load_andrews_mat(path):
+def load_andrews_mat(path, *, return_bag_names=False):
     """Load an MI data set from S. Andrews' MATLAB files (e.g. ``trec_1_200x200_matlab.mat``).
 
     The file holds three variables, read with :func:`scipy.io.loadmat`:
@@ -797,6 +817,9 @@ def load_andrews_mat(path):
     ----------
     path : str or os.PathLike
         The ``.mat`` file (MATLAB v4-v7.2; v7.3/HDF5 files are not supported by scipy).
+    return_bag_names : bool, default=False
+        Also return the bag ids as names (``"1"``, ``"2"``, ...: integral ids without a decimal
+        point).
 
     Returns
     -------
@@ -805,6 +828,8 @@ def load_andrews_mat(path):
         sparse in the file, dense arrays otherwise.
     y : ndarray of shape (n_bags,), dtype int64
         1 for positive bags, 0 for negative ones (as :func:`load_mill` returns them).
+    bag_names : list of str
+        Only if ``return_bag_names``: the bag id of every bag, in the order of ``bags``.
 
     Raises
     ------
@@ -907,14 +932,184 @@ def load_andrews_mat(path):
         bags = _split_sparse(X, list(starts))
     else:
         bags = _split_dense(X[perm], list(starts))
-    return bags, y
+    if not return_bag_names:
+        return bags, y
+    ids = bag_ids[perm][starts]
+    return bags, y, [str(int(v)) if v.is_integer() else repr(float(v)) for v in ids]
 
 
-def load_musk1():
+_CSV_BAG_COLUMNS = frozenset({"bag", "bags", "bag_id", "bagid", "bag id", "bag-id", "bag_name", "bag name"})
+_CSV_LABEL_COLUMNS = frozenset({"label", "labels", "bag_label", "bag label", "y", "class", "target"})
+
+
+def _csv_fields(line):
+    """Split one CSV line (comma-delimited, optional double quotes) into stripped fields."""
+    return [field.strip() for field in next(csv.reader([line], skipinitialspace=True))]
+
+
+def _is_number(text):
+    try:
+        _strict_float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _csv_header(fields):
+    """``None`` if ``fields`` (the first line) is data, else ``True`` if the header puts the
+    bag id first (``bag_id,label,...``) and ``False`` if it puts the label first."""
+    if len(fields) < 3 or any(_is_number(f) for f in fields[2:]) or _parse_int_label(fields[0]) is not None:
+        return None
+    first, second = fields[0].lower(), fields[1].lower()
+    if first in _CSV_BAG_COLUMNS and second in _CSV_LABEL_COLUMNS:
+        return True
+    if first in _CSV_LABEL_COLUMNS and second in _CSV_BAG_COLUMNS:
+        return False
+    return ValueError(
+        f"the header names its first two columns {fields[0]!r} and {fields[1]!r}; they must be the "
+        "label and the bag id, named label and bag_id (in either order)"
+    )
+
+
+def load_mil_csv(path, *, return_bag_names=False):
+    """Load a multiple-instance data set in the CSV layout of the ``mil`` Python package.
+
+    Every non-blank line describes one instance::
+
+        label,bag_id,feature_1,...,feature_d
+
+    the layout of the ``mil`` package's data sets (``mil/data/datasets/csv/musk1.csv``: no header,
+    an integer label, then the bag id). The rules:
+
+    - **Header.** Optional. The first line is a header when its first field is not an integer
+      and none of its feature fields (third on) is a number (so pandas' default numeric column
+      names ``0,1,2,...`` are read as data: write such files with ``header=False``). A header
+      may name the first two columns ``bag_id,label`` (bag id first) instead of
+      ``label,bag_id``; recognised names are ``label``/``y``/``class``/``target`` and
+      ``bag``/``bag_id``/``bag_name`` (any case). Other names for these two columns are an
+      error.
+    - **Bags.** Bag ids are compared as text (``1`` and ``1.0`` are different bags). The lines of
+      a bag need *not* be contiguous (the ``mil`` package groups by id): bags are returned in
+      order of first appearance, their instances in file order. Every line of a bag carries
+      the bag's label.
+    - **Values.** Labels are integers (``1``, ``-1``, ``1.0``); features are dense, finite
+      numbers, the same number on every line. Fields are comma-separated and may be quoted;
+      a quoted field cannot span lines.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The ``.csv`` file (UTF-8 or ASCII; LF or CRLF line ends; blank lines are ignored).
+    return_bag_names : bool, default=False
+        Also return the bag ids.
+
+    Returns
+    -------
+    bags : list of ndarray of shape (n_instances_i, n_features)
+        One float64 array per bag, in order of first appearance.
+    y : ndarray of shape (n_bags,), dtype int64
+        The label of every bag, as written in the file.
+    bag_names : list of str
+        Only if ``return_bag_names``: the bag ids, in the order of ``bags``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        If the file is malformed; the message names the file and the 1-based line number: too
+        few fields, an unrecognised header, a label that is not an integer, an empty bag id, a
+        non-numeric or non-finite (NaN, inf, empty) feature, a line with a different number of
+        features than the first, an instance whose label differs from its bag's, or a file
+        without data lines.
+
+    See Also
+    --------
+    load_mill : the MILL text format (``instance,bag,label,features``).
+
+    Examples
+    --------
+    >>> bags, y = load_mil_csv("musk1.csv")                        # doctest: +SKIP
+    >>> bags, y, ids = load_mil_csv("musk1.csv", return_bag_names=True)  # doctest: +SKIP
+    """
+    name, linenos, lines = _read_data_lines(path)
+    rows = []
+    for lineno, line in zip(linenos, lines):
+        try:
+            rows.append(_csv_fields(line))
+        except csv.Error as exc:
+            raise _line_error(name, lineno, f"not a CSV line ({exc})") from None
+    bag_first = _csv_header(rows[0])
+    if isinstance(bag_first, ValueError):
+        raise _line_error(name, linenos[0], str(bag_first))
+    if bag_first is not None:
+        linenos, rows = linenos[1:], rows[1:]
+        if not rows:
+            raise ValueError(f"{name}: the file has a header but no data lines")
+    bag_col, label_col = (0, 1) if bag_first else (1, 0)
+    layout = "bag_id,label,features..." if bag_first else "label,bag_id,features..."
+
+    bag_index = {}
+    first_line = []
+    bag_labels = []
+    bag_of = np.empty(len(rows), dtype=np.int64)
+    rests = []
+    n_values = None
+    for k, (lineno, fields) in enumerate(zip(linenos, rows)):
+        if len(fields) < 3:
+            raise _line_error(name, lineno, f"too few fields ({len(fields)}); expected {layout}")
+        label = _parse_int_label(fields[label_col])
+        if label is None:
+            raise _line_error(
+                name, lineno, f"the label {fields[label_col]!r} (field {label_col + 1}) is not an integer"
+            )
+        bag = fields[bag_col]
+        if not bag:
+            raise _line_error(name, lineno, f"the bag id (field {bag_col + 1}) is empty")
+        b = bag_index.setdefault(bag, len(bag_index))
+        if b == len(bag_labels):
+            bag_labels.append(label)
+            first_line.append(lineno)
+        elif label != bag_labels[b]:
+            raise _line_error(
+                name,
+                lineno,
+                f"label {label} differs from the label {bag_labels[b]} of bag {bag!r} (line "
+                f"{first_line[b]}); every line of a bag carries the bag's label",
+            )
+        bag_of[k] = b
+        features = fields[2:]
+        if n_values is None:
+            n_values = len(features)
+        elif len(features) != n_values:
+            raise _line_error(
+                name,
+                lineno,
+                f"{len(features)} feature values, but line {linenos[0]} has {n_values} (every "
+                "line must have the same number of features)",
+            )
+        for j, value in enumerate(features):
+            if "," in value or not value:
+                raise _line_error(name, lineno, f"feature {j + 1} (field {j + 3}): {value!r} is not a number")
+        rests.append(",".join(features))
+
+    X = _parse_dense(name, linenos, rests, None, first_field=3)
+    perm = np.argsort(bag_of, kind="stable")
+    counts = np.bincount(bag_of, minlength=len(bag_labels))
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1])).tolist()
+    return _result(_split_dense(X[perm], starts), bag_labels, list(bag_index), return_bag_names)
+
+
+def load_musk1(*, return_bag_names=False):
     """Load the copy of MUSK1 bundled with milsvm.
 
     The package ships the UCI file ``clean1.data`` (with ``clean1.names`` and a README giving
     its origin) in ``milsvm/data/musk1``; this reads it with :func:`load_musk_uci`.
+
+    Parameters
+    ----------
+    return_bag_names : bool, default=False
+        Also return the molecule names (``"MUSK-188"``, ...).
 
     Returns
     -------
@@ -922,6 +1117,8 @@ def load_musk1():
         92 bags (molecules), 476 instances (conformations) in all, float64.
     y : ndarray of shape (92,), dtype int64
         1 for the 47 musks, 0 for the 45 non-musks.
+    bag_names : list of str
+        Only if ``return_bag_names``: the molecule names, in the order of ``bags``.
 
     Notes
     -----
@@ -932,7 +1129,7 @@ def load_musk1():
     """
     resource = resources.files(__package__ or "milsvm") / "data" / "musk1" / "clean1.data"
     with resources.as_file(resource) as file_path:
-        return load_musk_uci(file_path)
+        return load_musk_uci(file_path, return_bag_names=return_bag_names)
 
 
 # --------------------------------------------------------------------------------------------

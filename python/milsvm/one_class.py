@@ -82,7 +82,8 @@ class OneClassMISVM(_ExpansionVectorClassifier):
         Number of features of an instance.
     """
 
-    _pooling = "max"
+    _poolings = ("max",)
+    _info_attrs = ("n_iter_", "converged_", "objective_history_", "rho_", "gamma_")
     instance_decision_function = _AnnealingClassifier.instance_decision_function
     predict_instances = _AnnealingClassifier.predict_instances
 
@@ -127,9 +128,7 @@ class OneClassMISVM(_ExpansionVectorClassifier):
             n_jobs=as_n_jobs(self.n_jobs),
         )
         self.fit_time_ = time.perf_counter() - start
-        self.xv_ = out["xv"]
-        self.coef_ = out["coef"][0]
-        self.intercept_ = float(out["intercept"][0])
+        self._set_model(out["model"])
         self.rho_ = -self.intercept_
         self.gamma_ = float(out["gamma"])
         self.dual_coef_ = out["alpha"]
@@ -138,7 +137,6 @@ class OneClassMISVM(_ExpansionVectorClassifier):
         self.objective_history_ = np.asarray(out["objective_history"], dtype=np.float64)
         self.n_iter_ = int(out["n_iter"])
         self.converged_ = bool(out["converged"])
-        self.n_features_in_ = bags.n_features
         if not self.converged_:
             warnings.warn(
                 f"OneClassMISVM stopped at max_iter={self.max_iter} with a violated bag constraint; "

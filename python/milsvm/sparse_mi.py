@@ -3,26 +3,45 @@ Multi-Instance Classification, IEEE TNNLS 2013; ECML PKDD 2011)."""
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
 from . import _core
-from ._base import BaseEstimator, MIClassifierMixin, as_choice, as_float, as_gamma, as_int, as_n_jobs, seed_of
+from ._base import BaseEstimator, FitProgress, MIClassifierMixin, as_choice, as_float, as_gamma, as_int, as_n_jobs, seed_of
 from ._bags import Bags, as_bags
-from sklearn.utils.validation import check_is_fitted
+from ._model import CompiledModelMixin, load
 
 __all__ = ["SparseMI", "RSVM", "load"]
 
 
-class _ExpansionVectorClassifier(MIClassifierMixin, BaseEstimator):
-    """Shared predict/save of the model form ``f(x) = sum_k beta_k k(z_k, x) + b`` with the bag
-    score pooled by ``_pooling`` (label mean here; label max for the annealing family)."""
+class _ExpansionVectorClassifier(CompiledModelMixin, MIClassifierMixin, BaseEstimator):
+    """Estimators whose fitted model is the expansion-vector form
+    ``f(x) = sum_k beta_k k(z_k, x) + b`` with the bag score pooled from the instance scores
+    (label mean here; label max for the annealing family). ``xv_``, ``coef_`` and
+    ``intercept_`` are read-only views of the compiled model ``model_``."""
 
-    _pooling = "mean"
+    @property
+    def xv_(self):
+        """The expansion vectors ``(n_xv, n_features)`` (a CSR matrix for a sparse basis)."""
+        xv = self._model().xv
+        if isinstance(xv, tuple):
+            data, indices, indptr, shape = xv
+            return sp.csr_matrix((data, indices, indptr), shape=shape)
+        return xv
+
+    @property
+    def coef_(self):
+        """Expansion coefficients: ``(n_xv,)`` for binary problems, else ``(n_classes, n_xv)``."""
+        coef = self._model().coef
+        return coef[0] if coef.shape[0] == 1 else coef
+
+    @property
+    def intercept_(self):
+        """The bias: a float for binary problems, else ``(n_classes,)``."""
+        b = self._model().intercept
+        return float(b[0]) if b.shape[0] == 1 else b
 
     def _fit_xv(self, bags, y, *, max_iter, max_line_search, tol, solver, init="random", n_basis=None):
         bags = as_bags(bags)
@@ -54,34 +73,35 @@ class _ExpansionVectorClassifier(MIClassifierMixin, BaseEstimator):
                     raise ValueError("init has a non-finite value")
                 extra["init_basis"] = Bags(points, np.array([0, points.shape[0]], dtype=np.int64)).core_instances()
         start = time.perf_counter()
-        out = _core.fit_sparse_mi(
-            bags.core_instances(),
-            bags.bag_ptr,
-            labels,
-            n_xv=n_xv,
-            c=as_float("C", self.C),
-            kernel=kernel,
-            gamma=as_gamma(self.gamma),
-            max_iter=max_iter,
-            max_line_search=max_line_search,
-            tol=tol,
-            solver=as_choice("solver", self.solver, ("newton", "lbfgs")),
-            seed=seed,
-            n_jobs=as_n_jobs(self.n_jobs),
-            n_basis=n_basis,
-            **extra,
-        )
-        binary = len(self.classes_) == 2
+        with FitProgress(self, max_iter, "iteration") as progress:
+            out = _core.fit_sparse_mi(
+                bags.core_instances(),
+                bags.bag_ptr,
+                labels,
+                n_xv=n_xv,
+                c=as_float("C", self.C),
+                kernel=kernel,
+                gamma=as_gamma(self.gamma),
+                max_iter=max_iter,
+                max_line_search=max_line_search,
+                tol=tol,
+                solver=as_choice("solver", self.solver, ("newton", "lbfgs")),
+                seed=seed,
+                n_jobs=as_n_jobs(self.n_jobs),
+                n_basis=n_basis,
+                progress=progress.callback(),
+                **extra,
+            )
         # basis-vector mode on sparse data: the XVs are sparse combinations of basis vectors
         sparse_xv = n_basis is not None and bags.is_sparse and init in ("random", "svm")
-        self.xv_ = sp.csr_matrix(out["xv"]) if sparse_xv else out["xv"]
+        model = out["model"]
+        if sparse_xv:
+            model = _sparse_basis_model(model)
+        self._set_model(model)
         self.initial_xv_ = sp.csr_matrix(out["initial_xv"]) if sparse_xv else out["initial_xv"]
-        self.coef_ = out["coef"][0] if binary else out["coef"]
-        self.intercept_ = float(out["intercept"][0]) if binary else out["intercept"]
         self.objective_history_ = np.asarray(out["objective_history"])
         self.n_iter_ = int(out["n_iter"])
         self.gamma_ = float(out["gamma"])
-        self.n_features_in_ = bags.n_features
         self.fit_time_ = time.perf_counter() - start
         if getattr(self, "verbose", 0):
             print(
@@ -91,44 +111,13 @@ class _ExpansionVectorClassifier(MIClassifierMixin, BaseEstimator):
             )
         return self
 
-    def decision_function(self, bags):
-        """Bag scores ``F(X)``: the mean (SparseMI family) or the max (annealing family) of the
-        instance scores ``f(x_p)``.
 
-        Parameters
-        ----------
-        bags : list of array-like or Bags
-
-        Returns
-        -------
-        ndarray of shape (n_bags,) for binary problems (positive means ``classes_[1]``),
-        or (n_bags, n_classes) for multi-class problems.
-        """
-        bags = self._check_bags(bags)
-        coef = np.atleast_2d(self.coef_)
-        intercept = np.atleast_1d(np.asarray(self.intercept_, dtype=np.float64))
-        xv = self.xv_.toarray() if sp.issparse(self.xv_) else self.xv_
-        scores = _core.decision_function(
-            bags.core_instances(), bags.bag_ptr, xv, coef, intercept, self.kernel, self.gamma_,
-            as_n_jobs(self.n_jobs), self._pooling,
-        )
-        return scores[:, 0] if scores.shape[1] == 1 else scores
-
-    def save(self, path):
-        """Write the fitted model as versioned JSON, readable by :func:`milsvm.load` and by the
-        Rust crate (``milsvm::Model::load``), with the class labels and parameters added."""
-        check_is_fitted(self)
-        text = _core.model_to_json(
-            self.xv_.toarray() if sp.issparse(self.xv_) else self.xv_, np.atleast_2d(self.coef_), np.atleast_1d(np.asarray(self.intercept_, dtype=np.float64)),
-            self.kernel, self.gamma_, len(self.classes_), self._pooling,
-        )
-        doc = json.loads(text)
-        doc["estimator"] = type(self).__name__
-        doc["params"] = {k: v for k, v in self.get_params().items() if isinstance(v, (int, float, str, type(None)))}
-        doc["classes"] = self.classes_.tolist()
-        doc["n_iter"] = int(getattr(self, "n_iter_", 0))
-        doc["objective_history"] = np.asarray(getattr(self, "objective_history_", [])).tolist()
-        Path(path).write_text(json.dumps(doc))
+def _sparse_basis_model(model):
+    """The same model with its basis stored as CSR (basis-vector mode on sparse data)."""
+    csr = sp.csr_matrix(np.asarray(model.xv))
+    parts = (csr.data.astype(np.float64), csr.indices.astype(np.int64), csr.indptr.astype(np.int64), csr.shape[1])
+    return _core.Model(parts, np.asarray(model.coef), np.asarray(model.intercept), model.kernel,
+                       model.gamma if model.gamma is not None else 1.0, model.n_classes, model.pooling)
 
 
 def _initial_points(init, bags, labels, count, kernel, gamma, seed):
@@ -161,43 +150,6 @@ def _initial_points(init, bags, labels, count, kernel, gamma, seed):
     weight = np.abs(np.atleast_2d(svm.coef_)).max(axis=0)
     top = np.argsort(-weight, kind="stable")[:count]
     return X[np.sort(top)]
-
-
-def load(path):
-    """Read a model written by ``save`` (any milsvm estimator with a ``save`` method).
-
-    Raises
-    ------
-    ValueError
-        If the file is not a milsvm model or has an unsupported version.
-    """
-    text = Path(path).read_text()
-    parts = _core.model_from_json(text)
-    doc = json.loads(text)
-    from .annealing import ALPSVM, ALSVM, AWSVM, MISVM, miSVM
-    from .convex_combination import SVMCC
-    from .one_class import OneClassMISVM
-    from .set_kernel import NSK, ReducedSet, sMIL
-
-    classes = (SparseMI, RSVM, ReducedSet, ALSVM, AWSVM, ALPSVM, miSVM, MISVM, NSK, sMIL, SVMCC, OneClassMISVM)
-    cls = {c.__name__: c for c in classes}.get(doc.get("estimator"))
-    if cls is None:
-        raise ValueError(f"{path}: unknown estimator {doc.get('estimator')!r} in model file")
-    if parts["pooling"] != cls._pooling:
-        raise ValueError(f"{path}: a {cls.__name__} model must have pooling {cls._pooling!r}, the file has {parts['pooling']!r}")
-    params = {k: v for k, v in doc.get("params", {}).items() if k in cls().get_params()}
-    est = cls(**params)
-    binary = parts["coef"].shape[0] == 1
-    est.xv_ = parts["xv"]
-    est.coef_ = parts["coef"][0] if binary else parts["coef"]
-    est.intercept_ = float(parts["intercept"][0]) if binary else parts["intercept"]
-    est.gamma_ = float(parts["gamma"])
-    est.kernel = parts["kernel"]
-    est.classes_ = np.asarray(doc["classes"])
-    est.n_features_in_ = est.xv_.shape[1]
-    est.n_iter_ = int(doc.get("n_iter", 0))
-    est.objective_history_ = np.asarray(doc.get("objective_history", []), dtype=np.float64)
-    return est
 
 
 class SparseMI(_ExpansionVectorClassifier):

@@ -9,7 +9,7 @@ use super::*;
 /// returns a dict with `xv`, `coef` (`n_outputs x n_xv`), `intercept`, `gamma`, and per binary
 /// problem `p`, `p_hat`, `objective_history`, `temperatures`, `n_iter`, `n_solves`, `converged`.
 #[pyfunction]
-#[pyo3(signature = (x, bag_ptr, labels, *, method, c, kernel, gamma, c2=1.0, p_star=0.5, t0=None, decay=1.5, eps=1e-4, max_temperatures=200, max_iter=50, init="uniform", n_xv=None, xv_init="kmeans", init_xv=None, class_weight=None, seed=0, n_jobs=None))]
+#[pyo3(signature = (x, bag_ptr, labels, *, method, c, kernel, gamma, c2=1.0, p_star=0.5, t0=None, decay=1.5, eps=1e-4, max_temperatures=200, max_iter=50, init="uniform", n_xv=None, xv_init="kmeans", init_xv=None, class_weight=None, seed=0, n_jobs=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn fit_annealing<'py>(
     py: Python<'py>,
@@ -34,6 +34,7 @@ pub(crate) fn fit_annealing<'py>(
     class_weight: Option<&Bound<'py, PyAny>>,
     seed: u64,
     n_jobs: Option<i64>,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let method = match method {
         "al" => AnnealingMethod::Al,
@@ -96,15 +97,14 @@ pub(crate) fn fit_annealing<'py>(
         class_weight,
         seed,
         n_jobs: n_jobs_of(n_jobs)?,
+        observer: observer_of(progress),
         ..AnnealingParams::default()
     };
     let bags = bags(x, bag_ptr)?;
     let labels = to_usize(labels.as_slice()?, "labels")?;
     let fit = run(py, || params.fit(&bags, &labels))?;
     let out = PyDict::new(py);
-    out.set_item("xv", fit.model.xv.into_pyarray(py))?;
-    out.set_item("coef", fit.model.coef.into_pyarray(py))?;
-    out.set_item("intercept", fit.model.intercept.into_pyarray(py))?;
+    out.set_item("model", super::model::PyModel::wrap(fit.model)?)?;
     out.set_item("gamma", fit.gamma)?;
     let p: Vec<Bound<'py, PyArray1<f64>>> = fit.p.into_iter().map(|v| v.into_pyarray(py)).collect();
     out.set_item("p", p)?;

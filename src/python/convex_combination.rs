@@ -39,9 +39,7 @@ pub(crate) fn fit_svmcc<'py>(
     let labels = to_usize(labels.as_slice()?, "labels")?;
     let fit = run(py, || params.fit(&bags, &labels))?;
     let out = PyDict::new(py);
-    out.set_item("xv", fit.model.xv.into_pyarray(py))?;
-    out.set_item("coef", fit.model.coef.into_pyarray(py))?;
-    out.set_item("intercept", fit.model.intercept.into_pyarray(py))?;
+    out.set_item("model", super::model::PyModel::wrap(fit.model)?)?;
     out.set_item("gamma", fit.gamma)?;
     out.set_item("positive_bags", fit.positive_bags)?;
     out.set_item("v", fit.v)?;

@@ -25,7 +25,7 @@ use crate::bags::{validate_bag_ptr, Bags, Csr, Instances};
 use crate::error::Error;
 use crate::kernel::{basis_gradient, kernel_bag_means, Basis, Kernel, Rows};
 use crate::model::Model;
-use crate::params::{with_threads, Gamma, KernelKind};
+use crate::params::{with_threads, Gamma, KernelKind, Observer, Progress};
 use crate::solver::{InnerSolver, SquaredHinge};
 use crate::sparse_mi::SparseMiParams;
 
@@ -82,7 +82,9 @@ pub(crate) fn instances(obj: &Bound<'_, PyAny>) -> PyResult<Instances> {
         return Ok(Instances::Sparse(csr));
     }
     let x: PyReadonlyArray2<f64> = obj.extract()?;
-    Ok(Instances::Dense(x.as_array().to_owned()))
+    Ok(Instances::Dense(
+        x.as_array().as_standard_layout().into_owned(),
+    ))
 }
 
 pub(crate) fn bags(obj: &Bound<'_, PyAny>, bag_ptr: PyReadonlyArray1<i64>) -> PyResult<Bags> {
@@ -149,13 +151,15 @@ pub(crate) fn gamma_of(obj: &Bound<'_, PyAny>) -> PyResult<Gamma> {
     Ok(Gamma::Value(obj.extract::<f64>()?))
 }
 
-/// The pooling named `name` (`"mean"` or `"max"`).
+/// The pooling named `name` (`"mean"`, `"max"` or `"normalized_mean"`).
 pub(crate) fn pooling_of(name: &str) -> PyResult<crate::model::Pooling> {
     match name {
         "mean" => Ok(crate::model::Pooling::Mean),
         "max" => Ok(crate::model::Pooling::Max),
+        "normalized_mean" => Ok(crate::model::Pooling::NormalizedMean),
+        "smil_mean" => Ok(crate::model::Pooling::SmilMean),
         _ => Err(PyValueError::new_err(format!(
-            "pooling must be 'mean' or 'max', got {name:?}"
+            "pooling must be 'mean', 'max', 'normalized_mean' or 'smil_mean', got {name:?}"
         ))),
     }
 }
@@ -171,6 +175,25 @@ pub(crate) fn kernel_kind(kernel: &str) -> PyResult<KernelKind> {
     }
 }
 
+/// An observer calling the Python `callback(problem, step, max_steps, objective, temperature)`
+/// at every step of a fit (with the GIL taken for the call; an exception in the callback is
+/// printed and ignored: it cannot stop the fit).
+pub(crate) fn observer_of(callback: Option<Py<PyAny>>) -> Observer {
+    match callback {
+        None => Observer::default(),
+        Some(cb) => Observer::new(move |p: &Progress| {
+            Python::attach(|py| {
+                if let Err(e) = cb.call1(
+                    py,
+                    (p.problem, p.step, p.max_steps, p.objective, p.temperature),
+                ) {
+                    e.print(py);
+                }
+            })
+        }),
+    }
+}
+
 /// A non-negative count from Python, or `ValueError` naming it.
 pub(crate) fn count(v: i64, name: &str) -> PyResult<usize> {
     usize::try_from(v).map_err(|_| {
@@ -183,15 +206,13 @@ pub(crate) fn count(v: i64, name: &str) -> PyResult<usize> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(sparse_mi::fit_sparse_mi, m)?)?;
-    m.add_function(wrap_pyfunction!(model::decision_function, m)?)?;
+    m.add_class::<model::PyModel>()?;
     m.add_function(wrap_pyfunction!(core_fns::kernel_bag_means_py, m)?)?;
     m.add("kernel_bag_means", m.getattr("kernel_bag_means_py")?)?;
     m.add_function(wrap_pyfunction!(core_fns::kernel_basis_grad, m)?)?;
     m.add_function(wrap_pyfunction!(core_fns::solve_squared_hinge, m)?)?;
     m.add_function(wrap_pyfunction!(sparse_mi::sparse_mi_objective, m)?)?;
     m.add_function(wrap_pyfunction!(core_fns::squared_hinge_value_grad, m)?)?;
-    m.add_function(wrap_pyfunction!(model::model_to_json, m)?)?;
-    m.add_function(wrap_pyfunction!(model::model_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(set_kernel::fit_mi_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(
         set_kernel::mi_kernel_decision_function,
@@ -201,9 +222,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_kernel::fit_reduced_set, m)?)?;
     m.add_function(wrap_pyfunction!(annealing::fit_annealing, m)?)?;
     m.add_function(wrap_pyfunction!(annealing::probability_update, m)?)?;
-    m.add_function(wrap_pyfunction!(model::instance_decision_function, m)?)?;
     m.add_function(wrap_pyfunction!(set_kernel_svm::fit_set_kernel_svm, m)?)?;
-    m.add_function(wrap_pyfunction!(set_kernel_svm::bag_self_kernel_py, m)?)?;
     m.add_function(wrap_pyfunction!(convex_combination::fit_svmcc, m)?)?;
     m.add_function(wrap_pyfunction!(convex_combination::svmcc_lp_step, m)?)?;
     m.add_function(wrap_pyfunction!(one_class::fit_one_class, m)?)?;

@@ -1,119 +1,334 @@
-//! Bindings of the fitted model form (`src/model.rs`): bag scores and the JSON model file.
+//! `milsvm._core.Model`: the fitted model form (`src/model/`) as one compiled Python object.
+//! Every estimator holds one; prediction, `save` and the Rust side all go through it, and its
+//! arrays are read-only views of the Rust buffers.
+
+use std::path::PathBuf;
+
+use pyo3::types::PyType;
+use serde_json::{Map, Value};
 
 use super::*;
+use crate::model::{BagView, Pooling, Predictor, Workspace};
+use numpy::PyUntypedArrayMethods;
 
-/// Bag scores `(n_bags, n_outputs)` of the model `(xv, coef, intercept)`.
-#[pyfunction]
-#[pyo3(signature = (x, bag_ptr, xv, coef, intercept, kernel, gamma, n_jobs=None, pooling="mean"))]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn decision_function<'py>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    bag_ptr: PyReadonlyArray1<i64>,
-    xv: PyReadonlyArray2<f64>,
-    coef: PyReadonlyArray2<f64>,
-    intercept: PyReadonlyArray1<f64>,
-    kernel: &str,
-    gamma: f64,
-    n_jobs: Option<i64>,
-    pooling: &str,
-) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let model = Model {
-        pooling: pooling_of(pooling)?,
-        kernel: kernel_of(kernel, gamma)?,
-        xv: xv.as_array().to_owned(),
-        coef: coef.as_array().to_owned(),
-        intercept: intercept.as_array().to_owned(),
-        n_classes: if coef.as_array().nrows() == 1 {
-            2
+/// A fitted model compiled for prediction (see `milsvm::model` in the Rust docs).
+#[pyclass(name = "Model", module = "milsvm._core", frozen)]
+pub(crate) struct PyModel {
+    model: Model,
+    predictor: Predictor,
+}
+
+impl PyModel {
+    /// Wraps a fitted core model (checked and compiled here).
+    pub(crate) fn wrap(model: Model) -> PyResult<Self> {
+        let predictor = model.predictor()?;
+        Ok(Self { model, predictor })
+    }
+}
+
+/// The JSON object in `text` (a Python-side `json.dumps`), or `ValueError` naming `what`.
+fn json_object(text: Option<&str>, what: &str) -> PyResult<Option<Map<String, Value>>> {
+    text.map(|t| match serde_json::from_str::<Value>(t) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(PyValueError::new_err(format!(
+            "{what} must be a JSON object"
+        ))),
+        Err(e) => Err(PyValueError::new_err(format!("{what}: {e}"))),
+    })
+    .transpose()
+}
+
+fn pooling_name(p: Pooling) -> &'static str {
+    match p {
+        Pooling::Mean => "mean",
+        Pooling::Max => "max",
+        Pooling::NormalizedMean => "normalized_mean",
+        Pooling::SmilMean => "smil_mean",
+    }
+}
+
+/// A read-only NumPy view of `array`, kept alive by `owner`.
+fn view<'py, D: ndarray::Dimension>(
+    array: &ndarray::Array<f64, D>,
+    owner: Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, numpy::PyArray<f64, D>>> {
+    // SAFETY: `owner` is the frozen `Model` that owns `array`; nothing mutates it while the
+    // view lives, and the view is made read-only below.
+    let arr = unsafe { numpy::PyArray::borrow_from_array(array, owner) };
+    arr.getattr("flags")?.setattr("writeable", false)?;
+    Ok(arr)
+}
+
+#[pymethods]
+impl PyModel {
+    /// `Model(xv, coef, intercept, kernel, gamma, n_classes, pooling="mean")`: `xv` a 2-D
+    /// float64 array or a CSR tuple `(data, indices, indptr, n_cols)`; `coef` of shape
+    /// `(n_outputs, n_xv)`.
+    #[new]
+    #[pyo3(signature = (xv, coef, intercept, kernel, gamma, n_classes, pooling="mean"))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        xv: &Bound<'_, PyAny>,
+        coef: PyReadonlyArray2<f64>,
+        intercept: PyReadonlyArray1<f64>,
+        kernel: &str,
+        gamma: f64,
+        n_classes: usize,
+        pooling: &str,
+    ) -> PyResult<Self> {
+        let model = Model::new(
+            kernel_of(kernel, gamma)?,
+            instances(xv)?,
+            coef.as_array().to_owned(),
+            intercept.as_array().to_owned(),
+            n_classes,
+            pooling_of(pooling)?,
+        );
+        Self::wrap(model)
+    }
+
+    /// Reads model JSON (any supported version); `ValueError` naming the field at fault.
+    #[staticmethod]
+    fn from_json(text: &str) -> PyResult<Self> {
+        Self::wrap(Model::from_json(text)?)
+    }
+
+    /// Reads a model file.
+    #[staticmethod]
+    fn load(path: PathBuf) -> PyResult<Self> {
+        Self::wrap(Model::load(path)?)
+    }
+
+    /// The model as versioned JSON with the given metadata (`classes`, `params`, `info` as JSON
+    /// text); `None` keeps what the model holds.
+    #[pyo3(signature = (estimator=None, classes=None, params=None, info=None))]
+    fn to_json(
+        &self,
+        estimator: Option<String>,
+        classes: Option<&str>,
+        params: Option<&str>,
+        info: Option<&str>,
+    ) -> PyResult<String> {
+        let mut m = self.model.clone();
+        if estimator.is_some() {
+            m.estimator = estimator;
+        }
+        if let Some(c) = classes {
+            let v: Vec<Value> = serde_json::from_str(c)
+                .map_err(|e| PyValueError::new_err(format!("classes: {e}")))?;
+            m.classes = Some(v);
+        }
+        if let Some(p) = json_object(params, "params")? {
+            m.params = p;
+        }
+        if let Some(i) = json_object(info, "info")? {
+            m.info = i;
+        }
+        Ok(m.to_json()?)
+    }
+
+    /// Bag scores `(n_bags, n_outputs)` of stacked instances (a C-contiguous float64 array,
+    /// read in place, or a CSR tuple) with bag offsets.
+    #[pyo3(signature = (x, bag_ptr, n_jobs=None))]
+    fn decision_function<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+        bag_ptr: PyReadonlyArray1<i64>,
+        n_jobs: Option<i64>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let bag_ptr = to_usize(bag_ptr.as_slice()?, "bag_ptr")?;
+        let n_jobs = n_jobs_of(n_jobs)?;
+        let predictor = &self.predictor;
+        let scores = if let Ok(dense) = x.extract::<PyReadonlyArray2<f64>>() {
+            let view = dense.as_array();
+            run(py, || {
+                with_threads(n_jobs, || {
+                    predictor.decision_function_rows(Rows::Dense(view), &bag_ptr)
+                })?
+            })?
         } else {
-            coef.as_array().nrows()
-        },
-    };
-    let bags = bags(x, bag_ptr)?;
-    let n_jobs = n_jobs_of(n_jobs)?;
-    let scores = run(py, || {
-        with_threads(n_jobs, || model.decision_function(&bags))?
-    })?;
-    Ok(scores.into_pyarray(py))
-}
+            let Instances::Sparse(csr) = instances(x)? else {
+                return Err(PyValueError::new_err(
+                    "x must be a 2-D float64 array or a CSR tuple",
+                ));
+            };
+            run(py, || {
+                with_threads(n_jobs, || {
+                    predictor.decision_function_rows(Rows::Sparse(&csr), &bag_ptr)
+                })?
+            })?
+        };
+        Ok(scores.into_pyarray(py))
+    }
 
-/// The versioned JSON text of a model (the format `milsvm::Model::load` reads).
-#[pyfunction]
-#[pyo3(signature = (xv, coef, intercept, kernel, gamma, n_classes, pooling="mean"))]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn model_to_json(
-    xv: PyReadonlyArray2<f64>,
-    coef: PyReadonlyArray2<f64>,
-    intercept: PyReadonlyArray1<f64>,
-    kernel: &str,
-    gamma: f64,
-    n_classes: usize,
-    pooling: &str,
-) -> PyResult<String> {
-    let model = Model {
-        kernel: kernel_of(kernel, gamma)?,
-        xv: xv.as_array().to_owned(),
-        coef: coef.as_array().to_owned(),
-        intercept: intercept.as_array().to_owned(),
-        n_classes,
-        pooling: pooling_of(pooling)?,
-    };
-    Ok(model.to_json()?)
-}
+    /// The scores of one bag given as a 2-D float64 array (one instance per row), as a list of
+    /// `n_outputs` floats, computed on the calling thread: the low-latency path.
+    fn decision_function_bag(&self, x: PyReadonlyArray2<'_, f64>) -> PyResult<Vec<f64>> {
+        let d = x.as_array().ncols();
+        let mut out = vec![0.0; self.predictor.n_outputs()];
+        let mut ws = Workspace::default();
+        match x.as_slice().ok().filter(|_| x.is_c_contiguous()) {
+            Some(s) => self
+                .predictor
+                .score_bag(BagView::dense(s, d)?, &mut ws, &mut out)?,
+            None => {
+                let owned = x.as_array().as_standard_layout().into_owned();
+                let s = owned.as_slice().unwrap_or(&[]);
+                self.predictor
+                    .score_bag(BagView::dense(s, d)?, &mut ws, &mut out)?
+            }
+        }
+        Ok(out)
+    }
 
-/// Reads model JSON; returns a dict with `xv, coef, intercept, kernel, gamma, n_classes`.
-#[pyfunction]
-pub(crate) fn model_from_json<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyDict>> {
-    let model = Model::from_json(text)?;
-    let out = PyDict::new(py);
-    let (name, gamma) = match model.kernel {
-        Kernel::Rbf { gamma } => ("rbf", gamma),
-        Kernel::Linear => ("linear", 1.0),
-    };
-    out.set_item("kernel", name)?;
-    out.set_item("gamma", gamma)?;
-    out.set_item("n_classes", model.n_classes)?;
-    out.set_item(
-        "pooling",
-        match model.pooling {
-            crate::model::Pooling::Mean => "mean",
-            crate::model::Pooling::Max => "max",
-        },
-    )?;
-    out.set_item("xv", model.xv.into_pyarray(py))?;
-    out.set_item("coef", model.coef.into_pyarray(py))?;
-    out.set_item("intercept", model.intercept.into_pyarray(py))?;
-    Ok(out)
-}
+    /// Instance scores `(n_instances, n_outputs)`.
+    #[pyo3(signature = (x, n_jobs=None))]
+    fn instance_decision_function<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+        n_jobs: Option<i64>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let x = instances(x)?;
+        let n_jobs = n_jobs_of(n_jobs)?;
+        let predictor = &self.predictor;
+        let scores = run(py, || {
+            with_threads(n_jobs, || predictor.instance_decision_function(&x))?
+        })?;
+        Ok(scores.into_pyarray(py))
+    }
 
-/// Instance scores `(n_instances, n_outputs)` of the model `(xv, coef, intercept)`.
-#[pyfunction]
-#[pyo3(signature = (x, xv, coef, intercept, kernel, gamma, n_jobs=None))]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn instance_decision_function<'py>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    xv: PyReadonlyArray2<f64>,
-    coef: PyReadonlyArray2<f64>,
-    intercept: PyReadonlyArray1<f64>,
-    kernel: &str,
-    gamma: f64,
-    n_jobs: Option<i64>,
-) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let n_out = coef.as_array().nrows();
-    let model = Model {
-        pooling: crate::model::Pooling::Max,
-        kernel: kernel_of(kernel, gamma)?,
-        xv: xv.as_array().to_owned(),
-        coef: coef.as_array().to_owned(),
-        intercept: intercept.as_array().to_owned(),
-        n_classes: if n_out == 1 { 2 } else { n_out },
-    };
-    let x = instances(x)?;
-    let n_jobs = n_jobs_of(n_jobs)?;
-    let scores = run(py, || {
-        with_threads(n_jobs, || model.instance_decision_function(&x))?
-    })?;
-    Ok(scores.into_pyarray(py))
+    /// The dense basis `(n_xv, n_features)` as a read-only view, or for a CSR basis the tuple
+    /// `(data, indices, indptr, (n_xv, n_features))`.
+    #[getter]
+    fn xv<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        match &slf.get().model.xv {
+            Instances::Dense(z) => Ok(view(z, slf.clone().into_any())?.into_any()),
+            Instances::Sparse(z) => {
+                let idx: Vec<i64> = z.indices().iter().map(|&j| j as i64).collect();
+                let ptr: Vec<i64> = z.indptr().iter().map(|&j| j as i64).collect();
+                let t = (
+                    z.data().to_vec().into_pyarray(py),
+                    idx.into_pyarray(py),
+                    ptr.into_pyarray(py),
+                    (z.n_rows(), z.n_cols()),
+                );
+                Ok(t.into_pyobject(py)?.into_any())
+            }
+        }
+    }
+
+    /// Whether the basis is stored as CSR.
+    #[getter]
+    fn is_sparse(&self) -> bool {
+        matches!(self.model.xv, Instances::Sparse(_))
+    }
+
+    /// Coefficients `(n_outputs, n_xv)` (read-only view).
+    #[getter]
+    fn coef<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        view(&slf.get().model.coef, slf.clone().into_any())
+    }
+
+    /// Biases `(n_outputs,)` (read-only view).
+    #[getter]
+    fn intercept<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        view(&slf.get().model.intercept, slf.clone().into_any())
+    }
+
+    /// `"rbf"` or `"linear"`.
+    #[getter]
+    fn kernel(&self) -> &'static str {
+        match self.model.kernel {
+            Kernel::Rbf { .. } => "rbf",
+            Kernel::Linear => "linear",
+        }
+    }
+
+    /// The Gaussian width (`None` for the linear kernel).
+    #[getter]
+    fn gamma(&self) -> Option<f64> {
+        match self.model.kernel {
+            Kernel::Rbf { gamma } => Some(gamma),
+            Kernel::Linear => None,
+        }
+    }
+
+    /// `"mean"`, `"max"` or `"normalized_mean"`.
+    #[getter]
+    fn pooling(&self) -> &'static str {
+        pooling_name(self.model.pooling)
+    }
+
+    /// Number of classes.
+    #[getter]
+    fn n_classes(&self) -> usize {
+        self.model.n_classes
+    }
+
+    /// Number of features of an instance.
+    #[getter]
+    fn n_features(&self) -> usize {
+        self.model.n_features()
+    }
+
+    /// Number of expansion vectors.
+    #[getter]
+    fn n_xv(&self) -> usize {
+        self.model.n_xv()
+    }
+
+    /// Number of outputs (1 for binary models).
+    #[getter]
+    fn n_outputs(&self) -> usize {
+        self.model.n_outputs()
+    }
+
+    /// The estimator name stored with the model, if any.
+    #[getter]
+    fn estimator(&self) -> Option<String> {
+        self.model.estimator.clone()
+    }
+
+    /// The class labels as JSON text, if stored.
+    #[getter]
+    fn classes_json(&self) -> PyResult<Option<String>> {
+        self.model
+            .classes
+            .as_ref()
+            .map(|c| serde_json::to_string(c).map_err(|e| PyValueError::new_err(e.to_string())))
+            .transpose()
+    }
+
+    /// The stored hyperparameters as JSON text.
+    #[getter]
+    fn params_json(&self) -> PyResult<String> {
+        serde_json::to_string(&self.model.params).map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// The stored training record as JSON text.
+    #[getter]
+    fn info_json(&self) -> PyResult<String> {
+        serde_json::to_string(&self.model.info).map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// Pickle support: the model is rebuilt from its JSON text (exact round trip).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (String,))> {
+        let cls: Bound<'py, PyType> = slf.get_type();
+        Ok((cls.getattr("from_json")?, (slf.get().model.to_json()?,)))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Model(kernel={:?}, n_xv={}, n_features={}, n_outputs={}, pooling={:?}{})",
+            self.kernel(),
+            self.model.n_xv(),
+            self.model.n_features(),
+            self.model.n_outputs(),
+            self.pooling(),
+            if self.is_sparse() { ", sparse" } else { "" }
+        )
+    }
 }

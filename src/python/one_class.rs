@@ -37,9 +37,7 @@ pub(crate) fn fit_one_class<'py>(
     let labels = to_usize(labels.as_slice()?, "labels")?;
     let fit = run(py, || params.fit(&bags, &labels))?;
     let out = PyDict::new(py);
-    out.set_item("xv", fit.model.xv.into_pyarray(py))?;
-    out.set_item("coef", fit.model.coef.into_pyarray(py))?;
-    out.set_item("intercept", fit.model.intercept.into_pyarray(py))?;
+    out.set_item("model", super::model::PyModel::wrap(fit.model)?)?;
     out.set_item("gamma", fit.gamma)?;
     out.set_item("alpha", fit.alpha.into_pyarray(py))?;
     out.set_item("bag_alpha", fit.bag_alpha.into_pyarray(py))?;

@@ -31,6 +31,7 @@ pub(crate) fn fit_mi_kernel<'py>(
     let labels = to_usize(labels.as_slice()?, "labels")?;
     let fit = run(py, || params.fit(&bags, &labels))?;
     let out = PyDict::new(py);
+    out.set_item("model", super::model::PyModel::wrap(fit.model.to_model()?)?)?;
     out.set_item("support", fit.model.support())?;
     out.set_item("n_xv", fit.model.n_xv())?;
     out.set_item("coef", fit.model.coef.into_pyarray(py))?;
@@ -144,9 +145,7 @@ pub(crate) fn fit_reduced_set<'py>(
     let fit = run(py, || params.fit(&bags, &labels))?;
     let out = PyDict::new(py);
     out.set_item("mi_kernel_n_xv", fit.mi_kernel.model.n_xv())?;
-    out.set_item("xv", fit.model.xv.into_pyarray(py))?;
-    out.set_item("coef", fit.model.coef.into_pyarray(py))?;
-    out.set_item("intercept", fit.model.intercept.into_pyarray(py))?;
+    out.set_item("model", super::model::PyModel::wrap(fit.model)?)?;
     out.set_item("gamma", fit.gamma)?;
     out.set_item("residual_history", fit.expansion.residual_history)?;
     out.set_item(

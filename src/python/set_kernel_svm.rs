@@ -1,7 +1,7 @@
 //! Bindings of NSK and sMIL (`src/set_kernel_svm.rs`).
 
 use crate::params::ClassWeight;
-use crate::set_kernel_svm::{bag_self_kernel, NskParams, SetNorm, SmilParams};
+use crate::set_kernel_svm::{NskParams, SetNorm, SmilParams};
 
 use super::*;
 
@@ -97,9 +97,7 @@ pub(crate) fn fit_set_kernel_svm<'py>(
         }
     };
     let out = PyDict::new(py);
-    out.set_item("xv", fit.model.model.xv.into_pyarray(py))?;
-    out.set_item("coef", fit.model.model.coef.into_pyarray(py))?;
-    out.set_item("intercept", fit.model.model.intercept.into_pyarray(py))?;
+    out.set_item("model", super::model::PyModel::wrap(fit.model)?)?;
     out.set_item("gamma", fit.gamma)?;
     out.set_item("objective", fit.objective)?;
     let alpha: Vec<Bound<'py, PyArray1<f64>>> =
@@ -109,24 +107,4 @@ pub(crate) fn fit_set_kernel_svm<'py>(
     out.set_item("n_iter", fit.n_iter)?;
     out.set_item("converged", fit.converged)?;
     Ok(out)
-}
-
-/// The mean kernel of every bag with itself, `mean_p mean_q k(x_p, x_q)` (NSK-l2 prediction).
-#[pyfunction]
-#[pyo3(signature = (x, bag_ptr, kernel, gamma, n_jobs=None))]
-pub(crate) fn bag_self_kernel_py<'py>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    bag_ptr: PyReadonlyArray1<i64>,
-    kernel: &str,
-    gamma: f64,
-    n_jobs: Option<i64>,
-) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    let kernel = kernel_of(kernel, gamma)?;
-    let bags = bags(x, bag_ptr)?;
-    let n_jobs = n_jobs_of(n_jobs)?;
-    let out = run(py, || {
-        with_threads(n_jobs, || bag_self_kernel(kernel, &bags))
-    })?;
-    Ok(out.into_pyarray(py))
 }

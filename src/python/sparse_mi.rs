@@ -4,7 +4,7 @@ use super::*;
 
 /// Fits SparseMI (RSVM with `max_iter=0`); returns a dict of fitted arrays and diagnostics.
 #[pyfunction]
-#[pyo3(signature = (x, bag_ptr, labels, *, n_xv, c, kernel, gamma, max_iter, max_line_search, tol, solver, seed, n_jobs, inner_tol=None, init_xv=None, n_basis=None, init_basis=None))]
+#[pyo3(signature = (x, bag_ptr, labels, *, n_xv, c, kernel, gamma, max_iter, max_line_search, tol, solver, seed, n_jobs, inner_tol=None, init_xv=None, n_basis=None, init_basis=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn fit_sparse_mi<'py>(
     py: Python<'py>,
@@ -25,6 +25,7 @@ pub(crate) fn fit_sparse_mi<'py>(
     init_xv: Option<PyReadonlyArray2<f64>>,
     n_basis: Option<i64>,
     init_basis: Option<&Bound<'py, PyAny>>,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let count = |v: i64, name: &str| {
         usize::try_from(v).map_err(|_| {
@@ -54,15 +55,14 @@ pub(crate) fn fit_sparse_mi<'py>(
         init_xv: init_xv.map(|z| z.as_array().to_owned()),
         n_basis: n_basis.map(|q| count(q, "n_basis")).transpose()?,
         init_basis: init_basis.map(instances).transpose()?,
+        observer: observer_of(progress),
         ..SparseMiParams::default()
     };
     let bags = bags(x, bag_ptr)?;
     let labels = to_usize(labels.as_slice()?, "labels")?;
     let fit = run(py, || params.fit(&bags, &labels))?;
     let out = PyDict::new(py);
-    out.set_item("xv", fit.model.xv.into_pyarray(py))?;
-    out.set_item("coef", fit.model.coef.into_pyarray(py))?;
-    out.set_item("intercept", fit.model.intercept.into_pyarray(py))?;
+    out.set_item("model", super::model::PyModel::wrap(fit.model)?)?;
     out.set_item("initial_xv", fit.initial_xv.into_pyarray(py))?;
     out.set_item("objective_history", fit.objective_history)?;
     out.set_item("n_iter", fit.n_iter)?;

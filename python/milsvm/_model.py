@@ -1,0 +1,224 @@
+"""The fitted model every estimator holds: one compiled core object (``milsvm._core.Model``).
+
+Prediction, ``save`` and the Rust crate all go through it: ``est.model_`` is the Rust
+``milsvm::Model`` compiled for prediction (validated once, basis norms precomputed), and the
+estimator's public arrays (``xv_``, ``coef_``, ``intercept_``) are read-only views of its
+buffers. The model file is written and read by the core alone (versioned JSON, see the Rust
+docs of ``milsvm::model::file``); :func:`load` rebuilds the estimator from it.
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils.validation import check_is_fitted
+
+from . import _core
+from ._base import as_n_jobs
+
+__all__ = ["CompiledModelMixin", "load", "Model"]
+
+Model = _core.Model
+_F64 = np.dtype(np.float64)
+
+
+def _jsonable(value):
+    """``value`` as plain JSON data (arrays become lists), or ``None`` if it cannot be."""
+    if isinstance(value, np.ndarray):
+        return value.tolist() if value.dtype.kind in "biuf" else None
+    if isinstance(value, (list, tuple)):
+        items = [_jsonable(v) for v in value]
+        return None if any(i is None for i in items) else items
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value) if np.isfinite(value) else None
+    if isinstance(value, str):
+        return value
+    return None
+
+
+def _restored(value):
+    """A saved training attribute back as NumPy data: a list of numbers becomes an array, a
+    ragged list a list of arrays."""
+    if isinstance(value, list):
+        try:
+            arr = np.asarray(value)
+        except ValueError:  # ragged
+            return [_restored(v) for v in value]
+        if arr.dtype.kind in "biuf":
+            return arr
+        return [_restored(v) for v in value]
+    return value
+
+
+class CompiledModelMixin:
+    """Prediction and saving through ``self.model_`` (a ``milsvm._core.Model``).
+
+    Subclasses set ``_poolings`` (the bag poolings their models use) and ``_info_attrs`` (the
+    fitted attributes kept in the model file's training record).
+    """
+
+    _poolings = ("mean",)
+    _info_attrs = ("n_iter_", "objective_history_", "gamma_")
+
+    def _set_model(self, model):
+        """Install a fitted core model."""
+        self.model_ = model
+        self.n_features_in_ = model.n_features
+
+    def _loaded(self):
+        """Hook run by :func:`load` after the model is installed (align parameters with it)."""
+        if "kernel" in self.get_params(deep=False):
+            self.kernel = self.model_.kernel
+
+    def _model(self):
+        try:
+            return self.model_
+        except AttributeError:
+            check_is_fitted(self)  # raises NotFittedError with sklearn's message
+            raise
+
+    def decision_function(self, bags):
+        """Bag scores ``F(X)`` pooled from the instance scores ``f(x) = sum_k coef_k k(z_k, x) + b``
+        (mean, max or normalised mean, by estimator).
+
+        Parameters
+        ----------
+        bags : list of array-like / scipy sparse matrices, or Bags
+
+        Returns
+        -------
+        ndarray of shape (n_bags,) for binary problems (positive means ``classes_[1]``),
+        or (n_bags, n_classes) for multi-class problems.
+        """
+        bags = self._check_bags(bags)
+        scores = self._model().decision_function(bags.core_instances(), bags.bag_ptr, as_n_jobs(self.n_jobs))
+        return scores[:, 0] if scores.shape[1] == 1 else scores
+
+    def decision_function_bag(self, bag):
+        """The score of one bag, with the least overhead (the serving path).
+
+        Parameters
+        ----------
+        bag : array-like of shape (n_instances, n_features)
+            One bag, one instance per row (a float64 array is read in place; a sparse matrix
+            goes through :meth:`decision_function`).
+
+        Returns
+        -------
+        float for binary problems (positive means ``classes_[1]``), else ndarray of shape
+        (n_classes,).
+        """
+        model = self.__dict__.get("model_")
+        if model is None:
+            model = self._model()
+        if type(bag) is np.ndarray and bag.dtype is _F64 and bag.ndim == 2:
+            x = bag  # read in place (the core copies a non-contiguous array)
+        elif sp.issparse(bag):
+            return self.decision_function([bag])[0]
+        else:
+            x = np.asarray(bag, dtype=np.float64)
+            if x.ndim != 2:
+                raise ValueError(f"a bag must be a 2-D array (n_instances, n_features), got {x.ndim} dimension(s)")
+        scores = model.decision_function_bag(x)
+        return scores[0] if len(scores) == 1 else np.asarray(scores)
+
+    def _saved_params(self):
+        params = {}
+        for key, value in self.get_params(deep=False).items():
+            v = _jsonable(value)
+            if v is not None or value is None:
+                params[key] = v
+        return params
+
+    def _saved_info(self):
+        info = {}
+        for name in self._info_attrs:
+            if hasattr(self, name):
+                v = _jsonable(getattr(self, name))
+                if v is not None:
+                    info[name] = v
+        return info
+
+    def save(self, path):
+        """Write the fitted model as versioned JSON: readable by :func:`milsvm.load` and by the
+        Rust crate (``milsvm::Model::load``), with the class labels, the parameters and the
+        training record."""
+        model = self._model()
+        classes = _jsonable(np.asarray(self.classes_))
+        if classes is None:
+            classes = [str(c) for c in self.classes_]
+        text = model.to_json(
+            estimator=type(self).__name__,
+            classes=json.dumps(classes),
+            params=json.dumps(self._saved_params()),
+            info=json.dumps(self._saved_info()),
+        )
+        Path(path).write_text(text)
+
+
+def _registry():
+    from .annealing import ALPSVM, ALSVM, AWSVM, MISVM, miSVM
+    from .convex_combination import SVMCC
+    from .one_class import OneClassMISVM
+    from .set_kernel import NSK, MIKernel, ReducedSet, sMIL
+    from .sparse_mi import RSVM, SparseMI
+
+    classes = (SparseMI, RSVM, MIKernel, ReducedSet, NSK, sMIL, ALSVM, AWSVM, ALPSVM, miSVM, MISVM, SVMCC,
+               OneClassMISVM)
+    return {c.__name__: c for c in classes}
+
+
+def load(path):
+    """Read a model written by ``save`` (any milsvm estimator) and return the fitted estimator.
+
+    Loading parses JSON only (no code runs). Every inconsistency is one ``ValueError`` naming
+    the field at fault: shapes, class count, non-finite numbers, unknown kernel, pooling,
+    estimator or format version.
+
+    Raises
+    ------
+    OSError
+        If the file cannot be read.
+    ValueError
+        If the file is not a valid milsvm model.
+    """
+    text = Path(path).read_text(encoding="utf-8", errors="strict")
+    try:
+        model = _core.Model.from_json(text)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+    registry = _registry()
+    cls = registry.get(model.estimator)
+    if cls is None:
+        raise ValueError(
+            f"{path}: field `estimator`: unknown estimator {model.estimator!r} "
+            f"(expected one of {', '.join(sorted(registry))})"
+        )
+    if model.pooling not in cls._poolings:
+        raise ValueError(
+            f"{path}: field `pooling`: a {cls.__name__} model pools by {' or '.join(cls._poolings)}, "
+            f"the file has {model.pooling!r}"
+        )
+    allowed = cls().get_params()
+    params = {k: v for k, v in json.loads(model.params_json).items() if k in allowed}
+    est = cls(**params)
+    if model.classes_json is None:
+        est.classes_ = np.arange(model.n_classes)
+    else:
+        est.classes_ = np.asarray(json.loads(model.classes_json))
+    est._set_model(model)
+    for name, value in json.loads(model.info_json).items():
+        if name in cls._info_attrs:
+            setattr(est, name, _restored(value))
+    if not hasattr(est, "gamma_"):
+        est.gamma_ = model.gamma if model.gamma is not None else 1.0
+    est._loaded()
+    return est

@@ -1,0 +1,276 @@
+//! The model file: one versioned JSON document per fitted model.
+//!
+//! Version 3 (written by this build):
+//!
+//! ```text
+//! {
+//!   "format": "milsvm-model",            // always this string
+//!   "version": 3,
+//!   "milsvm_version": "0.1.0",           // the writer (informative)
+//!   "estimator": "SparseMI",             // or null
+//!   "kernel": {"name": "rbf", "gamma": 0.1} | {"name": "linear"},
+//!   "pooling": "mean" | "max" | "normalized_mean",
+//!   "n_classes": 2,
+//!   "classes": [0, 1],                   // or null; labels are numbers, strings or booleans
+//!   "xv": {"layout": "dense", "shape": [n_xv, n_features], "data": [row-major values]}
+//!       | {"layout": "csr", "shape": [n_xv, n_features], "indptr": [...], "indices": [...],
+//!          "data": [...]},
+//!   "coef": {"shape": [n_outputs, n_xv], "data": [row-major values]},
+//!   "intercept": [one value per output],
+//!   "params": {...},                     // estimator hyperparameters (optional)
+//!   "info": {...}                        // training record (optional)
+//! }
+//! ```
+//!
+//! Versions 1 and 2 (an ndarray-serde `model` object, with `pooling` from version 2 on) are
+//! still read. Reading never runs code: it parses JSON, and every inconsistency (a missing or
+//! mistyped field, shapes that do not fit, a non-finite number, an unknown kernel, pooling or
+//! version, a `classes` list of the wrong length) is one [`Error::ModelFile`] naming the field.
+
+use ndarray::{Array1, Array2};
+use serde::de::DeserializeOwned;
+use serde_json::{json, Map, Value};
+
+use super::{Model, Pooling};
+use crate::bags::{Csr, Instances};
+use crate::error::{Error, Result};
+
+/// The version of the model file this build writes (3: sparse bases, classes and metadata in
+/// the core; 2 added `pooling`; 1 was the first). Versions 1 to 3 are read.
+pub const FORMAT_VERSION: u32 = 3;
+
+const FORMAT: &str = "milsvm-model";
+
+fn err(msg: impl Into<String>) -> Error {
+    Error::ModelFile(msg.into())
+}
+
+/// Field `name` of `obj`, deserialised, or an error naming it.
+fn field<T: DeserializeOwned>(obj: &Map<String, Value>, name: &str) -> Result<T> {
+    nested(obj, "", name)
+}
+
+/// Field `name` of the object at `parent` (for messages such as "field `xv.shape`").
+fn nested<T: DeserializeOwned>(obj: &Map<String, Value>, parent: &str, name: &str) -> Result<T> {
+    let path = if parent.is_empty() {
+        name.to_string()
+    } else {
+        format!("{parent}.{name}")
+    };
+    let v = obj
+        .get(name)
+        .ok_or_else(|| err(format!("missing field `{path}`")))?;
+    serde_json::from_value(v.clone()).map_err(|e| err(format!("field `{path}`: {e}")))
+}
+
+/// Optional field `name` (absent or null gives `None`).
+fn opt_field<T: DeserializeOwned>(obj: &Map<String, Value>, name: &str) -> Result<Option<T>> {
+    match obj.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(_) => field(obj, name).map(Some),
+    }
+}
+
+fn object<'a>(v: &'a Value, name: &str) -> Result<&'a Map<String, Value>> {
+    v.as_object()
+        .ok_or_else(|| err(format!("field `{name}` must be a JSON object")))
+}
+
+/// A row-major matrix `{"shape": [r, c], "data": [...]}`.
+fn matrix(obj: &Map<String, Value>, name: &str) -> Result<Array2<f64>> {
+    let m = object(
+        obj.get(name)
+            .ok_or_else(|| err(format!("missing field `{name}`")))?,
+        name,
+    )?;
+    let shape: [usize; 2] = nested(m, name, "shape")?;
+    let data: Vec<f64> = nested(m, name, "data")?;
+    let need = shape[0].checked_mul(shape[1]);
+    if need != Some(data.len()) {
+        return Err(err(format!(
+            "{name}: shape {} x {} does not fit {} values",
+            shape[0],
+            shape[1],
+            data.len()
+        )));
+    }
+    Array2::from_shape_vec((shape[0], shape[1]), data).map_err(|e| err(format!("{name}: {e}")))
+}
+
+fn basis(obj: &Map<String, Value>) -> Result<Instances> {
+    let b = object(
+        obj.get("xv")
+            .ok_or_else(|| err("missing field `xv`".to_string()))?,
+        "xv",
+    )?;
+    let layout: String = nested(b, "xv", "layout")?;
+    match layout.as_str() {
+        "dense" => Ok(Instances::Dense(matrix(obj, "xv")?)),
+        "csr" => {
+            let shape: [usize; 2] = nested(b, "xv", "shape")?;
+            let indptr: Vec<usize> = nested(b, "xv", "indptr")?;
+            let indices: Vec<usize> = nested(b, "xv", "indices")?;
+            let data: Vec<f64> = nested(b, "xv", "data")?;
+            if indptr.len() != shape[0].saturating_add(1) {
+                return Err(err(format!(
+                    "xv: indptr has {} entries for {} rows (expected rows + 1)",
+                    indptr.len(),
+                    shape[0]
+                )));
+            }
+            let csr = Csr::new(shape[0], shape[1], indptr, indices, data)
+                .map_err(|e| err(format!("xv: {e}")))?;
+            Ok(Instances::Sparse(csr))
+        }
+        other => Err(err(format!(
+            "xv.layout: unknown basis layout {other:?} (expected \"dense\" or \"csr\")"
+        ))),
+    }
+}
+
+fn metadata(obj: &Map<String, Value>, name: &str) -> Result<Map<String, Value>> {
+    Ok(opt_field::<Map<String, Value>>(obj, name)?.unwrap_or_default())
+}
+
+/// Reads a model file of any supported version; see the module docs.
+pub(super) fn from_json(text: &str) -> Result<Model> {
+    let doc: Value = serde_json::from_str(text).map_err(|e| err(format!("not valid JSON: {e}")))?;
+    let obj = doc
+        .as_object()
+        .ok_or_else(|| err("the file must hold one JSON object"))?;
+    let format: String = field(obj, "format")?;
+    if format != FORMAT {
+        return Err(err(format!(
+            "field `format`: not a milsvm model file ({format:?}, expected {FORMAT:?})"
+        )));
+    }
+    let version: u32 = field(obj, "version")?;
+    let model = match version {
+        3 => read_v3(obj)?,
+        1 | 2 => read_v1_v2(obj, version)?,
+        v => {
+            return Err(err(format!(
+                "field `version`: unsupported model file version {v} (this build reads 1 to \
+                 {FORMAT_VERSION})"
+            )))
+        }
+    };
+    model.check()?;
+    Ok(model)
+}
+
+fn read_v3(obj: &Map<String, Value>) -> Result<Model> {
+    Ok(Model {
+        kernel: field(obj, "kernel")?,
+        pooling: field(obj, "pooling")?,
+        n_classes: field(obj, "n_classes")?,
+        classes: opt_field(obj, "classes")?,
+        estimator: opt_field(obj, "estimator")?,
+        xv: basis(obj)?,
+        coef: matrix(obj, "coef")?,
+        intercept: Array1::from(field::<Vec<f64>>(obj, "intercept")?),
+        params: metadata(obj, "params")?,
+        info: metadata(obj, "info")?,
+    })
+}
+
+/// Versions 1 and 2: `{"model": {kernel, xv, coef, intercept (ndarray serde), n_classes,
+/// pooling (v2)}}`, with `estimator`, `params`, `classes`, `n_iter` and `objective_history`
+/// added beside it by the Python package of that time.
+fn read_v1_v2(obj: &Map<String, Value>, version: u32) -> Result<Model> {
+    let m = object(
+        obj.get("model")
+            .ok_or_else(|| err("missing field `model`"))?,
+        "model",
+    )?;
+    let pooling = if version >= 2 {
+        opt_field::<Pooling>(m, "pooling")?.unwrap_or_default()
+    } else {
+        Pooling::Mean
+    };
+    let mut info = Map::new();
+    for key in ["n_iter", "objective_history"] {
+        if let Some(v) = obj.get(key) {
+            info.insert(key.into(), v.clone());
+        }
+    }
+    Ok(Model {
+        kernel: field(m, "kernel")?,
+        xv: Instances::Dense(field(m, "xv")?),
+        coef: field(m, "coef")?,
+        intercept: field(m, "intercept")?,
+        n_classes: field(m, "n_classes")?,
+        pooling,
+        classes: opt_field(obj, "classes")?,
+        estimator: opt_field(obj, "estimator")?,
+        params: metadata(obj, "params")?,
+        info,
+    })
+}
+
+/// Writes the version-3 document (after [`Model::check`]).
+pub(super) fn to_json(model: &Model) -> Result<String> {
+    model.check()?;
+    let xv = match &model.xv {
+        Instances::Dense(z) => json!({
+            "layout": "dense",
+            "shape": [z.nrows(), z.ncols()],
+            "data": z.iter().copied().collect::<Vec<f64>>(),
+        }),
+        Instances::Sparse(z) => json!({
+            "layout": "csr",
+            "shape": [z.n_rows(), z.n_cols()],
+            "indptr": z.indptr(),
+            "indices": z.indices(),
+            "data": z.data(),
+        }),
+    };
+    let kernel: Value = serde_json::to_value(model.kernel).map_err(|e| err(e.to_string()))?;
+    let pooling: Value = serde_json::to_value(model.pooling).map_err(|e| err(e.to_string()))?;
+    let doc = json!({
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "milsvm_version": env!("CARGO_PKG_VERSION"),
+        "estimator": model.estimator,
+        "kernel": kernel,
+        "pooling": pooling,
+        "n_classes": model.n_classes,
+        "classes": model.classes,
+        "xv": xv,
+        "coef": {
+            "shape": [model.coef.nrows(), model.coef.ncols()],
+            "data": model.coef.iter().copied().collect::<Vec<f64>>(),
+        },
+        "intercept": model.intercept.to_vec(),
+        "params": model.params,
+        "info": model.info,
+    });
+    serde_json::to_string(&doc).map_err(|e| err(e.to_string()))
+}
+
+impl Model {
+    /// The model as version-3 JSON (see [`file`](mod@crate::model::file)); fails if [`Model::check`]
+    /// does.
+    pub fn to_json(&self) -> Result<String> {
+        to_json(self)
+    }
+
+    /// Reads a model from JSON of any supported version, checked.
+    pub fn from_json(text: &str) -> Result<Self> {
+        from_json(text)
+    }
+
+    /// Writes the JSON file.
+    pub fn save(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
+        let text = self.to_json()?;
+        std::fs::write(path.as_ref(), text)
+            .map_err(|e| err(format!("{}: {e}", path.as_ref().display())))
+    }
+
+    /// Reads a JSON file.
+    pub fn load(path: impl AsRef<std::path::Path>) -> Result<Self> {
+        let text = std::fs::read_to_string(path.as_ref())
+            .map_err(|e| err(format!("{}: {e}", path.as_ref().display())))?;
+        Self::from_json(&text)
+    }
+}

@@ -1,0 +1,227 @@
+//! The fitted model form shared by every estimator of the crate, its compiled predictor, and its
+//! versioned JSON file.
+//!
+//! `f(x) = sum_k beta_k k(z_k, x) + b` over a basis `Z` of expansion vectors (dense or CSR), with
+//! the bag score pooled from the instance scores ([`Pooling`]): the label mean
+//! `F(X) = (1/|X|) sum_p f(x_p)` (Fu et al. 2013, eq. 3; SparseMI, RSVM, MI-Kernel by Lemma 1,
+//! NSK with `norm = "l1"`, sMIL), the label max `F(X) = max_p f(x_p)` (mi-SVM, MI-SVM, the
+//! annealing methods, SVM-CC, the one-class MI-SVM), or the feature-space-normalised mean (NSK
+//! with `norm = "l2"`). One output per one-vs-rest problem: a binary model has one output
+//! (positive = class 1), a multi-class model one per class.
+//!
+//! * [`Model`]: the data of a fitted model, checked by [`Model::check`], read and written as
+//!   JSON ([`Model::to_json`], [`Model::from_json`], [`Model::save`], [`Model::load`]; the
+//!   format is described in [`file`](mod@file)).
+//! * [`Predictor`]: a model compiled for prediction (validated once, basis norms and layouts
+//!   precomputed), `Send + Sync`, scoring one bag without allocating ([`Predictor::score_bag`]
+//!   with a [`Workspace`]) or many bags in parallel ([`Predictor::decision_function`]).
+//!
+//! ```
+//! use milsvm::model::{BagView, Model, Pooling, Predictor, Workspace};
+//! use milsvm::Kernel;
+//! use ndarray::array;
+//!
+//! let model = Model::new(
+//!     Kernel::Rbf { gamma: 0.5 },
+//!     array![[0.0, 0.0], [3.0, 3.0]],
+//!     array![[-1.0, 2.0]],
+//!     array![0.1],
+//!     2,
+//!     Pooling::Max,
+//! );
+//! let predictor = Predictor::new(&model)?;
+//! let mut ws = Workspace::default();
+//! let mut score = [0.0];
+//! // a bag of two instances, row-major
+//! predictor.score_bag(BagView::dense(&[0.1, 0.0, 2.9, 3.1], 2)?, &mut ws, &mut score)?;
+//! assert!(score[0] > 0.0);
+//! # Ok::<(), milsvm::Error>(())
+//! ```
+
+pub mod file;
+mod predictor;
+
+use ndarray::{Array1, Array2};
+use serde_json::{Map, Value};
+
+use crate::bags::{Bags, Instances};
+use crate::error::{Error, Result};
+use crate::kernel::Kernel;
+pub use crate::kernel::Pooling;
+pub use file::FORMAT_VERSION;
+pub use predictor::{BagView, Predictor, Workspace, ROW_KERNEL_MAX_XV};
+
+/// A fitted kernel model: basis, coefficients, biases, pooling, plus what a file needs to
+/// rebuild the estimator (class labels, estimator name and parameters, training record).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Model {
+    /// Kernel between instances and expansion vectors.
+    pub kernel: Kernel,
+    /// Expansion vectors, one per row (`n_xv x n_features`), dense or CSR.
+    pub xv: Instances,
+    /// Coefficients, one row per output (`n_outputs x n_xv`).
+    pub coef: Array2<f64>,
+    /// Bias of each output.
+    pub intercept: Array1<f64>,
+    /// Number of classes (a binary model has 2 classes and 1 output).
+    pub n_classes: usize,
+    /// How instance scores make a bag score.
+    pub pooling: Pooling,
+    /// The class labels (JSON numbers or strings), `n_classes` of them, if known.
+    pub classes: Option<Vec<Value>>,
+    /// The estimator that fitted the model (its Python class name, e.g. `"SparseMI"`), if known.
+    pub estimator: Option<String>,
+    /// The estimator's hyperparameters (JSON scalars), for rebuilding it.
+    pub params: Map<String, Value>,
+    /// The training record (iterations, objective history, estimator-specific attributes).
+    pub info: Map<String, Value>,
+}
+
+impl Model {
+    /// A model with no metadata (fields can be set afterwards); `xv` is an `Array2` (dense) or
+    /// [`Instances`] (dense or CSR).
+    pub fn new(
+        kernel: Kernel,
+        xv: impl Into<Instances>,
+        coef: Array2<f64>,
+        intercept: Array1<f64>,
+        n_classes: usize,
+        pooling: Pooling,
+    ) -> Self {
+        Self {
+            kernel,
+            xv: xv.into(),
+            coef,
+            intercept,
+            n_classes,
+            pooling,
+            classes: None,
+            estimator: None,
+            params: Map::new(),
+            info: Map::new(),
+        }
+    }
+
+    /// Number of features the model expects.
+    pub fn n_features(&self) -> usize {
+        self.xv.n_features()
+    }
+
+    /// Number of expansion vectors.
+    pub fn n_xv(&self) -> usize {
+        self.xv.n_rows()
+    }
+
+    /// Number of outputs (1 for a binary model, else one per class).
+    pub fn n_outputs(&self) -> usize {
+        self.coef.nrows()
+    }
+
+    /// Checks that the parts fit together: at least one expansion vector, feature and output;
+    /// coefficients of shape `n_outputs x n_xv`; one bias per output; one output for two
+    /// classes or one per class; `n_classes` labels when labels are given; finite values and a
+    /// valid kernel width. Every message names the field at fault.
+    pub fn check(&self) -> Result<()> {
+        let bad = |msg: String| Err(Error::ModelFile(msg));
+        let (n_out, n_coef) = self.coef.dim();
+        if self.n_xv() == 0 || self.n_features() == 0 {
+            return bad(format!(
+                "xv: the basis must have at least one row and one column, got {} x {}",
+                self.n_xv(),
+                self.n_features()
+            ));
+        }
+        if n_out == 0 || n_coef != self.n_xv() {
+            return bad(format!(
+                "coef: shape {n_out} x {n_coef} does not fit {} expansion vectors (expected \
+                 n_outputs x {})",
+                self.n_xv(),
+                self.n_xv()
+            ));
+        }
+        if self.intercept.len() != n_out {
+            return bad(format!(
+                "intercept: {} values for {n_out} outputs",
+                self.intercept.len()
+            ));
+        }
+        if !((n_out == 1 && self.n_classes == 2) || (n_out >= 3 && n_out == self.n_classes)) {
+            return bad(format!(
+                "n_classes: {} classes do not fit {n_out} outputs (binary: 1 output, else one \
+                 per class)",
+                self.n_classes
+            ));
+        }
+        if let Some(classes) = &self.classes {
+            if classes.len() != self.n_classes {
+                return bad(format!(
+                    "classes: {} labels for {} classes",
+                    classes.len(),
+                    self.n_classes
+                ));
+            }
+            if let Some(c) = classes
+                .iter()
+                .find(|c| !(c.is_number() || c.is_string() || c.is_boolean()))
+            {
+                return bad(format!(
+                    "classes: a label must be a number, a string or a boolean, got {c}"
+                ));
+            }
+        }
+        if self.xv_has_non_finite() {
+            return bad("xv: the basis holds a non-finite value".into());
+        }
+        if self.coef.iter().any(|v| !v.is_finite()) {
+            return bad("coef: a coefficient is not finite".into());
+        }
+        if self.intercept.iter().any(|v| !v.is_finite()) {
+            return bad("intercept: a bias is not finite".into());
+        }
+        if let Kernel::Rbf { gamma } = self.kernel {
+            if !(gamma.is_finite() && gamma > 0.0) {
+                return bad(format!(
+                    "kernel: the width gamma must be finite and > 0, got {gamma}"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn xv_has_non_finite(&self) -> bool {
+        match &self.xv {
+            Instances::Dense(z) => z.iter().any(|v| !v.is_finite()),
+            Instances::Sparse(z) => z.data().iter().any(|v| !v.is_finite()),
+        }
+    }
+
+    /// The compiled form of the model (checks it once); see [`Predictor`].
+    pub fn predictor(&self) -> Result<Predictor> {
+        Predictor::new(self)
+    }
+
+    /// Bag scores (`n_bags x n_outputs`), in parallel over bags. For repeated calls, compile
+    /// the model once with [`Model::predictor`].
+    pub fn decision_function(&self, bags: &Bags) -> Result<Array2<f64>> {
+        self.predictor()?.decision_function(bags)
+    }
+
+    /// Instance scores `f(x)` (`n_instances x n_outputs`).
+    pub fn instance_decision_function(&self, instances: &Instances) -> Result<Array2<f64>> {
+        self.predictor()?.instance_decision_function(instances)
+    }
+
+    /// The score of one bag given as a dense `n_instances x n_features` slice (row-major).
+    /// For a hot loop, use [`Predictor::score_bag`] with a [`Workspace`], which allocates
+    /// nothing.
+    pub fn decision_function_bag(&self, instances: &[f64]) -> Result<Vec<f64>> {
+        let predictor = self.predictor()?;
+        let mut out = vec![0.0; predictor.n_outputs()];
+        predictor.score_bag(
+            BagView::dense(instances, self.n_features())?,
+            &mut Workspace::default(),
+            &mut out,
+        )?;
+        Ok(out)
+    }
+}

@@ -1,0 +1,798 @@
+//! The compiled model: validated once, with the basis laid out for prediction.
+//!
+//! Two paths share the kernel and pooling code of [`crate::kernel`]:
+//! * one bag at a time ([`Predictor::score_bag`]): inner products by a SIMD dot (AVX2 where the
+//!   CPU has it, chosen once at compile time of the predictor), the vectorised kernel finish,
+//!   then the pooled scores, in buffers of a reusable [`Workspace`] (no allocation once the
+//!   workspace has seen a bag of that size);
+//! * many bags ([`Predictor::decision_function`]): chunks of whole bags in parallel, each chunk
+//!   one matrix product against the basis ([`crate::kernel::bag_scores`]); a CSR basis is
+//!   scored bag by bag in parallel instead. Every value is computed by the same operations
+//!   whatever the number of threads.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use ndarray::Array2;
+use rayon::prelude::*;
+
+/// The largest dense basis scored bag by bag in the batch path; larger bases go through one
+/// matrix product per chunk of bags.
+pub const ROW_KERNEL_MAX_XV: usize = 32;
+
+/// Below this many instance-basis pairs, the batch path runs on the calling thread.
+const SEQUENTIAL_WORK: usize = 4096;
+
+use super::{Model, Pooling};
+use crate::bags::{validate_bag_ptr, Bags, Csr, Instances};
+use crate::error::{Error, Result};
+use crate::kernel::{bag_scores, instance_scores, Basis, Kernel, Rows};
+
+/// One bag of instances, borrowed: dense row-major values or CSR rows.
+#[derive(Debug, Clone, Copy)]
+pub enum BagView<'a> {
+    /// `n_instances x n_features` values, row-major.
+    Dense {
+        /// The values.
+        data: &'a [f64],
+        /// Values per instance.
+        n_features: usize,
+    },
+    /// CSR rows (the layout of `scipy.sparse.csr_matrix`).
+    Csr {
+        /// Row offsets (`n_instances + 1` entries); `indices` / `data` start at offset
+        /// `indptr[0]`.
+        indptr: &'a [usize],
+        /// Column of each stored value.
+        indices: &'a [usize],
+        /// Stored values.
+        data: &'a [f64],
+        /// Number of columns.
+        n_features: usize,
+    },
+}
+
+impl<'a> BagView<'a> {
+    /// A dense bag: `data.len()` must be a positive multiple of `n_features`.
+    pub fn dense(data: &'a [f64], n_features: usize) -> Result<Self> {
+        if n_features == 0 || data.is_empty() || data.len() % n_features != 0 {
+            return Err(Error::Mismatch(format!(
+                "a bag must hold a positive multiple of {n_features} values, got {}",
+                data.len()
+            )));
+        }
+        Ok(BagView::Dense { data, n_features })
+    }
+
+    /// A CSR bag; checks the offsets and the column indices.
+    pub fn csr(
+        indptr: &'a [usize],
+        indices: &'a [usize],
+        data: &'a [f64],
+        n_features: usize,
+    ) -> Result<Self> {
+        if indptr.len() < 2 {
+            return Err(Error::InvalidData("the bag is empty".into()));
+        }
+        if indptr[0] != 0
+            || indptr[indptr.len() - 1] != data.len()
+            || indices.len() != data.len()
+            || indptr.windows(2).any(|w| w[0] > w[1])
+        {
+            return Err(Error::InvalidData(
+                "CSR bag: indptr must rise from 0 to the number of stored values, one index per \
+                 value"
+                    .into(),
+            ));
+        }
+        if let Some(&j) = indices.iter().find(|&&j| j >= n_features) {
+            return Err(Error::InvalidData(format!(
+                "CSR bag: column index {j} is out of range for {n_features} columns"
+            )));
+        }
+        Ok(BagView::Csr {
+            indptr,
+            indices,
+            data,
+            n_features,
+        })
+    }
+
+    /// Number of instances.
+    pub fn n_instances(&self) -> usize {
+        match *self {
+            BagView::Dense { data, n_features } => data.len() / n_features.max(1),
+            BagView::Csr { indptr, .. } => indptr.len() - 1,
+        }
+    }
+
+    /// Number of features.
+    pub fn n_features(&self) -> usize {
+        match *self {
+            BagView::Dense { n_features, .. } | BagView::Csr { n_features, .. } => n_features,
+        }
+    }
+
+    fn values(&self) -> &'a [f64] {
+        match *self {
+            BagView::Dense { data, .. } | BagView::Csr { data, .. } => data,
+        }
+    }
+
+    /// Rows `lo..hi` of `rows` (dense rows must be in standard layout).
+    fn of(rows: Rows<'a>, lo: usize, hi: usize) -> BagView<'a> {
+        match rows {
+            Rows::Dense(x) => {
+                let d = x.ncols();
+                let all = x.to_slice().unwrap_or(&[]);
+                BagView::Dense {
+                    data: &all[lo * d..hi * d],
+                    n_features: d,
+                }
+            }
+            Rows::Sparse(x) => {
+                let (a, b) = (x.indptr()[lo], x.indptr()[hi]);
+                BagView::Csr {
+                    indptr: &x.indptr()[lo..=hi],
+                    indices: &x.indices()[a..b],
+                    data: &x.data()[a..b],
+                    n_features: x.n_cols(),
+                }
+            }
+        }
+    }
+}
+
+/// Scratch buffers for [`Predictor::score_bag`]; reuse one per thread so that scoring allocates
+/// nothing once it has seen a bag of the largest size.
+#[derive(Debug, Clone, Default)]
+pub struct Workspace {
+    dots: Vec<f64>,
+    norms: Vec<f64>,
+    row: Vec<f64>,
+}
+
+/// The basis as prediction reads it.
+#[derive(Debug, Clone)]
+enum Layout {
+    /// Dense basis rows (also the matrix-product operand of the batch path).
+    Dense(Basis),
+    /// A CSR basis, transposed: one row per feature listing `(xv, value)`.
+    Sparse(Csr),
+}
+
+/// A [`Model`] compiled for prediction: checked once, basis norms and layout precomputed.
+/// `Send + Sync`: share one predictor between threads, each with its own [`Workspace`].
+#[derive(Debug, Clone)]
+pub struct Predictor {
+    kernel: Kernel,
+    pooling: Pooling,
+    n_features: usize,
+    layout: Layout,
+    znorms: Vec<f64>,
+    coef: Array2<f64>,
+    intercept: Vec<f64>,
+    avx2: bool,
+}
+
+impl Predictor {
+    /// Compiles `model` (after [`Model::check`]).
+    pub fn new(model: &Model) -> Result<Self> {
+        model.check()?;
+        let (layout, znorms) = match &model.xv {
+            Instances::Dense(z) => {
+                let basis = Basis::direct(z.as_standard_layout().into_owned());
+                let norms = basis.sq_norms.clone();
+                (Layout::Dense(basis), norms)
+            }
+            Instances::Sparse(z) => {
+                let norms = Rows::Sparse(z).sq_norms();
+                (Layout::Sparse(transpose(z)), norms)
+            }
+        };
+        Ok(Self {
+            kernel: model.kernel,
+            pooling: model.pooling,
+            n_features: model.n_features(),
+            layout,
+            znorms,
+            coef: model.coef.as_standard_layout().into_owned(),
+            intercept: model.intercept.to_vec(),
+            avx2: has_avx2(),
+        })
+    }
+
+    /// Number of features an instance must have.
+    pub fn n_features(&self) -> usize {
+        self.n_features
+    }
+
+    /// Number of outputs (scores per bag).
+    pub fn n_outputs(&self) -> usize {
+        self.coef.nrows()
+    }
+
+    /// Number of expansion vectors.
+    pub fn n_xv(&self) -> usize {
+        self.znorms.len()
+    }
+
+    /// The score of one bag into `out` (`n_outputs` values), allocation-free after warm-up.
+    /// Fails on a bag of the wrong width, an empty bag or a non-finite value (`out` is then
+    /// unspecified).
+    pub fn score_bag(&self, bag: BagView<'_>, ws: &mut Workspace, out: &mut [f64]) -> Result<()> {
+        if bag.n_features() != self.n_features {
+            return Err(Error::Mismatch(format!(
+                "the bag has {} features, the model was fitted on {}",
+                bag.n_features(),
+                self.n_features
+            )));
+        }
+        if out.len() != self.n_outputs() {
+            return Err(Error::Mismatch(format!(
+                "the output buffer has {} values, the model has {} outputs",
+                out.len(),
+                self.n_outputs()
+            )));
+        }
+        if bag.n_instances() == 0 {
+            return Err(Error::InvalidData("the bag is empty".into()));
+        }
+        self.pooled(bag, ws, out);
+        // a non-finite value makes its instance's squared norm non-finite: scan only then
+        if ws.norms.iter().any(|s| !s.is_finite()) && bag.values().iter().any(|v| !v.is_finite()) {
+            return Err(Error::InvalidData("the bag has a non-finite value".into()));
+        }
+        if self.pooling == Pooling::NormalizedMean {
+            let kself = self.bag_self_kernel(bag, ws);
+            normalize(out, &self.intercept, kself);
+        }
+        Ok(())
+    }
+
+    /// The mean (also for [`Pooling::NormalizedMean`]) or max of the instance scores of a valid
+    /// bag; leaves the instance norms in `ws.norms`.
+    fn pooled(&self, bag: BagView<'_>, ws: &mut Workspace, out: &mut [f64]) {
+        let n = bag.n_instances();
+        let nb = self.n_xv();
+        ws.dots.resize(n * nb, 0.0);
+        ws.norms.resize(n, 0.0);
+        self.bag_dots(bag, ws);
+        self.kernel
+            .finish_rows(&mut ws.dots, &ws.norms, 0, &self.znorms);
+        let init = match self.pooling {
+            Pooling::Max => f64::NEG_INFINITY,
+            Pooling::Mean | Pooling::NormalizedMean | Pooling::SmilMean => 0.0,
+        };
+        out.fill(init);
+        for krow in ws.dots.chunks_exact(nb) {
+            for ((acc, c), &b) in out.iter_mut().zip(self.coef.rows()).zip(&self.intercept) {
+                let f = self.dot(c.as_slice().unwrap_or(&[]), krow) + b;
+                *acc = match self.pooling {
+                    Pooling::Max => acc.max(f),
+                    Pooling::Mean | Pooling::NormalizedMean | Pooling::SmilMean => *acc + f,
+                };
+            }
+        }
+        if self.pooling != Pooling::Max {
+            out.iter_mut().for_each(|v| *v /= n as f64);
+        }
+        if self.pooling == Pooling::SmilMean {
+            out.iter_mut().for_each(|v| *v += 1.0 - 1.0 / n as f64);
+        }
+    }
+
+    /// Inner products of the bag's instances with the basis into `ws.dots` (`n x n_xv`) and the
+    /// instances' squared norms into `ws.norms`.
+    fn bag_dots(&self, bag: BagView<'_>, ws: &mut Workspace) {
+        let nb = self.n_xv();
+        match (&self.layout, bag) {
+            (Layout::Dense(basis), BagView::Dense { data, n_features }) => {
+                let z = basis.v.as_slice().unwrap_or(&[]);
+                for ((x, drow), s) in data
+                    .chunks_exact(n_features)
+                    .zip(ws.dots.chunks_exact_mut(nb))
+                    .zip(ws.norms.iter_mut())
+                {
+                    *s = self.dots(x, z, n_features, drow);
+                }
+            }
+            (
+                Layout::Dense(basis),
+                BagView::Csr {
+                    indptr,
+                    indices,
+                    data,
+                    ..
+                },
+            ) => {
+                for (p, (drow, s)) in ws
+                    .dots
+                    .chunks_exact_mut(nb)
+                    .zip(ws.norms.iter_mut())
+                    .enumerate()
+                {
+                    let (a, b) = (indptr[p] - indptr[0], indptr[p + 1] - indptr[0]);
+                    let (idx, val) = (&indices[a..b], &data[a..b]);
+                    *s = val.iter().map(|v| v * v).sum();
+                    for (o, zk) in drow.iter_mut().zip(basis.v.rows()) {
+                        *o = idx.iter().zip(val).map(|(&j, &a)| a * zk[j]).sum();
+                    }
+                }
+            }
+            (Layout::Sparse(zt), BagView::Dense { data, n_features }) => {
+                for ((x, drow), s) in data
+                    .chunks_exact(n_features)
+                    .zip(ws.dots.chunks_exact_mut(nb))
+                    .zip(ws.norms.iter_mut())
+                {
+                    *s = self.dot(x, x);
+                    drow.fill(0.0);
+                    for (j, &a) in x.iter().enumerate().filter(|(_, &a)| a != 0.0) {
+                        let (ks, vs) = zt.row(j);
+                        ks.iter().zip(vs).for_each(|(&k, &v)| drow[k] += a * v);
+                    }
+                }
+            }
+            (
+                Layout::Sparse(zt),
+                BagView::Csr {
+                    indptr,
+                    indices,
+                    data,
+                    ..
+                },
+            ) => {
+                for (p, (drow, s)) in ws
+                    .dots
+                    .chunks_exact_mut(nb)
+                    .zip(ws.norms.iter_mut())
+                    .enumerate()
+                {
+                    let (a, b) = (indptr[p] - indptr[0], indptr[p + 1] - indptr[0]);
+                    let (idx, val) = (&indices[a..b], &data[a..b]);
+                    *s = val.iter().map(|v| v * v).sum();
+                    drow.fill(0.0);
+                    for (&j, &a) in idx.iter().zip(val) {
+                        let (ks, vs) = zt.row(j);
+                        ks.iter().zip(vs).for_each(|(&k, &v)| drow[k] += a * v);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `k_set(X, X) = (1/n^2) sum_p sum_q k(x_p, x_q)`, with the instance norms in `ws.norms`.
+    fn bag_self_kernel(&self, bag: BagView<'_>, ws: &mut Workspace) -> f64 {
+        let n = bag.n_instances();
+        let mut total = 0.0;
+        match bag {
+            BagView::Dense { data, n_features } => {
+                let rows: Vec<&[f64]> = data.chunks_exact(n_features).collect();
+                for (p, xp) in rows.iter().enumerate() {
+                    for (q, xq) in rows.iter().enumerate() {
+                        let dot = self.dot(xp, xq);
+                        total += self.kernel.from_dot(dot, ws.norms[p], ws.norms[q]);
+                    }
+                }
+            }
+            BagView::Csr {
+                indptr,
+                indices,
+                data,
+                n_features,
+            } => {
+                ws.row.clear();
+                ws.row.resize(n_features, 0.0);
+                let base = indptr[0];
+                for p in 0..n {
+                    let (a, b) = (indptr[p] - base, indptr[p + 1] - base);
+                    for (&j, &v) in indices[a..b].iter().zip(&data[a..b]) {
+                        ws.row[j] += v;
+                    }
+                    for q in 0..n {
+                        let (c, d) = (indptr[q] - base, indptr[q + 1] - base);
+                        let dot: f64 = indices[c..d]
+                            .iter()
+                            .zip(&data[c..d])
+                            .map(|(&j, &v)| ws.row[j] * v)
+                            .sum();
+                        total += self.kernel.from_dot(dot, ws.norms[p], ws.norms[q]);
+                    }
+                    indices[a..b].iter().for_each(|&j| ws.row[j] = 0.0);
+                }
+            }
+        }
+        total / (n * n) as f64
+    }
+
+    /// Bag scores (`n_bags x n_outputs`), in parallel over bags.
+    pub fn decision_function(&self, bags: &Bags) -> Result<Array2<f64>> {
+        self.decision_function_rows(Rows::from(bags.instances()), bags.bag_ptr())
+    }
+
+    /// Bag scores from borrowed instance rows and bag offsets, checked here (width, offsets,
+    /// finite values) without copying rows in standard layout.
+    ///
+    /// A small dense basis (at most [`ROW_KERNEL_MAX_XV`] vectors) and a CSR basis are scored
+    /// bag by bag with the one-bag kernel (one read of every instance; the same values as
+    /// [`Predictor::score_bag`]); a larger dense basis by one matrix product per chunk of bags.
+    pub fn decision_function_rows(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
+        self.check_width(rows.n_cols())?;
+        validate_bag_ptr(bag_ptr, rows.n_rows())?;
+        if let Rows::Dense(x) = rows {
+            if !x.is_standard_layout() {
+                let owned = x.as_standard_layout().into_owned();
+                return self.decision_function_rows(Rows::Dense(owned.view()), bag_ptr);
+            }
+        }
+        match &self.layout {
+            Layout::Dense(basis) if basis.len() > ROW_KERNEL_MAX_XV => {
+                let norms = checked_norms(rows)?;
+                Ok(self.product_scores(rows, &norms, bag_ptr, basis))
+            }
+            _ => self.bag_by_bag_scores(rows, bag_ptr),
+        }
+    }
+
+    fn check_width(&self, d: usize) -> Result<()> {
+        if d != self.n_features {
+            return Err(Error::Mismatch(format!(
+                "the bags have {d} features, the model was fitted on {}",
+                self.n_features
+            )));
+        }
+        Ok(())
+    }
+
+    /// Scores bag by bag in parallel with the one-bag kernel; a non-finite value is an error
+    /// naming the first bag that holds one.
+    fn bag_by_bag_scores(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
+        let m = bag_ptr.len() - 1;
+        let n_out = self.n_outputs();
+        let first_bad = AtomicUsize::new(usize::MAX);
+        let mut out = Array2::zeros((m, n_out));
+        let score = |ws: &mut Workspace, (i, dst): (usize, &mut [f64])| {
+            let bag = BagView::of(rows, bag_ptr[i], bag_ptr[i + 1]);
+            self.pooled(bag, ws, dst);
+            if ws.norms.iter().any(|s| !s.is_finite())
+                && bag.values().iter().any(|v| !v.is_finite())
+            {
+                first_bad.fetch_min(i, Ordering::Relaxed);
+            } else if self.pooling == Pooling::NormalizedMean {
+                let kself = self.bag_self_kernel(bag, ws);
+                normalize(dst, &self.intercept, kself);
+            }
+        };
+        if let Some(buf) = out.as_slice_mut() {
+            if rows.n_rows() * self.n_xv() < SEQUENTIAL_WORK {
+                // a few small bags: the thread pool would cost more than the work
+                let mut ws = Workspace::default();
+                buf.chunks_mut(n_out.max(1))
+                    .enumerate()
+                    .for_each(|item| score(&mut ws, item));
+            } else {
+                buf.par_chunks_mut(n_out.max(1))
+                    .enumerate()
+                    .for_each_init(Workspace::default, score);
+            }
+        }
+        match first_bad.into_inner() {
+            usize::MAX => Ok(out),
+            i => Err(Error::InvalidData(format!(
+                "bag {i} has a non-finite value"
+            ))),
+        }
+    }
+
+    /// Scores of valid rows by one matrix product per chunk of bags
+    /// ([`crate::kernel::bag_scores`]), then the normalisation of [`Pooling::NormalizedMean`].
+    fn product_scores(
+        &self,
+        rows: Rows<'_>,
+        norms: &[f64],
+        bag_ptr: &[usize],
+        basis: &Basis,
+    ) -> Array2<f64> {
+        let mut out = bag_scores(
+            self.kernel,
+            rows,
+            norms,
+            bag_ptr,
+            basis,
+            self.coef.view(),
+            &self.intercept,
+            self.pooling,
+        );
+        if self.pooling == Pooling::NormalizedMean {
+            out.outer_iter_mut()
+                .into_par_iter()
+                .enumerate()
+                .for_each_init(Workspace::default, |ws, (i, mut row)| {
+                    let (lo, hi) = (bag_ptr[i], bag_ptr[i + 1]);
+                    ws.norms.clear();
+                    ws.norms.extend_from_slice(&norms[lo..hi]);
+                    let kself = self.bag_self_kernel(BagView::of(rows, lo, hi), ws);
+                    if let Some(r) = row.as_slice_mut() {
+                        normalize(r, &self.intercept, kself);
+                    }
+                });
+        }
+        out
+    }
+
+    /// Instance scores `f(x)` (`n_instances x n_outputs`).
+    pub fn instance_decision_function(&self, x: &Instances) -> Result<Array2<f64>> {
+        self.check_width(x.n_features())?;
+        if let Instances::Dense(a) = x {
+            if !a.is_standard_layout() {
+                return self.instance_decision_function(&Instances::Dense(
+                    a.as_standard_layout().into_owned(),
+                ));
+            }
+        }
+        let rows = Rows::from(x);
+        let norms = checked_norms(rows)?;
+        Ok(match &self.layout {
+            Layout::Dense(basis) => instance_scores(
+                self.kernel,
+                rows,
+                &norms,
+                basis,
+                self.coef.view(),
+                &self.intercept,
+            ),
+            Layout::Sparse(_) => {
+                let n_out = self.n_outputs();
+                let mut out = Array2::zeros((x.n_rows(), n_out));
+                if let Some(buf) = out.as_slice_mut() {
+                    buf.par_chunks_mut(n_out.max(1)).enumerate().for_each_init(
+                        Workspace::default,
+                        |ws, (i, dst)| {
+                            self.pooled(BagView::of(rows, i, i + 1), ws, dst);
+                        },
+                    );
+                }
+                out
+            }
+        })
+    }
+
+    /// `out[k] = x . z_k` for the rows `z_k` of the row-major `z` (`d` columns), and `x . x`
+    /// returned; with AVX2 four rows per pass (each dot still summed exactly as
+    /// [`dot_portable`]).
+    #[inline]
+    fn dots(&self, x: &[f64], z: &[f64], d: usize, out: &mut [f64]) -> f64 {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if self.avx2 {
+                // SAFETY: `avx2` is true only when the CPU supports AVX2 (`has_avx2`).
+                return unsafe { dots_avx2(x, z, d, out) };
+            }
+        }
+        for (o, zk) in out.iter_mut().zip(z.chunks_exact(d)) {
+            *o = dot_portable(x, zk);
+        }
+        dot_portable(x, x)
+    }
+
+    /// `sum_i a_i b_i`, eight partial sums (the same operations with or without AVX2).
+    #[inline]
+    fn dot(&self, a: &[f64], b: &[f64]) -> f64 {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if self.avx2 {
+                // SAFETY: `avx2` is true only when the CPU supports AVX2 (`has_avx2`).
+                return unsafe { dot_avx2(a, b) };
+            }
+        }
+        dot_portable(a, b)
+    }
+}
+
+/// Divides the bias-free part of pooled scores by the bag's feature-space norm.
+fn normalize(scores: &mut [f64], intercept: &[f64], kself: f64) {
+    let scale = if kself > 0.0 { 1.0 / kself.sqrt() } else { 0.0 };
+    for (v, &b) in scores.iter_mut().zip(intercept) {
+        *v = (*v - b) * scale + b;
+    }
+}
+
+/// Squared norms of the rows, in parallel; a non-finite value is an error naming its row.
+fn checked_norms(rows: Rows<'_>) -> Result<Vec<f64>> {
+    let norms: Vec<f64> = match rows {
+        Rows::Dense(x) => {
+            let mut out = vec![0.0; x.nrows()];
+            out.par_chunks_mut(256).enumerate().for_each(|(c, dst)| {
+                for (i, o) in dst.iter_mut().enumerate() {
+                    let r = x.row(c * 256 + i);
+                    *o = r.dot(&r);
+                }
+            });
+            out
+        }
+        Rows::Sparse(_) => rows.sq_norms(),
+    };
+    if let Some(i) = norms.iter().position(|s| !s.is_finite()) {
+        let bad = match rows {
+            Rows::Dense(x) => x.row(i).iter().any(|v| !v.is_finite()),
+            Rows::Sparse(x) => x.row(i).1.iter().any(|v| !v.is_finite()),
+        };
+        if bad {
+            return Err(Error::InvalidData(format!(
+                "instance {i} has a non-finite value"
+            )));
+        }
+    }
+    Ok(norms)
+}
+
+/// The transpose of a CSR matrix (`n_cols x n_rows`), column indices sorted.
+fn transpose(z: &Csr) -> Csr {
+    let (n, d) = (z.n_rows(), z.n_cols());
+    let mut counts = vec![0usize; d + 1];
+    z.indices().iter().for_each(|&j| counts[j + 1] += 1);
+    for j in 0..d {
+        counts[j + 1] += counts[j];
+    }
+    let mut next = counts.clone();
+    let mut indices = vec![0usize; z.nnz()];
+    let mut data = vec![0.0; z.nnz()];
+    for i in 0..n {
+        let (idx, val) = z.row(i);
+        for (&j, &v) in idx.iter().zip(val) {
+            indices[next[j]] = i;
+            data[next[j]] = v;
+            next[j] += 1;
+        }
+    }
+    // the input was validated, so the transpose is valid too
+    Csr::new(d, n, counts, indices, data).unwrap_or_else(|_| unreachable!())
+}
+
+fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+#[inline(always)]
+fn dot_portable(a: &[f64], b: &[f64]) -> f64 {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut acc = [0.0f64; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for i in 0..8 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    let mut s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (x, y) in ra.iter().zip(rb) {
+        s += x * y;
+    }
+    s
+}
+
+/// [`dot_portable`] with 256-bit vectors: lanes 0-3 and 4-7 of the eight partial sums in two
+/// registers, the same multiplications, additions and final reduction order (identical results).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn dot_avx2(a: &[f64], b: &[f64]) -> f64 {
+    use std::arch::x86_64::{
+        _mm256_add_pd, _mm256_loadu_pd, _mm256_mul_pd, _mm256_setzero_pd, _mm256_storeu_pd,
+    };
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    let (mut lo, mut hi) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+    for (x, y) in ca.zip(cb) {
+        // SAFETY: each chunk holds 8 values; unaligned loads of 4 at offsets 0 and 4.
+        let (x0, x1) = (
+            _mm256_loadu_pd(x.as_ptr()),
+            _mm256_loadu_pd(x.as_ptr().add(4)),
+        );
+        let (y0, y1) = (
+            _mm256_loadu_pd(y.as_ptr()),
+            _mm256_loadu_pd(y.as_ptr().add(4)),
+        );
+        lo = _mm256_add_pd(lo, _mm256_mul_pd(x0, y0));
+        hi = _mm256_add_pd(hi, _mm256_mul_pd(x1, y1));
+    }
+    let mut acc = [0.0f64; 4];
+    // SAFETY: `acc` holds 4 values.
+    _mm256_storeu_pd(acc.as_mut_ptr(), _mm256_add_pd(lo, hi));
+    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for (x, y) in ra.iter().zip(rb) {
+        s += x * y;
+    }
+    s
+}
+
+/// [`Predictor::dots`] with AVX2: the basis rows and `x` itself (for its norm) in groups of
+/// four per pass over `x` (the last group padded by repeating a row), so that eight independent
+/// partial-sum chains hide the addition latency. `z` holds `out.len()` rows of `d = x.len()`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn dots_avx2(x: &[f64], z: &[f64], d: usize, out: &mut [f64]) -> f64 {
+    let n = out.len().min(z.len() / d.max(1));
+    let x = &x[..d.min(x.len())];
+    let total = n + 1;
+    let row = |k: usize| -> &[f64] {
+        if k < n {
+            &z[k * d..k * d + x.len()]
+        } else {
+            x
+        }
+    };
+    let mut norm = 0.0;
+    for k in (0..total).step_by(4) {
+        let idx = [
+            k,
+            (k + 1).min(total - 1),
+            (k + 2).min(total - 1),
+            (k + 3).min(total - 1),
+        ];
+        let r = block4_avx2(x, [row(idx[0]), row(idx[1]), row(idx[2]), row(idx[3])]);
+        for (j, &t) in idx.iter().enumerate() {
+            if t == k + j {
+                if t < n {
+                    out[t] = r[j];
+                } else {
+                    norm = r[j];
+                }
+            }
+        }
+    }
+    norm
+}
+
+/// Four dots `x . r_j` in one pass over `x`, each summed as [`dot_portable`] (rows as long as
+/// `x`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn block4_avx2(x: &[f64], rows: [&[f64]; 4]) -> [f64; 4] {
+    use std::arch::x86_64::{
+        __m256d, _mm256_add_pd, _mm256_loadu_pd, _mm256_mul_pd, _mm256_setzero_pd, _mm256_storeu_pd,
+    };
+    let full = x.len() / 8 * 8;
+    let mut lo: [__m256d; 4] = [_mm256_setzero_pd(); 4];
+    let mut hi: [__m256d; 4] = [_mm256_setzero_pd(); 4];
+    let mut i = 0;
+    while i < full {
+        // SAFETY: i + 8 <= full <= x.len() <= every row's length.
+        let x0 = _mm256_loadu_pd(x.as_ptr().add(i));
+        let x1 = _mm256_loadu_pd(x.as_ptr().add(i + 4));
+        for r in 0..4 {
+            let p = rows[r].as_ptr().add(i);
+            lo[r] = _mm256_add_pd(lo[r], _mm256_mul_pd(x0, _mm256_loadu_pd(p)));
+            hi[r] = _mm256_add_pd(hi[r], _mm256_mul_pd(x1, _mm256_loadu_pd(p.add(4))));
+        }
+        i += 8;
+    }
+    let mut out = [0.0; 4];
+    for r in 0..4 {
+        let mut acc = [0.0f64; 4];
+        _mm256_storeu_pd(acc.as_mut_ptr(), _mm256_add_pd(lo[r], hi[r]));
+        let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+        for (a, b) in x[full..].iter().zip(&rows[r][full..]) {
+            s += a * b;
+        }
+        out[r] = s;
+    }
+    out
+}
+
+// A predictor is shared between threads.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Predictor>();
+    send_sync::<Model>();
+};

@@ -1,0 +1,487 @@
+//! The model file (version 3, and the older versions it still reads) and the compiled predictor:
+//! every path (one bag, many bags, dense or CSR instances, dense or CSR basis, each pooling)
+//! against a naive evaluation of `f(x) = sum_k beta_k k(z_k, x) + b` written here.
+
+use milsvm::bags::{Bags, Csr, Instances};
+use milsvm::model::{BagView, Model, Pooling, Predictor, Workspace, FORMAT_VERSION};
+use milsvm::{Error, Kernel};
+use ndarray::{array, Array1, Array2};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::{json, Value};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+fn random_matrix(rng: &mut ChaCha8Rng, n: usize, d: usize, density: f64) -> Array2<f64> {
+    Array2::from_shape_fn((n, d), |_| {
+        if rng.random::<f64>() < density {
+            rng.random::<f64>() * 2.0 - 1.0
+        } else {
+            0.0
+        }
+    })
+}
+
+fn to_csr(x: &Array2<f64>) -> Csr {
+    let mut indptr = vec![0];
+    let (mut indices, mut data) = (Vec::new(), Vec::new());
+    for row in x.rows() {
+        for (j, &v) in row.iter().enumerate() {
+            if v != 0.0 {
+                indices.push(j);
+                data.push(v);
+            }
+        }
+        indptr.push(data.len());
+    }
+    Csr::new(x.nrows(), x.ncols(), indptr, indices, data).expect("valid CSR")
+}
+
+fn kernel_value(kernel: Kernel, a: &[f64], b: &[f64]) -> f64 {
+    match kernel {
+        Kernel::Linear => a.iter().zip(b).map(|(x, y)| x * y).sum(),
+        Kernel::Rbf { gamma } => {
+            let d2: f64 = a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum();
+            (-gamma * d2).exp()
+        }
+    }
+}
+
+/// Naive bag scores of `model` for the dense bag `x`.
+fn naive_scores(model: &Model, x: &Array2<f64>) -> Vec<f64> {
+    let z = model.xv.to_dense();
+    let n = x.nrows() as f64;
+    (0..model.n_outputs())
+        .map(|o| {
+            let b = model.intercept[o];
+            let f: Vec<f64> = x
+                .rows()
+                .into_iter()
+                .map(|xr| {
+                    z.rows()
+                        .into_iter()
+                        .zip(model.coef.row(o))
+                        .map(|(zr, &c)| {
+                            c * kernel_value(
+                                model.kernel,
+                                xr.as_slice().unwrap(),
+                                zr.as_slice().unwrap(),
+                            )
+                        })
+                        .sum::<f64>()
+                        + b
+                })
+                .collect();
+            match model.pooling {
+                Pooling::Mean => f.iter().sum::<f64>() / n,
+                Pooling::SmilMean => f.iter().sum::<f64>() / n + 1.0 - 1.0 / n,
+                Pooling::Max => f.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
+                Pooling::NormalizedMean => {
+                    let mut kself = 0.0;
+                    for p in x.rows() {
+                        for q in x.rows() {
+                            kself += kernel_value(
+                                model.kernel,
+                                p.as_slice().unwrap(),
+                                q.as_slice().unwrap(),
+                            );
+                        }
+                    }
+                    kself /= n * n;
+                    let g = f.iter().map(|v| v - b).sum::<f64>() / n;
+                    if kself > 0.0 {
+                        g / kself.sqrt() + b
+                    } else {
+                        b
+                    }
+                }
+            }
+        })
+        .collect()
+}
+
+fn random_model(
+    rng: &mut ChaCha8Rng,
+    n_xv: usize,
+    d: usize,
+    n_classes: usize,
+    kernel: Kernel,
+    pooling: Pooling,
+    sparse: bool,
+) -> Model {
+    let n_out = if n_classes == 2 { 1 } else { n_classes };
+    let z = random_matrix(rng, n_xv, d, if sparse { 0.4 } else { 1.0 });
+    let coef = random_matrix(rng, n_out, n_xv, 1.0);
+    let intercept = Array1::from_shape_fn(n_out, |_| rng.random::<f64>() - 0.5);
+    let xv = if sparse {
+        Instances::Sparse(to_csr(&z))
+    } else {
+        Instances::Dense(z)
+    };
+    Model::new(kernel, xv, coef, intercept, n_classes, pooling)
+}
+
+fn random_bags(rng: &mut ChaCha8Rng, m: usize, d: usize, density: f64) -> Vec<Array2<f64>> {
+    (0..m)
+        .map(|_| {
+            let n = rng.random_range(1..6);
+            random_matrix(rng, n, d, density)
+        })
+        .collect()
+}
+
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol * (1.0 + b.abs())
+}
+
+const KERNELS: [Kernel; 2] = [Kernel::Linear, Kernel::Rbf { gamma: 0.7 }];
+const POOLINGS: [Pooling; 4] = [
+    Pooling::Mean,
+    Pooling::Max,
+    Pooling::NormalizedMean,
+    Pooling::SmilMean,
+];
+
+#[test]
+fn every_prediction_path_matches_the_naive_formula() -> TestResult {
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    for kernel in KERNELS {
+        for pooling in POOLINGS {
+            for sparse_basis in [false, true] {
+                for n_classes in [2, 3] {
+                    let model =
+                        random_model(&mut rng, 6, 9, n_classes, kernel, pooling, sparse_basis);
+                    let bag_list = random_bags(&mut rng, 7, 9, 0.5);
+                    let dense = Bags::from_dense_bags(&bag_list)?;
+                    let stacked = dense.instances().to_dense();
+                    let sparse = Bags::new(
+                        Instances::Sparse(to_csr(&stacked)),
+                        dense.bag_ptr().to_vec(),
+                    )?;
+                    let predictor = Predictor::new(&model)?;
+                    let batch_dense = predictor.decision_function(&dense)?;
+                    let batch_sparse = predictor.decision_function(&sparse)?;
+                    let mut ws = Workspace::default();
+                    for (i, bag) in bag_list.iter().enumerate() {
+                        let want = naive_scores(&model, bag);
+                        let mut one = vec![0.0; model.n_outputs()];
+                        let flat: Vec<f64> = bag.iter().copied().collect();
+                        predictor.score_bag(BagView::dense(&flat, 9)?, &mut ws, &mut one)?;
+                        let csr = to_csr(bag);
+                        let mut one_csr = vec![0.0; model.n_outputs()];
+                        predictor.score_bag(
+                            BagView::csr(csr.indptr(), csr.indices(), csr.data(), 9)?,
+                            &mut ws,
+                            &mut one_csr,
+                        )?;
+                        for o in 0..model.n_outputs() {
+                            let what = format!(
+                                "{kernel:?} {pooling:?} sparse basis {sparse_basis} bag {i} out {o}"
+                            );
+                            assert!(close(one[o], want[o], 1e-12), "{what}: one bag");
+                            assert!(close(one_csr[o], want[o], 1e-12), "{what}: CSR bag");
+                            assert!(close(batch_dense[[i, o]], want[o], 1e-12), "{what}: batch");
+                            assert!(
+                                close(batch_sparse[[i, o]], want[o], 1e-12),
+                                "{what}: CSR batch"
+                            );
+                        }
+                    }
+                    // instance scores: each instance as a one-instance bag under mean pooling
+                    let inst = predictor.instance_decision_function(dense.instances())?;
+                    let mean_model = Model {
+                        pooling: Pooling::Mean,
+                        ..model.clone()
+                    };
+                    for (p, row) in stacked.rows().into_iter().enumerate() {
+                        let want = naive_scores(
+                            &mean_model,
+                            &row.to_owned().insert_axis(ndarray::Axis(0)),
+                        );
+                        for o in 0..model.n_outputs() {
+                            assert!(close(inst[[p, o]], want[o], 1e-12), "instance {p}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn batch_scores_do_not_depend_on_the_thread_count() -> TestResult {
+    let mut rng = ChaCha8Rng::seed_from_u64(8);
+    for pooling in POOLINGS {
+        for sparse_basis in [false, true] {
+            let model = random_model(
+                &mut rng,
+                12,
+                20,
+                2,
+                Kernel::Rbf { gamma: 0.1 },
+                pooling,
+                sparse_basis,
+            );
+            let bags = Bags::from_dense_bags(&random_bags(&mut rng, 3000, 20, 0.6))?;
+            let predictor = model.predictor()?;
+            let run = |n: usize| -> Result<Array2<f64>, Error> {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(n)
+                    .build()
+                    .map_err(|e| Error::Solver(e.to_string()))?
+                    .install(|| predictor.decision_function(&bags))
+            };
+            assert!(
+                run(1)? == run(2)?,
+                "{pooling:?} sparse basis {sparse_basis}"
+            );
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn score_bag_rejects_bad_bags() -> TestResult {
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let model = random_model(&mut rng, 3, 4, 2, Kernel::Linear, Pooling::Max, false);
+    let p = Predictor::new(&model)?;
+    let mut ws = Workspace::default();
+    let mut out = [0.0];
+    assert!(BagView::dense(&[1.0; 7], 4).is_err(), "ragged");
+    assert!(BagView::dense(&[], 4).is_err(), "empty");
+    let wide = [0.5; 10];
+    assert!(matches!(
+        p.score_bag(BagView::dense(&wide, 5)?, &mut ws, &mut out),
+        Err(Error::Mismatch(_))
+    ));
+    let nan = [0.0, f64::NAN, 0.0, 0.0];
+    assert!(matches!(
+        p.score_bag(BagView::dense(&nan, 4)?, &mut ws, &mut out),
+        Err(Error::InvalidData(_))
+    ));
+    let mut two = [0.0, 0.0];
+    assert!(p
+        .score_bag(BagView::dense(&[0.0; 4], 4)?, &mut ws, &mut two)
+        .is_err());
+    assert!(
+        BagView::csr(&[0, 2], &[0, 9], &[1.0, 1.0], 4).is_err(),
+        "index"
+    );
+    assert!(
+        BagView::csr(&[0, 3], &[0, 1], &[1.0, 1.0], 4).is_err(),
+        "indptr"
+    );
+    assert!(BagView::csr(&[0], &[], &[], 4).is_err(), "no instance");
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The file
+// ---------------------------------------------------------------------------------------------
+
+fn small_model() -> Model {
+    let mut m = Model::new(
+        Kernel::Rbf { gamma: 0.5 },
+        array![[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]],
+        array![[0.5, -1.0, 2.0]],
+        array![0.25],
+        2,
+        Pooling::Mean,
+    );
+    m.classes = Some(vec![json!("neg"), json!("pos")]);
+    m.estimator = Some("SparseMI".into());
+    m.params.insert("C".into(), json!(10.0));
+    m.info.insert("n_iter".into(), json!(3));
+    m
+}
+
+#[test]
+fn round_trip_is_exact_for_every_kind() -> TestResult {
+    let mut rng = ChaCha8Rng::seed_from_u64(10);
+    for kernel in KERNELS {
+        for pooling in POOLINGS {
+            for sparse in [false, true] {
+                for n_classes in [2, 4] {
+                    let model = random_model(&mut rng, 5, 6, n_classes, kernel, pooling, sparse);
+                    let text = model.to_json()?;
+                    let back = Model::from_json(&text)?;
+                    assert!(back == model, "{kernel:?} {pooling:?} {sparse}");
+                    assert_eq!(back.to_json()?, text);
+                    let v: Value = serde_json::from_str(&text)?;
+                    assert_eq!(v["version"], FORMAT_VERSION);
+                    assert_eq!(v["xv"]["layout"], if sparse { "csr" } else { "dense" });
+                }
+            }
+        }
+    }
+    // metadata, and a value the default serde_json parser reads 1 ulp off
+    let mut model = small_model();
+    model.coef[[0, 0]] = 1.2071440112991683;
+    let back = Model::from_json(&model.to_json()?)?;
+    assert!(back == model);
+    // save / load
+    let path = std::env::temp_dir().join(format!("milsvm-model-test-{}.json", std::process::id()));
+    model.save(&path)?;
+    let loaded = Model::load(&path);
+    std::fs::remove_file(&path)?;
+    assert!(loaded? == model);
+    assert!(matches!(
+        Model::load("/nonexistent/dir/model.json"),
+        Err(Error::ModelFile(_))
+    ));
+    Ok(())
+}
+
+#[test]
+fn reads_version_1_and_2_files() -> TestResult {
+    let v2 = json!({
+        "format": "milsvm-model", "version": 2,
+        "model": {
+            "kernel": {"name": "rbf", "gamma": 0.5},
+            "xv": {"v": 1, "dim": [3, 2], "data": [0.0, 1.0, 1.0, 0.0, 1.0, 1.0]},
+            "coef": {"v": 1, "dim": [1, 3], "data": [0.5, -1.0, 2.0]},
+            "intercept": {"v": 1, "dim": [1], "data": [0.25]},
+            "n_classes": 2, "pooling": "max"
+        },
+        "estimator": "miSVM", "params": {"C": 1.0}, "classes": [0, 1],
+        "n_iter": 4, "objective_history": [3.0, 2.0]
+    });
+    let m = Model::from_json(&v2.to_string())?;
+    assert_eq!(m.pooling, Pooling::Max);
+    assert_eq!(m.estimator.as_deref(), Some("miSVM"));
+    assert_eq!(m.classes, Some(vec![json!(0), json!(1)]));
+    assert_eq!(m.info["n_iter"], json!(4));
+    assert_eq!(m.xv.to_dense(), array![[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]]);
+    let mut v1 = v2.clone();
+    v1["version"] = json!(1);
+    v1["model"].as_object_mut().map(|o| o.remove("pooling"));
+    assert_eq!(Model::from_json(&v1.to_string())?.pooling, Pooling::Mean);
+    Ok(())
+}
+
+/// `edit` applied to the good file must give one `ModelFile` error whose message names `field`.
+fn expect_error(edit: impl Fn(&mut Value), field: &str) -> TestResult {
+    let mut v: Value = serde_json::from_str(&small_model().to_json()?)?;
+    edit(&mut v);
+    match Model::from_json(&v.to_string()) {
+        Err(Error::ModelFile(msg)) => {
+            assert!(
+                msg.contains(field),
+                "{field}: message {msg:?} does not name it"
+            )
+        }
+        other => panic!("{field}: expected a ModelFile error, got {other:?}"),
+    }
+    Ok(())
+}
+
+#[test]
+fn every_inconsistency_is_one_error_naming_the_field() -> TestResult {
+    expect_error(|v| v["format"] = json!("other"), "format")?;
+    expect_error(|v| v["version"] = json!(FORMAT_VERSION + 1), "version")?;
+    expect_error(|v| v["version"] = json!(0), "version")?;
+    expect_error(|v| v["version"] = json!("3"), "version")?;
+    expect_error(
+        |v| {
+            v.as_object_mut().map(|o| o.remove("version"));
+        },
+        "version",
+    )?;
+    expect_error(|v| v["kernel"] = json!({"name": "poly"}), "kernel")?;
+    expect_error(
+        |v| v["kernel"] = json!({"name": "rbf", "gamma": -1.0}),
+        "kernel",
+    )?;
+    expect_error(|v| v["pooling"] = json!("median"), "pooling")?;
+    expect_error(|v| v["n_classes"] = json!(5), "n_classes")?;
+    expect_error(|v| v["n_classes"] = json!(-1), "n_classes")?;
+    expect_error(|v| v["classes"] = json!(["a", "b", "c"]), "classes")?;
+    expect_error(|v| v["classes"] = json!([[1], [2]]), "classes")?;
+    expect_error(|v| v["classes"] = json!("ab"), "classes")?;
+    expect_error(|v| v["coef"]["shape"] = json!([1, 2]), "coef")?;
+    expect_error(|v| v["coef"]["data"] = json!([0.5, -1.0]), "coef")?;
+    expect_error(|v| v["coef"]["data"][0] = Value::Null, "coef")?;
+    expect_error(
+        |v| {
+            v.as_object_mut().map(|o| o.remove("coef"));
+        },
+        "coef",
+    )?;
+    expect_error(|v| v["intercept"] = json!([0.25, 1.0]), "intercept")?;
+    expect_error(|v| v["intercept"] = json!("x"), "intercept")?;
+    expect_error(|v| v["xv"]["data"] = json!([0.0, 1.0]), "xv")?;
+    expect_error(|v| v["xv"]["shape"] = json!([3]), "xv.shape")?;
+    expect_error(|v| v["xv"]["shape"] = json!([usize::MAX, 3]), "xv")?;
+    expect_error(|v| v["xv"]["layout"] = json!("coo"), "xv.layout")?;
+    expect_error(
+        |v| v["xv"] = json!({"layout": "dense", "shape": [0, 2], "data": []}),
+        "xv",
+    )?;
+    expect_error(
+        |v| v["xv"] = json!({"layout": "dense", "shape": [3, 0], "data": []}),
+        "xv",
+    )?;
+    expect_error(
+        |v| v["xv"] = json!({"layout": "csr", "shape": [3, 2], "indptr": [0, 1, 2], "indices": [0, 1], "data": [1.0, 1.0]}),
+        "xv",
+    )?;
+    expect_error(
+        |v| v["xv"] = json!({"layout": "csr", "shape": [3, 2], "indptr": [0, 1, 2, 3], "indices": [0, 1, 7], "data": [1.0, 1.0, 1.0]}),
+        "xv",
+    )?;
+    expect_error(
+        |v| v["xv"] = json!({"layout": "csr", "shape": [3, 2], "indptr": [0, 2, 1, 3], "indices": [0, 1, 1], "data": [1.0, 1.0, 1.0]}),
+        "xv",
+    )?;
+    expect_error(|v| v["params"] = json!([1, 2]), "params")?;
+    for text in [
+        "",
+        "{\"format\": \"milsvm-model\"",
+        "[1, 2, 3]",
+        "{\"coef\": 1e999}",
+    ] {
+        assert!(
+            matches!(Model::from_json(text), Err(Error::ModelFile(_))),
+            "{text:?}"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn batch_path_takes_any_layout_and_names_the_bag_with_a_non_finite_value() -> TestResult {
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    for n_xv in [4, 40] {
+        let model = random_model(
+            &mut rng,
+            n_xv,
+            5,
+            2,
+            Kernel::Rbf { gamma: 0.3 },
+            Pooling::Max,
+            false,
+        );
+        let p = Predictor::new(&model)?;
+        let x = random_matrix(&mut rng, 9, 5, 1.0);
+        let ptr = [0, 2, 5, 9];
+        let want = p.decision_function_rows(milsvm::kernel::Rows::Dense(x.view()), &ptr)?;
+        let fortran = x.t().as_standard_layout().into_owned(); // 5 x 9, then viewed transposed
+        let got = p.decision_function_rows(milsvm::kernel::Rows::Dense(fortran.t()), &ptr)?;
+        assert!(got == want, "column-major rows, {n_xv} XVs");
+        let inst = p.instance_decision_function(&Instances::Dense(fortran.t().to_owned()))?;
+        assert!(inst == p.instance_decision_function(&Instances::Dense(x.clone()))?);
+        let mut bad = x.clone();
+        bad[[6, 1]] = f64::INFINITY;
+        match p.decision_function_rows(milsvm::kernel::Rows::Dense(bad.view()), &ptr) {
+            Err(Error::InvalidData(msg)) => {
+                assert!(msg.contains('2') || msg.contains("instance 6"), "{msg}")
+            }
+            other => panic!("expected InvalidData, got {other:?}"),
+        }
+        assert!(p
+            .decision_function_rows(milsvm::kernel::Rows::Dense(x.view()), &[0, 3, 3, 9])
+            .is_err());
+    }
+    Ok(())
+}

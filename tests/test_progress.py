@@ -1,0 +1,84 @@
+"""Live progress of long fits (``verbose``): one report per SparseMI iteration and per
+annealing temperature / mi-SVM round, matching the recorded objective history; a tqdm bar on
+stderr only when it is a terminal."""
+
+import io
+import re
+
+import numpy as np
+import pytest
+
+import milsvm
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+
+def bags_and_labels(n_classes=2, seed=0):
+    rng = np.random.default_rng(seed)
+    y = np.arange(18) % n_classes
+    bags = []
+    for label in y:
+        bag = rng.normal(size=(3, 2))
+        bag[0] += 3.0 * label
+        bags.append(bag)
+    return bags, y
+
+
+def step_lines(text, name):
+    return [ln for ln in text.splitlines() if ln.startswith(f"[{name}]") and " step " in ln]
+
+
+def objectives(lines):
+    return np.array([float(re.search(r"objective (\S+)$", ln).group(1)) for ln in lines])
+
+
+def test_sparse_mi_reports_every_iteration(capsys):
+    bags, y = bags_and_labels()
+    est = milsvm.SparseMI(n_xv=3, C=10.0, max_iter=6, random_state=0, verbose=2).fit(bags, y)
+    lines = step_lines(capsys.readouterr().out, "SparseMI")
+    assert len(lines) == est.n_iter_
+    np.testing.assert_allclose(objectives(lines), est.objective_history_[1:], rtol=1e-5)
+    assert lines[0].startswith("[SparseMI] step 1/6")
+
+
+@pytest.mark.parametrize("cls, n_classes", [(milsvm.ALSVM, 2), (milsvm.AWSVM, 2), (milsvm.miSVM, 2), (milsvm.ALSVM, 3)])
+def test_annealing_reports_every_temperature_or_round(cls, n_classes, capsys):
+    bags, y = bags_and_labels(n_classes)
+    kw = {"max_iter": 10} if cls is milsvm.miSVM else {"max_temperatures": 8}
+    est = cls(C=10.0, verbose=2, **kw).fit(bags, y)
+    lines = step_lines(capsys.readouterr().out, cls.__name__)
+    histories = est.objective_history_ if n_classes == 2 else est.objective_history_
+    histories = [histories] if n_classes == 2 else histories
+    assert len(lines) == sum(len(h) for h in histories)
+    if n_classes == 2:
+        np.testing.assert_allclose(objectives(lines), histories[0], rtol=1e-5)
+    if cls is not milsvm.miSVM:
+        assert "(T = " in lines[0]
+
+
+def test_no_output_when_quiet_and_no_bar_off_a_terminal(capsys):
+    bags, y = bags_and_labels()
+    milsvm.ALSVM(C=10.0, max_temperatures=5).fit(bags, y)
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == ""
+    milsvm.ALSVM(C=10.0, max_temperatures=5, verbose=1).fit(bags, y)
+    out = capsys.readouterr()
+    assert step_lines(out.out, "ALSVM") == [] and "it/s" not in out.err and "step/s" not in out.err
+
+
+def test_progress_bar_on_a_terminal(monkeypatch):
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    term = Terminal()
+    monkeypatch.setattr("sys.stderr", term)
+    bags, y = bags_and_labels()
+    milsvm.ALSVM(C=10.0, max_temperatures=5, verbose=1).fit(bags, y)
+    assert "ALSVM" in term.getvalue() and "step" in term.getvalue()
+
+
+def test_verbose_must_be_an_int():
+    bags, y = bags_and_labels()
+    with pytest.raises(TypeError, match="verbose"):
+        milsvm.SparseMI(verbose="loud").fit(bags, y)
