@@ -304,6 +304,62 @@ def check_mat(path, data):
     return "accepted"
 
 
+def _reference_mil_csv(data):
+    """Strict parse of the ``mil`` CSV layout: (bag keys, labels, rows) in file order, or None.
+
+    The documented rules: an optional header (first field not an integer and no number from
+    the third field on) naming the label and bag-id columns in either order; then
+    ``label,bag_id,features...`` (or ``bag_id,label,...``); fields may be double-quoted.
+    """
+    import csv
+
+    lines = _data_lines(data)
+    if not lines:
+        return None
+    try:
+        rows = [[f.strip() for f in next(csv.reader([line], skipinitialspace=True))]
+                for line in lines]
+    except csv.Error:
+        return None
+    first = rows[0]
+    bag_first = False
+
+    def is_int_label(text):
+        v = _number(text)
+        return v is not None and float(v).is_integer()
+
+    if len(first) >= 3 and not is_int_label(first[0]) and not any(
+            _number(f) is not None for f in first[2:]):
+        a, b = first[0].lower(), first[1].lower()
+        bags = {"bag", "bags", "bag_id", "bagid", "bag id", "bag-id", "bag_name", "bag name"}
+        labels = {"label", "labels", "bag_label", "bag label", "y", "class", "target"}
+        if a in bags and b in labels:
+            bag_first = True
+        elif not (a in labels and b in bags):
+            return None
+        rows = rows[1:]
+    if not rows:
+        return None
+    keys, labels, values = [], [], []
+    for fields in rows:
+        if len(fields) < 3:
+            return None
+        bag, label = (fields[0], fields[1]) if bag_first else (fields[1], fields[0])
+        if not bag or not is_int_label(label):
+            return None
+        vals = [_number(f) for f in fields[2:]]
+        if any(v is None for v in vals):
+            return None
+        keys.append(bag)
+        labels.append(int(float(label)))
+        values.append(vals)
+    if len({len(v) for v in values}) != 1:
+        return None
+    # Bags need not be contiguous: group by id in order of first appearance.
+    order = sorted(range(len(keys)), key=lambda k: (list(dict.fromkeys(keys)).index(keys[k]), k))
+    return [keys[k] for k in order], [labels[k] for k in order], [values[k] for k in order]
+
+
 def check_csv(path, data):
     from milsvm import datasets
 
@@ -312,6 +368,12 @@ def check_csv(path, data):
     except (ValueError, TypeError):
         return "rejected"
     _check_dataset(bags, y)
+    ref = _reference_mil_csv(data)
+    if ref is None:
+        raise Finding("accepted-malformed", "load_mil_csv accepted what the strict parse "
+                      f"rejects: {data[:400]!r}")
+    keys, labels, rows = ref
+    _compare_rows(bags, rows, keys, labels, y, sparse_rows=False)
     return "accepted"
 
 
@@ -476,7 +538,8 @@ WEIRD_NUMBERS = [
 ]
 
 WEIRD_NAMES = ["", " ", "é", "名字", "\x00", "a\tb", "\u202e", "x" * 5000, "🎉", "\ud7ff", "\x7f",
-               "\r", "bag\\n", "'", '"']
+               "\r", "bag\\n", "'", '"', '"a,b"', '""', '"1"', '"', "label", "bag_id", "y",
+               "x" * 200000]
 
 
 def _pick(rng, seq):
@@ -673,8 +736,21 @@ def musk_uci_target():
 
 
 def csv_target():
-    seeds = ["bag,label,f1,f2\nb1,1,0.5,2\nb1,1,1,3\nb2,0,-1,4\n",
-             "b1,1,0.5,2\nb1,1,1,3\nb2,0,-1,4\nb3,0,2,2\n"]
+    # MUSK1's first bags rewritten in the `mil` package layout (label,bag_id,features), with
+    # and without a header, bag id first, bags interleaved, quoted fields.
+    musk = []
+    for line in _read_head(DATA / "musk1" / "musk1.data", 12):
+        inst, bag, label, rest = line.split(",", 3)
+        musk.append(f"{label},{bag},{rest}")
+    width = musk[0].count(",") - 1
+    header = "label,bag_id," + ",".join(f"f{j}" for j in range(width))
+    seeds = [
+        "\n".join(musk[:6]) + "\n",
+        header + "\n" + "\n".join(musk[:8]) + "\n",
+        "1,b1,0.5,2\n0,b2,-1,4\n1,b1,1,3\n0,b3,2,2\n",
+        "bag_id,label,x,y\nb1,1,0.5,2\nb1,1,1,3\nb2,0,-1,4\n",
+        'Label,"Bag ID",a,b\n1,"bag, one",1.5,"2"\n-1,b2, 3 ,4e1\n',
+    ]
     return TextTarget(seeds, sparse_ok=False)
 
 

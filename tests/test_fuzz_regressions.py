@@ -74,6 +74,13 @@ def test_mill_label_beyond_int64_is_a_value_error(tmp_path):
         datasets.load_mill(path)
 
 
+def test_mil_csv_label_beyond_int64_is_a_value_error():
+    # Was: OverflowError from np.asarray(labels, dtype=int64) (found by the csv target).
+    with pytest.raises(ValueError, match=r"line 3: the label '-1000.*' \(field 1\) is out of "
+                                         r"range"):
+        datasets.load_mil_csv(FUZZ_DATA / "csv_label_overflow.csv")
+
+
 @pytest.mark.parametrize("label", ["9223372036854775807", "-9223372036854775808"])
 def test_mill_label_at_int64_limits_is_read(tmp_path, label):
     path = write(tmp_path, f"i1,b1,{label},1.0\ni2,b2,0,2.0\n")

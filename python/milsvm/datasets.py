@@ -112,6 +112,17 @@ _INT64_MIN = int(np.iinfo(np.int64).min)
 _INT64_MAX = int(np.iinfo(np.int64).max)
 
 
+def _check_label_range(name, lineno, label, text, field):
+    """Raise the line's ``ValueError`` if an integer label does not fit in int64."""
+    if not _INT64_MIN <= label <= _INT64_MAX:
+        raise _line_error(
+            name,
+            lineno,
+            f"the label {text.strip()!r} (field {field}) is out of range (labels are 0/1 or "
+            "class numbers 0..K-1)",
+        )
+
+
 def _parse_int_label(text):
     """Parse an integer label written as ``1``, ``+1``, ``-1`` or ``1.0``; None if invalid."""
     text = text.strip()
@@ -471,13 +482,7 @@ def load_mill(path, n_features=None, *, return_bag_names=False):
             raise _line_error(
                 name, lineno, f"the label {parts[2].strip()!r} (field 3) is not an integer"
             )
-        if not _INT64_MIN <= label <= _INT64_MAX:
-            raise _line_error(
-                name,
-                lineno,
-                f"the label {parts[2].strip()!r} (field 3) is out of range (labels are 0/1 or "
-                "class numbers 0..K-1)",
-            )
+        _check_label_range(name, lineno, label, parts[2], 3)
         bag_names.append(bag)
         labels.append(label)
         rests.append(parts[3].strip() if len(parts) == 4 else "")
@@ -1063,6 +1068,7 @@ def load_mil_csv(path, *, return_bag_names=False):
             raise _line_error(
                 name, lineno, f"the label {fields[label_col]!r} (field {label_col + 1}) is not an integer"
             )
+        _check_label_range(name, lineno, label, fields[label_col], label_col + 1)
         bag = fields[bag_col]
         if not bag:
             raise _line_error(name, lineno, f"the bag id (field {bag_col + 1}) is empty")
