@@ -252,6 +252,7 @@ def _only_value_errors(loader, data, suffix):
 def test_text_readers_raise_only_value_error(data):
     _only_value_errors(datasets.load_mill, data, ".data")
     _only_value_errors(datasets.load_musk_uci, data, ".data")
+    _only_value_errors(datasets.load_mil_csv, data, ".csv")
 
 
 @st.composite
