@@ -966,7 +966,9 @@ class ModelTarget:
                 node = self._get(doc, _pick(rng, nodes))
                 key = self._shape_key(node)
                 dim = list(node[key])
-                if dim and 0 < math.prod(dim) * 5000 <= 5_000_000 and "indptr" not in node:
+                ints = all(isinstance(d, int) and not isinstance(d, bool) for d in dim)
+                if (dim and ints and 0 < math.prod(dim) * 5000 <= 5_000_000
+                        and "indptr" not in node):
                     dim[0] = dim[0] * _pick(rng, [100, 5000])
                     node[key] = dim
                     data = node["data"] or [0.0]
@@ -1033,7 +1035,8 @@ class ModelTarget:
         for _ in range(rng.randrange(1, 4)):
             try:
                 doc = self._mutate(rng, doc)
-            except (TypeError, KeyError, IndexError, ValueError, AttributeError, OverflowError):
+            except (TypeError, KeyError, IndexError, ValueError, AttributeError, OverflowError,
+                    MemoryError):
                 pass  # an earlier mutation changed the node's type: keep the document as it is
             if not isinstance(doc, dict):
                 break
