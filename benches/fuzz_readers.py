@@ -427,7 +427,7 @@ CHECKS = {
 # ============================================================================================
 
 
-def _worker(conn, mem_limit_bytes):
+def _worker(conn, mem_limit_bytes, tmp_root=None):
     """Run inputs sent by the parent; answer (outcome, kind, detail)."""
     if mem_limit_bytes:
         try:
@@ -439,7 +439,7 @@ def _worker(conn, mem_limit_bytes):
     import milsvm  # noqa: F401  - import once, before the clock of the first input starts
     import milsvm.datasets  # noqa: F401
 
-    tmp = tempfile.mkdtemp(prefix="milsvm-fuzz-")
+    tmp = tempfile.mkdtemp(prefix="milsvm-fuzz-", dir=tmp_root)
     while True:
         msg = conn.recv()
         if msg is None:
@@ -474,16 +474,18 @@ def _worker(conn, mem_limit_bytes):
 class Runner:
     """A worker process with a per-input timeout; restarted after a crash or a hang."""
 
-    def __init__(self, timeout, mem_limit_bytes):
+    def __init__(self, timeout, mem_limit_bytes, tmp_root=None):
         self.timeout = timeout
         self.mem_limit = mem_limit_bytes
+        self.tmp_root = tmp_root
         self.ctx = mp.get_context("spawn")
         self.proc = None
         self._start()
 
     def _start(self):
         self.conn, child = self.ctx.Pipe()
-        self.proc = self.ctx.Process(target=_worker, args=(child, self.mem_limit), daemon=True)
+        self.proc = self.ctx.Process(target=_worker, args=(child, self.mem_limit, self.tmp_root),
+                                    daemon=True)
         self.proc.start()
         child.close()
 
@@ -858,7 +860,8 @@ class ModelTarget:
         sparse_bags = [sp.csr_matrix(rng.random((3, 30)) * (rng.random((3, 30)) < 0.2))
                        for _ in range(12)]
         self.seeds = []
-        tmp = tempfile.mkdtemp(prefix="milsvm-fuzz-seeds-")
+        seed_dir = tempfile.TemporaryDirectory(prefix="milsvm-fuzz-seeds-")
+        tmp = seed_dir.name
         for name in milsvm.__all__:
             cls = getattr(milsvm, name)
             if not (isinstance(cls, type) and hasattr(cls, "save")):
@@ -879,6 +882,7 @@ class ModelTarget:
                 except (ValueError, TypeError, NotImplementedError):
                     continue  # this version cannot fit / save that configuration
                 self.seeds.append(json.loads(Path(path).read_text()))
+        seed_dir.cleanup()
 
     @staticmethod
     def _paths(doc, prefix=()):
@@ -1080,7 +1084,10 @@ def fuzz(target, seconds, seed, timeout, mem_limit, keep, log, out=OUT):
     """Fuzz one target for ``seconds``; return a summary dict."""
     rng = random.Random(f"{seed}-{target}")
     gen = TARGETS[target]()
-    runner = Runner(timeout, mem_limit)
+    # The workers' input files live under one directory, removed at the end (a worker killed
+    # after a crash or a hang cannot clean up after itself).
+    tmp_root = tempfile.TemporaryDirectory(prefix="milsvm-fuzz-")
+    runner = Runner(timeout, mem_limit, tmp_root.name)
     # Warm the worker up (imports) outside the timed loop.
     runner.timeout = max(timeout, 60)
     runner.run(target, b"")
@@ -1103,6 +1110,7 @@ def fuzz(target, seconds, seed, timeout, mem_limit, keep, log, out=OUT):
             log(f"  {target}: {execs} executions, {outcomes}")
             next_report += 30
     runner.close()
+    tmp_root.cleanup()
     elapsed = time.monotonic() - start
     return {"target": target, "seconds": elapsed, "executions": execs, **outcomes,
             "kinds": kinds}
