@@ -31,9 +31,13 @@ for ``check_random_state``).
 from __future__ import annotations
 
 import csv
+import io
 import math
 import numbers
 import os
+import re
+import struct
+import zlib
 from importlib import resources
 
 import numpy as np
@@ -104,6 +108,21 @@ def _strict_int(token):
     return int(token)
 
 
+_INT64_MIN = int(np.iinfo(np.int64).min)
+_INT64_MAX = int(np.iinfo(np.int64).max)
+
+
+def _check_label_range(name, lineno, label, text, field):
+    """Raise the line's ``ValueError`` if an integer label does not fit in int64."""
+    if not _INT64_MIN <= label <= _INT64_MAX:
+        raise _line_error(
+            name,
+            lineno,
+            f"the label {text.strip()!r} (field {field}) is out of range (labels are 0/1 or "
+            "class numbers 0..K-1)",
+        )
+
+
 def _parse_int_label(text):
     """Parse an integer label written as ``1``, ``+1``, ``-1`` or ``1.0``; None if invalid."""
     text = text.strip()
@@ -167,6 +186,11 @@ def _split_sparse(X, starts):
     return [X[s:e] for s, e in zip(starts, ends)]
 
 
+# A character that cannot appear in a dense row of plain decimal numbers (or that numpy's
+# parser would treat differently from float()): such rows take the strict line-by-line path.
+_DENSE_OTHER_CHAR = re.compile(r"[^0-9eE+\-., \t\n]")
+
+
 def _parse_dense(name, linenos, rests, n_features=None, first_field=4):
     """Parse dense comma-separated feature strings (one per instance) into a float64 matrix.
 
@@ -190,11 +214,14 @@ def _parse_dense(name, linenos, rests, n_features=None, first_field=4):
             )
 
     X = None
-    try:
-        # numpy's C tokenizer: ~10x faster than converting the values one by one in Python.
-        X = np.loadtxt(rests, delimiter=",", dtype=np.float64, comments=None, ndmin=2)
-    except ValueError:
-        X = None
+    # numpy's C tokenizer is ~10x faster than converting the values one by one in Python, but
+    # more lenient: it skips any Unicode whitespace (e.g. the control character \x1c) around
+    # a number. It is used only when every character is one a plain number or separator has.
+    if _DENSE_OTHER_CHAR.search("\n".join(rests)) is None:
+        try:
+            X = np.loadtxt(rests, delimiter=",", dtype=np.float64, comments=None, ndmin=2)
+        except ValueError:
+            X = None
     if X is None or X.shape != (len(rests), n_values):
         # Something loadtxt rejected (or read differently): parse line by line, which either
         # succeeds or reports the exact line and field.
@@ -211,8 +238,8 @@ def _parse_dense(name, linenos, rests, n_features=None, first_field=4):
                         raise _line_error(
                             name,
                             linenos[k],
-                            f"feature {j + 1} (field {j + first_field}): {token.strip()!r} is "
-                            "not a number",
+                            f"feature {j + 1} (field {j + first_field}): "
+                            f"{token.strip(' ')!r} is not a number",
                         ) from None
                 raise  # pragma: no cover - float() failed on the list but not on one item
 
@@ -414,7 +441,8 @@ def load_mill(path, n_features=None, *, return_bag_names=False):
         If ``path`` does not exist.
     ValueError
         If the file is malformed. The message names the file and the 1-based line number and
-        says what is wrong: too few fields, a label that is not an integer, a non-numeric or
+        says what is wrong: too few fields, a label that is not an integer (or is beyond the
+        64-bit range), a non-numeric or
         non-finite (NaN/inf) value, a bad ``index:value`` entry, an index < 1, above
         ``n_features`` or repeated, a line with a different number of dense features than the
         first, a bag whose lines are not contiguous, an instance whose label differs from its
@@ -454,6 +482,7 @@ def load_mill(path, n_features=None, *, return_bag_names=False):
             raise _line_error(
                 name, lineno, f"the label {parts[2].strip()!r} (field 3) is not an integer"
             )
+        _check_label_range(name, lineno, label, parts[2], 3)
         bag_names.append(bag)
         labels.append(label)
         rests.append(parts[3].strip() if len(parts) == 4 else "")
@@ -565,14 +594,50 @@ def load_musk_uci(path, *, return_bag_names=False):
     return _result(_split_dense(X, starts), bag_labels, [bag_names[k] for k in starts], return_bag_names)
 
 
+def _check_real_dtype(name, key, dtype):
+    """Reject MATLAB variables that are not real numbers (complex, text, cells, structs)."""
+    if dtype.kind not in "biuf":
+        kind = "complex" if dtype.kind == "c" else f"dtype {dtype}"
+        raise ValueError(f"{name}: {key!r} must be real and numeric, got {kind}")
+
+
+def _check_sparse_structure(name, key, value):
+    """Check the index arrays of a sparse MATLAB variable before any conversion.
+
+    scipy builds sparse variables without checking their indices, and converting a corrupt
+    one (row index out of range, decreasing column pointers) reads out of bounds in compiled
+    code. ``check_format(full_check=True)`` is not enough: it skips the pointer order when the
+    last pointer is 0. Only the compressed formats need the check: a COO matrix (MATLAB v4
+    files) checks its indices when it is built.
+    """
+    if value.format not in ("csc", "csr"):
+        return
+    major, minor = value.shape if value.format == "csr" else value.shape[::-1]
+    indptr = np.asarray(value.indptr)
+    indices = np.asarray(value.indices)
+    problem = None
+    if indptr.ndim != 1 or indptr.size != major + 1:
+        problem = f"{indptr.size} index pointers for {major} columns/rows"
+    elif indptr[0] != 0 or np.any(np.diff(indptr) < 0):
+        problem = "the index pointers do not increase from 0"
+    elif indptr[-1] > indices.size or indices.size != np.asarray(value.data).size:
+        problem = "the index pointers, indices and values do not match in number"
+    elif indices.size and (indices.min() < 0 or indices.max() >= minor):
+        problem = f"an index is out of range 0..{minor - 1}"
+    if problem is not None:
+        raise ValueError(f"{name}: the sparse variable {key!r} is corrupt: {problem}")
+
+
 def _mat_vector(name, mat, key, n_instances):
     """Return the MATLAB variable ``key`` as a 1-D float array of length ``n_instances``."""
     value = mat[key]
     if sp.issparse(value):
+        _check_sparse_structure(name, key, value)
         value = value.toarray()
     value = np.asarray(value)
     if value.ndim > 2 or (value.ndim == 2 and min(value.shape) > 1):
         raise ValueError(f"{name}: {key!r} must be a vector, got shape {value.shape}")
+    _check_real_dtype(name, key, value.dtype)
     try:
         value = value.astype(np.float64).ravel()
     except (TypeError, ValueError):
@@ -585,6 +650,160 @@ def _mat_vector(name, mat, key, n_instances):
     if not np.all(np.isfinite(value)):
         raise ValueError(f"{name}: {key!r} contains NaN or infinite values")
     return value
+
+
+# MAT-file v5 data types (the ``mdtype`` of a data element's tag). scipy's compiled reader
+# indexes a table with the tag of a numeric element without checking it, so a corrupt tag
+# crashes the interpreter (segmentation fault, scipy 1.17): the tags are checked before.
+_MI_NUMERIC = frozenset({1, 2, 3, 4, 5, 6, 7, 9, 12, 13})  # miINT8 .. miUINT64, no 8/10/11
+_MI_UTF = frozenset({16, 17, 18})  # miUTF8, miUTF16, miUTF32 (character data only)
+_MI_MATRIX = 14
+_MI_COMPRESSED = 15
+_MX_CONTAINERS = frozenset({1, 2, 3})  # cell, struct, object: their data are nested matrices
+_MX_CHAR = 4
+_MX_NUMERIC = frozenset(range(5, 16))  # sparse (5) and the numeric classes (6 .. 15)
+_MAT5_MAX_DEPTH = 32
+
+
+class _CorruptMat(ValueError):
+    """A MAT-file v5 data element whose tag or size is invalid."""
+
+
+def _mat5_subelements(body, order):
+    """Split the content of a miMATRIX element into its tagged sub-elements.
+
+    Returns a list of ``(mdtype, data)``. Handles the small-element format (size and type in
+    one 32-bit word, up to 4 bytes of data) and the 8-byte padding of normal elements.
+    """
+    out = []
+    pos = 0
+    n = len(body)
+    while pos < n:
+        if n - pos < 8:
+            if any(body[pos:]):
+                raise _CorruptMat("a data element is truncated")
+            break  # trailing zero padding
+        word, byte_count = struct.unpack_from(order + "II", body, pos)
+        if word >> 16:  # small data element
+            mdtype, size = word & 0xFFFF, word >> 16
+            if size > 4:
+                raise _CorruptMat(f"small data element of {size} bytes (at most 4)")
+            out.append((mdtype, body[pos + 4 : pos + 4 + size]))
+            pos += 8
+            continue
+        mdtype = word
+        if byte_count > n - pos - 8:
+            raise _CorruptMat(
+                f"a data element of type {mdtype} claims {byte_count} bytes, "
+                f"{n - pos - 8} remain"
+            )
+        out.append((mdtype, body[pos + 8 : pos + 8 + byte_count]))
+        pos += 8 + byte_count + (-byte_count) % 8
+    return out
+
+
+def _mat5_int32s(data, order):
+    """The 32-bit integers of a dimensions / field-name-length element."""
+    return list(struct.unpack_from(f"{order}{len(data) // 4}i", data)) if len(data) >= 4 else []
+
+
+def _check_mat5_matrix(body, order, depth=0):
+    """Check one miMATRIX element before scipy reads it (recursing into cells and structs).
+
+    Every data element's type must be one scipy reads for its place, and the matrix must hold
+    all the elements scipy will read for its class (a missing one makes scipy read the next
+    variable's tag as data).
+    """
+    if depth > _MAT5_MAX_DEPTH:
+        raise _CorruptMat("matrices nested too deeply")
+    elements = _mat5_subelements(body, order)
+    if not elements:
+        return  # an empty matrix
+    if len(elements) < 3:
+        raise _CorruptMat("a matrix without dimensions or name")
+    mdtype, flags = elements[0]
+    if mdtype not in (5, 6) or len(flags) < 4:  # array flags: miUINT32 (or miINT32)
+        raise _CorruptMat(f"array flags of type {mdtype} ({len(flags)} bytes)")
+    word = struct.unpack_from(order + "I", flags)[0]
+    mclass, is_complex = word & 0xFF, bool(word & 0x800)
+    for mdtype, _ in elements[1:3]:  # dimensions (miINT32) and name (miINT8 / miUTF8)
+        if mdtype not in _MI_NUMERIC and mdtype not in _MI_UTF:
+            raise _CorruptMat(f"header element of type {mdtype}")
+    dims = _mat5_int32s(elements[1][1], order)
+    if any(d < 0 for d in dims):
+        raise _CorruptMat(f"negative dimensions {dims}")
+    data = elements[3:]
+    if mclass in _MX_NUMERIC or mclass == _MX_CHAR:
+        allowed = _MI_NUMERIC | _MI_UTF if mclass == _MX_CHAR else _MI_NUMERIC
+        bad = [t for t, _ in data if t not in allowed]
+        if bad:
+            raise _CorruptMat(f"data element of type {bad[0]} in a matrix of class {mclass}")
+        needed = (3 if mclass == 5 else 1) + is_complex
+        if len(data) < needed:
+            raise _CorruptMat(
+                f"a matrix of class {mclass} has {len(data)} data elements, needs {needed}"
+            )
+    elif mclass in _MX_CONTAINERS:
+        n_cells = math.prod(dims) if dims else 0
+        n_fields = 1
+        if mclass == 3:  # object: class name first, then as a struct
+            data = data[1:]
+        if mclass in (2, 3):
+            lengths = _mat5_int32s(data[0][1], order) if len(data) >= 2 else []
+            if not lengths or lengths[0] <= 0:
+                raise _CorruptMat("a struct without a valid field-name length")
+            n_fields = len(data[1][1]) // lengths[0]
+            data = data[2:]
+        matrices = [payload for t, payload in data if t == _MI_MATRIX]
+        if len(matrices) != len(data):
+            raise _CorruptMat("a cell or struct element that is not a matrix")
+        if len(matrices) < n_cells * n_fields:
+            raise _CorruptMat(
+                f"a cell or struct of {n_cells * n_fields} values holds {len(matrices)}"
+            )
+        for payload in matrices:
+            _check_mat5_matrix(payload, order, depth + 1)
+
+
+def _check_mat5_elements(content):
+    """Reject a MAT-file v5 whose data-element tags are corrupt, before scipy reads it.
+
+    Files of other versions (v4: first bytes zero; v7.3: HDF5) are left to scipy, whose
+    readers for them are in Python. Raises ``_CorruptMat`` (a ``ValueError``).
+    """
+    if len(content) < 128 or 0 in content[:4]:
+        return  # MATLAB v4 (or too short to be v5: scipy reports it)
+    version = content[124:128]
+    major = version[int(version[2] == ord("I"))]
+    if major != 1:
+        return  # v7.3 (HDF5) or not a MAT-file: scipy reports it
+    order = "<" if content[126:128] == b"IM" else ">"
+    pos = 128
+    n = len(content)
+    while pos < n:
+        if n - pos < 8:
+            raise _CorruptMat("the last data element is truncated")
+        mdtype, byte_count = struct.unpack_from(order + "II", content, pos)
+        if byte_count > n - pos - 8:
+            raise _CorruptMat(
+                f"a variable claims {byte_count} bytes, {n - pos - 8} remain (truncated file?)"
+            )
+        body = content[pos + 8 : pos + 8 + byte_count]
+        pos += 8 + byte_count
+        if mdtype == _MI_COMPRESSED:
+            try:
+                body = zlib.decompress(body)
+            except zlib.error as exc:
+                raise _CorruptMat(f"compressed variable: {exc}") from None
+            if len(body) < 8:
+                raise _CorruptMat("compressed variable too short")
+            mdtype, byte_count = struct.unpack_from(order + "II", body, 0)
+            if byte_count > len(body) - 8:
+                raise _CorruptMat("compressed variable truncated")
+            body = body[8 : 8 + byte_count]
+        if mdtype != _MI_MATRIX:
+            raise _CorruptMat(f"expected a matrix (type 14), found a data element of type {mdtype}")
+        _check_mat5_matrix(body, order)
 
 
 def load_andrews_mat(path, *, return_bag_names=False):
@@ -622,9 +841,12 @@ def load_andrews_mat(path, *, return_bag_names=False):
     FileNotFoundError
         If ``path`` does not exist.
     ValueError
-        If the file cannot be read as a MATLAB file, a variable is missing, not numeric or has
-        a length that does not match the number of rows of ``features``, a label is not one
-        of -1, 0, +1, or a value is NaN or infinite.
+        If the file cannot be read as a MATLAB file (this includes corrupt files: data
+        elements of an undefined type or a size beyond the file, missing elements, corrupt
+        sparse indices; scipy's compiled reader would crash on some of them, so they are
+        checked first), a variable is missing, not real and numeric (complex, text, cell) or
+        has a length that does not match the number of rows of ``features``, ``features`` has
+        no rows or no columns, a label is not one of -1, 0, +1, or a value is NaN or infinite.
 
     Notes
     -----
@@ -641,10 +863,12 @@ def load_andrews_mat(path, *, return_bag_names=False):
 
     name = _display_name(path)
     with open(os.fspath(path), "rb") as fh:
-        try:
-            mat = loadmat(fh)
-        except Exception as exc:  # scipy raises ValueError, MatReadError, NotImplementedError..
-            raise ValueError(f"{name}: cannot be read as a MATLAB .mat file: {exc}") from exc
+        content = fh.read()
+    try:
+        _check_mat5_elements(content)
+        mat = loadmat(io.BytesIO(content))
+    except Exception as exc:  # scipy raises ValueError, MatReadError, NotImplementedError..
+        raise ValueError(f"{name}: cannot be read as a MATLAB .mat file: {exc}") from exc
 
     missing = [key for key in ("features", "labels", "bag_ids") if key not in mat]
     if missing:
@@ -658,6 +882,8 @@ def load_andrews_mat(path, *, return_bag_names=False):
     if sp.issparse(features):
         if features.ndim != 2:
             raise ValueError(f"{name}: 'features' must be a 2-D matrix")
+        _check_real_dtype(name, "features", features.dtype)
+        _check_sparse_structure(name, "features", features)
         try:
             X = sp.csr_matrix(features, dtype=np.float64)
         except (TypeError, ValueError):
@@ -673,6 +899,7 @@ def load_andrews_mat(path, *, return_bag_names=False):
             raise ValueError(
                 f"{name}: 'features' must be a 2-D matrix, got shape {features.shape}"
             )
+        _check_real_dtype(name, "features", features.dtype)
         try:
             X = np.asarray(features, dtype=np.float64)
         except (TypeError, ValueError):
@@ -685,6 +912,8 @@ def load_andrews_mat(path, *, return_bag_names=False):
     n_instances = X.shape[0]
     if n_instances == 0:
         raise ValueError(f"{name}: 'features' has no rows (instances)")
+    if X.shape[1] == 0:
+        raise ValueError(f"{name}: 'features' has no columns (feature dimensions)")
 
     labels = _mat_vector(name, mat, "labels", n_instances)
     bag_ids = _mat_vector(name, mat, "bag_ids", n_instances)
@@ -839,6 +1068,7 @@ def load_mil_csv(path, *, return_bag_names=False):
             raise _line_error(
                 name, lineno, f"the label {fields[label_col]!r} (field {label_col + 1}) is not an integer"
             )
+        _check_label_range(name, lineno, label, fields[label_col], label_col + 1)
         bag = fields[bag_col]
         if not bag:
             raise _line_error(name, lineno, f"the bag id (field {bag_col + 1}) is empty")
