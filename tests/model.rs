@@ -488,7 +488,8 @@ fn batch_path_takes_any_layout_and_names_the_bag_with_a_non_finite_value() -> Te
 
 #[test]
 fn a_sparse_basis_of_huge_width_and_overflowing_scores_are_errors_not_panics() -> TestResult {
-    // a CSR basis over 2^62 features: loads and scores sparse bags in O(nnz) memory
+    // a CSR basis over 2^62 features: loads and scores sparse bags in O(nnz) memory (2^63 is
+    // refused: NumPy indices are i64)
     let width = 1usize << 62;
     let z = Csr::new(2, width, vec![0, 1, 2], vec![5, width - 1], vec![1.0, 2.0])?;
     let model = Model::new(
@@ -500,6 +501,12 @@ fn a_sparse_basis_of_huge_width_and_overflowing_scores_are_errors_not_panics() -
         Pooling::Mean,
     );
     let back = Model::from_json(&model.to_json()?)?;
+    let mut wider = back.clone();
+    if let Instances::Sparse(z) = &back.xv {
+        let (idx, val) = (z.indices().to_vec(), z.data().to_vec());
+        wider.xv = Instances::Sparse(Csr::new(2, 1 << 63, z.indptr().to_vec(), idx, val)?);
+    }
+    assert!(matches!(wider.check(), Err(Error::ModelFile(_))));
     let p = Predictor::new(&back)?;
     let mut ws = Workspace::default();
     let mut out = [0.0];

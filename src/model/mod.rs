@@ -131,6 +131,13 @@ impl Model {
                 self.n_features()
             ));
         }
+        if self.n_xv().max(self.n_features()) > i64::MAX as usize {
+            return bad(format!(
+                "xv: a shape of {} x {} exceeds the largest index of a NumPy array (2^63 - 1)",
+                self.n_xv(),
+                self.n_features()
+            ));
+        }
         if n_out == 0 || n_coef != self.n_xv() {
             return bad(format!(
                 "coef: shape {n_out} x {n_coef} does not fit {} expansion vectors (expected \
