@@ -149,7 +149,6 @@ impl<'a> BagView<'a> {
 pub struct Workspace {
     dots: Vec<f64>,
     norms: Vec<f64>,
-    scores: Vec<f64>,
     row_entries: Vec<(usize, f64)>,
     row_starts: Vec<usize>,
 }
@@ -258,12 +257,29 @@ impl Predictor {
     /// The mean (also for [`Pooling::NormalizedMean`]) or max of the instance scores of a valid
     /// bag; leaves the instance norms in `ws.norms`.
     fn pooled(&self, bag: BagView<'_>, ws: &mut Workspace, out: &mut [f64]) {
+        // instance_scores_into + pool fused (the same operations in the same order)
         let n = bag.n_instances();
-        let mut f = std::mem::take(&mut ws.scores);
-        f.resize(n * self.n_outputs(), 0.0);
-        self.instance_scores_into(bag, ws, &mut f);
-        self.pool(&f, n, out);
-        ws.scores = f;
+        let nb = self.n_xv();
+        ws.dots.resize(n * nb, 0.0);
+        ws.norms.resize(n, 0.0);
+        self.bag_dots(bag, ws);
+        self.kernel
+            .finish_rows(&mut ws.dots, &ws.norms, 0, &self.znorms);
+        let init = match self.pooling {
+            Pooling::Max => f64::NEG_INFINITY,
+            Pooling::Mean | Pooling::NormalizedMean | Pooling::SmilMean => 0.0,
+        };
+        out.fill(init);
+        for krow in ws.dots.chunks_exact(nb) {
+            for ((acc, c), &b) in out.iter_mut().zip(self.coef.rows()).zip(&self.intercept) {
+                let f = self.dot(c.as_slice().unwrap_or(&[]), krow) + b;
+                *acc = match self.pooling {
+                    Pooling::Max => acc.max(f),
+                    Pooling::Mean | Pooling::NormalizedMean | Pooling::SmilMean => *acc + f,
+                };
+            }
+        }
+        self.finish_pool(n, out);
     }
 
     /// Instance scores `f(x_p)` of the rows of `bag` into `f` (`n x n_outputs`, row-major), and
@@ -300,6 +316,11 @@ impl Predictor {
                 };
             }
         }
+        self.finish_pool(n, out);
+    }
+
+    /// The last step of pooling `n` instance scores: the mean's division, sMIL's shift.
+    fn finish_pool(&self, n: usize, out: &mut [f64]) {
         if self.pooling != Pooling::Max {
             out.iter_mut().for_each(|v| *v /= n as f64);
         }
