@@ -398,6 +398,11 @@ def check_model(path, data):
         labels = np.asarray(est.predict(probe))
     except Finding:
         raise
+    except ValueError as exc:
+        if "not finite" not in str(exc):
+            raise Finding("loaded-model-unusable:ValueError",
+                          "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))) from None
+        return "accepted"  # finite values whose scores overflow: a clear refusal at use
     except BaseException as exc:  # noqa: BLE001 - every failure of a loaded model is a finding
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
