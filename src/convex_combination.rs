@@ -39,7 +39,7 @@ use crate::model::{Model, Pooling};
 use crate::multiclass::one_vs_rest;
 use crate::params::{
     check_c, check_gamma, check_n_jobs, check_positive, check_relative_tol, setter, with_threads,
-    ClassWeight, Gamma, KernelKind,
+    ClassWeight, Gamma, KernelKind, Observer, Progress,
 };
 use crate::smo::{DualProblem, DualSolution, GramRows, InstanceGram, Smo, SmoParams, Termination};
 
@@ -229,6 +229,8 @@ pub struct SvmCcParams {
     pub smo_tol: f64,
     /// Threads (`None`: all cores). Results do not depend on it.
     pub n_jobs: Option<usize>,
+    /// Receives the objective after every round.
+    pub observer: Observer,
 }
 
 impl Default for SvmCcParams {
@@ -242,6 +244,7 @@ impl Default for SvmCcParams {
             tol: 1e-4,
             smo_tol: 1e-3,
             n_jobs: None,
+            observer: Observer::default(),
         }
     }
 }
@@ -308,6 +311,8 @@ impl SvmCcParams {
         smo_tol: f64);
     setter!(/// Sets the thread count.
         n_jobs: Option<usize>);
+    setter!(/// Sets the progress observer.
+        observer: Observer);
 
     /// Checks every hyperparameter; the error names the parameter and its allowed range.
     pub fn validate(&self) -> Result<()> {
@@ -337,9 +342,9 @@ impl SvmCcParams {
         let kernel = self.kernel.with_gamma(gamma);
         let x = bags.instances();
         let inst = InstanceGram::new(kernel, Rows::from(x))?;
-        let runs = one_vs_rest(labels, n_classes, |_, targets| {
+        let runs = one_vs_rest(labels, n_classes, |problem, targets| {
             let weights = self.class_weight.bag_weights(targets, labels);
-            self.run_binary(&inst, bags, targets, &weights, kernel)
+            self.run_binary(&inst, bags, targets, &weights, kernel, problem)
         })?;
         let model = match kernel {
             Kernel::Linear => {
@@ -413,6 +418,7 @@ impl SvmCcParams {
         targets: &[f64],
         weights: &[f64],
         kernel: Kernel,
+        problem_index: usize,
     ) -> Result<BinaryRun> {
         let x = bags.instances();
         let linear = kernel == Kernel::Linear;
@@ -509,6 +515,13 @@ impl SvmCcParams {
                 )
                 .sum();
             objective_history.push(0.5 * w2 + loss);
+            self.observer.notify(Progress {
+                problem: problem_index,
+                step: objective_history.len(),
+                max_steps: self.max_iter,
+                objective: 0.5 * w2 + loss,
+                temperature: None,
+            });
             let dv = v
                 .iter()
                 .flatten()

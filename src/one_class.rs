@@ -28,7 +28,8 @@ use crate::error::{invalid_data, invalid_param, Result};
 use crate::kernel::Rows;
 use crate::model::{Model, Pooling};
 use crate::params::{
-    check_gamma, check_n_jobs, check_positive, setter, with_threads, Gamma, KernelKind,
+    check_gamma, check_n_jobs, check_positive, setter, with_threads, Gamma, KernelKind, Observer,
+    Progress,
 };
 use crate::smo::{DualProblem, DualSolution, InstanceGram, Smo, SmoParams, Termination};
 
@@ -51,6 +52,8 @@ pub struct OneClassParams {
     pub tol: f64,
     /// Threads (`None`: all cores). Results do not depend on it.
     pub n_jobs: Option<usize>,
+    /// Receives the objective after every round.
+    pub observer: Observer,
 }
 
 impl Default for OneClassParams {
@@ -63,6 +66,7 @@ impl Default for OneClassParams {
             max_iter: 20,
             tol: 1e-3,
             n_jobs: None,
+            observer: Observer::default(),
         }
     }
 }
@@ -111,6 +115,8 @@ impl OneClassParams {
         tol: f64);
     setter!(/// Sets the thread count.
         n_jobs: Option<usize>);
+    setter!(/// Sets the progress observer.
+        observer: Observer);
 
     /// Checks every hyperparameter; the error names the parameter and its allowed range.
     pub fn validate(&self) -> Result<()> {
@@ -212,6 +218,13 @@ impl OneClassParams {
             let sol = Smo::new(&gram, smo_params)?.solve(&problem, warm.as_ref())?;
             smo_converged &= sol.termination == Termination::Converged;
             history.push(sol.objective);
+            self.observer.notify(Progress {
+                problem: 0,
+                step: history.len(),
+                max_steps: self.max_iter,
+                objective: sol.objective,
+                temperature: None,
+            });
             let active_used = active.clone();
             let f: Vec<f64> = sol.q_alpha[..l].iter().map(|q| q + sol.b).collect();
             let mut violated = false;

@@ -82,3 +82,13 @@ def test_verbose_must_be_an_int():
     bags, y = bags_and_labels()
     with pytest.raises(TypeError, match="verbose"):
         milsvm.SparseMI(verbose="loud").fit(bags, y)
+
+
+@pytest.mark.parametrize("make", [lambda: milsvm.SVMCC(C=10.0, max_iter=6, verbose=2),
+                                  lambda: milsvm.OneClassMISVM(max_iter=4, verbose=2)])
+def test_svmcc_and_one_class_report_every_round(make, capsys):
+    bags, y = bags_and_labels()
+    est = make().fit(bags, y)
+    lines = step_lines(capsys.readouterr().out, type(est).__name__)
+    assert len(lines) == len(est.objective_history_)
+    np.testing.assert_allclose(objectives(lines), est.objective_history_, rtol=1e-5)

@@ -12,7 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from . import _core
 from ._bags import as_bags
-from ._base import as_choice, as_float, as_int, as_n_jobs
+from ._base import FitProgress, as_choice, as_float, as_int, as_n_jobs
 from ._base import as_class_weight, as_gamma_or_rule
 from .annealing import _AnnealingClassifier
 from .sparse_mi import _ExpansionVectorClassifier
@@ -62,6 +62,9 @@ class SVMCC(_ExpansionVectorClassifier):
         Relative KKT tolerance of the SMO solving each QP, in (0, 1).
     n_jobs : int or None, default=None
         Threads (None or -1: all cores).
+    verbose : int, default=0
+        0: silent; 1: a progress bar over the rounds on stderr when it is a terminal; 2: also
+        the objective of every round.
 
     Attributes
     ----------
@@ -101,7 +104,7 @@ class SVMCC(_ExpansionVectorClassifier):
     predict_instances = _AnnealingClassifier.predict_instances
 
     def __init__(self, C=1.0, kernel="linear", gamma="scale", class_weight=None, max_iter=80, tol=1e-4,
-                 smo_tol=1e-3, n_jobs=None):
+                 smo_tol=1e-3, n_jobs=None, verbose=0):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -110,6 +113,7 @@ class SVMCC(_ExpansionVectorClassifier):
         self.tol = tol
         self.smo_tol = smo_tol
         self.n_jobs = n_jobs
+        self.verbose = verbose
 
     def fit(self, bags, y):
         """Fit on bags and one label per bag.
@@ -127,19 +131,23 @@ class SVMCC(_ExpansionVectorClassifier):
         bags = as_bags(bags)
         labels = self._encode_labels(y, len(bags), multiclass=True)
         start = time.perf_counter()
-        out = _core.fit_svmcc(
-            bags.core_instances(),
-            bags.bag_ptr,
-            labels,
-            c=as_float("C", self.C),
-            kernel=as_choice("kernel", self.kernel, ("linear", "rbf")),
-            gamma=as_gamma_or_rule(self.gamma),
-            class_weight=as_class_weight(self.class_weight, self.classes_),
-            max_iter=as_int("max_iter", self.max_iter),
-            tol=as_float("tol", self.tol),
-            smo_tol=as_float("smo_tol", self.smo_tol),
-            n_jobs=as_n_jobs(self.n_jobs),
-        )
+        n_problems = 1 if len(self.classes_) == 2 else len(self.classes_)
+        max_iter = as_int("max_iter", self.max_iter)
+        with FitProgress(self, max(max_iter, 0) * n_problems, "round") as progress:
+            out = _core.fit_svmcc(
+                bags.core_instances(),
+                bags.bag_ptr,
+                labels,
+                c=as_float("C", self.C),
+                kernel=as_choice("kernel", self.kernel, ("linear", "rbf")),
+                gamma=as_gamma_or_rule(self.gamma),
+                class_weight=as_class_weight(self.class_weight, self.classes_),
+                max_iter=max_iter,
+                tol=as_float("tol", self.tol),
+                smo_tol=as_float("smo_tol", self.smo_tol),
+                n_jobs=as_n_jobs(self.n_jobs),
+                progress=progress.callback(),
+            )
         self.fit_time_ = time.perf_counter() - start
         binary = len(self.classes_) == 2
         self._set_model(out["model"])

@@ -12,7 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from . import _core
 from ._bags import as_bags
-from ._base import as_choice, as_float, as_int, as_n_jobs
+from ._base import FitProgress, as_choice, as_float, as_int, as_n_jobs
 from ._base import as_gamma_or_rule
 from .annealing import _AnnealingClassifier
 from .sparse_mi import _ExpansionVectorClassifier
@@ -54,6 +54,9 @@ class OneClassMISVM(_ExpansionVectorClassifier):
         Relative KKT tolerance of the SMO, in (0, 1).
     n_jobs : int or None, default=None
         Threads (None or -1: all cores).
+    verbose : int, default=0
+        0: silent; 1: a progress bar over the rounds on stderr when it is a terminal; 2: also
+        the objective of every round.
 
     Attributes
     ----------
@@ -88,7 +91,7 @@ class OneClassMISVM(_ExpansionVectorClassifier):
     predict_instances = _AnnealingClassifier.predict_instances
 
     def __init__(self, nu=0.5, kernel="rbf", gamma="scale", bag_constraints=True, max_iter=20, tol=1e-3,
-                 n_jobs=None):
+                 n_jobs=None, verbose=0):
         self.nu = nu
         self.kernel = kernel
         self.gamma = gamma
@@ -96,6 +99,7 @@ class OneClassMISVM(_ExpansionVectorClassifier):
         self.max_iter = max_iter
         self.tol = tol
         self.n_jobs = n_jobs
+        self.verbose = verbose
 
     def fit(self, bags, y):
         """Fit on the positive bags (``y == classes_[1]``); the others are ignored.
@@ -115,18 +119,21 @@ class OneClassMISVM(_ExpansionVectorClassifier):
         if not isinstance(self.bag_constraints, (bool, np.bool_)):
             raise TypeError(f"bag_constraints must be a bool, got {self.bag_constraints!r}")
         start = time.perf_counter()
-        out = _core.fit_one_class(
-            bags.core_instances(),
-            bags.bag_ptr,
-            labels,
-            nu=as_float("nu", self.nu),
-            kernel=as_choice("kernel", self.kernel, ("rbf", "linear")),
-            gamma=as_gamma_or_rule(self.gamma),
-            bag_constraints=bool(self.bag_constraints),
-            max_iter=as_int("max_iter", self.max_iter),
-            tol=as_float("tol", self.tol),
-            n_jobs=as_n_jobs(self.n_jobs),
-        )
+        max_iter = as_int("max_iter", self.max_iter)
+        with FitProgress(self, max(max_iter, 0), "round") as progress:
+            out = _core.fit_one_class(
+                bags.core_instances(),
+                bags.bag_ptr,
+                labels,
+                nu=as_float("nu", self.nu),
+                kernel=as_choice("kernel", self.kernel, ("rbf", "linear")),
+                gamma=as_gamma_or_rule(self.gamma),
+                bag_constraints=bool(self.bag_constraints),
+                max_iter=max_iter,
+                tol=as_float("tol", self.tol),
+                n_jobs=as_n_jobs(self.n_jobs),
+                progress=progress.callback(),
+            )
         self.fit_time_ = time.perf_counter() - start
         self._set_model(out["model"])
         self.rho_ = -self.intercept_

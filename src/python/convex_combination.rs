@@ -9,7 +9,7 @@ use super::*;
 /// and per binary problem `positive_bags`, `v`, `lp_intercept`, `qp_intercept`,
 /// `objective_history`, `dv_history`, `n_iter`, `converged`; plus `smo_converged`.
 #[pyfunction]
-#[pyo3(signature = (x, bag_ptr, labels, *, c, kernel, gamma, class_weight=None, max_iter=80, tol=1e-4, smo_tol=1e-3, n_jobs=None))]
+#[pyo3(signature = (x, bag_ptr, labels, *, c, kernel, gamma, class_weight=None, max_iter=80, tol=1e-4, smo_tol=1e-3, n_jobs=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn fit_svmcc<'py>(
     py: Python<'py>,
@@ -24,6 +24,7 @@ pub(crate) fn fit_svmcc<'py>(
     tol: f64,
     smo_tol: f64,
     n_jobs: Option<i64>,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let params = SvmCcParams {
         c,
@@ -34,6 +35,7 @@ pub(crate) fn fit_svmcc<'py>(
         tol,
         smo_tol,
         n_jobs: n_jobs_of(n_jobs)?,
+        observer: observer_of(progress),
     };
     let bags = bags(x, bag_ptr)?;
     let labels = to_usize(labels.as_slice()?, "labels")?;

@@ -9,7 +9,7 @@ use super::*;
 /// (`1 x n_xv`), `intercept` (`-rho`), `gamma`, `alpha`, `bag_alpha`, `active`,
 /// `objective_history`, `n_iter`, `converged`, `smo_converged`.
 #[pyfunction]
-#[pyo3(signature = (x, bag_ptr, labels, *, nu, kernel, gamma, bag_constraints=true, max_iter=20, tol=1e-3, n_jobs=None))]
+#[pyo3(signature = (x, bag_ptr, labels, *, nu, kernel, gamma, bag_constraints=true, max_iter=20, tol=1e-3, n_jobs=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn fit_one_class<'py>(
     py: Python<'py>,
@@ -23,6 +23,7 @@ pub(crate) fn fit_one_class<'py>(
     max_iter: i64,
     tol: f64,
     n_jobs: Option<i64>,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let params = OneClassParams {
         nu,
@@ -32,6 +33,7 @@ pub(crate) fn fit_one_class<'py>(
         max_iter: count(max_iter, "max_iter")?,
         tol,
         n_jobs: n_jobs_of(n_jobs)?,
+        observer: observer_of(progress),
     };
     let bags = bags(x, bag_ptr)?;
     let labels = to_usize(labels.as_slice()?, "labels")?;
