@@ -1,10 +1,12 @@
 """Type stubs of the compiled core ``milsvm._core`` (Rust, PyO3)."""
 
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Callable, Optional, Tuple, Union
 
 import numpy as np
 from numpy.typing import NDArray
 
+#: ``progress(problem, step, max_steps, objective, temperature)``, called at every step of a fit.
+Progress = Callable[[int, int, int, float, Optional[float]], None]
 Instances = Union[NDArray[np.float64], Tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64], int]]
 
 __version__: str
@@ -64,6 +66,7 @@ def fit_sparse_mi(
     x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], *, n_xv: int, c: float, kernel: str,
     gamma: Optional[float], max_iter: int, max_line_search: int, tol: float, solver: str, seed: int,
     n_jobs: Optional[int], inner_tol: Optional[float] = None, init_xv: Optional[NDArray[np.float64]] = None,
+    n_basis: Optional[int] = None, init_basis: Optional[Instances] = None, progress: Optional[Progress] = None,
 ) -> dict[str, Any]: ...
 def kernel_bag_means(
     x: Instances, bag_ptr: NDArray[np.int64], z: NDArray[np.float64], kernel: str, gamma: float, n_jobs: Optional[int] = None
@@ -106,6 +109,7 @@ def fit_annealing(
     eps: float = 1e-4, max_temperatures: int = 200, max_iter: int = 50, init: str = "uniform",
     n_xv: Optional[int] = None, xv_init: str = "kmeans", init_xv: Optional[NDArray[np.float64]] = None,
     class_weight: Union[None, str, list[float]] = None, seed: int = 0, n_jobs: Optional[int] = None,
+    progress: Optional[Progress] = None,
 ) -> dict[str, Any]: ...
 def probability_update(
     kind: str, t: NDArray[np.float64], temp: float, c2: float = 0.0, p_star: float = 0.0
@@ -118,11 +122,11 @@ def fit_set_kernel_svm(
 def fit_svmcc(
     x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], *, c: float, kernel: str,
     gamma: Union[str, float], class_weight: Union[None, str, list[float]] = None, max_iter: int = 80,
-    tol: float = 1e-4, smo_tol: float = 1e-3, n_jobs: Optional[int] = None,
+    tol: float = 1e-4, smo_tol: float = 1e-3, n_jobs: Optional[int] = None, progress: Optional[Progress] = None,
 ) -> dict[str, Any]: ...
 def svmcc_lp_step(*args: Any, **kwargs: Any) -> Any: ...
 def fit_one_class(
     x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], *, nu: float, kernel: str,
     gamma: Union[str, float], bag_constraints: bool = True, max_iter: int = 20, tol: float = 1e-3,
-    n_jobs: Optional[int] = None,
+    n_jobs: Optional[int] = None, progress: Optional[Progress] = None,
 ) -> dict[str, Any]: ...
