@@ -113,6 +113,24 @@ impl<'a> BagView<'a> {
         }
     }
 
+    /// Instance `p`: its dense values, or its CSR indices and values.
+    fn instance(&self, p: usize) -> Instance<'a> {
+        match *self {
+            BagView::Dense { data, n_features } => {
+                Instance::Dense(&data[p * n_features..(p + 1) * n_features])
+            }
+            BagView::Csr {
+                indptr,
+                indices,
+                data,
+                ..
+            } => {
+                let (a, b) = (indptr[p] - indptr[0], indptr[p + 1] - indptr[0]);
+                Instance::Sparse(&indices[a..b], &data[a..b])
+            }
+        }
+    }
+
     fn values(&self) -> &'a [f64] {
         match *self {
             BagView::Dense { data, .. } | BagView::Csr { data, .. } => data,
@@ -141,6 +159,12 @@ impl<'a> BagView<'a> {
             }
         }
     }
+}
+
+/// One instance of a [`BagView`].
+enum Instance<'a> {
+    Dense(&'a [f64]),
+    Sparse(&'a [usize], &'a [f64]),
 }
 
 /// Scratch buffers for [`Predictor::score_bag`]; reuse one per thread so that scoring allocates
@@ -333,78 +357,38 @@ impl Predictor {
     /// instances' squared norms into `ws.norms`.
     fn bag_dots(&self, bag: BagView<'_>, ws: &mut Workspace) {
         let nb = self.n_xv();
-        match (&self.layout, bag) {
-            (Layout::Dense(basis), BagView::Dense { data, n_features }) => {
-                let z = basis.v.as_slice().unwrap_or(&[]);
-                for ((x, drow), s) in data
-                    .chunks_exact(n_features)
-                    .zip(ws.dots.chunks_exact_mut(nb))
-                    .zip(ws.norms.iter_mut())
-                {
-                    *s = self.dots(x, z, n_features, drow);
+        for (p, (drow, s)) in ws
+            .dots
+            .chunks_exact_mut(nb)
+            .zip(ws.norms.iter_mut())
+            .enumerate()
+        {
+            *s = match (bag.instance(p), &self.layout) {
+                (Instance::Dense(x), Layout::Dense(basis)) => {
+                    self.dots(x, basis.v.as_slice().unwrap_or(&[]), x.len(), drow)
                 }
-            }
-            (
-                Layout::Dense(basis),
-                BagView::Csr {
-                    indptr,
-                    indices,
-                    data,
-                    ..
-                },
-            ) => {
-                for (p, (drow, s)) in ws
-                    .dots
-                    .chunks_exact_mut(nb)
-                    .zip(ws.norms.iter_mut())
-                    .enumerate()
-                {
-                    let (a, b) = (indptr[p] - indptr[0], indptr[p + 1] - indptr[0]);
-                    let (idx, val) = (&indices[a..b], &data[a..b]);
-                    *s = val.iter().map(|v| v * v).sum();
-                    for (o, zk) in drow.iter_mut().zip(basis.v.rows()) {
-                        *o = idx.iter().zip(val).map(|(&j, &a)| a * zk[j]).sum();
-                    }
-                }
-            }
-            (Layout::Sparse(z, _), BagView::Dense { data, n_features }) => {
-                for ((x, drow), s) in data
-                    .chunks_exact(n_features)
-                    .zip(ws.dots.chunks_exact_mut(nb))
-                    .zip(ws.norms.iter_mut())
-                {
-                    *s = self.dot(x, x);
+                (Instance::Dense(x), Layout::Sparse(z, _)) => {
                     for (k, o) in drow.iter_mut().enumerate() {
                         let (js, vs) = z.row(k);
                         *o = js.iter().zip(vs).map(|(&j, &v)| v * x[j]).sum();
                     }
+                    self.dot(x, x)
                 }
-            }
-            (
-                Layout::Sparse(_, index),
-                BagView::Csr {
-                    indptr,
-                    indices,
-                    data,
-                    ..
-                },
-            ) => {
-                for (p, (drow, s)) in ws
-                    .dots
-                    .chunks_exact_mut(nb)
-                    .zip(ws.norms.iter_mut())
-                    .enumerate()
-                {
-                    let (a, b) = (indptr[p] - indptr[0], indptr[p + 1] - indptr[0]);
-                    let (idx, val) = (&indices[a..b], &data[a..b]);
-                    *s = val.iter().map(|v| v * v).sum();
+                (Instance::Sparse(idx, val), Layout::Dense(basis)) => {
+                    for (o, zk) in drow.iter_mut().zip(basis.v.rows()) {
+                        *o = idx.iter().zip(val).map(|(&j, &a)| a * zk[j]).sum();
+                    }
+                    val.iter().map(|v| v * v).sum()
+                }
+                (Instance::Sparse(idx, val), Layout::Sparse(_, index)) => {
                     drow.fill(0.0);
                     for (&j, &a) in idx.iter().zip(val) {
                         let (ks, vs) = index.entries(j);
                         ks.iter().zip(vs).for_each(|(&k, &v)| drow[k] += a * v);
                     }
+                    val.iter().map(|v| v * v).sum()
                 }
-            }
+            };
         }
     }
 
