@@ -173,11 +173,58 @@ fn bag_means(bags: &Bags) -> Result<Instances> {
 }
 
 /// The set-kernel Gram matrix of one set of bags ([`set_kernel`] of `bags` with itself),
-/// made exactly symmetric by averaging with its transpose (the two triangles sum in
-/// different orders).
+/// exactly symmetric. Dense instances with the Gaussian kernel: only the upper triangle is
+/// computed (each column block of instances against the bags up to the block's last bag, about
+/// half the work), then mirrored; otherwise the full product averaged with its transpose.
 pub fn set_kernel_gram(kernel: Kernel, bags: &Bags) -> Result<Array2<f64>> {
-    let k = set_kernel(kernel, bags, bags)?;
-    Ok((&k + &k.t()) * 0.5)
+    let x = match (kernel, bags.instances()) {
+        (Kernel::Rbf { .. }, Instances::Dense(x)) => x,
+        _ => {
+            let k = set_kernel(kernel, bags, bags)?;
+            return Ok((&k + &k.t()) * 0.5);
+        }
+    };
+    let norms = bags.instances().sq_norms();
+    let ptr = bags.bag_ptr();
+    let (m, n) = (bags.n_bags(), bags.n_instances());
+    let width = (BLOCK_ENTRIES / n.max(x.ncols()).max(1)).clamp(1, MAX_BLOCK);
+    let mut out = Array2::<f64>::zeros((m, m));
+    let mut bag = 0;
+    let mut lo = 0;
+    while lo < n {
+        let hi = (lo + width).min(n);
+        // the bags 0..=last hold every row that pairs with this block in the upper triangle
+        let last = ptr.partition_point(|&p| p < hi) - 1;
+        let rows = ptr[last + 1];
+        let basis = Basis::direct(x.slice(s![lo..hi, ..]).to_owned());
+        let (_, means) = kernel_bag_means(
+            kernel,
+            Rows::Dense(x.slice(s![..rows, ..])),
+            &norms[..rows],
+            &ptr[..=last + 1],
+            &basis,
+        );
+        for (t, col) in (lo..hi).zip(means.columns()) {
+            while t >= ptr[bag + 1] {
+                bag += 1;
+            }
+            let mut target = out.slice_mut(s![..=last, bag]);
+            target += &col;
+        }
+        lo = hi;
+    }
+    for j in 0..m {
+        let nj = (ptr[j + 1] - ptr[j]) as f64;
+        for i in 0..=j {
+            out[[i, j]] /= nj;
+        }
+    }
+    for i in 0..m {
+        for j in 0..i {
+            out[[i, j]] = out[[j, i]];
+        }
+    }
+    Ok(out)
 }
 
 /// Common range checks of `C`, `gamma`, the inner solver settings and `n_jobs`.

@@ -301,3 +301,26 @@ fn parameters_are_validated_with_their_names() {
     broken.intercept = Array1::zeros(1);
     assert!(broken.decision_function(&bags).is_err());
 }
+
+/// The Gram matrix computes only its upper triangle for dense Gaussian bags (several column
+/// blocks here: more than 4096 instances): it equals the general product and is symmetric.
+#[test]
+fn set_kernel_gram_upper_triangle_equals_the_general_product() -> TestResult {
+    let (bags, _) = random_bags(77, 1400, 3, 7);
+    assert!(
+        bags.n_instances() > 4096,
+        "{} instances",
+        bags.n_instances()
+    );
+    let kernel = Kernel::Rbf { gamma: 0.4 };
+    let gram = milsvm::set_kernel::set_kernel_gram(kernel, &bags)?;
+    let full = set_kernel(kernel, &bags, &bags)?;
+    let worst = gram
+        .iter()
+        .zip(full.iter())
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    assert!(worst < 1e-13, "max difference {worst:e}");
+    assert!(gram == gram.t(), "not symmetric");
+    Ok(())
+}
