@@ -279,35 +279,10 @@ pub fn kernel_bag_means(
     })
 }
 
-/// How a bag's score is formed from the scores of its instances.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Pooling {
-    /// Label mean `F(X) = (1/|X|) sum_p f(x_p)` (Fu et al. 2013, eq. 3).
-    #[default]
-    Mean,
-    /// Label max `F(X) = max_p f(x_p)` (the MI assumption of mi-SVM / MI-SVM and the annealing
-    /// methods; Gehler & Chapelle 2007).
-    Max,
-    /// The mean of the bias-free instance scores divided by the bag's feature-space norm,
-    /// `F(X) = (1/|X|) sum_p (f(x_p) - b) / sqrt(k_set(X, X)) + b` with
-    /// `k_set(X, X) = (1/|X|^2) sum_p sum_q k(x_p, x_q)` (NSK with `norm = "l2"`; Gaertner et al.
-    /// 2002). [`bag_scores`] returns the plain mean for it; [`crate::model::Predictor`] applies
-    /// the normalisation.
-    NormalizedMean,
-    /// The mean shifted by the midpoint of sMIL's two margins for a bag of this size:
-    /// `F(X) = (1/|X|) sum_p f(x_p) + 1 - 1/|X|`. sMIL (Bunescu & Mooney 2007) trains negative
-    /// instances to `f <= -1` (so a negative bag's mean is at most -1) and a positive bag's mean
-    /// to at least `(2 - |X|) / |X|` (one positive instance at +1, the others at -1); the bag is
-    /// called positive above the midpoint `1/|X| - 1` of the two (0 for a one-instance bag).
-    /// The classification rule for new bags is this crate's choice, consistent with training:
-    /// with the plain mean and threshold 0, sMIL calls almost every bag negative.
-    SmilMean,
-}
-
 /// Instance scores `f(x_p) = sum_k coef[o, k] k(x_p, z_k) + intercept[o]` of every row for every
-/// output `o` (`n_rows x n_outputs`), computed in row chunks so that the `n_rows x n_basis`
-/// kernel matrix is never held whole.
+/// output `o` (`n_rows x n_outputs`), computed in row chunks (in parallel) so that the
+/// `n_rows x n_basis` kernel matrix is never held whole. Every value is computed by the same
+/// operations whatever the thread count.
 pub fn instance_scores(
     kernel: Kernel,
     rows: Rows,
@@ -316,100 +291,25 @@ pub fn instance_scores(
     coef: ArrayView2<f64>,
     intercept: &[f64],
 ) -> Array2<f64> {
-    let n = rows.n_rows();
-    let bag_ptr: Vec<usize> = (0..=n).collect();
-    scores_pass(
-        kernel, rows, row_norms, &bag_ptr, basis, coef, intercept, None,
-    )
-}
-
-/// Bag scores (`n_bags x n_outputs`): the instance scores of [`instance_scores`] pooled over each
-/// bag (`bag_ptr` offsets), one chunk of whole bags at a time.
-#[allow(clippy::too_many_arguments)]
-pub fn bag_scores(
-    kernel: Kernel,
-    rows: Rows,
-    row_norms: &[f64],
-    bag_ptr: &[usize],
-    basis: &Basis,
-    coef: ArrayView2<f64>,
-    intercept: &[f64],
-    pooling: Pooling,
-) -> Array2<f64> {
-    scores_pass(
-        kernel,
-        rows,
-        row_norms,
-        bag_ptr,
-        basis,
-        coef,
-        intercept,
-        Some(pooling),
-    )
-}
-
-/// The one chunked pass behind [`instance_scores`] and [`bag_scores`]: kernel block, scores,
-/// and (with `pooling`) their per-bag mean or max. Chunks hold whole bags and run in parallel;
-/// every output value is computed by the same operations whatever the thread count.
-#[allow(clippy::too_many_arguments)]
-fn scores_pass(
-    kernel: Kernel,
-    rows: Rows,
-    row_norms: &[f64],
-    bag_ptr: &[usize],
-    basis: &Basis,
-    coef: ArrayView2<f64>,
-    intercept: &[f64],
-    pooling: Option<Pooling>,
-) -> Array2<f64> {
-    let m = bag_ptr.len() - 1;
-    let n_out = coef.nrows();
+    let n_out = coef.nrows().max(1);
     let nb = basis.len();
     let pass = KernelPass::new(kernel, rows, row_norms, basis);
-    let chunks = bag_chunks(bag_ptr);
-    let out_rows = |b0: usize, b1: usize| match pooling {
-        Some(_) => (b0, b1),
-        None => (bag_ptr[b0], bag_ptr[b1]),
-    };
-    let bounds: Vec<(usize, usize)> = chunks.iter().map(|&(a, b)| out_rows(a, b)).collect();
-    let n_out_rows = if pooling.is_some() { m } else { bag_ptr[m] };
-    let mut out = Array2::zeros((n_out_rows, n_out));
     let coef_t = coef.t();
+    let mut out = Array2::zeros((rows.n_rows(), coef.nrows()));
     if let Some(buf) = out.as_slice_mut() {
-        split_rows(buf, &bounds, n_out)
-            .into_par_iter()
-            .zip(chunks.par_iter())
-            .for_each(|(dst, &(b0, b1))| {
-                let (lo, hi) = (bag_ptr[b0], bag_ptr[b1]);
+        buf.par_chunks_mut(CHUNK_ROWS * n_out)
+            .enumerate()
+            .for_each(|(c, dst)| {
+                let (lo, hi) = (c * CHUNK_ROWS, c * CHUNK_ROWS + dst.len() / n_out);
                 let mut kbuf = vec![0.0; (hi - lo) * nb];
                 pass.block(lo, hi, &mut kbuf);
                 let Ok(kblock) = ArrayView2::from_shape((hi - lo, nb), &kbuf) else {
                     return; // unreachable: the block is (hi - lo) x nb
                 };
-                let mut s = kblock.dot(&coef_t);
-                for mut row in s.rows_mut() {
-                    row.iter_mut().zip(intercept).for_each(|(v, &b)| *v += b);
-                }
-                match pooling {
-                    None => dst.iter_mut().zip(s.iter()).for_each(|(d, &v)| *d = v),
-                    Some(pool) => {
-                        for (bi, drow) in (b0..b1).zip(dst.chunks_exact_mut(n_out.max(1))) {
-                            let (r0, r1) = (bag_ptr[bi] - lo, bag_ptr[bi + 1] - lo);
-                            let bag = s.slice(s![r0..r1, ..]);
-                            for (o, d) in drow.iter_mut().enumerate() {
-                                let col = bag.column(o);
-                                *d = match pool {
-                                    Pooling::Mean | Pooling::NormalizedMean => {
-                                        col.sum() / (r1 - r0) as f64
-                                    }
-                                    Pooling::SmilMean => {
-                                        let n = (r1 - r0) as f64;
-                                        col.sum() / n + 1.0 - 1.0 / n
-                                    }
-                                    Pooling::Max => col.fold(f64::NEG_INFINITY, |a, &v| a.max(v)),
-                                };
-                            }
-                        }
+                let s = kblock.dot(&coef_t);
+                for (drow, srow) in dst.chunks_exact_mut(n_out).zip(s.rows()) {
+                    for ((d, &v), &b) in drow.iter_mut().zip(srow).zip(intercept) {
+                        *d = v + b;
                     }
                 }
             });

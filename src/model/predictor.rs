@@ -1,14 +1,14 @@
 //! The compiled model: validated once, with the basis laid out for prediction.
 //!
-//! Two paths share the kernel and pooling code of [`crate::kernel`]:
-//! * one bag at a time ([`Predictor::score_bag`]): inner products by a SIMD dot (AVX2 where the
-//!   CPU has it, chosen once at compile time of the predictor), the vectorised kernel finish,
-//!   then the pooled scores, in buffers of a reusable [`Workspace`] (no allocation once the
-//!   workspace has seen a bag of that size);
-//! * many bags ([`Predictor::decision_function`]): chunks of whole bags in parallel, each chunk
-//!   one matrix product against the basis ([`crate::kernel::bag_scores`]); a CSR basis is
-//!   scored bag by bag in parallel instead. Every value is computed by the same operations
-//!   whatever the number of threads.
+//! * One bag ([`Predictor::score_bag`]): inner products by a SIMD dot (AVX2 where the CPU has
+//!   it, detected once when the predictor is built), the kernel finish of [`crate::kernel`],
+//!   then the pooled score, in the buffers of a reusable [`Workspace`] (no allocation once the
+//!   workspace has seen a bag of that size).
+//! * Many bags ([`Predictor::decision_function`]): the instance scores in parallel over fixed
+//!   chunks of rows (with the one-bag kernel for a small basis or a CSR basis, with one matrix
+//!   product per chunk, [`crate::kernel::instance_scores`], for a larger dense basis), then the
+//!   same pooling per bag. Every value is computed by the same operations whatever the number
+//!   of threads, and a small basis gives exactly the one-bag path's values.
 
 use ndarray::Array2;
 use rayon::prelude::*;
@@ -26,7 +26,7 @@ const ROW_CHUNK: usize = 128;
 use super::{Model, Pooling};
 use crate::bags::{validate_bag_ptr, Bags, Csr, Instances};
 use crate::error::{Error, Result};
-use crate::kernel::{bag_scores, instance_scores, Basis, Kernel, Rows};
+use crate::kernel::{instance_scores, Basis, Kernel, Rows};
 
 /// One bag of instances, borrowed: dense row-major values or CSR rows.
 #[derive(Debug, Clone, Copy)]
@@ -289,18 +289,11 @@ impl Predictor {
         self.bag_dots(bag, ws);
         self.kernel
             .finish_rows(&mut ws.dots, &ws.norms, 0, &self.znorms);
-        let init = match self.pooling {
-            Pooling::Max => f64::NEG_INFINITY,
-            Pooling::Mean | Pooling::NormalizedMean | Pooling::SmilMean => 0.0,
-        };
-        out.fill(init);
+        out.fill(self.pool_start());
         for krow in ws.dots.chunks_exact(nb) {
             for ((acc, c), &b) in out.iter_mut().zip(self.coef.rows()).zip(&self.intercept) {
                 let f = self.dot(c.as_slice().unwrap_or(&[]), krow) + b;
-                *acc = match self.pooling {
-                    Pooling::Max => acc.max(f),
-                    Pooling::Mean | Pooling::NormalizedMean | Pooling::SmilMean => *acc + f,
-                };
+                self.pool_step(acc, f);
             }
         }
         self.finish_pool(n, out);
@@ -327,20 +320,30 @@ impl Predictor {
     /// Pools the instance scores `f` (`n x n_outputs`) of one bag into `out`, instance by
     /// instance in order (the same sums on every path).
     fn pool(&self, f: &[f64], n: usize, out: &mut [f64]) {
-        let init = match self.pooling {
-            Pooling::Max => f64::NEG_INFINITY,
-            Pooling::Mean | Pooling::NormalizedMean | Pooling::SmilMean => 0.0,
-        };
-        out.fill(init);
+        out.fill(self.pool_start());
         for frow in f.chunks_exact(out.len().max(1)) {
             for (acc, &v) in out.iter_mut().zip(frow) {
-                *acc = match self.pooling {
-                    Pooling::Max => acc.max(v),
-                    Pooling::Mean | Pooling::NormalizedMean | Pooling::SmilMean => *acc + v,
-                };
+                self.pool_step(acc, v);
             }
         }
         self.finish_pool(n, out);
+    }
+
+    /// The pooled value before any instance.
+    fn pool_start(&self) -> f64 {
+        match self.pooling {
+            Pooling::Max => f64::NEG_INFINITY,
+            Pooling::Mean | Pooling::NormalizedMean | Pooling::SmilMean => 0.0,
+        }
+    }
+
+    /// Adds one instance score to a pooled value.
+    #[inline]
+    fn pool_step(&self, acc: &mut f64, f: f64) {
+        *acc = match self.pooling {
+            Pooling::Max => acc.max(f),
+            Pooling::Mean | Pooling::NormalizedMean | Pooling::SmilMean => *acc + f,
+        };
     }
 
     /// The last step of pooling `n` instance scores: the mean's division, sMIL's shift.
@@ -398,9 +401,8 @@ impl Predictor {
         let mut total = 0.0;
         match bag {
             BagView::Dense { data, n_features } => {
-                let rows: Vec<&[f64]> = data.chunks_exact(n_features).collect();
-                for (p, xp) in rows.iter().enumerate() {
-                    for (q, xq) in rows.iter().enumerate() {
+                for (p, xp) in data.chunks_exact(n_features).enumerate() {
+                    for (q, xq) in data.chunks_exact(n_features).enumerate() {
                         let dot = self.dot(xp, xq);
                         total += self.kernel.from_dot(dot, ws.norms[p], ws.norms[q]);
                     }
@@ -463,13 +465,22 @@ impl Predictor {
                 return self.decision_function_rows(Rows::Dense(owned.view()), bag_ptr);
             }
         }
-        let out = match &self.layout {
+        let (f, norms) = match &self.layout {
             Layout::Dense(basis) if basis.len() > ROW_KERNEL_MAX_XV => {
                 let norms = checked_norms(rows)?;
-                self.product_scores(rows, &norms, bag_ptr, basis)
+                let f = instance_scores(
+                    self.kernel,
+                    rows,
+                    &norms,
+                    basis,
+                    self.coef.view(),
+                    &self.intercept,
+                );
+                (f.into_raw_vec_and_offset().0, norms)
             }
-            _ => self.bag_by_bag_scores(rows, bag_ptr)?,
+            _ => self.row_kernel_scores(rows, bag_ptr)?,
         };
+        let out = self.pool_bags(&f, &norms, rows, bag_ptr);
         match out
             .rows()
             .into_iter()
@@ -490,14 +501,12 @@ impl Predictor {
         Ok(())
     }
 
-    /// Scores bag by bag in parallel with the one-bag kernel; a non-finite value is an error
-    /// naming the first bag that holds one.
-    fn bag_by_bag_scores(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
-        let m = bag_ptr.len() - 1;
+    /// Instance scores (`n x n_outputs`, row-major) and squared norms of the rows with the
+    /// one-bag kernel, in fixed chunks of rows in parallel (balanced whatever the bag sizes); a
+    /// non-finite value is an error naming the first bag that holds one.
+    fn row_kernel_scores(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<(Vec<f64>, Vec<f64>)> {
         let n = rows.n_rows();
         let n_out = self.n_outputs().max(1);
-        let sequential = n * self.n_xv() < SEQUENTIAL_WORK;
-        // 1. instance scores and norms, in fixed chunks of rows (balanced whatever the bag sizes)
         let mut f = vec![0.0; n * n_out];
         let mut norms = vec![0.0; n];
         let chunk = |ws: &mut Workspace, (c, (fc, nc)): (usize, (&mut [f64], &mut [f64]))| {
@@ -506,7 +515,7 @@ impl Predictor {
             self.instance_scores_into(BagView::of(rows, lo, hi), ws, fc);
             nc.copy_from_slice(&ws.norms[..hi - lo]);
         };
-        if sequential {
+        if n * self.n_xv() < SEQUENTIAL_WORK {
             let mut ws = Workspace::default();
             f.chunks_mut(ROW_CHUNK * n_out)
                 .zip(norms.chunks_mut(ROW_CHUNK))
@@ -534,7 +543,20 @@ impl Predictor {
                 )));
             }
         }
-        // 2. pooled per bag
+        Ok((f, norms))
+    }
+
+    /// Bag scores (`n_bags x n_outputs`) from the instance scores `f` and norms of `rows`:
+    /// [`Predictor::pool`] per bag, then the normalisation of [`Pooling::NormalizedMean`].
+    fn pool_bags(
+        &self,
+        f: &[f64],
+        norms: &[f64],
+        rows: Rows<'_>,
+        bag_ptr: &[usize],
+    ) -> Array2<f64> {
+        let m = bag_ptr.len() - 1;
+        let n_out = self.n_outputs().max(1);
         let mut out = Array2::zeros((m, n_out));
         let pool = |ws: &mut Workspace, (i, dst): (usize, &mut [f64])| {
             let (lo, hi) = (bag_ptr[i], bag_ptr[i + 1]);
@@ -547,7 +569,7 @@ impl Predictor {
             }
         };
         if let Some(buf) = out.as_slice_mut() {
-            if sequential || self.pooling != Pooling::NormalizedMean {
+            if self.pooling != Pooling::NormalizedMean || rows.n_rows() < SEQUENTIAL_WORK {
                 let mut ws = Workspace::default();
                 buf.chunks_mut(n_out)
                     .enumerate()
@@ -557,42 +579,6 @@ impl Predictor {
                     .enumerate()
                     .for_each_init(Workspace::default, pool);
             }
-        }
-        Ok(out)
-    }
-
-    /// Scores of valid rows by one matrix product per chunk of bags
-    /// ([`crate::kernel::bag_scores`]), then the normalisation of [`Pooling::NormalizedMean`].
-    fn product_scores(
-        &self,
-        rows: Rows<'_>,
-        norms: &[f64],
-        bag_ptr: &[usize],
-        basis: &Basis,
-    ) -> Array2<f64> {
-        let mut out = bag_scores(
-            self.kernel,
-            rows,
-            norms,
-            bag_ptr,
-            basis,
-            self.coef.view(),
-            &self.intercept,
-            self.pooling,
-        );
-        if self.pooling == Pooling::NormalizedMean {
-            out.outer_iter_mut()
-                .into_par_iter()
-                .enumerate()
-                .for_each_init(Workspace::default, |ws, (i, mut row)| {
-                    let (lo, hi) = (bag_ptr[i], bag_ptr[i + 1]);
-                    ws.norms.clear();
-                    ws.norms.extend_from_slice(&norms[lo..hi]);
-                    let kself = self.bag_self_kernel(BagView::of(rows, lo, hi), ws);
-                    if let Some(r) = row.as_slice_mut() {
-                        normalize(r, &self.intercept, kself);
-                    }
-                });
         }
         out
     }
