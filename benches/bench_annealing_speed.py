@@ -176,7 +176,7 @@ def single(args):
         est = milsvm.ALSVM(n_xv=200, C=1.0, gamma="scale", random_state=0, n_jobs=1)
     else:
         bags, y = musk2_train(args.data)
-        est = make(args.single, 10.0, args.gamma)
+        est = make(args.single, 10.0, args.gamma, n_jobs=int(os.environ.get("BENCH_JOBS", "1")))
     rec = fit_record(est, bags, y)
     print("RESULT " + json.dumps(rec), flush=True)
 

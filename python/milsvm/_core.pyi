@@ -1,6 +1,6 @@
 """Type stubs of the compiled core ``milsvm._core`` (Rust, PyO3)."""
 
-from typing import Any, Callable, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
 from numpy.typing import NDArray
@@ -79,6 +79,13 @@ def solve_squared_hinge(
     k: NDArray[np.float64], x: NDArray[np.float64], y: NDArray[np.float64], c: NDArray[np.float64], solver: str = "newton",
     tol: float = 1e-10, max_iter: int = 1000, warm_beta: Optional[NDArray[np.float64]] = None, warm_b: float = 0.0,
 ) -> Tuple[NDArray[np.float64], float, float, int, bool]: ...
+def solve_dual(
+    x: Union[NDArray[np.float64], Instances], y: NDArray[np.float64], u: NDArray[np.float64], *,
+    kernel: str = "precomputed", gamma: float = 1.0, p: Optional[NDArray[np.float64]] = None,
+    d: Optional[NDArray[np.float64]] = None, point: Optional[NDArray[np.int64]] = None, delta: float = 0.0,
+    tol: float = 1e-3, shrinking: bool = True, cache_mb: float = 200.0, max_iter: Optional[int] = None,
+    n_jobs: Optional[int] = None,
+) -> Dict[str, Any]: ...
 def squared_hinge_value_grad(
     k: NDArray[np.float64], x: NDArray[np.float64], y: NDArray[np.float64], c: NDArray[np.float64], beta: NDArray[np.float64], b: float
 ) -> Tuple[float, NDArray[np.float64], float]: ...

@@ -2,6 +2,7 @@
 //! solver (`src/kernel.rs`, `src/solver.rs`), for tests and the reference benchmarks.
 
 use super::*;
+use crate::smo::{DualProblem, InstanceGram, PrecomputedGram, Smo, SmoParams, Termination};
 
 /// Two arrays returned to Python.
 type ArrayPair<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>);
@@ -182,4 +183,99 @@ pub(crate) fn squared_hinge_value_grad<'py>(
     };
     let (v, gbeta, gb) = p.value_grad(beta, b);
     Ok((v, gbeta.into_pyarray(py), gb))
+}
+
+/// One dual QP `min 1/2 a^T (Q + diag d) a - p^T a, y^T a = delta, 0 <= a <= u` with
+/// `Q_ij = y_i y_j K(m_i, m_j)`, solved by the SMO of `src/smo.rs`. `x` is the kernel matrix
+/// over the points when `kernel == "precomputed"`, else the points themselves (dense or a CSR
+/// tuple) with the instance kernel `kernel` / `gamma` (rows computed on demand, in parallel).
+/// Returns a dict: `alpha`, `q_alpha`, `b`, `objective`, `iterations`, `converged`,
+/// `kernel_rows`.
+#[pyfunction]
+#[pyo3(signature = (x, y, u, *, kernel="precomputed", gamma=1.0, p=None, d=None, point=None, delta=0.0, tol=1e-3, shrinking=true, cache_mb=200.0, max_iter=None, n_jobs=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn solve_dual<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    y: PyReadonlyArray1<f64>,
+    u: PyReadonlyArray1<f64>,
+    kernel: &str,
+    gamma: f64,
+    p: Option<PyReadonlyArray1<f64>>,
+    d: Option<PyReadonlyArray1<f64>>,
+    point: Option<PyReadonlyArray1<i64>>,
+    delta: f64,
+    tol: f64,
+    shrinking: bool,
+    cache_mb: f64,
+    max_iter: Option<usize>,
+    n_jobs: Option<i64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let y = y.as_slice()?.to_vec();
+    let n = y.len();
+    let u = u.as_slice()?.to_vec();
+    let p = match p {
+        Some(p) => p.as_slice()?.to_vec(),
+        None => vec![1.0; n],
+    };
+    let d = match d {
+        Some(d) => d.as_slice()?.to_vec(),
+        None => vec![0.0; n],
+    };
+    let point = match point {
+        Some(m) => to_usize(m.as_slice()?, "point")?,
+        None => (0..n).collect(),
+    };
+    if !(cache_mb.is_finite() && cache_mb >= 0.0) {
+        return Err(PyValueError::new_err(format!(
+            "cache_mb must be a finite number >= 0, got {cache_mb}"
+        )));
+    }
+    let params = SmoParams {
+        tol,
+        max_iter,
+        shrinking,
+        cache_bytes: (cache_mb * 1048576.0) as usize,
+    };
+    let n_jobs = n_jobs_of(n_jobs)?;
+    let problem = DualProblem {
+        y: &y,
+        point: &point,
+        p: &p,
+        d: &d,
+        u: &u,
+        delta,
+    };
+    let (sol, rows) = if kernel == "precomputed" {
+        let k: PyReadonlyArray2<f64> = x.extract()?;
+        let kv = k.as_array();
+        run(py, || {
+            with_threads(n_jobs, || -> Result<_, Error> {
+                let gram = PrecomputedGram::from_view(kv)?;
+                let mut smo = Smo::new(&gram, params)?;
+                let sol = smo.solve(&problem, None)?;
+                Ok((sol, smo.kernel_rows_computed()))
+            })?
+        })?
+    } else {
+        let kernel = kernel_of(kernel, gamma)?;
+        let x = instances(x)?;
+        run(py, || {
+            with_threads(n_jobs, || -> Result<_, Error> {
+                let gram = InstanceGram::new(kernel, Rows::from(&x))?;
+                let mut smo = Smo::new(&gram, params)?;
+                let sol = smo.solve(&problem, None)?;
+                Ok((sol, smo.kernel_rows_computed()))
+            })?
+        })?
+    };
+    let out = PyDict::new(py);
+    out.set_item("converged", sol.termination == Termination::Converged)?;
+    out.set_item("alpha", sol.alpha.into_pyarray(py))?;
+    out.set_item("q_alpha", sol.q_alpha.into_pyarray(py))?;
+    out.set_item("b", sol.b)?;
+    out.set_item("objective", sol.objective)?;
+    out.set_item("iterations", sol.iterations)?;
+    out.set_item("kernel_rows", rows)?;
+    Ok(out)
 }

@@ -213,6 +213,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(core_fns::solve_squared_hinge, m)?)?;
     m.add_function(wrap_pyfunction!(sparse_mi::sparse_mi_objective, m)?)?;
     m.add_function(wrap_pyfunction!(core_fns::squared_hinge_value_grad, m)?)?;
+    m.add_function(wrap_pyfunction!(core_fns::solve_dual, m)?)?;
     m.add_function(wrap_pyfunction!(set_kernel::fit_mi_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(
         set_kernel::mi_kernel_decision_function,

@@ -25,6 +25,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::bags::Csr;
 
+mod dots;
+pub(crate) use dots::Simd;
+
 /// Rows per parallel work unit (a chunk holds whole bags, so it may be larger).
 const CHUNK_ROWS: usize = 256;
 /// Rows per partial product in the dense gradient.

@@ -29,11 +29,16 @@
 //! parallel; every other step is sequential, so results are bitwise identical for any number of
 //! threads when the rows are.
 
-use ndarray::{Array2, ArrayView1};
+use ndarray::{Array2, ArrayView2, CowArray, Ix2};
 use rayon::prelude::*;
 
 use crate::error::{invalid_data, invalid_param, Error, Result};
-use crate::kernel::{Kernel, Rows};
+use crate::kernel::{Kernel, Rows, Simd};
+
+mod scan;
+use scan::{
+    first_choice, second_choice, update_and_first, ArgMax, SecondChoice, SecondInputs, UpdateInputs,
+};
 
 /// Curvature used when `Q_ii + Q_jj - 2 Q_ij <= 0` (LIBSVM's `TAU`; Fan et al. 2005, eq. (17)).
 const TAU: f64 = 1e-12;
@@ -53,36 +58,95 @@ pub trait GramRows: Sync {
     /// Row `i`: `out[j] = k(x_i, x_j)` for all points `j` (`out.len() == n_points()`). Must give
     /// bitwise the same values whatever the thread count.
     fn fill_row(&self, i: usize, out: &mut [f64]);
+    /// Row `i` when it is stored contiguously and can be read in place (a precomputed matrix);
+    /// the solver then neither caches nor copies it. Default: `None`.
+    fn stored_row(&self, _i: usize) -> Option<&[f64]> {
+        None
+    }
 }
 
-/// A precomputed symmetric kernel matrix (small problems, bag kernels).
+/// A precomputed symmetric kernel matrix (small problems, bag kernels), owned or borrowed. Its
+/// rows are read in place: the solver's row cache is bypassed.
 #[derive(Debug, Clone)]
-pub struct PrecomputedGram {
-    k: Array2<f64>,
+pub struct PrecomputedGram<'a> {
+    k: CowArray<'a, f64, Ix2>,
 }
 
-impl PrecomputedGram {
-    /// Wraps a square, finite, symmetric matrix (asymmetry up to `1e-10` times its largest
-    /// absolute value is tolerated; row `i` is used as given).
+/// Tile edge of the symmetry check (two `TILE x TILE` blocks stay in the L1/L2 caches).
+const SYM_TILE: usize = 64;
+
+impl PrecomputedGram<'static> {
+    /// Wraps an owned square, finite, symmetric matrix (see [`PrecomputedGram::from_view`]).
     pub fn new(k: Array2<f64>) -> Result<Self> {
+        Self::checked(CowArray::from(k.as_standard_layout().into_owned()))
+    }
+}
+
+impl<'a> PrecomputedGram<'a> {
+    /// Wraps a borrowed square, finite, symmetric matrix without copying it when it is in
+    /// row-major order. Asymmetry up to `1e-10` times its largest absolute value is tolerated;
+    /// row `i` is used as given.
+    pub fn from_view(k: ArrayView2<'a, f64>) -> Result<Self> {
+        if k.is_standard_layout() {
+            Self::checked(CowArray::from(k))
+        } else {
+            Self::checked(CowArray::from(k.as_standard_layout().into_owned()))
+        }
+    }
+
+    fn checked(k: CowArray<'a, f64, Ix2>) -> Result<Self> {
         let (r, c) = k.dim();
         if r != c {
             return Err(invalid_data(format!(
                 "precomputed kernel matrix must be square, got {r} x {c}"
             )));
         }
-        if k.iter().any(|v| !v.is_finite()) {
+        let Some(all) = k.as_slice() else {
+            return Err(invalid_data(
+                "precomputed kernel matrix is not in row-major order",
+            ));
+        };
+        // Largest magnitude; NaN and infinities show up as a non-finite sum of `0 * v`. Eight
+        // independent lanes, so that the loop vectorises.
+        let (mut lane_max, mut lane_zero) = ([0.0_f64; 8], [0.0_f64; 8]);
+        let chunks = all.chunks_exact(8);
+        let tail = chunks.remainder();
+        for c in chunks {
+            for l in 0..8 {
+                let a = c[l].abs();
+                lane_max[l] = if a > lane_max[l] { a } else { lane_max[l] };
+                lane_zero[l] += 0.0 * c[l];
+            }
+        }
+        for (l, &v) in tail.iter().enumerate() {
+            lane_max[l] = if v.abs() > lane_max[l] {
+                v.abs()
+            } else {
+                lane_max[l]
+            };
+            lane_zero[l] += 0.0 * v;
+        }
+        let amax = lane_max.iter().fold(0.0_f64, |m, &v| m.max(v));
+        let zero: f64 = lane_zero.iter().sum();
+        if !zero.is_finite() || !amax.is_finite() {
             return Err(invalid_data(
                 "precomputed kernel matrix holds NaN or infinite values",
             ));
         }
-        let amax = k.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
-        for i in 0..r {
-            for j in 0..i {
-                if (k[[i, j]] - k[[j, i]]).abs() > 1e-10 * amax {
-                    return Err(invalid_data(format!(
-                        "precomputed kernel matrix is not symmetric at ({i}, {j})"
-                    )));
+        // Compare block (I, J) with block (J, I)^T tile by tile, so that the column reads of
+        // the transposed block stay in cache.
+        let tol = 1e-10 * amax;
+        for i0 in (0..r).step_by(SYM_TILE) {
+            for j0 in (0..=i0).step_by(SYM_TILE) {
+                for i in i0..(i0 + SYM_TILE).min(r) {
+                    let row = &all[i * r..(i + 1) * r];
+                    for j in j0..(j0 + SYM_TILE).min(i) {
+                        if (row[j] - all[j * r + i]).abs() > tol {
+                            return Err(invalid_data(format!(
+                                "precomputed kernel matrix is not symmetric at ({i}, {j})"
+                            )));
+                        }
+                    }
                 }
             }
         }
@@ -90,12 +154,12 @@ impl PrecomputedGram {
     }
 
     /// The matrix.
-    pub fn matrix(&self) -> &Array2<f64> {
-        &self.k
+    pub fn matrix(&self) -> ArrayView2<'_, f64> {
+        self.k.view()
     }
 }
 
-impl GramRows for PrecomputedGram {
+impl GramRows for PrecomputedGram<'_> {
     fn n_points(&self) -> usize {
         self.k.nrows()
     }
@@ -103,20 +167,25 @@ impl GramRows for PrecomputedGram {
         self.k.diag().to_vec()
     }
     fn fill_row(&self, i: usize, out: &mut [f64]) {
-        for (o, &v) in out.iter_mut().zip(self.k.row(i)) {
-            *o = v;
-        }
+        out.copy_from_slice(self.stored_row(i).unwrap_or_default());
+    }
+    fn stored_row(&self, i: usize) -> Option<&[f64]> {
+        self.k.row(i).to_slice()
     }
 }
 
 /// An instance kernel over dense or CSR rows, each kernel row computed on demand from inner
-/// products and squared norms ([`Kernel::from_dot`]). A row is split into fixed chunks of points
-/// run in parallel when it is long; every value is computed the same way whatever the chunking.
+/// products and squared norms (dense rows: [`Simd::dots`], four rows per pass; then the
+/// vectorised [`Kernel::finish_rows`]). A row is split into fixed chunks of points run in
+/// parallel when it is long; every value is computed the same way whatever the chunking.
 #[derive(Debug, Clone)]
 pub struct InstanceGram<'a> {
     kernel: Kernel,
     rows: Rows<'a>,
+    /// Dense rows in row-major order (borrowed when they already are).
+    dense: Option<CowArray<'a, f64, Ix2>>,
     sq_norms: Vec<f64>,
+    simd: Simd,
 }
 
 impl<'a> InstanceGram<'a> {
@@ -130,76 +199,92 @@ impl<'a> InstanceGram<'a> {
                 )));
             }
         }
-        let mut g = Self {
-            kernel,
-            rows,
-            sq_norms: Vec::new(),
+        let simd = Simd::detect();
+        let dense = match rows {
+            Rows::Dense(x) if x.is_standard_layout() => Some(CowArray::from(x)),
+            Rows::Dense(x) => Some(CowArray::from(x.as_standard_layout().into_owned())),
+            Rows::Sparse(_) => None,
         };
         // Norms from the same inner products as the rows, so that `k(x, x)` is the same value
         // on the diagonal and in a row.
-        let n = rows.n_rows();
-        let mut scratch = vec![0.0; rows.n_cols()];
-        g.sq_norms = (0..n)
-            .map(|i| {
-                g.scatter(i, &mut scratch);
-                let v = g.dot_with(&scratch, i);
-                g.unscatter(i, &mut scratch);
-                v
-            })
-            .collect();
-        Ok(g)
-    }
-
-    /// Writes row `i` into the dense scratch vector (sparse rows only).
-    fn scatter(&self, i: usize, scratch: &mut [f64]) {
-        if let Rows::Sparse(x) = self.rows {
-            let (idx, val) = x.row(i);
-            for (&j, &v) in idx.iter().zip(val) {
-                if let Some(s) = scratch.get_mut(j) {
-                    *s += v;
-                }
-            }
-        }
-    }
-
-    /// Resets the scratch entries of row `i` to zero (sparse rows only).
-    fn unscatter(&self, i: usize, scratch: &mut [f64]) {
-        if let Rows::Sparse(x) = self.rows {
-            for &j in x.row(i).0 {
-                if let Some(s) = scratch.get_mut(j) {
-                    *s = 0.0;
-                }
-            }
-        }
-    }
-
-    /// `<x_i, x_j>` where `dense_i` is row `i` scattered (sparse) and `i` its index (dense).
-    #[inline]
-    fn dot(&self, i: usize, dense_i: &[f64], j: usize) -> f64 {
-        match self.rows {
-            Rows::Dense(x) => dot_views(x.row(i), x.row(j)),
-            Rows::Sparse(x) => {
-                let (idx, val) = x.row(j);
-                idx.iter().zip(val).fold(0.0, |s, (&k, &v)| {
-                    s + v * dense_i.get(k).copied().unwrap_or(0.0)
+        let sq_norms = match (&dense, rows) {
+            (Some(x), _) => x
+                .rows()
+                .into_iter()
+                .map(|r| {
+                    let r = r.to_slice().unwrap_or_default();
+                    simd.dot(r, r)
                 })
+                .collect(),
+            (None, Rows::Sparse(x)) => {
+                let mut scratch = vec![0.0; x.n_cols()];
+                (0..x.n_rows())
+                    .map(|i| {
+                        scatter(x, i, &mut scratch);
+                        let v = sparse_dot(x, i, &scratch);
+                        for &k in x.row(i).0 {
+                            if let Some(s) = scratch.get_mut(k) {
+                                *s = 0.0;
+                            }
+                        }
+                        v
+                    })
+                    .collect()
             }
-        }
+            (None, Rows::Dense(_)) => Vec::new(),
+        };
+        Ok(Self {
+            kernel,
+            rows,
+            dense,
+            sq_norms,
+            simd,
+        })
     }
 
-    /// `<x_i, x_i>` given the scattered row.
-    fn dot_with(&self, dense_i: &[f64], i: usize) -> f64 {
-        self.dot(i, dense_i, i)
+    /// Kernel values of point `i` against points `lo..lo + out.len()`; `dense_i` is row `i`
+    /// scattered into a dense vector (sparse rows only).
+    fn fill_chunk(&self, i: usize, dense_i: &[f64], lo: usize, out: &mut [f64]) {
+        match (&self.dense, self.rows) {
+            (Some(x), _) => {
+                let d = x.ncols();
+                let (Some(all), Some(xi)) = (x.as_slice(), x.row(i).to_slice()) else {
+                    return; // unreachable: `dense` is in standard layout
+                };
+                let z = &all[lo * d..(lo + out.len()) * d];
+                self.simd.dots(xi, z, d, out);
+            }
+            (None, Rows::Sparse(x)) => {
+                for (j, o) in (lo..).zip(out.iter_mut()) {
+                    *o = sparse_dot(x, j, dense_i);
+                }
+            }
+            (None, Rows::Dense(_)) => {}
+        }
+        let si = self.sq_norms.get(i).copied().unwrap_or(0.0);
+        let norms = &self.sq_norms[lo..lo + out.len()];
+        self.kernel.finish_rows(out, &[si], 0, norms);
     }
 }
 
-/// Plain sequential dot product of two rows (fixed summation order).
-#[inline]
-fn dot_views(a: ArrayView1<f64>, b: ArrayView1<f64>) -> f64 {
-    match (a.as_slice(), b.as_slice()) {
-        (Some(a), Some(b)) => a.iter().zip(b).fold(0.0, |s, (x, y)| s + x * y),
-        _ => a.iter().zip(b.iter()).fold(0.0, |s, (x, y)| s + x * y),
+/// Row `i` of `x` added into the zeroed dense vector `dense` (duplicate columns add up).
+fn scatter(x: &crate::bags::Csr, i: usize, dense: &mut [f64]) {
+    let (idx, val) = x.row(i);
+    for (&k, &v) in idx.iter().zip(val) {
+        if let Some(s) = dense.get_mut(k) {
+            *s += v;
+        }
     }
+}
+
+/// `<x_j, x_i>` from CSR row `j` and row `i` scattered into `dense_i`, summed in the order of
+/// row `j`'s stored entries.
+#[inline]
+fn sparse_dot(x: &crate::bags::Csr, j: usize, dense_i: &[f64]) -> f64 {
+    let (idx, val) = x.row(j);
+    idx.iter().zip(val).fold(0.0, |s, (&k, &v)| {
+        s + v * dense_i.get(k).copied().unwrap_or(0.0)
+    })
 }
 
 impl GramRows for InstanceGram<'_> {
@@ -215,25 +300,20 @@ impl GramRows for InstanceGram<'_> {
     fn fill_row(&self, i: usize, out: &mut [f64]) {
         let n = self.n_points();
         let mut dense_i = Vec::new();
-        if let Rows::Sparse(_) = self.rows {
-            dense_i = vec![0.0; self.rows.n_cols()];
-            self.scatter(i, &mut dense_i);
+        if let Rows::Sparse(x) = self.rows {
+            dense_i = vec![0.0; x.n_cols()];
+            scatter(x, i, &mut dense_i);
         }
-        let si = self.sq_norms.get(i).copied().unwrap_or(0.0);
-        let fill = |lo: usize, chunk: &mut [f64]| {
-            for (j, o) in (lo..).zip(chunk.iter_mut()) {
-                let sj = self.sq_norms.get(j).copied().unwrap_or(0.0);
-                *o = self.kernel.from_dot(self.dot(i, &dense_i, j), si, sj);
-            }
-        };
         let len = n.min(out.len());
         let out = &mut out[..len];
         if n >= PAR_MIN_POINTS {
             out.par_chunks_mut(ROW_CHUNK)
                 .enumerate()
-                .for_each(|(c, chunk)| fill(c * ROW_CHUNK, chunk));
+                .for_each(|(c, chunk)| self.fill_chunk(i, &dense_i, c * ROW_CHUNK, chunk));
         } else {
-            fill(0, out);
+            for (c, chunk) in out.chunks_mut(ROW_CHUNK).enumerate() {
+                self.fill_chunk(i, &dense_i, c * ROW_CHUNK, chunk);
+            }
         }
     }
 }
@@ -439,16 +519,20 @@ impl RowCache {
         }
     }
 
-    /// The slot holding the row of `point`, computing it (and evicting the least recently used
-    /// row) on a miss. The two most recent rows are never evicted by the next call.
-    fn get<G: GramRows>(&mut self, gram: &G, point: usize) -> usize {
+    /// Where the row of `point` is: in place in the Gram when it stores its rows, else in a
+    /// cache slot, computed (evicting the least recently used row) on a miss. The two most
+    /// recent rows are never evicted by the next call.
+    fn get<G: GramRows>(&mut self, gram: &G, point: usize) -> RowRef {
+        if gram.stored_row(point).is_some() {
+            return RowRef::Stored(point);
+        }
         let s = self.slot_of[point];
         if s != NIL {
             if self.head != s {
                 self.unlink(s);
                 self.push_front(s);
             }
-            return s;
+            return RowRef::Slot(s);
         }
         let s = if self.data.len() < self.capacity {
             self.data.push(vec![0.0; self.n_points]);
@@ -467,12 +551,25 @@ impl RowCache {
         self.computed += 1;
         self.slot_of[point] = s;
         self.push_front(s);
-        s
+        RowRef::Slot(s)
     }
 
-    fn row(&self, slot: usize) -> &[f64] {
-        &self.data[slot]
+    /// The row behind `r` (from [`RowCache::get`] with the same `gram`).
+    fn row<'s, G: GramRows>(&'s self, gram: &'s G, r: RowRef) -> &'s [f64] {
+        match r {
+            RowRef::Slot(s) => &self.data[s],
+            RowRef::Stored(p) => gram.stored_row(p).unwrap_or_default(),
+        }
     }
+}
+
+/// A kernel row handed out by [`RowCache::get`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RowRef {
+    /// A cache slot.
+    Slot(usize),
+    /// The point's row stored in the Gram itself.
+    Stored(usize),
 }
 
 /// Solver state that survives between solves of one fit (the kernel-row cache and the kernel
@@ -589,7 +686,7 @@ impl<'g, G: GramRows> Smo<'g, G> {
                         for &s in &changed {
                             let delta = (alpha[s] - w.alpha[s]) * problem.y[s];
                             let slot = self.cache.get(self.gram, problem.point[s]);
-                            let row = self.cache.row(slot);
+                            let row = self.cache.row(self.gram, slot);
                             for ((q, &yi), &mi) in qa.iter_mut().zip(problem.y).zip(problem.point) {
                                 *q += yi * delta * row[mi];
                             }
@@ -693,37 +790,74 @@ pub fn repair_equality(alpha: &mut [f64], problem: &DualProblem) -> Result<bool>
     Ok(true)
 }
 
-/// The state of one solve (LIBSVM's `Solver` members).
-struct State<'p> {
-    y: &'p [f64],
-    point: &'p [usize],
-    p: &'p [f64],
-    d: &'p [f64],
-    u: &'p [f64],
-    /// `Q_ii + d_i` per sample.
+/// Positions per work unit of the loops over the active set (the unit of the fixed reduction
+/// order, and of parallel work when the active set is large).
+const BLOCK: usize = 1024;
+/// Active sets at least this large run their per-iteration loops in parallel.
+const PAR_MIN_ACTIVE: usize = 4 * BLOCK;
+
+/// Runs `f` on the blocks of [`BLOCK`] positions of `0..len` (with the block's first position)
+/// and merges the results in block order: the same result whatever the thread count; the
+/// blocks run in parallel when `len >= PAR_MIN_ACTIVE`.
+fn reduce_blocks<T: Send + Copy>(
+    len: usize,
+    empty: T,
+    f: impl Fn(usize, usize) -> T + Sync,
+    merge: impl Fn(T, T) -> T + Sync,
+) -> T {
+    let n_blocks = len.div_ceil(BLOCK);
+    let block = |b: usize| f(b * BLOCK, ((b + 1) * BLOCK).min(len));
+    if len >= PAR_MIN_ACTIVE {
+        let parts: Vec<T> = (0..n_blocks).into_par_iter().map(block).collect();
+        parts.into_iter().fold(empty, &merge)
+    } else {
+        (0..n_blocks).map(block).fold(empty, &merge)
+    }
+}
+
+/// The state of one solve (LIBSVM's `Solver` members). Every per-sample array is indexed by
+/// *position*: samples are swapped so that the active (not shrunk) ones are positions
+/// `0..active`, as in LIBSVM's `swap_index`; `idx[k]` is the sample at position `k`.
+struct State {
+    idx: Vec<usize>,
+    y: Vec<f64>,
+    point: Vec<usize>,
+    p: Vec<f64>,
+    d: Vec<f64>,
+    u: Vec<f64>,
+    /// `Q_ii + d_i`.
     qd: Vec<f64>,
     alpha: Vec<f64>,
-    /// Gradient `(Q + diag d) a - p`, exact on active samples (all after reconstruction).
+    /// Gradient `(Q + diag d) a - p`, exact on active positions (all after reconstruction).
     g: Vec<f64>,
     /// `G_bar_i = sum_{j at upper bound} u_j (Q + diag d)_ij`, built on first use.
     g_bar: Option<Vec<f64>>,
-    /// Active samples (not shrunk; dead ones included), in increasing order after every reset.
-    active: Vec<usize>,
-    is_active: Vec<bool>,
+    /// Membership of `I_up(a)` (`y = +1, a < u` or `y = -1, a > 0`) and `I_low(a)` (`y = +1,
+    /// a > 0` or `y = -1, a < u`) as offsets: `0` for members, `-inf` for the others (dead
+    /// samples are in neither). Added to `-y_t G_t` and `y_t G_t` they make the selection loops
+    /// free of data-dependent branches.
+    up_off: Vec<f64>,
+    low_off: Vec<f64>,
+    /// Number of active positions.
+    active: usize,
+    /// `argmax { -y_t G_t : t in I_up }` over the active positions, when known (computed with
+    /// the gradient update of the previous iteration).
+    next_i: Option<ArgMax>,
     /// Samples with `u_i > 0`.
     n_live: usize,
-    /// Membership of `I_up(a)` (`y = +1, a < u` or `y = -1, a > 0`) and `I_low(a)` (`y = +1,
-    /// a > 0` or `y = -1, a < u`); dead samples are in neither.
-    in_up: Vec<bool>,
-    in_low: Vec<bool>,
+    /// Every point index is below this bound (the Gram's number of points).
+    point_bound: usize,
+    simd: Simd,
     unshrink: bool,
     eps: f64,
     /// Variables removed by shrinking so far (for tests).
     n_shrunk: usize,
 }
 
-impl<'p> State<'p> {
-    fn new(problem: &DualProblem<'p>, kdiag: &[f64], alpha: Vec<f64>, tol: f64) -> Self {
+impl State {
+    /// The state at `alpha` (in sample order); positions start as the samples' order.
+    fn new(problem: &DualProblem<'_>, kdiag: &[f64], alpha: Vec<f64>, tol: f64) -> Self {
+        // `kdiag` has one value per point, and every point was checked to index it.
         let n = problem.len();
         let qd: Vec<f64> = (0..n)
             .map(|i| kdiag[problem.point[i]] + problem.d[i])
@@ -749,31 +883,35 @@ impl<'p> State<'p> {
         };
         let scale = gap0.max(problem.delta.abs() * qd_max).max(1e-12);
         let mut st = Self {
-            y: problem.y,
-            point: problem.point,
-            p: problem.p,
-            d: problem.d,
-            u: problem.u,
+            idx: (0..n).collect(),
+            y: problem.y.to_vec(),
+            point: problem.point.to_vec(),
+            p: problem.p.to_vec(),
+            d: problem.d.to_vec(),
+            u: problem.u.to_vec(),
             qd,
             alpha,
             g: vec![0.0; n],
             g_bar: None,
+            up_off: vec![f64::NEG_INFINITY; n],
+            low_off: vec![f64::NEG_INFINITY; n],
+            active: n,
+            next_i: None,
             n_live: live.len(),
-            active: (0..n).collect(),
-            is_active: vec![true; n],
+            point_bound: kdiag.len(),
+            simd: Simd::detect(),
             unshrink: false,
             eps: tol * scale,
             n_shrunk: 0,
-            in_up: vec![false; n],
-            in_low: vec![false; n],
         };
         for i in 0..n {
             st.set_status(i);
         }
+        st.sort_range(0, n);
         st
     }
 
-    /// Updates the `I_up` / `I_low` membership of sample `i` after its `a_i` changed.
+    /// Updates the `I_up` / `I_low` membership of position `i` after its `a_i` changed.
     #[inline]
     fn set_status(&mut self, i: usize) {
         let live = self.u[i] > 0.0;
@@ -783,8 +921,9 @@ impl<'p> State<'p> {
         } else {
             (above_0, below_u)
         };
-        self.in_up[i] = live && up;
-        self.in_low[i] = live && low;
+        let off = |member: bool| if member { 0.0 } else { f64::NEG_INFINITY };
+        self.up_off[i] = off(live && up);
+        self.low_off[i] = off(live && low);
     }
 
     #[inline]
@@ -796,11 +935,58 @@ impl<'p> State<'p> {
         self.alpha[i] <= 0.0
     }
 
-    /// `G = q_alpha + d a - p` from a known `Q a`.
-    fn gradient_from_q_alpha(&mut self, qa: &[f64]) {
-        for (i, (g, &q)) in self.g.iter_mut().zip(qa).enumerate() {
-            *g = q + self.d[i] * self.alpha[i] - self.p[i];
+    /// LIBSVM's `swap_index`: exchanges positions `a` and `b` in every array.
+    fn swap(&mut self, a: usize, b: usize) {
+        self.idx.swap(a, b);
+        self.y.swap(a, b);
+        self.point.swap(a, b);
+        self.p.swap(a, b);
+        self.d.swap(a, b);
+        self.u.swap(a, b);
+        self.qd.swap(a, b);
+        self.alpha.swap(a, b);
+        self.g.swap(a, b);
+        if let Some(gb) = self.g_bar.as_mut() {
+            gb.swap(a, b);
         }
+        self.up_off.swap(a, b);
+        self.low_off.swap(a, b);
+    }
+
+    /// `G = q_alpha + d a - p` from a known `Q a` (in sample order).
+    fn gradient_from_q_alpha(&mut self, qa: &[f64]) {
+        for k in 0..self.g.len() {
+            self.g[k] = qa[self.idx[k]] + self.d[k] * self.alpha[k] - self.p[k];
+        }
+    }
+
+    /// Orders the positions of `lo..hi` by point (then sample), so that the loops over them read
+    /// kernel rows in increasing order (sequential memory access).
+    fn sort_range(&mut self, lo: usize, hi: usize) {
+        let mut order: Vec<usize> = (lo..hi).collect();
+        order.sort_unstable_by_key(|&k| (self.point[k], self.idx[k]));
+        if order.iter().enumerate().all(|(r, &k)| k == lo + r) {
+            return;
+        }
+        fn permute<T: Copy>(v: &mut [T], lo: usize, order: &[usize]) {
+            let moved: Vec<T> = order.iter().map(|&k| v[k]).collect();
+            v[lo..lo + moved.len()].copy_from_slice(&moved);
+        }
+        permute(&mut self.idx, lo, &order);
+        permute(&mut self.y, lo, &order);
+        permute(&mut self.point, lo, &order);
+        permute(&mut self.p, lo, &order);
+        permute(&mut self.d, lo, &order);
+        permute(&mut self.u, lo, &order);
+        permute(&mut self.qd, lo, &order);
+        permute(&mut self.alpha, lo, &order);
+        permute(&mut self.g, lo, &order);
+        if let Some(gb) = self.g_bar.as_mut() {
+            permute(gb, lo, &order);
+        }
+        permute(&mut self.up_off, lo, &order);
+        permute(&mut self.low_off, lo, &order);
+        self.next_i = None;
     }
 
     /// `G = Q a + d a - p` from the rows of the points carrying nonzero `a`.
@@ -813,15 +999,14 @@ impl<'p> State<'p> {
         for j in 0..n {
             coef[self.point[j]] += self.y[j] * self.alpha[j];
         }
-        for (m, &c) in coef.iter().enumerate() {
-            if c != 0.0 {
-                let slot = cache.get(gram, m);
-                let row = cache.row(slot);
-                for i in 0..n {
-                    self.g[i] += self.y[i] * c * row[self.point[i]];
-                }
-            }
-        }
+        let points: Vec<(usize, f64)> = coef
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c != 0.0)
+            .map(|(m, &c)| (m, c))
+            .collect();
+        let (y, point) = (&self.y, &self.point);
+        add_rows(gram, cache, &points, &mut self.g, y, point);
     }
 
     /// Builds `G_bar` from scratch if it does not exist yet.
@@ -831,109 +1016,113 @@ impl<'p> State<'p> {
         }
         let n = self.g.len();
         let mut gb = vec![0.0; n];
+        let mut coef = vec![0.0; cache.n_points];
         for j in 0..n {
             if self.u[j] > 0.0 && self.is_upper(j) {
-                let uj = self.u[j];
-                let slot = cache.get(gram, self.point[j]);
-                let row = cache.row(slot);
-                for (i, v) in gb.iter_mut().enumerate() {
-                    *v += uj * self.y[i] * self.y[j] * row[self.point[i]];
-                }
-                gb[j] += uj * self.d[j];
+                coef[self.point[j]] += self.u[j] * self.y[j];
+                gb[j] += self.u[j] * self.d[j];
             }
         }
+        let points: Vec<(usize, f64)> = coef
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c != 0.0)
+            .map(|(m, &c)| (m, c))
+            .collect();
+        add_rows(gram, cache, &points, &mut gb, &self.y, &self.point);
         self.g_bar = Some(gb);
     }
 
-    /// LIBSVM's `reconstruct_gradient`: the exact gradient of every inactive sample from
-    /// `G_bar` and the free variables, then all samples become active.
+    /// LIBSVM's `reconstruct_gradient`: the exact gradient of every inactive position from
+    /// `G_bar` and the free variables, then all positions become active.
     fn reconstruct_gradient<G: GramRows>(&mut self, gram: &G, cache: &mut RowCache) {
         let n = self.g.len();
-        if self.active.len() == n {
+        if self.active == n {
             return;
         }
         self.ensure_g_bar(gram, cache);
         let Some(gb) = self.g_bar.as_ref() else {
             return;
         };
-        let inactive: Vec<usize> = (0..n).filter(|&i| !self.is_active[i]).collect();
-        for &i in &inactive {
-            self.g[i] = gb[i] - self.p[i];
+        let a = self.active;
+        for ((g, &b), &p) in self.g[a..].iter_mut().zip(&gb[a..]).zip(&self.p[a..]) {
+            *g = b - p;
         }
-        for k in 0..self.active.len() {
-            let j = self.active[k];
+        let mut coef = vec![0.0; cache.n_points];
+        for j in 0..a {
             if !self.is_lower(j) && !self.is_upper(j) {
-                let c = self.y[j] * self.alpha[j];
-                let slot = cache.get(gram, self.point[j]);
-                let row = cache.row(slot);
-                for &i in &inactive {
-                    self.g[i] += self.y[i] * c * row[self.point[i]];
-                }
+                coef[self.point[j]] += self.y[j] * self.alpha[j];
             }
         }
-        self.reset_active();
+        let points: Vec<(usize, f64)> = coef
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c != 0.0)
+            .map(|(m, &c)| (m, c))
+            .collect();
+        add_rows(
+            gram,
+            cache,
+            &points,
+            &mut self.g[a..],
+            &self.y[a..],
+            &self.point[a..],
+        );
+        self.active = n;
+        self.sort_range(0, n);
+        self.next_i = None;
     }
 
-    fn reset_active(&mut self) {
-        self.active.clear();
-        self.active.extend(0..self.g.len());
-        self.is_active.iter_mut().for_each(|a| *a = true);
+    /// `argmax { -y_t G_t : t in I_up }` over the active positions.
+    fn first_choice(&self) -> ArgMax {
+        let (y, g, up) = (&self.y, &self.g, &self.up_off);
+        let simd = self.simd;
+        reduce_blocks(
+            self.active,
+            ArgMax::EMPTY,
+            |lo, hi| first_choice(simd, lo, hi, y, g, up),
+            ArgMax::merge,
+        )
     }
 
     /// LIBSVM's `select_working_set` (WSS 2, Fan et al. 2005): `None` when optimal.
     fn select_working_set<G: GramRows>(
-        &self,
+        &mut self,
         gram: &G,
         cache: &mut RowCache,
     ) -> Option<(usize, usize)> {
-        let mut gmax = f64::NEG_INFINITY;
-        let mut gmax2 = f64::NEG_INFINITY;
-        let mut gmax_idx = NIL;
-        // i = argmax { -y_t G_t : t in I_up }.
-        for &t in &self.active {
-            if self.in_up[t] {
-                let v = -self.y[t] * self.g[t];
-                if v >= gmax {
-                    gmax = v;
-                    gmax_idx = t;
-                }
-            }
+        let first = match self.next_i.take() {
+            Some(m) => m,
+            None => self.first_choice(),
+        };
+        let (gmax, i) = (first.value, first.pos);
+        if i == NIL {
+            return None;
         }
-        let i = gmax_idx;
-        let mut gmin_idx = NIL;
-        // The best decrease `grad_diff^2 / quad` (Fan et al. eq. (17), up to the sign), kept as
-        // a fraction and compared by cross-multiplication: no division in the loop.
-        let (mut best_num, mut best_den) = (-1.0_f64, 1.0_f64);
-        if i != NIL {
-            let slot = cache.get(gram, self.point[i]);
-            let row = cache.row(slot);
-            let qd_i = self.qd[i];
-            // j over I_low: `y_j G_j` is `G_j` (y = +1) or `-G_j` (y = -1), exactly.
-            for &j in &self.active {
-                if !self.in_low[j] {
-                    continue;
-                }
-                let v = self.y[j] * self.g[j];
-                gmax2 = gmax2.max(v);
-                let grad_diff = gmax + v;
-                // `j == i` gives `grad_diff = 0` and is never selected.
-                if grad_diff > 0.0 {
-                    // Q_ii + Q_jj - 2 y_i y_j Q_ij = K_ii + d_i + K_jj + d_j - 2 K_ij.
-                    let quad = qd_i + self.qd[j] - 2.0 * row[self.point[j]];
-                    let quad = if quad > 0.0 { quad } else { TAU };
-                    let num = grad_diff * grad_diff;
-                    if num * best_den >= best_num * quad {
-                        gmin_idx = j;
-                        best_num = num;
-                        best_den = quad;
-                    }
-                }
-            }
-        }
-        if gmax + gmax2 < self.eps || gmin_idx == NIL {
+        let slot = cache.get(gram, self.point[i]);
+        let row = cache.row(gram, slot);
+        let qd_i = self.qd[i];
+        // j over I_low: the largest decrease `grad_diff^2 / quad` (Fan et al. eq. (17), up to
+        // the sign) among `grad_diff = gmax + y_j G_j > 0`; `j == i` gives `grad_diff = 0` and
+        // is never selected. `y_j G_j` is `G_j` or `-G_j`, exactly.
+        let (y, g, low, qd, point) = (&self.y, &self.g, &self.low_off, &self.qd, &self.point);
+        let inp = SecondInputs {
+            gmax,
+            qd_i,
+            row,
+            point_bound: self.point_bound,
+        };
+        let simd = self.simd;
+        let second = reduce_blocks(
+            self.active,
+            SecondChoice::EMPTY,
+            |lo, hi| second_choice(simd, lo, hi, inp, y, g, low, qd, point),
+            SecondChoice::merge,
+        );
+        if gmax + second.gmax2 < self.eps || second.pos == NIL {
             None
         } else {
-            Some((i, gmin_idx))
+            Some((i, second.pos))
         }
     }
 
@@ -958,11 +1147,11 @@ impl<'p> State<'p> {
         }
     }
 
-    /// LIBSVM's `do_shrinking`.
+    /// LIBSVM's `do_shrinking`: shrunk positions are swapped behind the active ones.
     fn do_shrinking<G: GramRows>(&mut self, gram: &G, cache: &mut RowCache) {
         let mut gmax1 = f64::NEG_INFINITY;
         let mut gmax2 = f64::NEG_INFINITY;
-        for &i in &self.active {
+        for i in 0..self.active {
             let gi = self.g[i];
             if self.y[i] > 0.0 {
                 if !self.is_upper(i) {
@@ -984,27 +1173,36 @@ impl<'p> State<'p> {
             self.unshrink = true;
             self.reconstruct_gradient(gram, cache);
         }
-        let mut keep = Vec::with_capacity(self.active.len());
-        for k in 0..self.active.len() {
-            let i = self.active[k];
+        let mut i = 0;
+        while i < self.active {
             if self.be_shrunk(i, gmax1, gmax2) {
-                self.is_active[i] = false;
+                self.active -= 1;
                 self.n_shrunk += 1;
-            } else {
-                keep.push(i);
+                while self.active > i {
+                    if !self.be_shrunk(self.active, gmax1, gmax2) {
+                        self.swap(i, self.active);
+                        break;
+                    }
+                    self.active -= 1;
+                    self.n_shrunk += 1;
+                }
             }
+            i += 1;
         }
-        self.active = keep;
+        self.sort_range(0, self.active);
+        self.sort_range(self.active, self.g.len());
+        self.next_i = None;
     }
 
     /// The two-variable update of LIBSVM's `Solver::Solve` (box clipping valid for `u = inf`),
-    /// then the gradient and `G_bar` updates.
+    /// then the gradient update (which also finds the next iteration's first index) and the
+    /// `G_bar` update.
     fn update<G: GramRows>(&mut self, gram: &G, cache: &mut RowCache, i: usize, j: usize) {
         let (ui, uj) = (self.u[i], self.u[j]);
         let (old_ai, old_aj) = (self.alpha[i], self.alpha[j]);
         let si = cache.get(gram, self.point[i]);
         let sj = cache.get(gram, self.point[j]);
-        let kij = cache.row(si)[self.point[j]];
+        let kij = cache.row(gram, si)[self.point[j]];
         let quad = {
             let q = self.qd[i] + self.qd[j] - 2.0 * kij;
             if q > 0.0 {
@@ -1070,15 +1268,39 @@ impl<'p> State<'p> {
         self.set_status(j);
         let dai = ai - old_ai;
         let daj = aj - old_aj;
-        let (row_i, row_j) = (cache.row(si), cache.row(sj));
+        let (row_i, row_j) = (cache.row(gram, si), cache.row(gram, sj));
         let ci = self.y[i] * dai;
         let cj = self.y[j] * daj;
-        for &k in &self.active {
-            let mk = self.point[k];
-            self.g[k] += self.y[k] * (ci * row_i[mk] + cj * row_j[mk]);
-        }
+        // The `d` terms of `i` and `j` first, so that the fused search below sees the final
+        // gradient.
         self.g[i] += self.d[i] * dai;
         self.g[j] += self.d[j] * daj;
+        let a = self.active;
+        let (y, point, up) = (&self.y[..a], &self.point[..a], &self.up_off[..a]);
+        let g = &mut self.g[..a];
+        let (simd, point_bound) = (self.simd, self.point_bound);
+        let inp = UpdateInputs {
+            ci,
+            cj,
+            row_i,
+            row_j,
+            point_bound,
+        };
+        let block = |lo: usize, g: &mut [f64]| update_and_first(simd, lo, g, inp, y, point, up);
+        let first = if a >= PAR_MIN_ACTIVE {
+            let parts: Vec<ArgMax> = g
+                .par_chunks_mut(BLOCK)
+                .enumerate()
+                .map(|(b, gb)| block(b * BLOCK, gb))
+                .collect();
+            parts.into_iter().fold(ArgMax::EMPTY, ArgMax::merge)
+        } else {
+            g.chunks_mut(BLOCK)
+                .enumerate()
+                .map(|(b, gb)| block(b * BLOCK, gb))
+                .fold(ArgMax::EMPTY, ArgMax::merge)
+        };
+        self.next_i = Some(first);
         // G_bar follows status changes at the upper bound.
         let now_upper_i = self.is_upper(i);
         let now_upper_j = self.is_upper(j);
@@ -1090,8 +1312,8 @@ impl<'p> State<'p> {
                 if was != now {
                     let c = if now { self.u[idx] } else { -self.u[idx] };
                     let cy = c * self.y[idx];
-                    for (k, v) in gb.iter_mut().enumerate() {
-                        *v += cy * self.y[k] * row[self.point[k]];
+                    for ((v, &yk), &pk) in gb.iter_mut().zip(&self.y).zip(&self.point) {
+                        *v += cy * yk * row[pk];
                     }
                     gb[idx] += c * self.d[idx];
                 }
@@ -1146,7 +1368,7 @@ impl<'p> State<'p> {
     fn bias(&self) -> f64 {
         let (mut ub, mut lb) = (f64::INFINITY, f64::NEG_INFINITY);
         let (mut nr_free, mut sum_free) = (0usize, 0.0);
-        for &i in &self.active {
+        for i in 0..self.active {
             if self.u[i] <= 0.0 {
                 continue;
             }
@@ -1181,8 +1403,9 @@ impl<'p> State<'p> {
         -rho
     }
 
-    /// Exact gradient everywhere (dead samples included), bias, objective and `Q a`. Fails
-    /// when the iterates are no longer finite (an indefinite kernel with unbounded `u`).
+    /// Exact gradient everywhere (dead samples included), bias, objective and `Q a`, back in
+    /// sample order. Fails when the iterates are no longer finite (an indefinite kernel with
+    /// unbounded `u`).
     fn finish<G: GramRows>(
         mut self,
         gram: &G,
@@ -1201,19 +1424,67 @@ impl<'p> State<'p> {
         let b = self.bias();
         let n = self.g.len();
         let mut objective = 0.0;
-        let mut q_alpha = Vec::with_capacity(n);
-        for i in 0..n {
-            objective += 0.5 * self.alpha[i] * (self.g[i] - self.p[i]);
-            q_alpha.push(self.g[i] + self.p[i] - self.d[i] * self.alpha[i]);
+        let mut alpha = vec![0.0; n];
+        let mut q_alpha = vec![0.0; n];
+        let mut terms = vec![0.0; n];
+        for k in 0..n {
+            let s = self.idx[k];
+            alpha[s] = self.alpha[k];
+            q_alpha[s] = self.g[k] + self.p[k] - self.d[k] * self.alpha[k];
+            terms[s] = 0.5 * self.alpha[k] * (self.g[k] - self.p[k]);
+        }
+        // Summed in sample order: the objective does not depend on the final permutation.
+        for t in terms {
+            objective += t;
         }
         Ok(DualSolution {
-            alpha: self.alpha,
+            alpha,
             q_alpha,
             b,
             objective,
             iterations,
             termination,
         })
+    }
+}
+
+/// `out[k] += y[k] c_m K(m, point[k])` for every `(m, c_m)` of `points` (in that order for each
+/// `k`). The rows are fetched in batches that fit the cache, then applied to fixed blocks of
+/// `out` (in parallel when `out` is long): each `out[k]` sums in the same order whatever the
+/// thread count.
+fn add_rows<G: GramRows>(
+    gram: &G,
+    cache: &mut RowCache,
+    points: &[(usize, f64)],
+    out: &mut [f64],
+    y: &[f64],
+    point: &[usize],
+) {
+    // Two rows of the cache are kept free for the solver's own use.
+    let batch = cache.capacity.saturating_sub(2).max(1);
+    for group in points.chunks(batch) {
+        let refs: Vec<(RowRef, f64)> = group
+            .iter()
+            .map(|&(m, c)| (cache.get(gram, m), c))
+            .collect();
+        let rows: Vec<(&[f64], f64)> = refs.iter().map(|&(r, c)| (cache.row(gram, r), c)).collect();
+        let apply = |lo: usize, o: &mut [f64]| {
+            let hi = lo + o.len();
+            for &(row, c) in &rows {
+                for ((v, &yk), &pk) in o.iter_mut().zip(&y[lo..hi]).zip(&point[lo..hi]) {
+                    *v += yk * c * row[pk];
+                }
+            }
+        };
+        if out.len() >= PAR_MIN_ACTIVE / 2 {
+            out.par_chunks_mut(BLOCK)
+                .enumerate()
+                .for_each(|(b, o)| apply(b * BLOCK, o));
+        } else {
+            out.chunks_mut(BLOCK)
+                .enumerate()
+                .for_each(|(b, o)| apply(b * BLOCK, o));
+        }
     }
 }
 
@@ -1243,13 +1514,13 @@ mod tests {
         assert_eq!(c.capacity, 3);
         for p in [0, 1, 2] {
             let s = c.get(&g, p);
-            assert_eq!(c.row(s)[4], p as f64);
+            assert_eq!(c.row(&g, s)[4], p as f64);
         }
         assert_eq!(c.computed, 3);
         c.get(&g, 0); // hit: 0 becomes most recent, 1 least recent
         assert_eq!(c.computed, 3);
         let s = c.get(&g, 5); // evicts 1
-        assert_eq!(c.row(s)[0], 5.0);
+        assert_eq!(c.row(&g, s)[0], 5.0);
         assert_eq!(c.slot_of[1], NIL);
         c.get(&g, 0);
         c.get(&g, 2);

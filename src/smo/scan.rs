@@ -1,0 +1,545 @@
+//! The per-iteration scans of the SMO over a block of active positions: the first index of the
+//! working set (`argmax -y_t G_t` over `I_up`), the second (WSS 2's largest decrease over
+//! `I_low`) and the gradient update fused with the next first index.
+//!
+//! Each scan keeps [`LANES`] independent accumulators (position `lo + k` feeds lane
+//! `k mod LANES`), merged in lane order at the end of the block. The AVX2 code holds the four
+//! lanes in one register each and performs the same floating-point operations per element (no
+//! FMA), so both paths give bitwise the same result, and the scans are short dependency chains
+//! instead of one long one.
+
+use super::{NIL, TAU};
+use crate::kernel::Simd;
+
+/// Accumulators per block.
+pub(super) const LANES: usize = 4;
+
+/// A running maximum over positions with its position; ties go to the later position, as in
+/// one sequential pass.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ArgMax {
+    pub(super) value: f64,
+    pub(super) pos: usize,
+}
+
+impl ArgMax {
+    /// Nothing seen yet: any finite value replaces it, `-inf` never does.
+    pub(super) const EMPTY: Self = Self {
+        value: f64::MIN,
+        pos: NIL,
+    };
+
+    #[inline(always)]
+    fn push(&mut self, value: f64, pos: usize) {
+        if value >= self.value {
+            *self = Self { value, pos };
+        }
+    }
+
+    /// The maximum of two results over disjoint positions (the later position on ties).
+    pub(super) fn merge(self, other: Self) -> Self {
+        match (self.pos, other.pos) {
+            (NIL, _) => other,
+            (_, NIL) => self,
+            _ if other.value > self.value
+                || (other.value == self.value && other.pos > self.pos) =>
+            {
+                other
+            }
+            _ => self,
+        }
+    }
+}
+
+/// The best second index of WSS 2 so far: the gain `num / den` kept as a fraction (compared by
+/// cross-multiplication, no division in the loop), with `gmax2 = max y_t G_t` over `I_low`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SecondChoice {
+    num: f64,
+    den: f64,
+    pub(super) pos: usize,
+    pub(super) gmax2: f64,
+}
+
+impl SecondChoice {
+    pub(super) const EMPTY: Self = Self {
+        num: -1.0,
+        den: 1.0,
+        pos: NIL,
+        gmax2: f64::NEG_INFINITY,
+    };
+
+    #[inline(always)]
+    fn push(&mut self, v: f64, num: f64, den: f64, pos: usize) {
+        if v > self.gmax2 {
+            self.gmax2 = v;
+        }
+        if num * self.den >= self.num * den {
+            self.num = num;
+            self.den = den;
+            self.pos = pos;
+        }
+    }
+
+    /// The better of two results over disjoint positions (the later position on ties).
+    pub(super) fn merge(self, other: Self) -> Self {
+        let gmax2 = if other.gmax2 > self.gmax2 {
+            other.gmax2
+        } else {
+            self.gmax2
+        };
+        let (a, b) = (self.num * other.den, other.num * self.den);
+        let best = match (self.pos, other.pos) {
+            (NIL, _) => other,
+            (_, NIL) => self,
+            _ if b > a || (b == a && other.pos > self.pos) => other,
+            _ => self,
+        };
+        Self { gmax2, ..best }
+    }
+}
+
+/// The inputs of the second-index scan that do not depend on the position.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SecondInputs<'a> {
+    /// `-y_i G_i` of the first index.
+    pub(super) gmax: f64,
+    /// `Q_ii + d_i` of the first index.
+    pub(super) qd_i: f64,
+    /// The kernel row of the first index's point.
+    pub(super) row: &'a [f64],
+    /// Every point of the scan is below this bound.
+    pub(super) point_bound: usize,
+}
+
+/// WSS 2 over positions `lo..hi`: `gmax2 = max y_j G_j` over `I_low` and the `j` of the largest
+/// `grad_diff^2 / quad` among `grad_diff = gmax + y_j G_j > 0` (Fan et al. 2005, eq. (17)),
+/// with `quad = Q_ii + Q_jj - 2 K_ij` (`TAU` when not positive). `low` holds the `I_low`
+/// offsets (`0` or `-inf`).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn second_choice(
+    simd: Simd,
+    lo: usize,
+    hi: usize,
+    inp: SecondInputs<'_>,
+    y: &[f64],
+    g: &[f64],
+    low: &[f64],
+    qd: &[f64],
+    point: &[usize],
+) -> SecondChoice {
+    let (y, g, low, qd, point) = (&y[..hi], &g[..hi], &low[..hi], &qd[..hi], &point[..hi]);
+    let mut acc = [SecondChoice::EMPTY; LANES];
+    let mut done = lo;
+    #[cfg(target_arch = "x86_64")]
+    {
+        if simd.avx2() && inp.point_bound <= inp.row.len() {
+            // SAFETY: the CPU has AVX2; every slice holds `hi` values and every point indexes
+            // `row` (all points are below `point_bound`, checked against the row just above).
+            done = unsafe { avx2::second_choice(lo, hi, inp, y, g, low, qd, point, &mut acc) };
+        }
+    }
+    let _ = simd;
+    let row = inp.row;
+    let step = |s: &mut SecondChoice, k: usize| {
+        let v = y[k] * g[k] + low[k];
+        let grad_diff = inp.gmax + v;
+        // Q_ii + Q_jj - 2 y_i y_j Q_ij = K_ii + d_i + K_jj + d_j - 2 K_ij.
+        let quad = inp.qd_i + qd[k] - 2.0 * row[point[k]];
+        let quad = if quad > 0.0 { quad } else { TAU };
+        // Non-candidates get `-inf`, which never wins (`den > 0`).
+        let num = if grad_diff > 0.0 {
+            grad_diff * grad_diff
+        } else {
+            f64::NEG_INFINITY
+        };
+        s.push(v, num, quad, k);
+    };
+    fold_rest(
+        done,
+        hi,
+        acc,
+        step,
+        SecondChoice::merge,
+        SecondChoice::EMPTY,
+    )
+}
+
+/// `argmax { -y_t G_t : t in I_up }` over positions `lo..hi` (`up`: the `I_up` offsets).
+pub(super) fn first_choice(
+    simd: Simd,
+    lo: usize,
+    hi: usize,
+    y: &[f64],
+    g: &[f64],
+    up: &[f64],
+) -> ArgMax {
+    let (y, g, up) = (&y[..hi], &g[..hi], &up[..hi]);
+    let mut acc = [ArgMax::EMPTY; LANES];
+    let mut done = lo;
+    #[cfg(target_arch = "x86_64")]
+    {
+        if simd.avx2() {
+            // SAFETY: the CPU has AVX2; every slice holds `hi` values.
+            done = unsafe { avx2::first_choice(lo, hi, y, g, up, &mut acc) };
+        }
+    }
+    let _ = simd;
+    let step = |m: &mut ArgMax, k: usize| m.push(-y[k] * g[k] + up[k], k);
+    fold_rest(done, hi, acc, step, ArgMax::merge, ArgMax::EMPTY)
+}
+
+/// The coefficients of one gradient update: `G_k += y_k (ci K(m_i, m_k) + cj K(m_j, m_k))`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct UpdateInputs<'a> {
+    pub(super) ci: f64,
+    pub(super) cj: f64,
+    pub(super) row_i: &'a [f64],
+    pub(super) row_j: &'a [f64],
+    /// Every point of the scan is below this bound.
+    pub(super) point_bound: usize,
+}
+
+/// The gradient update of positions `lo..lo + g.len()` (`g` is that block of the gradient),
+/// fused with the scan for the next first index over the updated values.
+pub(super) fn update_and_first(
+    simd: Simd,
+    lo: usize,
+    g: &mut [f64],
+    inp: UpdateInputs<'_>,
+    y: &[f64],
+    point: &[usize],
+    up: &[f64],
+) -> ArgMax {
+    let hi = lo + g.len();
+    let (y, point, up) = (&y[..hi], &point[..hi], &up[..hi]);
+    let mut acc = [ArgMax::EMPTY; LANES];
+    let mut done = lo;
+    #[cfg(target_arch = "x86_64")]
+    {
+        let n = inp.row_i.len().min(inp.row_j.len());
+        if simd.avx2() && inp.point_bound <= n {
+            // SAFETY: the CPU has AVX2; `g` holds positions `lo..hi`, the other slices `hi`
+            // values, and every point indexes both rows (all points are below `point_bound`,
+            // checked against the rows just above).
+            done = unsafe { avx2::update_and_first(lo, g, inp, y, point, up, &mut acc) };
+        }
+    }
+    let _ = simd;
+    let step = |m: &mut ArgMax, k: usize| {
+        let (yk, pk) = (y[k], point[k]);
+        let gk = &mut g[k - lo];
+        *gk += yk * (inp.ci * inp.row_i[pk] + inp.cj * inp.row_j[pk]);
+        m.push(-yk * *gk + up[k], k);
+    };
+    fold_rest(done, hi, acc, step, ArgMax::merge, ArgMax::EMPTY)
+}
+
+/// Continues the lanes `acc` over positions `from..hi` (`from - lo` a multiple of [`LANES`]
+/// when the vector code ran: it stops at the last full group), then merges them.
+#[inline(always)]
+fn fold_rest<T: Copy>(
+    from: usize,
+    hi: usize,
+    mut acc: [T; LANES],
+    mut step: impl FnMut(&mut T, usize),
+    merge: impl Fn(T, T) -> T,
+    empty: T,
+) -> T {
+    let mut k = from;
+    while k + LANES <= hi {
+        for (l, a) in acc.iter_mut().enumerate() {
+            step(a, k + l);
+        }
+        k += LANES;
+    }
+    for (l, a) in acc.iter_mut().enumerate().take(hi - k) {
+        step(a, k + l);
+    }
+    acc.into_iter().fold(empty, merge)
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::{ArgMax, SecondChoice, SecondInputs, UpdateInputs, LANES, TAU};
+
+    /// Four positions as `f64` lanes (exact below 2^53).
+    #[inline(always)]
+    unsafe fn positions(k: usize) -> __m256d {
+        let k = k as f64;
+        _mm256_setr_pd(k, k + 1.0, k + 2.0, k + 3.0)
+    }
+
+    /// `row[point[k..k + 4]]`.
+    #[inline(always)]
+    unsafe fn gather(row: &[f64], point: &[usize], k: usize) -> __m256d {
+        _mm256_setr_pd(
+            *row.get_unchecked(*point.get_unchecked(k)),
+            *row.get_unchecked(*point.get_unchecked(k + 1)),
+            *row.get_unchecked(*point.get_unchecked(k + 2)),
+            *row.get_unchecked(*point.get_unchecked(k + 3)),
+        )
+    }
+
+    /// Lane `l` of a vector.
+    #[inline(always)]
+    unsafe fn lanes(v: __m256d) -> [f64; 4] {
+        let mut out = [0.0; 4];
+        _mm256_storeu_pd(out.as_mut_ptr(), v);
+        out
+    }
+
+    /// The full groups of four of `lo..hi` into `acc`; returns where the groups end.
+    #[target_feature(enable = "avx2")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn second_choice(
+        lo: usize,
+        hi: usize,
+        inp: SecondInputs<'_>,
+        y: &[f64],
+        g: &[f64],
+        low: &[f64],
+        qd: &[f64],
+        point: &[usize],
+        acc: &mut [SecondChoice; LANES],
+    ) -> usize {
+        let gmax = _mm256_set1_pd(inp.gmax);
+        let qd_i = _mm256_set1_pd(inp.qd_i);
+        let two = _mm256_set1_pd(2.0);
+        let tau = _mm256_set1_pd(TAU);
+        let zero = _mm256_setzero_pd();
+        let neg_inf = _mm256_set1_pd(f64::NEG_INFINITY);
+        let four = _mm256_set1_pd(4.0);
+        let mut gmax2 = _mm256_set1_pd(f64::NEG_INFINITY);
+        let mut b_num = _mm256_set1_pd(-1.0);
+        let mut b_den = _mm256_set1_pd(1.0);
+        let mut b_pos = _mm256_set1_pd(-1.0);
+        let mut pos = positions(lo);
+        let mut k = lo;
+        while k + 4 <= hi {
+            let v = _mm256_add_pd(
+                _mm256_mul_pd(
+                    _mm256_loadu_pd(y.as_ptr().add(k)),
+                    _mm256_loadu_pd(g.as_ptr().add(k)),
+                ),
+                _mm256_loadu_pd(low.as_ptr().add(k)),
+            );
+            let grad_diff = _mm256_add_pd(gmax, v);
+            let r = gather(inp.row, point, k);
+            let quad = _mm256_sub_pd(
+                _mm256_add_pd(qd_i, _mm256_loadu_pd(qd.as_ptr().add(k))),
+                _mm256_mul_pd(two, r),
+            );
+            let quad = _mm256_blendv_pd(tau, quad, _mm256_cmp_pd::<_CMP_GT_OQ>(quad, zero));
+            let num = _mm256_blendv_pd(
+                neg_inf,
+                _mm256_mul_pd(grad_diff, grad_diff),
+                _mm256_cmp_pd::<_CMP_GT_OQ>(grad_diff, zero),
+            );
+            // `if v > gmax2 { gmax2 = v }`
+            gmax2 = _mm256_blendv_pd(gmax2, v, _mm256_cmp_pd::<_CMP_GT_OQ>(v, gmax2));
+            let take =
+                _mm256_cmp_pd::<_CMP_GE_OQ>(_mm256_mul_pd(num, b_den), _mm256_mul_pd(b_num, quad));
+            b_num = _mm256_blendv_pd(b_num, num, take);
+            b_den = _mm256_blendv_pd(b_den, quad, take);
+            b_pos = _mm256_blendv_pd(b_pos, pos, take);
+            pos = _mm256_add_pd(pos, four);
+            k += 4;
+        }
+        if k > lo {
+            let (m2, n, d, p) = (lanes(gmax2), lanes(b_num), lanes(b_den), lanes(b_pos));
+            for l in 0..LANES {
+                acc[l] = SecondChoice {
+                    num: n[l],
+                    den: d[l],
+                    pos: if p[l] < 0.0 {
+                        super::NIL
+                    } else {
+                        p[l] as usize
+                    },
+                    gmax2: m2[l],
+                };
+            }
+        }
+        k
+    }
+
+    /// The full groups of four of `lo..hi` into `acc`; returns where the groups end.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn first_choice(
+        lo: usize,
+        hi: usize,
+        y: &[f64],
+        g: &[f64],
+        up: &[f64],
+        acc: &mut [ArgMax; LANES],
+    ) -> usize {
+        let sign = _mm256_set1_pd(-0.0);
+        let four = _mm256_set1_pd(4.0);
+        let mut best = _mm256_set1_pd(f64::MIN);
+        let mut b_pos = _mm256_set1_pd(-1.0);
+        let mut pos = positions(lo);
+        let mut k = lo;
+        while k + 4 <= hi {
+            let ny = _mm256_xor_pd(_mm256_loadu_pd(y.as_ptr().add(k)), sign);
+            let v = _mm256_add_pd(
+                _mm256_mul_pd(ny, _mm256_loadu_pd(g.as_ptr().add(k))),
+                _mm256_loadu_pd(up.as_ptr().add(k)),
+            );
+            let take = _mm256_cmp_pd::<_CMP_GE_OQ>(v, best);
+            best = _mm256_blendv_pd(best, v, take);
+            b_pos = _mm256_blendv_pd(b_pos, pos, take);
+            pos = _mm256_add_pd(pos, four);
+            k += 4;
+        }
+        store_argmax(k > lo, best, b_pos, acc);
+        k
+    }
+
+    /// The full groups of four of the block `lo..lo + g.len()` into `acc`; returns where the
+    /// groups end.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn update_and_first(
+        lo: usize,
+        g: &mut [f64],
+        inp: UpdateInputs<'_>,
+        y: &[f64],
+        point: &[usize],
+        up: &[f64],
+        acc: &mut [ArgMax; LANES],
+    ) -> usize {
+        let hi = lo + g.len();
+        let ci = _mm256_set1_pd(inp.ci);
+        let cj = _mm256_set1_pd(inp.cj);
+        let sign = _mm256_set1_pd(-0.0);
+        let four = _mm256_set1_pd(4.0);
+        let mut best = _mm256_set1_pd(f64::MIN);
+        let mut b_pos = _mm256_set1_pd(-1.0);
+        let mut pos = positions(lo);
+        let gp = g.as_mut_ptr();
+        let mut k = lo;
+        while k + 4 <= hi {
+            let yk = _mm256_loadu_pd(y.as_ptr().add(k));
+            let ri = gather(inp.row_i, point, k);
+            let rj = gather(inp.row_j, point, k);
+            let gk = _mm256_add_pd(
+                _mm256_loadu_pd(gp.add(k - lo)),
+                _mm256_mul_pd(
+                    yk,
+                    _mm256_add_pd(_mm256_mul_pd(ci, ri), _mm256_mul_pd(cj, rj)),
+                ),
+            );
+            _mm256_storeu_pd(gp.add(k - lo), gk);
+            let v = _mm256_add_pd(
+                _mm256_mul_pd(_mm256_xor_pd(yk, sign), gk),
+                _mm256_loadu_pd(up.as_ptr().add(k)),
+            );
+            let take = _mm256_cmp_pd::<_CMP_GE_OQ>(v, best);
+            best = _mm256_blendv_pd(best, v, take);
+            b_pos = _mm256_blendv_pd(b_pos, pos, take);
+            pos = _mm256_add_pd(pos, four);
+            k += 4;
+        }
+        store_argmax(k > lo, best, b_pos, acc);
+        k
+    }
+
+    #[inline(always)]
+    unsafe fn store_argmax(any: bool, best: __m256d, b_pos: __m256d, acc: &mut [ArgMax; LANES]) {
+        if any {
+            let (v, p) = (lanes(best), lanes(b_pos));
+            for l in 0..LANES {
+                acc[l] = ArgMax {
+                    value: v[l],
+                    pos: if p[l] < 0.0 {
+                        super::NIL
+                    } else {
+                        p[l] as usize
+                    },
+                };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The AVX2 scans and the portable ones give the same results bitwise, on blocks of every
+    /// length modulo four, with members and non-members of `I_up` / `I_low`, ties and
+    /// non-positive curvature.
+    #[test]
+    fn simd_and_portable_scans_agree() {
+        let portable = Simd::portable();
+        let best = Simd::detect();
+        let n_points = 37;
+        let row: Vec<f64> = (0..n_points)
+            .map(|m| ((m * 7 % 11) as f64) / 10.0)
+            .collect();
+        let row2: Vec<f64> = (0..n_points)
+            .map(|m| ((m * 5 % 13) as f64) / 12.0)
+            .collect();
+        for len in [0, 1, 3, 4, 5, 8, 19, 64, 67] {
+            for lo in [0, 3] {
+                let hi = lo + len;
+                let n = hi + 2;
+                let y: Vec<f64> = (0..n)
+                    .map(|k| if k % 3 == 0 { -1.0 } else { 1.0 })
+                    .collect();
+                // Repeated values make ties.
+                let g: Vec<f64> = (0..n).map(|k| ((k * 13 % 7) as f64 - 3.0) / 4.0).collect();
+                let off = |k: usize| if k % 5 == 1 { f64::NEG_INFINITY } else { 0.0 };
+                let up: Vec<f64> = (0..n).map(off).collect();
+                let low: Vec<f64> = (0..n).map(|k| off(k + 2)).collect();
+                let qd: Vec<f64> = (0..n).map(|k| if k % 7 == 0 { 0.0 } else { 1.0 }).collect();
+                let point: Vec<usize> = (0..n).map(|k| (k * 3) % n_points).collect();
+                let inp = SecondInputs {
+                    gmax: 0.4,
+                    qd_i: 1.0,
+                    row: &row,
+                    point_bound: n_points,
+                };
+                let a = second_choice(portable, lo, hi, inp, &y, &g, &low, &qd, &point);
+                let b = second_choice(best, lo, hi, inp, &y, &g, &low, &qd, &point);
+                assert_eq!(
+                    (a.num.to_bits(), a.den.to_bits(), a.pos, a.gmax2.to_bits()),
+                    (b.num.to_bits(), b.den.to_bits(), b.pos, b.gmax2.to_bits()),
+                    "second choice, lo {lo} len {len}"
+                );
+                let a = first_choice(portable, lo, hi, &y, &g, &up);
+                let b = first_choice(best, lo, hi, &y, &g, &up);
+                assert_eq!((a.value.to_bits(), a.pos), (b.value.to_bits(), b.pos));
+                let upd = UpdateInputs {
+                    ci: 0.3,
+                    cj: -0.7,
+                    row_i: &row,
+                    row_j: &row2,
+                    point_bound: n_points,
+                };
+                let (mut ga, mut gb) = (g[lo..hi].to_vec(), g[lo..hi].to_vec());
+                let a = update_and_first(portable, lo, &mut ga, upd, &y, &point, &up);
+                let b = update_and_first(best, lo, &mut gb, upd, &y, &point, &up);
+                assert_eq!((a.value.to_bits(), a.pos), (b.value.to_bits(), b.pos));
+                for (u, v) in ga.iter().zip(&gb) {
+                    assert_eq!(u.to_bits(), v.to_bits());
+                }
+                // The first index is a member of I_up of the largest value (the later of ties).
+                let reference = (lo..hi)
+                    .filter(|&k| up[k] == 0.0)
+                    .map(|k| (-y[k] * g[k], k))
+                    .fold(None, |acc: Option<(f64, usize)>, (v, k)| match acc {
+                        Some((w, _)) if w > v => acc,
+                        _ => Some((v, k)),
+                    });
+                let got = first_choice(best, lo, hi, &y, &g, &up);
+                match reference {
+                    Some((v, k)) => assert_eq!((got.value, got.pos), (v, k)),
+                    None => assert_eq!(got.pos, NIL),
+                }
+            }
+        }
+    }
+}
