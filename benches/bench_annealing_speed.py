@@ -34,6 +34,7 @@ Run (from the repository root):
 
     /work/venv/bin/python benches/bench_annealing_speed.py                 # (a), (b), (c)
     /work/venv/bin/python benches/bench_annealing_speed.py --parts a b
+    /work/venv/bin/python benches/bench_annealing_speed.py --parts a --n-jobs 2       # milsvm on 2 threads
     /work/venv/bin/python benches/bench_annealing_speed.py --single ALSVM --gamma 0.0016   # one child
 
 Output: printed and written to benches/results/annealing_speed.txt (--out).
@@ -176,7 +177,7 @@ def single(args):
         est = milsvm.ALSVM(n_xv=200, C=1.0, gamma="scale", random_state=0, n_jobs=1)
     else:
         bags, y = musk2_train(args.data)
-        est = make(args.single, 10.0, args.gamma, n_jobs=int(os.environ.get("BENCH_JOBS", "1")))
+        est = make(args.single, 10.0, args.gamma, n_jobs=args.n_jobs)
     rec = fit_record(est, bags, y)
     print("RESULT " + json.dumps(rec), flush=True)
 
@@ -230,7 +231,8 @@ def part_a(args, out):
     out("    " + "-" * (len(hdr) - 4))
     recs = {}
     for method in args.methods_a:
-        rec, rss, wall, status = run_child(["--single", method, "--gamma", repr(gamma)], args.timeout_a)
+        rec, rss, wall, status = run_child(["--single", method, "--gamma", repr(gamma), "--n-jobs",
+                                            str(args.n_jobs)], args.timeout_a)
         if rec is None:
             out(f"    {method:<13} {status.splitlines()[0] if status else status}")
             if status.startswith("failed"):
@@ -320,6 +322,7 @@ def main():
     # child mode
     parser.add_argument("--single", default=None, help="child: fit one METHOD (or 'baseline', 'scale')")
     parser.add_argument("--gamma", type=float, default=None)
+    parser.add_argument("--n-jobs", type=int, default=1, help="milsvm's n_jobs in part (a) (DIY: 1 thread)")
     parser.add_argument("--n-bags", type=int, default=1000)
     args = parser.parse_args()
     if args.single:
@@ -339,7 +342,8 @@ def main():
     core = milsvm._core.__file__
     out(f"bench_annealing_speed.py, milsvm {getattr(milsvm, '__version__', '?')} (_core built "
         f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(os.path.getmtime(core)))} UTC), "
-        f"{time.strftime('%Y-%m-%d %H:%M:%S')}, {os.cpu_count()} cores (shared), n_jobs = 1")
+        f"{time.strftime('%Y-%m-%d %H:%M:%S')}, {os.cpu_count()} cores, n_jobs = {args.n_jobs} in part (a), "
+        f"1 elsewhere")
     for part, fn in (("a", part_a), ("b", part_b), ("c", part_c)):
         if part in args.parts:
             t1 = time.perf_counter()

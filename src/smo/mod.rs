@@ -1448,10 +1448,13 @@ impl State {
     }
 }
 
-/// `out[k] += y[k] c_m K(m, point[k])` for every `(m, c_m)` of `points` (in that order for each
-/// `k`). The rows are fetched in batches that fit the cache, then applied to fixed blocks of
-/// `out` (in parallel when `out` is long): each `out[k]` sums in the same order whatever the
-/// thread count.
+/// `out[k] += y[k] sum_m c_m K(m, point[k])` over the `(m, c_m)` of `points`.
+///
+/// When `out` is long against the number of points, the sums `s(q) = sum_m c_m K(m, q)` are
+/// formed for every point `q` first, over contiguous blocks of points (no gather; in parallel
+/// for many points), and `out` gathers from `s`; otherwise each `out[k]` gathers from the rows
+/// directly. The rows are fetched in batches that fit the cache. Every
+/// value sums in an order fixed by `points` alone, whatever the thread count.
 fn add_rows<G: GramRows>(
     gram: &G,
     cache: &mut RowCache,
@@ -1460,6 +1463,16 @@ fn add_rows<G: GramRows>(
     y: &[f64],
     point: &[usize],
 ) {
+    if points.is_empty() || out.is_empty() {
+        return;
+    }
+    let n_points = cache.n_points;
+    let per_point = 4 * out.len() >= n_points;
+    let mut sums = if per_point {
+        vec![0.0; n_points]
+    } else {
+        Vec::new()
+    };
     // Two rows of the cache are kept free for the solver's own use.
     let batch = cache.capacity.saturating_sub(2).max(1);
     for group in points.chunks(batch) {
@@ -1468,22 +1481,35 @@ fn add_rows<G: GramRows>(
             .map(|&(m, c)| (cache.get(gram, m), c))
             .collect();
         let rows: Vec<(&[f64], f64)> = refs.iter().map(|&(r, c)| (cache.row(gram, r), c)).collect();
-        let apply = |lo: usize, o: &mut [f64]| {
-            let hi = lo + o.len();
+        if per_point {
+            let apply = |lo: usize, s: &mut [f64]| {
+                let hi = lo + s.len();
+                for &(row, c) in &rows {
+                    for (v, &k) in s.iter_mut().zip(&row[lo..hi]) {
+                        *v += c * k;
+                    }
+                }
+            };
+            if n_points >= PAR_MIN_ACTIVE / 2 {
+                sums.par_chunks_mut(BLOCK)
+                    .enumerate()
+                    .for_each(|(b, s)| apply(b * BLOCK, s));
+            } else {
+                sums.chunks_mut(BLOCK)
+                    .enumerate()
+                    .for_each(|(b, s)| apply(b * BLOCK, s));
+            }
+        } else {
             for &(row, c) in &rows {
-                for ((v, &yk), &pk) in o.iter_mut().zip(&y[lo..hi]).zip(&point[lo..hi]) {
+                for ((v, &yk), &pk) in out.iter_mut().zip(y).zip(point) {
                     *v += yk * c * row[pk];
                 }
             }
-        };
-        if out.len() >= PAR_MIN_ACTIVE / 2 {
-            out.par_chunks_mut(BLOCK)
-                .enumerate()
-                .for_each(|(b, o)| apply(b * BLOCK, o));
-        } else {
-            out.chunks_mut(BLOCK)
-                .enumerate()
-                .for_each(|(b, o)| apply(b * BLOCK, o));
+        }
+    }
+    if per_point {
+        for ((v, &yk), &pk) in out.iter_mut().zip(y).zip(point) {
+            *v += yk * sums[pk];
         }
     }
 }
