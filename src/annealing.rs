@@ -43,7 +43,7 @@ use rayon::prelude::*;
 use crate::bags::{validate_labels, Bags};
 use crate::basis::{choose_basis, dense_rows, BasisInit};
 use crate::error::{invalid_param, Result};
-use crate::kernel::{kernel_matrix, Basis, Rows};
+use crate::kernel::{kernel_matrix, mat_vec, Basis, Rows};
 use crate::model::{Model, Pooling};
 use crate::multiclass::one_vs_rest;
 use crate::params::{
@@ -51,7 +51,7 @@ use crate::params::{
     check_ridge, setter, with_threads, ClassWeight, Gamma, KernelKind, Observer, Progress,
 };
 use crate::smo::{DualProblem, DualSolution, InstanceGram, Smo, SmoParams};
-use crate::solver::{InnerSolver, Solution, SquaredHinge};
+use crate::solver::{InnerSolver, NewtonHessian, Solution, SquaredHinge};
 
 /// Which method of the family to fit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -411,6 +411,7 @@ impl AnnealingParams {
                 SvmStep::Primal {
                     svm: &primal,
                     warm: None,
+                    hessian: None,
                 }
             };
             self.run_binary(step, &data, problem)
@@ -597,7 +598,15 @@ struct PrimalSvm<'a> {
 }
 
 impl PrimalSvm<'_> {
-    fn solve(&self, c_pos: &[f64], c_neg: &[f64], warm: Option<&Solution>) -> Result<Solution> {
+    /// Solves at the given costs from `warm`, updating the Newton Hessian kept in `hessian`
+    /// (the basis and design never change within a fit).
+    fn solve(
+        &self,
+        c_pos: &[f64],
+        c_neg: &[f64],
+        warm: Option<&Solution>,
+        hessian: &mut Option<NewtonHessian>,
+    ) -> Result<Solution> {
         let ones = vec![1.0; c_pos.len()];
         SquaredHinge {
             k: self.k_reg.view(),
@@ -606,11 +615,11 @@ impl PrimalSvm<'_> {
             c: c_pos,
             c_opp: c_neg,
         }
-        .solve(
-            InnerSolver::Newton,
+        .solve_newton_reusing(
             warm.map(|w| (w.beta.view(), w.b)),
             self.tol,
             self.max_iter,
+            hessian,
         )
     }
 }
@@ -628,6 +637,8 @@ enum SvmStep<'a> {
     Primal {
         svm: &'a PrimalSvm<'a>,
         warm: Option<Solution>,
+        /// The Newton Hessian of the last solve, updated by the next one.
+        hessian: Option<NewtonHessian>,
     },
     /// Full basis: the dual of the squared-hinge SVM over the instances. Every instance has a
     /// sample per target it can take (+1 in positive bags, -1 in negative bags and, for the
@@ -682,8 +693,8 @@ impl<'a> SvmStep<'a> {
     /// Solves at the given costs (warm-started); returns the primal objective.
     fn solve(&mut self, c_pos: &[f64], c_neg: &[f64]) -> Result<f64> {
         match self {
-            SvmStep::Primal { svm, warm } => {
-                let sol = svm.solve(c_pos, c_neg, warm.as_ref())?;
+            SvmStep::Primal { svm, warm, hessian } => {
+                let sol = svm.solve(c_pos, c_neg, warm.as_ref(), hessian)?;
                 let value = sol.value;
                 *warm = Some(sol);
                 Ok(value)
@@ -732,9 +743,9 @@ impl<'a> SvmStep<'a> {
     /// The scores `f` of the training instances at the last solution.
     fn scores_into(&self, f: &mut [f64]) {
         match self {
-            SvmStep::Primal { svm, warm } => {
+            SvmStep::Primal { svm, warm, .. } => {
                 if let Some(sol) = warm {
-                    let s = svm.design.dot(&sol.beta);
+                    let s = mat_vec(svm.design.view(), sol.beta.view());
                     f.iter_mut()
                         .zip(s.iter())
                         .for_each(|(o, &v)| *o = v + sol.b);

@@ -200,7 +200,15 @@ impl Instances {
         let mut out = Array2::zeros((n, q));
         match (self, other) {
             (Instances::Dense(x), Instances::Dense(b)) => {
-                ndarray::linalg::general_mat_mul(1.0, x, &b.t(), 0.0, &mut out)
+                // Fixed blocks of rows, one product each (in parallel): every value is computed
+                // by the same operations whatever the thread count.
+                let bt = b.t();
+                out.axis_chunks_iter_mut(ndarray::Axis(0), 256)
+                    .into_par_iter()
+                    .zip(x.axis_chunks_iter(ndarray::Axis(0), 256).into_par_iter())
+                    .for_each(|(mut o, xb)| {
+                        ndarray::linalg::general_mat_mul(1.0, &xb, &bt, 0.0, &mut o)
+                    });
             }
             (Instances::Sparse(x), Instances::Dense(b)) => {
                 let bt = b.t().as_standard_layout().into_owned();

@@ -15,6 +15,7 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
 use crate::bags::Instances;
+use crate::kernel::Simd;
 
 /// How a reduced basis is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -50,7 +51,8 @@ pub fn dense_rows(x: &Instances, rows: &[usize]) -> Array2<f64> {
 }
 
 /// k-means centroids (`k x n_features`) of the rows of `x`: k-means++ seeding (one candidate per
-/// step), then at most `max_iter` Lloyd iterations, stopping early when no assignment changes.
+/// step), then at most `max_iter` Lloyd iterations, stopping early when at most one point in a
+/// thousand changes its cluster (the centres are then updated once more).
 /// A cluster that loses all its points keeps its centre.
 pub fn kmeans(x: &Instances, k: usize, max_iter: usize, seed: u64) -> Array2<f64> {
     let n = x.n_rows();
@@ -106,9 +108,14 @@ pub fn kmeans(x: &Instances, k: usize, max_iter: usize, seed: u64) -> Array2<f64
                     .0
             })
             .collect();
-        if new == assign {
+        // Stop when at most one point in a thousand (and at least one point fewer than before)
+        // changes its cluster: the last Lloyd steps move the centres by little and each costs a
+        // full `X C^T` product.
+        let changed = new.iter().zip(&assign).filter(|(a, b)| a != b).count();
+        if changed == 0 {
             break;
         }
+        let settled = changed * 100 <= n;
         assign = new;
         let mut sums = Array2::<f64>::zeros((k, x.n_features()));
         let mut counts = vec![0usize; k];
@@ -130,6 +137,9 @@ pub fn kmeans(x: &Instances, k: usize, max_iter: usize, seed: u64) -> Array2<f64
                 let mean = sums.row(j).mapv(|v| v / cnt as f64);
                 centres.row_mut(j).assign(&mean);
             }
+        }
+        if settled {
+            break;
         }
     }
     centres
@@ -154,11 +164,15 @@ fn sq_distances(x: &Instances, norms: &[f64], c: &Instances) -> Array2<f64> {
 /// Squared distances of every row of `x` to the single point `c` (dense).
 fn distances_to(x: &Instances, norms: &[f64], c: &[f64]) -> Vec<f64> {
     let t: f64 = c.iter().map(|v| v * v).sum();
+    let simd = Simd::detect();
     (0..x.n_rows())
         .into_par_iter()
         .map(|i| {
             let dot: f64 = match x {
-                Instances::Dense(m) => m.row(i).iter().zip(c).map(|(a, b)| a * b).sum(),
+                Instances::Dense(m) => match m.row(i).to_slice() {
+                    Some(r) => simd.dot(r, c),
+                    None => m.row(i).iter().zip(c).map(|(a, b)| a * b).sum(),
+                },
                 Instances::Sparse(m) => {
                     let (idx, val) = m.row(i);
                     idx.iter().zip(val).map(|(&j, &v)| v * c[j]).sum()

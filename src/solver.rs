@@ -28,6 +28,7 @@ use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::kernel::mat_vec;
 
 /// Which algorithm solves the inner squared-hinge problem.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -66,6 +67,20 @@ pub struct SquaredHinge<'a> {
     pub c_opp: &'a [f64],
 }
 
+/// Rank updates of a [`NewtonHessian`] before it is formed anew.
+const MAX_HESSIAN_UPDATES: usize = 64;
+
+/// The Newton Hessian of a [`SquaredHinge`] problem with the per-row second derivatives it was
+/// formed with, kept between solves that share `k` and `x`
+/// ([`SquaredHinge::solve_newton_reusing`]).
+#[derive(Debug, Clone)]
+pub struct NewtonHessian {
+    h: Array2<f64>,
+    d2: Vec<f64>,
+    /// Rank updates since the last full product.
+    updates: usize,
+}
+
 /// A minimiser of [`SquaredHinge`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Solution {
@@ -89,7 +104,7 @@ impl<'a> SquaredHinge<'a> {
 
     /// Scores `x_r . beta + b` of all rows.
     pub fn scores(&self, beta: ArrayView1<f64>, b: f64) -> Array1<f64> {
-        self.x.dot(&beta) + b
+        mat_vec(self.x, beta) + b
     }
 
     /// The loss of row `r` at score `f` with its first and second derivatives in `f`
@@ -119,8 +134,12 @@ impl<'a> SquaredHinge<'a> {
     /// `dJ/dbeta = K beta + sum_r l'_r x_r`, `dJ/db = sum_r l'_r` with `l'_r` the derivative of
     /// row `r`'s loss ([`SquaredHinge::row_loss`]).
     pub fn value_grad(&self, beta: ArrayView1<f64>, b: f64) -> (f64, Array1<f64>, f64) {
-        let kb = self.k.dot(&beta);
-        let f = self.scores(beta, b);
+        self.value_grad_at(beta, &self.scores(beta, b))
+    }
+
+    /// [`SquaredHinge::value_grad`] given the scores `f = X beta + b`.
+    fn value_grad_at(&self, beta: ArrayView1<f64>, f: &Array1<f64>) -> (f64, Array1<f64>, f64) {
+        let kb = mat_vec(self.k, beta);
         let mut value = 0.5 * beta.dot(&kb);
         let mut dl = Array1::zeros(f.len());
         for r in 0..f.len() {
@@ -129,7 +148,13 @@ impl<'a> SquaredHinge<'a> {
             dl[r] = d1;
         }
         let gb = dl.sum();
-        let gbeta = kb + self.x.t().dot(&dl);
+        let mut gbeta = kb;
+        // `X^T dl` as a sum of the rows with a nonzero derivative (contiguous rows, in order).
+        for (row, &w) in self.x.rows().into_iter().zip(dl.iter()) {
+            if w != 0.0 {
+                gbeta.scaled_add(w, &row);
+            }
+        }
         (value, gbeta, gb)
     }
 
@@ -145,7 +170,8 @@ impl<'a> SquaredHinge<'a> {
     /// The gradient norm at `(beta, b) = 0`: the scale of the relative stopping rule, as in
     /// LIBLINEAR (a warm start near the optimum must not make the rule unreachable).
     fn reference_gradient_norm(&self) -> f64 {
-        let (_, gbeta, gb) = self.value_grad(Array1::zeros(self.dim()).view(), 0.0);
+        let zero = Array1::zeros(self.dim());
+        let (_, gbeta, gb) = self.value_grad_at(zero.view(), &Array1::zeros(self.x.nrows()));
         (gbeta.dot(&gbeta) + gb * gb).sqrt()
     }
 
@@ -178,9 +204,34 @@ impl<'a> SquaredHinge<'a> {
             _ => (Array1::zeros(self.dim()), 0.0),
         };
         match solver {
-            InnerSolver::Newton => self.newton(beta0, b0, tol, max_iter),
+            InnerSolver::Newton => self.newton(beta0, b0, tol, max_iter, &mut None),
             InnerSolver::Lbfgs => self.lbfgs(beta0, b0, tol, max_iter),
         }
+    }
+
+    /// [`SquaredHinge::solve`] with the Newton method, reusing the Hessian of an earlier solve
+    /// of a problem with the same `k` and `x` (only `c`, `c_opp` or the warm start changed): the
+    /// first Newton step then updates that Hessian by the rows whose curvature changed instead
+    /// of forming it anew. `hessian` holds the last Hessian afterwards.
+    pub fn solve_newton_reusing(
+        &self,
+        warm: Option<(ArrayView1<f64>, f64)>,
+        tol: f64,
+        max_iter: usize,
+        hessian: &mut Option<NewtonHessian>,
+    ) -> Result<Solution> {
+        self.check()?;
+        let (beta0, b0) = match warm {
+            Some((beta, b)) if beta.len() == self.dim() => (beta.to_owned(), b),
+            _ => (Array1::zeros(self.dim()), 0.0),
+        };
+        if hessian
+            .as_ref()
+            .is_some_and(|h| h.h.nrows() != self.dim() + 1 || h.d2.len() != self.x.nrows())
+        {
+            *hessian = None;
+        }
+        self.newton(beta0, b0, tol, max_iter, hessian)
     }
 
     /// The rows `r` of `[X | 1]` scaled by `sqrt(w_r)`, for the given `(r, w_r)`.
@@ -217,13 +268,15 @@ impl<'a> SquaredHinge<'a> {
         mut b: f64,
         tol: f64,
         max_iter: usize,
+        hessian: &mut Option<NewtonHessian>,
     ) -> Result<Solution> {
         let n = self.dim();
-        let (mut value, mut gbeta, mut gb) = self.value_grad(beta.view(), b);
+        // The scores are carried along the iterations: `f + t X dbeta` after a step.
+        let mut f = self.scores(beta.view(), b);
+        let (mut value, mut gbeta, mut gb) = self.value_grad_at(beta.view(), &f);
         let g0 = self.reference_gradient_norm();
         let mut iterations = 0;
         let mut converged = (gbeta.dot(&gbeta) + gb * gb).sqrt() <= tol * g0;
-        let mut hessian: Option<(Array2<f64>, Vec<f64>)> = None;
         while !converged && iterations < max_iter {
             iterations += 1;
             // Hessian on the active set: [[K + X_A^T D X_A, X_A^T d], [., sum d]] with d_r the
@@ -231,15 +284,20 @@ impl<'a> SquaredHinge<'a> {
             // by sqrt(d_r), with sqrt(d_r) as the bias column. After the first iteration only
             // the rows whose d_r changed (the active set moves little) update the previous
             // Hessian, by the difference of two such products.
-            let f = self.scores(beta.view(), b);
             let d2: Vec<f64> = (0..f.len()).map(|r| self.row_loss(r, f[r]).2).collect();
-            let h = match hessian.take() {
-                Some((mut h, old)) => {
+            let (h, updates) = match hessian.take() {
+                Some(NewtonHessian {
+                    mut h,
+                    d2: old,
+                    updates,
+                }) => {
                     let changed: Vec<(usize, f64)> = (0..f.len())
                         .filter(|&r| d2[r] != old[r])
                         .map(|r| (r, d2[r] - old[r]))
                         .collect();
-                    if changed.len() * 3 <= f.len() {
+                    // Rank updates accumulate rounding: a full product every
+                    // `MAX_HESSIAN_UPDATES` updates.
+                    if changed.len() * 3 <= f.len() && updates < MAX_HESSIAN_UPDATES {
                         let up: Vec<(usize, f64)> =
                             changed.iter().copied().filter(|&(_, w)| w > 0.0).collect();
                         let down: Vec<(usize, f64)> = changed
@@ -253,25 +311,31 @@ impl<'a> SquaredHinge<'a> {
                         if !down.is_empty() {
                             h -= &gram(self.scaled_rows(&down).view());
                         }
-                        h
+                        (h, updates + 1)
                     } else {
-                        self.full_hessian(&d2)
+                        (self.full_hessian(&d2), 0)
                     }
                 }
-                None => self.full_hessian(&d2),
+                None => (self.full_hessian(&d2), 0),
             };
-            hessian = Some((h.clone(), d2));
+            *hessian = Some(NewtonHessian {
+                h: h.clone(),
+                d2,
+                updates,
+            });
             let mut rhs = Array1::zeros(n + 1);
             rhs.slice_mut(ndarray::s![..n]).assign(&gbeta.mapv(|v| -v));
             rhs[n] = -gb;
             let d = solve_spd(h, rhs)?;
             let dbeta = d.slice(ndarray::s![..n]).to_owned();
             let db = d[n];
-            let t = self.exact_line_search(&beta, &f, &dbeta, db);
+            let df = mat_vec(self.x, dbeta.view()) + db;
+            let t = self.exact_line_search(&beta, &f, &dbeta, &df);
             beta.scaled_add(t, &dbeta);
             b += t * db;
+            f.scaled_add(t, &df);
             let old = value;
-            (value, gbeta, gb) = self.value_grad(beta.view(), b);
+            (value, gbeta, gb) = self.value_grad_at(beta.view(), &f);
             let gnorm = (gbeta.dot(&gbeta) + gb * gb).sqrt();
             // Converged: small relative gradient, or no decrease left at machine precision
             // (the exact minimiser of the piecewise quadratic has been reached).
@@ -287,18 +351,18 @@ impl<'a> SquaredHinge<'a> {
     }
 
     /// Minimises the convex piecewise quadratic `phi(t) = J(beta + t dbeta, b + t db)` along a
-    /// descent direction by a safeguarded Newton iteration on `phi'(t)` (piecewise linear).
+    /// descent direction (`df = X dbeta + db` the scores' change per unit step) by a safeguarded
+    /// Newton iteration on `phi'(t)` (piecewise linear).
     fn exact_line_search(
         &self,
         beta: &Array1<f64>,
         f: &Array1<f64>,
         dbeta: &Array1<f64>,
-        db: f64,
+        df: &Array1<f64>,
     ) -> f64 {
-        let kd = self.k.dot(dbeta);
+        let kd = mat_vec(self.k, dbeta.view());
         let a1 = kd.dot(beta);
         let a2 = kd.dot(dbeta);
-        let df = self.x.dot(dbeta) + db;
         let derivs = |t: f64| {
             let (mut d1, mut d2) = (a1 + t * a2, a2);
             for r in 0..f.len() {

@@ -19,7 +19,7 @@
 //! identical for any number of threads.
 
 use ndarray::linalg::general_mat_mul;
-use ndarray::{s, Array2, ArrayView2, ArrayViewMut2, Axis};
+use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -314,6 +314,31 @@ pub fn instance_scores(
                     for ((d, &v), &b) in drow.iter_mut().zip(srow).zip(intercept) {
                         *d = v + b;
                     }
+                }
+            });
+    }
+    out
+}
+
+/// `a v` (rows of `a` dotted with `v` by [`Simd::dot`] when contiguous), the rows in parallel:
+/// every value is computed the same way whatever the thread count.
+pub fn mat_vec(a: ArrayView2<f64>, v: ArrayView1<f64>) -> Array1<f64> {
+    let simd = Simd::detect();
+    let v = v.as_standard_layout();
+    let vs = v.as_slice().unwrap_or_default();
+    let mut out = Array1::zeros(a.nrows());
+    if let Some(o) = out.as_slice_mut() {
+        o.par_iter_mut()
+            .with_min_len(CHUNK_ROWS)
+            .zip(
+                a.axis_iter(Axis(0))
+                    .into_par_iter()
+                    .with_min_len(CHUNK_ROWS),
+            )
+            .for_each(|(o, row)| {
+                *o = match row.as_slice() {
+                    Some(r) => simd.dot(r, vs),
+                    None => row.dot(&v),
                 }
             });
     }
