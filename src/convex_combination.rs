@@ -183,12 +183,18 @@ pub fn hinge_bias(sp: &[f64], cp: &[f64], sn: &[f64], cn: &[f64]) -> f64 {
     let total: f64 = bp.iter().map(|b| b.1).sum();
     let eps = 1e-12 * total;
     let mut cum = 0.0;
-    for (k, &(b, w)) in bp.iter().enumerate() {
-        cum += w;
+    let mut k = 0;
+    while k < bp.len() {
+        // All terms breaking at the same point change the slope there together.
+        let b = bp[k].0;
+        while k < bp.len() && bp[k].0 == b {
+            cum += bp[k].1;
+            k += 1;
+        }
         if cum >= w_pos - eps {
             if (cum - w_pos).abs() <= eps {
-                // flat between this breakpoint and the next distinct one
-                return match bp[k + 1..].iter().find(|n| n.0 > b) {
+                // flat between this breakpoint and the next (distinct) one
+                return match bp.get(k) {
                     Some(next) => 0.5 * (b + next.0),
                     None => b,
                 };

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.optimize as so
 import scipy.sparse as sp
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from sklearn.base import clone
 from sklearn.svm import SVC
@@ -282,6 +282,9 @@ score = st.floats(-3, 3, allow_nan=False).map(lambda x: round(x, 2))
     st.lists(score, min_size=0, max_size=6),
     st.integers(0, 10**6),
 )
+# A positive and a negative term breaking at the same point (1 - 2.61 = -1 - 0.61): their weights
+# change the slope together (the closed form once stopped at the first of them).
+@example([[1.68, -0.38], [-2.65, 2.51, 2.61]], [0.24, 0.64, -1.36, -1.98, -0.28, 0.61], 1014)
 def test_svmcc_lp_step_matches_linprog(pos_scores, neg_scores, seed):
     rng = np.random.default_rng(seed)
     cp = rng.choice([0.5, 1.0, 2.0], size=len(pos_scores))
