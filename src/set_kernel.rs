@@ -47,7 +47,7 @@ use crate::params::{
     check_c, check_gamma, check_n_jobs, check_positive, check_relative_tol, check_ridge, setter,
     with_threads, Gamma, KernelKind,
 };
-use crate::solver::{solve_spd, InnerSolver, Solution, SquaredHinge};
+use crate::solver::{faer_mut, faer_ref, solve_spd, InnerSolver, Solution, SquaredHinge};
 
 /// A bag counts as support (its instances as expansion vectors) when the magnitude of its
 /// coefficient exceeds this fraction of the largest magnitude of the same output.
@@ -173,9 +173,9 @@ fn bag_means(bags: &Bags) -> Result<Instances> {
 }
 
 /// The set-kernel Gram matrix of one set of bags ([`set_kernel`] of `bags` with itself),
-/// exactly symmetric. Dense instances with the Gaussian kernel: only the upper triangle is
-/// computed (each column block of instances against the bags up to the block's last bag, about
-/// half the work), then mirrored; otherwise the full product averaged with its transpose.
+/// exactly symmetric. Dense instances with the Gaussian kernel: the upper triangle only, in
+/// cache-sized tiles of instance pairs ([`gram_row_block`]); otherwise the full product averaged
+/// with its transpose.
 pub fn set_kernel_gram(kernel: Kernel, bags: &Bags) -> Result<Array2<f64>> {
     let x = match (kernel, bags.instances()) {
         (Kernel::Rbf { .. }, Instances::Dense(x)) => x,
@@ -184,39 +184,41 @@ pub fn set_kernel_gram(kernel: Kernel, bags: &Bags) -> Result<Array2<f64>> {
             return Ok((&k + &k.t()) * 0.5);
         }
     };
+    let x = x.as_standard_layout();
     let norms = bags.instances().sq_norms();
     let ptr = bags.bag_ptr();
-    let (m, n) = (bags.n_bags(), bags.n_instances());
-    let width = (BLOCK_ENTRIES / n.max(x.ncols()).max(1)).clamp(1, MAX_BLOCK);
-    let mut out = Array2::<f64>::zeros((m, m));
-    let mut bag = 0;
-    let mut lo = 0;
-    while lo < n {
-        let hi = (lo + width).min(n);
-        // the bags 0..=last hold every row that pairs with this block in the upper triangle
-        let last = ptr.partition_point(|&p| p < hi) - 1;
-        let rows = ptr[last + 1];
-        let basis = Basis::direct(x.slice(s![lo..hi, ..]).to_owned());
-        let (_, means) = kernel_bag_means(
-            kernel,
-            Rows::Dense(x.slice(s![..rows, ..])),
-            &norms[..rows],
-            &ptr[..=last + 1],
-            &basis,
-        );
-        for (t, col) in (lo..hi).zip(means.columns()) {
-            while t >= ptr[bag + 1] {
-                bag += 1;
-            }
-            let mut target = out.slice_mut(s![..=last, bag]);
-            target += &col;
+    let m = bags.n_bags();
+    // Row blocks of whole bags; each fills the rows of `out` of its own bags (sums over instance
+    // pairs), in parallel.
+    let mut blocks = Vec::new();
+    let mut b0 = 0;
+    for b in 0..m {
+        if ptr[b + 1] - ptr[b0] >= TILE_ROWS || b + 1 == m {
+            blocks.push((b0, b + 1));
+            b0 = b + 1;
         }
-        lo = hi;
     }
-    for j in 0..m {
-        let nj = (ptr[j + 1] - ptr[j]) as f64;
-        for i in 0..=j {
-            out[[i, j]] /= nj;
+    let mut out = Array2::<f64>::zeros((m, m));
+    if let Some(buf) = out.as_slice_mut() {
+        let mut pieces = Vec::with_capacity(blocks.len());
+        let mut rest = buf;
+        for &(b0, b1) in &blocks {
+            let (head, tail) = rest.split_at_mut((b1 - b0) * m);
+            pieces.push(head);
+            rest = tail;
+        }
+        pieces
+            .into_par_iter()
+            .zip(blocks.par_iter())
+            .for_each(|(rows, &(b0, b1))| {
+                gram_row_block(kernel, x.view(), &norms, ptr, b0, b1, rows)
+            });
+    }
+    for i in 0..m {
+        let ni = (ptr[i + 1] - ptr[i]) as f64;
+        for j in i..m {
+            let nj = (ptr[j + 1] - ptr[j]) as f64;
+            out[[i, j]] /= ni * nj;
         }
     }
     for i in 0..m {
@@ -225,6 +227,76 @@ pub fn set_kernel_gram(kernel: Kernel, bags: &Bags) -> Result<Array2<f64>> {
         }
     }
     Ok(out)
+}
+
+/// Instance rows per tile of [`gram_row_block`] (whole bags, so a tile may hold more).
+const TILE_ROWS: usize = 128;
+/// Instance columns per tile of [`gram_row_block`].
+const TILE_COLS: usize = 256;
+
+/// Rows `b0..b1` of the unnormalised set-kernel Gram matrix, from the first of those bags'
+/// columns on (the upper triangle; `rows` is `(b1 - b0) x n_bags`, row-major): for each tile of
+/// `TILE_COLS` instance columns, the inner products of the block's instances with the tile's
+/// (one faer product; measured 1.3x faster than matrixmultiply on these shapes here), turned into
+/// kernel values and summed into `rows` by the bags of the row and
+/// the column. The tile stays in cache; every sum runs in one fixed order.
+fn gram_row_block(
+    kernel: Kernel,
+    x: ndarray::ArrayView2<f64>,
+    norms: &[f64],
+    ptr: &[usize],
+    b0: usize,
+    b1: usize,
+    rows: &mut [f64],
+) {
+    let m = ptr.len() - 1;
+    let (r0, r1) = (ptr[b0], ptr[b1]);
+    let n = x.nrows();
+    let xr = x.slice(s![r0..r1, ..]);
+    let mut tile = Array2::<f64>::zeros((r1 - r0, TILE_COLS));
+    let mut c0 = r0;
+    // The bag of the first column of the tile.
+    let mut cbag = b0;
+    while c0 < n {
+        let c1 = (c0 + TILE_COLS).min(n);
+        let w = c1 - c0;
+        let mut t = tile.slice_mut(s![.., ..w]);
+        faer::linalg::matmul::matmul(
+            faer_mut(t.view_mut()),
+            faer::Accum::Replace,
+            faer_ref(xr),
+            faer_ref(x.slice(s![c0..c1, ..]).t()),
+            1.0,
+            faer::Par::Seq,
+        );
+        let Some(tbuf) = tile.as_slice_mut() else {
+            return; // unreachable: the tile is a fresh standard-layout array
+        };
+        // Kernel values of the tile's rows (row stride TILE_COLS, the first `w` columns used).
+        for (r, trow) in tbuf.chunks_exact_mut(TILE_COLS).enumerate() {
+            kernel.finish_rows(&mut trow[..w], &norms[r0 + r..], 0, &norms[c0..c1]);
+        }
+        // Sum each row's values by the bag of their column.
+        let mut rbag = b0;
+        for (r, trow) in (r0..r1).zip(tbuf.chunks_exact(TILE_COLS)) {
+            while r >= ptr[rbag + 1] {
+                rbag += 1;
+            }
+            let orow = &mut rows[(rbag - b0) * m..(rbag - b0 + 1) * m];
+            let mut j = cbag;
+            let mut c = c0;
+            while c < c1 {
+                let end = ptr[j + 1].min(c1);
+                orow[j] += trow[c - c0..end - c0].iter().sum::<f64>();
+                c = end;
+                j += 1;
+            }
+        }
+        c0 = c1;
+        while cbag < m && ptr[cbag + 1] <= c0 {
+            cbag += 1;
+        }
+    }
 }
 
 /// Common range checks of `C`, `gamma`, the inner solver settings and `n_jobs`.

@@ -543,7 +543,7 @@ pub fn gram(s: ArrayView2<f64>) -> Array2<f64> {
 }
 
 /// A faer view of an ndarray view (no copy; any strides).
-fn faer_ref(a: ArrayView2<'_, f64>) -> faer::MatRef<'_, f64> {
+pub(crate) fn faer_ref(a: ArrayView2<'_, f64>) -> faer::MatRef<'_, f64> {
     let (m, n) = a.dim();
     let (rs, cs) = (a.strides()[0], a.strides()[1]);
     // SAFETY: the pointer, shape and strides describe exactly the elements of `a`, which stay
@@ -552,7 +552,7 @@ fn faer_ref(a: ArrayView2<'_, f64>) -> faer::MatRef<'_, f64> {
 }
 
 /// A mutable faer view of an ndarray view (no copy; any strides).
-fn faer_mut(mut a: ndarray::ArrayViewMut2<'_, f64>) -> faer::MatMut<'_, f64> {
+pub(crate) fn faer_mut(mut a: ndarray::ArrayViewMut2<'_, f64>) -> faer::MatMut<'_, f64> {
     let (m, n) = a.dim();
     let (rs, cs) = (a.strides()[0], a.strides()[1]);
     // SAFETY: as in `faer_ref`; `a` is borrowed mutably (uniquely) for the returned lifetime.
