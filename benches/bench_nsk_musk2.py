@@ -12,11 +12,13 @@ Routes, same gamma (default 1/d = 1/166 on the standardised features) and C (def
     (A_ip = 1/n_i for instance p of bag i), then SVC(kernel="precomputed", C, tol=1e-3); the test
     set kernel is A_test rbf_kernel(X_test, X_train) A^T.
 Both timed end to end (fit + prediction of the test bags from the standardised bags), median of
---repeats (default 3); reported: times, ratio, test accuracies and the max |diff| of the test
-decision values. The NSK objective is the libsvm one, so the decision values should agree to
+--repeats (default 3), once per --threads count (milsvm's n_jobs and NumPy's BLAS threads set
+to it with threadpoolctl; libsvm is single-threaded); reported: times, ratio, test accuracies,
+the max |diff| of the test decision values, and the floor: NumPy's product X X^T of the training
+instances in the same run (NSK needs the upper half of it). The NSK objective is the libsvm one, so the decision values should agree to
 the solvers' tolerance.
 
-Also SVMCC(kernel="rbf", C, gamma, n_jobs=1) on the same part: fit time and peak RSS. Each of
+Also SVMCC(kernel="rbf", C, gamma) on the same part, n_jobs 1 and 2: fit time and peak RSS. Each of
 the three fits also runs once in a subprocess of this script under /usr/bin/time -v (the
 "Maximum resident set size" line is parsed), beside a subprocess that only loads and
 standardises the data (the baseline). SVMCC's subprocess is stopped after --svmcc-timeout
@@ -24,7 +26,7 @@ seconds (default 300).
 
 Run (from the repository root):
 
-    OMP_NUM_THREADS=1 nice -n 10 /work/venv-bench2/bin/python benches/bench_nsk_musk2.py
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /work/venv/bin/python benches/bench_nsk_musk2.py
 
 Output: printed and written to benches/results/nsk_musk2.txt (--out).
 """
@@ -74,10 +76,10 @@ def averaging(bags, n_cols=None):
                          shape=(len(bags), sizes.sum()))
 
 
-def run_nsk(trb, ytr, teb, C, gamma):
+def run_nsk(trb, ytr, teb, C, gamma, n_jobs=1):
     import milsvm
 
-    m = milsvm.NSK(C=C, kernel="rbf", gamma=gamma, norm="l1", tol=1e-3, n_jobs=1).fit(trb, ytr)
+    m = milsvm.NSK(C=C, kernel="rbf", gamma=gamma, norm="l1", tol=1e-3, n_jobs=n_jobs).fit(trb, ytr)
     return m.decision_function(teb), m.predict(teb), m
 
 
@@ -95,7 +97,7 @@ def run_diy(trb, ytr, teb, C, gamma):
     return svc.decision_function(Kte), svc.predict(Kte), svc
 
 
-def child(what, C, gamma):
+def child(what, C, gamma, n_jobs=1):
     """One fit in this process (run under /usr/bin/time -v by the parent); prints a JSON line."""
     trb, ytr, teb, yte = data()
     t = time.perf_counter()
@@ -111,7 +113,7 @@ def child(what, C, gamma):
 
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
-            m = milsvm.SVMCC(C=C, kernel="rbf", gamma=gamma, n_jobs=1)
+            m = milsvm.SVMCC(C=C, kernel="rbf", gamma=gamma, n_jobs=n_jobs)
             t0 = time.perf_counter()
             m.fit(trb, ytr)
             res["fit_s"] = time.perf_counter() - t0
@@ -126,8 +128,9 @@ def child(what, C, gamma):
     print("RESULT " + json.dumps(res), flush=True)
 
 
-def measured(what, C, gamma, timeout):
-    cmd = ["/usr/bin/time", "-v", sys.executable, __file__, "--child", what, "--C", str(C), "--gamma", str(gamma)]
+def measured(what, C, gamma, timeout, n_jobs=1):
+    cmd = ["/usr/bin/time", "-v", sys.executable, __file__, "--child", what, "--C", str(C), "--gamma", str(gamma),
+           "--n-jobs", str(n_jobs)]
     t = time.perf_counter()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -149,11 +152,15 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--svmcc-timeout", type=float, default=300.0)
     ap.add_argument("--child", choices=["none", "nsk", "diy", "svmcc"])
+    ap.add_argument("--n-jobs", type=int, default=1, help="(child) milsvm's n_jobs")
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2],
+                    help="thread counts of the end-to-end comparison (milsvm n_jobs = NumPy's BLAS threads)")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "nsk_musk2.txt")
     args = ap.parse_args()
     if args.child:
-        child(args.child, args.C, args.gamma)
+        child(args.child, args.C, args.gamma, args.n_jobs)
         return
+    from threadpoolctl import threadpool_info, threadpool_limits
     import milsvm
     import sklearn
 
@@ -167,45 +174,55 @@ def main():
     trb, ytr, teb, yte = data()
     ntr = sum(len(b) for b in trb)
     out(f"MUSK2 fold 0 of StratifiedKFold(10, shuffle, rs 0): train {len(trb)} bags / {ntr} instances, test "
-        f"{len(teb)} bags; standardised; rbf gamma={args.gamma:g}, C={args.C:g}; 1 thread")
-    out(f"milsvm {milsvm.__version__}, scikit-learn {sklearn.__version__}, numpy {np.__version__}")
-    out()
-    times = {"nsk": [], "diy": []}
-    res = {}
-    for _ in range(args.repeats):
-        for name, fn in (("nsk", run_nsk), ("diy", run_diy)):
-            t = time.perf_counter()
-            res[name] = fn(trb, ytr, teb, args.C, args.gamma)
-            times[name].append(time.perf_counter() - t)
-    (fn_, pn, nsk), (fd, pd, svc) = res["nsk"], res["diy"]
-    tn, td = np.median(times["nsk"]), np.median(times["diy"])
-    out("NSK end to end (fit + predict test bags), median of %d:" % args.repeats)
-    out(f"  {'route':<34} {'time s':>7} {'runs':<22} {'test acc':>8} {'n SV':>5}")
-    out(f"  {'milsvm NSK(norm=l1)':<34} {tn:7.2f} {' '.join(f'{x:.2f}' for x in times['nsk']):<22} "
-        f"{np.mean(pn == yte):8.3f} {nsk.n_support_:5d}")
-    out(f"  {'rbf_kernel + A K A^T + SVC(precomp)':<34} {td:7.2f} {' '.join(f'{x:.2f}' for x in times['diy']):<22} "
-        f"{np.mean(pd == yte):8.3f} {len(svc.support_):5d}")
-    out(f"  ratio milsvm / DIY {tn / td:.2f}; max |diff| of test decision values {np.max(np.abs(fn_ - fd)):.2e}; "
-        f"predictions agree on {np.mean(pn == pd):.3f} of the test bags; intercepts {nsk.intercept_:.5f} "
-        f"(milsvm) vs {svc.intercept_[0]:.5f} (libsvm)")
+        f"{len(teb)} bags; standardised; rbf gamma={args.gamma:g}, C={args.C:g}")
+    blas = [(p["internal_api"], p.get("architecture")) for p in threadpool_info() if p["user_api"] == "blas"]
+    out(f"milsvm {milsvm.__version__}, scikit-learn {sklearn.__version__}, numpy {np.__version__}, BLAS {blas}")
+    Xtr = np.vstack(trb)
+    for nt in args.threads:
+        with threadpool_limits(limits=nt):
+            out()
+            times = {"nsk": [], "diy": [], "gemm": []}
+            res = {}
+            for _ in range(args.repeats):
+                for name, fn in (("nsk", lambda: run_nsk(trb, ytr, teb, args.C, args.gamma, n_jobs=nt)),
+                                 ("diy", lambda: run_diy(trb, ytr, teb, args.C, args.gamma)),
+                                 ("gemm", lambda: Xtr @ Xtr.T)):
+                    t = time.perf_counter()
+                    res[name] = fn()
+                    times[name].append(time.perf_counter() - t)
+            (fn_, pn, nsk), (fd, pd, svc) = res["nsk"], res["diy"]
+            tn, td, tg = (np.median(times[k]) for k in ("nsk", "diy", "gemm"))
+            out(f"{nt} thread(s) (milsvm n_jobs = {nt}, BLAS limited to {nt}): NSK end to end (fit + predict test "
+                f"bags), median of {args.repeats}:")
+            out(f"  {'route':<34} {'time s':>7} {'runs':<22} {'test acc':>8} {'n SV':>5}")
+            out(f"  {'milsvm NSK(norm=l1)':<34} {tn:7.3f} {' '.join(f'{x:.3f}' for x in times['nsk']):<22} "
+                f"{np.mean(pn == yte):8.3f} {nsk.n_support_:5d}")
+            out(f"  {'rbf_kernel + A K A^T + SVC(precomp)':<34} {td:7.3f} "
+                f"{' '.join(f'{x:.3f}' for x in times['diy']):<22} {np.mean(pd == yte):8.3f} {len(svc.support_):5d}")
+            out(f"  DIY / milsvm {td / tn:.2f}x; max |diff| of test decision values {np.max(np.abs(fn_ - fd)):.2e}; "
+                f"predictions agree on {np.mean(pn == pd):.3f} of the test bags")
+            out(f"  floor: NumPy's Gram product X X^T ({ntr} x {Xtr.shape[1]}) {tg:.3f} s, half of it {tg / 2:.3f} s; "
+                f"milsvm NSK = {tn / (tg / 2):.2f} x the half product")
     out()
     out("one fit in a subprocess under /usr/bin/time -v (peak RSS includes Python + data; baseline = load only):")
-    out(f"  {'what':<8} {'peak RSS MB':>11} {'fit s':>7} {'run s':>7} {'wall s':>7} {'test acc':>8}  notes")
-    for what in ("none", "nsk", "diy", "svmcc"):
-        r = measured(what, args.C, args.gamma, args.svmcc_timeout if what == "svmcc" else 600)
+    out(f"  {'what':<9} {'peak RSS MB':>11} {'fit s':>7} {'run s':>7} {'wall s':>7} {'test acc':>8}  notes")
+    for what, nj in (("none", 1), ("nsk", 1), ("diy", 1), ("svmcc", 1), ("svmcc", 2)):
+        r = measured(what, args.C, args.gamma, args.svmcc_timeout if what == "svmcc" else 600, nj)
+        is_svmcc = what == "svmcc"
+        what = f"{what} {nj}t" if is_svmcc else what
         if "timeout" in r:
-            out(f"  {what:<8} stopped after {r['timeout']:g} s (timeout)")
+            out(f"  {what:<9} stopped after {r['timeout']:g} s (timeout)")
             continue
         if "error" in r:
-            out(f"  {what:<8} ERROR: {r['error']!r}")
+            out(f"  {what:<9} ERROR: {r['error']!r}")
             continue
         notes = ""
-        if what == "svmcc":
+        if is_svmcc:
             notes = (f"n_iter {r['n_iter']}, converged {r['converged']}, {r['n_xv']} expansion vectors"
                      + (f"; warnings: {' | '.join(r['warnings'])}" if r["warnings"] else ""))
         fit = f"{r['fit_s']:7.2f}" if "fit_s" in r else f"{'-':>7}"
         acc = f"{r['acc']:8.3f}" if "acc" in r else f"{'-':>8}"
-        out(f"  {what:<8} {r['rss_mb']:11.0f} {fit} {r['seconds']:7.2f} {r['wall']:7.2f} {acc}  {notes}")
+        out(f"  {what:<9} {r['rss_mb']:11.0f} {fit} {r['seconds']:7.2f} {r['wall']:7.2f} {acc}  {notes}")
     out("  (run s: fit + predict inside the child; fit s: SVMCC.fit alone)")
     out()
     out(f"wall time {time.perf_counter() - t_start:.1f} s")
