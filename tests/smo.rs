@@ -254,6 +254,21 @@ fn tight() -> SmoParams {
     }
 }
 
+/// The CSR form of a dense matrix (its nonzero entries).
+fn csr_of(x: &Array2<f64>) -> Result<Csr, Error> {
+    let (mut indptr, mut indices, mut data) = (vec![0], vec![], vec![]);
+    for row in x.rows() {
+        for (j, &v) in row.iter().enumerate() {
+            if v != 0.0 {
+                indices.push(j);
+                data.push(v);
+            }
+        }
+        indptr.push(indices.len());
+    }
+    Csr::new(x.nrows(), x.ncols(), indptr, indices, data)
+}
+
 fn rbf(gamma: f64) -> Kernel {
     Kernel::Rbf { gamma }
 }
@@ -740,5 +755,31 @@ fn timing_l2_rbf_5000() -> TestResult {
         t.elapsed(),
         sol.iterations
     );
+    Ok(())
+}
+
+/// Rows computed together (one pass over the instances) equal rows computed one by one,
+/// bitwise, for dense and CSR instances, long rows (parallel blocks) included.
+#[test]
+fn batched_rows_equal_single_rows() -> TestResult {
+    let mut r = rng(70);
+    for np in [37, 5000] {
+        let x = random_points(&mut r, np, 7).mapv(|v| if v.abs() < 0.3 { 0.0 } else { v });
+        let csr = csr_of(&x)?;
+        for rows in [Rows::Dense(x.view()), Rows::Sparse(&csr)] {
+            let gram = InstanceGram::new(rbf(0.3), rows)?;
+            let points = [3, 0, np - 1, 3 + np / 2, 11, 12];
+            let mut batch = vec![vec![0.0; np]; points.len()];
+            let mut views: Vec<&mut [f64]> = batch.iter_mut().map(|v| v.as_mut_slice()).collect();
+            gram.fill_rows(&points, &mut views);
+            for (&p, got) in points.iter().zip(&batch) {
+                let mut one = vec![0.0; np];
+                gram.fill_row(p, &mut one);
+                for (a, b) in got.iter().zip(&one) {
+                    assert_eq!(a.to_bits(), b.to_bits(), "point {p}");
+                }
+            }
+        }
+    }
     Ok(())
 }

@@ -58,6 +58,43 @@ impl Simd {
         }
         dot_portable(x, x)
     }
+
+    /// `outs[q][k] = xs[q] . z_k` for several vectors `xs` (each of length `d`) against the rows
+    /// `z_k` of the row-major `z` (`d` columns, `outs[q].len()` rows): each row of `z` is read
+    /// once for all of `xs` (with AVX2, four of them per pass). Every value equals
+    /// [`Simd::dot`] of the two vectors, bitwise.
+    pub(crate) fn dots_multi(&self, xs: &[&[f64]], z: &[f64], d: usize, outs: &mut [&mut [f64]]) {
+        let n = outs.iter().map(|o| o.len()).min().unwrap_or(0);
+        let d = d.max(1);
+        #[cfg(target_arch = "x86_64")]
+        {
+            if self.avx2 && !xs.is_empty() && xs.iter().all(|x| x.len() == d) {
+                for (k, zk) in z.chunks_exact(d).take(n).enumerate() {
+                    for (q0, group) in xs.chunks(4).enumerate() {
+                        let last = group.len() - 1;
+                        let four = [
+                            group[0],
+                            group[1.min(last)],
+                            group[2.min(last)],
+                            group[3.min(last)],
+                        ];
+                        // SAFETY: the CPU supports AVX2 (`avx2` is set only then); every vector
+                        // of `four` and `zk` holds `d` values (checked above).
+                        let r = unsafe { block4_avx2(zk, four) };
+                        for (t, &v) in r.iter().enumerate().take(group.len()) {
+                            outs[4 * q0 + t][k] = v;
+                        }
+                    }
+                }
+                return;
+            }
+        }
+        for (k, zk) in z.chunks_exact(d).take(n).enumerate() {
+            for (x, o) in xs.iter().zip(outs.iter_mut()) {
+                o[k] = dot_portable(x, zk);
+            }
+        }
+    }
 }
 
 fn has_avx2() -> bool {
@@ -227,6 +264,23 @@ mod tests {
                 assert_eq!(a[k].to_bits(), b[k].to_bits(), "d = {d}, row {k}");
                 let zk = &z[k * d..(k + 1) * d];
                 assert_eq!(a[k].to_bits(), best.dot(&x, zk).to_bits());
+                // Several vectors at once give the same values.
+                let xs: Vec<Vec<f64>> = (0..6)
+                    .map(|q| (0..d).map(|i| x[(i + q) % d] - q as f64).collect())
+                    .collect();
+                let refs: Vec<&[f64]> = xs.iter().map(|v| v.as_slice()).collect();
+                for simd in [portable, best] {
+                    let mut outs = vec![vec![0.0; n]; xs.len()];
+                    let mut views: Vec<&mut [f64]> =
+                        outs.iter_mut().map(|o| o.as_mut_slice()).collect();
+                    simd.dots_multi(&refs, &z, d, &mut views);
+                    for (q, o) in outs.iter().enumerate() {
+                        for j in 0..n {
+                            let want = portable.dot(&xs[q], &z[j * d..(j + 1) * d]);
+                            assert_eq!(o[j].to_bits(), want.to_bits(), "d = {d}, q = {q}, row {j}");
+                        }
+                    }
+                }
                 // Grouping: the rows one at a time give the same values.
                 let mut one = [0.0];
                 best.dots(&x, zk, d, &mut one);

@@ -58,6 +58,13 @@ pub trait GramRows: Sync {
     /// Row `i`: `out[j] = k(x_i, x_j)` for all points `j` (`out.len() == n_points()`). Must give
     /// bitwise the same values whatever the thread count.
     fn fill_row(&self, i: usize, out: &mut [f64]);
+    /// Rows `points[q]` into `outs[q]`, each bitwise equal to [`GramRows::fill_row`] of it; an
+    /// implementation may compute them together (default: one at a time).
+    fn fill_rows(&self, points: &[usize], outs: &mut [&mut [f64]]) {
+        for (&i, out) in points.iter().zip(outs.iter_mut()) {
+            self.fill_row(i, out);
+        }
+    }
     /// Row `i` when it is stored contiguously and can be read in place (a precomputed matrix);
     /// the solver then neither caches nor copies it. Default: `None`.
     fn stored_row(&self, _i: usize) -> Option<&[f64]> {
@@ -316,6 +323,56 @@ impl GramRows for InstanceGram<'_> {
             }
         }
     }
+
+    /// Dense rows: each block of points is read once for all the requested rows
+    /// ([`Simd::dots_multi`]), which divides the memory traffic of a row by their number.
+    fn fill_rows(&self, points: &[usize], outs: &mut [&mut [f64]]) {
+        let Some(x) = self.dense.as_ref() else {
+            for (&i, out) in points.iter().zip(outs.iter_mut()) {
+                self.fill_row(i, out);
+            }
+            return;
+        };
+        let (n, d) = (self.n_points(), x.ncols());
+        let (Some(all), Some(queries)) = (
+            x.as_slice(),
+            points
+                .iter()
+                .map(|&i| x.row(i).to_slice())
+                .collect::<Option<Vec<&[f64]>>>(),
+        ) else {
+            return; // unreachable: `dense` is in standard layout
+        };
+        let n_chunks = n.div_ceil(ROW_CHUNK);
+        let mut per_chunk: Vec<Vec<&mut [f64]>> = (0..n_chunks).map(|_| Vec::new()).collect();
+        for out in outs.iter_mut() {
+            let len = n.min(out.len());
+            for (c, piece) in out[..len].chunks_mut(ROW_CHUNK).enumerate() {
+                per_chunk[c].push(piece);
+            }
+        }
+        let fill = |c: usize, pieces: &mut Vec<&mut [f64]>| {
+            let lo = c * ROW_CHUNK;
+            let hi = (lo + ROW_CHUNK).min(n);
+            self.simd
+                .dots_multi(&queries, &all[lo * d..hi * d], d, pieces.as_mut_slice());
+            for (piece, &i) in pieces.iter_mut().zip(points) {
+                let si = self.sq_norms.get(i).copied().unwrap_or(0.0);
+                self.kernel
+                    .finish_rows(piece, &[si], 0, &self.sq_norms[lo..lo + piece.len()]);
+            }
+        };
+        if n >= PAR_MIN_POINTS {
+            per_chunk
+                .par_iter_mut()
+                .enumerate()
+                .for_each(|(c, pieces)| fill(c, pieces));
+        } else {
+            for (c, pieces) in per_chunk.iter_mut().enumerate() {
+                fill(c, pieces);
+            }
+        }
+    }
 }
 
 /// One dual problem over the points of a [`GramRows`] (see the module docs for the formula).
@@ -554,6 +611,57 @@ impl RowCache {
         RowRef::Slot(s)
     }
 
+    /// Whether the row of `point` is at hand without computing it.
+    fn has<G: GramRows>(&self, gram: &G, point: usize) -> bool {
+        self.slot_of[point] != NIL || gram.stored_row(point).is_some()
+    }
+
+    /// Computes the rows of the `points` not at hand in one batch ([`GramRows::fill_rows`]),
+    /// at most `capacity - 2` of them (the first ones), so that the two most recent rows stay.
+    fn fetch_many<G: GramRows>(&mut self, gram: &G, points: &[usize]) {
+        let room = self.capacity.saturating_sub(2).max(1);
+        let mut missing: Vec<usize> = Vec::with_capacity(points.len());
+        for &p in points {
+            if !self.has(gram, p) && !missing.contains(&p) && missing.len() < room {
+                missing.push(p);
+            }
+        }
+        if missing.len() <= 1 {
+            return; // a single row is computed by `get` when asked for
+        }
+        let mut slots = Vec::with_capacity(missing.len());
+        for &point in &missing {
+            let s = if self.data.len() < self.capacity {
+                self.data.push(vec![0.0; self.n_points]);
+                self.point_of.push(point);
+                self.prev.push(NIL);
+                self.next.push(NIL);
+                self.data.len() - 1
+            } else {
+                let s = self.tail;
+                self.unlink(s);
+                self.slot_of[self.point_of[s]] = NIL;
+                self.point_of[s] = point;
+                s
+            };
+            self.slot_of[point] = s;
+            self.push_front(s);
+            slots.push(s);
+        }
+        // Mutable views of the chosen slots, in the order of `missing`.
+        let mut by_slot: Vec<Option<&mut [f64]>> = self
+            .data
+            .iter_mut()
+            .map(|v| Some(v.as_mut_slice()))
+            .collect();
+        let mut outs: Vec<&mut [f64]> = slots
+            .iter()
+            .filter_map(|&s| by_slot.get_mut(s).and_then(Option::take))
+            .collect();
+        gram.fill_rows(&missing, &mut outs);
+        self.computed += missing.len();
+    }
+
     /// The row behind `r` (from [`RowCache::get`] with the same `gram`).
     fn row<'s, G: GramRows>(&'s self, gram: &'s G, r: RowRef) -> &'s [f64] {
         match r {
@@ -790,6 +898,8 @@ pub fn repair_equality(alpha: &mut [f64], problem: &DualProblem) -> Result<bool>
     Ok(true)
 }
 
+/// Rows computed beside a missing one ([`State::fetch_row`]).
+const PREFETCH: usize = 7;
 /// Positions per work unit of the loops over the active set (the unit of the fixed reduction
 /// order, and of parallel work when the active set is large).
 const BLOCK: usize = 1024;
@@ -1073,6 +1183,42 @@ impl State {
         self.next_i = None;
     }
 
+    /// The kernel row of position `k`'s point. On a miss, the rows of up to [`PREFETCH`] other
+    /// points not at hand are computed in the same pass over the instances
+    /// ([`RowCache::fetch_many`]): those of the active positions with the largest `-y_t G_t`
+    /// over `I_up` and the largest `y_t G_t` over `I_low`, the likeliest next members of a
+    /// working set. Which rows are computed together never changes their values.
+    fn fetch_row<G: GramRows>(&self, gram: &G, cache: &mut RowCache, k: usize) -> RowRef {
+        let m = self.point[k];
+        if !cache.has(gram, m) {
+            // Two short lists of (value, point), largest first (sizes adding up to PREFETCH).
+            let mut up: Vec<(f64, usize)> = Vec::with_capacity(PREFETCH);
+            let mut low: Vec<(f64, usize)> = Vec::with_capacity(PREFETCH);
+            let insert = |list: &mut Vec<(f64, usize)>, len: usize, v: f64, p: usize| {
+                if len == 0 || !v.is_finite() || (list.len() == len && v <= list[len - 1].0) {
+                    return;
+                }
+                if p == m || list.iter().any(|e| e.1 == p) || cache.has(gram, p) {
+                    return;
+                }
+                let at = list.partition_point(|e| e.0 >= v);
+                list.insert(at, (v, p));
+                list.truncate(len);
+            };
+            let (n_up, n_low) = (PREFETCH.div_ceil(2), PREFETCH / 2);
+            for t in 0..self.active {
+                let yg = self.y[t] * self.g[t];
+                insert(&mut up, n_up, -yg + self.up_off[t], self.point[t]);
+                insert(&mut low, n_low, yg + self.low_off[t], self.point[t]);
+            }
+            let mut want = vec![m];
+            want.extend(up.iter().map(|e| e.1));
+            want.extend(low.iter().map(|e| e.1));
+            cache.fetch_many(gram, &want);
+        }
+        cache.get(gram, m)
+    }
+
     /// `argmax { -y_t G_t : t in I_up }` over the active positions.
     fn first_choice(&self) -> ArgMax {
         let (y, g, up) = (&self.y, &self.g, &self.up_off);
@@ -1099,7 +1245,7 @@ impl State {
         if i == NIL {
             return None;
         }
-        let slot = cache.get(gram, self.point[i]);
+        let slot = self.fetch_row(gram, cache, i);
         let row = cache.row(gram, slot);
         let qd_i = self.qd[i];
         // j over I_low: the largest decrease `grad_diff^2 / quad` (Fan et al. eq. (17), up to
@@ -1200,8 +1346,8 @@ impl State {
     fn update<G: GramRows>(&mut self, gram: &G, cache: &mut RowCache, i: usize, j: usize) {
         let (ui, uj) = (self.u[i], self.u[j]);
         let (old_ai, old_aj) = (self.alpha[i], self.alpha[j]);
-        let si = cache.get(gram, self.point[i]);
-        let sj = cache.get(gram, self.point[j]);
+        let si = self.fetch_row(gram, cache, i);
+        let sj = self.fetch_row(gram, cache, j);
         let kij = cache.row(gram, si)[self.point[j]];
         let quad = {
             let q = self.qd[i] + self.qd[j] - 2.0 * kij;
