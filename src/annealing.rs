@@ -142,7 +142,7 @@ pub struct AnnealingParams {
     /// Ridge added to the basis kernel matrix, `>= 0`.
     pub ridge: f64,
     /// Relative tolerance of the inner solver, in (0, 1) (`None`: 1e-10 for the primal Newton
-    /// solver of a reduced basis, 1e-4 for the dual solver of the full basis).
+    /// solver of a reduced basis, 1e-3 for the dual solver of the full basis).
     pub inner_tol: Option<f64>,
     /// Iteration cap of the inner solver.
     pub inner_max_iter: usize,
@@ -624,9 +624,10 @@ impl PrimalSvm<'_> {
     }
 }
 
-/// Relative KKT tolerance of the dual solver in the annealing loop (tighter than LIBSVM's 1e-3:
-/// the probability updates read the scores).
-const DUAL_TOL: f64 = 1e-4;
+/// Relative KKT tolerance of the dual solver in the annealing loop (LIBSVM's 1e-3). Measured
+/// against 1e-4 with 10-fold CV (C = 10, gamma = median, seed 0): AL-SVM on MUSK1 and Elephant
+/// and ALP-SVM on MUSK1 gave the same accuracies and p_hat, in 1.3-1.7x less time.
+const DUAL_TOL: f64 = 1e-3;
 
 /// Relative cost below which the dual solver drops a sample.
 const DEAD_COST: f64 = 1e-10;
