@@ -174,7 +174,7 @@ fn bag_means(bags: &Bags) -> Result<Instances> {
 
 /// The set-kernel Gram matrix of one set of bags ([`set_kernel`] of `bags` with itself),
 /// exactly symmetric. Dense instances with the Gaussian kernel: the upper triangle only, in
-/// cache-sized tiles of instance pairs ([`gram_row_block`]); otherwise the full product averaged
+/// cache-sized tiles of instance pairs (`gram_row_block`); otherwise the full product averaged
 /// with its transpose.
 pub fn set_kernel_gram(kernel: Kernel, bags: &Bags) -> Result<Array2<f64>> {
     let x = match (kernel, bags.instances()) {
@@ -229,9 +229,9 @@ pub fn set_kernel_gram(kernel: Kernel, bags: &Bags) -> Result<Array2<f64>> {
     Ok(out)
 }
 
-/// Instance rows per tile of [`gram_row_block`] (whole bags, so a tile may hold more).
+/// Instance rows per tile of `gram_row_block` (whole bags, so a tile may hold more).
 const TILE_ROWS: usize = 128;
-/// Instance columns per tile of [`gram_row_block`].
+/// Instance columns per tile of `gram_row_block`.
 const TILE_COLS: usize = 256;
 
 /// Rows `b0..b1` of the unnormalised set-kernel Gram matrix, from the first of those bags'

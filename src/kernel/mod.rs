@@ -320,7 +320,7 @@ pub fn instance_scores(
     out
 }
 
-/// `a v` (rows of `a` dotted with `v` by [`Simd::dot`] when contiguous), the rows in parallel:
+/// `a v` (rows of `a` dotted with `v` by `Simd::dot` when contiguous), the rows in parallel:
 /// every value is computed the same way whatever the thread count.
 pub fn mat_vec(a: ArrayView2<f64>, v: ArrayView1<f64>) -> Array1<f64> {
     let simd = Simd::detect();

@@ -24,10 +24,23 @@
 //! * the stopping rule `m(a) - M(a) < eps` on the maximal violating pair (LIBSVM paper eq. (14)),
 //!   made relative: `eps = tol * scale`, see [`SmoParams::tol`].
 //!
-//! Kernel rows are cached by *point* (not sample) in an LRU cache that lives in [`Smo`] and
-//! serves every later [`Smo::solve`] of the same fit. Only [`GramRows::fill_row`] may run in
-//! parallel; every other step is sequential, so results are bitwise identical for any number of
-//! threads when the rows are.
+//! How it is laid out for speed (none of it changes a result):
+//!
+//! * samples are indexed by *position*: shrunk samples are swapped behind the active ones
+//!   (LIBSVM's `swap_index`), and after every shrinking both groups are reordered by point, so
+//!   that the per-iteration loops run over contiguous arrays and read kernel rows in order;
+//! * the loops (first index, second index, gradient update fused with the next first index)
+//!   are the scans of `scan`: four independent lanes, AVX2 when the CPU has it (bitwise equal
+//!   to the portable code), in fixed blocks of positions merged in order, on several threads
+//!   when the active set is large;
+//! * kernel rows are cached by *point* (not sample) in an LRU cache that lives in [`Smo`] and
+//!   serves every later [`Smo::solve`] of the same fit; a missing row is computed with the rows
+//!   of the strongest violators in one pass over the instances ([`GramRows::fill_rows`]); a
+//!   precomputed matrix is read in place;
+//! * gradient reconstruction sums whole rows per point when it rebuilds many samples.
+//!
+//! Every floating-point sum runs in an order fixed by the problem alone, so results are bitwise
+//! identical for any number of threads.
 
 use ndarray::{Array2, ArrayView2, CowArray, Ix2};
 use rayon::prelude::*;
@@ -182,8 +195,8 @@ impl GramRows for PrecomputedGram<'_> {
 }
 
 /// An instance kernel over dense or CSR rows, each kernel row computed on demand from inner
-/// products and squared norms (dense rows: [`Simd::dots`], four rows per pass; then the
-/// vectorised [`Kernel::finish_rows`]). A row is split into fixed chunks of points run in
+/// products and squared norms (dense rows: `Simd::dots`, four rows per pass; then the
+/// vectorised `Kernel::finish_rows`). A row is split into fixed chunks of points run in
 /// parallel when it is long; every value is computed the same way whatever the chunking.
 #[derive(Debug, Clone)]
 pub struct InstanceGram<'a> {
@@ -325,7 +338,7 @@ impl GramRows for InstanceGram<'_> {
     }
 
     /// Dense rows: each block of points is read once for all the requested rows
-    /// ([`Simd::dots_multi`]), which divides the memory traffic of a row by their number.
+    /// (`Simd::dots_multi`), which divides the memory traffic of a row by their number.
     fn fill_rows(&self, points: &[usize], outs: &mut [&mut [f64]]) {
         let Some(x) = self.dense.as_ref() else {
             for (&i, out) in points.iter().zip(outs.iter_mut()) {
