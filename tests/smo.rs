@@ -364,17 +364,7 @@ fn precomputed_and_sparse_grams_match_dense() -> TestResult {
     let x = random_points(&mut r, 15, 5);
     // Sparsify: zero out about half the entries.
     let x = x.mapv(|v| if v.abs() < 0.5 { 0.0 } else { v });
-    let (mut indptr, mut indices, mut data) = (vec![0], vec![], vec![]);
-    for row in x.rows() {
-        for (j, &v) in row.iter().enumerate() {
-            if v != 0.0 {
-                indices.push(j);
-                data.push(v);
-            }
-        }
-        indptr.push(indices.len());
-    }
-    let csr = Csr::new(15, 5, indptr, indices, data)?;
+    let csr = csr_of(&x)?;
     for kernel in [Kernel::Linear, rbf(0.7)] {
         let dense = InstanceGram::new(kernel, Rows::Dense(x.view()))?;
         let sparse = InstanceGram::new(kernel, Rows::Sparse(&csr))?;

@@ -604,6 +604,15 @@ impl RowCache {
             }
             return RowRef::Slot(s);
         }
+        let s = self.claim_slot(point);
+        gram.fill_row(point, &mut self.data[s]);
+        self.computed += 1;
+        RowRef::Slot(s)
+    }
+
+    /// A slot for the row of `point` (a new one while below capacity, else the least recently
+    /// used one, evicted), marked as the most recent; its values are the caller's to fill.
+    fn claim_slot(&mut self, point: usize) -> usize {
         let s = if self.data.len() < self.capacity {
             self.data.push(vec![0.0; self.n_points]);
             self.point_of.push(point);
@@ -617,11 +626,9 @@ impl RowCache {
             self.point_of[s] = point;
             s
         };
-        gram.fill_row(point, &mut self.data[s]);
-        self.computed += 1;
         self.slot_of[point] = s;
         self.push_front(s);
-        RowRef::Slot(s)
+        s
     }
 
     /// Whether the row of `point` is at hand without computing it.
@@ -642,25 +649,7 @@ impl RowCache {
         if missing.len() <= 1 {
             return; // a single row is computed by `get` when asked for
         }
-        let mut slots = Vec::with_capacity(missing.len());
-        for &point in &missing {
-            let s = if self.data.len() < self.capacity {
-                self.data.push(vec![0.0; self.n_points]);
-                self.point_of.push(point);
-                self.prev.push(NIL);
-                self.next.push(NIL);
-                self.data.len() - 1
-            } else {
-                let s = self.tail;
-                self.unlink(s);
-                self.slot_of[self.point_of[s]] = NIL;
-                self.point_of[s] = point;
-                s
-            };
-            self.slot_of[point] = s;
-            self.push_front(s);
-            slots.push(s);
-        }
+        let slots: Vec<usize> = missing.iter().map(|&p| self.claim_slot(p)).collect();
         // Mutable views of the chosen slots, in the order of `missing`.
         let mut by_slot: Vec<Option<&mut [f64]>> = self
             .data

@@ -376,21 +376,18 @@ mod avx2 {
         up: &[f64],
         acc: &mut [ArgMax; LANES],
     ) -> usize {
-        let sign = _mm256_set1_pd(-0.0);
         let four = _mm256_set1_pd(4.0);
         let mut best = _mm256_set1_pd(f64::MIN);
         let mut b_pos = _mm256_set1_pd(-1.0);
         let mut pos = positions(lo);
         let mut k = lo;
         while k + 4 <= hi {
-            let ny = _mm256_xor_pd(_mm256_loadu_pd(y.as_ptr().add(k)), sign);
-            let v = _mm256_add_pd(
-                _mm256_mul_pd(ny, _mm256_loadu_pd(g.as_ptr().add(k))),
+            let v = first_value(
+                _mm256_loadu_pd(y.as_ptr().add(k)),
+                _mm256_loadu_pd(g.as_ptr().add(k)),
                 _mm256_loadu_pd(up.as_ptr().add(k)),
             );
-            let take = _mm256_cmp_pd::<_CMP_GE_OQ>(v, best);
-            best = _mm256_blendv_pd(best, v, take);
-            b_pos = _mm256_blendv_pd(b_pos, pos, take);
+            push_argmax(&mut best, &mut b_pos, v, pos);
             pos = _mm256_add_pd(pos, four);
             k += 4;
         }
@@ -413,7 +410,6 @@ mod avx2 {
         let hi = lo + g.len();
         let ci = _mm256_set1_pd(inp.ci);
         let cj = _mm256_set1_pd(inp.cj);
-        let sign = _mm256_set1_pd(-0.0);
         let four = _mm256_set1_pd(4.0);
         let mut best = _mm256_set1_pd(f64::MIN);
         let mut b_pos = _mm256_set1_pd(-1.0);
@@ -432,18 +428,27 @@ mod avx2 {
                 ),
             );
             _mm256_storeu_pd(gp.add(k - lo), gk);
-            let v = _mm256_add_pd(
-                _mm256_mul_pd(_mm256_xor_pd(yk, sign), gk),
-                _mm256_loadu_pd(up.as_ptr().add(k)),
-            );
-            let take = _mm256_cmp_pd::<_CMP_GE_OQ>(v, best);
-            best = _mm256_blendv_pd(best, v, take);
-            b_pos = _mm256_blendv_pd(b_pos, pos, take);
+            let v = first_value(yk, gk, _mm256_loadu_pd(up.as_ptr().add(k)));
+            push_argmax(&mut best, &mut b_pos, v, pos);
             pos = _mm256_add_pd(pos, four);
             k += 4;
         }
         store_argmax(k > lo, best, b_pos, acc);
         k
+    }
+
+    /// `-y G + up_off` of four positions (as [`ArgMax::push`]'s scalar caller computes it).
+    #[inline(always)]
+    unsafe fn first_value(y: __m256d, g: __m256d, up: __m256d) -> __m256d {
+        _mm256_add_pd(_mm256_mul_pd(_mm256_xor_pd(y, _mm256_set1_pd(-0.0)), g), up)
+    }
+
+    /// [`ArgMax::push`] on four lanes: `(best, b_pos)` take `(v, pos)` where `v >= best`.
+    #[inline(always)]
+    unsafe fn push_argmax(best: &mut __m256d, b_pos: &mut __m256d, v: __m256d, pos: __m256d) {
+        let take = _mm256_cmp_pd::<_CMP_GE_OQ>(v, *best);
+        *best = _mm256_blendv_pd(*best, v, take);
+        *b_pos = _mm256_blendv_pd(*b_pos, pos, take);
     }
 
     #[inline(always)]
