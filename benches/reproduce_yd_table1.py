@@ -19,6 +19,30 @@ Protocol:
   * kernels per data set as in the paper's Table 1: MUSK1 rbf, Elephant linear, TST1 linear
     (the same kernel for NSK and sMIL). The paper gives SVM-CC numbers only.
 
+Protocol variants (each one keeps the inner selection on the training part; a variant's folds are
+logged under its own settings, the defaults reproduce the protocol above):
+  * --gamma-scale over-d | raw | sigma: gamma = 2^j / d (default), gamma = 2^j (the paper's
+    "gamma in {2^i}" read literally, kernel exp(-gamma ||x - y||^2); the same set as
+    sigma^2 = 2^j for exp(-||x - y||^2 / sigma^2)), or gamma = 1 / sigma^2 with sigma = 2^j;
+  * --no-standardise: MUSK1 / Elephant features kept raw (the paper says nothing of scaling);
+  * --cc-bounds paper | split | equal (SVMCC only): paper = section 3's bounds, milsvm's default
+    since 2026-11-25 (C1 = C2 = C for the linear kernel, Algorithm 1; for rbf, Algorithm 2,
+    C1 = C n_neg_inst / (n_pos_bags + n_neg_inst), C2 = C n_pos_bags / (...)); split = Algorithm
+    2's bounds with either kernel (milsvm's rule before that fix), equal = C1 = C2 = C with
+    either kernel; the other rule is obtained through class_weight;
+  * --bias qp | lp (SVMCC rbf only): the decision function's bias from the last QP (eq. 36-37,
+    the library's choice for rbf) or from the last LP (as Algorithm 1's eq. 20);
+  * --lp-rule lib | max | keep | project (SVMCC only): lib = milsvm.SVMCC; the others fit
+    benches/svmcc_lp_rules.py's Python reference (libsvm QP) taking another optimal solution of
+    the LP step: max = the best instance (milsvm's choice, a check of the reference), keep = v
+    unchanged while it stays optimal, project = the smallest change of v that makes it optimal
+    (see that file: the LP's optimum in v is not unique, the paper's linprog returned some point
+    of the optimal face);
+  * --inner cv3 | cv10 | tune10: 3-fold (default) or 10-fold stratified inner CV on the training
+    part, or the paper's wording read as Mangasarian & Wild's protocol: one stratified random
+    10 % of the training bags is the tuning set, each grid point is fitted on the other 90 % and
+    scored on it (ties: the first in grid order, as everywhere).
+
 Run (from the repository root; OMP_NUM_THREADS=1):
 
     nice -n 10 /work/venv-bench2/bin/python benches/reproduce_yd_table1.py --grid-step 4 --datasets musk1
@@ -71,21 +95,49 @@ def standardise(train, test):
     return f(train), f(test)
 
 
-def grid(kernel, d, step):
+def gamma_of(j, d, scale):
+    if scale == "over-d":
+        return 2.0 ** j / d
+    if scale == "raw":
+        return 2.0 ** j
+    if scale == "sigma":
+        return 2.0 ** (-2 * j)
+    raise ValueError(scale)
+
+
+def grid(kernel, d, step, scale="over-d"):
     exps = list(range(-8, 9, step))
     if 8 not in exps:
         exps.append(8)
     if kernel == "linear":
         return [dict(C=2.0 ** i) for i in exps]
-    return [dict(C=2.0 ** i, gamma=2.0 ** j / d) for i in exps for j in exps]
+    return [dict(C=2.0 ** i, gamma=gamma_of(j, d, scale)) for i in exps for j in exps]
 
 
-def make(method, kernel, point):
+def exps_of(point, grid_points, step):
+    """The grid exponents (i, j) of a chosen point (j None for linear)."""
+    exps = list(range(-8, 9, step))
+    if 8 not in exps:
+        exps.append(8)
+    k = grid_points.index(point)
+    if "gamma" not in point:
+        return exps[k], None
+    return exps[k // len(exps)], exps[k % len(exps)]
+
+
+def make(method, kernel, point, class_weight=None, opts=None):
     import milsvm
+
+    opts = opts or {}
+    if method == "SVMCC" and opts.get("lp_rule", "lib") != "lib":
+        from svmcc_lp_rules import RefSVMCC
+
+        return RefSVMCC(C=point["C"], kernel=kernel, gamma=point.get("gamma", 0.0), lp_rule=opts["lp_rule"],
+                        bounds=opts.get("cc_bounds", "paper"), bias=opts.get("bias", "qp"))
 
     kw = dict(kernel=kernel, n_jobs=1, **point)
     if method == "SVMCC":
-        return milsvm.SVMCC(**kw)
+        return milsvm.SVMCC(class_weight=class_weight, **kw)
     if method == "NSK":
         return milsvm.NSK(norm="l1", **kw)
     if method == "sMIL":
@@ -93,23 +145,54 @@ def make(method, kernel, point):
     raise ValueError(method)
 
 
-def fit_score(method, kernel, point, trb, ytr, teb, yte):
+def bounds_weights(trb, ytr, kernel, want):
+    """class_weight turning milsvm's SVMCC bounds (section 3: equal for linear, split for rbf) into
+    the rule `want` ("split" or "equal"); None when they already agree."""
+    lib = "equal" if kernel == "linear" else "split"
+    if want in ("paper", lib):
+        return None
+    pos = ytr == 1
+    n_pb = int(pos.sum())
+    n_ni = int(sum(b.shape[0] for b, p in zip(trb, pos) if not p))
+    n = n_pb + n_ni
+    if want == "equal":  # split -> equal: C1 = C n_ni / n -> C, C2 = C n_pb / n -> C
+        return {1: n / n_ni, 0: n / n_pb}
+    return {1: n_ni / n, 0: n_pb / n}  # equal -> split
+
+
+def fit_score(method, kernel, point, trb, ytr, teb, yte, opts=None):
+    opts = opts or {}
+    ref = method == "SVMCC" and opts.get("lp_rule", "lib") != "lib"
+    cw = bounds_weights(trb, ytr, kernel, opts.get("cc_bounds", "paper")) if method == "SVMCC" and not ref else None
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        m = make(method, kernel, point).fit(trb, ytr)
-        pred = m.predict(teb)
+        m = make(method, kernel, point, cw, opts).fit(trb, ytr)
+        if method == "SVMCC" and kernel == "rbf" and opts.get("bias") == "lp" and not ref:
+            score = m.decision_function(teb) - m.intercept_ + m.lp_intercept_
+            pred = np.where(score > 0, m.classes_[1], m.classes_[0])
+        else:
+            pred = m.predict(teb)
     return int(np.sum(pred == yte)), len(yte), [str(x.message)[:100] for x in w]
 
 
-def run_fold(name, bags, y, tr, te, method, kernel, step, seed, fold):
+def run_fold(name, bags, y, tr, te, method, kernel, step, seed, fold, opts=None):
+    opts = opts or {}
     t0 = time.perf_counter()
     trb, teb = [bags[i] for i in tr], [bags[i] for i in te]
-    if STANDARDISE[name]:
+    if STANDARDISE[name] and not opts.get("no_standardise"):
         trb, teb = standardise(trb, teb)
     ytr, yte = y[tr], y[te]
     d = trb[0].shape[1]
-    g = grid(kernel, d, step)
-    inner = list(StratifiedKFold(3, shuffle=True, random_state=1000 * seed + fold).split(np.zeros(len(ytr)), ytr))
+    g = grid(kernel, d, step, opts.get("gamma_scale", "over-d"))
+    rs = 1000 * seed + fold
+    sel = opts.get("inner", "cv3")
+    if sel == "tune10":
+        from sklearn.model_selection import StratifiedShuffleSplit
+
+        inner = list(StratifiedShuffleSplit(1, test_size=0.1, random_state=rs).split(np.zeros(len(ytr)), ytr))
+    else:
+        k = 10 if sel == "cv10" else 3
+        inner = list(StratifiedKFold(k, shuffle=True, random_state=rs).split(np.zeros(len(ytr)), ytr))
     nwarn = 0
     if len(g) == 1:
         best = g[0]
@@ -118,15 +201,18 @@ def run_fold(name, bags, y, tr, te, method, kernel, step, seed, fold):
         for p in g:
             accs = []
             for a, b in inner:
-                c, n, w = fit_score(method, kernel, p, [trb[i] for i in a], ytr[a], [trb[i] for i in b], ytr[b])
+                c, n, w = fit_score(method, kernel, p, [trb[i] for i in a], ytr[a], [trb[i] for i in b], ytr[b],
+                                    opts)
                 accs.append(c / n)
                 nwarn += len(w)
             scores.append(float(np.mean(accs)))
         best = g[int(np.argmax(scores))]
     t1 = time.perf_counter()
-    c, n, w = fit_score(method, kernel, best, trb, ytr, teb, yte)
-    return dict(correct=c, n=n, C=best["C"], gamma_d=best.get("gamma", 0.0) * d, warnings_inner=nwarn,
-                warnings_final=w, seconds=time.perf_counter() - t0, seconds_final=time.perf_counter() - t1)
+    c, n, w = fit_score(method, kernel, best, trb, ytr, teb, yte, opts)
+    ci, gj = exps_of(best, g, step)
+    return dict(correct=c, n=n, C=best["C"], gamma_d=best.get("gamma", 0.0) * d, gamma=best.get("gamma", 0.0),
+                c_exp=ci, gamma_exp=gj, warnings_inner=nwarn, warnings_final=w,
+                seconds=time.perf_counter() - t0, seconds_final=time.perf_counter() - t1)
 
 
 def main():
@@ -140,9 +226,23 @@ def main():
     ap.add_argument("--log", type=Path, default=HERE / "results" / "yd_table1_folds.jsonl")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "yd_table1.txt")
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--gamma-scale", choices=["over-d", "raw", "sigma"], default="over-d",
+                    help="rbf grid: gamma = 2^j/d (default), 2^j, or 1/sigma^2 with sigma = 2^j")
+    ap.add_argument("--no-standardise", action="store_true", help="keep MUSK1 / Elephant features raw")
+    ap.add_argument("--cc-bounds", choices=["paper", "split", "equal"], default="paper",
+                    help="SVMCC bounds: section 3's per kernel (default), the C1/C2 split, or C1 = C2 = C")
+    ap.add_argument("--bias", choices=["qp", "lp"], default="qp", help="SVMCC rbf: decision bias from the QP or the LP")
+    ap.add_argument("--lp-rule", choices=["lib", "max", "keep", "project"], default="lib",
+                    help="SVMCC: milsvm (lib) or the Python reference with this LP-solution rule")
+    ap.add_argument("--inner", choices=["cv3", "cv10", "tune10"], default="cv3",
+                    help="selection: 3- or 10-fold inner CV, or one 10%% tuning set")
     args = ap.parse_args()
     t_start = time.perf_counter()
     settings = dict(folds=args.folds, grid_step=args.grid_step, seed=args.seed)
+    defaults = dict(gamma_scale="over-d", no_standardise=False, cc_bounds="paper", bias="qp", inner="cv3",
+                    lp_rule="lib")
+    opts = {k: getattr(args, k) for k in defaults}
+    settings.update({k: v for k, v in opts.items() if v != defaults[k]})  # default runs keep the old key
     done = {}
     if args.log.exists():
         for line in args.log.read_text().splitlines():
@@ -159,12 +259,12 @@ def main():
                 for m in args.methods:
                     if (name, m, fold) in done:
                         continue
-                    r = run_fold(name, bags, y, tr, te, m, KERNEL[name], args.grid_step, args.seed, fold)
+                    r = run_fold(name, bags, y, tr, te, m, KERNEL[name], args.grid_step, args.seed, fold, opts)
                     done[(name, m, fold)] = r
                     with open(args.log, "a") as f:
                         f.write(json.dumps(dict(settings=settings, dataset=name, method=m, fold=fold, result=r)) + "\n")
-                    print(f"  {name} {m} fold {fold}: {r['correct']}/{r['n']} C={r['C']:g} gamma*d={r['gamma_d']:g} "
-                          f"{r['seconds']:.1f} s", flush=True)
+                    print(f"  {name} {m} fold {fold}: {r['correct']}/{r['n']} C=2^{r['c_exp']} gamma=2^{r['gamma_exp']} "
+                          f"(grid exponents) {r['seconds']:.1f} s", flush=True)
 
     import milsvm
 
@@ -175,13 +275,18 @@ def main():
         lines.append(s)
 
     exps = list(range(-8, 9, args.grid_step))
+    gdesc = {"over-d": "gamma = 2^j / d", "raw": "gamma = 2^j", "sigma": "gamma = 1/sigma^2, sigma = 2^j"}
+    sdesc = {"cv3": "3-fold inner CV", "cv10": "10-fold inner CV", "tune10": "a 10% tuning set"}
     out(f"Yang & Deng Table 1 (SVM-CC), {args.folds}-fold stratified CV over bags (seed {args.seed}); "
-        f"C (and gamma*d for rbf) in 2^{exps} by 3-fold inner CV on each training part")
-    out(f"MUSK1/Elephant standardised per training fold, TST1 raw sparse; milsvm {milsvm.__version__}, n_jobs=1")
+        f"C = 2^i (rbf: {gdesc[args.gamma_scale]}), i, j in {exps}, by {sdesc[args.inner]} on each training part")
+    out(("MUSK1/Elephant raw" if args.no_standardise else "MUSK1/Elephant standardised per training fold")
+        + f", TST1 raw sparse; SVMCC bounds {args.cc_bounds}, rbf bias {args.bias}, LP rule {args.lp_rule}; "
+        f"milsvm {milsvm.__version__}, n_jobs=1")
+    out(f"settings key: {json.dumps(settings)}")
     out("NSK (norm l1) and sMIL: same splits, same grid, same kernel; the paper reports SVM-CC only")
     out()
     hdr = (f"{'dataset':<9} {'kernel':<6} {'method':<6} {'folds':>5} {'ours %':>7} {'paper %':>7} {'diff':>6} "
-           f"{'time s':>7} {'warn':>5}  chosen (C, gamma*d) x count")
+           f"{'time s':>7} {'warn':>5}  chosen (i, j) x count")
     out(hdr)
     out("-" * len(hdr))
     from collections import Counter
@@ -197,9 +302,11 @@ def main():
             paper = PAPER[name] if m == "SVMCC" else None
             secs = sum(r["seconds"] for _, r in rs)
             nw = sum(r["warnings_inner"] + len(r["warnings_final"]) for _, r in rs)
-            ch = Counter((r["C"], round(r["gamma_d"], 6)) for _, r in rs)
-            chs = ", ".join(f"({a:g},{b:g})x{k}" if KERNEL[name] == "rbf" else f"C={a:g} x{k}"
-                            for (a, b), k in ch.most_common(4))
+            ch = Counter((r.get("c_exp", round(np.log2(r["C"]))),
+                          r.get("gamma_exp", round(np.log2(r["gamma_d"])) if r["gamma_d"] > 0 else None))
+                         for _, r in rs)
+            chs = ", ".join(f"({a},{b})x{k}" if KERNEL[name] == "rbf" else f"i={a} x{k}"
+                            for (a, b), k in ch.most_common(5))
             partial = "" if len(rs) == args.folds else f"  [partial: {len(rs)}/{args.folds} folds, {n} bags]"
             out(f"{name:<9} {KERNEL[name]:<6} {m:<6} {len(rs):>5} {acc:7.1f} "
                 f"{(f'{paper:.1f}' if paper else '-'):>7} {(f'{acc - paper:+.1f}' if paper else '-'):>6} "
