@@ -93,20 +93,48 @@ C2_GRID = (1.0, 10.0)
 PSTAR_GRID = tuple(round(0.1 * k, 1) for k in range(1, 11))
 
 
-def grid_of(method):
+def grid_of(method, sigma_factors=(1.0,)):
+    """The grid points of a method: dicts C (, C2, p_star), sigma_f (the factor on sigma_emp,
+    innermost, in the order given)."""
     if method == "ALP":
-        return [dict(C=c, C2=c2, p_star=p) for c, c2, p in itertools.product(C_GRID, C2_GRID, PSTAR_GRID)]
-    return [dict(C=c) for c in C_GRID]
+        base = [dict(C=c, C2=c2, p_star=p) for c, c2, p in itertools.product(C_GRID, C2_GRID, PSTAR_GRID)]
+    else:
+        base = [dict(C=c) for c in C_GRID]
+    return [dict(b, sigma_f=float(f)) for b in base for f in sigma_factors]
 
 
 def point_key(point):
     return ",".join(f"{k}={v:g}" for k, v in point.items())
 
 
-def make(method, point, n_jobs=1):
+def normalised_point_key(pk):
+    """Log lines written before --sigma-factors have no sigma_f in their point: they are factor 1."""
+    return pk if pk == "inner" or "sigma_f=" in pk else pk + ",sigma_f=1"
+
+
+def median_gamma(bags):
+    """milsvm's gamma="median" (src/params.rs, Gamma::Median) in numpy: 1 / (2 sigma^2), sigma the
+    median Euclidean distance over pairs i < j of at most 2000 evenly spaced training instances
+    (rows i * n // m of the stacked bags), distances from the Gram matrix; 1 when sigma is 0."""
+    X = np.vstack(bags).astype(np.float64)
+    n = X.shape[0]
+    if n < 2:
+        return 1.0
+    m = min(n, 2000)
+    S = X[[i * n // m for i in range(m)]]
+    G = S @ S.T
+    d = np.diag(G)
+    iu = np.triu_indices(m, 1)
+    D = np.sqrt(np.maximum(d[iu[0]] + d[iu[1]] - 2.0 * G[iu], 0.0))
+    sigma = float(np.median(D))
+    return 1.0 / (2.0 * sigma * sigma) if sigma > 0 else 1.0
+
+
+def make(method, point, n_jobs=1, gamma="median"):
     import milsvm
 
-    kw = dict(gamma="median", n_jobs=n_jobs, **point)
+    point = {k: v for k, v in point.items() if k != "sigma_f"}
+    kw = dict(gamma=gamma, n_jobs=n_jobs, **point)
     if method == "MI-SVM":
         return milsvm.MISVM(**kw)
     if method == "mi-SVM":
@@ -155,7 +183,11 @@ def standardised(train_bags, test_bags):
 
 def fit_eval(method, point, trb, ytr, teb, yte):
     """Fit and count correct test bags: dict(correct, n, p_hat, seconds, warnings, ...)."""
-    est = make(method, point)
+    f = point.get("sigma_f", 1.0)
+    # factor 1: gamma="median" itself (as the runs before --sigma-factors); otherwise the same
+    # width computed here (median_gamma) over f^2, i.e. sigma = f * sigma_emp
+    gamma = "median" if f == 1.0 else median_gamma(trb) / (f * f)
+    est = make(method, point, gamma=gamma)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t0 = time.perf_counter()
@@ -174,7 +206,12 @@ def fit_eval(method, point, trb, ytr, teb, yte):
 
 class Log:
     """JSON lines {settings, dataset, method, seed, fold, point, result}; `point` is the grid
-    point key (best) or "inner" (an outer fold of the nested selection)."""
+    point key (best) or "inner" (an outer fold of the nested selection).
+
+    settings["sigma_factors"] is the run's list of factors on sigma_emp (lines written before
+    the option: [1]). Best selection: a fit is one grid point, whose key holds its factor
+    (sigma_f; old keys are read as sigma_f=1), so lines of runs with other factor lists are
+    reused; inner selection: the factor list must match (it is the inner grid)."""
 
     def __init__(self, path, settings):
         self.path, self.settings = path, settings
@@ -184,8 +221,18 @@ class Log:
                 if not line.strip():
                     continue
                 rec = json.loads(line)
-                if rec["settings"] == settings:
-                    self.mem[(rec["dataset"], rec["method"], rec["seed"], rec["fold"], rec["point"])] = rec["result"]
+                if self.matches(rec["settings"]):
+                    key = (rec["dataset"], rec["method"], rec["seed"], rec["fold"], normalised_point_key(rec["point"]))
+                    self.mem[key] = rec["result"]
+
+    def matches(self, other):
+        other = dict(other)
+        mine = dict(self.settings)
+        theirs_f = other.pop("sigma_factors", [1.0])
+        mine_f = mine.pop("sigma_factors")
+        if other != mine:
+            return False
+        return mine["selection"] == "best" or [float(x) for x in theirs_f] == [float(x) for x in mine_f]
 
     def get(self, key):
         return self.mem.get(key)
@@ -210,11 +257,11 @@ def unit_best(data, tr, te, method, point):
     return fit_eval(method, point, trb, data.y[tr], teb, data.y[te])
 
 
-def unit_inner(data, tr, te, method, seed, fold):
+def unit_inner(data, tr, te, method, seed, fold, sigma_factors=(1.0,)):
     t0 = time.perf_counter()
     trb, teb = standardised(data.bags(tr), data.bags(te))
     ytr = data.y[tr]
-    grid = grid_of(method)
+    grid = grid_of(method, sigma_factors)
     inner = list(StratifiedKFold(3, shuffle=True, random_state=1000 * seed + fold).split(np.zeros(len(ytr)), ytr))
     scores = []
     for point in grid:
@@ -240,6 +287,7 @@ def estimate_one(args):
     data = load(ds, args.data)
     tr, te = folds_of(data, 0)[0]
     point = dict(C=10.0, C2=1.0, p_star=0.5) if m == "ALP" else dict(C=10.0)
+    point["sigma_f"] = args.estimate_factor
     print("RESULT " + json.dumps(unit_best(data, tr, te, m, point)), flush=True)
 
 
@@ -247,18 +295,20 @@ def estimate(args, datasets):
     """One fit per (data set, method) in a subprocess with a timeout (--estimate-timeout)."""
     import subprocess
 
-    lines = ["estimated sequential cost (one fit per method on fold 0 of seed 0, C = 10; ALP: C2 = 1, "
-             "p_star = 0.5; the total scales this by grid size x 10 folds x seeds"
+    lines = ["estimated sequential cost (one fit per method on fold 0 of seed 0, C = 10, sigma factor "
+             f"{args.estimate_factor:g}; ALP: C2 = 1, p_star = 0.5; the total scales this by grid size x 10 folds x seeds"
              + (" x (3 inner + 1/grid)" if args.selection == "inner" else "")
              + f"; a fit over {args.estimate_timeout:g} s is stopped)"]
     print(lines[0], flush=True)
     per = {}
     for ds in datasets:
         for m in args.methods:
-            n_fits = len(grid_of(m)) * 10 * args.seeds
+            n_grid = len(grid_of(m, args.sigma_factors))
+            n_fits = n_grid * 10 * args.seeds
             if args.selection == "inner":
-                n_fits = (len(grid_of(m)) * 3 + 1) * 10 * args.seeds
-            cmd = [sys.executable, str(Path(__file__).resolve()), "--estimate-one", ds, m, "--data", str(args.data)]
+                n_fits = (n_grid * 3 + 1) * 10 * args.seeds
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--estimate-one", ds, m, "--data", str(args.data),
+                   "--estimate-factor", str(args.estimate_factor)]
             try:
                 p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.estimate_timeout)
                 rec = [json.loads(x[7:]) for x in p.stdout.splitlines() if x.startswith("RESULT ")]
@@ -297,6 +347,13 @@ def main():
                         help="ALP: run only the grid points with these C2 (like --run-C)")
     parser.add_argument("--run-pstar", type=float, nargs="+", default=list(PSTAR_GRID),
                         help="ALP: run only the grid points with these p_star (like --run-C)")
+    parser.add_argument("--sigma-factors", type=float, nargs="+", default=[1.0],
+                        help="factors f on sigma_emp in the grid (gamma = gamma_median / f^2, gamma_median "
+                             "resolved per training fold as milsvm's gamma='median'); the paper's: 0.5 1 2")
+    parser.add_argument("--run-sigma", type=float, nargs="+", default=None,
+                        help="run only the grid points with these sigma factors (like --run-C)")
+    parser.add_argument("--estimate-factor", type=float, default=1.0,
+                        help="--estimate: the sigma factor of the timed fit")
     parser.add_argument("--fit-timeout", type=float, default=120.0,
                         help="seconds per unit (one fit; inner: one outer fold), run in a forked child; "
                              "a unit over it is logged as a timeout and its grid point left out (0: no limit)")
@@ -328,7 +385,8 @@ def main():
         return
 
     settings = dict(selection=args.selection, gamma="median", C_grid=list(C_GRID), C2_grid=list(C2_GRID),
-                    pstar_grid=list(PSTAR_GRID), standardise=True)
+                    pstar_grid=list(PSTAR_GRID), standardise=True, sigma_factors=list(args.sigma_factors))
+    run_sigma = args.sigma_factors if args.run_sigma is None else args.run_sigma
     log = Log(args.log, settings)
     t_start = time.perf_counter()
     datas = {ds: load(ds, args.data) for ds in args.datasets}
@@ -341,8 +399,8 @@ def main():
             for fold, (tr, te) in enumerate(folds_of(data, seed)):
                 for m in args.methods:
                     if args.selection == "best":
-                        for point in grid_of(m):
-                            if point["C"] not in args.run_C or (
+                        for point in grid_of(m, args.sigma_factors):
+                            if point["C"] not in args.run_C or point["sigma_f"] not in run_sigma or (
                                     m == "ALP" and (point["C2"] not in args.run_C2 or
                                                     point["p_star"] not in args.run_pstar)):
                                 continue
@@ -363,7 +421,7 @@ def main():
         data = datas[key[0]]
         if args.selection == "best":
             return key, unit_best(data, tr, te, m, point)
-        return key, unit_inner(data, tr, te, m, key[2], key[3])
+        return key, unit_inner(data, tr, te, m, key[2], key[3], args.sigma_factors)
 
     def work(key, tr, te, m, point):
         """work_direct in a forked child stopped after --fit-timeout seconds (the result is then
@@ -422,7 +480,8 @@ def main():
         lines.append(s)
 
     out(f"Table 2 of Gehler & Chapelle 2007: 10-fold CV error % (stratified over bags, {args.seeds} split "
-        f"seed(s)), features standardised per fold, gamma = median (sigma_emp), grid C {list(C_GRID)}"
+        f"seed(s)), features standardised per fold, RBF sigma = f x sigma_emp (gamma = gamma_median / f^2), "
+        f"f in {[float(x) for x in args.sigma_factors]} (sigma_f in the point), grid C {list(C_GRID)}"
         f"; ALP also C2 {list(C2_GRID)} x p_star 0.1..1.0; selection: "
         + ("best grid point on the CV error (the paper's; optimistic)" if args.selection == "best"
            else "nested 3-fold inner CV (honest)"))
@@ -436,13 +495,13 @@ def main():
         out()
         out(f"{ds.upper()}: {len(data.y)} bags ({int(np.sum(data.y == 1))} positive), {data.X.shape[0]} instances, "
             f"{data.X.shape[1]} features")
-        hdr = (f"  {'method':<7} {'ours %':>7} {'paper %':>7} {'diff':>6} {'p_hat':>6}  {'point':<22} "
+        hdr = (f"  {'method':<7} {'ours %':>7} {'paper %':>7} {'diff':>6} {'p_hat':>6}  {'point':<34} "
                f"{'fit s (all)':>11} {'warn':>4}  per-seed / notes")
         out(hdr)
         out("  " + "-" * (len(hdr) - 2))
         ours = {}
         for m in args.methods:
-            grid = grid_of(m)
+            grid = grid_of(m, args.sigma_factors)
             per_seed = []
             chosen = []
             p_hats = []
@@ -501,7 +560,7 @@ def main():
                         warn_texts.update(w[:80] for w in r["warnings"])
             paper = PAPER[ds][m]
             if not per_seed:
-                out(f"  {m:<7} {'-':>7} {paper:7.1f} {'-':>6} {'-':>6}  {'not run / incomplete':<22} "
+                out(f"  {m:<7} {'-':>7} {paper:7.1f} {'-':>6} {'-':>6}  {'not run / incomplete':<34} "
                     f"{secs:11.1f} {nwarn:4d}  ({missing} fit(s) missing, {len(timeouts)} grid point(s) "
                     f"with a timeout)")
                 if timeouts:
@@ -516,7 +575,7 @@ def main():
 
                 pt = " ".join(f"{k}x{v}" for k, v in Counter(chosen).most_common(2))
             extra = ("paper p_hat " + f"{PAPER[ds]['ALP_p_hat']:.2f}" if m == "ALP" else "")
-            out(f"  {m:<7} {err:7.1f} {paper:7.1f} {err - paper:+6.1f} {np.mean(p_hats):6.2f}  {pt[:22]:<22} "
+            out(f"  {m:<7} {err:7.1f} {paper:7.1f} {err - paper:+6.1f} {np.mean(p_hats):6.2f}  {pt[:34]:<34} "
                 f"{secs:11.1f} {nwarn:4d}  " + " ".join(f"{e:.1f}" for e in per_seed)
                 + (f"  {extra}" if extra else "") + (f"  [{missing} fit(s) missing]" if missing else ""))
             if warn_texts:
