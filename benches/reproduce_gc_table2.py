@@ -94,13 +94,15 @@ PSTAR_GRID = tuple(round(0.1 * k, 1) for k in range(1, 11))
 
 
 def grid_of(method, sigma_factors=(1.0,)):
-    """The grid points of a method: dicts C (, C2, p_star), sigma_f (the factor on sigma_emp,
-    innermost, in the order given)."""
+    """The grid points of a method: dicts C (, C2, p_star), sigma_f (the factor on sigma_emp).
+    The factor is the outermost loop, in the order given, so that ties of the CV error go to the
+    first factor listed (report with `--sigma-factors 1 0.5 2` to prefer sigma_emp, the paper's
+    usual choice, on ties)."""
     if method == "ALP":
         base = [dict(C=c, C2=c2, p_star=p) for c, c2, p in itertools.product(C_GRID, C2_GRID, PSTAR_GRID)]
     else:
         base = [dict(C=c) for c in C_GRID]
-    return [dict(b, sigma_f=float(f)) for b in base for f in sigma_factors]
+    return [dict(b, sigma_f=float(f)) for f in sigma_factors for b in base]
 
 
 def point_key(point):
@@ -504,6 +506,7 @@ def main():
             grid = grid_of(m, args.sigma_factors)
             per_seed = []
             chosen = []
+            notes = []
             p_hats = []
             secs = 0.0
             nwarn = 0
@@ -539,6 +542,16 @@ def main():
                                           f"({len(timeouts)} with a timeout, "
                                           f"{len(grid) - len(errs) - len(timeouts)} not run)")
                     best = min(errs, key=lambda k: errs[k][0])  # ties: first in grid order
+                    n_tied = sum(e[0] == errs[best][0] for e in errs.values())
+                    if n_tied > 1:
+                        notes.append(f"{n_tied} grid points tie")
+                    if len(args.sigma_factors) > 1:
+                        # the best at each sigma factor alone (the paper's Table 1 used sigma_emp only)
+                        for fac in args.sigma_factors:
+                            sub = {k: v for k, v in errs.items() if k.endswith(f",sigma_f={fac:g}")}
+                            if sub:
+                                kb = min(sub, key=lambda k: sub[k][0])
+                                notes.append(f"f={fac:g}: {sub[kb][0]:.1f} (p_hat {sub[kb][1]:.2f})")
                     per_seed.append(errs[best][0])
                     p_hats.append(errs[best][1])
                     chosen.append(best)
@@ -578,6 +591,8 @@ def main():
             out(f"  {m:<7} {err:7.1f} {paper:7.1f} {err - paper:+6.1f} {np.mean(p_hats):6.2f}  {pt[:34]:<34} "
                 f"{secs:11.1f} {nwarn:4d}  " + " ".join(f"{e:.1f}" for e in per_seed)
                 + (f"  {extra}" if extra else "") + (f"  [{missing} fit(s) missing]" if missing else ""))
+            if notes:
+                out("          best per sigma factor / ties: " + "; ".join(notes))
             if warn_texts:
                 out("          warnings: " + " | ".join(sorted(warn_texts))[:300])
             if incomplete:
