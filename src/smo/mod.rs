@@ -1111,12 +1111,7 @@ impl State {
         for j in 0..n {
             coef[self.point[j]] += self.y[j] * self.alpha[j];
         }
-        let points: Vec<(usize, f64)> = coef
-            .iter()
-            .enumerate()
-            .filter(|(_, &c)| c != 0.0)
-            .map(|(m, &c)| (m, c))
-            .collect();
+        let points = nonzero_points(&coef);
         let (y, point) = (&self.y, &self.point);
         add_rows(gram, cache, &points, &mut self.g, y, point);
     }
@@ -1135,12 +1130,7 @@ impl State {
                 gb[j] += self.u[j] * self.d[j];
             }
         }
-        let points: Vec<(usize, f64)> = coef
-            .iter()
-            .enumerate()
-            .filter(|(_, &c)| c != 0.0)
-            .map(|(m, &c)| (m, c))
-            .collect();
+        let points = nonzero_points(&coef);
         add_rows(gram, cache, &points, &mut gb, &self.y, &self.point);
         self.g_bar = Some(gb);
     }
@@ -1166,12 +1156,7 @@ impl State {
                 coef[self.point[j]] += self.y[j] * self.alpha[j];
             }
         }
-        let points: Vec<(usize, f64)> = coef
-            .iter()
-            .enumerate()
-            .filter(|(_, &c)| c != 0.0)
-            .map(|(m, &c)| (m, c))
-            .collect();
+        let points = nonzero_points(&coef);
         add_rows(
             gram,
             cache,
@@ -1594,6 +1579,15 @@ impl State {
             termination,
         })
     }
+}
+
+/// The `(point, coefficient)` pairs of the nonzero entries of a per-point coefficient vector.
+fn nonzero_points(coef: &[f64]) -> Vec<(usize, f64)> {
+    coef.iter()
+        .enumerate()
+        .filter(|(_, &c)| c != 0.0)
+        .map(|(m, &c)| (m, c))
+        .collect()
 }
 
 /// `out[k] += y[k] sum_m c_m K(m, point[k])` over the `(m, c_m)` of `points`.
