@@ -3,10 +3,10 @@
 //! `I_low`) and the gradient update fused with the next first index.
 //!
 //! Each scan keeps [`LANES`] independent accumulators (position `lo + k` feeds lane
-//! `k mod LANES`), merged in lane order at the end of the block. The AVX2 code holds the four
-//! lanes in one register each and performs the same floating-point operations per element (no
-//! FMA), so both paths give bitwise the same result, and the scans are short dependency chains
-//! instead of one long one.
+//! `k mod LANES`), merged in lane order at the end of the block. The AVX2 code holds the eight
+//! lanes in two registers of four (two independent dependency chains per running comparison,
+//! which keeps the loop from waiting on the compare-and-blend latency) and performs the same
+//! floating-point operations per element (no FMA), so both paths give bitwise the same result.
 
 use super::{NIL, TAU};
 use crate::kernel::Simd;
@@ -265,11 +265,22 @@ mod avx2 {
 
     use super::{ArgMax, SecondChoice, SecondInputs, UpdateInputs, LANES, TAU};
 
-    /// Four positions as `f64` lanes (exact below 2^53).
+    /// Lanes per register; a scan holds [`LANES`] lanes in `LANES / WIDTH` registers, so that
+    /// the running comparisons form independent dependency chains.
+    const WIDTH: usize = 4;
+    const REGS: usize = LANES / WIDTH;
+
+    /// Positions `k..k + 4` as `f64` lanes (exact below 2^53).
     #[inline(always)]
     unsafe fn positions(k: usize) -> __m256d {
         let k = k as f64;
         _mm256_setr_pd(k, k + 1.0, k + 2.0, k + 3.0)
+    }
+
+    /// The first positions of each register's lanes, from group start `k`.
+    #[inline(always)]
+    unsafe fn start_positions(k: usize) -> [__m256d; REGS] {
+        std::array::from_fn(|r| positions(k + r * WIDTH))
     }
 
     /// `row[point[k..k + 4]]`.
@@ -283,15 +294,115 @@ mod avx2 {
         )
     }
 
-    /// Lane `l` of a vector.
+    /// The four values of a register.
     #[inline(always)]
-    unsafe fn lanes(v: __m256d) -> [f64; 4] {
-        let mut out = [0.0; 4];
+    unsafe fn lanes(v: __m256d) -> [f64; WIDTH] {
+        let mut out = [0.0; WIDTH];
         _mm256_storeu_pd(out.as_mut_ptr(), v);
         out
     }
 
-    /// The full groups of four of `lo..hi` into `acc`; returns where the groups end.
+    /// A position lane back as an index (`-1`: nothing seen).
+    #[inline(always)]
+    fn index(p: f64) -> usize {
+        if p < 0.0 {
+            super::NIL
+        } else {
+            p as usize
+        }
+    }
+
+    /// Four lanes of [`ArgMax`].
+    #[derive(Clone, Copy)]
+    struct MaxLanes {
+        best: __m256d,
+        pos: __m256d,
+    }
+
+    impl MaxLanes {
+        #[inline(always)]
+        unsafe fn empty() -> Self {
+            Self {
+                best: _mm256_set1_pd(f64::MIN),
+                pos: _mm256_set1_pd(-1.0),
+            }
+        }
+
+        /// [`ArgMax::push`] per lane: take `(v, pos)` where `v >= best`.
+        #[inline(always)]
+        unsafe fn push(&mut self, v: __m256d, pos: __m256d) {
+            let take = _mm256_cmp_pd::<_CMP_GE_OQ>(v, self.best);
+            self.best = _mm256_blendv_pd(self.best, v, take);
+            self.pos = _mm256_blendv_pd(self.pos, pos, take);
+        }
+
+        #[inline(always)]
+        unsafe fn store(self, acc: &mut [ArgMax]) {
+            let (v, p) = (lanes(self.best), lanes(self.pos));
+            for (l, a) in acc.iter_mut().enumerate() {
+                *a = ArgMax {
+                    value: v[l],
+                    pos: index(p[l]),
+                };
+            }
+        }
+    }
+
+    /// Four lanes of [`SecondChoice`].
+    #[derive(Clone, Copy)]
+    struct SecondLanes {
+        gmax2: __m256d,
+        num: __m256d,
+        den: __m256d,
+        pos: __m256d,
+    }
+
+    impl SecondLanes {
+        #[inline(always)]
+        unsafe fn empty() -> Self {
+            Self {
+                gmax2: _mm256_set1_pd(f64::NEG_INFINITY),
+                num: _mm256_set1_pd(-1.0),
+                den: _mm256_set1_pd(1.0),
+                pos: _mm256_set1_pd(-1.0),
+            }
+        }
+
+        /// [`SecondChoice::push`] per lane.
+        #[inline(always)]
+        unsafe fn push(&mut self, v: __m256d, num: __m256d, den: __m256d, pos: __m256d) {
+            // `if v > gmax2 { gmax2 = v }`
+            self.gmax2 =
+                _mm256_blendv_pd(self.gmax2, v, _mm256_cmp_pd::<_CMP_GT_OQ>(v, self.gmax2));
+            let take = _mm256_cmp_pd::<_CMP_GE_OQ>(
+                _mm256_mul_pd(num, self.den),
+                _mm256_mul_pd(self.num, den),
+            );
+            self.num = _mm256_blendv_pd(self.num, num, take);
+            self.den = _mm256_blendv_pd(self.den, den, take);
+            self.pos = _mm256_blendv_pd(self.pos, pos, take);
+        }
+
+        #[inline(always)]
+        unsafe fn store(self, acc: &mut [SecondChoice]) {
+            let (m2, n, d, p) = (
+                lanes(self.gmax2),
+                lanes(self.num),
+                lanes(self.den),
+                lanes(self.pos),
+            );
+            for (l, a) in acc.iter_mut().enumerate() {
+                *a = SecondChoice {
+                    num: n[l],
+                    den: d[l],
+                    pos: index(p[l]),
+                    gmax2: m2[l],
+                };
+            }
+        }
+    }
+
+    /// The full groups of [`LANES`] of `lo..hi` into `acc`; returns where the groups end.
     #[target_feature(enable = "avx2")]
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn second_choice(
@@ -311,62 +422,45 @@ mod avx2 {
         let tau = _mm256_set1_pd(TAU);
         let zero = _mm256_setzero_pd();
         let neg_inf = _mm256_set1_pd(f64::NEG_INFINITY);
-        let four = _mm256_set1_pd(4.0);
-        let mut gmax2 = _mm256_set1_pd(f64::NEG_INFINITY);
-        let mut b_num = _mm256_set1_pd(-1.0);
-        let mut b_den = _mm256_set1_pd(1.0);
-        let mut b_pos = _mm256_set1_pd(-1.0);
-        let mut pos = positions(lo);
+        let step = _mm256_set1_pd(LANES as f64);
+        let mut regs = [SecondLanes::empty(); REGS];
+        let mut pos = start_positions(lo);
         let mut k = lo;
-        while k + 4 <= hi {
-            let v = _mm256_add_pd(
-                _mm256_mul_pd(
-                    _mm256_loadu_pd(y.as_ptr().add(k)),
-                    _mm256_loadu_pd(g.as_ptr().add(k)),
-                ),
-                _mm256_loadu_pd(low.as_ptr().add(k)),
-            );
-            let grad_diff = _mm256_add_pd(gmax, v);
-            let r = gather(inp.row, point, k);
-            let quad = _mm256_sub_pd(
-                _mm256_add_pd(qd_i, _mm256_loadu_pd(qd.as_ptr().add(k))),
-                _mm256_mul_pd(two, r),
-            );
-            let quad = _mm256_blendv_pd(tau, quad, _mm256_cmp_pd::<_CMP_GT_OQ>(quad, zero));
-            let num = _mm256_blendv_pd(
-                neg_inf,
-                _mm256_mul_pd(grad_diff, grad_diff),
-                _mm256_cmp_pd::<_CMP_GT_OQ>(grad_diff, zero),
-            );
-            // `if v > gmax2 { gmax2 = v }`
-            gmax2 = _mm256_blendv_pd(gmax2, v, _mm256_cmp_pd::<_CMP_GT_OQ>(v, gmax2));
-            let take =
-                _mm256_cmp_pd::<_CMP_GE_OQ>(_mm256_mul_pd(num, b_den), _mm256_mul_pd(b_num, quad));
-            b_num = _mm256_blendv_pd(b_num, num, take);
-            b_den = _mm256_blendv_pd(b_den, quad, take);
-            b_pos = _mm256_blendv_pd(b_pos, pos, take);
-            pos = _mm256_add_pd(pos, four);
-            k += 4;
+        while k + LANES <= hi {
+            for r in 0..REGS {
+                let k = k + r * WIDTH;
+                let v = _mm256_add_pd(
+                    _mm256_mul_pd(
+                        _mm256_loadu_pd(y.as_ptr().add(k)),
+                        _mm256_loadu_pd(g.as_ptr().add(k)),
+                    ),
+                    _mm256_loadu_pd(low.as_ptr().add(k)),
+                );
+                let grad_diff = _mm256_add_pd(gmax, v);
+                let quad = _mm256_sub_pd(
+                    _mm256_add_pd(qd_i, _mm256_loadu_pd(qd.as_ptr().add(k))),
+                    _mm256_mul_pd(two, gather(inp.row, point, k)),
+                );
+                let quad = _mm256_blendv_pd(tau, quad, _mm256_cmp_pd::<_CMP_GT_OQ>(quad, zero));
+                let num = _mm256_blendv_pd(
+                    neg_inf,
+                    _mm256_mul_pd(grad_diff, grad_diff),
+                    _mm256_cmp_pd::<_CMP_GT_OQ>(grad_diff, zero),
+                );
+                regs[r].push(v, num, quad, pos[r]);
+                pos[r] = _mm256_add_pd(pos[r], step);
+            }
+            k += LANES;
         }
         if k > lo {
-            let (m2, n, d, p) = (lanes(gmax2), lanes(b_num), lanes(b_den), lanes(b_pos));
-            for l in 0..LANES {
-                acc[l] = SecondChoice {
-                    num: n[l],
-                    den: d[l],
-                    pos: if p[l] < 0.0 {
-                        super::NIL
-                    } else {
-                        p[l] as usize
-                    },
-                    gmax2: m2[l],
-                };
+            for (r, chunk) in acc.chunks_exact_mut(WIDTH).enumerate() {
+                regs[r].store(chunk);
             }
         }
         k
     }
 
-    /// The full groups of four of `lo..hi` into `acc`; returns where the groups end.
+    /// The full groups of [`LANES`] of `lo..hi` into `acc`; returns where the groups end.
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn first_choice(
         lo: usize,
@@ -376,27 +470,29 @@ mod avx2 {
         up: &[f64],
         acc: &mut [ArgMax; LANES],
     ) -> usize {
-        let four = _mm256_set1_pd(4.0);
-        let mut best = _mm256_set1_pd(f64::MIN);
-        let mut b_pos = _mm256_set1_pd(-1.0);
-        let mut pos = positions(lo);
+        let step = _mm256_set1_pd(LANES as f64);
+        let mut regs = [MaxLanes::empty(); REGS];
+        let mut pos = start_positions(lo);
         let mut k = lo;
-        while k + 4 <= hi {
-            let v = first_value(
-                _mm256_loadu_pd(y.as_ptr().add(k)),
-                _mm256_loadu_pd(g.as_ptr().add(k)),
-                _mm256_loadu_pd(up.as_ptr().add(k)),
-            );
-            push_argmax(&mut best, &mut b_pos, v, pos);
-            pos = _mm256_add_pd(pos, four);
-            k += 4;
+        while k + LANES <= hi {
+            for r in 0..REGS {
+                let k = k + r * WIDTH;
+                let v = first_value(
+                    _mm256_loadu_pd(y.as_ptr().add(k)),
+                    _mm256_loadu_pd(g.as_ptr().add(k)),
+                    _mm256_loadu_pd(up.as_ptr().add(k)),
+                );
+                regs[r].push(v, pos[r]);
+                pos[r] = _mm256_add_pd(pos[r], step);
+            }
+            k += LANES;
         }
-        store_argmax(k > lo, best, b_pos, acc);
+        store_max(k > lo, &regs, acc);
         k
     }
 
-    /// The full groups of four of the block `lo..lo + g.len()` into `acc`; returns where the
-    /// groups end.
+    /// The full groups of [`LANES`] of the block `lo..lo + g.len()` into `acc`; returns where
+    /// the groups end.
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn update_and_first(
         lo: usize,
@@ -410,30 +506,32 @@ mod avx2 {
         let hi = lo + g.len();
         let ci = _mm256_set1_pd(inp.ci);
         let cj = _mm256_set1_pd(inp.cj);
-        let four = _mm256_set1_pd(4.0);
-        let mut best = _mm256_set1_pd(f64::MIN);
-        let mut b_pos = _mm256_set1_pd(-1.0);
-        let mut pos = positions(lo);
+        let step = _mm256_set1_pd(LANES as f64);
+        let mut regs = [MaxLanes::empty(); REGS];
+        let mut pos = start_positions(lo);
         let gp = g.as_mut_ptr();
         let mut k = lo;
-        while k + 4 <= hi {
-            let yk = _mm256_loadu_pd(y.as_ptr().add(k));
-            let ri = gather(inp.row_i, point, k);
-            let rj = gather(inp.row_j, point, k);
-            let gk = _mm256_add_pd(
-                _mm256_loadu_pd(gp.add(k - lo)),
-                _mm256_mul_pd(
-                    yk,
-                    _mm256_add_pd(_mm256_mul_pd(ci, ri), _mm256_mul_pd(cj, rj)),
-                ),
-            );
-            _mm256_storeu_pd(gp.add(k - lo), gk);
-            let v = first_value(yk, gk, _mm256_loadu_pd(up.as_ptr().add(k)));
-            push_argmax(&mut best, &mut b_pos, v, pos);
-            pos = _mm256_add_pd(pos, four);
-            k += 4;
+        while k + LANES <= hi {
+            for r in 0..REGS {
+                let k = k + r * WIDTH;
+                let yk = _mm256_loadu_pd(y.as_ptr().add(k));
+                let ri = gather(inp.row_i, point, k);
+                let rj = gather(inp.row_j, point, k);
+                let gk = _mm256_add_pd(
+                    _mm256_loadu_pd(gp.add(k - lo)),
+                    _mm256_mul_pd(
+                        yk,
+                        _mm256_add_pd(_mm256_mul_pd(ci, ri), _mm256_mul_pd(cj, rj)),
+                    ),
+                );
+                _mm256_storeu_pd(gp.add(k - lo), gk);
+                let v = first_value(yk, gk, _mm256_loadu_pd(up.as_ptr().add(k)));
+                regs[r].push(v, pos[r]);
+                pos[r] = _mm256_add_pd(pos[r], step);
+            }
+            k += LANES;
         }
-        store_argmax(k > lo, best, b_pos, acc);
+        store_max(k > lo, &regs, acc);
         k
     }
 
@@ -443,27 +541,12 @@ mod avx2 {
         _mm256_add_pd(_mm256_mul_pd(_mm256_xor_pd(y, _mm256_set1_pd(-0.0)), g), up)
     }
 
-    /// [`ArgMax::push`] on four lanes: `(best, b_pos)` take `(v, pos)` where `v >= best`.
+    /// The registers' lanes into `acc` when any group was scanned.
     #[inline(always)]
-    unsafe fn push_argmax(best: &mut __m256d, b_pos: &mut __m256d, v: __m256d, pos: __m256d) {
-        let take = _mm256_cmp_pd::<_CMP_GE_OQ>(v, *best);
-        *best = _mm256_blendv_pd(*best, v, take);
-        *b_pos = _mm256_blendv_pd(*b_pos, pos, take);
-    }
-
-    #[inline(always)]
-    unsafe fn store_argmax(any: bool, best: __m256d, b_pos: __m256d, acc: &mut [ArgMax; LANES]) {
+    unsafe fn store_max(any: bool, regs: &[MaxLanes; REGS], acc: &mut [ArgMax; LANES]) {
         if any {
-            let (v, p) = (lanes(best), lanes(b_pos));
-            for l in 0..LANES {
-                acc[l] = ArgMax {
-                    value: v[l],
-                    pos: if p[l] < 0.0 {
-                        super::NIL
-                    } else {
-                        p[l] as usize
-                    },
-                };
+            for (r, chunk) in acc.chunks_exact_mut(WIDTH).enumerate() {
+                regs[r].store(chunk);
             }
         }
     }
@@ -474,7 +557,7 @@ mod tests {
     use super::*;
 
     /// The AVX2 scans and the portable ones give the same results bitwise, on blocks of every
-    /// length modulo four, with members and non-members of `I_up` / `I_low`, ties and
+    /// length modulo eight, with members and non-members of `I_up` / `I_low`, ties and
     /// non-positive curvature.
     #[test]
     fn simd_and_portable_scans_agree() {
@@ -487,7 +570,7 @@ mod tests {
         let row2: Vec<f64> = (0..n_points)
             .map(|m| ((m * 5 % 13) as f64) / 12.0)
             .collect();
-        for len in [0, 1, 3, 4, 5, 8, 19, 64, 67] {
+        for len in [0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 19, 64, 67] {
             for lo in [0, 3] {
                 let hi = lo + len;
                 let n = hi + 2;
