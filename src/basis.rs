@@ -51,8 +51,9 @@ pub fn dense_rows(x: &Instances, rows: &[usize]) -> Array2<f64> {
 }
 
 /// k-means centroids (`k x n_features`) of the rows of `x`: k-means++ seeding (one candidate per
-/// step), then at most `max_iter` Lloyd iterations, stopping early when at most one point in a
-/// thousand changes its cluster (the centres are then updated once more).
+/// step, its distance updates pruned by the triangle inequality: [`update_nearest`]), then at
+/// most `max_iter` Lloyd iterations, stopping early when at most one point in a hundred changes
+/// its cluster (the centres are then updated once more).
 /// A cluster that loses all its points keeps its centre.
 pub fn kmeans(x: &Instances, k: usize, max_iter: usize, seed: u64) -> Array2<f64> {
     let n = x.n_rows();
@@ -61,7 +62,10 @@ pub fn kmeans(x: &Instances, k: usize, max_iter: usize, seed: u64) -> Array2<f64
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     // k-means++ seeding.
     let mut chosen = vec![rng.random_range(0..n)];
-    let mut nearest = distances_to(x, &norms, &x.dense_row(chosen[0]));
+    let mut seeds = vec![x.dense_row(chosen[0])];
+    let mut nearest = distances_to(x, &norms, &seeds[0]);
+    // The index (into `chosen`) of each point's nearest seed.
+    let mut owner = vec![0usize; n];
     while chosen.len() < k {
         let total: f64 = nearest.iter().sum();
         let next = if total > 0.0 {
@@ -80,8 +84,9 @@ pub fn kmeans(x: &Instances, k: usize, max_iter: usize, seed: u64) -> Array2<f64
             (0..n).find(|i| !chosen.contains(i)).unwrap_or(0)
         };
         chosen.push(next);
-        let d = distances_to(x, &norms, &x.dense_row(next));
-        nearest.iter_mut().zip(&d).for_each(|(a, &b)| *a = a.min(b));
+        let c = x.dense_row(next);
+        update_nearest(x, &norms, &c, &seeds, &mut nearest, &mut owner);
+        seeds.push(c);
     }
     let mut centres = dense_rows(x, &chosen);
     // Lloyd iterations.
@@ -163,29 +168,128 @@ fn sq_distances(x: &Instances, norms: &[f64], c: &Instances) -> Array2<f64> {
 
 /// Squared distances of every row of `x` to the single point `c` (dense).
 fn distances_to(x: &Instances, norms: &[f64], c: &[f64]) -> Vec<f64> {
-    let t: f64 = c.iter().map(|v| v * v).sum();
+    let t = sq_norm(c);
     let simd = Simd::detect();
     (0..x.n_rows())
         .into_par_iter()
-        .map(|i| {
-            let dot: f64 = match x {
-                Instances::Dense(m) => match m.row(i).to_slice() {
-                    Some(r) => simd.dot(r, c),
-                    None => m.row(i).iter().zip(c).map(|(a, b)| a * b).sum(),
-                },
-                Instances::Sparse(m) => {
-                    let (idx, val) = m.row(i);
-                    idx.iter().zip(val).map(|(&j, &v)| v * c[j]).sum()
-                }
-            };
-            (norms[i] + t - 2.0 * dot).max(0.0)
-        })
+        .map(|i| sq_distance(x, norms, i, c, t, simd))
         .collect()
+}
+
+/// One step of the seeding: `nearest[i] = min(nearest[i], |x_i - c|^2)` for a new seed `c`
+/// (`owner[i]` indexes the seed of `nearest[i]` in `seeds`, and becomes `seeds.len()` where `c`
+/// is nearer), skipping the points that `c` provably cannot come nearer to. By the triangle
+/// inequality `|x - c| >= |c - s| - |x - s|`, so with `s` the owner seed and `r = |x - s|`, a
+/// gap `|c - s| >= 2 r` keeps `s`; the test asks the bound to clear `r^2` by a margin far above
+/// the rounding of the computed distances, so a skipped point is one whose computed distance
+/// would not have been smaller either, and the seeding is exactly the one without skipping.
+/// Late in the seeding most points are skipped, and their feature rows are never read.
+fn update_nearest(
+    x: &Instances,
+    norms: &[f64],
+    c: &[f64],
+    seeds: &[Vec<f64>],
+    nearest: &mut [f64],
+    owner: &mut [usize],
+) {
+    let t = sq_norm(c);
+    let gap: Vec<f64> = seeds
+        .iter()
+        .map(|s| {
+            s.iter()
+                .zip(c)
+                .map(|(a, b)| (a - b) * (a - b))
+                .sum::<f64>()
+                .sqrt()
+        })
+        .collect();
+    let new = seeds.len();
+    let simd = Simd::detect();
+    nearest
+        .par_iter_mut()
+        .zip(owner.par_iter_mut())
+        .enumerate()
+        .for_each(|(i, (d, o))| {
+            let (r, g) = (d.sqrt(), gap[*o]);
+            if g >= 2.0 * r && (g - r) * (g - r) > *d + 1e-9 * (norms[i] + t + 1.0) {
+                return;
+            }
+            let dist = sq_distance(x, norms, i, c, t, simd);
+            if dist < *d {
+                *d = dist;
+                *o = new;
+            }
+        });
+}
+
+/// `|c|^2`.
+fn sq_norm(c: &[f64]) -> f64 {
+    c.iter().map(|v| v * v).sum()
+}
+
+/// `|x_i - c|^2 = |x_i|^2 + |c|^2 - 2 x_i . c` (clipped at 0), with `t = |c|^2`.
+#[inline]
+fn sq_distance(x: &Instances, norms: &[f64], i: usize, c: &[f64], t: f64, simd: Simd) -> f64 {
+    let dot: f64 = match x {
+        Instances::Dense(m) => match m.row(i).to_slice() {
+            Some(r) => simd.dot(r, c),
+            None => m.row(i).iter().zip(c).map(|(a, b)| a * b).sum(),
+        },
+        Instances::Sparse(m) => {
+            let (idx, val) = m.row(i);
+            idx.iter().zip(val).map(|(&j, &v)| v * c[j]).sum()
+        }
+    };
+    (norms[i] + t - 2.0 * dot).max(0.0)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The pruned seeding update gives bitwise the distances and owners of the plain one (the
+    /// minimum over all seeds, the first seed on ties), on clustered points where most updates
+    /// are skipped, with duplicate seeds and points equal to a seed.
+    #[test]
+    fn pruned_seeding_update_is_exact() {
+        let (n, d) = (400, 5);
+        let mut state = 12345u64;
+        let mut unif = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let x = Array2::from_shape_fn((n, d), |(i, _)| (i % 7) as f64 * 3.0 + unif() * 0.5);
+        let inst = Instances::Dense(x.clone());
+        let norms = inst.sq_norms();
+        let picks = [3usize, 10, 3, 250, 17, 399, 42, 5, 6, 11, 200, 201];
+        let seeds: Vec<Vec<f64>> = picks.iter().map(|&r| x.row(r).to_vec()).collect();
+        let mut nearest = distances_to(&inst, &norms, &seeds[0]);
+        let mut owner = vec![0usize; n];
+        for s in 1..seeds.len() {
+            update_nearest(
+                &inst,
+                &norms,
+                &seeds[s],
+                &seeds[..s],
+                &mut nearest,
+                &mut owner,
+            );
+        }
+        let simd = Simd::detect();
+        for i in 0..n {
+            let (mut best, mut arg) = (f64::INFINITY, 0);
+            for (s, c) in seeds.iter().enumerate() {
+                let v = sq_distance(&inst, &norms, i, c, sq_norm(c), simd);
+                if v < best {
+                    (best, arg) = (v, s);
+                }
+            }
+            assert_eq!(nearest[i].to_bits(), best.to_bits(), "point {i}");
+            assert_eq!(owner[i], arg, "point {i}");
+        }
+    }
 
     #[test]
     fn kmeans_finds_separated_clusters() {
