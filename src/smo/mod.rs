@@ -949,8 +949,10 @@ struct State {
     /// `Q_ii + d_i`.
     qd: Vec<f64>,
     alpha: Vec<f64>,
-    /// Gradient `(Q + diag d) a - p`, exact on active positions (all after reconstruction).
-    g: Vec<f64>,
+    /// The gradient `G = (Q + diag d) a - p` times the label, `y_t G_t` (exact: `y` is +-1),
+    /// exact on active positions (all after reconstruction). Kept signed so that the scans and
+    /// the gradient update never read `y`: `G_k += y_k (...)` becomes `yg_k += (...)`.
+    yg: Vec<f64>,
     /// `G_bar_i = sum_{j at upper bound} u_j (Q + diag d)_ij`, built on first use.
     g_bar: Option<Vec<f64>>,
     /// Membership of `I_up(a)` (`y = +1, a < u` or `y = -1, a > 0`) and `I_low(a)` (`y = +1,
@@ -1014,7 +1016,7 @@ impl State {
             u: problem.u.to_vec(),
             qd,
             alpha,
-            g: vec![0.0; n],
+            yg: vec![0.0; n],
             g_bar: None,
             up_off: vec![f64::NEG_INFINITY; n],
             low_off: vec![f64::NEG_INFINITY; n],
@@ -1069,7 +1071,7 @@ impl State {
         self.u.swap(a, b);
         self.qd.swap(a, b);
         self.alpha.swap(a, b);
-        self.g.swap(a, b);
+        self.yg.swap(a, b);
         if let Some(gb) = self.g_bar.as_mut() {
             gb.swap(a, b);
         }
@@ -1079,9 +1081,15 @@ impl State {
 
     /// `G = q_alpha + d a - p` from a known `Q a` (in sample order).
     fn gradient_from_q_alpha(&mut self, qa: &[f64]) {
-        for k in 0..self.g.len() {
-            self.g[k] = qa[self.idx[k]] + self.d[k] * self.alpha[k] - self.p[k];
+        for k in 0..self.yg.len() {
+            self.yg[k] = self.y[k] * (qa[self.idx[k]] + self.d[k] * self.alpha[k] - self.p[k]);
         }
+    }
+
+    /// The gradient `G_k` of position `k`.
+    #[inline]
+    fn grad(&self, k: usize) -> f64 {
+        self.y[k] * self.yg[k]
     }
 
     /// Orders the positions of `lo..hi` by point (then sample), so that the loops over them read
@@ -1104,7 +1112,7 @@ impl State {
         permute(&mut self.u, lo, &order);
         permute(&mut self.qd, lo, &order);
         permute(&mut self.alpha, lo, &order);
-        permute(&mut self.g, lo, &order);
+        permute(&mut self.yg, lo, &order);
         if let Some(gb) = self.g_bar.as_mut() {
             permute(gb, lo, &order);
         }
@@ -1115,17 +1123,16 @@ impl State {
 
     /// `G = Q a + d a - p` from the rows of the points carrying nonzero `a`.
     fn gradient_from_scratch<G: GramRows>(&mut self, gram: &G, cache: &mut RowCache) {
-        let n = self.g.len();
+        let n = self.yg.len();
         for i in 0..n {
-            self.g[i] = self.d[i] * self.alpha[i] - self.p[i];
+            self.yg[i] = self.y[i] * (self.d[i] * self.alpha[i] - self.p[i]);
         }
         let mut coef = vec![0.0; cache.n_points];
         for j in 0..n {
             coef[self.point[j]] += self.y[j] * self.alpha[j];
         }
         let points = nonzero_points(&coef);
-        let (y, point) = (&self.y, &self.point);
-        add_rows(gram, cache, &points, &mut self.g, y, point);
+        add_rows(gram, cache, &points, &mut self.yg, None, &self.point);
     }
 
     /// Builds `G_bar` from scratch if it does not exist yet.
@@ -1133,7 +1140,7 @@ impl State {
         if self.g_bar.is_some() {
             return;
         }
-        let n = self.g.len();
+        let n = self.yg.len();
         let mut gb = vec![0.0; n];
         let mut coef = vec![0.0; cache.n_points];
         for j in 0..n {
@@ -1143,14 +1150,14 @@ impl State {
             }
         }
         let points = nonzero_points(&coef);
-        add_rows(gram, cache, &points, &mut gb, &self.y, &self.point);
+        add_rows(gram, cache, &points, &mut gb, Some(&self.y), &self.point);
         self.g_bar = Some(gb);
     }
 
     /// LIBSVM's `reconstruct_gradient`: the exact gradient of every inactive position from
     /// `G_bar` and the free variables, then all positions become active.
     fn reconstruct_gradient<G: GramRows>(&mut self, gram: &G, cache: &mut RowCache) {
-        let n = self.g.len();
+        let n = self.yg.len();
         if self.active == n {
             return;
         }
@@ -1159,8 +1166,8 @@ impl State {
             return;
         };
         let a = self.active;
-        for ((g, &b), &p) in self.g[a..].iter_mut().zip(&gb[a..]).zip(&self.p[a..]) {
-            *g = b - p;
+        for (k, h) in (a..n).zip(&mut self.yg[a..]) {
+            *h = self.y[k] * (gb[k] - self.p[k]);
         }
         let mut coef = vec![0.0; cache.n_points];
         for j in 0..a {
@@ -1173,8 +1180,8 @@ impl State {
             gram,
             cache,
             &points,
-            &mut self.g[a..],
-            &self.y[a..],
+            &mut self.yg[a..],
+            None,
             &self.point[a..],
         );
         self.active = n;
@@ -1206,7 +1213,7 @@ impl State {
             };
             let (n_up, n_low) = (PREFETCH.div_ceil(2), PREFETCH / 2);
             for t in 0..self.active {
-                let yg = self.y[t] * self.g[t];
+                let yg = self.yg[t];
                 insert(&mut up, n_up, -yg + self.up_off[t], self.point[t]);
                 insert(&mut low, n_low, yg + self.low_off[t], self.point[t]);
             }
@@ -1220,12 +1227,12 @@ impl State {
 
     /// `argmax { -y_t G_t : t in I_up }` over the active positions.
     fn first_choice(&self) -> ArgMax {
-        let (y, g, up) = (&self.y, &self.g, &self.up_off);
+        let (yg, up) = (&self.yg, &self.up_off);
         let simd = self.simd;
         reduce_blocks(
             self.active,
             ArgMax::EMPTY,
-            |lo, hi| first_choice(simd, lo, hi, y, g, up),
+            |lo, hi| first_choice(simd, lo, hi, yg, up),
             ArgMax::merge,
         )
     }
@@ -1250,7 +1257,7 @@ impl State {
         // j over I_low: the largest decrease `grad_diff^2 / quad` (Fan et al. eq. (17), up to
         // the sign) among `grad_diff = gmax + y_j G_j > 0`; `j == i` gives `grad_diff = 0` and
         // is never selected. `y_j G_j` is `G_j` or `-G_j`, exactly.
-        let (y, g, low, qd, point) = (&self.y, &self.g, &self.low_off, &self.qd, &self.point);
+        let (yg, low, qd, point) = (&self.yg, &self.low_off, &self.qd, &self.point);
         let inp = SecondInputs {
             gmax,
             qd_i,
@@ -1261,7 +1268,7 @@ impl State {
         let second = reduce_blocks(
             self.active,
             SecondChoice::EMPTY,
-            |lo, hi| second_choice(simd, lo, hi, inp, y, g, low, qd, point),
+            |lo, hi| second_choice(simd, lo, hi, inp, yg, low, qd, point),
             SecondChoice::merge,
         );
         if gmax + second.gmax2 < self.eps || second.pos == NIL {
@@ -1277,15 +1284,15 @@ impl State {
             false
         } else if self.is_upper(i) {
             if self.y[i] > 0.0 {
-                -self.g[i] > gmax1
+                -self.grad(i) > gmax1
             } else {
-                -self.g[i] > gmax2
+                -self.grad(i) > gmax2
             }
         } else if self.is_lower(i) {
             if self.y[i] > 0.0 {
-                self.g[i] > gmax2
+                self.grad(i) > gmax2
             } else {
-                self.g[i] > gmax1
+                self.grad(i) > gmax1
             }
         } else {
             false
@@ -1297,7 +1304,7 @@ impl State {
         let mut gmax1 = f64::NEG_INFINITY;
         let mut gmax2 = f64::NEG_INFINITY;
         for i in 0..self.active {
-            let gi = self.g[i];
+            let gi = self.grad(i);
             if self.y[i] > 0.0 {
                 if !self.is_upper(i) {
                     gmax1 = gmax1.max(-gi);
@@ -1335,7 +1342,7 @@ impl State {
             i += 1;
         }
         self.sort_range(0, self.active);
-        self.sort_range(self.active, self.g.len());
+        self.sort_range(self.active, self.yg.len());
         self.next_i = None;
     }
 
@@ -1358,7 +1365,7 @@ impl State {
         };
         let (mut ai, mut aj) = (old_ai, old_aj);
         if self.y[i] != self.y[j] {
-            let delta = (-self.g[i] - self.g[j]) / quad;
+            let delta = (-self.grad(i) - self.grad(j)) / quad;
             let diff = ai - aj;
             ai += delta;
             aj += delta;
@@ -1382,7 +1389,7 @@ impl State {
                 ai = uj + diff;
             }
         } else {
-            let delta = (self.g[i] - self.g[j]) / quad;
+            let delta = (self.grad(i) - self.grad(j)) / quad;
             let sum = ai + aj;
             ai -= delta;
             aj += delta;
@@ -1418,11 +1425,11 @@ impl State {
         let cj = self.y[j] * daj;
         // The `d` terms of `i` and `j` first, so that the fused search below sees the final
         // gradient.
-        self.g[i] += self.d[i] * dai;
-        self.g[j] += self.d[j] * daj;
+        self.yg[i] += self.y[i] * (self.d[i] * dai);
+        self.yg[j] += self.y[j] * (self.d[j] * daj);
         let a = self.active;
-        let (y, point, up) = (&self.y[..a], &self.point[..a], &self.up_off[..a]);
-        let g = &mut self.g[..a];
+        let (point, up) = (&self.point[..a], &self.up_off[..a]);
+        let g = &mut self.yg[..a];
         let (simd, point_bound) = (self.simd, self.point_bound);
         let inp = UpdateInputs {
             ci,
@@ -1431,7 +1438,7 @@ impl State {
             row_j,
             point_bound,
         };
-        let block = |lo: usize, g: &mut [f64]| update_and_first(simd, lo, g, inp, y, point, up);
+        let block = |lo: usize, g: &mut [f64]| update_and_first(simd, lo, g, inp, point, up);
         let first = if a >= PAR_MIN_ACTIVE {
             let parts: Vec<ArgMax> = g
                 .par_chunks_mut(BLOCK)
@@ -1517,7 +1524,7 @@ impl State {
             if self.u[i] <= 0.0 {
                 continue;
             }
-            let yg = self.y[i] * self.g[i];
+            let yg = self.yg[i];
             if self.is_upper(i) {
                 if self.y[i] < 0.0 {
                     ub = ub.min(yg);
@@ -1559,7 +1566,7 @@ impl State {
         termination: Termination,
     ) -> Result<DualSolution> {
         self.reconstruct_gradient(gram, cache);
-        if self.alpha.iter().chain(&self.g).any(|v| !v.is_finite()) {
+        if self.alpha.iter().chain(&self.yg).any(|v| !v.is_finite()) {
             return Err(Error::Solver(
                 "SMO iterates are not finite: the dual problem is unbounded (is the kernel \
                  positive semi-definite?)"
@@ -1567,7 +1574,7 @@ impl State {
             ));
         }
         let b = self.bias();
-        let n = self.g.len();
+        let n = self.yg.len();
         let mut objective = 0.0;
         let mut alpha = vec![0.0; n];
         let mut q_alpha = vec![0.0; n];
@@ -1575,8 +1582,9 @@ impl State {
         for k in 0..n {
             let s = self.idx[k];
             alpha[s] = self.alpha[k];
-            q_alpha[s] = self.g[k] + self.p[k] - self.d[k] * self.alpha[k];
-            terms[s] = 0.5 * self.alpha[k] * (self.g[k] - self.p[k]);
+            let g = self.grad(k);
+            q_alpha[s] = g + self.p[k] - self.d[k] * self.alpha[k];
+            terms[s] = 0.5 * self.alpha[k] * (g - self.p[k]);
         }
         // Summed in sample order: the objective does not depend on the final permutation.
         for t in terms {
@@ -1602,7 +1610,8 @@ fn nonzero_points(coef: &[f64]) -> Vec<(usize, f64)> {
         .collect()
 }
 
-/// `out[k] += y[k] sum_m c_m K(m, point[k])` over the `(m, c_m)` of `points`.
+/// `out[k] += y[k] sum_m c_m K(m, point[k])` over the `(m, c_m)` of `points` (`y = None`:
+/// without the sign).
 ///
 /// When `out` is long against the number of points, the sums `s(q) = sum_m c_m K(m, q)` are
 /// formed for every point `q` first, over contiguous blocks of points (no gather; in parallel
@@ -1614,7 +1623,7 @@ fn add_rows<G: GramRows>(
     cache: &mut RowCache,
     points: &[(usize, f64)],
     out: &mut [f64],
-    y: &[f64],
+    y: Option<&[f64]>,
     point: &[usize],
 ) {
     if points.is_empty() || out.is_empty() {
@@ -1655,15 +1664,33 @@ fn add_rows<G: GramRows>(
             }
         } else {
             for &(row, c) in &rows {
-                for ((v, &yk), &pk) in out.iter_mut().zip(y).zip(point) {
-                    *v += yk * c * row[pk];
+                match y {
+                    Some(y) => {
+                        for ((v, &yk), &pk) in out.iter_mut().zip(y).zip(point) {
+                            *v += yk * c * row[pk];
+                        }
+                    }
+                    None => {
+                        for (v, &pk) in out.iter_mut().zip(point) {
+                            *v += c * row[pk];
+                        }
+                    }
                 }
             }
         }
     }
     if per_point {
-        for ((v, &yk), &pk) in out.iter_mut().zip(y).zip(point) {
-            *v += yk * sums[pk];
+        match y {
+            Some(y) => {
+                for ((v, &yk), &pk) in out.iter_mut().zip(y).zip(point) {
+                    *v += yk * sums[pk];
+                }
+            }
+            None => {
+                for (v, &pk) in out.iter_mut().zip(point) {
+                    *v += sums[pk];
+                }
+            }
         }
     }
 }
@@ -1747,12 +1774,12 @@ mod tests {
         assert_eq!(term, Termination::Converged);
         assert!(st.n_shrunk > 0, "nothing was shrunk");
         st.reconstruct_gradient(&gram, &mut cache);
-        let g_run = st.g.clone();
+        let g_run = st.yg.clone();
         let g_bar_run = st.g_bar.clone();
         st.g_bar = None;
         st.ensure_g_bar(&gram, &mut cache);
         st.gradient_from_scratch(&gram, &mut cache);
-        for (a, b) in g_run.iter().zip(&st.g) {
+        for (a, b) in g_run.iter().zip(&st.yg) {
             assert!((a - b).abs() < 1e-9, "gradient {a} vs {b}");
         }
         assert!(g_bar_run.is_some(), "G_bar was never built");
@@ -1844,9 +1871,9 @@ mod tests {
                 st.active, n,
                 "the run did not end on a reconstructed gradient"
             );
-            let g_run = st.g.clone();
+            let g_run = st.yg.clone();
             st.gradient_from_scratch(&gram, &mut cache);
-            for (a, b) in g_run.iter().zip(&st.g) {
+            for (a, b) in g_run.iter().zip(&st.yg) {
                 assert!((a - b).abs() < 1e-9, "gradient {a} vs {b}");
             }
         }

@@ -1,6 +1,7 @@
 //! The per-iteration scans of the SMO over a block of active positions: the first index of the
 //! working set (`argmax -y_t G_t` over `I_up`), the second (WSS 2's largest decrease over
-//! `I_low`) and the gradient update fused with the next first index.
+//! `I_low`) and the gradient update fused with the next first index. They read the signed
+//! gradient `yg_t = y_t G_t`, never `y` itself.
 //!
 //! Each scan keeps [`LANES`] independent accumulators (position `lo + k` feeds lane
 //! `k mod LANES`), merged in lane order at the end of the block. The AVX2 code holds the lanes
@@ -115,21 +116,20 @@ pub(super) struct SecondInputs<'a> {
 
 /// WSS 2 over positions `lo..hi`: `gmax2 = max y_j G_j` over `I_low` and the `j` of the largest
 /// `grad_diff^2 / quad` among `grad_diff = gmax + y_j G_j > 0` (Fan et al. 2005, eq. (17)),
-/// with `quad = Q_ii + Q_jj - 2 K_ij` (`TAU` when not positive). `low` holds the `I_low`
-/// offsets (`0` or `-inf`).
+/// with `quad = Q_ii + Q_jj - 2 K_ij` (`TAU` when not positive). `yg` holds `y_t G_t`, `low`
+/// the `I_low` offsets (`0` or `-inf`).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn second_choice(
     simd: Simd,
     lo: usize,
     hi: usize,
     inp: SecondInputs<'_>,
-    y: &[f64],
-    g: &[f64],
+    yg: &[f64],
     low: &[f64],
     qd: &[f64],
     point: &[usize],
 ) -> SecondChoice {
-    let (y, g, low, qd, point) = (&y[..hi], &g[..hi], &low[..hi], &qd[..hi], &point[..hi]);
+    let (yg, low, qd, point) = (&yg[..hi], &low[..hi], &qd[..hi], &point[..hi]);
     let mut acc = [SecondChoice::EMPTY; LANES];
     let mut done = lo;
     #[cfg(target_arch = "x86_64")]
@@ -137,13 +137,13 @@ pub(super) fn second_choice(
         if simd.avx2() && inp.point_bound <= inp.row.len() {
             // SAFETY: the CPU has AVX2; every slice holds `hi` values and every point indexes
             // `row` (all points are below `point_bound`, checked against the row just above).
-            done = unsafe { avx2::second_choice(lo, hi, inp, y, g, low, qd, point, &mut acc) };
+            done = unsafe { avx2::second_choice(lo, hi, inp, yg, low, qd, point, &mut acc) };
         }
     }
     let _ = simd;
     let row = inp.row;
     let step = |s: &mut SecondChoice, k: usize| {
-        let v = y[k] * g[k] + low[k];
+        let v = yg[k] + low[k];
         let grad_diff = inp.gmax + v;
         // Q_ii + Q_jj - 2 y_i y_j Q_ij = K_ii + d_i + K_jj + d_j - 2 K_ij.
         let quad = inp.qd_i + qd[k] - 2.0 * row[point[k]];
@@ -166,31 +166,26 @@ pub(super) fn second_choice(
     )
 }
 
-/// `argmax { -y_t G_t : t in I_up }` over positions `lo..hi` (`up`: the `I_up` offsets).
-pub(super) fn first_choice(
-    simd: Simd,
-    lo: usize,
-    hi: usize,
-    y: &[f64],
-    g: &[f64],
-    up: &[f64],
-) -> ArgMax {
-    let (y, g, up) = (&y[..hi], &g[..hi], &up[..hi]);
+/// `argmax { -y_t G_t : t in I_up }` over positions `lo..hi` (`yg`: `y_t G_t`; `up`: the
+/// `I_up` offsets).
+pub(super) fn first_choice(simd: Simd, lo: usize, hi: usize, yg: &[f64], up: &[f64]) -> ArgMax {
+    let (yg, up) = (&yg[..hi], &up[..hi]);
     let mut acc = [ArgMax::EMPTY; LANES];
     let mut done = lo;
     #[cfg(target_arch = "x86_64")]
     {
         if simd.avx2() {
             // SAFETY: the CPU has AVX2; every slice holds `hi` values.
-            done = unsafe { avx2::first_choice(lo, hi, y, g, up, &mut acc) };
+            done = unsafe { avx2::first_choice(lo, hi, yg, up, &mut acc) };
         }
     }
     let _ = simd;
-    let step = |m: &mut ArgMax, k: usize| m.push(-y[k] * g[k] + up[k], k);
+    let step = |m: &mut ArgMax, k: usize| m.push(-yg[k] + up[k], k);
     fold_rest(done, hi, acc, step, ArgMax::merge, ArgMax::EMPTY)
 }
 
-/// The coefficients of one gradient update: `G_k += y_k (ci K(m_i, m_k) + cj K(m_j, m_k))`.
+/// The coefficients of one gradient update: `G_k += y_k (ci K(m_i, m_k) + cj K(m_j, m_k))`, that
+/// is `yg_k += ci K(m_i, m_k) + cj K(m_j, m_k)`.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct UpdateInputs<'a> {
     pub(super) ci: f64,
@@ -201,19 +196,18 @@ pub(super) struct UpdateInputs<'a> {
     pub(super) point_bound: usize,
 }
 
-/// The gradient update of positions `lo..lo + g.len()` (`g` is that block of the gradient),
-/// fused with the scan for the next first index over the updated values.
+/// The gradient update of positions `lo..lo + yg.len()` (`yg` is that block of the signed
+/// gradient), fused with the scan for the next first index over the updated values.
 pub(super) fn update_and_first(
     simd: Simd,
     lo: usize,
-    g: &mut [f64],
+    yg: &mut [f64],
     inp: UpdateInputs<'_>,
-    y: &[f64],
     point: &[usize],
     up: &[f64],
 ) -> ArgMax {
-    let hi = lo + g.len();
-    let (y, point, up) = (&y[..hi], &point[..hi], &up[..hi]);
+    let hi = lo + yg.len();
+    let (point, up) = (&point[..hi], &up[..hi]);
     let mut acc = [ArgMax::EMPTY; LANES];
     let mut done = lo;
     #[cfg(target_arch = "x86_64")]
@@ -223,15 +217,15 @@ pub(super) fn update_and_first(
             // SAFETY: the CPU has AVX2; `g` holds positions `lo..hi`, the other slices `hi`
             // values, and every point indexes both rows (all points are below `point_bound`,
             // checked against the rows just above).
-            done = unsafe { avx2::update_and_first(lo, g, inp, y, point, up, &mut acc) };
+            done = unsafe { avx2::update_and_first(lo, yg, inp, point, up, &mut acc) };
         }
     }
     let _ = simd;
     let step = |m: &mut ArgMax, k: usize| {
-        let (yk, pk) = (y[k], point[k]);
-        let gk = &mut g[k - lo];
-        *gk += yk * (inp.ci * inp.row_i[pk] + inp.cj * inp.row_j[pk]);
-        m.push(-yk * *gk + up[k], k);
+        let pk = point[k];
+        let h = &mut yg[k - lo];
+        *h += inp.ci * inp.row_i[pk] + inp.cj * inp.row_j[pk];
+        m.push(-*h + up[k], k);
     };
     fold_rest(done, hi, acc, step, ArgMax::merge, ArgMax::EMPTY)
 }
@@ -410,8 +404,7 @@ mod avx2 {
         lo: usize,
         hi: usize,
         inp: SecondInputs<'_>,
-        y: &[f64],
-        g: &[f64],
+        yg: &[f64],
         low: &[f64],
         qd: &[f64],
         point: &[usize],
@@ -431,10 +424,7 @@ mod avx2 {
             for r in 0..REGS {
                 let k = k + r * WIDTH;
                 let v = _mm256_add_pd(
-                    _mm256_mul_pd(
-                        _mm256_loadu_pd(y.as_ptr().add(k)),
-                        _mm256_loadu_pd(g.as_ptr().add(k)),
-                    ),
+                    _mm256_loadu_pd(yg.as_ptr().add(k)),
                     _mm256_loadu_pd(low.as_ptr().add(k)),
                 );
                 let grad_diff = _mm256_add_pd(gmax, v);
@@ -466,8 +456,7 @@ mod avx2 {
     pub(super) unsafe fn first_choice(
         lo: usize,
         hi: usize,
-        y: &[f64],
-        g: &[f64],
+        yg: &[f64],
         up: &[f64],
         acc: &mut [ArgMax; LANES],
     ) -> usize {
@@ -479,8 +468,7 @@ mod avx2 {
             for r in 0..REGS {
                 let k = k + r * WIDTH;
                 let v = first_value(
-                    _mm256_loadu_pd(y.as_ptr().add(k)),
-                    _mm256_loadu_pd(g.as_ptr().add(k)),
+                    _mm256_loadu_pd(yg.as_ptr().add(k)),
                     _mm256_loadu_pd(up.as_ptr().add(k)),
                 );
                 regs[r].push(v, pos[r]);
@@ -492,41 +480,36 @@ mod avx2 {
         k
     }
 
-    /// The full groups of [`LANES`] of the block `lo..lo + g.len()` into `acc`; returns where
+    /// The full groups of [`LANES`] of the block `lo..lo + yg.len()` into `acc`; returns where
     /// the groups end.
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn update_and_first(
         lo: usize,
-        g: &mut [f64],
+        yg: &mut [f64],
         inp: UpdateInputs<'_>,
-        y: &[f64],
         point: &[usize],
         up: &[f64],
         acc: &mut [ArgMax; LANES],
     ) -> usize {
-        let hi = lo + g.len();
+        let hi = lo + yg.len();
         let ci = _mm256_set1_pd(inp.ci);
         let cj = _mm256_set1_pd(inp.cj);
         let step = _mm256_set1_pd(LANES as f64);
         let mut regs = [MaxLanes::empty(); REGS];
         let mut pos = start_positions(lo);
-        let gp = g.as_mut_ptr();
+        let gp = yg.as_mut_ptr();
         let mut k = lo;
         while k + LANES <= hi {
             for r in 0..REGS {
                 let k = k + r * WIDTH;
-                let yk = _mm256_loadu_pd(y.as_ptr().add(k));
                 let ri = gather(inp.row_i, point, k);
                 let rj = gather(inp.row_j, point, k);
-                let gk = _mm256_add_pd(
+                let h = _mm256_add_pd(
                     _mm256_loadu_pd(gp.add(k - lo)),
-                    _mm256_mul_pd(
-                        yk,
-                        _mm256_add_pd(_mm256_mul_pd(ci, ri), _mm256_mul_pd(cj, rj)),
-                    ),
+                    _mm256_add_pd(_mm256_mul_pd(ci, ri), _mm256_mul_pd(cj, rj)),
                 );
-                _mm256_storeu_pd(gp.add(k - lo), gk);
-                let v = first_value(yk, gk, _mm256_loadu_pd(up.as_ptr().add(k)));
+                _mm256_storeu_pd(gp.add(k - lo), h);
+                let v = first_value(h, _mm256_loadu_pd(up.as_ptr().add(k)));
                 regs[r].push(v, pos[r]);
                 pos[r] = _mm256_add_pd(pos[r], step);
             }
@@ -536,10 +519,10 @@ mod avx2 {
         k
     }
 
-    /// `-y G + up_off` of four positions (as [`ArgMax::push`]'s scalar caller computes it).
+    /// `-yg + up_off` of four positions (as [`ArgMax::push`]'s scalar caller computes it).
     #[inline(always)]
-    unsafe fn first_value(y: __m256d, g: __m256d, up: __m256d) -> __m256d {
-        _mm256_add_pd(_mm256_mul_pd(_mm256_xor_pd(y, _mm256_set1_pd(-0.0)), g), up)
+    unsafe fn first_value(yg: __m256d, up: __m256d) -> __m256d {
+        _mm256_add_pd(_mm256_xor_pd(yg, _mm256_set1_pd(-0.0)), up)
     }
 
     /// The registers' lanes into `acc` when any group was scanned.
@@ -580,6 +563,7 @@ mod tests {
                     .collect();
                 // Repeated values make ties.
                 let g: Vec<f64> = (0..n).map(|k| ((k * 13 % 7) as f64 - 3.0) / 4.0).collect();
+                let yg: Vec<f64> = y.iter().zip(&g).map(|(a, b)| a * b).collect();
                 let off = |k: usize| if k % 5 == 1 { f64::NEG_INFINITY } else { 0.0 };
                 let up: Vec<f64> = (0..n).map(off).collect();
                 let low: Vec<f64> = (0..n).map(|k| off(k + 2)).collect();
@@ -591,15 +575,15 @@ mod tests {
                     row: &row,
                     point_bound: n_points,
                 };
-                let a = second_choice(portable, lo, hi, inp, &y, &g, &low, &qd, &point);
-                let b = second_choice(best, lo, hi, inp, &y, &g, &low, &qd, &point);
+                let a = second_choice(portable, lo, hi, inp, &yg, &low, &qd, &point);
+                let b = second_choice(best, lo, hi, inp, &yg, &low, &qd, &point);
                 assert_eq!(
                     (a.num.to_bits(), a.den.to_bits(), a.pos, a.gmax2.to_bits()),
                     (b.num.to_bits(), b.den.to_bits(), b.pos, b.gmax2.to_bits()),
                     "second choice, lo {lo} len {len}"
                 );
-                let a = first_choice(portable, lo, hi, &y, &g, &up);
-                let b = first_choice(best, lo, hi, &y, &g, &up);
+                let a = first_choice(portable, lo, hi, &yg, &up);
+                let b = first_choice(best, lo, hi, &yg, &up);
                 assert_eq!((a.value.to_bits(), a.pos), (b.value.to_bits(), b.pos));
                 let upd = UpdateInputs {
                     ci: 0.3,
@@ -608,9 +592,9 @@ mod tests {
                     row_j: &row2,
                     point_bound: n_points,
                 };
-                let (mut ga, mut gb) = (g[lo..hi].to_vec(), g[lo..hi].to_vec());
-                let a = update_and_first(portable, lo, &mut ga, upd, &y, &point, &up);
-                let b = update_and_first(best, lo, &mut gb, upd, &y, &point, &up);
+                let (mut ga, mut gb) = (yg[lo..hi].to_vec(), yg[lo..hi].to_vec());
+                let a = update_and_first(portable, lo, &mut ga, upd, &point, &up);
+                let b = update_and_first(best, lo, &mut gb, upd, &point, &up);
                 assert_eq!((a.value.to_bits(), a.pos), (b.value.to_bits(), b.pos));
                 for (u, v) in ga.iter().zip(&gb) {
                     assert_eq!(u.to_bits(), v.to_bits());
@@ -623,7 +607,7 @@ mod tests {
                         Some((w, _)) if w > v => acc,
                         _ => Some((v, k)),
                     });
-                let got = first_choice(best, lo, hi, &y, &g, &up);
+                let got = first_choice(best, lo, hi, &yg, &up);
                 match reference {
                     Some((v, k)) => assert_eq!((got.value, got.pos), (v, k)),
                     None => assert_eq!(got.pos, NIL),
