@@ -701,8 +701,8 @@ pub struct Smo<'g, G: GramRows> {
 }
 
 impl<'g, G: GramRows> Smo<'g, G> {
-    /// A solver over `gram`. Fails on a non-positive or non-finite tolerance, or a kernel
-    /// diagonal of the wrong length or with non-finite values.
+    /// A solver over `gram`. Fails on a non-positive or non-finite tolerance, more than
+    /// `u32::MAX` points, or a kernel diagonal of the wrong length or with non-finite values.
     pub fn new(gram: &'g G, params: SmoParams) -> Result<Self> {
         if !(params.tol.is_finite() && params.tol > 0.0) {
             return Err(invalid_param(format!(
@@ -711,6 +711,12 @@ impl<'g, G: GramRows> Smo<'g, G> {
             )));
         }
         let n_points = gram.n_points();
+        if u32::try_from(n_points).is_err() {
+            return Err(invalid_data(format!(
+                "the SMO takes at most {} points, got {n_points}",
+                u32::MAX
+            )));
+        }
         let kdiag = gram.diagonal();
         if kdiag.len() != n_points {
             return Err(invalid_data(format!(
@@ -942,7 +948,9 @@ fn reduce_blocks<T: Send + Copy>(
 struct State {
     idx: Vec<usize>,
     y: Vec<f64>,
-    point: Vec<usize>,
+    /// Point of each position, narrowed to `u32` (half the bytes in the scans; [`Smo::new`]
+    /// refuses more than `u32::MAX` points).
+    point: Vec<u32>,
     p: Vec<f64>,
     d: Vec<f64>,
     u: Vec<f64>,
@@ -1010,7 +1018,7 @@ impl State {
         let mut st = Self {
             idx: (0..n).collect(),
             y: problem.y.to_vec(),
-            point: problem.point.to_vec(),
+            point: problem.point.iter().map(|&m| m as u32).collect(),
             p: problem.p.to_vec(),
             d: problem.d.to_vec(),
             u: problem.u.to_vec(),
@@ -1129,7 +1137,7 @@ impl State {
         }
         let mut coef = vec![0.0; cache.n_points];
         for j in 0..n {
-            coef[self.point[j]] += self.y[j] * self.alpha[j];
+            coef[self.point[j] as usize] += self.y[j] * self.alpha[j];
         }
         let points = nonzero_points(&coef);
         add_rows(gram, cache, &points, &mut self.yg, None, &self.point);
@@ -1145,7 +1153,7 @@ impl State {
         let mut coef = vec![0.0; cache.n_points];
         for j in 0..n {
             if self.u[j] > 0.0 && self.is_upper(j) {
-                coef[self.point[j]] += self.u[j] * self.y[j];
+                coef[self.point[j] as usize] += self.u[j] * self.y[j];
                 gb[j] += self.u[j] * self.d[j];
             }
         }
@@ -1172,7 +1180,7 @@ impl State {
         let mut coef = vec![0.0; cache.n_points];
         for j in 0..a {
             if !self.is_lower(j) && !self.is_upper(j) {
-                coef[self.point[j]] += self.y[j] * self.alpha[j];
+                coef[self.point[j] as usize] += self.y[j] * self.alpha[j];
             }
         }
         let points = nonzero_points(&coef);
@@ -1195,7 +1203,7 @@ impl State {
     /// over `I_up` and the largest `y_t G_t` over `I_low`, the likeliest next members of a
     /// working set. Which rows are computed together never changes their values.
     fn fetch_row<G: GramRows>(&self, gram: &G, cache: &mut RowCache, k: usize) -> RowRef {
-        let m = self.point[k];
+        let m = self.point[k] as usize;
         if !cache.has(gram, m) {
             // Two short lists of (value, point), largest first (sizes adding up to PREFETCH).
             let mut up: Vec<(f64, usize)> = Vec::with_capacity(PREFETCH);
@@ -1214,8 +1222,9 @@ impl State {
             let (n_up, n_low) = (PREFETCH.div_ceil(2), PREFETCH / 2);
             for t in 0..self.active {
                 let yg = self.yg[t];
-                insert(&mut up, n_up, -yg + self.up_off[t], self.point[t]);
-                insert(&mut low, n_low, yg + self.low_off[t], self.point[t]);
+                let pt = self.point[t] as usize;
+                insert(&mut up, n_up, -yg + self.up_off[t], pt);
+                insert(&mut low, n_low, yg + self.low_off[t], pt);
             }
             let mut want = vec![m];
             want.extend(up.iter().map(|e| e.1));
@@ -1354,7 +1363,7 @@ impl State {
         let (old_ai, old_aj) = (self.alpha[i], self.alpha[j]);
         let si = self.fetch_row(gram, cache, i);
         let sj = self.fetch_row(gram, cache, j);
-        let kij = cache.row(gram, si)[self.point[j]];
+        let kij = cache.row(gram, si)[self.point[j] as usize];
         let quad = {
             let q = self.qd[i] + self.qd[j] - 2.0 * kij;
             if q > 0.0 {
@@ -1465,6 +1474,7 @@ impl State {
                     let c = if now { self.u[idx] } else { -self.u[idx] };
                     let cy = c * self.y[idx];
                     for ((v, &yk), &pk) in gb.iter_mut().zip(&self.y).zip(&self.point) {
+                        let pk = pk as usize;
                         *v += cy * yk * row[pk];
                     }
                     gb[idx] += c * self.d[idx];
@@ -1624,7 +1634,7 @@ fn add_rows<G: GramRows>(
     points: &[(usize, f64)],
     out: &mut [f64],
     y: Option<&[f64]>,
-    point: &[usize],
+    point: &[u32],
 ) {
     if points.is_empty() || out.is_empty() {
         return;
@@ -1667,12 +1677,12 @@ fn add_rows<G: GramRows>(
                 match y {
                     Some(y) => {
                         for ((v, &yk), &pk) in out.iter_mut().zip(y).zip(point) {
-                            *v += yk * c * row[pk];
+                            *v += yk * c * row[pk as usize];
                         }
                     }
                     None => {
                         for (v, &pk) in out.iter_mut().zip(point) {
-                            *v += c * row[pk];
+                            *v += c * row[pk as usize];
                         }
                     }
                 }
@@ -1683,12 +1693,12 @@ fn add_rows<G: GramRows>(
         match y {
             Some(y) => {
                 for ((v, &yk), &pk) in out.iter_mut().zip(y).zip(point) {
-                    *v += yk * sums[pk];
+                    *v += yk * sums[pk as usize];
                 }
             }
             None => {
                 for (v, &pk) in out.iter_mut().zip(point) {
-                    *v += sums[pk];
+                    *v += sums[pk as usize];
                 }
             }
         }

@@ -127,7 +127,7 @@ pub(super) fn second_choice(
     yg: &[f64],
     low: &[f64],
     qd: &[f64],
-    point: &[usize],
+    point: &[u32],
 ) -> SecondChoice {
     let (yg, low, qd, point) = (&yg[..hi], &low[..hi], &qd[..hi], &point[..hi]);
     let mut acc = [SecondChoice::EMPTY; LANES];
@@ -146,7 +146,7 @@ pub(super) fn second_choice(
         let v = yg[k] + low[k];
         let grad_diff = inp.gmax + v;
         // Q_ii + Q_jj - 2 y_i y_j Q_ij = K_ii + d_i + K_jj + d_j - 2 K_ij.
-        let quad = inp.qd_i + qd[k] - 2.0 * row[point[k]];
+        let quad = inp.qd_i + qd[k] - 2.0 * row[point[k] as usize];
         let quad = if quad > 0.0 { quad } else { TAU };
         // Non-candidates get `-inf`, which never wins (`den > 0`).
         let num = if grad_diff > 0.0 {
@@ -203,7 +203,7 @@ pub(super) fn update_and_first(
     lo: usize,
     yg: &mut [f64],
     inp: UpdateInputs<'_>,
-    point: &[usize],
+    point: &[u32],
     up: &[f64],
 ) -> ArgMax {
     let hi = lo + yg.len();
@@ -224,7 +224,7 @@ pub(super) fn update_and_first(
     let step = |m: &mut ArgMax, k: usize| {
         let pk = point[k];
         let h = &mut yg[k - lo];
-        *h += inp.ci * inp.row_i[pk] + inp.cj * inp.row_j[pk];
+        *h += inp.ci * inp.row_i[pk as usize] + inp.cj * inp.row_j[pk as usize];
         m.push(-*h + up[k], k);
     };
     fold_rest(done, hi, acc, step, ArgMax::merge, ArgMax::EMPTY)
@@ -280,13 +280,9 @@ mod avx2 {
 
     /// `row[point[k..k + 4]]`.
     #[inline(always)]
-    unsafe fn gather(row: &[f64], point: &[usize], k: usize) -> __m256d {
-        _mm256_setr_pd(
-            *row.get_unchecked(*point.get_unchecked(k)),
-            *row.get_unchecked(*point.get_unchecked(k + 1)),
-            *row.get_unchecked(*point.get_unchecked(k + 2)),
-            *row.get_unchecked(*point.get_unchecked(k + 3)),
-        )
+    unsafe fn gather(row: &[f64], point: &[u32], k: usize) -> __m256d {
+        let at = |k: usize| *row.get_unchecked(*point.get_unchecked(k) as usize);
+        _mm256_setr_pd(at(k), at(k + 1), at(k + 2), at(k + 3))
     }
 
     /// The four values of a register.
@@ -407,7 +403,7 @@ mod avx2 {
         yg: &[f64],
         low: &[f64],
         qd: &[f64],
-        point: &[usize],
+        point: &[u32],
         acc: &mut [SecondChoice; LANES],
     ) -> usize {
         let gmax = _mm256_set1_pd(inp.gmax);
@@ -487,7 +483,7 @@ mod avx2 {
         lo: usize,
         yg: &mut [f64],
         inp: UpdateInputs<'_>,
-        point: &[usize],
+        point: &[u32],
         up: &[f64],
         acc: &mut [ArgMax; LANES],
     ) -> usize {
@@ -568,7 +564,7 @@ mod tests {
                 let up: Vec<f64> = (0..n).map(off).collect();
                 let low: Vec<f64> = (0..n).map(|k| off(k + 2)).collect();
                 let qd: Vec<f64> = (0..n).map(|k| if k % 7 == 0 { 0.0 } else { 1.0 }).collect();
-                let point: Vec<usize> = (0..n).map(|k| (k * 3) % n_points).collect();
+                let point: Vec<u32> = (0..n).map(|k| ((k * 3) % n_points) as u32).collect();
                 let inp = SecondInputs {
                     gmax: 0.4,
                     qd_i: 1.0,
