@@ -744,12 +744,20 @@ impl<'a> SvmStep<'a> {
     /// The scores `f` of the training instances at the last solution.
     fn scores_into(&self, f: &mut [f64]) {
         match self {
-            SvmStep::Primal { svm, warm, .. } => {
+            SvmStep::Primal { svm, warm, hessian } => {
                 if let Some(sol) = warm {
-                    let s = mat_vec(svm.design.view(), sol.beta.view());
-                    f.iter_mut()
-                        .zip(s.iter())
-                        .for_each(|(o, &v)| *o = v + sol.b);
+                    let carried = hessian
+                        .as_ref()
+                        .and_then(|h| h.scores_at(sol.beta.view(), sol.b));
+                    match carried {
+                        Some(s) => f.iter_mut().zip(s).for_each(|(o, &v)| *o = v),
+                        None => {
+                            let s = mat_vec(svm.design.view(), sol.beta.view());
+                            f.iter_mut()
+                                .zip(s.iter())
+                                .for_each(|(o, &v)| *o = v + sol.b);
+                        }
+                    }
                 }
             }
             SvmStep::Dual { y, first, warm, .. } => {

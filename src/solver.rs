@@ -71,14 +71,29 @@ pub struct SquaredHinge<'a> {
 const MAX_HESSIAN_UPDATES: usize = 64;
 
 /// The Newton Hessian of a [`SquaredHinge`] problem with the per-row second derivatives it was
-/// formed with, kept between solves that share `k` and `x`
-/// ([`SquaredHinge::solve_newton_reusing`]).
+/// formed with, and the scores where the last solve ended, kept between solves that share `k`
+/// and `x` ([`SquaredHinge::solve_newton_reusing`]).
 #[derive(Debug, Clone)]
 pub struct NewtonHessian {
     h: Array2<f64>,
     d2: Vec<f64>,
     /// Rank updates since the last full product.
     updates: usize,
+    /// `(beta, b, f)`: the end of the last solve and its scores `f = X beta + b` (as carried
+    /// along the Newton steps), so that a solve warm-started there and a caller asking for
+    /// the scores there need no product with `X`.
+    last: Option<(Array1<f64>, f64, Array1<f64>)>,
+}
+
+impl NewtonHessian {
+    /// The scores `X beta + b` of the last solve's end, if `(beta, b)` is exactly that point.
+    pub fn scores_at(&self, beta: ArrayView1<f64>, b: f64) -> Option<&Array1<f64>> {
+        let (at, at_b, f) = self.last.as_ref()?;
+        let same = at.len() == beta.len()
+            && at_b.to_bits() == b.to_bits()
+            && at.iter().zip(beta).all(|(u, v)| u.to_bits() == v.to_bits());
+        same.then_some(f)
+    }
 }
 
 /// A minimiser of [`SquaredHinge`].
@@ -271,8 +286,12 @@ impl<'a> SquaredHinge<'a> {
         hessian: &mut Option<NewtonHessian>,
     ) -> Result<Solution> {
         let n = self.dim();
-        // The scores are carried along the iterations: `f + t X dbeta` after a step.
-        let mut f = self.scores(beta.view(), b);
+        // The scores are carried along the iterations (`f + t X dbeta` after a step) and from
+        // the end of the last solve when it is the starting point.
+        let mut f = match hessian.as_ref().and_then(|h| h.scores_at(beta.view(), b)) {
+            Some(f) => f.clone(),
+            None => self.scores(beta.view(), b),
+        };
         let (mut value, mut gbeta, mut gb) = self.value_grad_at(beta.view(), &f);
         let g0 = self.reference_gradient_norm();
         let mut iterations = 0;
@@ -290,6 +309,7 @@ impl<'a> SquaredHinge<'a> {
                     mut h,
                     d2: old,
                     updates,
+                    ..
                 }) => {
                     let changed: Vec<(usize, f64)> = (0..f.len())
                         .filter(|&r| d2[r] != old[r])
@@ -322,6 +342,7 @@ impl<'a> SquaredHinge<'a> {
                 h: h.clone(),
                 d2,
                 updates,
+                last: None,
             });
             let mut rhs = Array1::zeros(n + 1);
             rhs.slice_mut(ndarray::s![..n]).assign(&gbeta.mapv(|v| -v));
@@ -340,6 +361,9 @@ impl<'a> SquaredHinge<'a> {
             // Converged: small relative gradient, or no decrease left at machine precision
             // (the exact minimiser of the piecewise quadratic has been reached).
             converged = gnorm <= tol * g0 || old - value <= 1e-15 * value.abs();
+        }
+        if let Some(state) = hessian.as_mut() {
+            state.last = Some((beta.clone(), b, f));
         }
         Ok(Solution {
             beta,

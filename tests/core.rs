@@ -1407,3 +1407,52 @@ fn model_prediction_checks_its_input() -> TestResult {
     }
     Ok(())
 }
+
+/// Newton solves that reuse one `NewtonHessian` across changing costs (the annealing pattern)
+/// reach the optimum of a fresh solve, and the scores they carry are `X beta + b`; the carried
+/// scores are offered only at the exact point where the last solve ended.
+#[test]
+fn newton_reusing_state_carries_exact_scores() -> TestResult {
+    let mut rng = rng(91);
+    let mut data = HingeData::random(&mut rng, 12, 60, 2.0, true);
+    let mut state = None;
+    let mut warm: Option<(Array1<f64>, f64)> = None;
+    for round in 0..5 {
+        for c in data.c.iter_mut() {
+            *c *= rng.random_range(0.5..1.5);
+        }
+        let p = data.problem();
+        let reused = p.solve_newton_reusing(
+            warm.as_ref().map(|(beta, b)| (beta.view(), *b)),
+            1e-10,
+            100,
+            &mut state,
+        )?;
+        let fresh = p.solve_newton_reusing(None, 1e-10, 100, &mut None)?;
+        let rel = (reused.value - fresh.value).abs() / fresh.value.abs();
+        assert!(
+            rel < 1e-9,
+            "round {round}: {} vs {}",
+            reused.value,
+            fresh.value
+        );
+        let carried = state
+            .as_ref()
+            .and_then(|s| s.scores_at(reused.beta.view(), reused.b))
+            .ok_or("no scores carried")?
+            .clone();
+        let direct = p.scores(reused.beta.view(), reused.b);
+        let err = carried
+            .iter()
+            .zip(direct.iter())
+            .fold(0.0_f64, |m, (a, b)| m.max((a - b).abs()));
+        assert!(err < 1e-10, "round {round}: carried scores off by {err}");
+        let mut moved = reused.beta.clone();
+        moved[0] += 1e-3;
+        let s = state.as_ref().ok_or("no state")?;
+        assert!(s.scores_at(moved.view(), reused.b).is_none());
+        assert!(s.scores_at(reused.beta.view(), reused.b + 1e-3).is_none());
+        warm = Some((reused.beta, reused.b));
+    }
+    Ok(())
+}
