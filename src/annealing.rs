@@ -526,14 +526,17 @@ impl AnnealingParams {
                 });
                 // AW: p no longer changes within a temperature (Algorithm 2). AL / ALP: the
                 // entropy is below eps (Algorithm 1), or, once T is below eps C, p no longer
-                // changes when T drops (ALP's penalty can hold one instance of a bag at a
-                // fractional p for every T, so its entropy need not vanish; at high T, p moves
-                // slowly, so the rule waits for a cold temperature).
-                let unchanged = max_abs_diff(&p, &start) <= self.eps;
+                // changes when T drops, measured as the inner loop measures it (the mean KL
+                // between p at the start and at the end of the temperature below eps). ALP's
+                // penalty can hold one instance of a bag at a fractional p for every T, so its
+                // entropy need not vanish, and that p follows the scores with gain C / C2, so
+                // it moves at the level of the SVM step's tolerance however cold T is; at high
+                // T, p moves slowly, so the rule waits for a cold temperature.
                 let done = match method {
-                    AnnealingMethod::Aw => unchanged,
+                    AnnealingMethod::Aw => max_abs_diff(&p, &start) <= self.eps,
                     _ => {
-                        data.mean_entropy(&p) < self.eps || (unchanged && temp <= self.eps * self.c)
+                        data.mean_entropy(&p) < self.eps
+                            || (temp <= self.eps * self.c && data.kl(method, &p, &start) < self.eps)
                     }
                 };
                 if done {
@@ -1180,14 +1183,24 @@ pub fn aw_update(t: &[f64], temp: f64, out: &mut [f64]) {
 /// in `nu` on `[-2 C2 m p*, 2 C2 m (1 - p*)]`, solved by safeguarded Newton; if its sum is below
 /// 1 the constraint is active, the penalty is constant on `sum_j p_j = 1`, and the solution is
 /// that of AL-SVM on the simplex ([`simplex_sigmoid`]).
+///
+/// When `T` is below [`ALP_COLD`] times the scale of the fixed point (`max |t_j| + 2 C2 m`),
+/// the sigmoid is a step narrower than the rounding of `nu`, and the `p_j` at the step would be
+/// an arbitrary value; the update is then the exact `T = 0` minimiser ([`alp_update_cold`]), the
+/// limit of the tempered one.
 pub fn alp_update(t: &[f64], temp: f64, c2: f64, p_star: f64, out: &mut [f64]) {
     let m = t.len();
     if m == 1 {
         out[0] = 1.0;
         return;
     }
-    if temp <= 0.0 || c2 == 0.0 {
+    if c2 == 0.0 {
         al_update(t, temp, out);
+        return;
+    }
+    let scale = t.iter().fold(0.0_f64, |a, &v| a.max(v.abs())) + 2.0 * c2 * m as f64;
+    if temp <= ALP_COLD * scale || !scale.is_finite() {
+        alp_update_cold(t, c2, p_star, out);
         return;
     }
     let mp = m as f64 * p_star;
@@ -1229,6 +1242,59 @@ pub fn alp_update(t: &[f64], temp: f64, c2: f64, p_star: f64, out: &mut [f64]) {
     }
     if sum < 1.0 {
         simplex_sigmoid(t, temp, out);
+    }
+}
+
+/// Temperatures (relative to the scale of ALP's fixed point) below which [`alp_update`] takes
+/// the exact `T = 0` minimiser: the tempered solution differs from it by `O(T / scale)` there,
+/// far below the solver tolerances, while `nu`'s rounding (`~1e-16 scale`) is no longer small
+/// against the step width `T`.
+pub const ALP_COLD: f64 = 1e-9;
+
+/// ALP-SVM's update of one positive bag at `T = 0`: the minimiser of
+/// `F(p) = sum_j p_j t_j + C2 (sum_j p_j - m p*)^2` over `[0, 1]^m` with `sum_j p_j >= 1`.
+/// For a total `s = sum_j p_j` the best `p` fills the instances in increasing `t`, so
+/// `F(s) = L(s) + C2 (s - m p*)^2` with `L` piecewise linear and convex (slope `t_(k+1)` on
+/// `(k, k + 1)`, `t` sorted); its minimiser is `s = m p* - t_(k+1) / (2 C2)` when that lies in
+/// `(k, k + 1)`, else the integer `k` where the slopes change sign, and at least 1. Instances
+/// tied at the boundary value share its mass equally (a continuous, order-free choice).
+/// Infinite `t` are allowed (such an instance is filled last, or first).
+pub fn alp_update_cold(t: &[f64], c2: f64, p_star: f64, out: &mut [f64]) {
+    let m = t.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| t[a].total_cmp(&t[b]));
+    let sorted: Vec<f64> = order.iter().map(|&j| t[j]).collect();
+    let mp = m as f64 * p_star;
+    // F'(s) on (k, k + 1) is sorted[k] + 2 C2 (s - mp), increasing in s and k.
+    let mut total = m as f64;
+    for (k, &tk) in sorted.iter().enumerate() {
+        let s = mp - tk / (2.0 * c2);
+        if s <= k as f64 {
+            total = k as f64;
+            break;
+        }
+        if s < (k + 1) as f64 {
+            total = s;
+            break;
+        }
+    }
+    let total = total.max(1.0);
+    // Fill in increasing t; the group tied at the boundary shares what is left.
+    out.fill(0.0);
+    let mut left = total;
+    let mut g = 0;
+    while g < m && left > 0.0 {
+        let mut h = g + 1;
+        while h < m && sorted[h] == sorted[g] {
+            h += 1;
+        }
+        let size = (h - g) as f64;
+        let each = (left / size).min(1.0);
+        for &j in &order[g..h] {
+            out[j] = each;
+        }
+        left -= each * size;
+        g = h;
     }
 }
 

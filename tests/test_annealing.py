@@ -94,6 +94,43 @@ def test_alp_update_minimises_its_bag_objective(t, T, c2, p_star):
     assert ours <= ref + 1e-7 * (1 + abs(ours))
 
 
+@given(
+    st.lists(st.floats(-20, 20, allow_nan=False), min_size=2, max_size=7),
+    st.sampled_from([0.3, 1.0, 10.0]),
+    st.sampled_from([0.1, 0.4, 0.5, 1.0]),
+    st.booleans(),
+)
+def test_alp_cold_update_is_the_zero_temperature_minimiser(t, c2, p_star, tie):
+    """Below the cold threshold ALP's update is the exact minimiser of p.t + C2 (sum p - m p*)^2
+    over the box with sum p >= 1 (the T = 0 limit; SLSQP as the reference), and the tempered
+    update at a small T is close to it (the limit is continuous)."""
+    t = np.array(t)
+    if tie:
+        t[1] = t[0]  # a tie at the boundary shares its mass
+    m = len(t)
+    cold = _core.probability_update("alp", t, 1e-300, c2, p_star)
+    assert np.all((cold >= 0) & (cold <= 1)) and cold.sum() >= 1 - 1e-12
+
+    def f(q):
+        return float(q @ t + c2 * (q.sum() - m * p_star) ** 2)
+
+    ours = f(cold)
+    assert ours <= scipy_min(f, m, False) + 1e-7 * (1 + abs(ours))
+    # equal t, equal p
+    for a in range(m):
+        for b in range(m):
+            if t[a] == t[b]:
+                assert cold[a] == cold[b]
+    # the tempered update approaches it (T = 1e-7 of the scale): in objective, and in p where
+    # the t are apart by much more than T (a near-tie is split by the tempered update)
+    scale = np.abs(t).max() + 2 * c2 * m
+    warm = _core.probability_update("alp", t, 1e-7 * scale, c2, p_star)
+    assert abs(f(warm) - ours) <= 1e-5 * (1 + abs(ours))
+    gaps = np.diff(np.unique(t))
+    if len(gaps) == 0 or gaps.min() > 1e-3 * scale:
+        np.testing.assert_allclose(warm, cold, atol=1e-4)
+
+
 @pytest.mark.parametrize("kind", ["al", "aw", "alp"])
 @pytest.mark.parametrize("T", [0.0, 1e-300, 1e-8, 1.0, 1e300])
 @pytest.mark.parametrize(
