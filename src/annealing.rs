@@ -15,14 +15,16 @@
 //!   `sum_j p_ij >= 1` per positive bag. Update `p_j = sigmoid((lambda - C d_j) / T)`,
 //!   `d_j = l(+1, f_j) - l(-1, f_j)`, `lambda = 0` when that satisfies the constraint and else the
 //!   exact root of `sum_j p_j = 1` ([`al_update`]). Stops when the mean entropy of `p` is below
-//!   `eps`, or when `p` moves by at most `eps` over a whole temperature below `T = eps C`.
+//!   `eps`, or when, below `T = eps C`, the mean KL between `p` at the start and at the end of
+//!   a temperature is below `eps`.
 //! * **AW-SVM** (anneals MI-SVM / MICA; eq. 9-11): `p_ij` is a distribution over the instances of
 //!   each positive bag, loss `C p l(+1, f) + T p ln p`, update `p = softmax(-C l / T)`
 //!   ([`aw_update`]); stops when `p` no longer changes within a temperature, then labels the
 //!   instances with `p > eps` positive (the others of positive bags drop out) and retrains.
 //! * **ALP-SVM** (section 6, eq. 12-13 with `(y + 1) / 2`): AL-SVM plus
 //!   `C2 (sum_j p_ij - m_i p*)^2` per positive bag; update by a monotone 1-D fixed point
-//!   ([`alp_update`]), falling back to the simplex `sum_j p_j = 1` when it violates the constraint.
+//!   ([`alp_update`]), falling back to the simplex `sum_j p_j = 1` when it violates the constraint,
+//!   and taking the exact `T = 0` minimiser ([`alp_update_cold`]) once `T` is negligible.
 //! * **mi-SVM** and **MI-SVM** (Andrews et al.): the zero-temperature limits, run as their own
 //!   alternating heuristics from the paper's start: mi-SVM labels every instance of a positive bag
 //!   positive, then alternates training and relabelling by the sign of `f` (the instance of

@@ -215,7 +215,8 @@ class ALSVM(_AnnealingClassifier):
     minimises ``1/2 ||w||^2 + C sum [p l(+1, f) + (1 - p) l(-1, f)]`` (squared hinge ``l``), the
     ``p`` step ``p_j = sigmoid((lambda - C d_j) / T)``, ``d_j = l(+1, f_j) - l(-1, f_j)``, with
     the exact ``lambda >= 0`` that keeps ``sum_j p_j >= 1`` in every positive bag. The temperature
-    starts at ``T0`` and is divided by ``decay`` until the mean entropy of ``p`` is below ``eps``.
+    starts at ``T0`` and is divided by ``decay`` until the mean entropy of ``p`` is below ``eps``,
+    or, once ``T <= eps C``, until ``p`` moves by less than ``eps`` (mean KL) over a temperature.
     ``T0=1e-8`` with ``init="labels"`` is mi-SVM (see :class:`miSVM`).
 
     Parameters
