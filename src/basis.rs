@@ -51,7 +51,7 @@ pub fn dense_rows(x: &Instances, rows: &[usize]) -> Array2<f64> {
 }
 
 /// k-means centroids (`k x n_features`) of the rows of `x`: k-means++ seeding (one candidate per
-/// step, its distance updates pruned by the triangle inequality: [`update_nearest`]), then at
+/// step, its distance updates pruned by the triangle inequality, see `update_nearest`), then at
 /// most `max_iter` Lloyd iterations, stopping early when at most one point in a hundred changes
 /// its cluster (the centres are then updated once more).
 /// A cluster that loses all its points keeps its centre.
