@@ -413,7 +413,7 @@ impl AnnealingParams {
                 SvmStep::Primal {
                     svm: &primal,
                     warm: None,
-                    hessian: None,
+                    hessian: Box::new(None),
                 }
             };
             self.run_binary(step, &data, problem)
@@ -643,8 +643,8 @@ enum SvmStep<'a> {
     Primal {
         svm: &'a PrimalSvm<'a>,
         warm: Option<Solution>,
-        /// The Newton Hessian of the last solve, updated by the next one.
-        hessian: Option<NewtonHessian>,
+        /// The Newton Hessian of the last solve, updated by the next one (boxed: it is large).
+        hessian: Box<Option<NewtonHessian>>,
     },
     /// Full basis: the dual of the squared-hinge SVM over the instances. Every instance has a
     /// sample per target it can take (+1 in positive bags, -1 in negative bags and, for the
@@ -700,7 +700,7 @@ impl<'a> SvmStep<'a> {
     fn solve(&mut self, c_pos: &[f64], c_neg: &[f64]) -> Result<f64> {
         match self {
             SvmStep::Primal { svm, warm, hessian } => {
-                let sol = svm.solve(c_pos, c_neg, warm.as_ref(), hessian)?;
+                let sol = svm.solve(c_pos, c_neg, warm.as_ref(), hessian.as_mut())?;
                 let value = sol.value;
                 *warm = Some(sol);
                 Ok(value)
@@ -752,6 +752,7 @@ impl<'a> SvmStep<'a> {
             SvmStep::Primal { svm, warm, hessian } => {
                 if let Some(sol) = warm {
                     let carried = hessian
+                        .as_ref()
                         .as_ref()
                         .and_then(|h| h.scores_at(sol.beta.view(), sol.b));
                     match carried {

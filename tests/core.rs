@@ -1412,6 +1412,63 @@ fn model_prediction_checks_its_input() -> TestResult {
 /// reach the optimum of a fresh solve, and the scores they carry are `X beta + b`; the carried
 /// scores are offered only at the exact point where the last solve ended.
 #[test]
+fn newton_reusing_state_with_few_changed_rows() -> TestResult {
+    // Rounds that change the costs or targets of a few rows (the kept gradient at zero is then
+    // updated by those rows only), and rounds that flip the targets of rows inside the margin
+    // on both sides (their curvature stays, so the first Newton step reuses the kept Cholesky
+    // factor): every solve equals a fresh one, and the kept stopping scale equals the fresh one's.
+    let mut rng = rng(92);
+    let mut data = HingeData::random(&mut rng, 12, 60, 2.0, true);
+    let mut state = None;
+    let mut warm: Option<(Array1<f64>, f64)> = None;
+    for round in 0..8 {
+        if round % 2 == 0 {
+            for _ in 0..3 {
+                let r = rng.random_range(0..data.c.len());
+                data.c[r] *= rng.random_range(0.5..1.5);
+                let r = rng.random_range(0..data.y.len());
+                data.y[r] = -data.y[r];
+            }
+        } else if let Some((beta, b)) = &warm {
+            let f = data.problem().scores(beta.view(), *b);
+            let inside: Vec<usize> = (0..f.len()).filter(|&r| f[r].abs() < 1.0).collect();
+            assert!(
+                !inside.is_empty(),
+                "round {round}: no row inside the margin"
+            );
+            for &r in inside.iter().take(3) {
+                data.y[r] = -data.y[r];
+            }
+        }
+        let p = data.problem();
+        let reused = p.solve_newton_reusing(
+            warm.as_ref().map(|(beta, b)| (beta.view(), *b)),
+            1e-11,
+            100,
+            &mut state,
+        )?;
+        let mut fresh_state = None;
+        let fresh = p.solve_newton_reusing(None, 1e-11, 100, &mut fresh_state)?;
+        let rel = (reused.value - fresh.value).abs() / fresh.value.abs();
+        assert!(
+            rel < 1e-9,
+            "round {round}: {} vs {}",
+            reused.value,
+            fresh.value
+        );
+        let kept = state.as_ref().and_then(|s| s.zero_gradient_norm());
+        let want = fresh_state.as_ref().and_then(|s| s.zero_gradient_norm());
+        let (kept, want) = (kept.ok_or("no kept scale")?, want.ok_or("no fresh scale")?);
+        assert!(
+            (kept - want).abs() <= 1e-12 * want,
+            "round {round}: {kept} vs {want}"
+        );
+        warm = Some((reused.beta, reused.b));
+    }
+    Ok(())
+}
+
+#[test]
 fn newton_reusing_state_carries_exact_scores() -> TestResult {
     let mut rng = rng(91);
     let mut data = HingeData::random(&mut rng, 12, 60, 2.0, true);
