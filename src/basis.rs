@@ -3,10 +3,11 @@
 //!
 //! The k-means here is written for speed on the shapes of this crate (thousands to hundreds of
 //! thousands of instances, hundreds of centroids): the seeding keeps every point's squared
-//! distance to its nearest centre and updates it with one pass per new centre; each Lloyd
-//! iteration assigns all points with one matrix product `X C^T` (in row chunks, in parallel) and
-//! recomputes the centres in a fixed order. Everything is seeded and gives the same centroids for
-//! any number of threads.
+//! distance to its nearest centre and updates it with one pass per new centre, skipping the
+//! points the triangle inequality settles; the Lloyd iterations keep Elkan's bounds (Elkan 2003)
+//! and compute only the distances these cannot settle, the many-distance points with one matrix
+//! product `X_S C^T` (in row chunks, in parallel); the centres are recomputed in a fixed order.
+//! Everything is seeded and gives the same centroids for any number of threads.
 
 use ndarray::{Array2, ArrayView1, Axis};
 use rand::seq::index::sample;
@@ -447,19 +448,24 @@ fn sq_distance(x: &Instances, norms: &[f64], i: usize, c: &[f64], t: f64, simd: 
 mod tests {
     use super::*;
 
+    /// Uniform draws in [0, 1) from a seeded linear congruential generator.
+    fn uniform(seed: u64) -> impl FnMut() -> f64 {
+        let mut state = seed;
+        move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        }
+    }
+
     /// The pruned seeding update gives bitwise the distances and owners of the plain one (the
     /// minimum over all seeds, the first seed on ties), on clustered points where most updates
     /// are skipped, with duplicate seeds and points equal to a seed.
     #[test]
     fn pruned_seeding_update_is_exact() {
         let (n, d) = (400, 5);
-        let mut state = 12345u64;
-        let mut unif = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut unif = uniform(12345);
         let x = Array2::from_shape_fn((n, d), |(i, _)| (i % 7) as f64 * 3.0 + unif() * 0.5);
         let inst = Instances::Dense(x.clone());
         let norms = inst.sq_norms();
@@ -506,13 +512,7 @@ mod tests {
     #[test]
     fn bounded_lloyd_equals_plain_lloyd() {
         let (n, d, k) = (600, 4, 25);
-        let mut state = 777u64;
-        let mut unif = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut unif = uniform(777);
         let x = Array2::from_shape_fn((n, d), |(i, j)| ((i * (j + 3)) % 5) as f64 + unif());
         let inst = Instances::Dense(x.clone());
         let norms = inst.sq_norms();

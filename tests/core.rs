@@ -7,7 +7,7 @@
 use approx::assert_relative_eq;
 use milsvm::bags::{validate_labels, Bags, Csr, Instances};
 use milsvm::kernel::{basis_gradient, kernel_bag_means, kernel_matrix, Basis, Kernel, Rows};
-use milsvm::solver::{InnerSolver, SquaredHinge};
+use milsvm::solver::{InnerSolver, NewtonHessian, Solution, SquaredHinge};
 use milsvm::sparse_mi::{objective_and_gradient, Gamma, KernelKind, SparseMiFit, SparseMiParams};
 use milsvm::Error;
 use ndarray::{array, Array1, Array2, ArrayView1, Axis};
@@ -1408,9 +1408,33 @@ fn model_prediction_checks_its_input() -> TestResult {
     Ok(())
 }
 
-/// Newton solves that reuse one `NewtonHessian` across changing costs (the annealing pattern)
-/// reach the optimum of a fresh solve, and the scores they carry are `X beta + b`; the carried
-/// scores are offered only at the exact point where the last solve ended.
+/// A Newton solve from `warm` reusing `state`, checked against a fresh solve (kept in `fresh`)
+/// to a relative 1e-9 in the objective; returns the reusing solve.
+fn reused_equals_fresh(
+    p: &SquaredHinge<'_>,
+    warm: &Option<(Array1<f64>, f64)>,
+    state: &mut Option<NewtonHessian>,
+    fresh: &mut Option<NewtonHessian>,
+    tol: f64,
+    round: usize,
+) -> Result<Solution, Box<dyn std::error::Error>> {
+    let reused = p.solve_newton_reusing(
+        warm.as_ref().map(|(beta, b)| (beta.view(), *b)),
+        tol,
+        100,
+        state,
+    )?;
+    let want = p.solve_newton_reusing(None, tol, 100, fresh)?;
+    let rel = (reused.value - want.value).abs() / want.value.abs();
+    assert!(
+        rel < 1e-9,
+        "round {round}: {} vs {}",
+        reused.value,
+        want.value
+    );
+    Ok(reused)
+}
+
 #[test]
 fn newton_reusing_state_with_few_changed_rows() -> TestResult {
     // Rounds that change the costs or targets of a few rows (the kept gradient at zero is then
@@ -1441,21 +1465,8 @@ fn newton_reusing_state_with_few_changed_rows() -> TestResult {
             }
         }
         let p = data.problem();
-        let reused = p.solve_newton_reusing(
-            warm.as_ref().map(|(beta, b)| (beta.view(), *b)),
-            1e-11,
-            100,
-            &mut state,
-        )?;
         let mut fresh_state = None;
-        let fresh = p.solve_newton_reusing(None, 1e-11, 100, &mut fresh_state)?;
-        let rel = (reused.value - fresh.value).abs() / fresh.value.abs();
-        assert!(
-            rel < 1e-9,
-            "round {round}: {} vs {}",
-            reused.value,
-            fresh.value
-        );
+        let reused = reused_equals_fresh(&p, &warm, &mut state, &mut fresh_state, 1e-11, round)?;
         let kept = state.as_ref().and_then(|s| s.zero_gradient_norm());
         let want = fresh_state.as_ref().and_then(|s| s.zero_gradient_norm());
         let (kept, want) = (kept.ok_or("no kept scale")?, want.ok_or("no fresh scale")?);
@@ -1468,6 +1479,9 @@ fn newton_reusing_state_with_few_changed_rows() -> TestResult {
     Ok(())
 }
 
+/// Newton solves that reuse one `NewtonHessian` across changing costs (the annealing pattern)
+/// reach the optimum of a fresh solve, and the scores they carry are `X beta + b`; the carried
+/// scores are offered only at the exact point where the last solve ended.
 #[test]
 fn newton_reusing_state_carries_exact_scores() -> TestResult {
     let mut rng = rng(91);
@@ -1479,20 +1493,7 @@ fn newton_reusing_state_carries_exact_scores() -> TestResult {
             *c *= rng.random_range(0.5..1.5);
         }
         let p = data.problem();
-        let reused = p.solve_newton_reusing(
-            warm.as_ref().map(|(beta, b)| (beta.view(), *b)),
-            1e-10,
-            100,
-            &mut state,
-        )?;
-        let fresh = p.solve_newton_reusing(None, 1e-10, 100, &mut None)?;
-        let rel = (reused.value - fresh.value).abs() / fresh.value.abs();
-        assert!(
-            rel < 1e-9,
-            "round {round}: {} vs {}",
-            reused.value,
-            fresh.value
-        );
+        let reused = reused_equals_fresh(&p, &warm, &mut state, &mut None, 1e-10, round)?;
         let carried = state
             .as_ref()
             .and_then(|s| s.scores_at(reused.beta.view(), reused.b))
