@@ -559,6 +559,23 @@ mod tests {
         }
     }
 
+    /// The same centres on 1 and 2 threads (the bounds pass, the seeding and the products all
+    /// run in parallel).
+    #[test]
+    fn kmeans_does_not_depend_on_threads() {
+        let mut unif = uniform(4242);
+        let x = Array2::from_shape_fn((3000, 8), |(i, _)| (i % 11) as f64 + 2.0 * unif());
+        let inst = Instances::Dense(x);
+        let run = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .map(|pool| pool.install(|| kmeans(&inst, 60, 20, 3)))
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(run(1), run(2));
+    }
+
     #[test]
     fn kmeans_finds_separated_clusters() {
         let mut rows = Vec::new();
