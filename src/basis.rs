@@ -231,23 +231,19 @@ impl Bounds {
                     // bound (never read) is set to 0 so that it counts once.
                     row[*a] = 0.0;
                     let t32 = t as f32 * GROW;
-                    let n_open = row
-                        .iter()
-                        .zip(&drift32)
-                        .zip(h)
-                        .filter(|&((&l, &d), &h)| (l <= (t32 + d) * GROW) & (h <= t32))
-                        .count()
-                        - 1;
+                    let is_open =
+                        |(&l, &d): (&f32, &f32), h: f32| (l <= (t32 + d) * GROW) & (h <= t32);
+                    let pairs = || row.iter().zip(&drift32).zip(h);
+                    let n_open = pairs().filter(|&(ld, &h)| is_open(ld, h)).count() - 1;
                     if n_open * 8 > k {
                         return Step::Whole;
                     }
                     open.clear();
                     if n_open > 0 {
-                        for (j, ((&l, &d), &h)) in row.iter().zip(&drift32).zip(h).enumerate() {
-                            if (l <= (t32 + d) * GROW) & (h <= t32) && j != *a {
-                                open.push(j);
-                            }
-                        }
+                        let listed = pairs()
+                            .enumerate()
+                            .filter(|&(j, (ld, &h))| is_open(ld, h) && j != *a);
+                        open.extend(listed.map(|(j, _)| j));
                     }
                     let mut t = t;
                     for &j in open.iter() {

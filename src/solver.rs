@@ -187,13 +187,17 @@ impl<'a> SquaredHinge<'a> {
         }
         let gb = dl.sum();
         let mut gbeta = kb;
-        // `X^T dl` as a sum of the rows with a nonzero derivative (contiguous rows, in order).
-        for (row, &w) in self.x.rows().into_iter().zip(dl.iter()) {
+        self.add_weighted_rows(dl.iter().copied(), &mut gbeta);
+        (value, gbeta, gb)
+    }
+
+    /// `out += X^T w` as a sum of the rows with a nonzero weight (contiguous rows, in order).
+    fn add_weighted_rows(&self, w: impl IntoIterator<Item = f64>, out: &mut Array1<f64>) {
+        for (row, w) in self.x.rows().into_iter().zip(w) {
             if w != 0.0 {
-                gbeta.scaled_add(w, &row);
+                out.scaled_add(w, &row);
             }
         }
-        (value, gbeta, gb)
     }
 
     /// The derivative `l'(y_r, f_r) = 2 (f_r - y_r)` on violated rows, 0 elsewhere (without `c_r`).
@@ -219,21 +223,16 @@ impl<'a> SquaredHinge<'a> {
                     && gbeta.len() == self.dim()
                     && old.iter().zip(&dl).filter(|(a, b)| a != b).count() * 3 <= dl.len() =>
             {
-                for (r, (&o, &w)) in old.iter().zip(&dl).enumerate() {
-                    if o != w {
-                        gbeta.scaled_add(w - o, &self.x.row(r));
-                        gb += w - o;
-                    }
+                let delta = old.iter().zip(&dl).map(|(&o, &w)| w - o);
+                self.add_weighted_rows(delta.clone(), &mut gbeta);
+                for v in delta.filter(|&v| v != 0.0) {
+                    gb += v;
                 }
                 (gbeta, gb)
             }
             _ => {
                 let mut gbeta = Array1::zeros(self.dim());
-                for (row, &w) in self.x.rows().into_iter().zip(&dl) {
-                    if w != 0.0 {
-                        gbeta.scaled_add(w, &row);
-                    }
-                }
+                self.add_weighted_rows(dl.iter().copied(), &mut gbeta);
                 (gbeta, dl.iter().sum())
             }
         };
