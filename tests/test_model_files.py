@@ -232,3 +232,21 @@ def test_rust_example_reproduces_python_decision_values(kind, n_classes, tmp_pat
     scale = np.abs(est.model_.intercept).max() + np.abs(est.model_.coef).sum(axis=1).max()
     np.testing.assert_allclose(rust, ref, rtol=1e-12, atol=1e-12 * scale)
     assert [f[1] for f in lines] == [str(c) for c in est.predict(bags)]
+
+
+FIXTURES = Path(__file__).resolve().parent / "data" / "models_v3"
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in FIXTURES.glob("*.json")))
+def test_models_written_before_still_load(name):
+    """Model files written by milsvm 0.1.0 before the one-house refactor (format 3, one per
+    estimator) load as the same estimator and give the scores they gave when they were written."""
+    ref = np.load(FIXTURES / "expected_scores.npz")
+    est = milsvm.load(FIXTURES / f"{name}.json")
+    assert type(est).__name__ == name.split("_")[0]
+    X = ref[f"{name}/X"]
+    if ref[f"{name}/sparse"]:
+        X = sp.csr_matrix(X)
+    ptr = ref[f"{name}/bag_ptr"]
+    bags = milsvm.Bags.from_instances(X, np.diff(ptr))
+    np.testing.assert_array_equal(est.decision_function(bags), ref[f"{name}/scores"])
