@@ -8,14 +8,33 @@ use ndarray::Array2;
 
 use crate::error::{invalid_data, Result};
 
-/// A compressed sparse row matrix of `f64` (the layout of `scipy.sparse.csr_matrix`).
-#[derive(Debug, Clone, PartialEq)]
+/// A compressed sparse row matrix of `f64` (the layout of `scipy.sparse.csr_matrix`). Serde
+/// reads it through [`Csr::new`], so a deserialised matrix is checked like a built one.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "CsrParts")]
 pub struct Csr {
     n_rows: usize,
     n_cols: usize,
     indptr: Vec<usize>,
     indices: Vec<usize>,
     data: Vec<f64>,
+}
+
+/// The fields of a [`Csr`] as stored, before their check.
+#[derive(serde::Deserialize)]
+struct CsrParts {
+    n_rows: usize,
+    n_cols: usize,
+    indptr: Vec<usize>,
+    indices: Vec<usize>,
+    data: Vec<f64>,
+}
+
+impl TryFrom<CsrParts> for Csr {
+    type Error = crate::error::Error;
+    fn try_from(p: CsrParts) -> Result<Csr> {
+        Csr::new(p.n_rows, p.n_cols, p.indptr, p.indices, p.data)
+    }
 }
 
 impl Csr {
@@ -143,7 +162,8 @@ impl From<Array2<f64>> for Instances {
 }
 
 /// Instance rows, dense or sparse.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Instances {
     /// A dense `n_instances x n_features` matrix.
     Dense(Array2<f64>),

@@ -25,20 +25,20 @@ use argmin::core::{CostFunction, Executor, Gradient, State, TerminationReason};
 use argmin::solver::linesearch::MoreThuenteLineSearch;
 use argmin::solver::quasinewton::LBFGS;
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
-use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::kernel::mat_vec;
 
-/// Which algorithm solves the inner squared-hinge problem.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum InnerSolver {
-    /// Exact primal Newton with active set (default: measured faster, same solution).
-    #[default]
-    Newton,
-    /// argmin's L-BFGS.
-    Lbfgs,
+crate::params::choices! {
+    /// Which algorithm solves the inner squared-hinge problem.
+    #[derive(Default)]
+    pub enum InnerSolver {
+        /// Exact primal Newton with active set (default: measured faster, same solution).
+        #[default]
+        Newton = "newton",
+        /// argmin's L-BFGS.
+        Lbfgs = "lbfgs",
+    }
 }
 
 impl InnerSolver {

@@ -15,87 +15,99 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-use crate::bags::{validate_labels, Bags, Instances};
+use crate::bags::{Bags, Instances};
 use crate::error::{invalid_param, Result};
+use crate::fit::{Fit, Prologue, Setup};
 use crate::kernel::{
     basis_gradient, basis_gradient_from_weights, cross_dots, kernel_bag_means_from_dots,
     kernel_matrix, Basis, Kernel, Rows,
 };
 use crate::model::Model;
 use crate::params::{
-    check_c, check_gamma, check_init_xv_columns, check_n_jobs, check_positive, check_relative_tol,
-    check_ridge, setter, with_threads, Observer, Progress,
+    check_columns, check_init_xv_columns, hyperparams, n_jobs_from_value, ClassWeight, ParamGuard,
+    Progress, Range,
 };
 pub use crate::params::{Gamma, KernelKind};
 use crate::solver::{InnerSolver, Solution, SquaredHinge};
 
-/// Hyperparameters of SparseMI and RSVM (builder style; validated in [`SparseMiParams::validate`],
-/// the one place where their ranges are checked for both the Rust and the Python API).
-#[derive(Debug, Clone, PartialEq)]
-pub struct SparseMiParams {
-    /// Number of expansion vectors `N_xv >= 1`.
-    pub n_xv: usize,
-    /// Loss weight `C > 0`.
-    pub c: f64,
-    /// Kernel family.
-    pub kernel: KernelKind,
-    /// Kernel width.
-    pub gamma: Gamma,
-    /// Outer iterations `t_max` (0 gives RSVM: the inner problem on the initial XVs).
-    pub max_iter: usize,
-    /// Line-search trials per outer iteration `s_max >= 1`.
-    pub max_line_search: usize,
-    /// Stop when the relative decrease of `g` in an iteration is below `tol >= 0`.
-    pub tol: f64,
-    /// Inner solver.
-    pub solver: InnerSolver,
-    /// Relative gradient tolerance of the inner solver, in (0, 1); `None`: the solver's
-    /// default ([`InnerSolver::default_tol`]).
-    pub inner_tol: Option<f64>,
-    /// Iteration cap of the inner solver.
-    pub inner_max_iter: usize,
-    /// Ridge added to the diagonal of `K_Z` (Fu et al., footnote), `>= 0`.
-    pub ridge: f64,
-    /// Seed of the random initialisation.
-    pub seed: u64,
-    /// Threads (`None`: all cores). Results do not depend on it.
-    pub n_jobs: Option<usize>,
-    /// Initial expansion vectors (`n_xv x n_features`), replacing the random choice
-    /// (direct mode only).
-    pub init_xv: Option<Array2<f64>>,
-    /// Basis-vector mode (Fu et al. 2013, section IV-E): the XVs are `Z = V B` over this many
-    /// basis vectors, and all kernel work runs in `n_basis` dimensions. For sparse,
-    /// high-dimensional instances.
-    pub n_basis: Option<usize>,
-    /// The basis vectors (`n_basis x n_features`), replacing `n_basis` random training
-    /// instances (e.g. k-means centroids).
-    pub init_basis: Option<Instances>,
-    /// Receives the objective after every outer iteration.
-    pub observer: Observer,
+hyperparams! {
+    /// Hyperparameters of SparseMI and RSVM (Fu et al. 2013, Algorithm 1; RSVM is
+    /// `max_iter = 0`): declared once, checked by [`ParamGuard::check_ref`] into
+    /// [`SparseMiValidParams`], the type the fit runs on.
+    pub struct SparseMiParams => SparseMiValidParams {
+        /// Number of expansion vectors `N_xv`.
+        n_xv: usize = 10, check Range::AtLeast(1);
+        /// Loss weight `C` of the squared hinge (eq. 9).
+        c as "C": f64 = 1.0, check Range::Positive;
+        /// Kernel family.
+        kernel: KernelKind = KernelKind::Rbf;
+        /// Kernel width (Gaussian kernel only).
+        gamma: Gamma = Gamma::Scale, check Range::Positive;
+        /// Per-class loss weights: bag `i` of a binary problem costs `C w_i`.
+        class_weight: ClassWeight = ClassWeight::Uniform;
+        /// Outer iterations `t_max` (0 gives RSVM: the inner problem on the initial XVs).
+        max_iter: usize = 50;
+        /// Line-search trials per outer iteration `s_max`.
+        max_line_search: usize = 10, check Range::AtLeast(1);
+        /// Stop when the relative decrease of `g` in an outer iteration is below `tol`.
+        tol: f64 = 1e-6, check Range::NonNegative;
+        /// Inner solver.
+        solver: InnerSolver = InnerSolver::Newton;
+        /// Relative gradient tolerance of the inner solver (`None`: the solver's default,
+        /// [`InnerSolver::default_tol`]).
+        inner_tol: Option<f64> = None, check Range::Open01;
+        /// Iteration cap of the inner solver.
+        inner_max_iter: usize = 1000, check Range::AtLeast(1);
+        /// Ridge added to the diagonal of `K_Z` (Fu et al., footnote).
+        ridge: f64 = 1e-8, check Range::NonNegative;
+        /// Seed of the random initialisation.
+        seed: u64 = 0;
+        /// Threads (`None`: all cores). Results do not depend on it.
+        n_jobs: Option<usize> = None, check Range::AtLeast(1), via n_jobs_from_value;
+        /// Initial expansion vectors (`n_xv x n_features`), replacing the random choice
+        /// (direct mode only).
+        init_xv: Option<Array2<f64>> = None;
+        /// Basis-vector mode (Fu et al. 2013, section IV-E): the XVs are `Z = V B` over this
+        /// many basis vectors, and all kernel work runs in `n_basis` dimensions. For sparse,
+        /// high-dimensional instances.
+        n_basis: Option<usize> = None, check Range::AtLeast(1);
+        /// The basis vectors (`n_basis x n_features`), replacing `n_basis` random training
+        /// instances (e.g. k-means centroids).
+        init_basis: Option<Instances> = None;
+    }
+    cross_check check_together;
 }
 
-impl Default for SparseMiParams {
-    fn default() -> Self {
-        Self {
-            n_xv: 10,
-            c: 1.0,
-            kernel: KernelKind::Rbf,
-            gamma: Gamma::Scale,
-            max_iter: 50,
-            max_line_search: 10,
-            tol: 1e-6,
-            solver: InnerSolver::Newton,
-            inner_tol: None,
-            inner_max_iter: 1000,
-            ridge: 1e-8,
-            seed: 0,
-            n_jobs: None,
-            init_xv: None,
-            n_basis: None,
-            init_basis: None,
-            observer: Observer::default(),
+/// The checks across fields: the given starting points match `n_xv` / `n_basis`, and the
+/// starting points of one mode are not given with the other.
+fn check_together(p: &SparseMiValidParams) -> Result<()> {
+    if let Some(b) = &p.init_basis {
+        if Some(b.n_rows()) != p.n_basis {
+            return Err(invalid_param(format!(
+                "init_basis has {} rows, n_basis is {:?}",
+                b.n_rows(),
+                p.n_basis
+            )));
         }
     }
+    if p.init_xv.is_some() && p.n_basis.is_some() {
+        return Err(invalid_param(
+            "init_xv applies to direct mode; with n_basis give init_basis instead",
+        ));
+    }
+    if let Some(z) = &p.init_xv {
+        if z.nrows() != p.n_xv {
+            return Err(invalid_param(format!(
+                "init_xv has {} rows, n_xv is {}",
+                z.nrows(),
+                p.n_xv
+            )));
+        }
+        if z.iter().any(|v| !v.is_finite()) {
+            return Err(invalid_param("init_xv has a non-finite value"));
+        }
+    }
+    Ok(())
 }
 
 /// A fitted SparseMI / RSVM model with its training record.
@@ -116,102 +128,19 @@ pub struct SparseMiFit {
 }
 
 impl SparseMiParams {
-    /// Default parameters (`n_xv = 10, C = 1, gamma = scale, t_max = 50, s_max = 10`).
-    pub fn new() -> Self {
-        Self::default()
-    }
     /// RSVM defaults: random expansion vectors, no outer iterations.
     pub fn rsvm() -> Self {
-        Self {
-            max_iter: 0,
-            ..Self::default()
-        }
+        Self::new().max_iter(0)
     }
-    setter!(/// Sets `n_xv`.
-        n_xv: usize);
-    setter!(/// Sets `C`.
-        c: f64);
-    setter!(/// Sets the kernel family.
-        kernel: KernelKind);
-    setter!(/// Sets the kernel width.
-        gamma: Gamma);
-    setter!(/// Sets `t_max`.
-        max_iter: usize);
-    setter!(/// Sets `s_max`.
-        max_line_search: usize);
-    setter!(/// Sets the outer tolerance.
-        tol: f64);
-    setter!(/// Sets the inner solver.
-        solver: InnerSolver);
-    setter!(/// Sets the inner tolerance.
-        inner_tol: Option<f64>);
-    setter!(/// Sets the random seed.
-        seed: u64);
-    setter!(/// Sets the thread count.
-        n_jobs: Option<usize>);
-    setter!(/// Sets initial expansion vectors.
-        init_xv: Option<Array2<f64>>);
-    setter!(/// Sets the number of basis vectors (basis-vector mode).
-        n_basis: Option<usize>);
-    setter!(/// Sets the basis vectors (basis-vector mode).
-        init_basis: Option<Instances>);
-    setter!(/// Sets the progress observer.
-        observer: Observer);
+}
 
-    /// Checks every hyperparameter; the error names the parameter and its allowed range.
-    pub fn validate(&self) -> Result<()> {
-        check_positive("n_xv", self.n_xv)?;
-        check_c(self.c)?;
-        check_gamma(self.gamma)?;
-        check_positive("max_line_search", self.max_line_search)?;
-        if !(self.tol.is_finite() && self.tol >= 0.0) {
-            return Err(invalid_param(format!(
-                "tol must be a finite number >= 0, got {}",
-                self.tol
-            )));
-        }
-        check_relative_tol("inner_tol", self.inner_tol)?;
-        check_positive("inner_max_iter", self.inner_max_iter)?;
-        check_ridge(self.ridge)?;
-        check_n_jobs(self.n_jobs)?;
-        if self.n_basis == Some(0) {
-            return Err(invalid_param("n_basis must be None or an integer >= 1"));
-        }
-        if let Some(b) = &self.init_basis {
-            if Some(b.n_rows()) != self.n_basis {
-                return Err(invalid_param(format!(
-                    "init_basis has {} rows, n_basis is {:?}",
-                    b.n_rows(),
-                    self.n_basis
-                )));
-            }
-        }
-        if self.init_xv.is_some() && self.n_basis.is_some() {
-            return Err(invalid_param(
-                "init_xv applies to direct mode; with n_basis give init_basis instead",
-            ));
-        }
-        if let Some(z) = &self.init_xv {
-            if z.nrows() != self.n_xv {
-                return Err(invalid_param(format!(
-                    "init_xv has {} rows, n_xv is {}",
-                    z.nrows(),
-                    self.n_xv
-                )));
-            }
-            if z.iter().any(|v| !v.is_finite()) {
-                return Err(invalid_param("init_xv has a non-finite value"));
-            }
-        }
-        Ok(())
-    }
+impl Fit for SparseMiValidParams {
+    type Output = SparseMiFit;
 
     /// Fits SparseMI (or RSVM when `max_iter = 0`) on bags with class indices `0..n_classes`.
     /// Two classes give one problem (class 1 positive); more give one-vs-rest problems that
     /// share the expansion vectors.
-    pub fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<SparseMiFit> {
-        self.validate()?;
-        let n_classes = validate_labels(bags, labels)?;
+    fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<SparseMiFit> {
         if let (Some(q), None) = (self.n_basis, &self.init_basis) {
             if q > bags.n_instances() {
                 return Err(invalid_param(format!(
@@ -220,15 +149,7 @@ impl SparseMiParams {
                 )));
             }
         }
-        if let Some(b) = &self.init_basis {
-            if b.n_features() != bags.n_features() {
-                return Err(invalid_param(format!(
-                    "init_basis has {} features, the bags have {}",
-                    b.n_features(),
-                    bags.n_features()
-                )));
-            }
-        }
+        check_columns("init_basis", self.init_basis.as_ref(), bags.n_features())?;
         if self.n_xv > bags.n_instances() && self.init_xv.is_none() && self.n_basis.is_none() {
             return Err(invalid_param(format!(
                 "n_xv ({}) exceeds the number of training instances ({})",
@@ -237,13 +158,20 @@ impl SparseMiParams {
             )));
         }
         check_init_xv_columns(self.init_xv.as_ref(), bags)?;
-        with_threads(self.n_jobs, || self.fit_impl(bags, labels, n_classes))?
+        Prologue {
+            n_jobs: self.n_jobs,
+            class_weight: Some(&self.class_weight),
+            observer: &self.observer,
+        }
+        .run(bags, labels, |setup| self.fit_impl(setup))
     }
+}
 
-    fn fit_impl(&self, bags: &Bags, labels: &[usize], n_classes: usize) -> Result<SparseMiFit> {
-        let gamma = self.gamma.resolve(bags.instances());
-        let kernel = self.kernel.with_gamma(gamma);
+impl SparseMiValidParams {
+    fn fit_impl(&self, setup: &Setup) -> Result<SparseMiFit> {
+        let bags = setup.bags;
         let x = bags.instances();
+        let (kernel, gamma) = self.kernel.resolve(self.gamma, x);
         let norms = x.sq_norms();
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
         let (basis, point, history, initial_xv, xv) = match self.n_basis {
@@ -256,8 +184,7 @@ impl SparseMiParams {
                     }
                 };
                 let rows = Rows::from(x);
-                let objective =
-                    Objective::new(self, kernel, rows, norms, bags.bag_ptr(), labels, n_classes);
+                let objective = Objective::new(self, kernel, rows, norms, setup);
                 let (basis, point, history) =
                     descend(self, &objective, Basis::direct(initial_xv.clone()))?;
                 let xv = basis.v.clone();
@@ -278,15 +205,7 @@ impl SparseMiParams {
                     let s = r.sum();
                     r /= s.max(f64::MIN_POSITIVE);
                 }
-                let objective = Objective::new(
-                    self,
-                    kernel,
-                    Rows::Dense(p.view()),
-                    norms,
-                    bags.bag_ptr(),
-                    labels,
-                    n_classes,
-                );
+                let objective = Objective::new(self, kernel, Rows::Dense(p.view()), norms, setup);
                 let project = |v: Array2<f64>| Basis::projected(v, g.view());
                 let (basis, point, history) =
                     descend_with(self, &objective, project(v0.clone()), project)?;
@@ -304,7 +223,7 @@ impl SparseMiParams {
                 xv,
                 coef,
                 intercept,
-                n_classes,
+                setup.n_classes,
                 crate::model::Pooling::Mean,
             ),
             initial_xv,
@@ -334,9 +253,9 @@ pub(crate) struct Objective<'a> {
     bag_ptr: &'a [usize],
     /// Targets in {-1,+1} per problem (one problem when binary).
     targets: Vec<Vec<f64>>,
-    /// `C` per bag.
-    costs: Vec<f64>,
-    params: &'a SparseMiParams,
+    /// `C w_i` per problem and bag (`w_i` the class weight of bag `i` in that problem).
+    costs: Vec<Vec<f64>>,
+    params: &'a SparseMiValidParams,
 }
 
 /// `g` and everything needed for its gradient at one basis.
@@ -351,35 +270,27 @@ pub(crate) struct Point {
 
 impl<'a> Objective<'a> {
     fn new(
-        params: &'a SparseMiParams,
+        params: &'a SparseMiValidParams,
         kernel: Kernel,
         rows: Rows<'a>,
         row_norms: Vec<f64>,
-        bag_ptr: &'a [usize],
-        labels: &[usize],
-        n_classes: usize,
+        setup: &Setup<'a>,
     ) -> Self {
-        let problems: Vec<usize> = if n_classes == 2 {
-            vec![1]
-        } else {
-            (0..n_classes).collect()
-        };
-        let targets = problems
-            .iter()
-            .map(|&c| {
-                labels
-                    .iter()
-                    .map(|&l| if l == c { 1.0 } else { -1.0 })
-                    .collect()
+        let (targets, costs) = setup
+            .problems()
+            .into_iter()
+            .map(|p| {
+                let costs = p.weights.iter().map(|w| params.c * w).collect();
+                (p.targets, costs)
             })
-            .collect();
+            .unzip();
         Self {
             kernel,
             rows,
             row_norms,
-            bag_ptr,
+            bag_ptr: setup.bags.bag_ptr(),
             targets,
-            costs: vec![params.c; labels.len()],
+            costs,
             params,
         }
     }
@@ -413,7 +324,7 @@ impl<'a> Objective<'a> {
                     k: k_reg.view(),
                     x: m.view(),
                     y,
-                    c: &self.costs,
+                    c: &self.costs[c],
                     c_opp: &[],
                 };
                 let w = warm.map(|w| (w[c].beta.view(), w[c].b));
@@ -451,12 +362,12 @@ impl<'a> Objective<'a> {
         let nb = basis.len();
         let mut a_x = Array2::<f64>::zeros((n, nb));
         let mut a_z = Array2::<f64>::zeros((nb, nb));
-        for (sol, y) in p.sols.iter().zip(&self.targets) {
+        for ((sol, y), costs) in p.sols.iter().zip(&self.targets).zip(&self.costs) {
             let f = p.m.dot(&sol.beta) + sol.b;
             for i in 0..f.len() {
                 if y[i] * f[i] < 1.0 {
                     let (lo, hi) = (self.bag_ptr[i], self.bag_ptr[i + 1]);
-                    let a = self.costs[i] * 2.0 * (f[i] - y[i]) / (hi - lo) as f64;
+                    let a = costs[i] * 2.0 * (f[i] - y[i]) / (hi - lo) as f64;
                     for mut row in a_x.slice_mut(ndarray::s![lo..hi, ..]).rows_mut() {
                         row.scaled_add(a, &sol.beta);
                     }
@@ -503,7 +414,7 @@ fn mean_pairwise_distance(basis: &Basis) -> f64 {
 /// (up to `s_max` trials), doubling after a first-trial success, the step carried over between
 /// iterations. Returns the final basis, its point and the history of `g`.
 pub(crate) fn descend(
-    params: &SparseMiParams,
+    params: &SparseMiValidParams,
     objective: &Objective,
     basis0: Basis,
 ) -> Result<(Basis, Point, Vec<f64>)> {
@@ -512,7 +423,7 @@ pub(crate) fn descend(
 
 /// [`descend`] with a custom map from coordinates to a basis (basis-vector mode).
 pub(crate) fn descend_with(
-    params: &SparseMiParams,
+    params: &SparseMiValidParams,
     objective: &Objective,
     basis0: Basis,
     make: impl Fn(Array2<f64>) -> Basis,
@@ -526,6 +437,7 @@ pub(crate) fn descend_with(
     }
     let mut step = f64::NAN;
     for _ in 0..params.max_iter {
+        params.observer.check()?;
         let grad = objective.gradient(&basis, &point);
         if grad.iter().all(|&g| g == 0.0) || !grad.iter().all(|g| g.is_finite()) {
             break;
@@ -545,6 +457,7 @@ pub(crate) fn descend_with(
         let grad_dots = objective.dots(grad.view());
         let mut accepted = None;
         for s in 1..=params.max_line_search {
+            params.observer.check()?;
             let candidate = make(&basis.v - &(&grad * step));
             let dots = ndarray::Zip::from(&point.dots)
                 .and(&grad_dots)
@@ -585,23 +498,19 @@ pub fn objective_and_gradient(
     labels: &[usize],
     z: Array2<f64>,
 ) -> Result<(f64, Array2<f64>)> {
-    params.validate()?;
-    let n_classes = validate_labels(bags, labels)?;
-    let gamma = params.gamma.resolve(bags.instances());
-    let kernel = params.kernel.with_gamma(gamma);
-    let x = bags.instances();
-    let rows = Rows::from(x);
-    let objective = Objective::new(
-        params,
-        kernel,
-        rows,
-        x.sq_norms(),
-        bags.bag_ptr(),
-        labels,
-        n_classes,
-    );
-    let basis = Basis::direct(z);
-    let point = objective.evaluate(&basis, None, None)?;
-    let grad = objective.gradient(&basis, &point);
-    Ok((point.value, grad))
+    let params = params.check_ref()?;
+    Prologue {
+        n_jobs: params.n_jobs,
+        class_weight: Some(&params.class_weight),
+        observer: &params.observer,
+    }
+    .run(bags, labels, |setup| {
+        let x = bags.instances();
+        let (kernel, _) = params.kernel.resolve(params.gamma, x);
+        let objective = Objective::new(params, kernel, Rows::from(x), x.sq_norms(), setup);
+        let basis = Basis::direct(z);
+        let point = objective.evaluate(&basis, None, None)?;
+        let grad = objective.gradient(&basis, &point);
+        Ok((point.value, grad))
+    })
 }

@@ -23,10 +23,10 @@ def sparse_problem(seed=0, n_bags=30, d=200):
 
 def core_fit(bags, y, **kw):
     b = Bags.from_instances(sp.vstack(bags).tocsr() if sp.issparse(bags[0]) else np.concatenate(bags), [x.shape[0] for x in bags])
-    args = dict(n_xv=3, c=5.0, kernel="rbf", gamma=0.5, max_iter=10, max_line_search=10, tol=0.0,
-                solver="newton", seed=0, n_jobs=None)
-    args.update(kw)
-    return _core.fit_sparse_mi(b.core_instances(), b.bag_ptr, np.asarray(y, dtype=np.int64), **args)
+    params = dict(n_xv=3, C=5.0, kernel="rbf", gamma=0.5, max_iter=10, max_line_search=10, tol=0.0,
+                  solver="newton", seed=0, n_jobs=None)
+    params.update(kw)
+    return _core.fit_sparse_mi(b.core_instances(), b.bag_ptr, np.asarray(y, dtype=np.int64), params)
 
 
 def test_identity_basis_reproduces_direct_mode():
@@ -34,9 +34,9 @@ def test_identity_basis_reproduces_direct_mode():
     bags, y = random_bags(1, n_bags=12, d=4)
     eye = np.eye(4)
     bv = core_fit(bags, y, n_basis=4, init_basis=eye)
-    direct = core_fit(bags, y, init_xv=bv["initial_xv"])
-    np.testing.assert_allclose(bv["objective_history"], direct["objective_history"], rtol=1e-9)
-    np.testing.assert_allclose(bv["model"].xv, direct["model"].xv, rtol=1e-7, atol=1e-9)
+    direct = core_fit(bags, y, init_xv=bv.initial_xv)
+    np.testing.assert_allclose(bv.objective_history, direct.objective_history, rtol=1e-9)
+    np.testing.assert_allclose(bv.model.xv, direct.model.xv, rtol=1e-7, atol=1e-9)
 
 
 def test_all_instances_as_basis_gives_the_direct_objective_at_the_same_start():
@@ -44,12 +44,12 @@ def test_all_instances_as_basis_gives_the_direct_objective_at_the_same_start():
     bags, y = random_bags(2, n_bags=10, d=3)
     X = np.concatenate(bags)
     bv = core_fit(bags, y, n_basis=len(X), init_basis=X, max_iter=0)
-    direct = core_fit(bags, y, init_xv=bv["initial_xv"], max_iter=0)
-    assert bv["objective_history"][0] == pytest.approx(direct["objective_history"][0], rel=1e-9)
+    direct = core_fit(bags, y, init_xv=bv.initial_xv, max_iter=0)
+    assert bv.objective_history[0] == pytest.approx(direct.objective_history[0], rel=1e-9)
     # and with iterations the BV descent decreases g as well
     bv_fit = core_fit(bags, y, n_basis=len(X), init_basis=X, max_iter=10)
-    assert np.all(np.diff(bv_fit["objective_history"]) <= 0)
-    assert bv_fit["objective_history"][-1] < bv_fit["objective_history"][0]
+    assert np.all(np.diff(bv_fit.objective_history) <= 0)
+    assert bv_fit.objective_history[-1] < bv_fit.objective_history[0]
 
 
 def test_sparse_bv_mode_fits_predicts_and_keeps_xv_sparse():

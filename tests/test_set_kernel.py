@@ -210,17 +210,18 @@ def test_lemma1_mi_kernel_is_the_label_mean_svm_over_all_instances(seed):
     gamma, C = 0.5, 1.0
     B = milsvm.as_bags(bags)
     X = B.X
-    out = _core.fit_sparse_mi(X, B.bag_ptr, y.astype(np.int64), n_xv=len(X), c=C, kernel="rbf", gamma=gamma, max_iter=0,
-                              max_line_search=1, tol=0.0, solver="newton", seed=0, n_jobs=None, init_xv=X)
-    dense = out["model"].decision_function(X, B.bag_ptr)[:, 0]
+    out = _core.fit_sparse_mi(X, B.bag_ptr, y.astype(np.int64),
+                              dict(n_xv=len(X), C=C, kernel="rbf", gamma=gamma, max_iter=0, max_line_search=1, tol=0.0,
+                                   solver="newton", seed=0, n_jobs=None, init_xv=X))
+    dense = out.model.decision_function(X, B.bag_ptr)[:, 0]
     clf = MIKernel(C=C, gamma=gamma).fit(bags, y)
     np.testing.assert_allclose(clf.decision_function(bags), dense, atol=1e-6)
-    assert clf.intercept_ == pytest.approx(float(out["model"].intercept[0]), abs=1e-6)
-    assert clf.objective_[0] == pytest.approx(out["objective_history"][0], rel=1e-6)
+    assert clf.intercept_ == pytest.approx(float(out.model.intercept[0]), abs=1e-6)
+    assert clf.objective_[0] == pytest.approx(out.objective_history[0], rel=1e-6)
     # and on new bags
     new, _ = random_bags(seed + 10, n_bags=5, d=2)
     N = milsvm.as_bags(new)
-    dn = out["model"].decision_function(N.X, N.bag_ptr)[:, 0]
+    dn = out.model.decision_function(N.X, N.bag_ptr)[:, 0]
     np.testing.assert_allclose(clf.decision_function(new), dn, atol=1e-6)
 
 

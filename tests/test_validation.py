@@ -67,7 +67,7 @@ def test_labels():
     ({"n_xv": 0}, "n_xv must be an integer >= 1"),
     ({"n_xv": -3}, "n_xv must be a non-negative integer"),
     ({"n_xv": 1000}, "n_xv .* exceeds the number of training instances"),
-    ({"gamma": -0.5}, "gamma must be 'scale' or a finite number > 0"),
+    ({"gamma": -0.5}, "gamma must be 'scale', 'median' or a finite number > 0"),
     ({"gamma": "auto"}, "gamma must be 'scale'"),
     ({"max_line_search": 0}, "max_line_search must be an integer >= 1"),
     ({"tol": -1.0}, "tol must be a finite number >= 0"),

@@ -1,17 +1,22 @@
 """milsvm: multiple-instance support vector machines, with a Rust core.
 
 Estimators follow scikit-learn's conventions and take a list of bags (2-D arrays, one per
-bag, or scipy sparse matrices) or a :class:`Bags` container as ``X``.
+bag, or scipy sparse matrices) or a :class:`Bags` container as ``X``. Every estimator class
+registers itself when its family module is imported below; ``__all__`` lists them from the
+registry (:mod:`milsvm._registry`).
 """
 
 from ._bags import Bags, as_bags
 from ._core import __version__
-from .preprocessing import BagStandardScaler
 from ._model import Model, load
-from .sparse_mi import RSVM, SparseMI
-from .set_kernel import NSK, MIKernel, ReducedSet, sMIL
-from .annealing import ALPSVM, ALSVM, AWSVM, MISVM, miSVM
-from .convex_combination import SVMCC
-from .one_class import OneClassMISVM
+from .preprocessing import BagStandardScaler
 
-__all__ = ["Bags", "as_bags", "BagStandardScaler", "SparseMI", "RSVM", "MIKernel", "ReducedSet", "NSK", "sMIL", "ALSVM", "AWSVM", "ALPSVM", "miSVM", "MISVM", "SVMCC", "OneClassMISVM", "Model", "load", "__version__"]
+# The estimator families: importing a module registers its estimators.
+from .sparse_mi import *  # noqa: F401,F403
+from .set_kernel import *  # noqa: F401,F403
+from .annealing import *  # noqa: F401,F403
+from .convex_combination import *  # noqa: F401,F403
+from .one_class import *  # noqa: F401,F403
+from ._registry import ESTIMATORS as _ESTIMATORS
+
+__all__ = ["Bags", "as_bags", "BagStandardScaler", *_ESTIMATORS, "Model", "load", "__version__"]

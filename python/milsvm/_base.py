@@ -1,84 +1,48 @@
-"""What every milsvm estimator shares: label encoding, parameter coercion, the sklearn contract.
+"""What every milsvm estimator shares: one base class with the one ``fit``, and the mixin for
+what several share (the expansion-vector attributes).
 
-Hyperparameter *ranges* are checked in one place, the Rust core (``SparseMiParams::validate``
-and its siblings), whose messages are raised here as ``ValueError``. This module only converts
-Python values to the core's types, raising ``TypeError`` that names the parameter.
+:class:`MILClassifier` is the base of every estimator. Its ``fit`` is a template: convert the
+bags, encode the labels, build the core's parameters, run the core's fit (progress, Ctrl-C),
+then install the compiled model and the fit record, and warn once if a loop stopped at its cap.
+A family module declares per estimator only what differs:
+
+* ``_core_fit``: the name of the binding in ``milsvm._core`` (its Rust builder parses and checks
+  every parameter: names as the estimator spells them, ranges in one place);
+* ``_core_fixed``: parameters the class fixes (``{"method": "al"}``);
+* ``_fitted(fit, bags, binary)``: the family's fitted attributes from the core's typed result;
+* optionally ``_core_params`` (parameters that need Python first, such as ``random_state``
+  into a seed, done here, or SparseMI's ``init="kmeans"``), ``_progress_unit``,
+  ``_multiclass``, ``_poolings``, ``_info_attrs``.
+
+Subclasses register themselves (:mod:`milsvm._registry`) when they name a ``_core_fit`` and
+their name does not start with ``_``.
+
+The meaning of the shared parameter names is one: ``max_iter`` and ``tol`` are the cap and the
+tolerance of an estimator's *outer* loop; the settings of an inner solver are ``inner_tol`` and
+``inner_max_iter``.
 """
 
 from __future__ import annotations
 
 import numbers
+import time
+import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 
+from . import _core, _registry
 from ._bags import as_bags
+from ._model import CompiledModelMixin
+from ._progress import FitProgress
 
-__all__ = [
-    "MIClassifierMixin", "BaseEstimator", "as_float", "as_int", "as_choice", "as_gamma", "as_gamma_or_rule",
-    "as_class_weight", "as_n_jobs", "seed_of", "FitProgress",
-]
-
-
-def as_float(name, value):
-    """``value`` as a float, or ``TypeError`` naming the parameter."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
-    return float(value)
-
-
-def as_int(name, value):
-    """``value`` as an int, or ``TypeError`` naming the parameter."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
-    return int(value)
-
-
-def as_choice(name, value, choices):
-    """``value`` if it is one of ``choices``, else ``ValueError`` listing them."""
-    if not isinstance(value, str) or value not in choices:
-        allowed = ", ".join(repr(c) for c in choices)
-        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
-    return value
-
-
-def as_gamma(value):
-    """``None`` for ``"scale"``, else the float width (its range is checked by the core)."""
-    if isinstance(value, str):
-        if value != "scale":
-            raise ValueError(f"gamma must be 'scale' or a float > 0, got {value!r}")
-        return None
-    return as_float("gamma", value)
-
-
-def as_gamma_or_rule(value):
-    """``"scale"``, ``"median"`` or a float for the core (its range is checked there), for the
-    estimators whose core takes the width rule by name."""
-    if isinstance(value, str):
-        return as_choice("gamma", value, ("scale", "median"))
-    return as_float("gamma", value)
-
-
-def as_class_weight(class_weight, classes):
-    """``None``, ``"balanced"`` or one weight per class index from a dict keyed by label."""
-    if class_weight is None or (isinstance(class_weight, str) and class_weight == "balanced"):
-        return class_weight
-    if isinstance(class_weight, str):
-        raise ValueError(f"class_weight must be None, 'balanced' or a dict {{label: weight}}, got {class_weight!r}")
-    if not isinstance(class_weight, dict):
-        raise TypeError(f"class_weight must be None, 'balanced' or a dict, got {type(class_weight).__name__}")
-    unknown = [k for k in class_weight if k not in set(classes.tolist())]
-    if unknown:
-        raise ValueError(f"class_weight names labels that are not in y: {unknown!r} (classes: {classes.tolist()!r})")
-    return [as_float(f"class_weight[{c!r}]", class_weight.get(c, 1.0)) for c in classes.tolist()]
-
-
-def as_n_jobs(value):
-    """``None`` (all cores) or an int; -1 also means all cores."""
-    return None if value is None else as_int("n_jobs", value)
+__all__ = ["MILClassifier", "ExpansionVectorsMixin", "seed_of", "class_weight_vector", "encode_labels",
+           "per_problem"]
 
 
 def seed_of(random_state):
@@ -86,33 +50,176 @@ def seed_of(random_state):
     return int(check_random_state(random_state).randint(0, 2**31 - 1))
 
 
-class MIClassifierMixin(ClassifierMixin):
-    """Label handling and prediction for bag classifiers with a ``decision_function``.
+def class_weight_vector(class_weight, classes):
+    """``None``, ``"balanced"`` or one weight per class index from a dict keyed by label (labels
+    left out weigh 1); other values pass through for the core to refuse."""
+    if not isinstance(class_weight, dict):
+        return class_weight
+    unknown = [k for k in class_weight if k not in set(classes.tolist())]
+    if unknown:
+        raise ValueError(f"class_weight names labels that are not in y: {unknown!r} (classes: {classes.tolist()!r})")
+    out = []
+    for c in classes.tolist():
+        w = class_weight.get(c, 1.0)
+        if isinstance(w, bool) or not isinstance(w, numbers.Real):
+            raise TypeError(f"class_weight[{c!r}] must be a real number, got {w!r} ({type(w).__name__})")
+        out.append(float(w))
+    return out
+
+
+def encode_labels(y, n_bags, *, multiclass, name):
+    """``(classes, class index per bag)`` of the labels ``y``, with the refusals of every fit:
+    not 1-D, not one per bag, non-finite, not class labels, one class only, or more than two for
+    a binary-only estimator (``name`` in the message)."""
+    y = np.asarray(y)
+    if y.ndim != 1:
+        y = np.ravel(y) if y.ndim == 2 and 1 in y.shape else y
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D (one label per bag), got shape {y.shape}")
+    if len(y) != n_bags:
+        raise ValueError(f"y has {len(y)} labels for {n_bags} bags")
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        raise ValueError("y has a non-finite label (NaN or infinity)")
+    kind = type_of_target(y)
+    if kind not in ("binary", "multiclass"):
+        raise ValueError(f"y must hold class labels (binary or multi-class), got target type {kind!r}")
+    classes, encoded = np.unique(y, return_inverse=True)
+    if len(classes) < 2:
+        raise ValueError(f"y holds a single class ({classes[0]!r}); at least two classes are needed")
+    if len(classes) > 2 and not multiclass:
+        raise ValueError(f"{name} is binary, but y holds {len(classes)} classes")
+    return classes, encoded.astype(np.int64)
+
+
+def per_problem(values, binary, convert=np.asarray):
+    """A per-binary-problem record as a fitted attribute: the one value of a binary fit,
+    converted by ``convert``, or the list (``convert=list``) / array of every one-vs-rest
+    problem's values."""
+    values = list(values)
+    if binary:
+        return convert(values[0])
+    return [convert(v) for v in values] if convert is not np.asarray else np.asarray(values)
+
+
+class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
+    """Base of every milsvm estimator: the template ``fit``, prediction through the compiled
+    model (``decision_function``, ``predict``, ``instance_decision_function``,
+    ``predict_instances``, ``decision_function_bag``), ``score``, ``save`` (see the module
+    docs).
 
     Binary problems accept any two labels; ``classes_[1]`` is the positive class (score > 0).
-    Multi-class problems predict the class of the largest score.
+    Multi-class problems are one-vs-rest and predict the class of the largest score.
     """
 
-    def _encode_labels(self, y, n_bags, *, multiclass):
-        y = np.asarray(y)
-        if y.ndim != 1:
-            y = np.ravel(y) if y.ndim == 2 and 1 in y.shape else y
-        if y.ndim != 1:
-            raise ValueError(f"y must be 1-D (one label per bag), got shape {y.shape}")
-        if len(y) != n_bags:
-            raise ValueError(f"y has {len(y)} labels for {n_bags} bags")
-        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-            raise ValueError("y has a non-finite label (NaN or infinity)")
-        kind = type_of_target(y)
-        if kind not in ("binary", "multiclass"):
-            raise ValueError(f"y must hold class labels (binary or multi-class), got target type {kind!r}")
-        classes, encoded = np.unique(y, return_inverse=True)
-        if len(classes) < 2:
-            raise ValueError(f"y holds a single class ({classes[0]!r}); at least two classes are needed")
-        if len(classes) > 2 and not multiclass:
-            raise ValueError(f"{type(self).__name__} is binary, but y holds {len(classes)} classes")
-        self.classes_ = classes
-        return encoded.astype(np.int64)
+    #: The fit binding in ``milsvm._core``.
+    _core_fit = None
+    #: Core parameters the class fixes.
+    _core_fixed = {}
+    #: Constructor parameters the core does not take.
+    _python_only = ("verbose",)
+    #: Whether more than two classes are fitted one-vs-rest (else refused).
+    _multiclass = True
+    #: What one reported step is ("iteration", "step", "round"); None: no progress reports.
+    _progress_unit = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("_core_fit", cls._core_fit) and not cls.__name__.startswith("_"):
+            _registry.register(cls)
+
+    # ----------------------------------------------------------------------------------------
+    # The template fit
+    # ----------------------------------------------------------------------------------------
+
+    def fit(self, bags, y):
+        """Fit on bags and one label per bag.
+
+        Parameters
+        ----------
+        bags : list of array-like / scipy sparse matrices, or Bags
+            One ``(n_instances, n_features)`` matrix per bag.
+        y : array-like of shape (n_bags,)
+            Two labels (any values; ``classes_[1]`` is positive), or more for one-vs-rest where
+            the estimator supports it.
+
+        Returns
+        -------
+        self
+            Fitted. An interrupted fit (``KeyboardInterrupt``, raised within about a second of
+            Ctrl-C) leaves the estimator as it was.
+        """
+        verbose = getattr(self, "verbose", 0)
+        if isinstance(verbose, bool) or not isinstance(verbose, numbers.Integral):
+            raise TypeError(f"verbose must be an integer, got {verbose!r} ({type(verbose).__name__})")
+        bags = as_bags(bags)
+        name = type(self).__name__
+        classes, labels = encode_labels(y, len(bags), multiclass=self._multiclass, name=name)
+        params = self._core_params(bags, classes, labels)
+        n_problems = 1 if len(classes) == 2 else len(classes)
+        total = self._progress_total(params) * n_problems
+        start = time.perf_counter()
+        with FitProgress(name, int(verbose), self._progress_unit, total) as progress:
+            fit = getattr(_core, self._core_fit)(bags.core_instances(), bags.bag_ptr, labels, params,
+                                                 progress.callback())
+        state = {"classes_": classes, "model_": fit.model, "gamma_": float(fit.gamma)}
+        state.update(self._fitted(fit, bags, len(classes) == 2))
+        state["fit_time_"] = time.perf_counter() - start
+        state["n_features_in_"] = state["model_"].n_features
+        self.__dict__.update(state)
+        self._warn_unconverged(fit)
+        if verbose:
+            print(f"[{name}] {self._fit_summary()}, {self.fit_time_:.3f} s")
+        return self
+
+    def _core_params(self, bags, classes, labels):
+        """The core's parameters: every constructor parameter under its own name (the core's
+        builder parses and checks it), ``random_state`` as ``seed``, ``class_weight`` by class
+        index, plus ``_core_fixed``."""
+        params = dict(self._core_fixed)
+        for key, value in self.get_params(deep=False).items():
+            if key in self._python_only:
+                continue
+            if key == "random_state":
+                params["seed"] = seed_of(value)
+            elif key == "class_weight":
+                params[key] = class_weight_vector(value, classes)
+            else:
+                params[key] = value
+        return params
+
+    def _progress_total(self, params):
+        """The cap on reported steps of one binary problem (a progress bar's length)."""
+        cap = params.get("max_iter", 0)
+        return cap if isinstance(cap, numbers.Integral) and cap > 0 else 0
+
+    def _fitted(self, fit, bags, binary):
+        """The family's fitted attributes from the core's result ``fit`` (model, gamma,
+        classes, fit time and width are set by ``fit``)."""
+        return {}
+
+    def _warn_unconverged(self, fit):
+        """One ``ConvergenceWarning`` per loop that stopped at its cap: the outer loop
+        (``converged_``) and an inner solver (the result's ``inner_converged``)."""
+        name = type(self).__name__
+        if not getattr(self, "converged_", True):
+            cap = getattr(self, "max_iter", None)
+            where = f"max_iter={cap}" if cap is not None else "its iteration cap"
+            warnings.warn(f"{name} stopped at {where} before its stopping rule was met; the model of the last "
+                          "iteration is kept", ConvergenceWarning, stacklevel=3)
+        if not getattr(fit, "inner_converged", True):
+            warnings.warn(f"{name}: an inner solve stopped at its iteration cap (inner_max_iter) before its "
+                          "tolerance was met", ConvergenceWarning, stacklevel=3)
+
+    def _fit_summary(self):
+        """The line ``verbose`` prints after a fit."""
+        history = getattr(self, "objective_history_", None)
+        if isinstance(history, np.ndarray) and history.ndim == 1 and len(history):
+            return f"{self.n_iter_} iterations, objective {history[0]:.6g} -> {history[-1]:.6g}"
+        return f"{getattr(self, 'n_iter_', 0)} iterations"
+
+    # ----------------------------------------------------------------------------------------
+    # Prediction
+    # ----------------------------------------------------------------------------------------
 
     def _check_bags(self, bags):
         if "n_features_in_" not in self.__dict__:
@@ -145,47 +252,27 @@ class MIClassifierMixin(ClassifierMixin):
         return tags
 
 
+class ExpansionVectorsMixin:
+    """The expansion-vector form ``f(x) = sum_k coef_k k(xv_k, x) + intercept`` as attributes:
+    read-only views of the compiled model ``model_``."""
 
-class FitProgress:
-    """Live reports of a long fit (SparseMI iterations, annealing temperatures, mi-SVM rounds),
-    driven by the estimator's ``verbose``:
+    @property
+    def xv_(self):
+        """The expansion vectors ``(n_xv, n_features)`` (a CSR matrix for a sparse basis)."""
+        xv = self._model().xv
+        if isinstance(xv, tuple):
+            data, indices, indptr, shape = xv
+            return sp.csr_matrix((data, indices, indptr), shape=shape)
+        return xv
 
-    * 0: nothing;
-    * 1: a progress bar on stderr when stderr is a terminal (tqdm), and the fit summary;
-    * 2 or more: also one line per step with its objective (stdout).
+    @property
+    def coef_(self):
+        """Expansion coefficients: ``(n_xv,)`` for binary problems, else ``(n_classes, n_xv)``."""
+        coef = self._model().coef
+        return coef[0] if coef.shape[0] == 1 else coef
 
-    Use as a context manager; the instance is the callback the core calls at every step
-    ``(problem, step, max_steps, objective, temperature)``.
-    """
-
-    def __init__(self, estimator, total, unit):
-        import sys
-
-        self.name = type(estimator).__name__
-        self.verbose = as_int("verbose", getattr(estimator, "verbose", 0) or 0)
-        self.bar = None
-        if self.verbose >= 1 and sys.stderr is not None and sys.stderr.isatty():
-            from tqdm.auto import tqdm
-
-            self.bar = tqdm(total=total, unit=unit, desc=self.name, leave=False, file=sys.stderr)
-
-    def callback(self):
-        """The callback for the core, or ``None`` when nothing is reported."""
-        return self if (self.bar is not None or self.verbose >= 2) else None
-
-    def __call__(self, problem, step, max_steps, objective, temperature):
-        if self.bar is not None:
-            self.bar.update(1)
-            self.bar.set_postfix(objective=f"{objective:.6g}", refresh=False)
-        if self.verbose >= 2:
-            where = f"problem {problem}, " if problem else ""
-            temp = "" if temperature is None else f" (T = {temperature:.4g})"
-            print(f"[{self.name}] {where}step {step}/{max_steps}{temp}: objective {objective:.6g}", flush=True)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self.bar is not None:
-            self.bar.close()
-        return False
+    @property
+    def intercept_(self):
+        """The bias: a float for binary problems, else ``(n_classes,)``."""
+        b = self._model().intercept
+        return float(b[0]) if b.shape[0] == 1 else b

@@ -9,21 +9,47 @@ docs of ``milsvm::model::file``); :func:`load` rebuilds the estimator from it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import numbers
+import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
-from . import _core
-from ._base import as_n_jobs
+from . import _core, _registry
 
-__all__ = ["CompiledModelMixin", "load", "Model"]
+__all__ = ["CompiledModelMixin", "load", "Model", "write_atomically"]
 
 Model = _core.Model
 _F64 = np.dtype(np.float64)
+
+
+def threads(n_jobs):
+    """``n_jobs`` for the core's prediction: ``None`` or an int (the core checks its range)."""
+    if n_jobs is None:
+        return None
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral):
+        raise TypeError(f"n_jobs must be None or an integer, got {n_jobs!r} ({type(n_jobs).__name__})")
+    return int(n_jobs)
+
+
+def write_atomically(path, text):
+    """Write ``text`` to ``path`` through a temporary file in the same folder renamed over it, so
+    that an interrupted write leaves the old file (or none), never half a file."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _jsonable(value):
@@ -99,8 +125,42 @@ class CompiledModelMixin:
         or (n_bags, n_classes) for multi-class problems.
         """
         bags = self._check_bags(bags)
-        scores = self._model().decision_function(bags.core_instances(), bags.bag_ptr, as_n_jobs(self.n_jobs))
+        scores = self._model().decision_function(bags.core_instances(), bags.bag_ptr, threads(self.n_jobs))
         return scores[:, 0] if scores.shape[1] == 1 else scores
+
+    def instance_decision_function(self, bags):
+        """The score of every instance of every bag, as the estimator's pooling counts it: the
+        mean over a bag (the max, for max pooling) is the bag's :meth:`decision_function`.
+
+        For most estimators this is the instance score ``f(x) = sum_k coef_k k(xv_k, x) + b``
+        itself. NSK with ``norm="l2"`` divides the bias-free part by the bag's feature-space
+        norm, ``(f(x) - b) / sqrt(k_set(X, X)) + b``; sMIL adds the bag's threshold shift
+        ``1 - 1/|X|``. Through a ``Pipeline``, transform first:
+        ``pipe[-1].instance_decision_function(pipe[:-1].transform(bags))``.
+
+        Parameters
+        ----------
+        bags : list of array-like / scipy sparse matrices, or Bags
+
+        Returns
+        -------
+        list of ndarray
+            One array per bag: shape (n_instances,) for binary problems, (n_instances,
+            n_classes) for multi-class ones.
+        """
+        bags = self._check_bags(bags)
+        scores = self._model().bag_instance_scores(bags.core_instances(), bags.bag_ptr, threads(self.n_jobs))
+        scores = scores[:, 0] if scores.shape[1] == 1 else scores
+        return np.split(scores, bags.bag_ptr[1:-1])
+
+    def predict_instances(self, bags):
+        """Instance labels from ``classes_``: binary problems ``classes_[1]`` where the instance
+        score of :meth:`instance_decision_function` is > 0, multi-class ones the class of the
+        largest score. One array per bag."""
+        out = []
+        for s in self.instance_decision_function(bags):
+            out.append(self.classes_[(s > 0).astype(int)] if s.ndim == 1 else self.classes_[np.argmax(s, axis=1)])
+        return out
 
     def decision_function_bag(self, bag):
         """The score of one bag, with the least overhead (the serving path).
@@ -161,19 +221,7 @@ class CompiledModelMixin:
             params=json.dumps(self._saved_params()),
             info=json.dumps(self._saved_info()),
         )
-        Path(path).write_text(text)
-
-
-def _registry():
-    from .annealing import ALPSVM, ALSVM, AWSVM, MISVM, miSVM
-    from .convex_combination import SVMCC
-    from .one_class import OneClassMISVM
-    from .set_kernel import NSK, MIKernel, ReducedSet, sMIL
-    from .sparse_mi import RSVM, SparseMI
-
-    classes = (SparseMI, RSVM, MIKernel, ReducedSet, NSK, sMIL, ALSVM, AWSVM, ALPSVM, miSVM, MISVM, SVMCC,
-               OneClassMISVM)
-    return {c.__name__: c for c in classes}
+        write_atomically(path, text)
 
 
 def load(path):
@@ -195,7 +243,7 @@ def load(path):
         model = _core.Model.from_json(text)
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
-    registry = _registry()
+    registry = _registry.ESTIMATORS
     cls = registry.get(model.estimator)
     if cls is None:
         raise ValueError(

@@ -19,8 +19,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._bags import as_bags
-from ._base import FitProgress, as_choice, as_class_weight, as_float, as_gamma_or_rule, as_int, as_n_jobs, seed_of
-from .sparse_mi import _ExpansionVectorClassifier
+from ._legacy import FitProgress, as_choice, as_class_weight, as_float, as_gamma_or_rule, as_int, as_n_jobs, seed_of
+from ._legacy import _ExpansionVectorClassifier
 
 __all__ = ["ALSVM", "AWSVM", "ALPSVM", "miSVM", "MISVM"]
 

@@ -98,24 +98,12 @@ from pathlib import Path
 
 import numpy as np
 
+from . import _registry
+
 __all__ = ["main", "ESTIMATORS", "resolve_estimator", "parse_value", "parse_params", "parse_grid", "load_data"]
 
-#: Estimator names, with the one-line summary shown by ``milsvm models`` and in messages.
-ESTIMATORS = {
-    "SparseMI": "sparse MI kernel classifier with learned expansion vectors (Fu et al.)",
-    "RSVM": "label-mean SVM on random training instances as expansion vectors",
-    "MIKernel": "set-kernel SVM with the squared hinge (MI-Kernel)",
-    "ReducedSet": "reduced-set approximation of MI-Kernel",
-    "NSK": "hinge-loss SVM on the normalised set kernel",
-    "sMIL": "sparse-MIL SVM (Bunescu & Mooney)",
-    "ALSVM": "deterministic annealing over the instance labels (Gehler & Chapelle)",
-    "AWSVM": "deterministic annealing over the witness of each positive bag",
-    "ALPSVM": "AL-SVM with a penalty on the fraction of positives per positive bag",
-    "miSVM": "instance-level mi-SVM of Andrews et al.",
-    "MISVM": "bag-level MI-SVM of Andrews et al. (witness heuristic)",
-    "SVMCC": "convex-combination MI-SVM (Yang & Deng)",
-    "OneClassMISVM": "one-class MI-SVM on the positive bags' instances",
-}
+#: The estimators by name (the package's registry, in registration order).
+ESTIMATORS = _registry.ESTIMATORS
 
 FORMATS = ("auto", "mill", "musk", "mat", "csv")
 
@@ -142,20 +130,13 @@ def resolve_estimator(name):
     Raises
     ------
     UsageError
-        Unknown name (the message lists every name) or a name that matches several estimators
-        case-insensitively (``misvm``: ``miSVM`` or ``MISVM``).
+        Unknown name (the message suggests the closest names and lists every name) or a name
+        that matches several estimators case-insensitively (``misvm``: ``miSVM`` or ``MISVM``).
     """
-    import milsvm
-
-    if name in ESTIMATORS:
-        return getattr(milsvm, name)
-    matches = [n for n in ESTIMATORS if n.lower() == name.lower()]
-    if len(matches) == 1:
-        return getattr(milsvm, matches[0])
-    if matches:
-        options = "; ".join(f"{m} is the {ESTIMATORS[m]}" for m in matches)
-        raise UsageError(f"model name {name!r} is ambiguous: {options}; write the name in its exact case")
-    raise UsageError(f"unknown model {name!r}; choose one of {', '.join(ESTIMATORS)} (case-insensitive)")
+    try:
+        return _registry.resolve(name)
+    except _registry.UnknownEstimator as exc:
+        raise UsageError(str(exc)) from None
 
 
 _WORDS = {"true": True, "false": False, "none": None, "null": None}
@@ -551,11 +532,11 @@ def cmd_models(args, argv, console):
     """``milsvm models [NAME]``."""
     if not args.name:
         width = max(map(len, ESTIMATORS))
-        for name, summary in ESTIMATORS.items():
-            print(f"{name:<{width}}  {summary}")
+        for name, cls in ESTIMATORS.items():
+            print(f"{name:<{width}}  {_registry.summary(cls)}")
         return 0
     cls = resolve_estimator(args.name)
-    print(f"{cls.__name__}: {ESTIMATORS[cls.__name__]}")
+    print(f"{cls.__name__}: {_registry.summary(cls)}")
     import inspect
 
     for param in inspect.signature(cls).parameters.values():

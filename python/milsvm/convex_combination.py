@@ -12,10 +12,10 @@ from sklearn.exceptions import ConvergenceWarning
 
 from . import _core
 from ._bags import as_bags
-from ._base import FitProgress, as_choice, as_float, as_int, as_n_jobs
-from ._base import as_class_weight, as_gamma_or_rule
+from ._legacy import FitProgress, as_choice, as_float, as_int, as_n_jobs
+from ._legacy import as_class_weight, as_gamma_or_rule
 from .annealing import _AnnealingClassifier
-from .sparse_mi import _ExpansionVectorClassifier
+from ._legacy import _ExpansionVectorClassifier
 
 __all__ = ["SVMCC"]
 

@@ -10,17 +10,17 @@ import numpy as np
 
 from . import _core
 from ._model import CompiledModelMixin
-from .sparse_mi import _ExpansionVectorClassifier
+from ._legacy import _ExpansionVectorClassifier
 from ._bags import as_bags
-from ._base import (
-    BaseEstimator, MIClassifierMixin, as_choice, as_class_weight, as_float, as_gamma, as_gamma_or_rule, as_int, as_n_jobs,
+from ._legacy import (
+    MILClassifier, MIClassifierMixin, as_choice, as_class_weight, as_float, as_gamma, as_gamma_or_rule, as_int, as_n_jobs,
     seed_of,
 )
 
 __all__ = ["MIKernel", "ReducedSet", "NSK", "sMIL"]
 
 
-class MIKernel(CompiledModelMixin, MIClassifierMixin, BaseEstimator):
+class MIKernel(MIClassifierMixin, MILClassifier):
     """Set-kernel SVM with the squared hinge (MI-Kernel, the dense baseline of Fu et al.).
 
     The SVM on the normalised set kernel
@@ -78,6 +78,7 @@ class MIKernel(CompiledModelMixin, MIClassifierMixin, BaseEstimator):
     """
 
     _info_attrs = ("coef_", "intercept_", "support_", "n_xv_", "objective_", "n_iter_", "gamma_")
+    _core_fit = "legacy"
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", solver="newton", n_jobs=None):
         self.C = C

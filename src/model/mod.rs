@@ -42,7 +42,6 @@ pub mod file;
 mod predictor;
 
 use ndarray::{Array1, Array2};
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::bags::{Bags, Instances};
@@ -51,21 +50,21 @@ use crate::kernel::Kernel;
 pub use file::FORMAT_VERSION;
 pub use predictor::{BagView, Predictor, Workspace, ROW_KERNEL_MAX_XV};
 
+crate::params::choices! {
 /// How a bag's score is formed from the scores of its instances.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
+#[derive(Default)]
 pub enum Pooling {
     /// Label mean `F(X) = (1/|X|) sum_p f(x_p)` (Fu et al. 2013, eq. 3).
     #[default]
-    Mean,
+    Mean = "mean",
     /// Label max `F(X) = max_p f(x_p)` (the MI assumption of mi-SVM / MI-SVM and the annealing
     /// methods; Gehler & Chapelle 2007).
-    Max,
+    Max = "max",
     /// The mean of the bias-free instance scores divided by the bag's feature-space norm,
     /// `F(X) = (1/|X|) sum_p (f(x_p) - b) / sqrt(k_set(X, X)) + b` with
     /// `k_set(X, X) = (1/|X|^2) sum_p sum_q k(x_p, x_q)` (NSK with `norm = "l2"`; Gaertner et al.
     /// 2002). [`Predictor`] applies the normalisation after the mean.
-    NormalizedMean,
+    NormalizedMean = "normalized_mean",
     /// The mean shifted by the midpoint of sMIL's two margins for a bag of this size:
     /// `F(X) = (1/|X|) sum_p f(x_p) + 1 - 1/|X|`. sMIL (Bunescu & Mooney 2007) trains negative
     /// instances to `f <= -1` (so a negative bag's mean is at most -1) and a positive bag's mean
@@ -73,7 +72,8 @@ pub enum Pooling {
     /// called positive above the midpoint `1/|X| - 1` of the two (0 for a one-instance bag).
     /// The classification rule for new bags is this crate's choice, consistent with training:
     /// with the plain mean and threshold 0, sMIL calls almost every bag negative.
-    SmilMean,
+    SmilMean = "smil_mean",
+}
 }
 
 /// A fitted kernel model: basis, coefficients, biases, pooling, plus what a file needs to

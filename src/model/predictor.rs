@@ -465,7 +465,74 @@ impl Predictor {
                 return self.decision_function_rows(Rows::Dense(owned.view()), bag_ptr);
             }
         }
-        let (f, norms) = match &self.layout {
+        let (f, norms) = self.scores_and_norms(rows, bag_ptr)?;
+        let out = self.pool_bags(&f, &norms, rows, bag_ptr);
+        match out
+            .rows()
+            .into_iter()
+            .position(|r| r.iter().any(|v| !v.is_finite()))
+        {
+            Some(i) => Err(overflow(&format!("bag {i}"))),
+            None => Ok(out),
+        }
+    }
+
+    /// The instance scores of every bag as its pooling counts them (`n_instances x
+    /// n_outputs`), so that their mean (their max, for [`Pooling::Max`]) over a bag is the bag
+    /// score of [`Predictor::decision_function_rows`] up to rounding: `f(x)` for mean and max
+    /// pooling; `(f(x_p) - b) / sqrt(k_set(X, X)) + b` for [`Pooling::NormalizedMean`] (the
+    /// bias-free part divided by the bag's feature-space norm); `f(x_p) + 1 - 1/|X|` for
+    /// [`Pooling::SmilMean`] (the score against the bag's threshold). Checked like
+    /// [`Predictor::decision_function_rows`].
+    pub fn bag_instance_scores(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
+        self.check_width(rows.n_cols())?;
+        validate_bag_ptr(bag_ptr, rows.n_rows())?;
+        if let Rows::Dense(x) = rows {
+            if !x.is_standard_layout() {
+                let owned = x.as_standard_layout().into_owned();
+                return self.bag_instance_scores(Rows::Dense(owned.view()), bag_ptr);
+            }
+        }
+        let (f, norms) = self.scores_and_norms(rows, bag_ptr)?;
+        let n_out = self.n_outputs().max(1);
+        let mut out = Array2::from_shape_vec((rows.n_rows(), n_out), f)
+            .map_err(|e| Error::Mismatch(e.to_string()))?;
+        let mut ws = Workspace::default();
+        for i in 0..bag_ptr.len() - 1 {
+            let (lo, hi) = (bag_ptr[i], bag_ptr[i + 1]);
+            let mut block = out.slice_mut(ndarray::s![lo..hi, ..]);
+            match self.pooling {
+                Pooling::Mean | Pooling::Max => {}
+                Pooling::SmilMean => block += 1.0 - 1.0 / (hi - lo) as f64,
+                Pooling::NormalizedMean => {
+                    ws.norms.clear();
+                    ws.norms.extend_from_slice(&norms[lo..hi]);
+                    let kself = self.bag_self_kernel(BagView::of(rows, lo, hi), &mut ws);
+                    for mut row in block.rows_mut() {
+                        if let Some(r) = row.as_slice_mut() {
+                            normalize(r, &self.intercept, kself);
+                        }
+                    }
+                }
+            }
+        }
+        match out
+            .rows()
+            .into_iter()
+            .position(|r| r.iter().any(|v| !v.is_finite()))
+        {
+            Some(r) => Err(overflow(&format!(
+                "an instance of bag {}",
+                bag_ptr.partition_point(|&q| q <= r) - 1
+            ))),
+            None => Ok(out),
+        }
+    }
+
+    /// Instance scores `f(x)` (`n x n_outputs`, row-major) and squared norms of the rows: one
+    /// matrix product per chunk for a large dense basis, else the one-bag kernel per row chunk.
+    fn scores_and_norms(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<(Vec<f64>, Vec<f64>)> {
+        Ok(match &self.layout {
             Layout::Dense(basis) if basis.len() > ROW_KERNEL_MAX_XV => {
                 let norms = checked_norms(rows)?;
                 let f = instance_scores(
@@ -479,16 +546,7 @@ impl Predictor {
                 (f.into_raw_vec_and_offset().0, norms)
             }
             _ => self.row_kernel_scores(rows, bag_ptr)?,
-        };
-        let out = self.pool_bags(&f, &norms, rows, bag_ptr);
-        match out
-            .rows()
-            .into_iter()
-            .position(|r| r.iter().any(|v| !v.is_finite()))
-        {
-            Some(i) => Err(overflow(&format!("bag {i}"))),
-            None => Ok(out),
-        }
+        })
     }
 
     fn check_width(&self, d: usize) -> Result<()> {

@@ -279,3 +279,14 @@ pub(crate) fn solve_dual<'py>(
     out.set_item("kernel_rows", rows)?;
     Ok(out)
 }
+
+/// The width `gamma` (`"scale"`, `"median"` or a number > 0) resolves to on the instances `x`
+/// (a 2-D float64 array or a CSR tuple), as every fit resolves it.
+#[pyfunction]
+pub(crate) fn kernel_width(x: &Bound<'_, PyAny>, gamma: &Bound<'_, PyAny>) -> PyResult<f64> {
+    use crate::params::{ParamType, Range};
+    let value = value_of(gamma)?;
+    let g = Gamma::from_value(&value).map_err(|r| PyErr::from(r.into_error("gamma", &value)))?;
+    g.check_range("gamma", &Range::Positive, false)?;
+    Ok(g.resolve(&instances(x)?))
+}

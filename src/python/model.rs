@@ -162,6 +162,42 @@ impl PyModel {
         Ok(scores.into_pyarray(py))
     }
 
+    /// Instance scores `(n_instances, n_outputs)` of stacked instances with bag offsets, as the
+    /// model's pooling counts them (their mean, or max, over a bag is the bag's score; see the
+    /// Rust `Predictor::bag_instance_scores`).
+    #[pyo3(signature = (x, bag_ptr, n_jobs=None))]
+    fn bag_instance_scores<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+        bag_ptr: PyReadonlyArray1<i64>,
+        n_jobs: Option<i64>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let bag_ptr = to_usize(bag_ptr.as_slice()?, "bag_ptr")?;
+        let n_jobs = n_jobs_of(n_jobs)?;
+        let predictor = &self.predictor;
+        let scores = if let Ok(dense) = x.extract::<PyReadonlyArray2<f64>>() {
+            let view = dense.as_array();
+            run(py, || {
+                with_threads(n_jobs, || {
+                    predictor.bag_instance_scores(Rows::Dense(view), &bag_ptr)
+                })?
+            })?
+        } else {
+            let Instances::Sparse(csr) = instances(x)? else {
+                return Err(PyValueError::new_err(
+                    "x must be a 2-D float64 array or a CSR tuple",
+                ));
+            };
+            run(py, || {
+                with_threads(n_jobs, || {
+                    predictor.bag_instance_scores(Rows::Sparse(&csr), &bag_ptr)
+                })?
+            })?
+        };
+        Ok(scores.into_pyarray(py))
+    }
+
     /// The scores of one bag given as a 2-D float64 array (one instance per row), as a list of
     /// `n_outputs` floats, computed on the calling thread: the low-latency path.
     fn decision_function_bag(&self, x: PyReadonlyArray2<'_, f64>) -> PyResult<Vec<f64>> {

@@ -1,74 +1,52 @@
 //! Bindings of SparseMI and RSVM (`src/sparse_mi.rs`).
 
 use super::*;
+use crate::sparse_mi::{SparseMiFit, SparseMiParams};
 
-/// Fits SparseMI (RSVM with `max_iter=0`); returns a dict of fitted arrays and diagnostics.
+/// A fitted SparseMI / RSVM (the Rust [`SparseMiFit`]).
+#[pyclass(name = "SparseMiFit", module = "milsvm._core", frozen, get_all)]
+pub(crate) struct PySparseMiFit {
+    /// The compiled model.
+    model: Py<model::PyModel>,
+    /// The expansion vectors the descent started from.
+    initial_xv: Py<PyArray2<f64>>,
+    /// `g(Z)` at the start and after each accepted outer iteration.
+    objective_history: Vec<f64>,
+    /// Accepted outer iterations.
+    n_iter: usize,
+    /// The kernel width used.
+    gamma: f64,
+    /// Whether every final inner problem met its stopping rule.
+    inner_converged: bool,
+}
+
+impl PySparseMiFit {
+    fn new(py: Python<'_>, fit: SparseMiFit) -> PyResult<Self> {
+        Ok(Self {
+            model: Py::new(py, model::PyModel::wrap(fit.model)?)?,
+            initial_xv: fit.initial_xv.into_pyarray(py).unbind(),
+            objective_history: fit.objective_history,
+            n_iter: fit.n_iter,
+            gamma: fit.gamma,
+            inner_converged: fit.inner_converged,
+        })
+    }
+}
+
+/// Fits SparseMI (RSVM with `max_iter=0`) with the parameters of `params` (names as in
+/// `milsvm.SparseMI`, plus `seed`, `init_xv`, `init_basis`, `inner_tol`, ...).
 #[pyfunction]
-#[pyo3(signature = (x, bag_ptr, labels, *, n_xv, c, kernel, gamma, max_iter, max_line_search, tol, solver, seed, n_jobs, inner_tol=None, init_xv=None, n_basis=None, init_basis=None, progress=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (x, bag_ptr, labels, params, progress=None))]
 pub(crate) fn fit_sparse_mi<'py>(
     py: Python<'py>,
     x: &Bound<'py, PyAny>,
     bag_ptr: PyReadonlyArray1<i64>,
     labels: PyReadonlyArray1<i64>,
-    n_xv: i64,
-    c: f64,
-    kernel: &str,
-    gamma: Option<f64>,
-    max_iter: i64,
-    max_line_search: i64,
-    tol: f64,
-    solver: &str,
-    seed: u64,
-    n_jobs: Option<i64>,
-    inner_tol: Option<f64>,
-    init_xv: Option<PyReadonlyArray2<f64>>,
-    n_basis: Option<i64>,
-    init_basis: Option<&Bound<'py, PyAny>>,
+    params: &Bound<'py, PyDict>,
     progress: Option<Py<PyAny>>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let count = |v: i64, name: &str| {
-        usize::try_from(v).map_err(|_| {
-            PyValueError::new_err(format!("{name} must be a non-negative integer, got {v}"))
-        })
-    };
-    let params = SparseMiParams {
-        n_xv: count(n_xv, "n_xv")?,
-        c,
-        kernel: match kernel {
-            "rbf" => KernelKind::Rbf,
-            "linear" => KernelKind::Linear,
-            _ => {
-                return Err(PyValueError::new_err(format!(
-                    "kernel must be 'rbf' or 'linear', got {kernel:?}"
-                )))
-            }
-        },
-        gamma: gamma.map_or(Gamma::Scale, Gamma::Value),
-        max_iter: count(max_iter, "max_iter")?,
-        max_line_search: count(max_line_search, "max_line_search")?,
-        tol,
-        solver: solver_of(solver)?,
-        inner_tol,
-        seed,
-        n_jobs: n_jobs_of(n_jobs)?,
-        init_xv: init_xv.map(|z| z.as_array().to_owned()),
-        n_basis: n_basis.map(|q| count(q, "n_basis")).transpose()?,
-        init_basis: init_basis.map(instances).transpose()?,
-        observer: observer_of(progress),
-        ..SparseMiParams::default()
-    };
-    let bags = bags(x, bag_ptr)?;
-    let labels = to_usize(labels.as_slice()?, "labels")?;
-    let fit = run(py, || params.fit(&bags, &labels))?;
-    let out = PyDict::new(py);
-    out.set_item("model", super::model::PyModel::wrap(fit.model)?)?;
-    out.set_item("initial_xv", fit.initial_xv.into_pyarray(py))?;
-    out.set_item("objective_history", fit.objective_history)?;
-    out.set_item("n_iter", fit.n_iter)?;
-    out.set_item("gamma", fit.gamma)?;
-    out.set_item("inner_converged", fit.inner_converged)?;
-    Ok(out)
+) -> PyResult<PySparseMiFit> {
+    let fit = fit_with::<SparseMiParams>(py, x, bag_ptr, labels, params, progress)?;
+    PySparseMiFit::new(py, fit)
 }
 
 /// `(g, dg/dZ)` of SparseMI at the expansion vectors `z` (for gradient checks).
@@ -87,20 +65,14 @@ pub(crate) fn sparse_mi_objective<'py>(
     solver: &str,
     inner_tol: f64,
 ) -> PyResult<(f64, Bound<'py, PyArray2<f64>>)> {
-    let kind = match kernel_of(kernel, gamma)? {
-        Kernel::Linear => KernelKind::Linear,
-        Kernel::Rbf { .. } => KernelKind::Rbf,
-    };
     let z = z.as_array().to_owned();
-    let params = SparseMiParams {
-        n_xv: z.nrows(),
-        c,
-        kernel: kind,
-        gamma: Gamma::Value(gamma),
-        solver: solver_of(solver)?,
-        inner_tol: Some(inner_tol),
-        ..SparseMiParams::default()
-    };
+    let mut params = SparseMiParams::new()
+        .n_xv(z.nrows())
+        .c(c)
+        .gamma(Gamma::Value(gamma))
+        .inner_tol(Some(inner_tol));
+    params.set("kernel", &Value::Str(kernel.into()))?;
+    params.set("solver", &Value::Str(solver.into()))?;
     let bags = bags(x, bag_ptr)?;
     let labels = to_usize(labels.as_slice()?, "labels")?;
     check_cols(bags.n_features(), z.ncols())?;

@@ -1,0 +1,66 @@
+"""The parameter and attribute descriptions that several estimators share, written once and
+spliced into the class docstrings (numpydoc layout, four-space indent)."""
+
+from __future__ import annotations
+
+__all__ = ["param", "attr"]
+
+_PARAMS = {
+    "C": """C : float, default=1.0
+    Loss weight (> 0).""",
+    "kernel": """kernel : {{"rbf", "linear"}}, default="{default}"
+    Instance kernel.""",
+    "gamma": """gamma : "scale", "median" or float, default="scale"
+    Gaussian width: "scale" is ``1 / (n_features * X.var())`` over the training instances (as
+    scikit-learn); "median" is ``1 / (2 sigma^2)`` with ``sigma`` the median pairwise distance
+    between training instances (Gehler & Chapelle's ``sigma_emp``); a float is used as given.""",
+    "class_weight": """class_weight : None, "balanced" or dict, default=None
+    Loss weight per class: bag ``i`` costs ``C * weight[y_i]``. "balanced" weighs the positive
+    and the negative bags of each binary problem by ``n_bags / (2 n_side)``.""",
+    "random_state": """random_state : int, RandomState or None, default=None
+    Seed of the random choices. Results do not depend on ``n_jobs``.""",
+    "n_jobs": """n_jobs : int or None, default=None
+    Threads (None or -1: all cores). Results do not depend on it.""",
+    "verbose": """verbose : int, default=0
+    0: silent; 1: a progress bar on stderr when it is a terminal, and a summary; 2: also the
+    objective of every step.""",
+    "inner_tol": """inner_tol : float or None, default={default}
+    Relative tolerance of the inner solver, in (0, 1){none}.""",
+    "inner_max_iter": """inner_max_iter : int or None, default={default}
+    Iteration cap of the inner solver{none}.""",
+}
+
+_ATTRS = {
+    "xv_": """xv_ : ndarray of shape (n_xv, n_features)
+    The expansion vectors.""",
+    "coef_": """coef_ : ndarray of shape (n_xv,) or (n_classes, n_xv)
+    Expansion coefficients.""",
+    "intercept_": """intercept_ : float or ndarray of shape (n_classes,)
+    Bias ``b``.""",
+    "gamma_": """gamma_ : float
+    The kernel width used.""",
+    "classes_": """classes_ : ndarray
+    Class labels.""",
+    "n_features_in_": """n_features_in_ : int
+    Number of features of an instance.""",
+    "fit_time_": """fit_time_ : float
+    Seconds spent in ``fit``.""",
+    "converged_": """converged_ : bool
+    Whether the outer loop met its stopping rule before ``max_iter`` (else a
+    ``ConvergenceWarning``).""",
+}
+
+
+def _indent(text):
+    return "\n".join(("    " + line) if line else line for line in text.splitlines())
+
+
+def param(*names, **formats):
+    """The shared descriptions of ``names``, each formatted with ``formats`` (``default``,
+    ``none``), for a ``Parameters`` section."""
+    return "\n".join(_indent(_PARAMS[n].format(**{"default": "", "none": "", **formats.get(n, {})})) for n in names)
+
+
+def attr(*names):
+    """The shared descriptions of ``names`` for an ``Attributes`` section."""
+    return "\n".join(_indent(_ATTRS[n]) for n in names)

@@ -1,0 +1,391 @@
+//! Hyperparameters, declared once.
+//!
+//! Every algorithm's hyperparameters are one declaration ([`hyperparams!`]): each field with its
+//! doc line, its default and its allowed [`Range`]. The declaration generates two types, after
+//! linfa's `ParamGuard`:
+//!
+//! * the **builder** (`NskParams`): `Default`, `new()`, a setter for every field, `validate()`,
+//!   `fit()`, and [`Hyperparams`] (set a field by name from a loosely typed [`Value`], list the
+//!   [`ParamSpec`]s) for the bindings;
+//! * the **checked** type (`NskValidParams`): the same fields, readable through getters, that
+//!   only [`ParamGuard::check_ref`] / [`ParamGuard::check`] produce. Algorithms implement
+//!   [`crate::fit::Fit`] on the checked type alone, so they never see unchecked values.
+//!
+//! Checking runs every field's range check (one message style: [`Range::message`]) and then the
+//! declaration's one hand-written hook for checks that involve several fields. Checks that need
+//! the data (`n_xv` against the number of instances) stay in the fit.
+//!
+//! The value types shared by the families live here too: [`Gamma`] and [`KernelKind`]
+//! (the kernel), [`ClassWeight`], and the conversion machinery ([`Value`], [`ParamType`],
+//! [`choices!`]).
+
+mod class_weight;
+mod kernel_choice;
+mod range;
+pub mod value;
+
+pub use class_weight::ClassWeight;
+pub use kernel_choice::{median_pairwise_distance, Gamma, KernelKind, MEDIAN_SAMPLE};
+pub use range::Range;
+pub(crate) use value::choices;
+pub use value::{ParamType, Rejected, Value};
+
+pub use crate::fit::with_threads;
+pub use crate::progress::{Observer, Progress, ProgressFn};
+
+use crate::bags::Instances;
+use crate::error::{invalid_param, Result};
+
+/// Hyperparameters that have not been checked. [`ParamGuard::check_ref`] runs every check and
+/// gives the checked type, the only one a fit accepts.
+pub trait ParamGuard {
+    /// The checked hyperparameters.
+    type Checked;
+    /// Checks every hyperparameter; the error names the first one at fault and its range.
+    fn check_ref(&self) -> Result<&Self::Checked>;
+    /// [`ParamGuard::check_ref`], consuming the builder.
+    fn check(self) -> Result<Self::Checked>;
+}
+
+/// One hyperparameter as declared: its name (as the Python estimator spells it), doc line,
+/// default and allowed range.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParamSpec {
+    /// The name (`"C"`, `"gamma"`, ...).
+    pub name: &'static str,
+    /// The doc comment.
+    pub doc: &'static str,
+    /// The default value.
+    pub default: Value,
+    /// The allowed range of a numeric parameter.
+    pub range: Option<Range>,
+}
+
+/// What the bindings need of every builder: its parameters by name.
+pub trait Hyperparams: ParamGuard + Default {
+    /// Sets the parameter called `name` (its [`ParamSpec::name`]) from `value`; a value of the
+    /// wrong kind is [`crate::Error::ParameterType`], a wrong value of the right kind and an
+    /// unknown name [`crate::Error::InvalidParameter`]. Ranges are checked later, by
+    /// [`ParamGuard::check_ref`].
+    fn set(&mut self, name: &str, value: &Value) -> Result<()>;
+    /// Sets the progress observer and cancellation flag.
+    fn set_observer(&mut self, observer: Observer);
+    /// Every parameter, in declaration order.
+    fn specs() -> Vec<ParamSpec>;
+}
+
+/// Declares a hyperparameter struct once: each field with its doc comment, its name outside
+/// Rust when it differs (`c as "C"`), its type, its default, optionally its [`Range`]
+/// (`check Range::Positive`) and a custom reader from [`Value`] (`via path`), then optionally
+/// one hook for checks across fields (`cross_check path;`, a `fn(&Checked) -> Result<()>`).
+/// Every struct also gets an `observer` ([`Observer`]: progress and cancellation). See the
+/// module docs for what it generates.
+macro_rules! hyperparams {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident => $checked:ident {
+            $(
+                $(#[doc = $doc:literal])*
+                $field:ident $(as $display:literal)? : $ty:ty = $default:expr
+                    $(, check $range:expr)? $(, via $conv:path)? ;
+            )*
+        }
+        $(cross_check $cross:path;)?
+    ) => {
+        #[doc = concat!("The checked form of [`", stringify!($name), "`], which only ")]
+        #[doc = "[`ParamGuard::check_ref`](crate::params::ParamGuard::check_ref) makes: the"]
+        #[doc = "type the algorithm runs on. Its fields are read through getters."]
+        #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+        #[serde(default)]
+        pub struct $checked {
+            $( $(#[doc = $doc])* $field: $ty, )*
+            #[serde(skip)]
+            observer: $crate::progress::Observer,
+        }
+
+        impl Default for $checked {
+            fn default() -> Self {
+                Self {
+                    $( $field: $default, )*
+                    observer: $crate::progress::Observer::default(),
+                }
+            }
+        }
+
+        #[allow(dead_code)]
+        impl $checked {
+            $(
+                $(#[doc = $doc])*
+                pub fn $field(&self) -> &$ty {
+                    &self.$field
+                }
+            )*
+            /// The progress observer and cancellation flag.
+            pub fn observer(&self) -> &$crate::progress::Observer {
+                &self.observer
+            }
+        }
+
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+        #[serde(transparent)]
+        pub struct $name($checked);
+
+        impl $name {
+            /// The default hyperparameters.
+            pub fn new() -> Self {
+                Self::default()
+            }
+            $(
+                #[doc = concat!("Sets `", $crate::params::param_name!($field $(as $display)?), "`:")]
+                $(#[doc = $doc])*
+                #[doc = ""]
+                #[doc = concat!("Default: `", stringify!($default), "`.")]
+                $(#[doc = concat!(" Range: `", stringify!($range), "`.")])?
+                pub fn $field(mut self, value: $ty) -> Self {
+                    self.0.$field = value;
+                    self
+                }
+            )*
+            /// Sets the progress observer and cancellation flag.
+            pub fn observer(mut self, observer: $crate::progress::Observer) -> Self {
+                self.0.observer = observer;
+                self
+            }
+            /// Checks every hyperparameter; the error names the parameter and its allowed
+            /// range.
+            pub fn validate(&self) -> $crate::error::Result<()> {
+                $crate::params::ParamGuard::check_ref(self).map(|_| ())
+            }
+            /// Checks the hyperparameters, then fits on bags with class indices
+            /// `0..n_classes` (see [`crate::fit::Fit`] on the checked type).
+            pub fn fit(
+                &self,
+                bags: &$crate::bags::Bags,
+                labels: &[usize],
+            ) -> $crate::error::Result<<$checked as $crate::fit::Fit>::Output> {
+                $crate::fit::Fit::fit($crate::params::ParamGuard::check_ref(self)?, bags, labels)
+            }
+        }
+
+        impl $crate::params::ParamGuard for $name {
+            type Checked = $checked;
+            fn check_ref(&self) -> $crate::error::Result<&$checked> {
+                let p = &self.0;
+                $(
+                    $crate::params::param_check!(
+                        &p.$field,
+                        $crate::params::param_name!($field $(as $display)?)
+                        $(, $range)?
+                    )?;
+                )*
+                $( $cross(p)?; )?
+                Ok(p)
+            }
+            fn check(self) -> $crate::error::Result<$checked> {
+                $crate::params::ParamGuard::check_ref(&self)?;
+                Ok(self.0)
+            }
+        }
+
+        impl $crate::params::Hyperparams for $name {
+            fn set(
+                &mut self,
+                name: &str,
+                value: &$crate::params::Value,
+            ) -> $crate::error::Result<()> {
+                $(
+                    if name == $crate::params::param_name!($field $(as $display)?) {
+                        self.0.$field = $crate::params::param_read!(value $(, $conv)?)
+                            .map_err(|r| r.into_error(name, value))?;
+                        return Ok(());
+                    }
+                )*
+                let known: &[&str] = &[$( $crate::params::param_name!($field $(as $display)?) ),*];
+                Err($crate::error::Error::InvalidParameter(format!(
+                    "{} has no parameter {name:?} (parameters: {})",
+                    stringify!($name),
+                    known.join(", ")
+                )))
+            }
+            fn set_observer(&mut self, observer: $crate::progress::Observer) {
+                self.0.observer = observer;
+            }
+            fn specs() -> Vec<$crate::params::ParamSpec> {
+                let d = $checked::default();
+                vec![$(
+                    $crate::params::ParamSpec {
+                        name: $crate::params::param_name!($field $(as $display)?),
+                        doc: concat!($($doc, "\n",)* ""),
+                        default: $crate::params::ParamType::to_value(&d.$field),
+                        range: $crate::params::param_range!($($range)?),
+                    }
+                ),*]
+            }
+        }
+    };
+}
+pub(crate) use hyperparams;
+
+/// The outside name of a field: its own, or the one given with `as`.
+macro_rules! param_name {
+    ($field:ident) => {
+        stringify!($field)
+    };
+    ($field:ident as $display:literal) => {
+        $display
+    };
+}
+pub(crate) use param_name;
+
+/// The range check of a field, if it declares a range.
+macro_rules! param_check {
+    ($value:expr, $name:expr) => {
+        $crate::error::Result::<()>::Ok(())
+    };
+    ($value:expr, $name:expr, $range:expr) => {
+        $crate::params::ParamType::check_range($value, $name, &$range, false)
+    };
+}
+pub(crate) use param_check;
+
+/// The reader of a field from a [`Value`]: its type's, or the declared one.
+macro_rules! param_read {
+    ($value:expr) => {
+        $crate::params::ParamType::from_value($value)
+    };
+    ($value:expr, $conv:path) => {
+        $conv($value)
+    };
+}
+pub(crate) use param_read;
+
+/// The declared range of a field as an `Option`.
+macro_rules! param_range {
+    () => {
+        None
+    };
+    ($range:expr) => {
+        Some($range)
+    };
+}
+pub(crate) use param_range;
+
+/// Reads `n_jobs` as scikit-learn spells it: `None` or `-1` for every core, else a count
+/// `>= 1`.
+pub fn n_jobs_from_value(value: &Value) -> std::result::Result<Option<usize>, Rejected> {
+    const NEED: &str = "must be None, -1 or an integer >= 1";
+    match *value {
+        Value::None | Value::Int(-1) => Ok(None),
+        Value::Int(n) if n >= 1 => Ok(Some(n as usize)),
+        Value::Int(_) => Err(Rejected::Value(NEED.into())),
+        _ => Err(Rejected::Type(NEED.into())),
+    }
+}
+
+/// Given starting vectors (`init_xv`), if any, must have one column per feature of the bags.
+pub(crate) fn check_init_xv_columns(
+    init_xv: Option<&ndarray::Array2<f64>>,
+    bags: &crate::bags::Bags,
+) -> Result<()> {
+    match init_xv {
+        Some(z) if z.ncols() != bags.n_features() => Err(invalid_param(format!(
+            "init_xv has {} columns, the bags have {} features",
+            z.ncols(),
+            bags.n_features()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Checks that an optional instance set has `n_features` columns.
+pub(crate) fn check_columns(what: &str, x: Option<&Instances>, n_features: usize) -> Result<()> {
+    match x {
+        Some(x) if x.n_features() != n_features => Err(invalid_param(format!(
+            "{what} has {} features, the bags have {n_features}",
+            x.n_features()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Legacy helpers of the hand-written params structs (removed once every family is declared
+// with `hyperparams!`).
+// ---------------------------------------------------------------------------------------------
+
+/// `C` must be finite and positive.
+pub(crate) fn check_c(c: f64) -> Result<()> {
+    if c.is_finite() && c > 0.0 {
+        Ok(())
+    } else {
+        Err(invalid_param(format!(
+            "C must be a finite number > 0, got {c}"
+        )))
+    }
+}
+
+/// A fixed `gamma` must be finite and positive.
+pub(crate) fn check_gamma(gamma: Gamma) -> Result<()> {
+    match gamma {
+        Gamma::Value(g) if !(g.is_finite() && g > 0.0) => Err(invalid_param(format!(
+            "gamma must be 'scale' or a finite number > 0, got {g}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The ridge must be finite and non-negative.
+pub(crate) fn check_ridge(ridge: f64) -> Result<()> {
+    if ridge.is_finite() && ridge >= 0.0 {
+        Ok(())
+    } else {
+        Err(invalid_param(format!(
+            "ridge must be a finite number >= 0, got {ridge}"
+        )))
+    }
+}
+
+/// `n_jobs` is `None` (all cores) or at least 1.
+pub(crate) fn check_n_jobs(n_jobs: Option<usize>) -> Result<()> {
+    if n_jobs == Some(0) {
+        Err(invalid_param(
+            "n_jobs must be None (all cores) or an integer >= 1",
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// A count that must be at least 1.
+pub(crate) fn check_positive(name: &str, value: usize) -> Result<()> {
+    if value >= 1 {
+        Ok(())
+    } else {
+        Err(invalid_param(format!(
+            "{name} must be an integer >= 1, got {value}"
+        )))
+    }
+}
+
+/// A relative tolerance, if given, must lie in (0, 1).
+pub(crate) fn check_relative_tol(name: &str, tol: Option<f64>) -> Result<()> {
+    match tol {
+        Some(t) if !(t > 0.0 && t < 1.0) => {
+            Err(invalid_param(format!("{name} must lie in (0, 1), got {t}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Builder setter: `fn name(self, value) -> Self`.
+macro_rules! setter {
+    ($(#[$doc:meta])* $name:ident: $ty:ty) => {
+        $(#[$doc])*
+        pub fn $name(mut self, value: $ty) -> Self {
+            self.$name = value;
+            self
+        }
+    };
+}
+pub(crate) use setter;

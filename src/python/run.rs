@@ -1,0 +1,146 @@
+//! Running core work from Python: without the GIL, with panics turned into `RuntimeError`
+//! ([`run`]), and, for fits, with progress reports to a Python callback and cancellation by
+//! Ctrl-C ([`fit_with`]).
+//!
+//! A fit runs on a worker thread while the calling thread polls for signals every 50 ms
+//! (`PyErr_CheckSignals`, which runs Python's SIGINT handler on the main thread). On
+//! `KeyboardInterrupt`, or when the progress callback raises, the fit's [`Cancel`] flag is set;
+//! the core stops at its next check (well under a second) and returns nothing, and the
+//! exception is raised here. The callback runs on the fitting threads, never on the main
+//! thread, so a Ctrl-C never surfaces inside it.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use numpy::PyReadonlyArray1;
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use super::convert::{bags, params_from, to_usize};
+use crate::error::Error;
+use crate::fit::Fit;
+use crate::params::Hyperparams;
+use crate::progress::{Cancel, Observer, Progress};
+
+/// How often the calling thread looks for a pending signal while a fit runs.
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// The message of a caught panic.
+fn panic_error(payload: Box<dyn std::any::Any + Send>) -> PyErr {
+    let msg = payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default();
+    PyRuntimeError::new_err(format!("internal error in milsvm (please report): {msg}"))
+}
+
+/// Runs `f` without the GIL; a panic becomes `RuntimeError`.
+pub(crate) fn run<T: Send>(
+    py: Python<'_>,
+    f: impl FnOnce() -> Result<T, Error> + Send,
+) -> PyResult<T> {
+    py.detach(|| catch_unwind(AssertUnwindSafe(f)))
+        .map_err(panic_error)?
+        .map_err(PyErr::from)
+}
+
+/// The first exception raised by a progress callback, kept to be raised after the fit.
+type Failure = Arc<Mutex<Option<PyErr>>>;
+
+/// An observer calling the Python `callback(problem, step, max_steps, objective,
+/// temperature)` at every step of a fit (taking the GIL for the call). An exception in the
+/// callback cancels the fit and is raised when it has stopped.
+fn observer_of(callback: Option<Py<PyAny>>, cancel: Cancel, failure: Failure) -> Observer {
+    let observer = match callback {
+        None => Observer::default(),
+        Some(cb) => {
+            let cancel = cancel.clone();
+            Observer::new(move |p: &Progress| {
+                Python::attach(|py| {
+                    let args = (p.problem, p.step, p.max_steps, p.objective, p.temperature);
+                    if let Err(e) = cb.call1(py, args) {
+                        if let Ok(mut slot) = failure.lock() {
+                            slot.get_or_insert(e);
+                        }
+                        cancel.cancel();
+                    }
+                })
+            })
+        }
+    };
+    observer.with_cancel(cancel)
+}
+
+/// Runs `f` without the GIL on a worker thread, stopping it through `cancel` on Ctrl-C (see
+/// the module docs). Raises, in order of precedence: the `KeyboardInterrupt`, the callback's
+/// exception, the fit's error.
+fn run_cancellable<T: Send>(
+    py: Python<'_>,
+    cancel: &Cancel,
+    failure: &Failure,
+    f: impl FnOnce() -> Result<T, Error> + Send,
+) -> PyResult<T> {
+    let caller = std::thread::current();
+    let (outcome, interrupt) = py.detach(|| {
+        std::thread::scope(|s| {
+            let worker = s.spawn(|| {
+                let out = catch_unwind(AssertUnwindSafe(f));
+                caller.unpark();
+                out
+            });
+            let mut interrupt: Option<PyErr> = None;
+            while !worker.is_finished() {
+                std::thread::park_timeout(SIGNAL_POLL);
+                if interrupt.is_none() && !worker.is_finished() {
+                    if let Err(e) = Python::attach(|py| py.check_signals()) {
+                        cancel.cancel();
+                        interrupt = Some(e);
+                    }
+                }
+            }
+            (worker.join().unwrap_or_else(Err), interrupt)
+        })
+    });
+    if let Some(e) = interrupt {
+        return Err(e);
+    }
+    let stored = failure.lock().ok().and_then(|mut slot| slot.take());
+    match outcome {
+        Err(payload) => Err(panic_error(payload)),
+        Ok(Err(Error::Cancelled)) => {
+            Err(stored.unwrap_or_else(|| PyKeyboardInterrupt::new_err("the fit was cancelled")))
+        }
+        Ok(result) => match stored {
+            Some(e) => Err(e),
+            None => result.map_err(PyErr::from),
+        },
+    }
+}
+
+/// The fit binding every estimator shares: a builder of type `P` filled from `params` (names
+/// as the Python estimators spell them), the bags `(x, bag_ptr)` with class indices `labels`,
+/// progress to `progress`, cancellable by Ctrl-C.
+pub(crate) fn fit_with<P>(
+    py: Python<'_>,
+    x: &Bound<'_, PyAny>,
+    bag_ptr: PyReadonlyArray1<i64>,
+    labels: PyReadonlyArray1<i64>,
+    params: &Bound<'_, PyDict>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<<P::Checked as Fit>::Output>
+where
+    P: Hyperparams + Sync,
+    P::Checked: Fit,
+    <P::Checked as Fit>::Output: Send,
+{
+    let mut p: P = params_from(params)?;
+    let cancel = Cancel::new();
+    let failure: Failure = Arc::default();
+    p.set_observer(observer_of(progress, cancel.clone(), failure.clone()));
+    let bags = bags(x, bag_ptr)?;
+    let labels = to_usize(labels.as_slice()?, "labels")?;
+    run_cancellable(py, &cancel, &failure, || p.fit(&bags, &labels))
+}
