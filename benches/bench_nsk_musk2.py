@@ -79,7 +79,7 @@ def averaging(bags, n_cols=None):
 def run_nsk(trb, ytr, teb, C, gamma, n_jobs=1):
     import milsvm
 
-    m = milsvm.NSK(C=C, kernel="rbf", gamma=gamma, norm="l1", tol=1e-3, n_jobs=n_jobs).fit(trb, ytr)
+    m = milsvm.NSK(C=C, kernel="rbf", gamma=gamma, norm="l1", inner_tol=1e-3, n_jobs=n_jobs).fit(trb, ytr)
     return m.decision_function(teb), m.predict(teb), m
 
 

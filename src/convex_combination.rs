@@ -32,28 +32,20 @@
 
 use ndarray::{Array1, Array2};
 
-use crate::bags::{validate_labels, Bags, Instances};
+use crate::bags::{Bags, Instances};
 use crate::error::{invalid_param, Result};
+use crate::fit::{Fit, Prologue, Setup};
 use crate::kernel::{Kernel, Rows};
 use crate::model::{Model, Pooling};
-use crate::multiclass::one_vs_rest;
 use crate::params::{
-    check_c, check_gamma, check_n_jobs, check_positive, check_relative_tol, setter, with_threads,
-    ClassWeight, Gamma, KernelKind, Observer, Progress,
+    hyperparams, n_jobs_from_value, ClassWeight, Gamma, KernelKind, Progress, Range,
 };
 use crate::smo::{DualProblem, DualSolution, GramRows, InstanceGram, Smo, SmoParams, Termination};
 
 /// Relative tolerance under which two instance scores of a bag count as tied.
 const TIE_TOL: f64 = 1e-10;
 
-/// Why an alternating fit stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopReason {
-    /// The stopping rule was met.
-    Converged,
-    /// The round cap was reached.
-    MaxIter,
-}
+pub use crate::fit::StopReason;
 
 /// Combinations of more than this many instances get their kernel rows from one block product
 /// (GEMM for dense rows) instead of instance rows one at a time.
@@ -215,43 +207,26 @@ pub fn max_weights(scores: &[f64]) -> Vec<f64> {
     top.iter().map(|&t| if t { 1.0 / n } else { 0.0 }).collect()
 }
 
-/// Hyperparameters of SVM-CC (Yang & Deng, Algorithms 1-2; builder style, ranges checked by
-/// [`SvmCcParams::validate`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct SvmCcParams {
-    /// Loss weight `C > 0` (split into `C1`, `C2` as in section 3).
-    pub c: f64,
-    /// Instance kernel family (the paper: linear for Algorithm 1, Gaussian for Algorithm 2).
-    pub kernel: KernelKind,
-    /// Kernel width (Gaussian kernel only).
-    pub gamma: Gamma,
-    /// Per-class loss weights (multiply `C1`, `C2`).
-    pub class_weight: ClassWeight,
-    /// Round cap (the paper: 80).
-    pub max_iter: usize,
-    /// Stop when `||v_new - v||_2 < tol` (the paper: 1e-4), `> 0`.
-    pub tol: f64,
-    /// Relative KKT tolerance of the SMO, in (0, 1).
-    pub smo_tol: f64,
-    /// Threads (`None`: all cores). Results do not depend on it.
-    pub n_jobs: Option<usize>,
-    /// Receives the objective after every round.
-    pub observer: Observer,
-}
-
-impl Default for SvmCcParams {
-    fn default() -> Self {
-        Self {
-            c: 1.0,
-            kernel: KernelKind::Linear,
-            gamma: Gamma::Scale,
-            class_weight: ClassWeight::Uniform,
-            max_iter: 80,
-            tol: 1e-4,
-            smo_tol: 1e-3,
-            n_jobs: None,
-            observer: Observer::default(),
-        }
+hyperparams! {
+    /// Hyperparameters of SVM-CC (Yang & Deng, Algorithms 1-2), declared once and checked into
+    /// [`SvmCcValidParams`].
+    pub struct SvmCcParams => SvmCcValidParams {
+        /// Loss weight `C` (split into `C1`, `C2` as in section 3).
+        c as "C": f64 = 1.0, check Range::Positive;
+        /// Instance kernel family (the paper: linear for Algorithm 1, Gaussian for Algorithm 2).
+        kernel: KernelKind = KernelKind::Linear;
+        /// Kernel width (Gaussian kernel only).
+        gamma: Gamma = Gamma::Scale, check Range::Positive;
+        /// Per-class loss weights (multiply `C1`, `C2`).
+        class_weight: ClassWeight = ClassWeight::Uniform;
+        /// Cap on the QP / LP rounds (the paper: 80).
+        max_iter: usize = 80, check Range::AtLeast(1);
+        /// Stop when `||v_new - v||_2 < tol` (the paper: 1e-4).
+        tol: f64 = 1e-4, check Range::Positive;
+        /// Relative KKT tolerance of the SMO solving each QP.
+        inner_tol: f64 = 1e-3, check Range::Open01;
+        /// Threads (`None`: all cores). Results do not depend on it.
+        n_jobs: Option<usize> = None, check Range::AtLeast(1), via n_jobs_from_value;
     }
 }
 
@@ -296,61 +271,30 @@ struct BinaryRun {
     smo_converged: bool,
 }
 
-impl SvmCcParams {
-    /// Default parameters (`C = 1`, linear kernel, 80 rounds, `tol = 1e-4`).
-    pub fn new() -> Self {
-        Self::default()
-    }
-    setter!(/// Sets `C`.
-        c: f64);
-    setter!(/// Sets the kernel family.
-        kernel: KernelKind);
-    setter!(/// Sets the kernel width.
-        gamma: Gamma);
-    setter!(/// Sets the class weights.
-        class_weight: ClassWeight);
-    setter!(/// Sets the round cap.
-        max_iter: usize);
-    setter!(/// Sets the tolerance on the change of `v`.
-        tol: f64);
-    setter!(/// Sets the SMO tolerance.
-        smo_tol: f64);
-    setter!(/// Sets the thread count.
-        n_jobs: Option<usize>);
-    setter!(/// Sets the progress observer.
-        observer: Observer);
-
-    /// Checks every hyperparameter; the error names the parameter and its allowed range.
-    pub fn validate(&self) -> Result<()> {
-        check_c(self.c)?;
-        check_gamma(self.gamma)?;
-        check_positive("max_iter", self.max_iter)?;
-        if !(self.tol.is_finite() && self.tol > 0.0) {
-            return Err(invalid_param(format!(
-                "tol must be a finite number > 0, got {}",
-                self.tol
-            )));
-        }
-        check_relative_tol("smo_tol", Some(self.smo_tol))?;
-        check_n_jobs(self.n_jobs)
-    }
+impl Fit for SvmCcValidParams {
+    type Output = SvmCcFit;
 
     /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes).
-    pub fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<SvmCcFit> {
-        self.validate()?;
-        let n_classes = validate_labels(bags, labels)?;
-        self.class_weight.validate(n_classes)?;
-        with_threads(self.n_jobs, || self.fit_impl(bags, labels, n_classes))?
+    fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<SvmCcFit> {
+        Prologue {
+            n_jobs: self.n_jobs,
+            class_weight: Some(&self.class_weight),
+            observer: &self.observer,
+        }
+        .run(bags, labels, |setup| self.fit_impl(setup))
     }
+}
 
-    fn fit_impl(&self, bags: &Bags, labels: &[usize], n_classes: usize) -> Result<SvmCcFit> {
-        let gamma = self.gamma.resolve(bags.instances());
-        let kernel = self.kernel.with_gamma(gamma);
+impl SvmCcValidParams {
+    fn fit_impl(&self, setup: &Setup) -> Result<SvmCcFit> {
+        let bags = setup.bags;
+        let n_classes = setup.n_classes;
         let x = bags.instances();
+        let (kernel, gamma) = self.kernel.resolve(self.gamma, x);
         let inst = InstanceGram::new(kernel, Rows::from(x))?;
-        let runs = one_vs_rest(labels, n_classes, |problem, targets| {
-            let weights = self.class_weight.bag_weights(targets, labels);
-            self.run_binary(&inst, bags, targets, &weights, kernel, problem)
+        let runs = setup.one_vs_rest(|problem| {
+            let (targets, weights) = (&problem.targets, &problem.weights);
+            self.run_binary(&inst, bags, targets, weights, kernel, problem.index)
         })?;
         let model = match kernel {
             Kernel::Linear => {
@@ -451,7 +395,7 @@ impl SvmCcParams {
         let d = vec![0.0; n];
         let point: Vec<usize> = (0..n).collect();
         let smo_params = SmoParams {
-            tol: self.smo_tol,
+            tol: self.inner_tol,
             ..SmoParams::default()
         };
         let mut v: Vec<Vec<f64>> = pos
@@ -469,6 +413,7 @@ impl SvmCcParams {
         let mut last: Option<(DualSolution, Vec<Vec<f64>>, f64)> = None;
         let mut n_iter = 0;
         for _ in 0..self.max_iter {
+            self.observer.check()?;
             n_iter += 1;
             let mut points: Vec<Vec<(usize, f64)>> = pos
                 .iter()

@@ -25,49 +25,31 @@ use ndarray::{Array1, Array2};
 use crate::bags::Bags;
 use crate::convex_combination::{max_weights, ComboGram, StopReason};
 use crate::error::{invalid_data, invalid_param, Result};
+use crate::fit::{Fit, Prologue};
 use crate::kernel::Rows;
 use crate::model::{Model, Pooling};
-use crate::params::{
-    check_gamma, check_n_jobs, check_positive, setter, with_threads, Gamma, KernelKind, Observer,
-    Progress,
-};
+use crate::params::{hyperparams, n_jobs_from_value, Gamma, KernelKind, Progress, Range};
 use crate::smo::{DualProblem, DualSolution, InstanceGram, Smo, SmoParams, Termination};
 
-/// Hyperparameters of the one-class MI-SVM (builder style, ranges checked by
-/// [`OneClassParams::validate`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct OneClassParams {
-    /// `nu` in (0, 1]: an upper bound on the fraction of outliers.
-    pub nu: f64,
-    /// Instance kernel family.
-    pub kernel: KernelKind,
-    /// Kernel width (Gaussian kernel only).
-    pub gamma: Gamma,
-    /// Whether to add the max constraint of every positive bag (Figure 2); `false` is the plain
-    /// one-class SVM on the positive bags' instances.
-    pub bag_constraints: bool,
-    /// Cap on the constraint-activation rounds, `>= 1`.
-    pub max_iter: usize,
-    /// Relative KKT tolerance of the SMO, in (0, 1).
-    pub tol: f64,
-    /// Threads (`None`: all cores). Results do not depend on it.
-    pub n_jobs: Option<usize>,
-    /// Receives the objective after every round.
-    pub observer: Observer,
-}
-
-impl Default for OneClassParams {
-    fn default() -> Self {
-        Self {
-            nu: 0.5,
-            kernel: KernelKind::Rbf,
-            gamma: Gamma::Scale,
-            bag_constraints: true,
-            max_iter: 20,
-            tol: 1e-3,
-            n_jobs: None,
-            observer: Observer::default(),
-        }
+hyperparams! {
+    /// Hyperparameters of the one-class MI-SVM (Vijayanarasimhan, Figures 1-2), declared once
+    /// and checked into [`OneClassValidParams`].
+    pub struct OneClassParams => OneClassValidParams {
+        /// `nu`: an upper bound on the fraction of outliers.
+        nu: f64 = 0.5, check Range::OpenClosed01;
+        /// Instance kernel family.
+        kernel: KernelKind = KernelKind::Rbf;
+        /// Kernel width (Gaussian kernel only).
+        gamma: Gamma = Gamma::Scale, check Range::Positive;
+        /// Whether to add the max constraint of every positive bag (Figure 2); `false` is the
+        /// plain one-class SVM on the positive bags' instances.
+        bag_constraints: bool = true;
+        /// Cap on the constraint-activation rounds.
+        max_iter: usize = 20, check Range::AtLeast(1);
+        /// Relative KKT tolerance of the SMO.
+        inner_tol: f64 = 1e-3, check Range::Open01;
+        /// Threads (`None`: all cores). Results do not depend on it.
+        n_jobs: Option<usize> = None, check Range::AtLeast(1), via n_jobs_from_value;
     }
 }
 
@@ -96,50 +78,11 @@ pub struct OneClassFit {
     pub gamma: f64,
 }
 
-impl OneClassParams {
-    /// Default parameters (`nu = 0.5`, Gaussian kernel, bag constraints on).
-    pub fn new() -> Self {
-        Self::default()
-    }
-    setter!(/// Sets `nu`.
-        nu: f64);
-    setter!(/// Sets the kernel family.
-        kernel: KernelKind);
-    setter!(/// Sets the kernel width.
-        gamma: Gamma);
-    setter!(/// Turns the bag constraints on or off.
-        bag_constraints: bool);
-    setter!(/// Sets the round cap.
-        max_iter: usize);
-    setter!(/// Sets the tolerance.
-        tol: f64);
-    setter!(/// Sets the thread count.
-        n_jobs: Option<usize>);
-    setter!(/// Sets the progress observer.
-        observer: Observer);
-
-    /// Checks every hyperparameter; the error names the parameter and its allowed range.
-    pub fn validate(&self) -> Result<()> {
-        if !(self.nu > 0.0 && self.nu <= 1.0) {
-            return Err(invalid_param(format!(
-                "nu must lie in (0, 1], got {}",
-                self.nu
-            )));
-        }
-        check_gamma(self.gamma)?;
-        check_positive("max_iter", self.max_iter)?;
-        if !(self.tol > 0.0 && self.tol < 1.0) {
-            return Err(invalid_param(format!(
-                "tol must lie in (0, 1), got {}",
-                self.tol
-            )));
-        }
-        check_n_jobs(self.n_jobs)
-    }
+impl Fit for OneClassValidParams {
+    type Output = OneClassFit;
 
     /// Fits on the bags labelled 1 (`labels` in {0, 1}; the others are ignored).
-    pub fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<OneClassFit> {
-        self.validate()?;
+    fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<OneClassFit> {
         if labels.len() != bags.n_bags() {
             return Err(invalid_data(format!(
                 "{} labels for {} bags",
@@ -159,13 +102,19 @@ impl OneClassParams {
             ));
         }
         let sub = bags.select_bags(&pos)?;
-        with_threads(self.n_jobs, || self.fit_impl(&sub))?
+        Prologue {
+            n_jobs: self.n_jobs,
+            class_weight: None,
+            observer: &self.observer,
+        }
+        .run_unlabelled(|| self.fit_impl(&sub))
     }
+}
 
+impl OneClassValidParams {
     fn fit_impl(&self, bags: &Bags) -> Result<OneClassFit> {
-        let gamma = self.gamma.resolve(bags.instances());
-        let kernel = self.kernel.with_gamma(gamma);
         let x = bags.instances();
+        let (kernel, gamma) = self.kernel.resolve(self.gamma, x);
         let inst = InstanceGram::new(kernel, Rows::from(x))?;
         let l = bags.n_instances();
         let nb = bags.n_bags();
@@ -179,7 +128,7 @@ impl OneClassParams {
         let mut u = vec![ui; l];
         u.extend(std::iter::repeat_n(0.0, nb));
         let smo_params = SmoParams {
-            tol: self.tol,
+            tol: self.inner_tol,
             ..SmoParams::default()
         };
         // pseudo-samples start uniform over their bag (inactive: u = 0)
@@ -197,6 +146,7 @@ impl OneClassParams {
         let mut n_iter = 0;
         let mut last: Option<(DualSolution, Vec<Vec<f64>>, Vec<bool>)> = None;
         for _ in 0..self.max_iter {
+            self.observer.check()?;
             n_iter += 1;
             let mut points: Vec<Vec<(usize, f64)>> = (0..l).map(|t| vec![(t, 1.0)]).collect();
             points.extend((0..nb).map(|i| {

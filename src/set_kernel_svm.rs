@@ -28,33 +28,32 @@
 //! its instances), so the many negative singletons never make a `units x units` matrix.
 
 use ndarray::{Array1, Array2};
-use serde::{Deserialize, Serialize};
 
-use crate::bags::{validate_labels, Bags, Instances};
+use crate::bags::{Bags, Instances};
 use crate::convex_combination::ComboGram;
-use crate::error::{invalid_param, Error, Result};
+use crate::error::{Error, Result};
+use crate::fit::{Fit, Prologue, Setup};
 use crate::kernel::Kernel;
 use crate::kernel::Rows;
 use crate::model::{Model, Pooling};
-use crate::multiclass::one_vs_rest;
 use crate::params::{
-    check_c, check_gamma, check_n_jobs, check_relative_tol, setter, with_threads, ClassWeight,
-    Gamma, KernelKind,
+    choices, hyperparams, n_jobs_from_value, ClassWeight, Gamma, KernelKind, Range,
 };
 use crate::set_kernel::set_kernel_gram;
 use crate::smo::{
     DualProblem, DualSolution, GramRows, InstanceGram, PrecomputedGram, Smo, SmoParams, Termination,
 };
 
-/// How NSK normalises the sum of a bag's instance features.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum SetNorm {
-    /// Divide by the 1-norm (the number of instances): the mean set kernel.
-    #[default]
-    L1,
-    /// Divide by the feature-space 2-norm: the cosine-normalised set kernel.
-    L2,
+choices! {
+    /// How NSK normalises the sum of a bag's instance features.
+    #[derive(Default)]
+    pub enum SetNorm {
+        /// Divide by the 1-norm (the number of instances): the mean set kernel.
+        #[default]
+        L1 = "l1",
+        /// Divide by the feature-space 2-norm: the cosine-normalised set kernel.
+        L2 = "l2",
+    }
 }
 
 /// The normalised set-kernel Gram matrix of `bags` (`L1`: mean kernel; `L2`: its cosine
@@ -80,25 +79,6 @@ pub fn nsk_gram(kernel: Kernel, bags: &Bags, norm: SetNorm) -> Result<(Array2<f6
         }
     }
     Ok((k, diag))
-}
-
-/// Checks the settings shared by NSK and sMIL.
-fn validate_shared(
-    c: f64,
-    gamma: Gamma,
-    tol: f64,
-    max_iter: Option<usize>,
-    n_jobs: Option<usize>,
-) -> Result<()> {
-    check_c(c)?;
-    check_gamma(gamma)?;
-    check_relative_tol("tol", Some(tol))?;
-    if max_iter == Some(0) {
-        return Err(invalid_param(
-            "max_iter must be None (no cap) or an integer >= 1",
-        ));
-    }
-    check_n_jobs(n_jobs)
 }
 
 /// One hinge C-SVM dual over precomputed unit kernels: `p` linear term, `u` bounds.
@@ -184,40 +164,26 @@ fn assemble_model(
 // NSK
 // ---------------------------------------------------------------------------------------------
 
-/// Hyperparameters of NSK, the hinge-loss SVM on the normalised set kernel (Gaertner et al.
-/// 2002; builder style, ranges checked by [`NskParams::validate`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct NskParams {
-    /// Loss weight `C > 0` (bag `i` is bounded by `C w_i`).
-    pub c: f64,
-    /// Instance kernel family.
-    pub kernel: KernelKind,
-    /// Kernel width (Gaussian kernel only).
-    pub gamma: Gamma,
-    /// Normalisation of the bag feature sums.
-    pub norm: SetNorm,
-    /// Per-class loss weights.
-    pub class_weight: ClassWeight,
-    /// Relative KKT tolerance of the SMO, in (0, 1).
-    pub tol: f64,
-    /// SMO iteration cap (`None`: the solver's default).
-    pub max_iter: Option<usize>,
-    /// Threads (`None`: all cores). Results do not depend on it.
-    pub n_jobs: Option<usize>,
-}
-
-impl Default for NskParams {
-    fn default() -> Self {
-        Self {
-            c: 1.0,
-            kernel: KernelKind::Rbf,
-            gamma: Gamma::Scale,
-            norm: SetNorm::L1,
-            class_weight: ClassWeight::Uniform,
-            tol: 1e-3,
-            max_iter: None,
-            n_jobs: None,
-        }
+hyperparams! {
+    /// Hyperparameters of NSK, the hinge-loss SVM on the normalised set kernel (Gaertner et
+    /// al. 2002), declared once and checked into [`NskValidParams`].
+    pub struct NskParams => NskValidParams {
+        /// Loss weight `C` (bag `i` is bounded by `C w_i`).
+        c as "C": f64 = 1.0, check Range::Positive;
+        /// Instance kernel family.
+        kernel: KernelKind = KernelKind::Rbf;
+        /// Kernel width (Gaussian kernel only).
+        gamma: Gamma = Gamma::Scale, check Range::Positive;
+        /// Normalisation of the bag feature sums.
+        norm: SetNorm = SetNorm::L1;
+        /// Per-class loss weights.
+        class_weight: ClassWeight = ClassWeight::Uniform;
+        /// Relative KKT tolerance of the SMO.
+        inner_tol: f64 = 1e-3, check Range::Open01;
+        /// SMO iteration cap (`None`: the solver's default).
+        inner_max_iter: Option<usize> = None, check Range::AtLeast(1);
+        /// Threads (`None`: all cores). Results do not depend on it.
+        n_jobs: Option<usize> = None, check Range::AtLeast(1), via n_jobs_from_value;
     }
 }
 
@@ -241,60 +207,37 @@ pub struct NskFit {
     pub converged: bool,
 }
 
-impl NskParams {
-    /// Default parameters (`C = 1`, Gaussian kernel, `gamma = scale`, `L1`).
-    pub fn new() -> Self {
-        Self::default()
-    }
-    setter!(/// Sets `C`.
-        c: f64);
-    setter!(/// Sets the kernel family.
-        kernel: KernelKind);
-    setter!(/// Sets the kernel width.
-        gamma: Gamma);
-    setter!(/// Sets the normalisation.
-        norm: SetNorm);
-    setter!(/// Sets the class weights.
-        class_weight: ClassWeight);
-    setter!(/// Sets the SMO tolerance.
-        tol: f64);
-    setter!(/// Sets the SMO iteration cap.
-        max_iter: Option<usize>);
-    setter!(/// Sets the thread count.
-        n_jobs: Option<usize>);
-
-    /// Checks every hyperparameter; the error names the parameter and its allowed range.
-    pub fn validate(&self) -> Result<()> {
-        validate_shared(self.c, self.gamma, self.tol, self.max_iter, self.n_jobs)
-    }
+impl Fit for NskValidParams {
+    type Output = NskFit;
 
     /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes, sharing
     /// the bag kernel).
-    pub fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<NskFit> {
-        self.validate()?;
-        let n_classes = validate_labels(bags, labels)?;
-        self.class_weight.validate(n_classes)?;
-        with_threads(self.n_jobs, || self.fit_impl(bags, labels, n_classes))?
+    fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<NskFit> {
+        Prologue {
+            n_jobs: self.n_jobs,
+            class_weight: Some(&self.class_weight),
+            observer: &self.observer,
+        }
+        .run(bags, labels, |setup| self.fit_impl(setup))
     }
+}
 
-    fn fit_impl(&self, bags: &Bags, labels: &[usize], n_classes: usize) -> Result<NskFit> {
-        let gamma = self.gamma.resolve(bags.instances());
-        let kernel = self.kernel.with_gamma(gamma);
+impl NskValidParams {
+    fn fit_impl(&self, setup: &Setup) -> Result<NskFit> {
+        let bags = setup.bags;
+        let (kernel, gamma) = self.kernel.resolve(self.gamma, bags.instances());
         let (k, diag) = nsk_gram(kernel, bags, self.norm)?;
+        setup.observer.check()?;
         let gram = PrecomputedGram::new(k)?;
         let scale: Vec<f64> = match self.norm {
             SetNorm::L1 => vec![1.0; diag.len()],
             SetNorm::L2 => diag.iter().map(|d| 1.0 / d.sqrt()).collect(),
         };
         let p = vec![1.0; bags.n_bags()];
-        let fits = one_vs_rest(labels, n_classes, |_, y| {
-            let u: Vec<f64> = self
-                .class_weight
-                .bag_weights(y, labels)
-                .iter()
-                .map(|w| self.c * w)
-                .collect();
-            let sol = solve_hinge(&gram, y, &p, &u, self.tol, self.max_iter)?;
+        let fits = setup.one_vs_rest(|problem| {
+            let y = &problem.targets;
+            let u: Vec<f64> = problem.weights.iter().map(|w| self.c * w).collect();
+            let sol = solve_hinge(&gram, y, &p, &u, self.inner_tol, self.inner_max_iter)?;
             Ok(UnitFit {
                 coef: unit_coefficients(bags, &sol, y, &scale),
                 sol,
@@ -304,7 +247,7 @@ impl NskParams {
             kernel,
             bags.instances(),
             fits,
-            n_classes,
+            setup.n_classes,
             self.norm,
             gamma,
         ))
@@ -345,37 +288,24 @@ fn finish(
 // sMIL
 // ---------------------------------------------------------------------------------------------
 
-/// Hyperparameters of sMIL (Bunescu & Mooney 2007, eq. 8-9; builder style, ranges checked by
-/// [`SmilParams::validate`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct SmilParams {
-    /// Loss weight `C > 0` (a unit of a bag of class weight `w` is bounded by `C w`).
-    pub c: f64,
-    /// Instance kernel family.
-    pub kernel: KernelKind,
-    /// Kernel width (Gaussian kernel only).
-    pub gamma: Gamma,
-    /// Per-class loss weights.
-    pub class_weight: ClassWeight,
-    /// Relative KKT tolerance of the SMO, in (0, 1).
-    pub tol: f64,
-    /// SMO iteration cap (`None`: the solver's default).
-    pub max_iter: Option<usize>,
-    /// Threads (`None`: all cores). Results do not depend on it.
-    pub n_jobs: Option<usize>,
-}
-
-impl Default for SmilParams {
-    fn default() -> Self {
-        Self {
-            c: 1.0,
-            kernel: KernelKind::Rbf,
-            gamma: Gamma::Scale,
-            class_weight: ClassWeight::Uniform,
-            tol: 1e-3,
-            max_iter: None,
-            n_jobs: None,
-        }
+hyperparams! {
+    /// Hyperparameters of sMIL (Bunescu & Mooney 2007, eq. 8-9), declared once and checked
+    /// into [`SmilValidParams`].
+    pub struct SmilParams => SmilValidParams {
+        /// Loss weight `C` (a unit of a bag of class weight `w` is bounded by `C w`).
+        c as "C": f64 = 1.0, check Range::Positive;
+        /// Instance kernel family.
+        kernel: KernelKind = KernelKind::Rbf;
+        /// Kernel width (Gaussian kernel only).
+        gamma: Gamma = Gamma::Scale, check Range::Positive;
+        /// Per-class loss weights.
+        class_weight: ClassWeight = ClassWeight::Uniform;
+        /// Relative KKT tolerance of the SMO.
+        inner_tol: f64 = 1e-3, check Range::Open01;
+        /// SMO iteration cap (`None`: the solver's default).
+        inner_max_iter: Option<usize> = None, check Range::AtLeast(1);
+        /// Threads (`None`: all cores). Results do not depend on it.
+        n_jobs: Option<usize> = None, check Range::AtLeast(1), via n_jobs_from_value;
     }
 }
 
@@ -399,47 +329,29 @@ pub fn smil_units(bags: &Bags, targets: &[f64]) -> (Vec<usize>, Vec<usize>) {
     (ptr, owner)
 }
 
-impl SmilParams {
-    /// Default parameters (`C = 1`, Gaussian kernel, `gamma = scale`).
-    pub fn new() -> Self {
-        Self::default()
-    }
-    setter!(/// Sets `C`.
-        c: f64);
-    setter!(/// Sets the kernel family.
-        kernel: KernelKind);
-    setter!(/// Sets the kernel width.
-        gamma: Gamma);
-    setter!(/// Sets the class weights.
-        class_weight: ClassWeight);
-    setter!(/// Sets the SMO tolerance.
-        tol: f64);
-    setter!(/// Sets the SMO iteration cap.
-        max_iter: Option<usize>);
-    setter!(/// Sets the thread count.
-        n_jobs: Option<usize>);
-
-    /// Checks every hyperparameter; the error names the parameter and its allowed range.
-    pub fn validate(&self) -> Result<()> {
-        validate_shared(self.c, self.gamma, self.tol, self.max_iter, self.n_jobs)
-    }
+impl Fit for SmilValidParams {
+    type Output = NskFit;
 
     /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes; each
     /// problem has its own units).
-    pub fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<NskFit> {
-        self.validate()?;
-        let n_classes = validate_labels(bags, labels)?;
-        self.class_weight.validate(n_classes)?;
-        with_threads(self.n_jobs, || self.fit_impl(bags, labels, n_classes))?
+    fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<NskFit> {
+        Prologue {
+            n_jobs: self.n_jobs,
+            class_weight: Some(&self.class_weight),
+            observer: &self.observer,
+        }
+        .run(bags, labels, |setup| self.fit_impl(setup))
     }
+}
 
-    fn fit_impl(&self, bags: &Bags, labels: &[usize], n_classes: usize) -> Result<NskFit> {
-        let gamma = self.gamma.resolve(bags.instances());
-        let kernel = self.kernel.with_gamma(gamma);
+impl SmilValidParams {
+    fn fit_impl(&self, setup: &Setup) -> Result<NskFit> {
+        let bags = setup.bags;
         let x = bags.instances();
+        let (kernel, gamma) = self.kernel.resolve(self.gamma, x);
         let inst = InstanceGram::new(kernel, Rows::from(x))?;
-        let fits = one_vs_rest(labels, n_classes, |_, targets| {
-            let weights = self.class_weight.bag_weights(targets, labels);
+        let fits = setup.one_vs_rest(|problem| {
+            let (targets, weights) = (&problem.targets, &problem.weights);
             let (ptr, owner) = smil_units(bags, targets);
             let units = Bags::new(x.clone(), ptr)?;
             // unit kernels on demand: a unit is the mean of its instances
@@ -463,7 +375,7 @@ impl SmilParams {
                     }
                 })
                 .collect();
-            let sol = solve_hinge(&gram, &y, &p, &u, self.tol, self.max_iter)?;
+            let sol = solve_hinge(&gram, &y, &p, &u, self.inner_tol, self.inner_max_iter)?;
             let scale = vec![1.0; y.len()];
             Ok(UnitFit {
                 coef: unit_coefficients(&units, &sol, &y, &scale),
@@ -474,7 +386,7 @@ impl SmilParams {
             kernel,
             bags.instances(),
             fits,
-            n_classes,
+            setup.n_classes,
             SetNorm::L1,
             gamma,
         );

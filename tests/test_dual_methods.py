@@ -57,7 +57,7 @@ def test_nsk_equals_svc_on_the_set_kernel(norm, kernel, seed):
     bags, y = random_bags(seed, n_bags=14, d=3, max_size=5)
     test, _ = random_bags(seed + 100, n_bags=6, d=3, max_size=5)
     gamma, C = 0.4, 2.0
-    est = milsvm.NSK(C=C, kernel=kernel, gamma=gamma, norm=norm, tol=1e-8).fit(bags, y)
+    est = milsvm.NSK(C=C, kernel=kernel, gamma=gamma, norm=norm, inner_tol=1e-8).fit(bags, y)
     K = set_gram(bags, bags, kernel, gamma, norm)
     svc = SVC(kernel="precomputed", C=C, tol=1e-10).fit(K, y)
     Kt = set_gram(test + bags, bags, kernel, gamma, norm)
@@ -77,15 +77,15 @@ def test_nsk_equals_svc_on_the_set_kernel(norm, kernel, seed):
 def test_nsk_sparse_equals_dense():
     bags, y = random_bags(3, n_bags=12, d=6, sparse=True)
     dense = [b.toarray() for b in bags]
-    a = milsvm.NSK(gamma=0.3, tol=1e-8).fit(bags, y).decision_function(bags)
-    b = milsvm.NSK(gamma=0.3, tol=1e-8).fit(dense, y).decision_function(dense)
+    a = milsvm.NSK(gamma=0.3, inner_tol=1e-8).fit(bags, y).decision_function(bags)
+    b = milsvm.NSK(gamma=0.3, inner_tol=1e-8).fit(dense, y).decision_function(dense)
     assert np.allclose(a, b, atol=1e-9)
 
 
 def test_nsk_class_weight_scales_bounds():
     bags, y = random_bags(4, n_bags=14)
     gamma = 0.5
-    est = milsvm.NSK(C=1.0, gamma=gamma, class_weight={0: 2.0, 1: 0.5}, tol=1e-8).fit(bags, y)
+    est = milsvm.NSK(C=1.0, gamma=gamma, class_weight={0: 2.0, 1: 0.5}, inner_tol=1e-8).fit(bags, y)
     K = set_gram(bags, bags, "rbf", gamma)
     svc = SVC(kernel="precomputed", C=1.0, class_weight={0: 2.0, 1: 0.5}, tol=1e-10).fit(K, y)
     assert np.allclose(est.decision_function(bags), svc.decision_function(K), atol=1e-6)
@@ -129,9 +129,9 @@ def test_nsk_easy_bags_save_load_pickle(tmp_path):
         ({"gamma": "auto"}, "gamma must be"),
         ({"norm": "l3"}, "norm must be"),
         ({"kernel": "poly"}, "kernel must be"),
-        ({"tol": 0.0}, "tol must"),
-        ({"tol": 2.0}, "tol must"),
-        ({"max_iter": 0}, "max_iter must"),
+        ({"inner_tol": 0.0}, "inner_tol must"),
+        ({"inner_tol": 2.0}, "inner_tol must"),
+        ({"inner_max_iter": 0}, "inner_max_iter must"),
         ({"class_weight": "weird"}, "class_weight must"),
         ({"n_jobs": 0}, "n_jobs must"),
     ],
@@ -160,7 +160,7 @@ def test_nsk_bad_data():
 def test_nsk_max_iter_warns():
     bags, y = random_bags(1, n_bags=20)
     with pytest.warns(Warning, match="max_iter"):
-        milsvm.NSK(max_iter=1, tol=1e-9).fit(bags, y)
+        milsvm.NSK(inner_max_iter=1, inner_tol=1e-9).fit(bags, y)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -196,7 +196,7 @@ def smil_reference(bags, y, C, gamma):
 def test_smil_dual_matches_slsqp(seed):
     bags, y = random_bags(seed, n_bags=8, d=2, max_size=4)
     C, gamma = 1.5, 0.7
-    est = milsvm.sMIL(C=C, gamma=gamma, tol=1e-9).fit(bags, y)
+    est = milsvm.sMIL(C=C, gamma=gamma, inner_tol=1e-9).fit(bags, y)
     ref_obj, ref_alpha, units, uy, K = smil_reference(bags, y, C, gamma)
     assert est.objective_ <= ref_obj + 1e-7 * max(1, abs(ref_obj))
     assert abs(est.objective_ - ref_obj) <= 1e-5 * max(1, abs(ref_obj))
@@ -304,7 +304,7 @@ def test_svmcc_qp_step_equals_svc_on_the_combination_gram(seed, max_size):
     C, gamma = 3.0, 0.5
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = milsvm.SVMCC(C=C, kernel="rbf", gamma=gamma, max_iter=1, smo_tol=1e-9).fit(bags, y)
+        est = milsvm.SVMCC(C=C, kernel="rbf", gamma=gamma, max_iter=1, inner_tol=1e-9).fit(bags, y)
     units = [b for b, t in zip(bags, y) if t == 1] + [r[None, :] for b, t in zip(bags, y) if t == 0 for r in b]
     uy = np.array([1] * int(np.sum(y == 1)) + [0] * (len(units) - int(np.sum(y == 1))))
     n_pb, n_neg = int(np.sum(uy == 1)), int(np.sum(uy == 0))
@@ -338,8 +338,8 @@ def test_svmcc_sparse_linear_stays_sparse_and_matches_dense(tmp_path):
     bags, y = random_bags(6, n_bags=14, d=40, sparse=True, density=0.2)
     # tight SMO tolerance: the dense (GEMM) and sparse inner products round differently, which
     # moves a loosely converged SMO's stopping point
-    a = milsvm.SVMCC(C=2.0, smo_tol=1e-10).fit(bags, y)
-    b = milsvm.SVMCC(C=2.0, smo_tol=1e-10).fit([x.toarray() for x in bags], y)
+    a = milsvm.SVMCC(C=2.0, inner_tol=1e-10).fit(bags, y)
+    b = milsvm.SVMCC(C=2.0, inner_tol=1e-10).fit([x.toarray() for x in bags], y)
     assert a.xv_.shape == (1, 40)
     assert np.allclose(a.decision_function(bags), b.decision_function(bags), atol=1e-9)
     a.save(tmp_path / "cc.json")
@@ -366,7 +366,7 @@ def test_svmcc_multiclass_and_warning():
         ({"kernel": "poly"}, "kernel must be"),
         ({"max_iter": 0}, "max_iter must"),
         ({"tol": -1.0}, "tol must"),
-        ({"smo_tol": 1.0}, "smo_tol must"),
+        ({"inner_tol": 1.0}, "inner_tol must"),
         ({"n_jobs": 0}, "n_jobs must"),
         ({"class_weight": {5: 1.0}}, "class_weight"),
     ],
@@ -389,7 +389,7 @@ def test_one_class_without_bag_constraints_equals_sklearn(nu, seed):
 
     bags, y = random_bags(seed, n_bags=16, d=3, max_size=5)
     gamma = 0.6
-    est = milsvm.OneClassMISVM(nu=nu, gamma=gamma, bag_constraints=False, tol=1e-9).fit(bags, y)
+    est = milsvm.OneClassMISVM(nu=nu, gamma=gamma, bag_constraints=False, inner_tol=1e-9).fit(bags, y)
     X = np.vstack([b for b, t in zip(bags, y) if t == 1])
     ref = OneClassSVM(nu=nu, gamma=gamma, tol=1e-12).fit(X)
     test = np.vstack(bags)
@@ -436,7 +436,7 @@ def test_one_class_bag_constraints_cover_every_positive_bag(tmp_path):
         ({"gamma": -2.0}, "gamma must be"),
         ({"kernel": "poly"}, "kernel must be"),
         ({"max_iter": 0}, "max_iter must"),
-        ({"tol": 0.0}, "tol must"),
+        ({"inner_tol": 0.0}, "inner_tol must"),
         ({"n_jobs": 0}, "n_jobs must"),
     ],
 )
@@ -496,7 +496,7 @@ def test_svmcc_objective_is_non_increasing(kernel, seed):
     bags, y = random_bags(seed, n_bags=16, d=3, max_size=5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = milsvm.SVMCC(C=5.0, kernel=kernel, gamma=0.5, smo_tol=1e-9).fit(bags, y)
+        est = milsvm.SVMCC(C=5.0, kernel=kernel, gamma=0.5, inner_tol=1e-9).fit(bags, y)
     h = est.objective_history_
     assert len(h) == est.n_iter_ and len(est.dv_history_) == est.n_iter_
     assert np.all(np.diff(h) <= 1e-7 * max(1.0, abs(h[0])))

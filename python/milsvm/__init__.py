@@ -14,6 +14,7 @@ from .preprocessing import BagStandardScaler
 # The estimator families: importing a module registers its estimators.
 from .sparse_mi import *  # noqa: F401,F403
 from .set_kernel import *  # noqa: F401,F403
+from .set_kernel_svm import *  # noqa: F401,F403
 from .annealing import *  # noqa: F401,F403
 from .convex_combination import *  # noqa: F401,F403
 from .one_class import *  # noqa: F401,F403

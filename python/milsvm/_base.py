@@ -199,13 +199,13 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
 
     def _warn_unconverged(self, fit):
         """One ``ConvergenceWarning`` per loop that stopped at its cap: the outer loop
-        (``converged_``) and an inner solver (the result's ``inner_converged``)."""
+        (``converged_``, for estimators with a ``max_iter``) and an inner solver (the result's
+        ``inner_converged``)."""
         name = type(self).__name__
-        if not getattr(self, "converged_", True):
-            cap = getattr(self, "max_iter", None)
-            where = f"max_iter={cap}" if cap is not None else "its iteration cap"
-            warnings.warn(f"{name} stopped at {where} before its stopping rule was met; the model of the last "
-                          "iteration is kept", ConvergenceWarning, stacklevel=3)
+        cap = self.get_params(deep=False).get("max_iter")
+        if cap is not None and not getattr(self, "converged_", True):
+            warnings.warn(f"{name} stopped at max_iter={cap} before its stopping rule was met; the model of the "
+                          "last iteration is kept", ConvergenceWarning, stacklevel=3)
         if not getattr(fit, "inner_converged", True):
             warnings.warn(f"{name}: an inner solve stopped at its iteration cap (inner_max_iter) before its "
                           "tolerance was met", ConvergenceWarning, stacklevel=3)

@@ -4,29 +4,21 @@ constraint per positive bag. The work runs in the Rust core (``src/one_class.rs`
 
 from __future__ import annotations
 
-import time
-import warnings
-
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
-from . import _core
-from ._bags import as_bags
-from ._legacy import FitProgress, as_choice, as_float, as_int, as_n_jobs
-from ._legacy import as_gamma_or_rule
-from .annealing import _AnnealingClassifier
-from ._legacy import _ExpansionVectorClassifier
+from ._base import ExpansionVectorsMixin, MILClassifier
+from ._docs import attr, param
 
 __all__ = ["OneClassMISVM"]
 
 
-class OneClassMISVM(_ExpansionVectorClassifier):
-    """One-class MI-SVM: the support of the positive bags' instances, with bag max constraints.
+class OneClassMISVM(ExpansionVectorsMixin, MILClassifier):
+    __doc__ = f"""One-class MI-SVM: the support of the positive bags' instances, with bag max constraints.
 
     The one-class SVM ``min 1/2 ||w||^2 + 1/(nu l) sum xi - rho``, ``w . phi(x) >= rho - xi``
     over the ``l`` instances of the positive training bags (dual: ``0 <= a <= 1/(nu l)``,
     ``sum a = 1``, solved by the crate's SMO). With ``bag_constraints=True`` every positive bag
-    ``X`` adds ``max_{x in X} w . phi(x) >= rho - Xi_X`` with penalty ``1/(nu n_bags)``: a
+    ``X`` adds ``max_{{x in X}} w . phi(x) >= rho - Xi_X`` with penalty ``1/(nu n_bags)``: a
     pseudo-sample spreading weight 1 over the bag's currently maximal instances (Figure 2):
     starting with no pseudo-sample (``a = 0``, the plain one-class SVM), every bag's
     pseudo-sample is put on its currently maximal instances and the problem re-solved
@@ -42,21 +34,13 @@ class OneClassMISVM(_ExpansionVectorClassifier):
     ----------
     nu : float, default=0.5
         In (0, 1]: an upper bound on the fraction of outlier instances (and bags).
-    kernel : {"rbf", "linear"}, default="rbf"
-        Instance kernel.
-    gamma : "scale", "median" or float, default="scale"
-        Gaussian width (over the positive bags' instances).
+{param("kernel", "gamma", kernel={"default": "rbf"})}
+        (The width "scale" and "median" are taken over the positive bags' instances.)
     bag_constraints : bool, default=True
         Add the per-bag max constraints (Figure 2).
     max_iter : int, default=20
         Cap on the activation rounds.
-    tol : float, default=1e-3
-        Relative KKT tolerance of the SMO, in (0, 1).
-    n_jobs : int or None, default=None
-        Threads (None or -1: all cores).
-    verbose : int, default=0
-        0: silent; 1: a progress bar over the rounds on stderr when it is a terminal; 2: also
-        the objective of every round.
+{param("inner_tol", "n_jobs", "verbose", inner_tol={"default": "1e-3", "none": " (the KKT tolerance of the SMO)"})}
 
     Attributes
     ----------
@@ -85,19 +69,20 @@ class OneClassMISVM(_ExpansionVectorClassifier):
         Number of features of an instance.
     """
 
+    _core_fit = "fit_one_class"
     _poolings = ("max",)
     _info_attrs = ("n_iter_", "converged_", "objective_history_", "rho_", "gamma_")
-    instance_decision_function = _AnnealingClassifier.instance_decision_function
-    predict_instances = _AnnealingClassifier.predict_instances
+    _multiclass = False
+    _progress_unit = "round"
 
-    def __init__(self, nu=0.5, kernel="rbf", gamma="scale", bag_constraints=True, max_iter=20, tol=1e-3,
+    def __init__(self, nu=0.5, kernel="rbf", gamma="scale", bag_constraints=True, max_iter=20, inner_tol=1e-3,
                  n_jobs=None, verbose=0):
         self.nu = nu
         self.kernel = kernel
         self.gamma = gamma
         self.bag_constraints = bag_constraints
         self.max_iter = max_iter
-        self.tol = tol
+        self.inner_tol = inner_tol
         self.n_jobs = n_jobs
         self.verbose = verbose
 
@@ -114,42 +99,15 @@ class OneClassMISVM(_ExpansionVectorClassifier):
         -------
         self
         """
-        bags = as_bags(bags)
-        labels = self._encode_labels(y, len(bags), multiclass=False)
-        if not isinstance(self.bag_constraints, (bool, np.bool_)):
-            raise TypeError(f"bag_constraints must be a bool, got {self.bag_constraints!r}")
-        start = time.perf_counter()
-        max_iter = as_int("max_iter", self.max_iter)
-        with FitProgress(self, max(max_iter, 0), "round") as progress:
-            out = _core.fit_one_class(
-                bags.core_instances(),
-                bags.bag_ptr,
-                labels,
-                nu=as_float("nu", self.nu),
-                kernel=as_choice("kernel", self.kernel, ("rbf", "linear")),
-                gamma=as_gamma_or_rule(self.gamma),
-                bag_constraints=bool(self.bag_constraints),
-                max_iter=max_iter,
-                tol=as_float("tol", self.tol),
-                n_jobs=as_n_jobs(self.n_jobs),
-                progress=progress.callback(),
-            )
-        self.fit_time_ = time.perf_counter() - start
-        self._set_model(out["model"])
-        self.rho_ = -self.intercept_
-        self.gamma_ = float(out["gamma"])
-        self.dual_coef_ = out["alpha"]
-        self.bag_dual_coef_ = out["bag_alpha"]
-        self.active_ = np.asarray(out["active"], dtype=bool)
-        self.objective_history_ = np.asarray(out["objective_history"], dtype=np.float64)
-        self.n_iter_ = int(out["n_iter"])
-        self.converged_ = bool(out["converged"])
-        if not self.converged_:
-            warnings.warn(
-                f"OneClassMISVM stopped at max_iter={self.max_iter} with a violated bag constraint; "
-                "the model of the last round is kept", ConvergenceWarning, stacklevel=2,
-            )
-        if not out["smo_converged"]:
-            warnings.warn("OneClassMISVM: an SMO solve stopped at its iteration cap", ConvergenceWarning,
-                          stacklevel=2)
-        return self
+        return super().fit(bags, y)
+
+    def _fitted(self, fit, bags, binary):
+        return {
+            "rho_": float(fit.rho),
+            "dual_coef_": fit.alpha,
+            "bag_dual_coef_": fit.bag_alpha,
+            "active_": np.asarray(fit.active, dtype=bool),
+            "objective_history_": np.asarray(fit.objective_history, dtype=np.float64),
+            "n_iter_": int(fit.n_iter),
+            "converged_": bool(fit.converged),
+        }

@@ -1,63 +1,61 @@
 //! Bindings of SVM-CC (`src/convex_combination.rs`).
 
-use crate::convex_combination::{hinge_bias, max_weights, StopReason, SvmCcParams};
+use crate::convex_combination::{hinge_bias, max_weights, StopReason, SvmCcFit, SvmCcParams};
 
-use super::set_kernel_svm::class_weight_of;
 use super::*;
 
-/// Fits SVM-CC; returns a dict with `xv`, `coef` (`n_outputs x n_xv`), `intercept`, `gamma`
-/// and per binary problem `positive_bags`, `v`, `lp_intercept`, `qp_intercept`,
-/// `objective_history`, `dv_history`, `n_iter`, `converged`; plus `smo_converged`.
+/// A fitted SVM-CC (the Rust [`SvmCcFit`]; per binary problem where a list).
+#[pyclass(name = "SvmCcFit", module = "milsvm._core", frozen, get_all)]
+pub(crate) struct PySvmCcFit {
+    /// The compiled model (max pooling).
+    model: Py<model::PyModel>,
+    /// The kernel width used.
+    gamma: f64,
+    /// Per problem: the positive bags `v` refers to.
+    positive_bags: Vec<Vec<usize>>,
+    /// Per problem: the final `v` of every positive bag.
+    v: Vec<Vec<Vec<f64>>>,
+    /// Per problem: the LP's bias of the last round.
+    lp_intercept: Vec<f64>,
+    /// Per problem: the QP's bias of the last round.
+    qp_intercept: Vec<f64>,
+    /// Per problem: `1/2 ||w||^2 + sum c xi` after each round's LP.
+    objective_history: Vec<Vec<f64>>,
+    /// Per problem: `||v_new - v||_2` of each round.
+    dv_history: Vec<Vec<f64>>,
+    /// Per problem: rounds run.
+    n_iter: Vec<usize>,
+    /// Per problem: whether the change of `v` fell below `tol`.
+    converged: Vec<bool>,
+    /// Whether every SMO solve met its tolerance.
+    inner_converged: bool,
+}
+
+/// Fits SVM-CC with the parameters of `params` (names as in `milsvm.SVMCC`).
 #[pyfunction]
-#[pyo3(signature = (x, bag_ptr, labels, *, c, kernel, gamma, class_weight=None, max_iter=80, tol=1e-4, smo_tol=1e-3, n_jobs=None, progress=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (x, bag_ptr, labels, params, progress=None))]
 pub(crate) fn fit_svmcc<'py>(
     py: Python<'py>,
     x: &Bound<'py, PyAny>,
     bag_ptr: PyReadonlyArray1<i64>,
     labels: PyReadonlyArray1<i64>,
-    c: f64,
-    kernel: &str,
-    gamma: &Bound<'py, PyAny>,
-    class_weight: Option<&Bound<'py, PyAny>>,
-    max_iter: i64,
-    tol: f64,
-    smo_tol: f64,
-    n_jobs: Option<i64>,
+    params: &Bound<'py, PyDict>,
     progress: Option<Py<PyAny>>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let params = SvmCcParams {
-        c,
-        kernel: kernel_kind(kernel)?,
-        gamma: gamma_of(gamma)?,
-        class_weight: class_weight_of(class_weight)?,
-        max_iter: count(max_iter, "max_iter")?,
-        tol,
-        smo_tol,
-        n_jobs: n_jobs_of(n_jobs)?,
-        observer: observer_of(progress),
-    };
-    let bags = bags(x, bag_ptr)?;
-    let labels = to_usize(labels.as_slice()?, "labels")?;
-    let fit = run(py, || params.fit(&bags, &labels))?;
-    let out = PyDict::new(py);
-    out.set_item("model", super::model::PyModel::wrap(fit.model)?)?;
-    out.set_item("gamma", fit.gamma)?;
-    out.set_item("positive_bags", fit.positive_bags)?;
-    out.set_item("v", fit.v)?;
-    out.set_item("lp_intercept", fit.lp_intercept)?;
-    out.set_item("qp_intercept", fit.qp_intercept)?;
-    out.set_item("objective_history", fit.objective_history)?;
-    out.set_item("dv_history", fit.dv_history)?;
-    out.set_item("n_iter", fit.n_iter)?;
-    let converged: Vec<bool> = fit
-        .stop_reason
-        .iter()
-        .map(|r| *r == StopReason::Converged)
-        .collect();
-    out.set_item("converged", converged)?;
-    out.set_item("smo_converged", fit.smo_converged)?;
-    Ok(out)
+) -> PyResult<PySvmCcFit> {
+    let fit: SvmCcFit = fit_with::<SvmCcParams>(py, x, bag_ptr, labels, params, progress)?;
+    Ok(PySvmCcFit {
+        model: Py::new(py, model::PyModel::wrap(fit.model)?)?,
+        gamma: fit.gamma,
+        positive_bags: fit.positive_bags,
+        v: fit.v,
+        lp_intercept: fit.lp_intercept,
+        qp_intercept: fit.qp_intercept,
+        objective_history: fit.objective_history,
+        dv_history: fit.dv_history,
+        n_iter: fit.n_iter,
+        converged: fit.stop_reason.iter().map(StopReason::converged).collect(),
+        inner_converged: fit.smo_converged,
+    })
 }
 
 /// SVM-CC's LP step with `w` fixed (for tests against a general LP solver): `pos_scores` holds

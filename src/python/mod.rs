@@ -105,10 +105,14 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_kernel::fit_reduced_set, m)?)?;
     m.add_function(wrap_pyfunction!(annealing::fit_annealing, m)?)?;
     m.add_function(wrap_pyfunction!(annealing::probability_update, m)?)?;
-    m.add_function(wrap_pyfunction!(set_kernel_svm::fit_set_kernel_svm, m)?)?;
+    m.add_function(wrap_pyfunction!(set_kernel_svm::fit_nsk, m)?)?;
+    m.add_function(wrap_pyfunction!(set_kernel_svm::fit_smil, m)?)?;
+    m.add_class::<set_kernel_svm::PyNskFit>()?;
     m.add_function(wrap_pyfunction!(convex_combination::fit_svmcc, m)?)?;
+    m.add_class::<convex_combination::PySvmCcFit>()?;
     m.add_function(wrap_pyfunction!(convex_combination::svmcc_lp_step, m)?)?;
     m.add_function(wrap_pyfunction!(one_class::fit_one_class, m)?)?;
+    m.add_class::<one_class::PyOneClassFit>()?;
     Ok(())
 }
 

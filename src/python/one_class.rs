@@ -1,52 +1,56 @@
 //! Bindings of the one-class MI-SVM (`src/one_class.rs`).
 
-use crate::convex_combination::StopReason;
-use crate::one_class::OneClassParams;
-
 use super::*;
+use crate::one_class::{OneClassFit, OneClassParams};
 
-/// Fits the one-class MI-SVM on the bags labelled 1; returns a dict with `xv`, `coef`
-/// (`1 x n_xv`), `intercept` (`-rho`), `gamma`, `alpha`, `bag_alpha`, `active`,
-/// `objective_history`, `n_iter`, `converged`, `smo_converged`.
+/// A fitted one-class MI-SVM (the Rust [`OneClassFit`]).
+#[pyclass(name = "OneClassFit", module = "milsvm._core", frozen, get_all)]
+pub(crate) struct PyOneClassFit {
+    /// The compiled model (`f(x) = sum a k - rho`, max pooling).
+    model: Py<model::PyModel>,
+    /// The kernel width used.
+    gamma: f64,
+    /// `rho`.
+    rho: f64,
+    /// Dual variables of the positive bags' instances.
+    alpha: Py<PyArray1<f64>>,
+    /// Dual variables of the bag pseudo-samples.
+    bag_alpha: Py<PyArray1<f64>>,
+    /// Which positive bags carried an active max constraint in the last solve.
+    active: Vec<bool>,
+    /// The dual objective after each round.
+    objective_history: Vec<f64>,
+    /// Rounds run.
+    n_iter: usize,
+    /// Whether no max constraint was violated at the end.
+    converged: bool,
+    /// Whether every SMO solve met its tolerance.
+    inner_converged: bool,
+}
+
+/// Fits the one-class MI-SVM on the bags labelled 1 with the parameters of `params` (names as
+/// in `milsvm.OneClassMISVM`).
 #[pyfunction]
-#[pyo3(signature = (x, bag_ptr, labels, *, nu, kernel, gamma, bag_constraints=true, max_iter=20, tol=1e-3, n_jobs=None, progress=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (x, bag_ptr, labels, params, progress=None))]
 pub(crate) fn fit_one_class<'py>(
     py: Python<'py>,
     x: &Bound<'py, PyAny>,
     bag_ptr: PyReadonlyArray1<i64>,
     labels: PyReadonlyArray1<i64>,
-    nu: f64,
-    kernel: &str,
-    gamma: &Bound<'py, PyAny>,
-    bag_constraints: bool,
-    max_iter: i64,
-    tol: f64,
-    n_jobs: Option<i64>,
+    params: &Bound<'py, PyDict>,
     progress: Option<Py<PyAny>>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let params = OneClassParams {
-        nu,
-        kernel: kernel_kind(kernel)?,
-        gamma: gamma_of(gamma)?,
-        bag_constraints,
-        max_iter: count(max_iter, "max_iter")?,
-        tol,
-        n_jobs: n_jobs_of(n_jobs)?,
-        observer: observer_of(progress),
-    };
-    let bags = bags(x, bag_ptr)?;
-    let labels = to_usize(labels.as_slice()?, "labels")?;
-    let fit = run(py, || params.fit(&bags, &labels))?;
-    let out = PyDict::new(py);
-    out.set_item("model", super::model::PyModel::wrap(fit.model)?)?;
-    out.set_item("gamma", fit.gamma)?;
-    out.set_item("alpha", fit.alpha.into_pyarray(py))?;
-    out.set_item("bag_alpha", fit.bag_alpha.into_pyarray(py))?;
-    out.set_item("active", fit.active)?;
-    out.set_item("objective_history", fit.objective_history)?;
-    out.set_item("n_iter", fit.n_iter)?;
-    out.set_item("converged", fit.stop_reason == StopReason::Converged)?;
-    out.set_item("smo_converged", fit.smo_converged)?;
-    Ok(out)
+) -> PyResult<PyOneClassFit> {
+    let fit: OneClassFit = fit_with::<OneClassParams>(py, x, bag_ptr, labels, params, progress)?;
+    Ok(PyOneClassFit {
+        model: Py::new(py, model::PyModel::wrap(fit.model)?)?,
+        gamma: fit.gamma,
+        rho: fit.rho,
+        alpha: fit.alpha.into_pyarray(py).unbind(),
+        bag_alpha: fit.bag_alpha.into_pyarray(py).unbind(),
+        active: fit.active,
+        objective_history: fit.objective_history,
+        n_iter: fit.n_iter,
+        converged: fit.stop_reason.converged(),
+        inner_converged: fit.smo_converged,
+    })
 }

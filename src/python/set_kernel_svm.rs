@@ -1,110 +1,71 @@
 //! Bindings of NSK and sMIL (`src/set_kernel_svm.rs`).
 
-use crate::params::ClassWeight;
-use crate::set_kernel_svm::{NskParams, SetNorm, SmilParams};
-
 use super::*;
+use crate::set_kernel_svm::{NskFit, NskParams, SmilParams};
 
-/// `None`, `"balanced"` or one weight per class index.
-pub(crate) fn class_weight_of(class_weight: Option<&Bound<'_, PyAny>>) -> PyResult<ClassWeight> {
-    Ok(match class_weight {
-        None => ClassWeight::Uniform,
-        Some(obj) => match obj.extract::<String>() {
-            Ok(s) if s == "balanced" => ClassWeight::Balanced,
-            Ok(s) => {
-                return Err(PyValueError::new_err(format!(
-                    "class_weight must be None, 'balanced' or a dict, got {s:?}"
-                )))
-            }
-            Err(_) => ClassWeight::Given(obj.extract::<Vec<f64>>()?),
-        },
-    })
+/// A fitted NSK or sMIL (the Rust [`NskFit`]; per binary problem where a list).
+#[pyclass(name = "NskFit", module = "milsvm._core", frozen, get_all)]
+pub(crate) struct PyNskFit {
+    /// The compiled model.
+    model: Py<model::PyModel>,
+    /// The kernel width used.
+    gamma: f64,
+    /// Dual objective `1/2 a^T Q a - p^T a` per problem.
+    objective: Vec<f64>,
+    /// Dual variables per problem (one per bag; sMIL: per unit).
+    alpha: Vec<Py<PyArray1<f64>>>,
+    /// Support units per problem.
+    n_support: Vec<usize>,
+    /// Largest SMO iteration count.
+    n_iter: usize,
+    /// Whether every SMO solve met its tolerance.
+    inner_converged: bool,
 }
 
-/// An optional iteration cap from Python (`None` or an integer >= 0; 0 is rejected by the
-/// core's `validate`).
-pub(crate) fn opt_count(v: Option<i64>, name: &str) -> PyResult<Option<usize>> {
-    v.map(|q| count(q, name)).transpose()
+impl PyNskFit {
+    fn new(py: Python<'_>, fit: NskFit) -> PyResult<Self> {
+        Ok(Self {
+            model: Py::new(py, model::PyModel::wrap(fit.model)?)?,
+            gamma: fit.gamma,
+            objective: fit.objective,
+            alpha: fit
+                .alpha
+                .into_iter()
+                .map(|a| a.into_pyarray(py).unbind())
+                .collect(),
+            n_support: fit.n_support,
+            n_iter: fit.n_iter,
+            inner_converged: fit.converged,
+        })
+    }
 }
 
-/// Fits NSK (`method="nsk"`, `norm` `"l1"` or `"l2"`) or sMIL (`method="smil"`); returns a dict
-/// with `xv`, `coef` (`n_outputs x n_xv`), `intercept`, `gamma`, `objective`, `alpha`,
-/// `n_support`, `n_iter`, `converged`.
+/// Fits NSK with the parameters of `params` (names as in `milsvm.NSK`).
 #[pyfunction]
-#[pyo3(signature = (x, bag_ptr, labels, *, method, c, kernel, gamma, norm="l1", class_weight=None, tol=1e-3, max_iter=None, n_jobs=None))]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn fit_set_kernel_svm<'py>(
+#[pyo3(signature = (x, bag_ptr, labels, params, progress=None))]
+pub(crate) fn fit_nsk<'py>(
     py: Python<'py>,
     x: &Bound<'py, PyAny>,
     bag_ptr: PyReadonlyArray1<i64>,
     labels: PyReadonlyArray1<i64>,
-    method: &str,
-    c: f64,
-    kernel: &str,
-    gamma: &Bound<'py, PyAny>,
-    norm: &str,
-    class_weight: Option<&Bound<'py, PyAny>>,
-    tol: f64,
-    max_iter: Option<i64>,
-    n_jobs: Option<i64>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let norm = match norm {
-        "l1" => SetNorm::L1,
-        "l2" => SetNorm::L2,
-        _ => {
-            return Err(PyValueError::new_err(format!(
-                "norm must be 'l1' or 'l2', got {norm:?}"
-            )))
-        }
-    };
-    let kernel = kernel_kind(kernel)?;
-    let gamma = gamma_of(gamma)?;
-    let class_weight = class_weight_of(class_weight)?;
-    let max_iter = opt_count(max_iter, "max_iter")?;
-    let n_jobs = n_jobs_of(n_jobs)?;
-    let bags = bags(x, bag_ptr)?;
-    let labels = to_usize(labels.as_slice()?, "labels")?;
-    let fit = match method {
-        "nsk" => {
-            let params = NskParams {
-                c,
-                kernel,
-                gamma,
-                norm,
-                class_weight,
-                tol,
-                max_iter,
-                n_jobs,
-            };
-            run(py, || params.fit(&bags, &labels))?
-        }
-        "smil" => {
-            let params = SmilParams {
-                c,
-                kernel,
-                gamma,
-                class_weight,
-                tol,
-                max_iter,
-                n_jobs,
-            };
-            run(py, || params.fit(&bags, &labels))?
-        }
-        _ => {
-            return Err(PyValueError::new_err(format!(
-                "method must be 'nsk' or 'smil', got {method:?}"
-            )))
-        }
-    };
-    let out = PyDict::new(py);
-    out.set_item("model", super::model::PyModel::wrap(fit.model)?)?;
-    out.set_item("gamma", fit.gamma)?;
-    out.set_item("objective", fit.objective)?;
-    let alpha: Vec<Bound<'py, PyArray1<f64>>> =
-        fit.alpha.into_iter().map(|v| v.into_pyarray(py)).collect();
-    out.set_item("alpha", alpha)?;
-    out.set_item("n_support", fit.n_support)?;
-    out.set_item("n_iter", fit.n_iter)?;
-    out.set_item("converged", fit.converged)?;
-    Ok(out)
+    params: &Bound<'py, PyDict>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<PyNskFit> {
+    let fit = fit_with::<NskParams>(py, x, bag_ptr, labels, params, progress)?;
+    PyNskFit::new(py, fit)
+}
+
+/// Fits sMIL with the parameters of `params` (names as in `milsvm.sMIL`).
+#[pyfunction]
+#[pyo3(signature = (x, bag_ptr, labels, params, progress=None))]
+pub(crate) fn fit_smil<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    bag_ptr: PyReadonlyArray1<i64>,
+    labels: PyReadonlyArray1<i64>,
+    params: &Bound<'py, PyDict>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<PyNskFit> {
+    let fit = fit_with::<SmilParams>(py, x, bag_ptr, labels, params, progress)?;
+    PyNskFit::new(py, fit)
 }
