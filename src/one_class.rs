@@ -23,7 +23,7 @@
 use ndarray::{Array1, Array2};
 
 use crate::bags::Bags;
-use crate::convex_combination::{max_weights, ComboGram, StopReason};
+use crate::convex_combination::StopReason;
 use crate::error::{invalid_data, invalid_param, Result};
 use crate::kernel::Rows;
 use crate::model::{Model, Pooling};
@@ -31,7 +31,9 @@ use crate::params::{
     check_gamma, check_n_jobs, check_positive, setter, with_threads, Gamma, KernelKind, Observer,
     Progress,
 };
-use crate::smo::{DualProblem, DualSolution, InstanceGram, Smo, SmoParams, Termination};
+use crate::smo::{
+    max_weights, ComboGram, DualProblem, DualSolution, InstanceGram, Smo, SmoParams, Termination,
+};
 
 /// Hyperparameters of the one-class MI-SVM (builder style, ranges checked by
 /// [`OneClassParams::validate`]).

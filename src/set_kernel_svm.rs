@@ -31,7 +31,6 @@ use ndarray::{Array1, Array2};
 use serde::{Deserialize, Serialize};
 
 use crate::bags::{validate_labels, Bags, Instances};
-use crate::convex_combination::ComboGram;
 use crate::error::{invalid_param, Error, Result};
 use crate::kernel::Kernel;
 use crate::kernel::Rows;
@@ -43,7 +42,8 @@ use crate::params::{
 };
 use crate::set_kernel::set_kernel_gram;
 use crate::smo::{
-    DualProblem, DualSolution, GramRows, InstanceGram, PrecomputedGram, Smo, SmoParams, Termination,
+    ComboGram, DualProblem, DualSolution, GramRows, InstanceGram, PrecomputedGram, Smo, SmoParams,
+    Termination,
 };
 
 /// How NSK normalises the sum of a bag's instance features.

@@ -1,9 +1,10 @@
 //! NSK, sMIL, SVM-CC and the one-class MI-SVM from Rust: fits on small bags, thread
 //! independence, the exact LP bias against a brute-force scan, and refusals of bad parameters.
 
-use milsvm::convex_combination::{hinge_bias, max_weights, StopReason, SvmCcParams};
+use milsvm::convex_combination::{hinge_bias, StopReason, SvmCcParams};
 use milsvm::one_class::OneClassParams;
 use milsvm::set_kernel_svm::{NskParams, SetNorm, SmilParams};
+use milsvm::smo::max_weights;
 use milsvm::{Bags, Error, Gamma, KernelKind};
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};

@@ -1,6 +1,7 @@
 //! Bindings of SVM-CC (`src/convex_combination.rs`).
 
-use crate::convex_combination::{hinge_bias, max_weights, StopReason, SvmCcParams};
+use crate::convex_combination::{hinge_bias, StopReason, SvmCcParams};
+use crate::smo::max_weights;
 
 use super::set_kernel_svm::class_weight_of;
 use super::*;
