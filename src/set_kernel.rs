@@ -61,32 +61,6 @@ const BLOCK_ENTRIES: usize = 1 << 22;
 /// Largest number of instances in one basis block.
 const MAX_BLOCK: usize = 4096;
 
-/// Rows `lo..hi` of the instances as a dense matrix.
-fn dense_block(x: &Instances, lo: usize, hi: usize) -> Array2<f64> {
-    match x {
-        Instances::Dense(a) => a.slice(s![lo..hi, ..]).to_owned(),
-        Instances::Sparse(c) => {
-            let mut out = Array2::zeros((hi - lo, c.n_cols()));
-            for (r, mut orow) in (lo..hi).zip(out.rows_mut()) {
-                let (idx, val) = c.row(r);
-                for (&j, &v) in idx.iter().zip(val) {
-                    orow[j] += v;
-                }
-            }
-            out
-        }
-    }
-}
-
-/// The chosen instance rows as a dense matrix.
-fn dense_rows(x: &Instances, rows: &[usize]) -> Array2<f64> {
-    let mut z = Array2::zeros((rows.len(), x.n_features()));
-    for (mut zr, &r) in z.rows_mut().into_iter().zip(rows) {
-        zr.assign(&dense_block(x, r, r + 1).row(0));
-    }
-    z
-}
-
 /// The normalised set kernel (Fu et al. 2011, Lemma 1; Gaertner et al. 2002)
 /// `K[i, j] = (1 / (n_i n_j)) sum_{p in bag i of a} sum_{q in bag j of b} k(x_p, x_q)`
 /// between the bags of `a` (rows) and of `b` (columns).
@@ -118,7 +92,7 @@ pub fn set_kernel(kernel: Kernel, a: &Bags, b: &Bags) -> Result<Array2<f64>> {
     let mut lo = 0;
     while lo < n_b {
         let hi = (lo + width).min(n_b);
-        let basis = Basis::direct(dense_block(b.instances(), lo, hi));
+        let basis = Basis::direct(b.instances().dense_block(lo, hi));
         let (_, means) = kernel_bag_means(kernel, rows, &norms, a.bag_ptr(), &basis);
         for (t, col) in (lo..hi).zip(means.columns()) {
             while t >= ptr[bag + 1] {
@@ -976,7 +950,7 @@ pub fn reduced_set(
             coef: coef.view(),
             floor: 1e-300_f64.max(1e-30 * w_norm2),
         };
-        let candidates = dense_rows(x, &pool);
+        let candidates = x.dense_rows(&pool);
         let (pool_obj, _) = search.objective(&Basis::direct(candidates.clone()));
         let mut order: Vec<usize> = (0..pool.len()).collect();
         order.sort_by(|&i, &j| pool_obj[j].total_cmp(&pool_obj[i]).then(i.cmp(&j)));

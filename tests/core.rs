@@ -1240,6 +1240,28 @@ fn csr_rejects_malformed_input() {
 }
 
 #[test]
+fn dense_rows_and_blocks_expand_the_chosen_rows() {
+    // Unsorted and duplicate columns (duplicates add up), an empty row, rows chosen twice.
+    let m = Csr::new(
+        3,
+        3,
+        vec![0, 3, 3, 5],
+        vec![2, 0, 2, 1, 1],
+        vec![1.0, 2.0, 4.0, -1.0, 0.5],
+    )
+    .expect("valid");
+    let dense = m.to_dense();
+    for inst in [Instances::Sparse(m), Instances::Dense(dense.clone())] {
+        assert_eq!(
+            inst.dense_rows(&[2, 0, 2]),
+            dense.select(Axis(0), &[2, 0, 2])
+        );
+        assert_eq!(inst.dense_rows(&[]).dim(), (0, 3));
+        assert_eq!(inst.dense_block(1, 3), dense.select(Axis(0), &[1, 2]));
+    }
+}
+
+#[test]
 fn labels_are_validated() {
     let x = Array2::from_shape_fn((6, 2), |(i, j)| (i * j) as f64);
     let bags = Bags::new(Instances::Dense(x), vec![0, 2, 4, 6]).expect("bags");

@@ -42,7 +42,7 @@
 use ndarray::{Array1, Array2};
 
 use crate::bags::{validate_labels, Bags};
-use crate::basis::{choose_basis, dense_rows, BasisInit};
+use crate::basis::{choose_basis, BasisInit};
 use crate::error::{invalid_param, Result};
 use crate::kernel::{kernel_matrix, Basis, Rows};
 use crate::model::{Model, Pooling};
@@ -442,7 +442,7 @@ impl AnnealingParams {
                 .collect();
             let keep = if keep.is_empty() { vec![0] } else { keep };
             coef = coef.select(ndarray::Axis(1), &keep);
-            dense_rows(x, &keep)
+            x.dense_rows(&keep)
         } else {
             basis_rows
         };
