@@ -4,25 +4,22 @@
 //! Every test draws small random problems from seeded ChaCha8 generators (several seeds per test)
 //! and checks numbers against independent, naive computations written here.
 
+mod common;
+
 use approx::assert_relative_eq;
+use common::{rng, to_csr, TestResult};
 use milsvm::bags::{validate_labels, Bags, Csr, Instances};
 use milsvm::kernel::{basis_gradient, kernel_bag_means, kernel_matrix, Basis, Kernel, Rows};
 use milsvm::solver::{InnerSolver, NewtonHessian, Solution, SquaredHinge};
 use milsvm::sparse_mi::{objective_and_gradient, Gamma, KernelKind, SparseMiFit, SparseMiParams};
 use milsvm::Error;
 use ndarray::{array, Array1, Array2, ArrayView1, Axis};
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-
-type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------
-
-fn rng(seed: u64) -> ChaCha8Rng {
-    ChaCha8Rng::seed_from_u64(seed)
-}
 
 /// A standard normal draw (Box-Muller).
 fn normal(rng: &mut ChaCha8Rng) -> f64 {
@@ -39,31 +36,6 @@ fn normal_matrix(rng: &mut ChaCha8Rng, rows: usize, cols: usize, scale: f64) -> 
 /// Sets each entry to zero with probability `zero_frac`.
 fn sparsify(rng: &mut ChaCha8Rng, x: &mut Array2<f64>, zero_frac: f64) {
     x.mapv_inplace(|v| if rng.random_bool(zero_frac) { 0.0 } else { v });
-}
-
-/// The CSR form of a dense matrix; `reversed` stores each row's columns in decreasing order
-/// (unsorted indices are allowed by `Csr::new`).
-fn to_csr(x: &Array2<f64>, reversed: bool) -> Csr {
-    let mut indptr = vec![0];
-    let mut indices = Vec::new();
-    let mut data = Vec::new();
-    for row in x.rows() {
-        let mut nz: Vec<(usize, f64)> = row
-            .iter()
-            .enumerate()
-            .filter(|(_, &v)| v != 0.0)
-            .map(|(j, &v)| (j, v))
-            .collect();
-        if reversed {
-            nz.reverse();
-        }
-        for (j, v) in nz {
-            indices.push(j);
-            data.push(v);
-        }
-        indptr.push(data.len());
-    }
-    Csr::new(x.nrows(), x.ncols(), indptr, indices, data).expect("a valid CSR matrix")
 }
 
 /// Bag offsets for `n_bags` bags of `min..=max` instances each.
