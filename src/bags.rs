@@ -4,7 +4,7 @@
 //! `bag_ptr[i]..bag_ptr[i + 1]` of one instance matrix. The instances are either a dense
 //! row-major matrix or a CSR matrix ([`Csr`]); sparse instances are never densified.
 
-use ndarray::Array2;
+use ndarray::{s, Array2};
 
 use crate::error::{invalid_data, Result};
 
@@ -311,6 +311,34 @@ impl Instances {
         match self {
             Instances::Dense(x) => x.clone(),
             Instances::Sparse(x) => x.to_dense(),
+        }
+    }
+
+    /// The chosen rows, in the given order, as a dense `rows.len() x n_features` matrix (a copy).
+    /// A sparse row is expanded as in [`Instances::dense_row`]: its stored values are added in
+    /// order into a zero row, so duplicate columns add up.
+    pub fn dense_rows(&self, rows: &[usize]) -> Array2<f64> {
+        let mut z = Array2::zeros((rows.len(), self.n_features()));
+        for (mut zr, &r) in z.rows_mut().into_iter().zip(rows) {
+            match self {
+                Instances::Dense(x) => zr.assign(&x.row(r)),
+                Instances::Sparse(x) => {
+                    let (idx, val) = x.row(r);
+                    for (&j, &v) in idx.iter().zip(val) {
+                        zr[j] += v;
+                    }
+                }
+            }
+        }
+        z
+    }
+
+    /// Rows `lo..hi` as a dense `(hi - lo) x n_features` matrix (a copy; sparse rows expanded as
+    /// by [`Instances::dense_rows`]).
+    pub fn dense_block(&self, lo: usize, hi: usize) -> Array2<f64> {
+        match self {
+            Instances::Dense(x) => x.slice(s![lo..hi, ..]).to_owned(),
+            Instances::Sparse(_) => self.dense_rows(&(lo..hi).collect::<Vec<usize>>()),
         }
     }
 

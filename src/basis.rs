@@ -9,7 +9,7 @@
 //! product `X_S C^T` (in row chunks, in parallel); the centres are recomputed in a fixed order.
 //! Everything is seeded and gives the same centroids for any number of threads.
 
-use ndarray::{Array2, ArrayView1, Axis};
+use ndarray::{Array2, Axis};
 use rand::seq::index::sample;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -36,19 +36,15 @@ pub fn choose_basis(x: &Instances, k: usize, init: BasisInit, seed: u64) -> Arra
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             let mut rows = sample(&mut rng, x.n_rows(), k).into_vec();
             rows.sort_unstable();
-            dense_rows(x, &rows)
+            x.dense_rows(&rows)
         }
         BasisInit::KMeans => kmeans(x, k, 20, seed),
     }
 }
 
-/// The chosen rows of `x` as a dense matrix.
+/// The chosen rows of `x` as a dense matrix: [`Instances::dense_rows`], kept under this path.
 pub fn dense_rows(x: &Instances, rows: &[usize]) -> Array2<f64> {
-    let mut z = Array2::zeros((rows.len(), x.n_features()));
-    for (mut zr, &r) in z.rows_mut().into_iter().zip(rows) {
-        zr.assign(&ArrayView1::from(&x.dense_row(r)));
-    }
-    z
+    x.dense_rows(rows)
 }
 
 /// k-means centroids (`k x n_features`) of the rows of `x`: k-means++ seeding (one candidate per
@@ -112,7 +108,7 @@ fn kmeans_within(
         update_nearest(x, &norms, &c, &seeds, &mut nearest, &mut bounds);
         seeds.push(c);
     }
-    let mut centres = dense_rows(x, &chosen);
+    let mut centres = x.dense_rows(&chosen);
     if max_iter == 0 {
         return centres;
     }

@@ -32,7 +32,7 @@
 
 use ndarray::{Array1, Array2};
 
-use crate::bags::{Bags, Instances};
+use crate::bags::Bags;
 use crate::error::{invalid_param, Result};
 use crate::fit::{Fit, Prologue, Setup};
 use crate::kernel::{Kernel, Rows};
@@ -40,112 +40,12 @@ use crate::model::{Model, Pooling};
 use crate::params::{
     hyperparams, n_jobs_from_value, ClassWeight, Gamma, KernelKind, Progress, Range,
 };
-use crate::smo::{DualProblem, DualSolution, GramRows, InstanceGram, Smo, SmoParams, Termination};
-
-/// Relative tolerance under which two instance scores of a bag count as tied.
-const TIE_TOL: f64 = 1e-10;
+use crate::smo::{DualProblem, DualSolution, InstanceGram, Smo, SmoParams, Termination};
+// `ComboGram` and `max_weights` live in `crate::smo` (SVM-CC, sMIL and the one-class MI-SVM share
+// them); re-exported so that their former paths `milsvm::convex_combination::*` still work.
+pub use crate::smo::{max_weights, ComboGram};
 
 pub use crate::fit::StopReason;
-
-/// Combinations of more than this many instances get their kernel rows from one block product
-/// (GEMM for dense rows) instead of instance rows one at a time.
-const BLOCK_MIN: usize = 4;
-/// Instances per block of such a product (bounds its memory to `BLOCK_ROWS x n_instances`).
-const BLOCK_ROWS: usize = 256;
-
-/// Kernel rows between *points* that are weighted combinations of instance rows
-/// (`point = sum_t w_t phi(x_t)`): `k(p, q) = sum_s sum_t w_s w_t k(x_s, x_t)`, computed from the
-/// instance kernel rows of an [`InstanceGram`] (single instances) or from blocks
-/// `K(X_p, X)` of inner products (combinations of several instances; sparse rows stay sparse).
-/// Nothing of size `n_instances^2` is held.
-pub struct ComboGram<'a, 'g> {
-    inst: &'g InstanceGram<'a>,
-    x: &'g Instances,
-    kernel: Kernel,
-    norms: Vec<f64>,
-    points: Vec<Vec<(usize, f64)>>,
-}
-
-impl<'a, 'g> ComboGram<'a, 'g> {
-    /// Points as lists of `(instance, weight)` over the rows of `x`, whose instance kernel is
-    /// `inst` (built from the same `x` and `kernel`).
-    pub fn new(
-        inst: &'g InstanceGram<'a>,
-        x: &'g Instances,
-        kernel: Kernel,
-        points: Vec<Vec<(usize, f64)>>,
-    ) -> Self {
-        Self {
-            inst,
-            x,
-            kernel,
-            norms: x.sq_norms(),
-            points,
-        }
-    }
-
-    /// `sum_{(s, w) in point} w k(x_s, x_t)` for every instance `t`.
-    fn instance_row(&self, point: usize, out: &mut [f64]) {
-        let n = self.inst.n_points();
-        out.iter_mut().for_each(|v| *v = 0.0);
-        let pts = &self.points[point];
-        if pts.len() > BLOCK_MIN {
-            for chunk in pts.chunks(BLOCK_ROWS) {
-                let rows: Vec<usize> = chunk.iter().map(|p| p.0).collect();
-                let dots = self.x.select_rows(&rows).cross_gram(self.x);
-                for (&(s, w), drow) in chunk.iter().zip(dots.rows()) {
-                    let ns = self.norms[s];
-                    for ((o, &d), &nt) in out.iter_mut().zip(drow).zip(&self.norms) {
-                        *o += w * self.kernel.from_dot(d, ns, nt);
-                    }
-                }
-            }
-            return;
-        }
-        let mut tmp = vec![0.0; n];
-        for &(s, w) in pts {
-            self.inst.fill_row(s, &mut tmp);
-            for (o, &k) in out.iter_mut().zip(&tmp) {
-                *o += w * k;
-            }
-        }
-    }
-}
-
-impl GramRows for ComboGram<'_, '_> {
-    fn n_points(&self) -> usize {
-        self.points.len()
-    }
-    fn diagonal(&self) -> Vec<f64> {
-        let idiag = self.inst.diagonal();
-        self.points
-            .iter()
-            .map(|pts| match pts.as_slice() {
-                [(s, w)] => w * w * idiag[*s],
-                _ => {
-                    // the point's own block K(X_p, X_p)
-                    let rows: Vec<usize> = pts.iter().map(|p| p.0).collect();
-                    let xp = self.x.select_rows(&rows);
-                    let dots = xp.cross_gram(&xp);
-                    let mut sum = 0.0;
-                    for (&(s, ws), drow) in pts.iter().zip(dots.rows()) {
-                        for (&(t, wt), &d) in pts.iter().zip(drow) {
-                            sum += ws * wt * self.kernel.from_dot(d, self.norms[s], self.norms[t]);
-                        }
-                    }
-                    sum
-                }
-            })
-            .collect()
-    }
-    fn fill_row(&self, i: usize, out: &mut [f64]) {
-        let mut row = vec![0.0; self.inst.n_points()];
-        self.instance_row(i, &mut row);
-        for (o, pts) in out.iter_mut().zip(&self.points) {
-            *o = pts.iter().map(|&(t, w)| w * row[t]).sum();
-        }
-    }
-}
 
 /// The LP's bias (Yang & Deng, problem 23-28 with `w` and `v` fixed): the exact minimiser of
 /// `sum_i cp_i max(0, 1 - sp_i - b) + sum_n cn_n max(0, 1 + sn_n + b)` (`sp` positive scores,
@@ -196,17 +96,6 @@ pub fn hinge_bias(sp: &[f64], cp: &[f64], sn: &[f64], cn: &[f64]) -> f64 {
     }
     bp[bp.len() - 1].0
 }
-
-/// The LP's `v` for one bag: equal weights on the instances whose score is within
-/// `1e-10 max(1, |max|)` of the bag's maximum.
-pub fn max_weights(scores: &[f64]) -> Vec<f64> {
-    let m = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let tol = TIE_TOL * m.abs().max(1.0);
-    let top: Vec<bool> = scores.iter().map(|&s| s >= m - tol).collect();
-    let n = top.iter().filter(|&&t| t).count().max(1) as f64;
-    top.iter().map(|&t| if t { 1.0 / n } else { 0.0 }).collect()
-}
-
 hyperparams! {
     /// Hyperparameters of SVM-CC (Yang & Deng, Algorithms 1-2), declared once and checked into
     /// [`SvmCcValidParams`].

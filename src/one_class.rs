@@ -23,13 +23,15 @@
 use ndarray::{Array1, Array2};
 
 use crate::bags::Bags;
-use crate::convex_combination::{max_weights, ComboGram, StopReason};
+use crate::convex_combination::StopReason;
 use crate::error::{invalid_data, invalid_param, Result};
 use crate::fit::{Fit, Prologue};
 use crate::kernel::Rows;
 use crate::model::{Model, Pooling};
 use crate::params::{hyperparams, n_jobs_from_value, Gamma, KernelKind, Progress, Range};
-use crate::smo::{DualProblem, DualSolution, InstanceGram, Smo, SmoParams, Termination};
+use crate::smo::{
+    max_weights, ComboGram, DualProblem, DualSolution, InstanceGram, Smo, SmoParams, Termination,
+};
 
 hyperparams! {
     /// Hyperparameters of the one-class MI-SVM (Vijayanarasimhan, Figures 1-2), declared once

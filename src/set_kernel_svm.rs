@@ -30,7 +30,6 @@
 use ndarray::{Array1, Array2};
 
 use crate::bags::{Bags, Instances};
-use crate::convex_combination::ComboGram;
 use crate::error::{Error, Result};
 use crate::fit::{Fit, Prologue, Setup};
 use crate::kernel::Kernel;
@@ -41,7 +40,8 @@ use crate::params::{
 };
 use crate::set_kernel::set_kernel_gram;
 use crate::smo::{
-    DualProblem, DualSolution, GramRows, InstanceGram, PrecomputedGram, Smo, SmoParams, Termination,
+    ComboGram, DualProblem, DualSolution, GramRows, InstanceGram, PrecomputedGram, Smo, SmoParams,
+    Termination,
 };
 
 choices! {

@@ -9,7 +9,7 @@
 //! `dg/dz_k = beta_k [sum_j beta_j dk(z_j,z_k)/dz_k + sum_ip a_ip dk(x_ip,z_k)/dz_k]`,
 //! `a_ip = C l'(y_i, F_i) / n_i`.
 
-use ndarray::{Array1, Array2, ArrayView1};
+use ndarray::{Array1, Array2};
 use rand::seq::index::sample;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -180,7 +180,7 @@ impl SparseMiValidParams {
                     Some(z) => z.clone(),
                     None => {
                         let rows = sample(&mut rng, bags.n_instances(), self.n_xv).into_vec();
-                        dense_rows(x, &rows)
+                        x.dense_rows(&rows)
                     }
                 };
                 let rows = Rows::from(x);
@@ -233,16 +233,6 @@ impl SparseMiValidParams {
             inner_converged: point.sols.iter().all(|s| s.converged),
         })
     }
-}
-
-/// The chosen instance rows as a dense matrix.
-fn dense_rows(x: &Instances, rows: &[usize]) -> Array2<f64> {
-    let d = x.n_features();
-    let mut z = Array2::zeros((rows.len(), d));
-    for (mut zr, &r) in z.rows_mut().into_iter().zip(rows) {
-        zr.assign(&ArrayView1::from(&x.dense_row(r)));
-    }
-    z
 }
 
 /// The data of the SparseMI objective `g` (everything but the basis).

@@ -1,29 +1,11 @@
 //! The annealing family from Rust: fits on small bags, thread independence, the reduced basis,
 //! and the refusals of bad parameters.
 
-use milsvm::annealing::{AnnealingParams, StopReason};
-use milsvm::{Bags, Error, Gamma};
-use ndarray::Array2;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+mod common;
 
-/// Positive bags hold one instance near (3, 3); all other instances are noise near (-1, -1).
-fn toy(seed: u64, n_bags: usize) -> (Bags, Vec<usize>) {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut bags = Vec::new();
-    let mut labels = Vec::new();
-    for i in 0..n_bags {
-        let n = rng.random_range(1..6);
-        let mut x = Array2::from_shape_fn((n, 2), |_| -1.0 + 0.5 * rng.random::<f64>());
-        if i % 2 == 1 {
-            x[[0, 0]] = 3.0 + 0.3 * rng.random::<f64>();
-            x[[0, 1]] = 3.0;
-        }
-        bags.push(x);
-        labels.push(i % 2);
-    }
-    (Bags::from_dense_bags(&bags).expect("valid bags"), labels)
-}
+use common::toy;
+use milsvm::annealing::{AnnealingParams, StopReason};
+use milsvm::{Error, Gamma};
 
 #[test]
 fn every_method_fits_and_is_thread_independent() -> Result<(), Error> {

@@ -1,31 +1,17 @@
 //! NSK, sMIL, SVM-CC and the one-class MI-SVM from Rust: fits on small bags, thread
 //! independence, the exact LP bias against a brute-force scan, and refusals of bad parameters.
 
-use milsvm::convex_combination::{hinge_bias, max_weights, StopReason, SvmCcParams};
+mod common;
+
+use common::toy;
+use milsvm::convex_combination::{hinge_bias, StopReason, SvmCcParams};
 use milsvm::one_class::OneClassParams;
 use milsvm::set_kernel_svm::{NskParams, SetNorm, SmilParams};
-use milsvm::{Bags, Error, Gamma, KernelKind};
+use milsvm::smo::max_weights;
+use milsvm::{Error, Gamma, KernelKind};
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-
-/// Positive bags hold one instance near (3, 3); all other instances are noise near (-1, -1).
-fn toy(seed: u64, n_bags: usize) -> (Bags, Vec<usize>) {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut bags = Vec::new();
-    let mut labels = Vec::new();
-    for i in 0..n_bags {
-        let n = rng.random_range(1..6);
-        let mut x = Array2::from_shape_fn((n, 2), |_| -1.0 + 0.5 * rng.random::<f64>());
-        if i % 2 == 1 {
-            x[[0, 0]] = 3.0 + 0.3 * rng.random::<f64>();
-            x[[0, 1]] = 3.0;
-        }
-        bags.push(x);
-        labels.push(i % 2);
-    }
-    (Bags::from_dense_bags(&bags).expect("valid bags"), labels)
-}
 
 fn accuracy(scores: &Array2<f64>, labels: &[usize]) -> f64 {
     let ok = scores

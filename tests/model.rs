@@ -2,6 +2,9 @@
 //! every path (one bag, many bags, dense or CSR instances, dense or CSR basis, each pooling)
 //! against a naive evaluation of `f(x) = sum_k beta_k k(z_k, x) + b` written here.
 
+mod common;
+
+use common::{to_csr, TestResult};
 use milsvm::bags::{Bags, Csr, Instances};
 use milsvm::model::{BagView, Model, Pooling, Predictor, Workspace, FORMAT_VERSION};
 use milsvm::{Error, Kernel};
@@ -9,8 +12,6 @@ use ndarray::{array, Array1, Array2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
-
-type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 fn random_matrix(rng: &mut ChaCha8Rng, n: usize, d: usize, density: f64) -> Array2<f64> {
     Array2::from_shape_fn((n, d), |_| {
@@ -20,21 +21,6 @@ fn random_matrix(rng: &mut ChaCha8Rng, n: usize, d: usize, density: f64) -> Arra
             0.0
         }
     })
-}
-
-fn to_csr(x: &Array2<f64>) -> Csr {
-    let mut indptr = vec![0];
-    let (mut indices, mut data) = (Vec::new(), Vec::new());
-    for row in x.rows() {
-        for (j, &v) in row.iter().enumerate() {
-            if v != 0.0 {
-                indices.push(j);
-                data.push(v);
-            }
-        }
-        indptr.push(data.len());
-    }
-    Csr::new(x.nrows(), x.ncols(), indptr, indices, data).expect("valid CSR")
 }
 
 fn kernel_value(kernel: Kernel, a: &[f64], b: &[f64]) -> f64 {
@@ -114,7 +100,7 @@ fn random_model(
     let coef = random_matrix(rng, n_out, n_xv, 1.0);
     let intercept = Array1::from_shape_fn(n_out, |_| rng.random::<f64>() - 0.5);
     let xv = if sparse {
-        Instances::Sparse(to_csr(&z))
+        Instances::Sparse(to_csr(&z, false))
     } else {
         Instances::Dense(z)
     };
@@ -155,7 +141,7 @@ fn every_prediction_path_matches_the_naive_formula() -> TestResult {
                     let dense = Bags::from_dense_bags(&bag_list)?;
                     let stacked = dense.instances().to_dense();
                     let sparse = Bags::new(
-                        Instances::Sparse(to_csr(&stacked)),
+                        Instances::Sparse(to_csr(&stacked, false)),
                         dense.bag_ptr().to_vec(),
                     )?;
                     let predictor = Predictor::new(&model)?;
@@ -167,7 +153,7 @@ fn every_prediction_path_matches_the_naive_formula() -> TestResult {
                         let mut one = vec![0.0; model.n_outputs()];
                         let flat: Vec<f64> = bag.iter().copied().collect();
                         predictor.score_bag(BagView::dense(&flat, 9)?, &mut ws, &mut one)?;
-                        let csr = to_csr(bag);
+                        let csr = to_csr(bag, false);
                         let mut one_csr = vec![0.0; model.n_outputs()];
                         predictor.score_bag(
                             BagView::csr(csr.indptr(), csr.indices(), csr.data(), 9)?,

@@ -2,7 +2,10 @@
 //! double loop, thread-count independence, MI-Kernel's optimality conditions, the reduced-set
 //! residual, and parameter validation.
 
-use milsvm::bags::{Bags, Csr, Instances};
+mod common;
+
+use common::{to_csr, TestResult};
+use milsvm::bags::{Bags, Instances};
 use milsvm::kernel::Kernel;
 use milsvm::set_kernel::{
     optimal_intercept, set_kernel, MiKernelParams, ReducedSetParams, SUPPORT_THRESHOLD,
@@ -12,8 +15,6 @@ use milsvm::Error;
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-
-type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 /// Random bags: sizes 1..=max_size, standard-normal-ish features, alternating labels.
 fn random_bags(seed: u64, n_bags: usize, d: usize, max_size: usize) -> (Bags, Vec<usize>) {
@@ -40,17 +41,7 @@ fn to_sparse(bags: &Bags) -> Bags {
     let Instances::Dense(x) = bags.instances() else {
         panic!("dense bags expected")
     };
-    let (mut indptr, mut indices, mut data) = (vec![0], Vec::new(), Vec::new());
-    for row in x.rows() {
-        for (j, &v) in row.iter().enumerate().rev() {
-            if v != 0.0 {
-                indices.push(j);
-                data.push(v);
-            }
-        }
-        indptr.push(data.len());
-    }
-    let csr = Csr::new(x.nrows(), x.ncols(), indptr, indices, data).expect("csr");
+    let csr = to_csr(x, true);
     Bags::new(Instances::Sparse(csr), bags.bag_ptr().to_vec()).expect("bags")
 }
 

@@ -3,25 +3,21 @@
 //! one-class SVM), plus KKT conditions, cache size, warm starts, thread-count independence, the
 //! iteration cap and input validation.
 
+mod common;
+
 use clarabel::algebra::CscMatrix;
 use clarabel::solver::{
     DefaultSettingsBuilder, DefaultSolver, IPSolver, SolverStatus, SupportedConeT,
 };
-use milsvm::bags::Csr;
+use common::{rng, to_csr, TestResult};
 use milsvm::kernel::{Kernel, Rows};
 use milsvm::smo::{
     DualProblem, DualSolution, GramRows, InstanceGram, PrecomputedGram, Smo, SmoParams, Termination,
 };
 use milsvm::Error;
 use ndarray::Array2;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-
-type TestResult = Result<(), Box<dyn std::error::Error>>;
-
-fn rng(seed: u64) -> ChaCha8Rng {
-    ChaCha8Rng::seed_from_u64(seed)
-}
 
 fn random_points(rng: &mut ChaCha8Rng, n: usize, dim: usize) -> Array2<f64> {
     Array2::from_shape_fn((n, dim), |_| rng.random::<f64>() * 2.0 - 1.0)
@@ -254,21 +250,6 @@ fn tight() -> SmoParams {
     }
 }
 
-/// The CSR form of a dense matrix (its nonzero entries).
-fn csr_of(x: &Array2<f64>) -> Result<Csr, Error> {
-    let (mut indptr, mut indices, mut data) = (vec![0], vec![], vec![]);
-    for row in x.rows() {
-        for (j, &v) in row.iter().enumerate() {
-            if v != 0.0 {
-                indices.push(j);
-                data.push(v);
-            }
-        }
-        indptr.push(indices.len());
-    }
-    Csr::new(x.nrows(), x.ncols(), indptr, indices, data)
-}
-
 fn rbf(gamma: f64) -> Kernel {
     Kernel::Rbf { gamma }
 }
@@ -364,7 +345,7 @@ fn precomputed_and_sparse_grams_match_dense() -> TestResult {
     let x = random_points(&mut r, 15, 5);
     // Sparsify: zero out about half the entries.
     let x = x.mapv(|v| if v.abs() < 0.5 { 0.0 } else { v });
-    let csr = csr_of(&x)?;
+    let csr = to_csr(&x, false);
     for kernel in [Kernel::Linear, rbf(0.7)] {
         let dense = InstanceGram::new(kernel, Rows::Dense(x.view()))?;
         let sparse = InstanceGram::new(kernel, Rows::Sparse(&csr))?;
@@ -755,7 +736,7 @@ fn batched_rows_equal_single_rows() -> TestResult {
     let mut r = rng(70);
     for np in [37, 5000] {
         let x = random_points(&mut r, np, 7).mapv(|v| if v.abs() < 0.3 { 0.0 } else { v });
-        let csr = csr_of(&x)?;
+        let csr = to_csr(&x, false);
         for rows in [Rows::Dense(x.view()), Rows::Sparse(&csr)] {
             let gram = InstanceGram::new(rbf(0.3), rows)?;
             let points = [3, 0, np - 1, 3 + np / 2, 11, 12];

@@ -4,7 +4,7 @@ Tsochantaridis & Hofmann, Support Vector Machines for Multiple-Instance Learning
 
 Every estimator here learns an instance classifier ``f(x) = sum_k coef_k k(xv_k, x) + b`` with the
 squared hinge and an l2 penalty (the paper's choice), and scores a bag by the maximum of its
-instances' scores. The work runs in the Rust core (``src/annealing.rs``).
+instances' scores. The work runs in the Rust core (``src/annealing/``).
 """
 
 from __future__ import annotations

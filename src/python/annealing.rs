@@ -1,4 +1,4 @@
-//! Bindings of the annealing family (`src/annealing.rs`).
+//! Bindings of the annealing family (`src/annealing/`).
 
 use crate::annealing::{AnnealingMethod, AnnealingParams, InitialLabels, StopReason};
 use crate::params::ClassWeight;

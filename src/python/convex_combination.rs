@@ -1,6 +1,7 @@
 //! Bindings of SVM-CC (`src/convex_combination.rs`).
 
-use crate::convex_combination::{hinge_bias, max_weights, StopReason, SvmCcFit, SvmCcParams};
+use crate::convex_combination::{hinge_bias, StopReason, SvmCcFit, SvmCcParams};
+use crate::smo::max_weights;
 
 use super::*;
 

@@ -1,4 +1,4 @@
-//! Bindings of MI-Kernel and RS (`src/set_kernel.rs`).
+//! Bindings of MI-Kernel and RS (`src/set_kernel/`).
 
 use super::*;
 

@@ -1,0 +1,232 @@
+//! The bookkeeping of `p` for one binary problem ([`BinaryData`]): the starting `p`, the row
+//! costs it gives the SVM step, the per-bag update, and the measures of the loop (KL between
+//! rounds, entropy, the temperature terms of the objective, AW-SVM's witnesses, `p_hat`).
+
+use rayon::prelude::*;
+
+use super::updates::{al_update, alp_update, aw_update, loss_difference, squared_hinge};
+use super::{AnnealingMethod, AnnealingParams, InitialLabels};
+
+/// The bags of one binary problem: offsets, targets (+1 / -1 per bag) and cost `C w_i` per bag.
+pub(super) struct BinaryData<'a> {
+    pub(super) bag_ptr: &'a [usize],
+    pub(super) targets: &'a [f64],
+    pub(super) costs: Vec<f64>,
+}
+
+impl BinaryData<'_> {
+    pub(super) fn n_instances(&self) -> usize {
+        self.bag_ptr[self.bag_ptr.len() - 1]
+    }
+
+    fn positive_bags(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.targets.len()).filter(|&i| self.targets[i] > 0.0)
+    }
+
+    /// The starting `p`: AL / ALP 1/2 (or 1) in positive bags, mi-SVM 1; AW / MI-SVM `1/m_i`;
+    /// negative bags 0 (labels) or 1 (witness weights).
+    pub(super) fn initial_p(&self, method: AnnealingMethod, init: InitialLabels) -> Vec<f64> {
+        let mut p = vec![0.0; self.n_instances()];
+        for (i, &t) in self.targets.iter().enumerate() {
+            let (lo, hi) = (self.bag_ptr[i], self.bag_ptr[i + 1]);
+            let v = match (method.labels_instances(), t > 0.0) {
+                (true, false) => 0.0,
+                (false, false) => 1.0,
+                (false, true) => 1.0 / (hi - lo) as f64,
+                (true, true) => match (method, init) {
+                    (AnnealingMethod::MiSvm, _) | (_, InitialLabels::BagLabels) => 1.0,
+                    _ => 0.5,
+                },
+            };
+            p[lo..hi].fill(v);
+        }
+        p
+    }
+
+    /// Row costs of the SVM step under `p`.
+    pub(super) fn costs_into(
+        &self,
+        method: AnnealingMethod,
+        p: &[f64],
+        c_pos: &mut [f64],
+        c_neg: &mut [f64],
+    ) {
+        for (i, (&t, &c)) in self.targets.iter().zip(&self.costs).enumerate() {
+            for j in self.bag_ptr[i]..self.bag_ptr[i + 1] {
+                if t < 0.0 {
+                    c_pos[j] = 0.0;
+                    c_neg[j] = c;
+                } else if method.labels_instances() {
+                    c_pos[j] = c * p[j];
+                    c_neg[j] = c * (1.0 - p[j]);
+                } else {
+                    c_pos[j] = c * p[j];
+                    c_neg[j] = 0.0;
+                }
+            }
+        }
+    }
+
+    /// The `p`-update of every positive bag at temperature `temp` (0: the heuristics' hard
+    /// rules), in parallel over bags.
+    pub(super) fn update_p(
+        &self,
+        method: AnnealingMethod,
+        f: &[f64],
+        temp: f64,
+        params: &AnnealingParams,
+        p: &mut [f64],
+    ) {
+        let mut slices: Vec<(usize, &mut [f64])> = Vec::with_capacity(self.targets.len());
+        let mut rest = p;
+        for i in 0..self.targets.len() {
+            let (head, tail) = rest.split_at_mut(self.bag_ptr[i + 1] - self.bag_ptr[i]);
+            slices.push((i, head));
+            rest = tail;
+        }
+        slices
+            .into_par_iter()
+            .filter(|(i, _)| self.targets[*i] > 0.0)
+            .for_each(|(i, out)| {
+                let c = self.costs[i];
+                let fb = &f[self.bag_ptr[i]..self.bag_ptr[i + 1]];
+                match method {
+                    AnnealingMethod::Al | AnnealingMethod::MiSvm => {
+                        let t: Vec<f64> = fb.iter().map(|&v| c * loss_difference(v)).collect();
+                        al_update(&t, temp, out);
+                    }
+                    AnnealingMethod::Alp => {
+                        let t: Vec<f64> = fb.iter().map(|&v| c * loss_difference(v)).collect();
+                        alp_update(&t, temp, params.c2, params.p_star, out);
+                    }
+                    AnnealingMethod::Aw => {
+                        let t: Vec<f64> = fb.iter().map(|&v| c * squared_hinge(1.0, v)).collect();
+                        aw_update(&t, temp, out);
+                    }
+                    AnnealingMethod::MISvm => {
+                        // The witness: the instance of largest score (the first of ties).
+                        let best = fb
+                            .iter()
+                            .enumerate()
+                            .fold(0, |b, (j, &v)| if v > fb[b] { j } else { b });
+                        out.fill(0.0);
+                        out[best] = 1.0;
+                    }
+                }
+            });
+    }
+
+    /// Mean over positive bags of the divergence between two rounds: the Bernoulli KL per
+    /// instance (labels) or the categorical KL per bag (witness weights).
+    pub(super) fn kl(&self, method: AnnealingMethod, p: &[f64], q: &[f64]) -> f64 {
+        let mut total = 0.0;
+        let mut count = 0usize;
+        for i in self.positive_bags() {
+            let r = self.bag_ptr[i]..self.bag_ptr[i + 1];
+            if method.labels_instances() {
+                for j in r {
+                    total += xlogy(p[j], q[j]) + xlogy(1.0 - p[j], 1.0 - q[j]);
+                    count += 1;
+                }
+            } else {
+                total += r.map(|j| xlogy(p[j], q[j])).sum::<f64>();
+                count += 1;
+            }
+        }
+        if count == 0 {
+            0.0
+        } else {
+            total / count as f64
+        }
+    }
+
+    /// Mean binary entropy of `p` over the instances of positive bags.
+    pub(super) fn mean_entropy(&self, p: &[f64]) -> f64 {
+        let mut total = 0.0;
+        let mut count = 0usize;
+        for i in self.positive_bags() {
+            for &v in &p[self.bag_ptr[i]..self.bag_ptr[i + 1]] {
+                total -= plogp(v) + plogp(1.0 - v);
+                count += 1;
+            }
+        }
+        if count == 0 {
+            0.0
+        } else {
+            total / count as f64
+        }
+    }
+
+    /// The entropy and penalty terms of the annealed objective at temperature `temp`:
+    /// `T sum [p ln p + (1 - p) ln(1 - p)]` (AL, ALP) or `T sum p ln p` (AW) over positive
+    /// bags, plus ALP's `C2 sum_i (sum_j p_ij - m_i p*)^2`.
+    pub(super) fn temperature_terms(
+        &self,
+        method: AnnealingMethod,
+        p: &[f64],
+        temp: f64,
+        params: &AnnealingParams,
+    ) -> f64 {
+        let mut total = 0.0;
+        for i in self.positive_bags() {
+            let bag = &p[self.bag_ptr[i]..self.bag_ptr[i + 1]];
+            if method.labels_instances() {
+                total += temp * bag.iter().map(|&v| plogp(v) + plogp(1.0 - v)).sum::<f64>();
+            } else {
+                total += temp * bag.iter().map(|&v| plogp(v)).sum::<f64>();
+            }
+            if method == AnnealingMethod::Alp {
+                let s: f64 = bag.iter().sum::<f64>() - bag.len() as f64 * params.p_star;
+                total += params.c2 * s * s;
+            }
+        }
+        total
+    }
+
+    /// AW-SVM's final labels: weight 1 for the instances of positive bags with `p > eps`, 0 for
+    /// the others; negative bags unchanged.
+    pub(super) fn witnesses(&self, p: &[f64], eps: f64) -> Vec<f64> {
+        let mut w = p.to_vec();
+        for i in self.positive_bags() {
+            for v in &mut w[self.bag_ptr[i]..self.bag_ptr[i + 1]] {
+                *v = if *v > eps { 1.0 } else { 0.0 };
+            }
+        }
+        w
+    }
+
+    /// Mean fraction of positives per positive bag.
+    pub(super) fn p_hat(&self, method: AnnealingMethod, p: &[f64], eps: f64) -> f64 {
+        let threshold = if method.labels_instances() { 0.5 } else { eps };
+        let fractions: Vec<f64> = self
+            .positive_bags()
+            .map(|i| {
+                let bag = &p[self.bag_ptr[i]..self.bag_ptr[i + 1]];
+                bag.iter().filter(|&&v| v > threshold).count() as f64 / bag.len() as f64
+            })
+            .collect();
+        if fractions.is_empty() {
+            0.0
+        } else {
+            fractions.iter().sum::<f64>() / fractions.len() as f64
+        }
+    }
+}
+
+/// `x ln x` with `0 ln 0 = 0`.
+fn plogp(x: f64) -> f64 {
+    if x > 0.0 {
+        x * x.ln()
+    } else {
+        0.0
+    }
+}
+
+/// `x ln(x / y)` with `0 ln(0 / y) = 0` (the KL summand; `y` clamped away from 0).
+fn xlogy(x: f64, y: f64) -> f64 {
+    if x > 0.0 {
+        x * (x / y.max(f64::MIN_POSITIVE)).ln()
+    } else {
+        0.0
+    }
+}

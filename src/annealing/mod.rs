@@ -1,0 +1,471 @@
+//! Deterministic annealing for multiple-instance SVMs (Gehler & Chapelle, AISTATS 2007) and the
+//! alternating heuristics it generalises (Andrews, Tsochantaridis & Hofmann, NIPS 2002).
+//!
+//! Every method learns an instance classifier `f(x) = sum_k beta_k k(z_k, x) + b` (the model form
+//! of [`crate::model`]) over all training instances or a reduced basis of `n_xv` vectors, and
+//! scores a bag by the maximum of its instances' scores. The instance labels of positive bags
+//! are unknown; each method keeps a probability `p_ij` per instance and alternates, at a
+//! temperature `T`, between (a) the weighted squared-hinge SVM with the expected loss under `p`
+//! ([`crate::solver::SquaredHinge`] with two-sided row costs) and (b) the closed-form update of
+//! `p` for that SVM, until `KL(p, q) < eps` between two rounds; then `T <- T / decay`
+//! (ALGORITHMS.md section 3):
+//!
+//! * **AL-SVM** (anneals mi-SVM; eq. 4-8): `p_ij = P(y_ij = +1)`, loss
+//!   `C [p l(+1, f) + (1 - p) l(-1, f)] + T [p ln p + (1 - p) ln(1 - p)]` with
+//!   `sum_j p_ij >= 1` per positive bag. Update `p_j = sigmoid((lambda - C d_j) / T)`,
+//!   `d_j = l(+1, f_j) - l(-1, f_j)`, `lambda = 0` when that satisfies the constraint and else the
+//!   exact root of `sum_j p_j = 1` ([`al_update`]). Stops when the mean entropy of `p` is below
+//!   `eps`, or when, below `T = eps C`, the mean KL between `p` at the start and at the end of
+//!   a temperature is below `eps`.
+//! * **AW-SVM** (anneals MI-SVM / MICA; eq. 9-11): `p_ij` is a distribution over the instances of
+//!   each positive bag, loss `C p l(+1, f) + T p ln p`, update `p = softmax(-C l / T)`
+//!   ([`aw_update`]); stops when `p` no longer changes within a temperature, then labels the
+//!   instances with `p > eps` positive (the others of positive bags drop out) and retrains.
+//! * **ALP-SVM** (section 6, eq. 12-13 with `(y + 1) / 2`): AL-SVM plus
+//!   `C2 (sum_j p_ij - m_i p*)^2` per positive bag; update by a monotone 1-D fixed point
+//!   ([`alp_update`]), falling back to the simplex `sum_j p_j = 1` when it violates the constraint,
+//!   and taking the exact `T = 0` minimiser ([`alp_update_cold`]) once `T` is negligible.
+//! * **mi-SVM** and **MI-SVM** (Andrews et al.): the zero-temperature limits, run as their own
+//!   alternating heuristics from the paper's start: mi-SVM labels every instance of a positive bag
+//!   positive, then alternates training and relabelling by the sign of `f` (the instance of
+//!   largest score forced positive when a bag has none) until no label changes; MI-SVM weighs
+//!   each positive bag's instances `1 / m_i` (the start of AW-SVM), then alternates training and
+//!   choosing each positive bag's witness, the instance of largest score, until no witness
+//!   changes. Both stop at `max_iter` with [`StopReason::MaxIter`] otherwise.
+//!
+//! Instances of negative bags are negative (cost `C` each) throughout. All probability updates
+//! are in log-sum-exp form, shifted by the smallest loss of the bag, so that `T` down to 1e-300
+//! and losses up to 1e300 or infinity give finite probabilities that satisfy the constraints;
+//! they run in parallel over bags. More than two classes are fitted one-vs-rest in parallel
+//! ([`crate::multiclass::one_vs_rest`]), each problem with its own `p`.
+
+use ndarray::{Array1, Array2};
+
+use crate::bags::{validate_labels, Bags};
+use crate::basis::{choose_basis, BasisInit};
+use crate::error::{invalid_param, Result};
+use crate::kernel::{kernel_matrix, Basis, Rows};
+use crate::model::{Model, Pooling};
+use crate::multiclass::one_vs_rest;
+use crate::params::{
+    check_c, check_gamma, check_init_xv_columns, check_n_jobs, check_positive, check_relative_tol,
+    check_ridge, setter, with_threads, ClassWeight, Gamma, KernelKind, Observer,
+};
+use crate::smo::{InstanceGram, SmoParams};
+use crate::solver::InnerSolver;
+
+mod bookkeeping;
+mod run;
+mod svm_step;
+mod updates;
+
+use bookkeeping::BinaryData;
+use svm_step::{PrimalSvm, SvmStep, DUAL_TOL};
+pub use updates::{
+    al_update, alp_update, alp_update_cold, aw_update, loss_difference, sigmoid, simplex_sigmoid,
+    squared_hinge, ALP_COLD,
+};
+
+/// Which method of the family to fit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnnealingMethod {
+    /// AL-SVM: annealing over instance labels (Gehler & Chapelle, Algorithm 1).
+    Al,
+    /// AW-SVM: annealing over the witness of each positive bag (Algorithm 2).
+    Aw,
+    /// ALP-SVM: AL-SVM with a penalty on the fraction of positives per bag (section 6).
+    Alp,
+    /// mi-SVM: Andrews et al.'s instance-label heuristic.
+    MiSvm,
+    /// MI-SVM: Andrews et al.'s witness heuristic.
+    MISvm,
+}
+
+impl AnnealingMethod {
+    /// Whether `p` holds instance labels (AL, ALP, mi-SVM) rather than witness weights.
+    fn labels_instances(self) -> bool {
+        matches!(
+            self,
+            AnnealingMethod::Al | AnnealingMethod::Alp | AnnealingMethod::MiSvm
+        )
+    }
+    /// Whether the method is a zero-temperature heuristic.
+    fn is_heuristic(self) -> bool {
+        matches!(self, AnnealingMethod::MiSvm | AnnealingMethod::MISvm)
+    }
+}
+
+/// The starting probabilities of AL-SVM and ALP-SVM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InitialLabels {
+    /// `p = 1/2` for every instance of a positive bag (Algorithm 1).
+    #[default]
+    Uniform,
+    /// `p = 1` (the bag label; with `T0 = 1e-8` this is mi-SVM, as section 4.1 says).
+    BagLabels,
+}
+
+/// Why a fit stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// The method's stopping rule was met (entropy, `p` unchanged, labels unchanged).
+    Converged,
+    /// `max_temperatures` (annealing) or `max_iter` (heuristics) was reached first.
+    MaxIter,
+}
+
+/// Hyperparameters of the annealing family (builder style), validated in
+/// [`AnnealingParams::validate`], the one place where their ranges are checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnnealingParams {
+    /// The method.
+    pub method: AnnealingMethod,
+    /// Loss weight `C > 0`.
+    pub c: f64,
+    /// ALP-SVM's penalty weight `C2 >= 0`.
+    pub c2: f64,
+    /// ALP-SVM's expected fraction of positives per positive bag, in `[0, 1]`.
+    pub p_star: f64,
+    /// Kernel family.
+    pub kernel: KernelKind,
+    /// Kernel width.
+    pub gamma: Gamma,
+    /// Initial temperature `T0 > 0` (`None`: `10 C`, the paper's choice).
+    pub t0: Option<f64>,
+    /// Temperature divisor per step, `> 1` (the paper: 1.5).
+    pub decay: f64,
+    /// Tolerance of the stopping rules (KL between rounds, entropy, change of `p`), `> 0`.
+    pub eps: f64,
+    /// Cap on the number of temperatures.
+    pub max_temperatures: usize,
+    /// Cap on SVM / `p` rounds at one temperature.
+    pub max_alternations: usize,
+    /// Cap on the rounds of the mi-SVM / MI-SVM heuristics.
+    pub max_iter: usize,
+    /// Starting probabilities of AL-SVM / ALP-SVM.
+    pub init: InitialLabels,
+    /// Reduced basis of this many vectors (`None`: every training instance).
+    pub n_xv: Option<usize>,
+    /// How `n_xv` basis vectors are chosen when `init_xv` is not given.
+    pub xv_init: BasisInit,
+    /// The reduced basis (`n_xv x n_features`), replacing the choice by `xv_init`.
+    pub init_xv: Option<Array2<f64>>,
+    /// Per-class loss weights.
+    pub class_weight: ClassWeight,
+    /// Ridge added to the basis kernel matrix, `>= 0`.
+    pub ridge: f64,
+    /// Relative tolerance of the inner solver, in (0, 1) (`None`: 1e-10 for the primal Newton
+    /// solver of a reduced basis, 1e-3 for the dual solver of the full basis).
+    pub inner_tol: Option<f64>,
+    /// Iteration cap of the inner solver.
+    pub inner_max_iter: usize,
+    /// Kernel-row cache of the dual solver (full basis), in bytes, shared by the problems.
+    pub cache_bytes: usize,
+    /// Seed of the random reduced basis.
+    pub seed: u64,
+    /// Threads (`None`: all cores). Results do not depend on it.
+    pub n_jobs: Option<usize>,
+    /// Receives the objective after every temperature (annealing) or round (heuristics).
+    pub observer: Observer,
+}
+
+impl Default for AnnealingParams {
+    fn default() -> Self {
+        Self {
+            method: AnnealingMethod::Al,
+            c: 1.0,
+            c2: 1.0,
+            p_star: 0.5,
+            kernel: KernelKind::Rbf,
+            gamma: Gamma::Scale,
+            t0: None,
+            decay: 1.5,
+            eps: 1e-4,
+            max_temperatures: 200,
+            max_alternations: 50,
+            max_iter: 50,
+            init: InitialLabels::Uniform,
+            n_xv: None,
+            xv_init: BasisInit::KMeans,
+            init_xv: None,
+            class_weight: ClassWeight::Uniform,
+            ridge: 1e-8,
+            inner_tol: None,
+            inner_max_iter: 1000,
+            cache_bytes: 200 << 20,
+            seed: 0,
+            n_jobs: None,
+            observer: Observer::default(),
+        }
+    }
+}
+
+/// A fitted annealing-family model with its training record (one entry per binary problem:
+/// one for two classes, one per class for more).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnnealingFit {
+    /// The instance classifier with max pooling.
+    pub model: Model,
+    /// The final `p` of every training instance (AL / ALP / mi-SVM: probability of a positive
+    /// label, 0 in negative bags; AW / MI-SVM: witness weight, 1 in negative bags).
+    pub p: Vec<Vec<f64>>,
+    /// Mean fraction of positives per positive bag (`p > 1/2` for AL / ALP / mi-SVM, the
+    /// witnesses for AW / MI-SVM).
+    pub p_hat: Vec<f64>,
+    /// The objective at the end of each temperature (heuristics: of each round).
+    pub objective_history: Vec<Vec<f64>>,
+    /// The temperatures visited (heuristics: empty).
+    pub temperatures: Vec<Vec<f64>>,
+    /// Temperatures (heuristics: rounds) run.
+    pub n_iter: Vec<usize>,
+    /// SVM solves in all.
+    pub n_solves: Vec<usize>,
+    /// Why each problem stopped.
+    pub stop_reason: Vec<StopReason>,
+    /// The kernel width used.
+    pub gamma: f64,
+}
+
+impl AnnealingParams {
+    /// AL-SVM defaults.
+    pub fn al() -> Self {
+        Self::default()
+    }
+    /// AW-SVM defaults.
+    pub fn aw() -> Self {
+        Self {
+            method: AnnealingMethod::Aw,
+            ..Self::default()
+        }
+    }
+    /// ALP-SVM defaults (`C2 = 1`, `p* = 0.5`).
+    pub fn alp() -> Self {
+        Self {
+            method: AnnealingMethod::Alp,
+            ..Self::default()
+        }
+    }
+    /// mi-SVM defaults.
+    pub fn mi_svm() -> Self {
+        Self {
+            method: AnnealingMethod::MiSvm,
+            ..Self::default()
+        }
+    }
+    /// MI-SVM defaults.
+    pub fn big_mi_svm() -> Self {
+        Self {
+            method: AnnealingMethod::MISvm,
+            ..Self::default()
+        }
+    }
+    setter!(/// Sets `C`.
+        c: f64);
+    setter!(/// Sets `C2`.
+        c2: f64);
+    setter!(/// Sets `p*`.
+        p_star: f64);
+    setter!(/// Sets the kernel family.
+        kernel: KernelKind);
+    setter!(/// Sets the kernel width.
+        gamma: Gamma);
+    setter!(/// Sets `T0`.
+        t0: Option<f64>);
+    setter!(/// Sets the temperature divisor.
+        decay: f64);
+    setter!(/// Sets `eps`.
+        eps: f64);
+    setter!(/// Sets the temperature cap.
+        max_temperatures: usize);
+    setter!(/// Sets the cap on heuristic rounds.
+        max_iter: usize);
+    setter!(/// Sets the starting labels.
+        init: InitialLabels);
+    setter!(/// Sets the reduced-basis size.
+        n_xv: Option<usize>);
+    setter!(/// Sets how the reduced basis is chosen.
+        xv_init: BasisInit);
+    setter!(/// Sets the reduced basis.
+        init_xv: Option<Array2<f64>>);
+    setter!(/// Sets the class weights.
+        class_weight: ClassWeight);
+    setter!(/// Sets the random seed.
+        seed: u64);
+    setter!(/// Sets the thread count.
+        n_jobs: Option<usize>);
+    setter!(/// Sets the progress observer.
+        observer: Observer);
+
+    /// Checks every hyperparameter; the error names the parameter and its allowed range.
+    pub fn validate(&self) -> Result<()> {
+        check_c(self.c)?;
+        check_gamma(self.gamma)?;
+        if !(self.c2.is_finite() && self.c2 >= 0.0) {
+            return Err(invalid_param(format!(
+                "C2 must be a finite number >= 0, got {}",
+                self.c2
+            )));
+        }
+        if !(0.0..=1.0).contains(&self.p_star) {
+            return Err(invalid_param(format!(
+                "p_star must lie in [0, 1], got {}",
+                self.p_star
+            )));
+        }
+        if let Some(t0) = self.t0 {
+            if !(t0.is_finite() && t0 > 0.0) {
+                return Err(invalid_param(format!(
+                    "T0 must be None (10 C) or a finite number > 0, got {t0}"
+                )));
+            }
+        }
+        if !(self.decay.is_finite() && self.decay > 1.0) {
+            return Err(invalid_param(format!(
+                "decay must be a finite number > 1, got {}",
+                self.decay
+            )));
+        }
+        if !(self.eps.is_finite() && self.eps > 0.0 && self.eps < 1.0) {
+            return Err(invalid_param(format!(
+                "eps must lie in (0, 1), got {}",
+                self.eps
+            )));
+        }
+        check_positive("max_temperatures", self.max_temperatures)?;
+        check_positive("max_alternations", self.max_alternations)?;
+        check_positive("max_iter", self.max_iter)?;
+        check_relative_tol("inner_tol", self.inner_tol)?;
+        check_positive("inner_max_iter", self.inner_max_iter)?;
+        check_ridge(self.ridge)?;
+        check_n_jobs(self.n_jobs)?;
+        if self.n_xv == Some(0) {
+            return Err(invalid_param(
+                "n_xv must be None (every training instance) or an integer >= 1",
+            ));
+        }
+        if let Some(z) = &self.init_xv {
+            if Some(z.nrows()) != self.n_xv {
+                return Err(invalid_param(format!(
+                    "init_xv has {} rows, n_xv is {:?}",
+                    z.nrows(),
+                    self.n_xv
+                )));
+            }
+            if z.iter().any(|v| !v.is_finite()) {
+                return Err(invalid_param("init_xv has a non-finite value"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Fits on bags with class indices `0..n_classes`.
+    pub fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<AnnealingFit> {
+        self.validate()?;
+        let n_classes = validate_labels(bags, labels)?;
+        self.class_weight.validate(n_classes)?;
+        if let Some(q) = self.n_xv {
+            if self.init_xv.is_none() && q > bags.n_instances() {
+                return Err(invalid_param(format!(
+                    "n_xv ({q}) exceeds the number of training instances ({})",
+                    bags.n_instances()
+                )));
+            }
+        }
+        check_init_xv_columns(self.init_xv.as_ref(), bags)?;
+        with_threads(self.n_jobs, || self.fit_impl(bags, labels, n_classes))?
+    }
+
+    fn fit_impl(&self, bags: &Bags, labels: &[usize], n_classes: usize) -> Result<AnnealingFit> {
+        let gamma = self.gamma.resolve(bags.instances());
+        let kernel = self.kernel.with_gamma(gamma);
+        let x = bags.instances();
+        // The basis: a reduced set of vectors, or every training instance.
+        let (basis_rows, full) = match (&self.init_xv, self.n_xv) {
+            (Some(z), _) => (z.clone(), false),
+            (None, Some(q)) => (choose_basis(x, q, self.xv_init, self.seed), false),
+            (None, None) => (Array2::zeros((0, 0)), true),
+        };
+        let norms = x.sq_norms();
+        let rows = Rows::from(x);
+        // Full basis: the dual problem over the instances (SMO, kernel rows on demand); reduced
+        // basis: the primal problem over the basis (exact Newton).
+        let (design, k_reg) = if full {
+            (Array2::zeros((0, 0)), Array2::zeros((0, 0)))
+        } else {
+            let basis = Basis::direct(basis_rows.clone());
+            let k_xz = kernel_matrix(kernel, rows, &norms, &basis);
+            let mut k_zz = kernel_matrix(kernel, basis.as_rows(), &basis.sq_norms, &basis);
+            k_zz.diag_mut().mapv_inplace(|v| v + self.ridge);
+            (k_xz, k_zz)
+        };
+        let gram = InstanceGram::new(kernel, rows)?;
+        let n_problems = if n_classes == 2 { 1 } else { n_classes };
+        let primal = PrimalSvm {
+            k_reg: &k_reg,
+            design: &design,
+            tol: self.inner_tol.unwrap_or(InnerSolver::Newton.default_tol()),
+            max_iter: self.inner_max_iter,
+        };
+        let runs = one_vs_rest(labels, n_classes, |problem, targets| {
+            let weights = self.class_weight.bag_weights(targets, labels);
+            let data = BinaryData {
+                bag_ptr: bags.bag_ptr(),
+                targets,
+                costs: weights.iter().map(|w| self.c * w).collect(),
+            };
+            let step = if full {
+                let smo = SmoParams {
+                    tol: self.inner_tol.unwrap_or(DUAL_TOL),
+                    cache_bytes: self.cache_bytes / n_problems,
+                    ..SmoParams::default()
+                };
+                SvmStep::dual(&gram, smo, &data, self.method)?
+            } else {
+                SvmStep::Primal {
+                    svm: &primal,
+                    warm: None,
+                    hessian: Box::new(None),
+                }
+            };
+            self.run_binary(step, &data, problem)
+        })?;
+        let n_basis = if full { x.n_rows() } else { k_reg.nrows() };
+        let mut coef = Array2::zeros((runs.len(), n_basis));
+        for (mut row, run) in coef.rows_mut().into_iter().zip(&runs) {
+            row.assign(&run.beta);
+        }
+        let intercept = Array1::from_iter(runs.iter().map(|r| r.b));
+        let xv = if full {
+            // Keep the instances that carry a coefficient in some problem.
+            let keep: Vec<usize> = (0..n_basis)
+                .filter(|&k| coef.column(k).iter().any(|&v| v != 0.0))
+                .collect();
+            let keep = if keep.is_empty() { vec![0] } else { keep };
+            coef = coef.select(ndarray::Axis(1), &keep);
+            x.dense_rows(&keep)
+        } else {
+            basis_rows
+        };
+        let mut fit = AnnealingFit {
+            model: Model::new(kernel, xv, coef, intercept, n_classes, Pooling::Max),
+            p: Vec::new(),
+            p_hat: Vec::new(),
+            objective_history: Vec::new(),
+            temperatures: Vec::new(),
+            n_iter: Vec::new(),
+            n_solves: Vec::new(),
+            stop_reason: Vec::new(),
+            gamma,
+        };
+        for run in runs {
+            fit.p.push(run.p);
+            fit.p_hat.push(run.p_hat);
+            fit.objective_history.push(run.objective_history);
+            fit.temperatures.push(run.temperatures);
+            fit.n_iter.push(run.n_iter);
+            fit.n_solves.push(run.n_solves);
+            fit.stop_reason.push(run.stop_reason);
+        }
+        Ok(fit)
+    }
+}

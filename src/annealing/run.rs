@@ -1,0 +1,151 @@
+//! The loop of one binary problem: the annealing schedule (or the mi-SVM / MI-SVM heuristic)
+//! around the SVM step, with its stopping rules.
+
+use ndarray::Array1;
+
+use super::bookkeeping::BinaryData;
+use super::svm_step::SvmStep;
+use super::{AnnealingMethod, AnnealingParams, StopReason};
+use crate::error::Result;
+use crate::params::Progress;
+
+impl AnnealingParams {
+    /// One binary problem: the annealing loop (or the heuristic) around the SVM step.
+    pub(super) fn run_binary(
+        &self,
+        mut svm: SvmStep,
+        data: &BinaryData,
+        problem: usize,
+    ) -> Result<BinaryRun> {
+        let method = self.method;
+        let n = data.n_instances();
+        let mut p = data.initial_p(method, self.init);
+        let mut c_pos = vec![0.0; n];
+        let mut c_neg = vec![0.0; n];
+        let mut f = vec![0.0; n];
+        let mut history = Vec::new();
+        let mut temperatures = Vec::new();
+        let mut n_solves = 0;
+        let mut stop_reason = StopReason::MaxIter;
+        let mut n_iter = 0;
+        let mut solve = |p: &[f64], f: &mut [f64]| -> Result<f64> {
+            data.costs_into(method, p, &mut c_pos, &mut c_neg);
+            let value = svm.solve(&c_pos, &c_neg)?;
+            svm.scores_into(f);
+            Ok(value)
+        };
+        if method.is_heuristic() {
+            for _ in 0..self.max_iter {
+                n_iter += 1;
+                n_solves += 1;
+                let value = solve(&p, &mut f)?;
+                history.push(value);
+                self.observer.notify(Progress {
+                    problem,
+                    step: history.len(),
+                    max_steps: self.max_iter,
+                    objective: value,
+                    temperature: None,
+                });
+                let q = p.clone();
+                data.update_p(method, &f, 0.0, self, &mut p);
+                if p == q {
+                    stop_reason = StopReason::Converged;
+                    break;
+                }
+            }
+            if stop_reason == StopReason::MaxIter {
+                // The labels of the last round have not been trained on yet.
+                n_solves += 1;
+                solve(&p, &mut f)?;
+            }
+        } else {
+            let mut temp = self.t0.unwrap_or(10.0 * self.c);
+            let mut value = 0.0;
+            for _ in 0..self.max_temperatures {
+                n_iter += 1;
+                let start = p.clone();
+                for _ in 0..self.max_alternations {
+                    n_solves += 1;
+                    value = solve(&p, &mut f)?;
+                    let q = p.clone();
+                    data.update_p(method, &f, temp, self, &mut p);
+                    if data.kl(method, &p, &q) < self.eps {
+                        break;
+                    }
+                }
+                temperatures.push(temp);
+                history.push(value + data.temperature_terms(method, &p, temp, self));
+                self.observer.notify(Progress {
+                    problem,
+                    step: history.len(),
+                    max_steps: self.max_temperatures,
+                    objective: history[history.len() - 1],
+                    temperature: Some(temp),
+                });
+                // AW: p no longer changes within a temperature (Algorithm 2). AL / ALP: the
+                // entropy is below eps (Algorithm 1), or, once T is below eps C, p no longer
+                // changes when T drops, measured as the inner loop measures it (the mean KL
+                // between p at the start and at the end of the temperature below eps). ALP's
+                // penalty can hold one instance of a bag at a fractional p for every T, so its
+                // entropy need not vanish, and that p follows the scores with gain C / C2, so
+                // it moves at the level of the SVM step's tolerance however cold T is; at high
+                // T, p moves slowly, so the rule waits for a cold temperature.
+                let done = match method {
+                    AnnealingMethod::Aw => max_abs_diff(&p, &start) <= self.eps,
+                    _ => {
+                        data.mean_entropy(&p) < self.eps
+                            || (temp <= self.eps * self.c && data.kl(method, &p, &start) < self.eps)
+                    }
+                };
+                if done {
+                    stop_reason = StopReason::Converged;
+                    break;
+                }
+                temp /= self.decay;
+            }
+            // The last update of p has not been trained on yet (AW: relabel first).
+            if method == AnnealingMethod::Aw {
+                let witnesses: Vec<f64> = data.witnesses(&p, self.eps);
+                n_solves += 1;
+                solve(&witnesses, &mut f)?;
+            } else {
+                n_solves += 1;
+                solve(&p, &mut f)?;
+            }
+        }
+        let (beta, b) = svm.coef(n);
+        let p_hat = data.p_hat(method, &p, self.eps);
+        Ok(BinaryRun {
+            beta,
+            b,
+            p,
+            p_hat,
+            objective_history: history,
+            temperatures,
+            n_iter,
+            n_solves,
+            stop_reason,
+        })
+    }
+}
+
+fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max)
+}
+
+/// The result of one binary problem.
+pub(super) struct BinaryRun {
+    pub(super) beta: Array1<f64>,
+    pub(super) b: f64,
+    pub(super) p: Vec<f64>,
+    pub(super) p_hat: f64,
+    pub(super) objective_history: Vec<f64>,
+    pub(super) temperatures: Vec<f64>,
+    pub(super) n_iter: usize,
+    pub(super) n_solves: usize,
+    pub(super) stop_reason: StopReason,
+}

@@ -1,0 +1,457 @@
+//! The Gram sources of the SMO: kernel values between the points of a dual problem, one row at
+//! a time ([`GramRows`]), from a precomputed matrix read in place ([`PrecomputedGram`]), from
+//! dense or CSR instances ([`InstanceGram`]), or between weighted combinations of instances
+//! ([`ComboGram`]: SVM-CC, sMIL and the one-class MI-SVM), and [`max_weights`], the equal
+//! weights on a bag's maximal instances (SVM-CC and the one-class MI-SVM).
+
+use ndarray::{Array2, ArrayView2, CowArray, Ix2};
+use rayon::prelude::*;
+
+use crate::bags::Instances;
+use crate::error::{invalid_data, invalid_param, Result};
+use crate::kernel::{Kernel, Rows, Simd};
+
+/// Points per parallel work unit of [`InstanceGram::fill_row`].
+const ROW_CHUNK: usize = 512;
+/// Rows below this many points are filled on the calling thread.
+const PAR_MIN_POINTS: usize = 4096;
+
+/// Kernel values between the points of a dual problem, one row at a time.
+pub trait GramRows: Sync {
+    /// Number of points.
+    fn n_points(&self) -> usize;
+    /// `k(x_i, x_i)` of every point.
+    fn diagonal(&self) -> Vec<f64>;
+    /// Row `i`: `out[j] = k(x_i, x_j)` for all points `j` (`out.len() == n_points()`). Must give
+    /// bitwise the same values whatever the thread count.
+    fn fill_row(&self, i: usize, out: &mut [f64]);
+    /// Rows `points[q]` into `outs[q]`, each bitwise equal to [`GramRows::fill_row`] of it; an
+    /// implementation may compute them together (default: one at a time).
+    fn fill_rows(&self, points: &[usize], outs: &mut [&mut [f64]]) {
+        for (&i, out) in points.iter().zip(outs.iter_mut()) {
+            self.fill_row(i, out);
+        }
+    }
+    /// Row `i` when it is stored contiguously and can be read in place (a precomputed matrix);
+    /// the solver then neither caches nor copies it. Default: `None`.
+    fn stored_row(&self, _i: usize) -> Option<&[f64]> {
+        None
+    }
+}
+
+/// A precomputed symmetric kernel matrix (small problems, bag kernels), owned or borrowed. Its
+/// rows are read in place: the solver's row cache is bypassed.
+#[derive(Debug, Clone)]
+pub struct PrecomputedGram<'a> {
+    k: CowArray<'a, f64, Ix2>,
+}
+
+/// Tile edge of the symmetry check (two `TILE x TILE` blocks stay in the L1/L2 caches).
+const SYM_TILE: usize = 64;
+
+impl PrecomputedGram<'static> {
+    /// Wraps an owned square, finite, symmetric matrix (see [`PrecomputedGram::from_view`]).
+    pub fn new(k: Array2<f64>) -> Result<Self> {
+        Self::checked(CowArray::from(k.as_standard_layout().into_owned()))
+    }
+}
+
+impl<'a> PrecomputedGram<'a> {
+    /// Wraps a borrowed square, finite, symmetric matrix without copying it when it is in
+    /// row-major order. Asymmetry up to `1e-10` times its largest absolute value is tolerated;
+    /// row `i` is used as given.
+    pub fn from_view(k: ArrayView2<'a, f64>) -> Result<Self> {
+        if k.is_standard_layout() {
+            Self::checked(CowArray::from(k))
+        } else {
+            Self::checked(CowArray::from(k.as_standard_layout().into_owned()))
+        }
+    }
+
+    fn checked(k: CowArray<'a, f64, Ix2>) -> Result<Self> {
+        let (r, c) = k.dim();
+        if r != c {
+            return Err(invalid_data(format!(
+                "precomputed kernel matrix must be square, got {r} x {c}"
+            )));
+        }
+        let Some(all) = k.as_slice() else {
+            return Err(invalid_data(
+                "precomputed kernel matrix is not in row-major order",
+            ));
+        };
+        // Largest magnitude; NaN and infinities show up as a non-finite sum of `0 * v`. Eight
+        // independent lanes, so that the loop vectorises.
+        let (mut lane_max, mut lane_zero) = ([0.0_f64; 8], [0.0_f64; 8]);
+        let chunks = all.chunks_exact(8);
+        let tail = chunks.remainder();
+        for c in chunks {
+            for l in 0..8 {
+                let a = c[l].abs();
+                lane_max[l] = if a > lane_max[l] { a } else { lane_max[l] };
+                lane_zero[l] += 0.0 * c[l];
+            }
+        }
+        for (l, &v) in tail.iter().enumerate() {
+            lane_max[l] = if v.abs() > lane_max[l] {
+                v.abs()
+            } else {
+                lane_max[l]
+            };
+            lane_zero[l] += 0.0 * v;
+        }
+        let amax = lane_max.iter().fold(0.0_f64, |m, &v| m.max(v));
+        let zero: f64 = lane_zero.iter().sum();
+        if !zero.is_finite() || !amax.is_finite() {
+            return Err(invalid_data(
+                "precomputed kernel matrix holds NaN or infinite values",
+            ));
+        }
+        // Compare block (I, J) with block (J, I)^T tile by tile, so that the column reads of
+        // the transposed block stay in cache.
+        let tol = 1e-10 * amax;
+        for i0 in (0..r).step_by(SYM_TILE) {
+            for j0 in (0..=i0).step_by(SYM_TILE) {
+                for i in i0..(i0 + SYM_TILE).min(r) {
+                    let row = &all[i * r..(i + 1) * r];
+                    for j in j0..(j0 + SYM_TILE).min(i) {
+                        if (row[j] - all[j * r + i]).abs() > tol {
+                            return Err(invalid_data(format!(
+                                "precomputed kernel matrix is not symmetric at ({i}, {j})"
+                            )));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Self { k })
+    }
+
+    /// The matrix.
+    pub fn matrix(&self) -> ArrayView2<'_, f64> {
+        self.k.view()
+    }
+}
+
+impl GramRows for PrecomputedGram<'_> {
+    fn n_points(&self) -> usize {
+        self.k.nrows()
+    }
+    fn diagonal(&self) -> Vec<f64> {
+        self.k.diag().to_vec()
+    }
+    fn fill_row(&self, i: usize, out: &mut [f64]) {
+        out.copy_from_slice(self.stored_row(i).unwrap_or_default());
+    }
+    fn stored_row(&self, i: usize) -> Option<&[f64]> {
+        self.k.row(i).to_slice()
+    }
+}
+
+/// An instance kernel over dense or CSR rows, each kernel row computed on demand from inner
+/// products and squared norms (dense rows: `Simd::dots`, four rows per pass; then the
+/// vectorised `Kernel::finish_rows`). A row is split into fixed chunks of points run in
+/// parallel when it is long; every value is computed the same way whatever the chunking.
+#[derive(Debug, Clone)]
+pub struct InstanceGram<'a> {
+    kernel: Kernel,
+    rows: Rows<'a>,
+    /// Dense rows in row-major order (borrowed when they already are).
+    dense: Option<CowArray<'a, f64, Ix2>>,
+    sq_norms: Vec<f64>,
+    simd: Simd,
+}
+
+impl<'a> InstanceGram<'a> {
+    /// The kernel over these rows (one point per row). Fails on a Gaussian width that is not a
+    /// finite positive number.
+    pub fn new(kernel: Kernel, rows: Rows<'a>) -> Result<Self> {
+        if let Kernel::Rbf { gamma } = kernel {
+            if !(gamma.is_finite() && gamma > 0.0) {
+                return Err(invalid_param(format!(
+                    "gamma must be a finite number > 0, got {gamma}"
+                )));
+            }
+        }
+        let simd = Simd::detect();
+        let dense = match rows {
+            Rows::Dense(x) if x.is_standard_layout() => Some(CowArray::from(x)),
+            Rows::Dense(x) => Some(CowArray::from(x.as_standard_layout().into_owned())),
+            Rows::Sparse(_) => None,
+        };
+        // Norms from the same inner products as the rows, so that `k(x, x)` is the same value
+        // on the diagonal and in a row.
+        let sq_norms = match (&dense, rows) {
+            (Some(x), _) => x
+                .rows()
+                .into_iter()
+                .map(|r| {
+                    let r = r.to_slice().unwrap_or_default();
+                    simd.dot(r, r)
+                })
+                .collect(),
+            (None, Rows::Sparse(x)) => {
+                let mut scratch = vec![0.0; x.n_cols()];
+                (0..x.n_rows())
+                    .map(|i| {
+                        scatter(x, i, &mut scratch);
+                        let v = sparse_dot(x, i, &scratch);
+                        for &k in x.row(i).0 {
+                            if let Some(s) = scratch.get_mut(k) {
+                                *s = 0.0;
+                            }
+                        }
+                        v
+                    })
+                    .collect()
+            }
+            (None, Rows::Dense(_)) => Vec::new(),
+        };
+        Ok(Self {
+            kernel,
+            rows,
+            dense,
+            sq_norms,
+            simd,
+        })
+    }
+
+    /// Kernel values of point `i` against points `lo..lo + out.len()`; `dense_i` is row `i`
+    /// scattered into a dense vector (sparse rows only).
+    fn fill_chunk(&self, i: usize, dense_i: &[f64], lo: usize, out: &mut [f64]) {
+        match (&self.dense, self.rows) {
+            (Some(x), _) => {
+                let d = x.ncols();
+                let (Some(all), Some(xi)) = (x.as_slice(), x.row(i).to_slice()) else {
+                    return; // unreachable: `dense` is in standard layout
+                };
+                let z = &all[lo * d..(lo + out.len()) * d];
+                self.simd.dots(xi, z, d, out);
+            }
+            (None, Rows::Sparse(x)) => {
+                for (j, o) in (lo..).zip(out.iter_mut()) {
+                    *o = sparse_dot(x, j, dense_i);
+                }
+            }
+            (None, Rows::Dense(_)) => {}
+        }
+        let si = self.sq_norms.get(i).copied().unwrap_or(0.0);
+        let norms = &self.sq_norms[lo..lo + out.len()];
+        self.kernel.finish_rows(out, &[si], 0, norms);
+    }
+}
+
+/// Row `i` of `x` added into the zeroed dense vector `dense` (duplicate columns add up).
+fn scatter(x: &crate::bags::Csr, i: usize, dense: &mut [f64]) {
+    let (idx, val) = x.row(i);
+    for (&k, &v) in idx.iter().zip(val) {
+        if let Some(s) = dense.get_mut(k) {
+            *s += v;
+        }
+    }
+}
+
+/// `<x_j, x_i>` from CSR row `j` and row `i` scattered into `dense_i`, summed in the order of
+/// row `j`'s stored entries.
+#[inline]
+fn sparse_dot(x: &crate::bags::Csr, j: usize, dense_i: &[f64]) -> f64 {
+    let (idx, val) = x.row(j);
+    idx.iter().zip(val).fold(0.0, |s, (&k, &v)| {
+        s + v * dense_i.get(k).copied().unwrap_or(0.0)
+    })
+}
+
+impl GramRows for InstanceGram<'_> {
+    fn n_points(&self) -> usize {
+        self.rows.n_rows()
+    }
+    fn diagonal(&self) -> Vec<f64> {
+        self.sq_norms
+            .iter()
+            .map(|&s| self.kernel.from_dot(s, s, s))
+            .collect()
+    }
+    fn fill_row(&self, i: usize, out: &mut [f64]) {
+        let n = self.n_points();
+        let mut dense_i = Vec::new();
+        if let Rows::Sparse(x) = self.rows {
+            dense_i = vec![0.0; x.n_cols()];
+            scatter(x, i, &mut dense_i);
+        }
+        let len = n.min(out.len());
+        let out = &mut out[..len];
+        if n >= PAR_MIN_POINTS {
+            out.par_chunks_mut(ROW_CHUNK)
+                .enumerate()
+                .for_each(|(c, chunk)| self.fill_chunk(i, &dense_i, c * ROW_CHUNK, chunk));
+        } else {
+            for (c, chunk) in out.chunks_mut(ROW_CHUNK).enumerate() {
+                self.fill_chunk(i, &dense_i, c * ROW_CHUNK, chunk);
+            }
+        }
+    }
+
+    /// Dense rows: each block of points is read once for all the requested rows
+    /// (`Simd::dots_multi`), which divides the memory traffic of a row by their number.
+    fn fill_rows(&self, points: &[usize], outs: &mut [&mut [f64]]) {
+        let Some(x) = self.dense.as_ref() else {
+            for (&i, out) in points.iter().zip(outs.iter_mut()) {
+                self.fill_row(i, out);
+            }
+            return;
+        };
+        let (n, d) = (self.n_points(), x.ncols());
+        let (Some(all), Some(queries)) = (
+            x.as_slice(),
+            points
+                .iter()
+                .map(|&i| x.row(i).to_slice())
+                .collect::<Option<Vec<&[f64]>>>(),
+        ) else {
+            return; // unreachable: `dense` is in standard layout
+        };
+        let n_chunks = n.div_ceil(ROW_CHUNK);
+        let mut per_chunk: Vec<Vec<&mut [f64]>> = (0..n_chunks).map(|_| Vec::new()).collect();
+        for out in outs.iter_mut() {
+            let len = n.min(out.len());
+            for (c, piece) in out[..len].chunks_mut(ROW_CHUNK).enumerate() {
+                per_chunk[c].push(piece);
+            }
+        }
+        let fill = |c: usize, pieces: &mut Vec<&mut [f64]>| {
+            let lo = c * ROW_CHUNK;
+            let hi = (lo + ROW_CHUNK).min(n);
+            self.simd
+                .dots_multi(&queries, &all[lo * d..hi * d], d, pieces.as_mut_slice());
+            for (piece, &i) in pieces.iter_mut().zip(points) {
+                let si = self.sq_norms.get(i).copied().unwrap_or(0.0);
+                self.kernel
+                    .finish_rows(piece, &[si], 0, &self.sq_norms[lo..lo + piece.len()]);
+            }
+        };
+        if n >= PAR_MIN_POINTS {
+            per_chunk
+                .par_iter_mut()
+                .enumerate()
+                .for_each(|(c, pieces)| fill(c, pieces));
+        } else {
+            for (c, pieces) in per_chunk.iter_mut().enumerate() {
+                fill(c, pieces);
+            }
+        }
+    }
+}
+
+/// Combinations of more than this many instances get their kernel rows from one block product
+/// (GEMM for dense rows) instead of instance rows one at a time.
+const BLOCK_MIN: usize = 4;
+/// Instances per block of such a product (bounds its memory to `BLOCK_ROWS x n_instances`).
+const BLOCK_ROWS: usize = 256;
+
+/// Kernel rows between *points* that are weighted combinations of instance rows
+/// (`point = sum_t w_t phi(x_t)`): `k(p, q) = sum_s sum_t w_s w_t k(x_s, x_t)`, computed from the
+/// instance kernel rows of an [`InstanceGram`] (single instances) or from blocks
+/// `K(X_p, X)` of inner products (combinations of several instances; sparse rows stay sparse).
+/// Nothing of size `n_instances^2` is held.
+pub struct ComboGram<'a, 'g> {
+    inst: &'g InstanceGram<'a>,
+    x: &'g Instances,
+    kernel: Kernel,
+    norms: Vec<f64>,
+    points: Vec<Vec<(usize, f64)>>,
+}
+
+impl<'a, 'g> ComboGram<'a, 'g> {
+    /// Points as lists of `(instance, weight)` over the rows of `x`, whose instance kernel is
+    /// `inst` (built from the same `x` and `kernel`).
+    pub fn new(
+        inst: &'g InstanceGram<'a>,
+        x: &'g Instances,
+        kernel: Kernel,
+        points: Vec<Vec<(usize, f64)>>,
+    ) -> Self {
+        Self {
+            inst,
+            x,
+            kernel,
+            norms: x.sq_norms(),
+            points,
+        }
+    }
+
+    /// `sum_{(s, w) in point} w k(x_s, x_t)` for every instance `t`.
+    fn instance_row(&self, point: usize, out: &mut [f64]) {
+        let n = self.inst.n_points();
+        out.iter_mut().for_each(|v| *v = 0.0);
+        let pts = &self.points[point];
+        if pts.len() > BLOCK_MIN {
+            for chunk in pts.chunks(BLOCK_ROWS) {
+                let rows: Vec<usize> = chunk.iter().map(|p| p.0).collect();
+                let dots = self.x.select_rows(&rows).cross_gram(self.x);
+                for (&(s, w), drow) in chunk.iter().zip(dots.rows()) {
+                    let ns = self.norms[s];
+                    for ((o, &d), &nt) in out.iter_mut().zip(drow).zip(&self.norms) {
+                        *o += w * self.kernel.from_dot(d, ns, nt);
+                    }
+                }
+            }
+            return;
+        }
+        let mut tmp = vec![0.0; n];
+        for &(s, w) in pts {
+            self.inst.fill_row(s, &mut tmp);
+            for (o, &k) in out.iter_mut().zip(&tmp) {
+                *o += w * k;
+            }
+        }
+    }
+}
+
+impl GramRows for ComboGram<'_, '_> {
+    fn n_points(&self) -> usize {
+        self.points.len()
+    }
+    fn diagonal(&self) -> Vec<f64> {
+        let idiag = self.inst.diagonal();
+        self.points
+            .iter()
+            .map(|pts| match pts.as_slice() {
+                [(s, w)] => w * w * idiag[*s],
+                _ => {
+                    // the point's own block K(X_p, X_p)
+                    let rows: Vec<usize> = pts.iter().map(|p| p.0).collect();
+                    let xp = self.x.select_rows(&rows);
+                    let dots = xp.cross_gram(&xp);
+                    let mut sum = 0.0;
+                    for (&(s, ws), drow) in pts.iter().zip(dots.rows()) {
+                        for (&(t, wt), &d) in pts.iter().zip(drow) {
+                            sum += ws * wt * self.kernel.from_dot(d, self.norms[s], self.norms[t]);
+                        }
+                    }
+                    sum
+                }
+            })
+            .collect()
+    }
+    fn fill_row(&self, i: usize, out: &mut [f64]) {
+        let mut row = vec![0.0; self.inst.n_points()];
+        self.instance_row(i, &mut row);
+        for (o, pts) in out.iter_mut().zip(&self.points) {
+            *o = pts.iter().map(|&(t, w)| w * row[t]).sum();
+        }
+    }
+}
+
+/// Relative tolerance under which two instance scores of a bag count as tied.
+const TIE_TOL: f64 = 1e-10;
+
+/// The LP's `v` for one bag (SVM-CC; also the weights of a one-class MI-SVM bag's
+/// pseudo-sample): equal weights on the instances whose score is within `1e-10 max(1, |max|)` of
+/// the bag's maximum.
+pub fn max_weights(scores: &[f64]) -> Vec<f64> {
+    let m = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let tol = TIE_TOL * m.abs().max(1.0);
+    let top: Vec<bool> = scores.iter().map(|&s| s >= m - tol).collect();
+    let n = top.iter().filter(|&&t| t).count().max(1) as f64;
+    top.iter().map(|&t| if t { 1.0 / n } else { 0.0 }).collect()
+}

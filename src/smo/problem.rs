@@ -1,0 +1,222 @@
+//! The dual problem ([`DualProblem`]), the solver's settings ([`SmoParams`]), its result
+//! ([`DualSolution`], [`Termination`]) and the repair of a start to the equality constraint
+//! ([`repair_equality`]).
+
+use crate::error::{invalid_data, invalid_param, Result};
+
+/// One dual problem over the points of a [`GramRows`](super::GramRows) (see the module docs for
+/// the formula).
+#[derive(Debug, Clone, Copy)]
+pub struct DualProblem<'a> {
+    /// Labels `y_i` in {-1, +1}, one per sample.
+    pub y: &'a [f64],
+    /// Point index `m_i < n_points` of every sample.
+    pub point: &'a [usize],
+    /// Linear term `p_i` (finite).
+    pub p: &'a [f64],
+    /// Extra diagonal `d_i >= 0` (finite).
+    pub d: &'a [f64],
+    /// Upper bounds `u_i >= 0` (`+inf` allowed, `0` fixes `a_i = 0`).
+    pub u: &'a [f64],
+    /// Right-hand side of the equality `y^T a = delta`.
+    pub delta: f64,
+}
+
+impl DualProblem<'_> {
+    /// Number of samples (variables).
+    pub fn len(&self) -> usize {
+        self.y.len()
+    }
+    /// Whether the problem has no variables.
+    pub fn is_empty(&self) -> bool {
+        self.y.is_empty()
+    }
+
+    /// Checks lengths and value ranges against a Gram of `n_points` points.
+    pub fn validate(&self, n_points: usize) -> Result<()> {
+        let n = self.y.len();
+        for (name, len) in [
+            ("point", self.point.len()),
+            ("p", self.p.len()),
+            ("d", self.d.len()),
+            ("u", self.u.len()),
+        ] {
+            if len != n {
+                return Err(invalid_data(format!(
+                    "dual problem: {name} has {len} entries, y has {n}"
+                )));
+            }
+        }
+        if let Some(i) = self.y.iter().position(|&v| v != 1.0 && v != -1.0) {
+            return Err(invalid_data(format!(
+                "dual problem: y[{i}] = {} is not -1 or +1",
+                self.y[i]
+            )));
+        }
+        if let Some(i) = self.point.iter().position(|&m| m >= n_points) {
+            return Err(invalid_data(format!(
+                "dual problem: point[{i}] = {} but the kernel has {n_points} points",
+                self.point[i]
+            )));
+        }
+        if let Some(i) = self.p.iter().position(|v| !v.is_finite()) {
+            return Err(invalid_data(format!(
+                "dual problem: p[{i}] = {} is not finite",
+                self.p[i]
+            )));
+        }
+        if let Some(i) = self.d.iter().position(|&v| !(v.is_finite() && v >= 0.0)) {
+            return Err(invalid_param(format!(
+                "dual problem: d[{i}] = {} must be finite and >= 0",
+                self.d[i]
+            )));
+        }
+        if let Some(i) = self.u.iter().position(|&v| v.is_nan() || v < 0.0) {
+            return Err(invalid_param(format!(
+                "dual problem: u[{i}] = {} must be >= 0 (inf allowed)",
+                self.u[i]
+            )));
+        }
+        if !self.delta.is_finite() {
+            return Err(invalid_param(format!(
+                "dual problem: delta = {} is not finite",
+                self.delta
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Settings of [`Smo`](super::Smo).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SmoParams {
+    /// Relative KKT tolerance (default `1e-3`): stop when the maximal violating pair gap
+    /// `m(a) - M(a)` (LIBSVM paper eq. (14)) falls below `tol * scale`, where `scale` is the
+    /// larger of the gap at `a = 0` (`max_{y=+1} p_i + max_{y=-1} p_i` over live samples, 0
+    /// when a class is absent), `|delta| max_i (Q_ii + d_i)` (the gradient size at a feasible
+    /// point when `delta != 0`, e.g. one-class) and `1e-12`. Scaling `p`, `u` and `delta` by
+    /// one constant scales the solution and leaves the stopping point unchanged.
+    pub tol: f64,
+    /// Iteration cap (`None`: `max(10_000_000, 100 n)`); reaching it gives
+    /// [`Termination::MaxIter`] with a feasible solution.
+    pub max_iter: Option<usize>,
+    /// LIBSVM's shrinking heuristic (default true).
+    pub shrinking: bool,
+    /// Kernel-row cache size in bytes (default 200 MiB); at least two rows are always kept.
+    pub cache_bytes: usize,
+}
+
+impl Default for SmoParams {
+    fn default() -> Self {
+        Self {
+            tol: 1e-3,
+            max_iter: None,
+            shrinking: true,
+            cache_bytes: 200 << 20,
+        }
+    }
+}
+
+/// Why [`Smo::solve`](super::Smo::solve) stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Termination {
+    /// The relative KKT gap fell below the tolerance.
+    Converged,
+    /// The iteration cap was reached (the solution is feasible but not optimal).
+    MaxIter,
+}
+
+/// The result of [`Smo::solve`](super::Smo::solve).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DualSolution {
+    /// The dual variables `a`.
+    pub alpha: Vec<f64>,
+    /// `(Q a)_i` without the `diag(d)` term: the decision value at the point of sample `i` is
+    /// `f(x_{m_i}) = y_i q_alpha[i] + b` with `f(x) = sum_s y_s a_s k(x_{m_s}, x) + b`.
+    pub q_alpha: Vec<f64>,
+    /// Bias `b = -rho` (LIBSVM's `calculate_rho`: the average of `-y_i G_i` over free
+    /// variables, or the midpoint of the feasible interval when none is free).
+    pub b: f64,
+    /// Objective `1/2 a^T (Q + diag(d)) a - p^T a`.
+    pub objective: f64,
+    /// SMO iterations of this solve.
+    pub iterations: usize,
+    /// Why the solver stopped.
+    pub termination: Termination,
+}
+
+/// Makes `y^T a = delta` hold for an `a` already inside the box, moving as little structure as
+/// it can; returns whether `a` changed. With residual `r = delta - y^T a` (ignored when below
+/// `1e-12` times `max(1, |delta|, sum a)`): if one variable of sign `sign r` has room for `|r|`,
+/// the one with the most room takes it all; otherwise
+///
+/// 1. the variables whose *decrease* helps (`y_i = -sign r`, `a_i > 0`) are scaled down by one
+///    common factor, to zero at most;
+/// 2. what remains is added to the variables whose *increase* helps (`y_i = sign r`, `u_i > 0`)
+///    in index order, each filled to its bound (LIBSVM's one-class start).
+///
+/// Fails when the box cannot reach `delta`.
+pub fn repair_equality(alpha: &mut [f64], problem: &DualProblem) -> Result<bool> {
+    let ya: f64 = alpha.iter().zip(problem.y).map(|(a, y)| a * y).sum();
+    let mass: f64 = alpha.iter().sum();
+    let r = problem.delta - ya;
+    if r.abs() <= 1e-12 * mass.max(problem.delta.abs()).max(1.0) {
+        return Ok(false);
+    }
+    let s = r.signum();
+    let mut rem = r.abs();
+    // 0. one variable that can absorb the whole residual: the increase of a variable of sign
+    //    `s` with the most room (first of ties); this changes a single variable, which keeps a
+    //    warm start's gradient cheap to update.
+    let best = (0..alpha.len())
+        .filter(|&i| problem.y[i] == s && problem.u[i] > 0.0)
+        .map(|i| (i, problem.u[i] - alpha[i]))
+        .fold(None, |acc: Option<(usize, f64)>, (i, room)| match acc {
+            Some((_, r0)) if r0 >= room => acc,
+            _ => Some((i, room)),
+        });
+    if let Some((i, room)) = best {
+        if room >= rem {
+            alpha[i] += rem;
+            return Ok(true);
+        }
+    }
+    // 1. scale down the variables of the opposite sign.
+    let down: f64 = alpha
+        .iter()
+        .zip(problem.y)
+        .filter(|(_, &y)| y == -s)
+        .map(|(a, _)| *a)
+        .sum();
+    if down > 0.0 {
+        let take = rem.min(down);
+        let factor = if take >= down { 0.0 } else { 1.0 - take / down };
+        for (a, &y) in alpha.iter_mut().zip(problem.y) {
+            if y == -s {
+                *a *= factor;
+            }
+        }
+        rem -= take;
+    }
+    // 2. fill the variables of the same sign to their bounds in order.
+    for ((a, &y), &u) in alpha.iter_mut().zip(problem.y).zip(problem.u) {
+        if rem <= 0.0 {
+            break;
+        }
+        if y == s {
+            let room = u - *a;
+            if room > 0.0 {
+                let add = rem.min(room);
+                *a += add;
+                rem -= add;
+            }
+        }
+    }
+    if rem > 1e-12 * problem.delta.abs().max(1.0) {
+        return Err(invalid_param(format!(
+            "dual problem is infeasible: y^T a = {} cannot be reached within the bounds u",
+            problem.delta
+        )));
+    }
+    Ok(true)
+}
