@@ -67,10 +67,15 @@ mod python;
 
 pub use annealing::{AnnealingFit, AnnealingMethod, AnnealingParams};
 pub use bags::{Bags, Csr, Instances};
+pub use convex_combination::{SvmCcFit, SvmCcParams, SvmCcValidParams};
 pub use error::{Error, Result};
+pub use fit::{Fit, StopReason};
 pub use kernel::Kernel;
 pub use model::{BagView, Model, Pooling, Predictor, Workspace};
-pub use params::ClassWeight;
+pub use one_class::{OneClassFit, OneClassParams, OneClassValidParams};
+pub use params::{ClassWeight, Gamma, Hyperparams, KernelKind, ParamGuard};
+pub use progress::{Cancel, Observer, Progress};
 pub use set_kernel::{MiKernelFit, MiKernelParams, ReducedSetFit, ReducedSetParams};
+pub use set_kernel_svm::{NskFit, NskParams, NskValidParams, SetNorm, SmilParams, SmilValidParams};
 pub use solver::InnerSolver;
-pub use sparse_mi::{Gamma, KernelKind, SparseMiFit, SparseMiParams};
+pub use sparse_mi::{SparseMiFit, SparseMiParams, SparseMiValidParams};

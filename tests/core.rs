@@ -11,6 +11,7 @@ use common::{rng, to_csr, TestResult};
 use milsvm::bags::{validate_labels, Bags, Csr, Instances};
 use milsvm::kernel::{basis_gradient, kernel_bag_means, kernel_matrix, Basis, Kernel, Rows};
 use milsvm::solver::{InnerSolver, NewtonHessian, Solution, SquaredHinge};
+use milsvm::params::ParamGuard;
 use milsvm::sparse_mi::{objective_and_gradient, Gamma, KernelKind, SparseMiFit, SparseMiParams};
 use milsvm::Error;
 use ndarray::{array, Array1, Array2, ArrayView1, Axis};
@@ -946,7 +947,7 @@ fn rsvm_solves_the_inner_problem_once() -> TestResult {
         let mut rng = rng(750 + seed);
         let (bags, labels) = random_bags(&mut rng, 20, 3, 2);
         let params = SparseMiParams::rsvm().n_xv(5).seed(seed);
-        assert_eq!(params.max_iter, 0);
+        assert_eq!(*params.check_ref()?.max_iter(), 0);
         let fit = params.fit(&bags, &labels)?;
         assert_eq!(fit.objective_history.len(), 1);
         assert_eq!(fit.n_iter, 0);
@@ -1033,7 +1034,7 @@ fn sparse_mi_separates_an_easy_problem() -> TestResult {
                 assert!(
                     (l == 1 && s > 0.0) || (l == 0 && s < 0.0),
                     "seed {seed} n_xv {}: bag {i} (label {l}) scored {s}",
-                    params.n_xv
+                    params.check_ref()?.n_xv()
                 );
             }
         }
@@ -1291,12 +1292,8 @@ fn sparse_mi_params_are_validated() -> TestResult {
     for t in [0.0, 1.0, -0.5, f64::NAN] {
         expect_param_error(p().inner_tol(Some(t)).validate(), "inner_tol");
     }
-    let mut q = p();
-    q.inner_max_iter = 0;
-    expect_param_error(q.validate(), "inner_max_iter");
-    let mut q = p();
-    q.ridge = -1.0;
-    expect_param_error(q.validate(), "ridge");
+    expect_param_error(p().inner_max_iter(0).validate(), "inner_max_iter");
+    expect_param_error(p().ridge(-1.0).validate(), "ridge");
     expect_param_error(
         p().n_xv(3).init_xv(Some(Array2::zeros((2, 2)))).validate(),
         "init_xv",
