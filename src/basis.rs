@@ -18,14 +18,16 @@ use rayon::prelude::*;
 use crate::bags::Instances;
 use crate::kernel::Simd;
 
-/// How a reduced basis is chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum BasisInit {
-    /// k-means centroids of the training instances ([`kmeans`]).
-    #[default]
-    KMeans,
-    /// Distinct random training instances.
-    Random,
+crate::params::choices! {
+    /// How a reduced basis is chosen.
+    #[derive(Default)]
+    pub enum BasisInit {
+        /// k-means centroids of the training instances ([`kmeans`]).
+        #[default]
+        KMeans = "kmeans",
+        /// Distinct random training instances.
+        Random = "random",
+    }
 }
 
 /// `k` basis vectors (`k x n_features`) chosen from the rows of `x` by `init`, seeded by `seed`.

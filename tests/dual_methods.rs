@@ -99,7 +99,11 @@ fn bad_parameters_are_refused() {
     let (bags, labels) = toy(2, 8);
     let msg = |r: Result<(), Error>| r.err().map(|e| e.to_string()).unwrap_or_default();
     assert!(msg(NskParams::new().c(0.0).fit(&bags, &labels).map(|_| ())).contains("C must be"));
-    assert!(msg(SmilParams::new().inner_tol(1.0).fit(&bags, &labels).map(|_| ())).contains("tol must"));
+    assert!(msg(SmilParams::new()
+        .inner_tol(1.0)
+        .fit(&bags, &labels)
+        .map(|_| ()))
+    .contains("tol must"));
     assert!(msg(SvmCcParams::new()
         .max_iter(0)
         .fit(&bags, &labels)

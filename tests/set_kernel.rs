@@ -230,7 +230,7 @@ fn parameters_are_validated_with_their_names() {
         ),
         (
             MiKernelParams::new()
-                .tol(Some(2.0))
+                .inner_tol(Some(2.0))
                 .fit(&bags, &labels)
                 .map(|_| ()),
             "tol",
@@ -265,7 +265,7 @@ fn parameters_are_validated_with_their_names() {
         ),
         (
             ReducedSetParams::new()
-                .tol(-1.0)
+                .inner_tol(-1.0)
                 .fit(&bags, &labels)
                 .map(|_| ()),
             "tol",

@@ -5,7 +5,7 @@
 use rayon::prelude::*;
 
 use super::updates::{al_update, alp_update, aw_update, loss_difference, squared_hinge};
-use super::{AnnealingMethod, AnnealingParams, InitialLabels};
+use super::{AnnealingMethod, AnnealingValidParams, InitialLabels};
 
 /// The bags of one binary problem: offsets, targets (+1 / -1 per bag) and cost `C w_i` per bag.
 pub(super) struct BinaryData<'a> {
@@ -74,7 +74,7 @@ impl BinaryData<'_> {
         method: AnnealingMethod,
         f: &[f64],
         temp: f64,
-        params: &AnnealingParams,
+        params: &AnnealingValidParams,
         p: &mut [f64],
     ) {
         let mut slices: Vec<(usize, &mut [f64])> = Vec::with_capacity(self.targets.len());
@@ -165,7 +165,7 @@ impl BinaryData<'_> {
         method: AnnealingMethod,
         p: &[f64],
         temp: f64,
-        params: &AnnealingParams,
+        params: &AnnealingValidParams,
     ) -> f64 {
         let mut total = 0.0;
         for i in self.positive_bags() {

@@ -37,19 +37,19 @@
 //! are in log-sum-exp form, shifted by the smallest loss of the bag, so that `T` down to 1e-300
 //! and losses up to 1e300 or infinity give finite probabilities that satisfy the constraints;
 //! they run in parallel over bags. More than two classes are fitted one-vs-rest in parallel
-//! ([`crate::multiclass::one_vs_rest`]), each problem with its own `p`.
+//! ([`crate::fit::Fit`]), each problem with its own `p`.
 
 use ndarray::{Array1, Array2};
 
-use crate::bags::{validate_labels, Bags};
+use crate::bags::Bags;
 use crate::basis::{choose_basis, BasisInit};
 use crate::error::{invalid_param, Result};
+use crate::fit::{Fit, Prologue, Setup};
 use crate::kernel::{kernel_matrix, Basis, Rows};
 use crate::model::{Model, Pooling};
-use crate::multiclass::one_vs_rest;
 use crate::params::{
-    check_c, check_gamma, check_init_xv_columns, check_n_jobs, check_positive, check_relative_tol,
-    check_ridge, setter, with_threads, ClassWeight, Gamma, KernelKind, Observer,
+    check_init_xv_columns, choices, hyperparams, n_jobs_from_value, ClassWeight, Gamma, KernelKind,
+    Range,
 };
 use crate::smo::{InstanceGram, SmoParams};
 use crate::solver::InnerSolver;
@@ -66,19 +66,22 @@ pub use updates::{
     squared_hinge, ALP_COLD,
 };
 
-/// Which method of the family to fit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AnnealingMethod {
-    /// AL-SVM: annealing over instance labels (Gehler & Chapelle, Algorithm 1).
-    Al,
-    /// AW-SVM: annealing over the witness of each positive bag (Algorithm 2).
-    Aw,
-    /// ALP-SVM: AL-SVM with a penalty on the fraction of positives per bag (section 6).
-    Alp,
-    /// mi-SVM: Andrews et al.'s instance-label heuristic.
-    MiSvm,
-    /// MI-SVM: Andrews et al.'s witness heuristic.
-    MISvm,
+choices! {
+    /// Which method of the family to fit.
+    #[derive(Default)]
+    pub enum AnnealingMethod {
+        /// AL-SVM: annealing over instance labels (Gehler & Chapelle, Algorithm 1).
+        #[default]
+        Al = "al",
+        /// AW-SVM: annealing over the witness of each positive bag (Algorithm 2).
+        Aw = "aw",
+        /// ALP-SVM: AL-SVM with a penalty on the fraction of positives per bag (section 6).
+        Alp = "alp",
+        /// mi-SVM: Andrews et al.'s instance-label heuristic.
+        MiSvm = "mi",
+        /// MI-SVM: Andrews et al.'s witness heuristic.
+        MISvm = "MI",
+    }
 }
 
 impl AnnealingMethod {
@@ -93,111 +96,99 @@ impl AnnealingMethod {
     fn is_heuristic(self) -> bool {
         matches!(self, AnnealingMethod::MiSvm | AnnealingMethod::MISvm)
     }
-}
-
-/// The starting probabilities of AL-SVM and ALP-SVM.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum InitialLabels {
-    /// `p = 1/2` for every instance of a positive bag (Algorithm 1).
-    #[default]
-    Uniform,
-    /// `p = 1` (the bag label; with `T0 = 1e-8` this is mi-SVM, as section 4.1 says).
-    BagLabels,
-}
-
-/// Why a fit stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopReason {
-    /// The method's stopping rule was met (entropy, `p` unchanged, labels unchanged).
-    Converged,
-    /// `max_temperatures` (annealing) or `max_iter` (heuristics) was reached first.
-    MaxIter,
-}
-
-/// Hyperparameters of the annealing family (builder style), validated in
-/// [`AnnealingParams::validate`], the one place where their ranges are checked.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AnnealingParams {
-    /// The method.
-    pub method: AnnealingMethod,
-    /// Loss weight `C > 0`.
-    pub c: f64,
-    /// ALP-SVM's penalty weight `C2 >= 0`.
-    pub c2: f64,
-    /// ALP-SVM's expected fraction of positives per positive bag, in `[0, 1]`.
-    pub p_star: f64,
-    /// Kernel family.
-    pub kernel: KernelKind,
-    /// Kernel width.
-    pub gamma: Gamma,
-    /// Initial temperature `T0 > 0` (`None`: `10 C`, the paper's choice).
-    pub t0: Option<f64>,
-    /// Temperature divisor per step, `> 1` (the paper: 1.5).
-    pub decay: f64,
-    /// Tolerance of the stopping rules (KL between rounds, entropy, change of `p`), `> 0`.
-    pub eps: f64,
-    /// Cap on the number of temperatures.
-    pub max_temperatures: usize,
-    /// Cap on SVM / `p` rounds at one temperature.
-    pub max_alternations: usize,
-    /// Cap on the rounds of the mi-SVM / MI-SVM heuristics.
-    pub max_iter: usize,
-    /// Starting probabilities of AL-SVM / ALP-SVM.
-    pub init: InitialLabels,
-    /// Reduced basis of this many vectors (`None`: every training instance).
-    pub n_xv: Option<usize>,
-    /// How `n_xv` basis vectors are chosen when `init_xv` is not given.
-    pub xv_init: BasisInit,
-    /// The reduced basis (`n_xv x n_features`), replacing the choice by `xv_init`.
-    pub init_xv: Option<Array2<f64>>,
-    /// Per-class loss weights.
-    pub class_weight: ClassWeight,
-    /// Ridge added to the basis kernel matrix, `>= 0`.
-    pub ridge: f64,
-    /// Relative tolerance of the inner solver, in (0, 1) (`None`: 1e-10 for the primal Newton
-    /// solver of a reduced basis, 1e-3 for the dual solver of the full basis).
-    pub inner_tol: Option<f64>,
-    /// Iteration cap of the inner solver.
-    pub inner_max_iter: usize,
-    /// Kernel-row cache of the dual solver (full basis), in bytes, shared by the problems.
-    pub cache_bytes: usize,
-    /// Seed of the random reduced basis.
-    pub seed: u64,
-    /// Threads (`None`: all cores). Results do not depend on it.
-    pub n_jobs: Option<usize>,
-    /// Receives the objective after every temperature (annealing) or round (heuristics).
-    pub observer: Observer,
-}
-
-impl Default for AnnealingParams {
-    fn default() -> Self {
-        Self {
-            method: AnnealingMethod::Al,
-            c: 1.0,
-            c2: 1.0,
-            p_star: 0.5,
-            kernel: KernelKind::Rbf,
-            gamma: Gamma::Scale,
-            t0: None,
-            decay: 1.5,
-            eps: 1e-4,
-            max_temperatures: 200,
-            max_alternations: 50,
-            max_iter: 50,
-            init: InitialLabels::Uniform,
-            n_xv: None,
-            xv_init: BasisInit::KMeans,
-            init_xv: None,
-            class_weight: ClassWeight::Uniform,
-            ridge: 1e-8,
-            inner_tol: None,
-            inner_max_iter: 1000,
-            cache_bytes: 200 << 20,
-            seed: 0,
-            n_jobs: None,
-            observer: Observer::default(),
+    /// The default cap on the outer loop: 200 temperatures (annealing), 50 rounds (heuristics).
+    pub fn default_max_iter(self) -> usize {
+        if self.is_heuristic() {
+            50
+        } else {
+            200
         }
     }
+}
+
+choices! {
+    /// The starting probabilities of AL-SVM and ALP-SVM.
+    #[derive(Default)]
+    pub enum InitialLabels {
+        /// `p = 1/2` for every instance of a positive bag (Algorithm 1).
+        #[default]
+        Uniform = "uniform",
+        /// `p = 1` (the bag label; with `T0 = 1e-8` this is mi-SVM, as section 4.1 says).
+        BagLabels = "labels",
+    }
+}
+
+pub use crate::fit::StopReason;
+
+hyperparams! {
+    /// Hyperparameters of the annealing family (Gehler & Chapelle 2007; Andrews et al. 2002),
+    /// declared once and checked into [`AnnealingValidParams`].
+    pub struct AnnealingParams => AnnealingValidParams {
+        /// The method.
+        method: AnnealingMethod = AnnealingMethod::Al;
+        /// Loss weight `C`.
+        c as "C": f64 = 1.0, check Range::Positive;
+        /// ALP-SVM's penalty weight `C2`.
+        c2 as "C2": f64 = 1.0, check Range::NonNegative;
+        /// ALP-SVM's expected fraction of positives per positive bag.
+        p_star: f64 = 0.5, check Range::Closed01;
+        /// Kernel family.
+        kernel: KernelKind = KernelKind::Rbf;
+        /// Kernel width.
+        gamma: Gamma = Gamma::Scale, check Range::Positive;
+        /// Initial temperature `T0` (`None`: `10 C`, the paper's choice).
+        t0 as "T0": Option<f64> = None, check Range::Positive;
+        /// Temperature divisor per step (the paper: 1.5).
+        decay: f64 = 1.5, check Range::GreaterThan(1.0);
+        /// Tolerance of the stopping rules (KL between rounds, entropy, change of `p`).
+        eps: f64 = 1e-4, check Range::Open01;
+        /// Cap on the outer loop: temperatures (annealing) or rounds (mi-SVM / MI-SVM);
+        /// `None`: [`AnnealingMethod::default_max_iter`] (200 or 50).
+        max_iter: Option<usize> = None, check Range::AtLeast(1);
+        /// Cap on SVM / `p` rounds at one temperature.
+        max_alternations: usize = 50, check Range::AtLeast(1);
+        /// Starting probabilities of AL-SVM / ALP-SVM.
+        init: InitialLabels = InitialLabels::Uniform;
+        /// Reduced basis of this many vectors (`None`: every training instance).
+        n_xv: Option<usize> = None, check Range::AtLeast(1);
+        /// How `n_xv` basis vectors are chosen when `init_xv` is not given.
+        xv_init: BasisInit = BasisInit::KMeans;
+        /// The reduced basis (`n_xv x n_features`), replacing the choice by `xv_init`.
+        init_xv: Option<Array2<f64>> = None;
+        /// Per-class loss weights.
+        class_weight: ClassWeight = ClassWeight::Uniform;
+        /// Ridge added to the basis kernel matrix.
+        ridge: f64 = 1e-8, check Range::NonNegative;
+        /// Relative tolerance of the inner solver (`None`: 1e-10 for the primal Newton solver
+        /// of a reduced basis, 1e-3 for the dual solver of the full basis).
+        inner_tol: Option<f64> = None, check Range::Open01;
+        /// Iteration cap of the inner solver.
+        inner_max_iter: usize = 1000, check Range::AtLeast(1);
+        /// Kernel-row cache of the dual solver (full basis), in bytes, shared by the problems.
+        cache_bytes: usize = 200 << 20;
+        /// Seed of the random reduced basis.
+        seed: u64 = 0;
+        /// Threads (`None`: all cores). Results do not depend on it.
+        n_jobs: Option<usize> = None, check Range::AtLeast(1), via n_jobs_from_value;
+    }
+    cross_check check_basis;
+}
+
+/// The given reduced basis matches `n_xv` and is finite.
+fn check_basis(p: &AnnealingValidParams) -> Result<()> {
+    if let Some(z) = &p.init_xv {
+        if Some(z.nrows()) != p.n_xv {
+            return Err(invalid_param(format!(
+                "init_xv has {} rows, n_xv is {:?}",
+                z.nrows(),
+                p.n_xv
+            )));
+        }
+        if z.iter().any(|v| !v.is_finite()) {
+            return Err(invalid_param("init_xv has a non-finite value"));
+        }
+    }
+    Ok(())
 }
 
 /// A fitted annealing-family model with its training record (one entry per binary problem:
@@ -229,140 +220,32 @@ pub struct AnnealingFit {
 impl AnnealingParams {
     /// AL-SVM defaults.
     pub fn al() -> Self {
-        Self::default()
+        Self::new()
     }
     /// AW-SVM defaults.
     pub fn aw() -> Self {
-        Self {
-            method: AnnealingMethod::Aw,
-            ..Self::default()
-        }
+        Self::new().method(AnnealingMethod::Aw)
     }
     /// ALP-SVM defaults (`C2 = 1`, `p* = 0.5`).
     pub fn alp() -> Self {
-        Self {
-            method: AnnealingMethod::Alp,
-            ..Self::default()
-        }
+        Self::new().method(AnnealingMethod::Alp)
     }
     /// mi-SVM defaults.
     pub fn mi_svm() -> Self {
-        Self {
-            method: AnnealingMethod::MiSvm,
-            ..Self::default()
-        }
+        Self::new().method(AnnealingMethod::MiSvm)
     }
     /// MI-SVM defaults.
     pub fn big_mi_svm() -> Self {
-        Self {
-            method: AnnealingMethod::MISvm,
-            ..Self::default()
-        }
+        Self::new().method(AnnealingMethod::MISvm)
     }
-    setter!(/// Sets `C`.
-        c: f64);
-    setter!(/// Sets `C2`.
-        c2: f64);
-    setter!(/// Sets `p*`.
-        p_star: f64);
-    setter!(/// Sets the kernel family.
-        kernel: KernelKind);
-    setter!(/// Sets the kernel width.
-        gamma: Gamma);
-    setter!(/// Sets `T0`.
-        t0: Option<f64>);
-    setter!(/// Sets the temperature divisor.
-        decay: f64);
-    setter!(/// Sets `eps`.
-        eps: f64);
-    setter!(/// Sets the temperature cap.
-        max_temperatures: usize);
-    setter!(/// Sets the cap on heuristic rounds.
-        max_iter: usize);
-    setter!(/// Sets the starting labels.
-        init: InitialLabels);
-    setter!(/// Sets the reduced-basis size.
-        n_xv: Option<usize>);
-    setter!(/// Sets how the reduced basis is chosen.
-        xv_init: BasisInit);
-    setter!(/// Sets the reduced basis.
-        init_xv: Option<Array2<f64>>);
-    setter!(/// Sets the class weights.
-        class_weight: ClassWeight);
-    setter!(/// Sets the random seed.
-        seed: u64);
-    setter!(/// Sets the thread count.
-        n_jobs: Option<usize>);
-    setter!(/// Sets the progress observer.
-        observer: Observer);
+}
 
-    /// Checks every hyperparameter; the error names the parameter and its allowed range.
-    pub fn validate(&self) -> Result<()> {
-        check_c(self.c)?;
-        check_gamma(self.gamma)?;
-        if !(self.c2.is_finite() && self.c2 >= 0.0) {
-            return Err(invalid_param(format!(
-                "C2 must be a finite number >= 0, got {}",
-                self.c2
-            )));
-        }
-        if !(0.0..=1.0).contains(&self.p_star) {
-            return Err(invalid_param(format!(
-                "p_star must lie in [0, 1], got {}",
-                self.p_star
-            )));
-        }
-        if let Some(t0) = self.t0 {
-            if !(t0.is_finite() && t0 > 0.0) {
-                return Err(invalid_param(format!(
-                    "T0 must be None (10 C) or a finite number > 0, got {t0}"
-                )));
-            }
-        }
-        if !(self.decay.is_finite() && self.decay > 1.0) {
-            return Err(invalid_param(format!(
-                "decay must be a finite number > 1, got {}",
-                self.decay
-            )));
-        }
-        if !(self.eps.is_finite() && self.eps > 0.0 && self.eps < 1.0) {
-            return Err(invalid_param(format!(
-                "eps must lie in (0, 1), got {}",
-                self.eps
-            )));
-        }
-        check_positive("max_temperatures", self.max_temperatures)?;
-        check_positive("max_alternations", self.max_alternations)?;
-        check_positive("max_iter", self.max_iter)?;
-        check_relative_tol("inner_tol", self.inner_tol)?;
-        check_positive("inner_max_iter", self.inner_max_iter)?;
-        check_ridge(self.ridge)?;
-        check_n_jobs(self.n_jobs)?;
-        if self.n_xv == Some(0) {
-            return Err(invalid_param(
-                "n_xv must be None (every training instance) or an integer >= 1",
-            ));
-        }
-        if let Some(z) = &self.init_xv {
-            if Some(z.nrows()) != self.n_xv {
-                return Err(invalid_param(format!(
-                    "init_xv has {} rows, n_xv is {:?}",
-                    z.nrows(),
-                    self.n_xv
-                )));
-            }
-            if z.iter().any(|v| !v.is_finite()) {
-                return Err(invalid_param("init_xv has a non-finite value"));
-            }
-        }
-        Ok(())
-    }
+impl Fit for AnnealingValidParams {
+    type Output = AnnealingFit;
 
-    /// Fits on bags with class indices `0..n_classes`.
-    pub fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<AnnealingFit> {
-        self.validate()?;
-        let n_classes = validate_labels(bags, labels)?;
-        self.class_weight.validate(n_classes)?;
+    /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes, each
+    /// problem with its own `p`).
+    fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<AnnealingFit> {
         if let Some(q) = self.n_xv {
             if self.init_xv.is_none() && q > bags.n_instances() {
                 return Err(invalid_param(format!(
@@ -372,13 +255,27 @@ impl AnnealingParams {
             }
         }
         check_init_xv_columns(self.init_xv.as_ref(), bags)?;
-        with_threads(self.n_jobs, || self.fit_impl(bags, labels, n_classes))?
+        Prologue {
+            n_jobs: self.n_jobs,
+            class_weight: Some(&self.class_weight),
+            observer: &self.observer,
+        }
+        .run(bags, labels, |setup| self.fit_impl(setup))
+    }
+}
+
+impl AnnealingValidParams {
+    /// The cap on the outer loop (temperatures or rounds).
+    fn outer_cap(&self) -> usize {
+        self.max_iter
+            .unwrap_or_else(|| self.method.default_max_iter())
     }
 
-    fn fit_impl(&self, bags: &Bags, labels: &[usize], n_classes: usize) -> Result<AnnealingFit> {
-        let gamma = self.gamma.resolve(bags.instances());
-        let kernel = self.kernel.with_gamma(gamma);
+    fn fit_impl(&self, setup: &Setup) -> Result<AnnealingFit> {
+        let bags = setup.bags;
+        let n_classes = setup.n_classes;
         let x = bags.instances();
+        let (kernel, gamma) = self.kernel.resolve(self.gamma, x);
         // The basis: a reduced set of vectors, or every training instance.
         let (basis_rows, full) = match (&self.init_xv, self.n_xv) {
             (Some(z), _) => (z.clone(), false),
@@ -399,19 +296,18 @@ impl AnnealingParams {
             (k_xz, k_zz)
         };
         let gram = InstanceGram::new(kernel, rows)?;
-        let n_problems = if n_classes == 2 { 1 } else { n_classes };
+        let n_problems = setup.n_problems();
         let primal = PrimalSvm {
             k_reg: &k_reg,
             design: &design,
             tol: self.inner_tol.unwrap_or(InnerSolver::Newton.default_tol()),
             max_iter: self.inner_max_iter,
         };
-        let runs = one_vs_rest(labels, n_classes, |problem, targets| {
-            let weights = self.class_weight.bag_weights(targets, labels);
+        let runs = setup.one_vs_rest(|problem| {
             let data = BinaryData {
                 bag_ptr: bags.bag_ptr(),
-                targets,
-                costs: weights.iter().map(|w| self.c * w).collect(),
+                targets: &problem.targets,
+                costs: problem.weights.iter().map(|w| self.c * w).collect(),
             };
             let step = if full {
                 let smo = SmoParams {
@@ -427,7 +323,7 @@ impl AnnealingParams {
                     hessian: Box::new(None),
                 }
             };
-            self.run_binary(step, &data, problem)
+            self.run_binary(step, &data, problem.index)
         })?;
         let n_basis = if full { x.n_rows() } else { k_reg.nrows() };
         let mut coef = Array2::zeros((runs.len(), n_basis));

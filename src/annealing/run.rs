@@ -5,11 +5,11 @@ use ndarray::Array1;
 
 use super::bookkeeping::BinaryData;
 use super::svm_step::SvmStep;
-use super::{AnnealingMethod, AnnealingParams, StopReason};
+use super::{AnnealingMethod, AnnealingValidParams, StopReason};
 use crate::error::Result;
 use crate::params::Progress;
 
-impl AnnealingParams {
+impl AnnealingValidParams {
     /// One binary problem: the annealing loop (or the heuristic) around the SVM step.
     pub(super) fn run_binary(
         &self,
@@ -28,14 +28,17 @@ impl AnnealingParams {
         let mut n_solves = 0;
         let mut stop_reason = StopReason::MaxIter;
         let mut n_iter = 0;
+        let cap = self.outer_cap();
+        let cancel = self.observer.cancel().clone();
         let mut solve = |p: &[f64], f: &mut [f64]| -> Result<f64> {
+            cancel.check()?;
             data.costs_into(method, p, &mut c_pos, &mut c_neg);
             let value = svm.solve(&c_pos, &c_neg)?;
             svm.scores_into(f);
             Ok(value)
         };
         if method.is_heuristic() {
-            for _ in 0..self.max_iter {
+            for _ in 0..cap {
                 n_iter += 1;
                 n_solves += 1;
                 let value = solve(&p, &mut f)?;
@@ -43,7 +46,7 @@ impl AnnealingParams {
                 self.observer.notify(Progress {
                     problem,
                     step: history.len(),
-                    max_steps: self.max_iter,
+                    max_steps: cap,
                     objective: value,
                     temperature: None,
                 });
@@ -62,7 +65,7 @@ impl AnnealingParams {
         } else {
             let mut temp = self.t0.unwrap_or(10.0 * self.c);
             let mut value = 0.0;
-            for _ in 0..self.max_temperatures {
+            for _ in 0..cap {
                 n_iter += 1;
                 let start = p.clone();
                 for _ in 0..self.max_alternations {
@@ -79,7 +82,7 @@ impl AnnealingParams {
                 self.observer.notify(Progress {
                     problem,
                     step: history.len(),
-                    max_steps: self.max_temperatures,
+                    max_steps: cap,
                     objective: history[history.len() - 1],
                     temperature: Some(temp),
                 });

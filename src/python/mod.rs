@@ -74,13 +74,6 @@ pub(crate) fn pooling_of(name: &str) -> PyResult<crate::model::Pooling> {
     })
 }
 
-/// A non-negative count from Python, or `ValueError` naming it.
-pub(crate) fn count(v: i64, name: &str) -> PyResult<usize> {
-    usize::try_from(v).map_err(|_| {
-        PyValueError::new_err(format!("{name} must be a non-negative integer, got {v}"))
-    })
-}
-
 /// The compiled core of milsvm.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -102,8 +95,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m
     )?)?;
     m.add_function(wrap_pyfunction!(set_kernel::set_kernel_matrix, m)?)?;
+    m.add_class::<set_kernel::PyMiKernelFit>()?;
     m.add_function(wrap_pyfunction!(set_kernel::fit_reduced_set, m)?)?;
+    m.add_class::<set_kernel::PyReducedSetFit>()?;
     m.add_function(wrap_pyfunction!(annealing::fit_annealing, m)?)?;
+    m.add_class::<annealing::PyAnnealingFit>()?;
     m.add_function(wrap_pyfunction!(annealing::probability_update, m)?)?;
     m.add_function(wrap_pyfunction!(set_kernel_svm::fit_nsk, m)?)?;
     m.add_function(wrap_pyfunction!(set_kernel_svm::fit_smil, m)?)?;
@@ -114,30 +110,4 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(one_class::fit_one_class, m)?)?;
     m.add_class::<one_class::PyOneClassFit>()?;
     Ok(())
-}
-
-// Shims for the bindings not yet on the one fit path (removed with them).
-pub(crate) fn kernel_kind(kernel: &str) -> PyResult<KernelKind> {
-    KernelKind::from_name(kernel).ok_or_else(|| {
-        PyValueError::new_err(format!("kernel must be 'rbf' or 'linear', got {kernel:?}"))
-    })
-}
-pub(crate) fn gamma_of(obj: &Bound<'_, PyAny>) -> PyResult<Gamma> {
-    crate::params::ParamType::from_value(&value_of(obj)?)
-        .map_err(|r| PyErr::from(r.into_error("gamma", &Value::None)))
-}
-pub(crate) fn observer_of(callback: Option<Py<PyAny>>) -> crate::progress::Observer {
-    match callback {
-        None => crate::progress::Observer::default(),
-        Some(cb) => crate::progress::Observer::new(move |p: &crate::progress::Progress| {
-            Python::attach(|py| {
-                if let Err(e) = cb.call1(
-                    py,
-                    (p.problem, p.step, p.max_steps, p.objective, p.temperature),
-                ) {
-                    e.print(py);
-                }
-            })
-        }),
-    }
 }

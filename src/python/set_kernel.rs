@@ -1,47 +1,57 @@
 //! Bindings of MI-Kernel and RS (`src/set_kernel/`).
 
 use super::*;
+use crate::set_kernel::{MiKernelFit, MiKernelParams, ReducedSetFit, ReducedSetParams};
 
-/// Fits MI-Kernel (the squared-hinge SVM on the set kernel); returns a dict with `coef`
-/// (`n_outputs x n_bags`), `intercept`, `support`, `n_xv`, `gamma`, `objective`,
-/// `ridged_objective`, `n_iter`, `converged`.
+/// A fitted MI-Kernel (the Rust [`MiKernelFit`]).
+#[pyclass(name = "MiKernelFit", module = "milsvm._core", frozen, get_all)]
+pub(crate) struct PyMiKernelFit {
+    /// The compiled model (the support bags' instances as expansion vectors, mean pooling).
+    model: Py<model::PyModel>,
+    /// The kernel width used.
+    gamma: f64,
+    /// Indices of the support bags.
+    support: Vec<usize>,
+    /// Expansion vectors: the instances of the support bags.
+    n_xv: usize,
+    /// Bag coefficients `alpha` (`n_outputs x n_bags`).
+    coef: Py<PyArray2<f64>>,
+    /// Bias of each output.
+    intercept: Py<PyArray1<f64>>,
+    /// Per output: the objective (without the ridge).
+    objective: Vec<f64>,
+    /// Per output: the minimum of the ridged problem.
+    ridged_objective: Vec<f64>,
+    /// Largest number of solver iterations.
+    n_iter: usize,
+    /// Whether every solve met its stopping rule.
+    inner_converged: bool,
+}
+
+/// Fits MI-Kernel with the parameters of `params` (names as in `milsvm.MIKernel`).
 #[pyfunction]
-#[pyo3(signature = (x, bag_ptr, labels, *, c, kernel, gamma, solver, n_jobs))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (x, bag_ptr, labels, params, progress=None))]
 pub(crate) fn fit_mi_kernel<'py>(
     py: Python<'py>,
     x: &Bound<'py, PyAny>,
     bag_ptr: PyReadonlyArray1<i64>,
     labels: PyReadonlyArray1<i64>,
-    c: f64,
-    kernel: &str,
-    gamma: Option<f64>,
-    solver: &str,
-    n_jobs: Option<i64>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let params = crate::set_kernel::MiKernelParams {
-        c,
-        kernel: kernel_kind(kernel)?,
-        gamma: gamma.map_or(Gamma::Scale, Gamma::Value),
-        solver: solver_of(solver)?,
-        n_jobs: n_jobs_of(n_jobs)?,
-        ..Default::default()
-    };
-    let bags = bags(x, bag_ptr)?;
-    let labels = to_usize(labels.as_slice()?, "labels")?;
-    let fit = run(py, || params.fit(&bags, &labels))?;
-    let out = PyDict::new(py);
-    out.set_item("model", super::model::PyModel::wrap(fit.model.to_model()?)?)?;
-    out.set_item("support", fit.model.support())?;
-    out.set_item("n_xv", fit.model.n_xv())?;
-    out.set_item("coef", fit.model.coef.into_pyarray(py))?;
-    out.set_item("intercept", fit.model.intercept.into_pyarray(py))?;
-    out.set_item("gamma", fit.gamma)?;
-    out.set_item("objective", fit.objective)?;
-    out.set_item("ridged_objective", fit.ridged_objective)?;
-    out.set_item("n_iter", fit.n_iter)?;
-    out.set_item("converged", fit.converged)?;
-    Ok(out)
+    params: &Bound<'py, PyDict>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<PyMiKernelFit> {
+    let fit: MiKernelFit = fit_with::<MiKernelParams>(py, x, bag_ptr, labels, params, progress)?;
+    Ok(PyMiKernelFit {
+        model: Py::new(py, model::PyModel::wrap(fit.model.to_model()?)?)?,
+        gamma: fit.gamma,
+        support: fit.model.support(),
+        n_xv: fit.model.n_xv(),
+        coef: fit.model.coef.into_pyarray(py).unbind(),
+        intercept: fit.model.intercept.into_pyarray(py).unbind(),
+        objective: fit.objective,
+        ridged_objective: fit.ridged_objective,
+        n_iter: fit.n_iter,
+        inner_converged: fit.converged,
+    })
 }
 
 /// Bag scores `(n_bags, n_outputs)` of a set-kernel model: `coef` (`n_outputs x n_train_bags`)
@@ -100,62 +110,48 @@ pub(crate) fn set_kernel_matrix<'py>(
     Ok(k.into_pyarray(py))
 }
 
-/// Fits RS (reduced-set approximation of MI-Kernel); returns a dict with `xv`, `coef`,
-/// `intercept`, `gamma`, `residual_history`, `fixed_point_iterations` and the approximated
-/// MI-Kernel's `mi_kernel_coef`, `mi_kernel_intercept`, `mi_kernel_n_xv`.
+/// A fitted RS (the Rust [`ReducedSetFit`]).
+#[pyclass(name = "ReducedSetFit", module = "milsvm._core", frozen, get_all)]
+pub(crate) struct PyReducedSetFit {
+    /// The compiled model (the reduced-set vectors, mean pooling).
+    model: Py<model::PyModel>,
+    /// The kernel width used.
+    gamma: f64,
+    /// `sum_c ||w_c - sum_k gamma_ck phi(z_k)||^2` before the first vector and after each one.
+    residual_history: Vec<f64>,
+    /// Fixed-point iterations over all vectors.
+    fixed_point_iterations: usize,
+    /// Expansion vectors of the approximated MI-Kernel.
+    mi_kernel_n_xv: usize,
+    /// Bag coefficients of the approximated MI-Kernel (`n_outputs x n_bags`).
+    mi_kernel_coef: Py<PyArray2<f64>>,
+    /// Biases of the approximated MI-Kernel.
+    mi_kernel_intercept: Py<PyArray1<f64>>,
+    /// Whether every MI-Kernel solve met its stopping rule.
+    inner_converged: bool,
+}
+
+/// Fits RS with the parameters of `params` (names as in `milsvm.ReducedSet`, plus `seed`).
 #[pyfunction]
-#[pyo3(signature = (x, bag_ptr, labels, *, n_xv, c, kernel, gamma, max_fixed_point_iter, n_restarts, solver, seed, n_jobs, tol=1e-6))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (x, bag_ptr, labels, params, progress=None))]
 pub(crate) fn fit_reduced_set<'py>(
     py: Python<'py>,
     x: &Bound<'py, PyAny>,
     bag_ptr: PyReadonlyArray1<i64>,
     labels: PyReadonlyArray1<i64>,
-    n_xv: i64,
-    c: f64,
-    kernel: &str,
-    gamma: Option<f64>,
-    max_fixed_point_iter: i64,
-    n_restarts: i64,
-    solver: &str,
-    seed: u64,
-    n_jobs: Option<i64>,
-    tol: f64,
-) -> PyResult<Bound<'py, PyDict>> {
-    let count = |v: i64, name: &str| {
-        usize::try_from(v).map_err(|_| {
-            PyValueError::new_err(format!("{name} must be a non-negative integer, got {v}"))
-        })
-    };
-    let params = crate::set_kernel::ReducedSetParams {
-        n_xv: count(n_xv, "n_xv")?,
-        c,
-        kernel: kernel_kind(kernel)?,
-        gamma: gamma.map_or(Gamma::Scale, Gamma::Value),
-        max_fixed_point_iter: count(max_fixed_point_iter, "max_fixed_point_iter")?,
-        n_restarts: count(n_restarts, "n_restarts")?,
-        tol,
-        solver: solver_of(solver)?,
-        seed,
-        n_jobs: n_jobs_of(n_jobs)?,
-        ..Default::default()
-    };
-    let bags = bags(x, bag_ptr)?;
-    let labels = to_usize(labels.as_slice()?, "labels")?;
-    let fit = run(py, || params.fit(&bags, &labels))?;
-    let out = PyDict::new(py);
-    out.set_item("mi_kernel_n_xv", fit.mi_kernel.model.n_xv())?;
-    out.set_item("model", super::model::PyModel::wrap(fit.model)?)?;
-    out.set_item("gamma", fit.gamma)?;
-    out.set_item("residual_history", fit.expansion.residual_history)?;
-    out.set_item(
-        "fixed_point_iterations",
-        fit.expansion.fixed_point_iterations,
-    )?;
-    out.set_item("mi_kernel_coef", fit.mi_kernel.model.coef.into_pyarray(py))?;
-    out.set_item(
-        "mi_kernel_intercept",
-        fit.mi_kernel.model.intercept.into_pyarray(py),
-    )?;
-    Ok(out)
+    params: &Bound<'py, PyDict>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<PyReducedSetFit> {
+    let fit: ReducedSetFit =
+        fit_with::<ReducedSetParams>(py, x, bag_ptr, labels, params, progress)?;
+    Ok(PyReducedSetFit {
+        model: Py::new(py, model::PyModel::wrap(fit.model)?)?,
+        gamma: fit.gamma,
+        residual_history: fit.expansion.residual_history,
+        fixed_point_iterations: fit.expansion.fixed_point_iterations,
+        mi_kernel_n_xv: fit.mi_kernel.model.n_xv(),
+        mi_kernel_coef: fit.mi_kernel.model.coef.into_pyarray(py).unbind(),
+        mi_kernel_intercept: fit.mi_kernel.model.intercept.into_pyarray(py).unbind(),
+        inner_converged: fit.mi_kernel.converged,
+    })
 }

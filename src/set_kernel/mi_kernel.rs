@@ -3,54 +3,42 @@
 
 use ndarray::{Array1, Array2, Axis};
 use rayon::prelude::*;
-use serde::{Deserialize, Serialize};
 
-use super::{set_kernel, set_kernel_gram, validate_common};
-use crate::bags::{validate_labels, Bags};
+use super::{set_kernel, set_kernel_gram};
+use crate::bags::Bags;
 use crate::error::{Error, Result};
+use crate::fit::{Fit, Prologue, Setup};
 use crate::kernel::Kernel;
 use crate::model::Model;
-use crate::params::{setter, with_threads, Gamma, KernelKind};
+use crate::params::{hyperparams, n_jobs_from_value, ClassWeight, Gamma, KernelKind, Range};
 use crate::solver::{InnerSolver, Solution, SquaredHinge};
 
 /// A bag counts as support (its instances as expansion vectors) when the magnitude of its
 /// coefficient exceeds this fraction of the largest magnitude of the same output.
 pub const SUPPORT_THRESHOLD: f64 = 1e-10;
 
-/// Hyperparameters of MI-Kernel, the squared-hinge SVM on the set kernel (builder style;
-/// ranges checked by [`MiKernelParams::validate`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MiKernelParams {
-    /// Loss weight `C > 0`.
-    pub c: f64,
-    /// Instance kernel family.
-    pub kernel: KernelKind,
-    /// Kernel width (Gaussian kernel only).
-    pub gamma: Gamma,
-    /// Solver of the squared-hinge problem over the bag coefficients.
-    pub solver: InnerSolver,
-    /// Relative gradient tolerance of the solver in (0, 1); `None`: the solver's default.
-    pub tol: Option<f64>,
-    /// Iteration cap of the solver, `>= 1`.
-    pub max_iter: usize,
-    /// Ridge added to the diagonal of `K_set` in the regulariser (Fu et al., footnote), `>= 0`.
-    pub ridge: f64,
-    /// Threads (`None`: all cores). Results do not depend on it.
-    pub n_jobs: Option<usize>,
-}
-
-impl Default for MiKernelParams {
-    fn default() -> Self {
-        Self {
-            c: 1.0,
-            kernel: KernelKind::Rbf,
-            gamma: Gamma::Scale,
-            solver: InnerSolver::Newton,
-            tol: None,
-            max_iter: 1000,
-            ridge: 1e-8,
-            n_jobs: None,
-        }
+hyperparams! {
+    /// Hyperparameters of MI-Kernel, the squared-hinge SVM on the set kernel (Fu et al. 2011,
+    /// Lemma 1), declared once and checked into [`MiKernelValidParams`].
+    pub struct MiKernelParams => MiKernelValidParams {
+        /// Loss weight `C`.
+        c as "C": f64 = 1.0, check Range::Positive;
+        /// Instance kernel family.
+        kernel: KernelKind = KernelKind::Rbf;
+        /// Kernel width (Gaussian kernel only).
+        gamma: Gamma = Gamma::Scale, check Range::Positive;
+        /// Per-class loss weights: bag `i` of a binary problem costs `C w_i`.
+        class_weight: ClassWeight = ClassWeight::Uniform;
+        /// Solver of the squared-hinge problem over the bag coefficients.
+        solver: InnerSolver = InnerSolver::Newton;
+        /// Relative gradient tolerance of the solver (`None`: the solver's default).
+        inner_tol: Option<f64> = None, check Range::Open01;
+        /// Iteration cap of the solver.
+        inner_max_iter: usize = 1000, check Range::AtLeast(1);
+        /// Ridge added to the diagonal of `K_set` in the regulariser (Fu et al., footnote).
+        ridge: f64 = 1e-8, check Range::NonNegative;
+        /// Threads (`None`: all cores). Results do not depend on it.
+        n_jobs: Option<usize> = None, check Range::AtLeast(1), via n_jobs_from_value;
     }
 }
 
@@ -230,92 +218,70 @@ pub struct MiKernelFit {
     pub converged: bool,
 }
 
-impl MiKernelParams {
-    /// Default parameters (`C = 1`, Gaussian kernel, `gamma = scale`, Newton solver).
-    pub fn new() -> Self {
-        Self::default()
-    }
-    setter!(/// Sets `C`.
-        c: f64);
-    setter!(/// Sets the kernel family.
-        kernel: KernelKind);
-    setter!(/// Sets the kernel width.
-        gamma: Gamma);
-    setter!(/// Sets the solver.
-        solver: InnerSolver);
-    setter!(/// Sets the solver tolerance.
-        tol: Option<f64>);
-    setter!(/// Sets the solver iteration cap.
-        max_iter: usize);
-    setter!(/// Sets the ridge.
-        ridge: f64);
-    setter!(/// Sets the thread count.
-        n_jobs: Option<usize>);
-
-    /// Checks every hyperparameter; the error names the parameter and its allowed range.
-    pub fn validate(&self) -> Result<()> {
-        validate_common(
-            self.c,
-            self.gamma,
-            self.tol,
-            self.max_iter,
-            self.ridge,
-            self.n_jobs,
-        )
-    }
+impl Fit for MiKernelValidParams {
+    type Output = MiKernelFit;
 
     /// Fits MI-Kernel on bags with class indices `0..n_classes`: one problem for two classes
     /// (class 1 positive), independent one-vs-rest problems sharing `K_set` otherwise (solved
     /// in parallel).
-    pub fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<MiKernelFit> {
-        self.validate()?;
-        let n_classes = validate_labels(bags, labels)?;
-        with_threads(self.n_jobs, || self.fit_impl(bags, labels, n_classes))?
+    fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<MiKernelFit> {
+        Prologue {
+            n_jobs: self.n_jobs,
+            class_weight: Some(&self.class_weight),
+            observer: &self.observer,
+        }
+        .run(bags, labels, |setup| self.fit_impl(setup))
     }
+}
 
-    pub(super) fn fit_impl(
-        &self,
-        bags: &Bags,
-        labels: &[usize],
-        n_classes: usize,
-    ) -> Result<MiKernelFit> {
-        let gamma = self.gamma.resolve(bags.instances());
-        let kernel = self.kernel.with_gamma(gamma);
+impl MiKernelValidParams {
+    /// The fit on checked labels (RS runs it inside its own fit).
+    pub(super) fn fit_impl(&self, setup: &Setup) -> Result<MiKernelFit> {
+        let bags = setup.bags;
+        let (kernel, gamma) = self.kernel.resolve(self.gamma, bags.instances());
         let gram = set_kernel_gram(kernel, bags)?;
-        let targets = crate::multiclass::binary_targets(labels, n_classes);
-        let costs = vec![self.c; labels.len()];
+        setup.observer.check()?;
+        let problems = setup.problems();
+        let costs: Vec<Vec<f64>> = problems
+            .iter()
+            .map(|p| p.weights.iter().map(|w| self.c * w).collect())
+            .collect();
         let mut k_reg = gram.clone();
         k_reg.diag_mut().mapv_inplace(|v| v + self.ridge);
-        let tol = self.tol.unwrap_or(self.solver.default_tol());
-        let sols: Vec<Solution> = targets
+        let tol = self.inner_tol.unwrap_or(self.solver.default_tol());
+        let sols: Vec<Solution> = problems
             .par_iter()
-            .map(|y| {
+            .zip(&costs)
+            .map(|(problem, c)| {
                 SquaredHinge {
                     k: k_reg.view(),
                     x: gram.view(),
-                    y,
-                    c: &costs,
+                    y: &problem.targets,
+                    c,
                     c_opp: &[],
                 }
-                .solve(self.solver, None, tol, self.max_iter)
+                .solve(self.solver, None, tol, self.inner_max_iter)
             })
             .collect::<Result<_>>()?;
-        let m = labels.len();
-        let mut coef = Array2::zeros((targets.len(), m));
-        let mut objective = Vec::with_capacity(targets.len());
-        for ((sol, y), mut row) in sols.iter().zip(&targets).zip(coef.rows_mut()) {
+        let m = bags.n_bags();
+        let mut coef = Array2::zeros((problems.len(), m));
+        let mut objective = Vec::with_capacity(problems.len());
+        for (((sol, problem), c), mut row) in
+            sols.iter().zip(&problems).zip(&costs).zip(coef.rows_mut())
+        {
             let plain = SquaredHinge {
                 k: gram.view(),
                 x: gram.view(),
-                y,
-                c: &costs,
+                y: &problem.targets,
+                c,
                 c_opp: &[],
             };
-            // Dual weights alpha = -C l'(y, F): the same w as sol.beta (K_set (beta + C l') = 0
-            // at the optimum, up to the ridge), exactly zero outside the margin.
+            // Dual weights alpha = -c_i l'(y_i, F_i): the same w as sol.beta
+            // (K_set (beta + c l') = 0 at the optimum, up to the ridge), exactly zero outside
+            // the margin.
             let f = plain.scores(sol.beta.view(), sol.b);
             let dl = plain.loss_derivative(f.view());
-            row.assign(&dl.mapv(|v| -self.c * v));
+            row.assign(&(&dl * &ndarray::ArrayView1::from(c.as_slice())).mapv(|v| -v));
             objective.push(plain.value_grad(row.view(), sol.b).0);
         }
         if coef.iter().any(|v| !v.is_finite()) {
@@ -329,7 +295,7 @@ impl MiKernelParams {
                 bags: bags.clone(),
                 coef,
                 intercept: Array1::from_iter(sols.iter().map(|s| s.b)),
-                n_classes,
+                n_classes: setup.n_classes,
             },
             gram,
             gamma,

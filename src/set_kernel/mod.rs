@@ -39,35 +39,15 @@
 //! [`Model`]: crate::model::Model
 //! [`kernel_bag_means`]: crate::kernel::kernel_bag_means
 
-use crate::error::Result;
-use crate::params::{
-    check_c, check_gamma, check_n_jobs, check_positive, check_relative_tol, check_ridge, Gamma,
-};
-
 mod gram;
 mod mi_kernel;
 mod reduced_set;
 
 pub use gram::{set_kernel, set_kernel_gram};
-pub use mi_kernel::{MiKernelFit, MiKernelParams, SetKernelModel, SUPPORT_THRESHOLD};
-pub use reduced_set::{
-    optimal_intercept, reduced_set, ReducedSetExpansion, ReducedSetFit, ReducedSetOptions,
-    ReducedSetParams,
+pub use mi_kernel::{
+    MiKernelFit, MiKernelParams, MiKernelValidParams, SetKernelModel, SUPPORT_THRESHOLD,
 };
-
-/// Common range checks of `C`, `gamma`, the inner solver settings and `n_jobs`.
-fn validate_common(
-    c: f64,
-    gamma: Gamma,
-    tol: Option<f64>,
-    max_iter: usize,
-    ridge: f64,
-    n_jobs: Option<usize>,
-) -> Result<()> {
-    check_c(c)?;
-    check_gamma(gamma)?;
-    check_relative_tol("tol", tol)?;
-    check_positive("max_iter", max_iter)?;
-    check_ridge(ridge)?;
-    check_n_jobs(n_jobs)
-}
+pub use reduced_set::{
+    optimal_intercept, reduced_set, weighted_optimal_intercept, ReducedSetExpansion, ReducedSetFit,
+    ReducedSetOptions, ReducedSetParams, ReducedSetValidParams,
+};

@@ -5,65 +5,65 @@ use ndarray::{s, Array1, Array2, ArrayView2, Axis};
 use rand::seq::index::sample;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
 
-use super::{validate_common, MiKernelFit, MiKernelParams};
-use crate::bags::{validate_labels, Bags, Instances};
+use super::{MiKernelFit, MiKernelParams};
+use crate::bags::{Bags, Instances};
 use crate::error::{invalid_param, Error, Result};
+use crate::fit::{Fit, Prologue};
 use crate::kernel::{basis_gradient, kernel_bag_means, kernel_matrix, Basis, Kernel, Rows};
 use crate::model::Model;
-use crate::params::{setter, with_threads, Gamma, KernelKind};
+use crate::params::{
+    hyperparams, n_jobs_from_value, ClassWeight, Gamma, KernelKind, ParamGuard, Range,
+};
+use crate::progress::Cancel;
 use crate::solver::{solve_spd, InnerSolver};
 
 /// RS draws a random pool of `POOL_FACTOR * n_restarts` instances per new vector and starts the
 /// fixed-point iterations from the `n_restarts` of them with the largest residual projection.
 const POOL_FACTOR: usize = 20;
 
-/// Hyperparameters of RS, the reduced-set approximation of MI-Kernel (builder style; ranges
-/// checked by [`ReducedSetParams::validate`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ReducedSetParams {
-    /// Number of reduced-set vectors `N_xv >= 1`.
-    pub n_xv: usize,
-    /// Loss weight `C > 0` of the MI-Kernel being approximated.
-    pub c: f64,
-    /// Instance kernel: must be [`KernelKind::Rbf`] (the fixed-point iteration is the
-    /// Gaussian kernel's).
-    pub kernel: KernelKind,
-    /// Kernel width.
-    pub gamma: Gamma,
-    /// Fixed-point iterations per restart, `>= 0` (0 keeps the best starting instance).
-    pub max_fixed_point_iter: usize,
-    /// Random starting instances per new vector, `>= 1`.
-    pub n_restarts: usize,
-    /// A restart stops when its step satisfies `sqrt(gamma) ||dz|| <= tol` (`tol >= 0`).
-    pub tol: f64,
-    /// Solver of the MI-Kernel problem.
-    pub solver: InnerSolver,
-    /// Ridge of the MI-Kernel problem, `>= 0`.
-    pub ridge: f64,
-    /// Seed of the restarts.
-    pub seed: u64,
-    /// Threads (`None`: all cores). Results do not depend on it.
-    pub n_jobs: Option<usize>,
+hyperparams! {
+    /// Hyperparameters of RS, the reduced-set approximation of MI-Kernel (Fu et al. 2011, eq.
+    /// 14-15), declared once and checked into [`ReducedSetValidParams`].
+    pub struct ReducedSetParams => ReducedSetValidParams {
+        /// Number of reduced-set vectors `N_xv` (fewer when the residual vanishes first).
+        n_xv: usize = 10, check Range::AtLeast(1);
+        /// Loss weight `C` of the MI-Kernel being approximated.
+        c as "C": f64 = 1.0, check Range::Positive;
+        /// Instance kernel: must be [`KernelKind::Rbf`] (the fixed-point iteration is the
+        /// Gaussian kernel's).
+        kernel: KernelKind = KernelKind::Rbf;
+        /// Kernel width.
+        gamma: Gamma = Gamma::Scale, check Range::Positive;
+        /// Per-class loss weights of the MI-Kernel (and of the refitted bias).
+        class_weight: ClassWeight = ClassWeight::Uniform;
+        /// Fixed-point iterations per restart, the inner solver of each new vector (0 keeps
+        /// the best starting instance).
+        inner_max_iter: usize = 100;
+        /// Random starting instances per new vector.
+        n_restarts: usize = 5, check Range::AtLeast(1);
+        /// A restart stops when its step satisfies `sqrt(gamma) ||dz|| <= inner_tol`.
+        inner_tol: f64 = 1e-6, check Range::NonNegative;
+        /// Solver of the MI-Kernel problem.
+        solver: InnerSolver = InnerSolver::Newton;
+        /// Ridge of the MI-Kernel problem.
+        ridge: f64 = 1e-8, check Range::NonNegative;
+        /// Seed of the restarts.
+        seed: u64 = 0;
+        /// Threads (`None`: all cores). Results do not depend on it.
+        n_jobs: Option<usize> = None, check Range::AtLeast(1), via n_jobs_from_value;
+    }
+    cross_check gaussian_only;
 }
 
-impl Default for ReducedSetParams {
-    fn default() -> Self {
-        Self {
-            n_xv: 10,
-            c: 1.0,
-            kernel: KernelKind::Rbf,
-            gamma: Gamma::Scale,
-            max_fixed_point_iter: 100,
-            n_restarts: 5,
-            tol: 1e-6,
-            solver: InnerSolver::Newton,
-            ridge: 1e-8,
-            seed: 0,
-            n_jobs: None,
-        }
+/// RS needs the Gaussian kernel.
+fn gaussian_only(p: &ReducedSetValidParams) -> Result<()> {
+    if p.kernel != KernelKind::Rbf {
+        return Err(invalid_param(
+            "kernel must be 'rbf': the reduced-set (RS) fixed-point method needs the Gaussian kernel",
+        ));
     }
+    Ok(())
 }
 
 /// Options of [`reduced_set`], the greedy construction itself.
@@ -108,82 +108,36 @@ pub struct ReducedSetFit {
     pub gamma: f64,
 }
 
-impl ReducedSetParams {
-    /// Default parameters (`n_xv = 10`, `C = 1`, `gamma = scale`, 100 fixed-point iterations,
-    /// 5 restarts).
-    pub fn new() -> Self {
-        Self::default()
-    }
-    setter!(/// Sets `n_xv`.
-        n_xv: usize);
-    setter!(/// Sets `C`.
-        c: f64);
-    setter!(/// Sets the kernel family (only the Gaussian kernel is accepted).
-        kernel: KernelKind);
-    setter!(/// Sets the kernel width.
-        gamma: Gamma);
-    setter!(/// Sets the fixed-point iteration cap.
-        max_fixed_point_iter: usize);
-    setter!(/// Sets the number of restarts.
-        n_restarts: usize);
-    setter!(/// Sets the fixed-point step tolerance.
-        tol: f64);
-    setter!(/// Sets the MI-Kernel solver.
-        solver: InnerSolver);
-    setter!(/// Sets the random seed.
-        seed: u64);
-    setter!(/// Sets the thread count.
-        n_jobs: Option<usize>);
-
-    /// Checks every hyperparameter; the error names the parameter and its allowed range.
-    pub fn validate(&self) -> Result<()> {
-        if self.kernel != KernelKind::Rbf {
-            return Err(invalid_param(
-                "kernel must be 'rbf': the reduced-set (RS) fixed-point method needs the Gaussian kernel",
-            ));
-        }
-        if self.n_xv < 1 {
-            return Err(invalid_param(format!(
-                "n_xv must be an integer >= 1, got {}",
-                self.n_xv
-            )));
-        }
-        if self.n_restarts < 1 {
-            return Err(invalid_param(format!(
-                "n_restarts must be an integer >= 1, got {}",
-                self.n_restarts
-            )));
-        }
-        if !(self.tol.is_finite() && self.tol >= 0.0) {
-            return Err(invalid_param(format!(
-                "tol must be a finite number >= 0, got {}",
-                self.tol
-            )));
-        }
-        validate_common(self.c, self.gamma, None, 1, self.ridge, self.n_jobs)
-    }
-
+impl ReducedSetValidParams {
     /// The MI-Kernel these parameters approximate.
     pub fn mi_kernel_params(&self) -> MiKernelParams {
-        MiKernelParams {
-            c: self.c,
-            kernel: self.kernel,
-            gamma: self.gamma,
-            solver: self.solver,
-            ridge: self.ridge,
-            n_jobs: self.n_jobs,
-            ..MiKernelParams::default()
-        }
+        MiKernelParams::new()
+            .c(self.c)
+            .kernel(self.kernel)
+            .gamma(self.gamma)
+            .class_weight(self.class_weight.clone())
+            .solver(self.solver)
+            .ridge(self.ridge)
+            .n_jobs(self.n_jobs)
+            .observer(self.observer.clone())
     }
+}
+
+impl Fit for ReducedSetValidParams {
+    type Output = ReducedSetFit;
 
     /// Fits MI-Kernel, approximates its weight vectors with `n_xv` shared vectors and refits
     /// each bias. Multi-class: the one-vs-rest weight vectors share the reduced-set vectors,
     /// chosen to reduce `sum_c ||w_c - sum_k gamma_ck phi(z_k)||^2`.
-    pub fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<ReducedSetFit> {
-        self.validate()?;
-        let n_classes = validate_labels(bags, labels)?;
-        with_threads(self.n_jobs, || {
-            let mi_kernel = self.mi_kernel_params().fit_impl(bags, labels, n_classes)?;
+    fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<ReducedSetFit> {
+        let mi_kernel_params = self.mi_kernel_params().check()?;
+        Prologue {
+            n_jobs: self.n_jobs,
+            class_weight: Some(&self.class_weight),
+            observer: &self.observer,
+        }
+        .run(bags, labels, |setup| {
+            let mi_kernel = mi_kernel_params.fit_impl(setup)?;
             let gamma = mi_kernel.gamma;
             let kernel = mi_kernel.model.kernel;
             let (support, a) = mi_kernel.model.instance_expansion()?;
@@ -196,12 +150,19 @@ impl ReducedSetParams {
                 .sum();
             let options = ReducedSetOptions {
                 n_xv: self.n_xv,
-                max_iter: self.max_fixed_point_iter,
+                max_iter: self.inner_max_iter,
                 n_restarts: self.n_restarts,
-                tol: self.tol,
+                tol: self.inner_tol,
                 seed: self.seed,
             };
-            let expansion = reduced_set(kernel, support.instances(), a.view(), w_norm2, &options)?;
+            let expansion = reduced_set(
+                kernel,
+                support.instances(),
+                a.view(),
+                w_norm2,
+                &options,
+                self.observer.cancel(),
+            )?;
             let basis = Basis::direct(expansion.z.clone());
             let norms = bags.instances().sq_norms();
             let (_, m) = kernel_bag_means(
@@ -211,40 +172,43 @@ impl ReducedSetParams {
                 bags.bag_ptr(),
                 &basis,
             );
-            let targets = crate::multiclass::binary_targets(labels, n_classes);
-            let intercept = Array1::from_iter(
-                expansion
-                    .coef
-                    .rows()
-                    .into_iter()
-                    .zip(&targets)
-                    .map(|(g, y)| optimal_intercept(&m.dot(&g).to_vec(), y)),
-            );
+            let intercept =
+                Array1::from_iter(expansion.coef.rows().into_iter().zip(setup.problems()).map(
+                    |(g, p)| {
+                        weighted_optimal_intercept(&m.dot(&g).to_vec(), &p.targets, &p.weights)
+                    },
+                ));
             Ok(ReducedSetFit {
                 model: Model::new(
                     kernel,
                     expansion.z.clone(),
                     expansion.coef.clone(),
                     intercept,
-                    n_classes,
+                    setup.n_classes,
                     crate::model::Pooling::Mean,
                 ),
                 mi_kernel,
                 expansion,
                 gamma,
             })
-        })?
+        })
     }
 }
 
 /// The bias minimising `sum_i max(0, 1 - y_i (s_i + b))^2` for fixed scores `s` and targets
-/// `y` in {-1, +1}: a convex piecewise quadratic in one variable, minimised exactly. Its
-/// derivative is `2 sum_{active} (b - p_i)` with breakpoints `p_i = y_i - s_i` (a positive is
-/// active for `b < p_i`, a negative for `b > p_i`); the root is the mean of the active
-/// breakpoints on the interval where the derivative changes sign. When the minimisers form an
-/// interval (separable scores), its midpoint is returned; with one class only, the smallest
-/// bias of zero loss.
+/// `y` in {-1, +1} ([`weighted_optimal_intercept`] with unit weights).
 pub fn optimal_intercept(s: &[f64], y: &[f64]) -> f64 {
+    weighted_optimal_intercept(s, y, &vec![1.0; s.len()])
+}
+
+/// The bias minimising `sum_i w_i max(0, 1 - y_i (s_i + b))^2` for fixed scores `s`, targets
+/// `y` in {-1, +1} and weights `w > 0`: a convex piecewise quadratic in one variable, minimised
+/// exactly. Its derivative is `2 sum_{active} w_i (b - p_i)` with breakpoints `p_i = y_i - s_i`
+/// (a positive is active for `b < p_i`, a negative for `b > p_i`); the root is the weighted mean
+/// of the active breakpoints on the interval where the derivative changes sign. When the
+/// minimisers form an interval (separable scores), its midpoint is returned; with one class
+/// only, the smallest bias of zero loss.
+pub fn weighted_optimal_intercept(s: &[f64], y: &[f64], w: &[f64]) -> f64 {
     let p: Vec<f64> = y.iter().zip(s).map(|(&y, &s)| y - s).collect();
     if p.is_empty() {
         return 0.0;
@@ -252,8 +216,9 @@ pub fn optimal_intercept(s: &[f64], y: &[f64]) -> f64 {
     let slope = |b: f64| -> f64 {
         y.iter()
             .zip(&p)
-            .filter(|&(&y, &p)| (y > 0.0 && b < p) || (y < 0.0 && b > p))
-            .map(|(_, &p)| b - p)
+            .zip(w)
+            .filter(|&((&y, &p), _)| (y > 0.0 && b < p) || (y < 0.0 && b > p))
+            .map(|((_, &p), &w)| w * (b - p))
             .sum()
     };
     let mut q = p.clone();
@@ -267,15 +232,15 @@ pub fn optimal_intercept(s: &[f64], y: &[f64]) -> f64 {
     } else {
         let (lo, hi) = (q[below - 1], q[below]);
         let mid = 0.5 * (lo + hi);
-        let (mut n, mut sum) = (0usize, 0.0);
-        for (&yi, &pi) in y.iter().zip(&p) {
+        let (mut n, mut sum) = (0.0, 0.0);
+        for ((&yi, &pi), &wi) in y.iter().zip(&p).zip(w) {
             if (yi > 0.0 && mid < pi) || (yi < 0.0 && mid > pi) {
-                n += 1;
-                sum += pi;
+                n += wi;
+                sum += wi * pi;
             }
         }
-        if n > 0 {
-            (sum / n as f64).clamp(lo, hi)
+        if n > 0.0 {
+            (sum / n).clamp(lo, hi)
         } else {
             hi
         }
@@ -312,6 +277,7 @@ pub fn reduced_set(
     a: ArrayView2<f64>,
     w_norm2: f64,
     options: &ReducedSetOptions,
+    cancel: &Cancel,
 ) -> Result<ReducedSetExpansion> {
     let Kernel::Rbf { gamma } = kernel else {
         return Err(invalid_param(
@@ -337,6 +303,7 @@ pub fn reduced_set(
     let mut history = vec![w_norm2];
     let mut iterations = 0;
     for _ in 0..options.n_xv {
+        cancel.check()?;
         let pool: Vec<usize> = if POOL_FACTOR * options.n_restarts >= n {
             (0..n).collect()
         } else {
