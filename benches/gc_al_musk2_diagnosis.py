@@ -2,7 +2,7 @@
 Chapelle 2007): one training fold (fold 0 of seed 0 of reproduce_gc_table2.py, features
 standardised as there), C = 10.
 
-Part 1: p over the temperatures. The fit is repeated with max_temperatures = k (the core keeps no
+Part 1: p over the temperatures. The fit is repeated with max_iter = k (the core keeps no
 per-temperature p), for sigma = sigma_emp and 0.5 sigma_emp; printed: the last temperature, p_hat
 (fraction of p > 1/2 per positive bag), mean p, positive training bags whose largest score is
 < 0, negative training bags whose largest score is > 0, the objective at the last temperature.
@@ -54,7 +54,7 @@ def main():
     out("Part 1: AL-SVM (T0 = 10 C, decay 1.5, eps 1e-4) stopped after k temperatures")
     for f in (1.0, 0.5):
         for k in (1, 4, 6, 8, 12, 16, 20, 26, 40):
-            est = milsvm.ALSVM(C=10, gamma=g / f**2, n_jobs=1, max_temperatures=k).fit(trb, ytr)
+            est = milsvm.ALSVM(C=10, gamma=g / f**2, n_jobs=1, max_iter=k).fit(trb, ytr)
             P = np.concatenate([p for p, y in zip(est.p_, ytr) if y == 1])
             S = est.instance_decision_function(trb)
             fp = sum(np.max(s) < 0 for s, y in zip(S, ytr) if y == 1)

@@ -25,7 +25,12 @@ fn every_method_fits_and_is_thread_independent() -> Result<(), Error> {
         assert_eq!(one.stop_reason, vec![StopReason::Converged]);
         let scores = one.model.decision_function(&bags)?;
         for (i, &l) in labels.iter().enumerate() {
-            assert_eq!(scores[[i, 0]] > 0.0, l == 1, "{:?} bag {i}", params.check_ref()?.method());
+            assert_eq!(
+                scores[[i, 0]] > 0.0,
+                l == 1,
+                "{:?} bag {i}",
+                params.check_ref()?.method()
+            );
         }
         let reduced = params.n_xv(Some(5)).fit(&bags, &labels)?;
         assert_eq!(reduced.model.xv.n_rows(), 5);

@@ -338,7 +338,7 @@ def test_iteration_cap_warns_and_keeps_a_usable_model():
 
     bags, y = random_bags(3, n_bags=16, d=2, max_size=6)
     with pytest.warns(ConvergenceWarning):
-        m = milsvm.ALSVM(C=100, gamma=2.0, max_temperatures=1).fit(bags, y)
+        m = milsvm.ALSVM(C=100, gamma=2.0, max_iter=1).fit(bags, y)
     assert not m.converged_
     assert np.all(np.isfinite(m.decision_function(bags)))
 

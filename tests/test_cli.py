@@ -27,12 +27,12 @@ FAST = {
     "SparseMI": {"n_xv": 2, "max_iter": 3, "C": 10},
     "RSVM": {"n_xv": 2, "C": 10},
     "MIKernel": {"C": 10},
-    "ReducedSet": {"n_xv": 2, "n_restarts": 1, "max_fixed_point_iter": 5},
+    "ReducedSet": {"n_xv": 2, "n_restarts": 1, "inner_max_iter": 5},
     "NSK": {"C": 10},
     "sMIL": {"C": 10},
-    "ALSVM": {"C": 10, "max_temperatures": 5},
-    "AWSVM": {"C": 10, "max_temperatures": 5},
-    "ALPSVM": {"C": 10, "max_temperatures": 5},
+    "ALSVM": {"C": 10, "max_iter": 5},
+    "AWSVM": {"C": 10, "max_iter": 5},
+    "ALPSVM": {"C": 10, "max_iter": 5},
     "miSVM": {"C": 10, "max_iter": 5},
     "MISVM": {"C": 10, "max_iter": 5},
     "SVMCC": {"C": 10, "max_iter": 5},
@@ -164,7 +164,7 @@ def test_models_lists_every_estimator_and_parameters(capsys):
     assert [line.split()[0] for line in out.splitlines()] == ALL
     assert main(["models", "alsvm"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("ALSVM: ") and "  C=1.0" in out and "  max_temperatures=200" in out
+    assert out.startswith("ALSVM: ") and "  C=1.0" in out and "  max_iter=200" in out
 
 
 # --------------------------------------------------------------------------------------------
@@ -433,9 +433,9 @@ def test_fit_then_predict_reproduces_the_estimator(name, params, toy_mill_file, 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_predict_subprocess_writes_name_score_label_lines(toy_mill_file, tmp_path, capsys):
     model = tmp_path / "m.json"
-    assert main(["fit", str(toy_mill_file), "--model", "ALSVM", "-p", "C=10", "-p", "max_temperatures=5", "-q",
+    assert main(["fit", str(toy_mill_file), "--model", "ALSVM", "-p", "C=10", "-p", "max_iter=5", "-q",
                  "-o", str(model)]) == 0
-    assert re.match(r"fitted ALSVM\(C=10, max_temperatures=5, random_state=0\) on 12 bags in [\d.]+ s; "
+    assert re.match(r"fitted ALSVM\(C=10, max_iter=5, random_state=0\) on 12 bags in [\d.]+ s; "
                     r"training accuracy [\d.]+ %; saved to ", capsys.readouterr().out)
     proc = run("predict", model, toy_mill_file)
     assert proc.returncode == 0, proc.stderr

@@ -44,7 +44,7 @@ def test_sparse_mi_reports_every_iteration(capsys):
 @pytest.mark.parametrize("cls, n_classes", [(milsvm.ALSVM, 2), (milsvm.AWSVM, 2), (milsvm.miSVM, 2), (milsvm.ALSVM, 3)])
 def test_annealing_reports_every_temperature_or_round(cls, n_classes, capsys):
     bags, y = bags_and_labels(n_classes)
-    kw = {"max_iter": 10} if cls is milsvm.miSVM else {"max_temperatures": 8}
+    kw = {"max_iter": 10} if cls is milsvm.miSVM else {"max_iter": 8}
     est = cls(C=10.0, verbose=2, **kw).fit(bags, y)
     lines = step_lines(capsys.readouterr().out, cls.__name__)
     histories = est.objective_history_ if n_classes == 2 else est.objective_history_
@@ -58,10 +58,10 @@ def test_annealing_reports_every_temperature_or_round(cls, n_classes, capsys):
 
 def test_no_output_when_quiet_and_no_bar_off_a_terminal(capsys):
     bags, y = bags_and_labels()
-    milsvm.ALSVM(C=10.0, max_temperatures=5).fit(bags, y)
+    milsvm.ALSVM(C=10.0, max_iter=5).fit(bags, y)
     out = capsys.readouterr()
     assert out.out == "" and out.err == ""
-    milsvm.ALSVM(C=10.0, max_temperatures=5, verbose=1).fit(bags, y)
+    milsvm.ALSVM(C=10.0, max_iter=5, verbose=1).fit(bags, y)
     out = capsys.readouterr()
     assert step_lines(out.out, "ALSVM") == [] and "it/s" not in out.err and "step/s" not in out.err
 
@@ -74,7 +74,7 @@ def test_progress_bar_on_a_terminal(monkeypatch):
     term = Terminal()
     monkeypatch.setattr("sys.stderr", term)
     bags, y = bags_and_labels()
-    milsvm.ALSVM(C=10.0, max_temperatures=5, verbose=1).fit(bags, y)
+    milsvm.ALSVM(C=10.0, max_iter=5, verbose=1).fit(bags, y)
     assert "ALSVM" in term.getvalue() and "step" in term.getvalue()
 
 

@@ -155,10 +155,10 @@ def test_mi_kernel_reaches_scipys_optimum(seed, C):
     assert clf.objective_[0] == pytest.approx(squared_hinge(K, t, C)(np.append(clf.coef_, clf.intercept_))[0], rel=1e-12)
     # the ridged problem the solver minimised
     B = milsvm.as_bags(bags)
-    out = _core.fit_mi_kernel(B.core_instances(), B.bag_ptr, y.astype(np.int64), c=C, kernel="rbf", gamma=gamma,
-                              solver="newton", n_jobs=None)
+    out = _core.fit_mi_kernel(B.core_instances(), B.bag_ptr, y.astype(np.int64),
+                              {"C": C, "kernel": "rbf", "gamma": gamma, "solver": "newton"})
     ref_ridge = scipy_minimum(K, t, C, ridge=1e-8)
-    assert out["ridged_objective"][0] == pytest.approx(ref_ridge.fun, rel=1e-8)
+    assert out.ridged_objective[0] == pytest.approx(ref_ridge.fun, rel=1e-8)
     # same bag scores as SciPy's minimiser (w is unique even where alpha is not)
     F_ref = K @ ref.x[:-1] + ref.x[-1]
     np.testing.assert_allclose(clf.decision_function(bags), F_ref, atol=1e-5 * max(1.0, np.abs(F_ref).max()))
@@ -477,8 +477,8 @@ def test_musk1_accuracy(musk1):
     (ReducedSet(n_xv=-3), ValueError, "n_xv"),
     (ReducedSet(n_xv=2.5), TypeError, "n_xv must be an integer"),
     (ReducedSet(n_restarts=0), ValueError, "n_restarts must be"),
-    (ReducedSet(max_fixed_point_iter=-1), ValueError, "max_fixed_point_iter"),
-    (ReducedSet(max_fixed_point_iter=None), TypeError, "max_fixed_point_iter"),
+    (ReducedSet(inner_max_iter=-1), ValueError, "inner_max_iter"),
+    (ReducedSet(inner_max_iter=None), TypeError, "inner_max_iter"),
     (ReducedSet(C=np.inf), ValueError, "C must be"),
     (ReducedSet(gamma=0.0), ValueError, "gamma"),
 ], ids=lambda v: v if isinstance(v, str) else None)

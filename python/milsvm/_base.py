@@ -41,8 +41,7 @@ from ._bags import as_bags
 from ._model import CompiledModelMixin
 from ._progress import FitProgress
 
-__all__ = ["MILClassifier", "ExpansionVectorsMixin", "seed_of", "class_weight_vector", "encode_labels",
-           "per_problem"]
+__all__ = ["MILClassifier", "ExpansionVectorsMixin", "seed_of", "class_weight_vector", "encode_labels"]
 
 
 def seed_of(random_state):
@@ -89,16 +88,6 @@ def encode_labels(y, n_bags, *, multiclass, name):
     if len(classes) > 2 and not multiclass:
         raise ValueError(f"{name} is binary, but y holds {len(classes)} classes")
     return classes, encoded.astype(np.int64)
-
-
-def per_problem(values, binary, convert=np.asarray):
-    """A per-binary-problem record as a fitted attribute: the one value of a binary fit,
-    converted by ``convert``, or the list (``convert=list``) / array of every one-vs-rest
-    problem's values."""
-    values = list(values)
-    if binary:
-        return convert(values[0])
-    return [convert(v) for v in values] if convert is not np.asarray else np.asarray(values)
 
 
 class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):

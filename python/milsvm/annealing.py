@@ -9,173 +9,79 @@ instances' scores. The work runs in the Rust core (``src/annealing/``).
 
 from __future__ import annotations
 
-import time
-import warnings
-
 import numpy as np
 import scipy.sparse as sp
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.validation import check_is_fitted
 
-from . import _core
-from ._bags import as_bags
-from ._legacy import FitProgress, as_choice, as_class_weight, as_float, as_gamma_or_rule, as_int, as_n_jobs, seed_of
-from ._legacy import _ExpansionVectorClassifier
+from ._base import ExpansionVectorsMixin, MILClassifier
+from ._docs import param
 
 __all__ = ["ALSVM", "AWSVM", "ALPSVM", "miSVM", "MISVM"]
 
 
-class _AnnealingClassifier(_ExpansionVectorClassifier):
-    """The shared fit of the annealing family: the core call, the reduced basis and the fitted
-    attributes. Subclasses set ``_method`` and the parameters."""
+class _AnnealingClassifier(ExpansionVectorsMixin, MILClassifier):
+    """The shared fit record of the annealing family (Rust ``AnnealingParams``); subclasses
+    fix the method (``_core_fixed``) and declare their parameters."""
 
     _poolings = ("max",)
     _info_attrs = ("n_iter_", "n_solves_", "converged_", "p_hat_", "objective_history_", "temperatures_", "gamma_")
-    _method = None
+    _progress_unit = "step"
 
-    def _core_params(self):
-        """Method-specific keyword arguments of ``_core.fit_annealing``."""
-        return {}
+    def _core_params(self, bags, classes, labels):
+        params = super()._core_params(bags, classes, labels)
+        init = params.get("xv_init")
+        if not isinstance(init, str) and params.get("n_xv") is not None:
+            params.pop("xv_init")
+            params["init_xv"] = self._given_basis(init, bags, params["n_xv"])
+        return params
 
-    def fit(self, bags, y):
-        """Fit on bags and one label per bag.
-
-        Parameters
-        ----------
-        bags : list of array-like / scipy sparse matrices, or Bags
-        y : array-like of shape (n_bags,)
-            Two labels (any values; ``classes_[1]`` is positive), or more for one-vs-rest.
-
-        Returns
-        -------
-        self
-        """
-        bags = as_bags(bags)
-        labels = self._encode_labels(y, len(bags), multiclass=True)
-        kernel = as_choice("kernel", self.kernel, ("rbf", "linear"))
-        gamma = as_gamma_or_rule(self.gamma)
-        seed = seed_of(self.random_state)
-        n_xv = None if self.n_xv is None else as_int("n_xv", self.n_xv)
-        extra = {}
-        if n_xv is not None:
-            if isinstance(self.xv_init, str):
-                extra["xv_init"] = as_choice("xv_init", self.xv_init, ("kmeans", "random"))
-            else:
-                extra["init_xv"] = self._given_basis(bags, n_xv)
-        start = time.perf_counter()
-        steps = as_int("max_iter", self.max_iter) if self._method in ("mi", "MI") else as_int(
-            "max_temperatures", self.max_temperatures)
-        n_problems = 1 if len(self.classes_) == 2 else len(self.classes_)
-        with FitProgress(self, max(steps, 0) * n_problems, "step") as progress:
-            out = _core.fit_annealing(
-                bags.core_instances(),
-                bags.bag_ptr,
-                labels,
-                method=self._method,
-                c=as_float("C", self.C),
-                kernel=kernel,
-                gamma=gamma,
-                n_xv=n_xv,
-                class_weight=as_class_weight(self.class_weight, self.classes_),
-                seed=seed,
-                n_jobs=as_n_jobs(self.n_jobs),
-                **self._core_params(),
-                progress=progress.callback(),
-                **extra,
-            )
-        self.fit_time_ = time.perf_counter() - start
-        binary = len(self.classes_) == 2
-        self._set_model(out["model"])
-        self.gamma_ = float(out["gamma"])
-        sizes = bags.bag_sizes
-        split = np.cumsum(sizes)[:-1]
-        per_problem = [np.split(p, split) for p in out["p"]]
-        self.p_ = per_problem[0] if binary else per_problem
-        self.p_hat_ = float(out["p_hat"][0]) if binary else np.asarray(out["p_hat"])
-        histories = [np.asarray(h, dtype=np.float64) for h in out["objective_history"]]
-        self.objective_history_ = histories[0] if binary else histories
-        temps = [np.asarray(t, dtype=np.float64) for t in out["temperatures"]]
-        self.temperatures_ = temps[0] if binary else temps
-        self.n_iter_ = int(max(out["n_iter"]))
-        self.n_solves_ = int(sum(out["n_solves"]))
-        self.converged_ = bool(all(out["converged"]))
-        if not self.converged_:
-            cap = "max_iter" if self._method in ("mi", "MI") else "max_temperatures"
-            warnings.warn(
-                f"{type(self).__name__} stopped at {cap} before its stopping rule was met; "
-                f"the model of the last round is kept", ConvergenceWarning, stacklevel=2,
-            )
-        if getattr(self, "verbose", 0):
-            last = [h[-1] if len(h) else float("nan") for h in histories]
-            print(f"[{type(self).__name__}] {self.n_iter_} rounds, {self.n_solves_} SVM solves, "
-                  f"final objective {last}, p_hat {self.p_hat_}, {self.fit_time_:.3f} s")
-        return self
-
-    def _given_basis(self, bags, n_xv):
-        """``xv_init`` given as an array of ``n_xv`` points (checked here)."""
-        init = self.xv_init
+    @staticmethod
+    def _given_basis(init, bags, n_xv):
+        """``xv_init`` given as an array of ``n_xv`` points (its shape checked here)."""
         points = np.asarray(init.toarray() if sp.issparse(init) else init, dtype=np.float64)
         if points.shape != (n_xv, bags.n_features):
             raise ValueError(
                 f"xv_init as an array must have shape ({n_xv}, {bags.n_features}), got {points.shape}"
             )
-        if not np.all(np.isfinite(points)):
-            raise ValueError("xv_init has a non-finite value")
         return np.ascontiguousarray(points)
 
-    def instance_decision_function(self, bags):
-        """Instance scores ``f(x)`` of every instance of every bag.
+    def _fitted(self, fit, bags, binary):
+        split = bags.bag_ptr[1:-1]
+        p = [np.split(np.asarray(v), split) for v in fit.p]
+        hist = [np.asarray(h, dtype=np.float64) for h in fit.objective_history]
+        temps = [np.asarray(t, dtype=np.float64) for t in fit.temperatures]
+        return {
+            "p_": p[0] if binary else p,
+            "p_hat_": float(fit.p_hat[0]) if binary else np.asarray(fit.p_hat),
+            "objective_history_": hist[0] if binary else hist,
+            "temperatures_": temps[0] if binary else temps,
+            "n_iter_": int(max(fit.n_iter)),
+            "n_solves_": int(sum(fit.n_solves)),
+            "converged_": bool(all(fit.converged)),
+        }
 
-        Parameters
-        ----------
-        bags : list of array-like or Bags
-
-        Returns
-        -------
-        list of ndarray
-            One array per bag: shape (n_instances,) for binary problems, (n_instances,
-            n_classes) for multi-class ones.
-        """
-        bags = self._check_bags(bags)
-        scores = self.model_.instance_decision_function(bags.core_instances(), as_n_jobs(self.n_jobs))
-        scores = scores[:, 0] if scores.shape[1] == 1 else scores
-        return np.split(scores, np.cumsum(bags.bag_sizes)[:-1])
-
-    def predict_instances(self, bags):
-        """Instance labels from ``classes_`` (binary: ``classes_[1]`` where ``f(x) > 0``)."""
-        check_is_fitted(self)
-        out = []
-        for s in self.instance_decision_function(bags):
-            out.append(self.classes_[(s > 0).astype(int)] if s.ndim == 1 else self.classes_[np.argmax(s, axis=1)])
-        return out
+    def _fit_summary(self):
+        histories = self.objective_history_ if isinstance(self.objective_history_, list) else [
+            self.objective_history_]
+        last = [h[-1] if len(h) else float("nan") for h in histories]
+        return (f"{self.n_iter_} rounds, {self.n_solves_} SVM solves, final objective {last}, "
+                f"p_hat {self.p_hat_}")
 
 
-_COMMON_PARAMS = """
-    C : float, default=1.0
-        Loss weight (> 0).
-    kernel : {"rbf", "linear"}, default="rbf"
-        Instance kernel.
-    gamma : "scale", "median" or float, default="scale"
-        Gaussian width: "scale" is ``1 / (n_features * X.var())``; "median" is ``1 / (2 sigma^2)``
-        with ``sigma`` the median pairwise distance between training instances (the paper's
-        ``sigma_emp``).
+_COMMON_PARAMS = f"""
+{param("C", "kernel", "gamma", kernel={"default": "rbf"})}
     n_xv : int or None, default=None
-        None: every training instance is a basis vector (the exact model). An int: a reduced
-        basis of that many vectors chosen by ``xv_init`` (for large data: the SVM step then costs
+        None: every training instance is a basis vector (the exact model; the SVM step is the
+        dual, solved by the SMO). An int: a reduced basis of that many vectors chosen by
+        ``xv_init`` (for large data: the SVM step is the primal, exact Newton, and costs
         ``O(n_instances * n_xv^2)``).
-    xv_init : {"kmeans", "random"} or array of shape (n_xv, n_features), default="kmeans"
+    xv_init : {{"kmeans", "random"}} or array of shape (n_xv, n_features), default="kmeans"
         The reduced basis: k-means centroids of the training instances (k-means++ seeding and
         up to 20 Lloyd iterations, in the core), distinct random training instances, or the
         given points.
-    class_weight : None, "balanced" or dict, default=None
-        Loss weight per class: bag ``i`` costs ``C * weight[y_i]``. "balanced" weighs the
-        positive and the negative bags of each binary problem by ``n_bags / (2 n_side)``.
-    random_state : int, RandomState or None, default=None
-        Seed of the reduced basis. Results do not depend on ``n_jobs``.
-    n_jobs : int or None, default=None
-        Threads (None or -1: all cores).
-    verbose : int, default=0
-        Print a summary of the fit."""
+{param("class_weight", "inner_tol", "inner_max_iter", "random_state", "n_jobs", "verbose",
+       inner_tol={"default": "None", "none": "; None: 1e-3 for the dual (full basis), 1e-10 for the primal "
+                  "(reduced basis)"},
+       inner_max_iter={"default": "1000", "none": " (the primal Newton solver of a reduced basis)"})}"""
 
 _COMMON_ATTRIBUTES = """
     xv_ : ndarray of shape (n_xv, n_features)
@@ -196,7 +102,7 @@ _COMMON_ATTRIBUTES = """
     n_solves_ : int
         SVM solves in all.
     converged_ : bool
-        Whether the stopping rule was met before the cap.
+        Whether the stopping rule was met before ``max_iter``.
     gamma_ : float
         The kernel width used.
     classes_ : ndarray
@@ -204,7 +110,7 @@ _COMMON_ATTRIBUTES = """
     n_features_in_ : int
         Number of features of an instance.
     fit_time_ : float
-        Seconds spent in the core."""
+        Seconds spent in ``fit``."""
 
 
 class ALSVM(_AnnealingClassifier):
@@ -229,8 +135,9 @@ class ALSVM(_AnnealingClassifier):
         Tolerance of the stopping rules: mean KL between rounds, mean entropy.
     init : {{"uniform", "labels"}}, default="uniform"
         Starting ``p`` in positive bags: 1/2 (Algorithm 1) or 1 (the bag label).
-    max_temperatures : int, default=200
-        Cap on the number of temperatures.
+    max_iter : int, default=200
+        Cap on the number of temperatures (the outer loop; a ``ConvergenceWarning`` when it is
+        reached).
 
     Attributes
     ----------{_COMMON_ATTRIBUTES}
@@ -238,11 +145,12 @@ class ALSVM(_AnnealingClassifier):
         The temperatures visited.
     """
 
-    _method = "al"
+    _core_fit = "fit_annealing"
+    _core_fixed = {"method": "al"}
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4, init="uniform",
-                 n_xv=None, xv_init="kmeans", class_weight=None, max_temperatures=200, random_state=None,
-                 n_jobs=None, verbose=0):
+                 n_xv=None, xv_init="kmeans", class_weight=None, max_iter=200, inner_tol=None, inner_max_iter=1000,
+                 random_state=None, n_jobs=None, verbose=0):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -253,60 +161,12 @@ class ALSVM(_AnnealingClassifier):
         self.n_xv = n_xv
         self.xv_init = xv_init
         self.class_weight = class_weight
-        self.max_temperatures = max_temperatures
+        self.max_iter = max_iter
+        self.inner_tol = inner_tol
+        self.inner_max_iter = inner_max_iter
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
-
-    def _core_params(self):
-        return {
-            "t0": None if self.T0 is None else as_float("T0", self.T0),
-            "decay": as_float("decay", self.decay),
-            "eps": as_float("eps", self.eps),
-            "init": as_choice("init", self.init, ("uniform", "labels")),
-            "max_temperatures": as_int("max_temperatures", self.max_temperatures),
-        }
-
-
-class ALPSVM(ALSVM):
-    __doc__ = f"""ALP-SVM: AL-SVM with a penalty on the fraction of positives per positive bag
-    (Gehler & Chapelle 2007, section 6, eq. 12-13).
-
-    The annealed objective of :class:`ALSVM` plus ``C2 sum_i (sum_j p_ij - m_i p_star)^2`` over
-    the positive bags. The ``p`` step is a monotone 1-D fixed point per bag (exact); where it
-    violates ``sum_j p_j >= 1`` the AL-SVM step on ``sum_j p_j = 1`` is used.
-
-    Parameters
-    ----------{_COMMON_PARAMS}
-    C2 : float, default=1.0
-        Penalty weight (>= 0; 0 gives AL-SVM).
-    p_star : float, default=0.5
-        Expected fraction of positive instances in a positive bag, in [0, 1].
-    T0, decay, eps, init, max_temperatures :
-        As in :class:`ALSVM`.
-
-    Attributes
-    ----------{_COMMON_ATTRIBUTES}
-    temperatures_ : ndarray
-        The temperatures visited.
-    """
-
-    _method = "alp"
-
-    def __init__(self, C=1.0, C2=1.0, p_star=0.5, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4,
-                 init="uniform", n_xv=None, xv_init="kmeans", class_weight=None, max_temperatures=200,
-                 random_state=None, n_jobs=None, verbose=0):
-        super().__init__(C=C, kernel=kernel, gamma=gamma, T0=T0, decay=decay, eps=eps, init=init, n_xv=n_xv,
-                         xv_init=xv_init, class_weight=class_weight, max_temperatures=max_temperatures,
-                         random_state=random_state, n_jobs=n_jobs, verbose=verbose)
-        self.C2 = C2
-        self.p_star = p_star
-
-    def _core_params(self):
-        out = super()._core_params()
-        out["c2"] = as_float("C2", self.C2)
-        out["p_star"] = as_float("p_star", self.p_star)
-        return out
 
 
 class AWSVM(_AnnealingClassifier):
@@ -327,8 +187,9 @@ class AWSVM(_AnnealingClassifier):
         Temperature divisor per step (> 1).
     eps : float, default=1e-4
         Tolerance: mean KL between rounds, change of ``p`` in a temperature, witness threshold.
-    max_temperatures : int, default=200
-        Cap on the number of temperatures.
+    max_iter : int, default=200
+        Cap on the number of temperatures (the outer loop; a ``ConvergenceWarning`` when it is
+        reached).
 
     Attributes
     ----------{_COMMON_ATTRIBUTES}
@@ -336,11 +197,12 @@ class AWSVM(_AnnealingClassifier):
         The temperatures visited.
     """
 
-    _method = "aw"
+    _core_fit = "fit_annealing"
+    _core_fixed = {"method": "aw"}
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4, n_xv=None,
-                 xv_init="kmeans", class_weight=None, max_temperatures=200, random_state=None, n_jobs=None,
-                 verbose=0):
+                 xv_init="kmeans", class_weight=None, max_iter=200, inner_tol=None, inner_max_iter=1000,
+                 random_state=None, n_jobs=None, verbose=0):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -350,23 +212,55 @@ class AWSVM(_AnnealingClassifier):
         self.n_xv = n_xv
         self.xv_init = xv_init
         self.class_weight = class_weight
-        self.max_temperatures = max_temperatures
+        self.max_iter = max_iter
+        self.inner_tol = inner_tol
+        self.inner_max_iter = inner_max_iter
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    def _core_params(self):
-        return {
-            "t0": None if self.T0 is None else as_float("T0", self.T0),
-            "decay": as_float("decay", self.decay),
-            "eps": as_float("eps", self.eps),
-            "max_temperatures": as_int("max_temperatures", self.max_temperatures),
-        }
+
+class ALPSVM(ALSVM):
+    __doc__ = f"""ALP-SVM: AL-SVM with a penalty on the fraction of positives per positive bag
+    (Gehler & Chapelle 2007, section 6, eq. 12-13).
+
+    The annealed objective of :class:`ALSVM` plus ``C2 sum_i (sum_j p_ij - m_i p_star)^2`` over
+    the positive bags. The ``p`` step is a monotone 1-D fixed point per bag (exact); where it
+    violates ``sum_j p_j >= 1`` the AL-SVM step on ``sum_j p_j = 1`` is used.
+
+    Parameters
+    ----------{_COMMON_PARAMS}
+    C2 : float, default=1.0
+        Penalty weight (>= 0; 0 gives AL-SVM).
+    p_star : float, default=0.5
+        Expected fraction of positive instances in a positive bag, in [0, 1].
+    T0, decay, eps, init, max_iter :
+        As in :class:`ALSVM`.
+
+    Attributes
+    ----------{_COMMON_ATTRIBUTES}
+    temperatures_ : ndarray
+        The temperatures visited.
+    """
+
+    _core_fit = "fit_annealing"
+    _core_fixed = {"method": "alp"}
+
+    def __init__(self, C=1.0, C2=1.0, p_star=0.5, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4,
+                 init="uniform", n_xv=None, xv_init="kmeans", class_weight=None, max_iter=200, inner_tol=None,
+                 inner_max_iter=1000, random_state=None, n_jobs=None, verbose=0):
+        super().__init__(C=C, kernel=kernel, gamma=gamma, T0=T0, decay=decay, eps=eps, init=init, n_xv=n_xv,
+                         xv_init=xv_init, class_weight=class_weight, max_iter=max_iter, inner_tol=inner_tol,
+                         inner_max_iter=inner_max_iter, random_state=random_state, n_jobs=n_jobs, verbose=verbose)
+        self.C2 = C2
+        self.p_star = p_star
 
 
 class _Heuristic(_AnnealingClassifier):
+    _core_fit = None
+
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", max_iter=50, n_xv=None, xv_init="kmeans",
-                 class_weight=None, random_state=None, n_jobs=None, verbose=0):
+                 class_weight=None, inner_tol=None, inner_max_iter=1000, random_state=None, n_jobs=None, verbose=0):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -374,12 +268,11 @@ class _Heuristic(_AnnealingClassifier):
         self.n_xv = n_xv
         self.xv_init = xv_init
         self.class_weight = class_weight
+        self.inner_tol = inner_tol
+        self.inner_max_iter = inner_max_iter
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
-
-    def _core_params(self):
-        return {"max_iter": as_int("max_iter", self.max_iter)}
 
 
 class miSVM(_Heuristic):
@@ -400,7 +293,8 @@ class miSVM(_Heuristic):
     ----------{_COMMON_ATTRIBUTES}
     """
 
-    _method = "mi"
+    _core_fit = "fit_annealing"
+    _core_fixed = {"method": "mi"}
 
 
 class MISVM(_Heuristic):
@@ -421,4 +315,5 @@ class MISVM(_Heuristic):
     ----------{_COMMON_ATTRIBUTES}
     """
 
-    _method = "MI"
+    _core_fit = "fit_annealing"
+    _core_fixed = {"method": "MI"}

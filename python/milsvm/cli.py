@@ -99,6 +99,8 @@ from pathlib import Path
 import numpy as np
 
 from . import _registry
+from ._bags import as_bags
+from ._model import load, write_atomically
 
 __all__ = ["main", "ESTIMATORS", "resolve_estimator", "parse_value", "parse_params", "parse_grid", "load_data"]
 
@@ -490,7 +492,7 @@ def _run_cv(args, argv, console, *, cls, params, bags, y, data_info, data_label,
     }
     if getattr(args, "output", None):
         doc = _jsonable({**info, "fold_results": result.folds, "summary": summary})
-        Path(args.output).write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        write_atomically(args.output, json.dumps(doc, indent=2, allow_nan=False) + "\n")
         console.note(f"results written to {args.output}")
     if getattr(args, "report", None):
         from ._report import PLOT_HINT, write_report
@@ -513,8 +515,6 @@ def _grid_candidates(grid):
 
 def cmd_demo(args, argv, console):
     """``milsvm demo``."""
-    import milsvm
-    from ._bags import as_bags
     from .datasets import load_musk1
 
     bags, y = load_musk1()
@@ -524,7 +524,7 @@ def cmd_demo(args, argv, console):
     data_info = {"path": "MUSK1 (bundled)", "format": "musk", "n_bags": len(bags),
                  "n_instances": int(bags.n_instances), "n_features": int(bags.n_features),
                  "classes": np.unique(y).tolist()}
-    return _run_cv(args, argv, console, cls=milsvm.SparseMI, params=params, bags=bags, y=y, data_info=data_info,
+    return _run_cv(args, argv, console, cls=ESTIMATORS["SparseMI"], params=params, bags=bags, y=y, data_info=data_info,
                    data_label="MUSK1 (bundled)", grid={}, show_auc=False)
 
 
@@ -559,8 +559,6 @@ def _prepare(args):
 
 def cmd_cv(args, argv, console):
     """``milsvm cv``."""
-    from ._bags import as_bags
-
     cls, params, grid = _prepare(args)
     _check_writable(args.output, "--output")
     if args.report is not None and Path(args.report).exists() and not Path(args.report).is_dir():
@@ -597,13 +595,11 @@ def cmd_fit(args, argv, console):
 
 def cmd_predict(args, argv, console):
     """``milsvm predict``."""
-    import milsvm
-
     if not os.path.isfile(args.model_file):
         raise CommandError(f"model file {args.model_file!r} does not exist")
     _check_writable(args.output, "--output")
     try:
-        est = milsvm.load(args.model_file)
+        est = load(args.model_file)
     except (ValueError, KeyError, TypeError) as exc:
         raise CommandError(f"{args.model_file}: not a milsvm model file ({' '.join(str(exc).split())})") from None
     bags, y, names, _ = load_data(args.data, args.format)
@@ -613,7 +609,7 @@ def cmd_predict(args, argv, console):
         scores = scores[np.arange(len(scores)), np.searchsorted(est.classes_, labels)]
     lines = "".join(f"{name}\t{float(s)!r}\t{label}\n" for name, s, label in zip(names, scores, labels))
     if args.output:
-        Path(args.output).write_text(lines, encoding="utf-8")
+        write_atomically(args.output, lines)
     else:
         sys.stdout.write(lines)
     same = np.isin(y, est.classes_)

@@ -1,34 +1,27 @@
 """MI-Kernel and RS, the dense and the reduced-set baselines of Fu, Lu, Ting, Zhang (Learning
 Sparse Kernel Classifiers for Multi-Instance Classification, IEEE TNNLS 2013, Tables I-II;
-ECML PKDD 2011, Lemma 1 and eq. 14-15)."""
+ECML PKDD 2011, Lemma 1 and eq. 14-15). The work runs in the Rust core (``src/set_kernel/``)."""
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
-from . import _core
-from ._model import CompiledModelMixin
-from ._legacy import _ExpansionVectorClassifier
-from ._bags import as_bags
-from ._legacy import (
-    MILClassifier, MIClassifierMixin, as_choice, as_class_weight, as_float, as_gamma, as_gamma_or_rule, as_int, as_n_jobs,
-    seed_of,
-)
+from ._base import ExpansionVectorsMixin, MILClassifier
+from ._docs import param
 
 __all__ = ["MIKernel", "ReducedSet"]
 
 
-class MIKernel(MIClassifierMixin, MILClassifier):
-    """Set-kernel SVM with the squared hinge (MI-Kernel, the dense baseline of Fu et al.).
+class MIKernel(MILClassifier):
+    __doc__ = f"""Set-kernel SVM with the squared hinge (MI-Kernel, the dense baseline of Fu et al.).
 
     The SVM on the normalised set kernel
     ``k_set(X_i, X_j) = 1/(n_i n_j) sum_p sum_q k(x_ip, x_jq)`` (Gaertner et al. 2002). By Lemma 1
     of Fu et al. it is the label-mean SVM (bag score = mean of the instance scores) with every
     training instance as an expansion vector: ``F(X) = sum_i coef_i k_set(X_i, X) + b``. The
     coefficients are solved in the primal (squared hinge, exact Newton by default) and reported
-    as the dual weights ``coef_i = 2 C y_i max(0, 1 - y_i F_i)``, zero for bags outside the
+    as the dual weights ``coef_i = 2 c_i y_i max(0, 1 - y_i F_i)`` (``c_i = C`` times the class
+    weight of bag ``i``), zero for bags outside the
     margin. Multi-class problems are one-vs-rest, sharing the set-kernel matrix.
 
     The set kernel is built block by block, never as an ``N x N`` instance kernel; sparse
@@ -36,16 +29,12 @@ class MIKernel(MIClassifierMixin, MILClassifier):
 
     Parameters
     ----------
-    C : float, default=1.0
-        Loss weight (> 0).
-    kernel : {"rbf", "linear"}, default="rbf"
-        Instance kernel ``k``.
-    gamma : "scale" or float, default="scale"
-        Gaussian width; "scale" is ``1 / (n_features * X.var())`` over the training instances.
-    solver : {"newton", "lbfgs"}, default="newton"
+{param("C", "kernel", "gamma", "class_weight", kernel={"default": "rbf"})}
+    solver : {{"newton", "lbfgs"}}, default="newton"
         Solver of the squared-hinge problem; both reach the same optimum.
-    n_jobs : int or None, default=None
-        Threads (None or -1: all cores). Results do not depend on it.
+{param("inner_tol", "inner_max_iter", "n_jobs", "verbose",
+       inner_tol={"default": "None", "none": "; None: 1e-10 for newton, 1e-8 for lbfgs"},
+       inner_max_iter={"default": "1000"})}
 
     Attributes
     ----------
@@ -63,7 +52,7 @@ class MIKernel(MIClassifierMixin, MILClassifier):
         bags as expansion vectors with coefficients ``coef_i / n_i``, mean pooling. Prediction
         and ``save`` go through it; the training bags are not kept.
     objective_ : ndarray of shape (n_outputs,)
-        ``1/2 coef^T K_set coef + C sum_i max(0, 1 - y_i F_i)^2`` at the fitted model, per
+        ``1/2 coef^T K_set coef + sum_i c_i max(0, 1 - y_i F_i)^2`` (``c_i = C w_i``) at the fitted model, per
         one-vs-rest problem.
     n_iter_ : int
         Solver iterations (largest over the problems).
@@ -77,57 +66,35 @@ class MIKernel(MIClassifierMixin, MILClassifier):
         Seconds spent in ``fit``.
     """
 
+    _core_fit = "fit_mi_kernel"
     _info_attrs = ("coef_", "intercept_", "support_", "n_xv_", "objective_", "n_iter_", "gamma_")
-    _core_fit = "legacy"
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", solver="newton", n_jobs=None):
+    def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight=None, solver="newton", inner_tol=None,
+                 inner_max_iter=1000, n_jobs=None, verbose=0):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
+        self.class_weight = class_weight
         self.solver = solver
+        self.inner_tol = inner_tol
+        self.inner_max_iter = inner_max_iter
         self.n_jobs = n_jobs
+        self.verbose = verbose
 
-    def fit(self, bags, y):
-        """Fit on bags and one label per bag.
-
-        Parameters
-        ----------
-        bags : list of array-like / scipy sparse matrices, or Bags
-        y : array-like of shape (n_bags,)
-
-        Returns
-        -------
-        self
-        """
-        bags = as_bags(bags)
-        labels = self._encode_labels(y, len(bags), multiclass=True)
-        start = time.perf_counter()
-        out = _core.fit_mi_kernel(
-            bags.core_instances(),
-            bags.bag_ptr,
-            labels,
-            c=as_float("C", self.C),
-            kernel=as_choice("kernel", self.kernel, ("rbf", "linear")),
-            gamma=as_gamma(self.gamma),
-            solver=as_choice("solver", self.solver, ("newton", "lbfgs")),
-            n_jobs=as_n_jobs(self.n_jobs),
-        )
-        binary = len(self.classes_) == 2
-        self.coef_ = out["coef"][0] if binary else out["coef"]
-        self.intercept_ = float(out["intercept"][0]) if binary else out["intercept"]
-        self.support_ = np.asarray(out["support"], dtype=np.intp)
-        self.n_xv_ = int(out["n_xv"])
-        self.objective_ = np.asarray(out["objective"])
-        self.n_iter_ = int(out["n_iter"])
-        self.gamma_ = float(out["gamma"])
-        self.n_features_in_ = bags.n_features
-        self._set_model(out["model"])
-        self.fit_time_ = time.perf_counter() - start
-        return self
+    def _fitted(self, fit, bags, binary):
+        return {
+            "coef_": fit.coef[0] if binary else fit.coef,
+            "intercept_": float(fit.intercept[0]) if binary else fit.intercept,
+            "support_": np.asarray(fit.support, dtype=np.intp),
+            "n_xv_": int(fit.n_xv),
+            "objective_": np.asarray(fit.objective),
+            "n_iter_": int(fit.n_iter),
+            "converged_": bool(fit.inner_converged),
+        }
 
 
-class ReducedSet(_ExpansionVectorClassifier):
-    """Reduced-set approximation of MI-Kernel (RS, the post-processing baseline of Fu et al.).
+class ReducedSet(ExpansionVectorsMixin, MILClassifier):
+    __doc__ = f"""Reduced-set approximation of MI-Kernel (RS, the post-processing baseline of Fu et al.).
 
     Fits :class:`MIKernel`, writes its weight vector as the instance expansion
     ``w = sum_t a_t phi(x_t)`` (``a_t = coef_i / n_i`` for instance ``t`` of bag ``i``) and
@@ -148,23 +115,19 @@ class ReducedSet(_ExpansionVectorClassifier):
     ----------
     n_xv : int, default=10
         Number of reduced-set vectors (fewer if the residual vanishes first).
-    C : float, default=1.0
-        Loss weight (> 0) of the MI-Kernel being approximated.
-    gamma : "scale" or float, default="scale"
-        Gaussian width; "scale" is ``1 / (n_features * X.var())`` over the training instances.
-    kernel : {"rbf"}, default="rbf"
-        Only the Gaussian kernel: the fixed-point iteration is specific to it.
-    max_fixed_point_iter : int, default=100
-        Fixed-point iterations per restart (0 keeps the best starting instance).
+{param("C", "kernel", "gamma", "class_weight", kernel={"default": "rbf"})}
+        (RS needs the Gaussian kernel: the fixed-point iteration is specific to it.)
+    inner_max_iter : int, default=100
+        Fixed-point iterations per restart, the inner solver of each new vector (0 keeps the best
+        starting instance).
     n_restarts : int, default=5
         Starting instances per new vector (the best-projecting of a random pool of
         ``20 * n_restarts``); the best result is kept.
-    solver : {"newton", "lbfgs"}, default="newton"
+    inner_tol : float, default=1e-6
+        A restart stops when its step satisfies ``sqrt(gamma) ||dz|| <= inner_tol``.
+    solver : {{"newton", "lbfgs"}}, default="newton"
         Solver of the MI-Kernel problem.
-    random_state : int, RandomState or None, default=None
-        Seed of the restarts. Results do not depend on ``n_jobs``.
-    n_jobs : int or None, default=None
-        Threads (None or -1: all cores).
+{param("random_state", "n_jobs", "verbose")}
 
     Attributes
     ----------
@@ -191,54 +154,31 @@ class ReducedSet(_ExpansionVectorClassifier):
         Seconds spent in ``fit`` (MI-Kernel included).
     """
 
+    _core_fit = "fit_reduced_set"
     _info_attrs = ("n_iter_", "residual_history_", "dense_n_xv_", "gamma_")
 
-    def __init__(self, n_xv=10, C=1.0, gamma="scale", kernel="rbf", max_fixed_point_iter=100, n_restarts=5,
-                 solver="newton", random_state=None, n_jobs=None):
+    def __init__(self, n_xv=10, C=1.0, gamma="scale", kernel="rbf", class_weight=None, inner_max_iter=100,
+                 n_restarts=5, inner_tol=1e-6, solver="newton", random_state=None, n_jobs=None, verbose=0):
         self.n_xv = n_xv
         self.C = C
         self.gamma = gamma
         self.kernel = kernel
-        self.max_fixed_point_iter = max_fixed_point_iter
+        self.class_weight = class_weight
+        self.inner_max_iter = inner_max_iter
         self.n_restarts = n_restarts
+        self.inner_tol = inner_tol
         self.solver = solver
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.verbose = verbose
 
-    def fit(self, bags, y):
-        """Fit on bags and one label per bag.
+    def _fitted(self, fit, bags, binary):
+        return {
+            "residual_history_": np.asarray(fit.residual_history),
+            "dense_n_xv_": int(fit.mi_kernel_n_xv),
+            "n_iter_": int(fit.fixed_point_iterations),
+        }
 
-        Parameters
-        ----------
-        bags : list of array-like / scipy sparse matrices, or Bags
-        y : array-like of shape (n_bags,)
-
-        Returns
-        -------
-        self
-        """
-        bags = as_bags(bags)
-        labels = self._encode_labels(y, len(bags), multiclass=True)
-        start = time.perf_counter()
-        out = _core.fit_reduced_set(
-            bags.core_instances(),
-            bags.bag_ptr,
-            labels,
-            n_xv=as_int("n_xv", self.n_xv),
-            c=as_float("C", self.C),
-            kernel=as_choice("kernel", self.kernel, ("rbf", "linear")),
-            gamma=as_gamma(self.gamma),
-            max_fixed_point_iter=as_int("max_fixed_point_iter", self.max_fixed_point_iter),
-            n_restarts=as_int("n_restarts", self.n_restarts),
-            solver=as_choice("solver", self.solver, ("newton", "lbfgs")),
-            seed=seed_of(self.random_state),
-            n_jobs=as_n_jobs(self.n_jobs),
-        )
-        binary = len(self.classes_) == 2
-        self._set_model(out["model"])
-        self.residual_history_ = np.asarray(out["residual_history"])
-        self.dense_n_xv_ = int(out["mi_kernel_n_xv"])
-        self.n_iter_ = int(out["fixed_point_iterations"])
-        self.gamma_ = float(out["gamma"])
-        self.fit_time_ = time.perf_counter() - start
-        return self
+    def _fit_summary(self):
+        r = self.residual_history_
+        return f"{len(r) - 1} vectors, residual {r[0]:.6g} -> {r[-1]:.6g}"
