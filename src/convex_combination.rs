@@ -326,7 +326,9 @@ impl SvmCcValidParams {
                 u: &u,
                 delta: 0.0,
             };
-            let sol = Smo::new(&gram, smo_params)?.solve(&problem, warm.as_ref())?;
+            let sol = Smo::new(&gram, smo_params)?
+                .with_cancel(self.observer.cancel().clone())
+                .solve(&problem, warm.as_ref())?;
             smo_converged &= sol.termination == Termination::Converged;
             // scores g (without b) at the positive-bag instances and the negative instances
             let g_pos = &sol.q_alpha[mp + mn..];

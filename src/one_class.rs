@@ -167,7 +167,9 @@ impl OneClassValidParams {
                 u: &u,
                 delta: 1.0,
             };
-            let sol = Smo::new(&gram, smo_params)?.solve(&problem, warm.as_ref())?;
+            let sol = Smo::new(&gram, smo_params)?
+                .with_cancel(self.observer.cancel().clone())
+                .solve(&problem, warm.as_ref())?;
             smo_converged &= sol.termination == Termination::Converged;
             history.push(sol.objective);
             self.observer.notify(Progress {

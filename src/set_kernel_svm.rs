@@ -38,7 +38,8 @@ use crate::model::{Model, Pooling};
 use crate::params::{
     choices, hyperparams, n_jobs_from_value, ClassWeight, Gamma, KernelKind, Range,
 };
-use crate::set_kernel::set_kernel_gram;
+use crate::progress::Cancel;
+use crate::set_kernel::set_kernel_gram_cancellable;
 use crate::smo::{
     ComboGram, DualProblem, DualSolution, GramRows, InstanceGram, PrecomputedGram, Smo, SmoParams,
     Termination,
@@ -58,8 +59,13 @@ choices! {
 
 /// The normalised set-kernel Gram matrix of `bags` (`L1`: mean kernel; `L2`: its cosine
 /// normalisation) and the bags' mean self-kernels.
-pub fn nsk_gram(kernel: Kernel, bags: &Bags, norm: SetNorm) -> Result<(Array2<f64>, Vec<f64>)> {
-    let mut k = set_kernel_gram(kernel, bags)?;
+pub fn nsk_gram(
+    kernel: Kernel,
+    bags: &Bags,
+    norm: SetNorm,
+    cancel: &Cancel,
+) -> Result<(Array2<f64>, Vec<f64>)> {
+    let mut k = set_kernel_gram_cancellable(kernel, bags, cancel)?;
     let diag: Vec<f64> = k.diag().to_vec();
     if norm == SetNorm::L2 {
         if let Some(i) = diag.iter().position(|&d| d.is_nan() || d <= 0.0) {
@@ -89,6 +95,7 @@ fn solve_hinge<G: GramRows>(
     u: &[f64],
     tol: f64,
     max_iter: Option<usize>,
+    cancel: &Cancel,
 ) -> Result<DualSolution> {
     let n = y.len();
     let point: Vec<usize> = (0..n).collect();
@@ -106,7 +113,9 @@ fn solve_hinge<G: GramRows>(
         max_iter,
         ..SmoParams::default()
     };
-    Smo::new(gram, params)?.solve(&problem, None)
+    Smo::new(gram, params)?
+        .with_cancel(cancel.clone())
+        .solve(&problem, None)
 }
 
 /// One binary problem's result over units (bags or singletons): instance coefficients
@@ -226,7 +235,7 @@ impl NskValidParams {
     fn fit_impl(&self, setup: &Setup) -> Result<NskFit> {
         let bags = setup.bags;
         let (kernel, gamma) = self.kernel.resolve(self.gamma, bags.instances());
-        let (k, diag) = nsk_gram(kernel, bags, self.norm)?;
+        let (k, diag) = nsk_gram(kernel, bags, self.norm, self.observer.cancel())?;
         setup.observer.check()?;
         let gram = PrecomputedGram::new(k)?;
         let scale: Vec<f64> = match self.norm {
@@ -237,7 +246,15 @@ impl NskValidParams {
         let fits = setup.one_vs_rest(|problem| {
             let y = &problem.targets;
             let u: Vec<f64> = problem.weights.iter().map(|w| self.c * w).collect();
-            let sol = solve_hinge(&gram, y, &p, &u, self.inner_tol, self.inner_max_iter)?;
+            let sol = solve_hinge(
+                &gram,
+                y,
+                &p,
+                &u,
+                self.inner_tol,
+                self.inner_max_iter,
+                self.observer.cancel(),
+            )?;
             Ok(UnitFit {
                 coef: unit_coefficients(bags, &sol, y, &scale),
                 sol,
@@ -375,7 +392,15 @@ impl SmilValidParams {
                     }
                 })
                 .collect();
-            let sol = solve_hinge(&gram, &y, &p, &u, self.inner_tol, self.inner_max_iter)?;
+            let sol = solve_hinge(
+                &gram,
+                &y,
+                &p,
+                &u,
+                self.inner_tol,
+                self.inner_max_iter,
+                self.observer.cancel(),
+            )?;
             let scale = vec![1.0; y.len()];
             Ok(UnitFit {
                 coef: unit_coefficients(&units, &sol, &y, &scale),

@@ -315,7 +315,13 @@ impl AnnealingValidParams {
                     cache_bytes: self.cache_bytes / n_problems,
                     ..SmoParams::default()
                 };
-                SvmStep::dual(&gram, smo, &data, self.method)?
+                SvmStep::dual(
+                    &gram,
+                    smo,
+                    &data,
+                    self.method,
+                    self.observer.cancel().clone(),
+                )?
             } else {
                 SvmStep::Primal {
                     svm: &primal,

@@ -8,6 +8,7 @@ use super::bookkeeping::BinaryData;
 use super::AnnealingMethod;
 use crate::error::Result;
 use crate::kernel::mat_vec;
+use crate::progress::Cancel;
 use crate::smo::{DualProblem, DualSolution, InstanceGram, Smo, SmoParams};
 use crate::solver::{NewtonHessian, Solution, SquaredHinge};
 
@@ -86,6 +87,7 @@ impl<'a> SvmStep<'a> {
         params: SmoParams,
         data: &BinaryData,
         method: AnnealingMethod,
+        cancel: Cancel,
     ) -> Result<Self> {
         let n = data.n_instances();
         let (mut y, mut point, mut first) = (Vec::new(), Vec::new(), Vec::with_capacity(n));
@@ -104,7 +106,7 @@ impl<'a> SvmStep<'a> {
         }
         let len = y.len();
         Ok(SvmStep::Dual {
-            smo: Box::new(Smo::new(gram, params)?),
+            smo: Box::new(Smo::new(gram, params)?.with_cancel(cancel)),
             y,
             point,
             first,

@@ -28,35 +28,41 @@ pub(crate) struct PyAnnealingFit {
     converged: Vec<bool>,
 }
 
-/// Fits a method of the annealing family with the parameters of `params` (names as in
-/// `milsvm.ALSVM` and its siblings, plus `method`: `"al"`, `"aw"`, `"alp"`, `"mi"` or `"MI"`,
-/// `seed` and `init_xv`).
-#[pyfunction]
-#[pyo3(signature = (x, bag_ptr, labels, params, progress=None))]
-pub(crate) fn fit_annealing<'py>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    bag_ptr: PyReadonlyArray1<i64>,
-    labels: PyReadonlyArray1<i64>,
-    params: &Bound<'py, PyDict>,
-    progress: Option<Py<PyAny>>,
-) -> PyResult<PyAnnealingFit> {
-    let fit: AnnealingFit = fit_with::<AnnealingParams>(py, x, bag_ptr, labels, params, progress)?;
-    Ok(PyAnnealingFit {
-        model: Py::new(py, model::PyModel::wrap(fit.model)?)?,
-        gamma: fit.gamma,
-        p: fit
-            .p
-            .into_iter()
-            .map(|v| v.into_pyarray(py).unbind())
-            .collect(),
-        p_hat: fit.p_hat,
-        objective_history: fit.objective_history,
-        temperatures: fit.temperatures,
-        n_iter: fit.n_iter,
-        n_solves: fit.n_solves,
-        converged: fit.stop_reason.iter().map(StopReason::converged).collect(),
-    })
+impl PyAnnealingFit {
+    fn new(py: Python<'_>, fit: AnnealingFit) -> PyResult<Self> {
+        Ok(Self {
+            model: Py::new(py, model::PyModel::wrap(fit.model)?)?,
+            gamma: fit.gamma,
+            p: fit
+                .p
+                .into_iter()
+                .map(|v| v.into_pyarray(py).unbind())
+                .collect(),
+            p_hat: fit.p_hat,
+            objective_history: fit.objective_history,
+            temperatures: fit.temperatures,
+            n_iter: fit.n_iter,
+            n_solves: fit.n_solves,
+            converged: fit.stop_reason.iter().map(StopReason::converged).collect(),
+        })
+    }
+}
+
+fit_bindings!(
+    /// Fits a method of the annealing family with the parameters of `params` (names as in
+    /// `milsvm.ALSVM` and its siblings, plus `method`: `"al"`, `"aw"`, `"alp"`, `"mi"` or
+    /// `"MI"`, `seed` and `init_xv`).
+    fit_annealing,
+    fit_annealing_hyperparameters,
+    AnnealingParams,
+    PyAnnealingFit,
+    register_fit
+);
+
+/// Adds the annealing fit and the probability updates to the module.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    register_fit(m)?;
+    m.add_function(wrap_pyfunction!(probability_update, m)?)
 }
 
 /// One bag's probability update of the annealing family (for tests against a general

@@ -136,6 +136,32 @@ pub(crate) fn value_of(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
     Ok(Value::Other(type_name))
 }
 
+/// A [`Value`] as a Python object (matrices and instances as NumPy arrays or CSR tuples).
+pub(crate) fn value_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+    use numpy::IntoPyArray;
+    Ok(match value {
+        Value::None => py.None().into_bound(py),
+        Value::Bool(b) => b.into_pyobject(py)?.to_owned().into_any(),
+        Value::Int(i) => i.into_pyobject(py)?.into_any(),
+        Value::Float(x) => x.into_pyobject(py)?.into_any(),
+        Value::Str(s) => s.into_pyobject(py)?.into_any(),
+        Value::List(v) => v.clone().into_pyobject(py)?.into_any(),
+        Value::Matrix(m) => m.clone().into_pyarray(py).into_any(),
+        Value::Instances(x) => x.to_dense().into_pyarray(py).into_any(),
+        Value::Other(t) => t.into_pyobject(py)?.into_any(),
+    })
+}
+
+/// The declared hyperparameters of builder `P` as `(name, default, doc)` tuples.
+pub(crate) fn specs_of<'py, P: Hyperparams>(
+    py: Python<'py>,
+) -> PyResult<Vec<(&'static str, Bound<'py, PyAny>, &'static str)>> {
+    P::specs()
+        .into_iter()
+        .map(|s| Ok((s.name, value_to_py(py, &s.default)?, s.doc)))
+        .collect()
+}
+
 /// A builder filled from a dict `{name: value}` (names as the Python estimators spell them);
 /// the first refused entry raises `TypeError` or `ValueError` naming it.
 pub(crate) fn params_from<P: Hyperparams>(params: &Bound<'_, PyDict>) -> PyResult<P> {

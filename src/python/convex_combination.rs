@@ -32,31 +32,37 @@ pub(crate) struct PySvmCcFit {
     inner_converged: bool,
 }
 
-/// Fits SVM-CC with the parameters of `params` (names as in `milsvm.SVMCC`).
-#[pyfunction]
-#[pyo3(signature = (x, bag_ptr, labels, params, progress=None))]
-pub(crate) fn fit_svmcc<'py>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    bag_ptr: PyReadonlyArray1<i64>,
-    labels: PyReadonlyArray1<i64>,
-    params: &Bound<'py, PyDict>,
-    progress: Option<Py<PyAny>>,
-) -> PyResult<PySvmCcFit> {
-    let fit: SvmCcFit = fit_with::<SvmCcParams>(py, x, bag_ptr, labels, params, progress)?;
-    Ok(PySvmCcFit {
-        model: Py::new(py, model::PyModel::wrap(fit.model)?)?,
-        gamma: fit.gamma,
-        positive_bags: fit.positive_bags,
-        v: fit.v,
-        lp_intercept: fit.lp_intercept,
-        qp_intercept: fit.qp_intercept,
-        objective_history: fit.objective_history,
-        dv_history: fit.dv_history,
-        n_iter: fit.n_iter,
-        converged: fit.stop_reason.iter().map(StopReason::converged).collect(),
-        inner_converged: fit.smo_converged,
-    })
+impl PySvmCcFit {
+    fn new(py: Python<'_>, fit: SvmCcFit) -> PyResult<Self> {
+        Ok(Self {
+            model: Py::new(py, model::PyModel::wrap(fit.model)?)?,
+            gamma: fit.gamma,
+            positive_bags: fit.positive_bags,
+            v: fit.v,
+            lp_intercept: fit.lp_intercept,
+            qp_intercept: fit.qp_intercept,
+            objective_history: fit.objective_history,
+            dv_history: fit.dv_history,
+            n_iter: fit.n_iter,
+            converged: fit.stop_reason.iter().map(StopReason::converged).collect(),
+            inner_converged: fit.smo_converged,
+        })
+    }
+}
+
+fit_bindings!(
+    /// Fits SVM-CC with the parameters of `params` (names as in `milsvm.SVMCC`).
+    fit_svmcc,
+    fit_svmcc_hyperparameters,
+    SvmCcParams,
+    PySvmCcFit,
+    register_fit
+);
+
+/// Adds the SVM-CC fit and its LP step to the module.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    register_fit(m)?;
+    m.add_function(wrap_pyfunction!(svmcc_lp_step, m)?)
 }
 
 /// SVM-CC's LP step with `w` fixed (for tests against a general LP solver): `pos_scores` holds

@@ -290,3 +290,14 @@ pub(crate) fn kernel_width(x: &Bound<'_, PyAny>, gamma: &Bound<'_, PyAny>) -> Py
     g.check_range("gamma", &Range::Positive, false)?;
     Ok(g.resolve(&instances(x)?))
 }
+
+/// Adds the ground-floor functions (kernels, solvers, the kernel width) to the module.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(kernel_bag_means_py, m)?)?;
+    m.add("kernel_bag_means", m.getattr("kernel_bag_means_py")?)?;
+    m.add_function(wrap_pyfunction!(kernel_basis_grad, m)?)?;
+    m.add_function(wrap_pyfunction!(solve_squared_hinge, m)?)?;
+    m.add_function(wrap_pyfunction!(squared_hinge_value_grad, m)?)?;
+    m.add_function(wrap_pyfunction!(solve_dual, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_width, m)?)
+}

@@ -29,7 +29,8 @@ use crate::model::Model;
 use crate::params::{with_threads, Gamma, Hyperparams, KernelKind, Value};
 use crate::solver::{InnerSolver, SquaredHinge};
 pub(crate) use convert::{bags, instances, to_usize, value_of};
-pub(crate) use run::{fit_with, run};
+use run::fit_bindings;
+pub(crate) use run::run;
 
 /// The kernel named `name` (`"rbf"` with width `gamma > 0`, or `"linear"`).
 pub(crate) fn kernel_of(name: &str, gamma: f64) -> PyResult<Kernel> {
@@ -74,40 +75,18 @@ pub(crate) fn pooling_of(name: &str) -> PyResult<crate::model::Pooling> {
     })
 }
 
-/// The compiled core of milsvm.
+/// The compiled core of milsvm: each family's binding file registers its own functions and
+/// classes (see `run::fit_bindings!`).
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add_function(wrap_pyfunction!(sparse_mi::fit_sparse_mi, m)?)?;
-    m.add_class::<sparse_mi::PySparseMiFit>()?;
     m.add_class::<model::PyModel>()?;
-    m.add_function(wrap_pyfunction!(core_fns::kernel_bag_means_py, m)?)?;
-    m.add("kernel_bag_means", m.getattr("kernel_bag_means_py")?)?;
-    m.add_function(wrap_pyfunction!(core_fns::kernel_basis_grad, m)?)?;
-    m.add_function(wrap_pyfunction!(core_fns::solve_squared_hinge, m)?)?;
-    m.add_function(wrap_pyfunction!(sparse_mi::sparse_mi_objective, m)?)?;
-    m.add_function(wrap_pyfunction!(core_fns::squared_hinge_value_grad, m)?)?;
-    m.add_function(wrap_pyfunction!(core_fns::solve_dual, m)?)?;
-    m.add_function(wrap_pyfunction!(core_fns::kernel_width, m)?)?;
-    m.add_function(wrap_pyfunction!(set_kernel::fit_mi_kernel, m)?)?;
-    m.add_function(wrap_pyfunction!(
-        set_kernel::mi_kernel_decision_function,
-        m
-    )?)?;
-    m.add_function(wrap_pyfunction!(set_kernel::set_kernel_matrix, m)?)?;
-    m.add_class::<set_kernel::PyMiKernelFit>()?;
-    m.add_function(wrap_pyfunction!(set_kernel::fit_reduced_set, m)?)?;
-    m.add_class::<set_kernel::PyReducedSetFit>()?;
-    m.add_function(wrap_pyfunction!(annealing::fit_annealing, m)?)?;
-    m.add_class::<annealing::PyAnnealingFit>()?;
-    m.add_function(wrap_pyfunction!(annealing::probability_update, m)?)?;
-    m.add_function(wrap_pyfunction!(set_kernel_svm::fit_nsk, m)?)?;
-    m.add_function(wrap_pyfunction!(set_kernel_svm::fit_smil, m)?)?;
-    m.add_class::<set_kernel_svm::PyNskFit>()?;
-    m.add_function(wrap_pyfunction!(convex_combination::fit_svmcc, m)?)?;
-    m.add_class::<convex_combination::PySvmCcFit>()?;
-    m.add_function(wrap_pyfunction!(convex_combination::svmcc_lp_step, m)?)?;
-    m.add_function(wrap_pyfunction!(one_class::fit_one_class, m)?)?;
-    m.add_class::<one_class::PyOneClassFit>()?;
+    core_fns::register(m)?;
+    sparse_mi::register(m)?;
+    set_kernel::register(m)?;
+    set_kernel_svm::register(m)?;
+    annealing::register(m)?;
+    convex_combination::register(m)?;
+    one_class::register(m)?;
     Ok(())
 }

@@ -28,29 +28,28 @@ pub(crate) struct PyOneClassFit {
     inner_converged: bool,
 }
 
-/// Fits the one-class MI-SVM on the bags labelled 1 with the parameters of `params` (names as
-/// in `milsvm.OneClassMISVM`).
-#[pyfunction]
-#[pyo3(signature = (x, bag_ptr, labels, params, progress=None))]
-pub(crate) fn fit_one_class<'py>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    bag_ptr: PyReadonlyArray1<i64>,
-    labels: PyReadonlyArray1<i64>,
-    params: &Bound<'py, PyDict>,
-    progress: Option<Py<PyAny>>,
-) -> PyResult<PyOneClassFit> {
-    let fit: OneClassFit = fit_with::<OneClassParams>(py, x, bag_ptr, labels, params, progress)?;
-    Ok(PyOneClassFit {
-        model: Py::new(py, model::PyModel::wrap(fit.model)?)?,
-        gamma: fit.gamma,
-        rho: fit.rho,
-        alpha: fit.alpha.into_pyarray(py).unbind(),
-        bag_alpha: fit.bag_alpha.into_pyarray(py).unbind(),
-        active: fit.active,
-        objective_history: fit.objective_history,
-        n_iter: fit.n_iter,
-        converged: fit.stop_reason.converged(),
-        inner_converged: fit.smo_converged,
-    })
+impl PyOneClassFit {
+    fn new(py: Python<'_>, fit: OneClassFit) -> PyResult<Self> {
+        Ok(Self {
+            model: Py::new(py, model::PyModel::wrap(fit.model)?)?,
+            gamma: fit.gamma,
+            rho: fit.rho,
+            alpha: fit.alpha.into_pyarray(py).unbind(),
+            bag_alpha: fit.bag_alpha.into_pyarray(py).unbind(),
+            active: fit.active,
+            objective_history: fit.objective_history,
+            n_iter: fit.n_iter,
+            converged: fit.stop_reason.converged(),
+            inner_converged: fit.smo_converged,
+        })
+    }
 }
+
+fit_bindings!(
+    /// Fits the one-class MI-SVM on the bags labelled 1 with the parameters of `params` (names
+    /// as in `milsvm.OneClassMISVM`).
+    fit_one_class,
+    fit_one_class_hyperparameters,
+    OneClassParams,
+    PyOneClassFit
+);

@@ -144,3 +144,48 @@ where
     let labels = to_usize(labels.as_slice()?, "labels")?;
     run_cancellable(py, &cancel, &failure, || p.fit(&bags, &labels))
 }
+
+/// Declares the bindings of one fit: `$fit(x, bag_ptr, labels, params, progress=None)`, which
+/// fills the builder `$params` from the dict `params` and returns the typed result `$result`
+/// (built by its `new(py, fit)`), and `$fit_hyperparameters()`, the builder's declared
+/// parameters as `(name, default, doc)` tuples; `register(m)` (or the name given last) adds
+/// both and the result class.
+macro_rules! fit_bindings {
+    ($(#[$doc:meta])* $fit:ident, $specs:ident, $params:ty, $result:ty) => {
+        $crate::python::run::fit_bindings!($(#[$doc])* $fit, $specs, $params, $result, register);
+    };
+    ($(#[$doc:meta])* $fit:ident, $specs:ident, $params:ty, $result:ty, $register:ident) => {
+        $(#[$doc])*
+        #[pyfunction]
+        #[pyo3(signature = (x, bag_ptr, labels, params, progress=None))]
+        pub(crate) fn $fit<'py>(
+            py: Python<'py>,
+            x: &Bound<'py, PyAny>,
+            bag_ptr: PyReadonlyArray1<i64>,
+            labels: PyReadonlyArray1<i64>,
+            params: &Bound<'py, PyDict>,
+            progress: Option<Py<PyAny>>,
+        ) -> PyResult<$result> {
+            let fit = $crate::python::run::fit_with::<$params>(
+                py, x, bag_ptr, labels, params, progress,
+            )?;
+            <$result>::new(py, fit)
+        }
+
+        /// The hyperparameters the core declares for this fit: `(name, default, doc)` each.
+        #[pyfunction]
+        pub(crate) fn $specs(
+            py: Python<'_>,
+        ) -> PyResult<Vec<(&'static str, Bound<'_, PyAny>, &'static str)>> {
+            $crate::python::convert::specs_of::<$params>(py)
+        }
+
+        /// Adds the fit, its hyperparameters and its result class to the module.
+        pub(crate) fn $register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+            m.add_function(wrap_pyfunction!($fit, m)?)?;
+            m.add_function(wrap_pyfunction!($specs, m)?)?;
+            m.add_class::<$result>()
+        }
+    };
+}
+pub(crate) use fit_bindings;

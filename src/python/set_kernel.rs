@@ -28,31 +28,31 @@ pub(crate) struct PyMiKernelFit {
     inner_converged: bool,
 }
 
-/// Fits MI-Kernel with the parameters of `params` (names as in `milsvm.MIKernel`).
-#[pyfunction]
-#[pyo3(signature = (x, bag_ptr, labels, params, progress=None))]
-pub(crate) fn fit_mi_kernel<'py>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    bag_ptr: PyReadonlyArray1<i64>,
-    labels: PyReadonlyArray1<i64>,
-    params: &Bound<'py, PyDict>,
-    progress: Option<Py<PyAny>>,
-) -> PyResult<PyMiKernelFit> {
-    let fit: MiKernelFit = fit_with::<MiKernelParams>(py, x, bag_ptr, labels, params, progress)?;
-    Ok(PyMiKernelFit {
-        model: Py::new(py, model::PyModel::wrap(fit.model.to_model()?)?)?,
-        gamma: fit.gamma,
-        support: fit.model.support(),
-        n_xv: fit.model.n_xv(),
-        coef: fit.model.coef.into_pyarray(py).unbind(),
-        intercept: fit.model.intercept.into_pyarray(py).unbind(),
-        objective: fit.objective,
-        ridged_objective: fit.ridged_objective,
-        n_iter: fit.n_iter,
-        inner_converged: fit.converged,
-    })
+impl PyMiKernelFit {
+    fn new(py: Python<'_>, fit: MiKernelFit) -> PyResult<Self> {
+        Ok(Self {
+            model: Py::new(py, model::PyModel::wrap(fit.model.to_model()?)?)?,
+            gamma: fit.gamma,
+            support: fit.model.support(),
+            n_xv: fit.model.n_xv(),
+            coef: fit.model.coef.into_pyarray(py).unbind(),
+            intercept: fit.model.intercept.into_pyarray(py).unbind(),
+            objective: fit.objective,
+            ridged_objective: fit.ridged_objective,
+            n_iter: fit.n_iter,
+            inner_converged: fit.converged,
+        })
+    }
 }
+
+fit_bindings!(
+    /// Fits MI-Kernel with the parameters of `params` (names as in `milsvm.MIKernel`).
+    fit_mi_kernel,
+    fit_mi_kernel_hyperparameters,
+    MiKernelParams,
+    PyMiKernelFit,
+    register_mi_kernel
+);
 
 /// Bag scores `(n_bags, n_outputs)` of a set-kernel model: `coef` (`n_outputs x n_train_bags`)
 /// over the training bags `(train_x, train_bag_ptr)`.
@@ -131,27 +131,34 @@ pub(crate) struct PyReducedSetFit {
     inner_converged: bool,
 }
 
-/// Fits RS with the parameters of `params` (names as in `milsvm.ReducedSet`, plus `seed`).
-#[pyfunction]
-#[pyo3(signature = (x, bag_ptr, labels, params, progress=None))]
-pub(crate) fn fit_reduced_set<'py>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    bag_ptr: PyReadonlyArray1<i64>,
-    labels: PyReadonlyArray1<i64>,
-    params: &Bound<'py, PyDict>,
-    progress: Option<Py<PyAny>>,
-) -> PyResult<PyReducedSetFit> {
-    let fit: ReducedSetFit =
-        fit_with::<ReducedSetParams>(py, x, bag_ptr, labels, params, progress)?;
-    Ok(PyReducedSetFit {
-        model: Py::new(py, model::PyModel::wrap(fit.model)?)?,
-        gamma: fit.gamma,
-        residual_history: fit.expansion.residual_history,
-        fixed_point_iterations: fit.expansion.fixed_point_iterations,
-        mi_kernel_n_xv: fit.mi_kernel.model.n_xv(),
-        mi_kernel_coef: fit.mi_kernel.model.coef.into_pyarray(py).unbind(),
-        mi_kernel_intercept: fit.mi_kernel.model.intercept.into_pyarray(py).unbind(),
-        inner_converged: fit.mi_kernel.converged,
-    })
+impl PyReducedSetFit {
+    fn new(py: Python<'_>, fit: ReducedSetFit) -> PyResult<Self> {
+        Ok(Self {
+            model: Py::new(py, model::PyModel::wrap(fit.model)?)?,
+            gamma: fit.gamma,
+            residual_history: fit.expansion.residual_history,
+            fixed_point_iterations: fit.expansion.fixed_point_iterations,
+            mi_kernel_n_xv: fit.mi_kernel.model.n_xv(),
+            mi_kernel_coef: fit.mi_kernel.model.coef.into_pyarray(py).unbind(),
+            mi_kernel_intercept: fit.mi_kernel.model.intercept.into_pyarray(py).unbind(),
+            inner_converged: fit.mi_kernel.converged,
+        })
+    }
+}
+
+fit_bindings!(
+    /// Fits RS with the parameters of `params` (names as in `milsvm.ReducedSet`, plus `seed`).
+    fit_reduced_set,
+    fit_reduced_set_hyperparameters,
+    ReducedSetParams,
+    PyReducedSetFit,
+    register_reduced_set
+);
+
+/// Adds MI-Kernel, RS and the set-kernel functions to the module.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    register_mi_kernel(m)?;
+    register_reduced_set(m)?;
+    m.add_function(wrap_pyfunction!(mi_kernel_decision_function, m)?)?;
+    m.add_function(wrap_pyfunction!(set_kernel_matrix, m)?)
 }

@@ -40,32 +40,26 @@ impl PyNskFit {
     }
 }
 
-/// Fits NSK with the parameters of `params` (names as in `milsvm.NSK`).
-#[pyfunction]
-#[pyo3(signature = (x, bag_ptr, labels, params, progress=None))]
-pub(crate) fn fit_nsk<'py>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    bag_ptr: PyReadonlyArray1<i64>,
-    labels: PyReadonlyArray1<i64>,
-    params: &Bound<'py, PyDict>,
-    progress: Option<Py<PyAny>>,
-) -> PyResult<PyNskFit> {
-    let fit = fit_with::<NskParams>(py, x, bag_ptr, labels, params, progress)?;
-    PyNskFit::new(py, fit)
-}
+fit_bindings!(
+    /// Fits NSK with the parameters of `params` (names as in `milsvm.NSK`).
+    fit_nsk,
+    fit_nsk_hyperparameters,
+    NskParams,
+    PyNskFit,
+    register_nsk
+);
 
-/// Fits sMIL with the parameters of `params` (names as in `milsvm.sMIL`).
-#[pyfunction]
-#[pyo3(signature = (x, bag_ptr, labels, params, progress=None))]
-pub(crate) fn fit_smil<'py>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    bag_ptr: PyReadonlyArray1<i64>,
-    labels: PyReadonlyArray1<i64>,
-    params: &Bound<'py, PyDict>,
-    progress: Option<Py<PyAny>>,
-) -> PyResult<PyNskFit> {
-    let fit = fit_with::<SmilParams>(py, x, bag_ptr, labels, params, progress)?;
-    PyNskFit::new(py, fit)
+fit_bindings!(
+    /// Fits sMIL with the parameters of `params` (names as in `milsvm.sMIL`).
+    fit_smil,
+    fit_smil_hyperparameters,
+    SmilParams,
+    PyNskFit,
+    register_smil
+);
+
+/// Adds the NSK and sMIL fits to the module.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    register_nsk(m)?;
+    register_smil(m)
 }

@@ -33,20 +33,20 @@ impl PySparseMiFit {
     }
 }
 
-/// Fits SparseMI (RSVM with `max_iter=0`) with the parameters of `params` (names as in
-/// `milsvm.SparseMI`, plus `seed`, `init_xv`, `init_basis`, `inner_tol`, ...).
-#[pyfunction]
-#[pyo3(signature = (x, bag_ptr, labels, params, progress=None))]
-pub(crate) fn fit_sparse_mi<'py>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    bag_ptr: PyReadonlyArray1<i64>,
-    labels: PyReadonlyArray1<i64>,
-    params: &Bound<'py, PyDict>,
-    progress: Option<Py<PyAny>>,
-) -> PyResult<PySparseMiFit> {
-    let fit = fit_with::<SparseMiParams>(py, x, bag_ptr, labels, params, progress)?;
-    PySparseMiFit::new(py, fit)
+fit_bindings!(
+    /// Fits SparseMI (RSVM with `max_iter=0`) with the parameters of `params` (names as in
+    /// `milsvm.SparseMI`, plus `seed`, `init_xv`, `init_basis`).
+    fit_sparse_mi,
+    fit_sparse_mi_hyperparameters,
+    SparseMiParams,
+    PySparseMiFit,
+    register_fit
+);
+
+/// Adds the SparseMI fit and its objective to the module.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    register_fit(m)?;
+    m.add_function(wrap_pyfunction!(sparse_mi_objective, m)?)
 }
 
 /// `(g, dg/dZ)` of SparseMI at the expansion vectors `z` (for gradient checks).

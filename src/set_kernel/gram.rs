@@ -7,6 +7,7 @@ use rayon::prelude::*;
 use crate::bags::{Bags, Instances};
 use crate::error::{Error, Result};
 use crate::kernel::{kernel_bag_means, Basis, Kernel, Rows};
+use crate::progress::Cancel;
 use crate::solver::{faer_mut, faer_ref};
 
 /// Entries of one block of instance kernel values (the memory bound of [`set_kernel`]).
@@ -104,6 +105,16 @@ fn bag_means(bags: &Bags) -> Result<Instances> {
 /// cache-sized tiles of instance pairs (`gram_row_block`); otherwise the full product averaged
 /// with its transpose.
 pub fn set_kernel_gram(kernel: Kernel, bags: &Bags) -> Result<Array2<f64>> {
+    set_kernel_gram_cancellable(kernel, bags, &Cancel::default())
+}
+
+/// [`set_kernel_gram`], stopping with [`crate::Error::Cancelled`] once `cancel` is set (checked
+/// before each row block of the tiled path).
+pub fn set_kernel_gram_cancellable(
+    kernel: Kernel,
+    bags: &Bags,
+    cancel: &Cancel,
+) -> Result<Array2<f64>> {
     let x = match (kernel, bags.instances()) {
         (Kernel::Rbf { .. }, Instances::Dense(x)) => x,
         _ => {
@@ -138,9 +149,12 @@ pub fn set_kernel_gram(kernel: Kernel, bags: &Bags) -> Result<Array2<f64>> {
             .into_par_iter()
             .zip(blocks.par_iter())
             .for_each(|(rows, &(b0, b1))| {
-                gram_row_block(kernel, x.view(), &norms, ptr, b0, b1, rows)
+                if !cancel.is_cancelled() {
+                    gram_row_block(kernel, x.view(), &norms, ptr, b0, b1, rows)
+                }
             });
     }
+    cancel.check()?;
     for i in 0..m {
         let ni = (ptr[i + 1] - ptr[i]) as f64;
         for j in i..m {

@@ -4,7 +4,7 @@
 use ndarray::{Array1, Array2, Axis};
 use rayon::prelude::*;
 
-use super::{set_kernel, set_kernel_gram};
+use super::{set_kernel, set_kernel_gram_cancellable};
 use crate::bags::Bags;
 use crate::error::{Error, Result};
 use crate::fit::{Fit, Prologue, Setup};
@@ -239,7 +239,7 @@ impl MiKernelValidParams {
     pub(super) fn fit_impl(&self, setup: &Setup) -> Result<MiKernelFit> {
         let bags = setup.bags;
         let (kernel, gamma) = self.kernel.resolve(self.gamma, bags.instances());
-        let gram = set_kernel_gram(kernel, bags)?;
+        let gram = set_kernel_gram_cancellable(kernel, bags, self.observer.cancel())?;
         setup.observer.check()?;
         let problems = setup.problems();
         let costs: Vec<Vec<f64>> = problems

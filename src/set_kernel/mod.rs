@@ -43,7 +43,7 @@ mod gram;
 mod mi_kernel;
 mod reduced_set;
 
-pub use gram::{set_kernel, set_kernel_gram};
+pub use gram::{set_kernel, set_kernel_gram, set_kernel_gram_cancellable};
 pub use mi_kernel::{
     MiKernelFit, MiKernelParams, MiKernelValidParams, SetKernelModel, SUPPORT_THRESHOLD,
 };

@@ -57,6 +57,7 @@
 //! identical for any number of threads.
 
 use crate::error::{invalid_data, invalid_param, Result};
+use crate::progress::Cancel;
 
 mod cache;
 mod gram;
@@ -84,6 +85,7 @@ pub struct Smo<'g, G: GramRows> {
     params: SmoParams,
     kdiag: Vec<f64>,
     cache: RowCache,
+    cancel: Cancel,
 }
 
 impl<'g, G: GramRows> Smo<'g, G> {
@@ -118,7 +120,15 @@ impl<'g, G: GramRows> Smo<'g, G> {
             params,
             kdiag,
             cache: RowCache::new(n_points, params.cache_bytes),
+            cancel: Cancel::default(),
         })
+    }
+
+    /// The same solver, stopping every later [`Smo::solve`] with [`crate::Error::Cancelled`]
+    /// once `cancel` is set.
+    pub fn with_cancel(mut self, cancel: Cancel) -> Self {
+        self.cancel = cancel;
+        self
     }
 
     /// The settings.
@@ -220,7 +230,13 @@ impl<'g, G: GramRows> Smo<'g, G> {
             (None, Some(qa)) => st.gradient_from_q_alpha(qa),
             (None, None) => st.gradient_from_scratch(self.gram, &mut self.cache),
         }
-        let (iterations, termination) = st.run(self.gram, &mut self.cache, &self.params, max_iter);
+        let (iterations, termination) = st.run(
+            self.gram,
+            &mut self.cache,
+            &self.params,
+            max_iter,
+            &self.cancel,
+        )?;
         st.finish(self.gram, &mut self.cache, iterations, termination)
     }
 }

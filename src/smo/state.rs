@@ -12,8 +12,12 @@ use super::scan::{
 use super::{DualProblem, DualSolution, GramRows, SmoParams, Termination, NIL, TAU};
 use crate::error::{Error, Result};
 use crate::kernel::Simd;
+use crate::progress::Cancel;
 
 /// Rows computed beside a missing one ([`State::fetch_row`]).
+/// SMO iterations between two looks at the cancellation flag (a few microseconds each).
+const CANCEL_CHECK: usize = 256;
+
 const PREFETCH: usize = 7;
 /// Positions per work unit of the loops over the active set (the unit of the fixed reduction
 /// order, and of parallel work when the active set is large).
@@ -581,16 +585,18 @@ impl State {
         }
     }
 
-    /// The main loop of LIBSVM's `Solver::Solve`.
+    /// The main loop of LIBSVM's `Solver::Solve`; stops with [`crate::Error::Cancelled`] once
+    /// `cancel` is set (checked every [`CANCEL_CHECK`] iterations).
     pub(super) fn run<G: GramRows>(
         &mut self,
         gram: &G,
         cache: &mut RowCache,
         params: &SmoParams,
         max_iter: usize,
-    ) -> (usize, Termination) {
+        cancel: &Cancel,
+    ) -> Result<(usize, Termination)> {
         if self.n_live == 0 {
-            return (0, Termination::Converged);
+            return Ok((0, Termination::Converged));
         }
         let period = self.n_live.min(1000);
         let mut counter = if self.warm_start { 1 } else { period + 1 };
@@ -612,12 +618,15 @@ impl State {
                             counter = 1;
                             ws
                         }
-                        None => return (iter, Termination::Converged),
+                        None => return Ok((iter, Termination::Converged)),
                     }
                 }
             };
             if iter >= max_iter {
-                return (iter, Termination::MaxIter);
+                return Ok((iter, Termination::MaxIter));
+            }
+            if iter % CANCEL_CHECK == 0 {
+                cancel.check()?;
             }
             iter += 1;
             self.update(gram, cache, ws.0, ws.1);
@@ -841,7 +850,7 @@ mod tests {
         let mut cache = RowCache::new(n, 1 << 20);
         let mut st = State::new(&problem, &kdiag, vec![0.0; n], params.tol);
         st.gradient_from_scratch(&gram, &mut cache);
-        let (_, term) = st.run(&gram, &mut cache, &params, 100_000);
+        let (_, term) = st.run(&gram, &mut cache, &params, 100_000, &Cancel::default())?;
         assert_eq!(term, Termination::Converged);
         assert!(st.n_shrunk > 0, "nothing was shrunk");
         st.reconstruct_gradient(&gram, &mut cache);
@@ -935,7 +944,7 @@ mod tests {
             let mut st = State::new(&problem, &kdiag, alpha, params.tol);
             st.warm_start = true;
             st.gradient_from_scratch(&gram, &mut cache);
-            let (_, term) = st.run(&gram, &mut cache, &params, 1_000_000);
+            let (_, term) = st.run(&gram, &mut cache, &params, 1_000_000, &Cancel::default())?;
             assert_eq!(term, Termination::Converged);
             assert!(st.n_shrunk > 0, "nothing was shrunk");
             assert_eq!(
