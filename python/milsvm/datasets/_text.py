@@ -135,6 +135,28 @@ def _group_bags(name, linenos, bag_names, labels):
     return starts, bag_labels
 
 
+def _read_bag_lines(path, split_line):
+    """Read a file whose instance lines are grouped in contiguous bags.
+
+    ``split_line(name, lineno, line)`` returns the ``(bag_name, label, features)`` of one
+    line (raising its ``ValueError`` if the line is malformed). Returns ``(name, linenos,
+    rests, starts, bag_labels, bag_names)``: the file name, the line number and feature
+    string of every instance, the index of the first instance of every bag (see
+    :func:`_group_bags`), and the label and name of every bag.
+    """
+    name, linenos, lines = _read_data_lines(path)
+    bag_names = []
+    labels = []
+    rests = []
+    for lineno, line in zip(linenos, lines):
+        bag, label, rest = split_line(name, lineno, line)
+        bag_names.append(bag)
+        labels.append(label)
+        rests.append(rest)
+    starts, bag_labels = _group_bags(name, linenos, bag_names, labels)
+    return name, linenos, rests, starts, bag_labels, [bag_names[k] for k in starts]
+
+
 def _split_dense(X, starts):
     """Split the instance matrix ``X`` into per-bag arrays at the row indices ``starts``."""
     return np.split(X, starts[1:], axis=0)
@@ -247,6 +269,17 @@ def _sparse_token_error(name, lineno, tokens):
     raise _line_error(name, lineno, "malformed index:value entries")  # pragma: no cover
 
 
+def _check_entries(name, entry_lines, bad, message):
+    """Raise the line's ``ValueError`` for the first entry ``p`` where ``bad`` is true.
+
+    ``entry_lines[p]`` is the line number of entry ``p`` and ``message(p)`` the text.
+    """
+    hits = np.flatnonzero(bad)
+    if hits.size:
+        p = hits[0]
+        raise _line_error(name, int(entry_lines[p]), message(p))
+
+
 def _parse_sparse(name, linenos, rests, n_features=None):
     """Parse sparse ``index:value`` feature strings (1-based indices) into a CSR matrix.
 
@@ -284,21 +317,17 @@ def _parse_sparse(name, linenos, rests, n_features=None):
         ) from None
     val = np.array(all_val, dtype=np.float64)
 
-    bad = np.flatnonzero(idx < 1)
-    if bad.size:
-        p = bad[0]
-        raise _line_error(
-            name, linenos[rows[p]], f"feature index {idx[p]} is < 1 (indices are 1-based)"
-        )
-    bad = np.flatnonzero(~np.isfinite(val))
-    if bad.size:
-        p = bad[0]
-        raise _line_error(
-            name,
-            linenos[rows[p]],
-            f"the value of feature {idx[p]} is not finite ({float(val[p])!r}); NaN and infinite "
-            "values are not allowed",
-        )
+    entry_lines = np.asarray(linenos, dtype=np.int64)[rows]
+    _check_entries(
+        name, entry_lines, idx < 1, lambda p: f"feature index {idx[p]} is < 1 (indices are 1-based)"
+    )
+    _check_entries(
+        name,
+        entry_lines,
+        ~np.isfinite(val),
+        lambda p: f"the value of feature {idx[p]} is not finite ({float(val[p])!r}); NaN and "
+        "infinite values are not allowed",
+    )
     if n_features is None:
         if idx.size == 0:
             raise ValueError(
@@ -307,28 +336,21 @@ def _parse_sparse(name, linenos, rests, n_features=None):
             )
         n_features = int(idx.max())
     else:
-        bad = np.flatnonzero(idx > n_features)
-        if bad.size:
-            p = bad[0]
-            raise _line_error(
-                name,
-                linenos[rows[p]],
-                f"feature index {idx[p]} exceeds n_features={n_features}",
-            )
+        _check_entries(
+            name, entry_lines, idx > n_features,
+            lambda p: f"feature index {idx[p]} exceeds n_features={n_features}",
+        )
 
     cols = idx - 1
     if cols.size > 1:
         order = np.lexsort((cols, rows))
         r_sorted = rows[order]
         c_sorted = cols[order]
-        dup = np.flatnonzero((r_sorted[1:] == r_sorted[:-1]) & (c_sorted[1:] == c_sorted[:-1]))
-        if dup.size:
-            p = dup[0]
-            raise _line_error(
-                name,
-                linenos[r_sorted[p]],
-                f"feature index {c_sorted[p] + 1} appears more than once",
-            )
+        dup = (r_sorted[1:] == r_sorted[:-1]) & (c_sorted[1:] == c_sorted[:-1])
+        _check_entries(
+            name, entry_lines[order], dup,
+            lambda p: f"feature index {c_sorted[p] + 1} appears more than once",
+        )
 
     indptr = np.zeros(n_rows + 1, dtype=np.int64)
     np.cumsum(row_nnz, out=indptr[1:])

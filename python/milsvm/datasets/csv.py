@@ -92,7 +92,8 @@ def load_mil_csv(path, *, return_bag_names=False):
     y : ndarray of shape (n_bags,), dtype int64
         The label of every bag, as written in the file.
     bag_names : list of str
-        Only if ``return_bag_names``: the bag ids, in the order of ``bags``.
+        Only if ``return_bag_names``: the bag ids (unquoted, surrounding spaces removed), in
+        the order of ``bags``.
 
     Raises
     ------

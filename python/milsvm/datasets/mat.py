@@ -27,6 +27,14 @@ def _check_real_dtype(name, key, dtype):
         raise ValueError(f"{name}: {key!r} must be real and numeric, got {kind}")
 
 
+def _as_float64(name, key, value, convert):
+    """``convert(value)``, or the ``ValueError`` saying that the variable ``key`` is not numeric."""
+    try:
+        return convert(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: {key!r} must be numeric, got dtype {value.dtype}") from None
+
+
 def _check_sparse_structure(name, key, value):
     """Check the index arrays of a sparse MATLAB variable before any conversion.
 
@@ -64,10 +72,7 @@ def _mat_vector(name, mat, key, n_instances):
     if value.ndim > 2 or (value.ndim == 2 and min(value.shape) > 1):
         raise ValueError(f"{name}: {key!r} must be a vector, got shape {value.shape}")
     _check_real_dtype(name, key, value.dtype)
-    try:
-        value = value.astype(np.float64).ravel()
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: {key!r} must be numeric, got dtype {value.dtype}") from None
+    value = _as_float64(name, key, value, lambda v: v.astype(np.float64)).ravel()
     if value.size != n_instances:
         raise ValueError(
             f"{name}: {key!r} has {value.size} entries but 'features' has {n_instances} rows "
@@ -310,12 +315,7 @@ def load_andrews_mat(path, *, return_bag_names=False):
             raise ValueError(f"{name}: 'features' must be a 2-D matrix")
         _check_real_dtype(name, "features", features.dtype)
         _check_sparse_structure(name, "features", features)
-        try:
-            X = sp.csr_matrix(features, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"{name}: 'features' must be numeric, got dtype {features.dtype}"
-            ) from None
+        X = _as_float64(name, "features", features, lambda v: sp.csr_matrix(v, dtype=np.float64))
         X.sum_duplicates()
         X.sort_indices()
         values = X.data
@@ -326,12 +326,7 @@ def load_andrews_mat(path, *, return_bag_names=False):
                 f"{name}: 'features' must be a 2-D matrix, got shape {features.shape}"
             )
         _check_real_dtype(name, "features", features.dtype)
-        try:
-            X = np.asarray(features, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"{name}: 'features' must be numeric, got dtype {features.dtype}"
-            ) from None
+        X = _as_float64(name, "features", features, lambda v: np.asarray(v, dtype=np.float64))
         values = X
     if not np.all(np.isfinite(values)):
         raise ValueError(f"{name}: 'features' contains NaN or infinite values")

@@ -6,12 +6,11 @@ import numbers
 
 from ._text import (
     _check_label_range,
-    _group_bags,
     _line_error,
     _parse_dense,
     _parse_int_label,
     _parse_sparse,
-    _read_data_lines,
+    _read_bag_lines,
     _result,
     _split_dense,
     _split_sparse,
@@ -34,6 +33,28 @@ def _check_n_features(n_features):
 # --------------------------------------------------------------------------------------------
 # Loaders
 # --------------------------------------------------------------------------------------------
+
+
+def _split_mill_line(name, lineno, line):
+    """``(bag_name, label, features)`` of one MILL line; ``features`` is ``""`` if absent."""
+    parts = line.split(",", 3)
+    if len(parts) < 3:
+        raise _line_error(
+            name,
+            lineno,
+            f"too few fields ({len(parts)}); expected instance_name,bag_name,label,"
+            "features...",
+        )
+    bag = parts[1].strip()
+    if not bag:
+        raise _line_error(name, lineno, "the bag name (field 2) is empty")
+    label = _parse_int_label(parts[2])
+    if label is None:
+        raise _line_error(
+            name, lineno, f"the label {parts[2].strip()!r} (field 3) is not an integer"
+        )
+    _check_label_range(name, lineno, label, parts[2], 3)
+    return bag, label, parts[3].strip() if len(parts) == 4 else ""
 
 
 def load_mill(path, n_features=None, *, return_bag_names=False):
@@ -96,34 +117,7 @@ def load_mill(path, n_features=None, *, return_bag_names=False):
     (102, (4, 166))
     """
     n_features = _check_n_features(n_features)
-    name, linenos, lines = _read_data_lines(path)
-
-    bag_names = []
-    labels = []
-    rests = []
-    for lineno, line in zip(linenos, lines):
-        parts = line.split(",", 3)
-        if len(parts) < 3:
-            raise _line_error(
-                name,
-                lineno,
-                f"too few fields ({len(parts)}); expected instance_name,bag_name,label,"
-                "features...",
-            )
-        bag = parts[1].strip()
-        if not bag:
-            raise _line_error(name, lineno, "the bag name (field 2) is empty")
-        label = _parse_int_label(parts[2])
-        if label is None:
-            raise _line_error(
-                name, lineno, f"the label {parts[2].strip()!r} (field 3) is not an integer"
-            )
-        _check_label_range(name, lineno, label, parts[2], 3)
-        bag_names.append(bag)
-        labels.append(label)
-        rests.append(parts[3].strip() if len(parts) == 4 else "")
-
-    starts, bag_labels = _group_bags(name, linenos, bag_names, labels)
+    name, linenos, rests, starts, bag_labels, names = _read_bag_lines(path, _split_mill_line)
 
     first = next((k for k, rest in enumerate(rests) if rest), None)
     if first is None:
@@ -150,4 +144,4 @@ def load_mill(path, n_features=None, *, return_bag_names=False):
                 )
         X = _parse_dense(name, linenos, rests, n_features, first_field=4)
         bags = _split_dense(X, starts)
-    return _result(bags, bag_labels, [bag_names[k] for k in starts], return_bag_names)
+    return _result(bags, bag_labels, names, return_bag_names)

@@ -5,16 +5,41 @@ from __future__ import annotations
 from importlib import resources
 
 from ._text import (
-    _group_bags,
     _line_error,
     _parse_dense,
-    _read_data_lines,
+    _read_bag_lines,
     _result,
     _split_dense,
     _strict_float,
 )
 
 __all__ = ["load_musk_uci", "load_musk1"]
+
+
+def _split_uci_line(name, lineno, line):
+    """``(molecule_name, class, features)`` of one line of a UCI MUSK file."""
+    parts = line.split(",", 2)
+    features, sep, cls = parts[2].rpartition(",") if len(parts) == 3 else ("", "", "")
+    if not sep or not features.strip():
+        raise _line_error(
+            name,
+            lineno,
+            "too few fields; expected molecule_name,conformation_name,f1,...,f166,class",
+        )
+    bag = parts[0].strip()
+    if not bag:
+        raise _line_error(name, lineno, "the molecule name (field 1) is empty")
+    try:
+        value = _strict_float(cls.strip())
+    except ValueError:
+        value = None
+    if value not in (0.0, 1.0):
+        raise _line_error(
+            name,
+            lineno,
+            f"the class {cls.strip()!r} (last field) is not 0 or 1 (written 0. or 1.)",
+        )
+    return bag, int(value), features.strip()
 
 
 def load_musk_uci(path, *, return_bag_names=False):
@@ -59,39 +84,9 @@ def load_musk_uci(path, *, return_bag_names=False):
     conformations and order); ``load_musk_uci("clean1.data")`` and ``load_mill("musk1.data")``
     return equal bags and labels.
     """
-    name, linenos, lines = _read_data_lines(path)
-    bag_names = []
-    labels = []
-    rests = []
-    for lineno, line in zip(linenos, lines):
-        parts = line.split(",", 2)
-        features, sep, cls = parts[2].rpartition(",") if len(parts) == 3 else ("", "", "")
-        if not sep or not features.strip():
-            raise _line_error(
-                name,
-                lineno,
-                "too few fields; expected molecule_name,conformation_name,f1,...,f166,class",
-            )
-        bag = parts[0].strip()
-        if not bag:
-            raise _line_error(name, lineno, "the molecule name (field 1) is empty")
-        try:
-            value = _strict_float(cls.strip())
-        except ValueError:
-            value = None
-        if value not in (0.0, 1.0):
-            raise _line_error(
-                name,
-                lineno,
-                f"the class {cls.strip()!r} (last field) is not 0 or 1 (written 0. or 1.)",
-            )
-        bag_names.append(bag)
-        labels.append(int(value))
-        rests.append(features.strip())
-
-    starts, bag_labels = _group_bags(name, linenos, bag_names, labels)
+    name, linenos, rests, starts, bag_labels, names = _read_bag_lines(path, _split_uci_line)
     X = _parse_dense(name, linenos, rests, None, first_field=3)
-    return _result(_split_dense(X, starts), bag_labels, [bag_names[k] for k in starts], return_bag_names)
+    return _result(_split_dense(X, starts), bag_labels, names, return_bag_names)
 
 
 def load_musk1(*, return_bag_names=False):
