@@ -359,7 +359,7 @@ def test_bad_data_is_refused(cls):
         cls().fit(bags, np.ones(len(bags)))
     with pytest.raises(ValueError, match="features"):
         cls().fit(bags, y).predict([np.ones((2, 4))])
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="C must be a real number, got 'big'"):
         cls(C="big").fit(bags, y)
 
 

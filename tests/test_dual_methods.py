@@ -150,10 +150,10 @@ def test_nsk_bad_data():
         milsvm.NSK().fit(bags, np.zeros(len(bags)))
     bad = [b.copy() for b in bags]
     bad[0][0, 0] = np.nan
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="bag 0 has a non-finite value"):
         milsvm.NSK().fit(bad, y)
     est = milsvm.NSK().fit(bags, y)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="bags have 5 features, but the model was fitted on 3"):
         est.decision_function([np.ones((2, 5))])
 
 

@@ -102,7 +102,7 @@ def test_public_arrays_are_read_only_views_of_the_compiled_model():
     est, bags, y = fitted("SparseMI")
     for arr in (est.xv_, est.coef_, est.model_.intercept):
         assert not arr.flags.writeable
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="read-only"):
             arr[0] = 1.0
     assert np.shares_memory(est.xv_, est.model_.xv)
     assert isinstance(est.model_, milsvm.Model) and est.model_.n_xv == 3 and est.model_.pooling == "mean"
@@ -229,7 +229,7 @@ def test_serving_path_errors():
         est.decision_function_bag(np.array([[0.0, np.nan, 1.0]]))
     with pytest.raises(ValueError, match="2-D"):
         est.decision_function_bag(np.ones(3))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="a bag must hold a positive multiple of 3 values, got 0"):
         est.decision_function_bag(np.ones((0, 3)))
     # non-contiguous and integer input are accepted
     bag = np.asfortranarray(bags[0])
