@@ -13,7 +13,7 @@ from sklearn.base import clone
 
 import milsvm
 from milsvm import _core
-from conftest import easy_bags, random_bags
+from conftest import assert_one_vs_rest, easy_bags, random_bags
 
 ESTIMATORS = [milsvm.ALSVM, milsvm.AWSVM, milsvm.ALPSVM, milsvm.miSVM, milsvm.MISVM]
 
@@ -285,7 +285,9 @@ def test_edge_bags_one_instance_positive_bags_sizes_and_duplicates():
         assert all(len(p) == len(b) for p, b in zip(m.p_, bags))
 
 
-def test_multiclass_one_vs_rest():
+def multiclass_bags():
+    """30 bags of three classes 'a', 'b', 'c': one instance near the class centre, three
+    background instances around (6, 6)."""
     rng = np.random.default_rng(5)
     centers = np.array([[0, 3], [3, 0], [-3, -3]])
     bags, y = [], []
@@ -295,11 +297,35 @@ def test_multiclass_one_vs_rest():
         x[0] = centers[c] + rng.normal(size=2) * 0.3
         bags.append(x)
         y.append(["a", "b", "c"][c])
+    return bags, y
+
+
+def test_multiclass_one_vs_rest():
+    bags, y = multiclass_bags()
     m = milsvm.ALSVM(C=10, gamma=0.5).fit(bags, y)
     assert m.decision_function(bags).shape == (30, 3)
     assert m.score(bags, y) >= 0.9
     assert len(m.p_) == 3 and len(m.p_[0]) == 30
     assert m.coef_.shape[0] == 3
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS)
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"class_weight": "balanced"}, {"n_xv": 6, "random_state": 0}],
+    ids=["all-instances", "balanced", "reduced-basis"],
+)
+def test_multiclass_columns_are_the_binary_fits(cls, params):
+    """Every output of a multi-class fit is the binary fit of its class against the rest (same
+    parameters; balanced weights are computed per problem, the k-means basis from all the
+    instances): decision values, instance scores, p_, p_hat_, the objective and temperature
+    histories. Bags fewer than the default test's, with more mixing, so that the problems do not
+    stop at their first round."""
+    bags, y = multiclass_bags()
+    rng = np.random.default_rng(11)
+    bags = [b + rng.normal(scale=0.8, size=b.shape) for b in bags]
+    assert_one_vs_rest(lambda: cls(C=10, gamma=0.5, **params), bags, y,
+                       per_problem=("p_", "p_hat_", "objective_history_", "temperatures_"))
 
 
 def test_class_weight():
