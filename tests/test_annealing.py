@@ -1,6 +1,8 @@
 """The annealing family (ALSVM, AWSVM, ALPSVM) and the mi-SVM / MI-SVM heuristics: probability
 updates against their closed forms and a general optimiser, limits, the heuristics as
-zero-temperature annealing, thread independence, bad input, and the estimator contract."""
+zero-temperature annealing and against an independent implementation of Andrews et al.'s
+loops, multi-class outputs as the binary one-vs-rest fits, thread independence, bad input, and
+the estimator contract."""
 
 import pickle
 
