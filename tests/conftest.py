@@ -123,3 +123,29 @@ def assert_one_vs_rest(make, bags, y, per_problem=(), rtol=1e-10, atol=1e-10):
             for name in per_problem:
                 _assert_same(getattr(multi, name)[c], getattr(binary, name), rtol, atol, f"{name}[{c}]")
     return multi
+
+
+def slsqp_minimum(fun, jac, starts, bounds, constraints, feasible, ftol, maxiter, restarts):
+    """The best value of SLSQP over ``starts``, for a reference optimum that cannot pass by default.
+
+    Each run is restarted from where it stopped until that no longer improves (at most
+    ``restarts`` runs; SLSQP can declare success early where a gradient is steep, and a restart
+    resets its Hessian estimate). Only runs that end at a point with ``feasible(x)`` count, and
+    it fails if none does: the result is never ``inf`` or an infeasible point's value.
+    """
+    import scipy.optimize as so
+
+    values, messages = [], []
+    for x in starts:
+        best = np.inf
+        for _ in range(restarts):
+            r = so.minimize(fun, x, jac=jac, method="SLSQP", bounds=bounds, constraints=constraints,
+                            options={"ftol": ftol, "maxiter": maxiter})
+            messages.append(r.message)
+            if not feasible(r.x) or fun(r.x) >= best - 1e-15 * (1 + abs(best)):
+                break
+            x, best = r.x, fun(r.x)
+        if np.isfinite(best):
+            values.append(best)
+    assert values, f"no SLSQP run ended feasible: {messages}"
+    return min(values)

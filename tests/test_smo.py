@@ -5,11 +5,11 @@ independence, and refusals of bad input."""
 
 import numpy as np
 import pytest
-import scipy.optimize as so
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.svm import SVC
 
+from conftest import slsqp_minimum
 from milsvm import _core
 
 
@@ -39,20 +39,8 @@ def reference(K, y, u, p, d, delta):
     def feasible(a):
         return np.all(a >= -1e-12) and np.all(a <= upper + 1e-12) and abs(y @ a - delta) <= 1e-9 * max(1.0, a.sum())
 
-    values, messages = [], []
-    for start in (np.zeros(n), np.where(np.isinf(u), 1.0, u / 2)):
-        x, best = start, np.inf
-        for _ in range(10):
-            res = so.minimize(fun, x, jac=jac, bounds=bounds, constraints=cons, method="SLSQP",
-                              options={"ftol": 1e-14, "maxiter": 2000})
-            messages.append(res.message)
-            if not feasible(res.x) or fun(res.x) >= best - 1e-15 * (1 + abs(best)):
-                break
-            x, best = res.x, fun(res.x)
-        if np.isfinite(best):
-            values.append(best)
-    assert values, f"no SLSQP run ended feasible: {messages}"
-    return min(values)
+    starts = [np.zeros(n), np.where(np.isinf(u), 1.0, u / 2)]
+    return slsqp_minimum(fun, jac, starts, bounds, cons, feasible, ftol=1e-14, maxiter=2000, restarts=10)
 
 
 @settings(max_examples=40, deadline=None)
