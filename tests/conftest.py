@@ -81,3 +81,71 @@ def musk1():
     from milsvm.datasets import load_musk1
 
     return load_musk1()
+
+
+def _assert_same(a, b, rtol, atol, what):
+    """``a`` equals ``b`` to ``rtol``/``atol``: arrays, numbers, or (nested) lists of them."""
+    if isinstance(a, (list, tuple)):
+        assert isinstance(b, (list, tuple)) and len(a) == len(b), what
+        for k, (u, v) in enumerate(zip(a, b)):
+            _assert_same(u, v, rtol, atol, f"{what}[{k}]")
+    else:
+        np.testing.assert_allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float), rtol=rtol, atol=atol,
+                                   err_msg=what)
+
+
+def assert_one_vs_rest(make, bags, y, per_problem=(), rtol=1e-10, atol=1e-10):
+    """A multi-class fit of ``make()`` is one binary fit per class, with the same parameters.
+
+    Column ``c`` of ``decision_function`` (and of every bag's ``instance_decision_function``,
+    where the estimator has one) equals the binary fit of class ``classes_[c]`` against the rest (labels 1 for that class,
+    0 for the others, so the class is the binary fit's positive class); so does entry ``c`` of
+    every attribute named in ``per_problem`` (a list over the classes in a multi-class fit,
+    the one problem's value in a binary fit). Returns the multi-class fit.
+    """
+    import warnings
+
+    y = np.asarray(y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # iteration caps warn alike in both fits
+        multi = make().fit(bags, y)
+        scores = multi.decision_function(bags)
+        has_instances = hasattr(multi, "instance_decision_function")
+        inst = multi.instance_decision_function(bags) if has_instances else None
+        assert len(multi.classes_) >= 3 and scores.shape == (len(bags), len(multi.classes_))
+        for c, label in enumerate(multi.classes_):
+            binary = make().fit(bags, (y == label).astype(np.int64))
+            assert binary.classes_.tolist() == [0, 1]
+            _assert_same(scores[:, c], binary.decision_function(bags), rtol, atol, f"decision_function[:, {c}]")
+            if has_instances:
+                _assert_same([s[:, c] for s in inst], binary.instance_decision_function(bags), rtol, atol,
+                             f"instance_decision_function[:, {c}]")
+            for name in per_problem:
+                _assert_same(getattr(multi, name)[c], getattr(binary, name), rtol, atol, f"{name}[{c}]")
+    return multi
+
+
+def slsqp_minimum(fun, jac, starts, bounds, constraints, feasible, ftol, maxiter, restarts):
+    """The best value of SLSQP over ``starts``, for a reference optimum that cannot pass by default.
+
+    Each run is restarted from where it stopped until that no longer improves (at most
+    ``restarts`` runs; SLSQP can declare success early where a gradient is steep, and a restart
+    resets its Hessian estimate). Only runs that end at a point with ``feasible(x)`` count, and
+    it fails if none does: the result is never ``inf`` or an infeasible point's value.
+    """
+    import scipy.optimize as so
+
+    values, messages = [], []
+    for x in starts:
+        best = np.inf
+        for _ in range(restarts):
+            r = so.minimize(fun, x, jac=jac, method="SLSQP", bounds=bounds, constraints=constraints,
+                            options={"ftol": ftol, "maxiter": maxiter})
+            messages.append(r.message)
+            if not feasible(r.x) or fun(r.x) >= best - 1e-15 * (1 + abs(best)):
+                break
+            x, best = r.x, fun(r.x)
+        if np.isfinite(best):
+            values.append(best)
+    assert values, f"no SLSQP run ended feasible: {messages}"
+    return min(values)

@@ -1,6 +1,8 @@
 """The annealing family (ALSVM, AWSVM, ALPSVM) and the mi-SVM / MI-SVM heuristics: probability
 updates against their closed forms and a general optimiser, limits, the heuristics as
-zero-temperature annealing, thread independence, bad input, and the estimator contract."""
+zero-temperature annealing and against an independent implementation of Andrews et al.'s
+loops, multi-class outputs as the binary one-vs-rest fits, thread independence, bad input, and
+the estimator contract."""
 
 import pickle
 
@@ -13,7 +15,7 @@ from sklearn.base import clone
 
 import milsvm
 from milsvm import _core
-from conftest import easy_bags, random_bags
+from conftest import assert_one_vs_rest, easy_bags, random_bags, slsqp_minimum
 
 ESTIMATORS = [milsvm.ALSVM, milsvm.AWSVM, milsvm.ALPSVM, milsvm.miSVM, milsvm.MISVM]
 
@@ -30,27 +32,61 @@ def al_objective(p, t, T):
     return float(np.sum(p * t) + T * np.sum(h(p)))
 
 
+def al_gradient(p, t, T):
+    return t + T * (np.log(p) - np.log1p(-p))
+
+
 def alp_objective(p, t, T, c2, p_star):
     return al_objective(p, t, T) + c2 * (np.sum(p) - len(t) * p_star) ** 2
+
+
+def alp_gradient(p, t, T, c2, p_star):
+    return al_gradient(p, t, T) + 2 * c2 * (np.sum(p) - len(t) * p_star)
 
 
 def aw_objective(p, t, T):
     return float(np.sum(p * t) + T * np.sum(np.where(p > 0, p * np.log(np.where(p > 0, p, 1)), 0.0)))
 
 
-def scipy_min(objective, m, simplex):
-    """Best of several SLSQP runs of a per-bag objective over [0, 1]^m with sum p >= 1 (or = 1)."""
-    cons = {"type": "eq" if simplex else "ineq", "fun": lambda p: np.sum(p) - 1.0}
-    best = np.inf
-    for start in (np.full(m, max(1.0 / m, 0.5 if not simplex else 1.0 / m)), np.full(m, 1.0 / m), np.full(m, 0.9)):
-        if simplex:
-            start = start / start.sum()
-        r = so.minimize(objective, start, method="SLSQP", bounds=[(1e-12, 1 - 1e-12)] * m, constraints=[cons],
-                        options={"ftol": 1e-13, "maxiter": 500})
-        if r.success or np.isfinite(r.fun):
-            if np.sum(r.x) >= 1 - 1e-7:
-                best = min(best, r.fun)
-    return best
+def aw_gradient(p, t, T):
+    return t + T * (np.log(p) + 1)
+
+
+def scipy_min(objective, gradient, m, simplex):
+    """The minimum of a per-bag objective over [0, 1]^m with sum p >= 1 (or = 1 if ``simplex``).
+
+    The best value of SLSQP (analytic gradients, bounds [1e-12, 1 - 1e-12] where the entropy
+    is smooth) from three starts, each run restarted from where it stopped until that no longer
+    improves (SLSQP can declare success early when the entropy's gradient is steep near a
+    bound; a restart resets its Hessian estimate); a one-instance bag has the single feasible
+    point p = 1. Only runs that end at a feasible point count, and it fails if none does, so
+    the reference is never a default ``inf``; the callers also require it to agree with ours,
+    so a reference stuck above the optimum fails loudly instead of making ``ours <= ref`` easy.
+    """
+    if m == 1:
+        return objective(np.ones(1))
+    lo, hi = 1e-12, 1 - 1e-12
+    cons = {"type": "eq" if simplex else "ineq", "fun": lambda p: np.sum(p) - 1.0, "jac": lambda p: np.ones(m)}
+
+    def feasible(x):
+        s = np.sum(x)
+        in_box = np.all(x >= lo - 1e-12) and np.all(x <= hi + 1e-12)
+        return in_box and (abs(s - 1.0) <= 1e-9 if simplex else s >= 1.0 - 1e-9)
+
+    starts = [np.full(m, max(1.0 / m, 0.5 if not simplex else 1.0 / m)), np.full(m, 1.0 / m), np.full(m, 0.9)]
+    starts = [x / x.sum() if simplex else x for x in starts]
+    return slsqp_minimum(objective, gradient, starts, [(lo, hi)] * m, [cons], feasible, ftol=1e-13, maxiter=500,
+                         restarts=20)
+
+
+def assert_minimal(ours, ref, t):
+    """``ours`` (the objective at our update) is the minimum: not above the reference (to 1e-7
+    relative), and the reference (a feasible value, so not below the minimum) not above ours by
+    more than 1e-6 of the problem's scale (``1 + |ours| + sum |t|``: SLSQP resolves differences
+    of t only to about that), so the first comparison is against a real optimum."""
+    assert ours <= ref + 1e-7 * (1 + abs(ours))
+    scale = 1 + abs(ours) + np.abs(t).sum()
+    assert ref <= ours + 1e-6 * scale, f"the reference ({ref!r}) missed the minimum ({ours!r})"
 
 
 bag_t = st.lists(st.floats(-20, 20, allow_nan=False), min_size=1, max_size=7)
@@ -63,7 +99,7 @@ def test_al_update_minimises_its_bag_objective(t, T):
     p = _core.probability_update("al", t, T)
     assert np.all((p >= 0) & (p <= 1)) and p.sum() >= 1 - 1e-12
     ours = al_objective(p, t, T)
-    assert ours <= scipy_min(lambda q: al_objective(q, t, T), len(t), False) + 1e-7 * (1 + abs(ours))
+    assert_minimal(ours, scipy_min(lambda q: al_objective(q, t, T), lambda q: al_gradient(q, t, T), len(t), False), t)
     # the closed form: p = sigmoid((lambda - t) / T), lambda = 0 or the root of sum p = 1
     inner = (p > 1e-9) & (p < 1 - 1e-9)  # entries where the logit is well conditioned
     if len(t) > 1 and inner.any():
@@ -81,7 +117,7 @@ def test_aw_update_is_the_softmax_and_minimises(t, T):
     expected = np.exp(-(t - t.min()) / T)
     np.testing.assert_allclose(p, expected / expected.sum(), rtol=1e-12, atol=1e-300)
     ours = aw_objective(p, t, T)
-    assert ours <= scipy_min(lambda q: aw_objective(q, t, T), len(t), True) + 1e-7 * (1 + abs(ours))
+    assert_minimal(ours, scipy_min(lambda q: aw_objective(q, t, T), lambda q: aw_gradient(q, t, T), len(t), True), t)
 
 
 @given(bag_t, temps, st.sampled_from([0.0, 1.0, 10.0]), st.sampled_from([0.1, 0.5, 1.0]))
@@ -90,8 +126,27 @@ def test_alp_update_minimises_its_bag_objective(t, T, c2, p_star):
     p = _core.probability_update("alp", t, T, c2, p_star)
     assert np.all((p >= 0) & (p <= 1)) and p.sum() >= 1 - 1e-12
     ours = alp_objective(p, t, T, c2, p_star)
-    ref = scipy_min(lambda q: alp_objective(q, t, T, c2, p_star), len(t), False)
-    assert ours <= ref + 1e-7 * (1 + abs(ours))
+    ref = scipy_min(lambda q: alp_objective(q, t, T, c2, p_star), lambda q: alp_gradient(q, t, T, c2, p_star),
+                    len(t), False)
+    assert_minimal(ours, ref, t)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "bug in src/annealing.rs alp_update: its safeguarded Newton on nu = 2 C2 (sum p - m p*) "
+    "alternates between the two ends of the bracket (a full Newton step from the flat side "
+    "lands inside but near the other end, so the bracket barely shrinks), exhausts its 200 "
+    "iterations at nu ~ -0.085 (sum p = 0.25) and the sum < 1 test then returns the simplex "
+    "solution: objective 361.1 instead of the minimum 66.78 (sum p = 6.05, lambda = 0)"))
+def test_alp_update_minimises_a_steep_penalty_case():
+    """Found by hypothesis (test_alp_update_minimises_its_bag_objective with more examples):
+    at T = 1, C2 = 10, p* = 1 the update misses its bag objective's minimum by a factor 5."""
+    t = np.array([9.0, 9.0, 10.0, 10.0, 19.0, 19.0, 1.19140625])
+    T, c2, p_star = 1.0, 10.0, 1.0
+    p = _core.probability_update("alp", t, T, c2, p_star)
+    ref = scipy_min(lambda q: alp_objective(q, t, T, c2, p_star), lambda q: alp_gradient(q, t, T, c2, p_star),
+                    len(t), False)
+    assert ref == pytest.approx(66.78207714918, rel=1e-9)  # the KKT point: sum p = 6.05, no active constraint
+    assert_minimal(alp_objective(p, t, T, c2, p_star), ref, t)
 
 
 @given(
@@ -115,7 +170,7 @@ def test_alp_cold_update_is_the_zero_temperature_minimiser(t, c2, p_star, tie):
         return float(q @ t + c2 * (q.sum() - m * p_star) ** 2)
 
     ours = f(cold)
-    assert ours <= scipy_min(f, m, False) + 1e-7 * (1 + abs(ours))
+    assert_minimal(ours, scipy_min(f, lambda q: t + 2 * c2 * (q.sum() - m * p_star), m, False), t)
     # equal t, equal p
     for a in range(m):
         for b in range(m):
@@ -183,6 +238,160 @@ def test_misvm_heuristics_equal_zero_temperature_annealing():
     np.testing.assert_allclose(big.decision_function(bags), aw.decision_function(bags), rtol=1e-6, atol=1e-8)
 
 
+# --------------------------------------------------------------------------------------------
+# mi-SVM and MI-SVM against an independent implementation of Andrews et al.'s loops
+# --------------------------------------------------------------------------------------------
+
+
+def rbf(A, B, gamma):
+    d2 = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2.0 * A @ B.T
+    return np.exp(-gamma * np.maximum(d2, 0.0))
+
+
+def primal_svm(k_reg, k_xz, c_pos, c_neg, start):
+    """The SVM step over a fixed basis, by scipy's trust-exact with the generalised Hessian:
+    ``min 1/2 beta^T k_reg beta + sum_j [c+_j max(0, 1 - f_j)^2 + c-_j max(0, 1 + f_j)^2]``,
+    ``f = k_xz beta + b``. Returns ``(beta, b)``, the value and the scores ``f``."""
+    n, k = k_xz.shape
+    A = np.hstack([k_xz, np.ones((n, 1))])
+    R = np.zeros((k + 1, k + 1))
+    R[:k, :k] = k_reg
+
+    def margins(w):
+        f = A @ w
+        return np.maximum(0.0, 1.0 - f), np.maximum(0.0, 1.0 + f)
+
+    def fun(w):
+        mp, mn = margins(w)
+        return 0.5 * w @ R @ w + c_pos @ mp**2 + c_neg @ mn**2
+
+    def jac(w):
+        mp, mn = margins(w)
+        return R @ w + A.T @ (2 * c_neg * mn - 2 * c_pos * mp)
+
+    def hess(w):
+        mp, mn = margins(w)
+        d = 2 * c_pos * (mp > 0) + 2 * c_neg * (mn > 0)
+        return R + A.T @ (d[:, None] * A)
+
+    r = so.minimize(fun, start, jac=jac, hess=hess, method="trust-exact", options={"gtol": 1e-13, "maxiter": 1000})
+    # trust-exact may stop at the rounding level of a kink ("bad approximation"); the optimum
+    # is then certified by the gradient, small against the loss gradient's scale
+    scale = 1.0 + np.abs(A).sum(0).max() * (c_pos + c_neg).max()
+    assert r.success or np.abs(jac(r.x)).max() <= 1e-9 * scale, (r.message, np.abs(jac(r.x)).max())
+    return r.x, r.fun, A @ r.x
+
+
+def andrews_reference(bags, y, Z, gamma, C, method, max_iter, class_weight=None, ridge=1e-8):
+    """Andrews et al.'s heuristics over the fixed basis ``Z``, written from the paper with
+    Gehler & Chapelle's SVM step (the weighted squared hinge above, ridge 1e-8 on K_zz).
+
+    mi-SVM (``method="mi"``): every instance of a positive bag starts positive (cost C as a
+    positive, 0 as a negative); train; relabel each instance of a positive bag of two or more
+    instances by the sign of f, and if a bag is left without a positive, its instance of
+    largest f becomes positive; stop when no label changes. MI-SVM (``"MI"``): each positive
+    bag's instances start with weight 1/m_i as positives (never as negatives); train; the
+    witness of a positive bag is its instance of largest f (the first of ties), weight 1;
+    stop when no witness changes. Instances of negative bags are negatives of cost C. A round
+    is one training; after ``max_iter`` rounds without convergence the last labels are trained
+    on once more. ``margin`` is the smallest gap the decisions rested on (|f| of a relabelled
+    instance, the lead of a bag's top score), to skip cases too close to a tie to compare.
+    """
+    X = np.vstack(bags)
+    ptr = np.concatenate([[0], np.cumsum([len(b) for b in bags])])
+    k_xz, k_reg = rbf(X, Z, gamma), rbf(Z, Z, gamma) + ridge * np.eye(len(Z))
+    pos = np.asarray(y) == 1
+    weight = {0: 1.0, 1: 1.0}
+    if class_weight == "balanced":
+        weight = {1: len(y) / (2 * pos.sum()), 0: len(y) / (2 * (~pos).sum())}
+    cost = C * np.repeat([weight[int(v)] for v in pos], np.diff(ptr))
+    neg = np.repeat(~pos, np.diff(ptr))
+    p = np.zeros(len(X)) if method == "mi" else neg.astype(float)  # MI: a negative instance weighs 1
+    for i in np.flatnonzero(pos):
+        p[ptr[i]:ptr[i + 1]] = 1.0 if method == "mi" else 1.0 / (ptr[i + 1] - ptr[i])
+    w = np.zeros(len(Z) + 1)
+
+    def train(p, w):
+        c_pos = np.where(neg, 0.0, cost * p)
+        c_neg = np.where(neg, cost, cost * (1.0 - p) if method == "mi" else 0.0)
+        return primal_svm(k_reg, k_xz, c_pos, c_neg, w)
+
+    history, margin, converged = [], np.inf, False
+    while len(history) < max_iter:
+        w, value, f = train(p, w)
+        history.append(value)
+        q = p.copy()
+        for i in np.flatnonzero(pos):
+            lo, hi = ptr[i], ptr[i + 1]
+            fb = f[lo:hi]
+            top = np.sort(fb)[::-1]
+            lead = top[0] - top[1] if len(fb) > 1 else np.inf
+            if method == "MI":
+                q[lo:hi] = 0.0
+                q[lo + np.argmax(fb)] = 1.0
+                margin = min(margin, lead)
+            elif hi - lo > 1:
+                q[lo:hi] = (fb > 0).astype(float)
+                margin = min(margin, np.abs(fb).min())
+                if not q[lo:hi].any():
+                    q[lo + np.argmax(fb)] = 1.0
+                    margin = min(margin, lead)
+        if np.array_equal(q, p):
+            converged = True
+            break
+        p = q
+    if not converged:
+        w, _, f = train(p, w)
+    return {"p": np.split(p, ptr[1:-1]), "f": np.split(f, ptr[1:-1]), "history": np.array(history),
+            "rounds": len(history), "converged": converged, "margin": margin}
+
+
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    method=st.sampled_from(["mi", "MI"]),
+    C=st.sampled_from([0.5, 1.0, 10.0]),
+    gamma=st.sampled_from([0.3, 1.0]),
+    max_iter=st.sampled_from([1, 2, 50]),
+    class_weight=st.sampled_from([None, "balanced"]),
+)
+def test_heuristics_follow_andrews_loops_over_a_fixed_basis(seed, method, C, gamma, max_iter, class_weight):
+    """miSVM / MISVM over a given basis Z (``n_xv=k, xv_init=Z``) against the plain NumPy/SciPy
+    loops of :func:`andrews_reference`: the same final instance labels (mi-SVM) or witnesses
+    (MI-SVM), instance and bag scores to 1e-6, objective after every round to 1e-8 relative,
+    the same number of rounds and convergence flag. Cases whose decisions rest on a gap below
+    1e-6 (a score at 0, two top scores tied) are skipped."""
+    import warnings
+
+    from hypothesis import assume
+
+    rng = np.random.default_rng(seed)
+    n_bags, k = int(rng.integers(6, 13)), int(rng.integers(3, 7))
+    y = np.arange(n_bags) % 2
+    bags = []
+    for label in y:
+        m = int(rng.integers(1, 6))
+        x = rng.normal(size=(m, 2))
+        if label:
+            x[rng.integers(m)] += 2.0
+        bags.append(x)
+    Z = 1.5 * rng.normal(size=(k, 2))
+    ref = andrews_reference(bags, y, Z, gamma, C, method, max_iter, class_weight)
+    assume(ref["margin"] > 1e-6)
+    cls = milsvm.miSVM if method == "mi" else milsvm.MISVM
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the ConvergenceWarning of a capped run
+        est = cls(C=C, gamma=gamma, n_xv=k, xv_init=Z, max_iter=max_iter, class_weight=class_weight).fit(bags, y)
+    np.testing.assert_array_equal(est.xv_, Z)
+    assert est.n_iter_ == ref["rounds"] and est.converged_ == ref["converged"]
+    np.testing.assert_allclose(est.objective_history_, ref["history"], rtol=1e-8, atol=1e-10)
+    for ours, theirs in zip(est.p_, ref["p"]):
+        np.testing.assert_array_equal(ours, theirs)
+    scores = est.instance_decision_function(bags)
+    for ours, theirs in zip(scores, ref["f"]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(est.decision_function(bags), [f.max() for f in ref["f"]], rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("cls", ESTIMATORS)
 def test_fit_predict_and_results_do_not_depend_on_threads(cls):
     bags, y = easy_bags(seed=2, n_bags=24)
@@ -239,7 +448,9 @@ def test_edge_bags_one_instance_positive_bags_sizes_and_duplicates():
         assert all(len(p) == len(b) for p, b in zip(m.p_, bags))
 
 
-def test_multiclass_one_vs_rest():
+def multiclass_bags():
+    """30 bags of three classes 'a', 'b', 'c': one instance near the class centre, three
+    background instances around (6, 6)."""
     rng = np.random.default_rng(5)
     centers = np.array([[0, 3], [3, 0], [-3, -3]])
     bags, y = [], []
@@ -249,11 +460,35 @@ def test_multiclass_one_vs_rest():
         x[0] = centers[c] + rng.normal(size=2) * 0.3
         bags.append(x)
         y.append(["a", "b", "c"][c])
+    return bags, y
+
+
+def test_multiclass_one_vs_rest():
+    bags, y = multiclass_bags()
     m = milsvm.ALSVM(C=10, gamma=0.5).fit(bags, y)
     assert m.decision_function(bags).shape == (30, 3)
     assert m.score(bags, y) >= 0.9
     assert len(m.p_) == 3 and len(m.p_[0]) == 30
     assert m.coef_.shape[0] == 3
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS)
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"class_weight": "balanced"}, {"n_xv": 6, "random_state": 0}],
+    ids=["all-instances", "balanced", "reduced-basis"],
+)
+def test_multiclass_columns_are_the_binary_fits(cls, params):
+    """Every output of a multi-class fit is the binary fit of its class against the rest (same
+    parameters; balanced weights are computed per problem, the k-means basis from all the
+    instances): decision values, instance scores, p_, p_hat_, the objective and temperature
+    histories. Bags fewer than the default test's, with more mixing, so that the problems do not
+    stop at their first round."""
+    bags, y = multiclass_bags()
+    rng = np.random.default_rng(11)
+    bags = [b + rng.normal(scale=0.8, size=b.shape) for b in bags]
+    assert_one_vs_rest(lambda: cls(C=10, gamma=0.5, **params), bags, y,
+                       per_problem=("p_", "p_hat_", "objective_history_", "temperatures_"))
 
 
 def test_class_weight():
@@ -313,7 +548,7 @@ def test_bad_data_is_refused(cls):
         cls().fit(bags, np.ones(len(bags)))
     with pytest.raises(ValueError, match="features"):
         cls().fit(bags, y).predict([np.ones((2, 4))])
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="C must be a real number, got 'big'"):
         cls(C="big").fit(bags, y)
 
 

@@ -388,8 +388,23 @@ def test_no_scale(toy_mill_file, tmp_path, capsys):
     assert json.loads(out.read_text())["scale"] is False
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("name", ALL)
 def test_every_estimator_cross_validates(name, toy_mill_file, tmp_path, capsys):
+    """``cv`` reports what the protocol it states gives: the folds of scikit-learn's
+    ``StratifiedKFold(2, shuffle=True, random_state=seed)`` (seed 0, the default), a pipeline of
+    ``BagStandardScaler`` and the estimator with the -p parameters (and ``random_state=seed``
+    where it has one) fitted on each training part, refitted here without milsvm's CV code:
+    every fold's accuracy, AUC and number of expansion (support) vectors equal the recomputed
+    ones, and the summary is their mean.
+    Every discriminative estimator also separates the toy (a class-1 bag holds one instance
+    far from the others): mean accuracy >= 0.75, chance being 0.5. OneClassMISVM is exempt: it
+    models the instances of positive bags, which on this toy are mostly the negative bags'
+    background, so it is not expected to separate them."""
+    from sklearn.metrics import roc_auc_score
+    from sklearn.model_selection import StratifiedKFold
+    from sklearn.pipeline import make_pipeline
+
     out = tmp_path / "r.json"
     spelled = name if name in ("miSVM", "MISVM") else name.lower()
     assert main(["cv", str(toy_mill_file), "--model", spelled, *pflags(FAST[name]), "--folds", "2", "-q",
@@ -397,6 +412,30 @@ def test_every_estimator_cross_validates(name, toy_mill_file, tmp_path, capsys):
     doc = json.loads(out.read_text())
     assert doc["estimator"] == name and len(doc["fold_results"]) == 2
     assert 0.0 <= doc["summary"]["accuracy_mean"] <= 1.0
+
+    cls = getattr(milsvm, name)
+    params = dict(FAST[name])
+    if "random_state" in cls().get_params():
+        params["random_state"] = 0
+    assert doc["params"] == params and doc["seed"] == 0 and doc["scale"] is True
+    bags, y = milsvm.datasets.load_mill(toy_mill_file)
+    splits = StratifiedKFold(2, shuffle=True, random_state=0).split(np.zeros(len(y)), y)
+    accuracies = []
+    for fold, (train, test) in zip(doc["fold_results"], splits):
+        model = make_pipeline(milsvm.BagStandardScaler(), cls(**params))
+        model.fit([bags[i] for i in train], y[train])
+        test_bags = [bags[i] for i in test]
+        accuracy = float(np.mean(model.predict(test_bags) == y[test]))
+        assert (fold["n_train"], fold["n_test"]) == (len(train), len(test))
+        assert fold["accuracy"] == accuracy
+        auc = roc_auc_score(y[test] == model.classes_[1], model.decision_function(test_bags))
+        assert fold["auc"] == pytest.approx(auc, abs=1e-12)
+        xv = getattr(model[-1], "xv_", None)  # the support-vector counts differ between folds
+        assert fold["n_xv"] == (None if xv is None else xv.shape[0])
+        accuracies.append(accuracy)
+    assert doc["summary"]["accuracy_mean"] == pytest.approx(np.mean(accuracies), abs=1e-15)
+    if name != "OneClassMISVM":
+        assert doc["summary"]["accuracy_mean"] >= 0.75
 
 
 # --------------------------------------------------------------------------------------------

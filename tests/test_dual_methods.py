@@ -16,7 +16,7 @@ from sklearn.svm import SVC
 
 import milsvm
 import milsvm.datasets
-from conftest import easy_bags, random_bags
+from conftest import assert_one_vs_rest, easy_bags, random_bags
 
 
 def rbf(a, b, gamma):
@@ -98,6 +98,7 @@ def test_nsk_multiclass_one_vs_rest():
     scores = est.decision_function(bags)
     assert scores.shape == (len(bags), len(np.unique(y)))
     assert est.score(bags, y) > 0.7
+    assert_one_vs_rest(lambda: milsvm.NSK(C=10.0), bags, y, per_problem=("dual_coef_", "objective_", "n_support_"))
 
 
 def test_nsk_easy_bags_save_load_pickle(tmp_path):
@@ -150,10 +151,10 @@ def test_nsk_bad_data():
         milsvm.NSK().fit(bags, np.zeros(len(bags)))
     bad = [b.copy() for b in bags]
     bad[0][0, 0] = np.nan
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="bag 0 has a non-finite value"):
         milsvm.NSK().fit(bad, y)
     est = milsvm.NSK().fit(bags, y)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="bags have 5 features, but the model was fitted on 3"):
         est.decision_function([np.ones((2, 5))])
 
 
@@ -354,6 +355,11 @@ def test_svmcc_multiclass_and_warning():
     est = milsvm.SVMCC(C=10.0, kernel="rbf").fit(bags, y)
     assert est.decision_function(bags).shape == (30, 3)
     assert len(est.v_) == 3
+    # every column (and every per-problem record) is the binary SVM-CC of its class against
+    # the rest, with either kernel
+    records = ("v_", "positive_bags_", "lp_intercept_", "qp_intercept_", "objective_history_", "dv_history_")
+    for kernel in ("rbf", "linear"):
+        assert_one_vs_rest(lambda: milsvm.SVMCC(C=10.0, kernel=kernel), bags, y, per_problem=records)
     with pytest.warns(Warning, match="max_iter"):
         milsvm.SVMCC(C=10.0, kernel="rbf", max_iter=1).fit(*easy_bags(3))
 
@@ -483,10 +489,15 @@ def test_contract_cross_validation_string_labels_and_bags_container(est):
     assert fitted.n_features_in_ == 2 and fitted.gamma_ > 0
 
 
-def test_smil_multiclass_one_vs_rest():
+@pytest.mark.parametrize("class_weight", [None, "balanced"])
+def test_smil_multiclass_one_vs_rest(class_weight):
     bags, y = milsvm.datasets.make_four_gaussians_bags(n_bags=30, random_state=2)
-    est = milsvm.sMIL(C=10.0).fit(bags, y)
+    est = milsvm.sMIL(C=10.0, class_weight=class_weight).fit(bags, y)
     assert est.decision_function(bags).shape == (30, 3)
+    # every column is the binary sMIL of its class against the rest (balanced weights are
+    # computed per binary problem, so they agree too)
+    assert_one_vs_rest(lambda: milsvm.sMIL(C=10.0, class_weight=class_weight), bags, y,
+                       per_problem=("dual_coef_", "objective_", "n_support_"))
 
 
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])

@@ -88,13 +88,54 @@ def test_reproducible_for_any_thread_count():
     assert not np.array_equal(other.initial_xv_, fits[0].initial_xv_)
 
 
-@pytest.mark.parametrize("solver", ["newton", "lbfgs"])
-def test_solvers_give_the_same_model(solver):
+def rsvm_inner_optimum(bags, y, xv, gamma, C, ridge=1e-8):
+    """The optimal value of RSVM's inner problem written out (Fu et al. eq. 9), by scipy's BFGS:
+    per one-vs-rest output ``min 1/2 beta^T (K_Z + ridge I) beta + C sum_i max(0, 1 - y_i
+    (M_i beta + b))^2`` with ``M_ik`` the bag mean of ``exp(-gamma |x - z_k|^2)``, summed."""
+    import scipy.optimize as so
+
+    def rbf(X, Z):
+        return np.exp(-gamma * ((X[:, None, :] - Z[None, :, :]) ** 2).sum(-1))
+
+    M = np.array([rbf(np.asarray(b), xv).mean(0) for b in bags])
+    H = rbf(xv, xv) + ridge * np.eye(len(xv))
+    classes = np.unique(y)
+    total = 0.0
+    for c in classes[1:] if len(classes) == 2 else classes:
+        s = np.where(y == c, 1.0, -1.0)
+
+        def f(w):
+            m = np.maximum(0.0, 1.0 - s * (M @ w[:-1] + w[-1]))
+            return 0.5 * w[:-1] @ H @ w[:-1] + C * (m**2).sum()
+
+        def grad(w):
+            d = -2.0 * C * np.maximum(0.0, 1.0 - s * (M @ w[:-1] + w[-1])) * s
+            return np.concatenate([H @ w[:-1] + M.T @ d, [d.sum()]])
+
+        r = so.minimize(f, np.zeros(len(xv) + 1), jac=grad, method="BFGS", options={"gtol": 1e-12, "maxiter": 10_000})
+        total += r.fun
+    return total
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_solvers_give_the_same_model(n_classes):
+    """The L-BFGS inner solver reaches the Newton solver's optimum (the default solver): the same
+    optimal value g(Z), coefficients, decision values and predictions; and that value is the
+    optimum of the inner problem solved independently by scipy."""
     bags, y = random_bags(6, n_bags=30, d=4)
-    ref = RSVM(n_xv=5, C=2.0, random_state=0).fit(bags, y)
-    clf = RSVM(n_xv=5, C=2.0, random_state=0, solver=solver).fit(bags, y)
-    assert clf.objective_history_[0] == pytest.approx(ref.objective_history_[0], rel=1e-8)
-    np.testing.assert_array_equal(clf.predict(bags), ref.predict(bags))
+    y = np.arange(len(bags)) % n_classes
+    newton = RSVM(n_xv=5, C=2.0, random_state=0).fit(bags, y)
+    lbfgs = RSVM(n_xv=5, C=2.0, random_state=0, solver="lbfgs").fit(bags, y)
+    assert newton.solver == "newton"
+    np.testing.assert_array_equal(lbfgs.xv_, newton.xv_)  # the same random expansion vectors
+    assert lbfgs.objective_history_[0] == pytest.approx(newton.objective_history_[0], rel=1e-8)
+    np.testing.assert_array_equal(lbfgs.predict(bags), newton.predict(bags))
+    np.testing.assert_allclose(lbfgs.coef_, newton.coef_, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(lbfgs.intercept_, newton.intercept_, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(lbfgs.decision_function(bags), newton.decision_function(bags), rtol=1e-6, atol=1e-6)
+    independent = rsvm_inner_optimum(bags, y, newton.xv_, newton.gamma_, 2.0)
+    assert newton.objective_history_[0] == pytest.approx(independent, rel=1e-8)
+    assert lbfgs.objective_history_[0] == pytest.approx(independent, rel=1e-8)
 
 
 def test_dense_sparse_and_bags_container_give_the_same_model():

@@ -2,6 +2,8 @@
 loaders' ``return_bag_names`` option."""
 
 
+import re
+
 import numpy as np
 import pytest
 import scipy.io
@@ -86,7 +88,7 @@ def test_quoted_fields_and_integer_labels_written_as_floats(tmp_path):
 )
 def test_malformed_files_name_file_and_line(tmp_path, text, line, message):
     path = write(tmp_path, text)
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(ValueError, match=re.escape(message)) as info:
         datasets.load_mil_csv(path)
     assert str(info.value).startswith(f"{path}, line {line}: ")
     assert message in str(info.value)

@@ -102,7 +102,7 @@ def test_public_arrays_are_read_only_views_of_the_compiled_model():
     est, bags, y = fitted("SparseMI")
     for arr in (est.xv_, est.coef_, est.model_.intercept):
         assert not arr.flags.writeable
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="read-only"):
             arr[0] = 1.0
     assert np.shares_memory(est.xv_, est.model_.xv)
     assert isinstance(est.model_, milsvm.Model) and est.model_.n_xv == 3 and est.model_.pooling == "mean"
@@ -162,9 +162,58 @@ def test_load_rejects_every_inconsistency_naming_the_field(tmp_path, edit, field
 
 
 def test_load_rejects_non_finite_numbers_and_garbage(tmp_path):
+    """A model file cannot carry a non-finite number: ``json`` writes NaN as a bare ``NaN``
+    token, which is not JSON, and a literal that overflows f64 (``1e999``) is refused by
+    serde_json ("number out of range"), in every numeric field. So the finite-value checks of
+    ``Model::check`` are reached here through the constructor the estimators build their models
+    with (``milsvm.Model``), each message naming its field (a CSR basis is refused before, by
+    its row check); and a kernel width <= 0 written in a file reaches ``Model::check`` through
+    ``load``."""
     path = _edited(tmp_path, lambda d: d["coef"]["data"].__setitem__(0, float("nan")))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not valid JSON"):
         milsvm.load(path)
+    sentinel = 0.123456789012345  # written as is by json, then replaced by an overflowing literal
+    for edit in (
+        lambda d: d["xv"]["data"].__setitem__(0, sentinel),
+        lambda d: d["coef"]["data"].__setitem__(0, -sentinel),
+        lambda d: d["intercept"].__setitem__(0, sentinel),
+        lambda d: d["kernel"].update(gamma=sentinel),
+    ):
+        path = _edited(tmp_path, edit)
+        text = path.read_text()
+        assert text.count(repr(sentinel)) == 1
+        path.write_text(text.replace(repr(sentinel), "1e999"))
+        with pytest.raises(ValueError, match="not valid JSON: number out of range"):
+            milsvm.load(path)
+    for gamma in (0.0, -1.0):
+        path = _edited(tmp_path, lambda d: d["kernel"].update(gamma=gamma))
+        with pytest.raises(ValueError, match="kernel: the width gamma must be finite and > 0"):
+            milsvm.load(path)
+
+    model = fitted("SparseMI")[0].model_
+    parts = {"xv": model.xv, "coef": model.coef, "intercept": model.intercept}
+    messages = {
+        "xv": "xv: the basis holds a non-finite value",
+        "coef": "coef: a coefficient is not finite",
+        "intercept": "intercept: a bias is not finite",
+    }
+    for field, message in messages.items():
+        for bad in (np.nan, np.inf, -np.inf):
+            arrays = {k: np.array(v) for k, v in parts.items()}
+            arrays[field].flat[-1] = bad
+            with pytest.raises(ValueError, match=message):
+                milsvm.Model(arrays["xv"], arrays["coef"], arrays["intercept"], "rbf", model.gamma, 2)
+    csr = sp.csr_matrix(model.xv)
+    data = csr.data.copy()
+    data[-1] = np.nan
+    sparse_xv = (data, csr.indices.astype(np.int64), csr.indptr.astype(np.int64), csr.shape[1])
+    # a CSR basis is refused earlier, when its rows are built (naming the row)
+    with pytest.raises(ValueError, match="instance [0-9]+ has a non-finite value"):
+        milsvm.Model(sparse_xv, model.coef, model.intercept, "rbf", model.gamma, 2)
+    # the unchanged parts build a model (so each refusal above is the non-finite value's)
+    milsvm.Model(np.array(model.xv), np.array(model.coef), np.array(model.intercept), "rbf", model.gamma, 2)
+    milsvm.Model((csr.data, *sparse_xv[1:]), model.coef, model.intercept, "rbf", model.gamma, 2)
+
     path.write_text("{not json")
     with pytest.raises(ValueError, match="JSON"):
         milsvm.load(path)
@@ -180,7 +229,7 @@ def test_serving_path_errors():
         est.decision_function_bag(np.array([[0.0, np.nan, 1.0]]))
     with pytest.raises(ValueError, match="2-D"):
         est.decision_function_bag(np.ones(3))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="a bag must hold a positive multiple of 3 values, got 0"):
         est.decision_function_bag(np.ones((0, 3)))
     # non-contiguous and integer input are accepted
     bag = np.asfortranarray(bags[0])

@@ -307,6 +307,55 @@ def test_rs_intercept_minimises_the_loss_with_the_coefficients_fixed():
             assert loss(rs.intercept_) <= loss(rs.intercept_ + db) + 1e-12
 
 
+def test_rs_multiclass_approximates_the_binary_mi_kernels():
+    """Multi-class RS shares its vectors between the outputs, so its columns are not binary RS
+    fits. What holds instead: the MI-Kernel it approximates is the binary MI-Kernels of each
+    class against the rest (``dense_n_xv_`` counts the instances of their support bags and
+    ``residual_history_[0]`` is ``sum_c ||w_c||^2`` of theirs); entry k of the history is
+    ``sum_c ||w_c - P_k w_c||^2`` for the projection onto the first k vectors (coefficients
+    re-projected, ``K_zz g_c = K_zx a_c``), so it is non-increasing; ``coef_`` is the projection
+    onto all of them; and each intercept minimises its class-vs-rest squared-hinge loss with
+    the coefficients fixed, the scores being ``mean_p k(x_p, Z) coef_c + b_c``."""
+    from scipy.optimize import minimize_scalar
+
+    bags, y = three_class_bags()
+    C = 10.0
+    rs = ReducedSet(n_xv=6, C=C, random_state=0).fit(bags, y)
+    g = rs.gamma_
+    X = np.concatenate(bags)
+    A, support = [], set()
+    for label in rs.classes_:
+        mik = MIKernel(C=C, gamma=g).fit(bags, (y == label).astype(np.int64))
+        A.append(instance_coefficients(mik, bags))
+        support |= set(mik.support_.tolist())
+    A = np.array(A).T  # instances x outputs
+    assert rs.dense_n_xv_ == sum(len(bags[i]) for i in support)  # the instances of the support bags
+    w2 = np.einsum("tc,ts,sc->", A, rbf(X, X, g), A)
+    hist = rs.residual_history_
+    assert len(hist) == len(rs.xv_) + 1 and rs.coef_.shape == (3, len(rs.xv_))
+    assert hist[0] == pytest.approx(w2, rel=1e-10)
+    for k in range(1, len(hist)):
+        Z = rs.xv_[:k]
+        P = rbf(Z, X, g) @ A  # <w_c, phi(z_j)>
+        G = np.linalg.solve(rbf(Z, Z, g), P)
+        assert hist[k] == pytest.approx(max(w2 - np.sum(P * G), 0.0), rel=1e-8, abs=1e-10 * w2), k
+    assert np.all(np.diff(hist) <= 1e-12 * w2) and hist[-1] < 0.5 * hist[0]
+    np.testing.assert_allclose(rs.coef_, G.T, rtol=1e-6, atol=1e-8)
+    M = np.array([rbf(b, rs.xv_, g).mean(0) for b in bags])
+    np.testing.assert_allclose(rs.decision_function(bags), M @ rs.coef_.T + rs.intercept_, rtol=1e-12, atol=1e-12)
+    for c, label in enumerate(rs.classes_):
+        t = np.where(y == label, 1.0, -1.0)
+        s = M @ rs.coef_[c]
+
+        def loss(b):
+            return np.sum(np.maximum(0.0, 1.0 - t * (s + b)) ** 2)
+
+        best = minimize_scalar(loss, bracket=(-5.0, 5.0), options={"xtol": 1e-14})
+        assert loss(rs.intercept_[c]) <= best.fun + 1e-12
+        for db in (1e-4, -1e-4, 1e-2, -1e-2):
+            assert loss(rs.intercept_[c]) <= loss(rs.intercept_[c] + db) + 1e-12
+
+
 def test_rs_predicts_through_the_shared_model_path(tmp_path):
     bags, y = easy_bags()
     rs = ReducedSet(n_xv=3, C=10.0, random_state=0).fit(bags, y)
