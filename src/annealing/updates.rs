@@ -107,28 +107,7 @@ pub fn simplex_sigmoid(t: &[f64], temp: f64, out: &mut [f64]) {
         }
         (s, ds)
     };
-    let (mut lo, mut hi) = (-(m as f64).ln(), second);
-    let mut mu = 0.5 * (lo + hi);
-    for _ in 0..200 {
-        let (s, ds) = g(mu);
-        if s == 0.0 {
-            break;
-        }
-        if s < 0.0 {
-            lo = mu;
-        } else {
-            hi = mu;
-        }
-        let mut next = if ds > 0.0 { mu - s / ds } else { f64::NAN };
-        if !(next > lo && next < hi) {
-            next = 0.5 * (lo + hi);
-        }
-        if next == mu || hi - lo <= 4.0 * f64::EPSILON * mu.abs().max(1.0) {
-            mu = next;
-            break;
-        }
-        mu = next;
-    }
+    let mu = increasing_root(g, -(m as f64).ln(), second);
     let mut sum = 0.0;
     for (o, &d) in out.iter_mut().zip(&delta) {
         *o = sigmoid(mu - d);
@@ -138,6 +117,56 @@ pub fn simplex_sigmoid(t: &[f64], temp: f64, out: &mut [f64]) {
         out.iter_mut().for_each(|o| *o /= sum);
     }
 }
+
+/// The root of an increasing function `f` on `[lo, hi]` (`f(lo) <= 0 <= f(hi)`), given with its
+/// derivative (`f(x) = (value, slope)`), to machine precision: Newton steps kept inside the
+/// bracket (a step that leaves it bisects), at most [`NEWTON_STEPS`] of them; if they have not
+/// converged by then (steps that keep landing near alternate ends of the bracket shrink it
+/// slowly), bisection finishes the job.
+fn increasing_root(f: impl Fn(f64) -> (f64, f64), mut lo: f64, mut hi: f64) -> f64 {
+    let close = |lo: f64, hi: f64, x: f64| hi - lo <= 4.0 * f64::EPSILON * x.abs().max(1.0);
+    let mut x = 0.5 * (lo + hi);
+    for _ in 0..NEWTON_STEPS {
+        let (v, dv) = f(x);
+        if v == 0.0 {
+            return x;
+        }
+        if v < 0.0 {
+            lo = x;
+        } else {
+            hi = x;
+        }
+        let mut next = if dv > 0.0 { x - v / dv } else { f64::NAN };
+        if !(next > lo && next < hi) {
+            next = 0.5 * (lo + hi);
+        }
+        if next == x || close(lo, hi, x) {
+            return next;
+        }
+        x = next;
+    }
+    // Bisection halves the bracket at every step: at most ~2100 steps from any f64 bracket.
+    while !close(lo, hi, x) {
+        let mid = 0.5 * (lo + hi);
+        if mid <= lo || mid >= hi {
+            break;
+        }
+        let (v, _) = f(mid);
+        if v == 0.0 {
+            return mid;
+        }
+        if v < 0.0 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+        x = 0.5 * (lo + hi);
+    }
+    x
+}
+
+/// Newton steps of [`increasing_root`] before it falls back to bisection.
+const NEWTON_STEPS: usize = 200;
 
 /// AW-SVM's update of one positive bag (eq. 11): `p = softmax(-t / T)`, `t_j = C l(+1, f_j)`,
 /// the minimiser of `sum_j [p_j t_j + T p_j ln p_j]` on the simplex; shifted by the smallest
@@ -201,28 +230,7 @@ pub fn alp_update(t: &[f64], temp: f64, c2: f64, p_star: f64, out: &mut [f64]) {
         }
         (nu - 2.0 * c2 * (s - mp), 1.0 + 2.0 * c2 * ds / temp)
     };
-    let (mut lo, mut hi) = (-2.0 * c2 * mp, 2.0 * c2 * (m as f64 - mp));
-    let mut nu = 0.5 * (lo + hi);
-    for _ in 0..200 {
-        let (v, dv) = h(nu);
-        if v == 0.0 {
-            break;
-        }
-        if v < 0.0 {
-            lo = nu;
-        } else {
-            hi = nu;
-        }
-        let mut next = nu - v / dv;
-        if !(next > lo && next < hi) {
-            next = 0.5 * (lo + hi);
-        }
-        if next == nu || hi - lo <= 4.0 * f64::EPSILON * nu.abs().max(1.0) {
-            nu = next;
-            break;
-        }
-        nu = next;
-    }
+    let nu = increasing_root(h, -2.0 * c2 * mp, 2.0 * c2 * (m as f64 - mp));
     let mut sum = 0.0;
     for (o, &tj) in out.iter_mut().zip(t) {
         *o = sigmoid((-tj - nu) / temp);
@@ -337,5 +345,28 @@ mod tests {
             assert!(p.iter().all(|v| v.is_finite() && (0.0..=1.0).contains(v)));
             assert!(p.iter().sum::<f64>() >= 1.0 - 1e-12);
         }
+    }
+
+    #[test]
+    fn alp_update_reaches_the_fixed_point_where_newton_alternates() {
+        // Newton on nu alternates between the ends of its bracket here; before the bisection
+        // fallback the update stopped at sum p = 0.25 and returned the simplex solution.
+        let t = [9.0, 9.0, 10.0, 10.0, 19.0, 19.0, 1.19140625];
+        let (temp, c2, p_star) = (1.0, 10.0, 1.0);
+        let mut p = [0.0; 7];
+        alp_update(&t, temp, c2, p_star, &mut p);
+        let sum: f64 = p.iter().sum();
+        let nu = 2.0 * c2 * (sum - 7.0 * p_star);
+        for (&pj, &tj) in p.iter().zip(&t) {
+            assert!((pj - sigmoid((-tj - nu) / temp)).abs() < 1e-12, "{p:?}");
+        }
+        assert!((sum - 6.05).abs() < 0.01, "{sum}");
+    }
+
+    #[test]
+    fn increasing_root_finishes_by_bisection() {
+        // a step function's slope is useless to Newton: bisection must still find the jump
+        let root = increasing_root(|x| (if x < 0.3 { -1.0 } else { 1.0 }, 1e-300), -1.0, 1.0);
+        assert!((root - 0.3).abs() < 1e-12, "{root}");
     }
 }

@@ -1,0 +1,131 @@
+"""What every estimator shares, checked on every estimator of the registry: parameters that the
+core declares (names, defaults), ``class_weight`` and ``gamma="median"`` on every two-class
+estimator, instance scores that pool back to the bag scores, one meaning of ``max_iter``, the
+registry as the one list of estimators."""
+
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+import milsvm
+from milsvm import _core, _registry
+from conftest import easy_bags, three_class_bags
+
+ALL = list(_registry.ESTIMATORS.values())
+TWO_CLASS = [c for c in ALL if c._multiclass]
+FAST = {  # small settings so that every fit takes milliseconds
+    "SparseMI": {"n_xv": 3, "max_iter": 5, "random_state": 0}, "RSVM": {"n_xv": 3, "random_state": 0},
+    "ReducedSet": {"n_xv": 3, "random_state": 0},
+    "ALSVM": {"max_iter": 20}, "AWSVM": {"max_iter": 20}, "ALPSVM": {"max_iter": 20},
+}
+#: Python parameters the core does not take by the same name (converted by the base or the class).
+PYTHON_ONLY = {"verbose", "random_state", "init", "xv_init"}
+#: Defaults that differ on purpose: the core's None means "the method's own cap", which the
+#: Python classes write out.
+DEFAULTS_SPELLED_OUT = {("fit_annealing", "max_iter")}
+
+
+def make(cls, **params):
+    return cls(**{**FAST.get(cls.__name__, {}), **params})
+
+
+def fit_quietly(est, bags, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return est.fit(bags, y)
+
+
+def test_the_registry_is_the_one_list():
+    names = list(_registry.ESTIMATORS)
+    assert names == ["SparseMI", "RSVM", "MIKernel", "ReducedSet", "NSK", "sMIL", "ALSVM", "AWSVM", "ALPSVM",
+                     "miSVM", "MISVM", "SVMCC", "OneClassMISVM"]
+    assert set(names) <= set(milsvm.__all__)
+    assert all(getattr(milsvm, n) is _registry.ESTIMATORS[n] for n in names)
+    with pytest.raises(_registry.UnknownEstimator, match="did you mean SparseMI"):
+        _registry.resolve("SparseMl")
+
+
+@pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
+def test_every_parameter_is_declared_by_the_core_with_the_same_default(cls):
+    specs = {name: default for name, default, _ in getattr(_core, f"{cls._core_fit}_hyperparameters")()}
+    fixed = cls._core_fixed
+    for name, param in inspect.signature(cls).parameters.items():
+        if name in PYTHON_ONLY:
+            continue
+        assert name in specs, f"{cls.__name__}.{name} is not a parameter of {cls._core_fit}"
+        if name in fixed or (cls._core_fit, name) in DEFAULTS_SPELLED_OUT:
+            continue
+        assert param.default == specs[name], f"{cls.__name__}.{name}: {param.default!r} != {specs[name]!r}"
+    assert "seed" not in specs or "random_state" in inspect.signature(cls).parameters
+
+
+@pytest.mark.parametrize("cls", TWO_CLASS, ids=lambda c: c.__name__)
+def test_class_weight_on_every_two_class_estimator(cls):
+    bags, y = easy_bags(3, n_bags=24)
+    plain = fit_quietly(make(cls, C=1.0), bags, y).decision_function(bags)
+    weighted = [fit_quietly(make(cls, C=1.0, class_weight=w), bags, y).decision_function(bags)
+                for w in ({0: 20.0}, {1: 0.01})]
+    assert any(not np.allclose(plain, s) for s in weighted), "class_weight had no effect"
+    same = fit_quietly(make(cls, C=1.0, class_weight={0: 1.0, 1: 1.0}), bags, y).decision_function(bags)
+    np.testing.assert_array_equal(same, plain)
+    with pytest.raises(ValueError, match="class_weight names labels that are not in y"):
+        make(cls, class_weight={7: 2.0}).fit(bags, y)
+
+
+@pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
+def test_gamma_median_on_every_estimator(cls):
+    bags, y = easy_bags(4)
+    est = fit_quietly(make(cls, gamma="median"), bags, y)
+    X = np.concatenate(bags if cls is not milsvm.OneClassMISVM else [b for b, l in zip(bags, y) if l == 1])
+    assert est.gamma_ == pytest.approx(_core.kernel_width(np.ascontiguousarray(X), "median"), rel=1e-12)
+    with pytest.raises(ValueError, match="gamma must be 'scale', 'median' or a finite number > 0"):
+        make(cls, gamma="auto").fit(bags, y)
+
+
+@pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("multiclass", [False, True])
+def test_instance_scores_pool_back_to_the_bag_scores(cls, multiclass):
+    if multiclass and not cls._multiclass:
+        pytest.skip("binary only")
+    bags, y = three_class_bags(n_bags=24) if multiclass else easy_bags(5)
+    extra = {"norm": "l2"} if cls is milsvm.NSK else {}
+    est = fit_quietly(make(cls, **extra), bags, y)
+    scores = est.decision_function(bags)
+    pool = np.max if est.model_.pooling == "max" else np.mean
+    pooled = np.array([pool(s, axis=0) for s in est.instance_decision_function(bags)])
+    np.testing.assert_allclose(pooled, scores, rtol=1e-12, atol=1e-12)
+    labels = est.predict_instances(bags)
+    assert [len(a) for a in labels] == [len(b) for b in bags]
+
+
+def test_instance_scores_through_a_pipeline():
+    from sklearn.pipeline import make_pipeline
+
+    bags, y = easy_bags(6)
+    pipe = make_pipeline(milsvm.BagStandardScaler(), milsvm.NSK(C=10.0)).fit(bags, y)
+    inst = pipe[-1].instance_decision_function(pipe[:-1].transform(bags))
+    np.testing.assert_allclose([s.mean() for s in inst], pipe.decision_function(bags), rtol=1e-12)
+
+
+@pytest.mark.parametrize("cls", [c for c in ALL if "max_iter" in inspect.signature(c).parameters],
+                         ids=lambda c: c.__name__)
+def test_max_iter_caps_the_outer_loop(cls):
+    bags, y = easy_bags(7)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = make(cls, max_iter=1).fit(bags, y)
+    assert est.n_iter_ <= 1
+    stopped = [w for w in caught if issubclass(w.category, ConvergenceWarning) and "max_iter=1" in str(w.message)]
+    assert est.converged_ or stopped, "a capped outer loop must say so"
+
+
+@pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
+def test_type_and_value_errors_name_the_parameter(cls):
+    bags, y = easy_bags(8)
+    with pytest.raises(TypeError, match="n_jobs must be None, -1 or an integer >= 1"):
+        make(cls, n_jobs="many").fit(bags, y)
+    with pytest.raises(ValueError, match="kernel must be one of 'rbf', 'linear', got 'poly'"):
+        make(cls, kernel="poly").fit(bags, y)
