@@ -27,30 +27,14 @@ import milsvm
 from milsvm.datasets import load_musk1
 
 
-def _easy(seed=0, n_bags=24):
-    rng = np.random.default_rng(seed)
-    bags, y = [], []
-    for i in range(n_bags):
-        n = int(rng.integers(2, 6))
-        x = rng.normal(-1.0, 0.7, size=(n, 2))
-        if i % 2:
-            x[0] = rng.normal(3.0, 0.3, size=2)
-        bags.append(x)
-        y.append(i % 2)
-    return bags, np.array(y)
+# the toy sets of the test suite
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from conftest import easy_bags as _easy  # noqa: E402
+from conftest import three_class_bags  # noqa: E402
 
 
 def _three(seed=0, n_bags=30):
-    rng = np.random.default_rng(seed)
-    centres = np.array([[3.0, 0.0], [0.0, 3.0], [-3.0, -3.0]])
-    bags, y = [], []
-    for i in range(n_bags):
-        c = i % 3
-        x = rng.normal(0, 0.4, size=(4, 2))
-        x[0] += centres[c]
-        bags.append(x)
-        y.append(["a", "b", "c"][c])
-    return bags, np.array(y)
+    return three_class_bags(n_bags=n_bags, seed=seed)
 
 
 def _sparse(seed=0, n_bags=20, d=30):

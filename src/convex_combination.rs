@@ -34,13 +34,13 @@ use ndarray::{Array1, Array2};
 
 use crate::bags::Bags;
 use crate::error::{invalid_param, Result};
-use crate::fit::{Fit, Prologue, Setup};
+use crate::fit::Setup;
 use crate::kernel::{Kernel, Rows};
 use crate::model::{Model, Pooling};
 use crate::params::{
     hyperparams, n_jobs_from_value, ClassWeight, Gamma, KernelKind, Progress, Range,
 };
-use crate::smo::{DualProblem, DualSolution, InstanceGram, Smo, SmoParams, Termination};
+use crate::smo::{DualSolution, InstanceGram, OnePerPoint, Smo, SmoParams, Termination};
 // `ComboGram` and `max_weights` live in `crate::smo` (SVM-CC, sMIL and the one-class MI-SVM share
 // them); re-exported so that their former paths `milsvm::convex_combination::*` still work.
 pub use crate::smo::{max_weights, ComboGram};
@@ -117,6 +117,7 @@ hyperparams! {
         /// Threads (`None`: all cores). Results do not depend on it.
         n_jobs: Option<usize> = None, check Range::AtLeast(1), via n_jobs_from_value;
     }
+    fit -> SvmCcFit;
 }
 
 /// A fitted SVM-CC with its training record (one entry per binary problem).
@@ -160,21 +161,8 @@ struct BinaryRun {
     smo_converged: bool,
 }
 
-impl Fit for SvmCcValidParams {
-    type Output = SvmCcFit;
-
-    /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes).
-    fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<SvmCcFit> {
-        Prologue {
-            n_jobs: self.n_jobs,
-            class_weight: Some(&self.class_weight),
-            observer: &self.observer,
-        }
-        .run(bags, labels, |setup| self.fit_impl(setup))
-    }
-}
-
 impl SvmCcValidParams {
+    /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes).
     fn fit_impl(&self, setup: &Setup) -> Result<SvmCcFit> {
         let bags = setup.bags;
         let n_classes = setup.n_classes;
@@ -281,8 +269,7 @@ impl SvmCcValidParams {
         u.extend(std::iter::repeat_n(0.0, pos_inst.len()));
         let n = y.len();
         let p = vec![1.0; n];
-        let d = vec![0.0; n];
-        let point: Vec<usize> = (0..n).collect();
+        let layout = OnePerPoint::new(n);
         let smo_params = SmoParams {
             tol: self.inner_tol,
             ..SmoParams::default()
@@ -318,14 +305,7 @@ impl SvmCcValidParams {
             points.extend(neg.iter().map(|&(t, _)| vec![(t, 1.0)]));
             points.extend(pos_inst.iter().map(|&t| vec![(t, 1.0)]));
             let gram = ComboGram::new(inst, x, kernel, points);
-            let problem = DualProblem {
-                y: &y,
-                point: &point,
-                p: &p,
-                d: &d,
-                u: &u,
-                delta: 0.0,
-            };
+            let problem = layout.problem(&y, &p, &u, 0.0);
             let sol = Smo::new(&gram, smo_params)?
                 .with_cancel(self.observer.cancel().clone())
                 .solve(&problem, warm.as_ref())?;

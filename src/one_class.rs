@@ -30,7 +30,7 @@ use crate::kernel::Rows;
 use crate::model::{Model, Pooling};
 use crate::params::{hyperparams, n_jobs_from_value, Gamma, KernelKind, Progress, Range};
 use crate::smo::{
-    max_weights, ComboGram, DualProblem, DualSolution, InstanceGram, Smo, SmoParams, Termination,
+    max_weights, ComboGram, DualSolution, InstanceGram, OnePerPoint, Smo, SmoParams, Termination,
 };
 
 hyperparams! {
@@ -123,8 +123,7 @@ impl OneClassValidParams {
         let n = l + nb;
         let y = vec![1.0; n];
         let p = vec![0.0; n];
-        let d = vec![0.0; n];
-        let point: Vec<usize> = (0..n).collect();
+        let layout = OnePerPoint::new(n);
         let ui = 1.0 / (self.nu * l as f64);
         let ub = 1.0 / (self.nu * nb as f64);
         let mut u = vec![ui; l];
@@ -159,14 +158,7 @@ impl OneClassValidParams {
                     .collect::<Vec<_>>()
             }));
             let gram = ComboGram::new(&inst, x, kernel, points);
-            let problem = DualProblem {
-                y: &y,
-                point: &point,
-                p: &p,
-                d: &d,
-                u: &u,
-                delta: 1.0,
-            };
+            let problem = layout.problem(&y, &p, &u, 1.0);
             let sol = Smo::new(&gram, smo_params)?
                 .with_cancel(self.observer.cancel().clone())
                 .solve(&problem, warm.as_ref())?;

@@ -31,7 +31,7 @@ use ndarray::{Array1, Array2};
 
 use crate::bags::{Bags, Instances};
 use crate::error::{Error, Result};
-use crate::fit::{Fit, Prologue, Setup};
+use crate::fit::Setup;
 use crate::kernel::Kernel;
 use crate::kernel::Rows;
 use crate::model::{Model, Pooling};
@@ -41,7 +41,7 @@ use crate::params::{
 use crate::progress::Cancel;
 use crate::set_kernel::set_kernel_gram_cancellable;
 use crate::smo::{
-    ComboGram, DualProblem, DualSolution, GramRows, InstanceGram, PrecomputedGram, Smo, SmoParams,
+    ComboGram, DualSolution, GramRows, InstanceGram, OnePerPoint, PrecomputedGram, Smo, SmoParams,
     Termination,
 };
 
@@ -97,17 +97,8 @@ fn solve_hinge<G: GramRows>(
     max_iter: Option<usize>,
     cancel: &Cancel,
 ) -> Result<DualSolution> {
-    let n = y.len();
-    let point: Vec<usize> = (0..n).collect();
-    let d = vec![0.0; n];
-    let problem = DualProblem {
-        y,
-        point: &point,
-        p,
-        d: &d,
-        u,
-        delta: 0.0,
-    };
+    let layout = OnePerPoint::new(y.len());
+    let problem = layout.problem(y, p, u, 0.0);
     let params = SmoParams {
         tol,
         max_iter,
@@ -194,6 +185,7 @@ hyperparams! {
         /// Threads (`None`: all cores). Results do not depend on it.
         n_jobs: Option<usize> = None, check Range::AtLeast(1), via n_jobs_from_value;
     }
+    fit -> NskFit;
 }
 
 /// A fitted NSK or sMIL with its training record (one entry per binary problem).
@@ -216,22 +208,9 @@ pub struct NskFit {
     pub converged: bool,
 }
 
-impl Fit for NskValidParams {
-    type Output = NskFit;
-
+impl NskValidParams {
     /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes, sharing
     /// the bag kernel).
-    fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<NskFit> {
-        Prologue {
-            n_jobs: self.n_jobs,
-            class_weight: Some(&self.class_weight),
-            observer: &self.observer,
-        }
-        .run(bags, labels, |setup| self.fit_impl(setup))
-    }
-}
-
-impl NskValidParams {
     fn fit_impl(&self, setup: &Setup) -> Result<NskFit> {
         let bags = setup.bags;
         let (kernel, gamma) = self.kernel.resolve(self.gamma, bags.instances());
@@ -324,6 +303,7 @@ hyperparams! {
         /// Threads (`None`: all cores). Results do not depend on it.
         n_jobs: Option<usize> = None, check Range::AtLeast(1), via n_jobs_from_value;
     }
+    fit -> NskFit;
 }
 
 /// The units of one sMIL problem: positive bags whole, every instance of a negative bag alone;
@@ -346,22 +326,9 @@ pub fn smil_units(bags: &Bags, targets: &[f64]) -> (Vec<usize>, Vec<usize>) {
     (ptr, owner)
 }
 
-impl Fit for SmilValidParams {
-    type Output = NskFit;
-
+impl SmilValidParams {
     /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes; each
     /// problem has its own units).
-    fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<NskFit> {
-        Prologue {
-            n_jobs: self.n_jobs,
-            class_weight: Some(&self.class_weight),
-            observer: &self.observer,
-        }
-        .run(bags, labels, |setup| self.fit_impl(setup))
-    }
-}
-
-impl SmilValidParams {
     fn fit_impl(&self, setup: &Setup) -> Result<NskFit> {
         let bags = setup.bags;
         let x = bags.instances();

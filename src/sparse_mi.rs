@@ -17,15 +17,15 @@ use rayon::prelude::*;
 
 use crate::bags::{Bags, Instances};
 use crate::error::{invalid_param, Result};
-use crate::fit::{Fit, Prologue, Setup};
+use crate::fit::{Prologue, Setup};
 use crate::kernel::{
     basis_gradient, basis_gradient_from_weights, cross_dots, kernel_bag_means_from_dots,
     kernel_matrix, Basis, Kernel, Rows,
 };
 use crate::model::Model;
 use crate::params::{
-    check_columns, check_init_xv_columns, hyperparams, n_jobs_from_value, ClassWeight, ParamGuard,
-    Progress, Range,
+    check_columns, check_init_xv, check_init_xv_columns, hyperparams, n_jobs_from_value,
+    ClassWeight, ParamGuard, Progress, Range,
 };
 pub use crate::params::{Gamma, KernelKind};
 use crate::solver::{InnerSolver, Solution, SquaredHinge};
@@ -76,6 +76,7 @@ hyperparams! {
         init_basis: Option<Instances> = None;
     }
     cross_check check_together;
+    fit -> SparseMiFit;
 }
 
 /// The checks across fields: the given starting points match `n_xv` / `n_basis`, and the
@@ -95,19 +96,7 @@ fn check_together(p: &SparseMiValidParams) -> Result<()> {
             "init_xv applies to direct mode; with n_basis give init_basis instead",
         ));
     }
-    if let Some(z) = &p.init_xv {
-        if z.nrows() != p.n_xv {
-            return Err(invalid_param(format!(
-                "init_xv has {} rows, n_xv is {}",
-                z.nrows(),
-                p.n_xv
-            )));
-        }
-        if z.iter().any(|v| !v.is_finite()) {
-            return Err(invalid_param("init_xv has a non-finite value"));
-        }
-    }
-    Ok(())
+    check_init_xv(p.init_xv.as_ref(), Some(p.n_xv))
 }
 
 /// A fitted SparseMI / RSVM model with its training record.
@@ -134,13 +123,12 @@ impl SparseMiParams {
     }
 }
 
-impl Fit for SparseMiValidParams {
-    type Output = SparseMiFit;
-
+impl SparseMiValidParams {
     /// Fits SparseMI (or RSVM when `max_iter = 0`) on bags with class indices `0..n_classes`.
     /// Two classes give one problem (class 1 positive); more give one-vs-rest problems that
     /// share the expansion vectors.
-    fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<SparseMiFit> {
+    fn fit_impl(&self, setup: &Setup) -> Result<SparseMiFit> {
+        let bags = setup.bags;
         if let (Some(q), None) = (self.n_basis, &self.init_basis) {
             if q > bags.n_instances() {
                 return Err(invalid_param(format!(
@@ -158,18 +146,6 @@ impl Fit for SparseMiValidParams {
             )));
         }
         check_init_xv_columns(self.init_xv.as_ref(), bags)?;
-        Prologue {
-            n_jobs: self.n_jobs,
-            class_weight: Some(&self.class_weight),
-            observer: &self.observer,
-        }
-        .run(bags, labels, |setup| self.fit_impl(setup))
-    }
-}
-
-impl SparseMiValidParams {
-    fn fit_impl(&self, setup: &Setup) -> Result<SparseMiFit> {
-        let bags = setup.bags;
         let x = bags.instances();
         let (kernel, gamma) = self.kernel.resolve(self.gamma, x);
         let norms = x.sq_norms();

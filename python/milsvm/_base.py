@@ -24,6 +24,7 @@ tolerance of an estimator's *outer* loop; the settings of an inner solver are ``
 
 from __future__ import annotations
 
+import inspect
 import numbers
 import time
 import warnings
@@ -110,6 +111,13 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
     _multiclass = True
     #: What one reported step is ("iteration", "step", "round"); None: no progress reports.
     _progress_unit = None
+
+    def _store(self, arguments):
+        """Store the constructor's arguments as attributes of the same names (scikit-learn's
+        contract); ``arguments`` is ``locals()`` of ``__init__``."""
+        for name in inspect.signature(type(self).__init__).parameters:
+            if name != "self":
+                setattr(self, name, arguments[name])
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -151,22 +151,7 @@ class ALSVM(_AnnealingClassifier):
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4, init="uniform",
                  n_xv=None, xv_init="kmeans", class_weight=None, max_iter=200, inner_tol=None, inner_max_iter=1000,
                  random_state=None, n_jobs=None, verbose=0):
-        self.C = C
-        self.kernel = kernel
-        self.gamma = gamma
-        self.T0 = T0
-        self.decay = decay
-        self.eps = eps
-        self.init = init
-        self.n_xv = n_xv
-        self.xv_init = xv_init
-        self.class_weight = class_weight
-        self.max_iter = max_iter
-        self.inner_tol = inner_tol
-        self.inner_max_iter = inner_max_iter
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+        self._store(locals())
 
 
 class AWSVM(_AnnealingClassifier):
@@ -203,21 +188,7 @@ class AWSVM(_AnnealingClassifier):
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4, n_xv=None,
                  xv_init="kmeans", class_weight=None, max_iter=200, inner_tol=None, inner_max_iter=1000,
                  random_state=None, n_jobs=None, verbose=0):
-        self.C = C
-        self.kernel = kernel
-        self.gamma = gamma
-        self.T0 = T0
-        self.decay = decay
-        self.eps = eps
-        self.n_xv = n_xv
-        self.xv_init = xv_init
-        self.class_weight = class_weight
-        self.max_iter = max_iter
-        self.inner_tol = inner_tol
-        self.inner_max_iter = inner_max_iter
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+        self._store(locals())
 
 
 class ALPSVM(ALSVM):
@@ -249,11 +220,7 @@ class ALPSVM(ALSVM):
     def __init__(self, C=1.0, C2=1.0, p_star=0.5, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4,
                  init="uniform", n_xv=None, xv_init="kmeans", class_weight=None, max_iter=200, inner_tol=None,
                  inner_max_iter=1000, random_state=None, n_jobs=None, verbose=0):
-        super().__init__(C=C, kernel=kernel, gamma=gamma, T0=T0, decay=decay, eps=eps, init=init, n_xv=n_xv,
-                         xv_init=xv_init, class_weight=class_weight, max_iter=max_iter, inner_tol=inner_tol,
-                         inner_max_iter=inner_max_iter, random_state=random_state, n_jobs=n_jobs, verbose=verbose)
-        self.C2 = C2
-        self.p_star = p_star
+        self._store(locals())
 
 
 class _Heuristic(_AnnealingClassifier):
@@ -261,18 +228,7 @@ class _Heuristic(_AnnealingClassifier):
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", max_iter=50, n_xv=None, xv_init="kmeans",
                  class_weight=None, inner_tol=None, inner_max_iter=1000, random_state=None, n_jobs=None, verbose=0):
-        self.C = C
-        self.kernel = kernel
-        self.gamma = gamma
-        self.max_iter = max_iter
-        self.n_xv = n_xv
-        self.xv_init = xv_init
-        self.class_weight = class_weight
-        self.inner_tol = inner_tol
-        self.inner_max_iter = inner_max_iter
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+        self._store(locals())
 
 
 class miSVM(_Heuristic):

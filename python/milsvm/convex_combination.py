@@ -87,15 +87,7 @@ class SVMCC(ExpansionVectorsMixin, MILClassifier):
 
     def __init__(self, C=1.0, kernel="linear", gamma="scale", class_weight=None, max_iter=80, tol=1e-4,
                  inner_tol=1e-3, n_jobs=None, verbose=0):
-        self.C = C
-        self.kernel = kernel
-        self.gamma = gamma
-        self.class_weight = class_weight
-        self.max_iter = max_iter
-        self.tol = tol
-        self.inner_tol = inner_tol
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+        self._store(locals())
 
     def _fitted(self, fit, bags, binary):
         pick = (lambda a: a[0]) if binary else (lambda a: a)

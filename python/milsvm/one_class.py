@@ -77,14 +77,7 @@ class OneClassMISVM(ExpansionVectorsMixin, MILClassifier):
 
     def __init__(self, nu=0.5, kernel="rbf", gamma="scale", bag_constraints=True, max_iter=20, inner_tol=1e-3,
                  n_jobs=None, verbose=0):
-        self.nu = nu
-        self.kernel = kernel
-        self.gamma = gamma
-        self.bag_constraints = bag_constraints
-        self.max_iter = max_iter
-        self.inner_tol = inner_tol
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+        self._store(locals())
 
     def fit(self, bags, y):
         """Fit on the positive bags (``y == classes_[1]``); the others are ignored.

@@ -71,15 +71,7 @@ class MIKernel(MILClassifier):
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight=None, solver="newton", inner_tol=None,
                  inner_max_iter=1000, n_jobs=None, verbose=0):
-        self.C = C
-        self.kernel = kernel
-        self.gamma = gamma
-        self.class_weight = class_weight
-        self.solver = solver
-        self.inner_tol = inner_tol
-        self.inner_max_iter = inner_max_iter
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+        self._store(locals())
 
     def _fitted(self, fit, bags, binary):
         return {
@@ -159,18 +151,7 @@ class ReducedSet(ExpansionVectorsMixin, MILClassifier):
 
     def __init__(self, n_xv=10, C=1.0, gamma="scale", kernel="rbf", class_weight=None, inner_max_iter=100,
                  n_restarts=5, inner_tol=1e-6, solver="newton", random_state=None, n_jobs=None, verbose=0):
-        self.n_xv = n_xv
-        self.C = C
-        self.gamma = gamma
-        self.kernel = kernel
-        self.class_weight = class_weight
-        self.inner_max_iter = inner_max_iter
-        self.n_restarts = n_restarts
-        self.inner_tol = inner_tol
-        self.solver = solver
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+        self._store(locals())
 
     def _fitted(self, fit, bags, binary):
         return {

@@ -82,15 +82,7 @@ class NSK(_SetKernelSVM):
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", norm="l1", class_weight=None, inner_tol=1e-3,
                  inner_max_iter=None, n_jobs=None, verbose=0):
-        self.C = C
-        self.kernel = kernel
-        self.gamma = gamma
-        self.norm = norm
-        self.class_weight = class_weight
-        self.inner_tol = inner_tol
-        self.inner_max_iter = inner_max_iter
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+        self._store(locals())
 
     def _loaded(self):
         super()._loaded()
@@ -142,11 +134,4 @@ class sMIL(_SetKernelSVM):
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight=None, inner_tol=1e-3, inner_max_iter=None,
                  n_jobs=None, verbose=0):
-        self.C = C
-        self.kernel = kernel
-        self.gamma = gamma
-        self.class_weight = class_weight
-        self.inner_tol = inner_tol
-        self.inner_max_iter = inner_max_iter
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+        self._store(locals())

@@ -160,22 +160,7 @@ class SparseMI(_LabelMeanClassifier):
     def __init__(self, n_xv=10, C=1.0, kernel="rbf", gamma="scale", class_weight=None, init="random", n_basis=None,
                  max_iter=50, max_line_search=10, tol=1e-6, solver="newton", inner_tol=None, inner_max_iter=1000,
                  random_state=None, n_jobs=None, verbose=0):
-        self.n_xv = n_xv
-        self.C = C
-        self.kernel = kernel
-        self.gamma = gamma
-        self.class_weight = class_weight
-        self.init = init
-        self.n_basis = n_basis
-        self.max_iter = max_iter
-        self.max_line_search = max_line_search
-        self.tol = tol
-        self.solver = solver
-        self.inner_tol = inner_tol
-        self.inner_max_iter = inner_max_iter
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+        self._store(locals())
 
 
 class RSVM(_LabelMeanClassifier):
@@ -191,14 +176,4 @@ class RSVM(_LabelMeanClassifier):
 
     def __init__(self, n_xv=10, C=1.0, kernel="rbf", gamma="scale", class_weight=None, solver="newton",
                  inner_tol=None, inner_max_iter=1000, random_state=None, n_jobs=None, verbose=0):
-        self.n_xv = n_xv
-        self.C = C
-        self.kernel = kernel
-        self.gamma = gamma
-        self.class_weight = class_weight
-        self.solver = solver
-        self.inner_tol = inner_tol
-        self.inner_max_iter = inner_max_iter
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+        self._store(locals())

@@ -41,15 +41,14 @@
 
 use ndarray::{Array1, Array2};
 
-use crate::bags::Bags;
 use crate::basis::{choose_basis, BasisInit};
 use crate::error::{invalid_param, Result};
-use crate::fit::{Fit, Prologue, Setup};
+use crate::fit::Setup;
 use crate::kernel::{kernel_matrix, Basis, Rows};
 use crate::model::{Model, Pooling};
 use crate::params::{
-    check_init_xv_columns, choices, hyperparams, n_jobs_from_value, ClassWeight, Gamma, KernelKind,
-    Range,
+    check_init_xv, check_init_xv_columns, choices, hyperparams, n_jobs_from_value, ClassWeight,
+    Gamma, KernelKind, Range,
 };
 use crate::smo::{InstanceGram, SmoParams};
 use crate::solver::InnerSolver;
@@ -172,23 +171,12 @@ hyperparams! {
         n_jobs: Option<usize> = None, check Range::AtLeast(1), via n_jobs_from_value;
     }
     cross_check check_basis;
+    fit -> AnnealingFit;
 }
 
 /// The given reduced basis matches `n_xv` and is finite.
 fn check_basis(p: &AnnealingValidParams) -> Result<()> {
-    if let Some(z) = &p.init_xv {
-        if Some(z.nrows()) != p.n_xv {
-            return Err(invalid_param(format!(
-                "init_xv has {} rows, n_xv is {:?}",
-                z.nrows(),
-                p.n_xv
-            )));
-        }
-        if z.iter().any(|v| !v.is_finite()) {
-            return Err(invalid_param("init_xv has a non-finite value"));
-        }
-    }
-    Ok(())
+    check_init_xv(p.init_xv.as_ref(), p.n_xv)
 }
 
 /// A fitted annealing-family model with its training record (one entry per binary problem:
@@ -240,12 +228,17 @@ impl AnnealingParams {
     }
 }
 
-impl Fit for AnnealingValidParams {
-    type Output = AnnealingFit;
+impl AnnealingValidParams {
+    /// The cap on the outer loop (temperatures or rounds).
+    fn outer_cap(&self) -> usize {
+        self.max_iter
+            .unwrap_or_else(|| self.method.default_max_iter())
+    }
 
     /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes, each
     /// problem with its own `p`).
-    fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<AnnealingFit> {
+    fn fit_impl(&self, setup: &Setup) -> Result<AnnealingFit> {
+        let bags = setup.bags;
         if let Some(q) = self.n_xv {
             if self.init_xv.is_none() && q > bags.n_instances() {
                 return Err(invalid_param(format!(
@@ -255,24 +248,6 @@ impl Fit for AnnealingValidParams {
             }
         }
         check_init_xv_columns(self.init_xv.as_ref(), bags)?;
-        Prologue {
-            n_jobs: self.n_jobs,
-            class_weight: Some(&self.class_weight),
-            observer: &self.observer,
-        }
-        .run(bags, labels, |setup| self.fit_impl(setup))
-    }
-}
-
-impl AnnealingValidParams {
-    /// The cap on the outer loop (temperatures or rounds).
-    fn outer_cap(&self) -> usize {
-        self.max_iter
-            .unwrap_or_else(|| self.method.default_max_iter())
-    }
-
-    fn fit_impl(&self, setup: &Setup) -> Result<AnnealingFit> {
-        let bags = setup.bags;
         let n_classes = setup.n_classes;
         let x = bags.instances();
         let (kernel, gamma) = self.kernel.resolve(self.gamma, x);

@@ -77,7 +77,10 @@ pub trait Hyperparams: ParamGuard + Default {
 /// Declares a hyperparameter struct once: each field with its doc comment, its name outside
 /// Rust when it differs (`c as "C"`), its type, its default, optionally its [`Range`]
 /// (`check Range::Positive`) and a custom reader from [`Value`] (`via path`), then optionally
-/// one hook for checks across fields (`cross_check path;`, a `fn(&Checked) -> Result<()>`).
+/// one hook for checks across fields (`cross_check path;`, a `fn(&Checked) -> Result<()>`) and
+/// the fit (`fit -> Output;`: [`crate::fit::Fit`] on the checked type through the shared
+/// prologue, for a struct with `n_jobs` and `class_weight` fields and a
+/// `fn fit_impl(&self, &Setup) -> Result<Output>`).
 /// Every struct also gets an `observer` ([`Observer`]: progress and cancellation). See the
 /// module docs for what it generates.
 macro_rules! hyperparams {
@@ -91,6 +94,7 @@ macro_rules! hyperparams {
             )*
         }
         $(cross_check $cross:path;)?
+        $(fit -> $out:ty;)?
     ) => {
         #[doc = concat!("The checked form of [`", stringify!($name), "`], which only ")]
         #[doc = "[`ParamGuard::check_ref`](crate::params::ParamGuard::check_ref) makes: the"]
@@ -223,6 +227,26 @@ macro_rules! hyperparams {
                 ),*]
             }
         }
+
+        $(
+            /// Fits through the shared [`Prologue`](crate::fit::Prologue) (labels, class
+            /// weights, thread pool, observer, cancellation), then the family's `fit_impl`.
+            impl $crate::fit::Fit for $checked {
+                type Output = $out;
+                fn fit(
+                    &self,
+                    bags: &$crate::bags::Bags,
+                    labels: &[usize],
+                ) -> $crate::error::Result<$out> {
+                    $crate::fit::Prologue {
+                        n_jobs: self.n_jobs,
+                        class_weight: Some(&self.class_weight),
+                        observer: &self.observer,
+                    }
+                    .run(bags, labels, |setup| self.fit_impl(setup))
+                }
+            }
+        )?
     };
 }
 pub(crate) use hyperparams;
@@ -281,6 +305,25 @@ pub fn n_jobs_from_value(value: &Value) -> std::result::Result<Option<usize>, Re
         Value::Int(_) => Err(Rejected::Value(NEED.into())),
         _ => Err(Rejected::Type(NEED.into())),
     }
+}
+
+/// Given starting vectors (`init_xv`), if any, must be finite and have `n_xv` rows.
+pub(crate) fn check_init_xv(
+    init_xv: Option<&ndarray::Array2<f64>>,
+    n_xv: Option<usize>,
+) -> Result<()> {
+    let Some(z) = init_xv else { return Ok(()) };
+    if Some(z.nrows()) != n_xv {
+        let n_xv = n_xv.map_or("None".to_string(), |n| n.to_string());
+        return Err(invalid_param(format!(
+            "init_xv has {} rows, n_xv is {n_xv}",
+            z.nrows()
+        )));
+    }
+    if z.iter().any(|v| !v.is_finite()) {
+        return Err(invalid_param("init_xv has a non-finite value"));
+    }
+    Ok(())
 }
 
 /// Given starting vectors (`init_xv`), if any, must have one column per feature of the bags.

@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use super::{set_kernel, set_kernel_gram_cancellable};
 use crate::bags::Bags;
 use crate::error::{Error, Result};
-use crate::fit::{Fit, Prologue, Setup};
+use crate::fit::Setup;
 use crate::kernel::Kernel;
 use crate::model::Model;
 use crate::params::{hyperparams, n_jobs_from_value, ClassWeight, Gamma, KernelKind, Range};
@@ -40,6 +40,7 @@ hyperparams! {
         /// Threads (`None`: all cores). Results do not depend on it.
         n_jobs: Option<usize> = None, check Range::AtLeast(1), via n_jobs_from_value;
     }
+    fit -> MiKernelFit;
 }
 
 /// A fitted set-kernel model: `F(X) = sum_i alpha_i k_set(X_i, X) + b` over training bags
@@ -218,24 +219,10 @@ pub struct MiKernelFit {
     pub converged: bool,
 }
 
-impl Fit for MiKernelValidParams {
-    type Output = MiKernelFit;
-
+impl MiKernelValidParams {
     /// Fits MI-Kernel on bags with class indices `0..n_classes`: one problem for two classes
     /// (class 1 positive), independent one-vs-rest problems sharing `K_set` otherwise (solved
-    /// in parallel).
-    fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<MiKernelFit> {
-        Prologue {
-            n_jobs: self.n_jobs,
-            class_weight: Some(&self.class_weight),
-            observer: &self.observer,
-        }
-        .run(bags, labels, |setup| self.fit_impl(setup))
-    }
-}
-
-impl MiKernelValidParams {
-    /// The fit on checked labels (RS runs it inside its own fit).
+    /// in parallel). RS runs it inside its own fit.
     pub(super) fn fit_impl(&self, setup: &Setup) -> Result<MiKernelFit> {
         let bags = setup.bags;
         let (kernel, gamma) = self.kernel.resolve(self.gamma, bags.instances());

@@ -7,9 +7,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::{MiKernelFit, MiKernelParams};
-use crate::bags::{Bags, Instances};
+use crate::bags::Instances;
 use crate::error::{invalid_param, Error, Result};
-use crate::fit::{Fit, Prologue};
+use crate::fit::Setup;
 use crate::kernel::{basis_gradient, kernel_bag_means, kernel_matrix, Basis, Kernel, Rows};
 use crate::model::Model;
 use crate::params::{
@@ -54,6 +54,7 @@ hyperparams! {
         n_jobs: Option<usize> = None, check Range::AtLeast(1), via n_jobs_from_value;
     }
     cross_check gaussian_only;
+    fit -> ReducedSetFit;
 }
 
 /// RS needs the Gaussian kernel.
@@ -123,74 +124,64 @@ impl ReducedSetValidParams {
     }
 }
 
-impl Fit for ReducedSetValidParams {
-    type Output = ReducedSetFit;
-
+impl ReducedSetValidParams {
     /// Fits MI-Kernel, approximates its weight vectors with `n_xv` shared vectors and refits
     /// each bias. Multi-class: the one-vs-rest weight vectors share the reduced-set vectors,
     /// chosen to reduce `sum_c ||w_c - sum_k gamma_ck phi(z_k)||^2`.
-    fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<ReducedSetFit> {
+    fn fit_impl(&self, setup: &Setup) -> Result<ReducedSetFit> {
+        let bags = setup.bags;
         let mi_kernel_params = self.mi_kernel_params().check()?;
-        Prologue {
-            n_jobs: self.n_jobs,
-            class_weight: Some(&self.class_weight),
-            observer: &self.observer,
-        }
-        .run(bags, labels, |setup| {
-            let mi_kernel = mi_kernel_params.fit_impl(setup)?;
-            let gamma = mi_kernel.gamma;
-            let kernel = mi_kernel.model.kernel;
-            let (support, a) = mi_kernel.model.instance_expansion()?;
-            let w_norm2: f64 = mi_kernel
-                .model
-                .coef
-                .rows()
-                .into_iter()
-                .map(|alpha| alpha.dot(&mi_kernel.gram.dot(&alpha)))
-                .sum();
-            let options = ReducedSetOptions {
-                n_xv: self.n_xv,
-                max_iter: self.inner_max_iter,
-                n_restarts: self.n_restarts,
-                tol: self.inner_tol,
-                seed: self.seed,
-            };
-            let expansion = reduced_set(
+        let mi_kernel = mi_kernel_params.fit_impl(setup)?;
+        let gamma = mi_kernel.gamma;
+        let kernel = mi_kernel.model.kernel;
+        let (support, a) = mi_kernel.model.instance_expansion()?;
+        let w_norm2: f64 = mi_kernel
+            .model
+            .coef
+            .rows()
+            .into_iter()
+            .map(|alpha| alpha.dot(&mi_kernel.gram.dot(&alpha)))
+            .sum();
+        let options = ReducedSetOptions {
+            n_xv: self.n_xv,
+            max_iter: self.inner_max_iter,
+            n_restarts: self.n_restarts,
+            tol: self.inner_tol,
+            seed: self.seed,
+        };
+        let expansion = reduced_set(
+            kernel,
+            support.instances(),
+            a.view(),
+            w_norm2,
+            &options,
+            self.observer.cancel(),
+        )?;
+        let basis = Basis::direct(expansion.z.clone());
+        let norms = bags.instances().sq_norms();
+        let (_, m) = kernel_bag_means(
+            kernel,
+            Rows::from(bags.instances()),
+            &norms,
+            bags.bag_ptr(),
+            &basis,
+        );
+        let intercept =
+            Array1::from_iter(expansion.coef.rows().into_iter().zip(setup.problems()).map(
+                |(g, p)| weighted_optimal_intercept(&m.dot(&g).to_vec(), &p.targets, &p.weights),
+            ));
+        Ok(ReducedSetFit {
+            model: Model::new(
                 kernel,
-                support.instances(),
-                a.view(),
-                w_norm2,
-                &options,
-                self.observer.cancel(),
-            )?;
-            let basis = Basis::direct(expansion.z.clone());
-            let norms = bags.instances().sq_norms();
-            let (_, m) = kernel_bag_means(
-                kernel,
-                Rows::from(bags.instances()),
-                &norms,
-                bags.bag_ptr(),
-                &basis,
-            );
-            let intercept =
-                Array1::from_iter(expansion.coef.rows().into_iter().zip(setup.problems()).map(
-                    |(g, p)| {
-                        weighted_optimal_intercept(&m.dot(&g).to_vec(), &p.targets, &p.weights)
-                    },
-                ));
-            Ok(ReducedSetFit {
-                model: Model::new(
-                    kernel,
-                    expansion.z.clone(),
-                    expansion.coef.clone(),
-                    intercept,
-                    setup.n_classes,
-                    crate::model::Pooling::Mean,
-                ),
-                mi_kernel,
-                expansion,
-                gamma,
-            })
+                expansion.z.clone(),
+                expansion.coef.clone(),
+                intercept,
+                setup.n_classes,
+                crate::model::Pooling::Mean,
+            ),
+            mi_kernel,
+            expansion,
+            gamma,
         })
     }
 }

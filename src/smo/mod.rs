@@ -67,7 +67,9 @@ mod state;
 
 use cache::RowCache;
 pub use gram::{max_weights, ComboGram, GramRows, InstanceGram, PrecomputedGram};
-pub use problem::{repair_equality, DualProblem, DualSolution, SmoParams, Termination};
+pub use problem::{
+    repair_equality, DualProblem, DualSolution, OnePerPoint, SmoParams, Termination,
+};
 use state::State;
 
 // Constants shared by the files of this module.

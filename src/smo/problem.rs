@@ -87,6 +87,43 @@ impl DualProblem<'_> {
     }
 }
 
+/// The layout of a dual whose samples are its points in order with no extra diagonal
+/// (`point[i] = i`, `d = 0`): the hinge and one-class duals. It owns those two arrays and lends
+/// them to each [`DualProblem`] made with the problem's own `y`, `p`, `u` and `delta`.
+#[derive(Debug, Clone)]
+pub struct OnePerPoint {
+    point: Vec<usize>,
+    d: Vec<f64>,
+}
+
+impl OnePerPoint {
+    /// The layout of `n` samples.
+    pub fn new(n: usize) -> Self {
+        Self {
+            point: (0..n).collect(),
+            d: vec![0.0; n],
+        }
+    }
+
+    /// The dual problem with these labels, linear term, bounds and equality right-hand side.
+    pub fn problem<'a>(
+        &'a self,
+        y: &'a [f64],
+        p: &'a [f64],
+        u: &'a [f64],
+        delta: f64,
+    ) -> DualProblem<'a> {
+        DualProblem {
+            y,
+            point: &self.point,
+            p,
+            d: &self.d,
+            u,
+            delta,
+        }
+    }
+}
+
 /// Settings of [`Smo`](super::Smo).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SmoParams {

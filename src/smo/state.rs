@@ -816,7 +816,7 @@ fn add_rows<G: GramRows>(
 mod tests {
     use super::*;
     use crate::kernel::{Kernel, Rows};
-    use crate::smo::{repair_equality, InstanceGram, Smo};
+    use crate::smo::{repair_equality, InstanceGram, OnePerPoint, Smo};
     use ndarray::Array2;
 
     /// Shrinking runs, `G_bar` is kept up to date and the reconstructed gradient matches the
@@ -830,18 +830,11 @@ mod tests {
         let y: Vec<f64> = (0..n)
             .map(|i| if (i < 60) ^ (i % 11 == 0) { -1.0 } else { 1.0 })
             .collect();
-        let point: Vec<usize> = (0..n).collect();
-        let (p, d) = (vec![1.0; n], vec![0.0; n]);
+        let p = vec![1.0; n];
         let mut u: Vec<f64> = (0..n).map(|i| 0.5 + (i % 3) as f64).collect();
         u[5] = 0.0;
-        let problem = DualProblem {
-            y: &y,
-            point: &point,
-            p: &p,
-            d: &d,
-            u: &u,
-            delta: 0.0,
-        };
+        let layout = OnePerPoint::new(n);
+        let problem = layout.problem(&y, &p, &u, 0.0);
         let params = SmoParams {
             tol: 1e-10,
             ..SmoParams::default()
