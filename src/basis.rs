@@ -20,10 +20,8 @@ use crate::kernel::Simd;
 
 crate::params::choices! {
     /// How a reduced basis is chosen.
-    #[derive(Default)]
     pub enum BasisInit {
         /// k-means centroids of the training instances ([`kmeans`]).
-        #[default]
         KMeans = "kmeans",
         /// Distinct random training instances.
         Random = "random",

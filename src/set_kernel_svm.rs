@@ -47,10 +47,8 @@ use crate::smo::{
 
 choices! {
     /// How NSK normalises the sum of a bag's instance features.
-    #[derive(Default)]
     pub enum SetNorm {
         /// Divide by the 1-norm (the number of instances): the mean set kernel.
-        #[default]
         L1 = "l1",
         /// Divide by the feature-space 2-norm: the cosine-normalised set kernel.
         L2 = "l2",

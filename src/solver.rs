@@ -31,10 +31,8 @@ use crate::kernel::mat_vec;
 
 crate::params::choices! {
     /// Which algorithm solves the inner squared-hinge problem.
-    #[derive(Default)]
     pub enum InnerSolver {
         /// Exact primal Newton with active set (default: measured faster, same solution).
-        #[default]
         Newton = "newton",
         /// argmin's L-BFGS.
         Lbfgs = "lbfgs",

@@ -67,10 +67,8 @@ pub use updates::{
 
 choices! {
     /// Which method of the family to fit.
-    #[derive(Default)]
     pub enum AnnealingMethod {
         /// AL-SVM: annealing over instance labels (Gehler & Chapelle, Algorithm 1).
-        #[default]
         Al = "al",
         /// AW-SVM: annealing over the witness of each positive bag (Algorithm 2).
         Aw = "aw",
@@ -107,10 +105,8 @@ impl AnnealingMethod {
 
 choices! {
     /// The starting probabilities of AL-SVM and ALP-SVM.
-    #[derive(Default)]
     pub enum InitialLabels {
         /// `p = 1/2` for every instance of a positive bag (Algorithm 1).
-        #[default]
         Uniform = "uniform",
         /// `p = 1` (the bag label; with `T0 = 1e-8` this is mi-SVM, as section 4.1 says).
         BagLabels = "labels",

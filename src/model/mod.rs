@@ -52,10 +52,8 @@ pub use predictor::{BagView, Predictor, Workspace, ROW_KERNEL_MAX_XV};
 
 crate::params::choices! {
 /// How a bag's score is formed from the scores of its instances.
-#[derive(Default)]
 pub enum Pooling {
     /// Label mean `F(X) = (1/|X|) sum_p f(x_p)` (Fu et al. 2013, eq. 3).
-    #[default]
     Mean = "mean",
     /// Label max `F(X) = max_p f(x_p)` (the MI assumption of mi-SVM / MI-SVM and the annealing
     /// methods; Gehler & Chapelle 2007).

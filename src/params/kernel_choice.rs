@@ -10,10 +10,8 @@ use crate::error::{Error, Result};
 
 choices! {
     /// Which kernel family to use (the width comes from [`Gamma`]).
-    #[derive(Default)]
     pub enum KernelKind {
         /// Gaussian kernel `exp(-gamma |x - z|^2)` (the papers' choice).
-        #[default]
         Rbf = "rbf",
         /// Linear kernel `x . z`.
         Linear = "linear",

@@ -208,8 +208,9 @@ impl ParamType for Instances {
 }
 
 /// Declares a hyperparameter enum whose variants are spelled by one string each: the enum with
-/// its doc comments, `as_str`, `Display`, [`ParamType`] (a string naming a variant; another
-/// string is refused with the list of names) and serde as that string.
+/// its doc comments, `Default` (the first variant), `as_str`, `Display`, [`ParamType`] (a string
+/// naming a variant; another string is refused with the list of names) and serde as that
+/// string.
 ///
 /// ```ignore
 /// choices! {
@@ -226,30 +227,36 @@ macro_rules! choices {
     (
         $(#[$meta:meta])*
         $vis:vis enum $name:ident {
-            $( $(#[$vmeta:meta])* $variant:ident = $text:literal ),+ $(,)?
+            $(#[$fmeta:meta])* $first:ident = $first_text:literal
+            $(, $(#[$vmeta:meta])* $variant:ident = $text:literal )* $(,)?
         }
     ) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
         $vis enum $name {
-            $( $(#[$vmeta])* $variant ),+
+            $(#[$fmeta])*
+            #[default]
+            $first,
+            $( $(#[$vmeta])* $variant ),*
         }
 
         impl $name {
             /// Every variant's name, in declaration order.
-            pub const NAMES: &'static [&'static str] = &[$($text),+];
+            pub const NAMES: &'static [&'static str] = &[$first_text, $($text),*];
 
             /// The variant's name.
             pub fn as_str(&self) -> &'static str {
                 match self {
-                    $( $name::$variant => $text ),+
+                    $name::$first => $first_text,
+                    $( $name::$variant => $text ),*
                 }
             }
 
             /// The variant named `text`, if any.
             pub fn from_name(text: &str) -> Option<Self> {
                 match text {
-                    $( $text => Some($name::$variant), )+
+                    $first_text => Some($name::$first),
+                    $( $text => Some($name::$variant), )*
                     _ => None,
                 }
             }
