@@ -262,6 +262,22 @@ fn assert_rel(a: f64, b: f64, rel: f64, what: &str) {
     );
 }
 
+/// Solves `pr` on `gram` with tight settings, checks the KKT conditions and the objective
+/// against clarabel's, and returns the solution with the dense kernel.
+fn solve_against_clarabel(
+    gram: &InstanceGram,
+    pr: &Owned,
+    what: &str,
+) -> Result<(DualSolution, Array2<f64>), Box<dyn std::error::Error>> {
+    let k = dense_gram(gram);
+    let mut smo = Smo::new(gram, tight())?;
+    let sol = smo.solve(&pr.view(), None)?;
+    assert_eq!(sol.termination, Termination::Converged);
+    check_solution(&k, pr, &sol, 1e-7);
+    assert_rel(sol.objective, clarabel_objective(&k, pr)?, 1e-6, what);
+    Ok((sol, k))
+}
+
 #[test]
 fn hinge_matches_clarabel() -> TestResult {
     for seed in 0..6 {
@@ -269,18 +285,8 @@ fn hinge_matches_clarabel() -> TestResult {
         let n = 5 + 7 * seed as usize;
         let x = random_points(&mut r, n, 3);
         let gram = InstanceGram::new(rbf(0.8), Rows::Dense(x.view()))?;
-        let k = dense_gram(&gram);
         let pr = hinge_problem(&mut r, n);
-        let mut smo = Smo::new(&gram, tight())?;
-        let sol = smo.solve(&pr.view(), None)?;
-        assert_eq!(sol.termination, Termination::Converged);
-        check_solution(&k, &pr, &sol, 1e-7);
-        assert_rel(
-            sol.objective,
-            clarabel_objective(&k, &pr)?,
-            1e-6,
-            "hinge objective",
-        );
+        solve_against_clarabel(&gram, &pr, "hinge objective")?;
     }
     Ok(())
 }
@@ -292,18 +298,8 @@ fn l2_loss_with_duplicated_points_matches_clarabel() -> TestResult {
         let np = 4 + 5 * (seed as usize - 10);
         let x = random_points(&mut r, np, 4);
         let gram = InstanceGram::new(rbf(0.5), Rows::Dense(x.view()))?;
-        let k = dense_gram(&gram);
         let pr = l2_problem(&mut r, np);
-        let mut smo = Smo::new(&gram, tight())?;
-        let sol = smo.solve(&pr.view(), None)?;
-        assert_eq!(sol.termination, Termination::Converged);
-        check_solution(&k, &pr, &sol, 1e-7);
-        assert_rel(
-            sol.objective,
-            clarabel_objective(&k, &pr)?,
-            1e-6,
-            "L2 objective",
-        );
+        let (sol, k) = solve_against_clarabel(&gram, &pr, "L2 objective")?;
         // Decision values from q_alpha and b agree with the kernel expansion.
         for i in 0..pr.y.len() {
             let f: f64 = (0..pr.y.len())
@@ -323,18 +319,8 @@ fn one_class_matches_clarabel() -> TestResult {
         let n = 5 + 7 * (seed as usize - 20);
         let x = random_points(&mut r, n, 2);
         let gram = InstanceGram::new(rbf(1.0), Rows::Dense(x.view()))?;
-        let k = dense_gram(&gram);
         let pr = one_class_problem(n, 0.3);
-        let mut smo = Smo::new(&gram, tight())?;
-        let sol = smo.solve(&pr.view(), None)?;
-        assert_eq!(sol.termination, Termination::Converged);
-        check_solution(&k, &pr, &sol, 1e-7);
-        assert_rel(
-            sol.objective,
-            clarabel_objective(&k, &pr)?,
-            1e-6,
-            "one-class objective",
-        );
+        solve_against_clarabel(&gram, &pr, "one-class objective")?;
     }
     Ok(())
 }
