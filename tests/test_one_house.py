@@ -129,3 +129,20 @@ def test_type_and_value_errors_name_the_parameter(cls):
         make(cls, n_jobs="many").fit(bags, y)
     with pytest.raises(ValueError, match="kernel must be one of 'rbf', 'linear', got 'poly'"):
         make(cls, kernel="poly").fit(bags, y)
+
+
+def test_the_type_stubs_match_the_compiled_core():
+    """``_core.pyi`` declares exactly the public names of ``milsvm._core``, and every typed fit
+    result declares the attributes the compiled class has."""
+    import ast
+    from pathlib import Path
+
+    stub = ast.parse((Path(milsvm.__file__).parent / "_core.pyi").read_text())
+    declared = {n.name: n for n in stub.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    public = {n for n in dir(_core) if not n.startswith("_")}
+    assert set(declared) == public
+    for name, node in declared.items():
+        if isinstance(node, ast.ClassDef) and name.endswith("Fit"):
+            attrs = {a.target.id for a in node.body if isinstance(a, ast.AnnAssign)}
+            cls = getattr(_core, name)
+            assert attrs == {a for a in dir(cls) if not a.startswith("_")}, name

@@ -1,6 +1,6 @@
 """Type stubs of the compiled core ``milsvm._core`` (Rust, PyO3)."""
 
-from typing import Any, Callable, Dict, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 from numpy.typing import NDArray
@@ -8,6 +8,10 @@ from numpy.typing import NDArray
 #: ``progress(problem, step, max_steps, objective, temperature)``, called at every step of a fit.
 Progress = Callable[[int, int, int, float, Optional[float]], None]
 Instances = Union[NDArray[np.float64], Tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64], int]]
+#: Hyperparameters by the name the Python estimators use (values as they take them).
+Params = Dict[str, Any]
+#: ``(name, default, doc)`` of each declared hyperparameter.
+Specs = List[Tuple[str, Any, str]]
 
 __version__: str
 
@@ -31,6 +35,9 @@ class Model:
     ) -> NDArray[np.float64]: ...
     def decision_function_bag(self, x: NDArray[np.float64]) -> list[float]: ...
     def instance_decision_function(self, x: Instances, n_jobs: Optional[int] = None) -> NDArray[np.float64]: ...
+    def bag_instance_scores(
+        self, x: Instances, bag_ptr: NDArray[np.int64], n_jobs: Optional[int] = None
+    ) -> NDArray[np.float64]: ...
     @property
     def xv(self) -> Union[NDArray[np.float64], Tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64], Tuple[int, int]]]: ...
     @property
@@ -62,13 +69,137 @@ class Model:
     @property
     def info_json(self) -> str: ...
 
+# ---------------------------------------------------------------------------------------------
+# Fits: ``fit_X(x, bag_ptr, labels, params, progress=None) -> XFit`` and
+# ``fit_X_hyperparameters() -> Specs`` (the core's declaration of every parameter). Ctrl-C
+# raises KeyboardInterrupt; an exception in ``progress`` stops the fit and is raised.
+# ---------------------------------------------------------------------------------------------
+
+class SparseMiFit:
+    model: Model
+    initial_xv: NDArray[np.float64]
+    objective_history: List[float]
+    n_iter: int
+    gamma: float
+    inner_converged: bool
+
+class MiKernelFit:
+    model: Model
+    gamma: float
+    support: List[int]
+    n_xv: int
+    coef: NDArray[np.float64]
+    intercept: NDArray[np.float64]
+    objective: List[float]
+    ridged_objective: List[float]
+    n_iter: int
+    inner_converged: bool
+
+class ReducedSetFit:
+    model: Model
+    gamma: float
+    residual_history: List[float]
+    fixed_point_iterations: int
+    mi_kernel_n_xv: int
+    mi_kernel_coef: NDArray[np.float64]
+    mi_kernel_intercept: NDArray[np.float64]
+    inner_converged: bool
+
+class NskFit:
+    model: Model
+    gamma: float
+    objective: List[float]
+    alpha: List[NDArray[np.float64]]
+    n_support: List[int]
+    n_iter: int
+    inner_converged: bool
+
+class AnnealingFit:
+    model: Model
+    gamma: float
+    p: List[NDArray[np.float64]]
+    p_hat: List[float]
+    objective_history: List[List[float]]
+    temperatures: List[List[float]]
+    n_iter: List[int]
+    n_solves: List[int]
+    converged: List[bool]
+
+class SvmCcFit:
+    model: Model
+    gamma: float
+    positive_bags: List[List[int]]
+    v: List[List[List[float]]]
+    lp_intercept: List[float]
+    qp_intercept: List[float]
+    objective_history: List[List[float]]
+    dv_history: List[List[float]]
+    n_iter: List[int]
+    converged: List[bool]
+    inner_converged: bool
+
+class OneClassFit:
+    model: Model
+    gamma: float
+    rho: float
+    alpha: NDArray[np.float64]
+    bag_alpha: NDArray[np.float64]
+    active: List[bool]
+    objective_history: List[float]
+    n_iter: int
+    converged: bool
+    inner_converged: bool
+
 def fit_sparse_mi(
-    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], *, n_xv: int, c: float, kernel: str,
-    gamma: Optional[float], max_iter: int, max_line_search: int, tol: float, solver: str, seed: int,
-    n_jobs: Optional[int], inner_tol: Optional[float] = None, init_xv: Optional[NDArray[np.float64]] = None,
-    n_basis: Optional[int] = None, init_basis: Optional[Instances] = None, progress: Optional[Progress] = None,
-) -> dict[str, Any]: ...
+    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], params: Params,
+    progress: Optional[Progress] = None,
+) -> SparseMiFit: ...
+def fit_sparse_mi_hyperparameters() -> Specs: ...
+def fit_mi_kernel(
+    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], params: Params,
+    progress: Optional[Progress] = None,
+) -> MiKernelFit: ...
+def fit_mi_kernel_hyperparameters() -> Specs: ...
+def fit_reduced_set(
+    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], params: Params,
+    progress: Optional[Progress] = None,
+) -> ReducedSetFit: ...
+def fit_reduced_set_hyperparameters() -> Specs: ...
+def fit_nsk(
+    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], params: Params,
+    progress: Optional[Progress] = None,
+) -> NskFit: ...
+def fit_nsk_hyperparameters() -> Specs: ...
+def fit_smil(
+    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], params: Params,
+    progress: Optional[Progress] = None,
+) -> NskFit: ...
+def fit_smil_hyperparameters() -> Specs: ...
+def fit_annealing(
+    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], params: Params,
+    progress: Optional[Progress] = None,
+) -> AnnealingFit: ...
+def fit_annealing_hyperparameters() -> Specs: ...
+def fit_svmcc(
+    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], params: Params,
+    progress: Optional[Progress] = None,
+) -> SvmCcFit: ...
+def fit_svmcc_hyperparameters() -> Specs: ...
+def fit_one_class(
+    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], params: Params,
+    progress: Optional[Progress] = None,
+) -> OneClassFit: ...
+def fit_one_class_hyperparameters() -> Specs: ...
+
+# ---------------------------------------------------------------------------------------------
+# The ground floor, for tests and reference benchmarks
+# ---------------------------------------------------------------------------------------------
+
+def kernel_width(x: Instances, gamma: Union[str, float]) -> float: ...
 def kernel_bag_means(
+    x: Instances, bag_ptr: NDArray[np.int64], z: NDArray[np.float64], kernel: str, gamma: float, n_jobs: Optional[int] = None
+) -> Tuple[NDArray[np.float64], NDArray[np.float64]]: ...
+def kernel_bag_means_py(
     x: Instances, bag_ptr: NDArray[np.int64], z: NDArray[np.float64], kernel: str, gamma: float, n_jobs: Optional[int] = None
 ) -> Tuple[NDArray[np.float64], NDArray[np.float64]]: ...
 def kernel_basis_grad(
@@ -79,6 +210,9 @@ def solve_squared_hinge(
     k: NDArray[np.float64], x: NDArray[np.float64], y: NDArray[np.float64], c: NDArray[np.float64], solver: str = "newton",
     tol: float = 1e-10, max_iter: int = 1000, warm_beta: Optional[NDArray[np.float64]] = None, warm_b: float = 0.0,
 ) -> Tuple[NDArray[np.float64], float, float, int, bool]: ...
+def squared_hinge_value_grad(
+    k: NDArray[np.float64], x: NDArray[np.float64], y: NDArray[np.float64], c: NDArray[np.float64], beta: NDArray[np.float64], b: float
+) -> Tuple[float, NDArray[np.float64], float]: ...
 def solve_dual(
     x: Union[NDArray[np.float64], Instances], y: NDArray[np.float64], u: NDArray[np.float64], *,
     kernel: str = "precomputed", gamma: float = 1.0, p: Optional[NDArray[np.float64]] = None,
@@ -86,17 +220,10 @@ def solve_dual(
     tol: float = 1e-3, shrinking: bool = True, cache_mb: float = 200.0, max_iter: Optional[int] = None,
     n_jobs: Optional[int] = None,
 ) -> Dict[str, Any]: ...
-def squared_hinge_value_grad(
-    k: NDArray[np.float64], x: NDArray[np.float64], y: NDArray[np.float64], c: NDArray[np.float64], beta: NDArray[np.float64], b: float
-) -> Tuple[float, NDArray[np.float64], float]: ...
 def sparse_mi_objective(
     x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], z: NDArray[np.float64], c: float, kernel: str,
     gamma: float, solver: str = "newton", inner_tol: float = 1e-12,
 ) -> Tuple[float, NDArray[np.float64]]: ...
-def fit_mi_kernel(
-    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], *, c: float, kernel: str,
-    gamma: Optional[float], solver: str, n_jobs: Optional[int],
-) -> dict[str, Any]: ...
 def mi_kernel_decision_function(
     x: Instances, bag_ptr: NDArray[np.int64], train_x: Instances, train_bag_ptr: NDArray[np.int64],
     coef: NDArray[np.float64], intercept: NDArray[np.float64], kernel: str, gamma: float, n_jobs: Optional[int] = None,
@@ -105,35 +232,9 @@ def set_kernel_matrix(
     x: Instances, bag_ptr: NDArray[np.int64], x2: Instances, bag_ptr2: NDArray[np.int64], kernel: str, gamma: float,
     n_jobs: Optional[int] = None,
 ) -> NDArray[np.float64]: ...
-def fit_reduced_set(
-    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], *, n_xv: int, c: float, kernel: str,
-    gamma: Optional[float], max_fixed_point_iter: int, n_restarts: int, solver: str, seed: int, n_jobs: Optional[int],
-    tol: float = 1e-6,
-) -> dict[str, Any]: ...
-def fit_annealing(
-    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], *, method: str, c: float, kernel: str,
-    gamma: Union[str, float], c2: float = 1.0, p_star: float = 0.5, t0: Optional[float] = None, decay: float = 1.5,
-    eps: float = 1e-4, max_temperatures: int = 200, max_iter: int = 50, init: str = "uniform",
-    n_xv: Optional[int] = None, xv_init: str = "kmeans", init_xv: Optional[NDArray[np.float64]] = None,
-    class_weight: Union[None, str, list[float]] = None, seed: int = 0, n_jobs: Optional[int] = None,
-    progress: Optional[Progress] = None,
-) -> dict[str, Any]: ...
 def probability_update(
     kind: str, t: NDArray[np.float64], temp: float, c2: float = 0.0, p_star: float = 0.0
 ) -> NDArray[np.float64]: ...
-def fit_set_kernel_svm(
-    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], *, method: str, c: float, kernel: str,
-    gamma: Union[str, float], norm: str = "l1", class_weight: Union[None, str, list[float]] = None, tol: float = 1e-3,
-    max_iter: Optional[int] = None, n_jobs: Optional[int] = None,
-) -> dict[str, Any]: ...
-def fit_svmcc(
-    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], *, c: float, kernel: str,
-    gamma: Union[str, float], class_weight: Union[None, str, list[float]] = None, max_iter: int = 80,
-    tol: float = 1e-4, smo_tol: float = 1e-3, n_jobs: Optional[int] = None, progress: Optional[Progress] = None,
-) -> dict[str, Any]: ...
-def svmcc_lp_step(*args: Any, **kwargs: Any) -> Any: ...
-def fit_one_class(
-    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], *, nu: float, kernel: str,
-    gamma: Union[str, float], bag_constraints: bool = True, max_iter: int = 20, tol: float = 1e-3,
-    n_jobs: Optional[int] = None, progress: Optional[Progress] = None,
-) -> dict[str, Any]: ...
+def svmcc_lp_step(
+    pos_scores: List[List[float]], pos_weights: List[float], neg_scores: List[float], neg_weights: List[float]
+) -> Tuple[List[List[float]], float]: ...

@@ -18,11 +18,45 @@ pub(crate) struct PyModel {
     predictor: Predictor,
 }
 
+/// A predictor method over stacked instance rows with bag offsets.
+type RowsMethod = fn(&Predictor, Rows<'_>, &[usize]) -> crate::error::Result<Array2<f64>>;
+
 impl PyModel {
     /// Wraps a fitted core model (checked and compiled here).
     pub(crate) fn wrap(model: Model) -> PyResult<Self> {
         let predictor = model.predictor()?;
         Ok(Self { model, predictor })
+    }
+
+    /// Runs `method` on stacked instances from Python (a float64 array read in place, or a CSR
+    /// tuple) with bag offsets, without the GIL, on `n_jobs` threads.
+    fn per_bag<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+        bag_ptr: PyReadonlyArray1<i64>,
+        n_jobs: Option<i64>,
+        method: RowsMethod,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let bag_ptr = to_usize(bag_ptr.as_slice()?, "bag_ptr")?;
+        let n_jobs = n_jobs_of(n_jobs)?;
+        let predictor = &self.predictor;
+        let not_rows = || PyValueError::new_err("x must be a 2-D float64 array or a CSR tuple");
+        let dense = x.extract::<PyReadonlyArray2<f64>>().ok();
+        let csr = match (&dense, dense.is_none().then(|| instances(x)).transpose()?) {
+            (None, Some(Instances::Sparse(csr))) => Some(csr),
+            (None, _) => return Err(not_rows()),
+            _ => None,
+        };
+        let rows = match (&dense, &csr) {
+            (Some(d), _) => Rows::Dense(d.as_array()),
+            (None, Some(csr)) => Rows::Sparse(csr),
+            (None, None) => return Err(not_rows()),
+        };
+        let scores = run(py, || {
+            with_threads(n_jobs, || method(predictor, rows, &bag_ptr))?
+        })?;
+        Ok(scores.into_pyarray(py))
     }
 }
 
@@ -137,29 +171,7 @@ impl PyModel {
         bag_ptr: PyReadonlyArray1<i64>,
         n_jobs: Option<i64>,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        let bag_ptr = to_usize(bag_ptr.as_slice()?, "bag_ptr")?;
-        let n_jobs = n_jobs_of(n_jobs)?;
-        let predictor = &self.predictor;
-        let scores = if let Ok(dense) = x.extract::<PyReadonlyArray2<f64>>() {
-            let view = dense.as_array();
-            run(py, || {
-                with_threads(n_jobs, || {
-                    predictor.decision_function_rows(Rows::Dense(view), &bag_ptr)
-                })?
-            })?
-        } else {
-            let Instances::Sparse(csr) = instances(x)? else {
-                return Err(PyValueError::new_err(
-                    "x must be a 2-D float64 array or a CSR tuple",
-                ));
-            };
-            run(py, || {
-                with_threads(n_jobs, || {
-                    predictor.decision_function_rows(Rows::Sparse(&csr), &bag_ptr)
-                })?
-            })?
-        };
-        Ok(scores.into_pyarray(py))
+        self.per_bag(py, x, bag_ptr, n_jobs, Predictor::decision_function_rows)
     }
 
     /// Instance scores `(n_instances, n_outputs)` of stacked instances with bag offsets, as the
@@ -173,29 +185,7 @@ impl PyModel {
         bag_ptr: PyReadonlyArray1<i64>,
         n_jobs: Option<i64>,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        let bag_ptr = to_usize(bag_ptr.as_slice()?, "bag_ptr")?;
-        let n_jobs = n_jobs_of(n_jobs)?;
-        let predictor = &self.predictor;
-        let scores = if let Ok(dense) = x.extract::<PyReadonlyArray2<f64>>() {
-            let view = dense.as_array();
-            run(py, || {
-                with_threads(n_jobs, || {
-                    predictor.bag_instance_scores(Rows::Dense(view), &bag_ptr)
-                })?
-            })?
-        } else {
-            let Instances::Sparse(csr) = instances(x)? else {
-                return Err(PyValueError::new_err(
-                    "x must be a 2-D float64 array or a CSR tuple",
-                ));
-            };
-            run(py, || {
-                with_threads(n_jobs, || {
-                    predictor.bag_instance_scores(Rows::Sparse(&csr), &bag_ptr)
-                })?
-            })?
-        };
-        Ok(scores.into_pyarray(py))
+        self.per_bag(py, x, bag_ptr, n_jobs, Predictor::bag_instance_scores)
     }
 
     /// The scores of one bag given as a 2-D float64 array (one instance per row), as a list of
