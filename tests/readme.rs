@@ -1,0 +1,98 @@
+//! The README's Rust snippets, run: every ```rust block of README.md must appear, line for
+//! line, in one function below (which supplies the variables the snippet takes as given).
+
+mod common;
+
+use common::{toy, TestResult};
+use ndarray::Array2;
+
+/// The ```rust blocks of README.md, one list of non-blank lines each.
+fn readme_blocks() -> Vec<Vec<String>> {
+    let readme = include_str!("../README.md");
+    let mut blocks = Vec::new();
+    let mut current: Option<Vec<String>> = None;
+    for line in readme.lines() {
+        match (&mut current, line.trim()) {
+            (None, "```rust") => current = Some(Vec::new()),
+            (Some(_), "```") => blocks.extend(current.take()),
+            (Some(b), l) if !l.is_empty() => b.push(l.to_string()),
+            _ => {}
+        }
+    }
+    blocks
+}
+
+#[test]
+fn every_readme_snippet_is_run_here() {
+    // compared without white space, so that rustfmt may lay the code out its own way
+    let squeeze = |s: &str| s.split_whitespace().collect::<String>();
+    let source = squeeze(include_str!("readme.rs"));
+    let blocks = readme_blocks();
+    assert_eq!(blocks.len(), 2, "README snippets: {blocks:?}");
+    for block in blocks {
+        let snippet = squeeze(&block.join("\n"));
+        assert!(
+            source.contains(&snippet),
+            "README snippet not run by tests/readme.rs:\n{block:#?}"
+        );
+    }
+}
+
+/// The README's quick tour (the snippet as written; rustfmt keeps its layout).
+#[rustfmt::skip]
+fn quick_tour_snippet(arrays: Vec<Array2<f64>>, labels: Vec<usize>) -> milsvm::Result<Array2<f64>> {
+    use milsvm::{Bags, SparseMiParams};
+    let bags = Bags::from_dense_bags(&arrays)?;      // one ndarray::Array2<f64> per bag
+    let fit = SparseMiParams::new().n_xv(10).c(10.0).fit(&bags, &labels)?;
+    let scores = fit.model.decision_function(&bags)?;
+    Ok(scores)
+}
+
+/// The README's serving snippet (as written).
+#[rustfmt::skip]
+fn serving_snippet(
+    path: std::path::PathBuf,
+    instances: Vec<f64>,
+    bags: milsvm::Bags,
+) -> milsvm::Result<(Vec<f64>, Array2<f64>)> {
+    use milsvm::model::{BagView, Model, Predictor, Workspace};
+
+    let model = Model::load(&path)?;                 // a file saved from Python or Rust
+    let predictor = Predictor::new(&model)?;         // Send + Sync: share it between threads
+    let mut ws = Workspace::default();               // one per thread; no allocation once warm
+    let mut scores = vec![0.0; predictor.n_outputs()];
+    predictor.score_bag(BagView::dense(&instances, predictor.n_features())?, &mut ws, &mut scores)?;
+    let all = predictor.decision_function(&bags)?;   // many bags, in parallel
+    Ok((scores, all))
+}
+
+#[test]
+fn quick_tour() -> TestResult {
+    let (toy_bags, labels) = toy(0, 20);
+    let arrays: Vec<Array2<f64>> = (0..toy_bags.n_bags())
+        .map(|i| {
+            toy_bags
+                .instances()
+                .dense_rows(&toy_bags.bag_range(i).collect::<Vec<_>>())
+        })
+        .collect();
+    let scores = quick_tour_snippet(arrays, labels)?;
+    assert_eq!(scores.dim(), (20, 1));
+    Ok(())
+}
+
+#[test]
+fn serving() -> TestResult {
+    let (bags, labels) = toy(1, 20);
+    let dir = std::env::temp_dir().join(format!("milsvm-readme-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("model.json");
+    let fit = milsvm::SparseMiParams::new().n_xv(3).fit(&bags, &labels)?;
+    fit.model.save(&path)?;
+    // one bag of two instances, row-major: near the negatives' noise and near (3, 3)
+    let (scores, all) = serving_snippet(path, vec![-1.0, -1.0, 3.0, 3.0], bags.clone())?;
+    assert_eq!(all, fit.model.decision_function(&bags)?);
+    assert_eq!(scores.len(), 1);
+    std::fs::remove_dir_all(&dir)?;
+    Ok(())
+}
