@@ -1,6 +1,6 @@
 //! The one fit path: the [`Fit`] trait every algorithm implements on its checked
-//! hyperparameters, the prologue every fit shares ([`Prologue`]: labels, class weights, thread
-//! pool, observer, cancellation), the binary problems of a fit ([`Setup::one_vs_rest`]) and the
+//! hyperparameters, the prologue every fit shares (`Prologue`: labels, class weights, thread
+//! pool, observer, cancellation), the binary problems of a fit (`Setup::one_vs_rest`) and the
 //! one [`StopReason`] of every iterative method.
 
 use rayon::prelude::*;

@@ -24,8 +24,15 @@
 //! * [`basis`]: reduced bases (random instances, k-means centroids).
 //! * [`smo`]: a LIBSVM-style dual SMO solver (second-order working sets, shrinking, a kernel-row
 //!   cache kept across warm-started solves) for hinge, squared-hinge and one-class duals.
-//! * [`params`]: what every hyperparameter struct shares (ranges, kernel width, threads, the
-//!   progress [`params::Observer`]).
+//! * [`params`]: each family's hyperparameters declared once (`hyperparams!`: default, range,
+//!   doc per field; a builder and the checked type a fit runs on, [`ParamGuard`]), and the
+//!   parameter types the families share ([`Gamma`], [`KernelKind`], [`ClassWeight`]).
+//! * [`fit`]: the one fit path: [`Fit`] on checked parameters, the shared prologue (labels,
+//!   class weights, threads, observer, cancellation), the one [`StopReason`].
+//! * [`progress`]: progress reports ([`Observer`]) and cancellation ([`Cancel`]).
+//!
+//! `ARCHITECTURE.md` in the repository describes the layout and what an added estimator
+//! touches.
 //!
 //! ```
 //! use milsvm::{Bags, SparseMiParams};

@@ -1,13 +1,9 @@
-//! Multi-class fits from binary ones: the one-vs-rest helper that every binary-only method of
-//! the crate uses.
+//! Multi-class fits from binary ones: the binary problems of one-vs-rest (run by every fit
+//! through `Setup::one_vs_rest` of [`crate::fit`]).
 //!
 //! Two classes give one binary problem (class 1 positive); `K > 2` classes give `K` problems,
 //! class `c` against the rest, solved in parallel and returned in class order (the prediction is
 //! the class of the largest score).
-
-use rayon::prelude::*;
-
-use crate::error::Result;
 
 /// Targets in {-1, +1} of the binary problems: one problem (class 1 positive) for two
 /// classes, one per class otherwise.
@@ -28,20 +24,6 @@ pub fn binary_targets(labels: &[usize], n_classes: usize) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// Runs `fit(problem, targets)` on every binary problem of [`binary_targets`], in parallel,
-/// and returns the results in problem order (the first error, in problem order, if any).
-pub fn one_vs_rest<T: Send>(
-    labels: &[usize],
-    n_classes: usize,
-    fit: impl Fn(usize, &[f64]) -> Result<T> + Sync,
-) -> Result<Vec<T>> {
-    binary_targets(labels, n_classes)
-        .par_iter()
-        .enumerate()
-        .map(|(c, y)| fit(c, y))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -52,7 +34,5 @@ mod tests {
         let t = binary_targets(&[0, 2, 1], 3);
         assert_eq!(t.len(), 3);
         assert_eq!(t[2], vec![-1.0, 1.0, -1.0]);
-        let out = one_vs_rest(&[0, 2, 1], 3, |c, y| Ok((c, y.to_vec()))).unwrap_or_default();
-        assert_eq!(out[1], (1, vec![-1.0, -1.0, 1.0]));
     }
 }

@@ -1,6 +1,6 @@
 //! Hyperparameters, declared once.
 //!
-//! Every algorithm's hyperparameters are one declaration ([`hyperparams!`]): each field with its
+//! Every algorithm's hyperparameters are one declaration (`hyperparams!`): each field with its
 //! doc line, its default and its allowed [`Range`]. The declaration generates two types, after
 //! linfa's `ParamGuard`:
 //!
@@ -17,7 +17,7 @@
 //!
 //! The value types shared by the families live here too: [`Gamma`] and [`KernelKind`]
 //! (the kernel), [`ClassWeight`], and the conversion machinery ([`Value`], [`ParamType`],
-//! [`choices!`]).
+//! `choices!`).
 
 mod class_weight;
 mod kernel_choice;
@@ -229,7 +229,7 @@ macro_rules! hyperparams {
         }
 
         $(
-            /// Fits through the shared [`Prologue`](crate::fit::Prologue) (labels, class
+            /// Fits through the shared prologue of [`crate::fit`] (labels, class
             /// weights, thread pool, observer, cancellation), then the family's `fit_impl`.
             impl $crate::fit::Fit for $checked {
                 type Output = $out;

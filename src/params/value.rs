@@ -4,7 +4,7 @@
 //! Every hyperparameter type implements [`ParamType`]: how it is read from a [`Value`] (wrong
 //! kinds of value are refused as [`Error::ParameterType`], wrong values of the right kind as
 //! [`Error::InvalidParameter`]), how it is written back (for defaults and specs), and how its
-//! [`Range`] is checked. The enums of the crate's parameters are declared with [`choices!`],
+//! [`Range`] is checked. The enums of the crate's parameters are declared with `choices!`,
 //! which gives each variant its one spelling.
 
 use ndarray::Array2;
@@ -301,7 +301,7 @@ macro_rules! choices {
 }
 pub(crate) use choices;
 
-/// Reads a variant name for [`choices!`]: `"must be one of 'a', 'b'"` for another string, a
+/// Reads a variant name for `choices!`: `"must be one of 'a', 'b'"` for another string, a
 /// type error for a non-string.
 pub fn choice<T>(
     value: &Value,

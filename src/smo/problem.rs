@@ -154,14 +154,10 @@ impl Default for SmoParams {
     }
 }
 
-/// Why [`Smo::solve`](super::Smo::solve) stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Termination {
-    /// The relative KKT gap fell below the tolerance.
-    Converged,
-    /// The iteration cap was reached (the solution is feasible but not optimal).
-    MaxIter,
-}
+/// Why [`Smo::solve`](super::Smo::solve) stopped: the crate's one [`crate::fit::StopReason`]
+/// (`Converged`: the relative KKT gap fell below the tolerance; `MaxIter`: the iteration cap was
+/// reached, the solution is feasible but not optimal).
+pub type Termination = crate::fit::StopReason;
 
 /// The result of [`Smo::solve`](super::Smo::solve).
 #[derive(Debug, Clone, PartialEq)]
