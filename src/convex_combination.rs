@@ -37,9 +37,7 @@ use crate::error::{invalid_param, Result};
 use crate::fit::Setup;
 use crate::kernel::{Kernel, Rows};
 use crate::model::{Model, Pooling};
-use crate::params::{
-    hyperparams, n_jobs_from_value, ClassWeight, Gamma, KernelKind, Progress, Range,
-};
+use crate::params::{hyperparams, KernelKind, Progress, Range};
 use crate::smo::{DualSolution, InstanceGram, OnePerPoint, Smo, SmoParams, Termination};
 // `ComboGram` and `max_weights` live in `crate::smo` (SVM-CC, sMIL and the one-class MI-SVM share
 // them); re-exported so that their former paths `milsvm::convex_combination::*` still work.
@@ -100,22 +98,13 @@ hyperparams! {
     /// Hyperparameters of SVM-CC (Yang & Deng, Algorithms 1-2), declared once and checked into
     /// [`SvmCcValidParams`].
     pub struct SvmCcParams => SvmCcValidParams {
-        /// Loss weight `C` (split into `C1`, `C2` as in section 3).
-        c as "C": f64 = 1.0, check Range::Positive;
-        /// Instance kernel family (the paper: linear for Algorithm 1, Gaussian for Algorithm 2).
-        kernel: KernelKind = KernelKind::Linear;
-        /// Kernel width (Gaussian kernel only).
-        gamma: Gamma = Gamma::Scale, check Range::Positive;
-        /// Per-class loss weights (multiply `C1`, `C2`).
-        class_weight: ClassWeight = ClassWeight::Uniform;
+        shared(kernel = KernelKind::Linear);
         /// Cap on the QP / LP rounds (the paper: 80).
         max_iter: usize = 80, check Range::AtLeast(1);
         /// Stop when `||v_new - v||_2 < tol` (the paper: 1e-4).
         tol: f64 = 1e-4, check Range::Positive;
         /// Relative KKT tolerance of the SMO solving each QP.
         inner_tol: f64 = 1e-3, check Range::Open01;
-        /// Threads (`None`: all cores). Results do not depend on it.
-        n_jobs: Option<usize> = None, check Range::AtLeast(1), via n_jobs_from_value;
     }
     fit -> SvmCcFit;
 }
@@ -191,20 +180,11 @@ impl SvmCcValidParams {
                 )
             }
             Kernel::Rbf { .. } => {
-                let keep: Vec<usize> = (0..x.n_rows())
-                    .filter(|&t| runs.iter().any(|r| r.beta[t] != 0.0))
-                    .collect();
-                let keep = if keep.is_empty() { vec![0] } else { keep };
-                let mut coef = Array2::zeros((runs.len(), keep.len()));
-                for (mut row, r) in coef.rows_mut().into_iter().zip(&runs) {
-                    for (o, &t) in row.iter_mut().zip(&keep) {
-                        *o = r.beta[t];
-                    }
-                }
-                Model::new(
+                let coefs: Vec<&[f64]> = runs.iter().map(|r| r.beta.as_slice()).collect();
+                Model::from_instance_coefficients(
                     kernel,
-                    x.select_rows(&keep),
-                    coef,
+                    x,
+                    &coefs,
                     runs.iter().map(|r| r.b).collect(),
                     n_classes,
                     Pooling::Max,

@@ -20,7 +20,7 @@
 //! `OneClassSVM` reports LIBSVM's `nu l` times larger values), bag score `max_x f(x)`: the shared
 //! model form with max pooling (one output; positive = inside the support).
 
-use ndarray::{Array1, Array2};
+use ndarray::Array1;
 
 use crate::bags::Bags;
 use crate::convex_combination::StopReason;
@@ -207,15 +207,11 @@ impl OneClassValidParams {
                 }
             }
         }
-        let keep: Vec<usize> = (0..l).filter(|&t| beta[t] != 0.0).collect();
-        let keep = if keep.is_empty() { vec![0] } else { keep };
-        let coef = Array2::from_shape_vec((1, keep.len()), keep.iter().map(|&t| beta[t]).collect())
-            .map_err(|e| invalid_data(e.to_string()))?;
         Ok(OneClassFit {
-            model: Model::new(
+            model: Model::from_instance_coefficients(
                 kernel,
-                x.select_rows(&keep),
-                coef,
+                x,
+                &[&beta],
                 Array1::from(vec![sol.b]),
                 2,
                 Pooling::Max,

@@ -35,9 +35,7 @@ use crate::fit::Setup;
 use crate::kernel::Kernel;
 use crate::kernel::Rows;
 use crate::model::{Model, Pooling};
-use crate::params::{
-    choices, hyperparams, n_jobs_from_value, ClassWeight, Gamma, KernelKind, Range,
-};
+use crate::params::{choices, hyperparams, KernelKind, Range};
 use crate::progress::Cancel;
 use crate::set_kernel::set_kernel_gram_cancellable;
 use crate::smo::{
@@ -129,35 +127,6 @@ fn unit_coefficients(units: &Bags, sol: &DualSolution, y: &[f64], scale: &[f64])
     coef
 }
 
-/// The model of several outputs: the instances with a nonzero coefficient in some output.
-fn assemble_model(
-    kernel: Kernel,
-    x: &Instances,
-    coefs: &[Vec<f64>],
-    intercept: Vec<f64>,
-    n_classes: usize,
-) -> Model {
-    let n = x.n_rows();
-    let keep: Vec<usize> = (0..n)
-        .filter(|&t| coefs.iter().any(|c| c[t] != 0.0))
-        .collect();
-    let keep = if keep.is_empty() { vec![0] } else { keep };
-    let mut coef = Array2::zeros((coefs.len(), keep.len()));
-    for (mut row, c) in coef.rows_mut().into_iter().zip(coefs) {
-        for (o, &t) in row.iter_mut().zip(&keep) {
-            *o = c[t];
-        }
-    }
-    Model::new(
-        kernel,
-        x.select_rows(&keep),
-        coef,
-        Array1::from(intercept),
-        n_classes,
-        Pooling::Mean,
-    )
-}
-
 // ---------------------------------------------------------------------------------------------
 // NSK
 // ---------------------------------------------------------------------------------------------
@@ -166,22 +135,13 @@ hyperparams! {
     /// Hyperparameters of NSK, the hinge-loss SVM on the normalised set kernel (Gaertner et
     /// al. 2002), declared once and checked into [`NskValidParams`].
     pub struct NskParams => NskValidParams {
-        /// Loss weight `C` (bag `i` is bounded by `C w_i`).
-        c as "C": f64 = 1.0, check Range::Positive;
-        /// Instance kernel family.
-        kernel: KernelKind = KernelKind::Rbf;
-        /// Kernel width (Gaussian kernel only).
-        gamma: Gamma = Gamma::Scale, check Range::Positive;
+        shared(kernel = KernelKind::Rbf);
         /// Normalisation of the bag feature sums.
         norm: SetNorm = SetNorm::L1;
-        /// Per-class loss weights.
-        class_weight: ClassWeight = ClassWeight::Uniform;
         /// Relative KKT tolerance of the SMO.
         inner_tol: f64 = 1e-3, check Range::Open01;
         /// SMO iteration cap (`None`: the solver's default).
         inner_max_iter: Option<usize> = None, check Range::AtLeast(1);
-        /// Threads (`None`: all cores). Results do not depend on it.
-        n_jobs: Option<usize> = None, check Range::AtLeast(1), via n_jobs_from_value;
     }
     fit -> NskFit;
 }
@@ -257,8 +217,16 @@ fn finish(
     gamma: f64,
 ) -> NskFit {
     let coefs: Vec<Vec<f64>> = fits.iter().map(|f| f.coef.clone()).collect();
-    let intercept = fits.iter().map(|f| f.sol.b).collect();
-    let mut model = assemble_model(kernel, x, &coefs, intercept, n_classes);
+    let intercept: Vec<f64> = fits.iter().map(|f| f.sol.b).collect();
+    let coefs: Vec<&[f64]> = coefs.iter().map(Vec::as_slice).collect();
+    let mut model = Model::from_instance_coefficients(
+        kernel,
+        x,
+        &coefs,
+        Array1::from(intercept),
+        n_classes,
+        Pooling::Mean,
+    );
     if norm == SetNorm::L2 {
         model.pooling = Pooling::NormalizedMean;
     }
@@ -286,20 +254,11 @@ hyperparams! {
     /// Hyperparameters of sMIL (Bunescu & Mooney 2007, eq. 8-9), declared once and checked
     /// into [`SmilValidParams`].
     pub struct SmilParams => SmilValidParams {
-        /// Loss weight `C` (a unit of a bag of class weight `w` is bounded by `C w`).
-        c as "C": f64 = 1.0, check Range::Positive;
-        /// Instance kernel family.
-        kernel: KernelKind = KernelKind::Rbf;
-        /// Kernel width (Gaussian kernel only).
-        gamma: Gamma = Gamma::Scale, check Range::Positive;
-        /// Per-class loss weights.
-        class_weight: ClassWeight = ClassWeight::Uniform;
+        shared(kernel = KernelKind::Rbf);
         /// Relative KKT tolerance of the SMO.
         inner_tol: f64 = 1e-3, check Range::Open01;
         /// SMO iteration cap (`None`: the solver's default).
         inner_max_iter: Option<usize> = None, check Range::AtLeast(1);
-        /// Threads (`None`: all cores). Results do not depend on it.
-        n_jobs: Option<usize> = None, check Range::AtLeast(1), via n_jobs_from_value;
     }
     fit -> NskFit;
 }

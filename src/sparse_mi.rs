@@ -24,8 +24,7 @@ use crate::kernel::{
 };
 use crate::model::Model;
 use crate::params::{
-    check_columns, check_init_xv, check_init_xv_columns, hyperparams, n_jobs_from_value,
-    ClassWeight, ParamGuard, Progress, Range,
+    check_columns, check_init_xv, check_init_xv_columns, hyperparams, ParamGuard, Progress, Range,
 };
 pub use crate::params::{Gamma, KernelKind};
 use crate::solver::{InnerSolver, Solution, SquaredHinge};
@@ -35,16 +34,9 @@ hyperparams! {
     /// `max_iter = 0`): declared once, checked by [`ParamGuard::check_ref`] into
     /// [`SparseMiValidParams`], the type the fit runs on.
     pub struct SparseMiParams => SparseMiValidParams {
+        shared(kernel = KernelKind::Rbf);
         /// Number of expansion vectors `N_xv`.
         n_xv: usize = 10, check Range::AtLeast(1);
-        /// Loss weight `C` of the squared hinge (eq. 9).
-        c as "C": f64 = 1.0, check Range::Positive;
-        /// Kernel family.
-        kernel: KernelKind = KernelKind::Rbf;
-        /// Kernel width (Gaussian kernel only).
-        gamma: Gamma = Gamma::Scale, check Range::Positive;
-        /// Per-class loss weights: bag `i` of a binary problem costs `C w_i`.
-        class_weight: ClassWeight = ClassWeight::Uniform;
         /// Outer iterations `t_max` (0 gives RSVM: the inner problem on the initial XVs).
         max_iter: usize = 50;
         /// Line-search trials per outer iteration `s_max`.
@@ -62,8 +54,6 @@ hyperparams! {
         ridge: f64 = 1e-8, check Range::NonNegative;
         /// Seed of the random initialisation.
         seed: u64 = 0;
-        /// Threads (`None`: all cores). Results do not depend on it.
-        n_jobs: Option<usize> = None, check Range::AtLeast(1), via n_jobs_from_value;
         /// Initial expansion vectors (`n_xv x n_features`), replacing the random choice
         /// (direct mode only).
         init_xv: Option<Array2<f64>> = None;

@@ -1,6 +1,6 @@
 """Type stubs of the compiled core ``milsvm._core`` (Rust, PyO3)."""
 
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple, TypeVar, Union
 
 import numpy as np
 from numpy.typing import NDArray
@@ -150,46 +150,35 @@ class OneClassFit:
     converged: bool
     inner_converged: bool
 
-def fit_sparse_mi(
-    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], params: Params,
-    progress: Optional[Progress] = None,
-) -> SparseMiFit: ...
-def fit_sparse_mi_hyperparameters() -> Specs: ...
-def fit_mi_kernel(
-    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], params: Params,
-    progress: Optional[Progress] = None,
-) -> MiKernelFit: ...
-def fit_mi_kernel_hyperparameters() -> Specs: ...
-def fit_reduced_set(
-    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], params: Params,
-    progress: Optional[Progress] = None,
-) -> ReducedSetFit: ...
-def fit_reduced_set_hyperparameters() -> Specs: ...
-def fit_nsk(
-    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], params: Params,
-    progress: Optional[Progress] = None,
-) -> NskFit: ...
-def fit_nsk_hyperparameters() -> Specs: ...
-def fit_smil(
-    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], params: Params,
-    progress: Optional[Progress] = None,
-) -> NskFit: ...
-def fit_smil_hyperparameters() -> Specs: ...
-def fit_annealing(
-    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], params: Params,
-    progress: Optional[Progress] = None,
-) -> AnnealingFit: ...
-def fit_annealing_hyperparameters() -> Specs: ...
-def fit_svmcc(
-    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], params: Params,
-    progress: Optional[Progress] = None,
-) -> SvmCcFit: ...
-def fit_svmcc_hyperparameters() -> Specs: ...
-def fit_one_class(
-    x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], params: Params,
-    progress: Optional[Progress] = None,
-) -> OneClassFit: ...
-def fit_one_class_hyperparameters() -> Specs: ...
+_Fit = TypeVar("_Fit")
+
+class FitFunction(Protocol[_Fit]):
+    """``fit(x, bag_ptr, labels, params, progress=None)``: a builder filled from ``params`` (names as
+    the Python estimators spell them), the fit, its typed result."""
+
+    def __call__(
+        self, x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], params: Params,
+        progress: Optional[Progress] = None,
+    ) -> _Fit: ...
+
+def _specs() -> Specs: ...
+
+fit_sparse_mi: FitFunction[SparseMiFit]
+fit_sparse_mi_hyperparameters = _specs
+fit_mi_kernel: FitFunction[MiKernelFit]
+fit_mi_kernel_hyperparameters = _specs
+fit_reduced_set: FitFunction[ReducedSetFit]
+fit_reduced_set_hyperparameters = _specs
+fit_nsk: FitFunction[NskFit]
+fit_nsk_hyperparameters = _specs
+fit_smil: FitFunction[NskFit]
+fit_smil_hyperparameters = _specs
+fit_annealing: FitFunction[AnnealingFit]
+fit_annealing_hyperparameters = _specs
+fit_svmcc: FitFunction[SvmCcFit]
+fit_svmcc_hyperparameters = _specs
+fit_one_class: FitFunction[OneClassFit]
+fit_one_class_hyperparameters = _specs
 
 # ---------------------------------------------------------------------------------------------
 # The ground floor, for tests and reference benchmarks

@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._base import ExpansionVectorsMixin, MILClassifier
-from ._docs import param
+from ._docs import attr, param
 
 __all__ = ["ALSVM", "AWSVM", "ALPSVM", "miSVM", "MISVM"]
 
@@ -83,7 +83,7 @@ _COMMON_PARAMS = f"""
                   "(reduced basis)"},
        inner_max_iter={"default": "1000", "none": " (the primal Newton solver of a reduced basis)"})}"""
 
-_COMMON_ATTRIBUTES = """
+_COMMON_ATTRIBUTES = f"""
     xv_ : ndarray of shape (n_xv, n_features)
         Basis vectors with a nonzero coefficient (the support instances), or the reduced basis.
     coef_ : ndarray of shape (n_xv,) or (n_classes, n_xv)
@@ -103,14 +103,7 @@ _COMMON_ATTRIBUTES = """
         SVM solves in all.
     converged_ : bool
         Whether the stopping rule was met before ``max_iter``.
-    gamma_ : float
-        The kernel width used.
-    classes_ : ndarray
-        Class labels.
-    n_features_in_ : int
-        Number of features of an instance.
-    fit_time_ : float
-        Seconds spent in ``fit``."""
+{attr("gamma_", "classes_", "n_features_in_", "fit_time_")}"""
 
 
 class ALSVM(_AnnealingClassifier):

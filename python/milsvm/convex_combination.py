@@ -71,12 +71,7 @@ class SVMCC(ExpansionVectorsMixin, MILClassifier):
         Rounds run (largest over the problems).
     converged_ : bool
         Whether the change of ``v`` fell below ``tol``.
-    gamma_ : float
-        The kernel width used.
-    classes_ : ndarray
-        Class labels.
-    n_features_in_ : int
-        Number of features of an instance.
+{attr("gamma_", "classes_", "n_features_in_")}
     """
 
     _core_fit = "fit_svmcc"

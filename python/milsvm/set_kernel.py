@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import ExpansionVectorsMixin, MILClassifier
-from ._docs import param
+from ._docs import attr, param
 
 __all__ = ["MIKernel", "ReducedSet"]
 
@@ -56,14 +56,7 @@ class MIKernel(MILClassifier):
         one-vs-rest problem.
     n_iter_ : int
         Solver iterations (largest over the problems).
-    gamma_ : float
-        The kernel width used.
-    classes_ : ndarray
-        Class labels.
-    n_features_in_ : int
-        Number of features of an instance.
-    fit_time_ : float
-        Seconds spent in ``fit``.
+{attr("gamma_", "classes_", "n_features_in_", "fit_time_")}
     """
 
     _core_fit = "fit_mi_kernel"
@@ -136,12 +129,7 @@ class ReducedSet(ExpansionVectorsMixin, MILClassifier):
         Expansion vectors of the approximated MI-Kernel.
     n_iter_ : int
         Fixed-point iterations in total.
-    gamma_ : float
-        The kernel width used.
-    classes_ : ndarray
-        Class labels.
-    n_features_in_ : int
-        Number of features of an instance.
+{attr("gamma_", "classes_", "n_features_in_")}
     fit_time_ : float
         Seconds spent in ``fit`` (MI-Kernel included).
     """

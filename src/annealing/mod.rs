@@ -47,8 +47,7 @@ use crate::fit::Setup;
 use crate::kernel::{kernel_matrix, Basis, Rows};
 use crate::model::{Model, Pooling};
 use crate::params::{
-    check_init_xv, check_init_xv_columns, choices, hyperparams, n_jobs_from_value, ClassWeight,
-    Gamma, KernelKind, Range,
+    check_init_xv, check_init_xv_columns, choices, hyperparams, KernelKind, Range,
 };
 use crate::smo::{InstanceGram, SmoParams};
 use crate::solver::InnerSolver;
@@ -119,18 +118,13 @@ hyperparams! {
     /// Hyperparameters of the annealing family (Gehler & Chapelle 2007; Andrews et al. 2002),
     /// declared once and checked into [`AnnealingValidParams`].
     pub struct AnnealingParams => AnnealingValidParams {
+        shared(kernel = KernelKind::Rbf);
         /// The method.
         method: AnnealingMethod = AnnealingMethod::Al;
-        /// Loss weight `C`.
-        c as "C": f64 = 1.0, check Range::Positive;
         /// ALP-SVM's penalty weight `C2`.
         c2 as "C2": f64 = 1.0, check Range::NonNegative;
         /// ALP-SVM's expected fraction of positives per positive bag.
         p_star: f64 = 0.5, check Range::Closed01;
-        /// Kernel family.
-        kernel: KernelKind = KernelKind::Rbf;
-        /// Kernel width.
-        gamma: Gamma = Gamma::Scale, check Range::Positive;
         /// Initial temperature `T0` (`None`: `10 C`, the paper's choice).
         t0 as "T0": Option<f64> = None, check Range::Positive;
         /// Temperature divisor per step (the paper: 1.5).
@@ -150,8 +144,6 @@ hyperparams! {
         xv_init: BasisInit = BasisInit::KMeans;
         /// The reduced basis (`n_xv x n_features`), replacing the choice by `xv_init`.
         init_xv: Option<Array2<f64>> = None;
-        /// Per-class loss weights.
-        class_weight: ClassWeight = ClassWeight::Uniform;
         /// Ridge added to the basis kernel matrix.
         ridge: f64 = 1e-8, check Range::NonNegative;
         /// Relative tolerance of the inner solver (`None`: 1e-10 for the primal Newton solver
@@ -163,8 +155,6 @@ hyperparams! {
         cache_bytes: usize = 200 << 20;
         /// Seed of the random reduced basis.
         seed: u64 = 0;
-        /// Threads (`None`: all cores). Results do not depend on it.
-        n_jobs: Option<usize> = None, check Range::AtLeast(1), via n_jobs_from_value;
     }
     cross_check check_basis;
     fit -> AnnealingFit;

@@ -125,6 +125,37 @@ impl Model {
         }
     }
 
+    /// The model whose expansion vectors are the rows of `x` that carry a nonzero coefficient in
+    /// some output (at least one row is kept), from per-output coefficients over every row of
+    /// `x` (`coefs[c][t]`): the dual methods' instance expansions. CSR rows stay CSR.
+    pub fn from_instance_coefficients(
+        kernel: Kernel,
+        x: &Instances,
+        coefs: &[&[f64]],
+        intercept: Array1<f64>,
+        n_classes: usize,
+        pooling: Pooling,
+    ) -> Self {
+        let keep: Vec<usize> = (0..x.n_rows())
+            .filter(|&t| coefs.iter().any(|c| c[t] != 0.0))
+            .collect();
+        let keep = if keep.is_empty() { vec![0] } else { keep };
+        let mut coef = Array2::zeros((coefs.len(), keep.len()));
+        for (mut row, c) in coef.rows_mut().into_iter().zip(coefs) {
+            for (o, &t) in row.iter_mut().zip(&keep) {
+                *o = c[t];
+            }
+        }
+        Self::new(
+            kernel,
+            x.select_rows(&keep),
+            coef,
+            intercept,
+            n_classes,
+            pooling,
+        )
+    }
+
     /// Number of features the model expects.
     pub fn n_features(&self) -> usize {
         self.xv.n_features()

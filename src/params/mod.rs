@@ -74,7 +74,9 @@ pub trait Hyperparams: ParamGuard + Default {
     fn specs() -> Vec<ParamSpec>;
 }
 
-/// Declares a hyperparameter struct once: each field with its doc comment, its name outside
+/// Declares a hyperparameter struct once: `shared(kernel = default);` first brings the fields every
+/// two-class kernel method shares, declared here once (`C`, `kernel` with that default, `gamma`,
+/// `class_weight`, `n_jobs`); then each field with its doc comment, its name outside
 /// Rust when it differs (`c as "C"`), its type, its default, optionally its [`Range`]
 /// (`check Range::Positive`) and a custom reader from [`Value`] (`via path`), then optionally
 /// one hook for checks across fields (`cross_check path;`, a `fn(&Checked) -> Result<()>`) and
@@ -84,6 +86,35 @@ pub trait Hyperparams: ParamGuard + Default {
 /// Every struct also gets an `observer` ([`Observer`]: progress and cancellation). See the
 /// module docs for what it generates.
 macro_rules! hyperparams {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident => $checked:ident {
+            shared(kernel = $kernel:expr);
+            $($fields:tt)*
+        }
+        $($tail:tt)*
+    ) => {
+        $crate::params::hyperparams! {
+            $(#[$meta])*
+            pub struct $name => $checked {
+                /// Loss weight `C` (bag `i` of a binary problem costs `C w_i`, `w_i` its class
+                /// weight).
+                c as "C": f64 = 1.0, check $crate::params::Range::Positive;
+                /// Instance kernel family.
+                kernel: $crate::params::KernelKind = $kernel;
+                /// Kernel width (Gaussian kernel only): `"scale"`, `"median"` or a number.
+                gamma: $crate::params::Gamma = $crate::params::Gamma::Scale,
+                    check $crate::params::Range::Positive;
+                /// Per-class loss weights (`None`, `"balanced"` or one weight per class).
+                class_weight: $crate::params::ClassWeight = $crate::params::ClassWeight::Uniform;
+                /// Threads (`None`: all cores). Results do not depend on it.
+                n_jobs: Option<usize> = None, check $crate::params::Range::AtLeast(1),
+                    via $crate::params::n_jobs_from_value;
+                $($fields)*
+            }
+            $($tail)*
+        }
+    };
     (
         $(#[$meta:meta])*
         pub struct $name:ident => $checked:ident {

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::fit::Setup;
 use crate::kernel::Kernel;
 use crate::model::Model;
-use crate::params::{hyperparams, n_jobs_from_value, ClassWeight, Gamma, KernelKind, Range};
+use crate::params::{hyperparams, KernelKind, Range};
 use crate::solver::{InnerSolver, Solution, SquaredHinge};
 
 /// A bag counts as support (its instances as expansion vectors) when the magnitude of its
@@ -21,14 +21,7 @@ hyperparams! {
     /// Hyperparameters of MI-Kernel, the squared-hinge SVM on the set kernel (Fu et al. 2011,
     /// Lemma 1), declared once and checked into [`MiKernelValidParams`].
     pub struct MiKernelParams => MiKernelValidParams {
-        /// Loss weight `C`.
-        c as "C": f64 = 1.0, check Range::Positive;
-        /// Instance kernel family.
-        kernel: KernelKind = KernelKind::Rbf;
-        /// Kernel width (Gaussian kernel only).
-        gamma: Gamma = Gamma::Scale, check Range::Positive;
-        /// Per-class loss weights: bag `i` of a binary problem costs `C w_i`.
-        class_weight: ClassWeight = ClassWeight::Uniform;
+        shared(kernel = KernelKind::Rbf);
         /// Solver of the squared-hinge problem over the bag coefficients.
         solver: InnerSolver = InnerSolver::Newton;
         /// Relative gradient tolerance of the solver (`None`: the solver's default).
@@ -37,8 +30,6 @@ hyperparams! {
         inner_max_iter: usize = 1000, check Range::AtLeast(1);
         /// Ridge added to the diagonal of `K_set` in the regulariser (Fu et al., footnote).
         ridge: f64 = 1e-8, check Range::NonNegative;
-        /// Threads (`None`: all cores). Results do not depend on it.
-        n_jobs: Option<usize> = None, check Range::AtLeast(1), via n_jobs_from_value;
     }
     fit -> MiKernelFit;
 }

@@ -12,9 +12,7 @@ use crate::error::{invalid_param, Error, Result};
 use crate::fit::Setup;
 use crate::kernel::{basis_gradient, kernel_bag_means, kernel_matrix, Basis, Kernel, Rows};
 use crate::model::Model;
-use crate::params::{
-    hyperparams, n_jobs_from_value, ClassWeight, Gamma, KernelKind, ParamGuard, Range,
-};
+use crate::params::{hyperparams, KernelKind, ParamGuard, Range};
 use crate::progress::Cancel;
 use crate::solver::{solve_spd, InnerSolver};
 
@@ -26,17 +24,9 @@ hyperparams! {
     /// Hyperparameters of RS, the reduced-set approximation of MI-Kernel (Fu et al. 2011, eq.
     /// 14-15), declared once and checked into [`ReducedSetValidParams`].
     pub struct ReducedSetParams => ReducedSetValidParams {
+        shared(kernel = KernelKind::Rbf);
         /// Number of reduced-set vectors `N_xv` (fewer when the residual vanishes first).
         n_xv: usize = 10, check Range::AtLeast(1);
-        /// Loss weight `C` of the MI-Kernel being approximated.
-        c as "C": f64 = 1.0, check Range::Positive;
-        /// Instance kernel: must be [`KernelKind::Rbf`] (the fixed-point iteration is the
-        /// Gaussian kernel's).
-        kernel: KernelKind = KernelKind::Rbf;
-        /// Kernel width.
-        gamma: Gamma = Gamma::Scale, check Range::Positive;
-        /// Per-class loss weights of the MI-Kernel (and of the refitted bias).
-        class_weight: ClassWeight = ClassWeight::Uniform;
         /// Fixed-point iterations per restart, the inner solver of each new vector (0 keeps
         /// the best starting instance).
         inner_max_iter: usize = 100;
@@ -50,8 +40,6 @@ hyperparams! {
         ridge: f64 = 1e-8, check Range::NonNegative;
         /// Seed of the restarts.
         seed: u64 = 0;
-        /// Threads (`None`: all cores). Results do not depend on it.
-        n_jobs: Option<usize> = None, check Range::AtLeast(1), via n_jobs_from_value;
     }
     cross_check gaussian_only;
     fit -> ReducedSetFit;
