@@ -457,14 +457,30 @@ impl Predictor {
     /// bag by bag with the one-bag kernel (one read of every instance; the same values as
     /// [`Predictor::score_bag`]); a larger dense basis by one matrix product per chunk of bags.
     pub fn decision_function_rows(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
+        self.with_checked_rows(rows, bag_ptr, |rows| self.pooled_rows(rows, bag_ptr))
+    }
+
+    /// Checks the width and the offsets, and runs `f` on rows in standard layout (a
+    /// non-standard dense view is copied once).
+    fn with_checked_rows<T>(
+        &self,
+        rows: Rows<'_>,
+        bag_ptr: &[usize],
+        f: impl FnOnce(Rows<'_>) -> Result<T>,
+    ) -> Result<T> {
         self.check_width(rows.n_cols())?;
         validate_bag_ptr(bag_ptr, rows.n_rows())?;
-        if let Rows::Dense(x) = rows {
-            if !x.is_standard_layout() {
+        match rows {
+            Rows::Dense(x) if !x.is_standard_layout() => {
                 let owned = x.as_standard_layout().into_owned();
-                return self.decision_function_rows(Rows::Dense(owned.view()), bag_ptr);
+                f(Rows::Dense(owned.view()))
             }
+            _ => f(rows),
         }
+    }
+
+    /// [`Predictor::decision_function_rows`] on checked rows.
+    fn pooled_rows(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
         let (f, norms) = self.scores_and_norms(rows, bag_ptr)?;
         let out = self.pool_bags(&f, &norms, rows, bag_ptr);
         match out
@@ -485,14 +501,11 @@ impl Predictor {
     /// [`Pooling::SmilMean`] (the score against the bag's threshold). Checked like
     /// [`Predictor::decision_function_rows`].
     pub fn bag_instance_scores(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
-        self.check_width(rows.n_cols())?;
-        validate_bag_ptr(bag_ptr, rows.n_rows())?;
-        if let Rows::Dense(x) = rows {
-            if !x.is_standard_layout() {
-                let owned = x.as_standard_layout().into_owned();
-                return self.bag_instance_scores(Rows::Dense(owned.view()), bag_ptr);
-            }
-        }
+        self.with_checked_rows(rows, bag_ptr, |rows| self.instance_rows(rows, bag_ptr))
+    }
+
+    /// [`Predictor::bag_instance_scores`] on checked rows.
+    fn instance_rows(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
         let (f, norms) = self.scores_and_norms(rows, bag_ptr)?;
         let n_out = self.n_outputs().max(1);
         let mut out = Array2::from_shape_vec((rows.n_rows(), n_out), f)
