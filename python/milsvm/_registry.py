@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 
-__all__ = ["ESTIMATORS", "register", "resolve", "summary", "UnknownEstimator"]
+__all__ = ["ESTIMATORS", "register", "resolve", "summary", "parameter_docs", "UnknownEstimator"]
 
 #: Estimator classes by name, in registration order.
 ESTIMATORS: dict[str, type] = {}
@@ -33,6 +33,26 @@ def summary(cls):
     """The one-line description of an estimator: the first line of its docstring."""
     doc = (cls.__doc__ or "").strip()
     return " ".join(doc.split("\n\n", 1)[0].split()) if doc else cls.__name__
+
+
+def parameter_docs(cls):
+    """``{name: description}`` from the ``Parameters`` section of the estimator's docstring
+    (numpydoc: ``name : type, default=...`` then indented lines; ``a, b : ...`` lines name
+    several)."""
+    import inspect
+
+    doc = inspect.cleandoc(cls.__doc__ or "")
+    lines = doc.split("Parameters\n----------\n", 1)[-1].split("\n\n")[0].splitlines() if "Parameters" in doc else []
+    out, names = {}, []
+    for line in lines:
+        if line and not line.startswith(" "):
+            names = [n.strip() for n in line.split(":", 1)[0].split(",") if n.strip()]
+            for n in names:
+                out[n] = ""
+        elif names:
+            for n in names:
+                out[n] = (out[n] + " " + line.strip()).strip()
+    return out
 
 
 def resolve(name):

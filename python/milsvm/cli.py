@@ -92,6 +92,7 @@ import json
 import math
 import os
 import sys
+import textwrap
 import time
 import warnings
 from pathlib import Path
@@ -539,8 +540,11 @@ def cmd_models(args, argv, console):
     print(f"{cls.__name__}: {_registry.summary(cls)}")
     import inspect
 
+    docs = _registry.parameter_docs(cls)
     for param in inspect.signature(cls).parameters.values():
         print(f"  {param.name}={param.default!r}")
+        if docs.get(param.name):
+            print(textwrap.indent(textwrap.fill(docs[param.name], 92), "      "))
     return 0
 
 
