@@ -10,6 +10,7 @@
 //! thread, so a Ctrl-C never surfaces inside it.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -84,17 +85,19 @@ fn run_cancellable<T: Send>(
     f: impl FnOnce() -> Result<T, Error> + Send,
 ) -> PyResult<T> {
     let caller = std::thread::current();
+    let done = AtomicBool::new(false);
     let (outcome, interrupt) = py.detach(|| {
         std::thread::scope(|s| {
             let worker = s.spawn(|| {
                 let out = catch_unwind(AssertUnwindSafe(f));
+                done.store(true, Ordering::Release);
                 caller.unpark();
                 out
             });
             let mut interrupt: Option<PyErr> = None;
-            while !worker.is_finished() {
+            while !done.load(Ordering::Acquire) {
                 std::thread::park_timeout(SIGNAL_POLL);
-                if interrupt.is_none() && !worker.is_finished() {
+                if interrupt.is_none() && !done.load(Ordering::Acquire) {
                     if let Err(e) = Python::attach(|py| py.check_signals()) {
                         cancel.cancel();
                         interrupt = Some(e);
