@@ -25,8 +25,8 @@ LONG_FIT = textwrap.dedent("""
     bags = [rng.normal(size=(20, 30)) for _ in range(400)]
     y = np.arange(400) % 2
     est = milsvm.{cls}({params})
-    print("start", flush=True)
     try:
+        print("start", flush=True)
         est.fit(bags, y)
         print("finished", flush=True)
     except KeyboardInterrupt:
