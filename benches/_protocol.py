@@ -1,7 +1,8 @@
 """The data loading and evaluation protocol shared by reproduce_fu_table1.py and reproduce_fu_table2.py (Fu et al.
 2013, section V-B): hyperparameters chosen by inner cross-validation on each training part,
 per-fold results tallied into per-seed accuracies, a resumable log of finished folds, and the
-printed comparison with the paper.
+printed comparison with the paper. Also what the other benches share: the data directory, the
+dense MILL parser, and `Report` (a printed report that is also written to a file).
 
 An outer fold's result is `(seed, fold, out, seconds)`, where `out` maps a row key
 `(method, n_xv)` (`n_xv` None for MI-Kernel) to a dict with at least `correct`, `n` (test bags),
@@ -39,6 +40,29 @@ def load_mill_dense(path):
     bag_ptr = np.array(starts + [len(rows)], dtype=np.int64)
     return np.ascontiguousarray(X), bag_ptr, labels[bag_ptr[:-1]]
 
+
+class Report:
+    """A report printed as it is made and written to a file at the end.
+
+    `out = Report()`; `out(s)` prints `s` (flushed, so that a long run shows its progress) and
+    keeps it; `out.write(path)` writes the kept lines to `path` and says so.
+    """
+
+    def __init__(self):
+        self.lines = []
+
+    def __call__(self, s=""):
+        print(s, flush=True)
+        self.lines.append(s)
+
+    def header(self, hdr, indent=""):
+        """A table header and a rule of dashes under it, after `indent`, to the header's end."""
+        self(hdr)
+        self(indent + "-" * (len(hdr) - len(indent)))
+
+    def write(self, path):
+        path.write_text("\n".join(self.lines) + "\n")
+        print(f"wrote {path}")
 
 
 def choose_by_inner_cv(grid, inner, accuracy):

@@ -80,7 +80,7 @@ from sklearn.model_selection import StratifiedKFold
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _protocol import DEFAULT_DATA, load_mill_dense  # noqa: E402
+from _protocol import DEFAULT_DATA, Report, load_mill_dense  # noqa: E402
 
 DATASETS = ["musk1", "musk2", "elephant"]
 METHODS = ["MI-SVM", "AW0", "AW", "mi-SVM", "AL0", "AL", "ALP"]
@@ -304,11 +304,11 @@ def estimate(args, datasets):
     """One fit per (data set, method) in a subprocess with a timeout (--estimate-timeout)."""
     import subprocess
 
-    lines = ["estimated sequential cost (one fit per method on fold 0 of seed 0, C = 10, sigma factor "
-             f"{args.estimate_factor:g}; ALP: C2 = 1, p_star = 0.5; the total scales this by grid size x 10 folds x seeds"
-             + (" x (3 inner + 1/grid)" if args.selection == "inner" else "")
-             + f"; a fit over {args.estimate_timeout:g} s is stopped)"]
-    print(lines[0], flush=True)
+    out = Report()
+    out("estimated sequential cost (one fit per method on fold 0 of seed 0, C = 10, sigma factor "
+        f"{args.estimate_factor:g}; ALP: C2 = 1, p_star = 0.5; the total scales this by grid size x 10 folds x seeds"
+        + (" x (3 inner + 1/grid)" if args.selection == "inner" else "")
+        + f"; a fit over {args.estimate_timeout:g} s is stopped)")
     per = {}
     for ds in datasets:
         for m in args.methods:
@@ -326,15 +326,14 @@ def estimate(args, datasets):
             if not rec:
                 why = (f"timeout >{args.estimate_timeout:g} s" if rec is None else
                        "failed: " + (p.stderr.strip().splitlines() or ["?"])[-1])
-                lines.append(f"  {ds:<9} {m:<7} one fit {why} x {n_fits} fits = > "
-                             f"{args.estimate_timeout * n_fits / 60:.0f} min")
+                out(f"  {ds:<9} {m:<7} one fit {why} x {n_fits} fits = > "
+                    f"{args.estimate_timeout * n_fits / 60:.0f} min")
             else:
                 r = rec[0]
                 per[(ds, m)] = r["seconds"]
-                lines.append(f"  {ds:<9} {m:<7} one fit {r['seconds']:7.2f} s ({r['n_solves']} solves, p_hat "
-                             f"{r['p_hat']:.2f}) x {n_fits} fits = {r['seconds'] * n_fits / 60:7.1f} min")
-            print(lines[-1], flush=True)
-    return lines, per
+                out(f"  {ds:<9} {m:<7} one fit {r['seconds']:7.2f} s ({r['n_solves']} solves, p_hat "
+                    f"{r['p_hat']:.2f}) x {n_fits} fits = {r['seconds'] * n_fits / 60:7.1f} min")
+    return out, per
 
 
 # ----------------------------------------------------------------------------------------------
@@ -388,9 +387,8 @@ def main():
     args.out.parent.mkdir(parents=True, exist_ok=True)
 
     if args.estimate:
-        lines, _ = estimate(args, args.datasets)
-        args.out.write_text("\n".join(lines) + "\n")
-        print(f"wrote {args.out}")
+        report, _ = estimate(args, args.datasets)
+        report.write(args.out)
         return
 
     settings = dict(selection=args.selection, gamma="median", C_grid=list(C_GRID), C2_grid=list(C2_GRID),
@@ -482,11 +480,7 @@ def main():
                     print(f"  {i + 1}/{len(todo)} done ({time.perf_counter() - t0:.0f} s)", flush=True)
 
     # ------------------------------------------------------------------ report
-    lines = []
-
-    def out(s=""):
-        print(s)
-        lines.append(s)
+    out = Report()
 
     out(f"Table 2 of Gehler & Chapelle 2007: 10-fold CV error % (stratified over bags, {args.seeds} split "
         f"seed(s)), features standardised per fold, RBF sigma = f x sigma_emp (gamma = gamma_median / f^2), "
@@ -506,8 +500,7 @@ def main():
             f"{data.X.shape[1]} features")
         hdr = (f"  {'method':<7} {'ours %':>7} {'paper %':>7} {'diff':>6} {'p_hat':>6}  {'point':<34} "
                f"{'fit s (all)':>11} {'warn':>4}  per-seed / notes")
-        out(hdr)
-        out("  " + "-" * (len(hdr) - 2))
+        out.header(hdr, "  ")
         ours = {}
         for m in args.methods:
             grid = grid_of(m, args.sigma_factors)
@@ -618,8 +611,7 @@ def main():
                 f"(p_hat {t[1][1]}%), ALP {t[2][0]} (p_hat {t[2][1]}%))")
     out()
     out(f"wall time of this invocation {time.perf_counter() - t_start:.1f} s")
-    args.out.write_text("\n".join(lines) + "\n")
-    print(f"wrote {args.out}")
+    out.write(args.out)
 
 
 if __name__ == "__main__":
