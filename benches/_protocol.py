@@ -2,7 +2,8 @@
 2013, section V-B): hyperparameters chosen by inner cross-validation on each training part,
 per-fold results tallied into per-seed accuracies, a resumable log of finished folds, and the
 printed comparison with the paper. Also what the other benches share: the data directory, the
-dense MILL parser, and `Report` (a printed report that is also written to a file).
+dense MILL parser, `standardise` (the bags on their training instances' mean / std) and `Report`
+(a printed report that is also written to a file).
 
 An outer fold's result is `(seed, fold, out, seconds)`, where `out` maps a row key
 `(method, n_xv)` (`n_xv` None for MI-Kernel) to a dict with at least `correct`, `n` (test bags),
@@ -39,6 +40,17 @@ def load_mill_dense(path):
         raise ValueError(f"{path}: bags are not contiguous")
     bag_ptr = np.array(starts + [len(rows)], dtype=np.int64)
     return np.ascontiguousarray(X), bag_ptr, labels[bag_ptr[:-1]]
+
+
+def standardise(train_bags, test_bags):
+    """Both lists of bags standardised with the mean / std of the training instances (a feature
+    constant there is only centred)."""
+    Xtr = np.vstack(train_bags)
+    mu, sd = Xtr.mean(0), Xtr.std(0)
+    sd[sd == 0] = 1.0
+    return ([np.ascontiguousarray((b - mu) / sd) for b in train_bags],
+            [np.ascontiguousarray((b - mu) / sd) for b in test_bags])
+
 
 
 class Report:

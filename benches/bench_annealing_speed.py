@@ -59,7 +59,7 @@ from sklearn.model_selection import StratifiedKFold
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _protocol import DEFAULT_DATA, Report, load_mill_dense  # noqa: E402
+from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
 
 PY = sys.executable
 METHODS_A = ["miSVM", "MISVM", "ALSVM", "AWSVM", "ALPSVM", "miSVM_xv500", "DIY"]
@@ -73,14 +73,6 @@ SCALE_SIZES = [1000, 2000, 10000]
 
 def split_bags(X, ptr, idx):
     return [X[ptr[i]:ptr[i + 1]] for i in idx]
-
-
-def standardise(train_bags, test_bags):
-    Xtr = np.vstack(train_bags)
-    mu, sd = Xtr.mean(0), Xtr.std(0)
-    sd[sd == 0] = 1.0
-    return ([np.ascontiguousarray((b - mu) / sd) for b in train_bags],
-            [np.ascontiguousarray((b - mu) / sd) for b in test_bags])
 
 
 def musk2_train(data_dir):

@@ -27,7 +27,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import reproduce_gc_table2 as R  # noqa: E402
-from _protocol import Report  # noqa: E402
+from _protocol import Report, standardise  # noqa: E402
 
 import milsvm  # noqa: E402
 
@@ -39,7 +39,7 @@ def main():
     warnings.simplefilter("ignore")
     d = R.load("musk2", R.DEFAULT_DATA)
     tr, te = R.folds_of(d, 0)[0]
-    trb, teb = R.standardised(d.bags(tr), d.bags(te))
+    trb, teb = standardise(d.bags(tr), d.bags(te))
     ytr, yte = d.y[tr], d.y[te]
     g = R.median_gamma(trb)
     n_pos = int(np.sum(ytr == 1))

@@ -80,7 +80,7 @@ from sklearn.model_selection import StratifiedKFold
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _protocol import DEFAULT_DATA, Report, load_mill_dense  # noqa: E402
+from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
 
 DATASETS = ["musk1", "musk2", "elephant"]
 METHODS = ["MI-SVM", "AW0", "AW", "mi-SVM", "AL0", "AL", "ALP"]
@@ -182,14 +182,6 @@ def folds_of(data, seed):
     return list(StratifiedKFold(10, shuffle=True, random_state=seed).split(np.zeros(len(data.y)), data.y))
 
 
-def standardised(train_bags, test_bags):
-    Xtr = np.vstack(train_bags)
-    mu, sd = Xtr.mean(0), Xtr.std(0)
-    sd[sd == 0] = 1.0
-    f = lambda bs: [np.ascontiguousarray((b - mu) / sd) for b in bs]  # noqa: E731
-    return f(train_bags), f(test_bags)
-
-
 def fit_eval(method, point, trb, ytr, teb, yte):
     """Fit and count correct test bags: dict(correct, n, p_hat, seconds, warnings, ...)."""
     f = point.get("sigma_f", 1.0)
@@ -262,13 +254,13 @@ class Log:
 
 
 def unit_best(data, tr, te, method, point):
-    trb, teb = standardised(data.bags(tr), data.bags(te))
+    trb, teb = standardise(data.bags(tr), data.bags(te))
     return fit_eval(method, point, trb, data.y[tr], teb, data.y[te])
 
 
 def unit_inner(data, tr, te, method, seed, fold, sigma_factors=(1.0,)):
     t0 = time.perf_counter()
-    trb, teb = standardised(data.bags(tr), data.bags(te))
+    trb, teb = standardise(data.bags(tr), data.bags(te))
     ytr = data.y[tr]
     grid = grid_of(method, sigma_factors)
     inner = list(StratifiedKFold(3, shuffle=True, random_state=1000 * seed + fold).split(np.zeros(len(ytr)), ytr))

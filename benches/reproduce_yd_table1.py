@@ -74,7 +74,7 @@ from sklearn.model_selection import StratifiedKFold
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _protocol import Report  # noqa: E402
+from _protocol import Report, standardise  # noqa: E402
 
 DATA = Path("/work/shared/data")
 DATASETS = ["musk1", "elephant", "tst1"]
@@ -89,14 +89,6 @@ def load(name):
 
     bags, y = load_mill(DATA / name / f"{name}.data")
     return bags, np.asarray(y)
-
-
-def standardise(train, test):
-    X = np.vstack(train)
-    mu, sd = X.mean(0), X.std(0)
-    sd[sd == 0] = 1.0
-    f = lambda bs: [np.ascontiguousarray((b - mu) / sd) for b in bs]  # noqa: E731
-    return f(train), f(test)
 
 
 def gamma_of(j, d, scale):
