@@ -501,32 +501,41 @@ def main():
             notes = []
             p_hats = []
             secs = 0.0
-            nwarn = 0
             missing = 0
-            warn_texts = set()
+            warns = []
             timeouts = []
             limits = set()
             incomplete = []
+
+            def records(seed, key):
+                """The ten fold records of a grid point's key (or "inner") for `seed`, their warnings
+                kept; None where one is missing (counted) or stopped at its time limit (listed; the
+                seconds of a grid point's timed-out fits count)."""
+                nonlocal missing, secs
+                rs = [log.get((ds, m, seed, f, key)) for f in range(10)]
+                if any(r is None for r in rs):
+                    missing += sum(r is None for r in rs)
+                    return None
+                if any("timeout" in r for r in rs):
+                    limits.update(r["timeout"] for r in rs if "timeout" in r)
+                    timeouts.append(f"{key} fold(s) {[f for f, r in enumerate(rs) if 'timeout' in r]}")
+                    if key != "inner":
+                        secs += sum(r["seconds"] for r in rs)
+                    return None
+                warns.extend(w for r in rs for w in r["warnings"])
+                return rs
+
             for seed in range(args.seeds):
                 if args.selection == "best":
                     errs = {}
                     for point in grid:
                         pk = point_key(point)
-                        rs = [log.get((ds, m, seed, f, pk)) for f in range(10)]
-                        if any(r is None for r in rs):
-                            missing += sum(r is None for r in rs)
-                            continue
-                        if any("timeout" in r for r in rs):
-                            limits.update(r["timeout"] for r in rs if "timeout" in r)
-                            timeouts.append(f"{pk} fold(s) {[f for f, r in enumerate(rs) if 'timeout' in r]}")
-                            secs += sum(r["seconds"] for r in rs)
+                        rs = records(seed, pk)
+                        if rs is None:
                             continue
                         errs[pk] = (100.0 * (1 - sum(r["correct"] for r in rs) / sum(r["n"] for r in rs)),
                                     float(np.mean([r["p_hat"] for r in rs])))
                         secs += sum(r["seconds"] for r in rs)
-                        for r in rs:
-                            nwarn += len(r["warnings"])
-                            warn_texts.update(w[:80] for w in r["warnings"])
                     if not errs:
                         continue
                     if len(errs) < len(grid):
@@ -548,21 +557,14 @@ def main():
                     p_hats.append(errs[best][1])
                     chosen.append(best)
                 else:
-                    rs = [log.get((ds, m, seed, f, "inner")) for f in range(10)]
-                    if any(r is None for r in rs):
-                        missing += sum(r is None for r in rs)
-                        continue
-                    if any("timeout" in r for r in rs):
-                        limits.update(r["timeout"] for r in rs if "timeout" in r)
-                        timeouts.append(f"inner fold(s) {[f for f, r in enumerate(rs) if 'timeout' in r]}")
+                    rs = records(seed, "inner")
+                    if rs is None:
                         continue
                     per_seed.append(100.0 * (1 - sum(r["correct"] for r in rs) / sum(r["n"] for r in rs)))
                     p_hats.append(float(np.mean([r["p_hat"] for r in rs])))
                     secs += sum(r["seconds_total"] for r in rs)
                     chosen.extend(r["point"] for r in rs)
-                    for r in rs:
-                        nwarn += len(r["warnings"])
-                        warn_texts.update(w[:80] for w in r["warnings"])
+            nwarn, warn_texts = len(warns), {w[:80] for w in warns}
             paper = PAPER[ds][m]
             if not per_seed:
                 out(f"  {m:<7} {'-':>7} {paper:7.1f} {'-':>6} {'-':>6}  {'not run / incomplete':<34} "
