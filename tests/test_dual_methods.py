@@ -121,28 +121,6 @@ def test_nsk_easy_bags_save_load_pickle(tmp_path):
     assert clone(est).get_params() == est.get_params()
 
 
-@pytest.mark.parametrize(
-    "params, match",
-    [
-        ({"C": 0.0}, "C must be"),
-        ({"C": -1.0}, "C must be"),
-        ({"gamma": -1.0}, "gamma must be"),
-        ({"gamma": "auto"}, "gamma must be"),
-        ({"norm": "l3"}, "norm must be"),
-        ({"kernel": "poly"}, "kernel must be"),
-        ({"inner_tol": 0.0}, "inner_tol must"),
-        ({"inner_tol": 2.0}, "inner_tol must"),
-        ({"inner_max_iter": 0}, "inner_max_iter must"),
-        ({"class_weight": "weird"}, "class_weight must"),
-        ({"n_jobs": 0}, "n_jobs must"),
-    ],
-)
-def test_nsk_bad_parameters(params, match):
-    bags, y = random_bags(0)
-    with pytest.raises(ValueError, match=match):
-        milsvm.NSK(**params).fit(bags, y)
-
-
 def test_nsk_bad_data():
     bags, y = random_bags(0)
     with pytest.raises(ValueError, match="labels for"):
@@ -364,25 +342,6 @@ def test_svmcc_multiclass_and_warning():
         milsvm.SVMCC(C=10.0, kernel="rbf", max_iter=1).fit(*easy_bags(3))
 
 
-@pytest.mark.parametrize(
-    "params, match",
-    [
-        ({"C": 0.0}, "C must be"),
-        ({"gamma": 0.0, "kernel": "rbf"}, "gamma must be"),
-        ({"kernel": "poly"}, "kernel must be"),
-        ({"max_iter": 0}, "max_iter must"),
-        ({"tol": -1.0}, "tol must"),
-        ({"inner_tol": 1.0}, "inner_tol must"),
-        ({"n_jobs": 0}, "n_jobs must"),
-        ({"class_weight": {5: 1.0}}, "class_weight"),
-    ],
-)
-def test_svmcc_bad_parameters(params, match):
-    bags, y = random_bags(0)
-    with pytest.raises(ValueError, match=match):
-        milsvm.SVMCC(**params).fit(bags, y)
-
-
 # ------------------------------------------------------------------------------------------------
 # OneClassMISVM
 # ------------------------------------------------------------------------------------------------
@@ -434,24 +393,6 @@ def test_one_class_bag_constraints_cover_every_positive_bag(tmp_path):
     assert np.allclose(pickle.loads(pickle.dumps(est)).decision_function(bags), est.decision_function(bags))
 
 
-@pytest.mark.parametrize(
-    "params, match",
-    [
-        ({"nu": 0.0}, "nu must lie"),
-        ({"nu": 1.5}, "nu must lie"),
-        ({"gamma": -2.0}, "gamma must be"),
-        ({"kernel": "poly"}, "kernel must be"),
-        ({"max_iter": 0}, "max_iter must"),
-        ({"inner_tol": 0.0}, "inner_tol must"),
-        ({"n_jobs": 0}, "n_jobs must"),
-    ],
-)
-def test_one_class_bad_parameters(params, match):
-    bags, y = random_bags(0)
-    with pytest.raises(ValueError, match=match):
-        milsvm.OneClassMISVM(**params).fit(bags, y)
-
-
 def test_one_class_cap_warns_and_linear_kernel():
     bags, y = random_bags(7, n_bags=20, max_size=6)
     with warnings.catch_warnings(record=True) as caught:
@@ -487,6 +428,43 @@ def test_contract_cross_validation_string_labels_and_bags_container(est):
     again = clone(est).fit(container, labels)
     assert np.allclose(again.decision_function(container), fitted.decision_function(bags))
     assert fitted.n_features_in_ == 2 and fitted.gamma_ > 0
+
+
+@pytest.mark.parametrize(
+    "cls, params, match",
+    [
+        (milsvm.NSK, {"C": 0.0}, "C must be"),
+        (milsvm.NSK, {"C": -1.0}, "C must be"),
+        (milsvm.NSK, {"gamma": -1.0}, "gamma must be"),
+        (milsvm.NSK, {"gamma": "auto"}, "gamma must be"),
+        (milsvm.NSK, {"norm": "l3"}, "norm must be"),
+        (milsvm.NSK, {"kernel": "poly"}, "kernel must be"),
+        (milsvm.NSK, {"inner_tol": 0.0}, "inner_tol must"),
+        (milsvm.NSK, {"inner_tol": 2.0}, "inner_tol must"),
+        (milsvm.NSK, {"inner_max_iter": 0}, "inner_max_iter must"),
+        (milsvm.NSK, {"class_weight": "weird"}, "class_weight must"),
+        (milsvm.NSK, {"n_jobs": 0}, "n_jobs must"),
+        (milsvm.SVMCC, {"C": 0.0}, "C must be"),
+        (milsvm.SVMCC, {"gamma": 0.0, "kernel": "rbf"}, "gamma must be"),
+        (milsvm.SVMCC, {"kernel": "poly"}, "kernel must be"),
+        (milsvm.SVMCC, {"max_iter": 0}, "max_iter must"),
+        (milsvm.SVMCC, {"tol": -1.0}, "tol must"),
+        (milsvm.SVMCC, {"inner_tol": 1.0}, "inner_tol must"),
+        (milsvm.SVMCC, {"n_jobs": 0}, "n_jobs must"),
+        (milsvm.SVMCC, {"class_weight": {5: 1.0}}, "class_weight"),
+        (milsvm.OneClassMISVM, {"nu": 0.0}, "nu must lie"),
+        (milsvm.OneClassMISVM, {"nu": 1.5}, "nu must lie"),
+        (milsvm.OneClassMISVM, {"gamma": -2.0}, "gamma must be"),
+        (milsvm.OneClassMISVM, {"kernel": "poly"}, "kernel must be"),
+        (milsvm.OneClassMISVM, {"max_iter": 0}, "max_iter must"),
+        (milsvm.OneClassMISVM, {"inner_tol": 0.0}, "inner_tol must"),
+        (milsvm.OneClassMISVM, {"n_jobs": 0}, "n_jobs must"),
+    ],
+)
+def test_bad_parameters_are_refused(cls, params, match):
+    bags, y = random_bags(0)
+    with pytest.raises(ValueError, match=match):
+        cls(**params).fit(bags, y)
 
 
 @pytest.mark.parametrize("class_weight", [None, "balanced"])
