@@ -24,6 +24,17 @@ def rbf(a, b, gamma):
     return np.exp(-gamma * np.maximum(d, 0))
 
 
+def assert_saved_and_pickled(est, bags, path):
+    """``est`` saved to ``path`` loads back as its class; the loaded model and a pickled copy give
+    its decision values. Returns the loaded model."""
+    est.save(path)
+    back = milsvm.load(path)
+    assert isinstance(back, type(est))
+    assert np.allclose(back.decision_function(bags), est.decision_function(bags))
+    assert np.allclose(pickle.loads(pickle.dumps(est)).decision_function(bags), est.decision_function(bags))
+    return back
+
+
 def inst_kernel(a, b, kernel, gamma):
     a = a.toarray() if sp.issparse(a) else np.asarray(a, float)
     b = b.toarray() if sp.issparse(b) else np.asarray(b, float)
@@ -105,17 +116,10 @@ def test_nsk_easy_bags_save_load_pickle(tmp_path):
     bags, y = easy_bags(0)
     est = milsvm.NSK(C=10.0).fit(bags, y)
     assert est.score(bags, y) == 1.0
-    est.save(tmp_path / "m.json")
-    back = milsvm.load(tmp_path / "m.json")
-    assert isinstance(back, milsvm.NSK)
-    assert np.allclose(back.decision_function(bags), est.decision_function(bags))
-    again = pickle.loads(pickle.dumps(est))
-    assert np.allclose(again.decision_function(bags), est.decision_function(bags))
+    assert_saved_and_pickled(est, bags, tmp_path / "m.json")
     l2 = milsvm.NSK(C=10.0, norm="l2").fit(bags, y)
     assert l2.score(bags, y) == 1.0
-    assert np.allclose(pickle.loads(pickle.dumps(l2)).decision_function(bags), l2.decision_function(bags))
-    l2.save(tmp_path / "l2.json")
-    back2 = milsvm.load(tmp_path / "l2.json")
+    back2 = assert_saved_and_pickled(l2, bags, tmp_path / "l2.json")
     assert back2.norm == "l2" and back2.model_.pooling == "normalized_mean"
     np.testing.assert_array_equal(back2.decision_function(bags), l2.decision_function(bags))
     assert clone(est).get_params() == est.get_params()
@@ -198,11 +202,7 @@ def test_smil_easy_and_contract(tmp_path):
     assert est.model_.pooling == "smil_mean"
     mean = est.decision_function(bags) - np.array([1.0 - 1.0 / len(b) for b in bags])
     np.testing.assert_allclose(mean, [np.mean(est.model_.instance_decision_function(b)) for b in bags], rtol=1e-10)
-    est.save(tmp_path / "s.json")
-    back = milsvm.load(tmp_path / "s.json")
-    assert isinstance(back, milsvm.sMIL)
-    assert np.allclose(back.decision_function(bags), est.decision_function(bags))
-    assert np.allclose(pickle.loads(pickle.dumps(est)).decision_function(bags), est.decision_function(bags))
+    assert_saved_and_pickled(est, bags, tmp_path / "s.json")
     with pytest.raises(ValueError, match="C must be"):
         milsvm.sMIL(C=-2).fit(bags, y)
 
@@ -321,11 +321,7 @@ def test_svmcc_sparse_linear_stays_sparse_and_matches_dense(tmp_path):
     b = milsvm.SVMCC(C=2.0, inner_tol=1e-10).fit([x.toarray() for x in bags], y)
     assert a.xv_.shape == (1, 40)
     assert np.allclose(a.decision_function(bags), b.decision_function(bags), atol=1e-9)
-    a.save(tmp_path / "cc.json")
-    back = milsvm.load(tmp_path / "cc.json")
-    assert isinstance(back, milsvm.SVMCC)
-    assert np.allclose(back.decision_function(bags), a.decision_function(bags))
-    assert np.allclose(pickle.loads(pickle.dumps(a)).decision_function(bags), a.decision_function(bags))
+    assert_saved_and_pickled(a, bags, tmp_path / "cc.json")
 
 
 def test_svmcc_multiclass_and_warning():
@@ -386,11 +382,7 @@ def test_one_class_bag_constraints_cover_every_positive_bag(tmp_path):
     assert est.bag_dual_coef_.max() <= 1 / (0.5 * len(pos)) + 1e-12
     assert est.decision_function(bags).shape == (len(bags),)
     assert set(est.predict(bags)) <= set(est.classes_)
-    est.save(tmp_path / "oc.json")
-    back = milsvm.load(tmp_path / "oc.json")
-    assert isinstance(back, milsvm.OneClassMISVM)
-    assert np.allclose(back.decision_function(bags), est.decision_function(bags))
-    assert np.allclose(pickle.loads(pickle.dumps(est)).decision_function(bags), est.decision_function(bags))
+    assert_saved_and_pickled(est, bags, tmp_path / "oc.json")
 
 
 def test_one_class_cap_warns_and_linear_kernel():
