@@ -23,6 +23,19 @@ fn random_points(rng: &mut ChaCha8Rng, n: usize, dim: usize) -> Array2<f64> {
     Array2::from_shape_fn((n, dim), |_| rng.random::<f64>() * 2.0 - 1.0)
 }
 
+/// `n` random points of `dim` coordinates from the generator of `seed`, returned with it (it
+/// draws the problem next).
+fn seeded_points(seed: u64, n: usize, dim: usize) -> (ChaCha8Rng, Array2<f64>) {
+    let mut r = rng(seed);
+    let x = random_points(&mut r, n, dim);
+    (r, x)
+}
+
+/// The Gaussian-kernel Gram of the rows of `x`.
+fn rbf_gram(x: &Array2<f64>, gamma: f64) -> milsvm::Result<InstanceGram<'_>> {
+    InstanceGram::new(rbf(gamma), Rows::Dense(x.view()))
+}
+
 /// An owned dual problem.
 #[derive(Debug, Clone)]
 struct Owned {
@@ -243,6 +256,14 @@ fn check_solution(k: &Array2<f64>, pr: &Owned, sol: &DualSolution, gap_tol: f64)
     assert!(m_up - m_low <= gap_tol, "KKT gap {}", m_up - m_low);
 }
 
+/// The default settings with an iteration cap.
+fn capped(max_iter: usize) -> SmoParams {
+    SmoParams {
+        max_iter: Some(max_iter),
+        ..SmoParams::default()
+    }
+}
+
 fn tight() -> SmoParams {
     SmoParams {
         tol: 1e-9,
@@ -281,10 +302,9 @@ fn solve_against_clarabel(
 #[test]
 fn hinge_matches_clarabel() -> TestResult {
     for seed in 0..6 {
-        let mut r = rng(seed);
         let n = 5 + 7 * seed as usize;
-        let x = random_points(&mut r, n, 3);
-        let gram = InstanceGram::new(rbf(0.8), Rows::Dense(x.view()))?;
+        let (mut r, x) = seeded_points(seed, n, 3);
+        let gram = rbf_gram(&x, 0.8)?;
         let pr = hinge_problem(&mut r, n);
         solve_against_clarabel(&gram, &pr, "hinge objective")?;
     }
@@ -294,10 +314,9 @@ fn hinge_matches_clarabel() -> TestResult {
 #[test]
 fn l2_loss_with_duplicated_points_matches_clarabel() -> TestResult {
     for seed in 10..16 {
-        let mut r = rng(seed);
         let np = 4 + 5 * (seed as usize - 10);
-        let x = random_points(&mut r, np, 4);
-        let gram = InstanceGram::new(rbf(0.5), Rows::Dense(x.view()))?;
+        let (mut r, x) = seeded_points(seed, np, 4);
+        let gram = rbf_gram(&x, 0.5)?;
         let pr = l2_problem(&mut r, np);
         let (sol, k) = solve_against_clarabel(&gram, &pr, "L2 objective")?;
         // Decision values from q_alpha and b agree with the kernel expansion.
@@ -315,10 +334,9 @@ fn l2_loss_with_duplicated_points_matches_clarabel() -> TestResult {
 #[test]
 fn one_class_matches_clarabel() -> TestResult {
     for seed in 20..26 {
-        let mut r = rng(seed);
         let n = 5 + 7 * (seed as usize - 20);
-        let x = random_points(&mut r, n, 2);
-        let gram = InstanceGram::new(rbf(1.0), Rows::Dense(x.view()))?;
+        let (_, x) = seeded_points(seed, n, 2);
+        let gram = rbf_gram(&x, 1.0)?;
         let pr = one_class_problem(n, 0.3);
         solve_against_clarabel(&gram, &pr, "one-class objective")?;
     }
@@ -327,8 +345,7 @@ fn one_class_matches_clarabel() -> TestResult {
 
 #[test]
 fn precomputed_and_sparse_grams_match_dense() -> TestResult {
-    let mut r = rng(30);
-    let x = random_points(&mut r, 15, 5);
+    let (mut r, x) = seeded_points(30, 15, 5);
     // Sparsify: zero out about half the entries.
     let x = x.mapv(|v| if v.abs() < 0.5 { 0.0 } else { v });
     let csr = to_csr(&x, false);
@@ -353,10 +370,9 @@ fn precomputed_and_sparse_grams_match_dense() -> TestResult {
 
 #[test]
 fn tiny_cache_gives_the_same_solution() -> TestResult {
-    let mut r = rng(40);
     let np = 30;
-    let x = random_points(&mut r, np, 3);
-    let gram = InstanceGram::new(rbf(0.5), Rows::Dense(x.view()))?;
+    let (mut r, x) = seeded_points(40, np, 3);
+    let gram = rbf_gram(&x, 0.5)?;
     for (pr, shrinking) in [
         (l2_problem(&mut r, np), true),
         (hinge_problem(&mut r, np), true),
@@ -381,10 +397,9 @@ fn tiny_cache_gives_the_same_solution() -> TestResult {
 
 #[test]
 fn warm_starts() -> TestResult {
-    let mut r = rng(50);
     let np = 25;
-    let x = random_points(&mut r, np, 3);
-    let gram = InstanceGram::new(rbf(0.5), Rows::Dense(x.view()))?;
+    let (mut r, x) = seeded_points(50, np, 3);
+    let gram = rbf_gram(&x, 0.5)?;
     let k = dense_gram(&gram);
     let params = SmoParams {
         tol: 1e-8,
@@ -472,15 +487,11 @@ fn warm_starts() -> TestResult {
 #[test]
 fn thread_count_does_not_change_results() -> TestResult {
     // Enough points for rows to be filled in parallel chunks.
-    let mut r = rng(60);
     let np = 4500;
-    let x = random_points(&mut r, np, 3);
-    let gram = InstanceGram::new(rbf(2.0), Rows::Dense(x.view()))?;
+    let (mut r, x) = seeded_points(60, np, 3);
+    let gram = rbf_gram(&x, 2.0)?;
     let pr = l2_problem(&mut r, np);
-    let params = SmoParams {
-        max_iter: Some(150),
-        ..SmoParams::default()
-    };
+    let params = capped(150);
     let run = |k: usize| -> Result<DualSolution, Box<dyn std::error::Error>> {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(k).build()?;
         Ok(pool.install(|| Smo::new(&gram, params)?.solve(&pr.view(), None))?)
@@ -494,10 +505,9 @@ fn thread_count_does_not_change_results() -> TestResult {
 #[test]
 fn shrinking_gives_the_same_optimum() -> TestResult {
     for seed in 110..113 {
-        let mut r = rng(seed);
         let n = 160;
-        let x = random_points(&mut r, n, 2);
-        let gram = InstanceGram::new(rbf(3.0), Rows::Dense(x.view()))?;
+        let (mut r, x) = seeded_points(seed, n, 2);
+        let gram = rbf_gram(&x, 3.0)?;
         let k = dense_gram(&gram);
         let mut pr = hinge_problem(&mut r, n);
         // Labels from a smooth rule plus noise: many bounded and many zero alphas.
@@ -526,15 +536,11 @@ fn shrinking_gives_the_same_optimum() -> TestResult {
 
 #[test]
 fn iteration_cap_keeps_a_feasible_solution() -> TestResult {
-    let mut r = rng(70);
     let n = 30;
-    let x = random_points(&mut r, n, 3);
-    let gram = InstanceGram::new(rbf(0.5), Rows::Dense(x.view()))?;
+    let (mut r, x) = seeded_points(70, n, 3);
+    let gram = rbf_gram(&x, 0.5)?;
     let k = dense_gram(&gram);
-    let params = SmoParams {
-        max_iter: Some(3),
-        ..SmoParams::default()
-    };
+    let params = capped(3);
     for pr in [
         hinge_problem(&mut r, n),
         one_class_problem(n, 0.3),
@@ -550,10 +556,9 @@ fn iteration_cap_keeps_a_feasible_solution() -> TestResult {
 
 #[test]
 fn scaling_p_scales_the_solution() -> TestResult {
-    let mut r = rng(80);
     let np = 20;
-    let x = random_points(&mut r, np, 3);
-    let gram = InstanceGram::new(rbf(0.5), Rows::Dense(x.view()))?;
+    let (mut r, x) = seeded_points(80, np, 3);
+    let gram = rbf_gram(&x, 0.5)?;
     let pr = l2_problem(&mut r, np);
     let mut scaled = pr.clone();
     scaled.p.iter_mut().for_each(|p| *p *= 1024.0);
@@ -569,9 +574,8 @@ fn scaling_p_scales_the_solution() -> TestResult {
 
 #[test]
 fn invalid_input_is_rejected() -> TestResult {
-    let mut r = rng(90);
-    let x = random_points(&mut r, 6, 2);
-    let gram = InstanceGram::new(rbf(0.5), Rows::Dense(x.view()))?;
+    let (mut r, x) = seeded_points(90, 6, 2);
+    let gram = rbf_gram(&x, 0.5)?;
     let mut smo = Smo::new(&gram, SmoParams::default())?;
     let good = hinge_problem(&mut r, 6);
     assert!(smo.solve(&good.view(), None).is_ok());
@@ -620,10 +624,7 @@ fn invalid_input_is_rejected() -> TestResult {
     assert!(InstanceGram::new(rbf(-1.0), Rows::Dense(x.view())).is_err());
     // An indefinite kernel with unbounded u: a solver error, not NaN.
     let indefinite = PrecomputedGram::new(ndarray::array![[1.0, 2.0], [2.0, 1.0]])?;
-    let params = SmoParams {
-        max_iter: Some(10_000),
-        ..SmoParams::default()
-    };
+    let params = capped(10_000);
     let unbounded = Owned {
         y: vec![1.0, -1.0],
         point: vec![0, 1],
@@ -644,7 +645,7 @@ fn invalid_input_is_rejected() -> TestResult {
 #[test]
 fn empty_and_all_dead_problems() -> TestResult {
     let x = Array2::from_shape_vec((2, 1), vec![0.0, 1.0])?;
-    let gram = InstanceGram::new(rbf(1.0), Rows::Dense(x.view()))?;
+    let gram = rbf_gram(&x, 1.0)?;
     let mut smo = Smo::new(&gram, SmoParams::default())?;
     let empty = Owned {
         y: vec![],
@@ -674,10 +675,9 @@ fn empty_and_all_dead_problems() -> TestResult {
 #[test]
 #[ignore]
 fn timing_l2_rbf_5000() -> TestResult {
-    let mut r = rng(100);
     let np = 5000;
-    let x = random_points(&mut r, np, 20);
-    let gram = InstanceGram::new(rbf(0.05), Rows::Dense(x.view()))?;
+    let (mut r, x) = seeded_points(100, np, 20);
+    let gram = rbf_gram(&x, 0.05)?;
     let pr = l2_problem(&mut r, np);
     let mut smo = Smo::new(&gram, SmoParams::default())?;
     let t = std::time::Instant::now();
