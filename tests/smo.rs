@@ -37,7 +37,7 @@ fn rbf_gram(x: &Array2<f64>, gamma: f64) -> milsvm::Result<InstanceGram<'_>> {
 }
 
 /// An owned dual problem.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 struct Owned {
     y: Vec<f64>,
     point: Vec<usize>,
@@ -86,14 +86,7 @@ fn hinge_problem(rng: &mut ChaCha8Rng, n: usize) -> Owned {
 
 /// L2-loss SVM over `np` points: each point once, about half of them again with the other label.
 fn l2_problem(rng: &mut ChaCha8Rng, np: usize) -> Owned {
-    let mut o = Owned {
-        y: vec![],
-        point: vec![],
-        p: vec![],
-        d: vec![],
-        u: vec![],
-        delta: 0.0,
-    };
+    let mut o = Owned::default();
     for m in 0..np {
         let label = if rng.random::<bool>() { 1.0 } else { -1.0 };
         let copies: &[f64] = if rng.random::<bool>() {
@@ -122,6 +115,18 @@ fn one_class_problem(n: usize, nu: f64) -> Owned {
         d: vec![0.0; n],
         u: vec![1.0 / (nu * n as f64); n],
         delta: 1.0,
+    }
+}
+
+/// One positive and one negative sample on two points, each with the bound `u`.
+fn two_points(u: f64) -> Owned {
+    Owned {
+        y: vec![1.0, -1.0],
+        point: vec![0, 1],
+        p: vec![1.0, 1.0],
+        d: vec![0.0, 0.0],
+        u: vec![u; 2],
+        delta: 0.0,
     }
 }
 
@@ -395,12 +400,29 @@ fn tiny_cache_gives_the_same_solution() -> TestResult {
     Ok(())
 }
 
+/// Solves `pr` with `smo` (on `gram`) warm from `start`, and cold with a new solver of the same
+/// settings: the warm solution is a KKT point (gap 1e-6) with the cold objective, to `rel`.
+/// Returns both.
+fn warm_equals_cold<G: GramRows>(
+    smo: &mut Smo<'_, G>,
+    gram: &G,
+    pr: &Owned,
+    start: &DualSolution,
+    rel: f64,
+    what: &str,
+) -> Result<(DualSolution, DualSolution), Box<dyn std::error::Error>> {
+    let warm = smo.solve(&pr.view(), Some(start))?;
+    let cold = Smo::new(gram, *smo.params())?.solve(&pr.view(), None)?;
+    check_solution(&dense_gram(gram), pr, &warm, 1e-6);
+    assert_rel(warm.objective, cold.objective, rel, what);
+    Ok((warm, cold))
+}
+
 #[test]
 fn warm_starts() -> TestResult {
     let np = 25;
     let (mut r, x) = seeded_points(50, np, 3);
     let gram = rbf_gram(&x, 0.5)?;
-    let k = dense_gram(&gram);
     let params = SmoParams {
         tol: 1e-8,
         ..SmoParams::default()
@@ -437,10 +459,7 @@ fn warm_starts() -> TestResult {
     for d in pr.d.iter_mut() {
         *d *= 0.8;
     }
-    let warm = smo.solve(&pr.view(), Some(&sol))?;
-    let cold = Smo::new(&gram, params)?.solve(&pr.view(), None)?;
-    check_solution(&k, &pr, &warm, 1e-6);
-    assert_rel(warm.objective, cold.objective, 1e-9, "L2 warm vs cold");
+    let (warm, cold) = warm_equals_cold(&mut smo, &gram, &pr, &sol, 1e-9, "L2 warm vs cold")?;
     assert!(warm.iterations < cold.iterations);
 
     // Hinge: lower bounds clip alpha and break y^T a = 0, repaired before solving.
@@ -452,25 +471,14 @@ fn warm_starts() -> TestResult {
             *u *= 0.4;
         }
     }
-    let warm = smo.solve(&pr.view(), Some(&sol))?;
-    let cold = Smo::new(&gram, params)?.solve(&pr.view(), None)?;
-    check_solution(&k, &pr, &warm, 1e-6);
-    assert_rel(warm.objective, cold.objective, 1e-8, "hinge warm vs cold");
+    warm_equals_cold(&mut smo, &gram, &pr, &sol, 1e-8, "hinge warm vs cold")?;
 
     // One-class with a changed nu: the sum constraint is repaired.
     let pr1 = one_class_problem(np, 0.2);
     let pr2 = one_class_problem(np, 0.5);
     let mut smo = Smo::new(&gram, params)?;
     let s1 = smo.solve(&pr1.view(), None)?;
-    let warm = smo.solve(&pr2.view(), Some(&s1))?;
-    let cold = Smo::new(&gram, params)?.solve(&pr2.view(), None)?;
-    check_solution(&k, &pr2, &warm, 1e-6);
-    assert_rel(
-        warm.objective,
-        cold.objective,
-        1e-8,
-        "one-class warm vs cold",
-    );
+    warm_equals_cold(&mut smo, &gram, &pr2, &s1, 1e-8, "one-class warm vs cold")?;
 
     // A warm start of the wrong length is an error.
     let bad = DualSolution {
@@ -579,31 +587,26 @@ fn invalid_input_is_rejected() -> TestResult {
     let mut smo = Smo::new(&gram, SmoParams::default())?;
     let good = hinge_problem(&mut r, 6);
     assert!(smo.solve(&good.view(), None).is_ok());
-    let mut cases: Vec<Owned> = vec![];
-    let mut bad = good.clone();
-    bad.y[2] = 0.5;
-    cases.push(bad);
-    let mut bad = good.clone();
-    bad.p.pop();
-    cases.push(bad);
-    let mut bad = good.clone();
-    bad.point[1] = 6;
-    cases.push(bad);
-    let mut bad = good.clone();
-    bad.p[0] = f64::NAN;
-    cases.push(bad);
-    let mut bad = good.clone();
-    bad.d[0] = -1.0;
-    cases.push(bad);
-    let mut bad = good.clone();
-    bad.u[0] = f64::NAN;
-    cases.push(bad);
-    let mut bad = good.clone();
-    bad.u[0] = -1.0;
-    cases.push(bad);
-    let mut bad = good.clone();
-    bad.delta = f64::INFINITY;
-    cases.push(bad);
+    let changes: [fn(&mut Owned); 8] = [
+        |bad| bad.y[2] = 0.5,
+        |bad| {
+            bad.p.pop();
+        },
+        |bad| bad.point[1] = 6,
+        |bad| bad.p[0] = f64::NAN,
+        |bad| bad.d[0] = -1.0,
+        |bad| bad.u[0] = f64::NAN,
+        |bad| bad.u[0] = -1.0,
+        |bad| bad.delta = f64::INFINITY,
+    ];
+    let mut cases: Vec<Owned> = changes
+        .iter()
+        .map(|change| {
+            let mut bad = good.clone();
+            change(&mut bad);
+            bad
+        })
+        .collect();
     // Infeasible: the bounds cannot sum to delta.
     let mut bad = one_class_problem(6, 0.3);
     bad.u = vec![0.1; 6];
@@ -621,18 +624,11 @@ fn invalid_input_is_rejected() -> TestResult {
         };
         assert!(Smo::new(&gram, params).is_err());
     }
-    assert!(InstanceGram::new(rbf(-1.0), Rows::Dense(x.view())).is_err());
+    assert!(rbf_gram(&x, -1.0).is_err());
     // An indefinite kernel with unbounded u: a solver error, not NaN.
     let indefinite = PrecomputedGram::new(ndarray::array![[1.0, 2.0], [2.0, 1.0]])?;
     let params = capped(10_000);
-    let unbounded = Owned {
-        y: vec![1.0, -1.0],
-        point: vec![0, 1],
-        p: vec![1.0, 1.0],
-        d: vec![0.0, 0.0],
-        u: vec![f64::INFINITY; 2],
-        delta: 0.0,
-    };
+    let unbounded = two_points(f64::INFINITY);
     assert!(matches!(
         Smo::new(&indefinite, params)?.solve(&unbounded.view(), None),
         Err(Error::Solver(_))
@@ -647,25 +643,9 @@ fn empty_and_all_dead_problems() -> TestResult {
     let x = Array2::from_shape_vec((2, 1), vec![0.0, 1.0])?;
     let gram = rbf_gram(&x, 1.0)?;
     let mut smo = Smo::new(&gram, SmoParams::default())?;
-    let empty = Owned {
-        y: vec![],
-        point: vec![],
-        p: vec![],
-        d: vec![],
-        u: vec![],
-        delta: 0.0,
-    };
-    let sol = smo.solve(&empty.view(), None)?;
+    let sol = smo.solve(&Owned::default().view(), None)?;
     assert!(sol.alpha.is_empty());
-    let dead = Owned {
-        y: vec![1.0, -1.0],
-        point: vec![0, 1],
-        p: vec![1.0, 1.0],
-        d: vec![0.0, 0.0],
-        u: vec![0.0, 0.0],
-        delta: 0.0,
-    };
-    let sol = smo.solve(&dead.view(), None)?;
+    let sol = smo.solve(&two_points(0.0).view(), None)?;
     assert_eq!(sol.alpha, vec![0.0, 0.0]);
     assert_eq!(sol.termination, Termination::Converged);
     Ok(())
