@@ -1,7 +1,9 @@
 """The data loading and evaluation protocol shared by reproduce_fu_table1.py and reproduce_fu_table2.py (Fu et al.
 2013, section V-B): hyperparameters chosen by inner cross-validation on each training part,
 per-fold results tallied into per-seed accuracies, a resumable log of finished folds, and the
-printed comparison with the paper.
+printed comparison with the paper. Also what the other benches share: the data directory, the
+dense MILL parser, `standardise` (the bags on their training instances' mean / std) and `Report`
+(a printed report that is also written to a file).
 
 An outer fold's result is `(seed, fold, out, seconds)`, where `out` maps a row key
 `(method, n_xv)` (`n_xv` None for MI-Kernel) to a dict with at least `correct`, `n` (test bags),
@@ -12,6 +14,8 @@ An outer fold's result is `(seed, fold, out, seconds)`, where `out` maps a row k
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -39,6 +43,40 @@ def load_mill_dense(path):
     bag_ptr = np.array(starts + [len(rows)], dtype=np.int64)
     return np.ascontiguousarray(X), bag_ptr, labels[bag_ptr[:-1]]
 
+
+def standardise(train_bags, test_bags):
+    """Both lists of bags standardised with the mean / std of the training instances (a feature
+    constant there is only centred)."""
+    Xtr = np.vstack(train_bags)
+    mu, sd = Xtr.mean(0), Xtr.std(0)
+    sd[sd == 0] = 1.0
+    return ([np.ascontiguousarray((b - mu) / sd) for b in train_bags],
+            [np.ascontiguousarray((b - mu) / sd) for b in test_bags])
+
+
+
+class Report:
+    """A report printed as it is made and written to a file at the end.
+
+    `out = Report()`; `out(s)` prints `s` (flushed, so that a long run shows its progress) and
+    keeps it; `out.write(path)` writes the kept lines to `path` and says so.
+    """
+
+    def __init__(self):
+        self.lines = []
+
+    def __call__(self, s=""):
+        print(s, flush=True)
+        self.lines.append(s)
+
+    def header(self, hdr, indent=""):
+        """A table header and a rule of dashes under it, after `indent`, to the header's end."""
+        self(hdr)
+        self(indent + "-" * (len(hdr) - len(indent)))
+
+    def write(self, path):
+        path.write_text("\n".join(self.lines) + "\n")
+        print(f"wrote {path}")
 
 
 def choose_by_inner_cv(grid, inner, accuracy):
@@ -104,6 +142,70 @@ class FoldLog:
             return seed, fold, out, secs
 
         return run
+
+
+def add_protocol_args(parser, quick_C, c_grid, gamma_scales, gamma_unit, part):
+    """The options both tables take alike: --quick (with its --C, default `quick_C`, and
+    --gamma-scale), the inner-CV grid (--C-grid, and --gamma-grid in units of `gamma_unit`),
+    SparseMI's --tol, --n-jobs, --data and the resumable --log (`part`: what an outer part is
+    called, "fold" or "split")."""
+    parser.add_argument("--quick", action="store_true",
+                        help="1 seed, fixed C / gamma, no inner CV (smoke run)")
+    parser.add_argument("--C", type=float, default=quick_C, help="C in --quick mode")
+    parser.add_argument("--gamma-scale", type=float, default=1.0,
+                        help=f"gamma = this x {gamma_unit} in --quick mode")
+    parser.add_argument("--C-grid", type=float, nargs="+", default=list(c_grid), dest="C_grid",
+                        help="C values of the inner CV grid")
+    parser.add_argument("--gamma-grid", type=float, nargs="+", default=list(gamma_scales),
+                        help=f"gamma values of the inner CV grid, in units of {gamma_unit}")
+    parser.add_argument("--tol", type=float, default=1e-6, help="SparseMI relative-decrease tolerance")
+    parser.add_argument("--n-jobs", type=int, default=os.cpu_count(), help=f"parallel outer {part}s")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--log", type=Path, default=None,
+                        help=f"append each finished outer {part} to this JSON-lines file and skip "
+                             f"the {part}s already in it (long runs survive an interruption)")
+
+
+def parse_protocol_args(parser):
+    """The parsed arguments, --quick meaning one seed, --methods without repeats."""
+    args = parser.parse_args()
+    if args.quick:
+        args.seeds = 1
+    args.methods = list(dict.fromkeys(args.methods))
+    return args
+
+
+def skip_missing_methods(milsvm, methods, class_of):
+    """Removes from `methods`, with a note, those whose class `class_of[method]` this milsvm lacks."""
+    for method in list(methods):
+        if not hasattr(milsvm, class_of[method]):
+            print(f"note: this milsvm has no milsvm.{class_of[method]}: skipping {method}")
+            methods.remove(method)
+
+
+def run_outer_parts(run, data_args, tasks, log, rows, args, part):
+    """`run(*data_args, train, test, seed, fold, args)` for every task `(train, test, seed, fold)`
+    whose `rows` are not in `log` yet, in parallel over up to `args.n_jobs` processes (joblib);
+    sets `args.threads`, milsvm's threads a fit (the cores a worker has). `part` names an outer
+    part in the message about the logged ones.
+
+    Returns (results, done, workers, elapsed): every task's result `(seed, fold, out, seconds)`,
+    those taken from the log, the parallel workers and the seconds of the parallel run.
+    """
+    from joblib import Parallel, delayed
+
+    wanted = {(seed, fold) for _, _, seed, fold in tasks}
+    done = [r for r in log.finished(rows) if (r[0], r[1]) in wanted]
+    finished = {(seed, fold) for seed, fold, _, _ in done}
+    todo = [t for t in tasks if (t[2], t[3]) not in finished]
+    if done:
+        print(f"{log.path}: {len(done)} outer {part}(s) already done, {len(todo)} to run")
+    workers = max(1, min(args.n_jobs, len(todo) or 1))
+    args.threads = max(1, args.n_jobs // workers)
+    t0 = time.perf_counter()
+    results = done + Parallel(n_jobs=workers, verbose=0)(
+        delayed(log.wrap(run))(*data_args, tr, te, seed, fold, args) for tr, te, seed, fold in todo)
+    return results, done, workers, time.perf_counter() - t0
 
 
 def tally(results, n_seeds):

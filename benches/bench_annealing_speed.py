@@ -59,7 +59,7 @@ from sklearn.model_selection import StratifiedKFold
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _protocol import DEFAULT_DATA, load_mill_dense  # noqa: E402
+from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
 
 PY = sys.executable
 METHODS_A = ["miSVM", "MISVM", "ALSVM", "AWSVM", "ALPSVM", "miSVM_xv500", "DIY"]
@@ -73,14 +73,6 @@ SCALE_SIZES = [1000, 2000, 10000]
 
 def split_bags(X, ptr, idx):
     return [X[ptr[i]:ptr[i + 1]] for i in idx]
-
-
-def standardise(train_bags, test_bags):
-    Xtr = np.vstack(train_bags)
-    mu, sd = Xtr.mean(0), Xtr.std(0)
-    sd[sd == 0] = 1.0
-    return ([np.ascontiguousarray((b - mu) / sd) for b in train_bags],
-            [np.ascontiguousarray((b - mu) / sd) for b in test_bags])
 
 
 def musk2_train(data_dir):
@@ -228,8 +220,7 @@ def part_a(args, out):
     out(f"    baseline child (imports + data, no fit): peak RSS {base_rss:.0f} MB ({st})")
     hdr = (f"    {'method':<13} {'fit s':>8} {'core s':>8} {'rounds':>6} {'solves':>6} {'p_hat':>6} "
            f"{'train acc':>9} {'peak RSS MB':>11}  notes")
-    out(hdr)
-    out("    " + "-" * (len(hdr) - 4))
+    out.header(hdr, "    ")
     recs = {}
     for method in args.methods_a:
         rec, rss, wall, status = run_child(["--single", method, "--gamma", repr(gamma), "--n-jobs",
@@ -341,12 +332,7 @@ def main():
         return
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    lines = []
-
-    def out(s):
-        print(s, flush=True)
-        lines.append(s)
-
+    out = Report()
     t0 = time.perf_counter()
     import milsvm
 
@@ -362,8 +348,7 @@ def main():
             out(f"    part ({part}) wall time {time.perf_counter() - t1:.1f} s")
             out("")
     out(f"total wall time {time.perf_counter() - t0:.1f} s")
-    args.out.write_text("\n".join(lines) + "\n")
-    print(f"wrote {args.out}")
+    out.write(args.out)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,9 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _protocol import Report  # noqa: E402
+
 DATA = Path("/work/shared/data/musk2/musk2.data")
 
 
@@ -165,11 +168,7 @@ def main():
     import sklearn
 
     t_start = time.perf_counter()
-    lines = []
-
-    def out(s=""):
-        print(s, flush=True)
-        lines.append(s)
+    out = Report()
 
     trb, ytr, teb, yte = data()
     ntr = sum(len(b) for b in trb)
@@ -226,8 +225,7 @@ def main():
     out("  (run s: fit + predict inside the child; fit s: SVMCC.fit alone)")
     out()
     out(f"wall time {time.perf_counter() - t_start:.1f} s")
-    args.out.write_text("\n".join(lines) + "\n")
-    print(f"wrote {args.out}")
+    out.write(args.out)
 
 
 if __name__ == "__main__":

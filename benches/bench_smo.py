@@ -28,12 +28,15 @@ Output: printed and written to benches/results/smo_vs_libsvm.txt (--out).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _protocol import Report  # noqa: E402
 
 
 def problem(n, d=20, mu=0.25, seed=0):
@@ -71,11 +74,7 @@ def main():
     from milsvm import _core
 
     t_start = time.perf_counter()
-    lines = []
-
-    def out(s=""):
-        print(s, flush=True)
-        lines.append(s)
+    out = Report()
 
     blas = [(p["internal_api"], p.get("architecture"), p["num_threads"]) for p in threadpoolctl.threadpool_info()
             if p["user_api"] == "blas"]
@@ -86,8 +85,7 @@ def main():
     hdr = (f"{'n':>6} {'C':>4} {'K s':>6} {'libsvm':>7} {'ours 1t':>7} {'ours 2t':>7} {'r1':>5} {'r2':>5} "
            f"{'X 1t':>6} {'X 2t':>6} {'rX1':>5} {'rX2':>5} {'obj libsvm':>12} {'obj ours':>12} {'rel dobj':>9} "
            f"{'agree':>6} {'it lib':>7} {'it ours':>7}")
-    out(hdr)
-    out("-" * len(hdr))
+    out.header(hdr)
     gamma = 1.0 / 20
     for n in args.n:
         X, y = problem(n)
@@ -131,8 +129,7 @@ def main():
         "libsvm; X 1t / 2t: ours from the instances (kernel rows computed and cached by the solver); "
         "rX = X time / (K s + libsvm); obj: dual objectives on K; agree: training sign agreement")
     out(f"wall time {time.perf_counter() - t_start:.1f} s")
-    args.out.write_text("\n".join(lines) + "\n")
-    print(f"wrote {args.out}")
+    out.write(args.out)
 
 
 if __name__ == "__main__":

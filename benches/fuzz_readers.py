@@ -247,38 +247,31 @@ def _reference_musk_uci(data):
 # ============================================================================================
 
 
-def check_mill(path, data):
-    from milsvm.datasets import load_mill
+def _check_text_reader(name, path, data, reference, *, binary=False):
+    """A text reader's checks: `milsvm.datasets.<name>` either rejects the input or returns a
+    well-formed data set that equals the strict parse `reference(data)` (keys, labels, rows, and
+    for MILL whether the rows are sparse; None where the strict parse rejects the input)."""
+    from milsvm import datasets
 
     try:
-        bags, y = load_mill(path)
+        bags, y = getattr(datasets, name)(path)
     except (ValueError, TypeError):
         return "rejected"
-    _check_dataset(bags, y)
-    ref = _reference_mill(data)
+    _check_dataset(bags, y, binary=binary)
+    ref = reference(data)
     if ref is None:
-        raise Finding("accepted-malformed", "load_mill accepted what the strict parse rejects: "
-                      f"{data[:400]!r}")
-    names, labels, rows, sparse = ref
-    _compare_rows(bags, rows, names, labels, y, sparse_rows=sparse)
+        raise Finding("accepted-malformed", f"{name} accepted what the strict parse rejects: {data[:400]!r}")
+    keys, labels, rows = ref[:3]
+    _compare_rows(bags, rows, keys, labels, y, sparse_rows=len(ref) > 3 and ref[3])
     return "accepted"
+
+
+def check_mill(path, data):
+    return _check_text_reader("load_mill", path, data, _reference_mill)
 
 
 def check_musk_uci(path, data):
-    from milsvm.datasets import load_musk_uci
-
-    try:
-        bags, y = load_musk_uci(path)
-    except (ValueError, TypeError):
-        return "rejected"
-    _check_dataset(bags, y, binary=True)
-    ref = _reference_musk_uci(data)
-    if ref is None:
-        raise Finding("accepted-malformed", "load_musk_uci accepted what the strict parse "
-                      f"rejects: {data[:400]!r}")
-    names, labels, rows = ref
-    _compare_rows(bags, rows, names, labels, y, sparse_rows=False)
-    return "accepted"
+    return _check_text_reader("load_musk_uci", path, data, _reference_musk_uci, binary=True)
 
 
 def check_mat(path, data):
@@ -361,20 +354,7 @@ def _reference_mil_csv(data):
 
 
 def check_csv(path, data):
-    from milsvm import datasets
-
-    try:
-        bags, y = datasets.load_mil_csv(path)
-    except (ValueError, TypeError):
-        return "rejected"
-    _check_dataset(bags, y)
-    ref = _reference_mil_csv(data)
-    if ref is None:
-        raise Finding("accepted-malformed", "load_mil_csv accepted what the strict parse "
-                      f"rejects: {data[:400]!r}")
-    keys, labels, rows = ref
-    _compare_rows(bags, rows, keys, labels, y, sparse_rows=False)
-    return "accepted"
+    return _check_text_reader("load_mil_csv", path, data, _reference_mil_csv)
 
 
 def check_model(path, data):

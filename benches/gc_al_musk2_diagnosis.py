@@ -27,15 +27,11 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import reproduce_gc_table2 as R  # noqa: E402
+from _protocol import Report, standardise  # noqa: E402
 
 import milsvm  # noqa: E402
 
-lines = []
-
-
-def out(s=""):
-    print(s, flush=True)
-    lines.append(s)
+out = Report()
 
 
 def main():
@@ -43,7 +39,7 @@ def main():
     warnings.simplefilter("ignore")
     d = R.load("musk2", R.DEFAULT_DATA)
     tr, te = R.folds_of(d, 0)[0]
-    trb, teb = R.standardised(d.bags(tr), d.bags(te))
+    trb, teb = standardise(d.bags(tr), d.bags(te))
     ytr, yte = d.y[tr], d.y[te]
     g = R.median_gamma(trb)
     n_pos = int(np.sum(ytr == 1))
@@ -96,9 +92,7 @@ def main():
                     j = int(np.argmax(p))
                     out(f"      bag {k:2d}: m {len(p):3d}  sum p {p.sum():.2f}  n(p > 1/2) {(p > 0.5).sum()}  "
                         f"max p {p[j]:.3f} at score {s[j]:+.3f}; max score {np.max(s):+.3f}")
-    path = HERE / "results" / "gc_al_musk2_diagnosis.txt"
-    path.write_text("\n".join(lines) + "\n")
-    print(f"wrote {path}")
+    out.write(HERE / "results" / "gc_al_musk2_diagnosis.txt")
 
 
 if __name__ == "__main__":

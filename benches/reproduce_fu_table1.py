@@ -56,20 +56,19 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from joblib import Parallel, delayed
 from sklearn.model_selection import StratifiedKFold, StratifiedShuffleSplit
 from threadpoolctl import threadpool_limits
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _protocol import (DEFAULT_DATA, FoldLog, choose_by_inner_cv, load_mill_dense,  # noqa: E402
-                       print_chosen, print_table, print_wins, tally)
+from _protocol import (FoldLog, add_protocol_args, choose_by_inner_cv, load_mill_dense,  # noqa: E402
+                       parse_protocol_args, print_chosen, print_table, print_wins, run_outer_parts,
+                       skip_missing_methods, tally)
 
 # Table I of Fu et al. 2013 (002_*.txt): accuracy mean and std in %, over 10 repetitions.
 # N_xv = None: the first block (SparseMI with N_xv tuned by CV from {10, 50, 100, 500, 1000},
@@ -271,33 +270,14 @@ def main():
     parser.add_argument("--methods", nargs="+", default=["SparseMI", "RSVM"], choices=list(METHODS))
     parser.add_argument("--n-xv", type=int, nargs="+", default=[10, 50, 100],
                         help="N_xv values to run (MIKernel ignores it)")
-    parser.add_argument("--quick", action="store_true",
-                        help="1 seed, fixed C / gamma, no inner CV (smoke run)")
-    parser.add_argument("--C", type=float, default=1.0, help="C in --quick mode")
-    parser.add_argument("--gamma-scale", type=float, default=1.0, help="gamma = this / d in --quick mode")
-    parser.add_argument("--C-grid", type=float, nargs="+", default=list(C_GRID), dest="C_grid",
-                        help="C values of the inner CV grid")
-    parser.add_argument("--gamma-grid", type=float, nargs="+", default=list(GAMMA_SCALES),
-                        help="gamma values of the inner CV grid, in units of 1/d")
-    parser.add_argument("--tol", type=float, default=1e-6, help="SparseMI relative-decrease tolerance")
-    parser.add_argument("--n-jobs", type=int, default=os.cpu_count(), help="parallel outer folds")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--log", type=Path, default=None,
-                        help="append each finished outer fold to this JSON-lines file and skip "
-                             "the folds already in it (long runs survive an interruption)")
-    args = parser.parse_args()
-    if args.quick:
-        args.seeds = 1
-    args.methods = list(dict.fromkeys(args.methods))
+    add_protocol_args(parser, 1.0, C_GRID, GAMMA_SCALES, "1/d", "fold")
+    args = parse_protocol_args(parser)
     if args.backend == "milsvm":
         try:
             import milsvm
         except ImportError as exc:
             sys.exit(f"cannot import milsvm ({exc}); build it or use --backend numpy")
-        for method in list(args.methods):
-            if not hasattr(milsvm, MILSVM_CLASS[method]):
-                print(f"note: this milsvm has no milsvm.{MILSVM_CLASS[method]}: skipping {method}")
-                args.methods.remove(method)
+        skip_missing_methods(milsvm, args.methods, MILSVM_CLASS)
     else:
         dropped = [m for m in args.methods if m not in ("SparseMI", "RSVM")]
         if dropped:
@@ -323,18 +303,8 @@ def main():
         for fold, (tr, te) in enumerate(outer_splits(args.dataset, data, seed)):
             tasks.append((tr, te, seed, fold))
     log = FoldLog(args.log, settings(args))
-    wanted = {(seed, fold) for _, _, seed, fold in tasks}
-    done = [r for r in log.finished(configs(args)) if (r[0], r[1]) in wanted]
-    finished = {(seed, fold) for seed, fold, _, _ in done}
-    todo = [t for t in tasks if (t[2], t[3]) not in finished]
-    if done:
-        print(f"{args.log}: {len(done)} outer fold(s) already done, {len(todo)} to run")
-    workers = max(1, min(args.n_jobs, len(todo) or 1))
-    args.threads = max(1, args.n_jobs // workers)  # milsvm threads per fit
-    t0 = time.perf_counter()
-    results = done + Parallel(n_jobs=workers, verbose=0)(
-        delayed(log.wrap(run_outer_fold))(data, tr, te, seed, fold, args) for tr, te, seed, fold in todo)
-    elapsed = time.perf_counter() - t0
+    results, done, workers, elapsed = run_outer_parts(run_outer_fold, (data,), tasks, log, configs(args), args,
+                                                      "fold")
 
     # accuracy of each seed = correct bags over all test folds of that seed
     per_seed, chosen, seconds, nxv = tally(results, args.seeds)

@@ -55,21 +55,19 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed
 from sklearn.model_selection import StratifiedKFold, StratifiedShuffleSplit
 from threadpoolctl import threadpool_limits
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _protocol import (DEFAULT_DATA, FoldLog, choose_by_inner_cv, print_chosen,  # noqa: E402
-                       print_table, print_wins, tally)
+from _protocol import (FoldLog, add_protocol_args, choose_by_inner_cv, parse_protocol_args,  # noqa: E402
+                       print_chosen, print_table, print_wins, run_outer_parts, skip_missing_methods, tally)
 
 # Table II of Fu et al. 2013: accuracy % (mean, std) over 10 repetitions; XV counts where given.
 PAPER_TABLE2 = {
@@ -178,32 +176,15 @@ def main():
     parser.add_argument("--n-basis", type=int, default=100, help="basis vectors of SparseMI (paper: 100)")
     parser.add_argument("--scaling", choices=["none", "std"], default="none",
                         help="none: raw TF-IDF (default); std: divide each feature by its training std")
-    parser.add_argument("--quick", action="store_true", help="1 seed, fixed C / gamma, no inner CV (smoke run)")
-    parser.add_argument("--C", type=float, default=10.0, help="C in --quick mode")
-    parser.add_argument("--gamma-scale", type=float, default=1.0, help="gamma = this x gamma_0 in --quick mode")
-    parser.add_argument("--C-grid", type=float, nargs="+", default=list(C_GRID), dest="C_grid")
-    parser.add_argument("--gamma-grid", type=float, nargs="+", default=list(GAMMA_SCALES),
-                        help="gamma values of the inner CV grid, in units of gamma_0")
-    parser.add_argument("--tol", type=float, default=1e-6, help="SparseMI relative-decrease tolerance")
-    parser.add_argument("--n-jobs", type=int, default=os.cpu_count(), help="parallel outer splits")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--log", type=Path, default=None,
-                        help="append each finished outer split to this JSON-lines file and skip "
-                             "the splits already in it (long runs survive an interruption)")
-    args = parser.parse_args()
-    if args.quick:
-        args.seeds = 1
-    args.methods = list(dict.fromkeys(args.methods))
+    add_protocol_args(parser, 10.0, C_GRID, GAMMA_SCALES, "gamma_0", "split")
+    args = parse_protocol_args(parser)
 
     try:
         import milsvm
         import milsvm.datasets
     except ImportError as exc:
         sys.exit(f"cannot import milsvm ({exc})")
-    for method in list(args.methods):
-        if not hasattr(milsvm, MILSVM_CLASS[method]):
-            print(f"note: this milsvm has no milsvm.{MILSVM_CLASS[method]}: skipping {method}")
-            args.methods.remove(method)
+    skip_missing_methods(milsvm, args.methods, MILSVM_CLASS)
     if not args.methods:
         sys.exit("no method left to run")
 
@@ -230,18 +211,7 @@ def main():
         tasks.extend((tr, te, seed, fold) for fold, (tr, te) in enumerate(splits))
     log = FoldLog(args.log, settings(args))
     rows = [row_key(m, args) for m in args.methods]
-    wanted = {(seed, fold) for _, _, seed, fold in tasks}
-    done = [r for r in log.finished(rows) if (r[0], r[1]) in wanted]
-    finished = {(seed, fold) for seed, fold, _, _ in done}
-    todo = [t for t in tasks if (t[2], t[3]) not in finished]
-    if done:
-        print(f"{args.log}: {len(done)} outer split(s) already done, {len(todo)} to run")
-    workers = max(1, min(args.n_jobs, len(todo) or 1))
-    args.threads = max(1, args.n_jobs // workers)
-    t0 = time.perf_counter()
-    results = done + Parallel(n_jobs=workers, verbose=0)(
-        delayed(log.wrap(run_outer))(bags, y, tr, te, seed, fold, args) for tr, te, seed, fold in todo)
-    elapsed = time.perf_counter() - t0
+    results, done, workers, elapsed = run_outer_parts(run_outer, (bags, y), tasks, log, rows, args, "split")
 
     per_seed, chosen, seconds, nxv = tally(results, args.seeds)
     paper = PAPER_TABLE2[args.dataset]

@@ -80,7 +80,7 @@ from sklearn.model_selection import StratifiedKFold
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _protocol import DEFAULT_DATA, load_mill_dense  # noqa: E402
+from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
 
 DATASETS = ["musk1", "musk2", "elephant"]
 METHODS = ["MI-SVM", "AW0", "AW", "mi-SVM", "AL0", "AL", "ALP"]
@@ -182,14 +182,6 @@ def folds_of(data, seed):
     return list(StratifiedKFold(10, shuffle=True, random_state=seed).split(np.zeros(len(data.y)), data.y))
 
 
-def standardised(train_bags, test_bags):
-    Xtr = np.vstack(train_bags)
-    mu, sd = Xtr.mean(0), Xtr.std(0)
-    sd[sd == 0] = 1.0
-    f = lambda bs: [np.ascontiguousarray((b - mu) / sd) for b in bs]  # noqa: E731
-    return f(train_bags), f(test_bags)
-
-
 def fit_eval(method, point, trb, ytr, teb, yte):
     """Fit and count correct test bags: dict(correct, n, p_hat, seconds, warnings, ...)."""
     f = point.get("sigma_f", 1.0)
@@ -262,13 +254,13 @@ class Log:
 
 
 def unit_best(data, tr, te, method, point):
-    trb, teb = standardised(data.bags(tr), data.bags(te))
+    trb, teb = standardise(data.bags(tr), data.bags(te))
     return fit_eval(method, point, trb, data.y[tr], teb, data.y[te])
 
 
 def unit_inner(data, tr, te, method, seed, fold, sigma_factors=(1.0,)):
     t0 = time.perf_counter()
-    trb, teb = standardised(data.bags(tr), data.bags(te))
+    trb, teb = standardise(data.bags(tr), data.bags(te))
     ytr = data.y[tr]
     grid = grid_of(method, sigma_factors)
     inner = list(StratifiedKFold(3, shuffle=True, random_state=1000 * seed + fold).split(np.zeros(len(ytr)), ytr))
@@ -304,11 +296,11 @@ def estimate(args, datasets):
     """One fit per (data set, method) in a subprocess with a timeout (--estimate-timeout)."""
     import subprocess
 
-    lines = ["estimated sequential cost (one fit per method on fold 0 of seed 0, C = 10, sigma factor "
-             f"{args.estimate_factor:g}; ALP: C2 = 1, p_star = 0.5; the total scales this by grid size x 10 folds x seeds"
-             + (" x (3 inner + 1/grid)" if args.selection == "inner" else "")
-             + f"; a fit over {args.estimate_timeout:g} s is stopped)"]
-    print(lines[0], flush=True)
+    out = Report()
+    out("estimated sequential cost (one fit per method on fold 0 of seed 0, C = 10, sigma factor "
+        f"{args.estimate_factor:g}; ALP: C2 = 1, p_star = 0.5; the total scales this by grid size x 10 folds x seeds"
+        + (" x (3 inner + 1/grid)" if args.selection == "inner" else "")
+        + f"; a fit over {args.estimate_timeout:g} s is stopped)")
     per = {}
     for ds in datasets:
         for m in args.methods:
@@ -326,15 +318,14 @@ def estimate(args, datasets):
             if not rec:
                 why = (f"timeout >{args.estimate_timeout:g} s" if rec is None else
                        "failed: " + (p.stderr.strip().splitlines() or ["?"])[-1])
-                lines.append(f"  {ds:<9} {m:<7} one fit {why} x {n_fits} fits = > "
-                             f"{args.estimate_timeout * n_fits / 60:.0f} min")
+                out(f"  {ds:<9} {m:<7} one fit {why} x {n_fits} fits = > "
+                    f"{args.estimate_timeout * n_fits / 60:.0f} min")
             else:
                 r = rec[0]
                 per[(ds, m)] = r["seconds"]
-                lines.append(f"  {ds:<9} {m:<7} one fit {r['seconds']:7.2f} s ({r['n_solves']} solves, p_hat "
-                             f"{r['p_hat']:.2f}) x {n_fits} fits = {r['seconds'] * n_fits / 60:7.1f} min")
-            print(lines[-1], flush=True)
-    return lines, per
+                out(f"  {ds:<9} {m:<7} one fit {r['seconds']:7.2f} s ({r['n_solves']} solves, p_hat "
+                    f"{r['p_hat']:.2f}) x {n_fits} fits = {r['seconds'] * n_fits / 60:7.1f} min")
+    return out, per
 
 
 # ----------------------------------------------------------------------------------------------
@@ -388,9 +379,8 @@ def main():
     args.out.parent.mkdir(parents=True, exist_ok=True)
 
     if args.estimate:
-        lines, _ = estimate(args, args.datasets)
-        args.out.write_text("\n".join(lines) + "\n")
-        print(f"wrote {args.out}")
+        report, _ = estimate(args, args.datasets)
+        report.write(args.out)
         return
 
     settings = dict(selection=args.selection, gamma="median", C_grid=list(C_GRID), C2_grid=list(C2_GRID),
@@ -482,11 +472,7 @@ def main():
                     print(f"  {i + 1}/{len(todo)} done ({time.perf_counter() - t0:.0f} s)", flush=True)
 
     # ------------------------------------------------------------------ report
-    lines = []
-
-    def out(s=""):
-        print(s)
-        lines.append(s)
+    out = Report()
 
     out(f"Table 2 of Gehler & Chapelle 2007: 10-fold CV error % (stratified over bags, {args.seeds} split "
         f"seed(s)), features standardised per fold, RBF sigma = f x sigma_emp (gamma = gamma_median / f^2), "
@@ -506,8 +492,7 @@ def main():
             f"{data.X.shape[1]} features")
         hdr = (f"  {'method':<7} {'ours %':>7} {'paper %':>7} {'diff':>6} {'p_hat':>6}  {'point':<34} "
                f"{'fit s (all)':>11} {'warn':>4}  per-seed / notes")
-        out(hdr)
-        out("  " + "-" * (len(hdr) - 2))
+        out.header(hdr, "  ")
         ours = {}
         for m in args.methods:
             grid = grid_of(m, args.sigma_factors)
@@ -516,32 +501,41 @@ def main():
             notes = []
             p_hats = []
             secs = 0.0
-            nwarn = 0
             missing = 0
-            warn_texts = set()
+            warns = []
             timeouts = []
             limits = set()
             incomplete = []
+
+            def records(seed, key):
+                """The ten fold records of a grid point's key (or "inner") for `seed`, their warnings
+                kept; None where one is missing (counted) or stopped at its time limit (listed; the
+                seconds of a grid point's timed-out fits count)."""
+                nonlocal missing, secs
+                rs = [log.get((ds, m, seed, f, key)) for f in range(10)]
+                if any(r is None for r in rs):
+                    missing += sum(r is None for r in rs)
+                    return None
+                if any("timeout" in r for r in rs):
+                    limits.update(r["timeout"] for r in rs if "timeout" in r)
+                    timeouts.append(f"{key} fold(s) {[f for f, r in enumerate(rs) if 'timeout' in r]}")
+                    if key != "inner":
+                        secs += sum(r["seconds"] for r in rs)
+                    return None
+                warns.extend(w for r in rs for w in r["warnings"])
+                return rs
+
             for seed in range(args.seeds):
                 if args.selection == "best":
                     errs = {}
                     for point in grid:
                         pk = point_key(point)
-                        rs = [log.get((ds, m, seed, f, pk)) for f in range(10)]
-                        if any(r is None for r in rs):
-                            missing += sum(r is None for r in rs)
-                            continue
-                        if any("timeout" in r for r in rs):
-                            limits.update(r["timeout"] for r in rs if "timeout" in r)
-                            timeouts.append(f"{pk} fold(s) {[f for f, r in enumerate(rs) if 'timeout' in r]}")
-                            secs += sum(r["seconds"] for r in rs)
+                        rs = records(seed, pk)
+                        if rs is None:
                             continue
                         errs[pk] = (100.0 * (1 - sum(r["correct"] for r in rs) / sum(r["n"] for r in rs)),
                                     float(np.mean([r["p_hat"] for r in rs])))
                         secs += sum(r["seconds"] for r in rs)
-                        for r in rs:
-                            nwarn += len(r["warnings"])
-                            warn_texts.update(w[:80] for w in r["warnings"])
                     if not errs:
                         continue
                     if len(errs) < len(grid):
@@ -563,21 +557,14 @@ def main():
                     p_hats.append(errs[best][1])
                     chosen.append(best)
                 else:
-                    rs = [log.get((ds, m, seed, f, "inner")) for f in range(10)]
-                    if any(r is None for r in rs):
-                        missing += sum(r is None for r in rs)
-                        continue
-                    if any("timeout" in r for r in rs):
-                        limits.update(r["timeout"] for r in rs if "timeout" in r)
-                        timeouts.append(f"inner fold(s) {[f for f, r in enumerate(rs) if 'timeout' in r]}")
+                    rs = records(seed, "inner")
+                    if rs is None:
                         continue
                     per_seed.append(100.0 * (1 - sum(r["correct"] for r in rs) / sum(r["n"] for r in rs)))
                     p_hats.append(float(np.mean([r["p_hat"] for r in rs])))
                     secs += sum(r["seconds_total"] for r in rs)
                     chosen.extend(r["point"] for r in rs)
-                    for r in rs:
-                        nwarn += len(r["warnings"])
-                        warn_texts.update(w[:80] for w in r["warnings"])
+            nwarn, warn_texts = len(warns), {w[:80] for w in warns}
             paper = PAPER[ds][m]
             if not per_seed:
                 out(f"  {m:<7} {'-':>7} {paper:7.1f} {'-':>6} {'-':>6}  {'not run / incomplete':<34} "
@@ -618,8 +605,7 @@ def main():
                 f"(p_hat {t[1][1]}%), ALP {t[2][0]} (p_hat {t[2][1]}%))")
     out()
     out(f"wall time of this invocation {time.perf_counter() - t_start:.1f} s")
-    args.out.write_text("\n".join(lines) + "\n")
-    print(f"wrote {args.out}")
+    out.write(args.out)
 
 
 if __name__ == "__main__":

@@ -62,6 +62,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -72,6 +73,9 @@ import numpy as np
 from sklearn.model_selection import StratifiedKFold
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _protocol import Report, standardise  # noqa: E402
+
 DATA = Path("/work/shared/data")
 DATASETS = ["musk1", "elephant", "tst1"]
 METHODS = ["SVMCC", "NSK", "sMIL"]
@@ -85,14 +89,6 @@ def load(name):
 
     bags, y = load_mill(DATA / name / f"{name}.data")
     return bags, np.asarray(y)
-
-
-def standardise(train, test):
-    X = np.vstack(train)
-    mu, sd = X.mean(0), X.std(0)
-    sd[sd == 0] = 1.0
-    f = lambda bs: [np.ascontiguousarray((b - mu) / sd) for b in bs]  # noqa: E731
-    return f(train), f(test)
 
 
 def gamma_of(j, d, scale):
@@ -268,11 +264,7 @@ def main():
 
     import milsvm
 
-    lines = []
-
-    def out(s=""):
-        print(s)
-        lines.append(s)
+    out = Report()
 
     exps = list(range(-8, 9, args.grid_step))
     gdesc = {"over-d": "gamma = 2^j / d", "raw": "gamma = 2^j", "sigma": "gamma = 1/sigma^2, sigma = 2^j"}
@@ -316,8 +308,7 @@ def main():
                 out("          final-fit warnings: " + " | ".join(wt)[:300])
     out()
     out(f"wall time of this invocation {time.perf_counter() - t_start:.1f} s")
-    args.out.write_text("\n".join(lines) + "\n")
-    print(f"wrote {args.out}")
+    out.write(args.out)
 
 
 if __name__ == "__main__":

@@ -83,6 +83,45 @@ def musk1():
     return load_musk1()
 
 
+def assert_clone_and_pickle(est):
+    """``clone(est)`` has the parameters of ``est`` and is independent of it (``set_params(C=3.0)``
+    leaves ``est.C`` at 1.0); fitted on ``easy_bags()``, it pickles to the same scores and
+    predictions. Returns the bags."""
+    import pickle
+
+    from sklearn.base import clone
+
+    bags, y = easy_bags()
+    params = est.get_params()
+    c = clone(est)
+    assert c.get_params() == params
+    c.set_params(C=3.0)
+    assert c.C == 3.0 and est.C == 1.0
+    c.fit(bags, y)
+    restored = pickle.loads(pickle.dumps(c))
+    np.testing.assert_array_equal(restored.decision_function(bags), c.decision_function(bags))
+    np.testing.assert_array_equal(restored.predict(bags), c.predict(bags))
+    return bags
+
+
+def assert_refuses_bad_bags(make, bags, y):
+    """``make().fit`` refuses bags with a NaN, an empty bag and labels of a single class, and the
+    model it fits on ``bags`` refuses bags of another width. Returns that model."""
+    d = bags[0].shape[1]
+    nan = [b.copy() for b in bags]
+    nan[2][0, 0] = np.nan
+    with pytest.raises(ValueError, match="non-finite"):
+        make().fit(nan, y)
+    with pytest.raises(ValueError, match="empty"):
+        make().fit(bags[:-1] + [np.zeros((0, d))], y)
+    with pytest.raises(ValueError, match="single class"):
+        make().fit(bags, np.full(len(bags), y[0]))
+    model = make().fit(bags, y)
+    with pytest.raises(ValueError, match="features"):
+        model.predict([np.ones((2, d + 1))])
+    return model
+
+
 def _assert_same(a, b, rtol, atol, what):
     """``a`` equals ``b`` to ``rtol``/``atol``: arrays, numbers, or (nested) lists of them."""
     if isinstance(a, (list, tuple)):

@@ -130,6 +130,17 @@ fn rel_err<'a>(a: impl IntoIterator<Item = &'a f64>, b: impl IntoIterator<Item =
     (num / den.max(f64::MIN_POSITIVE)).sqrt()
 }
 
+/// `solver` on `problem` at the solver's default tolerance, from `warm` (a cold start for None).
+fn solve_default(
+    problem: &SquaredHinge<'_>,
+    solver: InnerSolver,
+    warm: Option<(&Array1<f64>, f64)>,
+    max_iter: usize,
+) -> milsvm::Result<Solution> {
+    let warm = warm.map(|(beta, b)| (beta.view(), b));
+    problem.solve(solver, warm, solver.default_tol(), max_iter)
+}
+
 fn max_abs_diff(a: &Array2<f64>, b: &Array2<f64>) -> f64 {
     assert_eq!(a.dim(), b.dim(), "shapes differ");
     a.iter()
@@ -302,6 +313,7 @@ fn squared_hinge_value_and_gradient_match_finite_differences() -> TestResult {
 
 #[test]
 fn newton_and_lbfgs_reach_the_same_optimum() -> TestResult {
+    use InnerSolver::{Lbfgs, Newton};
     for seed in 0..6u64 {
         let mut rng = rng(100 + seed);
         let cost = [0.1, 1.0, 10.0][seed as usize % 3];
@@ -312,18 +324,8 @@ fn newton_and_lbfgs_reach_the_same_optimum() -> TestResult {
         let problem = data.problem();
         assert_eq!(problem.dim(), n);
 
-        let newton = problem.solve(
-            InnerSolver::Newton,
-            None,
-            InnerSolver::Newton.default_tol(),
-            1000,
-        )?;
-        let lbfgs = problem.solve(
-            InnerSolver::Lbfgs,
-            None,
-            InnerSolver::Lbfgs.default_tol(),
-            1000,
-        )?;
+        let newton = solve_default(&problem, Newton, None, 1000)?;
+        let lbfgs = solve_default(&problem, Lbfgs, None, 1000)?;
         assert!(newton.converged, "seed {seed}: Newton did not converge");
         assert!(
             newton.iterations < 50,
@@ -370,12 +372,7 @@ fn newton_and_lbfgs_reach_the_same_optimum() -> TestResult {
         }
 
         // Warm start from the solution: Newton stops at once with the same point.
-        let warm = problem.solve(
-            InnerSolver::Newton,
-            Some((newton.beta.view(), newton.b)),
-            InnerSolver::Newton.default_tol(),
-            1000,
-        )?;
+        let warm = solve_default(&problem, Newton, Some((&newton.beta, newton.b)), 1000)?;
         assert!(warm.converged);
         assert!(
             warm.iterations <= 1,
@@ -386,22 +383,12 @@ fn newton_and_lbfgs_reach_the_same_optimum() -> TestResult {
         assert!(rel_err(warm.beta.iter(), newton.beta.iter()) < 1e-8);
         // L-BFGS warm-started at the optimum stays there. (A small iteration cap keeps this
         // fast: see `lbfgs_warm_started_at_the_optimum_stops_at_once` for why.)
-        let warm = problem.solve(
-            InnerSolver::Lbfgs,
-            Some((newton.beta.view(), newton.b)),
-            InnerSolver::Lbfgs.default_tol(),
-            20,
-        )?;
+        let warm = solve_default(&problem, Lbfgs, Some((&newton.beta, newton.b)), 20)?;
         assert_relative_eq!(warm.value, newton.value, max_relative = 1e-12);
 
         // A warm start of the wrong length is ignored (cold start, same optimum).
         let wrong = Array1::zeros(n + 1);
-        let cold = problem.solve(
-            InnerSolver::Newton,
-            Some((wrong.view(), 5.0)),
-            InnerSolver::Newton.default_tol(),
-            1000,
-        )?;
+        let cold = solve_default(&problem, Newton, Some((&wrong, 5.0)), 1000)?;
         assert_relative_eq!(cold.value, newton.value, max_relative = 1e-12);
     }
     Ok(())
@@ -409,19 +396,14 @@ fn newton_and_lbfgs_reach_the_same_optimum() -> TestResult {
 
 #[test]
 fn lbfgs_warm_started_at_the_optimum_stops_at_once() -> TestResult {
+    use InnerSolver::Lbfgs;
     for seed in 0..3u64 {
         let mut rng = rng(150 + seed);
         let data = HingeData::random(&mut rng, 6, 30, 1.0, true);
         let problem = data.problem();
-        let tol = InnerSolver::Lbfgs.default_tol();
-        let cold = problem.solve(InnerSolver::Lbfgs, None, tol, 1000)?;
+        let cold = solve_default(&problem, Lbfgs, None, 1000)?;
         assert!(cold.converged);
-        let warm = problem.solve(
-            InnerSolver::Lbfgs,
-            Some((cold.beta.view(), cold.b)),
-            tol,
-            1000,
-        )?;
+        let warm = solve_default(&problem, Lbfgs, Some((&cold.beta, cold.b)), 1000)?;
         assert_relative_eq!(warm.value, cold.value, max_relative = 1e-12);
         assert!(
             warm.converged,
@@ -1405,31 +1387,33 @@ fn model_prediction_checks_its_input() -> TestResult {
     Ok(())
 }
 
-/// A Newton solve from `warm` reusing `state`, checked against a fresh solve (kept in `fresh`)
-/// to a relative 1e-9 in the objective; returns the reusing solve.
-fn reused_equals_fresh(
-    p: &SquaredHinge<'_>,
-    warm: &Option<(Array1<f64>, f64)>,
-    state: &mut Option<NewtonHessian>,
-    fresh: &mut Option<NewtonHessian>,
-    tol: f64,
-    round: usize,
-) -> Result<Solution, Box<dyn std::error::Error>> {
-    let reused = p.solve_newton_reusing(
-        warm.as_ref().map(|(beta, b)| (beta.view(), *b)),
-        tol,
-        100,
-        state,
-    )?;
-    let want = p.solve_newton_reusing(None, tol, 100, fresh)?;
-    let rel = (reused.value - want.value).abs() / want.value.abs();
-    assert!(
-        rel < 1e-9,
-        "round {round}: {} vs {}",
-        reused.value,
-        want.value
-    );
-    Ok(reused)
+/// Newton solves that reuse one `NewtonHessian` (`state`), each warm-started where the last
+/// ended (`warm`).
+#[derive(Default)]
+struct Reusing {
+    state: Option<NewtonHessian>,
+    warm: Option<(Array1<f64>, f64)>,
+}
+
+impl Reusing {
+    /// The next solve, checked against a fresh solve (its state kept in `fresh`) to a relative
+    /// 1e-9 in the objective.
+    fn solve(
+        &mut self,
+        p: &SquaredHinge<'_>,
+        fresh: &mut Option<NewtonHessian>,
+        tol: f64,
+        round: usize,
+    ) -> Result<Solution, Box<dyn std::error::Error>> {
+        let warm = self.warm.as_ref().map(|(beta, b)| (beta.view(), *b));
+        let reused = p.solve_newton_reusing(warm, tol, 100, &mut self.state)?;
+        let want = p.solve_newton_reusing(None, tol, 100, fresh)?;
+        let rel = (reused.value - want.value).abs() / want.value.abs();
+        let (got, wanted) = (reused.value, want.value);
+        assert!(rel < 1e-9, "round {round}: {got} vs {wanted}");
+        self.warm = Some((reused.beta.clone(), reused.b));
+        Ok(reused)
+    }
 }
 
 #[test]
@@ -1440,8 +1424,7 @@ fn newton_reusing_state_with_few_changed_rows() -> TestResult {
     // factor): every solve equals a fresh one, and the kept stopping scale equals the fresh one's.
     let mut rng = rng(92);
     let mut data = HingeData::random(&mut rng, 12, 60, 2.0, true);
-    let mut state = None;
-    let mut warm: Option<(Array1<f64>, f64)> = None;
+    let mut run = Reusing::default();
     for round in 0..8 {
         if round % 2 == 0 {
             for _ in 0..3 {
@@ -1450,7 +1433,7 @@ fn newton_reusing_state_with_few_changed_rows() -> TestResult {
                 let r = rng.random_range(0..data.y.len());
                 data.y[r] = -data.y[r];
             }
-        } else if let Some((beta, b)) = &warm {
+        } else if let Some((beta, b)) = &run.warm {
             let f = data.problem().scores(beta.view(), *b);
             let inside: Vec<usize> = (0..f.len()).filter(|&r| f[r].abs() < 1.0).collect();
             assert!(
@@ -1463,15 +1446,14 @@ fn newton_reusing_state_with_few_changed_rows() -> TestResult {
         }
         let p = data.problem();
         let mut fresh_state = None;
-        let reused = reused_equals_fresh(&p, &warm, &mut state, &mut fresh_state, 1e-11, round)?;
-        let kept = state.as_ref().and_then(|s| s.zero_gradient_norm());
+        run.solve(&p, &mut fresh_state, 1e-11, round)?;
+        let kept = run.state.as_ref().and_then(|s| s.zero_gradient_norm());
         let want = fresh_state.as_ref().and_then(|s| s.zero_gradient_norm());
         let (kept, want) = (kept.ok_or("no kept scale")?, want.ok_or("no fresh scale")?);
         assert!(
             (kept - want).abs() <= 1e-12 * want,
             "round {round}: {kept} vs {want}"
         );
-        warm = Some((reused.beta, reused.b));
     }
     Ok(())
 }
@@ -1483,15 +1465,15 @@ fn newton_reusing_state_with_few_changed_rows() -> TestResult {
 fn newton_reusing_state_carries_exact_scores() -> TestResult {
     let mut rng = rng(91);
     let mut data = HingeData::random(&mut rng, 12, 60, 2.0, true);
-    let mut state = None;
-    let mut warm: Option<(Array1<f64>, f64)> = None;
+    let mut run = Reusing::default();
     for round in 0..5 {
         for c in data.c.iter_mut() {
             *c *= rng.random_range(0.5..1.5);
         }
         let p = data.problem();
-        let reused = reused_equals_fresh(&p, &warm, &mut state, &mut None, 1e-10, round)?;
-        let carried = state
+        let reused = run.solve(&p, &mut None, 1e-10, round)?;
+        let carried = run
+            .state
             .as_ref()
             .and_then(|s| s.scores_at(reused.beta.view(), reused.b))
             .ok_or("no scores carried")?
@@ -1504,10 +1486,9 @@ fn newton_reusing_state_carries_exact_scores() -> TestResult {
         assert!(err < 1e-10, "round {round}: carried scores off by {err}");
         let mut moved = reused.beta.clone();
         moved[0] += 1e-3;
-        let s = state.as_ref().ok_or("no state")?;
+        let s = run.state.as_ref().ok_or("no state")?;
         assert!(s.scores_at(moved.view(), reused.b).is_none());
         assert!(s.scores_at(reused.beta.view(), reused.b + 1e-3).is_none());
-        warm = Some((reused.beta, reused.b));
     }
     Ok(())
 }

@@ -128,67 +128,70 @@ const POOLINGS: [Pooling; 4] = [
     Pooling::SmilMean,
 ];
 
+/// Every kind of model: each kernel, pooling, dense or CSR basis and number of classes out of
+/// `n_classes`, in that nesting order.
+fn every_kind(n_classes: [usize; 2]) -> impl Iterator<Item = (Kernel, Pooling, bool, usize)> {
+    KERNELS.into_iter().flat_map(move |kernel| {
+        POOLINGS.into_iter().flat_map(move |pooling| {
+            [false, true].into_iter().flat_map(move |sparse| {
+                n_classes
+                    .into_iter()
+                    .map(move |classes| (kernel, pooling, sparse, classes))
+            })
+        })
+    })
+}
+
 #[test]
 fn every_prediction_path_matches_the_naive_formula() -> TestResult {
     let mut rng = ChaCha8Rng::seed_from_u64(7);
-    for kernel in KERNELS {
-        for pooling in POOLINGS {
-            for sparse_basis in [false, true] {
-                for n_classes in [2, 3] {
-                    let model =
-                        random_model(&mut rng, 6, 9, n_classes, kernel, pooling, sparse_basis);
-                    let bag_list = random_bags(&mut rng, 7, 9, 0.5);
-                    let dense = Bags::from_dense_bags(&bag_list)?;
-                    let stacked = dense.instances().to_dense();
-                    let sparse = Bags::new(
-                        Instances::Sparse(to_csr(&stacked, false)),
-                        dense.bag_ptr().to_vec(),
-                    )?;
-                    let predictor = Predictor::new(&model)?;
-                    let batch_dense = predictor.decision_function(&dense)?;
-                    let batch_sparse = predictor.decision_function(&sparse)?;
-                    let mut ws = Workspace::default();
-                    for (i, bag) in bag_list.iter().enumerate() {
-                        let want = naive_scores(&model, bag);
-                        let mut one = vec![0.0; model.n_outputs()];
-                        let flat: Vec<f64> = bag.iter().copied().collect();
-                        predictor.score_bag(BagView::dense(&flat, 9)?, &mut ws, &mut one)?;
-                        let csr = to_csr(bag, false);
-                        let mut one_csr = vec![0.0; model.n_outputs()];
-                        predictor.score_bag(
-                            BagView::csr(csr.indptr(), csr.indices(), csr.data(), 9)?,
-                            &mut ws,
-                            &mut one_csr,
-                        )?;
-                        for o in 0..model.n_outputs() {
-                            let what = format!(
-                                "{kernel:?} {pooling:?} sparse basis {sparse_basis} bag {i} out {o}"
-                            );
-                            assert!(close(one[o], want[o], 1e-12), "{what}: one bag");
-                            assert!(close(one_csr[o], want[o], 1e-12), "{what}: CSR bag");
-                            assert!(close(batch_dense[[i, o]], want[o], 1e-12), "{what}: batch");
-                            assert!(
-                                close(batch_sparse[[i, o]], want[o], 1e-12),
-                                "{what}: CSR batch"
-                            );
-                        }
-                    }
-                    // instance scores: each instance as a one-instance bag under mean pooling
-                    let inst = predictor.instance_decision_function(dense.instances())?;
-                    let mean_model = Model {
-                        pooling: Pooling::Mean,
-                        ..model.clone()
-                    };
-                    for (p, row) in stacked.rows().into_iter().enumerate() {
-                        let want = naive_scores(
-                            &mean_model,
-                            &row.to_owned().insert_axis(ndarray::Axis(0)),
-                        );
-                        for o in 0..model.n_outputs() {
-                            assert!(close(inst[[p, o]], want[o], 1e-12), "instance {p}");
-                        }
-                    }
-                }
+    for (kernel, pooling, sparse_basis, n_classes) in every_kind([2, 3]) {
+        let model = random_model(&mut rng, 6, 9, n_classes, kernel, pooling, sparse_basis);
+        let bag_list = random_bags(&mut rng, 7, 9, 0.5);
+        let dense = Bags::from_dense_bags(&bag_list)?;
+        let stacked = dense.instances().to_dense();
+        let sparse = Bags::new(
+            Instances::Sparse(to_csr(&stacked, false)),
+            dense.bag_ptr().to_vec(),
+        )?;
+        let predictor = Predictor::new(&model)?;
+        let batch_dense = predictor.decision_function(&dense)?;
+        let batch_sparse = predictor.decision_function(&sparse)?;
+        let mut ws = Workspace::default();
+        for (i, bag) in bag_list.iter().enumerate() {
+            let want = naive_scores(&model, bag);
+            let mut one = vec![0.0; model.n_outputs()];
+            let flat: Vec<f64> = bag.iter().copied().collect();
+            predictor.score_bag(BagView::dense(&flat, 9)?, &mut ws, &mut one)?;
+            let csr = to_csr(bag, false);
+            let mut one_csr = vec![0.0; model.n_outputs()];
+            predictor.score_bag(
+                BagView::csr(csr.indptr(), csr.indices(), csr.data(), 9)?,
+                &mut ws,
+                &mut one_csr,
+            )?;
+            for o in 0..model.n_outputs() {
+                let what =
+                    format!("{kernel:?} {pooling:?} sparse basis {sparse_basis} bag {i} out {o}");
+                assert!(close(one[o], want[o], 1e-12), "{what}: one bag");
+                assert!(close(one_csr[o], want[o], 1e-12), "{what}: CSR bag");
+                assert!(close(batch_dense[[i, o]], want[o], 1e-12), "{what}: batch");
+                assert!(
+                    close(batch_sparse[[i, o]], want[o], 1e-12),
+                    "{what}: CSR batch"
+                );
+            }
+        }
+        // instance scores: each instance as a one-instance bag under mean pooling
+        let inst = predictor.instance_decision_function(dense.instances())?;
+        let mean_model = Model {
+            pooling: Pooling::Mean,
+            ..model.clone()
+        };
+        for (p, row) in stacked.rows().into_iter().enumerate() {
+            let want = naive_scores(&mean_model, &row.to_owned().insert_axis(ndarray::Axis(0)));
+            for o in 0..model.n_outputs() {
+                assert!(close(inst[[p, o]], want[o], 1e-12), "instance {p}");
             }
         }
     }
@@ -285,21 +288,15 @@ fn small_model() -> Model {
 #[test]
 fn round_trip_is_exact_for_every_kind() -> TestResult {
     let mut rng = ChaCha8Rng::seed_from_u64(10);
-    for kernel in KERNELS {
-        for pooling in POOLINGS {
-            for sparse in [false, true] {
-                for n_classes in [2, 4] {
-                    let model = random_model(&mut rng, 5, 6, n_classes, kernel, pooling, sparse);
-                    let text = model.to_json()?;
-                    let back = Model::from_json(&text)?;
-                    assert!(back == model, "{kernel:?} {pooling:?} {sparse}");
-                    assert_eq!(back.to_json()?, text);
-                    let v: Value = serde_json::from_str(&text)?;
-                    assert_eq!(v["version"], FORMAT_VERSION);
-                    assert_eq!(v["xv"]["layout"], if sparse { "csr" } else { "dense" });
-                }
-            }
-        }
+    for (kernel, pooling, sparse, n_classes) in every_kind([2, 4]) {
+        let model = random_model(&mut rng, 5, 6, n_classes, kernel, pooling, sparse);
+        let text = model.to_json()?;
+        let back = Model::from_json(&text)?;
+        assert!(back == model, "{kernel:?} {pooling:?} {sparse}");
+        assert_eq!(back.to_json()?, text);
+        let v: Value = serde_json::from_str(&text)?;
+        assert_eq!(v["version"], FORMAT_VERSION);
+        assert_eq!(v["xv"]["layout"], if sparse { "csr" } else { "dense" });
     }
     // metadata, and a value the default serde_json parser reads 1 ulp off
     let mut model = small_model();

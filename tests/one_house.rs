@@ -10,80 +10,40 @@ use std::sync::Arc;
 use common::{toy, TestResult};
 use milsvm::params::Value;
 use milsvm::{
-    AnnealingParams, Cancel, ClassWeight, Error, Hyperparams, MiKernelParams, NskParams, Observer,
-    OneClassParams, ReducedSetParams, SmilParams, SparseMiParams, SvmCcParams,
+    AnnealingParams, Bags, Cancel, ClassWeight, Error, Fit, Hyperparams, MiKernelParams, NskParams,
+    Observer, OneClassParams, ReducedSetParams, SmilParams, SparseMiParams, SvmCcParams,
 };
+
+/// Fits on the toy bags of `data` with `observer` set.
+struct Observed<'a> {
+    observer: &'a Observer,
+    data: (Bags, Vec<usize>),
+}
+
+impl Observed<'_> {
+    /// Whether the fit of `params` succeeded.
+    fn fit<P: Hyperparams + Fit>(&self, mut params: P) -> milsvm::Result<()> {
+        params.set_observer(self.observer.clone());
+        Fit::fit(&params, &self.data.0, &self.data.1).map(|_| ())
+    }
+}
 
 /// Every family's builder, by a name for messages.
 fn every_family_fits(observer: &Observer) -> Vec<(&'static str, milsvm::Result<()>)> {
-    let (bags, labels) = toy(1, 40);
-    let o = || observer.clone();
+    let o = Observed {
+        observer,
+        data: toy(1, 40),
+    };
     vec![
-        (
-            "SparseMI",
-            SparseMiParams::new()
-                .n_xv(3)
-                .observer(o())
-                .fit(&bags, &labels)
-                .map(|_| ()),
-        ),
-        (
-            "MIKernel",
-            MiKernelParams::new()
-                .observer(o())
-                .fit(&bags, &labels)
-                .map(|_| ()),
-        ),
-        (
-            "RS",
-            ReducedSetParams::new()
-                .n_xv(2)
-                .observer(o())
-                .fit(&bags, &labels)
-                .map(|_| ()),
-        ),
-        (
-            "NSK",
-            NskParams::new()
-                .observer(o())
-                .fit(&bags, &labels)
-                .map(|_| ()),
-        ),
-        (
-            "sMIL",
-            SmilParams::new()
-                .observer(o())
-                .fit(&bags, &labels)
-                .map(|_| ()),
-        ),
-        (
-            "ALSVM",
-            AnnealingParams::al()
-                .observer(o())
-                .fit(&bags, &labels)
-                .map(|_| ()),
-        ),
-        (
-            "miSVM",
-            AnnealingParams::mi_svm()
-                .observer(o())
-                .fit(&bags, &labels)
-                .map(|_| ()),
-        ),
-        (
-            "SVMCC",
-            SvmCcParams::new()
-                .observer(o())
-                .fit(&bags, &labels)
-                .map(|_| ()),
-        ),
-        (
-            "OneClass",
-            OneClassParams::new()
-                .observer(o())
-                .fit(&bags, &labels)
-                .map(|_| ()),
-        ),
+        ("SparseMI", o.fit(SparseMiParams::new().n_xv(3))),
+        ("MIKernel", o.fit(MiKernelParams::new())),
+        ("RS", o.fit(ReducedSetParams::new().n_xv(2))),
+        ("NSK", o.fit(NskParams::new())),
+        ("sMIL", o.fit(SmilParams::new())),
+        ("ALSVM", o.fit(AnnealingParams::al())),
+        ("miSVM", o.fit(AnnealingParams::mi_svm())),
+        ("SVMCC", o.fit(SvmCcParams::new())),
+        ("OneClass", o.fit(OneClassParams::new())),
     ]
 }
 
@@ -195,49 +155,34 @@ fn specs_list_every_parameter_with_its_default() {
 fn class_weights_reach_every_two_class_family() -> TestResult {
     // weighting the negative class heavily moves every bag score down
     let (bags, labels) = toy(3, 30);
-    let heavy = ClassWeight::Given(vec![20.0, 1.0]);
-    let scores = |m: milsvm::Model| m.decision_function(&bags).map(|s| s.sum());
-    let pairs: Vec<(&str, f64, f64)> = vec![
-        (
-            "SparseMI",
-            scores(SparseMiParams::new().n_xv(3).fit(&bags, &labels)?.model)?,
-            scores(
-                SparseMiParams::new()
-                    .n_xv(3)
-                    .class_weight(heavy.clone())
-                    .fit(&bags, &labels)?
-                    .model,
-            )?,
-        ),
-        (
-            "MIKernel",
-            scores(
-                MiKernelParams::new()
-                    .fit(&bags, &labels)?
-                    .model
-                    .to_model()?,
-            )?,
-            scores(
-                MiKernelParams::new()
-                    .class_weight(heavy.clone())
-                    .fit(&bags, &labels)?
-                    .model
-                    .to_model()?,
-            )?,
-        ),
-        (
-            "RS",
-            scores(ReducedSetParams::new().n_xv(3).fit(&bags, &labels)?.model)?,
-            scores(
-                ReducedSetParams::new()
-                    .n_xv(3)
-                    .class_weight(heavy.clone())
-                    .fit(&bags, &labels)?
-                    .model,
-            )?,
-        ),
+    type FitWith<'a> = &'a dyn Fn(ClassWeight) -> milsvm::Result<milsvm::Model>;
+    let families: [(&str, FitWith); 3] = [
+        ("SparseMI", &|w| {
+            Ok(SparseMiParams::new()
+                .n_xv(3)
+                .class_weight(w)
+                .fit(&bags, &labels)?
+                .model)
+        }),
+        ("MIKernel", &|w| {
+            MiKernelParams::new()
+                .class_weight(w)
+                .fit(&bags, &labels)?
+                .model
+                .to_model()
+        }),
+        ("RS", &|w| {
+            Ok(ReducedSetParams::new()
+                .n_xv(3)
+                .class_weight(w)
+                .fit(&bags, &labels)?
+                .model)
+        }),
     ];
-    for (name, plain, weighted) in pairs {
+    let score_sum = |m: milsvm::Model| m.decision_function(&bags).map(|s| s.sum());
+    for (name, fit) in families {
+        let plain = score_sum(fit(ClassWeight::Uniform)?)?;
+        let weighted = score_sum(fit(ClassWeight::Given(vec![20.0, 1.0]))?)?;
         assert!(weighted < plain, "{name}: {weighted} >= {plain}");
     }
     Ok(())

@@ -23,8 +23,21 @@ fn random_points(rng: &mut ChaCha8Rng, n: usize, dim: usize) -> Array2<f64> {
     Array2::from_shape_fn((n, dim), |_| rng.random::<f64>() * 2.0 - 1.0)
 }
 
+/// `n` random points of `dim` coordinates from the generator of `seed`, returned with it (it
+/// draws the problem next).
+fn seeded_points(seed: u64, n: usize, dim: usize) -> (ChaCha8Rng, Array2<f64>) {
+    let mut r = rng(seed);
+    let x = random_points(&mut r, n, dim);
+    (r, x)
+}
+
+/// The Gaussian-kernel Gram of the rows of `x`.
+fn rbf_gram(x: &Array2<f64>, gamma: f64) -> milsvm::Result<InstanceGram<'_>> {
+    InstanceGram::new(rbf(gamma), Rows::Dense(x.view()))
+}
+
 /// An owned dual problem.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 struct Owned {
     y: Vec<f64>,
     point: Vec<usize>,
@@ -73,14 +86,7 @@ fn hinge_problem(rng: &mut ChaCha8Rng, n: usize) -> Owned {
 
 /// L2-loss SVM over `np` points: each point once, about half of them again with the other label.
 fn l2_problem(rng: &mut ChaCha8Rng, np: usize) -> Owned {
-    let mut o = Owned {
-        y: vec![],
-        point: vec![],
-        p: vec![],
-        d: vec![],
-        u: vec![],
-        delta: 0.0,
-    };
+    let mut o = Owned::default();
     for m in 0..np {
         let label = if rng.random::<bool>() { 1.0 } else { -1.0 };
         let copies: &[f64] = if rng.random::<bool>() {
@@ -109,6 +115,18 @@ fn one_class_problem(n: usize, nu: f64) -> Owned {
         d: vec![0.0; n],
         u: vec![1.0 / (nu * n as f64); n],
         delta: 1.0,
+    }
+}
+
+/// One positive and one negative sample on two points, each with the bound `u`.
+fn two_points(u: f64) -> Owned {
+    Owned {
+        y: vec![1.0, -1.0],
+        point: vec![0, 1],
+        p: vec![1.0, 1.0],
+        d: vec![0.0, 0.0],
+        u: vec![u; 2],
+        delta: 0.0,
     }
 }
 
@@ -243,6 +261,14 @@ fn check_solution(k: &Array2<f64>, pr: &Owned, sol: &DualSolution, gap_tol: f64)
     assert!(m_up - m_low <= gap_tol, "KKT gap {}", m_up - m_low);
 }
 
+/// The default settings with an iteration cap.
+fn capped(max_iter: usize) -> SmoParams {
+    SmoParams {
+        max_iter: Some(max_iter),
+        ..SmoParams::default()
+    }
+}
+
 fn tight() -> SmoParams {
     SmoParams {
         tol: 1e-9,
@@ -281,10 +307,9 @@ fn solve_against_clarabel(
 #[test]
 fn hinge_matches_clarabel() -> TestResult {
     for seed in 0..6 {
-        let mut r = rng(seed);
         let n = 5 + 7 * seed as usize;
-        let x = random_points(&mut r, n, 3);
-        let gram = InstanceGram::new(rbf(0.8), Rows::Dense(x.view()))?;
+        let (mut r, x) = seeded_points(seed, n, 3);
+        let gram = rbf_gram(&x, 0.8)?;
         let pr = hinge_problem(&mut r, n);
         solve_against_clarabel(&gram, &pr, "hinge objective")?;
     }
@@ -294,10 +319,9 @@ fn hinge_matches_clarabel() -> TestResult {
 #[test]
 fn l2_loss_with_duplicated_points_matches_clarabel() -> TestResult {
     for seed in 10..16 {
-        let mut r = rng(seed);
         let np = 4 + 5 * (seed as usize - 10);
-        let x = random_points(&mut r, np, 4);
-        let gram = InstanceGram::new(rbf(0.5), Rows::Dense(x.view()))?;
+        let (mut r, x) = seeded_points(seed, np, 4);
+        let gram = rbf_gram(&x, 0.5)?;
         let pr = l2_problem(&mut r, np);
         let (sol, k) = solve_against_clarabel(&gram, &pr, "L2 objective")?;
         // Decision values from q_alpha and b agree with the kernel expansion.
@@ -315,10 +339,9 @@ fn l2_loss_with_duplicated_points_matches_clarabel() -> TestResult {
 #[test]
 fn one_class_matches_clarabel() -> TestResult {
     for seed in 20..26 {
-        let mut r = rng(seed);
         let n = 5 + 7 * (seed as usize - 20);
-        let x = random_points(&mut r, n, 2);
-        let gram = InstanceGram::new(rbf(1.0), Rows::Dense(x.view()))?;
+        let (_, x) = seeded_points(seed, n, 2);
+        let gram = rbf_gram(&x, 1.0)?;
         let pr = one_class_problem(n, 0.3);
         solve_against_clarabel(&gram, &pr, "one-class objective")?;
     }
@@ -327,8 +350,7 @@ fn one_class_matches_clarabel() -> TestResult {
 
 #[test]
 fn precomputed_and_sparse_grams_match_dense() -> TestResult {
-    let mut r = rng(30);
-    let x = random_points(&mut r, 15, 5);
+    let (mut r, x) = seeded_points(30, 15, 5);
     // Sparsify: zero out about half the entries.
     let x = x.mapv(|v| if v.abs() < 0.5 { 0.0 } else { v });
     let csr = to_csr(&x, false);
@@ -353,10 +375,9 @@ fn precomputed_and_sparse_grams_match_dense() -> TestResult {
 
 #[test]
 fn tiny_cache_gives_the_same_solution() -> TestResult {
-    let mut r = rng(40);
     let np = 30;
-    let x = random_points(&mut r, np, 3);
-    let gram = InstanceGram::new(rbf(0.5), Rows::Dense(x.view()))?;
+    let (mut r, x) = seeded_points(40, np, 3);
+    let gram = rbf_gram(&x, 0.5)?;
     for (pr, shrinking) in [
         (l2_problem(&mut r, np), true),
         (hinge_problem(&mut r, np), true),
@@ -379,13 +400,29 @@ fn tiny_cache_gives_the_same_solution() -> TestResult {
     Ok(())
 }
 
+/// Solves `pr` with `smo` (on `gram`) warm from `start`, and cold with a new solver of the same
+/// settings: the warm solution is a KKT point (gap 1e-6) with the cold objective, to `rel`.
+/// Returns both.
+fn warm_equals_cold<G: GramRows>(
+    smo: &mut Smo<'_, G>,
+    gram: &G,
+    pr: &Owned,
+    start: &DualSolution,
+    rel: f64,
+    what: &str,
+) -> Result<(DualSolution, DualSolution), Box<dyn std::error::Error>> {
+    let warm = smo.solve(&pr.view(), Some(start))?;
+    let cold = Smo::new(gram, *smo.params())?.solve(&pr.view(), None)?;
+    check_solution(&dense_gram(gram), pr, &warm, 1e-6);
+    assert_rel(warm.objective, cold.objective, rel, what);
+    Ok((warm, cold))
+}
+
 #[test]
 fn warm_starts() -> TestResult {
-    let mut r = rng(50);
     let np = 25;
-    let x = random_points(&mut r, np, 3);
-    let gram = InstanceGram::new(rbf(0.5), Rows::Dense(x.view()))?;
-    let k = dense_gram(&gram);
+    let (mut r, x) = seeded_points(50, np, 3);
+    let gram = rbf_gram(&x, 0.5)?;
     let params = SmoParams {
         tol: 1e-8,
         ..SmoParams::default()
@@ -422,10 +459,7 @@ fn warm_starts() -> TestResult {
     for d in pr.d.iter_mut() {
         *d *= 0.8;
     }
-    let warm = smo.solve(&pr.view(), Some(&sol))?;
-    let cold = Smo::new(&gram, params)?.solve(&pr.view(), None)?;
-    check_solution(&k, &pr, &warm, 1e-6);
-    assert_rel(warm.objective, cold.objective, 1e-9, "L2 warm vs cold");
+    let (warm, cold) = warm_equals_cold(&mut smo, &gram, &pr, &sol, 1e-9, "L2 warm vs cold")?;
     assert!(warm.iterations < cold.iterations);
 
     // Hinge: lower bounds clip alpha and break y^T a = 0, repaired before solving.
@@ -437,25 +471,14 @@ fn warm_starts() -> TestResult {
             *u *= 0.4;
         }
     }
-    let warm = smo.solve(&pr.view(), Some(&sol))?;
-    let cold = Smo::new(&gram, params)?.solve(&pr.view(), None)?;
-    check_solution(&k, &pr, &warm, 1e-6);
-    assert_rel(warm.objective, cold.objective, 1e-8, "hinge warm vs cold");
+    warm_equals_cold(&mut smo, &gram, &pr, &sol, 1e-8, "hinge warm vs cold")?;
 
     // One-class with a changed nu: the sum constraint is repaired.
     let pr1 = one_class_problem(np, 0.2);
     let pr2 = one_class_problem(np, 0.5);
     let mut smo = Smo::new(&gram, params)?;
     let s1 = smo.solve(&pr1.view(), None)?;
-    let warm = smo.solve(&pr2.view(), Some(&s1))?;
-    let cold = Smo::new(&gram, params)?.solve(&pr2.view(), None)?;
-    check_solution(&k, &pr2, &warm, 1e-6);
-    assert_rel(
-        warm.objective,
-        cold.objective,
-        1e-8,
-        "one-class warm vs cold",
-    );
+    warm_equals_cold(&mut smo, &gram, &pr2, &s1, 1e-8, "one-class warm vs cold")?;
 
     // A warm start of the wrong length is an error.
     let bad = DualSolution {
@@ -472,15 +495,11 @@ fn warm_starts() -> TestResult {
 #[test]
 fn thread_count_does_not_change_results() -> TestResult {
     // Enough points for rows to be filled in parallel chunks.
-    let mut r = rng(60);
     let np = 4500;
-    let x = random_points(&mut r, np, 3);
-    let gram = InstanceGram::new(rbf(2.0), Rows::Dense(x.view()))?;
+    let (mut r, x) = seeded_points(60, np, 3);
+    let gram = rbf_gram(&x, 2.0)?;
     let pr = l2_problem(&mut r, np);
-    let params = SmoParams {
-        max_iter: Some(150),
-        ..SmoParams::default()
-    };
+    let params = capped(150);
     let run = |k: usize| -> Result<DualSolution, Box<dyn std::error::Error>> {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(k).build()?;
         Ok(pool.install(|| Smo::new(&gram, params)?.solve(&pr.view(), None))?)
@@ -494,10 +513,9 @@ fn thread_count_does_not_change_results() -> TestResult {
 #[test]
 fn shrinking_gives_the_same_optimum() -> TestResult {
     for seed in 110..113 {
-        let mut r = rng(seed);
         let n = 160;
-        let x = random_points(&mut r, n, 2);
-        let gram = InstanceGram::new(rbf(3.0), Rows::Dense(x.view()))?;
+        let (mut r, x) = seeded_points(seed, n, 2);
+        let gram = rbf_gram(&x, 3.0)?;
         let k = dense_gram(&gram);
         let mut pr = hinge_problem(&mut r, n);
         // Labels from a smooth rule plus noise: many bounded and many zero alphas.
@@ -526,15 +544,11 @@ fn shrinking_gives_the_same_optimum() -> TestResult {
 
 #[test]
 fn iteration_cap_keeps_a_feasible_solution() -> TestResult {
-    let mut r = rng(70);
     let n = 30;
-    let x = random_points(&mut r, n, 3);
-    let gram = InstanceGram::new(rbf(0.5), Rows::Dense(x.view()))?;
+    let (mut r, x) = seeded_points(70, n, 3);
+    let gram = rbf_gram(&x, 0.5)?;
     let k = dense_gram(&gram);
-    let params = SmoParams {
-        max_iter: Some(3),
-        ..SmoParams::default()
-    };
+    let params = capped(3);
     for pr in [
         hinge_problem(&mut r, n),
         one_class_problem(n, 0.3),
@@ -550,10 +564,9 @@ fn iteration_cap_keeps_a_feasible_solution() -> TestResult {
 
 #[test]
 fn scaling_p_scales_the_solution() -> TestResult {
-    let mut r = rng(80);
     let np = 20;
-    let x = random_points(&mut r, np, 3);
-    let gram = InstanceGram::new(rbf(0.5), Rows::Dense(x.view()))?;
+    let (mut r, x) = seeded_points(80, np, 3);
+    let gram = rbf_gram(&x, 0.5)?;
     let pr = l2_problem(&mut r, np);
     let mut scaled = pr.clone();
     scaled.p.iter_mut().for_each(|p| *p *= 1024.0);
@@ -569,37 +582,31 @@ fn scaling_p_scales_the_solution() -> TestResult {
 
 #[test]
 fn invalid_input_is_rejected() -> TestResult {
-    let mut r = rng(90);
-    let x = random_points(&mut r, 6, 2);
-    let gram = InstanceGram::new(rbf(0.5), Rows::Dense(x.view()))?;
+    let (mut r, x) = seeded_points(90, 6, 2);
+    let gram = rbf_gram(&x, 0.5)?;
     let mut smo = Smo::new(&gram, SmoParams::default())?;
     let good = hinge_problem(&mut r, 6);
     assert!(smo.solve(&good.view(), None).is_ok());
-    let mut cases: Vec<Owned> = vec![];
-    let mut bad = good.clone();
-    bad.y[2] = 0.5;
-    cases.push(bad);
-    let mut bad = good.clone();
-    bad.p.pop();
-    cases.push(bad);
-    let mut bad = good.clone();
-    bad.point[1] = 6;
-    cases.push(bad);
-    let mut bad = good.clone();
-    bad.p[0] = f64::NAN;
-    cases.push(bad);
-    let mut bad = good.clone();
-    bad.d[0] = -1.0;
-    cases.push(bad);
-    let mut bad = good.clone();
-    bad.u[0] = f64::NAN;
-    cases.push(bad);
-    let mut bad = good.clone();
-    bad.u[0] = -1.0;
-    cases.push(bad);
-    let mut bad = good.clone();
-    bad.delta = f64::INFINITY;
-    cases.push(bad);
+    let changes: [fn(&mut Owned); 8] = [
+        |bad| bad.y[2] = 0.5,
+        |bad| {
+            bad.p.pop();
+        },
+        |bad| bad.point[1] = 6,
+        |bad| bad.p[0] = f64::NAN,
+        |bad| bad.d[0] = -1.0,
+        |bad| bad.u[0] = f64::NAN,
+        |bad| bad.u[0] = -1.0,
+        |bad| bad.delta = f64::INFINITY,
+    ];
+    let mut cases: Vec<Owned> = changes
+        .iter()
+        .map(|change| {
+            let mut bad = good.clone();
+            change(&mut bad);
+            bad
+        })
+        .collect();
     // Infeasible: the bounds cannot sum to delta.
     let mut bad = one_class_problem(6, 0.3);
     bad.u = vec![0.1; 6];
@@ -617,21 +624,11 @@ fn invalid_input_is_rejected() -> TestResult {
         };
         assert!(Smo::new(&gram, params).is_err());
     }
-    assert!(InstanceGram::new(rbf(-1.0), Rows::Dense(x.view())).is_err());
+    assert!(rbf_gram(&x, -1.0).is_err());
     // An indefinite kernel with unbounded u: a solver error, not NaN.
     let indefinite = PrecomputedGram::new(ndarray::array![[1.0, 2.0], [2.0, 1.0]])?;
-    let params = SmoParams {
-        max_iter: Some(10_000),
-        ..SmoParams::default()
-    };
-    let unbounded = Owned {
-        y: vec![1.0, -1.0],
-        point: vec![0, 1],
-        p: vec![1.0, 1.0],
-        d: vec![0.0, 0.0],
-        u: vec![f64::INFINITY; 2],
-        delta: 0.0,
-    };
+    let params = capped(10_000);
+    let unbounded = two_points(f64::INFINITY);
     assert!(matches!(
         Smo::new(&indefinite, params)?.solve(&unbounded.view(), None),
         Err(Error::Solver(_))
@@ -644,27 +641,11 @@ fn invalid_input_is_rejected() -> TestResult {
 #[test]
 fn empty_and_all_dead_problems() -> TestResult {
     let x = Array2::from_shape_vec((2, 1), vec![0.0, 1.0])?;
-    let gram = InstanceGram::new(rbf(1.0), Rows::Dense(x.view()))?;
+    let gram = rbf_gram(&x, 1.0)?;
     let mut smo = Smo::new(&gram, SmoParams::default())?;
-    let empty = Owned {
-        y: vec![],
-        point: vec![],
-        p: vec![],
-        d: vec![],
-        u: vec![],
-        delta: 0.0,
-    };
-    let sol = smo.solve(&empty.view(), None)?;
+    let sol = smo.solve(&Owned::default().view(), None)?;
     assert!(sol.alpha.is_empty());
-    let dead = Owned {
-        y: vec![1.0, -1.0],
-        point: vec![0, 1],
-        p: vec![1.0, 1.0],
-        d: vec![0.0, 0.0],
-        u: vec![0.0, 0.0],
-        delta: 0.0,
-    };
-    let sol = smo.solve(&dead.view(), None)?;
+    let sol = smo.solve(&two_points(0.0).view(), None)?;
     assert_eq!(sol.alpha, vec![0.0, 0.0]);
     assert_eq!(sol.termination, Termination::Converged);
     Ok(())
@@ -674,10 +655,9 @@ fn empty_and_all_dead_problems() -> TestResult {
 #[test]
 #[ignore]
 fn timing_l2_rbf_5000() -> TestResult {
-    let mut r = rng(100);
     let np = 5000;
-    let x = random_points(&mut r, np, 20);
-    let gram = InstanceGram::new(rbf(0.05), Rows::Dense(x.view()))?;
+    let (mut r, x) = seeded_points(100, np, 20);
+    let gram = rbf_gram(&x, 0.05)?;
     let pr = l2_problem(&mut r, np);
     let mut smo = Smo::new(&gram, SmoParams::default())?;
     let t = std::time::Instant::now();

@@ -15,7 +15,7 @@ from sklearn.base import clone
 
 import milsvm
 from milsvm import _core
-from conftest import assert_one_vs_rest, easy_bags, random_bags, slsqp_minimum
+from conftest import assert_one_vs_rest, assert_refuses_bad_bags, easy_bags, random_bags, slsqp_minimum
 
 ESTIMATORS = [milsvm.ALSVM, milsvm.AWSVM, milsvm.ALPSVM, milsvm.miSVM, milsvm.MISVM]
 
@@ -534,16 +534,7 @@ def test_bad_parameters_are_refused(cls, params, match):
 @pytest.mark.parametrize("cls", ESTIMATORS)
 def test_bad_data_is_refused(cls):
     bags, y = random_bags(0, n_bags=6)
-    nan = [b.copy() for b in bags]
-    nan[2][0, 0] = np.nan
-    with pytest.raises(ValueError, match="non-finite"):
-        cls().fit(nan, y)
-    with pytest.raises(ValueError, match="empty"):
-        cls().fit(bags[:-1] + [np.zeros((0, 3))], y)
-    with pytest.raises(ValueError, match="single class"):
-        cls().fit(bags, np.ones(len(bags)))
-    with pytest.raises(ValueError, match="features"):
-        cls().fit(bags, y).predict([np.ones((2, 4))])
+    assert_refuses_bad_bags(cls, bags, y)
     with pytest.raises(TypeError, match="C must be a real number, got 'big'"):
         cls(C="big").fit(bags, y)
 

@@ -275,101 +275,44 @@ def assert_error(loader, path, line, phrase, **kwargs):
     assert str(path) in str(info.value)
 
 
-def test_error_too_few_fields(tmp_path):
-    path = write(tmp_path, "i1,b1,0,1,2\ni2,b1\n")
-    assert_error(datasets.load_mill, path, 2, "too few fields")
-
-
-def test_error_dense_line_without_features(tmp_path):
-    path = write(tmp_path, "i1,b1,0,1,2\ni2,b1,0\n")
-    assert_error(datasets.load_mill, path, 2, "too few fields")
-
-
-def test_error_non_numeric_dense_value(tmp_path):
-    path = write(tmp_path, "i1,b1,0,1,2\ni2,b1,0,3,4\ni3,b1,0,5,abc\n")
-    assert_error(datasets.load_mill, path, 3, r"feature 2 .*'abc' is not a number")
-
-
-def test_error_non_numeric_dense_value_after_blank_lines(tmp_path):
+# Malformed MILL files: (text, line of the error, phrase of the message), by name.
+MILL_ERRORS = {
+    "too_few_fields": ("i1,b1,0,1,2\ni2,b1\n", 2, "too few fields"),
+    "dense_line_without_features": ("i1,b1,0,1,2\ni2,b1,0\n", 2, "too few fields"),
+    "non_numeric_dense_value": ("i1,b1,0,1,2\ni2,b1,0,3,4\ni3,b1,0,5,abc\n", 3, r"feature 2 .*'abc' is not a number"),
     # blank lines are skipped but counted
-    path = write(tmp_path, "i1,b1,0,1,2\n\n\ni2,b1,0,1..5,4\n")
-    assert_error(datasets.load_mill, path, 4, "not a number")
+    "non_numeric_dense_value_after_blank_lines": ("i1,b1,0,1,2\n\n\ni2,b1,0,1..5,4\n", 4, "not a number"),
+    "colon_in_dense_file": ("i1,b1,0,1,2\ni2,b1,0,1:2,4\n", 2, "not a number"),
+    "bad_index_value_pair": ("i1,b1,1,3:0.5\ni2,b1,1,4-0.5\n", 2, "not of the form index:value"),
+    "sparse_index_not_integer": ("i1,b1,1,3:0.5\ni2,b1,1,1.5:0.5\n", 2, "index '1.5' is not an integer"),
+    "sparse_value_not_numeric": ("i1,b1,1,3:0.5\ni2,b1,1,2:x\n", 2, "value 'x' is not a number"),
+    "sparse_index_below_one": ("i1,b1,1,3:0.5\ni2,b2,0,1:1\ni3,b2,0,0:0.5\n", 3, "index 0 is < 1"),
+    "sparse_duplicate_index": ("i1,b1,1,3:0.5\ni2,b1,1,2:1,5:1,2:3\n", 2, "index 2 appears more than once"),
+    "label_not_integer": ("i1,b1,1,1\ni2,b2,pos,2\n", 2, "label 'pos' .*is not an integer"),
+    "label_fractional": ("i1,b1,0.5,1\n", 1, "label '0.5' .*is not an integer"),
+    "label_differs_within_bag": ("i1,b1,1,1\ni2,b1,1,2\ni3,b1,0,3\n", 3, "differs from the label 1 of bag 'b1'"),
+    "inconsistent_number_of_dense_features": ("i1,b1,1,1,2\ni2,b1,1,3,4\ni3,b2,0,5,6,7\n", 3, "3 feature values, but line 1 has 2"),
+    "bag_not_contiguous": ("i1,b1,1,1\ni2,b2,0,2\ni3,b1,1,3\n", 3, "bag 'b1' reappears .*first seen on line 1"),
+    "non_finite_dense-nan": ("i1,b1,1,1,2\ni2,b1,1,nan,2\n", 2, "feature 1 .*not finite"),
+    "non_finite_dense-inf": ("i1,b1,1,1,2\ni2,b1,1,inf,2\n", 2, "feature 1 .*not finite"),
+    "non_finite_dense--inf": ("i1,b1,1,1,2\ni2,b1,1,-inf,2\n", 2, "feature 1 .*not finite"),
+    "non_finite_dense-1e999": ("i1,b1,1,1,2\ni2,b1,1,1e999,2\n", 2, "feature 1 .*not finite"),
+    "non_finite_sparse": ("i1,b1,1,3:0.5\ni2,b1,1,2:nan\n", 2, "feature 2 is not finite"),
+}
 
 
-def test_error_colon_in_dense_file(tmp_path):
-    path = write(tmp_path, "i1,b1,0,1,2\ni2,b1,0,1:2,4\n")
-    assert_error(datasets.load_mill, path, 2, "not a number")
+@pytest.mark.parametrize("case", list(MILL_ERRORS.values()), ids=list(MILL_ERRORS))
+def test_error_names_file_and_line(tmp_path, case):
+    text, line, phrase = case
+    assert_error(datasets.load_mill, write(tmp_path, text), line, phrase)
 
 
-def test_error_bad_index_value_pair(tmp_path):
-    path = write(tmp_path, "i1,b1,1,3:0.5\ni2,b1,1,4-0.5\n")
-    assert_error(datasets.load_mill, path, 2, "not of the form index:value")
-
-
-def test_error_sparse_index_not_integer(tmp_path):
-    path = write(tmp_path, "i1,b1,1,3:0.5\ni2,b1,1,1.5:0.5\n")
-    assert_error(datasets.load_mill, path, 2, "index '1.5' is not an integer")
-
-
-def test_error_sparse_value_not_numeric(tmp_path):
-    path = write(tmp_path, "i1,b1,1,3:0.5\ni2,b1,1,2:x\n")
-    assert_error(datasets.load_mill, path, 2, "value 'x' is not a number")
-
-
-def test_error_sparse_index_below_one(tmp_path):
-    path = write(tmp_path, "i1,b1,1,3:0.5\ni2,b2,0,1:1\ni3,b2,0,0:0.5\n")
-    assert_error(datasets.load_mill, path, 3, "index 0 is < 1")
-
-
-def test_error_sparse_duplicate_index(tmp_path):
-    path = write(tmp_path, "i1,b1,1,3:0.5\ni2,b1,1,2:1,5:1,2:3\n")
-    assert_error(datasets.load_mill, path, 2, "index 2 appears more than once")
-
-
-def test_error_sparse_index_above_n_features(tmp_path):
+def test_error_against_n_features(tmp_path):
+    # a sparse index above the given n_features; dense lines of another width
     path = write(tmp_path, "i1,b1,1,3:0.5\ni2,b1,1,9:1\n")
     assert_error(datasets.load_mill, path, 2, "exceeds n_features=5", n_features=5)
-
-
-def test_error_label_not_integer(tmp_path):
-    path = write(tmp_path, "i1,b1,1,1\ni2,b2,pos,2\n")
-    assert_error(datasets.load_mill, path, 2, "label 'pos' .*is not an integer")
-
-
-def test_error_label_fractional(tmp_path):
-    path = write(tmp_path, "i1,b1,0.5,1\n")
-    assert_error(datasets.load_mill, path, 1, "label '0.5' .*is not an integer")
-
-
-def test_error_label_differs_within_bag(tmp_path):
-    path = write(tmp_path, "i1,b1,1,1\ni2,b1,1,2\ni3,b1,0,3\n")
-    assert_error(datasets.load_mill, path, 3, "differs from the label 1 of bag 'b1'")
-
-
-def test_error_inconsistent_number_of_dense_features(tmp_path):
-    path = write(tmp_path, "i1,b1,1,1,2\ni2,b1,1,3,4\ni3,b2,0,5,6,7\n")
-    assert_error(datasets.load_mill, path, 3, "3 feature values, but line 1 has 2")
-
-
-def test_error_dense_n_features_mismatch(tmp_path):
     path = write(tmp_path, "i1,b1,1,1,2\n")
     assert_error(datasets.load_mill, path, 1, "n_features=3", n_features=3)
-
-
-def test_error_bag_not_contiguous(tmp_path):
-    path = write(tmp_path, "i1,b1,1,1\ni2,b2,0,2\ni3,b1,1,3\n")
-    assert_error(datasets.load_mill, path, 3, "bag 'b1' reappears .*first seen on line 1")
-
-
-@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e999"])
-def test_error_non_finite_dense(tmp_path, value):
-    path = write(tmp_path, f"i1,b1,1,1,2\ni2,b1,1,{value},2\n")
-    assert_error(datasets.load_mill, path, 2, "feature 1 .*not finite")
-
-
-def test_error_non_finite_sparse(tmp_path):
-    path = write(tmp_path, "i1,b1,1,3:0.5\ni2,b1,1,2:nan\n")
-    assert_error(datasets.load_mill, path, 2, "feature 2 is not finite")
 
 
 @pytest.mark.parametrize("text", ["", "\n\n  \n"])

@@ -24,6 +24,17 @@ def rbf(a, b, gamma):
     return np.exp(-gamma * np.maximum(d, 0))
 
 
+def assert_saved_and_pickled(est, bags, path):
+    """``est`` saved to ``path`` loads back as its class; the loaded model and a pickled copy give
+    its decision values. Returns the loaded model."""
+    est.save(path)
+    back = milsvm.load(path)
+    assert isinstance(back, type(est))
+    assert np.allclose(back.decision_function(bags), est.decision_function(bags))
+    assert np.allclose(pickle.loads(pickle.dumps(est)).decision_function(bags), est.decision_function(bags))
+    return back
+
+
 def inst_kernel(a, b, kernel, gamma):
     a = a.toarray() if sp.issparse(a) else np.asarray(a, float)
     b = b.toarray() if sp.issparse(b) else np.asarray(b, float)
@@ -105,42 +116,13 @@ def test_nsk_easy_bags_save_load_pickle(tmp_path):
     bags, y = easy_bags(0)
     est = milsvm.NSK(C=10.0).fit(bags, y)
     assert est.score(bags, y) == 1.0
-    est.save(tmp_path / "m.json")
-    back = milsvm.load(tmp_path / "m.json")
-    assert isinstance(back, milsvm.NSK)
-    assert np.allclose(back.decision_function(bags), est.decision_function(bags))
-    again = pickle.loads(pickle.dumps(est))
-    assert np.allclose(again.decision_function(bags), est.decision_function(bags))
+    assert_saved_and_pickled(est, bags, tmp_path / "m.json")
     l2 = milsvm.NSK(C=10.0, norm="l2").fit(bags, y)
     assert l2.score(bags, y) == 1.0
-    assert np.allclose(pickle.loads(pickle.dumps(l2)).decision_function(bags), l2.decision_function(bags))
-    l2.save(tmp_path / "l2.json")
-    back2 = milsvm.load(tmp_path / "l2.json")
+    back2 = assert_saved_and_pickled(l2, bags, tmp_path / "l2.json")
     assert back2.norm == "l2" and back2.model_.pooling == "normalized_mean"
     np.testing.assert_array_equal(back2.decision_function(bags), l2.decision_function(bags))
     assert clone(est).get_params() == est.get_params()
-
-
-@pytest.mark.parametrize(
-    "params, match",
-    [
-        ({"C": 0.0}, "C must be"),
-        ({"C": -1.0}, "C must be"),
-        ({"gamma": -1.0}, "gamma must be"),
-        ({"gamma": "auto"}, "gamma must be"),
-        ({"norm": "l3"}, "norm must be"),
-        ({"kernel": "poly"}, "kernel must be"),
-        ({"inner_tol": 0.0}, "inner_tol must"),
-        ({"inner_tol": 2.0}, "inner_tol must"),
-        ({"inner_max_iter": 0}, "inner_max_iter must"),
-        ({"class_weight": "weird"}, "class_weight must"),
-        ({"n_jobs": 0}, "n_jobs must"),
-    ],
-)
-def test_nsk_bad_parameters(params, match):
-    bags, y = random_bags(0)
-    with pytest.raises(ValueError, match=match):
-        milsvm.NSK(**params).fit(bags, y)
 
 
 def test_nsk_bad_data():
@@ -220,11 +202,7 @@ def test_smil_easy_and_contract(tmp_path):
     assert est.model_.pooling == "smil_mean"
     mean = est.decision_function(bags) - np.array([1.0 - 1.0 / len(b) for b in bags])
     np.testing.assert_allclose(mean, [np.mean(est.model_.instance_decision_function(b)) for b in bags], rtol=1e-10)
-    est.save(tmp_path / "s.json")
-    back = milsvm.load(tmp_path / "s.json")
-    assert isinstance(back, milsvm.sMIL)
-    assert np.allclose(back.decision_function(bags), est.decision_function(bags))
-    assert np.allclose(pickle.loads(pickle.dumps(est)).decision_function(bags), est.decision_function(bags))
+    assert_saved_and_pickled(est, bags, tmp_path / "s.json")
     with pytest.raises(ValueError, match="C must be"):
         milsvm.sMIL(C=-2).fit(bags, y)
 
@@ -343,11 +321,7 @@ def test_svmcc_sparse_linear_stays_sparse_and_matches_dense(tmp_path):
     b = milsvm.SVMCC(C=2.0, inner_tol=1e-10).fit([x.toarray() for x in bags], y)
     assert a.xv_.shape == (1, 40)
     assert np.allclose(a.decision_function(bags), b.decision_function(bags), atol=1e-9)
-    a.save(tmp_path / "cc.json")
-    back = milsvm.load(tmp_path / "cc.json")
-    assert isinstance(back, milsvm.SVMCC)
-    assert np.allclose(back.decision_function(bags), a.decision_function(bags))
-    assert np.allclose(pickle.loads(pickle.dumps(a)).decision_function(bags), a.decision_function(bags))
+    assert_saved_and_pickled(a, bags, tmp_path / "cc.json")
 
 
 def test_svmcc_multiclass_and_warning():
@@ -362,25 +336,6 @@ def test_svmcc_multiclass_and_warning():
         assert_one_vs_rest(lambda: milsvm.SVMCC(C=10.0, kernel=kernel), bags, y, per_problem=records)
     with pytest.warns(Warning, match="max_iter"):
         milsvm.SVMCC(C=10.0, kernel="rbf", max_iter=1).fit(*easy_bags(3))
-
-
-@pytest.mark.parametrize(
-    "params, match",
-    [
-        ({"C": 0.0}, "C must be"),
-        ({"gamma": 0.0, "kernel": "rbf"}, "gamma must be"),
-        ({"kernel": "poly"}, "kernel must be"),
-        ({"max_iter": 0}, "max_iter must"),
-        ({"tol": -1.0}, "tol must"),
-        ({"inner_tol": 1.0}, "inner_tol must"),
-        ({"n_jobs": 0}, "n_jobs must"),
-        ({"class_weight": {5: 1.0}}, "class_weight"),
-    ],
-)
-def test_svmcc_bad_parameters(params, match):
-    bags, y = random_bags(0)
-    with pytest.raises(ValueError, match=match):
-        milsvm.SVMCC(**params).fit(bags, y)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -427,29 +382,7 @@ def test_one_class_bag_constraints_cover_every_positive_bag(tmp_path):
     assert est.bag_dual_coef_.max() <= 1 / (0.5 * len(pos)) + 1e-12
     assert est.decision_function(bags).shape == (len(bags),)
     assert set(est.predict(bags)) <= set(est.classes_)
-    est.save(tmp_path / "oc.json")
-    back = milsvm.load(tmp_path / "oc.json")
-    assert isinstance(back, milsvm.OneClassMISVM)
-    assert np.allclose(back.decision_function(bags), est.decision_function(bags))
-    assert np.allclose(pickle.loads(pickle.dumps(est)).decision_function(bags), est.decision_function(bags))
-
-
-@pytest.mark.parametrize(
-    "params, match",
-    [
-        ({"nu": 0.0}, "nu must lie"),
-        ({"nu": 1.5}, "nu must lie"),
-        ({"gamma": -2.0}, "gamma must be"),
-        ({"kernel": "poly"}, "kernel must be"),
-        ({"max_iter": 0}, "max_iter must"),
-        ({"inner_tol": 0.0}, "inner_tol must"),
-        ({"n_jobs": 0}, "n_jobs must"),
-    ],
-)
-def test_one_class_bad_parameters(params, match):
-    bags, y = random_bags(0)
-    with pytest.raises(ValueError, match=match):
-        milsvm.OneClassMISVM(**params).fit(bags, y)
+    assert_saved_and_pickled(est, bags, tmp_path / "oc.json")
 
 
 def test_one_class_cap_warns_and_linear_kernel():
@@ -487,6 +420,43 @@ def test_contract_cross_validation_string_labels_and_bags_container(est):
     again = clone(est).fit(container, labels)
     assert np.allclose(again.decision_function(container), fitted.decision_function(bags))
     assert fitted.n_features_in_ == 2 and fitted.gamma_ > 0
+
+
+@pytest.mark.parametrize(
+    "cls, params, match",
+    [
+        (milsvm.NSK, {"C": 0.0}, "C must be"),
+        (milsvm.NSK, {"C": -1.0}, "C must be"),
+        (milsvm.NSK, {"gamma": -1.0}, "gamma must be"),
+        (milsvm.NSK, {"gamma": "auto"}, "gamma must be"),
+        (milsvm.NSK, {"norm": "l3"}, "norm must be"),
+        (milsvm.NSK, {"kernel": "poly"}, "kernel must be"),
+        (milsvm.NSK, {"inner_tol": 0.0}, "inner_tol must"),
+        (milsvm.NSK, {"inner_tol": 2.0}, "inner_tol must"),
+        (milsvm.NSK, {"inner_max_iter": 0}, "inner_max_iter must"),
+        (milsvm.NSK, {"class_weight": "weird"}, "class_weight must"),
+        (milsvm.NSK, {"n_jobs": 0}, "n_jobs must"),
+        (milsvm.SVMCC, {"C": 0.0}, "C must be"),
+        (milsvm.SVMCC, {"gamma": 0.0, "kernel": "rbf"}, "gamma must be"),
+        (milsvm.SVMCC, {"kernel": "poly"}, "kernel must be"),
+        (milsvm.SVMCC, {"max_iter": 0}, "max_iter must"),
+        (milsvm.SVMCC, {"tol": -1.0}, "tol must"),
+        (milsvm.SVMCC, {"inner_tol": 1.0}, "inner_tol must"),
+        (milsvm.SVMCC, {"n_jobs": 0}, "n_jobs must"),
+        (milsvm.SVMCC, {"class_weight": {5: 1.0}}, "class_weight"),
+        (milsvm.OneClassMISVM, {"nu": 0.0}, "nu must lie"),
+        (milsvm.OneClassMISVM, {"nu": 1.5}, "nu must lie"),
+        (milsvm.OneClassMISVM, {"gamma": -2.0}, "gamma must be"),
+        (milsvm.OneClassMISVM, {"kernel": "poly"}, "kernel must be"),
+        (milsvm.OneClassMISVM, {"max_iter": 0}, "max_iter must"),
+        (milsvm.OneClassMISVM, {"inner_tol": 0.0}, "inner_tol must"),
+        (milsvm.OneClassMISVM, {"n_jobs": 0}, "n_jobs must"),
+    ],
+)
+def test_bad_parameters_are_refused(cls, params, match):
+    bags, y = random_bags(0)
+    with pytest.raises(ValueError, match=match):
+        cls(**params).fit(bags, y)
 
 
 @pytest.mark.parametrize("class_weight", [None, "balanced"])

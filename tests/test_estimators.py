@@ -1,7 +1,5 @@
 """The scikit-learn contract and the behaviour of SparseMI / RSVM."""
 
-import pickle
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -12,7 +10,7 @@ from sklearn.multiclass import OneVsRestClassifier
 from sklearn.pipeline import make_pipeline
 
 import milsvm
-from conftest import easy_bags, random_bags, three_class_bags
+from conftest import assert_clone_and_pickle, easy_bags, random_bags, three_class_bags
 from milsvm import RSVM, Bags, BagStandardScaler, SparseMI
 
 
@@ -21,16 +19,7 @@ ESTIMATORS = [SparseMI(n_xv=4, max_iter=10, random_state=0), RSVM(n_xv=4, random
 
 @pytest.mark.parametrize("est", ESTIMATORS, ids=lambda e: type(e).__name__)
 def test_clone_params_and_pickle(est):
-    bags, y = easy_bags()
-    params = est.get_params()
-    c = clone(est)
-    assert c.get_params() == params
-    c.set_params(C=3.0)
-    assert c.C == 3.0 and est.C == 1.0
-    c.fit(bags, y)
-    restored = pickle.loads(pickle.dumps(c))
-    np.testing.assert_array_equal(restored.decision_function(bags), c.decision_function(bags))
-    np.testing.assert_array_equal(restored.predict(bags), c.predict(bags))
+    assert_clone_and_pickle(est)
 
 
 @pytest.mark.parametrize("est", ESTIMATORS, ids=lambda e: type(e).__name__)

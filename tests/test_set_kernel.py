@@ -8,7 +8,6 @@ input validation.
 """
 
 import json
-import pickle
 
 import numpy as np
 import pytest
@@ -23,7 +22,8 @@ from sklearn.multiclass import OneVsRestClassifier
 from sklearn.pipeline import make_pipeline
 
 import milsvm
-from conftest import bag_sets, easy_bags, random_bags, three_class_bags
+from conftest import (assert_clone_and_pickle, assert_refuses_bad_bags, bag_sets, easy_bags, random_bags,
+                      three_class_bags)
 from milsvm import BagStandardScaler, Bags, MIKernel, ReducedSet, _core
 
 # ---------------------------------------------------------------------------------------------
@@ -388,16 +388,7 @@ ESTIMATORS = [MIKernel(C=1.0), ReducedSet(n_xv=4, random_state=0)]
 
 @pytest.mark.parametrize("est", ESTIMATORS, ids=lambda e: type(e).__name__)
 def test_clone_params_and_pickle(est):
-    bags, y = easy_bags()
-    params = est.get_params()
-    c = clone(est)
-    assert c.get_params() == params
-    c.set_params(C=3.0)
-    assert c.C == 3.0 and est.C == 1.0
-    c.fit(bags, y)
-    restored = pickle.loads(pickle.dumps(c))
-    np.testing.assert_array_equal(restored.decision_function(bags), c.decision_function(bags))
-    np.testing.assert_array_equal(restored.predict(bags), c.predict(bags))
+    bags = assert_clone_and_pickle(est)
     with pytest.raises(NotFittedError):
         clone(est).predict(bags)
 
@@ -540,21 +531,11 @@ def test_bad_params_name_the_problem(est, exc, match):
 @pytest.mark.parametrize("cls", [MIKernel, ReducedSet])
 def test_bad_input_names_the_problem(cls):
     bags, y = easy_bags()
-    bad = [b.copy() for b in bags]
-    bad[3][0, 1] = np.nan
-    with pytest.raises(ValueError, match="non-finite"):
-        cls().fit(bad, y)
-    with pytest.raises(ValueError, match="empty"):
-        cls().fit(bags[:-1] + [np.zeros((0, 2))], y)
-    with pytest.raises(ValueError, match="single class"):
-        cls().fit(bags, np.zeros(len(bags)))
+    clf = assert_refuses_bad_bags(lambda: cls(C=10.0), bags, y)
     with pytest.raises(ValueError, match="labels for"):
         cls().fit(bags, y[:-1])
     with pytest.raises(TypeError, match="list of 2-D arrays"):
         cls().fit(np.ones((4, 2)), y[:4])
-    clf = cls(C=10.0).fit(bags, y)
-    with pytest.raises(ValueError, match="features"):
-        clf.predict([np.ones((2, 3))])
     with pytest.raises(ValueError, match="non-finite"):
         clf.predict([np.full((2, 2), np.inf)])
 
