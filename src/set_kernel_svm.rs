@@ -83,26 +83,32 @@ pub fn nsk_gram(
     Ok((k, diag))
 }
 
-/// One hinge C-SVM dual over precomputed unit kernels: `p` linear term, `u` bounds.
-fn solve_hinge<G: GramRows>(
-    gram: &G,
-    y: &[f64],
-    p: &[f64],
-    u: &[f64],
+/// The SMO settings of NSK and sMIL: one hinge C-SVM dual per binary problem.
+struct HingeSolver<'a> {
     tol: f64,
     max_iter: Option<usize>,
-    cancel: &Cancel,
-) -> Result<DualSolution> {
-    let layout = OnePerPoint::new(y.len());
-    let problem = layout.problem(y, p, u, 0.0);
-    let params = SmoParams {
-        tol,
-        max_iter,
-        ..SmoParams::default()
-    };
-    Smo::new(gram, params)?
-        .with_cancel(cancel.clone())
-        .solve(&problem, None)
+    cancel: &'a Cancel,
+}
+
+impl HingeSolver<'_> {
+    /// Solves the dual over the units of `gram`: `p` linear term, `u` bounds.
+    fn solve<G: GramRows>(
+        &self,
+        gram: &G,
+        y: &[f64],
+        p: &[f64],
+        u: &[f64],
+    ) -> Result<DualSolution> {
+        let layout = OnePerPoint::new(y.len());
+        let params = SmoParams {
+            tol: self.tol,
+            max_iter: self.max_iter,
+            ..SmoParams::default()
+        };
+        Smo::new(gram, params)?
+            .with_cancel(self.cancel.clone())
+            .solve(&layout.problem(y, p, u, 0.0), None)
+    }
 }
 
 /// One binary problem's result over units (bags or singletons): instance coefficients
@@ -180,18 +186,15 @@ impl NskValidParams {
             SetNorm::L2 => diag.iter().map(|d| 1.0 / d.sqrt()).collect(),
         };
         let p = vec![1.0; bags.n_bags()];
+        let solver = HingeSolver {
+            tol: self.inner_tol,
+            max_iter: self.inner_max_iter,
+            cancel: self.observer.cancel(),
+        };
         let fits = setup.one_vs_rest(|problem| {
             let y = &problem.targets;
             let u: Vec<f64> = problem.weights.iter().map(|w| self.c * w).collect();
-            let sol = solve_hinge(
-                &gram,
-                y,
-                &p,
-                &u,
-                self.inner_tol,
-                self.inner_max_iter,
-                self.observer.cancel(),
-            )?;
+            let sol = solver.solve(&gram, y, &p, &u)?;
             Ok(UnitFit {
                 coef: unit_coefficients(bags, &sol, y, &scale),
                 sol,
@@ -291,6 +294,11 @@ impl SmilValidParams {
         let x = bags.instances();
         let (kernel, gamma) = self.kernel.resolve(self.gamma, x);
         let inst = InstanceGram::new(kernel, Rows::from(x))?;
+        let solver = HingeSolver {
+            tol: self.inner_tol,
+            max_iter: self.inner_max_iter,
+            cancel: self.observer.cancel(),
+        };
         let fits = setup.one_vs_rest(|problem| {
             let (targets, weights) = (&problem.targets, &problem.weights);
             let (ptr, owner) = smil_units(bags, targets);
@@ -316,15 +324,7 @@ impl SmilValidParams {
                     }
                 })
                 .collect();
-            let sol = solve_hinge(
-                &gram,
-                &y,
-                &p,
-                &u,
-                self.inner_tol,
-                self.inner_max_iter,
-                self.observer.cancel(),
-            )?;
+            let sol = solver.solve(&gram, &y, &p, &u)?;
             let scale = vec![1.0; y.len()];
             Ok(UnitFit {
                 coef: unit_coefficients(&units, &sol, &y, &scale),

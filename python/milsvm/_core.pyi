@@ -164,21 +164,14 @@ class FitFunction(Protocol[_Fit]):
 def _specs() -> Specs: ...
 
 fit_sparse_mi: FitFunction[SparseMiFit]
-fit_sparse_mi_hyperparameters = _specs
 fit_mi_kernel: FitFunction[MiKernelFit]
-fit_mi_kernel_hyperparameters = _specs
 fit_reduced_set: FitFunction[ReducedSetFit]
-fit_reduced_set_hyperparameters = _specs
 fit_nsk: FitFunction[NskFit]
-fit_nsk_hyperparameters = _specs
 fit_smil: FitFunction[NskFit]
-fit_smil_hyperparameters = _specs
 fit_annealing: FitFunction[AnnealingFit]
-fit_annealing_hyperparameters = _specs
 fit_svmcc: FitFunction[SvmCcFit]
-fit_svmcc_hyperparameters = _specs
 fit_one_class: FitFunction[OneClassFit]
-fit_one_class_hyperparameters = _specs
+fit_sparse_mi_hyperparameters = fit_mi_kernel_hyperparameters = fit_reduced_set_hyperparameters = fit_nsk_hyperparameters = fit_smil_hyperparameters = fit_annealing_hyperparameters = fit_svmcc_hyperparameters = fit_one_class_hyperparameters = _specs
 
 # ---------------------------------------------------------------------------------------------
 # The ground floor, for tests and reference benchmarks

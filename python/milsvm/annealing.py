@@ -106,6 +106,16 @@ _COMMON_ATTRIBUTES = f"""
 {attr("gamma_", "classes_", "n_features_in_", "fit_time_")}"""
 
 
+_TEMPERATURE_CAP = f"""    max_iter : int, default=200
+        Cap on the number of temperatures (the outer loop; a ``ConvergenceWarning`` when it is
+        reached).
+
+    Attributes
+    ----------{_COMMON_ATTRIBUTES}
+    temperatures_ : ndarray
+        The temperatures visited."""
+
+
 class ALSVM(_AnnealingClassifier):
     __doc__ = f"""AL-SVM: deterministic annealing over the instance labels (Gehler & Chapelle 2007,
     Algorithm 1), the annealed mi-SVM.
@@ -128,14 +138,7 @@ class ALSVM(_AnnealingClassifier):
         Tolerance of the stopping rules: mean KL between rounds, mean entropy.
     init : {{"uniform", "labels"}}, default="uniform"
         Starting ``p`` in positive bags: 1/2 (Algorithm 1) or 1 (the bag label).
-    max_iter : int, default=200
-        Cap on the number of temperatures (the outer loop; a ``ConvergenceWarning`` when it is
-        reached).
-
-    Attributes
-    ----------{_COMMON_ATTRIBUTES}
-    temperatures_ : ndarray
-        The temperatures visited.
+{_TEMPERATURE_CAP}
     """
 
     _core_fit = "fit_annealing"
@@ -165,14 +168,7 @@ class AWSVM(_AnnealingClassifier):
         Temperature divisor per step (> 1).
     eps : float, default=1e-4
         Tolerance: mean KL between rounds, change of ``p`` in a temperature, witness threshold.
-    max_iter : int, default=200
-        Cap on the number of temperatures (the outer loop; a ``ConvergenceWarning`` when it is
-        reached).
-
-    Attributes
-    ----------{_COMMON_ATTRIBUTES}
-    temperatures_ : ndarray
-        The temperatures visited.
+{_TEMPERATURE_CAP}
     """
 
     _core_fit = "fit_annealing"
