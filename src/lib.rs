@@ -72,7 +72,7 @@ pub mod sparse_mi;
 #[cfg(feature = "python")]
 mod python;
 
-pub use annealing::{AnnealingFit, AnnealingMethod, AnnealingParams};
+pub use annealing::{AnnealingFit, AnnealingMethod, AnnealingParams, AnnealingValidParams};
 pub use bags::{Bags, Csr, Instances};
 pub use convex_combination::{SvmCcFit, SvmCcParams, SvmCcValidParams};
 pub use error::{Error, Result};
@@ -82,7 +82,10 @@ pub use model::{BagView, Model, Pooling, Predictor, Workspace};
 pub use one_class::{OneClassFit, OneClassParams, OneClassValidParams};
 pub use params::{ClassWeight, Gamma, Hyperparams, KernelKind, ParamGuard};
 pub use progress::{Cancel, Observer, Progress};
-pub use set_kernel::{MiKernelFit, MiKernelParams, ReducedSetFit, ReducedSetParams};
+pub use set_kernel::{
+    MiKernelFit, MiKernelParams, MiKernelValidParams, ReducedSetFit, ReducedSetParams,
+    ReducedSetValidParams,
+};
 pub use set_kernel_svm::{NskFit, NskParams, NskValidParams, SetNorm, SmilParams, SmilValidParams};
 pub use solver::InnerSolver;
 pub use sparse_mi::{SparseMiFit, SparseMiParams, SparseMiValidParams};
