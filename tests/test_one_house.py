@@ -22,7 +22,7 @@ FAST = {  # small settings so that every fit takes milliseconds
     "ALSVM": {"max_iter": 20}, "AWSVM": {"max_iter": 20}, "ALPSVM": {"max_iter": 20},
 }
 #: Python parameters the core does not take by the same name (converted by the base or the class).
-PYTHON_ONLY = {"verbose", "random_state", "init", "xv_init"}
+PYTHON_ONLY = {"verbose", "random_state", "init", "xv_init", "probability"}
 #: Defaults that differ on purpose: the core's None means "the method's own cap", which the
 #: Python classes write out.
 DEFAULTS_SPELLED_OUT = {("fit_annealing", "max_iter")}

@@ -34,15 +34,21 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
+from sklearn.model_selection import StratifiedKFold
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core, _registry
 from ._bags import as_bags
-from ._model import CompiledModelMixin
+from ._model import CompiledModelMixin, threads
 from ._progress import FitProgress
 
-__all__ = ["MILClassifier", "ExpansionVectorsMixin", "seed_of", "class_weight_vector", "encode_labels"]
+#: Folds of the internal cross-validation behind ``probability=True``.
+CALIBRATION_FOLDS = 5
+
+__all__ = ["MILClassifier", "ExpansionVectorsMixin", "seed_of", "class_weight_vector", "encode_labels",
+           "calibration_folds"]
 
 
 def seed_of(random_state):
@@ -65,6 +71,43 @@ def class_weight_vector(class_weight, classes):
             raise TypeError(f"class_weight[{c!r}] must be a real number, got {w!r} ({type(w).__name__})")
         out.append(float(w))
     return out
+
+
+def calibration_folds(random_state):
+    """The splitter of the internal cross-validation behind ``probability=True``:
+    ``StratifiedKFold(5, shuffle=True)`` seeded by ``random_state`` when it is an int, by a draw
+    from it when it is a ``RandomState``, and by 0 when it is ``None`` or the estimator has none
+    (so that ``probability=True`` is deterministic for every estimator)."""
+    if random_state is None:
+        seed = 0
+    elif isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        seed = int(random_state)
+    else:
+        seed = seed_of(random_state)
+    return StratifiedKFold(n_splits=CALIBRATION_FOLDS, shuffle=True, random_state=seed)
+
+
+def _check_probability(probability, labels, classes):
+    """``probability`` as a bool; with it, at least ``CALIBRATION_FOLDS`` bags of every class."""
+    if not isinstance(probability, (bool, np.bool_)):
+        raise TypeError(f"probability must be True or False, got {probability!r} ({type(probability).__name__})")
+    if probability:
+        counts = np.bincount(labels, minlength=len(classes))
+        few = [(classes[c], int(n)) for c, n in enumerate(counts) if n < CALIBRATION_FOLDS]
+        if few:
+            listed = ", ".join(f"{c!r}: {n}" for c, n in few)
+            raise ValueError(
+                f"probability=True calibrates on a {CALIBRATION_FOLDS}-fold internal cross-validation and needs "
+                f"at least {CALIBRATION_FOLDS} bags of every class; too few bags of class {listed}")
+    return bool(probability)
+
+
+def _has_probability(estimator):
+    """``predict_proba`` exists only with ``probability=True`` (scikit-learn's ``SVC`` rule)."""
+    if not getattr(estimator, "probability", False):
+        raise AttributeError(f"predict_proba is not available when probability=False "
+                             f"(fit {type(estimator).__name__} with probability=True)")
+    return True
 
 
 def encode_labels(y, n_bags, *, multiclass, name):
@@ -106,7 +149,7 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
     #: Core parameters the class fixes.
     _core_fixed = {}
     #: Constructor parameters the core does not take.
-    _python_only = ("verbose",)
+    _python_only = ("verbose", "probability")
     #: Whether more than two classes are fitted one-vs-rest (else refused).
     _multiclass = True
     #: What one reported step is ("iteration", "step", "round"); None: no progress reports.
@@ -143,7 +186,8 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
         -------
         self
             Fitted. An interrupted fit (``KeyboardInterrupt``, raised within about a second of
-            Ctrl-C) leaves the estimator as it was.
+            Ctrl-C) leaves the estimator as it was. With ``probability=True``, five more fits on
+            the internal folds give the calibration (see :meth:`predict_proba`).
         """
         verbose = getattr(self, "verbose", 0)
         if isinstance(verbose, bool) or not isinstance(verbose, numbers.Integral):
@@ -151,6 +195,7 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
         bags = as_bags(bags)
         name = type(self).__name__
         classes, labels = encode_labels(y, len(bags), multiclass=self._multiclass, name=name)
+        probability = _check_probability(getattr(self, "probability", False), labels, classes)
         params = self._core_params(bags, classes, labels)
         n_problems = 1 if len(classes) == 2 else len(classes)
         total = self._progress_total(params) * n_problems
@@ -160,6 +205,8 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
                                                  progress.callback())
         state = {"classes_": classes, "model_": fit.model, "gamma_": float(fit.gamma)}
         state.update(self._fitted(fit, bags, len(classes) == 2))
+        if probability:
+            state["model_"] = state["model_"].with_calibration(self._calibration(bags, classes, labels))
         state["fit_time_"] = time.perf_counter() - start
         state["n_features_in_"] = state["model_"].n_features
         self.__dict__.update(state)
@@ -167,6 +214,30 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
         if verbose:
             print(f"[{name}] {self._fit_summary()}, {self.fit_time_:.3f} s")
         return self
+
+    def _calibration(self, bags, classes, labels):
+        """Platt's ``(a, b)`` per output from out-of-fold bag scores: the estimator refitted
+        (``probability=False``) on each training part of :func:`calibration_folds`, scoring its
+        held-out part; each output's sigmoid fitted on all held-out scores (one-vs-rest targets
+        for more than two classes). The ``CalibratedClassifierCV(method="sigmoid",
+        ensemble=False)`` protocol."""
+        from sklearn.base import clone
+
+        splitter = calibration_folds(self.get_params(deep=False).get("random_state"))
+        n_outputs = 1 if len(classes) == 2 else len(classes)
+        scores = np.empty((len(bags), n_outputs))
+        for train, test in splitter.split(np.zeros(len(labels)), labels):
+            part = clone(self).set_params(probability=False, verbose=0)
+            part.fit(bags[train], classes[labels[train]])
+            scores[test] = part._model().decision_function(bags[test].core_instances(), bags[test].bag_ptr,
+                                                            threads(self.n_jobs))
+        a, b = [], []
+        for c in range(n_outputs):
+            positive = labels == 1 if n_outputs == 1 else labels == c
+            ac, bc = _core.fit_sigmoid(np.ascontiguousarray(scores[:, c]), positive.tolist())
+            a.append(ac)
+            b.append(bc)
+        return a, b
 
     def _core_params(self, bags, classes, labels):
         """The core's parameters: every constructor parameter under its own name (the core's
@@ -241,6 +312,41 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]
         return self.classes_[np.argmax(scores, axis=1)]
+
+    @available_if(_has_probability)
+    def predict_proba(self, bags):
+        """Class probabilities of each bag (only with ``probability=True``).
+
+        Each output's score ``F`` goes through Platt's sigmoid ``1 / (1 + exp(a F + b))``,
+        fitted at ``fit`` on out-of-fold scores of a 5-fold internal cross-validation (Platt
+        2000; Lin, Lin & Weng 2007). Binary problems give ``[1 - p, p]``; one-vs-rest problems
+        give each class its own output's ``p``, normalised to sum to 1 (uniform where every
+        ``p`` is 0), as scikit-learn's ``CalibratedClassifierCV`` couples them.
+
+        ``predict`` and ``predict_proba`` can disagree. ``predict`` thresholds the score at 0,
+        while ``p = 0.5`` lies at ``F = -b / a``: the bags whose score falls between the two
+        get one label from ``predict`` and the other as the likelier class. With more than two
+        classes, each class has its own sigmoid, so the largest score need not be the largest
+        probability. Use ``predict_proba(bags).argmax(axis=1)`` for the class the
+        probabilities favour.
+
+        Parameters
+        ----------
+        bags : list of array-like / scipy sparse matrices, or Bags
+
+        Returns
+        -------
+        ndarray of shape (n_bags, n_classes)
+            Columns in the order of ``classes_``.
+        """
+        bags = self._check_bags(bags)
+        return self._model().predict_proba(bags.core_instances(), bags.bag_ptr, threads(self.n_jobs))
+
+    @available_if(_has_probability)
+    def predict_log_proba(self, bags):
+        """The logarithm of :meth:`predict_proba` (``-inf`` where a probability is 0)."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(bags))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

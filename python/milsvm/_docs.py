@@ -21,6 +21,11 @@ _PARAMS = {
     Seed of the random choices. Results do not depend on ``n_jobs``.""",
     "n_jobs": """n_jobs : int or None, default=None
     Threads (None or -1: all cores). Results do not depend on it.""",
+    "probability": """probability : bool, default=False
+    Fit Platt's sigmoid on the bag scores of a 5-fold internal cross-validation (five more fits,
+    seeded by ``random_state``, else fixed), so that :meth:`predict_proba` and
+    :meth:`predict_log_proba` exist; it needs at least 5 bags of every class. The sigmoid is
+    saved in the model file.""",
     "verbose": """verbose : int, default=0
     0: silent; 1: a progress bar on stderr when it is a terminal, and a summary; 2: also the
     objective of every step.""",

@@ -78,7 +78,7 @@ _COMMON_PARAMS = f"""
         The reduced basis: k-means centroids of the training instances (k-means++ seeding and
         up to 20 Lloyd iterations, in the core), distinct random training instances, or the
         given points.
-{param("class_weight", "inner_tol", "inner_max_iter", "random_state", "n_jobs", "verbose",
+{param("class_weight", "inner_tol", "inner_max_iter", "random_state", "probability", "n_jobs", "verbose",
        inner_tol={"default": "None", "none": "; None: 1e-3 for the dual (full basis), 1e-10 for the primal "
                   "(reduced basis)"},
        inner_max_iter={"default": "1000", "none": " (the primal Newton solver of a reduced basis)"})}"""
@@ -146,7 +146,7 @@ class ALSVM(_AnnealingClassifier):
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4, init="uniform",
                  n_xv=None, xv_init="kmeans", class_weight=None, max_iter=200, inner_tol=None, inner_max_iter=1000,
-                 random_state=None, n_jobs=None, verbose=0):
+                 random_state=None, probability=False, n_jobs=None, verbose=0):
         self._store(locals())
 
 
@@ -176,7 +176,7 @@ class AWSVM(_AnnealingClassifier):
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4, n_xv=None,
                  xv_init="kmeans", class_weight=None, max_iter=200, inner_tol=None, inner_max_iter=1000,
-                 random_state=None, n_jobs=None, verbose=0):
+                 random_state=None, probability=False, n_jobs=None, verbose=0):
         self._store(locals())
 
 
@@ -208,7 +208,7 @@ class ALPSVM(ALSVM):
 
     def __init__(self, C=1.0, C2=1.0, p_star=0.5, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4,
                  init="uniform", n_xv=None, xv_init="kmeans", class_weight=None, max_iter=200, inner_tol=None,
-                 inner_max_iter=1000, random_state=None, n_jobs=None, verbose=0):
+                 inner_max_iter=1000, random_state=None, probability=False, n_jobs=None, verbose=0):
         self._store(locals())
 
 
@@ -216,7 +216,8 @@ class _Heuristic(_AnnealingClassifier):
     _core_fit = None
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", max_iter=50, n_xv=None, xv_init="kmeans",
-                 class_weight=None, inner_tol=None, inner_max_iter=1000, random_state=None, n_jobs=None, verbose=0):
+                 class_weight=None, inner_tol=None, inner_max_iter=1000, random_state=None, probability=False,
+                 n_jobs=None, verbose=0):
         self._store(locals())
 
 

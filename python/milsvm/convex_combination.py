@@ -45,7 +45,8 @@ class SVMCC(ExpansionVectorsMixin, MILClassifier):
         Cap on QP / LP rounds (the paper's 80).
     tol : float, default=1e-4
         Stop when the change of ``v`` (2-norm) falls below it (the paper's 1e-4).
-{param("inner_tol", "n_jobs", "verbose", inner_tol={"default": "1e-3", "none": " (the KKT tolerance of the SMO "
+{param("inner_tol", "probability", "n_jobs", "verbose",
+      inner_tol={"default": "1e-3", "none": " (the KKT tolerance of the SMO "
        "solving each QP)"})}
 
     Attributes
@@ -81,7 +82,7 @@ class SVMCC(ExpansionVectorsMixin, MILClassifier):
     _progress_unit = "round"
 
     def __init__(self, C=1.0, kernel="linear", gamma="scale", class_weight=None, max_iter=80, tol=1e-4,
-                 inner_tol=1e-3, n_jobs=None, verbose=0):
+                 inner_tol=1e-3, probability=False, n_jobs=None, verbose=0):
         self._store(locals())
 
     def _fitted(self, fit, bags, binary):

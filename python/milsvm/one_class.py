@@ -40,7 +40,8 @@ class OneClassMISVM(ExpansionVectorsMixin, MILClassifier):
         Add the per-bag max constraints (Figure 2).
     max_iter : int, default=20
         Cap on the activation rounds.
-{param("inner_tol", "n_jobs", "verbose", inner_tol={"default": "1e-3", "none": " (the KKT tolerance of the SMO)"})}
+{param("inner_tol", "probability", "n_jobs", "verbose",
+      inner_tol={"default": "1e-3", "none": " (the KKT tolerance of the SMO)"})}
 
     Attributes
     ----------
@@ -76,7 +77,7 @@ class OneClassMISVM(ExpansionVectorsMixin, MILClassifier):
     _progress_unit = "round"
 
     def __init__(self, nu=0.5, kernel="rbf", gamma="scale", bag_constraints=True, max_iter=20, inner_tol=1e-3,
-                 n_jobs=None, verbose=0):
+                 probability=False, n_jobs=None, verbose=0):
         self._store(locals())
 
     def fit(self, bags, y):

@@ -19,7 +19,7 @@ class _LabelMeanClassifier(ExpansionVectorsMixin, MILClassifier):
     (Rust ``SparseMiParams``), the initial points of ``init`` computed here."""
 
     _core_fit = None
-    _python_only = ("verbose", "init")
+    _python_only = MILClassifier._python_only + ("init",)
     _info_attrs = ("n_iter_", "objective_history_", "gamma_")
     _progress_unit = "iteration"
 
@@ -138,7 +138,7 @@ class SparseMI(_LabelMeanClassifier):
         Stop when an outer iteration decreases ``g`` by less than this fraction.
     solver : {{"newton", "lbfgs"}}, default="newton"
         Inner solver: exact primal Newton (fast) or argmin's L-BFGS; both reach the same optimum.
-{param("inner_tol", "inner_max_iter", "random_state", "n_jobs", "verbose",
+{param("inner_tol", "inner_max_iter", "random_state", "probability", "n_jobs", "verbose",
        inner_tol={"default": "None", "none": "; None: 1e-10 for newton, 1e-8 for lbfgs"},
        inner_max_iter={"default": "1000"})}
 
@@ -159,7 +159,7 @@ class SparseMI(_LabelMeanClassifier):
 
     def __init__(self, n_xv=10, C=1.0, kernel="rbf", gamma="scale", class_weight=None, init="random", n_basis=None,
                  max_iter=50, max_line_search=10, tol=1e-6, solver="newton", inner_tol=None, inner_max_iter=1000,
-                 random_state=None, n_jobs=None, verbose=0):
+                 random_state=None, probability=False, n_jobs=None, verbose=0):
         self._store(locals())
 
 
@@ -175,5 +175,5 @@ class RSVM(_LabelMeanClassifier):
     _core_fixed = {"max_iter": 0, "max_line_search": 1, "tol": 0.0}
 
     def __init__(self, n_xv=10, C=1.0, kernel="rbf", gamma="scale", class_weight=None, solver="newton",
-                 inner_tol=None, inner_max_iter=1000, random_state=None, n_jobs=None, verbose=0):
+                 inner_tol=None, inner_max_iter=1000, random_state=None, probability=False, n_jobs=None, verbose=0):
         self._store(locals())
