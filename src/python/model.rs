@@ -18,6 +18,9 @@ pub(crate) struct PyModel {
     predictor: Predictor,
 }
 
+/// Two vectors returned to Python (a scaler's mean and scale, a sigmoid's slopes and offsets).
+type VectorPair<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
+
 /// A predictor method over stacked instance rows with bag offsets.
 type RowsMethod = fn(&Predictor, Rows<'_>, &[usize]) -> crate::error::Result<Array2<f64>>;
 
@@ -274,10 +277,7 @@ impl PyModel {
 
     /// The standardisation `(mean, scale)` applied before the kernel, or `None`.
     #[getter]
-    fn scaler<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> Option<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>)> {
+    fn scaler<'py>(&self, py: Python<'py>) -> Option<VectorPair<'py>> {
         self.model.scaler.as_ref().map(|s| {
             (
                 s.mean.clone().into_pyarray(py),
@@ -288,10 +288,7 @@ impl PyModel {
 
     /// Platt's sigmoid `(a, b)` of every output (`P = 1 / (1 + exp(a F + b))`), or `None`.
     #[getter]
-    fn calibration<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> Option<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>)> {
+    fn calibration<'py>(&self, py: Python<'py>) -> Option<VectorPair<'py>> {
         self.model
             .calibration
             .as_ref()
