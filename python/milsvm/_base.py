@@ -313,6 +313,30 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
             return self.classes_[(scores > 0).astype(int)]
         return self.classes_[np.argmax(scores, axis=1)]
 
+    def explain(self, bags):
+        """The instances behind each bag's prediction and their contributions.
+
+        Mean pooling: each instance's share ``s_p / n`` of the bag score (the shares sum to
+        it). Max pooling: the arg-max instance, whose score is the bag's, and its margin over
+        the runner-up. Through a ``Pipeline``: ``pipe[-1].explain(pipe[:-1].transform(bags))``.
+
+        Parameters
+        ----------
+        bags : list of array-like / scipy sparse matrices, or Bags
+
+        Returns
+        -------
+        list of BagExplanation
+            One per bag: the predicted ``label``, its ``score``, the ``pooling``, the
+            ``instance_scores``, the ``contributions``, the ``ranking`` of the instances (most
+            decisive first), the ``top`` instance and, for max pooling, the ``margin``.
+        """
+        from ._explain import explain_bags
+
+        bags = self._check_bags(bags)
+        return explain_bags(self.instance_decision_function(bags), self.decision_function(bags), self.classes_,
+                            self._model().pooling)
+
     @available_if(_has_probability)
     def predict_proba(self, bags):
         """Class probabilities of each bag (only with ``probability=True``).

@@ -10,10 +10,12 @@ Commands
     Repeated stratified k-fold CV on the bags of a data file, with an optional inner grid
     search; prints mean and std of the accuracy (and of the ROC AUC for two classes); writes a
     JSON result (``--output``) and a markdown/PNG report (``--report``).
-``milsvm fit DATA [--model NAME] [-p KEY=VALUE ...] -o MODEL.json``
-    Fit on a data file and save the model (versioned JSON, read by ``milsvm.load``).
-``milsvm predict MODEL.json DATA [-o FILE]``
-    One line per bag: ``bag_name<TAB>score<TAB>label``.
+``milsvm fit DATA [--model NAME] [-p KEY=VALUE ...] [--no-scale] -o MODEL.json``
+    Fit on a data file, standardised as ``cv`` does unless ``--no-scale``, and save the model
+    with its scaler (versioned JSON, read by ``milsvm.load`` and the Rust crate).
+``milsvm predict MODEL.json DATA [-o FILE] [--instances FILE]``
+    One line per bag: ``bag_name<TAB>score<TAB>label``; with ``--instances``, one line per
+    instance: ``bag_name<TAB>instance<TAB>score<TAB>label``.
 
 Estimator names
 ---------------
@@ -101,7 +103,7 @@ import numpy as np
 
 from . import _registry
 from ._bags import as_bags
-from ._model import load, write_atomically
+from ._model import load, save, write_atomically
 
 __all__ = ["main", "ESTIMATORS", "resolve_estimator", "parse_value", "parse_params", "parse_grid", "load_data"]
 
@@ -576,25 +578,44 @@ def cmd_cv(args, argv, console):
 
 
 def cmd_fit(args, argv, console):
-    """``milsvm fit``."""
+    """``milsvm fit``: the model ``cv`` scores (standardised on the training instances unless
+    ``--no-scale``), fitted on every bag and saved with its scaler."""
+    from ._crossval import final_estimator, make_model
+
     cls, params, _ = _prepare(args)
-    if not hasattr(cls, "save"):
-        raise CommandError(f"{cls.__name__} models cannot be saved to a model file yet")
     _check_writable(args.output, "--output")
     bags, y, _, _ = load_data(args.data, args.format)
-    est = cls(**params)
+    model = make_model(cls, params, args.scale)
+    est = final_estimator(model)
     if "verbose" in est.get_params() and "verbose" not in params and not args.quiet and sys.stderr.isatty():
         est.set_params(verbose=1)  # the estimator's own progress bar (iterations / temperatures)
     start = time.perf_counter()
     try:
-        est.fit(bags, y)
+        model.fit(bags, y)
     except Exception as exc:
         raise CommandError(f"{_describe(cls.__name__, params)} failed: {' '.join(str(exc).split())}") from None
     seconds = time.perf_counter() - start
-    est.save(args.output)
-    print(f"fitted {_describe(cls.__name__, params)} on {len(y)} bags in {seconds:.2f} s; "
-          f"training accuracy {100 * est.score(bags, y):.2f} %; saved to {args.output}")
+    save(model, args.output)
+    scaled = "standardised features" if args.scale else "raw features (--no-scale)"
+    print(f"fitted {_describe(cls.__name__, params)} on {len(y)} bags ({scaled}) in {seconds:.2f} s; "
+          f"training accuracy {100 * model.score(bags, y):.2f} %; saved to {args.output}")
     return 0
+
+
+def _instance_lines(model, bags, names):
+    """``bag_name<TAB>instance<TAB>score<TAB>label`` for every instance (multi-class: the score
+    of the instance's predicted class), through the model's scaler if it is a pipeline."""
+    from ._crossval import final_estimator
+
+    est = final_estimator(model)
+    if est is not model:
+        bags = model[:-1].transform(bags)
+    lines = []
+    for name, scores, labels in zip(names, est.instance_decision_function(bags), est.predict_instances(bags)):
+        if scores.ndim == 2:
+            scores = scores[np.arange(len(scores)), np.searchsorted(est.classes_, labels)]
+        lines.extend(f"{name}\t{p}\t{float(s)!r}\t{label}\n" for p, (s, label) in enumerate(zip(scores, labels)))
+    return "".join(lines)
 
 
 def cmd_predict(args, argv, console):
@@ -602,21 +623,24 @@ def cmd_predict(args, argv, console):
     if not os.path.isfile(args.model_file):
         raise CommandError(f"model file {args.model_file!r} does not exist")
     _check_writable(args.output, "--output")
+    _check_writable(args.instances, "--instances")
     try:
-        est = load(args.model_file)
+        model = load(args.model_file)
     except (ValueError, KeyError, TypeError) as exc:
         raise CommandError(f"{args.model_file}: not a milsvm model file ({' '.join(str(exc).split())})") from None
     bags, y, names, _ = load_data(args.data, args.format)
-    scores = np.asarray(est.decision_function(bags))
-    labels = est.predict(bags)
+    scores = np.asarray(model.decision_function(bags))
+    labels = model.predict(bags)
     if scores.ndim == 2:  # multi-class: the score of the predicted class
-        scores = scores[np.arange(len(scores)), np.searchsorted(est.classes_, labels)]
+        scores = scores[np.arange(len(scores)), np.searchsorted(model.classes_, labels)]
     lines = "".join(f"{name}\t{float(s)!r}\t{label}\n" for name, s, label in zip(names, scores, labels))
+    if args.instances:
+        write_atomically(args.instances, _instance_lines(model, as_bags(bags), names))
     if args.output:
         write_atomically(args.output, lines)
     else:
         sys.stdout.write(lines)
-    same = np.isin(y, est.classes_)
+    same = np.isin(y, model.classes_)
     if same.all():
         console.note(f"accuracy against the file's labels: {100 * np.mean(labels == y):.2f} %")
     return 0
@@ -768,27 +792,38 @@ def build_parser():
 
     fit = sub.add_parser("fit", parents=[common, data_opts, model_opts], formatter_class=_Formatter,
                          help="fit an estimator on a data file and save the model (JSON)",
-                         description="Fit an estimator on all bags of a data file, with the features as they "
-                                     "are (cv standardises per fold unless --no-scale: 'milsvm cv --no-scale' "
-                                     "estimates the accuracy of what fit trains), and save the model as "
-                                     "versioned JSON, read by 'milsvm predict' and milsvm.load.",
+                         description="Fit an estimator on all bags of a data file and save the model as "
+                                     "versioned JSON, read by 'milsvm predict', milsvm.load and the Rust crate. "
+                                     "The features are standardised with the mean and standard deviation of the "
+                                     "training instances, as 'milsvm cv' does on each training part, and the "
+                                     "file holds that scaler, so that the file holds the model cv scored and "
+                                     "predict standardises new bags the same way (--no-scale: raw features, "
+                                     "as 'milsvm cv --no-scale').",
                          epilog="example:\n  milsvm fit train.data --model ALSVM -p C=10 -p gamma=median -o model.json")
     fit.add_argument("data", metavar="DATA", help="training data file")
     fit.add_argument("-o", "--output", required=True, metavar="MODEL.json", help="model file to write")
+    fit.add_argument("--no-scale", dest="scale", action="store_false",
+                     help="do not standardise the features (the default standardises, as cv does)")
     fit.set_defaults(run=cmd_fit)
 
     pred = sub.add_parser("predict", parents=[common, data_opts], formatter_class=_Formatter,
                           help="predict the bags of a data file with a saved model",
                           description="Score and classify every bag of a data file with a model saved by "
-                                      "'milsvm fit'. Writes one line per bag, in file order: "
-                                      "bag_name<TAB>score<TAB>label. The score is the decision function (binary: "
-                                      "> 0 means the larger class label; multi-class: the score of the predicted "
-                                      "class). The labels of the data file are not used, except for the "
-                                      "accuracy note on stderr.",
-                          epilog="example:\n  milsvm predict model.json test.data -o predictions.tsv")
+                                      "'milsvm fit' (or milsvm.save), through its scaler if it has one. Writes one "
+                                      "line per bag, in file order: bag_name<TAB>score<TAB>label. The score is "
+                                      "the decision function (binary: > 0 means the larger class label; "
+                                      "multi-class: the score of the predicted class). --instances FILE also "
+                                      "writes one line per instance, bag_name<TAB>instance<TAB>score<TAB>label "
+                                      "(instance: its 0-based position in the bag; score: as the model pools it, "
+                                      "so that the bag's score is their mean, or their max for max pooling). The "
+                                      "labels of the data file are not used, except for the accuracy note on "
+                                      "stderr.",
+                          epilog="example:\n  milsvm predict model.json test.data -o predictions.tsv "
+                                 "--instances instances.tsv")
     pred.add_argument("model_file", metavar="MODEL.json", help="model file written by 'milsvm fit'")
     pred.add_argument("data", metavar="DATA", help="data file whose bags to predict")
     pred.add_argument("-o", "--output", metavar="FILE", help="write the lines to FILE (default: stdout)")
+    pred.add_argument("--instances", metavar="FILE", help="also write one line per instance to FILE")
     pred.set_defaults(run=cmd_predict)
     return parser
 
