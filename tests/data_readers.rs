@@ -14,9 +14,9 @@ use milsvm::{Error, Instances};
 use ndarray::array;
 use rand::Rng;
 
-/// A fresh file holding `content`, in a directory of this test run.
+/// A file holding `content`, in Cargo's scratch directory for integration tests.
 fn write(name: &str, content: impl AsRef<[u8]>) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("milsvm-data-readers-{}", std::process::id()));
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("data_readers");
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join(name);
     std::fs::write(&path, content).expect("write");
@@ -265,7 +265,7 @@ fn refusals_of_n_features_and_of_a_long_csv_field() {
 
 #[test]
 fn a_missing_file_is_invalid_data_naming_it() {
-    let path = std::env::temp_dir().join("milsvm-no-such-file.data");
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("no-such-file.data");
     for result in [read_mill(&path, None), read_mil_csv(&path)] {
         match result {
             Err(Error::InvalidData(m)) => {
