@@ -1,7 +1,8 @@
 """Model files and the compiled model of every estimator: save / load / pickle give the same
 decision values exactly, the serving path equals the batch path, loading rejects every
 inconsistency with one ValueError naming the field, and the Rust example program
-(``examples/score_bags.rs``, no Python) reproduces Python's decision values to 1e-12 relative.
+(``examples/score_bags.rs``, no Python) reproduces Python's decision values to 1e-12 relative
+from a MILL file and from a CSV file.
 """
 
 import json
@@ -251,6 +252,15 @@ def _write_mill(path, bags):
                 fh.write(f"b{i}_{p},bag{i},0,{feats}\n")
 
 
+def _write_mil_csv(path, bags):
+    """The dense ``bags`` in the ``mil`` package's CSV layout (label, bag id, features)."""
+    with open(path, "w") as fh:
+        fh.write("label,bag_id," + ",".join(f"f{j}" for j in range(bags[0].shape[1])) + "\n")
+        for i, bag in enumerate(bags):
+            for row in bag:
+                fh.write(f"0,bag{i}," + ",".join(repr(float(v)) for v in row) + "\n")
+
+
 def _cargo():
     if shutil.which("cargo") is None or not (REPO / "Cargo.toml").is_file() or not (REPO / "examples").is_dir():
         pytest.skip("needs cargo and the milsvm source tree (the Rust side of the cross-language test)")
@@ -259,20 +269,31 @@ def _cargo():
 @pytest.mark.parametrize("kind, n_classes", list(cases()))
 def test_rust_example_reproduces_python_decision_values(kind, n_classes, tmp_path):
     """Models of every kind trained in Python, saved, loaded in Rust by examples/score_bags.rs:
-    the same decision values to 1e-12 relative and the same labels."""
+    the same decision values to 1e-12 relative and the same labels. Its lines are
+    ``bag<TAB>score(s)<TAB>label`` (the column order of ``milsvm predict``), and the same bags
+    written as a ``mil``-package CSV file give the same lines."""
     _cargo()
     est, bags, y = fitted(kind, n_classes)
-    model, data = tmp_path / "m.json", tmp_path / "d.data"
+    model, data, csv = tmp_path / "m.json", tmp_path / "d.data", tmp_path / "d.csv"
     est.save(model)
     _write_mill(data, bags)
-    run = subprocess.run(
-        ["cargo", "run", "--quiet", "--example", "score_bags", "--", str(model), str(data)],
-        cwd=REPO, capture_output=True, text=True, timeout=900, env={**os.environ, "CARGO_TERM_COLOR": "never"},
-    )
-    assert run.returncode == 0, run.stderr
-    lines = [line.split("\t") for line in run.stdout.strip().splitlines()]
+    _write_mil_csv(csv, bags)
+
+    def score_bags(path):
+        run = subprocess.run(
+            ["cargo", "run", "--quiet", "--example", "score_bags", "--", str(model), str(path)],
+            cwd=REPO, capture_output=True, text=True, timeout=900,
+            env={**os.environ, "CARGO_TERM_COLOR": "never"},
+        )
+        assert run.returncode == 0, run.stderr
+        return run.stdout
+
+    out = score_bags(data)
+    assert score_bags(csv) == out
+    lines = [line.split("\t") for line in out.strip().splitlines()]
     assert [f[0] for f in lines] == [f"bag{i}" for i in range(len(bags))]
-    rust = np.array([[float(v) for v in f[2:]] for f in lines])
+    assert {len(f) for f in lines} == {2 + est.model_.coef.shape[0]}
+    rust = np.array([[float(v) for v in f[1:-1]] for f in lines])
     # Python's one-bag path runs the same kernel: the same values to 1e-12 relative
     one = np.array([np.atleast_1d(est.decision_function_bag(b)) for b in bags])
     np.testing.assert_allclose(rust, one, rtol=1e-12, atol=0)
@@ -280,7 +301,7 @@ def test_rust_example_reproduces_python_decision_values(kind, n_classes, tmp_pat
     ref = np.atleast_2d(est.decision_function(bags).T).T.reshape(len(bags), -1)
     scale = np.abs(est.model_.intercept).max() + np.abs(est.model_.coef).sum(axis=1).max()
     np.testing.assert_allclose(rust, ref, rtol=1e-12, atol=1e-12 * scale)
-    assert [f[1] for f in lines] == [str(c) for c in est.predict(bags)]
+    assert [f[-1] for f in lines] == [str(c) for c in est.predict(bags)]
 
 
 FIXTURES = Path(__file__).resolve().parent / "data" / "models_v3"
