@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import scipy.io
 import scipy.sparse as sp
+from sklearn.pipeline import make_pipeline
 
 import milsvm
 from milsvm import cli
@@ -463,10 +464,40 @@ def test_fit_then_predict_reproduces_the_estimator(name, params, toy_mill_file, 
     bags, y, bag_names = milsvm.datasets.load_mill(toy_mill_file, return_bag_names=True)
     cls = getattr(milsvm, name)
     extra = {"random_state": 3} if "random_state" in cls().get_params() else {}
-    est = cls(**params, **extra).fit(bags, y)
+    # what cv scores: standardised on the training instances, then the estimator
+    est = make_pipeline(milsvm.BagStandardScaler(), cls(**params, **extra)).fit(bags, y)
     assert names == bag_names
     np.testing.assert_allclose(scores, est.decision_function(bags), rtol=1e-10, atol=1e-12)
     assert labels == [str(v) for v in est.predict(bags)]
+    loaded = milsvm.load(model)
+    assert [type(step).__name__ for step in loaded] == ["BagStandardScaler", cls.__name__]
+    np.testing.assert_array_equal(loaded[0].mean_, est[0].mean_)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_fit_no_scale_saves_the_raw_estimator_and_predict_writes_instance_lines(toy_mill_file, tmp_path, capsys):
+    model, preds, inst = tmp_path / "model.json", tmp_path / "pred.tsv", tmp_path / "inst.tsv"
+    assert main(["fit", str(toy_mill_file), "--model", "MISVM", "-p", "C=10", "--no-scale", "-o", str(model)]) == 0
+    assert "(raw features (--no-scale))" in capsys.readouterr().out
+    assert main(["predict", str(model), str(toy_mill_file), "-o", str(preds), "--instances", str(inst), "-q"]) == 0
+    bags, y, bag_names = milsvm.datasets.load_mill(toy_mill_file, return_bag_names=True)
+    est = milsvm.MISVM(C=10).fit(bags, y)
+    loaded = milsvm.load(model)
+    assert isinstance(loaded, milsvm.MISVM)
+    np.testing.assert_allclose(read_predictions(preds)[1], est.decision_function(bags), rtol=1e-12)
+    rows = [line.split("\t") for line in inst.read_text().splitlines()]
+    assert all(len(r) == 4 for r in rows) and len(rows) == sum(len(b) for b in bags)
+    want = est.instance_decision_function(bags)
+    labels = est.predict_instances(bags)
+    k = 0
+    for name, scores, lab in zip(bag_names, want, labels):
+        for p, (s, label) in enumerate(zip(scores, lab)):
+            assert rows[k][:2] == [name, str(p)] and rows[k][3] == str(label)
+            assert float(rows[k][2]) == pytest.approx(s, rel=1e-12)
+            k += 1
+    # the bag's score is the max of its instance lines (MISVM pools by the max)
+    first = [float(r[2]) for r in rows if r[0] == bag_names[0]]
+    assert max(first) == pytest.approx(read_predictions(preds)[1][0], rel=1e-12)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -474,7 +505,7 @@ def test_predict_subprocess_writes_name_score_label_lines(toy_mill_file, tmp_pat
     model = tmp_path / "m.json"
     assert main(["fit", str(toy_mill_file), "--model", "ALSVM", "-p", "C=10", "-p", "max_iter=5", "-q",
                  "-o", str(model)]) == 0
-    assert re.match(r"fitted ALSVM\(C=10, max_iter=5, random_state=0\) on 12 bags in [\d.]+ s; "
+    assert re.match(r"fitted ALSVM\(C=10, max_iter=5, random_state=0\) on 12 bags \(standardised features\) in [\d.]+ s; "
                     r"training accuracy [\d.]+ %; saved to ", capsys.readouterr().out)
     proc = run("predict", model, toy_mill_file)
     assert proc.returncode == 0, proc.stderr

@@ -320,3 +320,92 @@ def test_models_written_before_still_load(name):
     ptr = ref[f"{name}/bag_ptr"]
     bags = milsvm.Bags.from_instances(X, np.diff(ptr))
     np.testing.assert_array_equal(est.decision_function(bags), ref[f"{name}/scores"])
+
+
+# --------------------------------------------------------------------------------------------
+# A pipeline of BagStandardScaler and an estimator: one model file
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+@pytest.mark.parametrize("kind", ["SparseMI", "NSK-l2", "MISVM", "SVMCC"])
+def test_a_saved_pipeline_loads_as_the_same_pipeline_and_the_core_applies_it(kind, sparse, tmp_path):
+    from sklearn.pipeline import make_pipeline
+
+    _, make, _ = next(k for k in KINDS if k[0] == kind)
+    bags, y = make_bags(2)
+    if sparse:
+        bags = [sp.csr_matrix(np.where(np.abs(b) > 0.5, b, 0.0)) for b in bags]
+    pipe = make_pipeline(milsvm.BagStandardScaler(), make()).fit(bags, y)
+    path = tmp_path / "pipe.json"
+    milsvm.save(pipe, path)
+    back = milsvm.load(path)
+    assert [type(s).__name__ for s in back] == ["BagStandardScaler", type(pipe[-1]).__name__]
+    assert back[-1].model_.scaler is None  # the pipeline standardises, the estimator does not again
+    np.testing.assert_array_equal(back[0].mean_, pipe[0].mean_)
+    np.testing.assert_array_equal(back[0].scale_, pipe[0].scale_)
+    np.testing.assert_array_equal(back.decision_function(bags), pipe.decision_function(bags))
+    assert list(back.predict(bags)) == list(pipe.predict(bags))
+    # the Rust core alone (the file's scaler, then the kernel) scores the raw bags
+    core = milsvm.Model.load(path)
+    raw = milsvm.as_bags(bags)
+    want = pipe.decision_function(bags)
+    got = core.decision_function(raw.core_instances(), raw.bag_ptr)[:, 0]
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
+    for k, bag in enumerate(bags[:3]):
+        if not sparse:
+            assert core.decision_function_bag(np.asarray(bag))[0] == pytest.approx(want[k], rel=1e-12, abs=1e-13)
+    # saving the loaded pipeline again writes the same file
+    milsvm.save(back, tmp_path / "again.json")
+    assert (tmp_path / "again.json").read_text() == path.read_text()
+
+
+def test_save_refuses_what_is_not_an_estimator_or_a_scaled_one(tmp_path):
+    from sklearn.decomposition import PCA
+    from sklearn.pipeline import make_pipeline
+
+    est, bags, y = fitted("NSK")
+    with pytest.raises(TypeError, match="milsvm.save takes a milsvm estimator or a Pipeline"):
+        milsvm.save(make_pipeline(PCA(), est), tmp_path / "x.json")
+    with pytest.raises(TypeError, match="milsvm.save takes"):
+        milsvm.save("model", tmp_path / "x.json")
+    with pytest.raises(NotFittedError):
+        milsvm.save(make_pipeline(milsvm.BagStandardScaler(), milsvm.NSK()), tmp_path / "x.json")
+    with pytest.raises(NotFittedError):
+        milsvm.save(milsvm.NSK(), tmp_path / "x.json")
+    milsvm.save(est, tmp_path / "plain.json")
+    assert isinstance(milsvm.load(tmp_path / "plain.json"), milsvm.NSK)
+
+
+@pytest.mark.parametrize(
+    "edit, field",
+    [
+        (lambda d: d.update(scaler={"mean": [0.0], "scale": [1.0, 1.0, 1.0]}), "scaler"),
+        (lambda d: d.update(scaler={"mean": [0.0] * 3, "scale": [1.0, 0.0, 1.0]}), "scaler"),
+        (lambda d: d.update(scaler={"mean": [0.0] * 3}), "scaler"),
+        (lambda d: d.update(calibration={"a": [-1.0, 1.0], "b": [0.0, 0.0]}), "calibration"),
+        (lambda d: d.update(calibration={"a": [-1.0], "b": "x"}), "calibration"),
+    ],
+)
+def test_load_refuses_a_bad_scaler_or_sigmoid_naming_the_field(tmp_path, edit, field):
+    path = _edited(tmp_path, edit)
+    with pytest.raises(ValueError, match=field):
+        milsvm.load(path)
+
+
+def test_load_names_the_field_of_a_non_finite_sigmoid_or_scale(tmp_path):
+    from sklearn.pipeline import make_pipeline
+
+    bags, y = make_bags(4, n_bags=20)
+    pipe = make_pipeline(milsvm.BagStandardScaler(), milsvm.NSK(probability=True)).fit(bags, y)
+    path = tmp_path / "p.json"
+    milsvm.save(pipe, path)
+    doc = json.loads(path.read_text())
+    for field, key in (("calibration", "a"), ("calibration", "b"), ("scaler", "scale"), ("scaler", "mean")):
+        for bad in (float("nan"), float("inf")):
+            edited = json.loads(json.dumps(doc))
+            edited[field][key][0] = bad
+            path.write_text(json.dumps(edited))  # json writes NaN / Infinity: not JSON
+            with pytest.raises(ValueError, match=rf"field `{field}\.{key}`: not valid JSON"):
+                milsvm.load(path)

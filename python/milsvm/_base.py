@@ -93,7 +93,7 @@ def _check_probability(probability, labels, classes):
         raise TypeError(f"probability must be True or False, got {probability!r} ({type(probability).__name__})")
     if probability:
         counts = np.bincount(labels, minlength=len(classes))
-        few = [(classes[c], int(n)) for c, n in enumerate(counts) if n < CALIBRATION_FOLDS]
+        few = [(classes[c].item(), int(n)) for c, n in enumerate(counts) if n < CALIBRATION_FOLDS]
         if few:
             listed = ", ".join(f"{c!r}: {n}" for c, n in few)
             raise ValueError(

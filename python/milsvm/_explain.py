@@ -27,7 +27,7 @@ class BagExplanation:
     Attributes
     ----------
     label : object
-        The class explained: the predicted class of the bag.
+        The class explained: the predicted class of the bag (a Python scalar).
     score : float
         The bag's score for that class (binary problems: the decision value, positive for
         ``classes_[1]``; for ``classes_[0]`` the explanation is of the same score, whose negative
@@ -91,6 +91,7 @@ def explain_bags(instance_scores, bag_scores, classes, pooling):
             ranking = np.argsort(-direction * contributions, kind="stable")
             top = int(ranking[0])
             margin = None
+        label = label.item() if isinstance(label, np.generic) else label
         out.append(BagExplanation(label=label, score=pooled, pooling=kind, instance_scores=s,
                                   contributions=contributions, ranking=ranking, top=top, margin=margin))
     return out
