@@ -1,7 +1,7 @@
 //! Scores the bags of a data file with a saved model, without Python.
 //!
 //! ```text
-//! cargo run --release --example score_bags -- MODEL.json DATA
+//! cargo run --release --example score_bags -- [--proba] MODEL.json DATA
 //! ```
 //!
 //! `MODEL.json` is a model file written by any milsvm estimator (`est.save(path)` in Python,
@@ -16,7 +16,10 @@
 //!
 //! It shows the serving API: the model is compiled once into a [`Predictor`] (`Send + Sync`),
 //! and each bag is scored through [`Predictor::score_bag`] with one reusable [`Workspace`],
-//! which allocates nothing once it has seen the largest bag.
+//! which allocates nothing once it has seen the largest bag. A model saved from a pipeline
+//! (`milsvm.save(pipeline, path)`, `milsvm fit`) standardises every bag with its scaler inside
+//! `score_bag`; a model fitted with `probability=True` turns the scores into class probabilities
+//! with [`Predictor::probabilities`] (with `--proba`, printed after the label, one per class).
 
 use std::error::Error;
 use std::path::Path;
@@ -38,7 +41,7 @@ fn read_data(path: &str, n_features: usize) -> milsvm::Result<Dataset> {
     }
 }
 
-fn run(model_path: &str, data_path: &str) -> Result<(), Box<dyn Error>> {
+fn run(model_path: &str, data_path: &str, proba: bool) -> Result<(), Box<dyn Error>> {
     let model = Model::load(model_path)?;
     let predictor = Predictor::new(&model)?;
     let d = predictor.n_features();
@@ -56,6 +59,7 @@ fn run(model_path: &str, data_path: &str) -> Result<(), Box<dyn Error>> {
     };
     let mut ws = Workspace::default();
     let mut scores = vec![0.0; predictor.n_outputs()];
+    let mut probabilities = vec![0.0; predictor.n_classes()];
     let mut indptr = Vec::new(); // a CSR bag's offsets, from 0
     let mut correct = 0;
     for (i, name) in data.bag_names.iter().enumerate() {
@@ -83,7 +87,13 @@ fn run(model_path: &str, data_path: &str) -> Result<(), Box<dyn Error>> {
                 .unwrap_or(0)
         };
         let cols: Vec<String> = scores.iter().map(|s| s.to_string()).collect();
-        println!("{name}\t{}\t{}", cols.join("\t"), label(k));
+        if proba {
+            predictor.probabilities(&scores, &mut probabilities)?;
+            let p: Vec<String> = probabilities.iter().map(|v| v.to_string()).collect();
+            println!("{name}\t{}\t{}\t{}", cols.join("\t"), label(k), p.join("\t"));
+        } else {
+            println!("{name}\t{}\t{}", cols.join("\t"), label(k));
+        }
         correct += usize::from(label(k) == data.labels[i].to_string());
     }
     let known = |l: &i64| {
@@ -100,12 +110,14 @@ fn run(model_path: &str, data_path: &str) -> Result<(), Box<dyn Error>> {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().collect();
+    let mut args: Vec<String> = std::env::args().collect();
+    let proba = args.iter().any(|a| a == "--proba");
+    args.retain(|a| a != "--proba");
     if args.len() != 3 {
-        eprintln!("usage: score_bags MODEL.json DATA (MILL .data, or mil-package .csv)");
+        eprintln!("usage: score_bags [--proba] MODEL.json DATA (MILL .data, or mil-package .csv)");
         return ExitCode::from(2);
     }
-    match run(&args[1], &args[2]) {
+    match run(&args[1], &args[2], proba) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("score_bags: error: {e}");
