@@ -3,28 +3,16 @@ of mean pooling sum to the bag score, the arg-max of max pooling is the bag scor
 over the runner-up, the label is ``predict``'s, and on bags with one planted witness the witness
 is the top instance."""
 
-import warnings
-
 import numpy as np
 import pytest
-from sklearn.exceptions import ConvergenceWarning
 
 import milsvm
 from milsvm import _registry
-from conftest import easy_bags, three_class_bags
+from conftest import easy_bags, fit_quietly, make_fast, three_class_bags
 
 ALL = list(_registry.ESTIMATORS.values())
-FAST = {
-    "SparseMI": {"n_xv": 3, "max_iter": 5, "random_state": 0}, "RSVM": {"n_xv": 3, "random_state": 0},
-    "ReducedSet": {"n_xv": 3, "random_state": 0},
-    "ALSVM": {"max_iter": 20}, "AWSVM": {"max_iter": 20}, "ALPSVM": {"max_iter": 20},
-}
-
-
 def fit(cls, bags, y, **params):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        return cls(**{**FAST.get(cls.__name__, {}), **params}).fit(bags, y)
+    return fit_quietly(make_fast(cls, **params), bags, y)
 
 
 @pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)

@@ -304,6 +304,33 @@ def test_rust_example_reproduces_python_decision_values(kind, n_classes, tmp_pat
     assert [f[-1] for f in lines] == [str(c) for c in est.predict(bags)]
 
 
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_rust_example_applies_the_pipeline_and_the_sigmoid(n_classes, tmp_path):
+    """A pipeline (scaler + estimator with ``probability=True``) saved as one file: the Rust
+    example standardises the raw bags and prints the probabilities of ``predict_proba``."""
+    from sklearn.pipeline import make_pipeline
+
+    _cargo()
+    bags, y = make_bags(5, n_bags=30, n_classes=n_classes)
+    bags = [b * 7.0 + 2.0 for b in bags]  # far from standardised: the scaler matters
+    pipe = make_pipeline(milsvm.BagStandardScaler(), milsvm.NSK(C=10.0, probability=True)).fit(bags, y)
+    model, data = tmp_path / "m.json", tmp_path / "d.data"
+    milsvm.save(pipe, model)
+    _write_mill(data, bags)
+    run = subprocess.run(["cargo", "run", "--quiet", "--example", "score_bags", "--", "--proba", str(model),
+                          str(data)], cwd=REPO, capture_output=True, text=True, timeout=900,
+                         env={**os.environ, "CARGO_TERM_COLOR": "never"})
+    assert run.returncode == 0, run.stderr
+    lines = [line.split("\t") for line in run.stdout.strip().splitlines()]
+    n_out = 1 if n_classes == 2 else n_classes
+    scores = np.array([[float(v) for v in f[1:1 + n_out]] for f in lines])
+    proba = np.array([[float(v) for v in f[2 + n_out:]] for f in lines])
+    want = np.atleast_2d(pipe.decision_function(bags).T).T.reshape(len(bags), -1)
+    np.testing.assert_allclose(scores, want, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(proba, pipe.predict_proba(bags), rtol=1e-12, atol=1e-15)
+    assert [f[1 + n_out] for f in lines] == [str(c) for c in pipe.predict(bags)]
+
+
 FIXTURES = Path(__file__).resolve().parent / "data" / "models_v3"
 
 

@@ -18,18 +18,10 @@ from sklearn.model_selection import train_test_split
 import milsvm
 from milsvm import _core, _registry
 from milsvm._base import calibration_folds
-from conftest import three_class_bags
+from conftest import make_fast, three_class_bags
 
 ALL = list(_registry.ESTIMATORS.values())
-FAST = {
-    "SparseMI": {"n_xv": 3, "max_iter": 5, "random_state": 0}, "RSVM": {"n_xv": 3, "random_state": 0},
-    "ReducedSet": {"n_xv": 3, "random_state": 0},
-    "ALSVM": {"max_iter": 20}, "AWSVM": {"max_iter": 20}, "ALPSVM": {"max_iter": 20},
-}
-
-
-def make(cls, **params):
-    return cls(**{**FAST.get(cls.__name__, {}), **params})
+make = make_fast
 
 
 def overlapping_bags(seed=0, n_bags=40):

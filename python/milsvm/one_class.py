@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import ExpansionVectorsMixin, MILClassifier
-from ._docs import attr, param
+from ._docs import param
 
 __all__ = ["OneClassMISVM"]
 
