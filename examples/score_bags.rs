@@ -90,7 +90,12 @@ fn run(model_path: &str, data_path: &str, proba: bool) -> Result<(), Box<dyn Err
         if proba {
             predictor.probabilities(&scores, &mut probabilities)?;
             let p: Vec<String> = probabilities.iter().map(|v| v.to_string()).collect();
-            println!("{name}\t{}\t{}\t{}", cols.join("\t"), label(k), p.join("\t"));
+            println!(
+                "{name}\t{}\t{}\t{}",
+                cols.join("\t"),
+                label(k),
+                p.join("\t")
+            );
         } else {
             println!("{name}\t{}\t{}", cols.join("\t"), label(k));
         }
