@@ -70,7 +70,7 @@ impl ParamType for ClassWeight {
             // refused here already (not only against the classes in `validate`), so that a
             // check without data finds it
             Value::List(w) if w.iter().any(|v| !(v.is_finite() && *v > 0.0)) => {
-                Err(Rejected::Value("must hold finite weights > 0".into()))
+                Err(Rejected::Value("must hold finite class weights > 0".into()))
             }
             Value::List(w) => Ok(ClassWeight::Given(w.clone())),
             _ => Err(Rejected::Type(NEED.into())),
