@@ -618,8 +618,8 @@ def test_report_markdown_and_plots(toy_mill_file, tmp_path, capsys):
     assert main(["cv", str(toy_mill_file), "--folds", "3", "--grid", "C=1,10", "-p", "n_xv=2",
                  "--report", str(report)]) == 0
     text = (report / "report.md").read_text()
-    for fragment in ("# milsvm cross-validation report", "## Results", "## Folds", "| 1 | 3 | 8 | 4 |",
-                     "grid search", "SparseMI(n_xv=2, random_state=0)"):
+    for fragment in ("# milsvm cross-validation report", "## Results", "## Folds", "| r1 f3 | 8 | 4 |",
+                     "grid search", "SparseMI(n_xv=2, random_state=0)", "balanced accuracy", "majority class"):
         assert fragment in text
     pytest.importorskip("matplotlib")
     for png in ("accuracy.png", "objective.png", "decision_regions.png"):

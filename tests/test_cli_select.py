@@ -110,7 +110,7 @@ REFUSED = [
     (["-p", "init=kmean"], ["-p init='kmean'", "init must be one of 'random', 'kmeans', 'svm'"]),
     (["-p", "probability=maybe"], ["probability must be True or False"]),
     (["-p", "verbose=1.5"], ["verbose must be an integer"]),
-    (["-p", "class_weight={0: 1, 1: -2}"], ["class_weight must hold finite weights > 0"]),
+    (["-p", "class_weight={0: 1, 1: -2}"], ["class_weight must hold finite class weights > 0"]),
     (["-p", "random_state=abc"], ["-p random_state='abc'"]),
     (["--grid", "C=1,-1"], ["--grid C=-1:", "C must be a finite number > 0, got -1"]),
     (["--grid", "C=1,10", "n_xv=2,0"], ["--grid n_xv=0:", "n_xv must be an integer >= 1"]),
@@ -314,3 +314,54 @@ def test_cv_grid_auto_with_another_key(toy, tmp_path, capsys):
     assert cli.scale_width(milsvm.as_bags(bags), True) == pytest.approx(0.5)
     X = np.concatenate(bags)
     assert cli.scale_width(milsvm.as_bags(bags), False) == pytest.approx(1 / (2 * X.var()))
+
+
+# --------------------------------------------------------------------------------------------
+# reports
+# --------------------------------------------------------------------------------------------
+
+
+def test_report_names_folds_majority_objective_and_chosen_points(toy, tmp_path, capsys):
+    report = tmp_path / "report"
+    assert main(["cv", str(toy), "-m", "ALSVM", "-p", "max_iter=8", "--grid", "C=1,10", "--folds", "2",
+                 "--repeats", "2", "--inner-folds", "2", "-q", "--report", str(report)]) == 0
+    text = (report / "report.md").read_text()
+    assert "| fold | train bags | test bags | accuracy | balanced accuracy | AUC |" in text
+    rows = re.findall(r"^\| (r\d f\d) \| .* \| (C=\d+) \| [\d.]+ \|$", text, flags=re.M)
+    assert [r[0] for r in rows] == ["r1 f1", "r1 f2", "r2 f1", "r2 f2"]
+    assert "- majority class: 66.67 % of the bags" in text and "- balanced accuracy" in text
+    assert milsvm.ALSVM._objective_name in text and "against the temperature" in text
+    assert f"of the fit of fold r1 f1 (chosen: {rows[0][1]})" in text
+    pytest.importorskip("matplotlib")
+    for png in ("accuracy.png", "objective.png", "decision_regions.png"):
+        assert (report / png).stat().st_size > 0
+
+
+def test_report_of_a_single_objective_value(toy, tmp_path, capsys):
+    report = tmp_path / "report"
+    assert main(["cv", str(toy), "-m", "RSVM", "-p", "n_xv=2", "--folds", "2", "-q", "--report", str(report)]) == 0
+    assert "RSVM records a single objective value on fold r1 f1" in (report / "report.md").read_text()
+    assert not (report / "objective.png").exists()
+
+
+@pytest.mark.parametrize("cls", [c for c in ALL if c._objective_name], ids=lambda c: c.__name__)
+def test_objective_axis_per_estimator(cls):
+    """The report plots the annealing estimators' objective against their temperatures, the
+    others' against the step number their class declares."""
+    import warnings
+
+    from conftest import easy_bags
+    from milsvm._report import _histories, _objective_axis
+
+    bags, y = easy_bags(3, n_bags=12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = cls(**({"max_iter": 5} if "max_iter" in cls().get_params() else {})).fit(bags, y)
+    histories = _histories(est)
+    xs, label, temperature = _objective_axis(est, histories)
+    assert temperature == (cls._objective_step == "temperature")
+    if temperature:
+        np.testing.assert_array_equal(xs[0], est.temperatures_)
+        assert np.all(np.diff(xs[0]) < 0) and "temperature" in label
+    else:
+        assert xs[0][0] == cls._objective_start and label.startswith(cls._objective_step)
