@@ -38,7 +38,7 @@ def test_the_registry_is_the_one_list():
 
 @pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
 def test_every_parameter_is_declared_by_the_core_with_the_same_default(cls):
-    specs = {name: default for name, default, _ in getattr(_core, f"{cls._core_fit}_hyperparameters")()}
+    specs = {name: default for name, default, _, _ in getattr(_core, f"{cls._core_fit}_hyperparameters")()}
     fixed = cls._core_fixed
     for name, param in inspect.signature(cls).parameters.items():
         if name in PYTHON_ONLY:

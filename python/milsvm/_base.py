@@ -11,8 +11,13 @@ A family module declares per estimator only what differs:
 * ``_core_fixed``: parameters the class fixes (``{"method": "al"}``);
 * ``_fitted(fit, bags, binary)``: the family's fitted attributes from the core's typed result;
 * optionally ``_core_params`` (parameters that need Python first, such as ``random_state``
-  into a seed, done here, or SparseMI's ``init="kmeans"``), ``_progress_unit``,
-  ``_multiclass``, ``_poolings``, ``_info_attrs``.
+  into a seed, done here, or SparseMI's ``init="kmeans"``; with ``check_only``, what can be
+  built without data, for :meth:`MILClassifier._check_params`), ``_progress_unit``,
+  ``_multiclass``, ``_poolings``, ``_info_attrs``;
+* for the command line's reports and model selection: ``_objective_name``, ``_objective_step``
+  and ``_objective_start`` (what ``objective_history_`` holds and follows), ``_default_grid``
+  (what ``milsvm cv --grid auto`` searches) and ``_search_ranges`` (suggested ranges shown by
+  ``milsvm models NAME``).
 
 Subclasses register themselves (:mod:`milsvm._registry`) when they name a ``_core_fit`` and
 their name does not start with ``_``.
@@ -58,19 +63,37 @@ def seed_of(random_state):
 
 def class_weight_vector(class_weight, classes):
     """``None``, ``"balanced"`` or one weight per class index from a dict keyed by label (labels
-    left out weigh 1); other values pass through for the core to refuse."""
+    left out weigh 1); other values pass through for the core to refuse. With ``classes=None``
+    (a check without data) a dict gives its weights in its own order, for the core to check."""
     if not isinstance(class_weight, dict):
         return class_weight
-    unknown = [k for k in class_weight if k not in set(classes.tolist())]
-    if unknown:
-        raise ValueError(f"class_weight names labels that are not in y: {unknown!r} (classes: {classes.tolist()!r})")
+    if classes is None:
+        keys = list(class_weight)
+    else:
+        known = set(np.asarray(classes).tolist())
+        unknown = [_plain(k) for k in class_weight if _plain(k) not in known]
+        if unknown:
+            raise ValueError(f"class_weight names labels that are not in y: {unknown!r} "
+                             f"(classes: {np.asarray(classes).tolist()!r})")
+        keys = np.asarray(classes).tolist()
     out = []
-    for c in classes.tolist():
+    for c in keys:
         w = class_weight.get(c, 1.0)
         if isinstance(w, bool) or not isinstance(w, numbers.Real):
-            raise TypeError(f"class_weight[{c!r}] must be a real number, got {w!r} ({type(w).__name__})")
+            raise TypeError(f"class_weight[{_plain(c)!r}] must be a real number, got {_plain(w)!r} "
+                            f"({type(w).__name__})")
         out.append(float(w))
     return out
+
+
+def _plain(value):
+    """A NumPy scalar as the Python value it holds (for messages: ``3``, not ``np.int64(3)``)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _check_verbose(verbose):
+    if isinstance(verbose, bool) or not isinstance(verbose, numbers.Integral):
+        raise TypeError(f"verbose must be an integer, got {_plain(verbose)!r} ({type(verbose).__name__})")
 
 
 def calibration_folds(random_state):
@@ -88,12 +111,14 @@ def calibration_folds(random_state):
 
 
 def _check_probability(probability, labels, classes):
-    """``probability`` as a bool; with it, at least ``CALIBRATION_FOLDS`` bags of every class."""
+    """``probability`` as a bool; with it, at least ``CALIBRATION_FOLDS`` bags of every class
+    (``labels=None``: the type only)."""
     if not isinstance(probability, (bool, np.bool_)):
-        raise TypeError(f"probability must be True or False, got {probability!r} ({type(probability).__name__})")
-    if probability:
+        raise TypeError(f"probability must be True or False, got {_plain(probability)!r} "
+                        f"({type(probability).__name__})")
+    if probability and labels is not None:
         counts = np.bincount(labels, minlength=len(classes))
-        few = [(classes[c].item(), int(n)) for c, n in enumerate(counts) if n < CALIBRATION_FOLDS]
+        few = [(_plain(classes[c]), int(n)) for c, n in enumerate(counts) if n < CALIBRATION_FOLDS]
         if few:
             listed = ", ".join(f"{c!r}: {n}" for c, n in few)
             raise ValueError(
@@ -128,7 +153,7 @@ def encode_labels(y, n_bags, *, multiclass, name):
         raise ValueError(f"y must hold class labels (binary or multi-class), got target type {kind!r}")
     classes, encoded = np.unique(y, return_inverse=True)
     if len(classes) < 2:
-        raise ValueError(f"y holds a single class ({classes[0]!r}); at least two classes are needed")
+        raise ValueError(f"y holds a single class ({_plain(classes[0])!r}); at least two classes are needed")
     if len(classes) > 2 and not multiclass:
         raise ValueError(f"{name} is binary, but y holds {len(classes)} classes")
     return classes, encoded.astype(np.int64)
@@ -154,6 +179,22 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
     _multiclass = True
     #: What one reported step is ("iteration", "step", "round"); None: no progress reports.
     _progress_unit = None
+    #: What ``objective_history_`` holds, as reports and plots name it (None: no history).
+    _objective_name = None
+    #: What one entry of ``objective_history_`` follows: "iteration", "round" or
+    #: "temperature" (reports plot those against ``temperatures_``, log scale, decreasing).
+    _objective_step = "iteration"
+    #: The number of the first entry of ``objective_history_`` (0: the value before the first
+    #: step).
+    _objective_start = 1
+    #: The grid that ``milsvm cv --grid auto`` searches, ``{name: values}``: ``C`` over four
+    #: decades and, for the Gaussian kernel, ``gamma`` at a tenth of, at, and ten times the
+    #: "scale" width (``"k*scale"``: ``k`` times the "scale" width of the data, which the
+    #: command line works out; see :meth:`_grid_for`).
+    _default_grid = {"C": [0.1, 1.0, 10.0, 100.0], "gamma": ["0.1*scale", "scale", "10*scale"]}
+    #: Suggested search ranges of this estimator's parameters beyond ``_docs.SEARCH_RANGES``
+    #: (shown by ``milsvm models NAME``).
+    _search_ranges = {}
 
     def _store(self, arguments):
         """Store the constructor's arguments as attributes of the same names (scikit-learn's
@@ -190,8 +231,7 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
             the internal folds give the calibration (see :meth:`predict_proba`).
         """
         verbose = getattr(self, "verbose", 0)
-        if isinstance(verbose, bool) or not isinstance(verbose, numbers.Integral):
-            raise TypeError(f"verbose must be an integer, got {verbose!r} ({type(verbose).__name__})")
+        _check_verbose(verbose)
         bags = as_bags(bags)
         name = type(self).__name__
         classes, labels = encode_labels(y, len(bags), multiclass=self._multiclass, name=name)
@@ -239,10 +279,48 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
             b.append(bc)
         return a, b
 
-    def _core_params(self, bags, classes, labels):
+    @classmethod
+    def _grid_for(cls, params):
+        """The grid of ``--grid auto`` beside the fixed ``params``: ``_default_grid`` without
+        ``gamma`` when the kernel (given in ``params``, else the default) is linear."""
+        grid = {k: list(v) for k, v in cls._default_grid.items()}
+        kernel = params.get("kernel", cls().get_params().get("kernel"))
+        if kernel == "linear":
+            grid.pop("gamma", None)
+        return grid
+
+    def _check_params(self, classes=None):
+        """Check the parameters as :meth:`fit` does, without data or fitting.
+
+        Builds the core's parameters the way ``fit`` does and runs the core's own check of the
+        declared ranges and cross-field rules (``milsvm._core.check_X``), so that a refused
+        value raises the same ``TypeError`` or ``ValueError`` (with the same message) as ``fit``
+        would. Checks that need the data stay in ``fit``: ``n_xv`` against the number of
+        training instances, given starting points against the number of features, the labels
+        named by a ``class_weight`` dict (checked here too when ``classes`` is given) and the
+        bags per class that ``probability=True`` needs.
+
+        Parameters
+        ----------
+        classes : array-like or None
+            The class labels, if known.
+
+        Raises
+        ------
+        TypeError, ValueError
+            A parameter value that ``fit`` would refuse (the message names it).
+        """
+        _check_verbose(getattr(self, "verbose", 0))
+        _check_probability(getattr(self, "probability", False), None, classes)
+        params = self._core_params(None, classes, None, check_only=True)
+        getattr(_core, "check_" + self._core_fit[len("fit_"):])(params)
+
+    def _core_params(self, bags, classes, labels, check_only=False):
         """The core's parameters: every constructor parameter under its own name (the core's
         builder parses and checks it), ``random_state`` as ``seed``, ``class_weight`` by class
-        index, plus ``_core_fixed``."""
+        index, plus ``_core_fixed``. ``check_only``: for :meth:`_check_params`, without data
+        (``bags`` and ``labels`` are None, ``classes`` may be): what needs the data is left
+        out."""
         params = dict(self._core_fixed)
         for key, value in self.get_params(deep=False).items():
             if key in self._python_only:
