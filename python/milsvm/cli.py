@@ -45,8 +45,14 @@ Data files (``--format``, default ``auto``)
 ``musk``: the UCI ``clean1.data``/``clean2.data`` files (``molecule,conformation,f1..f166,class``);
 ``mat``: S. Andrews' MATLAB files (``features``, ``labels``, ``bag_ids``); ``csv``: the CSV
 layout of the ``mil`` package (``label,bag_id,features``, optional header; see
-:func:`milsvm.datasets.load_mil_csv`). ``auto`` picks ``mat`` for ``.mat``, ``csv`` for ``.csv``,
-``musk`` when the first line ends with the UCI class field ``0.``/``1.``, else ``mill``.
+:func:`milsvm.datasets.load_mil_csv`). Embedding layouts, float32 kept float32: ``npy``, a
+folder of per-bag ``.npy`` files; ``h5``, a folder of per-bag HDF5 files in CLAM's layout
+(dataset ``features``); ``parquet``, a table with ``bag_id``, ``label`` and feature columns.
+A folder needs ``--labels FILE.csv`` (``bag_id,label``, or CLAM's ``case_id,slide_id,label``)
+for ``cv`` and ``fit``; ``--labels`` also replaces a Parquet table's label column. ``auto``
+picks ``npy`` or ``h5`` for a folder by the files in it, ``parquet`` for ``.parquet``, ``mat``
+for ``.mat``, ``csv`` for ``.csv``, ``musk`` when the first line ends with the UCI class field
+``0.``/``1.``, else ``mill``.
 
 Exit status
 -----------
@@ -126,7 +132,7 @@ __all__ = ["main", "ESTIMATORS", "resolve_estimator", "parse_value", "parse_para
 #: The estimators by name (the package's registry, in registration order).
 ESTIMATORS = _registry.ESTIMATORS
 
-FORMATS = ("auto", "mill", "musk", "mat", "csv")
+FORMATS = ("auto", "mill", "musk", "mat", "csv", "npy", "h5", "parquet")
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -426,8 +432,18 @@ def _first_line(path):
 
 
 def detect_format(path):
-    """``mat``, ``csv``, ``musk`` or ``mill`` for ``path`` (see the module docstring)."""
+    """``npy``, ``h5``, ``parquet``, ``mat``, ``csv``, ``musk`` or ``mill`` for ``path`` (see the
+    module docstring)."""
+    if os.path.isdir(path):
+        suffixes = {Path(name).suffix.lower() for name in os.listdir(path)}
+        kinds = [kind for kind, ends in (("npy", {".npy"}), ("h5", {".h5", ".hdf5"})) if suffixes & ends]
+        if len(kinds) != 1:
+            found = "both .npy and HDF5 files" if kinds else "no .npy or .h5 files"
+            raise CommandError(f"data folder {path!r} holds {found}: give --format npy or --format h5")
+        return kinds[0]
     suffix = Path(path).suffix.lower()
+    if suffix == ".parquet":
+        return "parquet"
     if suffix == ".mat":
         return "mat"
     if suffix == ".csv":
@@ -439,28 +455,52 @@ def detect_format(path):
     return "mill"
 
 
-def load_data(path, fmt="auto"):
-    """Read a data file: ``(bags, y, bag_names, format)``.
+FOLDER_FORMATS = ("npy", "h5")
+
+
+def load_data(path, fmt="auto", labels=None, need_labels=True):
+    """Read a data file or folder: ``(bags, y, bag_names, format)``.
+
+    ``labels`` (a CSV path) gives the labels of a folder's bags (and replaces a Parquet table's
+    label column); ``need_labels=False`` (``predict``) accepts a folder without labels
+    (``y`` is then ``None``).
 
     Raises
     ------
     CommandError
-        The file does not exist or is not a file.
+        The file or folder does not exist, a folder is given for a file format (or the other way
+        round), a folder has no labels where they are needed, ``--labels`` with a text format.
     ValueError
-        The file is malformed (the message names the file and line).
+        The data are malformed (the message names the file and line).
     """
     from . import datasets
 
     path = str(path)
     if not os.path.exists(path):
         raise CommandError(f"data file {path!r} does not exist")
-    if not os.path.isfile(path):
-        raise CommandError(f"data file {path!r} is not a file")
+    if labels is not None and not os.path.isfile(labels):
+        raise CommandError(f"--labels: label file {str(labels)!r} does not exist or is not a file")
     if fmt == "auto":
         fmt = detect_format(path)
-    loader = {"mill": datasets.load_mill, "musk": datasets.load_musk_uci, "mat": datasets.load_andrews_mat,
-              "csv": datasets.load_mil_csv}[fmt]
-    bags, y, names = loader(path, return_bag_names=True)
+    if os.path.isdir(path) != (fmt in FOLDER_FORMATS):
+        if os.path.isdir(path):
+            raise CommandError(f"data file {path!r} is a folder; --format {fmt} reads a file")
+        raise CommandError(f"data file {path!r} is not a folder; --format {fmt} reads a folder of bag files")
+    if fmt in FOLDER_FORMATS:
+        if labels is None and need_labels:
+            raise CommandError(f"data folder {path!r}: give the bag labels with --labels FILE.csv")
+        loader = datasets.load_npy_folder if fmt == "npy" else datasets.load_h5_folder
+        bags, y, names = loader(path, labels, return_bag_names=True)
+    elif fmt == "parquet":
+        bags, y, names = datasets.load_parquet(path, labels, return_bag_names=True)
+        if y is None and need_labels:
+            raise CommandError(f"{path}: the table has no 'label' column: give the bag labels with --labels FILE.csv")
+    else:
+        if labels is not None:
+            raise CommandError(f"--labels is for folders and Parquet tables; {path!r} ({fmt}) holds its labels")
+        loader = {"mill": datasets.load_mill, "musk": datasets.load_musk_uci, "mat": datasets.load_andrews_mat,
+                  "csv": datasets.load_mil_csv}[fmt]
+        bags, y, names = loader(path, return_bag_names=True)
     return bags, y, names, fmt
 
 
@@ -773,7 +813,7 @@ def cmd_cv(args, argv, console):
     cls, params, grid = _prepare(args)
     _check_writable(args.output, "--output")
     _check_report_dir(args.report)
-    raw, y, _, fmt = load_data(args.data, args.format)
+    raw, y, _, fmt = load_data(args.data, args.format, args.labels)
     bags = as_bags(raw)
     if _has_class_weight_dict(params, grid):  # the labels a class_weight dict names
         check_values(cls, params, grid, classes=np.unique(y))
@@ -792,7 +832,7 @@ def cmd_fit(args, argv, console):
 
     cls, params, _ = _prepare(args)
     _check_writable(args.output, "--output")
-    bags, y, _, _ = load_data(args.data, args.format)
+    bags, y, _, _ = load_data(args.data, args.format, args.labels)
     if _has_class_weight_dict(params, {}):  # the labels a class_weight dict names
         check_values(cls, params, {}, classes=np.unique(y))
     model = make_model(cls, params, args.scale)
@@ -838,7 +878,7 @@ def cmd_predict(args, argv, console):
         model = load(args.model_file)
     except (ValueError, KeyError, TypeError) as exc:
         raise CommandError(f"{args.model_file}: not a milsvm model file ({' '.join(str(exc).split())})") from None
-    bags, y, names, _ = load_data(args.data, args.format)
+    bags, y, names, _ = load_data(args.data, args.format, args.labels, need_labels=False)
     scores = np.asarray(model.decision_function(bags))
     labels = model.predict(bags)
     if scores.ndim == 2:  # multi-class: the score of the predicted class
@@ -850,8 +890,7 @@ def cmd_predict(args, argv, console):
         write_atomically(args.output, lines)
     else:
         sys.stdout.write(lines)
-    same = np.isin(y, model.classes_)
-    if same.all():
+    if y is not None and np.isin(y, model.classes_).all():
         console.note(f"accuracy against the file's labels: {100 * np.mean(labels == y):.2f} %")
     return 0
 
@@ -924,7 +963,10 @@ examples:
   milsvm predict model.json musk2.data -o predictions.tsv
 
 data formats (--format): mill (MILL .data), musk (UCI clean1/clean2.data), mat (Andrews
-.mat), csv (the mil package's label,bag_id,features); auto by extension and content.
+.mat), csv (the mil package's label,bag_id,features), npy (a folder of per-bag .npy files), h5
+(a folder of per-bag HDF5 files, CLAM's 'features'), parquet (bag_id, label, feature columns);
+auto by extension and content. A folder takes its labels from --labels FILE.csv:
+  milsvm cv slides/ --labels labels.csv --model MISVM -p kernel=linear
 
 -p KEY=VALUE values are Python literals (10, 0.5, None, True, 'text', {0: 1, 1: 5}),
 true/false/none, or plain strings (rbf, scale).
@@ -944,7 +986,11 @@ def build_parser():
 
     data_opts = argparse.ArgumentParser(add_help=False)
     data_opts.add_argument("--format", choices=FORMATS, default="auto",
-                           help="data file format (default: auto, from the extension and the first line)")
+                           help="data file format (default: auto, from the extension and the first line; "
+                                "npy or h5 for a folder, by the files in it)")
+    data_opts.add_argument("--labels", metavar="FILE.csv",
+                           help="bag labels of a data folder (npy, h5) or a Parquet table: a CSV of bag_id,label "
+                                "(or CLAM's case_id,slide_id,label with a header)")
 
     model_opts = argparse.ArgumentParser(add_help=False)
     model_opts.add_argument("-m", "--model", default="SparseMI", metavar="NAME",
@@ -990,7 +1036,7 @@ def build_parser():
                                     "grid search on each training part. Prints mean and std of the test "
                                     "accuracy and balanced accuracy over the folds, the majority-class rate, "
                                     "and the ROC AUC for two classes.")
-    cv.add_argument("data", metavar="DATA", help="data file (MILL .data, UCI clean*.data, Andrews .mat, mil .csv)")
+    cv.add_argument("data", metavar="DATA", help="data file (MILL .data, UCI clean*.data, Andrews .mat, mil .csv, .parquet) or folder of per-bag .npy / .h5 files (with --labels)")
     cv.add_argument("--grid", action="extend", nargs="+", metavar="KEY=V1,V2", type=_grid_item,
                     help="parameter values to search on each training part (inner stratified CV, best mean "
                          "accuracy, refit); repeatable, e.g. --grid C=0.1,1,10 gamma=0.1*scale,scale; 'auto': "
@@ -1025,7 +1071,7 @@ def build_parser():
                                      "predict standardises new bags the same way (--no-scale: raw features, "
                                      "as 'milsvm cv --no-scale').",
                          epilog="example:\n  milsvm fit train.data --model ALSVM -p C=10 -p gamma=median -o model.json")
-    fit.add_argument("data", metavar="DATA", help="training data file")
+    fit.add_argument("data", metavar="DATA", help="training data file or folder (with --labels)")
     fit.add_argument("-o", "--output", required=True, metavar="MODEL.json", help="model file to write")
     fit.add_argument("--no-scale", dest="scale", action="store_false",
                      help="do not standardise the features (the default standardises, as cv does)")
@@ -1046,7 +1092,7 @@ def build_parser():
                           epilog="example:\n  milsvm predict model.json test.data -o predictions.tsv "
                                  "--instances instances.tsv")
     pred.add_argument("model_file", metavar="MODEL.json", help="model file written by 'milsvm fit'")
-    pred.add_argument("data", metavar="DATA", help="data file whose bags to predict")
+    pred.add_argument("data", metavar="DATA", help="data file or folder whose bags to predict")
     pred.add_argument("-o", "--output", metavar="FILE", help="write the lines to FILE (default: stdout)")
     pred.add_argument("--instances", metavar="FILE", help="also write one line per instance to FILE")
     pred.set_defaults(run=cmd_predict)

@@ -3,6 +3,7 @@
 - :func:`make_center_ring_bags`: binary centre/ring data of Fu et al. (2013), Fig. 2(a).
 - :func:`make_four_gaussians_bags`: 3-class data of Fu et al. (2013), Fig. 2(b).
 - :func:`make_annealing_toy`: the 2-D toy of Gehler & Chapelle (2007), section 5.
+- :func:`make_embedding_bags`: pathology-shaped bags of float32 embeddings (not from a paper).
 
 scikit-learn is imported lazily, for ``check_random_state``.
 """
@@ -14,7 +15,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["make_center_ring_bags", "make_four_gaussians_bags", "make_annealing_toy"]
+__all__ = ["make_center_ring_bags", "make_four_gaussians_bags", "make_annealing_toy", "make_embedding_bags"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -399,3 +400,119 @@ def make_annealing_toy(
         bags.append(np.ascontiguousarray(X[p], dtype=np.float64))
         instance_labels.append(z[p])
     return _finish(bags, y, instance_labels, return_instance_labels)
+
+
+def make_embedding_bags(
+    n_bags=100,
+    mean_bag_size=1000,
+    n_features=512,
+    *,
+    witness_rate=0.05,
+    separation=3.0,
+    bag_size_sigma=0.5,
+    n_tissue_types=8,
+    positive_fraction=0.5,
+    dtype=np.float32,
+    random_state=None,
+    return_instance_labels=False,
+):
+    """Generate bags shaped like whole-slide images as patch embeddings (pathology MIL).
+
+    A bag is a slide and an instance a patch embedding, in ``n_features`` dimensions:
+
+    - **Bag sizes** are lognormal around ``mean_bag_size``: ``m = max(1, round(exp(z)))`` with
+      ``z ~ N(ln(mean_bag_size) - bag_size_sigma**2 / 2, bag_size_sigma**2)``, so that the
+      expected size is ``mean_bag_size`` (about 0.6x to 1.6x it within one sigma).
+    - **Background patches** (every instance of a negative bag, the others of a positive one)
+      come from ``n_tissue_types`` clusters: a slide draws its tissue proportions from a flat
+      Dirichlet, each patch a tissue type from them, and the patch is that type's centre (a
+      standard Gaussian vector) plus standard Gaussian noise in every dimension.
+    - **Witnesses** (the tumour patches of a positive slide): ``max(1, Binomial(m,
+      witness_rate))`` patches of a positive bag, which are background patches moved by
+      ``separation`` noise standard deviations along one fixed random unit direction (the
+      signal lives in one direction among ``n_features``; along it a witness is
+      ``separation`` standard deviations from the background, whose spread along it is
+      sqrt(2) from noise and centre together).
+
+    Exactly ``round(positive_fraction * n_bags)`` bags are positive, in random order. The data
+    are drawn in ``dtype`` directly (no float64 intermediate for float32), bag by bag, so the
+    peak memory is the data's own size.
+
+    Parameters
+    ----------
+    n_bags : int, default=100
+        Number of bags (slides), >= 2.
+    mean_bag_size : int, default=1000
+        Expected number of instances per bag, >= 1.
+    n_features : int, default=512
+        Dimension of the embeddings, >= 1.
+    witness_rate : float, default=0.05
+        Expected fraction of witnesses in a positive bag, in (0, 1].
+    separation : float, default=3.0
+        How far a witness is moved from the background, in noise standard deviations, > 0.
+    bag_size_sigma : float, default=0.5
+        Standard deviation of the log bag size, >= 0 (0: every bag has ``mean_bag_size``).
+    n_tissue_types : int, default=8
+        Number of background clusters, >= 1.
+    positive_fraction : float, default=0.5
+        Fraction of positive bags, in (0, 1); at least one bag of each class.
+    dtype : {numpy.float32, numpy.float64}, default=numpy.float32
+        The dtype of the bags.
+    random_state : int, RandomState, Generator or None, default=None
+        Seed or random generator; a RandomState seeds a new ``numpy.random.Generator`` (the
+        only kind that draws float32 directly).
+    return_instance_labels : bool, default=False
+        Also return the instance labels (1 for witnesses).
+
+    Returns
+    -------
+    bags : list of ndarray of shape (n_instances_i, n_features)
+    y : ndarray of shape (n_bags,), dtype int64
+        1 for positive bags, 0 for negative ones.
+    instance_labels : list of ndarray of shape (n_instances_i,), dtype int64
+        Only if ``return_instance_labels``.
+
+    Examples
+    --------
+    >>> bags, y = make_embedding_bags(10, mean_bag_size=50, n_features=16, random_state=0)
+    >>> len(bags), int(y.sum()), bags[0].dtype
+    (10, 5, dtype('float32'))
+    """
+    n_bags = _check_int("n_bags", n_bags, 2)
+    mean_bag_size = _check_int("mean_bag_size", mean_bag_size, 1)
+    n_features = _check_int("n_features", n_features, 1)
+    n_tissue_types = _check_int("n_tissue_types", n_tissue_types, 1)
+    witness_rate = _check_real("witness_rate", witness_rate, low=0.0, high=1.0)
+    separation = _check_real("separation", separation, low=0.0)
+    bag_size_sigma = _check_real("bag_size_sigma", bag_size_sigma, low=0.0, low_open=False)
+    positive_fraction = _check_real("positive_fraction", positive_fraction, low=0.0, high=1.0, high_open=True)
+    dtype = np.dtype(dtype)
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+    n_positive = int(round(positive_fraction * n_bags))
+    if not 1 <= n_positive <= n_bags - 1:
+        raise ValueError(f"positive_fraction={positive_fraction} of {n_bags} bags leaves a class without bags")
+    rng = random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng(
+        _check_random_state(random_state).randint(0, 2**31 - 1) if not isinstance(random_state, (int, np.integer))
+        else random_state)
+    y = np.zeros(n_bags, dtype=np.int64)
+    y[rng.permutation(n_bags)[:n_positive]] = 1
+    centres = rng.standard_normal((n_tissue_types, n_features), dtype=dtype)
+    direction = rng.standard_normal(n_features)
+    direction = (direction * (separation / np.linalg.norm(direction))).astype(dtype)
+    mu = math.log(mean_bag_size) - bag_size_sigma**2 / 2
+    bags, instance_labels = [], []
+    for label in y:
+        m = max(1, int(round(math.exp(rng.normal(mu, bag_size_sigma))))) if bag_size_sigma > 0 else mean_bag_size
+        types = rng.choice(n_tissue_types, size=m, p=rng.dirichlet(np.ones(n_tissue_types)))
+        bag = rng.standard_normal((m, n_features), dtype=dtype)
+        bag += centres[types]
+        witnesses = np.zeros(m, dtype=np.int64)
+        if label == 1:
+            k = max(1, int(rng.binomial(m, witness_rate)))
+            chosen = rng.choice(m, size=k, replace=False)
+            bag[chosen] += direction
+            witnesses[chosen] = 1
+        bags.append(bag)
+        instance_labels.append(witnesses)
+    return (bags, y, instance_labels) if return_instance_labels else (bags, y)
