@@ -75,7 +75,9 @@ pub mod sparse_mi;
 #[cfg(feature = "python")]
 mod python;
 
-pub use annealing::{AnnealingFit, AnnealingMethod, AnnealingParams, AnnealingValidParams};
+pub use annealing::{
+    AnnealingFit, AnnealingMethod, AnnealingParams, AnnealingValidParams, SvmRoute,
+};
 pub use bags::{Bags, Csr, Instances};
 pub use convex_combination::{SvmCcFit, SvmCcParams, SvmCcValidParams};
 pub use error::{Error, Result};

@@ -137,6 +137,7 @@ class AnnealingFit:
     n_iter: List[int]
     n_solves: List[int]
     converged: List[bool]
+    solver: str
 
 class SvmCcFit:
     model: Model

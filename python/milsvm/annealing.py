@@ -23,7 +23,8 @@ class _AnnealingClassifier(ExpansionVectorsMixin, MILClassifier):
     fix the method (``_core_fixed``) and declare their parameters."""
 
     _poolings = ("max",)
-    _info_attrs = ("n_iter_", "n_solves_", "converged_", "p_hat_", "objective_history_", "temperatures_", "gamma_")
+    _info_attrs = ("n_iter_", "n_solves_", "converged_", "p_hat_", "objective_history_", "temperatures_", "gamma_",
+                   "solver_")
     _progress_unit = "step"
     _search_ranges = {"n_xv": "None (exact); 100 ... 1000 to make large data sets tractable"}
 
@@ -61,14 +62,15 @@ class _AnnealingClassifier(ExpansionVectorsMixin, MILClassifier):
             "n_iter_": int(max(fit.n_iter)),
             "n_solves_": int(sum(fit.n_solves)),
             "converged_": bool(all(fit.converged)),
+            "solver_": fit.solver,
         }
 
     def _fit_summary(self):
         histories = self.objective_history_ if isinstance(self.objective_history_, list) else [
             self.objective_history_]
         last = [h[-1] if len(h) else float("nan") for h in histories]
-        return (f"{self.n_iter_} rounds, {self.n_solves_} SVM solves, final objective {last}, "
-                f"p_hat {self.p_hat_}")
+        return (f"{self.n_iter_} rounds, {self.n_solves_} SVM solves ({self.solver_} solver), final objective "
+                f"{last}, p_hat {self.p_hat_}")
 
 
 _COMMON_PARAMS = f"""
@@ -82,10 +84,18 @@ _COMMON_PARAMS = f"""
         The reduced basis: k-means centroids of the training instances (k-means++ seeding and
         up to 20 Lloyd iterations, in the core), distinct random training instances, or the
         given points.
+    solver : {{"auto", "linear", "kernel"}}, default="auto"
+        How the SVM step is solved. ``"linear"`` (``kernel="linear"`` and ``n_xv=None`` only)
+        fits ``w`` in the input space directly, in the primal, by Newton-CG with
+        Hessian-vector products: each pass costs ``O(nnz)`` of the instances, so it scales to
+        millions of instances, warm-started across steps, the same result for any thread
+        count. ``"kernel"`` solves over the kernel expansion (the dual SMO over every instance,
+        or exact Newton over a reduced basis). ``"auto"``: ``"linear"`` for the linear kernel
+        without a reduced basis, else ``"kernel"``. The choice made is ``solver_``.
 {param("class_weight", "inner_tol", "inner_max_iter", "random_state", "probability", "n_jobs", "verbose",
        inner_tol={"default": "None", "none": "; None: 1e-3 for the dual (full basis), 1e-10 for the primal "
-                  "(reduced basis)"},
-       inner_max_iter={"default": "1000", "none": " (the primal Newton solver of a reduced basis)"})}"""
+                  "(reduced basis), 1e-6 (relative gradient) for the linear primal"},
+       inner_max_iter={"default": "1000", "none": " (Newton steps of the primal solvers)"})}"""
 
 _COMMON_ATTRIBUTES = f"""
     xv_ : ndarray of shape (n_xv, n_features)
@@ -107,6 +117,9 @@ _COMMON_ATTRIBUTES = f"""
         SVM solves in all.
     converged_ : bool
         Whether the stopping rule was met before ``max_iter``.
+    solver_ : str
+        How the SVM step was solved: ``"linear"`` (``w`` in the input space, then ``xv_`` is
+        ``w`` and ``coef_`` 1, per class) or ``"kernel"``.
 {attr("gamma_", "classes_", "n_features_in_", "fit_time_")}"""
 
 
@@ -151,7 +164,7 @@ class ALSVM(_AnnealingClassifier):
     _objective_step = "temperature"
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4, init="uniform",
-                 n_xv=None, xv_init="kmeans", class_weight=None, max_iter=200, inner_tol=None, inner_max_iter=1000,
+                 n_xv=None, xv_init="kmeans", solver="auto", class_weight=None, max_iter=200, inner_tol=None, inner_max_iter=1000,
                  random_state=None, probability=False, n_jobs=None, verbose=0):
         self._store(locals())
 
@@ -183,7 +196,7 @@ class AWSVM(_AnnealingClassifier):
     _objective_step = "temperature"
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4, n_xv=None,
-                 xv_init="kmeans", class_weight=None, max_iter=200, inner_tol=None, inner_max_iter=1000,
+                 xv_init="kmeans", solver="auto", class_weight=None, max_iter=200, inner_tol=None, inner_max_iter=1000,
                  random_state=None, probability=False, n_jobs=None, verbose=0):
         self._store(locals())
 
@@ -218,7 +231,7 @@ class ALPSVM(ALSVM):
     _objective_step = "temperature"
 
     def __init__(self, C=1.0, C2=1.0, p_star=0.5, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4,
-                 init="uniform", n_xv=None, xv_init="kmeans", class_weight=None, max_iter=200, inner_tol=None,
+                 init="uniform", n_xv=None, xv_init="kmeans", solver="auto", class_weight=None, max_iter=200, inner_tol=None,
                  inner_max_iter=1000, random_state=None, probability=False, n_jobs=None, verbose=0):
         self._store(locals())
 
@@ -226,7 +239,7 @@ class ALPSVM(ALSVM):
 class _Heuristic(_AnnealingClassifier):
     _core_fit = None
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", max_iter=50, n_xv=None, xv_init="kmeans",
+    def __init__(self, C=1.0, kernel="rbf", gamma="scale", max_iter=50, n_xv=None, xv_init="kmeans", solver="auto",
                  class_weight=None, inner_tol=None, inner_max_iter=1000, random_state=None, probability=False,
                  n_jobs=None, verbose=0):
         self._store(locals())

@@ -50,6 +50,7 @@ use crate::params::{
     check_init_xv, check_init_xv_columns, choices, hyperparams, KernelKind, Range,
 };
 use crate::smo::{InstanceGram, SmoParams};
+use crate::solver::linear::{stack_weights, LINEAR_TOL};
 use crate::solver::InnerSolver;
 
 mod bookkeeping;
@@ -58,7 +59,7 @@ mod svm_step;
 mod updates;
 
 use bookkeeping::BinaryData;
-use svm_step::{PrimalSvm, SvmStep, DUAL_TOL};
+use svm_step::{LinearSvm, PrimalSvm, SvmStep, DUAL_TOL};
 pub use updates::{
     al_update, alp_update, alp_update_cold, aw_update, loss_difference, sigmoid, simplex_sigmoid,
     squared_hinge, ALP_COLD,
@@ -112,6 +113,20 @@ choices! {
     }
 }
 
+choices! {
+    /// How the SVM step is solved.
+    pub enum SvmRoute {
+        /// `linear` for the linear kernel without a reduced basis, else `kernel`.
+        Auto = "auto",
+        /// Over the kernel expansion: the dual SMO over every instance (full basis) or exact
+        /// Newton over a reduced basis.
+        Kernel = "kernel",
+        /// `w` in `R^d` directly, in the primal (linear kernel, full basis only): Newton-CG
+        /// with `O(nnz)` passes ([`crate::solver::linear`]).
+        Linear = "linear",
+    }
+}
+
 pub use crate::fit::StopReason;
 
 hyperparams! {
@@ -146,8 +161,12 @@ hyperparams! {
         init_xv: Option<Array2<f64>> = None;
         /// Ridge added to the basis kernel matrix.
         ridge: f64 = 1e-8, check Range::NonNegative;
+        /// How the SVM step is solved (`auto`: `linear` for the linear kernel without a
+        /// reduced basis, else `kernel`).
+        solver: SvmRoute = SvmRoute::Auto;
         /// Relative tolerance of the inner solver (`None`: 1e-10 for the primal Newton solver
-        /// of a reduced basis, 1e-3 for the dual solver of the full basis).
+        /// of a reduced basis, 1e-3 for the dual solver of the full basis, 1e-6 for the linear
+        /// primal solver).
         inner_tol: Option<f64> = None, check Range::Open01;
         /// Iteration cap of the inner solver.
         inner_max_iter: usize = 1000, check Range::AtLeast(1);
@@ -160,9 +179,24 @@ hyperparams! {
     fit -> AnnealingFit;
 }
 
-/// The given reduced basis matches `n_xv` and is finite.
+/// The given reduced basis matches `n_xv` and is finite; `solver = "linear"` has the linear
+/// kernel and no reduced basis.
 fn check_basis(p: &AnnealingValidParams) -> Result<()> {
-    check_init_xv(p.init_xv.as_ref(), p.n_xv)
+    check_init_xv(p.init_xv.as_ref(), p.n_xv)?;
+    if p.solver == SvmRoute::Linear {
+        if p.kernel != KernelKind::Linear {
+            return Err(invalid_param(
+                "solver='linear' needs kernel='linear' (it fits w in the input space)".to_string(),
+            ));
+        }
+        if p.n_xv.is_some() || p.init_xv.is_some() {
+            return Err(invalid_param(
+                "solver='linear' fits w directly and takes no reduced basis: leave n_xv=None"
+                    .to_string(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A fitted annealing-family model with its training record (one entry per binary problem:
@@ -189,6 +223,8 @@ pub struct AnnealingFit {
     pub stop_reason: Vec<StopReason>,
     /// The kernel width used.
     pub gamma: f64,
+    /// How the SVM step was solved (`kernel` or `linear`, never `auto`).
+    pub solver: SvmRoute,
 }
 
 impl AnnealingParams {
@@ -215,6 +251,21 @@ impl AnnealingParams {
 }
 
 impl AnnealingValidParams {
+    /// The route of the SVM step: `auto` resolved.
+    fn route(&self) -> SvmRoute {
+        match self.solver {
+            SvmRoute::Auto
+                if self.kernel == KernelKind::Linear
+                    && self.n_xv.is_none()
+                    && self.init_xv.is_none() =>
+            {
+                SvmRoute::Linear
+            }
+            SvmRoute::Auto => SvmRoute::Kernel,
+            route => route,
+        }
+    }
+
     /// The cap on the outer loop (temperatures or rounds).
     fn outer_cap(&self) -> usize {
         self.max_iter
@@ -238,6 +289,8 @@ impl AnnealingValidParams {
         let x = bags.instances();
         let (kernel, gamma) = self.kernel.resolve(self.gamma, x);
         // The basis: a reduced set of vectors, or every training instance.
+        let route = self.route();
+        let linear = route == SvmRoute::Linear;
         let (basis_rows, full) = match (&self.init_xv, self.n_xv) {
             (Some(z), _) => (z.clone(), false),
             (None, Some(q)) => (choose_basis(x, q, self.xv_init, self.seed), false),
@@ -247,7 +300,7 @@ impl AnnealingValidParams {
         let rows = Rows::from(x);
         // Full basis: the dual problem over the instances (SMO, kernel rows on demand); reduced
         // basis: the primal problem over the basis (exact Newton).
-        let (design, k_reg) = if full {
+        let (design, k_reg) = if full || linear {
             (Array2::zeros((0, 0)), Array2::zeros((0, 0)))
         } else {
             let basis = Basis::direct(basis_rows.clone());
@@ -257,6 +310,12 @@ impl AnnealingValidParams {
             (k_xz, k_zz)
         };
         let gram = InstanceGram::new(kernel, rows)?;
+        let linear_svm = LinearSvm {
+            x,
+            tol: self.inner_tol.unwrap_or(LINEAR_TOL),
+            max_iter: self.inner_max_iter,
+            cancel: self.observer.cancel().clone(),
+        };
         let n_problems = setup.n_problems();
         let primal = PrimalSvm {
             k_reg: &k_reg,
@@ -270,7 +329,12 @@ impl AnnealingValidParams {
                 targets: &problem.targets,
                 costs: problem.weights.iter().map(|w| self.c * w).collect(),
             };
-            let step = if full {
+            let step = if linear {
+                SvmStep::Linear {
+                    svm: &linear_svm,
+                    warm: None,
+                }
+            } else if full {
                 let smo = SmoParams {
                     tol: self.inner_tol.unwrap_or(DUAL_TOL),
                     cache_bytes: self.cache_bytes / n_problems,
@@ -292,13 +356,23 @@ impl AnnealingValidParams {
             };
             self.run_binary(step, &data, problem.index)
         })?;
-        let n_basis = if full { x.n_rows() } else { k_reg.nrows() };
-        let mut coef = Array2::zeros((runs.len(), n_basis));
-        for (mut row, run) in coef.rows_mut().into_iter().zip(&runs) {
-            row.assign(&run.beta);
-        }
         let intercept = Array1::from_iter(runs.iter().map(|r| r.b));
-        let xv = if full {
+        let n_basis = if full { x.n_rows() } else { k_reg.nrows() };
+        let mut coef = if linear {
+            // Each problem's w is one basis vector, with coefficient 1 in its own problem.
+            Array2::eye(runs.len())
+        } else {
+            Array2::zeros((runs.len(), n_basis))
+        };
+        if !linear {
+            for (mut row, run) in coef.rows_mut().into_iter().zip(&runs) {
+                row.assign(&run.beta);
+            }
+        }
+        let xv = if linear {
+            let ws: Vec<&Array1<f64>> = runs.iter().map(|r| &r.beta).collect();
+            stack_weights(&ws, x.n_features())
+        } else if full {
             // Keep the instances that carry a coefficient in some problem.
             let keep: Vec<usize> = (0..n_basis)
                 .filter(|&k| coef.column(k).iter().any(|&v| v != 0.0))
@@ -319,6 +393,7 @@ impl AnnealingValidParams {
             n_solves: Vec::new(),
             stop_reason: Vec::new(),
             gamma,
+            solver: route,
         };
         for run in runs {
             fit.p.push(run.p);

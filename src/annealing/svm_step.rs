@@ -1,16 +1,28 @@
 //! The SVM step of the annealing loop: the weighted squared-hinge SVM at the costs given by `p`,
-//! in the primal over a reduced basis ([`PrimalSvm`], exact Newton) or in the dual over every
-//! instance ([`SvmStep::Dual`], the SMO), warm-started from the previous solve.
+//! in the primal over a reduced basis ([`PrimalSvm`], exact Newton), in the dual over every
+//! instance ([`SvmStep::Dual`], the SMO), or, for the linear kernel, in the primal over `w` in
+//! `R^d` ([`LinearSvm`], Newton-CG), warm-started from the previous solve.
 
 use ndarray::{Array1, Array2};
 
 use super::bookkeeping::BinaryData;
 use super::AnnealingMethod;
+use crate::bags::Instances;
 use crate::error::Result;
 use crate::kernel::mat_vec;
 use crate::progress::Cancel;
 use crate::smo::{DualProblem, DualSolution, InstanceGram, Smo, SmoParams};
+use crate::solver::linear::{LinearSolution, LinearSquaredHinge};
 use crate::solver::{NewtonHessian, Solution, SquaredHinge};
+
+/// The SVM step of the linear kernel over `w` in `R^d`: every instance one row with a cost per
+/// target (a sample of the dual is a row and a target here).
+pub(super) struct LinearSvm<'a> {
+    pub(super) x: &'a Instances,
+    pub(super) tol: f64,
+    pub(super) max_iter: usize,
+    pub(super) cancel: Cancel,
+}
 
 /// The SVM step on a fixed basis: `1/2 beta^T K beta + sum_j [c+_j l(+1, f_j) + c-_j l(-1, f_j)]`,
 /// `f = design beta + b`, solved by the exact primal Newton method, warm-started.
@@ -64,6 +76,11 @@ pub(super) enum SvmStep<'a> {
         warm: Option<Solution>,
         /// The Newton Hessian of the last solve, updated by the next one (boxed: it is large).
         hessian: Box<Option<NewtonHessian>>,
+    },
+    /// Linear kernel: the primal over `w`.
+    Linear {
+        svm: &'a LinearSvm<'a>,
+        warm: Option<LinearSolution>,
     },
     /// Full basis: the dual of the squared-hinge SVM over the instances. Every instance has a
     /// sample per target it can take (+1 in positive bags, -1 in negative bags and, for the
@@ -121,6 +138,20 @@ impl<'a> SvmStep<'a> {
         match self {
             SvmStep::Primal { svm, warm, hessian } => {
                 let sol = svm.solve(c_pos, c_neg, warm.as_ref(), hessian.as_mut())?;
+                let value = sol.value;
+                *warm = Some(sol);
+                Ok(value)
+            }
+            SvmStep::Linear { svm, warm } => {
+                let problem = LinearSquaredHinge {
+                    x: svm.x,
+                    c_pos,
+                    c_neg,
+                };
+                let start = warm
+                    .as_ref()
+                    .map(|s| (s.w.as_slice().unwrap_or_default(), s.b));
+                let sol = problem.solve(start, svm.tol, svm.max_iter, &svm.cancel)?;
                 let value = sol.value;
                 *warm = Some(sol);
                 Ok(value)
@@ -186,6 +217,11 @@ impl<'a> SvmStep<'a> {
                     }
                 }
             }
+            SvmStep::Linear { warm, .. } => {
+                if let Some(sol) = warm {
+                    f.copy_from_slice(&sol.scores);
+                }
+            }
             SvmStep::Dual { y, first, warm, .. } => {
                 if let Some(sol) = warm {
                     for (o, &s) in f.iter_mut().zip(first.iter()) {
@@ -197,9 +233,12 @@ impl<'a> SvmStep<'a> {
     }
 
     /// The coefficients over the basis (full basis: one per instance, `sum_s y_s a_s` over its
-    /// samples) and the bias.
+    /// samples; linear: `w`) and the bias.
     pub(super) fn coef(&self, n_instances: usize) -> (Array1<f64>, f64) {
         match self {
+            SvmStep::Linear { warm, .. } => warm
+                .as_ref()
+                .map_or((Array1::zeros(0), 0.0), |s| (s.w.clone(), s.b)),
             SvmStep::Primal { warm, .. } => warm
                 .as_ref()
                 .map_or((Array1::zeros(0), 0.0), |s| (s.beta.clone(), s.b)),

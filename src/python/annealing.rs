@@ -26,6 +26,8 @@ pub(crate) struct PyAnnealingFit {
     n_solves: Vec<usize>,
     /// Per problem: whether the stopping rule was met before `max_iter`.
     converged: Vec<bool>,
+    /// How the SVM step was solved: `"kernel"` or `"linear"`.
+    solver: String,
 }
 
 impl PyAnnealingFit {
@@ -44,6 +46,7 @@ impl PyAnnealingFit {
             n_iter: fit.n_iter,
             n_solves: fit.n_solves,
             converged: fit.stop_reason.iter().map(StopReason::converged).collect(),
+            solver: fit.solver.as_str().to_string(),
         })
     }
 }

@@ -19,6 +19,8 @@
 //! * [`InnerSolver::Lbfgs`]: argmin's L-BFGS with a More-Thuente line search, stopped when the
 //!   gradient norm falls below `tol` times its initial value.
 
+pub mod linear;
+
 use std::cell::{Cell, RefCell};
 
 use argmin::core::{CostFunction, Executor, Gradient, State, TerminationReason};

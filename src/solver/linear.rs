@@ -1,0 +1,491 @@
+//! The weighted squared-hinge SVM of a linear kernel, in the primal over `w` in `R^d`.
+//!
+//! `J(w, b) = 1/2 |w|^2 + sum_j [c+_j max(0, 1 - f_j)^2 + c-_j max(0, 1 + f_j)^2]`,
+//! `f_j = x_j . w + b`,
+//!
+//! the problem of the module above with `K = I` and the instances as design rows (every
+//! instance a row with costs for both targets; AL-SVM's expected loss is `c+ = C p`,
+//! `c- = C (1 - p)`), with the bias unpenalised. With `d` much smaller than the number of
+//! instances it is far cheaper than the dual over every instance: each pass costs `O(nnz)`.
+//!
+//! Solver: truncated Newton (Newton-CG). The gradient is `(w + X^T g, sum g)` with
+//! `g_j = -2 c+_j max(0, 1 - f_j) + 2 c-_j max(0, 1 + f_j)`; the generalised Hessian
+//! (Mangasarian 2002; Keerthi & DeCoste 2005) is `[I + X^T D X, X^T D 1; 1^T D X, 1^T D 1]`
+//! with `D_j = 2 c+_j [f_j < 1] + 2 c-_j [f_j > -1]`, applied as Hessian-vector products over the
+//! rows with `D_j > 0` only, each in one pass over those rows (a row's dot and its scaled
+//! addition while it is in cache). Each Newton step solves the system by conjugate gradients with a
+//! Jacobi preconditioner to a relative residual `min(0.1, sqrt(|grad| / |grad_0|))` (the forcing
+//! term of Eisenstat & Walker), then minimises `J` exactly along the step: `J` is
+//! piecewise quadratic on the line, and a safeguarded Newton iteration on its derivative (a
+//! bracketing bisection when a step leaves the bracket) finds the minimiser with `O(n)` work
+//! per trial, the scores along the line being `f + t z` with `z = X s_w + s_b` computed once
+//! (the exact line search of LIBLINEAR's L2-loss primal solvers and Chapelle 2007).
+//! Stopped when `|grad| <= tol |grad_0|`, `grad_0` the gradient at `w = 0, b = 0` (LIBLINEAR's
+//! rule), so a warm start from the previous solution of an annealing or relabelling step ends
+//! at once when the costs barely changed.
+//!
+//! Parallel work: `X v` row by row and `X^T u` as partial sums over fixed blocks of rows added
+//! in block order, so the result is the same bits for any number of threads.
+
+use ndarray::{Array1, Array2};
+use rayon::prelude::*;
+
+use crate::bags::Instances;
+use crate::error::Result;
+use crate::kernel::Simd;
+use crate::progress::Cancel;
+
+/// Rows per block of `X^T u` (fixed: the partial sums and their order do not depend on the
+/// number of threads).
+const BLOCK_ROWS: usize = 2048;
+
+/// Cap on conjugate-gradient iterations per Newton step.
+const MAX_CG: usize = 250;
+
+/// The default relative gradient tolerance of [`LinearSquaredHinge::solve`].
+pub const LINEAR_TOL: f64 = 1e-6;
+
+/// The linear-kernel problem: instances and the costs of each target.
+#[derive(Debug, Clone, Copy)]
+pub struct LinearSquaredHinge<'a> {
+    /// Instance rows (dense or CSR).
+    pub x: &'a Instances,
+    /// Cost of the target +1 per instance (`0`: no such loss term).
+    pub c_pos: &'a [f64],
+    /// Cost of the target -1 per instance.
+    pub c_neg: &'a [f64],
+}
+
+/// A solution of [`LinearSquaredHinge`].
+#[derive(Debug, Clone)]
+pub struct LinearSolution {
+    /// Weight vector `w` (`n_features`).
+    pub w: Array1<f64>,
+    /// Bias `b`.
+    pub b: f64,
+    /// Objective `J(w, b)`.
+    pub value: f64,
+    /// Instance scores `f = X w + b` at the solution.
+    pub scores: Vec<f64>,
+    /// Newton iterations of the last solve.
+    pub n_iter: usize,
+    /// Whether the gradient tolerance was met (else the iteration cap stopped it).
+    pub converged: bool,
+}
+
+/// `out_j = x_j . v` for every row (in parallel, each row on its own: thread-count independent).
+fn x_dot(x: &Instances, v: &[f64], simd: Simd, out: &mut [f64]) {
+    match x {
+        Instances::Dense(a) => {
+            let d = a.ncols();
+            let data = a
+                .as_slice()
+                .expect("standard layout (checked by the solver)");
+            out.par_chunks_mut(BLOCK_ROWS)
+                .enumerate()
+                .for_each(|(blk, o)| {
+                    let lo = blk * BLOCK_ROWS;
+                    for (k, oj) in o.iter_mut().enumerate() {
+                        let j = lo + k;
+                        *oj = simd.dot(&data[j * d..(j + 1) * d], v);
+                    }
+                });
+        }
+        Instances::Sparse(c) => {
+            out.par_chunks_mut(BLOCK_ROWS)
+                .enumerate()
+                .for_each(|(blk, o)| {
+                    let lo = blk * BLOCK_ROWS;
+                    for (k, oj) in o.iter_mut().enumerate() {
+                        let (idx, val) = c.row(lo + k);
+                        *oj = idx.iter().zip(val).map(|(&i, &x)| x * v[i]).sum();
+                    }
+                });
+        }
+    }
+}
+
+/// `sum_j u_j x_j` over the rows with `u_j != 0`: a partial sum per block of rows, the blocks
+/// added in order.
+fn xt_dot(x: &Instances, u: &[f64], d: usize) -> Vec<f64> {
+    let n = u.len();
+    let partial: Vec<Option<Vec<f64>>> = (0..n.div_ceil(BLOCK_ROWS))
+        .into_par_iter()
+        .map(|blk| {
+            let (lo, hi) = (blk * BLOCK_ROWS, ((blk + 1) * BLOCK_ROWS).min(n));
+            if u[lo..hi].iter().all(|&v| v == 0.0) {
+                return None;
+            }
+            let mut acc = vec![0.0; d];
+            match x {
+                Instances::Dense(a) => {
+                    let data = a
+                        .as_slice()
+                        .expect("standard layout (checked by the solver)");
+                    for (j, &uj) in u.iter().enumerate().take(hi).skip(lo) {
+                        if uj != 0.0 {
+                            for (s, &xv) in acc.iter_mut().zip(&data[j * d..(j + 1) * d]) {
+                                *s += uj * xv;
+                            }
+                        }
+                    }
+                }
+                Instances::Sparse(c) => {
+                    for (j, &uj) in u.iter().enumerate().take(hi).skip(lo) {
+                        if uj != 0.0 {
+                            let (idx, val) = c.row(j);
+                            for (&i, &xv) in idx.iter().zip(val) {
+                                acc[i] += uj * xv;
+                            }
+                        }
+                    }
+                }
+            }
+            Some(acc)
+        })
+        .collect();
+    let mut out = vec![0.0; d];
+    for acc in partial.into_iter().flatten() {
+        for (o, v) in out.iter_mut().zip(acc) {
+            *o += v;
+        }
+    }
+    out
+}
+
+/// `sum_j D_j x_jk^2` for every feature `k` (the Jacobi preconditioner), blocks in order.
+fn weighted_sq_columns(x: &Instances, dj: &[f64], d: usize) -> Vec<f64> {
+    let n = dj.len();
+    let partial: Vec<Vec<f64>> = (0..n.div_ceil(BLOCK_ROWS))
+        .into_par_iter()
+        .map(|blk| {
+            let (lo, hi) = (blk * BLOCK_ROWS, ((blk + 1) * BLOCK_ROWS).min(n));
+            let mut acc = vec![0.0; d];
+            for (j, &w) in dj.iter().enumerate().take(hi).skip(lo) {
+                if w == 0.0 {
+                    continue;
+                }
+                match x {
+                    Instances::Dense(a) => {
+                        for (s, &xv) in acc.iter_mut().zip(a.row(j)) {
+                            *s += w * xv * xv;
+                        }
+                    }
+                    Instances::Sparse(c) => {
+                        let (idx, val) = c.row(j);
+                        for (&i, &xv) in idx.iter().zip(val) {
+                            acc[i] += w * xv * xv;
+                        }
+                    }
+                }
+            }
+            acc
+        })
+        .collect();
+    let mut out = vec![0.0; d];
+    for acc in partial {
+        for (o, v) in out.iter_mut().zip(acc) {
+            *o += v;
+        }
+    }
+    out
+}
+
+/// `(X_A^T D (X_A p_w + p_b), 1^T D (X_A p_w + p_b))` over the active rows `A` (`D_j > 0`),
+/// one pass: each row's dot and its scaled addition while the row is in cache; a partial sum
+/// per fixed block of active rows, the blocks added in order.
+fn hessian_product(
+    x: &Instances,
+    active: &[usize],
+    dj: &[f64],
+    p_w: &[f64],
+    p_b: f64,
+    simd: Simd,
+) -> (Vec<f64>, f64) {
+    let d = p_w.len();
+    let partial: Vec<(Vec<f64>, f64)> = active
+        .par_chunks(BLOCK_ROWS)
+        .map(|rows| {
+            let mut acc = vec![0.0; d];
+            let mut acc_b = 0.0;
+            match x {
+                Instances::Dense(a) => {
+                    let data = a
+                        .as_slice()
+                        .expect("standard layout (checked by the solver)");
+                    for &j in rows {
+                        let row = &data[j * d..(j + 1) * d];
+                        let u = dj[j] * (simd.dot(row, p_w) + p_b);
+                        acc_b += u;
+                        for (s, &xv) in acc.iter_mut().zip(row) {
+                            *s += u * xv;
+                        }
+                    }
+                }
+                Instances::Sparse(c) => {
+                    for &j in rows {
+                        let (idx, val) = c.row(j);
+                        let t: f64 = idx.iter().zip(val).map(|(&i, &v)| v * p_w[i]).sum();
+                        let u = dj[j] * (t + p_b);
+                        acc_b += u;
+                        for (&i, &v) in idx.iter().zip(val) {
+                            acc[i] += u * v;
+                        }
+                    }
+                }
+            }
+            (acc, acc_b)
+        })
+        .collect();
+    let mut out = vec![0.0; d];
+    let mut out_b = 0.0;
+    for (acc, b) in partial {
+        out.iter_mut().zip(acc).for_each(|(o, v)| *o += v);
+        out_b += b;
+    }
+    (out, out_b)
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+impl LinearSquaredHinge<'_> {
+    /// Loss gradient `g_j` and curvature `D_j` of every row at the scores `f`, and the loss.
+    fn loss_terms(&self, f: &[f64], g: &mut [f64], dj: &mut [f64]) -> f64 {
+        let mut loss = 0.0;
+        for j in 0..f.len() {
+            let (cp, cn) = (self.c_pos[j], self.c_neg[j]);
+            let (mut gj, mut d) = (0.0, 0.0);
+            let up = 1.0 - f[j];
+            if cp > 0.0 && up > 0.0 {
+                loss += cp * up * up;
+                gj -= 2.0 * cp * up;
+                d += 2.0 * cp;
+            }
+            let dn = 1.0 + f[j];
+            if cn > 0.0 && dn > 0.0 {
+                loss += cn * dn * dn;
+                gj += 2.0 * cn * dn;
+                d += 2.0 * cn;
+            }
+            g[j] = gj;
+            dj[j] = d;
+        }
+        loss
+    }
+
+    /// Derivative and second derivative in `t` of the loss at the scores `f + t z`.
+    fn line_terms(&self, f: &[f64], z: &[f64], t: f64) -> (f64, f64) {
+        let (mut d1, mut d2) = (0.0, 0.0);
+        for j in 0..f.len() {
+            if z[j] == 0.0 {
+                continue;
+            }
+            let fj = f[j] + t * z[j];
+            let (cp, cn) = (self.c_pos[j], self.c_neg[j]);
+            if cp > 0.0 && fj < 1.0 {
+                d1 -= 2.0 * cp * (1.0 - fj) * z[j];
+                d2 += 2.0 * cp * z[j] * z[j];
+            }
+            if cn > 0.0 && fj > -1.0 {
+                d1 += 2.0 * cn * (1.0 + fj) * z[j];
+                d2 += 2.0 * cn * z[j] * z[j];
+            }
+        }
+        (d1, d2)
+    }
+
+    /// Minimises `J` from `warm` (`(w, b)`; `None`: zero) to `|grad| <= tol |grad_0|`, with at
+    /// most `max_iter` Newton steps; checks `cancel` at every step.
+    pub fn solve(
+        &self,
+        warm: Option<(&[f64], f64)>,
+        tol: f64,
+        max_iter: usize,
+        cancel: &Cancel,
+    ) -> Result<LinearSolution> {
+        if let Instances::Dense(a) = self.x {
+            if !a.is_standard_layout() {
+                // The row loops read rows as slices: a standard-layout copy once.
+                let x = Instances::Dense(a.as_standard_layout().into_owned());
+                return LinearSquaredHinge { x: &x, ..*self }.solve(warm, tol, max_iter, cancel);
+            }
+        }
+        let (n, d) = (self.x.n_rows(), self.x.n_features());
+        let simd = Simd::detect();
+        let (mut w, mut b) = match warm {
+            Some((w, b)) => (w.to_vec(), b),
+            None => (vec![0.0; d], 0.0),
+        };
+        let mut f = vec![0.0; n];
+        x_dot(self.x, &w, simd, &mut f);
+        f.iter_mut().for_each(|v| *v += b);
+        let (mut g, mut dj) = (vec![0.0; n], vec![0.0; n]);
+        // The gradient at w = 0, b = 0: the scale of the stopping rule.
+        let g0: Vec<f64> = (0..n)
+            .map(|j| 2.0 * (self.c_neg[j] - self.c_pos[j]))
+            .collect();
+        let grad0_w = xt_dot(self.x, &g0, d);
+        let grad0 = (dot(&grad0_w, &grad0_w) + g0.iter().sum::<f64>().powi(2)).sqrt();
+        let mut loss = self.loss_terms(&f, &mut g, &mut dj);
+        let (mut n_iter, mut converged) = (0, false);
+        let mut z = vec![0.0; n];
+        loop {
+            cancel.check()?;
+            let mut grad_w = xt_dot(self.x, &g, d);
+            grad_w.iter_mut().zip(&w).for_each(|(gw, &wv)| *gw += wv);
+            let grad_b: f64 = g.iter().sum();
+            let gnorm = (dot(&grad_w, &grad_w) + grad_b * grad_b).sqrt();
+            if gnorm <= tol * grad0 || gnorm == 0.0 {
+                converged = true;
+                break;
+            }
+            if n_iter >= max_iter {
+                break;
+            }
+            n_iter += 1;
+            let forcing = (gnorm / grad0.max(f64::MIN_POSITIVE)).sqrt().min(0.1);
+            let (s_w, s_b) = self.newton_direction(&dj, &grad_w, grad_b, forcing, simd);
+            // Exact line search on the piecewise-quadratic J(w + t s_w, b + t s_b).
+            x_dot(self.x, &s_w, simd, &mut z);
+            z.iter_mut().for_each(|v| *v += s_b);
+            let (ws, ss) = (dot(&w, &s_w), dot(&s_w, &s_w));
+            let t = self.line_search(&f, &z, ws, ss);
+            if t == 0.0 {
+                break; // no descent left at machine precision
+            }
+            w.iter_mut().zip(&s_w).for_each(|(wv, &sv)| *wv += t * sv);
+            b += t * s_b;
+            f.iter_mut().zip(&z).for_each(|(fv, &zv)| *fv += t * zv);
+            loss = self.loss_terms(&f, &mut g, &mut dj);
+        }
+        let value = 0.5 * dot(&w, &w) + loss;
+        Ok(LinearSolution {
+            w: Array1::from(w),
+            b,
+            value,
+            scores: f,
+            n_iter,
+            converged,
+        })
+    }
+
+    /// The Newton direction: `H s = -grad` by Jacobi-preconditioned conjugate gradients, to a
+    /// relative residual `forcing`.
+    fn newton_direction(
+        &self,
+        dj: &[f64],
+        grad_w: &[f64],
+        grad_b: f64,
+        forcing: f64,
+        simd: Simd,
+    ) -> (Vec<f64>, f64) {
+        let (n, d) = (dj.len(), grad_w.len());
+        let sum_d: f64 = dj.iter().sum();
+        // Preconditioner: the diagonal of H (the bias entry guarded: no loss term active).
+        let mut m_w = weighted_sq_columns(self.x, dj, d);
+        m_w.iter_mut().for_each(|v| *v += 1.0);
+        let m_b = if sum_d > 0.0 { sum_d } else { 1.0 };
+        let active: Vec<usize> = (0..n).filter(|&j| dj[j] > 0.0).collect();
+        let hess = |p_w: &[f64], p_b: f64| -> (Vec<f64>, f64) {
+            let (mut h_w, h_b) = hessian_product(self.x, &active, dj, p_w, p_b, simd);
+            h_w.iter_mut().zip(p_w).for_each(|(h, &p)| *h += p);
+            (h_w, h_b)
+        };
+        let (mut s_w, mut s_b) = (vec![0.0; d], 0.0);
+        let mut r_w: Vec<f64> = grad_w.iter().map(|g| -g).collect();
+        let mut r_b = -grad_b;
+        let r0 = (dot(&r_w, &r_w) + r_b * r_b).sqrt();
+        let mut z_w: Vec<f64> = r_w.iter().zip(&m_w).map(|(r, m)| r / m).collect();
+        let mut z_b = r_b / m_b;
+        let (mut p_w, mut p_b) = (z_w.clone(), z_b);
+        let mut rz = dot(&r_w, &z_w) + r_b * z_b;
+        for _ in 0..MAX_CG {
+            let (hp_w, hp_b) = hess(&p_w, p_b);
+            let php = dot(&p_w, &hp_w) + p_b * hp_b;
+            if php <= 0.0 || !php.is_finite() {
+                break; // only the unpenalised bias without active rows: no curvature left
+            }
+            let alpha = rz / php;
+            s_w.iter_mut().zip(&p_w).for_each(|(s, &p)| *s += alpha * p);
+            s_b += alpha * p_b;
+            r_w.iter_mut()
+                .zip(&hp_w)
+                .for_each(|(r, &h)| *r -= alpha * h);
+            r_b -= alpha * hp_b;
+            if (dot(&r_w, &r_w) + r_b * r_b).sqrt() <= forcing * r0 {
+                break;
+            }
+            z_w = r_w.iter().zip(&m_w).map(|(r, m)| r / m).collect();
+            z_b = r_b / m_b;
+            let rz_new = dot(&r_w, &z_w) + r_b * z_b;
+            let beta = rz_new / rz;
+            rz = rz_new;
+            p_w.iter_mut()
+                .zip(&z_w)
+                .for_each(|(p, &z)| *p = z + beta * *p);
+            p_b = z_b + beta * p_b;
+        }
+        (s_w, s_b)
+    }
+
+    /// The minimiser `t >= 0` of `J` along the direction: `phi'(t) = ws + t ss + loss'(t)`,
+    /// found by Newton steps on `phi'` kept inside a bracket `[lo, hi]` (bisection otherwise).
+    fn line_search(&self, f: &[f64], z: &[f64], ws: f64, ss: f64) -> f64 {
+        let dphi = |t: f64| {
+            let (l1, l2) = self.line_terms(f, z, t);
+            (ws + t * ss + l1, ss + l2)
+        };
+        let (d0, _) = dphi(0.0);
+        if d0 >= 0.0 {
+            return 0.0; // not a descent direction (the gradient is at rounding level)
+        }
+        let (mut lo, mut hi) = (0.0, 1.0);
+        let mut at_hi = dphi(hi);
+        let mut grow = 0;
+        while at_hi.0 < 0.0 && grow < 60 {
+            lo = hi;
+            hi *= 2.0;
+            at_hi = dphi(hi);
+            grow += 1;
+        }
+        if at_hi.0 < 0.0 {
+            return hi;
+        }
+        // Newton from t = 1 (the full Newton step, usually exact), safeguarded by the bracket.
+        let mut t = 1.0_f64.clamp(lo, hi);
+        for _ in 0..100 {
+            let (v, curv) = dphi(t);
+            if v == 0.0 {
+                return t;
+            }
+            if v < 0.0 {
+                lo = t;
+            } else {
+                hi = t;
+            }
+            let newton = if curv > 0.0 { t - v / curv } else { f64::NAN };
+            let next = if newton > lo && newton < hi {
+                newton
+            } else {
+                0.5 * (lo + hi)
+            };
+            if (next - t).abs() <= 1e-15 * t.abs().max(1.0) || hi - lo <= 1e-15 * hi {
+                return next;
+            }
+            t = next;
+        }
+        t
+    }
+}
+
+/// The weight vectors of several problems as the rows of one basis (`n_problems x d`), the
+/// form a linear [`crate::model::Model`] stores them in.
+pub fn stack_weights(ws: &[&Array1<f64>], d: usize) -> Array2<f64> {
+    let mut out = Array2::zeros((ws.len(), d));
+    for (mut row, w) in out.rows_mut().into_iter().zip(ws) {
+        row.assign(w);
+    }
+    out
+}
