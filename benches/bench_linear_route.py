@@ -55,7 +55,7 @@ def diy_mi_svm(bags, y, C=1.0, max_rounds=20):
 
 
 def run_set(name, bags, y, test, yt, kernel_max, out, methods=("miSVM", "MISVM")):
-    n = sum(len(b) for b in bags)
+    n = sum(b.shape[0] for b in bags)
     for m in methods:
         cls = getattr(milsvm, m)
         row = {}

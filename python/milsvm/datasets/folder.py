@@ -38,7 +38,18 @@ def _bag_files(folder, suffixes, what):
     return files
 
 
-def _result(bags, y, ids, return_bag_names):
+def _load_folder(folder, suffixes, what, labels, read, return_bag_names):
+    """The bags of the files of ``folder`` ending in ``suffixes``, each read by ``read(path)``
+    (an array, or a ``ValueError`` naming the file), paired with ``labels``."""
+    files = _bag_files(folder, suffixes, what)
+    ids, y = _pair(files, _as_labels(labels), os.fspath(folder))
+    bags = []
+    for bag_id in ids:
+        path = files[bag_id]
+        if os.path.getsize(path) == 0:
+            raise ValueError(f"{path}: the file is empty")
+        bags.append(_as_features(read(path), path))
+    _check_widths(bags, [files[b] for b in ids])
     return (bags, y, list(ids)) if return_bag_names else (bags, y)
 
 
@@ -78,20 +89,13 @@ def load_npy_folder(folder, labels=None, *, mmap=True, return_bag_names=False):
     TypeError
         A file whose dtype is not real numbers.
     """
-    files = _bag_files(folder, (".npy",), ".npy")
-    ids, y = _pair(files, _as_labels(labels), os.fspath(folder))
-    bags = []
-    for bag_id in ids:
-        path = files[bag_id]
-        if os.path.getsize(path) == 0:
-            raise ValueError(f"{path}: the file is empty")
+    def read(path):
         try:
-            array = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+            return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
         except (ValueError, OSError, EOFError) as exc:
             raise ValueError(f"{path}: not a readable .npy array ({' '.join(str(exc).split())})") from None
-        bags.append(_as_features(array, path))
-    _check_widths(bags, [files[b] for b in ids])
-    return _result(bags, y, ids, return_bag_names)
+
+    return _load_folder(folder, (".npy",), ".npy", labels, read, return_bag_names)
 
 
 def load_h5_folder(folder, labels=None, *, dataset="features", return_bag_names=False):
@@ -128,13 +132,8 @@ def load_h5_folder(folder, labels=None, *, dataset="features", return_bag_names=
         import h5py
     except ImportError:
         raise ImportError("reading HDF5 bag files needs h5py: pip install h5py (or milsvm[hdf5])") from None
-    files = _bag_files(folder, (".h5", ".hdf5"), "HDF5")
-    ids, y = _pair(files, _as_labels(labels), os.fspath(folder))
-    bags = []
-    for bag_id in ids:
-        path = files[bag_id]
-        if os.path.getsize(path) == 0:
-            raise ValueError(f"{path}: the file is empty")
+
+    def read(path):
         try:
             handle = h5py.File(path, "r")
         except OSError as exc:
@@ -144,7 +143,6 @@ def load_h5_folder(folder, labels=None, *, dataset="features", return_bag_names=
                 found = sorted(k for k in handle.keys())
                 raise ValueError(f"{path}: no dataset {dataset!r} (the file has: "
                                  f"{', '.join(repr(k) for k in found) or 'nothing'})")
-            array = handle[dataset][()]
-        bags.append(_as_features(np.asarray(array), path))
-    _check_widths(bags, [files[b] for b in ids])
-    return _result(bags, y, ids, return_bag_names)
+            return np.asarray(handle[dataset][()])
+
+    return _load_folder(folder, (".h5", ".hdf5"), "HDF5", labels, read, return_bag_names)
