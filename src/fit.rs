@@ -1,7 +1,8 @@
 //! The one fit path: the [`Fit`] trait every algorithm implements on its checked
 //! hyperparameters, the prologue every fit shares (`Prologue`: labels, class weights, thread
 //! pool, observer, cancellation), the binary problems of a fit (`Setup::one_vs_rest`) and the
-//! one [`StopReason`] of every iterative method.
+//! one [`StopReason`] of every iterative method; [`FitPath`], a grid over `C` fitted as one
+//! warm-started path.
 
 use rayon::prelude::*;
 
@@ -30,6 +31,123 @@ where
     type Output = <P::Checked as Fit>::Output;
     fn fit(&self, bags: &Bags, labels: &[usize]) -> Result<Self::Output> {
         self.check_ref()?.fit(bags, labels)
+    }
+}
+
+/// A grid over `C` fitted as one path: the models of the same hyperparameters at every value of
+/// `cs`, equal to independent fits ([`Fit::fit`] with `C` set to each value) up to the solver's
+/// tolerance, at a fraction of their cost.
+///
+/// A path computes once what does not depend on `C` (the set-kernel Gram matrix, the kernel
+/// rows and their cache, the expansion vectors and their kernel values) and visits the values
+/// in ascending order (duplicates once each), starting each solve from the previous value's
+/// solution, as LIBLINEAR's warm-started `C` search does (Chu, Chiang, Chou & Lin 2015): the
+/// SMO from the previous dual scaled by `C_new / C_old` (feasible for the new box, its gradient
+/// known from the scaled `Q a` without a kernel row; DeCoste & Wagstaff 2000's alpha seeding),
+/// the primal squared-hinge solvers from the previous `(beta, b)`. Implemented by MI-Kernel, RS
+/// (the MI-Kernel path, then each reduced set), NSK, sMIL and RSVM (`max_iter = 0`); SparseMI
+/// with outer iterations fits each value independently through the same call (its descent on
+/// the expansion vectors is not convex, and a start from another `C`'s vectors would change
+/// its result). The annealing family, SVM-CC and the one-class MI-SVM have no path (the first
+/// two alternate non-convex steps from a start tied to `C`; the last has no `C`).
+pub trait FitPath: Fit {
+    /// Fits one model per value of `cs` (each finite and > 0; any order, repeats allowed),
+    /// returned in the order of `cs`. The `C` of the hyperparameters themselves is ignored.
+    fn fit_path(&self, bags: &Bags, labels: &[usize], cs: &[f64]) -> Result<Vec<Self::Output>>;
+}
+
+/// The builders fit paths too, checking their hyperparameters first.
+impl<P> FitPath for P
+where
+    P: crate::params::ParamGuard,
+    P::Checked: FitPath,
+{
+    fn fit_path(&self, bags: &Bags, labels: &[usize], cs: &[f64]) -> Result<Vec<Self::Output>> {
+        self.check_ref()?.fit_path(bags, labels, cs)
+    }
+}
+
+/// The values of a `C` path: the distinct values of `cs` in ascending order and, for every
+/// entry of `cs`, the index of its value among them.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CPath {
+    /// The distinct values, ascending.
+    pub values: Vec<f64>,
+    /// For each entry of the caller's `cs`, its index in `values`.
+    pub slot: Vec<usize>,
+}
+
+impl CPath {
+    /// Checks `cs` (at least one value, each finite and > 0) and sorts it.
+    pub fn new(cs: &[f64]) -> Result<Self> {
+        if cs.is_empty() {
+            return Err(crate::error::invalid_param(
+                "a C path needs at least one value of C",
+            ));
+        }
+        if let Some(c) = cs.iter().find(|c| !(c.is_finite() && **c > 0.0)) {
+            return Err(crate::error::invalid_param(format!(
+                "every C of a path must be a finite number > 0, got {c}"
+            )));
+        }
+        let mut values = cs.to_vec();
+        values.sort_by(f64::total_cmp);
+        values.dedup();
+        let slot = cs
+            .iter()
+            .map(|c| values.partition_point(|v| v < c))
+            .collect();
+        Ok(Self { values, slot })
+    }
+
+    /// The results of the ascending values, one per entry of the caller's `cs` (a repeated
+    /// value's result is cloned).
+    pub fn in_given_order<T: Clone>(&self, results: Vec<T>) -> Vec<T> {
+        self.slot.iter().map(|&k| results[k].clone()).collect()
+    }
+}
+
+/// Turns per-problem paths (`[problem][value]`) into per-value fits (`[value][problem]`).
+pub(crate) fn by_value<T>(per_problem: Vec<Vec<T>>) -> Vec<Vec<T>> {
+    let n_values = per_problem.first().map_or(0, Vec::len);
+    let mut out: Vec<Vec<T>> = (0..n_values)
+        .map(|_| Vec::with_capacity(per_problem.len()))
+        .collect();
+    for path in per_problem {
+        for (slot, fit) in out.iter_mut().zip(path) {
+            slot.push(fit);
+        }
+    }
+    out
+}
+
+/// Where a path solve starts: the previous value's dual `alpha` (and `Q alpha`) scaled by
+/// `ratio = C_new / C_old`, kept inside the new box `[0, u]` (a variable at its old bound goes
+/// to its new bound exactly, so that rounding in the product does not leave it a hair inside
+/// or outside). The equality `y^T a = 0` of the hinge duals holds for the scaled start
+/// exactly as for the previous solution.
+pub(crate) fn scaled_dual(
+    previous: &crate::smo::DualSolution,
+    old_u: &[f64],
+    new_u: &[f64],
+    ratio: f64,
+) -> crate::smo::DualSolution {
+    let alpha = previous
+        .alpha
+        .iter()
+        .zip(old_u.iter().zip(new_u))
+        .map(|(&a, (&uo, &un))| {
+            if a >= uo {
+                un
+            } else {
+                (a * ratio).clamp(0.0, un)
+            }
+        })
+        .collect();
+    crate::smo::DualSolution {
+        alpha,
+        q_alpha: previous.q_alpha.iter().map(|q| q * ratio).collect(),
+        ..previous.clone()
     }
 }
 
