@@ -44,8 +44,10 @@ where
 /// solution, as LIBLINEAR's warm-started `C` search does (Chu, Chiang, Chou & Lin 2015): the
 /// SMO from the previous dual scaled by `C_new / C_old` (feasible for the new box, its gradient
 /// known from the scaled `Q a` without a kernel row; DeCoste & Wagstaff 2000's alpha seeding),
-/// the primal squared-hinge solvers from the previous `(beta, b)`. Implemented by MI-Kernel, RS
-/// (the MI-Kernel path, then each reduced set), NSK, sMIL and RSVM (`max_iter = 0`); SparseMI
+/// the primal squared-hinge solvers from the previous `(beta, b)`. Implemented by MI-Kernel,
+/// NSK, sMIL and RSVM (`max_iter = 0`); RS reuses MI-Kernel's `K_set` without a warm start (its
+/// greedy construction is not continuous in the coefficients), so its path equals independent
+/// fits bit for bit; SparseMI
 /// with outer iterations fits each value independently through the same call (its descent on
 /// the expansion vectors is not convex, and a start from another `C`'s vectors would change
 /// its result). The annealing family, SVM-CC and the one-class MI-SVM have no path (the first

@@ -113,18 +113,18 @@ fn mi_kernel_path_equals_independent_fits() -> TestResult {
 
 #[test]
 fn reduced_set_path_equals_independent_fits() -> TestResult {
-    let data = noisy_bags(3, 30, 2, 1.5);
-    let (bags, labels) = &data;
-    let p = ReducedSetParams::new().n_xv(4);
-    let score = model_scores(bags);
-    check(
-        "RS",
-        &p,
-        |c| p.clone().c(c).fit(bags, labels),
-        |f| score(&f.model),
-        &data,
-        1e-6,
-    )
+    // RS's path reuses K_set only (no warm start): the same models, bit for bit.
+    for (seed, n_classes) in [(3, 2), (2, 3)] {
+        let (bags, labels) = noisy_bags(seed, 30, n_classes, 1.5);
+        let p = ReducedSetParams::new().n_xv(4);
+        let path = p.fit_path(&bags, &labels, &CS)?;
+        for (fit, &c) in path.iter().zip(&CS) {
+            let alone = p.clone().c(c).fit(&bags, &labels)?;
+            assert_eq!(fit.model.coef, alone.model.coef);
+            assert_eq!(fit.model.intercept, alone.model.intercept);
+        }
+    }
+    Ok(())
 }
 
 #[test]

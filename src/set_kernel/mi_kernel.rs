@@ -215,7 +215,7 @@ impl MiKernelValidParams {
     /// (class 1 positive), independent one-vs-rest problems sharing `K_set` otherwise (solved
     /// in parallel). RS runs it inside its own fit. The path of the one value `C`.
     pub(super) fn fit_impl(&self, setup: &Setup) -> Result<MiKernelFit> {
-        let mut fits = self.path_impl(setup, &[self.c])?;
+        let mut fits = self.path_from(setup, &[self.c], false)?;
         fits.pop()
             .ok_or_else(|| Error::Solver("MI-Kernel: an empty path".into()))
     }
@@ -223,7 +223,19 @@ impl MiKernelValidParams {
     /// The fits at the ascending values `cs` ([`crate::fit::FitPath`]): `K_set` once, then per
     /// binary problem one solve per value, each started from the previous value's
     /// `(beta, b)` (the first from zero).
-    pub(super) fn path_impl(&self, setup: &Setup, cs: &[f64]) -> Result<Vec<MiKernelFit>> {
+    fn path_impl(&self, setup: &Setup, cs: &[f64]) -> Result<Vec<MiKernelFit>> {
+        self.path_from(setup, cs, true)
+    }
+
+    /// [`MiKernelValidParams::path_impl`], with every solve started from zero unless `warm`:
+    /// `K_set` is still computed once, and the fits equal independent fits bit for bit (RS's
+    /// path, whose greedy construction is not continuous in the coefficients).
+    pub(super) fn path_from(
+        &self,
+        setup: &Setup,
+        cs: &[f64],
+        warm: bool,
+    ) -> Result<Vec<MiKernelFit>> {
         let bags = setup.bags;
         let (kernel, gamma) = self.kernel.resolve(self.gamma, bags.instances());
         let gram = set_kernel_gram_cancellable(kernel, bags, self.observer.cancel())?;
@@ -240,7 +252,7 @@ impl MiKernelValidParams {
                 for &c in cs {
                     self.observer.check()?;
                     let costs: Vec<f64> = problem.weights.iter().map(|w| c * w).collect();
-                    let warm = path.last().map(|s| (s.beta.view(), s.b));
+                    let start = path.last().filter(|_| warm).map(|s| (s.beta.view(), s.b));
                     let sol = SquaredHinge {
                         k: k_reg.view(),
                         x: gram.view(),
@@ -248,7 +260,7 @@ impl MiKernelValidParams {
                         c: &costs,
                         c_opp: &[],
                     }
-                    .solve(self.solver, warm, tol, self.inner_max_iter)?;
+                    .solve(self.solver, start, tol, self.inner_max_iter)?;
                     path.push(sol);
                 }
                 Ok(path)
