@@ -20,8 +20,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use super::convert::{bags, params_from, to_usize};
+use crate::bags::Bags;
 use crate::error::Error;
-use crate::fit::Fit;
+use crate::fit::{Fit, FitPath};
 use crate::params::Hyperparams;
 use crate::progress::{Cancel, Observer, Progress};
 
@@ -139,25 +140,82 @@ where
     P::Checked: Fit,
     <P::Checked as Fit>::Output: Send,
 {
+    fit_call::<P, _>(
+        py,
+        x,
+        bag_ptr,
+        labels,
+        params,
+        progress,
+        |p, bags, labels| p.fit(bags, labels),
+    )
+}
+
+/// The path binding ([`FitPath`]): as [`fit_with`], fitting every value of `cs` (the `C` in
+/// `params` is ignored), the results in the order of `cs`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn path_with<P>(
+    py: Python<'_>,
+    x: &Bound<'_, PyAny>,
+    bag_ptr: PyReadonlyArray1<i64>,
+    labels: PyReadonlyArray1<i64>,
+    params: &Bound<'_, PyDict>,
+    cs: Vec<f64>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Vec<<P::Checked as Fit>::Output>>
+where
+    P: Hyperparams + Sync,
+    P::Checked: FitPath,
+    <P::Checked as Fit>::Output: Send,
+{
+    fit_call::<P, _>(
+        py,
+        x,
+        bag_ptr,
+        labels,
+        params,
+        progress,
+        |p, bags, labels| p.fit_path(bags, labels, &cs),
+    )
+}
+
+/// What [`fit_with`] and [`path_with`] share: the builder from `params` with an observer of
+/// `progress`, the bags and labels converted, then `f` run cancellably.
+fn fit_call<P, T>(
+    py: Python<'_>,
+    x: &Bound<'_, PyAny>,
+    bag_ptr: PyReadonlyArray1<i64>,
+    labels: PyReadonlyArray1<i64>,
+    params: &Bound<'_, PyDict>,
+    progress: Option<Py<PyAny>>,
+    f: impl FnOnce(&P, &Bags, &[usize]) -> Result<T, Error> + Send,
+) -> PyResult<T>
+where
+    P: Hyperparams + Sync,
+    T: Send,
+{
     let mut p: P = params_from(params)?;
     let cancel = Cancel::new();
     let failure: Failure = Arc::default();
     p.set_observer(observer_of(progress, cancel.clone(), failure.clone()));
     let bags = bags(x, bag_ptr)?;
     let labels = to_usize(labels.as_slice()?, "labels")?;
-    run_cancellable(py, &cancel, &failure, || p.fit(&bags, &labels))
+    run_cancellable(py, &cancel, &failure, || f(&p, &bags, &labels))
 }
 
 /// Declares the bindings of one fit: `$fit(x, bag_ptr, labels, params, progress=None)`, which
 /// fills the builder `$params` from the dict `params` and returns the typed result `$result`
 /// (built by its `new(py, fit)`), and `$fit_hyperparameters()`, the builder's declared
-/// parameters as `(name, default, doc)` tuples; `register(m)` (or the name given last) adds
-/// both and the result class.
+/// parameters as `(name, default, doc)` tuples; `register(m)` (or the name given next) adds
+/// both and the result class. With `path $path` last (for a builder whose checked type
+/// implements [`FitPath`]), also `$path(x, bag_ptr, labels, params, cs, progress=None)`, the
+/// list of results at the values `cs` of `C` (a warm-started path).
 macro_rules! fit_bindings {
     ($(#[$doc:meta])* $fit:ident, $specs:ident, $params:ty, $result:ty) => {
         $crate::python::run::fit_bindings!($(#[$doc])* $fit, $specs, $params, $result, register);
     };
-    ($(#[$doc:meta])* $fit:ident, $specs:ident, $params:ty, $result:ty, $register:ident) => {
+    ($(#[$doc:meta])* $fit:ident, $specs:ident, $params:ty, $result:ty, $register:ident
+        $(, path $path:ident)?) => {
         $(#[$doc])*
         #[pyfunction]
         #[pyo3(signature = (x, bag_ptr, labels, params, progress=None))]
@@ -175,6 +233,30 @@ macro_rules! fit_bindings {
             <$result>::new(py, fit)
         }
 
+        $(
+            /// The `C` path of this fit: one result per value of `cs`, in the order of `cs`,
+            /// equal to independent fits up to the solver's tolerance (the `C` of `params` is
+            /// ignored).
+            #[pyfunction]
+            #[pyo3(signature = (x, bag_ptr, labels, params, cs, progress=None))]
+            pub(crate) fn $path<'py>(
+                py: Python<'py>,
+                x: &Bound<'py, PyAny>,
+                bag_ptr: PyReadonlyArray1<i64>,
+                labels: PyReadonlyArray1<i64>,
+                params: &Bound<'py, PyDict>,
+                cs: Vec<f64>,
+                progress: Option<Py<PyAny>>,
+            ) -> PyResult<Vec<$result>> {
+                $crate::python::run::path_with::<$params>(
+                    py, x, bag_ptr, labels, params, cs, progress,
+                )?
+                .into_iter()
+                .map(|fit| <$result>::new(py, fit))
+                .collect()
+            }
+        )?
+
         /// The hyperparameters the core declares for this fit: `(name, default, doc)` each.
         #[pyfunction]
         pub(crate) fn $specs(
@@ -183,9 +265,11 @@ macro_rules! fit_bindings {
             $crate::python::convert::specs_of::<$params>(py)
         }
 
-        /// Adds the fit, its hyperparameters and its result class to the module.
+        /// Adds the fit, its hyperparameters, its path if any and its result class to the
+        /// module.
         pub(crate) fn $register(m: &Bound<'_, PyModule>) -> PyResult<()> {
             m.add_function(wrap_pyfunction!($fit, m)?)?;
+            $( m.add_function(wrap_pyfunction!($path, m)?)?; )?
             m.add_function(wrap_pyfunction!($specs, m)?)?;
             m.add_class::<$result>()
         }

@@ -46,7 +46,8 @@ fit_bindings!(
     fit_nsk_hyperparameters,
     NskParams,
     PyNskFit,
-    register_nsk
+    register_nsk,
+    path fit_nsk_path
 );
 
 fit_bindings!(
@@ -55,7 +56,8 @@ fit_bindings!(
     fit_smil_hyperparameters,
     SmilParams,
     PyNskFit,
-    register_smil
+    register_smil,
+    path fit_smil_path
 );
 
 /// Adds the NSK and sMIL fits to the module.
