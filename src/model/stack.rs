@@ -13,7 +13,8 @@ use crate::error::{invalid_param, Result};
 use crate::kernel::Rows;
 
 /// Bag scores of every model (each `n_bags x n_outputs` of its model) on the bags of `rows`
-/// with offsets `bag_ptr`: as [`Predictor::decision_function_rows`] of each model, with the
+/// with offsets `bag_ptr`: as [`Predictor::decision_function_rows`] of each model (each
+/// checked by [`Model::check`]), with the
 /// kernel values computed once over the union of the models' expansion vectors (rows equal bit
 /// for bit are one vector). The models must share the kernel, the pooling, the number of
 /// features and the scaler; calibrations are ignored. The scores equal each model's own up to
@@ -28,6 +29,7 @@ pub fn decision_functions(
         return Ok(Vec::new());
     };
     for m in models {
+        m.check()?;
         if m.kernel != first.kernel
             || m.pooling != first.pooling
             || m.n_features() != first.n_features()
