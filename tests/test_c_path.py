@@ -157,3 +157,38 @@ def test_cv_choices_are_the_same_with_and_without_paths(name, monkeypatch):
         assert a["inner_accuracy"] == b["inner_accuracy"]
         assert a["accuracy"] == b["accuracy"]
     assert counts[0] == counts[1] == n_fits(3, 8, 3)
+
+
+@pytest.mark.parametrize("name", ["NSK", "MIKernel"])
+def test_path_calibration_equals_each_values_own(name):
+    """With ``probability=True`` the calibration's internal refits run as paths; the sigmoids
+    and probabilities are those of independent fits with ``probability=True``."""
+    cls = ESTIMATORS[name]
+    bags, y = noisy_bags(3, n_bags=30)
+    cs = [0.5, 5.0, 50.0]
+    fitted = cls(probability=True).fit_path(bags, y, cs)
+    for e, c in zip(fitted, cs):
+        alone = cls(**{**e.get_params(), "C": c}).fit(bags, y)
+        np.testing.assert_allclose(e.predict_proba(bags), alone.predict_proba(bags), rtol=0, atol=1e-6)
+
+
+def test_cv_inner_fits_skip_the_calibration(monkeypatch):
+    """``probability=True``: the inner grid search (paths or not) scores ``predict`` without
+    calibrating; only the outer refits calibrate, and the choices do not depend on paths."""
+    from milsvm._base import MILClassifier
+    from milsvm._crossval import cross_validate
+
+    bags, y = noisy_bags(5, n_bags=36)
+    bags = milsvm.as_bags(bags)
+    calls = []
+    original = MILClassifier._calibration
+    monkeypatch.setattr(MILClassifier, "_calibration", lambda self, *a: calls.append(1) or original(self, *a))
+    runs = []
+    for path in (True, False):
+        monkeypatch.setattr(milsvm.NSK, "_c_path", path)
+        calls.clear()
+        runs.append(cross_validate(milsvm.NSK, {"probability": True}, bags, y, folds=3, seed=4,
+                                   grid={"C": [0.1, 1.0, 10.0]}, inner_folds=3))
+        assert len(calls) == 3  # the outer refits only
+    for a, b in zip(*(r.folds for r in runs)):
+        assert a["params"] == b["params"] and a["inner_accuracy"] == b["inner_accuracy"]

@@ -11,9 +11,14 @@ A family module declares per estimator only what differs:
 * ``_core_fixed``: parameters the class fixes (``{"method": "al"}``);
 * ``_fitted(fit, bags, binary)``: the family's fitted attributes from the core's typed result;
 * optionally ``_core_params`` (parameters that need Python first, such as ``random_state``
-  into a seed, done here, or SparseMI's ``init="kmeans"``), ``_progress_unit``,
+  into a seed, done here, or SparseMI's ``init="kmeans"``; with ``check_only``, what can be
+  built without data, for :meth:`MILClassifier._check_params`), ``_progress_unit``,
   ``_multiclass``, ``_poolings``, ``_info_attrs``, and ``_c_path = True`` when the core has a
-  warm-started path over ``C`` (``<_core_fit>_path``, used by :meth:`MILClassifier.fit_path`).
+  warm-started path over ``C`` (``<_core_fit>_path``, used by :meth:`MILClassifier.fit_path`);
+* for the command line's reports and model selection: ``_objective_name``, ``_objective_step``
+  and ``_objective_start`` (what ``objective_history_`` holds and follows), ``_default_grid``
+  (what ``milsvm cv --grid auto`` searches) and ``_search_ranges`` (suggested ranges shown by
+  ``milsvm models NAME``).
 
 Subclasses register themselves (:mod:`milsvm._registry`) when they name a ``_core_fit`` and
 their name does not start with ``_``.
@@ -59,19 +64,37 @@ def seed_of(random_state):
 
 def class_weight_vector(class_weight, classes):
     """``None``, ``"balanced"`` or one weight per class index from a dict keyed by label (labels
-    left out weigh 1); other values pass through for the core to refuse."""
+    left out weigh 1); other values pass through for the core to refuse. With ``classes=None``
+    (a check without data) a dict gives its weights in its own order, for the core to check."""
     if not isinstance(class_weight, dict):
         return class_weight
-    unknown = [k for k in class_weight if k not in set(classes.tolist())]
-    if unknown:
-        raise ValueError(f"class_weight names labels that are not in y: {unknown!r} (classes: {classes.tolist()!r})")
+    if classes is None:
+        keys = list(class_weight)
+    else:
+        known = set(np.asarray(classes).tolist())
+        unknown = [_plain(k) for k in class_weight if _plain(k) not in known]
+        if unknown:
+            raise ValueError(f"class_weight names labels that are not in y: {unknown!r} "
+                             f"(classes: {np.asarray(classes).tolist()!r})")
+        keys = np.asarray(classes).tolist()
     out = []
-    for c in classes.tolist():
+    for c in keys:
         w = class_weight.get(c, 1.0)
         if isinstance(w, bool) or not isinstance(w, numbers.Real):
-            raise TypeError(f"class_weight[{c!r}] must be a real number, got {w!r} ({type(w).__name__})")
+            raise TypeError(f"class_weight[{_plain(c)!r}] must be a real number, got {_plain(w)!r} "
+                            f"({type(w).__name__})")
         out.append(float(w))
     return out
+
+
+def _plain(value):
+    """A NumPy scalar as the Python value it holds (for messages: ``3``, not ``np.int64(3)``)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _check_verbose(verbose):
+    if isinstance(verbose, bool) or not isinstance(verbose, numbers.Integral):
+        raise TypeError(f"verbose must be an integer, got {_plain(verbose)!r} ({type(verbose).__name__})")
 
 
 def calibration_folds(random_state):
@@ -89,12 +112,14 @@ def calibration_folds(random_state):
 
 
 def _check_probability(probability, labels, classes):
-    """``probability`` as a bool; with it, at least ``CALIBRATION_FOLDS`` bags of every class."""
+    """``probability`` as a bool; with it, at least ``CALIBRATION_FOLDS`` bags of every class
+    (``labels=None``: the type only)."""
     if not isinstance(probability, (bool, np.bool_)):
-        raise TypeError(f"probability must be True or False, got {probability!r} ({type(probability).__name__})")
-    if probability:
+        raise TypeError(f"probability must be True or False, got {_plain(probability)!r} "
+                        f"({type(probability).__name__})")
+    if probability and labels is not None:
         counts = np.bincount(labels, minlength=len(classes))
-        few = [(classes[c], int(n)) for c, n in enumerate(counts) if n < CALIBRATION_FOLDS]
+        few = [(_plain(classes[c]), int(n)) for c, n in enumerate(counts) if n < CALIBRATION_FOLDS]
         if few:
             listed = ", ".join(f"{c!r}: {n}" for c, n in few)
             raise ValueError(
@@ -129,7 +154,7 @@ def encode_labels(y, n_bags, *, multiclass, name):
         raise ValueError(f"y must hold class labels (binary or multi-class), got target type {kind!r}")
     classes, encoded = np.unique(y, return_inverse=True)
     if len(classes) < 2:
-        raise ValueError(f"y holds a single class ({classes[0]!r}); at least two classes are needed")
+        raise ValueError(f"y holds a single class ({_plain(classes[0])!r}); at least two classes are needed")
     if len(classes) > 2 and not multiclass:
         raise ValueError(f"{name} is binary, but y holds {len(classes)} classes")
     return classes, encoded.astype(np.int64)
@@ -158,6 +183,22 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
     #: Whether the core fits a grid over ``C`` as one warm-started path (the binding
     #: ``<_core_fit>_path``); :meth:`fit_path` fits the other estimators one ``C`` at a time.
     _c_path = False
+    #: What ``objective_history_`` holds, as reports and plots name it (None: no history).
+    _objective_name = None
+    #: What one entry of ``objective_history_`` follows: "iteration", "round" or
+    #: "temperature" (reports plot those against ``temperatures_``, log scale, decreasing).
+    _objective_step = "iteration"
+    #: The number of the first entry of ``objective_history_`` (0: the value before the first
+    #: step).
+    _objective_start = 1
+    #: The grid that ``milsvm cv --grid auto`` searches, ``{name: values}``: ``C`` over four
+    #: decades and, for the Gaussian kernel, ``gamma`` at a tenth of, at, and ten times the
+    #: "scale" width (``"k*scale"``: ``k`` times the "scale" width of the data, which the
+    #: command line works out; see :meth:`_grid_for`).
+    _default_grid = {"C": [0.1, 1.0, 10.0, 100.0], "gamma": ["0.1*scale", "scale", "10*scale"]}
+    #: Suggested search ranges of this estimator's parameters beyond ``_docs.SEARCH_RANGES``
+    #: (shown by ``milsvm models NAME``).
+    _search_ranges = {}
 
     def _store(self, arguments):
         """Store the constructor's arguments as attributes of the same names (scikit-learn's
@@ -229,8 +270,10 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
         list of estimators
             Fitted clones of this estimator with ``C`` set to each value, in the order of ``Cs``
             (this estimator is left as it is). Each ``fit_time_`` is its share of the path's time
-            (the path's time divided by the number of values), plus its own calibration with
-            ``probability=True``.
+            (the path's time divided by the number of values). With ``probability=True`` and a
+            core path, the calibration's refits on the internal folds are paths too (one per
+            fold), inside that time; the sigmoids equal each value's own calibration up to the
+            models' differences above.
         """
         from sklearn.base import clone
 
@@ -253,9 +296,17 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
         with FitProgress(job["name"], job["verbose"], self._progress_unit, job["total"] * len(Cs)) as progress:
             fits = getattr(_core, self._core_fit + "_path")(job["bags"].core_instances(), job["bags"].bag_ptr,
                                                             job["labels"], job["params"], Cs, progress.callback())
+        calibrations = [None] * len(Cs)
+        if job["probability"]:
+            # the internal folds' refits as paths too: the same models as each value's own
+            # calibration (one fit_path per fold instead of one fit per fold and value)
+            job["probability"] = False
+            calibrations = self._path_calibrations(job["bags"], job["classes"], job["labels"], Cs)
         share = (time.perf_counter() - job["start"]) / len(Cs)
-        for estimator, fit in zip(estimators, fits):
+        for estimator, fit, calibration in zip(estimators, fits, calibrations):
             estimator._install(job, fit, share)
+            if calibration is not None:
+                estimator.model_ = estimator.model_.with_calibration(calibration)
             estimator._warn_unconverged(fit)
             if job["verbose"]:
                 print(f"[{job['name']}] C={estimator.C:g}: {estimator._fit_summary()}, {estimator.fit_time_:.3f} s")
@@ -266,8 +317,7 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
         encoded labels, ``probability`` checked against them, the core's parameters, the
         progress total of one fit and the start time."""
         verbose = getattr(self, "verbose", 0)
-        if isinstance(verbose, bool) or not isinstance(verbose, numbers.Integral):
-            raise TypeError(f"verbose must be an integer, got {verbose!r} ({type(verbose).__name__})")
+        _check_verbose(verbose)
         bags = as_bags(bags)
         name = type(self).__name__
         classes, labels = encode_labels(y, len(bags), multiclass=self._multiclass, name=name)
@@ -316,10 +366,76 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
             b.append(bc)
         return a, b
 
-    def _core_params(self, bags, classes, labels):
+    def _path_calibrations(self, bags, classes, labels, Cs):
+        """:meth:`_calibration` of every value of ``Cs`` (the estimator with ``C`` set to it),
+        the refits on each internal fold as one :meth:`fit_path` and their held-out scores from
+        one kernel evaluation (``_core.decision_functions``). Returns one ``(a, b)`` per value."""
+        from sklearn.base import clone
+
+        splitter = calibration_folds(self.get_params(deep=False).get("random_state"))
+        n_outputs = 1 if len(classes) == 2 else len(classes)
+        scores = np.empty((len(Cs), len(bags), n_outputs))
+        for train, test in splitter.split(np.zeros(len(labels)), labels):
+            parts = clone(self).set_params(probability=False, verbose=0).fit_path(bags[train],
+                                                                                  classes[labels[train]], Cs)
+            held_out = bags[test]
+            scored = _core.decision_functions([e._model() for e in parts], held_out.core_instances(),
+                                              held_out.bag_ptr, threads(self.n_jobs))
+            for k, s in enumerate(scored):
+                scores[k][test] = s
+        out = []
+        for k in range(len(Cs)):
+            a, b = [], []
+            for c in range(n_outputs):
+                positive = labels == 1 if n_outputs == 1 else labels == c
+                ac, bc = _core.fit_sigmoid(np.ascontiguousarray(scores[k][:, c]), positive.tolist())
+                a.append(ac)
+                b.append(bc)
+            out.append((a, b))
+        return out
+
+    @classmethod
+    def _grid_for(cls, params):
+        """The grid of ``--grid auto`` beside the fixed ``params``: ``_default_grid`` without
+        ``gamma`` when the kernel (given in ``params``, else the default) is linear."""
+        grid = {k: list(v) for k, v in cls._default_grid.items()}
+        kernel = params.get("kernel", cls().get_params().get("kernel"))
+        if kernel == "linear":
+            grid.pop("gamma", None)
+        return grid
+
+    def _check_params(self, classes=None):
+        """Check the parameters as :meth:`fit` does, without data or fitting.
+
+        Builds the core's parameters the way ``fit`` does and runs the core's own check of the
+        declared ranges and cross-field rules (``milsvm._core.check_X``), so that a refused
+        value raises the same ``TypeError`` or ``ValueError`` (with the same message) as ``fit``
+        would. Checks that need the data stay in ``fit``: ``n_xv`` against the number of
+        training instances, given starting points against the number of features, the labels
+        named by a ``class_weight`` dict (checked here too when ``classes`` is given) and the
+        bags per class that ``probability=True`` needs.
+
+        Parameters
+        ----------
+        classes : array-like or None
+            The class labels, if known.
+
+        Raises
+        ------
+        TypeError, ValueError
+            A parameter value that ``fit`` would refuse (the message names it).
+        """
+        _check_verbose(getattr(self, "verbose", 0))
+        _check_probability(getattr(self, "probability", False), None, classes)
+        params = self._core_params(None, classes, None, check_only=True)
+        getattr(_core, "check_" + self._core_fit[len("fit_"):])(params)
+
+    def _core_params(self, bags, classes, labels, check_only=False):
         """The core's parameters: every constructor parameter under its own name (the core's
         builder parses and checks it), ``random_state`` as ``seed``, ``class_weight`` by class
-        index, plus ``_core_fixed``."""
+        index, plus ``_core_fixed``. ``check_only``: for :meth:`_check_params`, without data
+        (``bags`` and ``labels`` are None, ``classes`` may be): what needs the data is left
+        out."""
         params = dict(self._core_fixed)
         for key, value in self.get_params(deep=False).items():
             if key in self._python_only:
@@ -392,6 +508,30 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]
         return self.classes_[np.argmax(scores, axis=1)]
+
+    def explain(self, bags):
+        """The instances behind each bag's prediction and their contributions.
+
+        Mean pooling: each instance's share ``s_p / n`` of the bag score (the shares sum to
+        it). Max pooling: the arg-max instance, whose score is the bag's, and its margin over
+        the runner-up. Through a ``Pipeline``: ``pipe[-1].explain(pipe[:-1].transform(bags))``.
+
+        Parameters
+        ----------
+        bags : list of array-like / scipy sparse matrices, or Bags
+
+        Returns
+        -------
+        list of BagExplanation
+            One per bag: the predicted ``label``, its ``score``, the ``pooling``, the
+            ``instance_scores``, the ``contributions``, the ``ranking`` of the instances (most
+            decisive first), the ``top`` instance and, for max pooling, the ``margin``.
+        """
+        from ._explain import explain_bags
+
+        bags = self._check_bags(bags)
+        return explain_bags(self.instance_decision_function(bags), self.decision_function(bags), self.classes_,
+                            self._model().pooling)
 
     @available_if(_has_probability)
     def predict_proba(self, bags):

@@ -10,8 +10,9 @@ Progress = Callable[[int, int, int, float, Optional[float]], None]
 Instances = Union[NDArray[np.float64], Tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64], int]]
 #: Hyperparameters by the name the Python estimators use (values as they take them).
 Params = Dict[str, Any]
-#: ``(name, default, doc)`` of each declared hyperparameter.
-Specs = List[Tuple[str, Any, str]]
+#: ``(name, default, doc, range)`` of each declared hyperparameter; ``range``: the allowed values
+#: of a numeric parameter in words ("be a finite number > 0", "lie in (0, 1)"), or None.
+Specs = List[Tuple[str, Any, str, Optional[str]]]
 
 __version__: str
 
@@ -83,7 +84,8 @@ def decision_functions(models: Sequence[Model], x: Instances, bag_ptr: NDArray[n
 def fit_sigmoid(scores: NDArray[np.float64], positive: Sequence[bool]) -> Tuple[float, float]: ...
 
 # ---------------------------------------------------------------------------------------------
-# Fits: ``fit_X(x, bag_ptr, labels, params, progress=None) -> XFit`` and
+# Fits: ``fit_X(x, bag_ptr, labels, params, progress=None) -> XFit``, ``check_X(params) -> None``
+# (the fit's parsing and checks of ``params`` without data: the same TypeError / ValueError) and
 # ``fit_X_hyperparameters() -> Specs`` (the core's declaration of every parameter). Ctrl-C
 # raises KeyboardInterrupt; an exception in ``progress`` stops the fit and is raised.
 # ---------------------------------------------------------------------------------------------
@@ -184,6 +186,7 @@ class PathFunction(Protocol[_Fit]):
     ) -> List[_Fit]: ...
 
 def _specs() -> Specs: ...
+def _check(params: Params) -> None: ...
 
 fit_sparse_mi: FitFunction[SparseMiFit]
 fit_mi_kernel: FitFunction[MiKernelFit]
@@ -198,6 +201,7 @@ fit_mi_kernel_path: PathFunction[MiKernelFit]
 fit_reduced_set_path: PathFunction[ReducedSetFit]
 fit_nsk_path: PathFunction[NskFit]
 fit_smil_path: PathFunction[NskFit]
+check_sparse_mi = check_mi_kernel = check_reduced_set = check_nsk = check_smil = check_annealing = check_svmcc = check_one_class = _check
 fit_sparse_mi_hyperparameters = fit_mi_kernel_hyperparameters = fit_reduced_set_hyperparameters = fit_nsk_hyperparameters = fit_smil_hyperparameters = fit_annealing_hyperparameters = fit_svmcc_hyperparameters = fit_one_class_hyperparameters = _specs
 
 # ---------------------------------------------------------------------------------------------

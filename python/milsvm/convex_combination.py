@@ -80,6 +80,8 @@ class SVMCC(ExpansionVectorsMixin, MILClassifier):
     _info_attrs = ("n_iter_", "converged_", "objective_history_", "dv_history_", "lp_intercept_", "qp_intercept_",
                    "gamma_")
     _progress_unit = "round"
+    _objective_name = "primal objective 1/2 ||w||^2 + sum c xi after the round's LP"
+    _objective_step = "round"
 
     def __init__(self, C=1.0, kernel="linear", gamma="scale", class_weight=None, max_iter=80, tol=1e-4,
                  inner_tol=1e-3, probability=False, n_jobs=None, verbose=0):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import ExpansionVectorsMixin, MILClassifier
-from ._docs import attr, param
+from ._docs import param
 
 __all__ = ["OneClassMISVM"]
 
@@ -75,6 +75,9 @@ class OneClassMISVM(ExpansionVectorsMixin, MILClassifier):
     _info_attrs = ("n_iter_", "converged_", "objective_history_", "rho_", "gamma_")
     _multiclass = False
     _progress_unit = "round"
+    _objective_name = "one-class SVM dual objective after the round"
+    _objective_step = "round"
+    _default_grid = {"nu": [0.1, 0.25, 0.5, 0.75], "gamma": ["0.1*scale", "scale", "10*scale"]}
 
     def __init__(self, nu=0.5, kernel="rbf", gamma="scale", bag_constraints=True, max_iter=20, inner_tol=1e-3,
                  probability=False, n_jobs=None, verbose=0):

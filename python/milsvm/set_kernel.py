@@ -137,6 +137,7 @@ class ReducedSet(ExpansionVectorsMixin, MILClassifier):
 
     _core_fit = "fit_reduced_set"
     _c_path = True
+    _search_ranges = {"n_xv": "5 ... 100 (the model's size: larger predicts more slowly)"}
     _info_attrs = ("n_iter_", "residual_history_", "dense_n_xv_", "gamma_")
 
     def __init__(self, n_xv=10, C=1.0, gamma="scale", kernel="rbf", class_weight=None, inner_max_iter=100,

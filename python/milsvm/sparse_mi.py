@@ -22,15 +22,19 @@ class _LabelMeanClassifier(ExpansionVectorsMixin, MILClassifier):
     _python_only = MILClassifier._python_only + ("init",)
     _info_attrs = ("n_iter_", "objective_history_", "gamma_")
     _progress_unit = "iteration"
+    _objective_name = "g(Z): the label-mean squared-hinge SVM objective at the XVs"
+    _objective_step = "outer iteration"
+    _objective_start = 0
+    _search_ranges = {"n_xv": "5 ... 100 (the model's size: larger fits and predicts more slowly)"}
 
-    def _core_params(self, bags, classes, labels):
-        params = super()._core_params(bags, classes, labels)
+    def _core_params(self, bags, classes, labels, check_only=False):
+        params = super()._core_params(bags, classes, labels, check_only=check_only)
         init = getattr(self, "init", "random")
         n_basis = params.get("n_basis")
         if isinstance(init, str):
             if init not in ("random", "kmeans", "svm"):
                 raise ValueError(f"init must be one of 'random', 'kmeans', 'svm', got {init!r}")
-            if init == "random":
+            if init == "random" or check_only:
                 return params
             count = params["n_xv"] if n_basis is None else n_basis
             points = _initial_points(init, bags, labels, count, params.get("kernel"), params.get("gamma"),
@@ -38,6 +42,11 @@ class _LabelMeanClassifier(ExpansionVectorsMixin, MILClassifier):
         else:
             points = init if sp.issparse(init) else np.asarray(init, dtype=np.float64)
             count = params["n_xv"] if n_basis is None else n_basis
+            if check_only:  # the number of features is not known yet
+                if points.ndim != 2 or points.shape[0] != count:
+                    raise ValueError(f"init as an array must have n_xv or n_basis rows ({count}), got shape "
+                                     f"{points.shape}")
+                return params
             if points.ndim != 2 or points.shape != (count, bags.n_features):
                 raise ValueError(
                     f"init as an array must have shape ({count}, {bags.n_features}) "
