@@ -29,7 +29,8 @@
 //! * [`params`]: each family's hyperparameters declared once (`hyperparams!`: default, range,
 //!   doc per field; a builder and the checked type a fit runs on, [`ParamGuard`]), and the
 //!   parameter types the families share ([`Gamma`], [`KernelKind`], [`ClassWeight`]).
-//! * [`fit`]: the one fit path: [`Fit`] on checked parameters, the shared prologue (labels,
+//! * [`fit`]: the one fit path: [`Fit`] on checked parameters ([`FitPath`]: a grid over `C` as
+//!   one warm-started path), the shared prologue (labels,
 //!   class weights, threads, observer, cancellation), the one [`StopReason`].
 //! * [`progress`]: progress reports ([`Observer`]) and cancellation ([`Cancel`]).
 //!
@@ -81,7 +82,7 @@ pub use annealing::{
 pub use bags::{Bags, Csr, Instances};
 pub use convex_combination::{SvmCcFit, SvmCcParams, SvmCcValidParams};
 pub use error::{Error, Result};
-pub use fit::{Fit, StopReason};
+pub use fit::{Fit, FitPath, StopReason};
 pub use kernel::Kernel;
 pub use model::{BagView, Model, Pooling, Predictor, Workspace};
 pub use one_class::{OneClassFit, OneClassParams, OneClassValidParams};

@@ -31,7 +31,7 @@ use ndarray::{Array1, Array2};
 
 use crate::bags::{Bags, Instances};
 use crate::error::{Error, Result};
-use crate::fit::Setup;
+use crate::fit::{by_value, Setup};
 use crate::kernel::Kernel;
 use crate::kernel::Rows;
 use crate::model::{Model, Pooling};
@@ -91,23 +91,40 @@ struct HingeSolver<'a> {
 }
 
 impl HingeSolver<'_> {
-    /// Solves the dual over the units of `gram`: `p` linear term, `u` bounds.
-    fn solve<G: GramRows>(
+    /// Solves the dual over the units of `gram` (`p` linear term, bounds `C w_i` with `w` the
+    /// unit weights) at every value `C` of `cs`, on one [`Smo`], whose kernel-row cache serves
+    /// every solve ([`crate::fit::FitPath`]). Each solve starts from `a = 0`, as an independent
+    /// fit does, so the solutions equal independent fits bit for bit. Starts from the previous
+    /// solution (alpha seeding) were measured and not kept. Scaled by `C_new / C_old`, they
+    /// took about as many SMO iterations (sMIL on MUSK2, C = 0.1 ... 1000: 252, 413, 611, 484,
+    /// 522 against 252, 400, 446, 446, 446 from zero; on C = 2^-4 ... 2^8, 7959 against 9199
+    /// in all, and more on Elephant). Unscaled (feasible as `C` grows), they took 14-53% fewer
+    /// iterations on that grid (sMIL on MUSK2: 4327 against 9199; the path 1.0 s against
+    /// 1.6 s), but every solve stops elsewhere within `inner_tol`: decision values moved by up
+    /// to 2e-3 (with the scaled start, at the default `inner_tol = 1e-3`, such a different
+    /// stopping point changed an inner-CV choice of C). The path keeps the independent fits'
+    /// models, and so their choices, instead.
+    fn path<G: GramRows>(
         &self,
         gram: &G,
         y: &[f64],
         p: &[f64],
-        u: &[f64],
-    ) -> Result<DualSolution> {
+        w: &[f64],
+        cs: &[f64],
+    ) -> Result<Vec<DualSolution>> {
         let layout = OnePerPoint::new(y.len());
         let params = SmoParams {
             tol: self.tol,
             max_iter: self.max_iter,
             ..SmoParams::default()
         };
-        Smo::new(gram, params)?
-            .with_cancel(self.cancel.clone())
-            .solve(&layout.problem(y, p, u, 0.0), None)
+        let mut smo = Smo::new(gram, params)?.with_cancel(self.cancel.clone());
+        cs.iter()
+            .map(|&c| {
+                let u: Vec<f64> = w.iter().map(|w| c * w).collect();
+                smo.solve(&layout.problem(y, p, &u, 0.0), None)
+            })
+            .collect()
     }
 }
 
@@ -149,7 +166,7 @@ hyperparams! {
         /// SMO iteration cap (`None`: the solver's default).
         inner_max_iter: Option<usize> = None, check Range::AtLeast(1);
     }
-    fit -> NskFit;
+    fit -> NskFit, path path_impl;
 }
 
 /// A fitted NSK or sMIL with its training record (one entry per binary problem).
@@ -174,8 +191,14 @@ pub struct NskFit {
 
 impl NskValidParams {
     /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes, sharing
-    /// the bag kernel).
+    /// the bag kernel): the path of the one value `C`.
     fn fit_impl(&self, setup: &Setup) -> Result<NskFit> {
+        one_fit(self.path_impl(setup, &[self.c])?)
+    }
+
+    /// The fits at the ascending values `cs` ([`crate::fit::FitPath`]): the bag kernel once,
+    /// then per binary problem one SMO solve per value ([`HingeSolver::path`]).
+    fn path_impl(&self, setup: &Setup, cs: &[f64]) -> Result<Vec<NskFit>> {
         let bags = setup.bags;
         let (kernel, gamma) = self.kernel.resolve(self.gamma, bags.instances());
         let (k, diag) = nsk_gram(kernel, bags, self.norm, self.observer.cancel())?;
@@ -191,24 +214,37 @@ impl NskValidParams {
             max_iter: self.inner_max_iter,
             cancel: self.observer.cancel(),
         };
-        let fits = setup.one_vs_rest(|problem| {
+        let paths = setup.one_vs_rest(|problem| {
             let y = &problem.targets;
-            let u: Vec<f64> = problem.weights.iter().map(|w| self.c * w).collect();
-            let sol = solver.solve(&gram, y, &p, &u)?;
-            Ok(UnitFit {
-                coef: unit_coefficients(bags, &sol, y, &scale),
-                sol,
-            })
+            let sols = solver.path(&gram, y, &p, &problem.weights, cs)?;
+            Ok(sols
+                .into_iter()
+                .map(|sol| UnitFit {
+                    coef: unit_coefficients(bags, &sol, y, &scale),
+                    sol,
+                })
+                .collect())
         })?;
-        Ok(finish(
-            kernel,
-            bags.instances(),
-            fits,
-            setup.n_classes,
-            self.norm,
-            gamma,
-        ))
+        Ok(by_value(paths)
+            .into_iter()
+            .map(|fits| {
+                finish(
+                    kernel,
+                    bags.instances(),
+                    fits,
+                    setup.n_classes,
+                    self.norm,
+                    gamma,
+                )
+            })
+            .collect())
     }
+}
+
+/// The one fit of a path of one value.
+fn one_fit(mut fits: Vec<NskFit>) -> Result<NskFit> {
+    fits.pop()
+        .ok_or_else(|| Error::Solver("an empty C path".into()))
 }
 
 fn finish(
@@ -263,7 +299,7 @@ hyperparams! {
         /// SMO iteration cap (`None`: the solver's default).
         inner_max_iter: Option<usize> = None, check Range::AtLeast(1);
     }
-    fit -> NskFit;
+    fit -> NskFit, path path_impl;
 }
 
 /// The units of one sMIL problem: positive bags whole, every instance of a negative bag alone;
@@ -288,8 +324,15 @@ pub fn smil_units(bags: &Bags, targets: &[f64]) -> (Vec<usize>, Vec<usize>) {
 
 impl SmilValidParams {
     /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes; each
-    /// problem has its own units).
+    /// problem has its own units): the path of the one value `C`.
     fn fit_impl(&self, setup: &Setup) -> Result<NskFit> {
+        one_fit(self.path_impl(setup, &[self.c])?)
+    }
+
+    /// The fits at the ascending values `cs` ([`crate::fit::FitPath`]): per binary problem its
+    /// units and their kernel source once, then one solve per value on one SMO, whose
+    /// kernel-row cache serves every value ([`HingeSolver::path`]).
+    fn path_impl(&self, setup: &Setup, cs: &[f64]) -> Result<Vec<NskFit>> {
         let bags = setup.bags;
         let x = bags.instances();
         let (kernel, gamma) = self.kernel.resolve(self.gamma, x);
@@ -299,7 +342,7 @@ impl SmilValidParams {
             max_iter: self.inner_max_iter,
             cancel: self.observer.cancel(),
         };
-        let fits = setup.one_vs_rest(|problem| {
+        let paths = setup.one_vs_rest(|problem| {
             let (targets, weights) = (&problem.targets, &problem.weights);
             let (ptr, owner) = smil_units(bags, targets);
             let units = Bags::new(x.clone(), ptr)?;
@@ -313,7 +356,7 @@ impl SmilValidParams {
                 .collect();
             let gram = ComboGram::new(&inst, x, kernel, points);
             let y: Vec<f64> = owner.iter().map(|&i| targets[i]).collect();
-            let u: Vec<f64> = owner.iter().map(|&i| self.c * weights[i]).collect();
+            let w: Vec<f64> = owner.iter().map(|&i| weights[i]).collect();
             let p: Vec<f64> = (0..owner.len())
                 .map(|j| {
                     if y[j] > 0.0 {
@@ -324,22 +367,30 @@ impl SmilValidParams {
                     }
                 })
                 .collect();
-            let sol = solver.solve(&gram, &y, &p, &u)?;
+            let sols = solver.path(&gram, &y, &p, &w, cs)?;
             let scale = vec![1.0; y.len()];
-            Ok(UnitFit {
-                coef: unit_coefficients(&units, &sol, &y, &scale),
-                sol,
-            })
+            Ok(sols
+                .into_iter()
+                .map(|sol| UnitFit {
+                    coef: unit_coefficients(&units, &sol, &y, &scale),
+                    sol,
+                })
+                .collect())
         })?;
-        let mut fit = finish(
-            kernel,
-            bags.instances(),
-            fits,
-            setup.n_classes,
-            SetNorm::L1,
-            gamma,
-        );
-        fit.model.pooling = Pooling::SmilMean;
-        Ok(fit)
+        Ok(by_value(paths)
+            .into_iter()
+            .map(|fits| {
+                let mut fit = finish(
+                    kernel,
+                    bags.instances(),
+                    fits,
+                    setup.n_classes,
+                    SetNorm::L1,
+                    gamma,
+                );
+                fit.model.pooling = Pooling::SmilMean;
+                fit
+            })
+            .collect())
     }
 }

@@ -66,7 +66,7 @@ hyperparams! {
         init_basis: Option<Instances> = None;
     }
     cross_check check_together;
-    fit -> SparseMiFit;
+    fit -> SparseMiFit, path path_impl;
 }
 
 /// The checks across fields: the given starting points match `n_xv` / `n_basis`, and the
@@ -116,8 +116,21 @@ impl SparseMiParams {
 impl SparseMiValidParams {
     /// Fits SparseMI (or RSVM when `max_iter = 0`) on bags with class indices `0..n_classes`.
     /// Two classes give one problem (class 1 positive); more give one-vs-rest problems that
-    /// share the expansion vectors.
+    /// share the expansion vectors. The path of the one value `C`.
     fn fit_impl(&self, setup: &Setup) -> Result<SparseMiFit> {
+        let mut fits = self.path_impl(setup, &[self.c])?;
+        fits.pop()
+            .ok_or_else(|| crate::error::Error::Solver("SparseMI: an empty C path".into()))
+    }
+
+    /// The fits at the ascending values `cs` ([`crate::fit::FitPath`]). The starting
+    /// expansion vectors (and, in basis-vector mode, the products with the basis) are drawn
+    /// and computed once; they do not depend on `C`. RSVM (`max_iter = 0`) keeps them, so its
+    /// path also keeps their kernel values and starts each value's inner solves from the
+    /// previous value's `(beta, b)`. SparseMI runs its descent from them anew for every value,
+    /// exactly as an independent fit would (the descent is not convex: a start from another
+    /// value's vectors or solutions could take another way).
+    fn path_impl(&self, setup: &Setup, cs: &[f64]) -> Result<Vec<SparseMiFit>> {
         let bags = setup.bags;
         if let (Some(q), None) = (self.n_basis, &self.init_basis) {
             if q > bags.n_instances() {
@@ -140,7 +153,8 @@ impl SparseMiValidParams {
         let (kernel, gamma) = self.kernel.resolve(self.gamma, x);
         let norms = x.sq_norms();
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
-        let (basis, point, history, initial_xv, xv) = match self.n_basis {
+        let mut fits = Vec::with_capacity(cs.len());
+        match self.n_basis {
             None => {
                 let initial_xv = match &self.init_xv {
                     Some(z) => z.clone(),
@@ -149,12 +163,27 @@ impl SparseMiValidParams {
                         x.dense_rows(&rows)
                     }
                 };
-                let rows = Rows::from(x);
-                let objective = Objective::new(self, kernel, rows, norms, setup);
-                let (basis, point, history) =
-                    descend(self, &objective, Basis::direct(initial_xv.clone()))?;
-                let xv = basis.v.clone();
-                (basis, point, history, initial_xv, xv)
+                let mut warm: Option<Point> = None;
+                for &c in cs {
+                    let params = self.with_c(c);
+                    let rows = Rows::from(x);
+                    let objective = Objective::new(&params, kernel, rows, norms.clone(), setup);
+                    let start = Basis::direct(initial_xv.clone());
+                    let (basis, point, history) =
+                        descend_with(&params, &objective, start, warm.take(), Basis::direct)?;
+                    let xv = basis.v.clone();
+                    fits.push(self.record(
+                        setup,
+                        kernel,
+                        gamma,
+                        &basis,
+                        &point,
+                        history,
+                        &initial_xv,
+                        xv,
+                    ));
+                    warm = (self.max_iter == 0).then_some(point);
+                }
             }
             Some(q) => {
                 // Z = V B: kernels need only P = X B^T (N x Q), G = B B^T and ||x||^2.
@@ -171,19 +200,61 @@ impl SparseMiValidParams {
                     let s = r.sum();
                     r /= s.max(f64::MIN_POSITIVE);
                 }
-                let objective = Objective::new(self, kernel, Rows::Dense(p.view()), norms, setup);
+                let initial_xv = bv.combine_rows(&v0);
                 let project = |v: Array2<f64>| Basis::projected(v, g.view());
-                let (basis, point, history) =
-                    descend_with(self, &objective, project(v0.clone()), project)?;
-                let xv = bv.combine_rows(&basis.v);
-                (basis, point, history, bv.combine_rows(&v0), xv)
+                let mut warm: Option<Point> = None;
+                for &c in cs {
+                    let params = self.with_c(c);
+                    let objective = Objective::new(
+                        &params,
+                        kernel,
+                        Rows::Dense(p.view()),
+                        norms.clone(),
+                        setup,
+                    );
+                    let (basis, point, history) = descend_with(
+                        &params,
+                        &objective,
+                        project(v0.clone()),
+                        warm.take(),
+                        project,
+                    )?;
+                    let xv = bv.combine_rows(&basis.v);
+                    fits.push(self.record(
+                        setup,
+                        kernel,
+                        gamma,
+                        &basis,
+                        &point,
+                        history,
+                        &initial_xv,
+                        xv,
+                    ));
+                    warm = (self.max_iter == 0).then_some(point);
+                }
             }
-        };
+        }
+        Ok(fits)
+    }
+
+    /// The fit record of one value from the end of its descent.
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &self,
+        setup: &Setup,
+        kernel: Kernel,
+        gamma: f64,
+        basis: &Basis,
+        point: &Point,
+        history: Vec<f64>,
+        initial_xv: &Array2<f64>,
+        xv: Array2<f64>,
+    ) -> SparseMiFit {
         let coef = Array2::from_shape_fn((point.sols.len(), basis.len()), |(c, k)| {
             point.sols[c].beta[k]
         });
         let intercept = Array1::from_iter(point.sols.iter().map(|s| s.b));
-        Ok(SparseMiFit {
+        SparseMiFit {
             model: Model::new(
                 kernel,
                 xv,
@@ -192,12 +263,12 @@ impl SparseMiValidParams {
                 setup.n_classes,
                 crate::model::Pooling::Mean,
             ),
-            initial_xv,
+            initial_xv: initial_xv.clone(),
             n_iter: history.len() - 1,
             objective_history: history,
             gamma,
             inner_converged: point.sols.iter().all(|s| s.converged),
-        })
+        }
     }
 }
 
@@ -368,24 +439,22 @@ fn mean_pairwise_distance(basis: &Basis) -> f64 {
 
 /// Algorithm 1 of Fu et al. 2013: gradient steps on the basis coordinates with step halving
 /// (up to `s_max` trials), doubling after a first-trial success, the step carried over between
-/// iterations. Returns the final basis, its point and the history of `g`.
-pub(crate) fn descend(
-    params: &SparseMiValidParams,
-    objective: &Objective,
-    basis0: Basis,
-) -> Result<(Basis, Point, Vec<f64>)> {
-    descend_with(params, objective, basis0, Basis::direct)
-}
-
-/// [`descend`] with a custom map from coordinates to a basis (basis-vector mode).
+/// iterations. Returns the final basis, its point and the history of `g`. `make` maps
+/// coordinates to a basis ([`Basis::direct`], or the projection of basis-vector mode);
+/// optionally, an evaluated point at `basis0` of another `C` (a `C` path): its inner products
+/// are reused and its solutions start the first inner solves.
 pub(crate) fn descend_with(
     params: &SparseMiValidParams,
     objective: &Objective,
     basis0: Basis,
+    warm: Option<Point>,
     make: impl Fn(Array2<f64>) -> Basis,
 ) -> Result<(Basis, Point, Vec<f64>)> {
     let mut basis = basis0;
-    let mut point = objective.evaluate(&basis, None, None)?;
+    let mut point = match warm {
+        Some(w) => objective.evaluate(&basis, Some(w.dots), Some(&w.sols))?,
+        None => objective.evaluate(&basis, None, None)?,
+    };
     let mut history = vec![point.value];
     let mut distance = mean_pairwise_distance(&basis);
     if !(distance.is_finite() && distance > 0.0) {

@@ -170,8 +170,11 @@ def test_check_params_accepts_the_defaults_and_refuses_as_fit_does(cls):
 
 def test_core_check_functions_match_the_fits():
     names = {n[len("fit_"):] for n in dir(_core) if n.startswith("fit_") and not n.endswith("_hyperparameters")
-             and n != "fit_sigmoid"}
+             and not n.endswith("_path") and n != "fit_sigmoid"}
     assert names == {n[len("check_"):] for n in dir(_core) if n.startswith("check_")}
+    # a C path (fit_X_path) takes the parameters of its fit, checked by check_X
+    paths = {n[len("fit_"):-len("_path")] for n in dir(_core) if n.startswith("fit_") and n.endswith("_path")}
+    assert paths and paths <= names
     assert _core.check_nsk({"C": 2.0, "norm": "l2"}) is None
     with pytest.raises(TypeError, match="C must be a real number, got 'abc'"):
         _core.check_nsk({"C": "abc"})

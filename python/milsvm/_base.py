@@ -13,7 +13,8 @@ A family module declares per estimator only what differs:
 * optionally ``_core_params`` (parameters that need Python first, such as ``random_state``
   into a seed, done here, or SparseMI's ``init="kmeans"``; with ``check_only``, what can be
   built without data, for :meth:`MILClassifier._check_params`), ``_progress_unit``,
-  ``_multiclass``, ``_poolings``, ``_info_attrs``;
+  ``_multiclass``, ``_poolings``, ``_info_attrs``, and ``_c_path = True`` when the core has a
+  warm-started path over ``C`` (``<_core_fit>_path``, used by :meth:`MILClassifier.fit_path`);
 * for the command line's reports and model selection: ``_objective_name``, ``_objective_step``
   and ``_objective_start`` (what ``objective_history_`` holds and follows), ``_default_grid``
   (what ``milsvm cv --grid auto`` searches) and ``_search_ranges`` (suggested ranges shown by
@@ -53,7 +54,7 @@ from ._progress import FitProgress
 CALIBRATION_FOLDS = 5
 
 __all__ = ["MILClassifier", "ExpansionVectorsMixin", "seed_of", "class_weight_vector", "encode_labels",
-           "calibration_folds"]
+           "calibration_folds", "predict_path"]
 
 
 def seed_of(random_state):
@@ -179,6 +180,9 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
     _multiclass = True
     #: What one reported step is ("iteration", "step", "round"); None: no progress reports.
     _progress_unit = None
+    #: Whether the core fits a grid over ``C`` as one warm-started path (the binding
+    #: ``<_core_fit>_path``); :meth:`fit_path` fits the other estimators one ``C`` at a time.
+    _c_path = False
     #: What ``objective_history_`` holds, as reports and plots name it (None: no history).
     _objective_name = None
     #: What one entry of ``objective_history_`` follows: "iteration", "round" or
@@ -230,6 +234,88 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
             Ctrl-C) leaves the estimator as it was. With ``probability=True``, five more fits on
             the internal folds give the calibration (see :meth:`predict_proba`).
         """
+        job = self._fit_job(bags, y)
+        with FitProgress(job["name"], job["verbose"], self._progress_unit, job["total"]) as progress:
+            fit = getattr(_core, self._core_fit)(job["bags"].core_instances(), job["bags"].bag_ptr, job["labels"],
+                                                 job["params"], progress.callback())
+        self._install(job, fit, time.perf_counter() - job["start"])
+        self._warn_unconverged(fit)
+        if job["verbose"]:
+            print(f"[{job['name']}] {self._fit_summary()}, {self.fit_time_:.3f} s")
+        return self
+
+    def fit_path(self, bags, y, Cs):
+        """Fit one copy of this estimator per value of ``C`` in ``Cs``, as one path.
+
+        Where the core has a path (``_c_path``: MIKernel, ReducedSet, NSK, sMIL, RSVM), what
+        does not depend on ``C`` is computed once (the set-kernel matrix, the kernel-row cache,
+        the expansion vectors and their kernel values). MIKernel and RSVM start each solve from
+        the solution at the next smaller ``C`` (their Newton solver ends at the exact minimiser
+        from any start: the models equal independent fits to about 1e-9 of the scores);
+        ReducedSet, NSK and sMIL start every solve as an independent fit does, and their models
+        equal independent fits bit for bit. The other estimators (SparseMI, the annealing family,
+        SVMCC) are fitted once per value: their outer loops are not convex, and a start from
+        another ``C`` could change the result. With ``random_state=None`` a path draws one seed
+        for all values, independent fits one each.
+
+        Parameters
+        ----------
+        bags, y
+            As for :meth:`fit`.
+        Cs : sequence of float
+            The values of ``C`` (each finite and > 0; any order, repeats allowed).
+
+        Returns
+        -------
+        list of estimators
+            Fitted clones of this estimator with ``C`` set to each value, in the order of ``Cs``
+            (this estimator is left as it is). Each ``fit_time_`` is its share of the path's time
+            (the path's time divided by the number of values). With ``probability=True`` and a
+            core path, the calibration's refits on the internal folds are paths too (one per
+            fold), inside that time; the sigmoids equal each value's own calibration up to the
+            models' differences above.
+        """
+        from sklearn.base import clone
+
+        if "C" not in self.get_params(deep=False):
+            raise TypeError(f"{type(self).__name__} has no parameter C: fit_path needs one")
+        if isinstance(Cs, (str, bytes)) or not hasattr(Cs, "__iter__"):
+            raise TypeError(f"Cs must be a sequence of numbers, got {Cs!r}")
+        Cs = list(Cs)
+        for c in Cs:
+            if isinstance(c, bool) or not isinstance(c, numbers.Real):
+                raise TypeError(f"Cs must hold real numbers, got {c!r} ({type(c).__name__})")
+        if not Cs or not all(np.isfinite(c) and c > 0 for c in Cs):
+            raise ValueError(f"every C of a path must be a finite number > 0 (at least one), got {Cs!r}")
+        Cs = [float(c) for c in Cs]
+        estimators = [clone(self).set_params(C=c) for c in Cs]
+        if not self._c_path:
+            return [e.fit(bags, y) for e in estimators]
+        job = self._fit_job(bags, y)
+        job["params"]["C"] = Cs[0]  # ignored by the path; a valid value for the builder's check
+        with FitProgress(job["name"], job["verbose"], self._progress_unit, job["total"] * len(Cs)) as progress:
+            fits = getattr(_core, self._core_fit + "_path")(job["bags"].core_instances(), job["bags"].bag_ptr,
+                                                            job["labels"], job["params"], Cs, progress.callback())
+        calibrations = [None] * len(Cs)
+        if job["probability"]:
+            # the internal folds' refits as paths too: the same models as each value's own
+            # calibration (one fit_path per fold instead of one fit per fold and value)
+            job["probability"] = False
+            calibrations = self._path_calibrations(job["bags"], job["classes"], job["labels"], Cs)
+        share = (time.perf_counter() - job["start"]) / len(Cs)
+        for estimator, fit, calibration in zip(estimators, fits, calibrations):
+            estimator._install(job, fit, share)
+            if calibration is not None:
+                estimator.model_ = estimator.model_.with_calibration(calibration)
+            estimator._warn_unconverged(fit)
+            if job["verbose"]:
+                print(f"[{job['name']}] C={estimator.C:g}: {estimator._fit_summary()}, {estimator.fit_time_:.3f} s")
+        return estimators
+
+    def _fit_job(self, bags, y):
+        """What a fit (or a path) needs before the core runs: checked ``verbose``, the bags, the
+        encoded labels, ``probability`` checked against them, the core's parameters, the
+        progress total of one fit and the start time."""
         verbose = getattr(self, "verbose", 0)
         _check_verbose(verbose)
         bags = as_bags(bags)
@@ -238,22 +324,23 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
         probability = _check_probability(getattr(self, "probability", False), labels, classes)
         params = self._core_params(bags, classes, labels)
         n_problems = 1 if len(classes) == 2 else len(classes)
-        total = self._progress_total(params) * n_problems
+        return {"name": name, "verbose": int(verbose), "bags": bags, "classes": classes, "labels": labels,
+                "probability": probability, "params": params,
+                "total": self._progress_total(params) * n_problems, "start": time.perf_counter()}
+
+    def _install(self, job, fit, seconds):
+        """Install the core's result ``fit`` of ``job`` (:meth:`_fit_job`): the compiled model,
+        the fitted attributes, the calibration with ``probability=True``; ``fit_time_`` is
+        ``seconds`` plus the calibration's time."""
         start = time.perf_counter()
-        with FitProgress(name, int(verbose), self._progress_unit, total) as progress:
-            fit = getattr(_core, self._core_fit)(bags.core_instances(), bags.bag_ptr, labels, params,
-                                                 progress.callback())
+        bags, classes = job["bags"], job["classes"]
         state = {"classes_": classes, "model_": fit.model, "gamma_": float(fit.gamma)}
         state.update(self._fitted(fit, bags, len(classes) == 2))
-        if probability:
-            state["model_"] = state["model_"].with_calibration(self._calibration(bags, classes, labels))
-        state["fit_time_"] = time.perf_counter() - start
+        if job["probability"]:
+            state["model_"] = state["model_"].with_calibration(self._calibration(bags, classes, job["labels"]))
+        state["fit_time_"] = seconds + (time.perf_counter() - start)
         state["n_features_in_"] = state["model_"].n_features
         self.__dict__.update(state)
-        self._warn_unconverged(fit)
-        if verbose:
-            print(f"[{name}] {self._fit_summary()}, {self.fit_time_:.3f} s")
-        return self
 
     def _calibration(self, bags, classes, labels):
         """Platt's ``(a, b)`` per output from out-of-fold bag scores: the estimator refitted
@@ -278,6 +365,34 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
             a.append(ac)
             b.append(bc)
         return a, b
+
+    def _path_calibrations(self, bags, classes, labels, Cs):
+        """:meth:`_calibration` of every value of ``Cs`` (the estimator with ``C`` set to it),
+        the refits on each internal fold as one :meth:`fit_path` and their held-out scores from
+        one kernel evaluation (``_core.decision_functions``). Returns one ``(a, b)`` per value."""
+        from sklearn.base import clone
+
+        splitter = calibration_folds(self.get_params(deep=False).get("random_state"))
+        n_outputs = 1 if len(classes) == 2 else len(classes)
+        scores = np.empty((len(Cs), len(bags), n_outputs))
+        for train, test in splitter.split(np.zeros(len(labels)), labels):
+            parts = clone(self).set_params(probability=False, verbose=0).fit_path(bags[train],
+                                                                                  classes[labels[train]], Cs)
+            held_out = bags[test]
+            scored = _core.decision_functions([e._model() for e in parts], held_out.core_instances(),
+                                              held_out.bag_ptr, threads(self.n_jobs))
+            for k, s in enumerate(scored):
+                scores[k][test] = s
+        out = []
+        for k in range(len(Cs)):
+            a, b = [], []
+            for c in range(n_outputs):
+                positive = labels == 1 if n_outputs == 1 else labels == c
+                ac, bc = _core.fit_sigmoid(np.ascontiguousarray(scores[k][:, c]), positive.tolist())
+                a.append(ac)
+                b.append(bc)
+            out.append((a, b))
+        return out
 
     @classmethod
     def _grid_for(cls, params):
@@ -386,7 +501,10 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
         ndarray of shape (n_bags,)
             Labels taken from ``classes_``.
         """
-        scores = self.decision_function(bags)
+        return self._labels(self.decision_function(bags))
+
+    def _labels(self, scores):
+        """The predicted labels of bag scores (``(n_bags,)`` or ``(n_bags, n_classes)``)."""
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]
         return self.classes_[np.argmax(scores, axis=1)]
@@ -455,6 +573,20 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
         tags.input_tags.two_d_array = False
         tags.input_tags.sparse = True
         return tags
+
+
+def predict_path(estimators, bags):
+    """``[e.predict(bags) for e in estimators]`` for the estimators of one
+    :meth:`MILClassifier.fit_path`, with the kernel values of the bags' instances computed once
+    over the union of the models' expansion vectors (``milsvm._core.decision_functions``) rather
+    than once per model. The scores equal each model's own up to rounding."""
+    if not estimators:
+        return []
+    first = estimators[0]
+    bags = first._check_bags(bags)
+    scores = _core.decision_functions([e._model() for e in estimators], bags.core_instances(), bags.bag_ptr,
+                                      threads(first.n_jobs))
+    return [e._labels(s[:, 0] if s.shape[1] == 1 else s) for e, s in zip(estimators, scores)]
 
 
 class ExpansionVectorsMixin:

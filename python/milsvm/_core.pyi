@@ -79,6 +79,8 @@ class Model:
     @property
     def info_json(self) -> str: ...
 
+def decision_functions(models: Sequence[Model], x: Instances, bag_ptr: NDArray[np.int64],
+                       n_jobs: Optional[int] = None) -> List[NDArray[np.float64]]: ...
 def fit_sigmoid(scores: NDArray[np.float64], positive: Sequence[bool]) -> Tuple[float, float]: ...
 
 # ---------------------------------------------------------------------------------------------
@@ -175,6 +177,15 @@ class FitFunction(Protocol[_Fit]):
         progress: Optional[Progress] = None,
     ) -> _Fit: ...
 
+class PathFunction(Protocol[_Fit]):
+    """``fit_path(x, bag_ptr, labels, params, cs, progress=None)``: the fit at every value of ``C`` in
+    ``cs`` (one warm-started path; the ``C`` of ``params`` is ignored), results in the order of ``cs``."""
+
+    def __call__(
+        self, x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], params: Params,
+        cs: Sequence[float], progress: Optional[Progress] = None,
+    ) -> List[_Fit]: ...
+
 def _specs() -> Specs: ...
 def _check(params: Params) -> None: ...
 
@@ -186,6 +197,11 @@ fit_smil: FitFunction[NskFit]
 fit_annealing: FitFunction[AnnealingFit]
 fit_svmcc: FitFunction[SvmCcFit]
 fit_one_class: FitFunction[OneClassFit]
+fit_sparse_mi_path: PathFunction[SparseMiFit]
+fit_mi_kernel_path: PathFunction[MiKernelFit]
+fit_reduced_set_path: PathFunction[ReducedSetFit]
+fit_nsk_path: PathFunction[NskFit]
+fit_smil_path: PathFunction[NskFit]
 check_sparse_mi = check_mi_kernel = check_reduced_set = check_nsk = check_smil = check_annealing = check_svmcc = check_one_class = _check
 fit_sparse_mi_hyperparameters = fit_mi_kernel_hyperparameters = fit_reduced_set_hyperparameters = fit_nsk_hyperparameters = fit_smil_hyperparameters = fit_annealing_hyperparameters = fit_svmcc_hyperparameters = fit_one_class_hyperparameters = _specs
 

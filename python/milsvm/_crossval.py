@@ -72,13 +72,23 @@ def final_estimator(model):
     return model.steps[-1][1] if hasattr(model, "steps") else model
 
 
-def _fit_task(cls, params, scale, bags, y, train, test, where, evaluate, keep_model):
+def _fit_task(cls, params, scale, bags, y, train, test, where, evaluate, keep_model, Cs=None):
     """Fit ``cls(**params)`` on ``bags[train]`` and score it on ``bags[test]``.
 
     Returns ``{"accuracy", "fit_time"}`` for an inner grid-search fit, and with ``evaluate`` also
     the balanced accuracy, the AUC (binary problems whose test part holds both classes), the
     number of expansion vectors, the warnings raised and, with ``keep_model``, the fitted model.
+    With ``Cs`` (an inner grid-search task of several values of ``C``), one ``C`` path instead
+    (:func:`_path_task`). Inner grid-search fits (``evaluate=False``) run with
+    ``probability=False``: the calibration does not change ``predict``, so the choices are the
+    same.
     """
+    if not evaluate and params.get("probability"):
+        # an inner grid-search fit is scored by ``predict``, which the calibration does not
+        # change: its five internal refits would only cost time (the outer refit calibrates)
+        params = {**params, "probability": False}
+    if Cs is not None:
+        return _path_task(cls, params, scale, bags, y, train, test, where, Cs)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -120,6 +130,57 @@ def _fit_task(cls, params, scale, bags, y, train, test, where, evaluate, keep_mo
     return out
 
 
+def _path_task(cls, params, scale, bags, y, train, test, where, Cs):
+    """The inner grid-search fits of ``cls(**params, C=c)`` for every ``c`` of ``Cs`` as one path
+    (:meth:`~milsvm._base.MILClassifier.fit_path`): the scaler fitted once on ``bags[train]``,
+    then every model scored on ``bags[test]`` with the kernel values computed once
+    (:func:`~milsvm._base.predict_path`). Returns ``{"accuracy": [one per C], "fit_time"}``
+    (the whole path's time); the accuracies equal those of independent fits up to the inner
+    solver's tolerance."""
+    from ._base import predict_path
+
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        try:
+            model = make_model(cls, params, scale)
+            start = time.perf_counter()
+            train_bags, test_bags = bags[train], bags[test]
+            if hasattr(model, "steps"):
+                head = model[:-1]
+                train_bags = head.fit_transform(train_bags, y[train])
+                test_bags = head.transform(test_bags)
+            fitted = final_estimator(model).fit_path(train_bags, y[train], Cs)
+            fit_time = time.perf_counter() - start
+            accuracy = [float(np.mean(labels == y[test])) for labels in predict_path(fitted, test_bags)]
+        except Exception as exc:
+            message = " ".join(str(exc).split()) or type(exc).__name__
+            raise FitError(f"{describe(cls.__name__, {**params, 'C': list(Cs)})} failed on {where}: {message}") from None
+    return {"accuracy": accuracy, "fit_time": fit_time}
+
+
+def _task_fits(kwargs):
+    """The number of fits of a task: one, or one per ``C`` of a path task."""
+    Cs = kwargs.get("Cs")
+    return 1 if Cs is None else len(Cs)
+
+
+def _c_groups(cls, candidates, fixed):
+    """The inner grid's candidates (indices) grouped into tasks: those that differ only in ``C``
+    form one ``C`` path when ``cls`` fits paths (``_c_path``), ``C`` is a plain number in each and
+    not fixed by ``fixed`` (the task parameters); every other candidate is a group of one. Groups
+    are in order of their first candidate, each in ``ParameterGrid`` order."""
+    def plain(c):
+        return isinstance(c.get("C"), (int, float, np.integer, np.floating)) and not isinstance(c.get("C"), bool)
+
+    if not getattr(cls, "_c_path", False) or "C" in fixed:
+        return [[c] for c in range(len(candidates))]
+    groups = {}
+    for c, cand in enumerate(candidates):
+        key = tuple(sorted((k, repr(v)) for k, v in cand.items() if k != "C")) if plain(cand) else ("single", c)
+        groups.setdefault(key, []).append(c)
+    return list(groups.values())
+
+
 def _indexed(k, kwargs):
     return k, _fit_task(**kwargs)
 
@@ -128,14 +189,15 @@ def run_tasks(tasks, n_jobs, progress=None):
     """Run ``_fit_task(**kwargs)`` for every ``kwargs`` of ``tasks``; results in task order.
 
     ``n_jobs == 1`` runs in this process, anything else through ``joblib.Parallel`` (whose
-    active backend may be Dask). ``progress(n)`` is called after every finished task.
+    active backend may be Dask). ``progress(n)`` is called after every finished task with its
+    number of fits (one per ``C`` of a path task).
     """
     results = [None] * len(tasks)
     if n_jobs == 1:
         for k, kwargs in enumerate(tasks):
             results[k] = _fit_task(**kwargs)
             if progress is not None:
-                progress(1)
+                progress(_task_fits(kwargs))
         return results
     from joblib import Parallel, delayed
 
@@ -143,7 +205,7 @@ def run_tasks(tasks, n_jobs, progress=None):
     for k, result in parallel(delayed(_indexed)(k, kwargs) for k, kwargs in enumerate(tasks)):
         results[k] = result
         if progress is not None:
-            progress(1)
+            progress(_task_fits(tasks[k]))
     return results
 
 
@@ -217,7 +279,9 @@ def cross_validate(cls, params, bags, y, *, folds=10, repeats=1, seed=0, grid=No
         Parameter grid searched on every training part by an inner
         ``StratifiedKFold(inner_folds, shuffle=True, random_state=seed)``: the candidate with
         the best mean inner accuracy wins (the first in ``ParameterGrid`` order on ties, as in
-        ``GridSearchCV``) and is refitted on the whole training part.
+        ``GridSearchCV``) and is refitted on the whole training part. For an estimator with a
+        ``C`` path (``cls._c_path``), the candidates that differ only in ``C`` are fitted on each
+        inner training part as one warm-started path (one task), with the same choices.
     scale : bool
         Standardise the features with the training part's instances.
     n_jobs : int
@@ -257,19 +321,25 @@ def cross_validate(cls, params, bags, y, *, folds=10, repeats=1, seed=0, grid=No
     search_time = [None] * len(splits)
     candidates = list(ParameterGrid(grid)) if grid else []
     if candidates:
+        # candidates that differ only in C: one task fitting a warm-started C path (same choices)
+        groups = _c_groups(cls, candidates, extra)
         tasks, keys = [], []
         for s, (train, _) in enumerate(splits):
             inner = StratifiedKFold(inner_folds, shuffle=True, random_state=seed)
             for i, (itrain, itest) in enumerate(inner.split(np.zeros(len(train)), y[train])):
-                for c, cand in enumerate(candidates):
-                    tasks.append(dict(cls=cls, params={**params, **cand, **extra}, scale=scale, bags=bags, y=y,
-                                      train=train[itrain], test=train[itest],
-                                      where=f"inner fold {i + 1} of {where[s]}", evaluate=False, keep_model=False))
-                    keys.append((s, i, c))
+                for group in groups:
+                    task = dict(cls=cls, params={**params, **candidates[group[0]], **extra}, scale=scale, bags=bags,
+                                y=y, train=train[itrain], test=train[itest],
+                                where=f"inner fold {i + 1} of {where[s]}", evaluate=False, keep_model=False)
+                    if len(group) > 1:
+                        del task["params"]["C"]
+                        task["Cs"] = [candidates[c]["C"] for c in group]
+                    tasks.append(task)
+                    keys.append((s, i, group))
         scores = np.zeros((len(splits), inner_folds, len(candidates)))
         seconds = np.zeros(len(splits))
-        for (s, i, c), result in zip(keys, run_tasks(tasks, n_jobs, progress)):
-            scores[s, i, c] = result["accuracy"]
+        for (s, i, group), result in zip(keys, run_tasks(tasks, n_jobs, progress)):
+            scores[s, i, group] = result["accuracy"]
             seconds[s] += result["fit_time"]
         means = scores.mean(axis=1)
         for s in range(len(splits)):

@@ -60,6 +60,7 @@ class MIKernel(MILClassifier):
     """
 
     _core_fit = "fit_mi_kernel"
+    _c_path = True
     _info_attrs = ("coef_", "intercept_", "support_", "n_xv_", "objective_", "n_iter_", "gamma_")
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight=None, solver="newton", inner_tol=None,
@@ -135,6 +136,7 @@ class ReducedSet(ExpansionVectorsMixin, MILClassifier):
     """
 
     _core_fit = "fit_reduced_set"
+    _c_path = True
     _search_ranges = {"n_xv": "5 ... 100 (the model's size: larger predicts more slowly)"}
     _info_attrs = ("n_iter_", "residual_history_", "dense_n_xv_", "gamma_")
 

@@ -78,6 +78,7 @@ class NSK(_SetKernelSVM):
     """
 
     _core_fit = "fit_nsk"
+    _c_path = True
     _poolings = ("mean", "normalized_mean")
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", norm="l1", class_weight=None, inner_tol=1e-3,
@@ -130,6 +131,7 @@ class sMIL(_SetKernelSVM):
     """
 
     _core_fit = "fit_smil"
+    _c_path = True
     _poolings = ("smil_mean", "mean")
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight=None, inner_tol=1e-3, inner_max_iter=None,

@@ -182,6 +182,7 @@ class RSVM(_LabelMeanClassifier):
 
     _core_fit = "fit_sparse_mi"
     _core_fixed = {"max_iter": 0, "max_line_search": 1, "tol": 0.0}
+    _c_path = True
 
     def __init__(self, n_xv=10, C=1.0, kernel="rbf", gamma="scale", class_weight=None, solver="newton",
                  inner_tol=None, inner_max_iter=1000, random_state=None, probability=False, n_jobs=None, verbose=0):

@@ -18,6 +18,8 @@
 //! * [`Predictor`]: a model compiled for prediction (validated once, basis norms and layouts
 //!   precomputed), `Send + Sync`, scoring one bag without allocating ([`Predictor::score_bag`]
 //!   with a [`Workspace`]) or many bags in parallel ([`Predictor::decision_function`]).
+//! * [`decision_functions`]: several models of one kernel scored at once, over the union of
+//!   their expansion vectors (the models of a `C` path).
 //!
 //! ```
 //! use milsvm::model::{BagView, Model, Pooling, Predictor, Workspace};
@@ -45,6 +47,7 @@ mod calibration;
 pub mod file;
 mod predictor;
 mod scaler;
+mod stack;
 
 use ndarray::{Array1, Array2};
 use serde_json::{Map, Value};
@@ -56,6 +59,7 @@ pub use calibration::{fit_sigmoid, Calibration};
 pub use file::FORMAT_VERSION;
 pub use predictor::{BagView, Predictor, Workspace, ROW_KERNEL_MAX_XV};
 pub use scaler::Scaler;
+pub use stack::decision_functions;
 
 crate::params::choices! {
 /// How a bag's score is formed from the scores of its instances.

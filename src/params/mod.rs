@@ -82,7 +82,10 @@ pub trait Hyperparams: ParamGuard + Default {
 /// one hook for checks across fields (`cross_check path;`, a `fn(&Checked) -> Result<()>`) and
 /// the fit (`fit -> Output;`: [`crate::fit::Fit`] on the checked type through the shared
 /// prologue, for a struct with `n_jobs` and `class_weight` fields and a
-/// `fn fit_impl(&self, &Setup) -> Result<Output>`).
+/// `fn fit_impl(&self, &Setup) -> Result<Output>`; `fit -> Output, path name;` adds
+/// [`crate::fit::FitPath`] through the same prologue, calling
+/// `fn name(&self, &Setup, cs: &[f64]) -> Result<Vec<Output>>` with the distinct values of `C`
+/// in ascending order).
 /// Every struct also gets an `observer` ([`Observer`]: progress and cancellation). See the
 /// module docs for what it generates.
 macro_rules! hyperparams {
@@ -114,6 +117,17 @@ macro_rules! hyperparams {
             }
             $($tail)*
         }
+
+        impl $checked {
+            /// The same hyperparameters with `C = c`: one point of a `C` path
+            /// ([`crate::fit::FitPath`]; the path checks `c`).
+            #[allow(dead_code)]
+            pub(crate) fn with_c(&self, c: f64) -> Self {
+                let mut p = self.clone();
+                p.c = c;
+                p
+            }
+        }
     };
     (
         $(#[$meta:meta])*
@@ -125,7 +139,7 @@ macro_rules! hyperparams {
             )*
         }
         $(cross_check $cross:path;)?
-        $(fit -> $out:ty;)?
+        $(fit -> $out:ty $(, path $path:ident)?;)?
     ) => {
         #[doc = concat!("The checked form of [`", stringify!($name), "`], which only ")]
         #[doc = "[`ParamGuard::check_ref`](crate::params::ParamGuard::check_ref) makes: the"]
@@ -277,6 +291,28 @@ macro_rules! hyperparams {
                     .run(bags, labels, |setup| self.fit_impl(setup))
                 }
             }
+
+            $(
+                /// A `C` path through the same prologue: the family's `path` method gets the
+                /// distinct values of `C` in ascending order.
+                impl $crate::fit::FitPath for $checked {
+                    fn fit_path(
+                        &self,
+                        bags: &$crate::bags::Bags,
+                        labels: &[usize],
+                        cs: &[f64],
+                    ) -> $crate::error::Result<Vec<$out>> {
+                        let path = $crate::fit::CPath::new(cs)?;
+                        let fits = $crate::fit::Prologue {
+                            n_jobs: self.n_jobs,
+                            class_weight: Some(&self.class_weight),
+                            observer: &self.observer,
+                        }
+                        .run(bags, labels, |setup| self.$path(setup, &path.values))?;
+                        Ok(path.in_given_order(fits))
+                    }
+                }
+            )?
         )?
     };
 }

@@ -41,26 +41,57 @@ impl PyModel {
         n_jobs: Option<i64>,
         method: RowsMethod,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        let bag_ptr = to_usize(bag_ptr.as_slice()?, "bag_ptr")?;
-        let n_jobs = n_jobs_of(n_jobs)?;
         let predictor = &self.predictor;
-        let not_rows = || PyValueError::new_err("x must be a 2-D float64 array or a CSR tuple");
-        let dense = x.extract::<PyReadonlyArray2<f64>>().ok();
-        let csr = match (&dense, dense.is_none().then(|| instances(x)).transpose()?) {
-            (None, Some(Instances::Sparse(csr))) => Some(csr),
-            (None, _) => return Err(not_rows()),
-            _ => None,
-        };
-        let rows = match (&dense, &csr) {
-            (Some(d), _) => Rows::Dense(d.as_array()),
-            (None, Some(csr)) => Rows::Sparse(csr),
-            (None, None) => return Err(not_rows()),
-        };
-        let scores = run(py, || {
-            with_threads(n_jobs, || method(predictor, rows, &bag_ptr))?
+        let scores = with_rows(py, x, bag_ptr, n_jobs, |rows, bag_ptr| {
+            method(predictor, rows, bag_ptr)
         })?;
         Ok(scores.into_pyarray(py))
     }
+}
+
+/// Runs `f` on stacked instances from Python (a float64 array read in place, or a CSR tuple)
+/// with bag offsets, without the GIL, on `n_jobs` threads.
+fn with_rows<'py, T: Send>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    bag_ptr: PyReadonlyArray1<i64>,
+    n_jobs: Option<i64>,
+    f: impl FnOnce(Rows<'_>, &[usize]) -> crate::error::Result<T> + Send,
+) -> PyResult<T> {
+    let bag_ptr = to_usize(bag_ptr.as_slice()?, "bag_ptr")?;
+    let n_jobs = n_jobs_of(n_jobs)?;
+    let not_rows = || PyValueError::new_err("x must be a 2-D float64 array or a CSR tuple");
+    let dense = x.extract::<PyReadonlyArray2<f64>>().ok();
+    let csr = match (&dense, dense.is_none().then(|| instances(x)).transpose()?) {
+        (None, Some(Instances::Sparse(csr))) => Some(csr),
+        (None, _) => return Err(not_rows()),
+        _ => None,
+    };
+    let rows = match (&dense, &csr) {
+        (Some(d), _) => Rows::Dense(d.as_array()),
+        (None, Some(csr)) => Rows::Sparse(csr),
+        (None, None) => return Err(not_rows()),
+    };
+    run(py, || with_threads(n_jobs, || f(rows, &bag_ptr))?)
+}
+
+/// Bag scores `(n_bags, n_outputs)` of every model in `models` on stacked instances with bag
+/// offsets, the kernel values computed once over the union of their expansion vectors (the
+/// models of a C path; `milsvm::model::decision_functions`).
+#[pyfunction]
+#[pyo3(signature = (models, x, bag_ptr, n_jobs=None))]
+fn decision_functions<'py>(
+    py: Python<'py>,
+    models: Vec<Bound<'py, PyModel>>,
+    x: &Bound<'py, PyAny>,
+    bag_ptr: PyReadonlyArray1<i64>,
+    n_jobs: Option<i64>,
+) -> PyResult<Vec<Bound<'py, PyArray2<f64>>>> {
+    let refs: Vec<&Model> = models.iter().map(|m| &m.get().model).collect();
+    let scores = with_rows(py, x, bag_ptr, n_jobs, |rows, bag_ptr| {
+        crate::model::decision_functions(&refs, rows, bag_ptr)
+    })?;
+    Ok(scores.into_iter().map(|s| s.into_pyarray(py)).collect())
 }
 
 /// Platt's `(a, b)` for held-out `scores` and whether each bag is `positive`
@@ -71,9 +102,10 @@ fn fit_sigmoid_py(scores: PyReadonlyArray1<f64>, positive: Vec<bool>) -> PyResul
     Ok(fit_sigmoid(scores.as_slice()?, &positive)?)
 }
 
-/// Registers `Model` and `fit_sigmoid`.
+/// Registers `Model`, `fit_sigmoid` and `decision_functions`.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyModel>()?;
+    m.add_function(wrap_pyfunction!(decision_functions, m)?)?;
     m.add_function(wrap_pyfunction!(fit_sigmoid_py, m)?)
 }
 

@@ -20,8 +20,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use super::convert::{bags, params_from, to_usize};
+use crate::bags::Bags;
 use crate::error::Error;
-use crate::fit::Fit;
+use crate::fit::{Fit, FitPath};
 use crate::params::Hyperparams;
 use crate::progress::{Cancel, Observer, Progress};
 
@@ -139,13 +140,67 @@ where
     P::Checked: Fit,
     <P::Checked as Fit>::Output: Send,
 {
+    fit_call::<P, _>(
+        py,
+        x,
+        bag_ptr,
+        labels,
+        params,
+        progress,
+        |p, bags, labels| p.fit(bags, labels),
+    )
+}
+
+/// The path binding ([`FitPath`]): as [`fit_with`], fitting every value of `cs` (the `C` in
+/// `params` is ignored), the results in the order of `cs`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn path_with<P>(
+    py: Python<'_>,
+    x: &Bound<'_, PyAny>,
+    bag_ptr: PyReadonlyArray1<i64>,
+    labels: PyReadonlyArray1<i64>,
+    params: &Bound<'_, PyDict>,
+    cs: Vec<f64>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Vec<<P::Checked as Fit>::Output>>
+where
+    P: Hyperparams + Sync,
+    P::Checked: FitPath,
+    <P::Checked as Fit>::Output: Send,
+{
+    fit_call::<P, _>(
+        py,
+        x,
+        bag_ptr,
+        labels,
+        params,
+        progress,
+        |p, bags, labels| p.fit_path(bags, labels, &cs),
+    )
+}
+
+/// What [`fit_with`] and [`path_with`] share: the builder from `params` with an observer of
+/// `progress`, the bags and labels converted, then `f` run cancellably.
+fn fit_call<P, T>(
+    py: Python<'_>,
+    x: &Bound<'_, PyAny>,
+    bag_ptr: PyReadonlyArray1<i64>,
+    labels: PyReadonlyArray1<i64>,
+    params: &Bound<'_, PyDict>,
+    progress: Option<Py<PyAny>>,
+    f: impl FnOnce(&P, &Bags, &[usize]) -> Result<T, Error> + Send,
+) -> PyResult<T>
+where
+    P: Hyperparams + Sync,
+    T: Send,
+{
     let mut p: P = params_from(params)?;
     let cancel = Cancel::new();
     let failure: Failure = Arc::default();
     p.set_observer(observer_of(progress, cancel.clone(), failure.clone()));
     let bags = bags(x, bag_ptr)?;
     let labels = to_usize(labels.as_slice()?, "labels")?;
-    run_cancellable(py, &cancel, &failure, || p.fit(&bags, &labels))
+    run_cancellable(py, &cancel, &failure, || f(&p, &bags, &labels))
 }
 
 /// Checks the parameters of a fit without data: the builder of type `P` filled from `params`
@@ -164,7 +219,9 @@ pub(crate) fn check_with<P: Hyperparams>(params: &Bound<'_, PyDict>) -> PyResult
 /// (built by its `new(py, fit)`); `$check(params)`, which runs the same parsing and the
 /// core's checks without data ([`check_with`]); and `$fit_hyperparameters()`, the builder's
 /// declared parameters as `(name, default, doc, range)` tuples; `register(m)` (or the name
-/// given last) adds them and the result class.
+/// given next) adds them and the result class. With `path $path` last (for a builder whose
+/// checked type implements [`FitPath`]), also `$path(x, bag_ptr, labels, params, cs,
+/// progress=None)`, the list of results at the values `cs` of `C` (a warm-started path).
 macro_rules! fit_bindings {
     ($(#[$doc:meta])* $fit:ident, $check:ident, $specs:ident, $params:ty, $result:ty) => {
         $crate::python::run::fit_bindings!(
@@ -173,7 +230,7 @@ macro_rules! fit_bindings {
     };
     (
         $(#[$doc:meta])* $fit:ident, $check:ident, $specs:ident, $params:ty, $result:ty,
-        $register:ident
+        $register:ident $(, path $path:ident)?
     ) => {
         $(#[$doc])*
         #[pyfunction]
@@ -192,6 +249,30 @@ macro_rules! fit_bindings {
             <$result>::new(py, fit)
         }
 
+        $(
+            /// The `C` path of this fit: one result per value of `cs`, in the order of `cs`,
+            /// equal to independent fits up to the solver's tolerance (the `C` of `params` is
+            /// ignored).
+            #[pyfunction]
+            #[pyo3(signature = (x, bag_ptr, labels, params, cs, progress=None))]
+            pub(crate) fn $path<'py>(
+                py: Python<'py>,
+                x: &Bound<'py, PyAny>,
+                bag_ptr: PyReadonlyArray1<i64>,
+                labels: PyReadonlyArray1<i64>,
+                params: &Bound<'py, PyDict>,
+                cs: Vec<f64>,
+                progress: Option<Py<PyAny>>,
+            ) -> PyResult<Vec<$result>> {
+                $crate::python::run::path_with::<$params>(
+                    py, x, bag_ptr, labels, params, cs, progress,
+                )?
+                .into_iter()
+                .map(|fit| <$result>::new(py, fit))
+                .collect()
+            }
+        )?
+
         /// Checks the parameters of this fit without data, as the fit parses and checks them:
         /// raises the same `TypeError` or `ValueError`; returns None when they pass. Checks
         /// that need the data (`n_xv` against the instances, ...) stay in the fit.
@@ -208,10 +289,12 @@ macro_rules! fit_bindings {
             $crate::python::convert::specs_of::<$params>(py)
         }
 
-        /// Adds the fit, its check, its hyperparameters and its result class to the module.
+        /// Adds the fit, its check, its hyperparameters, its path if any and its result class
+        /// to the module.
         pub(crate) fn $register(m: &Bound<'_, PyModule>) -> PyResult<()> {
             m.add_function(wrap_pyfunction!($fit, m)?)?;
             m.add_function(wrap_pyfunction!($check, m)?)?;
+            $( m.add_function(wrap_pyfunction!($path, m)?)?; )?
             m.add_function(wrap_pyfunction!($specs, m)?)?;
             m.add_class::<$result>()
         }

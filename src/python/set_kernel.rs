@@ -52,7 +52,8 @@ fit_bindings!(
     fit_mi_kernel_hyperparameters,
     MiKernelParams,
     PyMiKernelFit,
-    register_mi_kernel
+    register_mi_kernel,
+    path fit_mi_kernel_path
 );
 
 /// Bag scores `(n_bags, n_outputs)` of a set-kernel model: `coef` (`n_outputs x n_train_bags`)
@@ -154,7 +155,8 @@ fit_bindings!(
     fit_reduced_set_hyperparameters,
     ReducedSetParams,
     PyReducedSetFit,
-    register_reduced_set
+    register_reduced_set,
+    path fit_reduced_set_path
 );
 
 /// Adds MI-Kernel, RS and the set-kernel functions to the module.

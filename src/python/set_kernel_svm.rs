@@ -47,7 +47,8 @@ fit_bindings!(
     fit_nsk_hyperparameters,
     NskParams,
     PyNskFit,
-    register_nsk
+    register_nsk,
+    path fit_nsk_path
 );
 
 fit_bindings!(
@@ -57,7 +58,8 @@ fit_bindings!(
     fit_smil_hyperparameters,
     SmilParams,
     PyNskFit,
-    register_smil
+    register_smil,
+    path fit_smil_path
 );
 
 /// Adds the NSK and sMIL fits to the module.

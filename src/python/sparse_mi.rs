@@ -41,7 +41,8 @@ fit_bindings!(
     fit_sparse_mi_hyperparameters,
     SparseMiParams,
     PySparseMiFit,
-    register_fit
+    register_fit,
+    path fit_sparse_mi_path
 );
 
 /// Adds the SparseMI fit and its objective to the module.

@@ -31,7 +31,7 @@ hyperparams! {
         /// Ridge added to the diagonal of `K_set` in the regulariser (Fu et al., footnote).
         ridge: f64 = 1e-8, check Range::NonNegative;
     }
-    fit -> MiKernelFit;
+    fit -> MiKernelFit, path path_impl;
 }
 
 /// A fitted set-kernel model: `F(X) = sum_i alpha_i k_set(X_i, X) + b` over training bags
@@ -213,74 +213,117 @@ pub struct MiKernelFit {
 impl MiKernelValidParams {
     /// Fits MI-Kernel on bags with class indices `0..n_classes`: one problem for two classes
     /// (class 1 positive), independent one-vs-rest problems sharing `K_set` otherwise (solved
-    /// in parallel). RS runs it inside its own fit.
+    /// in parallel). RS runs it inside its own fit. The path of the one value `C`.
     pub(super) fn fit_impl(&self, setup: &Setup) -> Result<MiKernelFit> {
+        let mut fits = self.path_from(setup, &[self.c], false)?;
+        fits.pop()
+            .ok_or_else(|| Error::Solver("MI-Kernel: an empty path".into()))
+    }
+
+    /// The fits at the ascending values `cs` ([`crate::fit::FitPath`]): `K_set` once, then per
+    /// binary problem one solve per value, each started from the previous value's
+    /// `(beta, b)` (the first from zero).
+    fn path_impl(&self, setup: &Setup, cs: &[f64]) -> Result<Vec<MiKernelFit>> {
+        self.path_from(setup, cs, true)
+    }
+
+    /// [`MiKernelValidParams::path_impl`], with every solve started from zero unless `warm`:
+    /// `K_set` is still computed once, and the fits equal independent fits bit for bit (RS's
+    /// path, whose greedy construction is not continuous in the coefficients).
+    pub(super) fn path_from(
+        &self,
+        setup: &Setup,
+        cs: &[f64],
+        warm: bool,
+    ) -> Result<Vec<MiKernelFit>> {
         let bags = setup.bags;
         let (kernel, gamma) = self.kernel.resolve(self.gamma, bags.instances());
         let gram = set_kernel_gram_cancellable(kernel, bags, self.observer.cancel())?;
         setup.observer.check()?;
         let problems = setup.problems();
-        let costs: Vec<Vec<f64>> = problems
-            .iter()
-            .map(|p| p.weights.iter().map(|w| self.c * w).collect())
-            .collect();
         let mut k_reg = gram.clone();
         k_reg.diag_mut().mapv_inplace(|v| v + self.ridge);
         let tol = self.inner_tol.unwrap_or(self.solver.default_tol());
-        let sols: Vec<Solution> = problems
+        // sols[problem][value]
+        let sols: Vec<Vec<Solution>> = problems
             .par_iter()
-            .zip(&costs)
-            .map(|(problem, c)| {
-                SquaredHinge {
-                    k: k_reg.view(),
-                    x: gram.view(),
-                    y: &problem.targets,
-                    c,
-                    c_opp: &[],
+            .map(|problem| {
+                let mut path: Vec<Solution> = Vec::with_capacity(cs.len());
+                for &c in cs {
+                    self.observer.check()?;
+                    let costs: Vec<f64> = problem.weights.iter().map(|w| c * w).collect();
+                    let start = path.last().filter(|_| warm).map(|s| (s.beta.view(), s.b));
+                    let sol = SquaredHinge {
+                        k: k_reg.view(),
+                        x: gram.view(),
+                        y: &problem.targets,
+                        c: &costs,
+                        c_opp: &[],
+                    }
+                    .solve(self.solver, start, tol, self.inner_max_iter)?;
+                    path.push(sol);
                 }
-                .solve(self.solver, None, tol, self.inner_max_iter)
+                Ok(path)
             })
             .collect::<Result<_>>()?;
-        let m = bags.n_bags();
-        let mut coef = Array2::zeros((problems.len(), m));
-        let mut objective = Vec::with_capacity(problems.len());
-        for (((sol, problem), c), mut row) in
-            sols.iter().zip(&problems).zip(&costs).zip(coef.rows_mut())
-        {
-            let plain = SquaredHinge {
-                k: gram.view(),
-                x: gram.view(),
-                y: &problem.targets,
-                c,
-                c_opp: &[],
-            };
-            // Dual weights alpha = -c_i l'(y_i, F_i): the same w as sol.beta
-            // (K_set (beta + c l') = 0 at the optimum, up to the ridge), exactly zero outside
-            // the margin.
-            let f = plain.scores(sol.beta.view(), sol.b);
-            let dl = plain.loss_derivative(f.view());
-            row.assign(&(&dl * &ndarray::ArrayView1::from(c.as_slice())).mapv(|v| -v));
-            objective.push(plain.value_grad(row.view(), sol.b).0);
-        }
-        if coef.iter().any(|v| !v.is_finite()) {
-            return Err(Error::Solver(
-                "MI-Kernel produced non-finite coefficients".into(),
-            ));
-        }
-        Ok(MiKernelFit {
-            model: SetKernelModel {
-                kernel,
-                bags: bags.clone(),
-                coef,
-                intercept: Array1::from_iter(sols.iter().map(|s| s.b)),
-                n_classes: setup.n_classes,
-            },
-            gram,
-            gamma,
-            objective,
-            ridged_objective: sols.iter().map(|s| s.value).collect(),
-            n_iter: sols.iter().map(|s| s.iterations).max().unwrap_or(0),
-            converged: sols.iter().all(|s| s.converged),
-        })
+        cs.iter()
+            .enumerate()
+            .map(|(k, &c)| {
+                let at: Vec<&Solution> = sols.iter().map(|p| &p[k]).collect();
+                finish(setup, kernel, gamma, &gram, &problems, c, &at)
+            })
+            .collect()
     }
+}
+
+/// The fit at one value `c` from its solutions (one per binary problem).
+fn finish(
+    setup: &Setup,
+    kernel: Kernel,
+    gamma: f64,
+    gram: &Array2<f64>,
+    problems: &[crate::fit::Problem],
+    c: f64,
+    sols: &[&Solution],
+) -> Result<MiKernelFit> {
+    let m = setup.bags.n_bags();
+    let mut coef = Array2::zeros((problems.len(), m));
+    let mut objective = Vec::with_capacity(problems.len());
+    for ((sol, problem), mut row) in sols.iter().zip(problems).zip(coef.rows_mut()) {
+        let costs: Vec<f64> = problem.weights.iter().map(|w| c * w).collect();
+        let plain = SquaredHinge {
+            k: gram.view(),
+            x: gram.view(),
+            y: &problem.targets,
+            c: &costs,
+            c_opp: &[],
+        };
+        // Dual weights alpha = -c_i l'(y_i, F_i): the same w as sol.beta
+        // (K_set (beta + c l') = 0 at the optimum, up to the ridge), exactly zero outside
+        // the margin.
+        let f = plain.scores(sol.beta.view(), sol.b);
+        let dl = plain.loss_derivative(f.view());
+        row.assign(&(&dl * &ndarray::ArrayView1::from(costs.as_slice())).mapv(|v| -v));
+        objective.push(plain.value_grad(row.view(), sol.b).0);
+    }
+    if coef.iter().any(|v| !v.is_finite()) {
+        return Err(Error::Solver(
+            "MI-Kernel produced non-finite coefficients".into(),
+        ));
+    }
+    Ok(MiKernelFit {
+        model: SetKernelModel {
+            kernel,
+            bags: setup.bags.clone(),
+            coef,
+            intercept: Array1::from_iter(sols.iter().map(|s| s.b)),
+            n_classes: setup.n_classes,
+        },
+        gram: gram.clone(),
+        gamma,
+        objective,
+        ridged_objective: sols.iter().map(|s| s.value).collect(),
+        n_iter: sols.iter().map(|s| s.iterations).max().unwrap_or(0),
+        converged: sols.iter().all(|s| s.converged),
+    })
 }
