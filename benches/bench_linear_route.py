@@ -4,7 +4,8 @@ mi-SVM loop around scikit-learn's ``LinearSVC`` (liblinear; float64).
 
 For each data set and method: fit time of each route in the same run (their ratio), the largest
 difference of the bag scores between the routes (relative to the largest score), and, on the
-synthetic embedding bags, the test AUC on independent bags (``make_embedding_bags``, seed 1).
+synthetic embedding bags, the test AUC on 100 held-out bags of the same draw
+(``make_embedding_bags``, seed 0, default separation).
 The kernel route is skipped above ``--kernel-max`` instances (its cost grows as n^2).
 
     python benches/bench_linear_route.py [--sizes 20000 100000] [--kernel-max 20000]
@@ -98,8 +99,11 @@ def main():
             bags = milsvm.BagStandardScaler().fit(bags).transform(bags)
         run_set(name, bags, y, None, None, args.kernel_max, out)
     for size in args.sizes:
-        bags, y = D.make_embedding_bags(size // 1000, mean_bag_size=1000, n_features=512, random_state=0)
-        test, yt = D.make_embedding_bags(100, mean_bag_size=1000, n_features=512, random_state=1)
+        # one draw (one witness direction), split into training bags and 100 test bags
+        every, labels = D.make_embedding_bags(size // 1000 + 100, mean_bag_size=1000, n_features=512,
+                                              random_state=0)
+        k = size // 1000
+        bags, y, test, yt = every[:k], labels[:k], every[k:], labels[k:]
         name = f"embed {size // 1000}k x512"
         run_set(name, bags, y, test, yt, args.kernel_max, out)
         if args.diy:

@@ -408,7 +408,7 @@ def make_embedding_bags(
     n_features=512,
     *,
     witness_rate=0.05,
-    separation=3.0,
+    separation=6.0,
     bag_size_sigma=0.5,
     n_tissue_types=8,
     positive_fraction=0.5,
@@ -434,8 +434,10 @@ def make_embedding_bags(
       ``separation`` standard deviations from the background, whose spread along it is
       sqrt(2) from noise and centre together).
 
-    Exactly ``round(positive_fraction * n_bags)`` bags are positive, in random order. The data
-    are drawn in ``dtype`` directly (no float64 intermediate for float32), bag by bag, so the
+    Exactly ``round(positive_fraction * n_bags)`` bags are positive, in random order. The tissue
+    centres and the witness direction are drawn from ``random_state`` too, so a test set must
+    come from the same call (draw training and test bags together and split them): two calls
+    with different seeds are two different problems. The data are drawn in ``dtype`` directly (no float64 intermediate for float32), bag by bag, so the
     peak memory is the data's own size.
 
     Parameters
@@ -448,8 +450,11 @@ def make_embedding_bags(
         Dimension of the embeddings, >= 1.
     witness_rate : float, default=0.05
         Expected fraction of witnesses in a positive bag, in (0, 1].
-    separation : float, default=3.0
+    separation : float, default=6.0
         How far a witness is moved from the background, in noise standard deviations, > 0.
+        With the defaults, 100 training bags of 200 instances give a linear mi-SVM / MI-SVM a
+        test AUC of about 0.95-1.0 (C = 1); at 3 it is near chance for them (the tissue
+        mixture of a bag, which differs between bags, is the stronger signal).
     bag_size_sigma : float, default=0.5
         Standard deviation of the log bag size, >= 0 (0: every bag has ``mean_bag_size``).
     n_tissue_types : int, default=8
