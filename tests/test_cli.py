@@ -263,7 +263,7 @@ def error_cases(data, tmp_path):
         (["cv", data, "--n-jobs", "0"], 2, ["--n-jobs"]),
         (["cv", data, "--format", "xls"], 2, ["invalid choice: 'xls'"]),
         (["cv", data, "--bogus"], 2, ["unrecognized arguments: --bogus"]),
-        (["cv", tmp_path], 1, ["is not a file"]),
+        (["cv", tmp_path], 1, ["holds no .npy or .h5 files"]),
         (["cv", data, "-o", tmp_path / "no" / "r.json", "--folds", "2"], 1,
          ["--output: cannot write", "does not exist"]),
         (["fit", data, "-o", tmp_path], 1, ["--output", "is a directory"]),

@@ -74,6 +74,11 @@ def test_public_names_have_numpydoc_docstrings():
         "make_center_ring_bags",
         "make_four_gaussians_bags",
         "make_annealing_toy",
+        "make_embedding_bags",
+        "load_npy_folder",
+        "load_h5_folder",
+        "load_parquet",
+        "read_labels",
     }
     for name in datasets.__all__:
         doc = getattr(datasets, name).__doc__
