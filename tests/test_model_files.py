@@ -40,6 +40,10 @@ KINDS = [
     ("SVMCC", lambda: milsvm.SVMCC(C=10.0, max_iter=5), True),
     ("SVMCC-rbf", lambda: milsvm.SVMCC(C=10.0, kernel="rbf", max_iter=5), False),
     ("OneClassMISVM", lambda: milsvm.OneClassMISVM(max_iter=3), False),
+    ("SIL", lambda: milsvm.SIL(C=10.0), True),
+    ("SIL-linear", lambda: milsvm.SIL(C=1.0, kernel="linear"), False),
+    ("STK", lambda: milsvm.STK(C=10.0), True),
+    ("STK-linear", lambda: milsvm.STK(C=1.0, kernel="linear"), False),
 ]
 
 
@@ -356,7 +360,7 @@ def test_models_written_before_still_load(name):
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
-@pytest.mark.parametrize("kind", ["SparseMI", "NSK-l2", "MISVM", "SVMCC"])
+@pytest.mark.parametrize("kind", ["SparseMI", "NSK-l2", "MISVM", "SVMCC", "STK"])
 def test_a_saved_pipeline_loads_as_the_same_pipeline_and_the_core_applies_it(kind, sparse, tmp_path):
     from sklearn.pipeline import make_pipeline
 
