@@ -516,11 +516,11 @@ def test_fit_no_scale_saves_the_raw_estimator_and_predict_writes_instance_lines(
     assert max(first) == pytest.approx(read_predictions(preds)[1][0], rel=1e-12)
 
 
-def test_predict_instances_of_a_model_without_instance_scores_is_a_usage_error(toy_mill_file, tmp_path, capsys):
+def test_predict_instances_of_a_model_without_instance_scores_is_refused_before_any_work(toy_mill_file, tmp_path, capsys):
     model, inst = tmp_path / "stk.json", tmp_path / "inst.tsv"
     assert main(["fit", str(toy_mill_file), "--model", "STK", "-p", "C=10", "-o", str(model), "-q"]) == 0
     capsys.readouterr()
-    assert main(["predict", str(model), str(toy_mill_file), "--instances", str(inst), "-q"]) == 2
+    assert main(["predict", str(model), str(toy_mill_file), "--instances", str(inst), "-q"]) == 1
     err = capsys.readouterr().err
     assert "--instances: STK has no instance scores" in err and not inst.exists()
     assert main(["predict", str(model), str(toy_mill_file), "-q"]) == 0
