@@ -22,6 +22,8 @@
 //!   instances, alternating an SMO QP with an exact LP step.
 //! * [`one_class`]: the one-class MI-SVM (Vijayanarasimhan), a one-class SVM with per-bag max
 //!   constraints.
+//! * [`baselines`]: SIL (Ray & Craven 2005) and STK (Gaertner et al. 2002's statistic kernel),
+//!   one plain SVM over the instances (bag score: max) or over per-bag min/max statistics.
 //! * [`multiclass`]: one-vs-rest from binary fits.
 //! * [`basis`]: reduced bases (random instances, k-means centroids).
 //! * [`smo`]: a LIBSVM-style dual SMO solver (second-order working sets, shrinking, a kernel-row
@@ -56,6 +58,7 @@
 //! ```
 pub mod annealing;
 pub mod bags;
+pub mod baselines;
 pub mod basis;
 pub mod convex_combination;
 pub mod data;
@@ -80,6 +83,7 @@ pub use annealing::{
     AnnealingFit, AnnealingMethod, AnnealingParams, AnnealingValidParams, SvmRoute,
 };
 pub use bags::{Bags, Csr, Instances};
+pub use baselines::{PlainSvmFit, SilParams, SilValidParams, StkParams, StkValidParams};
 pub use convex_combination::{SvmCcFit, SvmCcParams, SvmCcValidParams};
 pub use error::{Error, Result};
 pub use fit::{Fit, FitPath, StopReason};

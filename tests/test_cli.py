@@ -37,6 +37,8 @@ FAST = {
     "miSVM": {"C": 10, "max_iter": 5},
     "MISVM": {"C": 10, "max_iter": 5},
     "SVMCC": {"C": 10, "max_iter": 5},
+    "SIL": {"C": 10},
+    "STK": {"C": 10},
     "OneClassMISVM": {"max_iter": 3},
 }
 
@@ -512,6 +514,16 @@ def test_fit_no_scale_saves_the_raw_estimator_and_predict_writes_instance_lines(
     # the bag's score is the max of its instance lines (MISVM pools by the max)
     first = [float(r[2]) for r in rows if r[0] == bag_names[0]]
     assert max(first) == pytest.approx(read_predictions(preds)[1][0], rel=1e-12)
+
+
+def test_predict_instances_of_a_model_without_instance_scores_is_refused_before_any_work(toy_mill_file, tmp_path, capsys):
+    model, inst = tmp_path / "stk.json", tmp_path / "inst.tsv"
+    assert main(["fit", str(toy_mill_file), "--model", "STK", "-p", "C=10", "-o", str(model), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["predict", str(model), str(toy_mill_file), "--instances", str(inst), "-q"]) == 1
+    err = capsys.readouterr().err
+    assert "--instances: STK has no instance scores" in err and not inst.exists()
+    assert main(["predict", str(model), str(toy_mill_file), "-q"]) == 0
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

@@ -16,6 +16,8 @@ from conftest import easy_bags, fit_quietly, make_fast, three_class_bags
 
 ALL = list(_registry.ESTIMATORS.values())
 TWO_CLASS = [c for c in ALL if c._multiclass]
+#: The estimators with instance scores (STK scores a bag by its min/max statistics: none).
+WITH_INSTANCE_SCORES = [c for c in ALL if hasattr(make_fast(c), "instance_decision_function")]
 #: Python parameters the core does not take by the same name (converted by the base or the class).
 PYTHON_ONLY = {"verbose", "random_state", "init", "xv_init", "probability"}
 #: Defaults that differ on purpose: the core's None means "the method's own cap", which the
@@ -29,7 +31,7 @@ make = make_fast
 def test_the_registry_is_the_one_list():
     names = list(_registry.ESTIMATORS)
     assert names == ["SparseMI", "RSVM", "MIKernel", "ReducedSet", "NSK", "sMIL", "ALSVM", "AWSVM", "ALPSVM",
-                     "miSVM", "MISVM", "SVMCC", "OneClassMISVM"]
+                     "miSVM", "MISVM", "SVMCC", "OneClassMISVM", "SIL", "STK"]
     assert set(names) <= set(milsvm.__all__)
     assert all(getattr(milsvm, n) is _registry.ESTIMATORS[n] for n in names)
     with pytest.raises(_registry.UnknownEstimator, match="did you mean SparseMI"):
@@ -68,12 +70,14 @@ def test_gamma_median_on_every_estimator(cls):
     bags, y = easy_bags(4)
     est = fit_quietly(make(cls, gamma="median"), bags, y)
     X = np.concatenate(bags if cls is not milsvm.OneClassMISVM else [b for b, l in zip(bags, y) if l == 1])
+    if cls is milsvm.STK:  # the kernel sees the bags' min/max statistic vectors
+        X = np.array([np.concatenate([b.min(axis=0), b.max(axis=0)]) for b in bags])
     assert est.gamma_ == pytest.approx(_core.kernel_width(np.ascontiguousarray(X), "median"), rel=1e-12)
     with pytest.raises(ValueError, match="gamma must be 'scale', 'median' or a finite number > 0"):
         make(cls, gamma="auto").fit(bags, y)
 
 
-@pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", WITH_INSTANCE_SCORES, ids=lambda c: c.__name__)
 @pytest.mark.parametrize("multiclass", [False, True])
 def test_instance_scores_pool_back_to_the_bag_scores(cls, multiclass):
     if multiclass and not cls._multiclass:
@@ -87,6 +91,10 @@ def test_instance_scores_pool_back_to_the_bag_scores(cls, multiclass):
     np.testing.assert_allclose(pooled, scores, rtol=1e-12, atol=1e-12)
     labels = est.predict_instances(bags)
     assert [len(a) for a in labels] == [len(b) for b in bags]
+
+
+def test_only_stk_has_no_instance_scores():
+    assert [c.__name__ for c in ALL if c not in WITH_INSTANCE_SCORES] == ["STK"]
 
 
 def test_instance_scores_through_a_pipeline():

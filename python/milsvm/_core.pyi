@@ -63,6 +63,8 @@ class Model:
     @property
     def pooling(self) -> str: ...
     @property
+    def bag_features(self) -> str: ...
+    @property
     def n_classes(self) -> int: ...
     @property
     def n_features(self) -> int: ...
@@ -121,6 +123,15 @@ class ReducedSetFit:
     inner_converged: bool
 
 class NskFit:
+    model: Model
+    gamma: float
+    objective: List[float]
+    alpha: List[NDArray[np.float64]]
+    n_support: List[int]
+    n_iter: int
+    inner_converged: bool
+
+class PlainSvmFit:
     model: Model
     gamma: float
     objective: List[float]
@@ -202,8 +213,10 @@ fit_mi_kernel_path: PathFunction[MiKernelFit]
 fit_reduced_set_path: PathFunction[ReducedSetFit]
 fit_nsk_path: PathFunction[NskFit]
 fit_smil_path: PathFunction[NskFit]
-check_sparse_mi = check_mi_kernel = check_reduced_set = check_nsk = check_smil = check_annealing = check_svmcc = check_one_class = _check
-fit_sparse_mi_hyperparameters = fit_mi_kernel_hyperparameters = fit_reduced_set_hyperparameters = fit_nsk_hyperparameters = fit_smil_hyperparameters = fit_annealing_hyperparameters = fit_svmcc_hyperparameters = fit_one_class_hyperparameters = _specs
+fit_sil: FitFunction[PlainSvmFit]
+fit_stk: FitFunction[PlainSvmFit]
+check_sparse_mi = check_mi_kernel = check_reduced_set = check_nsk = check_smil = check_annealing = check_svmcc = check_one_class = check_sil = check_stk = _check
+fit_sparse_mi_hyperparameters = fit_mi_kernel_hyperparameters = fit_reduced_set_hyperparameters = fit_nsk_hyperparameters = fit_smil_hyperparameters = fit_annealing_hyperparameters = fit_svmcc_hyperparameters = fit_one_class_hyperparameters = fit_sil_hyperparameters = fit_stk_hyperparameters = _specs
 
 # ---------------------------------------------------------------------------------------------
 # The ground floor, for tests and reference benchmarks

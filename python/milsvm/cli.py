@@ -878,6 +878,13 @@ def cmd_predict(args, argv, console):
         model = load(args.model_file)
     except (ValueError, KeyError, TypeError) as exc:
         raise CommandError(f"{args.model_file}: not a milsvm model file ({' '.join(str(exc).split())})") from None
+    if args.instances:
+        from ._crossval import final_estimator
+
+        try:
+            final_estimator(model).instance_decision_function
+        except AttributeError as exc:
+            raise CommandError(f"--instances: {exc}") from None
     bags, y, names, _ = load_data(args.data, args.format, args.labels, need_labels=False)
     scores = np.asarray(model.decision_function(bags))
     labels = model.predict(bags)

@@ -1,6 +1,14 @@
 //! The model file: one versioned JSON document per fitted model.
 //!
-//! Version 4 (written by this build) is version 3 with two optional fields:
+//! Version 5 (written by this build) is version 4 with one more optional field, what the kernel
+//! expansion scores (absent or null: `"instances"`, every earlier version's meaning):
+//!
+//! ```text
+//!   "bag_features": "instances" | "min_max",  // min_max: one vector of per-feature minima then
+//!                                             // maxima per bag (STK); xv has 2 n_features columns
+//! ```
+//!
+//! Version 4 is version 3 with two optional fields:
 //!
 //! ```text
 //!   "scaler": {"mean": [...], "scale": [...]} | null,     // one value per feature
@@ -38,14 +46,14 @@ use ndarray::{Array1, Array2};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
-use super::{Model, Pooling};
+use super::{BagFeatures, Model, Pooling};
 use crate::bags::{Csr, Instances};
 use crate::error::{Error, Result};
 
-/// The version of the model file this build writes (4: a scaler and a calibration; 3: sparse
-/// bases, classes and metadata in the core; 2 added `pooling`; 1 was the first). Versions 1 to
-/// 4 are read.
-pub const FORMAT_VERSION: u32 = 4;
+/// The version of the model file this build writes (5: `bag_features`; 4: a scaler and a
+/// calibration; 3: sparse bases, classes and metadata in the core; 2 added `pooling`; 1 was the
+/// first). Versions 1 to 5 are read.
+pub const FORMAT_VERSION: u32 = 5;
 
 const FORMAT: &str = "milsvm-model";
 
@@ -215,7 +223,8 @@ pub(super) fn from_json(text: &str) -> Result<Model> {
     }
     let version: u32 = field(obj, "version")?;
     let model = match version {
-        3 | 4 => read_v3(obj)?,
+        3 | 4 => read_v3(obj, false)?,
+        5 => read_v3(obj, true)?,
         1 | 2 => read_v1_v2(obj, version)?,
         v => {
             return Err(err(format!(
@@ -228,10 +237,17 @@ pub(super) fn from_json(text: &str) -> Result<Model> {
     Ok(model)
 }
 
-fn read_v3(obj: &Map<String, Value>) -> Result<Model> {
+/// Versions 3 to 5 (`bag_features` is read from version 5 on).
+fn read_v3(obj: &Map<String, Value>, with_bag_features: bool) -> Result<Model> {
+    let bag_features = if with_bag_features {
+        opt_field::<BagFeatures>(obj, "bag_features")?.unwrap_or_default()
+    } else {
+        BagFeatures::Instances
+    };
     Ok(Model {
         kernel: field(obj, "kernel")?,
         pooling: field(obj, "pooling")?,
+        bag_features,
         n_classes: field(obj, "n_classes")?,
         classes: opt_field(obj, "classes")?,
         estimator: opt_field(obj, "estimator")?,
@@ -272,6 +288,7 @@ fn read_v1_v2(obj: &Map<String, Value>, version: u32) -> Result<Model> {
         intercept: field(m, "intercept")?,
         n_classes: field(m, "n_classes")?,
         pooling,
+        bag_features: BagFeatures::Instances,
         classes: opt_field(obj, "classes")?,
         estimator: opt_field(obj, "estimator")?,
         params: metadata(obj, "params")?,
@@ -281,7 +298,7 @@ fn read_v1_v2(obj: &Map<String, Value>, version: u32) -> Result<Model> {
     })
 }
 
-/// Writes the version-4 document (after [`Model::check`]).
+/// Writes the version-5 document (after [`Model::check`]).
 pub(super) fn to_json(model: &Model) -> Result<String> {
     model.check()?;
     let xv = match &model.xv {
@@ -307,6 +324,7 @@ pub(super) fn to_json(model: &Model) -> Result<String> {
         "estimator": model.estimator,
         "kernel": kernel,
         "pooling": pooling,
+        "bag_features": model.bag_features,
         "n_classes": model.n_classes,
         "classes": model.classes,
         "xv": xv,
@@ -324,7 +342,7 @@ pub(super) fn to_json(model: &Model) -> Result<String> {
 }
 
 impl Model {
-    /// The model as version-4 JSON (see [`file`](mod@crate::model::file)); fails if [`Model::check`]
+    /// The model as version-5 JSON (see [`file`](mod@crate::model::file)); fails if [`Model::check`]
     /// does.
     pub fn to_json(&self) -> Result<String> {
         to_json(self)

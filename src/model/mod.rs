@@ -43,6 +43,7 @@
 //! # Ok::<(), milsvm::Error>(())
 //! ```
 
+mod bag_features;
 mod calibration;
 pub mod file;
 mod predictor;
@@ -55,6 +56,7 @@ use serde_json::{Map, Value};
 use crate::bags::{Bags, Instances};
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
+pub use bag_features::{min_max_into, min_max_rows, BagFeatures};
 pub use calibration::{fit_sigmoid, Calibration};
 pub use file::FORMAT_VERSION;
 pub use predictor::{BagView, Predictor, Workspace, ROW_KERNEL_MAX_XV};
@@ -101,6 +103,10 @@ pub struct Model {
     pub n_classes: usize,
     /// How instance scores make a bag score.
     pub pooling: Pooling,
+    /// What the kernel expansion scores: each instance (then [`Model::pooling`]), or one vector
+    /// of min/max statistics per bag ([`BagFeatures::MinMax`], STK; the basis has twice the
+    /// input features and the pooling is [`Pooling::Mean`] over that one vector).
+    pub bag_features: BagFeatures,
     /// The class labels (JSON numbers or strings), `n_classes` of them, if known.
     pub classes: Option<Vec<Value>>,
     /// The estimator that fitted the model (its Python class name, e.g. `"SparseMI"`), if known.
@@ -135,6 +141,7 @@ impl Model {
             intercept,
             n_classes,
             pooling,
+            bag_features: BagFeatures::Instances,
             classes: None,
             estimator: None,
             params: Map::new(),
@@ -175,9 +182,12 @@ impl Model {
         )
     }
 
-    /// Number of features the model expects.
+    /// Number of features the model expects of an instance (half the basis width for
+    /// [`BagFeatures::MinMax`]).
     pub fn n_features(&self) -> usize {
-        self.xv.n_features()
+        self.bag_features
+            .input_width(self.xv.n_features())
+            .unwrap_or(0)
     }
 
     /// Number of expansion vectors.
@@ -197,18 +207,34 @@ impl Model {
     pub fn check(&self) -> Result<()> {
         let bad = |msg: String| Err(Error::ModelFile(msg));
         let (n_out, n_coef) = self.coef.dim();
-        if self.n_xv() == 0 || self.n_features() == 0 {
+        if self.n_xv() == 0 || self.xv.n_features() == 0 {
             return bad(format!(
                 "xv: the basis must have at least one row and one column, got {} x {}",
                 self.n_xv(),
-                self.n_features()
+                self.xv.n_features()
             ));
         }
-        if self.n_xv().max(self.n_features()) > i64::MAX as usize {
+        if self.bag_features == BagFeatures::MinMax {
+            if self.xv.n_features() % 2 != 0 {
+                return bad(format!(
+                    "bag_features: \"min_max\" needs a basis of an even width (minima then \
+                     maxima), got {} columns",
+                    self.xv.n_features()
+                ));
+            }
+            if self.pooling != Pooling::Mean {
+                return bad(format!(
+                    "pooling: a \"min_max\" model scores one vector per bag; its pooling must \
+                     be \"mean\", got {:?}",
+                    self.pooling.as_str()
+                ));
+            }
+        }
+        if self.n_xv().max(self.xv.n_features()) > i64::MAX as usize {
             return bad(format!(
                 "xv: a shape of {} x {} exceeds the largest index of a NumPy array (2^63 - 1)",
                 self.n_xv(),
-                self.n_features()
+                self.xv.n_features()
             ));
         }
         if n_out == 0 || n_coef != self.n_xv() {

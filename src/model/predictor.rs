@@ -23,7 +23,8 @@ const SEQUENTIAL_WORK: usize = 4096;
 /// Rows per parallel task of the batch path's instance scores.
 const ROW_CHUNK: usize = 128;
 
-use super::{Calibration, Model, Pooling, Scaler};
+use super::bag_features::no_instance_scores;
+use super::{min_max_into, min_max_rows, BagFeatures, Calibration, Model, Pooling, Scaler};
 use crate::bags::{validate_bag_ptr, Bags, Csr, Instances};
 use crate::error::{Error, Result};
 use crate::kernel::{instance_scores, Basis, Kernel, Rows, Simd};
@@ -138,7 +139,7 @@ impl<'a> BagView<'a> {
     }
 
     /// Rows `lo..hi` of `rows` (dense rows must be in standard layout).
-    fn of(rows: Rows<'a>, lo: usize, hi: usize) -> BagView<'a> {
+    pub(super) fn of(rows: Rows<'a>, lo: usize, hi: usize) -> BagView<'a> {
         match rows {
             Rows::Dense(x) => {
                 let d = x.ncols();
@@ -177,6 +178,8 @@ pub struct Workspace {
     norms: Vec<f64>,
     row_entries: Vec<(usize, f64)>,
     row_starts: Vec<usize>,
+    /// The min/max statistics of a bag ([`BagFeatures::MinMax`]).
+    stats: Vec<f64>,
 }
 
 /// The basis as prediction reads it.
@@ -194,6 +197,7 @@ enum Layout {
 pub struct Predictor {
     kernel: Kernel,
     pooling: Pooling,
+    bag_features: BagFeatures,
     n_features: usize,
     layout: Layout,
     znorms: Vec<f64>,
@@ -222,6 +226,7 @@ impl Predictor {
         Ok(Self {
             kernel: model.kernel,
             pooling: model.pooling,
+            bag_features: model.bag_features,
             n_features: model.n_features(),
             layout,
             znorms,
@@ -326,8 +331,28 @@ impl Predictor {
         if let Some(scaler) = &self.scaler {
             // the standardised bag lives in the workspace, taken out while it is read
             let mut scaled = std::mem::take(&mut ws.scaled);
-            let result = self.score_raw(scaler.bag_into(bag, &mut scaled), ws, out);
+            let result = self.score_input(scaler.bag_into(bag, &mut scaled), ws, out);
             ws.scaled = scaled;
+            return result;
+        }
+        self.score_input(bag, ws, out)
+    }
+
+    /// [`Predictor::score_bag`] on a checked, standardised bag: its statistics first for
+    /// [`BagFeatures::MinMax`].
+    fn score_input(&self, bag: BagView<'_>, ws: &mut Workspace, out: &mut [f64]) -> Result<()> {
+        if self.bag_features == BagFeatures::MinMax {
+            let width = 2 * bag.n_features();
+            let mut stats = std::mem::take(&mut ws.stats);
+            stats.resize(width, 0.0);
+            let result = min_max_into(bag, &mut stats).and_then(|()| {
+                let view = BagView::Dense {
+                    data: &stats,
+                    n_features: width,
+                };
+                self.score_raw(view, ws, out)
+            });
+            ws.stats = stats;
             return result;
         }
         self.score_raw(bag, ws, out)
@@ -529,7 +554,14 @@ impl Predictor {
     /// bag by bag with the one-bag kernel (one read of every instance; the same values as
     /// [`Predictor::score_bag`]); a larger dense basis by one matrix product per chunk of bags.
     pub fn decision_function_rows(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
-        self.with_checked_rows(rows, bag_ptr, |rows| self.pooled_rows(rows, bag_ptr))
+        self.with_checked_rows(rows, bag_ptr, |rows| match self.bag_features {
+            BagFeatures::Instances => self.pooled_rows(rows, bag_ptr),
+            BagFeatures::MinMax => {
+                let stats = min_max_rows(rows, bag_ptr)?;
+                let one_each: Vec<usize> = (0..=stats.nrows()).collect();
+                self.pooled_rows(Rows::Dense(stats.view()), &one_each)
+            }
+        })
     }
 
     /// Checks the width and the offsets, and runs `f` on rows in standard layout (a
@@ -577,7 +609,11 @@ impl Predictor {
     /// bias-free part divided by the bag's feature-space norm); `f(x_p) + 1 - 1/|X|` for
     /// [`Pooling::SmilMean`] (the score against the bag's threshold). Checked like
     /// [`Predictor::decision_function_rows`].
+    /// A [`BagFeatures::MinMax`] model has no instance scores (an error).
     pub fn bag_instance_scores(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
+        if self.bag_features == BagFeatures::MinMax {
+            return Err(no_instance_scores());
+        }
         self.with_checked_rows(rows, bag_ptr, |rows| self.instance_rows(rows, bag_ptr))
     }
 
@@ -732,8 +768,11 @@ impl Predictor {
     }
 
     /// Instance scores `f(x)` (`n_instances x n_outputs`), after the model's [`Scaler`] if it
-    /// has one.
+    /// has one. A [`BagFeatures::MinMax`] model has none (an error).
     pub fn instance_decision_function(&self, x: &Instances) -> Result<Array2<f64>> {
+        if self.bag_features == BagFeatures::MinMax {
+            return Err(no_instance_scores());
+        }
         self.check_width(x.n_features())?;
         if let Some(scaler) = &self.scaler {
             let scaled = scaler.apply(Rows::from(x))?;

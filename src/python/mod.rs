@@ -6,6 +6,7 @@
 //! `RuntimeError` instead of reaching Python as `BaseException`.
 
 mod annealing;
+mod baselines;
 mod convert;
 mod convex_combination;
 mod core_fns;
@@ -88,5 +89,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     annealing::register(m)?;
     convex_combination::register(m)?;
     one_class::register(m)?;
+    baselines::register(m)?;
     Ok(())
 }

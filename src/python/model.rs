@@ -390,6 +390,13 @@ impl PyModel {
         pooling_name(self.model.pooling)
     }
 
+    /// What the kernel expansion scores: `"instances"` (each instance, then the pooling) or
+    /// `"min_max"` (one vector of per-feature minima and maxima per bag: STK).
+    #[getter]
+    fn bag_features(&self) -> &'static str {
+        self.model.bag_features.as_str()
+    }
+
     /// Number of classes.
     #[getter]
     fn n_classes(&self) -> usize {

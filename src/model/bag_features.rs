@@ -1,0 +1,142 @@
+//! What the kernel expansion of a model scores: every instance of a bag (then pooled), or one
+//! vector of statistics per bag.
+//!
+//! [`BagFeatures::MinMax`] is the statistic of Gaertner, Flach, Kowalczyk & Smola's statistic
+//! kernel (STK; "Multi-instance kernels", ICML 2002, section 4.2): a bag `X` of `d` features is the
+//! `2d` vector `s(X) = (min_p x_p1, ..., min_p x_pd, max_p x_p1, ..., max_p x_pd)`. A CSR bag
+//! counts the values it does not store as zeros. The model's basis then has `2d` columns and its
+//! bag score is `f(s(X))`; the model takes `d` features.
+
+use ndarray::Array2;
+
+use super::BagView;
+use crate::error::{Error, Result};
+use crate::kernel::Rows;
+
+crate::params::choices! {
+/// What the kernel expansion `f` of a model scores.
+pub enum BagFeatures {
+    /// Every instance, `f(x_p)`; the bag score pools them ([`super::Pooling`]).
+    Instances = "instances",
+    /// One vector per bag, the per-feature minima then maxima of its instances (`2d` values):
+    /// `F(X) = f(s(X))` (Gaertner et al.'s statistic kernel). Instance scores are not defined.
+    MinMax = "min_max",
+}
+}
+
+impl BagFeatures {
+    /// Columns of the basis for `d` input features.
+    pub fn basis_width(&self, d: usize) -> usize {
+        match self {
+            BagFeatures::Instances => d,
+            BagFeatures::MinMax => 2 * d,
+        }
+    }
+
+    /// Input features for a basis of `width` columns (`None`: no whole number of them).
+    pub fn input_width(&self, width: usize) -> Option<usize> {
+        match self {
+            BagFeatures::Instances => Some(width),
+            BagFeatures::MinMax => (width % 2 == 0).then_some(width / 2),
+        }
+    }
+}
+
+/// The min/max statistics of one bag of `d` features into `out` (`2d` values: minima, then
+/// maxima). A non-finite value is an error (`min` and `max` would hide a NaN).
+pub fn min_max_into(bag: BagView<'_>, out: &mut [f64]) -> Result<()> {
+    let d = bag.n_features();
+    debug_assert_eq!(out.len(), 2 * d);
+    let (lo, hi) = out.split_at_mut(d);
+    let n = bag.n_instances();
+    match bag {
+        BagView::Dense { data, .. } => {
+            if data.iter().any(|v| !v.is_finite()) {
+                return Err(non_finite());
+            }
+            lo.copy_from_slice(&data[..d]);
+            hi.copy_from_slice(&data[..d]);
+            for x in data.chunks_exact(d).skip(1) {
+                for ((a, b), &v) in lo.iter_mut().zip(hi.iter_mut()).zip(x) {
+                    *a = a.min(v);
+                    *b = b.max(v);
+                }
+            }
+        }
+        BagView::Csr {
+            indptr,
+            indices,
+            data,
+            ..
+        } => {
+            if data.iter().any(|v| !v.is_finite()) {
+                return Err(non_finite());
+            }
+            // each instance densified (duplicate entries add up, as everywhere in the crate)
+            let mut row = vec![0.0; d];
+            let base = indptr[0];
+            for p in 0..n {
+                let r = indptr[p] - base..indptr[p + 1] - base;
+                row.fill(0.0);
+                for (&j, &v) in indices[r.clone()].iter().zip(&data[r]) {
+                    row[j] += v;
+                }
+                if row.iter().any(|v| !v.is_finite()) {
+                    return Err(non_finite());
+                }
+                if p == 0 {
+                    lo.copy_from_slice(&row);
+                    hi.copy_from_slice(&row);
+                } else {
+                    for ((a, b), &v) in lo.iter_mut().zip(hi.iter_mut()).zip(&row) {
+                        *a = a.min(v);
+                        *b = b.max(v);
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The min/max statistics of every bag of `rows` (`n_bags x 2d`); a non-finite value is an
+/// error naming its bag. `bag_ptr` must be valid for `rows`.
+pub fn min_max_rows(rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
+    let d = rows.n_cols();
+    let m = bag_ptr.len().saturating_sub(1);
+    let mut out = Array2::zeros((m, 2 * d));
+    if let Rows::Dense(x) = rows {
+        if !x.is_standard_layout() {
+            let owned = x.as_standard_layout().into_owned();
+            return min_max_rows(Rows::Dense(owned.view()), bag_ptr);
+        }
+    }
+    for (i, mut o) in out.rows_mut().into_iter().enumerate() {
+        let (lo, hi) = (bag_ptr[i], bag_ptr[i + 1]);
+        if lo == hi {
+            return Err(Error::InvalidData(format!("bag {i} is empty")));
+        }
+        let o = o
+            .as_slice_mut()
+            .ok_or_else(|| Error::Mismatch("statistics buffer not contiguous".into()))?;
+        min_max_into(BagView::of(rows, lo, hi), o).map_err(|e| match e {
+            Error::InvalidData(_) => Error::InvalidData(format!("bag {i} has a non-finite value")),
+            e => e,
+        })?;
+    }
+    Ok(out)
+}
+
+fn non_finite() -> Error {
+    Error::InvalidData("the bag has a non-finite value".into())
+}
+
+/// The error of instance scores asked of a model that scores bags by their statistics.
+pub(super) fn no_instance_scores() -> Error {
+    Error::InvalidParameter(
+        "instance scores are not defined for a model that scores a bag by the min/max statistics \
+         of its instances (bag_features = \"min_max\", STK): the score of a bag is not a pooling \
+         of per-instance scores"
+            .into(),
+    )
+}
