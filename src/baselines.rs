@@ -29,25 +29,10 @@ use crate::params::{hyperparams, KernelKind, Range};
 use crate::progress::Cancel;
 use crate::smo::{DualSolution, InstanceGram, OnePerPoint, Smo, SmoParams, Termination};
 
-/// A fitted SIL or STK with its training record (one entry per binary problem).
-#[derive(Debug, Clone, PartialEq)]
-pub struct PlainSvmFit {
-    /// The model: instance expansion with max pooling (SIL), or the statistic vectors of the
-    /// support bags with [`BagFeatures::MinMax`] (STK).
-    pub model: Model,
-    /// The kernel width used.
-    pub gamma: f64,
-    /// Dual objective `1/2 a^T Q a - 1^T a` per problem.
-    pub objective: Vec<f64>,
-    /// Dual variables per problem (SIL: one per instance; STK: one per bag).
-    pub alpha: Vec<Vec<f64>>,
-    /// Support vectors per problem (instances for SIL, bags for STK).
-    pub n_support: Vec<usize>,
-    /// Largest SMO iteration count.
-    pub n_iter: usize,
-    /// Whether every SMO solve met its tolerance (else the iteration cap was hit).
-    pub converged: bool,
-}
+/// A fitted SIL or STK: the shared [`crate::fit::SvmFit`] (the instance expansion with max
+/// pooling for SIL; the statistic vectors of the support bags with [`BagFeatures::MinMax`] for
+/// STK).
+pub type PlainSvmFit = crate::fit::SvmFit;
 
 /// One hinge C-SVM dual over the points of `gram`: labels `y`, bounds `u`, linear term 1.
 fn hinge_dual(

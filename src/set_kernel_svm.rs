@@ -169,25 +169,10 @@ hyperparams! {
     fit -> NskFit, path path_impl;
 }
 
-/// A fitted NSK or sMIL with its training record (one entry per binary problem).
-#[derive(Debug, Clone, PartialEq)]
-pub struct NskFit {
-    /// The model: mean pooling (`L1`, sMIL) or [`Pooling::NormalizedMean`] (`L2`, whose
-    /// coefficients are already divided by the training bags' norms).
-    pub model: Model,
-    /// The kernel width used.
-    pub gamma: f64,
-    /// Dual objective `1/2 a^T Q a - p^T a` per problem.
-    pub objective: Vec<f64>,
-    /// Dual variables per problem (one per bag; sMIL: per unit).
-    pub alpha: Vec<Vec<f64>>,
-    /// Number of support units per problem.
-    pub n_support: Vec<usize>,
-    /// Largest SMO iteration count.
-    pub n_iter: usize,
-    /// Whether every SMO solve converged (else the iteration cap was hit).
-    pub converged: bool,
-}
+/// A fitted NSK or sMIL: the shared [`SvmFit`] (mean pooling for `L1` and sMIL,
+/// [`Pooling::NormalizedMean`] for `L2`, whose coefficients are already divided by the training
+/// bags' norms).
+pub type NskFit = crate::fit::SvmFit;
 
 impl NskValidParams {
     /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes, sharing

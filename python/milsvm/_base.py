@@ -613,3 +613,22 @@ class ExpansionVectorsMixin:
         """The bias: a float for binary problems, else ``(n_classes,)``."""
         b = self._model().intercept
         return float(b[0]) if b.shape[0] == 1 else b
+
+
+class SingleSVMClassifier(ExpansionVectorsMixin, MILClassifier):
+    """Estimators fitted by one SMO solve per binary problem (NSK, sMIL, SIL, STK): the record
+    of the core's ``SvmFit``."""
+
+    _info_attrs = ("n_iter_", "converged_", "objective_", "n_support_", "gamma_")
+
+    def _fitted(self, fit, bags, binary):
+        return {
+            "dual_coef_": fit.alpha[0] if binary else list(fit.alpha),
+            "objective_": float(fit.objective[0]) if binary else np.asarray(fit.objective),
+            "n_support_": int(fit.n_support[0]) if binary else np.asarray(fit.n_support),
+            "n_iter_": int(fit.n_iter),
+            "converged_": bool(fit.inner_converged),
+        }
+
+    def _fit_summary(self):
+        return f"{self.n_iter_} SMO iterations, dual objective {self.objective_}"

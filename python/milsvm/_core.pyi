@@ -122,16 +122,7 @@ class ReducedSetFit:
     mi_kernel_intercept: NDArray[np.float64]
     inner_converged: bool
 
-class NskFit:
-    model: Model
-    gamma: float
-    objective: List[float]
-    alpha: List[NDArray[np.float64]]
-    n_support: List[int]
-    n_iter: int
-    inner_converged: bool
-
-class PlainSvmFit:
+class SvmFit:
     model: Model
     gamma: float
     objective: List[float]
@@ -203,18 +194,18 @@ def _check(params: Params) -> None: ...
 fit_sparse_mi: FitFunction[SparseMiFit]
 fit_mi_kernel: FitFunction[MiKernelFit]
 fit_reduced_set: FitFunction[ReducedSetFit]
-fit_nsk: FitFunction[NskFit]
-fit_smil: FitFunction[NskFit]
+fit_nsk: FitFunction[SvmFit]
+fit_smil: FitFunction[SvmFit]
 fit_annealing: FitFunction[AnnealingFit]
 fit_svmcc: FitFunction[SvmCcFit]
 fit_one_class: FitFunction[OneClassFit]
 fit_sparse_mi_path: PathFunction[SparseMiFit]
 fit_mi_kernel_path: PathFunction[MiKernelFit]
 fit_reduced_set_path: PathFunction[ReducedSetFit]
-fit_nsk_path: PathFunction[NskFit]
-fit_smil_path: PathFunction[NskFit]
-fit_sil: FitFunction[PlainSvmFit]
-fit_stk: FitFunction[PlainSvmFit]
+fit_nsk_path: PathFunction[SvmFit]
+fit_smil_path: PathFunction[SvmFit]
+fit_sil: FitFunction[SvmFit]
+fit_stk: FitFunction[SvmFit]
 check_sparse_mi = check_mi_kernel = check_reduced_set = check_nsk = check_smil = check_annealing = check_svmcc = check_one_class = check_sil = check_stk = _check
 fit_sparse_mi_hyperparameters = fit_mi_kernel_hyperparameters = fit_reduced_set_hyperparameters = fit_nsk_hyperparameters = fit_smil_hyperparameters = fit_annealing_hyperparameters = fit_svmcc_hyperparameters = fit_one_class_hyperparameters = fit_sil_hyperparameters = fit_stk_hyperparameters = _specs
 

@@ -88,3 +88,10 @@ def param(*names, **formats):
 def attr(*names):
     """The shared descriptions of ``names`` for an ``Attributes`` section."""
     return "\n".join(_indent(_ATTRS[n]) for n in names)
+
+
+#: The shared parameters of the estimators fitted by one SMO solve (NSK, sMIL, SIL, STK).
+SMO_PARAMS = param("class_weight", "inner_tol", "inner_max_iter", "probability", "n_jobs", "verbose",
+                   inner_tol={"default": "1e-3"},
+                   inner_max_iter={"default": "None", "none": " (None: the solver's default; a "
+                                   "``ConvergenceWarning`` when it is hit)"})

@@ -4,36 +4,12 @@ Kowalczyk & Smola 2002)."""
 
 from __future__ import annotations
 
-import numpy as np
-
-from ._base import ExpansionVectorsMixin, MILClassifier
-from ._docs import attr, param
+from ._base import SingleSVMClassifier
+from ._docs import SMO_PARAMS, attr, param
 
 __all__ = ["SIL", "STK"]
 
 
-class _PlainSVM(ExpansionVectorsMixin, MILClassifier):
-    """The shared fit record of SIL and STK (one SMO solve per binary problem)."""
-
-    _info_attrs = ("n_iter_", "converged_", "objective_", "n_support_", "gamma_")
-
-    def _fitted(self, fit, bags, binary):
-        return {
-            "dual_coef_": fit.alpha[0] if binary else list(fit.alpha),
-            "objective_": float(fit.objective[0]) if binary else np.asarray(fit.objective),
-            "n_support_": int(fit.n_support[0]) if binary else np.asarray(fit.n_support),
-            "n_iter_": int(fit.n_iter),
-            "converged_": bool(fit.inner_converged),
-        }
-
-    def _fit_summary(self):
-        return f"{self.n_iter_} SMO iterations, dual objective {self.objective_}"
-
-
-_SMO_PARAMS = param("class_weight", "inner_tol", "inner_max_iter", "probability", "n_jobs", "verbose",
-                    inner_tol={"default": "1e-3"},
-                    inner_max_iter={"default": "None", "none": " (None: the solver's default; a "
-                                    "``ConvergenceWarning`` when it is hit)"})
 
 _SMO_ATTRS = """    dual_coef_ : ndarray (list of them for multi-class)
         Dual variables ``a`` (not multiplied by the labels).
@@ -45,7 +21,7 @@ _SMO_ATTRS = """    dual_coef_ : ndarray (list of them for multi-class)
         Whether every SMO solve met its tolerance."""
 
 
-class SIL(_PlainSVM):
+class SIL(SingleSVMClassifier):
     __doc__ = f"""SIL: single-instance learning, every instance labelled by its bag (Ray & Craven,
     Supervised versus Multiple Instance Learning: an Empirical Comparison, ICML 2005).
 
@@ -62,7 +38,7 @@ class SIL(_PlainSVM):
     Parameters
     ----------
 {param("C", "kernel", "gamma", kernel={"default": "rbf"})}
-{_SMO_PARAMS}
+{SMO_PARAMS}
 
     Attributes
     ----------
@@ -88,7 +64,7 @@ def _no_instance_scores(estimator):
         "instance_decision_function, predict_instances and explain are not defined")
 
 
-class STK(_PlainSVM):
+class STK(SingleSVMClassifier):
     __doc__ = f"""STK: the SVM on the statistic kernel of Gaertner, Flach, Kowalczyk & Smola
     (Multi-Instance Kernels, ICML 2002, section 4.2).
 
@@ -116,7 +92,7 @@ class STK(_PlainSVM):
         over the training bags' statistic vectors ``S`` (scikit-learn's rule on the ``2d``
         columns the kernel sees); "median" is ``1 / (2 sigma^2)`` with ``sigma`` the median
         pairwise distance between them; a float is used as given.
-{_SMO_PARAMS}
+{SMO_PARAMS}
 
     Attributes
     ----------

@@ -4,36 +4,12 @@ Mooney, Multiple Instance Learning for Sparse Positive Bags, ICML 2007)."""
 
 from __future__ import annotations
 
-import numpy as np
-
-from ._base import ExpansionVectorsMixin, MILClassifier
-from ._docs import attr, param
+from ._base import SingleSVMClassifier
+from ._docs import SMO_PARAMS, attr, param
 
 __all__ = ["NSK", "sMIL"]
 
 
-class _SetKernelSVM(ExpansionVectorsMixin, MILClassifier):
-    """The shared fit record of NSK and sMIL (one SMO solve per binary problem)."""
-
-    _info_attrs = ("n_iter_", "converged_", "objective_", "n_support_", "gamma_")
-
-    def _fitted(self, fit, bags, binary):
-        return {
-            "dual_coef_": fit.alpha[0] if binary else list(fit.alpha),
-            "objective_": float(fit.objective[0]) if binary else np.asarray(fit.objective),
-            "n_support_": int(fit.n_support[0]) if binary else np.asarray(fit.n_support),
-            "n_iter_": int(fit.n_iter),
-            "converged_": bool(fit.inner_converged),
-        }
-
-    def _fit_summary(self):
-        return f"{self.n_iter_} SMO iterations, dual objective {self.objective_}"
-
-
-_SMO_PARAMS = param("class_weight", "inner_tol", "inner_max_iter", "probability", "n_jobs", "verbose",
-                    inner_tol={"default": "1e-3"},
-                    inner_max_iter={"default": "None", "none": " (None: the solver's default; a "
-                                    "``ConvergenceWarning`` when it is hit)"})
 
 _SMO_ATTRS = """    n_iter_ : int
         SMO iterations (largest over the problems).
@@ -41,7 +17,7 @@ _SMO_ATTRS = """    n_iter_ : int
         Whether every SMO solve met its tolerance."""
 
 
-class NSK(_SetKernelSVM):
+class NSK(SingleSVMClassifier):
     __doc__ = f"""NSK: the hinge-loss SVM on the normalised set kernel (Gaertner, Flach, Kowalczyk &
     Smola, Multi-Instance Kernels, ICML 2002; Vijayanarasimhan's report, section 2).
 
@@ -62,7 +38,7 @@ class NSK(_SetKernelSVM):
 {param("C", "kernel", "gamma", kernel={"default": "rbf"})}
     norm : {{"l1", "l2"}}, default="l1"
         Normalisation of the bag feature sums.
-{_SMO_PARAMS}
+{SMO_PARAMS}
 
     Attributes
     ----------
@@ -90,7 +66,7 @@ class NSK(_SetKernelSVM):
         self.norm = "l2" if self.model_.pooling == "normalized_mean" else "l1"
 
 
-class sMIL(_SetKernelSVM):
+class sMIL(SingleSVMClassifier):
     __doc__ = f"""sMIL: the sparse-MIL SVM of Bunescu & Mooney (Multiple Instance Learning for Sparse
     Positive Bags, ICML 2007, eq. 8-9).
 
@@ -115,7 +91,7 @@ class sMIL(_SetKernelSVM):
     Parameters
     ----------
 {param("C", "kernel", "gamma", kernel={"default": "rbf"})}
-{_SMO_PARAMS}
+{SMO_PARAMS}
 
     Attributes
     ----------

@@ -1,20 +1,22 @@
-//! Bindings of NSK and sMIL (`src/set_kernel_svm.rs`).
+//! Bindings of NSK and sMIL (`src/set_kernel_svm.rs`), and the result class every single-SVM
+//! estimator returns (`SvmFit`).
 
 use super::*;
 use crate::set_kernel_svm::{NskFit, NskParams, SmilParams};
 
-/// A fitted NSK or sMIL (the Rust [`NskFit`]; per binary problem where a list).
-#[pyclass(name = "NskFit", module = "milsvm._core", frozen, get_all)]
-pub(crate) struct PyNskFit {
+/// A fitted NSK, sMIL, SIL or STK (the Rust [`crate::fit::SvmFit`]; per binary problem where
+/// a list).
+#[pyclass(name = "SvmFit", module = "milsvm._core", frozen, get_all)]
+pub(crate) struct PySvmFit {
     /// The compiled model.
     model: Py<model::PyModel>,
     /// The kernel width used.
     gamma: f64,
     /// Dual objective `1/2 a^T Q a - p^T a` per problem.
     objective: Vec<f64>,
-    /// Dual variables per problem (one per bag; sMIL: per unit).
+    /// Dual variables per problem (one per training point: bag, sMIL unit, SIL instance).
     alpha: Vec<Py<PyArray1<f64>>>,
-    /// Support units per problem.
+    /// Support points per problem.
     n_support: Vec<usize>,
     /// Largest SMO iteration count.
     n_iter: usize,
@@ -22,8 +24,8 @@ pub(crate) struct PyNskFit {
     inner_converged: bool,
 }
 
-impl PyNskFit {
-    fn new(py: Python<'_>, fit: NskFit) -> PyResult<Self> {
+impl PySvmFit {
+    pub(crate) fn new(py: Python<'_>, fit: NskFit) -> PyResult<Self> {
         Ok(Self {
             model: Py::new(py, model::PyModel::wrap(fit.model)?)?,
             gamma: fit.gamma,
@@ -46,7 +48,7 @@ fit_bindings!(
     check_nsk,
     fit_nsk_hyperparameters,
     NskParams,
-    PyNskFit,
+    PySvmFit,
     register_nsk,
     path fit_nsk_path
 );
@@ -57,7 +59,7 @@ fit_bindings!(
     check_smil,
     fit_smil_hyperparameters,
     SmilParams,
-    PyNskFit,
+    PySvmFit,
     register_smil,
     path fit_smil_path
 );
