@@ -74,7 +74,7 @@ mod python;
 
 pub use annealing::{AnnealingFit, AnnealingMethod, AnnealingParams, AnnealingValidParams};
 pub use bags::{Bags, Csr, Instances};
-pub use convex_combination::{SvmCcFit, SvmCcParams, SvmCcValidParams};
+pub use convex_combination::{CcBounds, LpRule, SvmCcFit, SvmCcParams, SvmCcValidParams};
 pub use error::{Error, Result};
 pub use fit::{Fit, StopReason};
 pub use kernel::Kernel;
