@@ -140,23 +140,30 @@ fn bag_max(s: &[f64]) -> f64 {
 
 /// The point of `F = {u in simplex: u . s >= min(level, max s)}` closest to `v` (Euclidean; `v`
 /// on the simplex, `s` finite and not empty): `v` itself when it lies in `F` (SVM-CC's
-/// [`LpRule::Project`], with `level = 1 - b`).
+/// [`LpRule::Project`], with `level = 1 - b`); `v` is taken to lie in `F` when `v . s >= t` as
+/// computed or when it weighs only instances of score `>= t`.
 ///
 /// With `t = min(level, max s)`: when `t = max s`, `F` is the simplex of the best instances and
 /// the result the projection of `v`'s entries there. Otherwise the KKT conditions give
 /// `u = P(v + lam s)` (`P` the projection onto the simplex) for the least `lam >= 0` with
 /// `u . s >= t`; `u . s` is nondecreasing in `lam`, so `lam` is found by bisection until the
 /// bracket is two adjacent floats, and `u` is taken at the bracket's upper end, where the
-/// constraint holds. The scores are shifted by their max first (`P` is unchanged by it): the
-/// entries `P` keeps then stay within `[-1, 1]` for every `lam`, with no cancellation.
+/// constraint holds. The bisection works on the scores shifted by their max (`P` is unchanged by
+/// it): the entries `P` keeps then stay within `[-1, 1]` for every `lam`, with no cancellation.
 pub fn project_onto_face(v: &[f64], s: &[f64], level: f64) -> Vec<f64> {
     let top = bag_max(s);
+    let t = level.min(top);
+    // kept when optimal as the LP states it, v . s >= t, or when every instance it weighs scores
+    // >= t (then v . s >= t exactly, whatever the rounding of the sum: weights on tied best
+    // instances stay as they are)
+    let kept = v.iter().zip(s).map(|(a, b)| a * b).sum::<f64>() >= t
+        || v.iter().zip(s).all(|(&a, &x)| a == 0.0 || x >= t);
+    if kept {
+        return v.to_vec();
+    }
     let d: Vec<f64> = s.iter().map(|&x| x - top).collect();
     let goal = (level - top).min(0.0);
     let dot = |u: &[f64]| u.iter().zip(&d).map(|(a, b)| a * b).sum::<f64>();
-    if dot(v) >= goal {
-        return v.to_vec();
-    }
     let mut scratch = Vec::with_capacity(s.len());
     if goal >= 0.0 {
         // the simplex of the best instances

@@ -320,6 +320,10 @@ fn lp_step_project_is_optimal_and_the_projection() {
     // a bag that misses the margin: the projection onto its best instances' simplex
     let u = project_onto_face(&[0.5, 0.2, 0.3], &[1.0, 1.0, 0.0], 5.0);
     assert!((u[0] - 0.65).abs() < 1e-15 && (u[1] - 0.35).abs() < 1e-15 && u[2] == 0.0);
+    // weights on instances that all reach the level are kept, though their sum rounds below it
+    // (hypothesis found it: v . s = -1.3400000000000003 < -1.34 = max s)
+    let v = [0.3795822766195768, 0.21262731130967186, 0.40779041207075145];
+    assert_eq!(project_onto_face(&v, &[-1.34; 3], 2.34), v.to_vec());
 }
 
 #[test]
