@@ -273,21 +273,34 @@ def simplex_projection(z):
 
 
 def face_projection_reference(v, s, t):
-    """argmin ||u - v|| over the simplex with u . s >= t (t <= max s): for t = max s the
-    projection onto the simplex of the best instances, else SLSQP started from the best vertex."""
-    v, s = np.asarray(v), np.asarray(s)
+    """argmin ||u - v|| over the simplex with u . s >= t (t <= max s, v . s < t): for t = max s the
+    projection onto the simplex of the best instances; else the constraint is active and the
+    nearest nonnegative point among the least-squares solutions of sum u = 1, u . s = t on every
+    support (a brute force over the supports the KKT conditions allow)."""
+    v, s = np.asarray(v, dtype=float), np.asarray(s, dtype=float)
     if t >= s.max():
         top = s == s.max()
         u = np.zeros_like(v)
         u[top] = simplex_projection(v[top])
         return u
-    start = (s == s.max()) / np.sum(s == s.max())
-    r = so.minimize(lambda u: 0.5 * np.sum((u - v) ** 2), start, jac=lambda u: u - v,
-                    bounds=[(0, 1)] * len(v), method="SLSQP", options={"ftol": 1e-15, "maxiter": 1000},
-                    constraints=[{"type": "eq", "fun": lambda u: u.sum() - 1, "jac": lambda u: np.ones_like(u)},
-                                 {"type": "ineq", "fun": lambda u: u @ s - t, "jac": lambda u: s}])
-    assert r.success, r.message
-    return r.x
+    best, best_d = None, np.inf
+    for mask in range(1, 2 ** len(v)):
+        S = np.array([(mask >> j) & 1 == 1 for j in range(len(v))])
+        ones, sS, vS = np.ones(S.sum()), s[S], v[S]
+        A = np.array([[len(vS), sS.sum()], [sS.sum(), sS @ sS]])  # u_S = v_S + a + c s_S
+        rhs = np.array([1 - vS.sum(), t - sS @ vS])
+        if abs(np.linalg.det(A)) > 1e-12:
+            a, c = np.linalg.solve(A, rhs)
+        elif np.all(sS == t):  # s constant (= t) on S: the sum alone
+            a, c = rhs[0] / len(vS), 0.0
+        else:
+            continue
+        u = np.zeros_like(v)
+        u[S] = vS + a * ones + c * sS
+        if u.min() >= -1e-12 and np.linalg.norm(u - v) < best_d:
+            best, best_d = u, np.linalg.norm(u - v)
+    assert best is not None
+    return best
 
 
 @given(
@@ -324,10 +337,7 @@ def test_svmcc_lp_step_matches_linprog(pos_scores, neg_scores, seed):
         if np.dot(old, s) >= t:
             assert vi == old
         else:
-            # ours is feasible (above) and no farther from v than the reference: the projection
-            # (for any feasible u, ||u - v||^2 >= ||P v - v||^2 + ||u - P v||^2)
-            u = face_projection_reference(old, s, t)
-            assert np.linalg.norm(np.subtract(vi, old)) <= np.linalg.norm(u - old) + 1e-9
+            np.testing.assert_allclose(vi, face_projection_reference(old, s, t), rtol=0, atol=1e-9)
 
 
 def test_svmcc_lp_step_refuses_bad_input():
