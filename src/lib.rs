@@ -6,6 +6,8 @@
 //! [`smo`]).
 //!
 //! * [`bags`]: dense or CSR instances plus bag offsets, validated once.
+//! * [`data`]: the MILL and `mil`-package CSV readers (bags, labels and bag names from a file
+//!   or any `BufRead`; the Python readers' rules and messages).
 //! * [`model`]: the fitted model every estimator produces (basis dense or CSR, coefficients,
 //!   biases, bag pooling), its versioned JSON file, and the compiled [`model::Predictor`] for
 //!   serving (allocation-free one-bag scoring, parallel batches).
@@ -55,6 +57,7 @@ pub mod annealing;
 pub mod bags;
 pub mod basis;
 pub mod convex_combination;
+pub mod data;
 pub mod error;
 pub mod fit;
 pub mod kernel;

@@ -18,6 +18,30 @@ settings.load_profile("milsvm")
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
+#: Small settings per estimator so that every fit on the toy sets takes milliseconds.
+FAST = {
+    "SparseMI": {"n_xv": 3, "max_iter": 5, "random_state": 0}, "RSVM": {"n_xv": 3, "random_state": 0},
+    "ReducedSet": {"n_xv": 3, "random_state": 0},
+    "ALSVM": {"max_iter": 20}, "AWSVM": {"max_iter": 20}, "ALPSVM": {"max_iter": 20},
+}
+
+
+def make_fast(cls, **params):
+    """``cls`` with the :data:`FAST` settings, then ``params``."""
+    return cls(**{**FAST.get(cls.__name__, {}), **params})
+
+
+def fit_quietly(est, bags, y):
+    """``est.fit(bags, y)`` without ``ConvergenceWarning`` (the fast settings cap the loops)."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return est.fit(bags, y)
+
+
 def random_bags(seed, n_bags=8, d=3, max_size=5, sparse=False, density=0.5):
     """Small random bags (list of arrays) with balanced binary labels {0, 1}."""
     rng = np.random.default_rng(seed)

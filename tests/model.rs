@@ -1,12 +1,15 @@
-//! The model file (version 3, and the older versions it still reads) and the compiled predictor:
+//! The model file (version 4, and the older versions it still reads) and the compiled predictor:
 //! every path (one bag, many bags, dense or CSR instances, dense or CSR basis, each pooling)
-//! against a naive evaluation of `f(x) = sum_k beta_k k(z_k, x) + b` written here.
+//! against a naive evaluation of `f(x) = sum_k beta_k k(z_k, x) + b` written here; the scaler
+//! against standardising by hand, the probabilities against Platt's closed form.
 
 mod common;
 
 use common::{to_csr, TestResult};
 use milsvm::bags::{Bags, Csr, Instances};
-use milsvm::model::{BagView, Model, Pooling, Predictor, Workspace, FORMAT_VERSION};
+use milsvm::model::{
+    fit_sigmoid, BagView, Calibration, Model, Pooling, Predictor, Scaler, Workspace, FORMAT_VERSION,
+};
 use milsvm::{Error, Kernel};
 use ndarray::{array, Array1, Array2};
 use rand::{Rng, SeedableRng};
@@ -518,5 +521,287 @@ fn a_sparse_basis_of_huge_width_and_overflowing_scores_are_errors_not_panics() -
         p.decision_function(&bags),
         Err(Error::InvalidData(_))
     ));
+    Ok(())
+}
+
+/// A scaler with some centred features, or none centred (`mean = 0`, sparse rows stay sparse).
+fn random_scaler(rng: &mut ChaCha8Rng, d: usize, centred: bool) -> Scaler {
+    Scaler {
+        mean: (0..d)
+            .map(|_| {
+                if centred {
+                    rng.random::<f64>() - 0.5
+                } else {
+                    0.0
+                }
+            })
+            .collect(),
+        scale: (0..d).map(|_| 0.5 + rng.random::<f64>()).collect(),
+    }
+}
+
+#[test]
+fn a_model_with_a_scaler_scores_raw_bags_as_its_model_scores_standardised_ones() -> TestResult {
+    let mut rng = ChaCha8Rng::seed_from_u64(12);
+    for (kernel, pooling, sparse_basis, n_classes) in every_kind([2, 3]) {
+        for centred in [true, false] {
+            let plain = random_model(&mut rng, 6, 5, n_classes, kernel, pooling, sparse_basis);
+            let scaler = random_scaler(&mut rng, 5, centred);
+            let with = Model {
+                scaler: Some(scaler.clone()),
+                ..plain.clone()
+            };
+            let bag_list = random_bags(&mut rng, 6, 5, 0.5);
+            let standardised: Vec<Array2<f64>> = bag_list
+                .iter()
+                .map(|b| {
+                    let mut s = b.clone();
+                    for mut row in s.rows_mut() {
+                        for (j, v) in row.iter_mut().enumerate() {
+                            *v = (*v - scaler.mean[j]) / scaler.scale[j];
+                        }
+                    }
+                    s
+                })
+                .collect();
+            let (p_plain, p_with) = (Predictor::new(&plain)?, Predictor::new(&with)?);
+            let raw = Bags::from_dense_bags(&bag_list)?;
+            let raw_sparse = Bags::new(
+                Instances::Sparse(to_csr(&raw.instances().to_dense(), false)),
+                raw.bag_ptr().to_vec(),
+            )?;
+            let want = p_plain.decision_function(&Bags::from_dense_bags(&standardised)?)?;
+            let what =
+                format!("{kernel:?} {pooling:?} {sparse_basis} {n_classes} centred {centred}");
+            let tol = 1e-12;
+            let same = |a: &Array2<f64>| a.iter().zip(want.iter()).all(|(x, y)| close(*x, *y, tol));
+            assert!(same(&p_with.decision_function(&raw)?), "{what}: batch");
+            assert!(
+                same(&p_with.decision_function(&raw_sparse)?),
+                "{what}: CSR batch"
+            );
+            let mut ws = Workspace::default();
+            for (i, bag) in bag_list.iter().enumerate() {
+                let flat: Vec<f64> = bag.iter().copied().collect();
+                let mut one = vec![0.0; plain.n_outputs()];
+                p_with.score_bag(BagView::dense(&flat, 5)?, &mut ws, &mut one)?;
+                let csr = to_csr(bag, false);
+                let mut one_csr = vec![0.0; plain.n_outputs()];
+                let view = BagView::csr(csr.indptr(), csr.indices(), csr.data(), 5)?;
+                p_with.score_bag(view, &mut ws, &mut one_csr)?;
+                for o in 0..plain.n_outputs() {
+                    assert!(close(one[o], want[[i, o]], tol), "{what}: bag {i}");
+                    assert!(close(one_csr[o], want[[i, o]], tol), "{what}: CSR bag {i}");
+                }
+            }
+            let inst = p_with.instance_decision_function(raw.instances())?;
+            let inst_want = p_plain
+                .instance_decision_function(Bags::from_dense_bags(&standardised)?.instances())?;
+            assert!(
+                inst.iter()
+                    .zip(inst_want.iter())
+                    .all(|(a, b)| close(*a, *b, tol)),
+                "{what}"
+            );
+            // a non-finite value is still reported
+            let mut bad = raw.instances().to_dense();
+            bad[[0, 0]] = f64::NAN;
+            let bad_rows = milsvm::kernel::Rows::Dense(bad.view());
+            assert!(matches!(
+                p_with.decision_function_rows(bad_rows, raw.bag_ptr()),
+                Err(Error::InvalidData(_))
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `1 / (1 + exp(a f + b))`, written plainly.
+fn platt(a: f64, b: f64, f: f64) -> f64 {
+    1.0 / (1.0 + (a * f + b).exp())
+}
+
+#[test]
+fn probabilities_are_platts_sigmoid_of_the_scores_coupled_one_vs_rest() -> TestResult {
+    let mut rng = ChaCha8Rng::seed_from_u64(13);
+    for n_classes in [2, 3, 4] {
+        let mut model = random_model(
+            &mut rng,
+            5,
+            4,
+            n_classes,
+            Kernel::Rbf { gamma: 0.4 },
+            Pooling::Mean,
+            false,
+        );
+        let n_out = model.n_outputs();
+        let bag_list = random_bags(&mut rng, 8, 4, 1.0);
+        let bags = Bags::from_dense_bags(&bag_list)?;
+        let rows = milsvm::kernel::Rows::from(bags.instances());
+        // without a calibration: a clear error
+        let plain = Predictor::new(&model)?;
+        assert!(!plain.has_probabilities());
+        match plain.predict_proba_rows(rows, bags.bag_ptr()) {
+            Err(Error::InvalidParameter(msg)) => assert!(msg.contains("probability=True"), "{msg}"),
+            other => panic!("expected InvalidParameter, got {other:?}"),
+        }
+        let a: Vec<f64> = (0..n_out)
+            .map(|_| -0.5 - 2.0 * rng.random::<f64>())
+            .collect();
+        let b: Vec<f64> = (0..n_out).map(|_| rng.random::<f64>() - 0.5).collect();
+        model.calibration = Some(Calibration {
+            a: a.clone(),
+            b: b.clone(),
+        });
+        let p = Predictor::new(&model)?;
+        assert_eq!(p.n_classes(), n_classes);
+        let scores = p.decision_function(&bags)?;
+        let proba = p.predict_proba_rows(rows, bags.bag_ptr())?;
+        for (i, f) in scores.rows().into_iter().enumerate() {
+            let want: Vec<f64> = if n_out == 1 {
+                let q = platt(a[0], b[0], f[0]);
+                vec![1.0 - q, q]
+            } else {
+                let q: Vec<f64> = (0..n_out).map(|c| platt(a[c], b[c], f[c])).collect();
+                let total: f64 = q.iter().sum();
+                q.iter().map(|v| v / total).collect()
+            };
+            for (c, w) in want.iter().enumerate() {
+                assert!(
+                    close(proba[[i, c]], *w, 1e-13),
+                    "{n_classes} classes, bag {i}"
+                );
+            }
+            let mut one = vec![0.0; n_classes];
+            p.probabilities(f.as_slice().unwrap_or(&[]), &mut one)?;
+            assert!(one.iter().zip(proba.row(i)).all(|(x, y)| x == y));
+        }
+        assert!(p.probabilities(&[0.0; 7], &mut [0.0; 2]).is_err());
+    }
+    // every sigmoid 0 (huge positive a f + b): the uniform distribution
+    let c = Calibration {
+        a: vec![1.0; 3],
+        b: vec![0.0; 3],
+    };
+    let mut out = [0.0; 3];
+    c.probabilities(&[1e6, 1e6, 1e6], &mut out);
+    assert_eq!(out, [1.0 / 3.0; 3]);
+    Ok(())
+}
+
+#[test]
+fn the_sigmoid_fit_solves_platts_problem() -> TestResult {
+    // the fit is a stationary point of the smoothed log-loss, and lower than nearby points
+    let mut rng = ChaCha8Rng::seed_from_u64(14);
+    for n in [5, 12, 60] {
+        let positive: Vec<bool> = (0..n).map(|i| i % 3 != 0).collect();
+        let scores: Vec<f64> = positive
+            .iter()
+            .map(|&p| if p { 0.5 } else { -0.5 } + 1.5 * (rng.random::<f64>() - 0.5))
+            .collect();
+        let (a, b) = fit_sigmoid(&scores, &positive)?;
+        let np = positive.iter().filter(|&&p| p).count() as f64;
+        let nn = n as f64 - np;
+        let t = |p: bool| {
+            if p {
+                (np + 1.0) / (np + 2.0)
+            } else {
+                1.0 / (nn + 2.0)
+            }
+        };
+        let loss = |a: f64, b: f64| -> f64 {
+            scores
+                .iter()
+                .zip(&positive)
+                .map(|(&f, &p)| {
+                    let q = platt(a, b, f);
+                    -(t(p) * q.ln() + (1.0 - t(p)) * (1.0 - q).ln())
+                })
+                .sum()
+        };
+        let best = loss(a, b);
+        for (da, db) in [(1e-3, 0.0), (-1e-3, 0.0), (0.0, 1e-3), (0.0, -1e-3)] {
+            assert!(loss(a + da, b + db) >= best - 1e-12, "n {n}");
+        }
+    }
+    // separable scores: a finite, steep sigmoid, not an overflow
+    let (a, b) = fit_sigmoid(&[-3.0, -2.0, 2.0, 3.0], &[false, false, true, true])?;
+    assert!(a.is_finite() && b.is_finite() && a < 0.0);
+    assert!(fit_sigmoid(&[1.0], &[true]).is_err());
+    assert!(fit_sigmoid(&[1.0, f64::NAN], &[true, false]).is_err());
+    assert!(fit_sigmoid(&[1.0, 2.0], &[true]).is_err());
+    Ok(())
+}
+
+#[test]
+fn the_file_keeps_the_scaler_and_the_sigmoid_and_refuses_bad_ones_naming_the_field() -> TestResult {
+    let mut model = small_model();
+    model.scaler = Some(Scaler {
+        mean: vec![0.5, -1.0],
+        scale: vec![2.0, 0.25],
+    });
+    model.calibration = Some(Calibration {
+        a: vec![-1.5],
+        b: vec![0.1],
+    });
+    let text = model.to_json()?;
+    assert!(Model::from_json(&text)? == model);
+    let good: Value = serde_json::from_str(&text)?;
+    let refused = |edit: &dyn Fn(&mut Value), field: &str| -> TestResult {
+        let mut v = good.clone();
+        edit(&mut v);
+        match Model::from_json(&v.to_string()) {
+            Err(Error::ModelFile(msg)) => assert!(msg.contains(field), "{field}: {msg}"),
+            other => panic!("{field}: expected a ModelFile error, got {other:?}"),
+        }
+        Ok(())
+    };
+    refused(&|v| v["scaler"]["mean"] = json!([0.0]), "scaler")?;
+    refused(&|v| v["scaler"]["scale"] = json!([1.0, 0.0]), "scaler")?;
+    refused(&|v| v["scaler"]["scale"] = json!([1.0, -2.0]), "scaler")?;
+    refused(&|v| v["scaler"] = json!({"mean": [0.0, 0.0]}), "scaler")?;
+    refused(
+        &|v| v["calibration"]["a"] = json!([-1.0, 2.0]),
+        "calibration",
+    )?;
+    refused(&|v| v["calibration"]["b"] = json!([]), "calibration")?;
+    refused(&|v| v["calibration"] = json!([1, 2]), "calibration")?;
+    // non-finite numbers cannot be written as JSON: the parse error names the field
+    for (needle, number, field) in [
+        ("[-1.5]", "-1.5", "calibration.a"),
+        (",0.25]", "0.25", "scaler.scale"),
+    ] {
+        for literal in ["NaN", "1e999", "-Infinity"] {
+            let bad = text.replacen(needle, &needle.replace(number, literal), 1);
+            assert_ne!(bad, text);
+            match Model::from_json(&bad) {
+                Err(Error::ModelFile(msg)) => assert!(msg.contains(field), "{literal}: {msg}"),
+                other => panic!("expected a ModelFile error, got {other:?}"),
+            }
+        }
+    }
+    // a file without them (version 3) reads as a model without them
+    let mut v3 = good.clone();
+    v3["version"] = json!(3);
+    if let Some(o) = v3.as_object_mut() {
+        o.remove("scaler");
+        o.remove("calibration");
+    }
+    let back = Model::from_json(&v3.to_string())?;
+    assert!(back.scaler.is_none() && back.calibration.is_none());
+    // the predictor applies both
+    let p = Predictor::new(&model)?;
+    let (mut ws, mut f) = (Workspace::default(), [0.0]);
+    p.score_bag(BagView::dense(&[1.0, 2.0], 2)?, &mut ws, &mut f)?;
+    let plain = Predictor::new(&Model {
+        scaler: None,
+        ..model.clone()
+    })?;
+    let mut g = [0.0];
+    plain.score_bag(BagView::dense(&[0.25, 12.0], 2)?, &mut ws, &mut g)?;
+    assert_eq!(f, g);
+    let mut proba = [0.0; 2];
+    p.probabilities(&f, &mut proba)?;
+    assert!(close(proba[1], platt(-1.5, 0.1, f[0]), 1e-15));
     Ok(())
 }

@@ -28,7 +28,7 @@ fn every_readme_snippet_is_run_here() {
     let squeeze = |s: &str| s.split_whitespace().collect::<String>();
     let source = squeeze(include_str!("readme.rs"));
     let blocks = readme_blocks();
-    assert_eq!(blocks.len(), 2, "README snippets: {blocks:?}");
+    assert_eq!(blocks.len(), 3, "README snippets: {blocks:?}");
     for block in blocks {
         let snippet = squeeze(&block.join("\n"));
         assert!(
@@ -46,6 +46,18 @@ fn quick_tour_snippet(arrays: Vec<Array2<f64>>, labels: Vec<usize>) -> milsvm::R
     let fit = SparseMiParams::new().n_xv(10).c(10.0).fit(&bags, &labels)?;
     let scores = fit.model.decision_function(&bags)?;
     Ok(scores)
+}
+
+/// The README's data-reading snippet (as written).
+#[rustfmt::skip]
+fn reading_snippet(path: std::path::PathBuf) -> milsvm::Result<(Vec<i64>, milsvm::SparseMiFit)> {
+    use milsvm::SparseMiParams;
+    use milsvm::data::{read_mil_csv, read_mill};
+    let data = read_mill(&path, None)?;              // MILL, dense or sparse (CSR); or read_mil_csv
+    let (classes, y) = data.class_indices();         // the labels as written -> class indices
+    let fit = SparseMiParams::new().n_xv(10).fit(&data.bags, &y)?;
+    let _ = read_mil_csv(path.with_extension("csv"));
+    Ok((classes, fit))
 }
 
 /// The README's serving snippet (as written).
@@ -93,6 +105,29 @@ fn serving() -> TestResult {
     let (scores, all) = serving_snippet(path, vec![-1.0, -1.0, 3.0, 3.0], bags.clone())?;
     assert_eq!(all, fit.model.decision_function(&bags)?);
     assert_eq!(scores.len(), 1);
+    std::fs::remove_dir_all(&dir)?;
+    Ok(())
+}
+
+#[test]
+fn reading() -> TestResult {
+    let (bags, labels) = toy(2, 20);
+    let dir = std::env::temp_dir().join(format!("milsvm-readme-data-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("toy.data");
+    // the toy bags as MILL, labels written -1 / 1
+    let mut text = String::new();
+    for (i, &class) in labels.iter().enumerate() {
+        for r in bags.bag_range(i) {
+            let row = bags.instances().dense_row(r);
+            let label = if class == 1 { 1 } else { -1 };
+            text.push_str(&format!("i{r},bag{i},{label},{},{}\n", row[0], row[1]));
+        }
+    }
+    std::fs::write(&path, text)?;
+    let (classes, fit) = reading_snippet(path)?;
+    assert_eq!(classes, [-1, 1]);
+    assert_eq!(fit.model.decision_function(&bags)?.dim(), (20, 1));
     std::fs::remove_dir_all(&dir)?;
     Ok(())
 }

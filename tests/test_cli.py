@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import scipy.io
 import scipy.sparse as sp
+from sklearn.pipeline import make_pipeline
 
 import milsvm
 from milsvm import cli
@@ -142,7 +143,8 @@ def test_help_documents_every_option(capsys):
                    "--scheduler", "--output", "--report", "--no-scale", "--format", "--quiet", "--debug"):
         assert option in cv, option
     for key in ("milsvm-cv/1", "fold_results", "accuracy_mean", "auc_std", "inner_accuracy", "fit_time",
-                "search_time"):
+                "search_time", "balanced_accuracy", "balanced_accuracy_mean", "balanced_accuracy_std",
+                "majority_rate", "--grid auto"):
         assert key in cv, key
     fit = help_text(capsys, "fit")
     for option in ("--model", "--param", "--seed", "--output", "--format"):
@@ -243,12 +245,12 @@ def error_cases(data, tmp_path):
         (["cv", data, "--model", "misvm"], 2, ["ambiguous", "miSVM", "MISVM"]),
         (["cv", tmp_path / "absent.data"], 1, ["absent.data", "does not exist"]),
         (["cv", bad, "--folds", "2"], 1, [f"{bad}, line 2", "'oops' is not a number"]),
-        (["cv", data, "--folds", "2", "-p", "C=-1"], 1, ["C=-1", "C must be"]),
+        (["cv", data, "--folds", "2", "-p", "C=-1"], 2, ["-p C=-1", "C must be a finite number > 0, got -1"]),
         (["cv", data, "--grid", "C"], 2, ["--grid", "'C' is not KEY=V1,V2"]),
         (["fit", data], 2, ["-o/--output"]),
         (["predict", not_model, data], 1, ["not a milsvm model file"]),
         # in-process from here
-        (["fit", data, "-p", "C=abc", "-o", tmp_path / "m.json"], 1, ["C must be a real number"]),
+        (["fit", data, "-p", "C=abc", "-o", tmp_path / "m.json"], 2, ["-p C='abc'", "C must be a real number"]),
         (["cv", data, "-p", "nxv=3"], 2, ["SparseMI has no parameter 'nxv'", "did you mean 'n_xv'"]),
         (["cv", data, "-p", "C"], 2, ["'C' is not KEY=VALUE"]),
         (["cv", data, "--grid", "C=1,,2"], 2, ["empty value"]),
@@ -293,7 +295,9 @@ def test_errors_in_process(toy_mill_file, tmp_path, capsys):
 def test_debug_raises_instead_of_one_line(toy_mill_file):
     from milsvm._crossval import FitError
 
-    with pytest.raises(FitError, match="C must be"):
+    with pytest.raises(FitError, match="n_xv"):  # too many for the data: found by the fit
+        main(["cv", str(toy_mill_file), "--folds", "2", "-p", "n_xv=100", "--debug"])
+    with pytest.raises(cli.UsageError, match="C must be"):
         main(["cv", str(toy_mill_file), "--folds", "2", "-p", "C=-1", "--debug"])
 
 
@@ -321,22 +325,31 @@ def test_cv_json_schema_grid_and_repeats(toy_mill_file, tmp_path):
     folds = doc["fold_results"]
     assert [(f["repeat"], f["fold"]) for f in folds] == [(r, k) for r in range(2) for k in range(3)]
     for f in folds:
-        assert set(f) == {"repeat", "fold", "n_train", "n_test", "accuracy", "auc", "fit_time", "search_time",
-                          "params", "inner_accuracy", "n_xv", "warnings"}
+        assert set(f) == {"repeat", "fold", "n_train", "n_test", "accuracy", "balanced_accuracy", "auc", "fit_time",
+                          "search_time", "params", "inner_accuracy", "n_xv", "warnings"}
         assert f["n_train"] + f["n_test"] == 12 and f["n_test"] == 4
         assert 0 <= f["accuracy"] <= 1 and 0 <= f["auc"] <= 1 and f["fit_time"] >= 0 and f["search_time"] > 0
         assert f["params"]["C"] in (0.1, 10) and f["params"]["gamma"] in ("scale", 0.5)
         assert 0 <= f["inner_accuracy"] <= 1 and f["n_xv"] == 2 and isinstance(f["warnings"], list)
     acc = np.array([f["accuracy"] for f in folds])
     auc = np.array([f["auc"] for f in folds])
+    balanced = np.array([f["balanced_accuracy"] for f in folds])
     s = doc["summary"]
+    assert set(s) == {"accuracy_mean", "accuracy_std", "balanced_accuracy_mean", "balanced_accuracy_std",
+                      "majority_rate", "auc_mean", "auc_std", "fit_time_mean", "fit_time_total", "search_time_total",
+                      "repeat_accuracy_means"}
     assert s["accuracy_mean"] == pytest.approx(acc.mean()) and s["accuracy_std"] == pytest.approx(acc.std())
+    assert s["balanced_accuracy_mean"] == pytest.approx(balanced.mean())
+    assert s["balanced_accuracy_std"] == pytest.approx(balanced.std())
+    assert s["majority_rate"] == 0.5  # 6 bags of each class
     assert s["auc_mean"] == pytest.approx(auc.mean()) and s["auc_std"] == pytest.approx(auc.std())
     assert s["repeat_accuracy_means"] == pytest.approx([acc[:3].mean(), acc[3:].mean()])
     assert s["fit_time_total"] == pytest.approx(sum(f["fit_time"] for f in folds))
     assert s["search_time_total"] == pytest.approx(sum(f["search_time"] for f in folds))
     assert f"accuracy: {100 * s['accuracy_mean']:.2f} % (std over folds {100 * s['accuracy_std']:.2f})" in proc.stdout
     assert f"AUC: {s['auc_mean']:.4f}" in proc.stdout
+    assert f"balanced accuracy: {100 * s['balanced_accuracy_mean']:.2f} %" in proc.stdout
+    assert "majority class: 50.00 % of the bags" in proc.stdout
     assert "chosen parameters: " in proc.stdout
     assert proc.stderr == f"milsvm: results written to {out}\n"  # no progress bar on a pipe
 
@@ -401,7 +414,7 @@ def test_every_estimator_cross_validates(name, toy_mill_file, tmp_path, capsys):
     far from the others): mean accuracy >= 0.75, chance being 0.5. OneClassMISVM is exempt: it
     models the instances of positive bags, which on this toy are mostly the negative bags'
     background, so it is not expected to separate them."""
-    from sklearn.metrics import roc_auc_score
+    from sklearn.metrics import balanced_accuracy_score, roc_auc_score
     from sklearn.model_selection import StratifiedKFold
     from sklearn.pipeline import make_pipeline
 
@@ -425,9 +438,11 @@ def test_every_estimator_cross_validates(name, toy_mill_file, tmp_path, capsys):
         model = make_pipeline(milsvm.BagStandardScaler(), cls(**params))
         model.fit([bags[i] for i in train], y[train])
         test_bags = [bags[i] for i in test]
-        accuracy = float(np.mean(model.predict(test_bags) == y[test]))
+        predicted = model.predict(test_bags)
+        accuracy = float(np.mean(predicted == y[test]))
         assert (fold["n_train"], fold["n_test"]) == (len(train), len(test))
         assert fold["accuracy"] == accuracy
+        assert fold["balanced_accuracy"] == pytest.approx(balanced_accuracy_score(y[test], predicted), abs=1e-15)
         auc = roc_auc_score(y[test] == model.classes_[1], model.decision_function(test_bags))
         assert fold["auc"] == pytest.approx(auc, abs=1e-12)
         xv = getattr(model[-1], "xv_", None)  # the support-vector counts differ between folds
@@ -463,10 +478,40 @@ def test_fit_then_predict_reproduces_the_estimator(name, params, toy_mill_file, 
     bags, y, bag_names = milsvm.datasets.load_mill(toy_mill_file, return_bag_names=True)
     cls = getattr(milsvm, name)
     extra = {"random_state": 3} if "random_state" in cls().get_params() else {}
-    est = cls(**params, **extra).fit(bags, y)
+    # what cv scores: standardised on the training instances, then the estimator
+    est = make_pipeline(milsvm.BagStandardScaler(), cls(**params, **extra)).fit(bags, y)
     assert names == bag_names
     np.testing.assert_allclose(scores, est.decision_function(bags), rtol=1e-10, atol=1e-12)
     assert labels == [str(v) for v in est.predict(bags)]
+    loaded = milsvm.load(model)
+    assert [type(step).__name__ for step in loaded] == ["BagStandardScaler", cls.__name__]
+    np.testing.assert_array_equal(loaded[0].mean_, est[0].mean_)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_fit_no_scale_saves_the_raw_estimator_and_predict_writes_instance_lines(toy_mill_file, tmp_path, capsys):
+    model, preds, inst = tmp_path / "model.json", tmp_path / "pred.tsv", tmp_path / "inst.tsv"
+    assert main(["fit", str(toy_mill_file), "--model", "MISVM", "-p", "C=10", "--no-scale", "-o", str(model)]) == 0
+    assert "(raw features (--no-scale))" in capsys.readouterr().out
+    assert main(["predict", str(model), str(toy_mill_file), "-o", str(preds), "--instances", str(inst), "-q"]) == 0
+    bags, y, bag_names = milsvm.datasets.load_mill(toy_mill_file, return_bag_names=True)
+    est = milsvm.MISVM(C=10).fit(bags, y)
+    loaded = milsvm.load(model)
+    assert isinstance(loaded, milsvm.MISVM)
+    np.testing.assert_allclose(read_predictions(preds)[1], est.decision_function(bags), rtol=1e-12)
+    rows = [line.split("\t") for line in inst.read_text().splitlines()]
+    assert all(len(r) == 4 for r in rows) and len(rows) == sum(len(b) for b in bags)
+    want = est.instance_decision_function(bags)
+    labels = est.predict_instances(bags)
+    k = 0
+    for name, scores, lab in zip(bag_names, want, labels):
+        for p, (s, label) in enumerate(zip(scores, lab)):
+            assert rows[k][:2] == [name, str(p)] and rows[k][3] == str(label)
+            assert float(rows[k][2]) == pytest.approx(s, rel=1e-12)
+            k += 1
+    # the bag's score is the max of its instance lines (MISVM pools by the max)
+    first = [float(r[2]) for r in rows if r[0] == bag_names[0]]
+    assert max(first) == pytest.approx(read_predictions(preds)[1][0], rel=1e-12)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -474,7 +519,7 @@ def test_predict_subprocess_writes_name_score_label_lines(toy_mill_file, tmp_pat
     model = tmp_path / "m.json"
     assert main(["fit", str(toy_mill_file), "--model", "ALSVM", "-p", "C=10", "-p", "max_iter=5", "-q",
                  "-o", str(model)]) == 0
-    assert re.match(r"fitted ALSVM\(C=10, max_iter=5, random_state=0\) on 12 bags in [\d.]+ s; "
+    assert re.match(r"fitted ALSVM\(C=10, max_iter=5, random_state=0\) on 12 bags \(standardised features\) in [\d.]+ s; "
                     r"training accuracy [\d.]+ %; saved to ", capsys.readouterr().out)
     proc = run("predict", model, toy_mill_file)
     assert proc.returncode == 0, proc.stderr
@@ -604,8 +649,8 @@ def test_report_markdown_and_plots(toy_mill_file, tmp_path, capsys):
     assert main(["cv", str(toy_mill_file), "--folds", "3", "--grid", "C=1,10", "-p", "n_xv=2",
                  "--report", str(report)]) == 0
     text = (report / "report.md").read_text()
-    for fragment in ("# milsvm cross-validation report", "## Results", "## Folds", "| 1 | 3 | 8 | 4 |",
-                     "grid search", "SparseMI(n_xv=2, random_state=0)"):
+    for fragment in ("# milsvm cross-validation report", "## Results", "## Folds", "| r1 f3 | 8 | 4 |",
+                     "grid search", "SparseMI(n_xv=2, random_state=0)", "balanced accuracy", "majority class"):
         assert fragment in text
     pytest.importorskip("matplotlib")
     for png in ("accuracy.png", "objective.png", "decision_regions.png"):

@@ -1,7 +1,8 @@
 """Model files and the compiled model of every estimator: save / load / pickle give the same
 decision values exactly, the serving path equals the batch path, loading rejects every
 inconsistency with one ValueError naming the field, and the Rust example program
-(``examples/score_bags.rs``, no Python) reproduces Python's decision values to 1e-12 relative.
+(``examples/score_bags.rs``, no Python) reproduces Python's decision values to 1e-12 relative
+from a MILL file and from a CSV file.
 """
 
 import json
@@ -94,7 +95,7 @@ def test_save_load_pickle_serving_give_the_same_values(kind, n_classes, tmp_path
         else:
             np.testing.assert_allclose(est.decision_function_bag(bag), want, rtol=1e-12, atol=1e-14)
     doc = json.loads(path.read_text())
-    assert doc["format"] == "milsvm-model" and doc["version"] == 3 and doc["estimator"] == type(est).__name__
+    assert doc["format"] == "milsvm-model" and doc["version"] == 4 and doc["estimator"] == type(est).__name__
     assert doc["classes"] == est.classes_.tolist()
 
 
@@ -251,6 +252,15 @@ def _write_mill(path, bags):
                 fh.write(f"b{i}_{p},bag{i},0,{feats}\n")
 
 
+def _write_mil_csv(path, bags):
+    """The dense ``bags`` in the ``mil`` package's CSV layout (label, bag id, features)."""
+    with open(path, "w") as fh:
+        fh.write("label,bag_id," + ",".join(f"f{j}" for j in range(bags[0].shape[1])) + "\n")
+        for i, bag in enumerate(bags):
+            for row in bag:
+                fh.write(f"0,bag{i}," + ",".join(repr(float(v)) for v in row) + "\n")
+
+
 def _cargo():
     if shutil.which("cargo") is None or not (REPO / "Cargo.toml").is_file() or not (REPO / "examples").is_dir():
         pytest.skip("needs cargo and the milsvm source tree (the Rust side of the cross-language test)")
@@ -259,20 +269,31 @@ def _cargo():
 @pytest.mark.parametrize("kind, n_classes", list(cases()))
 def test_rust_example_reproduces_python_decision_values(kind, n_classes, tmp_path):
     """Models of every kind trained in Python, saved, loaded in Rust by examples/score_bags.rs:
-    the same decision values to 1e-12 relative and the same labels."""
+    the same decision values to 1e-12 relative and the same labels. Its lines are
+    ``bag<TAB>score(s)<TAB>label`` (the column order of ``milsvm predict``), and the same bags
+    written as a ``mil``-package CSV file give the same lines."""
     _cargo()
     est, bags, y = fitted(kind, n_classes)
-    model, data = tmp_path / "m.json", tmp_path / "d.data"
+    model, data, csv = tmp_path / "m.json", tmp_path / "d.data", tmp_path / "d.csv"
     est.save(model)
     _write_mill(data, bags)
-    run = subprocess.run(
-        ["cargo", "run", "--quiet", "--example", "score_bags", "--", str(model), str(data)],
-        cwd=REPO, capture_output=True, text=True, timeout=900, env={**os.environ, "CARGO_TERM_COLOR": "never"},
-    )
-    assert run.returncode == 0, run.stderr
-    lines = [line.split("\t") for line in run.stdout.strip().splitlines()]
+    _write_mil_csv(csv, bags)
+
+    def score_bags(path):
+        run = subprocess.run(
+            ["cargo", "run", "--quiet", "--example", "score_bags", "--", str(model), str(path)],
+            cwd=REPO, capture_output=True, text=True, timeout=900,
+            env={**os.environ, "CARGO_TERM_COLOR": "never"},
+        )
+        assert run.returncode == 0, run.stderr
+        return run.stdout
+
+    out = score_bags(data)
+    assert score_bags(csv) == out
+    lines = [line.split("\t") for line in out.strip().splitlines()]
     assert [f[0] for f in lines] == [f"bag{i}" for i in range(len(bags))]
-    rust = np.array([[float(v) for v in f[2:]] for f in lines])
+    assert {len(f) for f in lines} == {2 + est.model_.coef.shape[0]}
+    rust = np.array([[float(v) for v in f[1:-1]] for f in lines])
     # Python's one-bag path runs the same kernel: the same values to 1e-12 relative
     one = np.array([np.atleast_1d(est.decision_function_bag(b)) for b in bags])
     np.testing.assert_allclose(rust, one, rtol=1e-12, atol=0)
@@ -280,7 +301,34 @@ def test_rust_example_reproduces_python_decision_values(kind, n_classes, tmp_pat
     ref = np.atleast_2d(est.decision_function(bags).T).T.reshape(len(bags), -1)
     scale = np.abs(est.model_.intercept).max() + np.abs(est.model_.coef).sum(axis=1).max()
     np.testing.assert_allclose(rust, ref, rtol=1e-12, atol=1e-12 * scale)
-    assert [f[1] for f in lines] == [str(c) for c in est.predict(bags)]
+    assert [f[-1] for f in lines] == [str(c) for c in est.predict(bags)]
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_rust_example_applies_the_pipeline_and_the_sigmoid(n_classes, tmp_path):
+    """A pipeline (scaler + estimator with ``probability=True``) saved as one file: the Rust
+    example standardises the raw bags and prints the probabilities of ``predict_proba``."""
+    from sklearn.pipeline import make_pipeline
+
+    _cargo()
+    bags, y = make_bags(5, n_bags=30, n_classes=n_classes)
+    bags = [b * 7.0 + 2.0 for b in bags]  # far from standardised: the scaler matters
+    pipe = make_pipeline(milsvm.BagStandardScaler(), milsvm.NSK(C=10.0, probability=True)).fit(bags, y)
+    model, data = tmp_path / "m.json", tmp_path / "d.data"
+    milsvm.save(pipe, model)
+    _write_mill(data, bags)
+    run = subprocess.run(["cargo", "run", "--quiet", "--example", "score_bags", "--", "--proba", str(model),
+                          str(data)], cwd=REPO, capture_output=True, text=True, timeout=900,
+                         env={**os.environ, "CARGO_TERM_COLOR": "never"})
+    assert run.returncode == 0, run.stderr
+    lines = [line.split("\t") for line in run.stdout.strip().splitlines()]
+    n_out = 1 if n_classes == 2 else n_classes
+    scores = np.array([[float(v) for v in f[1:1 + n_out]] for f in lines])
+    proba = np.array([[float(v) for v in f[2 + n_out:]] for f in lines])
+    want = np.atleast_2d(pipe.decision_function(bags).T).T.reshape(len(bags), -1)
+    np.testing.assert_allclose(scores, want, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(proba, pipe.predict_proba(bags), rtol=1e-12, atol=1e-15)
+    assert [f[1 + n_out] for f in lines] == [str(c) for c in pipe.predict(bags)]
 
 
 FIXTURES = Path(__file__).resolve().parent / "data" / "models_v3"
@@ -299,3 +347,92 @@ def test_models_written_before_still_load(name):
     ptr = ref[f"{name}/bag_ptr"]
     bags = milsvm.Bags.from_instances(X, np.diff(ptr))
     np.testing.assert_array_equal(est.decision_function(bags), ref[f"{name}/scores"])
+
+
+# --------------------------------------------------------------------------------------------
+# A pipeline of BagStandardScaler and an estimator: one model file
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+@pytest.mark.parametrize("kind", ["SparseMI", "NSK-l2", "MISVM", "SVMCC"])
+def test_a_saved_pipeline_loads_as_the_same_pipeline_and_the_core_applies_it(kind, sparse, tmp_path):
+    from sklearn.pipeline import make_pipeline
+
+    _, make, _ = next(k for k in KINDS if k[0] == kind)
+    bags, y = make_bags(2)
+    if sparse:
+        bags = [sp.csr_matrix(np.where(np.abs(b) > 0.5, b, 0.0)) for b in bags]
+    pipe = make_pipeline(milsvm.BagStandardScaler(), make()).fit(bags, y)
+    path = tmp_path / "pipe.json"
+    milsvm.save(pipe, path)
+    back = milsvm.load(path)
+    assert [type(s).__name__ for s in back] == ["BagStandardScaler", type(pipe[-1]).__name__]
+    assert back[-1].model_.scaler is None  # the pipeline standardises, the estimator does not again
+    np.testing.assert_array_equal(back[0].mean_, pipe[0].mean_)
+    np.testing.assert_array_equal(back[0].scale_, pipe[0].scale_)
+    np.testing.assert_array_equal(back.decision_function(bags), pipe.decision_function(bags))
+    assert list(back.predict(bags)) == list(pipe.predict(bags))
+    # the Rust core alone (the file's scaler, then the kernel) scores the raw bags
+    core = milsvm.Model.load(path)
+    raw = milsvm.as_bags(bags)
+    want = pipe.decision_function(bags)
+    got = core.decision_function(raw.core_instances(), raw.bag_ptr)[:, 0]
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
+    for k, bag in enumerate(bags[:3]):
+        if not sparse:
+            assert core.decision_function_bag(np.asarray(bag))[0] == pytest.approx(want[k], rel=1e-12, abs=1e-13)
+    # saving the loaded pipeline again writes the same file
+    milsvm.save(back, tmp_path / "again.json")
+    assert (tmp_path / "again.json").read_text() == path.read_text()
+
+
+def test_save_refuses_what_is_not_an_estimator_or_a_scaled_one(tmp_path):
+    from sklearn.decomposition import PCA
+    from sklearn.pipeline import make_pipeline
+
+    est, bags, y = fitted("NSK")
+    with pytest.raises(TypeError, match="milsvm.save takes a milsvm estimator or a Pipeline"):
+        milsvm.save(make_pipeline(PCA(), est), tmp_path / "x.json")
+    with pytest.raises(TypeError, match="milsvm.save takes"):
+        milsvm.save("model", tmp_path / "x.json")
+    with pytest.raises(NotFittedError):
+        milsvm.save(make_pipeline(milsvm.BagStandardScaler(), milsvm.NSK()), tmp_path / "x.json")
+    with pytest.raises(NotFittedError):
+        milsvm.save(milsvm.NSK(), tmp_path / "x.json")
+    milsvm.save(est, tmp_path / "plain.json")
+    assert isinstance(milsvm.load(tmp_path / "plain.json"), milsvm.NSK)
+
+
+@pytest.mark.parametrize(
+    "edit, field",
+    [
+        (lambda d: d.update(scaler={"mean": [0.0], "scale": [1.0, 1.0, 1.0]}), "scaler"),
+        (lambda d: d.update(scaler={"mean": [0.0] * 3, "scale": [1.0, 0.0, 1.0]}), "scaler"),
+        (lambda d: d.update(scaler={"mean": [0.0] * 3}), "scaler"),
+        (lambda d: d.update(calibration={"a": [-1.0, 1.0], "b": [0.0, 0.0]}), "calibration"),
+        (lambda d: d.update(calibration={"a": [-1.0], "b": "x"}), "calibration"),
+    ],
+)
+def test_load_refuses_a_bad_scaler_or_sigmoid_naming_the_field(tmp_path, edit, field):
+    path = _edited(tmp_path, edit)
+    with pytest.raises(ValueError, match=field):
+        milsvm.load(path)
+
+
+def test_load_names_the_field_of_a_non_finite_sigmoid_or_scale(tmp_path):
+    from sklearn.pipeline import make_pipeline
+
+    bags, y = make_bags(4, n_bags=20)
+    pipe = make_pipeline(milsvm.BagStandardScaler(), milsvm.NSK(probability=True)).fit(bags, y)
+    path = tmp_path / "p.json"
+    milsvm.save(pipe, path)
+    doc = json.loads(path.read_text())
+    for field, key in (("calibration", "a"), ("calibration", "b"), ("scaler", "scale"), ("scaler", "mean")):
+        for bad in (float("nan"), float("inf")):
+            edited = json.loads(json.dumps(doc))
+            edited[field][key][0] = bad
+            path.write_text(json.dumps(edited))  # json writes NaN / Infinity: not JSON
+            with pytest.raises(ValueError, match=rf"field `{field}\.{key}`: not valid JSON"):
+                milsvm.load(path)

@@ -12,30 +12,18 @@ from sklearn.exceptions import ConvergenceWarning
 
 import milsvm
 from milsvm import _core, _registry
-from conftest import easy_bags, three_class_bags
+from conftest import easy_bags, fit_quietly, make_fast, three_class_bags
 
 ALL = list(_registry.ESTIMATORS.values())
 TWO_CLASS = [c for c in ALL if c._multiclass]
-FAST = {  # small settings so that every fit takes milliseconds
-    "SparseMI": {"n_xv": 3, "max_iter": 5, "random_state": 0}, "RSVM": {"n_xv": 3, "random_state": 0},
-    "ReducedSet": {"n_xv": 3, "random_state": 0},
-    "ALSVM": {"max_iter": 20}, "AWSVM": {"max_iter": 20}, "ALPSVM": {"max_iter": 20},
-}
 #: Python parameters the core does not take by the same name (converted by the base or the class).
-PYTHON_ONLY = {"verbose", "random_state", "init", "xv_init"}
+PYTHON_ONLY = {"verbose", "random_state", "init", "xv_init", "probability"}
 #: Defaults that differ on purpose: the core's None means "the method's own cap", which the
 #: Python classes write out.
 DEFAULTS_SPELLED_OUT = {("fit_annealing", "max_iter")}
 
 
-def make(cls, **params):
-    return cls(**{**FAST.get(cls.__name__, {}), **params})
-
-
-def fit_quietly(est, bags, y):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        return est.fit(bags, y)
+make = make_fast
 
 
 def test_the_registry_is_the_one_list():
@@ -50,7 +38,7 @@ def test_the_registry_is_the_one_list():
 
 @pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
 def test_every_parameter_is_declared_by_the_core_with_the_same_default(cls):
-    specs = {name: default for name, default, _ in getattr(_core, f"{cls._core_fit}_hyperparameters")()}
+    specs = {name: default for name, default, _, _ in getattr(_core, f"{cls._core_fit}_hyperparameters")()}
     fixed = cls._core_fixed
     for name, param in inspect.signature(cls).parameters.items():
         if name in PYTHON_ONLY:

@@ -8,7 +8,7 @@ registry (:mod:`milsvm._registry`).
 
 from ._bags import Bags, as_bags
 from ._core import __version__
-from ._model import Model, load
+from ._model import Model, load, save
 from .preprocessing import BagStandardScaler
 
 # The estimator families: importing a module registers its estimators.
@@ -20,4 +20,4 @@ from .convex_combination import *  # noqa: F401,F403
 from .one_class import *  # noqa: F401,F403
 from ._registry import ESTIMATORS as _ESTIMATORS
 
-__all__ = ["Bags", "as_bags", "BagStandardScaler", *_ESTIMATORS, "Model", "load", "__version__"]
+__all__ = ["Bags", "as_bags", "BagStandardScaler", *_ESTIMATORS, "Model", "load", "save", "__version__"]

@@ -11,8 +11,13 @@ A family module declares per estimator only what differs:
 * ``_core_fixed``: parameters the class fixes (``{"method": "al"}``);
 * ``_fitted(fit, bags, binary)``: the family's fitted attributes from the core's typed result;
 * optionally ``_core_params`` (parameters that need Python first, such as ``random_state``
-  into a seed, done here, or SparseMI's ``init="kmeans"``), ``_progress_unit``,
-  ``_multiclass``, ``_poolings``, ``_info_attrs``.
+  into a seed, done here, or SparseMI's ``init="kmeans"``; with ``check_only``, what can be
+  built without data, for :meth:`MILClassifier._check_params`), ``_progress_unit``,
+  ``_multiclass``, ``_poolings``, ``_info_attrs``;
+* for the command line's reports and model selection: ``_objective_name``, ``_objective_step``
+  and ``_objective_start`` (what ``objective_history_`` holds and follows), ``_default_grid``
+  (what ``milsvm cv --grid auto`` searches) and ``_search_ranges`` (suggested ranges shown by
+  ``milsvm models NAME``).
 
 Subclasses register themselves (:mod:`milsvm._registry`) when they name a ``_core_fit`` and
 their name does not start with ``_``.
@@ -34,15 +39,21 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
+from sklearn.model_selection import StratifiedKFold
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core, _registry
 from ._bags import as_bags
-from ._model import CompiledModelMixin
+from ._model import CompiledModelMixin, threads
 from ._progress import FitProgress
 
-__all__ = ["MILClassifier", "ExpansionVectorsMixin", "seed_of", "class_weight_vector", "encode_labels"]
+#: Folds of the internal cross-validation behind ``probability=True``.
+CALIBRATION_FOLDS = 5
+
+__all__ = ["MILClassifier", "ExpansionVectorsMixin", "seed_of", "class_weight_vector", "encode_labels",
+           "calibration_folds"]
 
 
 def seed_of(random_state):
@@ -52,19 +63,76 @@ def seed_of(random_state):
 
 def class_weight_vector(class_weight, classes):
     """``None``, ``"balanced"`` or one weight per class index from a dict keyed by label (labels
-    left out weigh 1); other values pass through for the core to refuse."""
+    left out weigh 1); other values pass through for the core to refuse. With ``classes=None``
+    (a check without data) a dict gives its weights in its own order, for the core to check."""
     if not isinstance(class_weight, dict):
         return class_weight
-    unknown = [k for k in class_weight if k not in set(classes.tolist())]
-    if unknown:
-        raise ValueError(f"class_weight names labels that are not in y: {unknown!r} (classes: {classes.tolist()!r})")
+    if classes is None:
+        keys = list(class_weight)
+    else:
+        known = set(np.asarray(classes).tolist())
+        unknown = [_plain(k) for k in class_weight if _plain(k) not in known]
+        if unknown:
+            raise ValueError(f"class_weight names labels that are not in y: {unknown!r} "
+                             f"(classes: {np.asarray(classes).tolist()!r})")
+        keys = np.asarray(classes).tolist()
     out = []
-    for c in classes.tolist():
+    for c in keys:
         w = class_weight.get(c, 1.0)
         if isinstance(w, bool) or not isinstance(w, numbers.Real):
-            raise TypeError(f"class_weight[{c!r}] must be a real number, got {w!r} ({type(w).__name__})")
+            raise TypeError(f"class_weight[{_plain(c)!r}] must be a real number, got {_plain(w)!r} "
+                            f"({type(w).__name__})")
         out.append(float(w))
     return out
+
+
+def _plain(value):
+    """A NumPy scalar as the Python value it holds (for messages: ``3``, not ``np.int64(3)``)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _check_verbose(verbose):
+    if isinstance(verbose, bool) or not isinstance(verbose, numbers.Integral):
+        raise TypeError(f"verbose must be an integer, got {_plain(verbose)!r} ({type(verbose).__name__})")
+
+
+def calibration_folds(random_state):
+    """The splitter of the internal cross-validation behind ``probability=True``:
+    ``StratifiedKFold(5, shuffle=True)`` seeded by ``random_state`` when it is an int, by a draw
+    from it when it is a ``RandomState``, and by 0 when it is ``None`` or the estimator has none
+    (so that ``probability=True`` is deterministic for every estimator)."""
+    if random_state is None:
+        seed = 0
+    elif isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        seed = int(random_state)
+    else:
+        seed = seed_of(random_state)
+    return StratifiedKFold(n_splits=CALIBRATION_FOLDS, shuffle=True, random_state=seed)
+
+
+def _check_probability(probability, labels, classes):
+    """``probability`` as a bool; with it, at least ``CALIBRATION_FOLDS`` bags of every class
+    (``labels=None``: the type only)."""
+    if not isinstance(probability, (bool, np.bool_)):
+        raise TypeError(f"probability must be True or False, got {_plain(probability)!r} "
+                        f"({type(probability).__name__})")
+    if probability and labels is not None:
+        counts = np.bincount(labels, minlength=len(classes))
+        few = [(_plain(classes[c]), int(n)) for c, n in enumerate(counts) if n < CALIBRATION_FOLDS]
+        if few:
+            listed = ", ".join(f"{c!r}: {n}" for c, n in few)
+            raise ValueError(
+                f"probability=True calibrates on a {CALIBRATION_FOLDS}-fold internal cross-validation and needs "
+                f"at least {CALIBRATION_FOLDS} bags of every class; too few bags of class {listed}")
+    return bool(probability)
+
+
+def _has_probability(estimator):
+    """``predict_proba`` exists only with ``probability=True`` (scikit-learn's ``SVC`` rule)."""
+    if not getattr(estimator, "probability", False):
+        raise AttributeError(f"predict_proba is not available when probability=False "
+                             f"(fit {type(estimator).__name__} with probability=True)")
+    return True
 
 
 def encode_labels(y, n_bags, *, multiclass, name):
@@ -85,7 +153,7 @@ def encode_labels(y, n_bags, *, multiclass, name):
         raise ValueError(f"y must hold class labels (binary or multi-class), got target type {kind!r}")
     classes, encoded = np.unique(y, return_inverse=True)
     if len(classes) < 2:
-        raise ValueError(f"y holds a single class ({classes[0]!r}); at least two classes are needed")
+        raise ValueError(f"y holds a single class ({_plain(classes[0])!r}); at least two classes are needed")
     if len(classes) > 2 and not multiclass:
         raise ValueError(f"{name} is binary, but y holds {len(classes)} classes")
     return classes, encoded.astype(np.int64)
@@ -106,11 +174,27 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
     #: Core parameters the class fixes.
     _core_fixed = {}
     #: Constructor parameters the core does not take.
-    _python_only = ("verbose",)
+    _python_only = ("verbose", "probability")
     #: Whether more than two classes are fitted one-vs-rest (else refused).
     _multiclass = True
     #: What one reported step is ("iteration", "step", "round"); None: no progress reports.
     _progress_unit = None
+    #: What ``objective_history_`` holds, as reports and plots name it (None: no history).
+    _objective_name = None
+    #: What one entry of ``objective_history_`` follows: "iteration", "round" or
+    #: "temperature" (reports plot those against ``temperatures_``, log scale, decreasing).
+    _objective_step = "iteration"
+    #: The number of the first entry of ``objective_history_`` (0: the value before the first
+    #: step).
+    _objective_start = 1
+    #: The grid that ``milsvm cv --grid auto`` searches, ``{name: values}``: ``C`` over four
+    #: decades and, for the Gaussian kernel, ``gamma`` at a tenth of, at, and ten times the
+    #: "scale" width (``"k*scale"``: ``k`` times the "scale" width of the data, which the
+    #: command line works out; see :meth:`_grid_for`).
+    _default_grid = {"C": [0.1, 1.0, 10.0, 100.0], "gamma": ["0.1*scale", "scale", "10*scale"]}
+    #: Suggested search ranges of this estimator's parameters beyond ``_docs.SEARCH_RANGES``
+    #: (shown by ``milsvm models NAME``).
+    _search_ranges = {}
 
     def _store(self, arguments):
         """Store the constructor's arguments as attributes of the same names (scikit-learn's
@@ -143,14 +227,15 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
         -------
         self
             Fitted. An interrupted fit (``KeyboardInterrupt``, raised within about a second of
-            Ctrl-C) leaves the estimator as it was.
+            Ctrl-C) leaves the estimator as it was. With ``probability=True``, five more fits on
+            the internal folds give the calibration (see :meth:`predict_proba`).
         """
         verbose = getattr(self, "verbose", 0)
-        if isinstance(verbose, bool) or not isinstance(verbose, numbers.Integral):
-            raise TypeError(f"verbose must be an integer, got {verbose!r} ({type(verbose).__name__})")
+        _check_verbose(verbose)
         bags = as_bags(bags)
         name = type(self).__name__
         classes, labels = encode_labels(y, len(bags), multiclass=self._multiclass, name=name)
+        probability = _check_probability(getattr(self, "probability", False), labels, classes)
         params = self._core_params(bags, classes, labels)
         n_problems = 1 if len(classes) == 2 else len(classes)
         total = self._progress_total(params) * n_problems
@@ -160,6 +245,8 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
                                                  progress.callback())
         state = {"classes_": classes, "model_": fit.model, "gamma_": float(fit.gamma)}
         state.update(self._fitted(fit, bags, len(classes) == 2))
+        if probability:
+            state["model_"] = state["model_"].with_calibration(self._calibration(bags, classes, labels))
         state["fit_time_"] = time.perf_counter() - start
         state["n_features_in_"] = state["model_"].n_features
         self.__dict__.update(state)
@@ -168,10 +255,72 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
             print(f"[{name}] {self._fit_summary()}, {self.fit_time_:.3f} s")
         return self
 
-    def _core_params(self, bags, classes, labels):
+    def _calibration(self, bags, classes, labels):
+        """Platt's ``(a, b)`` per output from out-of-fold bag scores: the estimator refitted
+        (``probability=False``) on each training part of :func:`calibration_folds`, scoring its
+        held-out part; each output's sigmoid fitted on all held-out scores (one-vs-rest targets
+        for more than two classes). The ``CalibratedClassifierCV(method="sigmoid",
+        ensemble=False)`` protocol."""
+        from sklearn.base import clone
+
+        splitter = calibration_folds(self.get_params(deep=False).get("random_state"))
+        n_outputs = 1 if len(classes) == 2 else len(classes)
+        scores = np.empty((len(bags), n_outputs))
+        for train, test in splitter.split(np.zeros(len(labels)), labels):
+            part = clone(self).set_params(probability=False, verbose=0)
+            part.fit(bags[train], classes[labels[train]])
+            scores[test] = part._model().decision_function(bags[test].core_instances(), bags[test].bag_ptr,
+                                                            threads(self.n_jobs))
+        a, b = [], []
+        for c in range(n_outputs):
+            positive = labels == 1 if n_outputs == 1 else labels == c
+            ac, bc = _core.fit_sigmoid(np.ascontiguousarray(scores[:, c]), positive.tolist())
+            a.append(ac)
+            b.append(bc)
+        return a, b
+
+    @classmethod
+    def _grid_for(cls, params):
+        """The grid of ``--grid auto`` beside the fixed ``params``: ``_default_grid`` without
+        ``gamma`` when the kernel (given in ``params``, else the default) is linear."""
+        grid = {k: list(v) for k, v in cls._default_grid.items()}
+        kernel = params.get("kernel", cls().get_params().get("kernel"))
+        if kernel == "linear":
+            grid.pop("gamma", None)
+        return grid
+
+    def _check_params(self, classes=None):
+        """Check the parameters as :meth:`fit` does, without data or fitting.
+
+        Builds the core's parameters the way ``fit`` does and runs the core's own check of the
+        declared ranges and cross-field rules (``milsvm._core.check_X``), so that a refused
+        value raises the same ``TypeError`` or ``ValueError`` (with the same message) as ``fit``
+        would. Checks that need the data stay in ``fit``: ``n_xv`` against the number of
+        training instances, given starting points against the number of features, the labels
+        named by a ``class_weight`` dict (checked here too when ``classes`` is given) and the
+        bags per class that ``probability=True`` needs.
+
+        Parameters
+        ----------
+        classes : array-like or None
+            The class labels, if known.
+
+        Raises
+        ------
+        TypeError, ValueError
+            A parameter value that ``fit`` would refuse (the message names it).
+        """
+        _check_verbose(getattr(self, "verbose", 0))
+        _check_probability(getattr(self, "probability", False), None, classes)
+        params = self._core_params(None, classes, None, check_only=True)
+        getattr(_core, "check_" + self._core_fit[len("fit_"):])(params)
+
+    def _core_params(self, bags, classes, labels, check_only=False):
         """The core's parameters: every constructor parameter under its own name (the core's
         builder parses and checks it), ``random_state`` as ``seed``, ``class_weight`` by class
-        index, plus ``_core_fixed``."""
+        index, plus ``_core_fixed``. ``check_only``: for :meth:`_check_params`, without data
+        (``bags`` and ``labels`` are None, ``classes`` may be): what needs the data is left
+        out."""
         params = dict(self._core_fixed)
         for key, value in self.get_params(deep=False).items():
             if key in self._python_only:
@@ -241,6 +390,65 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]
         return self.classes_[np.argmax(scores, axis=1)]
+
+    def explain(self, bags):
+        """The instances behind each bag's prediction and their contributions.
+
+        Mean pooling: each instance's share ``s_p / n`` of the bag score (the shares sum to
+        it). Max pooling: the arg-max instance, whose score is the bag's, and its margin over
+        the runner-up. Through a ``Pipeline``: ``pipe[-1].explain(pipe[:-1].transform(bags))``.
+
+        Parameters
+        ----------
+        bags : list of array-like / scipy sparse matrices, or Bags
+
+        Returns
+        -------
+        list of BagExplanation
+            One per bag: the predicted ``label``, its ``score``, the ``pooling``, the
+            ``instance_scores``, the ``contributions``, the ``ranking`` of the instances (most
+            decisive first), the ``top`` instance and, for max pooling, the ``margin``.
+        """
+        from ._explain import explain_bags
+
+        bags = self._check_bags(bags)
+        return explain_bags(self.instance_decision_function(bags), self.decision_function(bags), self.classes_,
+                            self._model().pooling)
+
+    @available_if(_has_probability)
+    def predict_proba(self, bags):
+        """Class probabilities of each bag (only with ``probability=True``).
+
+        Each output's score ``F`` goes through Platt's sigmoid ``1 / (1 + exp(a F + b))``,
+        fitted at ``fit`` on out-of-fold scores of a 5-fold internal cross-validation (Platt
+        2000; Lin, Lin & Weng 2007). Binary problems give ``[1 - p, p]``; one-vs-rest problems
+        give each class its own output's ``p``, normalised to sum to 1 (uniform where every
+        ``p`` is 0), as scikit-learn's ``CalibratedClassifierCV`` couples them.
+
+        ``predict`` and ``predict_proba`` can disagree. ``predict`` thresholds the score at 0,
+        while ``p = 0.5`` lies at ``F = -b / a``: the bags whose score falls between the two
+        get one label from ``predict`` and the other as the likelier class. With more than two
+        classes, each class has its own sigmoid, so the largest score need not be the largest
+        probability. Use ``predict_proba(bags).argmax(axis=1)`` for the class the
+        probabilities favour.
+
+        Parameters
+        ----------
+        bags : list of array-like / scipy sparse matrices, or Bags
+
+        Returns
+        -------
+        ndarray of shape (n_bags, n_classes)
+            Columns in the order of ``classes_``.
+        """
+        bags = self._check_bags(bags)
+        return self._model().predict_proba(bags.core_instances(), bags.bag_ptr, threads(self.n_jobs))
+
+    @available_if(_has_probability)
+    def predict_log_proba(self, bags):
+        """The logarithm of :meth:`predict_proba` (``-inf`` where a probability is 0)."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(bags))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -1,6 +1,6 @@
 """Type stubs of the compiled core ``milsvm._core`` (Rust, PyO3)."""
 
-from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple, TypeVar, Union
 
 import numpy as np
 from numpy.typing import NDArray
@@ -10,8 +10,9 @@ Progress = Callable[[int, int, int, float, Optional[float]], None]
 Instances = Union[NDArray[np.float64], Tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64], int]]
 #: Hyperparameters by the name the Python estimators use (values as they take them).
 Params = Dict[str, Any]
-#: ``(name, default, doc)`` of each declared hyperparameter.
-Specs = List[Tuple[str, Any, str]]
+#: ``(name, default, doc, range)`` of each declared hyperparameter; ``range``: the allowed values
+#: of a numeric parameter in words ("be a finite number > 0", "lie in (0, 1)"), or None.
+Specs = List[Tuple[str, Any, str, Optional[str]]]
 
 __version__: str
 
@@ -38,6 +39,15 @@ class Model:
     def bag_instance_scores(
         self, x: Instances, bag_ptr: NDArray[np.int64], n_jobs: Optional[int] = None
     ) -> NDArray[np.float64]: ...
+    def predict_proba(
+        self, x: Instances, bag_ptr: NDArray[np.int64], n_jobs: Optional[int] = None
+    ) -> NDArray[np.float64]: ...
+    def with_scaler(self, scaler: Optional[Tuple[Sequence[float], Sequence[float]]]) -> "Model": ...
+    def with_calibration(self, calibration: Optional[Tuple[Sequence[float], Sequence[float]]]) -> "Model": ...
+    @property
+    def scaler(self) -> Optional[Tuple[NDArray[np.float64], NDArray[np.float64]]]: ...
+    @property
+    def calibration(self) -> Optional[Tuple[NDArray[np.float64], NDArray[np.float64]]]: ...
     @property
     def xv(self) -> Union[NDArray[np.float64], Tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64], Tuple[int, int]]]: ...
     @property
@@ -69,8 +79,11 @@ class Model:
     @property
     def info_json(self) -> str: ...
 
+def fit_sigmoid(scores: NDArray[np.float64], positive: Sequence[bool]) -> Tuple[float, float]: ...
+
 # ---------------------------------------------------------------------------------------------
-# Fits: ``fit_X(x, bag_ptr, labels, params, progress=None) -> XFit`` and
+# Fits: ``fit_X(x, bag_ptr, labels, params, progress=None) -> XFit``, ``check_X(params) -> None``
+# (the fit's parsing and checks of ``params`` without data: the same TypeError / ValueError) and
 # ``fit_X_hyperparameters() -> Specs`` (the core's declaration of every parameter). Ctrl-C
 # raises KeyboardInterrupt; an exception in ``progress`` stops the fit and is raised.
 # ---------------------------------------------------------------------------------------------
@@ -162,6 +175,7 @@ class FitFunction(Protocol[_Fit]):
     ) -> _Fit: ...
 
 def _specs() -> Specs: ...
+def _check(params: Params) -> None: ...
 
 fit_sparse_mi: FitFunction[SparseMiFit]
 fit_mi_kernel: FitFunction[MiKernelFit]
@@ -171,6 +185,7 @@ fit_smil: FitFunction[NskFit]
 fit_annealing: FitFunction[AnnealingFit]
 fit_svmcc: FitFunction[SvmCcFit]
 fit_one_class: FitFunction[OneClassFit]
+check_sparse_mi = check_mi_kernel = check_reduced_set = check_nsk = check_smil = check_annealing = check_svmcc = check_one_class = _check
 fit_sparse_mi_hyperparameters = fit_mi_kernel_hyperparameters = fit_reduced_set_hyperparameters = fit_nsk_hyperparameters = fit_smil_hyperparameters = fit_annealing_hyperparameters = fit_svmcc_hyperparameters = fit_one_class_hyperparameters = _specs
 
 # ---------------------------------------------------------------------------------------------

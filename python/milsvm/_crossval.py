@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["FitError", "CVResult", "cross_validate", "make_model", "describe"]
+__all__ = ["FitError", "CVResult", "cross_validate", "make_model", "describe", "params_text", "plain", "fold_label"]
 
 
 class FitError(Exception):
@@ -28,9 +28,31 @@ class FitError(Exception):
     fold."""
 
 
+def plain(value):
+    """``value`` with NumPy scalars and arrays made plain Python values (recursively through
+    dicts, lists and tuples), so that messages show ``3`` rather than ``np.int64(3)``."""
+    if isinstance(value, dict):
+        return {plain(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(plain(v) for v in value)
+    if isinstance(value, (np.generic, np.ndarray)):
+        return value.tolist()
+    return value
+
+
+def params_text(params):
+    """``key=value, ...`` (plain Python reprs) for messages, summaries and reports."""
+    return ", ".join(f"{k}={plain(v)!r}" for k, v in params.items())
+
+
 def describe(name, params):
     """``Name(key=value, ...)`` for messages and summaries."""
-    return f"{name}({', '.join(f'{k}={v!r}' for k, v in params.items())})"
+    return f"{name}({params_text(params)})"
+
+
+def fold_label(repeat, fold):
+    """``"r1 f3"``: the 1-based repeat and fold of an outer fold (0-based arguments)."""
+    return f"r{repeat + 1} f{fold + 1}"
 
 
 def make_model(cls, params, scale):
@@ -53,9 +75,9 @@ def final_estimator(model):
 def _fit_task(cls, params, scale, bags, y, train, test, where, evaluate, keep_model):
     """Fit ``cls(**params)`` on ``bags[train]`` and score it on ``bags[test]``.
 
-    Returns ``{"accuracy"}`` for an inner grid-search fit, and with ``evaluate`` also the AUC
-    (binary problems whose test part holds both classes), the fit time, the number of expansion
-    vectors, the warnings raised and, with ``keep_model``, the fitted model.
+    Returns ``{"accuracy", "fit_time"}`` for an inner grid-search fit, and with ``evaluate`` also
+    the balanced accuracy, the AUC (binary problems whose test part holds both classes), the
+    number of expansion vectors, the warnings raised and, with ``keep_model``, the fitted model.
     """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -68,10 +90,16 @@ def _fit_task(cls, params, scale, bags, y, train, test, where, evaluate, keep_mo
             if not evaluate:
                 return {"accuracy": float(np.mean(model.predict(test_bags) == y[test])), "fit_time": fit_time}
             scores = model.decision_function(test_bags)
-            accuracy = float(np.mean(model.predict(test_bags) == y[test]))
+            predicted = model.predict(test_bags)
+            accuracy = float(np.mean(predicted == y[test]))
         except Exception as exc:
             message = " ".join(str(exc).split()) or type(exc).__name__
             raise FitError(f"{describe(cls.__name__, params)} failed on {where}: {message}") from None
+    from sklearn.metrics import balanced_accuracy_score
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a test part with one class: the recall of that class
+        balanced = float(balanced_accuracy_score(y[test], predicted))
     classes = final_estimator(model).classes_
     auc = None
     if len(classes) == 2 and np.ndim(scores) == 1 and len(np.unique(y[test])) == 2:
@@ -81,6 +109,7 @@ def _fit_task(cls, params, scale, bags, y, train, test, where, evaluate, keep_mo
     xv = getattr(final_estimator(model), "xv_", None)
     out = {
         "accuracy": accuracy,
+        "balanced_accuracy": balanced,
         "auc": auc,
         "fit_time": fit_time,
         "n_xv": None if xv is None else int(xv.shape[0]),
@@ -123,29 +152,37 @@ class CVResult:
     """What :func:`cross_validate` measured.
 
     ``folds`` holds one dict per outer fold, in order (repeat-major): ``repeat``, ``fold``
-    (0-based), ``n_train``, ``n_test``, ``accuracy``, ``auc`` (None unless binary with both
-    classes in the test part), ``fit_time`` (seconds to fit the final model on the training
+    (0-based), ``n_train``, ``n_test``, ``accuracy``, ``balanced_accuracy`` (scikit-learn's
+    ``balanced_accuracy_score``: the mean recall of the classes in the test part), ``auc`` (None
+    unless binary with both classes in the test part), ``fit_time`` (seconds to fit the final model on the training
     part), ``search_time`` (seconds of the inner grid-search fits, or None), ``params`` (the grid
     values chosen, ``{}`` without a grid), ``inner_accuracy`` (their mean inner CV accuracy, or
     None), ``n_xv`` (expansion vectors, or None) and ``warnings``.
     ``first_model`` is the model fitted on the first training part if it was asked for.
+    ``majority_rate`` is the fraction of the bags in the largest class of the whole data set:
+    the accuracy of always predicting that class, the floor an accuracy is read against.
     """
 
     folds: list
     first_model: object = None
     classes: np.ndarray = field(default_factory=lambda: np.array([]))
+    majority_rate: float = None
 
     def _values(self, key):
         return np.array([f[key] for f in self.folds if f[key] is not None], dtype=np.float64)
 
     def summary(self, repeats):
-        """Mean and population std over all folds, and the mean accuracy of each repeat."""
+        """Mean and population std over all folds, the mean accuracy of each repeat and the
+        majority-class rate (keys as in the ``summary`` of ``milsvm cv --output``)."""
         acc, auc, times = self._values("accuracy"), self._values("auc"), self._values("fit_time")
-        search = self._values("search_time")
+        balanced, search = self._values("balanced_accuracy"), self._values("search_time")
         per_repeat = [float(np.mean([f["accuracy"] for f in self.folds if f["repeat"] == r])) for r in range(repeats)]
         return {
             "accuracy_mean": float(acc.mean()),
             "accuracy_std": float(acc.std()),
+            "balanced_accuracy_mean": float(balanced.mean()),
+            "balanced_accuracy_std": float(balanced.std()),
+            "majority_rate": self.majority_rate,
             "auc_mean": float(auc.mean()) if auc.size else None,
             "auc_std": float(auc.std()) if auc.size else None,
             "fit_time_mean": float(times.mean()),
@@ -251,9 +288,11 @@ def cross_validate(cls, params, bags, y, *, folds=10, repeats=1, seed=0, grid=No
             first_model = out.pop("model", None)
         results.append({
             "repeat": s // folds, "fold": s % folds, "n_train": int(len(train)), "n_test": int(len(test)),
-            "accuracy": out["accuracy"], "auc": out["auc"], "fit_time": out["fit_time"],
+            "accuracy": out["accuracy"], "balanced_accuracy": out["balanced_accuracy"], "auc": out["auc"],
+            "fit_time": out["fit_time"],
             "search_time": search_time[s],
             "params": dict(chosen[s]), "inner_accuracy": inner_accuracy[s], "n_xv": out["n_xv"],
             "warnings": out["warnings"],
         })
-    return CVResult(folds=results, first_model=first_model, classes=np.unique(y))
+    return CVResult(folds=results, first_model=first_model, classes=labels,
+                    majority_rate=float(counts.max() / len(y)))

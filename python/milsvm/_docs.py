@@ -3,7 +3,26 @@ spliced into the class docstrings (numpydoc layout, four-space indent)."""
 
 from __future__ import annotations
 
-__all__ = ["param", "attr"]
+__all__ = ["param", "attr", "SEARCH_RANGES", "VALID_VALUES"]
+
+#: A suggested search range per parameter name (one meaning per name across the estimators;
+#: a class may add or override entries in ``_search_ranges``), shown by ``milsvm models NAME``.
+SEARCH_RANGES = {
+    "C": "0.1 ... 1000, log-spaced (e.g. --grid C=0.1,1,10,100,1000)",
+    "gamma": "0.1*scale ... 10*scale, log-spaced (--grid gamma=0.1*scale,scale,10*scale), or median",
+    "kernel": "rbf; linear for high-dimensional (e.g. sparse text) features",
+    "class_weight": "None, or balanced when the classes have very different sizes",
+    "nu": "0.05 ... 0.8 (e.g. --grid nu=0.1,0.25,0.5,0.75)",
+    "C2": "0.1 ... 10, log-spaced",
+    "p_star": "0.1 ... 0.9",
+    "decay": "1.2 ... 2 (nearer 1: slower cooling, more SVM solves)",
+}
+
+#: The valid values of parameters whose reader accepts more than their declared range says.
+VALID_VALUES = {
+    "gamma": "'scale', 'median' or a finite number > 0",
+    "n_jobs": "None, -1 (all cores) or an integer >= 1",
+}
 
 _PARAMS = {
     "C": """C : float, default=1.0
@@ -21,6 +40,11 @@ _PARAMS = {
     Seed of the random choices. Results do not depend on ``n_jobs``.""",
     "n_jobs": """n_jobs : int or None, default=None
     Threads (None or -1: all cores). Results do not depend on it.""",
+    "probability": """probability : bool, default=False
+    Fit Platt's sigmoid on the bag scores of a 5-fold internal cross-validation (five more fits,
+    seeded by ``random_state``, else fixed), so that :meth:`predict_proba` and
+    :meth:`predict_log_proba` exist; it needs at least 5 bags of every class. The sigmoid is
+    saved in the model file.""",
     "verbose": """verbose : int, default=0
     0: silent; 1: a progress bar on stderr when it is a terminal, and a summary; 2: also the
     objective of every step.""",

@@ -5,6 +5,10 @@ Prediction, ``save`` and the Rust crate all go through it: ``est.model_`` is the
 estimator's public arrays (``xv_``, ``coef_``, ``intercept_``) are read-only views of its
 buffers. The model file is written and read by the core alone (versioned JSON, see the Rust
 docs of ``milsvm::model::file``); :func:`load` rebuilds the estimator from it.
+
+A ``Pipeline`` of a :class:`~milsvm.BagStandardScaler` and an estimator is one model file too
+(:func:`save`): the scaler's mean and scale go into the file, the Rust predictor standardises
+every instance before the kernel, and :func:`load` gives the pipeline back.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _core, _registry
 
-__all__ = ["CompiledModelMixin", "load", "Model", "write_atomically"]
+__all__ = ["CompiledModelMixin", "load", "save", "Model", "write_atomically"]
 
 Model = _core.Model
 _F64 = np.dtype(np.float64)
@@ -209,23 +213,83 @@ class CompiledModelMixin:
 
     def save(self, path):
         """Write the fitted model as versioned JSON: readable by :func:`milsvm.load` and by the
-        Rust crate (``milsvm::Model::load``), with the class labels, the parameters and the
-        training record."""
+        Rust crate (``milsvm::Model::load``), with the class labels, the parameters, the
+        training record and, with ``probability=True``, the sigmoid. :func:`milsvm.save` also
+        takes a pipeline with its scaler."""
+        write_atomically(path, self._model_json())
+
+    def _model_json(self, scaler=None):
+        """The model file's text, with the ``(mean, scale, params)`` of a fitted scaler if any."""
         model = self._model()
         classes = _jsonable(np.asarray(self.classes_))
         if classes is None:
             classes = [str(c) for c in self.classes_]
-        text = model.to_json(
+        info = self._saved_info()
+        if scaler is not None:
+            mean, scale, scaler_params = scaler
+            model = model.with_scaler((np.asarray(mean, dtype=np.float64).tolist(),
+                                       np.asarray(scale, dtype=np.float64).tolist()))
+            info[_SCALER_INFO] = scaler_params
+        return model.to_json(
             estimator=type(self).__name__,
             classes=json.dumps(classes),
             params=json.dumps(self._saved_params()),
-            info=json.dumps(self._saved_info()),
+            info=json.dumps(info),
         )
-        write_atomically(path, text)
+
+
+#: The key of the training record that keeps a saved scaler's parameters.
+_SCALER_INFO = "scaler_params"
+
+
+def save(model, path):
+    """Write a fitted estimator, or a fitted ``Pipeline`` of a :class:`~milsvm.BagStandardScaler`
+    and an estimator, as one model file; :func:`load` gives back what was saved.
+
+    The file holds the scaler's mean and scale, so that the Rust predictor (``milsvm::Model``,
+    ``milsvm predict``) scores raw bags exactly as the pipeline does.
+
+    Parameters
+    ----------
+    model : milsvm estimator or sklearn.pipeline.Pipeline
+        Fitted. A pipeline must be ``[BagStandardScaler, estimator]`` or ``[estimator]``.
+    path : str or path-like
+        The file to write (atomically: an interrupted write leaves the old file).
+
+    Raises
+    ------
+    TypeError
+        If ``model`` is not a milsvm estimator or such a pipeline.
+    sklearn.exceptions.NotFittedError
+        If it is not fitted.
+    """
+    from sklearn.pipeline import Pipeline
+
+    from .preprocessing import BagStandardScaler
+
+    steps = [step for _, step in model.steps if step not in (None, "passthrough")] \
+        if isinstance(model, Pipeline) else [model]
+    scaler = None
+    if len(steps) == 2 and isinstance(steps[0], BagStandardScaler):
+        check_is_fitted(steps[0])
+        scaler = (steps[0].mean_, steps[0].scale_, steps[0].get_params())
+        steps = steps[1:]
+    if len(steps) != 1 or not isinstance(steps[0], CompiledModelMixin):
+        kinds = ", ".join(type(s).__name__ for s in steps)
+        raise TypeError(f"milsvm.save takes a milsvm estimator or a Pipeline of a BagStandardScaler and a milsvm "
+                        f"estimator, got {type(model).__name__} ({kinds})")
+    estimator = steps[0]
+    if scaler is not None and "n_features_in_" in estimator.__dict__ \
+            and len(scaler[0]) != estimator.n_features_in_:
+        raise ValueError(f"the scaler was fitted on {len(scaler[0])} features, the estimator on "
+                         f"{estimator.n_features_in_}")
+    write_atomically(path, estimator._model_json(scaler))
 
 
 def load(path):
-    """Read a model written by ``save`` (any milsvm estimator) and return the fitted estimator.
+    """Read a model written by :func:`save` (or an estimator's ``save``) and return what was
+    saved: the fitted estimator, or a ``Pipeline`` of a fitted
+    :class:`~milsvm.BagStandardScaler` and the estimator when the file holds a scaler.
 
     Loading parses JSON only (no code runs). Every inconsistency is one ``ValueError`` naming
     the field at fault: shapes, class count, non-finite numbers, unknown kernel, pooling,
@@ -273,4 +337,21 @@ def load(path):
     if not hasattr(est, "gamma_"):
         est.gamma_ = model.gamma if model.gamma is not None else 1.0
     est._loaded()
-    return est
+    if model.scaler is None:
+        return est
+    return _pipeline(est, model, json.loads(model.info_json).get(_SCALER_INFO) or {})
+
+
+def _pipeline(est, model, scaler_params):
+    """The pipeline of a loaded model with a scaler: the scaler rebuilt, the estimator's model
+    without it (the pipeline standardises first)."""
+    from sklearn.pipeline import make_pipeline
+
+    from .preprocessing import BagStandardScaler
+
+    allowed = BagStandardScaler().get_params()
+    scaler = BagStandardScaler(**{k: v for k, v in scaler_params.items() if k in allowed and isinstance(v, bool)})
+    scaler.mean_, scaler.scale_ = (np.array(a) for a in model.scaler)
+    scaler.n_features_in_ = model.n_features
+    est._set_model(model.with_scaler(None))
+    return make_pipeline(scaler, est)

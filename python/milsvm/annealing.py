@@ -25,9 +25,10 @@ class _AnnealingClassifier(ExpansionVectorsMixin, MILClassifier):
     _poolings = ("max",)
     _info_attrs = ("n_iter_", "n_solves_", "converged_", "p_hat_", "objective_history_", "temperatures_", "gamma_")
     _progress_unit = "step"
+    _search_ranges = {"n_xv": "None (exact); 100 ... 1000 to make large data sets tractable"}
 
-    def _core_params(self, bags, classes, labels):
-        params = super()._core_params(bags, classes, labels)
+    def _core_params(self, bags, classes, labels, check_only=False):
+        params = super()._core_params(bags, classes, labels, check_only=check_only)
         init = params.get("xv_init")
         if not isinstance(init, str) and params.get("n_xv") is not None:
             params.pop("xv_init")
@@ -36,8 +37,11 @@ class _AnnealingClassifier(ExpansionVectorsMixin, MILClassifier):
 
     @staticmethod
     def _given_basis(init, bags, n_xv):
-        """``xv_init`` given as an array of ``n_xv`` points (its shape checked here)."""
+        """``xv_init`` given as an array of ``n_xv`` points (its shape checked here; without
+        ``bags``, its number of features is left to the fit)."""
         points = np.asarray(init.toarray() if sp.issparse(init) else init, dtype=np.float64)
+        if bags is None:
+            return np.ascontiguousarray(points) if points.ndim == 2 else points
         if points.shape != (n_xv, bags.n_features):
             raise ValueError(
                 f"xv_init as an array must have shape ({n_xv}, {bags.n_features}), got {points.shape}"
@@ -78,7 +82,7 @@ _COMMON_PARAMS = f"""
         The reduced basis: k-means centroids of the training instances (k-means++ seeding and
         up to 20 Lloyd iterations, in the core), distinct random training instances, or the
         given points.
-{param("class_weight", "inner_tol", "inner_max_iter", "random_state", "n_jobs", "verbose",
+{param("class_weight", "inner_tol", "inner_max_iter", "random_state", "probability", "n_jobs", "verbose",
        inner_tol={"default": "None", "none": "; None: 1e-3 for the dual (full basis), 1e-10 for the primal "
                   "(reduced basis)"},
        inner_max_iter={"default": "1000", "none": " (the primal Newton solver of a reduced basis)"})}"""
@@ -143,10 +147,12 @@ class ALSVM(_AnnealingClassifier):
 
     _core_fit = "fit_annealing"
     _core_fixed = {"method": "al"}
+    _objective_name = "annealed objective: squared-hinge SVM + T sum [p ln p + (1-p) ln(1-p)]"
+    _objective_step = "temperature"
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4, init="uniform",
                  n_xv=None, xv_init="kmeans", class_weight=None, max_iter=200, inner_tol=None, inner_max_iter=1000,
-                 random_state=None, n_jobs=None, verbose=0):
+                 random_state=None, probability=False, n_jobs=None, verbose=0):
         self._store(locals())
 
 
@@ -173,10 +179,12 @@ class AWSVM(_AnnealingClassifier):
 
     _core_fit = "fit_annealing"
     _core_fixed = {"method": "aw"}
+    _objective_name = "annealed objective: squared-hinge SVM + T sum p ln p"
+    _objective_step = "temperature"
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4, n_xv=None,
                  xv_init="kmeans", class_weight=None, max_iter=200, inner_tol=None, inner_max_iter=1000,
-                 random_state=None, n_jobs=None, verbose=0):
+                 random_state=None, probability=False, n_jobs=None, verbose=0):
         self._store(locals())
 
 
@@ -205,10 +213,13 @@ class ALPSVM(ALSVM):
 
     _core_fit = "fit_annealing"
     _core_fixed = {"method": "alp"}
+    _objective_name = ("annealed objective: squared-hinge SVM + T sum [p ln p + (1-p) ln(1-p)] "
+                       "+ C2 sum (sum p - m p*)^2")
+    _objective_step = "temperature"
 
     def __init__(self, C=1.0, C2=1.0, p_star=0.5, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4,
                  init="uniform", n_xv=None, xv_init="kmeans", class_weight=None, max_iter=200, inner_tol=None,
-                 inner_max_iter=1000, random_state=None, n_jobs=None, verbose=0):
+                 inner_max_iter=1000, random_state=None, probability=False, n_jobs=None, verbose=0):
         self._store(locals())
 
 
@@ -216,7 +227,8 @@ class _Heuristic(_AnnealingClassifier):
     _core_fit = None
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", max_iter=50, n_xv=None, xv_init="kmeans",
-                 class_weight=None, inner_tol=None, inner_max_iter=1000, random_state=None, n_jobs=None, verbose=0):
+                 class_weight=None, inner_tol=None, inner_max_iter=1000, random_state=None, probability=False,
+                 n_jobs=None, verbose=0):
         self._store(locals())
 
 
@@ -240,6 +252,8 @@ class miSVM(_Heuristic):
 
     _core_fit = "fit_annealing"
     _core_fixed = {"method": "mi"}
+    _objective_name = "squared-hinge SVM objective on the instance labels of the round"
+    _objective_step = "round"
 
 
 class MISVM(_Heuristic):
@@ -262,3 +276,5 @@ class MISVM(_Heuristic):
 
     _core_fit = "fit_annealing"
     _core_fixed = {"method": "MI"}
+    _objective_name = "squared-hinge SVM objective on the witnesses of the round"
+    _objective_step = "round"

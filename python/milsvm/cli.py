@@ -6,14 +6,17 @@ Commands
     SparseMI, 10-fold bag-level CV on the bundled MUSK1 (the README's main job).
 ``milsvm models [NAME]``
     The estimator names, or the parameters of one estimator.
-``milsvm cv DATA [--model NAME] [-p KEY=VALUE ...] [--grid KEY=V1,V2 ...] ...``
+``milsvm cv DATA [--model NAME] [-p KEY=VALUE ...] [--grid KEY=V1,V2 ... | auto] ...``
     Repeated stratified k-fold CV on the bags of a data file, with an optional inner grid
-    search; prints mean and std of the accuracy (and of the ROC AUC for two classes); writes a
-    JSON result (``--output``) and a markdown/PNG report (``--report``).
-``milsvm fit DATA [--model NAME] [-p KEY=VALUE ...] -o MODEL.json``
-    Fit on a data file and save the model (versioned JSON, read by ``milsvm.load``).
-``milsvm predict MODEL.json DATA [-o FILE]``
-    One line per bag: ``bag_name<TAB>score<TAB>label``.
+    search; prints mean and std of the accuracy and of the balanced accuracy, the majority-class
+    rate (the accuracy of always predicting the largest class) and the ROC AUC for two classes;
+    writes a JSON result (``--output``) and a markdown/PNG report (``--report``).
+``milsvm fit DATA [--model NAME] [-p KEY=VALUE ...] [--no-scale] -o MODEL.json``
+    Fit on a data file, standardised as ``cv`` does unless ``--no-scale``, and save the model
+    with its scaler (versioned JSON, read by ``milsvm.load`` and the Rust crate).
+``milsvm predict MODEL.json DATA [-o FILE] [--instances FILE]``
+    One line per bag: ``bag_name<TAB>score<TAB>label``; with ``--instances``, one line per
+    instance: ``bag_name<TAB>instance<TAB>score<TAB>label``.
 
 Estimator names
 ---------------
@@ -26,7 +29,15 @@ Parameter values (``-p KEY=VALUE`` and each value of ``--grid KEY=V1,V2``)
 Read as Python literals: ``10`` (int), ``0.5`` / ``1e-3`` (float), ``None``, ``True``/``False``
 (also ``true``/``false``/``none``), ``'text'``, ``{0: 1, 1: 5}`` (dict, for ``class_weight``),
 ``nan``/``inf``; anything else is a string (``rbf``, ``scale``). Grid values are separated by
-commas outside brackets and quotes.
+commas outside brackets and quotes. Every value, and every point of the grid, is checked by the
+estimator before any data is read or any fit runs (the core's declared ranges; exit status 2).
+
+``--grid auto`` searches the estimator's default grid (``milsvm models NAME`` shows it): ``C`` in
+0.1, 1, 10, 100 (``nu`` in 0.1, 0.25, 0.5, 0.75 for OneClassMISVM) and, with the Gaussian kernel,
+``gamma`` in ``0.1*scale``, ``scale``, ``10*scale``. A ``gamma`` grid value ``k*scale`` is ``k``
+times the "scale" width ``1 / (n_features * X.var())`` of all instances of the data file
+(standardised unless ``--no-scale``; no labels are used), rounded to three significant digits.
+``auto`` can be combined with grid items for other parameters, not for the ones it searches.
 
 Data files (``--format``, default ``auto``)
 -------------------------------------------
@@ -39,11 +50,11 @@ layout of the ``mil`` package (``label,bag_id,features``, optional header; see
 
 Exit status
 -----------
-0 success; 1 the command failed (a file missing or unreadable, malformed data, a parameter
-value rejected by the estimator, a failed fit); 2 the command line is wrong (unknown option,
-unknown or ambiguous model name, malformed ``-p``/``--grid``, unknown parameter name, bad
-option value); 130 interrupted. Errors are one line on stderr, ``milsvm: error: ...``; ``--debug``
-shows the traceback instead.
+0 success; 1 the command failed (a file missing or unreadable, malformed data, a failed fit);
+2 the command line is wrong (unknown option, unknown or ambiguous model name, malformed
+``-p``/``--grid``, unknown parameter name, a ``-p``/``--grid`` value the estimator refuses, a
+``--report`` directory that cannot be written, bad option value); 130 interrupted. Errors are
+one line on stderr, ``milsvm: error: ...``; ``--debug`` shows the traceback instead.
 
 JSON result of ``milsvm cv --output FILE``
 ------------------------------------------
@@ -55,7 +66,7 @@ One object (schema ``"milsvm-cv/1"``)::
     data            {"path", "format", "n_bags", "n_instances", "n_features", "classes"}
     estimator       estimator class name ("SparseMI")
     params          parameters given with -p (and random_state from --seed), {name: value}
-    grid            {name: [values]} searched by --grid, or null
+    grid            {name: [values]} searched by --grid (k*scale resolved), or null
     inner_folds     folds of the inner grid search, or null without --grid
     scale           true if features were standardised per training fold (false: --no-scale)
     folds           outer folds K
@@ -66,6 +77,8 @@ One object (schema ``"milsvm-cv/1"``)::
                       repeat, fold      0-based indices
                       n_train, n_test   bags in the training / test part
                       accuracy          test accuracy in [0, 1]
+                      balanced_accuracy the mean recall of the classes in the test part
+                                        (sklearn.metrics.balanced_accuracy_score)
                       auc               ROC AUC of the test scores (null: more than two classes,
                                         or one class in the test part)
                       fit_time          seconds to fit the final model on the training part
@@ -74,9 +87,11 @@ One object (schema ``"milsvm-cv/1"``)::
                       inner_accuracy    their mean inner-CV accuracy (null without --grid)
                       n_xv              expansion vectors of the model (null if it has no xv_)
                       warnings          distinct warnings of the fit, "Category: message"
-    summary         accuracy_mean, accuracy_std, auc_mean, auc_std (null if no AUC),
-                    fit_time_mean, fit_time_total, search_time_total (null without --grid),
-                    repeat_accuracy_means (one per repeat);
+    summary         accuracy_mean, accuracy_std, balanced_accuracy_mean, balanced_accuracy_std,
+                    majority_rate (the fraction of the bags in the largest class of the whole
+                    data: the accuracy of always predicting it), auc_mean, auc_std (null if no
+                    AUC), fit_time_mean, fit_time_total, search_time_total (null without
+                    --grid), repeat_accuracy_means (one per repeat);
                     std is the population standard deviation over all R*K folds
 
 Non-finite numbers are written as null.
@@ -88,9 +103,11 @@ import argparse
 import ast
 import contextlib
 import difflib
+import itertools
 import json
 import math
 import os
+import re
 import sys
 import textwrap
 import time
@@ -101,9 +118,10 @@ import numpy as np
 
 from . import _registry
 from ._bags import as_bags
-from ._model import load, write_atomically
+from ._model import load, save, write_atomically
 
-__all__ = ["main", "ESTIMATORS", "resolve_estimator", "parse_value", "parse_params", "parse_grid", "load_data"]
+__all__ = ["main", "ESTIMATORS", "resolve_estimator", "parse_value", "parse_params", "parse_grid", "load_data",
+           "check_values", "scale_multiple", "scale_width", "resolve_scale_multiples"]
 
 #: The estimators by name (the package's registry, in registration order).
 ESTIMATORS = _registry.ESTIMATORS
@@ -205,11 +223,21 @@ def _split_values(text):
     return parts
 
 
-def parse_grid(cls, items):
-    """``{key: [values]}`` from ``KEY=V1,V2,...`` strings; malformed specs, empty or repeated
-    keys, empty values and unknown parameter names are a :class:`UsageError`."""
+def parse_grid(cls, items, params=None):
+    """``{key: [values]}`` from ``KEY=V1,V2,...`` strings, and ``auto``: the estimator's default
+    grid (:meth:`~milsvm._base.MILClassifier._grid_for` beside the fixed ``params``). Malformed
+    specs, empty or repeated keys, empty values, unknown parameter names and a key given both
+    by ``auto`` and explicitly are a :class:`UsageError`. ``gamma`` values ``k*scale`` stay
+    strings here (see :func:`resolve_scale_multiples`)."""
     grid = {}
-    for item in items or []:
+    items = list(items or [])
+    auto = {}
+    if any(item.strip() == "auto" for item in items):
+        if sum(item.strip() == "auto" for item in items) > 1:
+            raise UsageError("--grid: 'auto' is given twice")
+        auto = cls._grid_for(params or {})
+        items = [item for item in items if item.strip() != "auto"]
+    for item in items:
         key, sep, values = item.partition("=")
         key = key.strip()
         if not sep or not key or not values.strip():
@@ -221,7 +249,58 @@ def parse_grid(cls, items):
             raise UsageError(f"--grid: {item!r} has an empty value")
         grid[key] = [parse_value(p) for p in parts]
     _check_names(cls, grid, "--grid")
-    return grid
+    both = [key for key in grid if key in auto]
+    if both:
+        searched = " and ".join(f"{k} in {_values_text(v)}" for k, v in auto.items())
+        raise UsageError(f"--grid: {', '.join(both)} given both by 'auto' and explicitly; 'auto' searches "
+                         f"{searched} for {cls.__name__} (drop {both[0]}=..., or list every key without 'auto')")
+    return {**auto, **grid}
+
+
+def _values_text(values):
+    """``[0.1, 1.0, 'scale']``: a list of values as plain Python reprs."""
+    from ._crossval import plain
+
+    return repr(plain(list(values)))
+
+
+_SCALE_MULTIPLE = re.compile(r"^\s*([-+0-9.eE]+|nan|inf)\s*\*\s*scale\s*$", re.IGNORECASE)
+
+
+def scale_multiple(value):
+    """``k`` for a grid value ``"k*scale"`` (``k`` times the "scale" kernel width), else None."""
+    if not isinstance(value, str):
+        return None
+    match = _SCALE_MULTIPLE.match(value)
+    if not match:
+        return None
+    try:
+        return float(match.group(1))
+    except ValueError:
+        return None
+
+
+def scale_width(bags, standardise):
+    """The "scale" kernel width ``1 / (n_features * X.var())`` of all instances of ``bags``,
+    standardised first if ``standardise`` (as every training part is by ``cv``): what
+    ``gamma="scale"`` gives, computed once on the whole data (no labels) to place the grid
+    values ``k*scale``."""
+    from . import _core
+    from .preprocessing import BagStandardScaler
+
+    data = BagStandardScaler().fit(bags).transform(bags) if standardise else as_bags(bags)
+    return float(_core.kernel_width(data.core_instances(), "scale"))
+
+
+def resolve_scale_multiples(grid, width):
+    """``grid`` with every ``gamma`` value ``"k*scale"`` replaced by ``k * width`` rounded to
+    three significant digits (``"scale"`` itself stays)."""
+    out = {}
+    for key, values in grid.items():
+        if key == "gamma":
+            values = [float(f"{k * width:.3g}") if (k := scale_multiple(v)) is not None else v for v in values]
+        out[key] = values
+    return out
 
 
 def _positive_int(minimum):
@@ -239,10 +318,88 @@ def _positive_int(minimum):
 
 def _grid_item(text):
     """An argparse ``type`` for ``--grid`` items: catches ``--grid C=1,10 DATA`` early."""
-    if "=" not in text:
+    if "=" not in text and text.strip() != "auto":
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not KEY=V1,V2,... (give DATA before --grid, or end the --grid list with --)")
+            f"{text!r} is not KEY=V1,V2,... or auto (give DATA before --grid, or end the --grid list with --)")
     return text
+
+
+def _mentioned(message, values):
+    """The keys of ``values`` that ``message`` names (as whole words), in order."""
+    return [k for k in values if re.search(rf"(?<![\w]){re.escape(k)}(?![\w])", message)]
+
+
+def check_values(cls, params, grid, classes=None):
+    """Check the ``-p`` values and every point of the grid before any fit, with the estimator's
+    own check (:meth:`~milsvm._base.MILClassifier._check_params`: the core's declared ranges
+    and cross-field rules, without data).
+
+    Raises
+    ------
+    UsageError
+        A value the estimator refuses: the message names the option and the value (``-p
+        C='abc'`` or ``--grid C=-1``) and gives the estimator's reason. ``gamma`` grid values
+        ``k*scale`` need a finite ``k > 0``.
+    """
+    from ._crossval import params_text
+
+    for value in grid.get("gamma", []):
+        k = scale_multiple(value)
+        if k is not None and not (math.isfinite(k) and k > 0):
+            raise UsageError(f"--grid gamma={value}: the multiple of scale must be a finite number > 0")
+
+    def refusal(values):
+        try:
+            cls(**values)._check_params(classes)
+        except (TypeError, ValueError) as exc:
+            return " ".join(str(exc).split()) or type(exc).__name__
+        return None
+
+    def stand_in(point):  # a grid's "k*scale" (k checked above) is checked as "scale"
+        return {k: "scale" if k == "gamma" and scale_multiple(v) is not None else v for k, v in point.items()}
+
+    keys = list(grid)
+    points = [dict(zip(keys, combo)) for combo in itertools.product(*grid.values())] if grid else [{}]
+    for point in points:
+        problem = refusal({**params, **stand_in(point)})
+        if problem is None:
+            continue
+        for key in _mentioned(problem, point):  # a grid value refused beside the -p values alone
+            if refusal({**params, **stand_in({key: point[key]})}) is not None:
+                raise UsageError(f"--grid {key}={_value_text(point[key])}: {problem}")
+        named = _mentioned(problem, params) or list(params)
+        where = " ".join(f"-p {params_text({k: params[k]})}" for k in named)
+        if point and refusal(params) is None:
+            where = f"--grid point {params_text(point)}" + (f" with {where}" if where else "")
+        raise UsageError(f"{where}: {problem}" if where else problem)
+
+
+def _value_text(value):
+    """A value as written on the command line: strings bare, other values as Python reprs."""
+    from ._crossval import plain
+
+    return value if isinstance(value, str) else repr(plain(value))
+
+
+def _check_report_dir(path):
+    """Fail before any work unless ``--report DIR`` is a writable directory or can be created
+    (its nearest existing ancestor is a writable directory)."""
+    if path is None:
+        return
+    target = Path(path)
+    if target.exists():
+        if not target.is_dir():
+            raise UsageError(f"--report: {str(path)!r} exists and is not a directory")
+        if not os.access(target, os.W_OK | os.X_OK):
+            raise UsageError(f"--report: the directory {str(path)!r} is not writable")
+        return
+    ancestor = target.absolute().parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise UsageError(f"--report: cannot create {str(path)!r}: {str(ancestor)!r} is not a directory")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise UsageError(f"--report: cannot create {str(path)!r}: the directory {str(ancestor)!r} is not writable")
 
 
 def _n_jobs(text):
@@ -339,7 +496,9 @@ def _jsonable(value):
 
 
 def _describe(name, params):
-    return f"{name}({', '.join(f'{k}={v!r}' for k, v in params.items())})"
+    from ._crossval import describe
+
+    return describe(name, params)
 
 
 class _Console:
@@ -416,9 +575,14 @@ def _print_cv(name, params, data_label, n_bags, y, args, result, summary, grid, 
     scaling = "features standardised per training fold" if args.scale else "features used as they are"
     print(f"{_describe(name, params)} on {data_label}: {n_bags} bags{classes}, {plan}, {scaling}")
     if grid:
-        spec = "; ".join(f"{k} in {v!r}" for k, v in grid.items())
+        spec = "; ".join(f"{k} in {_values_text(v)}" for k, v in grid.items())
         print(f"grid search: {spec} (inner {args.inner_folds}-fold CV on every training part)")
     print(f"accuracy: {100 * summary['accuracy_mean']:.2f} % (std over folds {100 * summary['accuracy_std']:.2f})")
+    print(f"balanced accuracy: {100 * summary['balanced_accuracy_mean']:.2f} % "
+          f"(std over folds {100 * summary['balanced_accuracy_std']:.2f})")
+    largest = _plain_label(result.classes[np.argmax([np.sum(y == c) for c in result.classes])])
+    print(f"majority class: {100 * summary['majority_rate']:.2f} % of the bags (the accuracy of always "
+          f"predicting class {largest})")
     if show_auc and summary["auc_mean"] is not None:
         print(f"AUC: {summary['auc_mean']:.4f} (std over folds {summary['auc_std']:.4f})")
     if repeats > 1:
@@ -432,11 +596,17 @@ def _print_cv(name, params, data_label, n_bags, y, args, result, summary, grid, 
     print(f"fit time: {summary['fit_time_mean'] * 1000:.1f} ms per fold (total {summary['fit_time_total']:.2f} s)")
     if grid:
         print(f"grid search time: {summary['search_time_total']:.2f} s in all")
+        from ._crossval import params_text
+
         counts = {}
         for f in result.folds:
-            key = ", ".join(f"{k}={v!r}" for k, v in f["params"].items())
+            key = params_text(f["params"])
             counts[key] = counts.get(key, 0) + 1
         print("chosen parameters: " + "; ".join(f"{k} ({n} of {len(result.folds)} folds)" for k, n in counts.items()))
+
+
+def _plain_label(label):
+    return label.item() if isinstance(label, np.generic) else label
 
 
 def _report_warnings(console, result):
@@ -540,35 +710,75 @@ def cmd_models(args, argv, console):
     print(f"{cls.__name__}: {_registry.summary(cls)}")
     import inspect
 
+    from . import _core
+    from ._docs import SEARCH_RANGES, VALID_VALUES
+
     docs = _registry.parameter_docs(cls)
+    ranges = {name: rng for name, _, _, rng in getattr(_core, f"{cls._core_fit}_hyperparameters")()}
+    search = {**SEARCH_RANGES, **cls._search_ranges}
+    print("\nparameters (-p KEY=VALUE, --grid KEY=V1,V2,...), with their defaults:")
     for param in inspect.signature(cls).parameters.values():
         print(f"  {param.name}={param.default!r}")
         if docs.get(param.name):
             print(textwrap.indent(textwrap.fill(docs[param.name], 92), "      "))
+        valid = VALID_VALUES.get(param.name) or _range_text(ranges.get(param.name), param.default)
+        if valid:
+            print(textwrap.indent(textwrap.fill(f"valid: {valid}", 92), "      "))
+        if param.name in search:
+            print(textwrap.indent(textwrap.fill(f"suggested search: {search[param.name]}", 92), "      "))
+    grid = cls._grid_for({})
+    searched = " and ".join(f"{k} in {_values_text(v)}" for k, v in grid.items())
+    print()
+    print(textwrap.fill(f"--grid auto searches {searched}; k*scale is k times the 'scale' kernel width "
+                        "1 / (n_features * X.var()) of the data's instances (standardised unless --no-scale). "
+                        "gamma is left out with -p kernel=linear.", 96))
     return 0
 
 
+def _range_text(described, default):
+    """The core's range in words (``Range::describe``, "be a finite number > 0") as a value
+    list: "a finite number > 0", "None or in (0, 1)"."""
+    if not described:
+        return None
+    text = described.removeprefix("be ").replace("lie in ", "in ", 1)
+    return f"None or {text}" if default is None else text
+
+
 def _prepare(args):
-    """Estimator class, -p parameters (random_state from --seed) and --grid of ``args``."""
+    """Estimator class, -p parameters (random_state from --seed) and --grid of ``args``, every
+    value checked by the estimator before any data is read (:func:`check_values`)."""
     cls = resolve_estimator(args.model)
     params = parse_params(cls, args.param)
-    grid = parse_grid(cls, getattr(args, "grid", None))
+    items = getattr(args, "grid", None)
+    grid = parse_grid(cls, items, params)
     both = sorted(set(params) & set(grid))
     if both:
+        if any(item.strip() == "auto" for item in items or []):
+            searched = " and ".join(f"{k} in {_values_text(v)}" for k, v in grid.items())
+            raise UsageError(f"{', '.join(both)} given both by -p and by --grid auto, which searches {searched} "
+                             f"for {cls.__name__} (drop -p {both[0]}=..., or list the grid without 'auto')")
         raise UsageError(f"{', '.join(both)} given both by -p and by --grid")
     if "random_state" in cls().get_params() and "random_state" not in params and "random_state" not in grid:
         params["random_state"] = args.seed
+    check_values(cls, params, grid)
     return cls, params, grid
+
+
+def _has_class_weight_dict(params, grid):
+    return isinstance(params.get("class_weight"), dict) or any(isinstance(v, dict) for v in grid.get("class_weight", []))
 
 
 def cmd_cv(args, argv, console):
     """``milsvm cv``."""
     cls, params, grid = _prepare(args)
     _check_writable(args.output, "--output")
-    if args.report is not None and Path(args.report).exists() and not Path(args.report).is_dir():
-        raise CommandError(f"--report: {args.report!r} exists and is not a directory")
+    _check_report_dir(args.report)
     raw, y, _, fmt = load_data(args.data, args.format)
     bags = as_bags(raw)
+    if _has_class_weight_dict(params, grid):  # the labels a class_weight dict names
+        check_values(cls, params, grid, classes=np.unique(y))
+    if any(scale_multiple(v) is not None for v in grid.get("gamma", [])):
+        grid = resolve_scale_multiples(grid, scale_width(bags, args.scale))
     data_info = {"path": args.data, "format": fmt, "n_bags": len(bags), "n_instances": int(bags.n_instances),
                  "n_features": int(bags.n_features), "classes": np.unique(y).tolist()}
     return _run_cv(args, argv, console, cls=cls, params=params, bags=bags, y=y, data_info=data_info,
@@ -576,25 +786,46 @@ def cmd_cv(args, argv, console):
 
 
 def cmd_fit(args, argv, console):
-    """``milsvm fit``."""
+    """``milsvm fit``: the model ``cv`` scores (standardised on the training instances unless
+    ``--no-scale``), fitted on every bag and saved with its scaler."""
+    from ._crossval import final_estimator, make_model
+
     cls, params, _ = _prepare(args)
-    if not hasattr(cls, "save"):
-        raise CommandError(f"{cls.__name__} models cannot be saved to a model file yet")
     _check_writable(args.output, "--output")
     bags, y, _, _ = load_data(args.data, args.format)
-    est = cls(**params)
+    if _has_class_weight_dict(params, {}):  # the labels a class_weight dict names
+        check_values(cls, params, {}, classes=np.unique(y))
+    model = make_model(cls, params, args.scale)
+    est = final_estimator(model)
     if "verbose" in est.get_params() and "verbose" not in params and not args.quiet and sys.stderr.isatty():
         est.set_params(verbose=1)  # the estimator's own progress bar (iterations / temperatures)
     start = time.perf_counter()
     try:
-        est.fit(bags, y)
+        model.fit(bags, y)
     except Exception as exc:
         raise CommandError(f"{_describe(cls.__name__, params)} failed: {' '.join(str(exc).split())}") from None
     seconds = time.perf_counter() - start
-    est.save(args.output)
-    print(f"fitted {_describe(cls.__name__, params)} on {len(y)} bags in {seconds:.2f} s; "
-          f"training accuracy {100 * est.score(bags, y):.2f} %; saved to {args.output}")
+    save(model, args.output)
+    scaled = "standardised features" if args.scale else "raw features (--no-scale)"
+    print(f"fitted {_describe(cls.__name__, params)} on {len(y)} bags ({scaled}) in {seconds:.2f} s; "
+          f"training accuracy {100 * model.score(bags, y):.2f} %; saved to {args.output}")
     return 0
+
+
+def _instance_lines(model, bags, names):
+    """``bag_name<TAB>instance<TAB>score<TAB>label`` for every instance (multi-class: the score
+    of the instance's predicted class), through the model's scaler if it is a pipeline."""
+    from ._crossval import final_estimator
+
+    est = final_estimator(model)
+    if est is not model:
+        bags = model[:-1].transform(bags)
+    lines = []
+    for name, scores, labels in zip(names, est.instance_decision_function(bags), est.predict_instances(bags)):
+        if scores.ndim == 2:
+            scores = scores[np.arange(len(scores)), np.searchsorted(est.classes_, labels)]
+        lines.extend(f"{name}\t{p}\t{float(s)!r}\t{label}\n" for p, (s, label) in enumerate(zip(scores, labels)))
+    return "".join(lines)
 
 
 def cmd_predict(args, argv, console):
@@ -602,21 +833,24 @@ def cmd_predict(args, argv, console):
     if not os.path.isfile(args.model_file):
         raise CommandError(f"model file {args.model_file!r} does not exist")
     _check_writable(args.output, "--output")
+    _check_writable(args.instances, "--instances")
     try:
-        est = load(args.model_file)
+        model = load(args.model_file)
     except (ValueError, KeyError, TypeError) as exc:
         raise CommandError(f"{args.model_file}: not a milsvm model file ({' '.join(str(exc).split())})") from None
     bags, y, names, _ = load_data(args.data, args.format)
-    scores = np.asarray(est.decision_function(bags))
-    labels = est.predict(bags)
+    scores = np.asarray(model.decision_function(bags))
+    labels = model.predict(bags)
     if scores.ndim == 2:  # multi-class: the score of the predicted class
-        scores = scores[np.arange(len(scores)), np.searchsorted(est.classes_, labels)]
+        scores = scores[np.arange(len(scores)), np.searchsorted(model.classes_, labels)]
     lines = "".join(f"{name}\t{float(s)!r}\t{label}\n" for name, s, label in zip(names, scores, labels))
+    if args.instances:
+        write_atomically(args.instances, _instance_lines(model, as_bags(bags), names))
     if args.output:
         write_atomically(args.output, lines)
     else:
         sys.stdout.write(lines)
-    same = np.isin(y, est.classes_)
+    same = np.isin(y, model.classes_)
     if same.all():
         console.note(f"accuracy against the file's labels: {100 * np.mean(labels == y):.2f} %")
     return 0
@@ -653,18 +887,29 @@ examples:
   milsvm cv musk1.data --model SparseMI -p n_xv=10 -p C=10
   milsvm cv data.csv --model misvm  # error: ambiguous (miSVM or MISVM)
   milsvm cv data.csv --model MISVM --grid C=0.1,1,10 --grid gamma=scale,0.01 --folds 5 --repeats 3
+  milsvm cv data.csv --model MISVM --grid auto --folds 5     # C and gamma: see 'milsvm models MISVM'
+  milsvm cv data.csv --model NSK --grid auto norm=l1,l2 gamma=0.1*scale,scale  # error: gamma twice
   milsvm cv tst1.mat --model NSK -p kernel=linear --n-jobs 2 --output result.json --report report/
+
+--grid auto: the estimator's default grid (C in 0.1, 1, 10, 100 and, for the Gaussian kernel,
+gamma in 0.1*scale, scale, 10*scale; 'milsvm models NAME' shows it), combinable with grid items
+for other parameters. k*scale: k times the 'scale' width 1 / (n_features * X.var()) of all
+instances (standardised unless --no-scale), rounded to 3 significant digits. Every -p value and
+grid point is checked by the estimator before the data is read (exit status 2).
 
 JSON written by --output (schema "milsvm-cv/1"):
   schema, milsvm_version, command (argument list), data {path, format, n_bags, n_instances,
   n_features, classes}, estimator, params (-p, and random_state from --seed), grid ({name:
   [values]} or null), inner_folds (or null), scale, folds, repeats, seed, n_jobs,
   fold_results: one object per outer fold, repeat-major: {repeat, fold (0-based), n_train,
-    n_test, accuracy, auc (null: not binary or one class in the test part), fit_time (s, the
-    final model), search_time (s, the inner grid-search fits, or null), params (grid values
-    chosen, {} without --grid), inner_accuracy (or null), n_xv (or null), warnings [str]},
-  summary: {accuracy_mean, accuracy_std, auc_mean, auc_std, fit_time_mean, fit_time_total,
-    search_time_total, repeat_accuracy_means} (std: population std over all folds; null where undefined).
+    n_test, accuracy, balanced_accuracy (mean recall of the classes in the test part), auc
+    (null: not binary or one class in the test part), fit_time (s, the final model),
+    search_time (s, the inner grid-search fits, or null), params (grid values chosen, {} without
+    --grid), inner_accuracy (or null), n_xv (or null), warnings [str]},
+  summary: {accuracy_mean, accuracy_std, balanced_accuracy_mean, balanced_accuracy_std,
+    majority_rate (fraction of the bags in the largest class: the accuracy of always
+    predicting it), auc_mean, auc_std, fit_time_mean, fit_time_total, search_time_total,
+    repeat_accuracy_means} (std: population std over all folds; null where undefined).
 
 The results are the same for a given --seed whatever --n-jobs. The progress bar (tqdm) is
 shown on stderr when it is a terminal, unless --quiet.
@@ -684,9 +929,9 @@ data formats (--format): mill (MILL .data), musk (UCI clean1/clean2.data), mat (
 -p KEY=VALUE values are Python literals (10, 0.5, None, True, 'text', {0: 1, 1: 5}),
 true/false/none, or plain strings (rbf, scale).
 
-exit status: 0 success; 1 the command failed (missing file, malformed data, a parameter value
-rejected by the estimator); 2 wrong command line (unknown option or model, bad -p/--grid,
-unknown parameter); 130 interrupted. Errors are one line; --debug shows the traceback.
+exit status: 0 success; 1 the command failed (missing file, malformed data, a failed fit); 2
+wrong command line (unknown option or model, bad -p/--grid, unknown parameter, a parameter
+value the estimator refuses); 130 interrupted. Errors are one line; --debug shows the traceback.
 """
 
 
@@ -732,7 +977,8 @@ def build_parser():
     models = sub.add_parser("models", parents=[common], formatter_class=_Formatter,
                             help="list the estimators, or the parameters of one",
                             description="Without NAME: every estimator name with a summary. With NAME: its "
-                                        "parameters and their defaults (for -p and --grid).")
+                                        "parameters (for -p and --grid) with their defaults, meanings, valid "
+                                        "values and suggested search ranges, and the grid of --grid auto.")
     models.add_argument("name", nargs="?", metavar="NAME", help="an estimator name (case-insensitive)")
     models.set_defaults(run=cmd_models)
 
@@ -742,11 +988,13 @@ def build_parser():
                                     "k-fold on the bags (repeated with different shuffles), features "
                                     "standardised with each training part (unless --no-scale), optional inner "
                                     "grid search on each training part. Prints mean and std of the test "
-                                    "accuracy over the folds, and of the ROC AUC for two classes.")
+                                    "accuracy and balanced accuracy over the folds, the majority-class rate, "
+                                    "and the ROC AUC for two classes.")
     cv.add_argument("data", metavar="DATA", help="data file (MILL .data, UCI clean*.data, Andrews .mat, mil .csv)")
     cv.add_argument("--grid", action="extend", nargs="+", metavar="KEY=V1,V2", type=_grid_item,
                     help="parameter values to search on each training part (inner stratified CV, best mean "
-                         "accuracy, refit); repeatable, e.g. --grid C=0.1,1,10 gamma=scale,0.1")
+                         "accuracy, refit); repeatable, e.g. --grid C=0.1,1,10 gamma=0.1*scale,scale; 'auto': "
+                         "the estimator's default grid (see below and 'milsvm models NAME')")
     cv.add_argument("--inner-folds", type=_positive_int(2), default=3, metavar="K",
                     help="folds of the inner grid-search CV (default: 3)")
     cv.add_argument("--folds", type=_positive_int(2), default=10, metavar="K", help="outer folds (default: 10)")
@@ -762,33 +1010,45 @@ def build_parser():
                          "backend); needs pip install milsvm[dask]")
     cv.add_argument("-o", "--output", metavar="FILE.json", help="write the results as JSON (schema below)")
     cv.add_argument("--report", metavar="DIR",
-                    help="write DIR/report.md and PNG plots (accuracy per fold, objective per iteration of "
-                         "the fold-1 fit, decision regions of 2-D data); plots need pip install milsvm[plot]")
+                    help="write DIR/report.md and PNG plots (accuracy per fold with the majority-class rate "
+                         "and the chosen grid points, the objective of the first fold's fit, decision regions "
+                         "of 2-D data); DIR is checked before the CV runs; plots need pip install milsvm[plot]")
     cv.set_defaults(run=cmd_cv)
 
     fit = sub.add_parser("fit", parents=[common, data_opts, model_opts], formatter_class=_Formatter,
                          help="fit an estimator on a data file and save the model (JSON)",
-                         description="Fit an estimator on all bags of a data file, with the features as they "
-                                     "are (cv standardises per fold unless --no-scale: 'milsvm cv --no-scale' "
-                                     "estimates the accuracy of what fit trains), and save the model as "
-                                     "versioned JSON, read by 'milsvm predict' and milsvm.load.",
+                         description="Fit an estimator on all bags of a data file and save the model as "
+                                     "versioned JSON, read by 'milsvm predict', milsvm.load and the Rust crate. "
+                                     "The features are standardised with the mean and standard deviation of the "
+                                     "training instances, as 'milsvm cv' does on each training part, and the "
+                                     "file holds that scaler, so that the file holds the model cv scored and "
+                                     "predict standardises new bags the same way (--no-scale: raw features, "
+                                     "as 'milsvm cv --no-scale').",
                          epilog="example:\n  milsvm fit train.data --model ALSVM -p C=10 -p gamma=median -o model.json")
     fit.add_argument("data", metavar="DATA", help="training data file")
     fit.add_argument("-o", "--output", required=True, metavar="MODEL.json", help="model file to write")
+    fit.add_argument("--no-scale", dest="scale", action="store_false",
+                     help="do not standardise the features (the default standardises, as cv does)")
     fit.set_defaults(run=cmd_fit)
 
     pred = sub.add_parser("predict", parents=[common, data_opts], formatter_class=_Formatter,
                           help="predict the bags of a data file with a saved model",
                           description="Score and classify every bag of a data file with a model saved by "
-                                      "'milsvm fit'. Writes one line per bag, in file order: "
-                                      "bag_name<TAB>score<TAB>label. The score is the decision function (binary: "
-                                      "> 0 means the larger class label; multi-class: the score of the predicted "
-                                      "class). The labels of the data file are not used, except for the "
-                                      "accuracy note on stderr.",
-                          epilog="example:\n  milsvm predict model.json test.data -o predictions.tsv")
+                                      "'milsvm fit' (or milsvm.save), through its scaler if it has one. Writes one "
+                                      "line per bag, in file order: bag_name<TAB>score<TAB>label. The score is "
+                                      "the decision function (binary: > 0 means the larger class label; "
+                                      "multi-class: the score of the predicted class). --instances FILE also "
+                                      "writes one line per instance, bag_name<TAB>instance<TAB>score<TAB>label "
+                                      "(instance: its 0-based position in the bag; score: as the model pools it, "
+                                      "so that the bag's score is their mean, or their max for max pooling). The "
+                                      "labels of the data file are not used, except for the accuracy note on "
+                                      "stderr.",
+                          epilog="example:\n  milsvm predict model.json test.data -o predictions.tsv "
+                                 "--instances instances.tsv")
     pred.add_argument("model_file", metavar="MODEL.json", help="model file written by 'milsvm fit'")
     pred.add_argument("data", metavar="DATA", help="data file whose bags to predict")
     pred.add_argument("-o", "--output", metavar="FILE", help="write the lines to FILE (default: stdout)")
+    pred.add_argument("--instances", metavar="FILE", help="also write one line per instance to FILE")
     pred.set_defaults(run=cmd_predict)
     return parser
 

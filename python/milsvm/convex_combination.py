@@ -61,7 +61,7 @@ class SVMCC(ExpansionVectorsMixin, MILClassifier):
         + n_neg)`` (``n_neg`` the negative instances) for ``kernel="rbf"`` (Algorithm 2).
         ``"split"``: the latter with either kernel (milsvm's bounds before this parameter);
         ``"equal"``: ``C1 = C2 = C`` with either kernel.
-{param("n_jobs", "verbose")}
+{param("probability", "n_jobs", "verbose")}
 
     Attributes
     ----------
@@ -94,9 +94,12 @@ class SVMCC(ExpansionVectorsMixin, MILClassifier):
     _info_attrs = ("n_iter_", "converged_", "objective_history_", "dv_history_", "lp_intercept_", "qp_intercept_",
                    "gamma_")
     _progress_unit = "round"
+    _objective_name = "primal objective 1/2 ||w||^2 + sum c xi after the round's LP"
+    _objective_step = "round"
 
     def __init__(self, C=1.0, kernel="linear", gamma="scale", class_weight=None, max_iter=80, tol=1e-4,
-                 inner_tol=1e-3, lp_rule="project", bounds="paper", n_jobs=None, verbose=0):
+                 inner_tol=1e-3, lp_rule="project", bounds="paper", probability=False, n_jobs=None,
+                 verbose=0):
         self._store(locals())
 
     def _fitted(self, fit, bags, binary):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import ExpansionVectorsMixin, MILClassifier
-from ._docs import attr, param
+from ._docs import param
 
 __all__ = ["OneClassMISVM"]
 
@@ -40,7 +40,8 @@ class OneClassMISVM(ExpansionVectorsMixin, MILClassifier):
         Add the per-bag max constraints (Figure 2).
     max_iter : int, default=20
         Cap on the activation rounds.
-{param("inner_tol", "n_jobs", "verbose", inner_tol={"default": "1e-3", "none": " (the KKT tolerance of the SMO)"})}
+{param("inner_tol", "probability", "n_jobs", "verbose",
+      inner_tol={"default": "1e-3", "none": " (the KKT tolerance of the SMO)"})}
 
     Attributes
     ----------
@@ -74,9 +75,12 @@ class OneClassMISVM(ExpansionVectorsMixin, MILClassifier):
     _info_attrs = ("n_iter_", "converged_", "objective_history_", "rho_", "gamma_")
     _multiclass = False
     _progress_unit = "round"
+    _objective_name = "one-class SVM dual objective after the round"
+    _objective_step = "round"
+    _default_grid = {"nu": [0.1, 0.25, 0.5, 0.75], "gamma": ["0.1*scale", "scale", "10*scale"]}
 
     def __init__(self, nu=0.5, kernel="rbf", gamma="scale", bag_constraints=True, max_iter=20, inner_tol=1e-3,
-                 n_jobs=None, verbose=0):
+                 probability=False, n_jobs=None, verbose=0):
         self._store(locals())
 
     def fit(self, bags, y):

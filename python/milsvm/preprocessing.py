@@ -15,7 +15,9 @@ class BagStandardScaler(TransformerMixin, BaseEstimator):
     """Standardise every feature with the mean and standard deviation of the training
     *instances* (the papers' protocol), applied to every bag.
 
-    Sparse bags are scaled without centring (centring would densify them).
+    Fitted on sparse bags, it scales without centring (centring would densify them), and keeps
+    sparse bags sparse. Fitted on dense bags, it centres every bag it transforms: sparse bags too,
+    which then become dense.
 
     Parameters
     ----------
@@ -55,11 +57,13 @@ class BagStandardScaler(TransformerMixin, BaseEstimator):
         """Standardised bags, as a :class:`Bags`."""
         check_is_fitted(self)
         bags = as_bags(bags, n_features=self.n_features_in_)
+        if bags.is_sparse and np.any(self.mean_ != 0):
+            # fitted on dense bags: centring densifies (as the Rust predictor does)
+            return Bags((bags.X.toarray() - self.mean_) / self.scale_, bags.bag_ptr)
         if bags.is_sparse:
-            import scipy.sparse as sp
-
-            X = bags.X @ sp.diags(1.0 / self.scale_)
-            return Bags(X.tocsr(), bags.bag_ptr)
+            X = bags.X.tocsr(copy=True)
+            X.data = X.data / self.scale_[X.indices]  # the division the Rust predictor makes
+            return Bags(X, bags.bag_ptr)
         return Bags((bags.X - self.mean_) / self.scale_, bags.bag_ptr)
 
     def __sklearn_tags__(self):

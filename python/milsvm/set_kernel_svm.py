@@ -30,7 +30,7 @@ class _SetKernelSVM(ExpansionVectorsMixin, MILClassifier):
         return f"{self.n_iter_} SMO iterations, dual objective {self.objective_}"
 
 
-_SMO_PARAMS = param("class_weight", "inner_tol", "inner_max_iter", "n_jobs", "verbose",
+_SMO_PARAMS = param("class_weight", "inner_tol", "inner_max_iter", "probability", "n_jobs", "verbose",
                     inner_tol={"default": "1e-3"},
                     inner_max_iter={"default": "None", "none": " (None: the solver's default; a "
                                     "``ConvergenceWarning`` when it is hit)"})
@@ -81,7 +81,7 @@ class NSK(_SetKernelSVM):
     _poolings = ("mean", "normalized_mean")
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", norm="l1", class_weight=None, inner_tol=1e-3,
-                 inner_max_iter=None, n_jobs=None, verbose=0):
+                 inner_max_iter=None, probability=False, n_jobs=None, verbose=0):
         self._store(locals())
 
     def _loaded(self):
@@ -133,5 +133,5 @@ class sMIL(_SetKernelSVM):
     _poolings = ("smil_mean", "mean")
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight=None, inner_tol=1e-3, inner_max_iter=None,
-                 n_jobs=None, verbose=0):
+                 probability=False, n_jobs=None, verbose=0):
         self._store(locals())

@@ -19,18 +19,22 @@ class _LabelMeanClassifier(ExpansionVectorsMixin, MILClassifier):
     (Rust ``SparseMiParams``), the initial points of ``init`` computed here."""
 
     _core_fit = None
-    _python_only = ("verbose", "init")
+    _python_only = MILClassifier._python_only + ("init",)
     _info_attrs = ("n_iter_", "objective_history_", "gamma_")
     _progress_unit = "iteration"
+    _objective_name = "g(Z): the label-mean squared-hinge SVM objective at the XVs"
+    _objective_step = "outer iteration"
+    _objective_start = 0
+    _search_ranges = {"n_xv": "5 ... 100 (the model's size: larger fits and predicts more slowly)"}
 
-    def _core_params(self, bags, classes, labels):
-        params = super()._core_params(bags, classes, labels)
+    def _core_params(self, bags, classes, labels, check_only=False):
+        params = super()._core_params(bags, classes, labels, check_only=check_only)
         init = getattr(self, "init", "random")
         n_basis = params.get("n_basis")
         if isinstance(init, str):
             if init not in ("random", "kmeans", "svm"):
                 raise ValueError(f"init must be one of 'random', 'kmeans', 'svm', got {init!r}")
-            if init == "random":
+            if init == "random" or check_only:
                 return params
             count = params["n_xv"] if n_basis is None else n_basis
             points = _initial_points(init, bags, labels, count, params.get("kernel"), params.get("gamma"),
@@ -38,6 +42,11 @@ class _LabelMeanClassifier(ExpansionVectorsMixin, MILClassifier):
         else:
             points = init if sp.issparse(init) else np.asarray(init, dtype=np.float64)
             count = params["n_xv"] if n_basis is None else n_basis
+            if check_only:  # the number of features is not known yet
+                if points.ndim != 2 or points.shape[0] != count:
+                    raise ValueError(f"init as an array must have n_xv or n_basis rows ({count}), got shape "
+                                     f"{points.shape}")
+                return params
             if points.ndim != 2 or points.shape != (count, bags.n_features):
                 raise ValueError(
                     f"init as an array must have shape ({count}, {bags.n_features}) "
@@ -138,7 +147,7 @@ class SparseMI(_LabelMeanClassifier):
         Stop when an outer iteration decreases ``g`` by less than this fraction.
     solver : {{"newton", "lbfgs"}}, default="newton"
         Inner solver: exact primal Newton (fast) or argmin's L-BFGS; both reach the same optimum.
-{param("inner_tol", "inner_max_iter", "random_state", "n_jobs", "verbose",
+{param("inner_tol", "inner_max_iter", "random_state", "probability", "n_jobs", "verbose",
        inner_tol={"default": "None", "none": "; None: 1e-10 for newton, 1e-8 for lbfgs"},
        inner_max_iter={"default": "1000"})}
 
@@ -159,7 +168,7 @@ class SparseMI(_LabelMeanClassifier):
 
     def __init__(self, n_xv=10, C=1.0, kernel="rbf", gamma="scale", class_weight=None, init="random", n_basis=None,
                  max_iter=50, max_line_search=10, tol=1e-6, solver="newton", inner_tol=None, inner_max_iter=1000,
-                 random_state=None, n_jobs=None, verbose=0):
+                 random_state=None, probability=False, n_jobs=None, verbose=0):
         self._store(locals())
 
 
@@ -175,5 +184,5 @@ class RSVM(_LabelMeanClassifier):
     _core_fixed = {"max_iter": 0, "max_line_search": 1, "tol": 0.0}
 
     def __init__(self, n_xv=10, C=1.0, kernel="rbf", gamma="scale", class_weight=None, solver="newton",
-                 inner_tol=None, inner_max_iter=1000, random_state=None, n_jobs=None, verbose=0):
+                 inner_tol=None, inner_max_iter=1000, random_state=None, probability=False, n_jobs=None, verbose=0):
         self._store(locals())

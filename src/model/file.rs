@@ -1,6 +1,13 @@
 //! The model file: one versioned JSON document per fitted model.
 //!
-//! Version 3 (written by this build):
+//! Version 4 (written by this build) is version 3 with two optional fields:
+//!
+//! ```text
+//!   "scaler": {"mean": [...], "scale": [...]} | null,     // one value per feature
+//!   "calibration": {"a": [...], "b": [...]} | null,       // Platt's sigmoid per output
+//! ```
+//!
+//! Version 3:
 //!
 //! ```text
 //! {
@@ -35,9 +42,10 @@ use super::{Model, Pooling};
 use crate::bags::{Csr, Instances};
 use crate::error::{Error, Result};
 
-/// The version of the model file this build writes (3: sparse bases, classes and metadata in
-/// the core; 2 added `pooling`; 1 was the first). Versions 1 to 3 are read.
-pub const FORMAT_VERSION: u32 = 3;
+/// The version of the model file this build writes (4: a scaler and a calibration; 3: sparse
+/// bases, classes and metadata in the core; 2 added `pooling`; 1 was the first). Versions 1 to
+/// 4 are read.
+pub const FORMAT_VERSION: u32 = 4;
 
 const FORMAT: &str = "milsvm-model";
 
@@ -132,9 +140,70 @@ fn metadata(obj: &Map<String, Value>, name: &str) -> Result<Map<String, Value>> 
     Ok(opt_field::<Map<String, Value>>(obj, name)?.unwrap_or_default())
 }
 
+/// The path (`calibration.a`, `coef.data`) of the value at `line`, `column` (1-based, as
+/// serde_json reports an error) of the JSON `text`: object keys followed by a light scan of
+/// strings, brackets and colons, so that a malformed number (`NaN`, `1e999`) is reported with
+/// its field.
+fn json_path_at(text: &str, line: usize, column: usize) -> String {
+    let offset: usize = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum::<usize>()
+        + column.saturating_sub(1);
+    // one entry per open container: the key being read in an object (None in an array)
+    let mut stack: Vec<Option<String>> = Vec::new();
+    let mut last_string = String::new();
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if i >= offset {
+            break;
+        }
+        match c {
+            '"' => {
+                last_string.clear();
+                while let Some((_, c)) = chars.next() {
+                    match c {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' => break,
+                        c => last_string.push(c),
+                    }
+                }
+            }
+            '{' => stack.push(Some(String::new())),
+            '[' => stack.push(None),
+            '}' | ']' => {
+                stack.pop();
+            }
+            ':' => {
+                if let Some(Some(key)) = stack.last_mut() {
+                    *key = last_string.clone();
+                }
+            }
+            _ => {}
+        }
+    }
+    stack
+        .into_iter()
+        .flatten()
+        .filter(|k| !k.is_empty())
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
 /// Reads a model file of any supported version; see the module docs.
 pub(super) fn from_json(text: &str) -> Result<Model> {
-    let doc: Value = serde_json::from_str(text).map_err(|e| err(format!("not valid JSON: {e}")))?;
+    let doc: Value = serde_json::from_str(text).map_err(|e| {
+        let at = json_path_at(text, e.line(), e.column());
+        let place = if at.is_empty() {
+            String::new()
+        } else {
+            format!("field `{at}`: ")
+        };
+        err(format!("{place}not valid JSON: {e}"))
+    })?;
     let obj = doc
         .as_object()
         .ok_or_else(|| err("the file must hold one JSON object"))?;
@@ -146,7 +215,7 @@ pub(super) fn from_json(text: &str) -> Result<Model> {
     }
     let version: u32 = field(obj, "version")?;
     let model = match version {
-        3 => read_v3(obj)?,
+        3 | 4 => read_v3(obj)?,
         1 | 2 => read_v1_v2(obj, version)?,
         v => {
             return Err(err(format!(
@@ -171,6 +240,8 @@ fn read_v3(obj: &Map<String, Value>) -> Result<Model> {
         intercept: Array1::from(field::<Vec<f64>>(obj, "intercept")?),
         params: metadata(obj, "params")?,
         info: metadata(obj, "info")?,
+        scaler: opt_field(obj, "scaler")?,
+        calibration: opt_field(obj, "calibration")?,
     })
 }
 
@@ -205,10 +276,12 @@ fn read_v1_v2(obj: &Map<String, Value>, version: u32) -> Result<Model> {
         estimator: opt_field(obj, "estimator")?,
         params: metadata(obj, "params")?,
         info,
+        scaler: None,
+        calibration: None,
     })
 }
 
-/// Writes the version-3 document (after [`Model::check`]).
+/// Writes the version-4 document (after [`Model::check`]).
 pub(super) fn to_json(model: &Model) -> Result<String> {
     model.check()?;
     let xv = match &model.xv {
@@ -244,12 +317,14 @@ pub(super) fn to_json(model: &Model) -> Result<String> {
         "intercept": model.intercept.to_vec(),
         "params": model.params,
         "info": model.info,
+        "scaler": model.scaler,
+        "calibration": model.calibration,
     });
     serde_json::to_string(&doc).map_err(|e| err(e.to_string()))
 }
 
 impl Model {
-    /// The model as version-3 JSON (see [`file`](mod@crate::model::file)); fails if [`Model::check`]
+    /// The model as version-4 JSON (see [`file`](mod@crate::model::file)); fails if [`Model::check`]
     /// does.
     pub fn to_json(&self) -> Result<String> {
         to_json(self)

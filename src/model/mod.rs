@@ -12,6 +12,9 @@
 //! * [`Model`]: the data of a fitted model, checked by [`Model::check`], read and written as
 //!   JSON ([`Model::to_json`], [`Model::from_json`], [`Model::save`], [`Model::load`]; the
 //!   format is described in [`file`](mod@file)).
+//! * [`Scaler`] and [`Calibration`]: what a model may carry besides the kernel expansion: the
+//!   standardisation of a saved pipeline, applied before the kernel, and Platt's sigmoids
+//!   ([`fit_sigmoid`]) for class probabilities.
 //! * [`Predictor`]: a model compiled for prediction (validated once, basis norms and layouts
 //!   precomputed), `Send + Sync`, scoring one bag without allocating ([`Predictor::score_bag`]
 //!   with a [`Workspace`]) or many bags in parallel ([`Predictor::decision_function`]).
@@ -38,8 +41,10 @@
 //! # Ok::<(), milsvm::Error>(())
 //! ```
 
+mod calibration;
 pub mod file;
 mod predictor;
+mod scaler;
 
 use ndarray::{Array1, Array2};
 use serde_json::{Map, Value};
@@ -47,8 +52,10 @@ use serde_json::{Map, Value};
 use crate::bags::{Bags, Instances};
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
+pub use calibration::{fit_sigmoid, Calibration};
 pub use file::FORMAT_VERSION;
 pub use predictor::{BagView, Predictor, Workspace, ROW_KERNEL_MAX_XV};
+pub use scaler::Scaler;
 
 crate::params::choices! {
 /// How a bag's score is formed from the scores of its instances.
@@ -98,6 +105,12 @@ pub struct Model {
     pub params: Map<String, Value>,
     /// The training record (iterations, objective history, estimator-specific attributes).
     pub info: Map<String, Value>,
+    /// Standardisation applied to every instance before the kernel (a saved pipeline's
+    /// `BagStandardScaler`), if any.
+    pub scaler: Option<Scaler>,
+    /// Platt's sigmoid of every output (an estimator fitted with `probability=True`), if any:
+    /// [`Predictor::probabilities`].
+    pub calibration: Option<Calibration>,
 }
 
 impl Model {
@@ -122,6 +135,8 @@ impl Model {
             estimator: None,
             params: Map::new(),
             info: Map::new(),
+            scaler: None,
+            calibration: None,
         }
     }
 
@@ -235,6 +250,12 @@ impl Model {
         }
         if self.coef.iter().any(|v| !v.is_finite()) {
             return bad("coef: a coefficient is not finite".into());
+        }
+        if let Some(scaler) = &self.scaler {
+            scaler.check(self.n_features())?;
+        }
+        if let Some(calibration) = &self.calibration {
+            calibration.check(n_out)?;
         }
         if self.intercept.iter().any(|v| !v.is_finite()) {
             return bad("intercept: a bias is not finite".into());

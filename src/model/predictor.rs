@@ -23,7 +23,7 @@ const SEQUENTIAL_WORK: usize = 4096;
 /// Rows per parallel task of the batch path's instance scores.
 const ROW_CHUNK: usize = 128;
 
-use super::{Model, Pooling};
+use super::{Calibration, Model, Pooling, Scaler};
 use crate::bags::{validate_bag_ptr, Bags, Csr, Instances};
 use crate::error::{Error, Result};
 use crate::kernel::{instance_scores, Basis, Kernel, Rows, Simd};
@@ -172,6 +172,8 @@ enum Instance<'a> {
 #[derive(Debug, Clone, Default)]
 pub struct Workspace {
     dots: Vec<f64>,
+    /// The standardised bag of a model with a [`Scaler`] (dense values, or CSR values).
+    scaled: Vec<f64>,
     norms: Vec<f64>,
     row_entries: Vec<(usize, f64)>,
     row_starts: Vec<usize>,
@@ -197,6 +199,8 @@ pub struct Predictor {
     znorms: Vec<f64>,
     coef: Array2<f64>,
     intercept: Vec<f64>,
+    scaler: Option<Scaler>,
+    calibration: Option<Calibration>,
     simd: Simd,
 }
 
@@ -223,6 +227,8 @@ impl Predictor {
             znorms,
             coef: model.coef.as_standard_layout().into_owned(),
             intercept: model.intercept.to_vec(),
+            scaler: model.scaler.clone(),
+            calibration: model.calibration.clone(),
             simd: Simd::detect(),
         })
     }
@@ -240,6 +246,60 @@ impl Predictor {
     /// Number of expansion vectors.
     pub fn n_xv(&self) -> usize {
         self.znorms.len()
+    }
+
+    /// Number of classes: 2 for one output, else one per output.
+    pub fn n_classes(&self) -> usize {
+        match self.n_outputs() {
+            1 => 2,
+            k => k,
+        }
+    }
+
+    /// Whether the model carries a [`Calibration`] (was fitted with `probability=True`).
+    pub fn has_probabilities(&self) -> bool {
+        self.calibration.is_some()
+    }
+
+    /// Class probabilities of one bag from its scores (`n_outputs` values, from
+    /// [`Predictor::score_bag`]) into `out` (`n_classes` values): Platt's sigmoid per output and
+    /// the coupling of [`Calibration::probabilities`]. Fails if the model has no calibration or
+    /// the lengths are wrong.
+    pub fn probabilities(&self, scores: &[f64], out: &mut [f64]) -> Result<()> {
+        let calibration = self.calibration()?;
+        if scores.len() != self.n_outputs() || out.len() != self.n_classes() {
+            return Err(Error::Mismatch(format!(
+                "{} scores and {} probabilities for a model of {} outputs and {} classes",
+                scores.len(),
+                out.len(),
+                self.n_outputs(),
+                self.n_classes()
+            )));
+        }
+        calibration.probabilities(scores, out);
+        Ok(())
+    }
+
+    /// Class probabilities of many bags (`n_bags x n_classes`), from
+    /// [`Predictor::decision_function_rows`]; fails if the model has no calibration.
+    pub fn predict_proba_rows(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
+        let calibration = self.calibration()?;
+        let scores = self.decision_function_rows(rows, bag_ptr)?;
+        let mut out = Array2::zeros((scores.nrows(), self.n_classes()));
+        for (s, mut o) in scores.rows().into_iter().zip(out.rows_mut()) {
+            if let (Some(s), Some(o)) = (s.as_slice(), o.as_slice_mut()) {
+                calibration.probabilities(s, o);
+            }
+        }
+        Ok(out)
+    }
+
+    fn calibration(&self) -> Result<&Calibration> {
+        self.calibration.as_ref().ok_or_else(|| {
+            Error::InvalidParameter(
+                "the model has no probabilities: fit it with probability=True".into(),
+            )
+        })
     }
 
     /// The score of one bag into `out` (`n_outputs` values), allocation-free after warm-up.
@@ -263,6 +323,18 @@ impl Predictor {
         if bag.n_instances() == 0 {
             return Err(Error::InvalidData("the bag is empty".into()));
         }
+        if let Some(scaler) = &self.scaler {
+            // the standardised bag lives in the workspace, taken out while it is read
+            let mut scaled = std::mem::take(&mut ws.scaled);
+            let result = self.score_raw(scaler.bag_into(bag, &mut scaled), ws, out);
+            ws.scaled = scaled;
+            return result;
+        }
+        self.score_raw(bag, ws, out)
+    }
+
+    /// [`Predictor::score_bag`] on a checked bag, after any standardisation.
+    fn score_raw(&self, bag: BagView<'_>, ws: &mut Workspace, out: &mut [f64]) -> Result<()> {
         self.pooled(bag, ws, out);
         // a non-finite value makes its instance's squared norm non-finite: scan only then
         if ws.norms.iter().any(|s| !s.is_finite()) && bag.values().iter().any(|v| !v.is_finite()) {
@@ -461,7 +533,8 @@ impl Predictor {
     }
 
     /// Checks the width and the offsets, and runs `f` on rows in standard layout (a
-    /// non-standard dense view is copied once).
+    /// non-standard dense view is copied once), standardised by the model's [`Scaler`] if it
+    /// has one (into a copy).
     fn with_checked_rows<T>(
         &self,
         rows: Rows<'_>,
@@ -470,6 +543,10 @@ impl Predictor {
     ) -> Result<T> {
         self.check_width(rows.n_cols())?;
         validate_bag_ptr(bag_ptr, rows.n_rows())?;
+        if let Some(scaler) = &self.scaler {
+            let scaled = scaler.apply(rows)?;
+            return f(Rows::from(&scaled));
+        }
         match rows {
             Rows::Dense(x) if !x.is_standard_layout() => {
                 let owned = x.as_standard_layout().into_owned();
@@ -654,14 +731,23 @@ impl Predictor {
         out
     }
 
-    /// Instance scores `f(x)` (`n_instances x n_outputs`).
+    /// Instance scores `f(x)` (`n_instances x n_outputs`), after the model's [`Scaler`] if it
+    /// has one.
     pub fn instance_decision_function(&self, x: &Instances) -> Result<Array2<f64>> {
         self.check_width(x.n_features())?;
+        if let Some(scaler) = &self.scaler {
+            let scaled = scaler.apply(Rows::from(x))?;
+            return self.raw_instance_scores(&scaled);
+        }
+        self.raw_instance_scores(x)
+    }
+
+    /// [`Predictor::instance_decision_function`] after any standardisation.
+    fn raw_instance_scores(&self, x: &Instances) -> Result<Array2<f64>> {
         if let Instances::Dense(a) = x {
             if !a.is_standard_layout() {
-                return self.instance_decision_function(&Instances::Dense(
-                    a.as_standard_layout().into_owned(),
-                ));
+                return self
+                    .raw_instance_scores(&Instances::Dense(a.as_standard_layout().into_owned()));
             }
         }
         let rows = Rows::from(x);

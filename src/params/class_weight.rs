@@ -67,6 +67,11 @@ impl ParamType for ClassWeight {
             Value::None => Ok(ClassWeight::Uniform),
             Value::Str(s) if s == "balanced" => Ok(ClassWeight::Balanced),
             Value::Str(_) => Err(Rejected::Value(NEED.into())),
+            // refused here already (not only against the classes in `validate`), so that a
+            // check without data finds it
+            Value::List(w) if w.iter().any(|v| !(v.is_finite() && *v > 0.0)) => {
+                Err(Rejected::Value("must hold finite class weights > 0".into()))
+            }
             Value::List(w) => Ok(ClassWeight::Given(w.clone())),
             _ => Err(Rejected::Type(NEED.into())),
         }

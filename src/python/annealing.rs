@@ -53,6 +53,7 @@ fit_bindings!(
     /// `milsvm.ALSVM` and its siblings, plus `method`: `"al"`, `"aw"`, `"alp"`, `"mi"` or
     /// `"MI"`, `seed` and `init_xv`).
     fit_annealing,
+    check_annealing,
     fit_annealing_hyperparameters,
     AnnealingParams,
     PyAnnealingFit,

@@ -152,13 +152,23 @@ pub(crate) fn value_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound
     })
 }
 
-/// The declared hyperparameters of builder `P` as `(name, default, doc)` tuples.
-pub(crate) fn specs_of<'py, P: Hyperparams>(
-    py: Python<'py>,
-) -> PyResult<Vec<(&'static str, Bound<'py, PyAny>, &'static str)>> {
+/// One declared hyperparameter for Python: `(name, default, doc, range)`, `range` the allowed
+/// values in words ([`crate::params::Range::describe`]) or None.
+pub(crate) type SpecTuple<'py> = (
+    &'static str,
+    Bound<'py, PyAny>,
+    &'static str,
+    Option<String>,
+);
+
+/// The declared hyperparameters of builder `P` as `(name, default, doc, range)` tuples.
+pub(crate) fn specs_of<'py, P: Hyperparams>(py: Python<'py>) -> PyResult<Vec<SpecTuple<'py>>> {
     P::specs()
         .into_iter()
-        .map(|s| Ok((s.name, value_to_py(py, &s.default)?, s.doc)))
+        .map(|s| {
+            let range = s.range.map(|r| r.describe());
+            Ok((s.name, value_to_py(py, &s.default)?, s.doc, range))
+        })
         .collect()
 }
 

@@ -52,6 +52,7 @@ impl PySvmCcFit {
 fit_bindings!(
     /// Fits SVM-CC with the parameters of `params` (names as in `milsvm.SVMCC`).
     fit_svmcc,
+    check_svmcc,
     fit_svmcc_hyperparameters,
     SvmCcParams,
     PySvmCcFit,

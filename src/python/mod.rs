@@ -80,7 +80,7 @@ pub(crate) fn pooling_of(name: &str) -> PyResult<crate::model::Pooling> {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add_class::<model::PyModel>()?;
+    model::register(m)?;
     core_fns::register(m)?;
     sparse_mi::register(m)?;
     set_kernel::register(m)?;

@@ -8,7 +8,7 @@ use pyo3::types::PyType;
 use serde_json::{Map, Value};
 
 use super::*;
-use crate::model::{BagView, Pooling, Predictor, Workspace};
+use crate::model::{fit_sigmoid, BagView, Calibration, Pooling, Predictor, Scaler, Workspace};
 use numpy::PyUntypedArrayMethods;
 
 /// A fitted model compiled for prediction (see `milsvm::model` in the Rust docs).
@@ -17,6 +17,9 @@ pub(crate) struct PyModel {
     model: Model,
     predictor: Predictor,
 }
+
+/// Two vectors returned to Python (a scaler's mean and scale, a sigmoid's slopes and offsets).
+type VectorPair<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
 
 /// A predictor method over stacked instance rows with bag offsets.
 type RowsMethod = fn(&Predictor, Rows<'_>, &[usize]) -> crate::error::Result<Array2<f64>>;
@@ -58,6 +61,20 @@ impl PyModel {
         })?;
         Ok(scores.into_pyarray(py))
     }
+}
+
+/// Platt's `(a, b)` for held-out `scores` and whether each bag is `positive`
+/// (`milsvm::model::fit_sigmoid`).
+#[pyfunction]
+#[pyo3(name = "fit_sigmoid")]
+fn fit_sigmoid_py(scores: PyReadonlyArray1<f64>, positive: Vec<bool>) -> PyResult<(f64, f64)> {
+    Ok(fit_sigmoid(scores.as_slice()?, &positive)?)
+}
+
+/// Registers `Model` and `fit_sigmoid`.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyModel>()?;
+    m.add_function(wrap_pyfunction!(fit_sigmoid_py, m)?)
 }
 
 /// The JSON object in `text` (a Python-side `json.dumps`), or `ValueError` naming `what`.
@@ -223,6 +240,59 @@ impl PyModel {
             with_threads(n_jobs, || predictor.instance_decision_function(&x))?
         })?;
         Ok(scores.into_pyarray(py))
+    }
+
+    /// Class probabilities `(n_bags, n_classes)` of stacked instances with bag offsets: Platt's
+    /// sigmoid of each bag score and the coupling of `Calibration::probabilities` (binary
+    /// models `[1 - p, p]`, one-vs-rest models normalised). `ValueError` if the model has no
+    /// calibration.
+    #[pyo3(signature = (x, bag_ptr, n_jobs=None))]
+    fn predict_proba<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+        bag_ptr: PyReadonlyArray1<i64>,
+        n_jobs: Option<i64>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        self.per_bag(py, x, bag_ptr, n_jobs, Predictor::predict_proba_rows)
+    }
+
+    /// A copy of the model that standardises every instance with `(mean, scale)` (one value
+    /// per feature each) before the kernel; `None` removes the scaler.
+    #[pyo3(signature = (scaler))]
+    fn with_scaler(&self, scaler: Option<(Vec<f64>, Vec<f64>)>) -> PyResult<Self> {
+        let mut m = self.model.clone();
+        m.scaler = scaler.map(|(mean, scale)| Scaler { mean, scale });
+        Self::wrap(m)
+    }
+
+    /// A copy of the model with Platt's sigmoid `(a, b)` per output (one value per output
+    /// each); `None` removes the calibration.
+    #[pyo3(signature = (calibration))]
+    fn with_calibration(&self, calibration: Option<(Vec<f64>, Vec<f64>)>) -> PyResult<Self> {
+        let mut m = self.model.clone();
+        m.calibration = calibration.map(|(a, b)| Calibration { a, b });
+        Self::wrap(m)
+    }
+
+    /// The standardisation `(mean, scale)` applied before the kernel, or `None`.
+    #[getter]
+    fn scaler<'py>(&self, py: Python<'py>) -> Option<VectorPair<'py>> {
+        self.model.scaler.as_ref().map(|s| {
+            (
+                s.mean.clone().into_pyarray(py),
+                s.scale.clone().into_pyarray(py),
+            )
+        })
+    }
+
+    /// Platt's sigmoid `(a, b)` of every output (`P = 1 / (1 + exp(a F + b))`), or `None`.
+    #[getter]
+    fn calibration<'py>(&self, py: Python<'py>) -> Option<VectorPair<'py>> {
+        self.model
+            .calibration
+            .as_ref()
+            .map(|c| (c.a.clone().into_pyarray(py), c.b.clone().into_pyarray(py)))
     }
 
     /// The dense basis `(n_xv, n_features)` as a read-only view, or for a CSR basis the tuple

@@ -49,6 +49,7 @@ fit_bindings!(
     /// Fits the one-class MI-SVM on the bags labelled 1 with the parameters of `params` (names
     /// as in `milsvm.OneClassMISVM`).
     fit_one_class,
+    check_one_class,
     fit_one_class_hyperparameters,
     OneClassParams,
     PyOneClassFit

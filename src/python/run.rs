@@ -148,16 +148,33 @@ where
     run_cancellable(py, &cancel, &failure, || p.fit(&bags, &labels))
 }
 
+/// Checks the parameters of a fit without data: the builder of type `P` filled from `params`
+/// exactly as [`fit_with`] fills it, then every declared range and the cross-field hook
+/// ([`crate::params::ParamGuard::check_ref`]). Raises the `TypeError` / `ValueError` the fit would raise for
+/// them; checks that need the data stay in the fit. A panic becomes `RuntimeError`.
+pub(crate) fn check_with<P: Hyperparams>(params: &Bound<'_, PyDict>) -> PyResult<()> {
+    let p: P = params_from(params)?;
+    catch_unwind(AssertUnwindSafe(|| p.check_ref().map(|_| ())))
+        .map_err(panic_error)?
+        .map_err(PyErr::from)
+}
+
 /// Declares the bindings of one fit: `$fit(x, bag_ptr, labels, params, progress=None)`, which
 /// fills the builder `$params` from the dict `params` and returns the typed result `$result`
-/// (built by its `new(py, fit)`), and `$fit_hyperparameters()`, the builder's declared
-/// parameters as `(name, default, doc)` tuples; `register(m)` (or the name given last) adds
-/// both and the result class.
+/// (built by its `new(py, fit)`); `$check(params)`, which runs the same parsing and the
+/// core's checks without data ([`check_with`]); and `$fit_hyperparameters()`, the builder's
+/// declared parameters as `(name, default, doc, range)` tuples; `register(m)` (or the name
+/// given last) adds them and the result class.
 macro_rules! fit_bindings {
-    ($(#[$doc:meta])* $fit:ident, $specs:ident, $params:ty, $result:ty) => {
-        $crate::python::run::fit_bindings!($(#[$doc])* $fit, $specs, $params, $result, register);
+    ($(#[$doc:meta])* $fit:ident, $check:ident, $specs:ident, $params:ty, $result:ty) => {
+        $crate::python::run::fit_bindings!(
+            $(#[$doc])* $fit, $check, $specs, $params, $result, register
+        );
     };
-    ($(#[$doc:meta])* $fit:ident, $specs:ident, $params:ty, $result:ty, $register:ident) => {
+    (
+        $(#[$doc:meta])* $fit:ident, $check:ident, $specs:ident, $params:ty, $result:ty,
+        $register:ident
+    ) => {
         $(#[$doc])*
         #[pyfunction]
         #[pyo3(signature = (x, bag_ptr, labels, params, progress=None))]
@@ -175,17 +192,26 @@ macro_rules! fit_bindings {
             <$result>::new(py, fit)
         }
 
-        /// The hyperparameters the core declares for this fit: `(name, default, doc)` each.
+        /// Checks the parameters of this fit without data, as the fit parses and checks them:
+        /// raises the same `TypeError` or `ValueError`; returns None when they pass. Checks
+        /// that need the data (`n_xv` against the instances, ...) stay in the fit.
         #[pyfunction]
-        pub(crate) fn $specs(
-            py: Python<'_>,
-        ) -> PyResult<Vec<(&'static str, Bound<'_, PyAny>, &'static str)>> {
+        pub(crate) fn $check(params: &Bound<'_, PyDict>) -> PyResult<()> {
+            $crate::python::run::check_with::<$params>(params)
+        }
+
+        /// The hyperparameters the core declares for this fit: `(name, default, doc, range)`
+        /// each, `range` the allowed values of a numeric parameter in words ("be a finite
+        /// number > 0", "lie in (0, 1)") or None.
+        #[pyfunction]
+        pub(crate) fn $specs(py: Python<'_>) -> PyResult<Vec<$crate::python::convert::SpecTuple<'_>>> {
             $crate::python::convert::specs_of::<$params>(py)
         }
 
-        /// Adds the fit, its hyperparameters and its result class to the module.
+        /// Adds the fit, its check, its hyperparameters and its result class to the module.
         pub(crate) fn $register(m: &Bound<'_, PyModule>) -> PyResult<()> {
             m.add_function(wrap_pyfunction!($fit, m)?)?;
+            m.add_function(wrap_pyfunction!($check, m)?)?;
             m.add_function(wrap_pyfunction!($specs, m)?)?;
             m.add_class::<$result>()
         }

@@ -48,6 +48,7 @@ impl PyMiKernelFit {
 fit_bindings!(
     /// Fits MI-Kernel with the parameters of `params` (names as in `milsvm.MIKernel`).
     fit_mi_kernel,
+    check_mi_kernel,
     fit_mi_kernel_hyperparameters,
     MiKernelParams,
     PyMiKernelFit,
@@ -149,6 +150,7 @@ impl PyReducedSetFit {
 fit_bindings!(
     /// Fits RS with the parameters of `params` (names as in `milsvm.ReducedSet`, plus `seed`).
     fit_reduced_set,
+    check_reduced_set,
     fit_reduced_set_hyperparameters,
     ReducedSetParams,
     PyReducedSetFit,

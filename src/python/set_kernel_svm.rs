@@ -43,6 +43,7 @@ impl PyNskFit {
 fit_bindings!(
     /// Fits NSK with the parameters of `params` (names as in `milsvm.NSK`).
     fit_nsk,
+    check_nsk,
     fit_nsk_hyperparameters,
     NskParams,
     PyNskFit,
@@ -52,6 +53,7 @@ fit_bindings!(
 fit_bindings!(
     /// Fits sMIL with the parameters of `params` (names as in `milsvm.sMIL`).
     fit_smil,
+    check_smil,
     fit_smil_hyperparameters,
     SmilParams,
     PyNskFit,

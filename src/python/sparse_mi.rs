@@ -37,6 +37,7 @@ fit_bindings!(
     /// Fits SparseMI (RSVM with `max_iter=0`) with the parameters of `params` (names as in
     /// `milsvm.SparseMI`, plus `seed`, `init_xv`, `init_basis`).
     fit_sparse_mi,
+    check_sparse_mi,
     fit_sparse_mi_hyperparameters,
     SparseMiParams,
     PySparseMiFit,

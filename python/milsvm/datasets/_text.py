@@ -3,6 +3,9 @@ instance lines into bags and parsing dense or sparse (``index:value``) feature s
 
 Every defect is a ``ValueError`` whose message names the file and the 1-based line number
 (:func:`_line_error`).
+
+The Rust crate reads MILL and ``mil`` CSV files by the same rules, with the same messages
+(``src/data/``); ``tests/test_rust_readers.py`` compares the two. Change both together.
 """
 
 from __future__ import annotations
