@@ -11,11 +11,16 @@ Run it before and after a change with the same machine and thread count::
 
     python benches/behaviour_snapshot.py --write before.npz --models tests/data/models_v3
     python benches/behaviour_snapshot.py --compare before.npz
+
+``--params NAME=JSON`` sets parameters on every configuration of the estimator ``NAME`` (for a
+change of defaults: the old behaviour through the new parameters), e.g.
+``--params 'SVMCC={"lp_rule": "max", "bounds": "split"}'``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import warnings
 from pathlib import Path
@@ -101,9 +106,10 @@ def configurations():
     ]
 
 
-def fit_all(models_dir=None):
+def fit_all(models_dir=None, params=None):
     out = {}
     for name, est, (bags, y) in configurations():
+        est.set_params(**(params or {}).get(type(est).__name__, {}))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             est.fit(bags, y)
@@ -126,10 +132,16 @@ def main(argv=None):
     ap.add_argument("--write", type=Path, help="fit and store the scores")
     ap.add_argument("--compare", type=Path, help="fit and compare with stored scores")
     ap.add_argument("--models", type=Path, help="also save every fitted model into this folder")
+    ap.add_argument("--params", action="append", default=[], metavar="NAME=JSON",
+                    help="parameters set on every configuration of estimator NAME")
     args = ap.parse_args(argv)
     if args.models:
         args.models.mkdir(parents=True, exist_ok=True)
-    scores = fit_all(args.models)
+    params = {}
+    for item in args.params:
+        name, _, text = item.partition("=")
+        params[name] = json.loads(text)
+    scores = fit_all(args.models, params)
     if args.write:
         np.savez(args.write, **scores)
         print(f"{len(scores)} arrays written to {args.write}")

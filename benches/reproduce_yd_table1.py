@@ -14,7 +14,7 @@ Protocol:
     -8, -4, 0, 4, 8); the point with the best mean accuracy of a 3-fold stratified inner CV on
     the training part (StratifiedKFold(3, shuffle=True, random_state=1000*seed+fold); ties: the
     first in grid order) is refitted on the whole training part and tested;
-  * methods: SVMCC (milsvm.SVMCC, max_iter 80, tol 1e-4), NSK (milsvm.NSK(norm="l1")), sMIL
+  * methods: SVMCC (milsvm.SVMCC, max_iter 80, tol 1e-4, its default lp_rule and bounds), NSK (milsvm.NSK(norm="l1")), sMIL
     (milsvm.sMIL); default class weights, n_jobs=1, every fit single-threaded;
   * kernels per data set as in the paper's Table 1: MUSK1 rbf, Elephant linear, TST1 linear
     (the same kernel for NSK and sMIL). The paper gives SVM-CC numbers only.
@@ -25,23 +25,29 @@ logged under its own settings, the defaults reproduce the protocol above):
     "gamma in {2^i}" read literally, kernel exp(-gamma ||x - y||^2); the same set as
     sigma^2 = 2^j for exp(-||x - y||^2 / sigma^2)), or gamma = 1 / sigma^2 with sigma = 2^j;
   * --no-standardise: MUSK1 / Elephant features kept raw (the paper says nothing of scaling);
-  * --cc-bounds paper | split | equal (SVMCC only): paper = section 3's bounds, milsvm's default
-    since 2026-11-25 (C1 = C2 = C for the linear kernel, Algorithm 1; for rbf, Algorithm 2,
-    C1 = C n_neg_inst / (n_pos_bags + n_neg_inst), C2 = C n_pos_bags / (...)); split = Algorithm
-    2's bounds with either kernel (milsvm's rule before that fix), equal = C1 = C2 = C with
-    either kernel; the other rule is obtained through class_weight;
+  * --cc-bounds paper | split | equal (SVMCC only, milsvm.SVMCC's `bounds`): paper = section 3's
+    bounds, milsvm's default (C1 = C2 = C for the linear kernel, Algorithm 1; for rbf, Algorithm
+    2, C1 = C n_neg_inst / (n_pos_bags + n_neg_inst), C2 = C n_pos_bags / (...)); split =
+    Algorithm 2's bounds with either kernel (milsvm's only rule before `bounds` existed: the fold
+    logs written before it, with no `cc_lp_rule` in their settings, have split bounds for the
+    linear sets too), equal = C1 = C2 = C with either kernel;
   * --bias qp | lp (SVMCC rbf only): the decision function's bias from the last QP (eq. 36-37,
     the library's choice for rbf) or from the last LP (as Algorithm 1's eq. 20);
-  * --lp-rule lib | max | keep | project (SVMCC only): lib = milsvm.SVMCC; the others fit
-    benches/svmcc_lp_rules.py's Python reference (libsvm QP) taking another optimal solution of
-    the LP step: max = the best instance (milsvm's choice, a check of the reference), keep = v
-    unchanged while it stays optimal, project = the smallest change of v that makes it optimal
-    (see that file: the LP's optimum in v is not unique, the paper's linprog returned some point
-    of the optimal face);
+  * --lp-rule project | max | ref-max | ref-keep | ref-project (SVMCC only): project (default) and
+    max = milsvm.SVMCC with that `lp_rule` (project: v kept while optimal, else projected onto the
+    LP's optimal face; max: v on the best instance, milsvm's only rule before `lp_rule` existed);
+    ref-* fit benches/svmcc_lp_rules.py's Python reference (libsvm QP) with its rule max, keep or
+    project (see that file: the LP's optimum in v is not unique, the paper's linprog returned
+    some point of the optimal face). Every library run records its rule as `cc_lp_rule` in the
+    settings key (logs without it were written by the library before `lp_rule`, which used max);
+    the reference runs keep their old key (`lp_rule`: max / keep / project);
   * --inner cv3 | cv10 | tune10: 3-fold (default) or 10-fold stratified inner CV on the training
     part, or the paper's wording read as Mangasarian & Wild's protocol: one stratified random
     10 % of the training bags is the tuning set, each grid point is fitted on the other 90 % and
     scored on it (ties: the first in grid order, as everywhere).
+
+Several seeds in one call (--seed 0 1 2 3 4) run one after the other and the report adds, per
+data set and method, the accuracy of each seed and their mean.
 
 Run (from the repository root; OMP_NUM_THREADS=1):
 
@@ -121,19 +127,24 @@ def exps_of(point, grid_points, step):
     return exps[k // len(exps)], exps[k % len(exps)]
 
 
-def make(method, kernel, point, class_weight=None, opts=None):
+def is_ref(method, opts):
+    return method == "SVMCC" and opts.get("lp_rule", "project").startswith("ref-")
+
+
+def make(method, kernel, point, opts=None):
     import milsvm
 
     opts = opts or {}
-    if method == "SVMCC" and opts.get("lp_rule", "lib") != "lib":
+    if is_ref(method, opts):
         from svmcc_lp_rules import RefSVMCC
 
-        return RefSVMCC(C=point["C"], kernel=kernel, gamma=point.get("gamma", 0.0), lp_rule=opts["lp_rule"],
-                        bounds=opts.get("cc_bounds", "paper"), bias=opts.get("bias", "qp"))
+        return RefSVMCC(C=point["C"], kernel=kernel, gamma=point.get("gamma", 0.0),
+                        lp_rule=opts["lp_rule"][len("ref-"):], bounds=opts.get("cc_bounds", "paper"),
+                        bias=opts.get("bias", "qp"))
 
     kw = dict(kernel=kernel, n_jobs=1, **point)
     if method == "SVMCC":
-        return milsvm.SVMCC(class_weight=class_weight, **kw)
+        return milsvm.SVMCC(lp_rule=opts.get("lp_rule", "project"), bounds=opts.get("cc_bounds", "paper"), **kw)
     if method == "NSK":
         return milsvm.NSK(norm="l1", **kw)
     if method == "sMIL":
@@ -141,29 +152,12 @@ def make(method, kernel, point, class_weight=None, opts=None):
     raise ValueError(method)
 
 
-def bounds_weights(trb, ytr, kernel, want):
-    """class_weight turning milsvm's SVMCC bounds (section 3: equal for linear, split for rbf) into
-    the rule `want` ("split" or "equal"); None when they already agree."""
-    lib = "equal" if kernel == "linear" else "split"
-    if want in ("paper", lib):
-        return None
-    pos = ytr == 1
-    n_pb = int(pos.sum())
-    n_ni = int(sum(b.shape[0] for b, p in zip(trb, pos) if not p))
-    n = n_pb + n_ni
-    if want == "equal":  # split -> equal: C1 = C n_ni / n -> C, C2 = C n_pb / n -> C
-        return {1: n / n_ni, 0: n / n_pb}
-    return {1: n_ni / n, 0: n_pb / n}  # equal -> split
-
-
 def fit_score(method, kernel, point, trb, ytr, teb, yte, opts=None):
     opts = opts or {}
-    ref = method == "SVMCC" and opts.get("lp_rule", "lib") != "lib"
-    cw = bounds_weights(trb, ytr, kernel, opts.get("cc_bounds", "paper")) if method == "SVMCC" and not ref else None
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        m = make(method, kernel, point, cw, opts).fit(trb, ytr)
-        if method == "SVMCC" and kernel == "rbf" and opts.get("bias") == "lp" and not ref:
+        m = make(method, kernel, point, opts).fit(trb, ytr)
+        if method == "SVMCC" and kernel == "rbf" and opts.get("bias") == "lp" and not is_ref(method, opts):
             score = m.decision_function(teb) - m.intercept_ + m.lp_intercept_
             pred = np.where(score > 0, m.classes_[1], m.classes_[0])
         else:
@@ -211,6 +205,20 @@ def run_fold(name, bags, y, tr, te, method, kernel, step, seed, fold, opts=None)
                 seconds=time.perf_counter() - t0, seconds_final=time.perf_counter() - t1)
 
 
+def settings_of(args, seed):
+    """The key of a run's fold-log lines: the protocol and every option that changes a result."""
+    settings = dict(folds=args.folds, grid_step=args.grid_step, seed=seed)
+    defaults = dict(gamma_scale="over-d", no_standardise=False, cc_bounds="paper", bias="qp", inner="cv3")
+    opts = {k: getattr(args, k) for k in defaults}
+    settings.update({k: v for k, v in opts.items() if v != defaults[k]})
+    opts["lp_rule"] = args.lp_rule
+    if args.lp_rule.startswith("ref-"):
+        settings["lp_rule"] = args.lp_rule[len("ref-"):]  # the reference runs' key of old
+    else:
+        settings["cc_lp_rule"] = args.lp_rule
+    return settings, opts
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--datasets", nargs="+", default=DATASETS, choices=DATASETS)
@@ -218,7 +226,7 @@ def main():
     ap.add_argument("--folds", type=int, default=10, help="outer CV folds (default 10)")
     ap.add_argument("--run-folds", type=int, default=None, help="run only the first N outer folds")
     ap.add_argument("--grid-step", type=int, default=1, help="use every k-th exponent of -8..8 (default 1)")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, nargs="+", default=[0], help="outer split seed(s), run in turn")
     ap.add_argument("--log", type=Path, default=HERE / "results" / "yd_table1_folds.jsonl")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "yd_table1.txt")
     ap.add_argument("--report-only", action="store_true")
@@ -228,39 +236,36 @@ def main():
     ap.add_argument("--cc-bounds", choices=["paper", "split", "equal"], default="paper",
                     help="SVMCC bounds: section 3's per kernel (default), the C1/C2 split, or C1 = C2 = C")
     ap.add_argument("--bias", choices=["qp", "lp"], default="qp", help="SVMCC rbf: decision bias from the QP or the LP")
-    ap.add_argument("--lp-rule", choices=["lib", "max", "keep", "project"], default="lib",
-                    help="SVMCC: milsvm (lib) or the Python reference with this LP-solution rule")
+    ap.add_argument("--lp-rule", choices=["project", "max", "ref-max", "ref-keep", "ref-project"], default="project",
+                    help="SVMCC: milsvm.SVMCC's lp_rule, or ref-RULE: the Python reference with that rule")
     ap.add_argument("--inner", choices=["cv3", "cv10", "tune10"], default="cv3",
                     help="selection: 3- or 10-fold inner CV, or one 10%% tuning set")
     args = ap.parse_args()
     t_start = time.perf_counter()
-    settings = dict(folds=args.folds, grid_step=args.grid_step, seed=args.seed)
-    defaults = dict(gamma_scale="over-d", no_standardise=False, cc_bounds="paper", bias="qp", inner="cv3",
-                    lp_rule="lib")
-    opts = {k: getattr(args, k) for k in defaults}
-    settings.update({k: v for k, v in opts.items() if v != defaults[k]})  # default runs keep the old key
-    done = {}
-    if args.log.exists():
-        for line in args.log.read_text().splitlines():
-            r = json.loads(line)
-            if r["settings"] == settings:
-                done[(r["dataset"], r["method"], r["fold"])] = r["result"]
+    lines = [json.loads(line) for line in args.log.read_text().splitlines()] if args.log.exists() else []
+    done = {}  # seed -> {(dataset, method, fold): result}
+    for seed in args.seed:
+        settings, opts = settings_of(args, seed)
+        done[seed] = {(r["dataset"], r["method"], r["fold"]): r["result"] for r in lines if r["settings"] == settings}
     datas = {}
     if not args.report_only:
-        for name in args.datasets:
-            bags, y = datas.setdefault(name, load(name))
-            folds = list(StratifiedKFold(args.folds, shuffle=True, random_state=args.seed).split(np.zeros(len(y)), y))
-            nrun = len(folds) if args.run_folds is None else min(args.run_folds, len(folds))
-            for fold, (tr, te) in enumerate(folds[:nrun]):
-                for m in args.methods:
-                    if (name, m, fold) in done:
-                        continue
-                    r = run_fold(name, bags, y, tr, te, m, KERNEL[name], args.grid_step, args.seed, fold, opts)
-                    done[(name, m, fold)] = r
-                    with open(args.log, "a") as f:
-                        f.write(json.dumps(dict(settings=settings, dataset=name, method=m, fold=fold, result=r)) + "\n")
-                    print(f"  {name} {m} fold {fold}: {r['correct']}/{r['n']} C=2^{r['c_exp']} gamma=2^{r['gamma_exp']} "
-                          f"(grid exponents) {r['seconds']:.1f} s", flush=True)
+        for seed in args.seed:
+            settings, opts = settings_of(args, seed)
+            for name in args.datasets:
+                bags, y = datas.setdefault(name, load(name))
+                folds = list(StratifiedKFold(args.folds, shuffle=True, random_state=seed).split(np.zeros(len(y)), y))
+                nrun = len(folds) if args.run_folds is None else min(args.run_folds, len(folds))
+                for fold, (tr, te) in enumerate(folds[:nrun]):
+                    for m in args.methods:
+                        if (name, m, fold) in done[seed]:
+                            continue
+                        r = run_fold(name, bags, y, tr, te, m, KERNEL[name], args.grid_step, seed, fold, opts)
+                        done[seed][(name, m, fold)] = r
+                        with open(args.log, "a") as f:
+                            f.write(json.dumps(dict(settings=settings, dataset=name, method=m, fold=fold, result=r))
+                                    + "\n")
+                        print(f"  seed {seed} {name} {m} fold {fold}: {r['correct']}/{r['n']} C=2^{r['c_exp']} "
+                              f"gamma=2^{r['gamma_exp']} (grid exponents) {r['seconds']:.1f} s", flush=True)
 
     import milsvm
 
@@ -269,44 +274,59 @@ def main():
     exps = list(range(-8, 9, args.grid_step))
     gdesc = {"over-d": "gamma = 2^j / d", "raw": "gamma = 2^j", "sigma": "gamma = 1/sigma^2, sigma = 2^j"}
     sdesc = {"cv3": "3-fold inner CV", "cv10": "10-fold inner CV", "tune10": "a 10% tuning set"}
-    out(f"Yang & Deng Table 1 (SVM-CC), {args.folds}-fold stratified CV over bags (seed {args.seed}); "
-        f"C = 2^i (rbf: {gdesc[args.gamma_scale]}), i, j in {exps}, by {sdesc[args.inner]} on each training part")
-    out(("MUSK1/Elephant raw" if args.no_standardise else "MUSK1/Elephant standardised per training fold")
-        + f", TST1 raw sparse; SVMCC bounds {args.cc_bounds}, rbf bias {args.bias}, LP rule {args.lp_rule}; "
-        f"milsvm {milsvm.__version__}, n_jobs=1")
-    out(f"settings key: {json.dumps(settings)}")
-    out("NSK (norm l1) and sMIL: same splits, same grid, same kernel; the paper reports SVM-CC only")
-    out()
-    hdr = (f"{'dataset':<9} {'kernel':<6} {'method':<6} {'folds':>5} {'ours %':>7} {'paper %':>7} {'diff':>6} "
-           f"{'time s':>7} {'warn':>5}  chosen (i, j) x count")
-    out(hdr)
-    out("-" * len(hdr))
     from collections import Counter
 
-    for name in DATASETS:
-        for m in METHODS:
-            rs = [(f, done[(name, m, f)]) for f in range(args.folds) if (name, m, f) in done]
-            if not rs:
-                continue
-            c = sum(r["correct"] for _, r in rs)
-            n = sum(r["n"] for _, r in rs)
-            acc = 100.0 * c / n
+    accs = {}  # (dataset, method) -> [accuracy of each complete seed]
+    for seed in args.seed:
+        settings, opts = settings_of(args, seed)
+        d = done[seed]
+        out(f"Yang & Deng Table 1 (SVM-CC), {args.folds}-fold stratified CV over bags (seed {seed}); "
+            f"C = 2^i (rbf: {gdesc[args.gamma_scale]}), i, j in {exps}, by {sdesc[args.inner]} on each training part")
+        out(("MUSK1/Elephant raw" if args.no_standardise else "MUSK1/Elephant standardised per training fold")
+            + f", TST1 raw sparse; SVMCC bounds {args.cc_bounds}, rbf bias {args.bias}, LP rule {args.lp_rule}; "
+            f"milsvm {milsvm.__version__}, n_jobs=1")
+        out(f"settings key: {json.dumps(settings)}")
+        out("NSK (norm l1) and sMIL: same splits, same grid, same kernel; the paper reports SVM-CC only")
+        out()
+        hdr = (f"{'dataset':<9} {'kernel':<6} {'method':<6} {'folds':>5} {'ours %':>7} {'paper %':>7} {'diff':>6} "
+               f"{'time s':>7} {'warn':>5}  chosen (i, j) x count")
+        out(hdr)
+        out("-" * len(hdr))
+        for name in DATASETS:
+            for m in METHODS:
+                rs = [(f, d[(name, m, f)]) for f in range(args.folds) if (name, m, f) in d]
+                if not rs:
+                    continue
+                c = sum(r["correct"] for _, r in rs)
+                n = sum(r["n"] for _, r in rs)
+                acc = 100.0 * c / n
+                if len(rs) == args.folds:
+                    accs.setdefault((name, m), []).append((seed, acc))
+                paper = PAPER[name] if m == "SVMCC" else None
+                secs = sum(r["seconds"] for _, r in rs)
+                nw = sum(r["warnings_inner"] + len(r["warnings_final"]) for _, r in rs)
+                ch = Counter((r.get("c_exp", round(np.log2(r["C"]))),
+                              r.get("gamma_exp", round(np.log2(r["gamma_d"])) if r["gamma_d"] > 0 else None))
+                             for _, r in rs)
+                chs = ", ".join(f"({a},{b})x{k}" if KERNEL[name] == "rbf" else f"i={a} x{k}"
+                                for (a, b), k in ch.most_common(5))
+                partial = "" if len(rs) == args.folds else f"  [partial: {len(rs)}/{args.folds} folds, {n} bags]"
+                out(f"{name:<9} {KERNEL[name]:<6} {m:<6} {len(rs):>5} {acc:7.1f} "
+                    f"{(f'{paper:.1f}' if paper else '-'):>7} {(f'{acc - paper:+.1f}' if paper else '-'):>6} "
+                    f"{secs:7.1f} {nw:5d}  {chs}{partial}")
+                wt = sorted({w for _, r in rs for w in r["warnings_final"]})
+                if wt:
+                    out("          final-fit warnings: " + " | ".join(wt)[:300])
+        out()
+    if len(args.seed) > 1:
+        out(f"Over the seeds (complete {args.folds}-fold runs only): accuracy % per seed, mean and standard deviation")
+        for (name, m), sa in accs.items():
+            a = np.array([x for _, x in sa])
             paper = PAPER[name] if m == "SVMCC" else None
-            secs = sum(r["seconds"] for _, r in rs)
-            nw = sum(r["warnings_inner"] + len(r["warnings_final"]) for _, r in rs)
-            ch = Counter((r.get("c_exp", round(np.log2(r["C"]))),
-                          r.get("gamma_exp", round(np.log2(r["gamma_d"])) if r["gamma_d"] > 0 else None))
-                         for _, r in rs)
-            chs = ", ".join(f"({a},{b})x{k}" if KERNEL[name] == "rbf" else f"i={a} x{k}"
-                            for (a, b), k in ch.most_common(5))
-            partial = "" if len(rs) == args.folds else f"  [partial: {len(rs)}/{args.folds} folds, {n} bags]"
-            out(f"{name:<9} {KERNEL[name]:<6} {m:<6} {len(rs):>5} {acc:7.1f} "
-                f"{(f'{paper:.1f}' if paper else '-'):>7} {(f'{acc - paper:+.1f}' if paper else '-'):>6} "
-                f"{secs:7.1f} {nw:5d}  {chs}{partial}")
-            wt = sorted({w for _, r in rs for w in r["warnings_final"]})
-            if wt:
-                out("          final-fit warnings: " + " | ".join(wt)[:300])
-    out()
+            per = ", ".join(f"{x:.1f} (seed {sd})" for sd, x in sa)
+            out(f"  {name:<9} {m:<6} {per}; mean {a.mean():.1f} +- {a.std(ddof=1) if len(a) > 1 else 0.0:.1f}"
+                + (f" (paper {paper:.1f}, diff {a.mean() - paper:+.1f})" if paper else ""))
+        out()
     out(f"wall time of this invocation {time.perf_counter() - t_start:.1f} s")
     out.write(args.out)
 

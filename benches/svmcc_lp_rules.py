@@ -115,7 +115,8 @@ class RefSVMCC:
             g = K @ beta
             ps = [g[ptr[i]:ptr[i + 1]] for i in pos]
             gn = g[neg_inst]
-            vmax, b_lp = milsvm._core.svmcc_lp_step([s.tolist() for s in ps], [c1] * n_pb, gn.tolist(), [c2] * n_ni)
+            vmax, b_lp = milsvm._core.svmcc_lp_step([s.tolist() for s in ps], [c1] * n_pb, gn.tolist(), [c2] * n_ni,
+                                                    lp_rule="max")
             new_v = []
             for vk, s, vm in zip(v, ps, vmax):
                 vm = np.asarray(vm)

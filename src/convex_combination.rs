@@ -1,5 +1,5 @@
-//! SVM-CC: the multi-instance SVM over convex combinations of Yang & Deng ("A convex combination
-//! approach for multi-instance learning", 001; Algorithms 1-2, eq. 13-37; ALGORITHMS.md
+//! SVM-CC: the multi-instance SVM over convex combinations of Yang & Deng ("Multi-instance support
+//! vector machine based on convex combination", 001; Algorithms 1-2, eq. 13-37; ALGORITHMS.md
 //! section 4).
 //!
 //! A positive bag `X_i` is represented by a convex combination `x̄_i = sum_j v_ij phi(x_ij)`
@@ -10,15 +10,40 @@
 //!   `{x_n: -1, bound C2}`, solved by [`crate::smo`] on [`ComboGram`], whose kernel rows are built
 //!   from instance kernel rows (`k(x̄_i, x̄_k) = v_i^T K_{X_i X_k} v_k`,
 //!   `k(x̄_i, x_n) = v_i^T K_{X_i x_n}`), never an `N x N` matrix; the previous `alpha` warm-starts
-//!   the next solve. Bounds of Algorithm 2 (section 3): `C1 = C n_neg / (n_pos_bags + n_neg)`,
-//!   `C2 = C n_pos_bags / (n_pos_bags + n_neg)` (`n_neg` = negative instances), times the class
+//!   the next solve. Bounds ([`CcBounds`], section 3): `C1 = C2 = C` for the linear kernel
+//!   (Algorithm 1), `C1 = C n_neg / (n_pos_bags + n_neg)`, `C2 = C n_pos_bags / (n_pos_bags +
+//!   n_neg)` (`n_neg` = negative instances) for the Gaussian kernel (Algorithm 2), times the class
 //!   weight of the bag;
-//! * **LP** (problem 23-28 with `w` fixed): the weights `v` only enter the positive bags' slacks
-//!   `xi_i >= 1 - (w . x̄_i + b)`, so for any `b` the optimum puts `v_i` on the instances of largest
-//!   score `g(x_ij) = sum_s y_s a_s k(s, x_ij)` (ties share the weight equally). `b` then
-//!   minimises the convex piecewise-linear `sum_i c_i max(0, 1 - G_i - b) + sum_n c_n max(0, 1 +
-//!   g_n + b)` (`G_i = max_j g(x_ij)`): a weighted median of the breakpoints, computed exactly by
-//!   [`hinge_bias`] (the midpoint of the optimal interval when it is not a single point).
+//! * **LP** (problem 23-28 with `w` fixed), solved exactly. With `s_ij = g(x_ij) =
+//!   sum_s y_s a_s k(s, x_ij)` the instance scores (without `b`) and `G_i = max_j s_ij`, the
+//!   weights `v` only enter the positive bags' slacks, `xi_i = max(0, 1 - v_i . s_i - b)` (eq. 24,
+//!   26), and `v_i . s_i <= G_i`. So the LP's optimal value is
+//!
+//!   `min_b  sum_i c_i max(0, 1 - G_i - b) + sum_n c_n max(0, 1 + g_n + b)`,
+//!
+//!   a convex piecewise-linear function of `b` whose minimiser [`hinge_bias`] computes exactly (a
+//!   weighted median of the breakpoints; the midpoint of the optimal interval when it is not a
+//!   single point). That `b` is the LP's `b` with every rule below. Given it, `v_i` is optimal if
+//!   and only if it keeps the bag's slack at its least value (eq. 27-28 and `c_i > 0`):
+//!
+//!   `v_i in F_i = {v in simplex: v . s_i >= t_i}`,  `t_i = min(G_i, 1 - b)`.
+//!
+//!   `F_i` is a whole face of the LP's optimal set unless the bag misses the margin with a unique
+//!   best instance. Which point of it the step returns is [`LpRule`]:
+//!   - [`LpRule::Project`] (the default): `v_i` unchanged when it is in `F_i`, else its Euclidean
+//!     projection onto `F_i`, `argmin_{u in F_i} ||u - v_i||`. The projection is
+//!     `P(v_i + lam s_i)` (`P` the projection onto the simplex) with the least `lam >= 0` for which
+//!     `P(v_i + lam s_i) . s_i >= t_i` (the KKT conditions of the projection; the left side is
+//!     nondecreasing in `lam`); [`project_onto_face`] finds `lam` by bisection to the last bit,
+//!     keeping the side where the constraint holds, so the returned `v` is optimal up to rounding;
+//!     `t_i = G_i` gives the projection onto the simplex of the best instances. The paper solved
+//!     the LP with MATLAB's `linprog` (section 3), whose default algorithm was then an
+//!     interior-point method, which stops inside the optimal face rather than at a vertex; this
+//!     rule stays inside the face too (a bag that clears the margin keeps its combination) and
+//!     moves `v` as little as the LP requires.
+//!   - [`LpRule::Max`]: `v_i` on the best instances of the bag (ties share the weight equally,
+//!     [`max_weights`]), a vertex of `F_i`; the alternation is then MI-SVM started from the bag
+//!     means (milsvm's only rule before `lp_rule` existed).
 //!
 //! It stops when `||v_new - v||_2 < tol` (the paper: 1e-4) or after `max_iter` (80) rounds
 //! ([`StopReason`]). The decision function is eq. 35: the instance score
@@ -37,13 +62,172 @@ use crate::error::{invalid_param, Result};
 use crate::fit::Setup;
 use crate::kernel::{Kernel, Rows};
 use crate::model::{Model, Pooling};
-use crate::params::{hyperparams, KernelKind, Progress, Range};
+use crate::params::{choices, hyperparams, KernelKind, Progress, Range};
 use crate::smo::{DualSolution, InstanceGram, OnePerPoint, Smo, SmoParams, Termination};
 // `ComboGram` and `max_weights` live in `crate::smo` (SVM-CC, sMIL and the one-class MI-SVM share
 // them); re-exported so that their former paths `milsvm::convex_combination::*` still work.
 pub use crate::smo::{max_weights, ComboGram};
 
 pub use crate::fit::StopReason;
+
+choices! {
+    /// Which optimal `v` SVM-CC's LP step returns: with `w` fixed the LP's optimum in `v` is in
+    /// general a whole face (module docs).
+    pub enum LpRule {
+        /// `v_i` unchanged while it is optimal, else its Euclidean projection onto the bag's
+        /// optimal set `{v in simplex: v . s_i >= min(G_i, 1 - b)}` ([`project_onto_face`]): a
+        /// point inside the optimal face, as the paper's interior-point `linprog` returned.
+        Project = "project",
+        /// `v_i` on the bag's best instances (ties share equally, [`max_weights`]): a vertex of
+        /// the face, which makes the alternation MI-SVM started from the bag means.
+        Max = "max",
+    }
+}
+
+choices! {
+    /// The QP's bounds: `C1` on the positive bags' combinations, `C2` on the negative instances
+    /// (times the class weights).
+    pub enum CcBounds {
+        /// The paper's (section 3): `C1 = C2 = C` for the linear kernel (Algorithm 1), the split
+        /// bounds for the Gaussian kernel (Algorithm 2).
+        Paper = "paper",
+        /// `C1 = C n_neg / (n_pos_bags + n_neg)`, `C2 = C n_pos_bags / (n_pos_bags + n_neg)`
+        /// (`n_neg` the negative instances) with either kernel (Algorithm 2's bounds; milsvm's
+        /// before `bounds` existed).
+        Split = "split",
+        /// `C1 = C2 = C` with either kernel.
+        Equal = "equal",
+    }
+}
+
+/// SVM-CC's LP step (problem 23-28 with `w` fixed), exact: `scores[i]` holds the instance scores
+/// `s_ij` (without `b`) of positive bag `i`, `v[i]` its current weights (on the simplex; read by
+/// [`LpRule::Project`] only), `cp[i]` its slack weight; `neg` / `cn` the scores and slack weights
+/// of the negative instances. Returns the new `v` and the LP's `b` ([`hinge_bias`] on the bags'
+/// best scores; optimal with either rule). A bag of weight 0 keeps its `v` under
+/// [`LpRule::Project`] (every `v` is optimal for it).
+pub fn lp_step(
+    rule: LpRule,
+    scores: &[&[f64]],
+    v: &[Vec<f64>],
+    cp: &[f64],
+    neg: &[f64],
+    cn: &[f64],
+) -> (Vec<Vec<f64>>, f64) {
+    let best: Vec<f64> = scores.iter().map(|s| bag_max(s)).collect();
+    let b = hinge_bias(&best, cp, neg, cn);
+    let new_v = match rule {
+        LpRule::Max => scores.iter().map(|s| max_weights(s)).collect(),
+        LpRule::Project => scores
+            .iter()
+            .zip(v)
+            .zip(cp)
+            .map(|((s, vi), &c)| {
+                if c > 0.0 {
+                    project_onto_face(vi, s, 1.0 - b)
+                } else {
+                    vi.clone()
+                }
+            })
+            .collect(),
+    };
+    (new_v, b)
+}
+
+fn bag_max(s: &[f64]) -> f64 {
+    s.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+}
+
+/// The point of `F = {u in simplex: u . s >= min(level, max s)}` closest to `v` (Euclidean; `v`
+/// on the simplex, `s` finite and not empty): `v` itself when it lies in `F` (SVM-CC's
+/// [`LpRule::Project`], with `level = 1 - b`); `v` is taken to lie in `F` when `v . s >= t` as
+/// computed or when it weighs only instances of score `>= t`.
+///
+/// With `t = min(level, max s)`: when `t = max s`, `F` is the simplex of the best instances and
+/// the result the projection of `v`'s entries there. Otherwise the KKT conditions give
+/// `u = P(v + lam s)` (`P` the projection onto the simplex) for the least `lam >= 0` with
+/// `u . s >= t`; `u . s` is nondecreasing in `lam`, so `lam` is found by bisection until the
+/// bracket is two adjacent floats, and `u` is taken at the bracket's upper end, where the
+/// constraint holds. The bisection works on the scores shifted by their max (`P` is unchanged by
+/// it): the entries `P` keeps then stay within `[-1, 1]` for every `lam`, with no cancellation.
+pub fn project_onto_face(v: &[f64], s: &[f64], level: f64) -> Vec<f64> {
+    let top = bag_max(s);
+    let t = level.min(top);
+    // kept when optimal as the LP states it, v . s >= t, or when every instance it weighs scores
+    // >= t (then v . s >= t exactly, whatever the rounding of the sum: weights on tied best
+    // instances stay as they are)
+    let kept = v.iter().zip(s).map(|(a, b)| a * b).sum::<f64>() >= t
+        || v.iter().zip(s).all(|(&a, &x)| a == 0.0 || x >= t);
+    if kept {
+        return v.to_vec();
+    }
+    let d: Vec<f64> = s.iter().map(|&x| x - top).collect();
+    let goal = (level - top).min(0.0);
+    let dot = |u: &[f64]| u.iter().zip(&d).map(|(a, b)| a * b).sum::<f64>();
+    let mut scratch = Vec::with_capacity(s.len());
+    if goal >= 0.0 {
+        // the simplex of the best instances
+        let best: Vec<usize> = (0..d.len()).filter(|&j| d[j] == 0.0).collect();
+        let sub: Vec<f64> = best.iter().map(|&j| v[j]).collect();
+        let mut p = Vec::with_capacity(sub.len());
+        simplex_projection(&sub, &mut scratch, &mut p);
+        let mut u = vec![0.0; s.len()];
+        for (&j, &x) in best.iter().zip(&p) {
+            u[j] = x;
+        }
+        return u;
+    }
+    // At lam = 4 / gap every entry off the best instances is <= 1 - 4 while P's threshold is
+    // >= -1, so P keeps the best instances only and u . d = 0 >= goal.
+    let gap = d
+        .iter()
+        .filter(|&&x| x < 0.0)
+        .fold(f64::INFINITY, |m, &x| m.min(-x));
+    let (mut lo, mut hi) = (0.0, (4.0 / gap).min(f64::MAX));
+    let mut z = Vec::with_capacity(s.len());
+    let mut at = |lam: f64, u: &mut Vec<f64>| {
+        z.clear();
+        z.extend(v.iter().zip(&d).map(|(a, b)| a + lam * b));
+        simplex_projection(&z, &mut scratch, u);
+    };
+    let mut u = Vec::with_capacity(s.len());
+    let mut trial = Vec::with_capacity(s.len());
+    at(hi, &mut u);
+    loop {
+        let mid = 0.5 * (lo + hi);
+        if mid <= lo || mid >= hi {
+            break;
+        }
+        at(mid, &mut trial);
+        if dot(&trial) >= goal {
+            hi = mid;
+            std::mem::swap(&mut u, &mut trial);
+        } else {
+            lo = mid;
+        }
+    }
+    u
+}
+
+/// The Euclidean projection of `z` onto the simplex into `out`: `max(z_j - theta, 0)` with the
+/// threshold of the sorted-prefix rule (Held, Wolfe and Crowder; `sorted` is scratch space).
+fn simplex_projection(z: &[f64], sorted: &mut Vec<f64>, out: &mut Vec<f64>) {
+    sorted.clear();
+    sorted.extend_from_slice(z);
+    sorted.sort_unstable_by(|a, b| b.total_cmp(a));
+    let (mut cum, mut theta) = (0.0, 0.0);
+    for (k, &x) in sorted.iter().enumerate() {
+        cum += x;
+        let t = (cum - 1.0) / (k + 1) as f64;
+        if x - t > 0.0 {
+            theta = t;
+        } else {
+            break;
+        }
+    }
+    out.clear();
+    out.extend(z.iter().map(|&x| (x - theta).max(0.0)));
+}
 
 /// The LP's bias (Yang & Deng, problem 23-28 with `w` and `v` fixed): the exact minimiser of
 /// `sum_i cp_i max(0, 1 - sp_i - b) + sum_n cn_n max(0, 1 + sn_n + b)` (`sp` positive scores,
@@ -105,6 +289,10 @@ hyperparams! {
         tol: f64 = 1e-4, check Range::Positive;
         /// Relative KKT tolerance of the SMO solving each QP.
         inner_tol: f64 = 1e-3, check Range::Open01;
+        /// Which optimal `v` the LP step returns (its optimum in `v` is a face).
+        lp_rule: LpRule = LpRule::Project;
+        /// The QP's bounds `C1` (positive bags) and `C2` (negative instances).
+        bounds: CcBounds = CcBounds::Paper;
     }
     fit -> SvmCcFit;
 }
@@ -236,8 +424,12 @@ impl SvmCcValidParams {
             .collect();
         let pos_inst: Vec<usize> = pos.iter().flat_map(|&i| bags.bag_range(i)).collect();
         let (n_pb, n_ni) = (pos.len() as f64, neg.len() as f64);
-        let c1 = self.c * n_ni / (n_pb + n_ni);
-        let c2 = self.c * n_pb / (n_pb + n_ni);
+        let (c1, c2) = match (self.bounds, linear) {
+            (CcBounds::Equal, _) | (CcBounds::Paper, true) => (self.c, self.c),
+            (CcBounds::Split, _) | (CcBounds::Paper, false) => {
+                (self.c * n_ni / (n_pb + n_ni), self.c * n_pb / (n_pb + n_ni))
+            }
+        };
         let (mp, mn) = (pos.len(), neg.len());
         // samples: combinations (live), negative instances (live), positive instances (dead,
         // u = 0: their q_alpha gives the scores the LP needs)
@@ -293,17 +485,17 @@ impl SvmCcValidParams {
             // scores g (without b) at the positive-bag instances and the negative instances
             let g_pos = &sol.q_alpha[mp + mn..];
             let g_neg: Vec<f64> = sol.q_alpha[mp..mp + mn].iter().map(|q| -q).collect();
-            let mut new_v = Vec::with_capacity(mp);
-            let mut big_g = Vec::with_capacity(mp);
+            let mut scores = Vec::with_capacity(mp);
             let mut off = 0;
             for &i in &pos {
                 let k = bags.bag_range(i).len();
-                let s = &g_pos[off..off + k];
-                big_g.push(s.iter().copied().fold(f64::NEG_INFINITY, f64::max));
-                new_v.push(max_weights(s));
+                scores.push(&g_pos[off..off + k]);
                 off += k;
             }
-            let lp_b = hinge_bias(&big_g, &u[..mp], &g_neg, &u[mp..mp + mn]);
+            let (new_v, lp_b) =
+                lp_step(self.lp_rule, &scores, &v, &u[..mp], &g_neg, &u[mp..mp + mn]);
+            // the LP's optimal value: each bag's slack at its best score (any optimal v has it)
+            let big_g: Vec<f64> = scores.iter().map(|s| bag_max(s)).collect();
             let w2: f64 = sol.alpha.iter().zip(&sol.q_alpha).map(|(a, q)| a * q).sum();
             let loss: f64 = big_g
                 .iter()

@@ -84,7 +84,7 @@ pub use annealing::{
 };
 pub use bags::{Bags, Csr, Instances};
 pub use baselines::{PlainSvmFit, SilParams, SilValidParams, StkParams, StkValidParams};
-pub use convex_combination::{SvmCcFit, SvmCcParams, SvmCcValidParams};
+pub use convex_combination::{CcBounds, LpRule, SvmCcFit, SvmCcParams, SvmCcValidParams};
 pub use error::{Error, Result};
 pub use fit::{Fit, FitPath, StopReason};
 pub use kernel::Kernel;

@@ -1,10 +1,18 @@
 //! NSK, sMIL, SVM-CC and the one-class MI-SVM from Rust: fits on small bags, thread
-//! independence, the exact LP bias against a brute-force scan, and refusals of bad parameters.
+//! independence, the exact LP bias against a brute-force scan, SVM-CC's LP step (the `v` of each
+//! rule optimal by Clarabel, the projection against a brute force over supports), its bounds, and
+//! refusals of bad parameters.
 
 mod common;
 
+use clarabel::algebra::CscMatrix;
+use clarabel::solver::{
+    DefaultSettingsBuilder, DefaultSolver, IPSolver, SolverStatus, SupportedConeT,
+};
 use common::toy;
-use milsvm::convex_combination::{hinge_bias, StopReason, SvmCcParams};
+use milsvm::convex_combination::{
+    hinge_bias, lp_step, project_onto_face, CcBounds, LpRule, StopReason, SvmCcParams,
+};
 use milsvm::one_class::OneClassParams;
 use milsvm::set_kernel_svm::{NskParams, SetNorm, SmilParams};
 use milsvm::smo::max_weights;
@@ -42,15 +50,22 @@ fn nsk_and_smil_fit_and_are_thread_independent() -> Result<(), Error> {
 #[test]
 fn svmcc_and_one_class_fit() -> Result<(), Error> {
     let (bags, labels) = toy(1, 20);
-    for kernel in [KernelKind::Linear, KernelKind::Rbf] {
-        let params = SvmCcParams::new().c(10.0).kernel(kernel);
+    for (kernel, rule) in [KernelKind::Linear, KernelKind::Rbf]
+        .into_iter()
+        .flat_map(|k| [(k, LpRule::Project), (k, LpRule::Max)])
+    {
+        let params = SvmCcParams::new().c(10.0).kernel(kernel).lp_rule(rule);
         let fit = params.clone().n_jobs(Some(1)).fit(&bags, &labels)?;
         assert_eq!(fit, params.n_jobs(Some(2)).fit(&bags, &labels)?);
         assert_eq!(fit.stop_reason[0], StopReason::Converged);
         assert_eq!(accuracy(&fit.model.decision_function(&bags)?, &labels), 1.0);
-        // each positive bag's v sits on its instance near (3, 3), the first one
+        // each positive bag's v sits on its instance near (3, 3), the first one (project: moved
+        // from the bag mean as far as the LP needs, most of the way)
         for v in &fit.v[0] {
-            assert!((v[0] - 1.0).abs() < 1e-12);
+            match rule {
+                LpRule::Max => assert!((v[0] - 1.0).abs() < 1e-12),
+                LpRule::Project => assert!(v[0] > 0.95, "{v:?}"),
+            }
         }
     }
     let oc = OneClassParams::new().n_jobs(Some(1)).fit(&bags, &labels)?;
@@ -92,6 +107,258 @@ fn hinge_bias_is_the_exact_minimiser() {
         assert!(h(b) <= best + 1e-12, "h({b}) = {} > {best}", h(b));
     }
     assert_eq!(max_weights(&[1.0, 3.0, 3.0, 2.0]), vec![0.0, 0.5, 0.5, 0.0]);
+}
+
+/// The projection of `v` onto `{u in simplex: u . s = t}` by brute force over supports: on each
+/// support `S` (two or more instances) the equality-constrained least squares
+/// `u_S = v_S + alpha 1 + beta s_S`; the nearest nonnegative one. `None` when no support gives one.
+fn projection_by_supports(v: &[f64], s: &[f64], t: f64) -> Option<Vec<f64>> {
+    let k = v.len();
+    let mut best: Option<(f64, Vec<f64>)> = None;
+    for mask in 1u32..(1 << k) {
+        let set: Vec<usize> = (0..k).filter(|&j| mask >> j & 1 == 1).collect();
+        if set.len() < 2 {
+            continue;
+        }
+        let n = set.len() as f64;
+        let (s1, s2): (f64, f64) = set
+            .iter()
+            .fold((0.0, 0.0), |a, &j| (a.0 + s[j], a.1 + s[j] * s[j]));
+        let (v1, sv): (f64, f64) = set
+            .iter()
+            .fold((0.0, 0.0), |a, &j| (a.0 + v[j], a.1 + s[j] * v[j]));
+        // n alpha + s1 beta = 1 - v1, s1 alpha + s2 beta = t - sv
+        let det = n * s2 - s1 * s1;
+        if det.abs() < 1e-12 {
+            continue;
+        }
+        let alpha = ((1.0 - v1) * s2 - s1 * (t - sv)) / det;
+        let beta = (n * (t - sv) - s1 * (1.0 - v1)) / det;
+        let mut u = vec![0.0; k];
+        for &j in &set {
+            u[j] = v[j] + alpha + beta * s[j];
+        }
+        if u.iter().any(|&x| x < -1e-12) {
+            continue;
+        }
+        let dist: f64 = u.iter().zip(v).map(|(a, b)| (a - b) * (a - b)).sum();
+        if best.as_ref().is_none_or(|(d, _)| dist < *d) {
+            best = Some((dist, u));
+        }
+    }
+    best.map(|(_, u)| u)
+}
+
+/// The optimal value of SVM-CC's LP with `w` fixed (variables `v`, `b`, `xi`; problem 23-28) by
+/// the interior-point solver Clarabel.
+fn lp_optimum_by_clarabel(sp: &[Vec<f64>], cp: &[f64], sn: &[f64], cn: &[f64]) -> f64 {
+    let nv: usize = sp.iter().map(Vec::len).sum();
+    let (np, nn) = (sp.len(), sn.len());
+    let n = nv + 1 + np + nn; // v, b, xi_pos, xi_neg
+    let mut cost = vec![0.0; n];
+    cost[nv + 1..nv + 1 + np].copy_from_slice(cp);
+    cost[nv + 1 + np..].copy_from_slice(cn);
+    let (mut rows, mut rhs) = (Vec::new(), Vec::new());
+    let mut off = 0;
+    for s in sp {
+        // sum_j v_ij = 1
+        let mut r = vec![0.0; n];
+        r[off..off + s.len()].iter_mut().for_each(|x| *x = 1.0);
+        rows.push(r);
+        rhs.push(1.0);
+        off += s.len();
+    }
+    off = 0;
+    for (i, s) in sp.iter().enumerate() {
+        // -(v_i . s_i) - b - xi_i <= -1
+        let mut r = vec![0.0; n];
+        for (j, &x) in s.iter().enumerate() {
+            r[off + j] = -x;
+        }
+        r[nv] = -1.0;
+        r[nv + 1 + i] = -1.0;
+        rows.push(r);
+        rhs.push(-1.0);
+        off += s.len();
+    }
+    for (k, &g) in sn.iter().enumerate() {
+        // b - xi_n <= -1 - g_n
+        let mut r = vec![0.0; n];
+        r[nv] = 1.0;
+        r[nv + 1 + np + k] = -1.0;
+        rows.push(r);
+        rhs.push(-1.0 - g);
+    }
+    for j in (0..nv).chain(nv + 1..n) {
+        // v >= 0, xi >= 0
+        let mut r = vec![0.0; n];
+        r[j] = -1.0;
+        rows.push(r);
+        rhs.push(0.0);
+    }
+    let a = CscMatrix::from(rows.iter().map(|r| r.iter()));
+    let cones = [
+        SupportedConeT::ZeroConeT(np),
+        SupportedConeT::NonnegativeConeT(rows.len() - np),
+    ];
+    let settings = DefaultSettingsBuilder::default()
+        .verbose(false)
+        .tol_gap_abs(1e-11)
+        .tol_gap_rel(1e-11)
+        .tol_feas(1e-11)
+        .build()
+        .expect("settings");
+    let p = CscMatrix::zeros((n, n));
+    let mut solver = DefaultSolver::new(&p, &cost, &a, &rhs, &cones, settings).expect("an LP");
+    solver.solve();
+    let status = solver.solution.status;
+    assert!(
+        matches!(status, SolverStatus::Solved | SolverStatus::AlmostSolved),
+        "clarabel status {status:?}"
+    );
+    solver.solution.obj_val
+}
+
+#[test]
+fn lp_step_project_is_optimal_and_the_projection() {
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let mut projected = 0;
+    for case in 0..300 {
+        let np = rng.random_range(1..5);
+        let nn = rng.random_range(0..6);
+        // scores on a grid of 0.25 (ties happen) or continuous
+        let draw = |rng: &mut ChaCha8Rng| -> f64 {
+            let x: f64 = rng.random_range(-2.5..2.5);
+            if case % 2 == 0 {
+                (4.0 * x).round() / 4.0
+            } else {
+                x
+            }
+        };
+        let sp: Vec<Vec<f64>> = (0..np)
+            .map(|_| {
+                (0..rng.random_range(1..6))
+                    .map(|_| draw(&mut rng))
+                    .collect()
+            })
+            .collect();
+        let sn: Vec<f64> = (0..nn).map(|_| draw(&mut rng)).collect();
+        let cp: Vec<f64> = (0..np).map(|_| rng.random_range(0.1..2.0)).collect();
+        let cn: Vec<f64> = (0..nn).map(|_| rng.random_range(0.1..2.0)).collect();
+        let v: Vec<Vec<f64>> = sp
+            .iter()
+            .map(|s| {
+                let w: Vec<f64> = s
+                    .iter()
+                    .map(|_| {
+                        if rng.random::<f64>() < 0.3 {
+                            0.0
+                        } else {
+                            rng.random::<f64>()
+                        }
+                    })
+                    .collect();
+                let total: f64 = w.iter().sum();
+                if total > 0.0 {
+                    w.iter().map(|x| x / total).collect()
+                } else {
+                    vec![1.0 / s.len() as f64; s.len()]
+                }
+            })
+            .collect();
+        let scores: Vec<&[f64]> = sp.iter().map(Vec::as_slice).collect();
+        let (vm, bm) = lp_step(LpRule::Max, &scores, &v, &cp, &sn, &cn);
+        let (vp, b) = lp_step(LpRule::Project, &scores, &v, &cp, &sn, &cn);
+        assert_eq!(b, bm, "the rule does not change b");
+        for (s, u) in sp.iter().zip(&vm) {
+            assert_eq!(u, &max_weights(s));
+        }
+        // both are optimal for the LP: the value of (v, b) is the optimum
+        let optimum = lp_optimum_by_clarabel(&sp, &cp, &sn, &cn);
+        for u in [&vm, &vp] {
+            let value: f64 = sp
+                .iter()
+                .zip(u.iter())
+                .zip(&cp)
+                .map(|((s, ui), c)| {
+                    let dot: f64 = s.iter().zip(ui).map(|(a, b)| a * b).sum();
+                    c * (1.0 - dot - b).max(0.0)
+                })
+                .chain(sn.iter().zip(&cn).map(|(g, c)| c * (1.0 + g + b).max(0.0)))
+                .sum();
+            assert!(
+                value <= optimum + 1e-7 * optimum.abs().max(1.0),
+                "case {case}: {value} > {optimum}"
+            );
+        }
+        let best: Vec<f64> = sp
+            .iter()
+            .map(|s| s.iter().copied().fold(f64::NEG_INFINITY, f64::max))
+            .collect();
+        for (((s, u), old), &g) in sp.iter().zip(&vp).zip(&v).zip(&best) {
+            let dot = |w: &[f64]| w.iter().zip(s).map(|(a, b)| a * b).sum::<f64>();
+            assert!((u.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+            assert!(u.iter().all(|&x| x >= 0.0));
+            // optimal: the bag's slack is the least any v gives, max(0, 1 - G - b)
+            let t = g.min(1.0 - b);
+            assert!(dot(u) >= t - 1e-12, "case {case}: v . s = {} < {t}", dot(u));
+            if dot(old) >= t {
+                assert_eq!(u, old, "an optimal v is kept");
+            } else if t < g {
+                projected += 1;
+                let reference = projection_by_supports(old, s, t).expect("a projection");
+                for (a, r) in u.iter().zip(&reference) {
+                    assert!((a - r).abs() < 1e-9, "case {case}: {u:?} != {reference:?}");
+                }
+            } else {
+                // the best instances' simplex
+                assert!(u.iter().zip(s).all(|(&a, &x)| a == 0.0 || x == g));
+            }
+        }
+    }
+    assert!(projected > 50, "{projected} projections checked");
+    // a bag that misses the margin: the projection onto its best instances' simplex
+    let u = project_onto_face(&[0.5, 0.2, 0.3], &[1.0, 1.0, 0.0], 5.0);
+    assert!((u[0] - 0.65).abs() < 1e-15 && (u[1] - 0.35).abs() < 1e-15 && u[2] == 0.0);
+    // weights on instances that all reach the level are kept, though their sum rounds below it
+    // (hypothesis found it: v . s = -1.3400000000000003 < -1.34 = max s)
+    let v = [0.3795822766195768, 0.21262731130967186, 0.40779041207075145];
+    assert_eq!(project_onto_face(&v, &[-1.34; 3], 2.34), v.to_vec());
+}
+
+#[test]
+fn svmcc_bounds_and_the_max_rule() -> Result<(), Error> {
+    let (bags, labels) = toy(3, 16);
+    let fit = |rule: LpRule, bounds: CcBounds, kernel: KernelKind| {
+        SvmCcParams::new()
+            .c(2.0)
+            .kernel(kernel)
+            .lp_rule(rule)
+            .bounds(bounds)
+            .n_jobs(Some(1))
+            .fit(&bags, &labels)
+    };
+    for kernel in [KernelKind::Linear, KernelKind::Rbf] {
+        // the paper's bounds are the split ones for rbf and the equal ones for linear
+        let same = if kernel == KernelKind::Rbf {
+            CcBounds::Split
+        } else {
+            CcBounds::Equal
+        };
+        let other = if kernel == KernelKind::Rbf {
+            CcBounds::Equal
+        } else {
+            CcBounds::Split
+        };
+        let paper = fit(LpRule::Max, CcBounds::Paper, kernel)?;
+        assert_eq!(paper, fit(LpRule::Max, same, kernel)?);
+        assert_ne!(paper.model, fit(LpRule::Max, other, kernel)?.model);
+        // the max rule leaves every positive bag's v on a vertex (no ties in the toy bags)
+        for v in &paper.v[0] {
+            assert_eq!(v.iter().filter(|&&x| x == 1.0).count(), 1);
+        }
+    }
+    Ok(())
 }
 
 #[test]

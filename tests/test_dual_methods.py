@@ -256,6 +256,53 @@ def lp_value(v, b, pos_scores, cp, neg_scores, cn):
 score = st.floats(-3, 3, allow_nan=False).map(lambda x: round(x, 2))
 
 
+def random_simplex_points(rng, sizes):
+    """A point of each bag's simplex, with some zero weights (uniform when all would be zero)."""
+    out = []
+    for m in sizes:
+        w = np.where(rng.random(m) < 0.3, 0.0, rng.random(m))
+        out.append((w / w.sum() if w.sum() > 0 else np.full(m, 1.0 / m)).tolist())
+    return out
+
+
+def simplex_projection(z):
+    u = np.sort(z)[::-1]
+    css = np.cumsum(u) - 1.0
+    k = np.nonzero(u - css / np.arange(1, len(z) + 1) > 0)[0][-1]
+    return np.maximum(z - css[k] / (k + 1), 0.0)
+
+
+def face_projection_reference(v, s, t):
+    """argmin ||u - v|| over the simplex with u . s >= t (t <= max s, v . s < t): for t = max s the
+    projection onto the simplex of the best instances; else the constraint is active and the
+    nearest nonnegative point among the least-squares solutions of sum u = 1, u . s = t on every
+    support (a brute force over the supports the KKT conditions allow)."""
+    v, s = np.asarray(v, dtype=float), np.asarray(s, dtype=float)
+    if t >= s.max():
+        top = s == s.max()
+        u = np.zeros_like(v)
+        u[top] = simplex_projection(v[top])
+        return u
+    best, best_d = None, np.inf
+    for mask in range(1, 2 ** len(v)):
+        S = np.array([(mask >> j) & 1 == 1 for j in range(len(v))])
+        ones, sS, vS = np.ones(S.sum()), s[S], v[S]
+        A = np.array([[len(vS), sS.sum()], [sS.sum(), sS @ sS]])  # u_S = v_S + a + c s_S
+        rhs = np.array([1 - vS.sum(), t - sS @ vS])
+        if abs(np.linalg.det(A)) > 1e-12:
+            a, c = np.linalg.solve(A, rhs)
+        elif np.all(sS == t):  # s constant (= t) on S: the sum alone
+            a, c = rhs[0] / len(vS), 0.0
+        else:
+            continue
+        u = np.zeros_like(v)
+        u[S] = vS + a * ones + c * sS
+        if u.min() >= -1e-12 and np.linalg.norm(u - v) < best_d:
+            best, best_d = u, np.linalg.norm(u - v)
+    assert best is not None
+    return best
+
+
 @given(
     st.lists(st.lists(score, min_size=1, max_size=4), min_size=1, max_size=5),
     st.lists(score, min_size=0, max_size=6),
@@ -264,38 +311,68 @@ score = st.floats(-3, 3, allow_nan=False).map(lambda x: round(x, 2))
 # A positive and a negative term breaking at the same point (1 - 2.61 = -1 - 0.61): their weights
 # change the slope together (the closed form once stopped at the first of them).
 @example([[1.68, -0.38], [-2.65, 2.51, 2.61]], [0.24, 0.64, -1.36, -1.98, -0.28, 0.61], 1014)
+# Tied best scores: v . s rounds below max s although v is optimal; it must be kept as it is.
+@example([[-1.34, -1.34, -1.34]], [0.0, 0.0], 955077)
 def test_svmcc_lp_step_matches_linprog(pos_scores, neg_scores, seed):
+    # both rules return an optimal solution of the LP (v, b, xi) with w fixed; "max" puts each v_i
+    # on the bag's best instances, "project" keeps an optimal v_i and else moves it to the nearest
+    # optimal one
     rng = np.random.default_rng(seed)
     cp = rng.choice([0.5, 1.0, 2.0], size=len(pos_scores))
     cn = rng.choice([0.3, 1.0, 1.7], size=len(neg_scores))
-    v, b = milsvm._core.svmcc_lp_step(pos_scores, cp.tolist(), neg_scores, cn.tolist())
-    for vi, s in zip(v, pos_scores):
-        assert abs(sum(vi) - 1) < 1e-12 and min(vi) >= 0
-        assert np.dot(vi, s) >= max(s) - 1e-12
-    ours = lp_value(v, b, pos_scores, cp, neg_scores, cn)
+    v0 = random_simplex_points(rng, [len(s) for s in pos_scores])
     ref = lp_reference(pos_scores, cp, neg_scores, cn)
-    assert ours <= ref + 1e-7 * max(1.0, abs(ref))
+    vm, bm = milsvm._core.svmcc_lp_step(pos_scores, cp.tolist(), neg_scores, cn.tolist(), lp_rule="max")
+    v, b = milsvm._core.svmcc_lp_step(pos_scores, cp.tolist(), neg_scores, cn.tolist(), v=v0)
+    assert b == bm
+    for rule_v in (vm, v):
+        for vi in rule_v:
+            assert abs(sum(vi) - 1) < 1e-12 and min(vi) >= 0
+        assert lp_value(rule_v, b, pos_scores, cp, neg_scores, cn) <= ref + 1e-7 * max(1.0, abs(ref))
+    for vi, s in zip(vm, pos_scores):
+        assert np.dot(vi, s) >= max(s) - 1e-12
+    for vi, old, s in zip(v, v0, pos_scores):
+        t = min(max(s), 1 - b)  # the bag's optimal set: v . s >= t
+        assert np.dot(vi, s) >= t - 1e-12
+        if np.dot(old, s) >= t:
+            assert vi == old
+        else:
+            np.testing.assert_allclose(vi, face_projection_reference(old, s, t), rtol=0, atol=1e-9)
 
 
-@pytest.mark.parametrize("seed, max_size", [(5, 4), (6, 9)])  # 9: block products for the combinations
-def test_svmcc_qp_step_equals_svc_on_the_combination_gram(seed, max_size):
+def test_svmcc_lp_step_refuses_bad_input():
+    with pytest.raises(ValueError, match="lp_rule must be"):
+        milsvm._core.svmcc_lp_step([[1.0]], [1.0], [], [], lp_rule="centre")
+    with pytest.raises(ValueError, match="v needs one weight"):
+        milsvm._core.svmcc_lp_step([[1.0, 2.0]], [1.0], [], [], v=[[1.0]])
+
+
+# 9: block products for the combinations. Bounds (section 3): paper = split for rbf (Algorithm 2),
+# C1 = C2 = C for linear (Algorithm 1)
+@pytest.mark.parametrize("seed, max_size, kernel, bounds", [
+    (5, 4, "rbf", "paper"), (6, 9, "rbf", "paper"), (5, 4, "rbf", "equal"), (5, 4, "linear", "paper"),
+    (6, 4, "linear", "split")])
+def test_svmcc_qp_step_equals_svc_on_the_combination_gram(seed, max_size, kernel, bounds):
     bags, y = random_bags(seed, n_bags=12, d=3, max_size=max_size)
     C, gamma = 3.0, 0.5
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = milsvm.SVMCC(C=C, kernel="rbf", gamma=gamma, max_iter=1, inner_tol=1e-9).fit(bags, y)
+        est = milsvm.SVMCC(C=C, kernel=kernel, gamma=gamma, max_iter=1, inner_tol=1e-9, bounds=bounds).fit(bags, y)
     units = [b for b, t in zip(bags, y) if t == 1] + [r[None, :] for b, t in zip(bags, y) if t == 0 for r in b]
     uy = np.array([1] * int(np.sum(y == 1)) + [0] * (len(units) - int(np.sum(y == 1))))
     n_pb, n_neg = int(np.sum(uy == 1)), int(np.sum(uy == 0))
-    C1, C2 = C * n_neg / (n_pb + n_neg), C * n_pb / (n_pb + n_neg)
-    K = set_gram(units, units, "rbf", gamma)
+    split = bounds == "split" or (bounds == "paper" and kernel == "rbf")
+    C1, C2 = (C * n_neg / (n_pb + n_neg), C * n_pb / (n_pb + n_neg)) if split else (C, C)
+    K = set_gram(units, units, kernel, gamma)
     svc = SVC(kernel="precomputed", C=C, class_weight={1: C1 / C, 0: C2 / C}, tol=1e-11).fit(K, uy)
     X = np.vstack(bags)
-    Kx = set_gram([r[None, :] for r in X], units, "rbf", gamma)
-    ref = svc.decision_function(Kx)
-    ours = np.concatenate(est.instance_decision_function(bags))
+    Kx = set_gram([r[None, :] for r in X], units, kernel, gamma)
+    # the decision function's bias is the QP's for rbf, the LP's for linear (Algorithm 1)
+    ref = svc.decision_function(Kx) - svc.intercept_[0]
+    ours = np.concatenate(est.instance_decision_function(bags)) - est.intercept_
     assert np.allclose(ours, ref, atol=1e-6), np.abs(ours - ref).max()
     assert abs(est.qp_intercept_ - svc.intercept_[0]) < 1e-6
+    assert est.intercept_ == (est.qp_intercept_ if kernel == "rbf" else est.lp_intercept_)
 
 
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])
@@ -470,14 +547,16 @@ def test_smil_multiclass_one_vs_rest(class_weight):
                        per_problem=("dual_coef_", "objective_", "n_support_"))
 
 
+@pytest.mark.parametrize("lp_rule", ["project", "max"])
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_svmcc_objective_is_non_increasing(kernel, seed):
-    # QP (optimal in w, b for v) then LP (optimal in v, b for w): an alternating minimisation
+def test_svmcc_objective_is_non_increasing(kernel, seed, lp_rule):
+    # QP (optimal in w, b for v) then LP (optimal in v, b for w): an alternating minimisation,
+    # whichever optimal v the LP returns
     bags, y = random_bags(seed, n_bags=16, d=3, max_size=5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = milsvm.SVMCC(C=5.0, kernel=kernel, gamma=0.5, inner_tol=1e-9).fit(bags, y)
+        est = milsvm.SVMCC(C=5.0, kernel=kernel, gamma=0.5, inner_tol=1e-9, lp_rule=lp_rule).fit(bags, y)
     h = est.objective_history_
     assert len(h) == est.n_iter_ and len(est.dv_history_) == est.n_iter_
     assert np.all(np.diff(h) <= 1e-7 * max(1.0, abs(h[0])))

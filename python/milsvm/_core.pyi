@@ -254,5 +254,6 @@ def probability_update(
     kind: str, t: NDArray[np.float64], temp: float, c2: float = 0.0, p_star: float = 0.0
 ) -> NDArray[np.float64]: ...
 def svmcc_lp_step(
-    pos_scores: List[List[float]], pos_weights: List[float], neg_scores: List[float], neg_weights: List[float]
+    pos_scores: List[List[float]], pos_weights: List[float], neg_scores: List[float], neg_weights: List[float],
+    v: Optional[List[List[float]]] = None, lp_rule: str = "project",
 ) -> Tuple[List[List[float]], float]: ...

@@ -1,5 +1,5 @@
-"""SVM-CC: the convex-combination multi-instance SVM of Yang & Deng (A convex combination approach
-for multi-instance learning; Algorithms 1-2, eq. 13-37). The work runs in the Rust core
+"""SVM-CC: the convex-combination multi-instance SVM of Yang & Deng (Multi-instance support vector
+machine based on convex combination; Algorithms 1-2, eq. 13-37). The work runs in the Rust core
 (``src/convex_combination.rs``)."""
 
 from __future__ import annotations
@@ -19,12 +19,13 @@ class SVMCC(ExpansionVectorsMixin, MILClassifier):
     The fit alternates (Algorithms 1-2)
 
     * a QP: the hinge C-SVM (the crate's SMO) on ``{{x̄_i: +1, bound C1}}`` and
-      ``{{negative instances: -1, bound C2}}`` with ``C1 = C n_neg / (n_pos_bags + n_neg)``,
-      ``C2 = C n_pos_bags / (n_pos_bags + n_neg)`` (section 3), times the class weights; the
-      kernel between combinations is built from instance kernel rows;
-    * the LP with ``w`` fixed, solved exactly: ``v_i`` goes to the instances of largest score
-      ``g(x) = w . phi(x)`` of bag ``i`` (ties share it equally) and ``b`` minimises the weighted
-      hinge sum (a weighted median),
+      ``{{negative instances: -1, bound C2}}``, the bounds as ``bounds`` says, times the class
+      weights; the kernel between combinations is built from instance kernel rows;
+    * the LP (problem 23-28) with ``w`` fixed, solved exactly: with ``s_ij = w . phi(x_ij)`` and
+      ``G_i = max_j s_ij``, ``b`` minimises ``sum_i c_i max(0, 1 - G_i - b) + sum_n c_n max(0, 1 +
+      s_n + b)`` (a weighted median), and ``v_i`` is optimal exactly when
+      ``v_i . s_i >= min(G_i, 1 - b)``: a whole face of the simplex when the bag clears the
+      margin. ``lp_rule`` picks the point of that face,
 
     starting from uniform ``v``, until ``||v_new - v||_2 < tol`` or ``max_iter`` rounds (then a
     ``ConvergenceWarning``).
@@ -39,15 +40,28 @@ class SVMCC(ExpansionVectorsMixin, MILClassifier):
     Parameters
     ----------
     C : float, default=1.0
-        Loss weight (> 0), split into ``C1`` and ``C2`` as above.
+        Loss weight (> 0), giving ``C1`` and ``C2`` as ``bounds`` says.
 {param("kernel", "gamma", "class_weight", kernel={"default": "linear"})}
     max_iter : int, default=80
         Cap on QP / LP rounds (the paper's 80).
     tol : float, default=1e-4
         Stop when the change of ``v`` (2-norm) falls below it (the paper's 1e-4).
-{param("inner_tol", "probability", "n_jobs", "verbose",
-      inner_tol={"default": "1e-3", "none": " (the KKT tolerance of the SMO "
-       "solving each QP)"})}
+{param("inner_tol", inner_tol={"default": "1e-3", "none": " (the KKT tolerance of the SMO solving each QP)"})}
+    lp_rule : {{"project", "max"}}, default="project"
+        Which optimal ``v`` the LP step returns. ``"project"``: ``v_i`` unchanged while it is
+        optimal, else its Euclidean projection onto the bag's optimal set
+        ``{{v in simplex: v . s_i >= min(G_i, 1 - b)}}``, a point inside the optimal face as the
+        paper's interior-point ``linprog`` returned.
+        ``"max"``: ``v_i`` on the bag's best instance(s) (ties share equally), a vertex of the
+        face, which makes the method MI-SVM started from the bag means (milsvm's rule before this
+        parameter). ``b`` is the LP's exact minimiser with either rule.
+    bounds : {{"paper", "split", "equal"}}, default="paper"
+        The QP's bounds. ``"paper"`` (section 3): ``C1 = C2 = C`` for ``kernel="linear"``
+        (Algorithm 1); ``C1 = C n_neg / (n_pos_bags + n_neg)``, ``C2 = C n_pos_bags / (n_pos_bags
+        + n_neg)`` (``n_neg`` the negative instances) for ``kernel="rbf"`` (Algorithm 2).
+        ``"split"``: the latter with either kernel (milsvm's bounds before this parameter);
+        ``"equal"``: ``C1 = C2 = C`` with either kernel.
+{param("probability", "n_jobs", "verbose")}
 
     Attributes
     ----------
@@ -84,7 +98,8 @@ class SVMCC(ExpansionVectorsMixin, MILClassifier):
     _objective_step = "round"
 
     def __init__(self, C=1.0, kernel="linear", gamma="scale", class_weight=None, max_iter=80, tol=1e-4,
-                 inner_tol=1e-3, probability=False, n_jobs=None, verbose=0):
+                 inner_tol=1e-3, lp_rule="project", bounds="paper", probability=False, n_jobs=None,
+                 verbose=0):
         self._store(locals())
 
     def _fitted(self, fit, bags, binary):

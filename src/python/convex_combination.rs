@@ -1,7 +1,6 @@
 //! Bindings of SVM-CC (`src/convex_combination.rs`).
 
-use crate::convex_combination::{hinge_bias, StopReason, SvmCcFit, SvmCcParams};
-use crate::smo::max_weights;
+use crate::convex_combination::{lp_step, LpRule, StopReason, SvmCcFit, SvmCcParams};
 
 use super::*;
 
@@ -67,15 +66,24 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 }
 
 /// SVM-CC's LP step with `w` fixed (for tests against a general LP solver): `pos_scores` holds
-/// the instance scores of each positive bag, `pos_weights` / `neg_weights` the slack weights;
-/// returns `(v, b)`.
+/// the instance scores of each positive bag, `pos_weights` / `neg_weights` the slack weights, `v`
+/// the current weights of each positive bag (`None`: uniform), `lp_rule` which optimal `v` to
+/// return (`"project"` or `"max"`); returns `(v, b)`.
 #[pyfunction]
+#[pyo3(signature = (pos_scores, pos_weights, neg_scores, neg_weights, v=None, lp_rule="project"))]
 pub(crate) fn svmcc_lp_step(
     pos_scores: Vec<Vec<f64>>,
     pos_weights: Vec<f64>,
     neg_scores: Vec<f64>,
     neg_weights: Vec<f64>,
+    v: Option<Vec<Vec<f64>>>,
+    lp_rule: &str,
 ) -> PyResult<(Vec<Vec<f64>>, f64)> {
+    let rule = LpRule::from_name(lp_rule).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "lp_rule must be 'project' or 'max', got {lp_rule:?}"
+        ))
+    })?;
     if pos_scores.len() != pos_weights.len() || neg_scores.len() != neg_weights.len() {
         return Err(PyValueError::new_err(
             "one weight per bag / instance is needed",
@@ -84,20 +92,35 @@ pub(crate) fn svmcc_lp_step(
     if pos_scores.iter().any(|s| s.is_empty()) {
         return Err(PyValueError::new_err("a positive bag has no score"));
     }
+    let v = v.unwrap_or_else(|| {
+        pos_scores
+            .iter()
+            .map(|s| vec![1.0 / s.len() as f64; s.len()])
+            .collect()
+    });
+    if v.len() != pos_scores.len() || v.iter().zip(&pos_scores).any(|(a, s)| a.len() != s.len()) {
+        return Err(PyValueError::new_err(
+            "v needs one weight per instance of each positive bag",
+        ));
+    }
     let all_finite = pos_scores
         .iter()
         .flatten()
+        .chain(v.iter().flatten())
         .chain(&pos_weights)
         .chain(&neg_scores)
         .chain(&neg_weights)
-        .all(|v| v.is_finite());
+        .all(|x| x.is_finite());
     if !all_finite {
         return Err(PyValueError::new_err("scores and weights must be finite"));
     }
-    let v: Vec<Vec<f64>> = pos_scores.iter().map(|s| max_weights(s)).collect();
-    let g: Vec<f64> = pos_scores
-        .iter()
-        .map(|s| s.iter().copied().fold(f64::NEG_INFINITY, f64::max))
-        .collect();
-    Ok((v, hinge_bias(&g, &pos_weights, &neg_scores, &neg_weights)))
+    let scores: Vec<&[f64]> = pos_scores.iter().map(Vec::as_slice).collect();
+    Ok(lp_step(
+        rule,
+        &scores,
+        &v,
+        &pos_weights,
+        &neg_scores,
+        &neg_weights,
+    ))
 }
