@@ -112,7 +112,8 @@ def main():
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 score = diy_mi_svm(bags, y)
             t = time.perf_counter() - start
-            out(f"{name:<16} {size:>8} DIY    {t:8.2f} (LinearSVC mi-SVM loop)            "
+            n = sum(b.shape[0] for b in bags)
+            out(f"{name:<16} {n:>8} DIY    {t:8.2f} (LinearSVC mi-SVM loop)            "
                 f"{roc_auc_score(yt, score(test)):6.3f}")
     out.write(args.out)
 
