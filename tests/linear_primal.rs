@@ -148,6 +148,9 @@ fn dense_csr_warm_and_thread_counts_agree() -> TestResult {
     let two = solve(&dense, 2);
     assert_eq!(one.w, two.w, "thread count changed w");
     assert_eq!(one.b.to_bits(), two.b.to_bits());
+    // A column-major matrix (not standard layout) is read through a row-major copy.
+    let fortran = Instances::Dense(x.t().to_owned().reversed_axes());
+    assert_eq!(solve(&fortran, 2).w, one.w);
     let csr = solve(&sparse, 2);
     for (a, b) in one.w.iter().zip(csr.w.iter()) {
         assert!((a - b).abs() <= 1e-8 * (1.0 + a.abs()));

@@ -30,7 +30,7 @@
 use ndarray::{Array1, Array2};
 use rayon::prelude::*;
 
-use crate::bags::Instances;
+use crate::bags::{Csr, Instances};
 use crate::error::Result;
 use crate::kernel::Simd;
 use crate::progress::Cancel;
@@ -73,25 +73,36 @@ pub struct LinearSolution {
     pub converged: bool,
 }
 
+/// The instance rows as the loops read them: one row-major slice, or CSR.
+#[derive(Clone, Copy)]
+enum RowsRef<'a> {
+    Dense { data: &'a [f64], d: usize },
+    Sparse(&'a Csr),
+}
+
+impl RowsRef<'_> {
+    /// Row `j` of a dense matrix.
+    #[inline]
+    fn dense_row(data: &[f64], d: usize, j: usize) -> &[f64] {
+        &data[j * d..(j + 1) * d]
+    }
+}
+
 /// `out_j = x_j . v` for every row (in parallel, each row on its own: thread-count independent).
-fn x_dot(x: &Instances, v: &[f64], simd: Simd, out: &mut [f64]) {
+fn x_dot(x: RowsRef, v: &[f64], simd: Simd, out: &mut [f64]) {
     match x {
-        Instances::Dense(a) => {
-            let d = a.ncols();
-            let data = a
-                .as_slice()
-                .expect("standard layout (checked by the solver)");
+        RowsRef::Dense { data, d } => {
             out.par_chunks_mut(BLOCK_ROWS)
                 .enumerate()
                 .for_each(|(blk, o)| {
                     let lo = blk * BLOCK_ROWS;
                     for (k, oj) in o.iter_mut().enumerate() {
                         let j = lo + k;
-                        *oj = simd.dot(&data[j * d..(j + 1) * d], v);
+                        *oj = simd.dot(RowsRef::dense_row(data, d, j), v);
                     }
                 });
         }
-        Instances::Sparse(c) => {
+        RowsRef::Sparse(c) => {
             out.par_chunks_mut(BLOCK_ROWS)
                 .enumerate()
                 .for_each(|(blk, o)| {
@@ -107,7 +118,7 @@ fn x_dot(x: &Instances, v: &[f64], simd: Simd, out: &mut [f64]) {
 
 /// `sum_j u_j x_j` over the rows with `u_j != 0`: a partial sum per block of rows, the blocks
 /// added in order.
-fn xt_dot(x: &Instances, u: &[f64], d: usize) -> Vec<f64> {
+fn xt_dot(x: RowsRef, u: &[f64], d: usize) -> Vec<f64> {
     let n = u.len();
     let partial: Vec<Option<Vec<f64>>> = (0..n.div_ceil(BLOCK_ROWS))
         .into_par_iter()
@@ -118,19 +129,16 @@ fn xt_dot(x: &Instances, u: &[f64], d: usize) -> Vec<f64> {
             }
             let mut acc = vec![0.0; d];
             match x {
-                Instances::Dense(a) => {
-                    let data = a
-                        .as_slice()
-                        .expect("standard layout (checked by the solver)");
+                RowsRef::Dense { data, d } => {
                     for (j, &uj) in u.iter().enumerate().take(hi).skip(lo) {
                         if uj != 0.0 {
-                            for (s, &xv) in acc.iter_mut().zip(&data[j * d..(j + 1) * d]) {
+                            for (s, &xv) in acc.iter_mut().zip(RowsRef::dense_row(data, d, j)) {
                                 *s += uj * xv;
                             }
                         }
                     }
                 }
-                Instances::Sparse(c) => {
+                RowsRef::Sparse(c) => {
                     for (j, &uj) in u.iter().enumerate().take(hi).skip(lo) {
                         if uj != 0.0 {
                             let (idx, val) = c.row(j);
@@ -154,7 +162,7 @@ fn xt_dot(x: &Instances, u: &[f64], d: usize) -> Vec<f64> {
 }
 
 /// `sum_j D_j x_jk^2` for every feature `k` (the Jacobi preconditioner), blocks in order.
-fn weighted_sq_columns(x: &Instances, dj: &[f64], d: usize) -> Vec<f64> {
+fn weighted_sq_columns(x: RowsRef, dj: &[f64], d: usize) -> Vec<f64> {
     let n = dj.len();
     let partial: Vec<Vec<f64>> = (0..n.div_ceil(BLOCK_ROWS))
         .into_par_iter()
@@ -166,12 +174,12 @@ fn weighted_sq_columns(x: &Instances, dj: &[f64], d: usize) -> Vec<f64> {
                     continue;
                 }
                 match x {
-                    Instances::Dense(a) => {
-                        for (s, &xv) in acc.iter_mut().zip(a.row(j)) {
+                    RowsRef::Dense { data, d } => {
+                        for (s, &xv) in acc.iter_mut().zip(RowsRef::dense_row(data, d, j)) {
                             *s += w * xv * xv;
                         }
                     }
-                    Instances::Sparse(c) => {
+                    RowsRef::Sparse(c) => {
                         let (idx, val) = c.row(j);
                         for (&i, &xv) in idx.iter().zip(val) {
                             acc[i] += w * xv * xv;
@@ -195,7 +203,7 @@ fn weighted_sq_columns(x: &Instances, dj: &[f64], d: usize) -> Vec<f64> {
 /// one pass: each row's dot and its scaled addition while the row is in cache; a partial sum
 /// per fixed block of active rows, the blocks added in order.
 fn hessian_product(
-    x: &Instances,
+    x: RowsRef,
     active: &[usize],
     dj: &[f64],
     p_w: &[f64],
@@ -209,12 +217,9 @@ fn hessian_product(
             let mut acc = vec![0.0; d];
             let mut acc_b = 0.0;
             match x {
-                Instances::Dense(a) => {
-                    let data = a
-                        .as_slice()
-                        .expect("standard layout (checked by the solver)");
+                RowsRef::Dense { data, d } => {
                     for &j in rows {
-                        let row = &data[j * d..(j + 1) * d];
+                        let row = RowsRef::dense_row(data, d, j);
                         let u = dj[j] * (simd.dot(row, p_w) + p_b);
                         acc_b += u;
                         for (s, &xv) in acc.iter_mut().zip(row) {
@@ -222,7 +227,7 @@ fn hessian_product(
                         }
                     }
                 }
-                Instances::Sparse(c) => {
+                RowsRef::Sparse(c) => {
                     for &j in rows {
                         let (idx, val) = c.row(j);
                         let t: f64 = idx.iter().zip(val).map(|(&i, &v)| v * p_w[i]).sum();
@@ -305,35 +310,43 @@ impl LinearSquaredHinge<'_> {
         max_iter: usize,
         cancel: &Cancel,
     ) -> Result<LinearSolution> {
-        if let Instances::Dense(a) = self.x {
-            if !a.is_standard_layout() {
-                // The row loops read rows as slices: a standard-layout copy once.
-                let x = Instances::Dense(a.as_standard_layout().into_owned());
-                return LinearSquaredHinge { x: &x, ..*self }.solve(warm, tol, max_iter, cancel);
-            }
-        }
         let (n, d) = (self.x.n_rows(), self.x.n_features());
+        // The loops read dense rows as slices: a row-major copy once if the layout is another.
+        let copy: Vec<f64>;
+        let x = match self.x {
+            Instances::Dense(a) => RowsRef::Dense {
+                data: match a.as_slice() {
+                    Some(data) => data,
+                    None => {
+                        copy = a.iter().copied().collect();
+                        &copy
+                    }
+                },
+                d,
+            },
+            Instances::Sparse(c) => RowsRef::Sparse(c),
+        };
         let simd = Simd::detect();
         let (mut w, mut b) = match warm {
             Some((w, b)) => (w.to_vec(), b),
             None => (vec![0.0; d], 0.0),
         };
         let mut f = vec![0.0; n];
-        x_dot(self.x, &w, simd, &mut f);
+        x_dot(x, &w, simd, &mut f);
         f.iter_mut().for_each(|v| *v += b);
         let (mut g, mut dj) = (vec![0.0; n], vec![0.0; n]);
         // The gradient at w = 0, b = 0: the scale of the stopping rule.
         let g0: Vec<f64> = (0..n)
             .map(|j| 2.0 * (self.c_neg[j] - self.c_pos[j]))
             .collect();
-        let grad0_w = xt_dot(self.x, &g0, d);
+        let grad0_w = xt_dot(x, &g0, d);
         let grad0 = (dot(&grad0_w, &grad0_w) + g0.iter().sum::<f64>().powi(2)).sqrt();
         let mut loss = self.loss_terms(&f, &mut g, &mut dj);
         let (mut n_iter, mut converged) = (0, false);
         let mut z = vec![0.0; n];
         loop {
             cancel.check()?;
-            let mut grad_w = xt_dot(self.x, &g, d);
+            let mut grad_w = xt_dot(x, &g, d);
             grad_w.iter_mut().zip(&w).for_each(|(gw, &wv)| *gw += wv);
             let grad_b: f64 = g.iter().sum();
             let gnorm = (dot(&grad_w, &grad_w) + grad_b * grad_b).sqrt();
@@ -346,9 +359,9 @@ impl LinearSquaredHinge<'_> {
             }
             n_iter += 1;
             let forcing = (gnorm / grad0.max(f64::MIN_POSITIVE)).sqrt().min(0.1);
-            let (s_w, s_b) = self.newton_direction(&dj, &grad_w, grad_b, forcing, simd);
+            let (s_w, s_b) = self.newton_direction(x, &dj, &grad_w, grad_b, forcing, simd);
             // Exact line search on the piecewise-quadratic J(w + t s_w, b + t s_b).
-            x_dot(self.x, &s_w, simd, &mut z);
+            x_dot(x, &s_w, simd, &mut z);
             z.iter_mut().for_each(|v| *v += s_b);
             let (ws, ss) = (dot(&w, &s_w), dot(&s_w, &s_w));
             let t = self.line_search(&f, &z, ws, ss);
@@ -375,6 +388,7 @@ impl LinearSquaredHinge<'_> {
     /// relative residual `forcing`.
     fn newton_direction(
         &self,
+        x: RowsRef,
         dj: &[f64],
         grad_w: &[f64],
         grad_b: f64,
@@ -384,12 +398,12 @@ impl LinearSquaredHinge<'_> {
         let (n, d) = (dj.len(), grad_w.len());
         let sum_d: f64 = dj.iter().sum();
         // Preconditioner: the diagonal of H (the bias entry guarded: no loss term active).
-        let mut m_w = weighted_sq_columns(self.x, dj, d);
+        let mut m_w = weighted_sq_columns(x, dj, d);
         m_w.iter_mut().for_each(|v| *v += 1.0);
         let m_b = if sum_d > 0.0 { sum_d } else { 1.0 };
         let active: Vec<usize> = (0..n).filter(|&j| dj[j] > 0.0).collect();
         let hess = |p_w: &[f64], p_b: f64| -> (Vec<f64>, f64) {
-            let (mut h_w, h_b) = hessian_product(self.x, &active, dj, p_w, p_b, simd);
+            let (mut h_w, h_b) = hessian_product(x, &active, dj, p_w, p_b, simd);
             h_w.iter_mut().zip(p_w).for_each(|(h, &p)| *h += p);
             (h_w, h_b)
         };
