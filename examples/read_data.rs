@@ -48,7 +48,9 @@ fn as_json(path: &str, data: &Dataset) -> serde_json::Value {
         "sparse": data.bags.is_sparse(),
     });
     match data.bags.instances() {
-        Instances::Dense(x) => out["dense"] = json!(x.iter().collect::<Vec<_>>()),
+        Instances::Dense(_) | Instances::Dense32(_) => {
+            out["dense"] = json!(data.bags.instances().to_dense().iter().collect::<Vec<_>>())
+        }
         Instances::Sparse(x) => {
             out["indptr"] = json!(x.indptr());
             out["indices"] = json!(x.indices());
@@ -69,6 +71,7 @@ fn summary(path: &str, data: &Dataset) -> String {
         .collect();
     let kind = match data.bags.instances() {
         Instances::Dense(_) => "dense".to_string(),
+        Instances::Dense32(_) => "dense, float32".to_string(),
         Instances::Sparse(x) => format!("sparse, {} stored values", x.nnz()),
     };
     format!(

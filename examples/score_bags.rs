@@ -71,6 +71,9 @@ fn run(model_path: &str, data_path: &str, proba: bool) -> Result<(), Box<dyn Err
                     .ok_or("dense instances not in row-major order")?;
                 BagView::dense(&flat[rows.start * d..rows.end * d], d)?
             }
+            Instances::Dense32(x) => {
+                BagView::dense32(&x.as_slice()[rows.start * d..rows.end * d], d)?
+            }
             Instances::Sparse(x) => {
                 let (lo, hi) = (x.indptr()[rows.start], x.indptr()[rows.end]);
                 indptr.clear();

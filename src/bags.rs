@@ -7,6 +7,10 @@
 use ndarray::{s, Array2};
 
 use crate::error::{invalid_data, Result};
+use crate::kernel::Rows;
+
+mod dense32;
+pub use dense32::DenseF32;
 
 /// A compressed sparse row matrix of `f64` (the layout of `scipy.sparse.csr_matrix`). Serde
 /// reads it through [`Csr::new`], so a deserialised matrix is checked like a built one.
@@ -161,14 +165,26 @@ impl From<Array2<f64>> for Instances {
     }
 }
 
-/// Instance rows, dense or sparse.
+/// Instance rows, dense (`f64` or `f32`) or sparse.
+///
+/// `f32` rows ([`Instances::Dense32`]) are kept in single precision and read into `f64`
+/// arithmetic everywhere (see [`crate::kernel::Real`]): a fit or a prediction on them gives the
+/// same bits as on the same values stored as [`Instances::Dense`].
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Instances {
     /// A dense `n_instances x n_features` matrix.
     Dense(Array2<f64>),
+    /// A dense row-major `n_instances x n_features` matrix of `f32` (owned or borrowed).
+    Dense32(DenseF32),
     /// A CSR `n_instances x n_features` matrix.
     Sparse(Csr),
+}
+
+impl From<DenseF32> for Instances {
+    fn from(x: DenseF32) -> Self {
+        Instances::Dense32(x)
+    }
 }
 
 impl Instances {
@@ -176,6 +192,7 @@ impl Instances {
     pub fn n_rows(&self) -> usize {
         match self {
             Instances::Dense(x) => x.nrows(),
+            Instances::Dense32(x) => x.n_rows(),
             Instances::Sparse(x) => x.n_rows(),
         }
     }
@@ -183,23 +200,38 @@ impl Instances {
     pub fn n_features(&self) -> usize {
         match self {
             Instances::Dense(x) => x.ncols(),
+            Instances::Dense32(x) => x.n_cols(),
             Instances::Sparse(x) => x.n_cols(),
+        }
+    }
+    /// The rows as the kernel code reads them.
+    pub fn rows(&self) -> Rows<'_> {
+        Rows::from(self)
+    }
+    /// The NumPy name of the type the values are stored in (`"float64"` for dense `f64` and
+    /// CSR, `"float32"`).
+    pub fn dtype(&self) -> &'static str {
+        match self {
+            Instances::Dense32(_) => "float32",
+            Instances::Dense(_) | Instances::Sparse(_) => "float64",
         }
     }
     /// Squared Euclidean norm of every row.
     pub fn sq_norms(&self) -> Vec<f64> {
-        crate::kernel::Rows::from(self).sq_norms()
+        self.rows().sq_norms()
     }
     /// Mean and variance of all entries (zeros of a sparse matrix included), as used by
     /// `gamma = "scale"`.
     pub fn mean_var(&self) -> (f64, f64) {
         let n = (self.n_rows() * self.n_features()) as f64;
+        let add = |(a, b): (f64, f64), v: f64| (a + v, b + v * v);
         let (s, s2) = match self {
-            Instances::Dense(x) => x.iter().fold((0.0, 0.0), |(a, b), &v| (a + v, b + v * v)),
-            Instances::Sparse(x) => x
-                .data()
+            Instances::Dense(x) => x.iter().fold((0.0, 0.0), |acc, &v| add(acc, v)),
+            Instances::Dense32(x) => x
+                .as_slice()
                 .iter()
-                .fold((0.0, 0.0), |(a, b), &v| (a + v, b + v * v)),
+                .fold((0.0, 0.0), |acc, &v| add(acc, f64::from(v))),
+            Instances::Sparse(x) => x.data().iter().fold((0.0, 0.0), |acc, &v| add(acc, v)),
         };
         let mean = s / n;
         (mean, (s2 / n - mean * mean).max(0.0))
@@ -208,6 +240,13 @@ impl Instances {
     pub fn select_rows(&self, rows: &[usize]) -> Instances {
         match self {
             Instances::Dense(x) => Instances::Dense(x.select(ndarray::Axis(0), rows)),
+            Instances::Dense32(x) => {
+                let mut data = Vec::with_capacity(rows.len() * x.n_cols());
+                for &r in rows {
+                    data.extend_from_slice(x.row(r));
+                }
+                Instances::Dense32(DenseF32::from_parts(rows.len(), x.n_cols(), data))
+            }
             Instances::Sparse(x) => Instances::Sparse(x.select_rows(rows)),
         }
     }
@@ -218,28 +257,12 @@ impl Instances {
         use rayon::prelude::*;
         let (n, q) = (self.n_rows(), other.n_rows());
         let mut out = Array2::zeros((n, q));
-        match (self, other) {
-            (Instances::Dense(x), Instances::Dense(b)) => {
-                // Fixed blocks of rows, one sequential faer product each (in parallel): every
-                // value is computed by the same operations whatever the thread count. faer's
-                // kernel runs at 45 GFLOP/s here against 32 for ndarray's matrixmultiply.
-                let bt = crate::solver::faer_ref(b.t());
-                out.axis_chunks_iter_mut(ndarray::Axis(0), 256)
-                    .into_par_iter()
-                    .zip(x.axis_chunks_iter(ndarray::Axis(0), 256).into_par_iter())
-                    .for_each(|(o, xb)| {
-                        faer::linalg::matmul::matmul(
-                            crate::solver::faer_mut(o),
-                            faer::Accum::Replace,
-                            crate::solver::faer_ref(xb),
-                            bt,
-                            1.0,
-                            faer::Par::Seq,
-                        )
-                    });
-            }
-            (Instances::Sparse(x), Instances::Dense(b)) => {
-                let bt = b.t().as_standard_layout().into_owned();
+        match (self.rows(), other.rows()) {
+            (Rows::Sparse(x), Rows::Sparse(b)) => sparse_cross_gram(Rows::Sparse(x), b, &mut out),
+            (x, Rows::Sparse(b)) => sparse_cross_gram(x, b, &mut out),
+            (Rows::Sparse(x), b) => {
+                // `b^T` once, row-major (`f32` values read exactly into `f64`).
+                let bt = b.to_f64().t().as_standard_layout().into_owned();
                 out.axis_iter_mut(ndarray::Axis(0))
                     .into_par_iter()
                     .enumerate()
@@ -250,37 +273,30 @@ impl Instances {
                         }
                     });
             }
-            (_, Instances::Sparse(b)) => {
-                // Column index of `other`: for feature j, the (row, value) pairs that use it.
-                let mut by_col: Vec<Vec<(usize, f64)>> = vec![Vec::new(); b.n_cols()];
-                for r in 0..q {
-                    let (idx, val) = b.row(r);
-                    for (&j, &v) in idx.iter().zip(val) {
-                        by_col[j].push((r, v));
-                    }
-                }
-                out.axis_iter_mut(ndarray::Axis(0))
+            (x, b) => {
+                // Fixed blocks of rows, one sequential faer product each (in parallel): every
+                // value is computed by the same operations whatever the thread count. faer's
+                // kernel runs at 45 GFLOP/s here against 32 for ndarray's matrixmultiply. `f32`
+                // rows are read into `f64` a block at a time.
+                let b = b.to_f64();
+                let bt = crate::solver::faer_ref(b.t());
+                let bounds: Vec<(usize, usize)> = (0..n)
+                    .step_by(256)
+                    .map(|lo| (lo, (lo + 256).min(n)))
+                    .collect();
+                out.axis_chunks_iter_mut(ndarray::Axis(0), 256)
                     .into_par_iter()
-                    .enumerate()
-                    .for_each(|(i, mut o)| {
-                        let mut add = |j: usize, a: f64| {
-                            for &(r, v) in &by_col[j] {
-                                o[r] += a * v;
-                            }
-                        };
-                        match self {
-                            Instances::Sparse(x) => {
-                                let (idx, val) = x.row(i);
-                                idx.iter().zip(val).for_each(|(&j, &a)| add(j, a));
-                            }
-                            Instances::Dense(x) => {
-                                x.row(i)
-                                    .iter()
-                                    .enumerate()
-                                    .filter(|(_, &a)| a != 0.0)
-                                    .for_each(|(j, &a)| add(j, a));
-                            }
-                        }
+                    .zip(bounds.into_par_iter())
+                    .for_each(|(o, (lo, hi))| {
+                        let xb = x.dense_block(lo, hi);
+                        faer::linalg::matmul::matmul(
+                            crate::solver::faer_mut(o),
+                            faer::Accum::Replace,
+                            crate::solver::faer_ref(xb.view()),
+                            bt,
+                            1.0,
+                            faer::Par::Seq,
+                        )
                     });
             }
         }
@@ -291,6 +307,7 @@ impl Instances {
     pub fn combine_rows(&self, coef: &Array2<f64>) -> Array2<f64> {
         match self {
             Instances::Dense(x) => coef.dot(x),
+            Instances::Dense32(_) => coef.dot(&self.rows().to_f64()),
             Instances::Sparse(x) => {
                 let mut out = Array2::zeros((coef.nrows(), x.n_cols()));
                 for (c, mut o) in coef.rows().into_iter().zip(out.rows_mut()) {
@@ -310,6 +327,7 @@ impl Instances {
     pub fn to_dense(&self) -> Array2<f64> {
         match self {
             Instances::Dense(x) => x.clone(),
+            Instances::Dense32(x) => x.view().mapv(f64::from),
             Instances::Sparse(x) => x.to_dense(),
         }
     }
@@ -322,6 +340,10 @@ impl Instances {
         for (mut zr, &r) in z.rows_mut().into_iter().zip(rows) {
             match self {
                 Instances::Dense(x) => zr.assign(&x.row(r)),
+                Instances::Dense32(x) => zr
+                    .iter_mut()
+                    .zip(x.row(r))
+                    .for_each(|(z, &v)| *z = f64::from(v)),
                 Instances::Sparse(x) => {
                     let (idx, val) = x.row(r);
                     for (&j, &v) in idx.iter().zip(val) {
@@ -338,6 +360,7 @@ impl Instances {
     pub fn dense_block(&self, lo: usize, hi: usize) -> Array2<f64> {
         match self {
             Instances::Dense(x) => x.slice(s![lo..hi, ..]).to_owned(),
+            Instances::Dense32(_) => self.rows().dense_block(lo, hi).into_owned(),
             Instances::Sparse(_) => self.dense_rows(&(lo..hi).collect::<Vec<usize>>()),
         }
     }
@@ -346,6 +369,7 @@ impl Instances {
     pub fn dense_row(&self, i: usize) -> Vec<f64> {
         match self {
             Instances::Dense(x) => x.row(i).to_vec(),
+            Instances::Dense32(x) => x.row(i).iter().map(|&v| f64::from(v)).collect(),
             Instances::Sparse(x) => {
                 let mut out = vec![0.0; x.n_cols()];
                 let (idx, val) = x.row(i);
@@ -376,15 +400,12 @@ impl Bags {
         if instances.n_features() == 0 {
             return Err(invalid_data("instances have no features"));
         }
-        if let Instances::Dense(x) = &instances {
-            if let Some(pos) = x.iter().position(|v| !v.is_finite()) {
-                let row = pos / x.ncols().max(1);
-                let bag = bag_ptr.partition_point(|&p| p <= row) - 1;
-                return Err(invalid_data(format!(
-                    "bag {bag} has a non-finite value (NaN or infinity) in instance {}",
-                    row - bag_ptr[bag]
-                )));
-            }
+        if let Some(row) = instances.rows().first_non_finite_row() {
+            let bag = bag_ptr.partition_point(|&p| p <= row) - 1;
+            return Err(invalid_data(format!(
+                "bag {bag} has a non-finite value (NaN or infinity) in instance {}",
+                row - bag_ptr[bag]
+            )));
         }
         Ok(Self { instances, bag_ptr })
     }
@@ -456,6 +477,47 @@ impl Bags {
         }
         Bags::new(self.instances.select_rows(&rows), bag_ptr)
     }
+}
+
+/// The CSR part of [`Instances::cross_gram`]: rows `x` (any kind) against CSR rows `b`, through
+/// a column index of `b` (for feature `j`, the `(row, value)` pairs that use it).
+fn sparse_cross_gram(x: Rows<'_>, b: &Csr, out: &mut Array2<f64>) {
+    use rayon::prelude::*;
+    let mut by_col: Vec<Vec<(usize, f64)>> = vec![Vec::new(); b.n_cols()];
+    for r in 0..b.n_rows() {
+        let (idx, val) = b.row(r);
+        for (&j, &v) in idx.iter().zip(val) {
+            by_col[j].push((r, v));
+        }
+    }
+    out.axis_iter_mut(ndarray::Axis(0))
+        .into_par_iter()
+        .enumerate()
+        .for_each(|(i, mut o)| {
+            let mut add = |j: usize, a: f64| {
+                for &(r, v) in &by_col[j] {
+                    o[r] += a * v;
+                }
+            };
+            match x {
+                Rows::Sparse(x) => {
+                    let (idx, val) = x.row(i);
+                    idx.iter().zip(val).for_each(|(&j, &a)| add(j, a));
+                }
+                Rows::Dense(x) => x
+                    .row(i)
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &a)| a != 0.0)
+                    .for_each(|(j, &a)| add(j, a)),
+                Rows::Dense32(x) => x
+                    .row(i)
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &a)| a != 0.0)
+                    .for_each(|(j, &a)| add(j, f64::from(a))),
+            }
+        });
 }
 
 /// Checks bag offsets for `n` instance rows: at least one bag, starting at 0, ending at `n`,

@@ -301,6 +301,11 @@ fn update_centres(x: &Instances, owner: &[usize], centres: &mut Array2<f64>) -> 
         counts[a] += 1;
         match x {
             Instances::Dense(m) => sums.row_mut(a).scaled_add(1.0, &m.row(i)),
+            Instances::Dense32(m) => sums
+                .row_mut(a)
+                .iter_mut()
+                .zip(m.row(i))
+                .for_each(|(s, &v)| *s += f64::from(v)),
             Instances::Sparse(m) => {
                 let (idx, val) = m.row(i);
                 let mut r = sums.row_mut(a);
@@ -428,6 +433,7 @@ fn sq_distance(x: &Instances, norms: &[f64], i: usize, c: &[f64], t: f64, simd: 
             Some(r) => simd.dot(r, c),
             None => m.row(i).iter().zip(c).map(|(a, b)| a * b).sum(),
         },
+        Instances::Dense32(m) => simd.dot(m.row(i), c),
         Instances::Sparse(m) => {
             let (idx, val) = m.row(i);
             idx.iter().zip(val).map(|(&j, &v)| v * c[j]).sum()

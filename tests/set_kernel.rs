@@ -65,10 +65,7 @@ fn naive_set_kernel(a: &Bags, b: &Bags, gamma: f64) -> Array2<f64> {
 }
 
 fn dense(b: &Bags) -> Array2<f64> {
-    match b.instances() {
-        Instances::Dense(x) => x.clone(),
-        Instances::Sparse(x) => x.to_dense(),
-    }
+    b.instances().to_dense()
 }
 
 #[test]

@@ -4,6 +4,13 @@ A multiple-instance data set is a sequence of bags, each a 2-D ``(n_instances, n
 array. :class:`Bags` stores them as one stacked instance matrix (dense ``ndarray`` or
 ``scipy.sparse.csr_matrix``) plus bag offsets, the layout the Rust core works on, so that large
 sparse data needs no per-bag Python objects.
+
+The dtype rule (the same as the data readers'): float32 and float64 arrays are kept as they
+are; float16 becomes float32 (exact); integers and booleans become float64 (exact up to 2**53);
+sparse matrices are stored as float64. Bags of mixed float32 and float64 arrays are stacked as
+float64. float32 data stays float32 all the way through the core (a C-contiguous float32 matrix
+is read in place, never copied): every score equals, bit for bit, the score of the same values
+given as float64, with half the memory.
 """
 
 from __future__ import annotations
@@ -108,9 +115,15 @@ class Bags:
         kind = "sparse" if self.is_sparse else "dense"
         return f"Bags(n_bags={len(self)}, n_instances={self.n_instances}, n_features={self.n_features}, {kind})"
 
+    @property
+    def dtype(self):
+        """The dtype of the stored instance values (float64 or float32)."""
+        return self.X.dtype
+
     def core_instances(self):
-        """The instances in the form ``milsvm._core`` takes: a C-contiguous float64 array, or
-        ``(data, indices, indptr, n_cols)`` for CSR."""
+        """The instances in the form ``milsvm._core`` takes: a C-contiguous float64 or float32
+        array (a float32 array that already is C-contiguous is passed as it is: the core reads it
+        in place), or ``(data, indices, indptr, n_cols)`` for CSR."""
         if self.is_sparse:
             X = self.X
             return (
@@ -119,17 +132,34 @@ class Bags:
                 np.ascontiguousarray(X.indptr, dtype=np.int64),
                 int(X.shape[1]),
             )
+        if self.X.dtype == _F32:
+            return np.ascontiguousarray(self.X)
         return np.ascontiguousarray(self.X, dtype=np.float64)
 
 
 _F64 = np.dtype(np.float64)
+_F32 = np.dtype(np.float32)
+#: Values per block of the finiteness check (bounds its temporary to a few MB).
+_FINITE_BLOCK = 1 << 20
+
+
+def _all_finite(arr):
+    """Whether a dense array holds no NaN or infinity, checked in row blocks so that the
+    temporary stays small whatever the size of ``arr``."""
+    if arr.size <= _FINITE_BLOCK or arr.ndim != 2:
+        return bool(np.isfinite(arr).all())
+    step = max(1, _FINITE_BLOCK // max(arr.shape[1], 1))
+    return all(np.isfinite(arr[i:i + step]).all() for i in range(0, arr.shape[0], step))
 
 
 def _as_matrix(A, what, check_finite=True):
-    """A 2-D float64 dense array or CSR matrix, with clear errors (``check_finite=False``
-    leaves the finiteness check to the core, which makes it while it reads the values)."""
-    if type(A) is np.ndarray and A.dtype is _F64 and A.ndim == 2 and A.flags.c_contiguous:
-        if check_finite and not np.isfinite(A).all():
+    """A 2-D dense array (float64 or float32, by the module's dtype rule) or a float64 CSR
+    matrix, with clear errors (``check_finite=False`` leaves the finiteness check to the core,
+    which makes it while it reads the values). A float32 or float64 ndarray is returned as it is
+    (any layout; :meth:`Bags.core_instances` makes it C-contiguous)."""
+    if isinstance(A, np.ndarray) and A.dtype in (_F64, _F32) and A.ndim == 2:
+        A = np.asarray(A)  # a subclass (np.memmap, np.matrix) as a plain view, no copy
+        if check_finite and not _all_finite(A):
             raise ValueError(f"{what} has a non-finite value (NaN or infinity)")
         return A
     if sp.issparse(A):
@@ -159,8 +189,9 @@ def _as_matrix(A, what, check_finite=True):
     if arr.ndim != 2:
         hint = " (use x.reshape(1, -1) for a bag of one instance)" if arr.ndim == 1 else ""
         raise ValueError(f"{what} must be 2-D (instances x features), got {arr.ndim}-D{hint}")
-    arr = np.ascontiguousarray(arr, dtype=np.float64)
-    if check_finite and not np.all(np.isfinite(arr)):
+    dtype = _F32 if arr.dtype in (_F32, np.dtype(np.float16)) else _F64
+    arr = np.ascontiguousarray(arr, dtype=dtype)
+    if check_finite and not _all_finite(arr):
         raise ValueError(f"{what} has a non-finite value (NaN or infinity)")
     return arr
 

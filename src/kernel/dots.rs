@@ -3,6 +3,85 @@
 //! value never depends on the CPU's SIMD level, the thread count or how rows are grouped.
 //! Shared by the predictor (instance against basis rows) and the SMO's kernel rows (one
 //! instance against all).
+//!
+//! The operands may be `f64` or `f32` ([`Real`]): an `f32` value is read into an `f64` lane
+//! (exactly) and every product and sum runs in `f64`, so a dot of `f32` data is bitwise the dot
+//! of the same values stored as `f64` (and the product of two `f32` values is exact).
+
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::__m256d;
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f64 {}
+    impl Sealed for f32 {}
+}
+
+/// The element type of dense instance rows: `f64`, or `f32` (data kept in single precision,
+/// arithmetic in `f64`; see the module docs). Sealed: implemented for these two only.
+pub trait Real:
+    sealed::Sealed + Copy + Default + PartialEq + PartialOrd + Send + Sync + std::fmt::Debug + 'static
+{
+    /// The NumPy name of the type (`"float64"`, `"float32"`).
+    const DTYPE: &'static str;
+    /// The value in `f64` (exact).
+    fn to_f64(self) -> f64;
+    /// An `f64` rounded to this type (exact for `f64`).
+    fn from_f64(v: f64) -> Self;
+    /// Whether the value is neither NaN nor infinite.
+    fn is_finite(self) -> bool;
+    /// Four consecutive values from `p` in the lanes of an `f64` vector.
+    ///
+    /// # Safety
+    /// `p` must point to four readable values, and the CPU must support AVX.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn load4(p: *const Self) -> __m256d;
+}
+
+impl Real for f64 {
+    const DTYPE: &'static str = "float64";
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self
+    }
+    #[inline(always)]
+    fn from_f64(v: f64) -> Self {
+        v
+    }
+    #[inline(always)]
+    fn is_finite(self) -> bool {
+        f64::is_finite(self)
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load4(p: *const f64) -> __m256d {
+        // SAFETY: the caller guarantees four readable values and AVX.
+        unsafe { std::arch::x86_64::_mm256_loadu_pd(p) }
+    }
+}
+
+impl Real for f32 {
+    const DTYPE: &'static str = "float32";
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+    #[inline(always)]
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+    #[inline(always)]
+    fn is_finite(self) -> bool {
+        f32::is_finite(self)
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load4(p: *const f32) -> __m256d {
+        use std::arch::x86_64::{_mm256_cvtps_pd, _mm_loadu_ps};
+        // SAFETY: the caller guarantees four readable values and AVX.
+        unsafe { _mm256_cvtps_pd(_mm_loadu_ps(p)) }
+    }
+}
 
 /// The SIMD level found at run time; copy it into long-lived objects to avoid the check per
 /// call.
@@ -30,7 +109,7 @@ impl Simd {
 
     /// `sum_i a_i b_i` over the common length.
     #[inline]
-    pub(crate) fn dot(&self, a: &[f64], b: &[f64]) -> f64 {
+    pub(crate) fn dot<A: Real, B: Real>(&self, a: &[A], b: &[B]) -> f64 {
         #[cfg(target_arch = "x86_64")]
         {
             if self.avx2 {
@@ -45,7 +124,13 @@ impl Simd {
     /// rows), and `x . x` returned; with AVX2 four rows per pass (each dot still summed exactly
     /// as [`Simd::dot`]).
     #[inline]
-    pub(crate) fn dots(&self, x: &[f64], z: &[f64], d: usize, out: &mut [f64]) -> f64 {
+    pub(crate) fn dots<A: Real, B: Real>(
+        &self,
+        x: &[A],
+        z: &[B],
+        d: usize,
+        out: &mut [f64],
+    ) -> f64 {
         #[cfg(target_arch = "x86_64")]
         {
             if self.avx2 {
@@ -63,7 +148,13 @@ impl Simd {
     /// `z_k` of the row-major `z` (`d` columns, `outs[q].len()` rows): each row of `z` is read
     /// once for all of `xs` (with AVX2, four of them per pass). Every value equals
     /// [`Simd::dot`] of the two vectors, bitwise.
-    pub(crate) fn dots_multi(&self, xs: &[&[f64]], z: &[f64], d: usize, outs: &mut [&mut [f64]]) {
+    pub(crate) fn dots_multi<A: Real, B: Real>(
+        &self,
+        xs: &[&[A]],
+        z: &[B],
+        d: usize,
+        outs: &mut [&mut [f64]],
+    ) {
         let n = outs.iter().map(|o| o.len()).min().unwrap_or(0);
         let d = d.max(1);
         #[cfg(target_arch = "x86_64")]
@@ -109,7 +200,7 @@ fn has_avx2() -> bool {
 }
 
 #[inline(always)]
-fn dot_portable(a: &[f64], b: &[f64]) -> f64 {
+fn dot_portable<A: Real, B: Real>(a: &[A], b: &[B]) -> f64 {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
     let mut acc = [0.0f64; 8];
@@ -117,12 +208,12 @@ fn dot_portable(a: &[f64], b: &[f64]) -> f64 {
     let (ra, rb) = (ca.remainder(), cb.remainder());
     for (x, y) in ca.zip(cb) {
         for i in 0..8 {
-            acc[i] += x[i] * y[i];
+            acc[i] += x[i].to_f64() * y[i].to_f64();
         }
     }
     let mut s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
     for (x, y) in ra.iter().zip(rb) {
-        s += x * y;
+        s += x.to_f64() * y.to_f64();
     }
     s
 }
@@ -131,10 +222,8 @@ fn dot_portable(a: &[f64], b: &[f64]) -> f64 {
 /// registers, the same multiplications, additions and final reduction order (identical results).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn dot_avx2(a: &[f64], b: &[f64]) -> f64 {
-    use std::arch::x86_64::{
-        _mm256_add_pd, _mm256_loadu_pd, _mm256_mul_pd, _mm256_setzero_pd, _mm256_storeu_pd,
-    };
+unsafe fn dot_avx2<A: Real, B: Real>(a: &[A], b: &[B]) -> f64 {
+    use std::arch::x86_64::{_mm256_add_pd, _mm256_mul_pd, _mm256_setzero_pd, _mm256_storeu_pd};
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
     let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
@@ -142,14 +231,8 @@ unsafe fn dot_avx2(a: &[f64], b: &[f64]) -> f64 {
     let (mut lo, mut hi) = (_mm256_setzero_pd(), _mm256_setzero_pd());
     for (x, y) in ca.zip(cb) {
         // SAFETY: each chunk holds 8 values; unaligned loads of 4 at offsets 0 and 4.
-        let (x0, x1) = (
-            _mm256_loadu_pd(x.as_ptr()),
-            _mm256_loadu_pd(x.as_ptr().add(4)),
-        );
-        let (y0, y1) = (
-            _mm256_loadu_pd(y.as_ptr()),
-            _mm256_loadu_pd(y.as_ptr().add(4)),
-        );
+        let (x0, x1) = (A::load4(x.as_ptr()), A::load4(x.as_ptr().add(4)));
+        let (y0, y1) = (B::load4(y.as_ptr()), B::load4(y.as_ptr().add(4)));
         lo = _mm256_add_pd(lo, _mm256_mul_pd(x0, y0));
         hi = _mm256_add_pd(hi, _mm256_mul_pd(x1, y1));
     }
@@ -158,7 +241,7 @@ unsafe fn dot_avx2(a: &[f64], b: &[f64]) -> f64 {
     _mm256_storeu_pd(acc.as_mut_ptr(), _mm256_add_pd(lo, hi));
     let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
     for (x, y) in ra.iter().zip(rb) {
-        s += x * y;
+        s += x.to_f64() * y.to_f64();
     }
     s
 }
@@ -168,37 +251,26 @@ unsafe fn dot_avx2(a: &[f64], b: &[f64]) -> f64 {
 /// partial-sum chains hide the addition latency. `z` holds `out.len()` rows of `d = x.len()`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn dots_avx2(x: &[f64], z: &[f64], d: usize, out: &mut [f64]) -> f64 {
+unsafe fn dots_avx2<A: Real, B: Real>(x: &[A], z: &[B], d: usize, out: &mut [f64]) -> f64 {
     let n = out.len().min(z.len() / d.max(1));
     let x = &x[..d.min(x.len())];
-    let total = n + 1;
-    let row = |k: usize| -> &[f64] {
-        if k < n {
-            &z[k * d..k * d + x.len()]
-        } else {
-            x
-        }
-    };
-    let mut norm = 0.0;
-    for k in (0..total).step_by(4) {
+    for k in (0..n).step_by(4) {
         let idx = [
             k,
-            (k + 1).min(total - 1),
-            (k + 2).min(total - 1),
-            (k + 3).min(total - 1),
+            (k + 1).min(n - 1),
+            (k + 2).min(n - 1),
+            (k + 3).min(n - 1),
         ];
+        let row = |t: usize| &z[t * d..t * d + x.len()];
         let r = block4_avx2(x, [row(idx[0]), row(idx[1]), row(idx[2]), row(idx[3])]);
         for (j, &t) in idx.iter().enumerate() {
             if t == k + j {
-                if t < n {
-                    out[t] = r[j];
-                } else {
-                    norm = r[j];
-                }
+                out[t] = r[j];
             }
         }
     }
-    norm
+    // `x . x`, summed exactly as every other dot.
+    dot_avx2(x, x)
 }
 
 /// Four dots `x . r_j` in one pass over `x`, each summed as [`dot_portable`] (rows as long as
@@ -206,22 +278,20 @@ unsafe fn dots_avx2(x: &[f64], z: &[f64], d: usize, out: &mut [f64]) -> f64 {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
-unsafe fn block4_avx2(x: &[f64], rows: [&[f64]; 4]) -> [f64; 4] {
-    use std::arch::x86_64::{
-        __m256d, _mm256_add_pd, _mm256_loadu_pd, _mm256_mul_pd, _mm256_setzero_pd, _mm256_storeu_pd,
-    };
+unsafe fn block4_avx2<A: Real, B: Real>(x: &[A], rows: [&[B]; 4]) -> [f64; 4] {
+    use std::arch::x86_64::{_mm256_add_pd, _mm256_mul_pd, _mm256_setzero_pd, _mm256_storeu_pd};
     let full = x.len() / 8 * 8;
     let mut lo: [__m256d; 4] = [_mm256_setzero_pd(); 4];
     let mut hi: [__m256d; 4] = [_mm256_setzero_pd(); 4];
     let mut i = 0;
     while i < full {
         // SAFETY: i + 8 <= full <= x.len() <= every row's length.
-        let x0 = _mm256_loadu_pd(x.as_ptr().add(i));
-        let x1 = _mm256_loadu_pd(x.as_ptr().add(i + 4));
+        let x0 = A::load4(x.as_ptr().add(i));
+        let x1 = A::load4(x.as_ptr().add(i + 4));
         for r in 0..4 {
             let p = rows[r].as_ptr().add(i);
-            lo[r] = _mm256_add_pd(lo[r], _mm256_mul_pd(x0, _mm256_loadu_pd(p)));
-            hi[r] = _mm256_add_pd(hi[r], _mm256_mul_pd(x1, _mm256_loadu_pd(p.add(4))));
+            lo[r] = _mm256_add_pd(lo[r], _mm256_mul_pd(x0, B::load4(p)));
+            hi[r] = _mm256_add_pd(hi[r], _mm256_mul_pd(x1, B::load4(p.add(4))));
         }
         i += 8;
     }
@@ -231,7 +301,7 @@ unsafe fn block4_avx2(x: &[f64], rows: [&[f64]; 4]) -> [f64; 4] {
         _mm256_storeu_pd(acc.as_mut_ptr(), _mm256_add_pd(lo[r], hi[r]));
         let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
         for (a, b) in x[full..].iter().zip(&rows[r][full..]) {
-            s += a * b;
+            s += a.to_f64() * b.to_f64();
         }
         out[r] = s;
     }
@@ -285,6 +355,44 @@ mod tests {
                 let mut one = [0.0];
                 best.dots(&x, zk, d, &mut one);
                 assert_eq!(one[0].to_bits(), a[k].to_bits());
+            }
+        }
+    }
+
+    /// `f32` operands give the sums of their `f64` twins, bitwise, on every SIMD level and for
+    /// mixed operand types.
+    #[test]
+    fn f32_operands_sum_as_their_f64_twins() {
+        for simd in [Simd::portable(), Simd::detect()] {
+            for d in [1, 5, 8, 13, 40] {
+                let n = 9;
+                let z32: Vec<f32> = (0..n * d)
+                    .map(|i| ((i * 31 % 97) as f32 - 40.0) / 9.0)
+                    .collect();
+                let x32: Vec<f32> = (0..d).map(|i| ((i * 7 % 23) as f32 - 11.0) / 3.0).collect();
+                let z64: Vec<f64> = z32.iter().map(|&v| f64::from(v)).collect();
+                let x64: Vec<f64> = x32.iter().map(|&v| f64::from(v)).collect();
+                let (mut a, mut b, mut c) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+                let na = simd.dots(&x32, &z32, d, &mut a);
+                let nb = simd.dots(&x64, &z64, d, &mut b);
+                let nc = simd.dots(&x32, &z64, d, &mut c);
+                assert_eq!(na.to_bits(), nb.to_bits());
+                assert_eq!(nc.to_bits(), nb.to_bits());
+                assert_eq!(a, b, "d = {d}");
+                assert_eq!(c, b, "d = {d}");
+                assert_eq!(
+                    simd.dot(&x32, &x32).to_bits(),
+                    simd.dot(&x64, &x64).to_bits()
+                );
+                let xs32: Vec<&[f32]> = vec![&x32, &z32[..d], &z32[d..2 * d]];
+                let xs64: Vec<&[f64]> = vec![&x64, &z64[..d], &z64[d..2 * d]];
+                let mut o32 = vec![vec![0.0; n]; 3];
+                let mut o64 = vec![vec![0.0; n]; 3];
+                let mut v32: Vec<&mut [f64]> = o32.iter_mut().map(|o| o.as_mut_slice()).collect();
+                let mut v64: Vec<&mut [f64]> = o64.iter_mut().map(|o| o.as_mut_slice()).collect();
+                simd.dots_multi(&xs32, &z32, d, &mut v32);
+                simd.dots_multi(&xs64, &z64, d, &mut v64);
+                assert_eq!(o32, o64, "d = {d}");
             }
         }
     }

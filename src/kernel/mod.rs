@@ -19,13 +19,14 @@
 //! identical for any number of threads.
 
 use ndarray::linalg::general_mat_mul;
-use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2, Axis};
+use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2, Axis, CowArray, Ix2};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::bags::Csr;
 
 mod dots;
+pub use dots::Real;
 pub(crate) use dots::Simd;
 
 /// Rows per parallel work unit (a chunk holds whole bags, so it may be larger).
@@ -83,6 +84,8 @@ impl Kernel {
 pub enum Rows<'a> {
     /// Dense row-major rows.
     Dense(ArrayView2<'a, f64>),
+    /// Dense rows of `f32`, read into `f64` arithmetic (exactly; see [`Real`]).
+    Dense32(ArrayView2<'a, f32>),
     /// CSR rows (never densified).
     Sparse(&'a Csr),
 }
@@ -91,26 +94,51 @@ impl<'a> From<&'a crate::bags::Instances> for Rows<'a> {
     fn from(x: &'a crate::bags::Instances) -> Self {
         match x {
             crate::bags::Instances::Dense(x) => Rows::Dense(x.view()),
+            crate::bags::Instances::Dense32(x) => Rows::Dense32(x.view()),
             crate::bags::Instances::Sparse(x) => Rows::Sparse(x),
         }
     }
 }
 
-impl Rows<'_> {
-    /// Squared Euclidean norm of every row.
+impl<'a> Rows<'a> {
+    /// Squared Euclidean norm of every row (rows in parallel, each summed as `ndarray`'s `dot`
+    /// of the row with itself, in `f64` for `f32` rows too).
     pub fn sq_norms(&self) -> Vec<f64> {
+        let n = self.n_rows();
+        let mut out = vec![0.0; n];
         match self {
-            Rows::Dense(x) => x.rows().into_iter().map(|r| r.dot(&r)).collect(),
-            Rows::Sparse(x) => (0..x.n_rows())
-                .map(|i| x.row(i).1.iter().map(|v| v * v).sum())
-                .collect(),
+            Rows::Dense(x) => out
+                .par_iter_mut()
+                .with_min_len(CHUNK_ROWS)
+                .enumerate()
+                .for_each(|(i, o)| {
+                    let r = x.row(i);
+                    *o = r.dot(&r);
+                }),
+            Rows::Dense32(x) => out
+                .par_chunks_mut(CHUNK_ROWS)
+                .enumerate()
+                .for_each(|(c, o)| {
+                    let mut buf = Array1::zeros(x.ncols());
+                    for (k, o) in o.iter_mut().enumerate() {
+                        buf.iter_mut()
+                            .zip(x.row(c * CHUNK_ROWS + k))
+                            .for_each(|(b, &v)| *b = f64::from(v));
+                        *o = buf.dot(&buf);
+                    }
+                }),
+            Rows::Sparse(x) => out.iter_mut().enumerate().for_each(|(i, o)| {
+                *o = x.row(i).1.iter().map(|v| v * v).sum();
+            }),
         }
+        out
     }
 
     /// Number of rows.
     pub fn n_rows(&self) -> usize {
         match self {
             Rows::Dense(x) => x.nrows(),
+            Rows::Dense32(x) => x.nrows(),
             Rows::Sparse(x) => x.n_rows(),
         }
     }
@@ -118,7 +146,52 @@ impl Rows<'_> {
     pub fn n_cols(&self) -> usize {
         match self {
             Rows::Dense(x) => x.ncols(),
+            Rows::Dense32(x) => x.ncols(),
             Rows::Sparse(x) => x.n_cols(),
+        }
+    }
+    /// Whether the rows are stored dense (`f64` or `f32`).
+    pub fn is_dense(&self) -> bool {
+        !matches!(self, Rows::Sparse(_))
+    }
+
+    /// Rows `lo..hi` as a dense `f64` block: borrowed for `f64` rows, an exact copy for `f32`
+    /// rows, the expanded rows (duplicate columns added) for CSR.
+    pub fn dense_block(&self, lo: usize, hi: usize) -> CowArray<'a, f64, Ix2> {
+        match *self {
+            Rows::Dense(x) => CowArray::from(x.slice_move(s![lo..hi, ..])),
+            Rows::Dense32(x) => CowArray::from(x.slice_move(s![lo..hi, ..]).mapv(f64::from)),
+            Rows::Sparse(x) => {
+                let mut out = Array2::zeros((hi - lo, x.n_cols()));
+                for (r, mut o) in (lo..hi).zip(out.rows_mut()) {
+                    let (idx, val) = x.row(r);
+                    for (&j, &v) in idx.iter().zip(val) {
+                        o[j] += v;
+                    }
+                }
+                CowArray::from(out)
+            }
+        }
+    }
+
+    /// All rows as a dense `f64` matrix ([`Rows::dense_block`] of every row).
+    pub fn to_f64(&self) -> CowArray<'a, f64, Ix2> {
+        self.dense_block(0, self.n_rows())
+    }
+
+    /// The first row holding a NaN or an infinite value, if any (rows checked in parallel).
+    pub fn first_non_finite_row(&self) -> Option<usize> {
+        let n = self.n_rows();
+        match self {
+            Rows::Dense(x) => (0..n)
+                .into_par_iter()
+                .with_min_len(CHUNK_ROWS)
+                .find_first(|&i| x.row(i).iter().any(|v| !v.is_finite())),
+            Rows::Dense32(x) => (0..n)
+                .into_par_iter()
+                .with_min_len(CHUNK_ROWS)
+                .find_first(|&i| x.row(i).iter().any(|v| !v.is_finite())),
+            Rows::Sparse(x) => (0..n).find(|&i| x.row(i).1.iter().any(|v| !v.is_finite())),
         }
     }
 }
@@ -233,6 +306,13 @@ impl<'r, 'a> KernelPass<'r, 'a> {
             Rows::Dense(x) => {
                 general_mat_mul(1.0, &x.slice(s![lo..hi, ..]), &self.vt, 0.0, &mut block)
             }
+            Rows::Dense32(_) => general_mat_mul(
+                1.0,
+                &self.rows.dense_block(lo, hi),
+                &self.vt,
+                0.0,
+                &mut block,
+            ),
             Rows::Sparse(x) => {
                 block.fill(0.0);
                 for (r, mut orow) in (lo..hi).zip(block.rows_mut()) {
@@ -455,8 +535,9 @@ pub fn basis_gradient_from_weights(
     let nb = basis.len();
     let q = rows.n_cols();
     let mut out = match rows {
-        Rows::Dense(x) => {
-            // Partial products W_c^T F_c over fixed row chunks, summed in chunk order.
+        Rows::Dense(_) | Rows::Dense32(_) => {
+            // Partial products W_c^T F_c over fixed row chunks, summed in chunk order (`f32`
+            // rows read into `f64` a chunk at a time).
             let bounds: Vec<(usize, usize)> = (0..n)
                 .step_by(GRAD_CHUNK_ROWS)
                 .map(|lo| (lo, (lo + GRAD_CHUNK_ROWS).min(n)))
@@ -468,7 +549,7 @@ pub fn basis_gradient_from_weights(
                     general_mat_mul(
                         1.0,
                         &w.slice(s![lo..hi, ..]).t(),
-                        &x.slice(s![lo..hi, ..]),
+                        &rows.dense_block(lo, hi),
                         0.0,
                         &mut p,
                     );

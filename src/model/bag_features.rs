@@ -11,7 +11,7 @@ use ndarray::Array2;
 
 use super::BagView;
 use crate::error::{Error, Result};
-use crate::kernel::Rows;
+use crate::kernel::{Real, Rows};
 
 crate::params::choices! {
 /// What the kernel expansion `f` of a model scores.
@@ -50,19 +50,8 @@ pub fn min_max_into(bag: BagView<'_>, out: &mut [f64]) -> Result<()> {
     let (lo, hi) = out.split_at_mut(d);
     let n = bag.n_instances();
     match bag {
-        BagView::Dense { data, .. } => {
-            if data.iter().any(|v| !v.is_finite()) {
-                return Err(non_finite());
-            }
-            lo.copy_from_slice(&data[..d]);
-            hi.copy_from_slice(&data[..d]);
-            for x in data.chunks_exact(d).skip(1) {
-                for ((a, b), &v) in lo.iter_mut().zip(hi.iter_mut()).zip(x) {
-                    *a = a.min(v);
-                    *b = b.max(v);
-                }
-            }
-        }
+        BagView::Dense { data, .. } => dense_min_max(data, d, lo, hi)?,
+        BagView::Dense32 { data, .. } => dense_min_max(data, d, lo, hi)?,
         BagView::Csr {
             indptr,
             indices,
@@ -105,11 +94,16 @@ pub fn min_max_rows(rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
     let d = rows.n_cols();
     let m = bag_ptr.len().saturating_sub(1);
     let mut out = Array2::zeros((m, 2 * d));
-    if let Rows::Dense(x) = rows {
-        if !x.is_standard_layout() {
+    match rows {
+        Rows::Dense(x) if !x.is_standard_layout() => {
             let owned = x.as_standard_layout().into_owned();
             return min_max_rows(Rows::Dense(owned.view()), bag_ptr);
         }
+        Rows::Dense32(x) if !x.is_standard_layout() => {
+            let owned = x.as_standard_layout().into_owned();
+            return min_max_rows(Rows::Dense32(owned.view()), bag_ptr);
+        }
+        _ => {}
     }
     for (i, mut o) in out.rows_mut().into_iter().enumerate() {
         let (lo, hi) = (bag_ptr[i], bag_ptr[i + 1]);
@@ -125,6 +119,23 @@ pub fn min_max_rows(rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
         })?;
     }
     Ok(out)
+}
+
+/// The per-feature minima and maxima of dense rows (`d` values each) into `lo` and `hi`.
+fn dense_min_max<T: Real>(data: &[T], d: usize, lo: &mut [f64], hi: &mut [f64]) -> Result<()> {
+    if data.iter().any(|v| !v.is_finite()) {
+        return Err(non_finite());
+    }
+    for ((a, b), &v) in lo.iter_mut().zip(hi.iter_mut()).zip(&data[..d]) {
+        (*a, *b) = (v.to_f64(), v.to_f64());
+    }
+    for x in data.chunks_exact(d).skip(1) {
+        for ((a, b), &v) in lo.iter_mut().zip(hi.iter_mut()).zip(x) {
+            *a = a.min(v.to_f64());
+            *b = b.max(v.to_f64());
+        }
+    }
+    Ok(())
 }
 
 fn non_finite() -> Error {

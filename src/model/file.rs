@@ -302,10 +302,10 @@ fn read_v1_v2(obj: &Map<String, Value>, version: u32) -> Result<Model> {
 pub(super) fn to_json(model: &Model) -> Result<String> {
     model.check()?;
     let xv = match &model.xv {
-        Instances::Dense(z) => json!({
+        Instances::Dense(_) | Instances::Dense32(_) => json!({
             "layout": "dense",
-            "shape": [z.nrows(), z.ncols()],
-            "data": z.iter().copied().collect::<Vec<f64>>(),
+            "shape": [model.xv.n_rows(), model.xv.n_features()],
+            "data": model.xv.to_dense().iter().copied().collect::<Vec<f64>>(),
         }),
         Instances::Sparse(z) => json!({
             "layout": "csr",

@@ -125,7 +125,8 @@ pub struct Model {
 
 impl Model {
     /// A model with no metadata (fields can be set afterwards); `xv` is an `Array2` (dense) or
-    /// [`Instances`] (dense or CSR).
+    /// [`Instances`] (dense or CSR). The basis is held in `f64`: `f32` rows are widened
+    /// (exactly).
     pub fn new(
         kernel: Kernel,
         xv: impl Into<Instances>,
@@ -134,9 +135,13 @@ impl Model {
         n_classes: usize,
         pooling: Pooling,
     ) -> Self {
+        let xv = match xv.into() {
+            Instances::Dense32(z) => Instances::Dense(z.view().mapv(f64::from)),
+            xv => xv,
+        };
         Self {
             kernel,
-            xv: xv.into(),
+            xv,
             coef,
             intercept,
             n_classes,
@@ -303,6 +308,7 @@ impl Model {
     fn xv_has_non_finite(&self) -> bool {
         match &self.xv {
             Instances::Dense(z) => z.iter().any(|v| !v.is_finite()),
+            Instances::Dense32(z) => z.as_slice().iter().any(|v| !v.is_finite()),
             Instances::Sparse(z) => z.data().iter().any(|v| !v.is_finite()),
         }
     }

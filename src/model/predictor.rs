@@ -29,13 +29,21 @@ use crate::bags::{validate_bag_ptr, Bags, Csr, Instances};
 use crate::error::{Error, Result};
 use crate::kernel::{instance_scores, Basis, Kernel, Rows, Simd};
 
-/// One bag of instances, borrowed: dense row-major values or CSR rows.
+/// One bag of instances, borrowed: dense row-major values (`f64` or `f32`) or CSR rows.
 #[derive(Debug, Clone, Copy)]
 pub enum BagView<'a> {
     /// `n_instances x n_features` values, row-major.
     Dense {
         /// The values.
         data: &'a [f64],
+        /// Values per instance.
+        n_features: usize,
+    },
+    /// `n_instances x n_features` single-precision values, row-major (read into `f64`
+    /// arithmetic: the scores equal those of the same values given as `f64`, bit for bit).
+    Dense32 {
+        /// The values.
+        data: &'a [f32],
         /// Values per instance.
         n_features: usize,
     },
@@ -63,6 +71,17 @@ impl<'a> BagView<'a> {
             )));
         }
         Ok(BagView::Dense { data, n_features })
+    }
+
+    /// A dense single-precision bag: `data.len()` must be a positive multiple of `n_features`.
+    pub fn dense32(data: &'a [f32], n_features: usize) -> Result<Self> {
+        if n_features == 0 || data.is_empty() || data.len() % n_features != 0 {
+            return Err(Error::Mismatch(format!(
+                "a bag must hold a positive multiple of {n_features} values, got {}",
+                data.len()
+            )));
+        }
+        Ok(BagView::Dense32 { data, n_features })
     }
 
     /// A CSR bag; checks the offsets and the column indices.
@@ -103,6 +122,7 @@ impl<'a> BagView<'a> {
     pub fn n_instances(&self) -> usize {
         match *self {
             BagView::Dense { data, n_features } => data.len() / n_features.max(1),
+            BagView::Dense32 { data, n_features } => data.len() / n_features.max(1),
             BagView::Csr { indptr, .. } => indptr.len() - 1,
         }
     }
@@ -110,7 +130,9 @@ impl<'a> BagView<'a> {
     /// Number of features.
     pub fn n_features(&self) -> usize {
         match *self {
-            BagView::Dense { n_features, .. } | BagView::Csr { n_features, .. } => n_features,
+            BagView::Dense { n_features, .. }
+            | BagView::Dense32 { n_features, .. }
+            | BagView::Csr { n_features, .. } => n_features,
         }
     }
 
@@ -119,6 +141,9 @@ impl<'a> BagView<'a> {
         match *self {
             BagView::Dense { data, n_features } => {
                 Instance::Dense(&data[p * n_features..(p + 1) * n_features])
+            }
+            BagView::Dense32 { data, n_features } => {
+                Instance::Dense32(&data[p * n_features..(p + 1) * n_features])
             }
             BagView::Csr {
                 indptr,
@@ -132,9 +157,13 @@ impl<'a> BagView<'a> {
         }
     }
 
-    fn values(&self) -> &'a [f64] {
+    /// Whether a stored value is NaN or infinite.
+    fn has_non_finite(&self) -> bool {
         match *self {
-            BagView::Dense { data, .. } | BagView::Csr { data, .. } => data,
+            BagView::Dense { data, .. } | BagView::Csr { data, .. } => {
+                data.iter().any(|v| !v.is_finite())
+            }
+            BagView::Dense32 { data, .. } => data.iter().any(|v| !v.is_finite()),
         }
     }
 
@@ -145,6 +174,14 @@ impl<'a> BagView<'a> {
                 let d = x.ncols();
                 let all = x.to_slice().unwrap_or(&[]);
                 BagView::Dense {
+                    data: &all[lo * d..hi * d],
+                    n_features: d,
+                }
+            }
+            Rows::Dense32(x) => {
+                let d = x.ncols();
+                let all = x.to_slice().unwrap_or(&[]);
+                BagView::Dense32 {
                     data: &all[lo * d..hi * d],
                     n_features: d,
                 }
@@ -165,6 +202,7 @@ impl<'a> BagView<'a> {
 /// One instance of a [`BagView`].
 enum Instance<'a> {
     Dense(&'a [f64]),
+    Dense32(&'a [f32]),
     Sparse(&'a [usize], &'a [f64]),
 }
 
@@ -213,8 +251,9 @@ impl Predictor {
     pub fn new(model: &Model) -> Result<Self> {
         model.check()?;
         let (layout, znorms) = match &model.xv {
-            Instances::Dense(z) => {
-                let basis = Basis::direct(z.as_standard_layout().into_owned());
+            Instances::Dense(_) | Instances::Dense32(_) => {
+                let basis =
+                    Basis::direct(model.xv.rows().to_f64().as_standard_layout().into_owned());
                 let norms = basis.sq_norms.clone();
                 (Layout::Dense(basis), norms)
             }
@@ -362,7 +401,7 @@ impl Predictor {
     fn score_raw(&self, bag: BagView<'_>, ws: &mut Workspace, out: &mut [f64]) -> Result<()> {
         self.pooled(bag, ws, out);
         // a non-finite value makes its instance's squared norm non-finite: scan only then
-        if ws.norms.iter().any(|s| !s.is_finite()) && bag.values().iter().any(|v| !v.is_finite()) {
+        if ws.norms.iter().any(|s| !s.is_finite()) && bag.has_non_finite() {
             return Err(Error::InvalidData("the bag has a non-finite value".into()));
         }
         if self.pooling == Pooling::NormalizedMean {
@@ -465,14 +504,20 @@ impl Predictor {
         {
             *s = match (bag.instance(p), &self.layout) {
                 (Instance::Dense(x), Layout::Dense(basis)) => {
-                    self.dots(x, basis.v.as_slice().unwrap_or(&[]), x.len(), drow)
+                    self.simd
+                        .dots(x, basis.v.as_slice().unwrap_or(&[]), x.len(), drow)
+                }
+                (Instance::Dense32(x), Layout::Dense(basis)) => {
+                    self.simd
+                        .dots(x, basis.v.as_slice().unwrap_or(&[]), x.len(), drow)
                 }
                 (Instance::Dense(x), Layout::Sparse(z, _)) => {
-                    for (k, o) in drow.iter_mut().enumerate() {
-                        let (js, vs) = z.row(k);
-                        *o = js.iter().zip(vs).map(|(&j, &v)| v * x[j]).sum();
-                    }
-                    self.dot(x, x)
+                    sparse_basis_dots(z, x, drow);
+                    self.simd.dot(x, x)
+                }
+                (Instance::Dense32(x), Layout::Sparse(z, _)) => {
+                    sparse_basis_dots(z, x, drow);
+                    self.simd.dot(x, x)
                 }
                 (Instance::Sparse(idx, val), Layout::Dense(basis)) => {
                     for (o, zk) in drow.iter_mut().zip(basis.v.rows()) {
@@ -496,15 +541,22 @@ impl Predictor {
     fn bag_self_kernel(&self, bag: BagView<'_>, ws: &mut Workspace) -> f64 {
         let n = bag.n_instances();
         let mut total = 0.0;
-        match bag {
-            BagView::Dense { data, n_features } => {
-                for (p, xp) in data.chunks_exact(n_features).enumerate() {
-                    for (q, xq) in data.chunks_exact(n_features).enumerate() {
-                        let dot = self.dot(xp, xq);
-                        total += self.kernel.from_dot(dot, ws.norms[p], ws.norms[q]);
-                    }
+        let mut dense = |dot: &dyn Fn(usize, usize) -> f64| {
+            for p in 0..n {
+                for q in 0..n {
+                    total += self.kernel.from_dot(dot(p, q), ws.norms[p], ws.norms[q]);
                 }
             }
+        };
+        match bag {
+            BagView::Dense { data, n_features } => dense(&|p, q| {
+                let row = |i: usize| &data[i * n_features..(i + 1) * n_features];
+                self.simd.dot(row(p), row(q))
+            }),
+            BagView::Dense32 { data, n_features } => dense(&|p, q| {
+                let row = |i: usize| &data[i * n_features..(i + 1) * n_features];
+                self.simd.dot(row(p), row(q))
+            }),
             BagView::Csr {
                 indptr,
                 indices,
@@ -583,6 +635,10 @@ impl Predictor {
             Rows::Dense(x) if !x.is_standard_layout() => {
                 let owned = x.as_standard_layout().into_owned();
                 f(Rows::Dense(owned.view()))
+            }
+            Rows::Dense32(x) if !x.is_standard_layout() => {
+                let owned = x.as_standard_layout().into_owned();
+                f(Rows::Dense32(owned.view()))
             }
             _ => f(rows),
         }
@@ -713,13 +769,8 @@ impl Predictor {
         }
         // a non-finite value makes its row's squared norm non-finite: scan only then
         if let Some(p) = norms.iter().position(|s| !s.is_finite()) {
-            let first_bad = (p..n).find(|&r| {
-                !norms[r].is_finite()
-                    && BagView::of(rows, r, r + 1)
-                        .values()
-                        .iter()
-                        .any(|v| !v.is_finite())
-            });
+            let first_bad = (p..n)
+                .find(|&r| !norms[r].is_finite() && BagView::of(rows, r, r + 1).has_non_finite());
             if let Some(r) = first_bad {
                 let bag = bag_ptr.partition_point(|&q| q <= r) - 1;
                 return Err(Error::InvalidData(format!(
@@ -789,7 +840,7 @@ impl Predictor {
                     .raw_instance_scores(&Instances::Dense(a.as_standard_layout().into_owned()));
             }
         }
-        let rows = Rows::from(x);
+        let rows = Rows::from(x); // `f32` rows are always in standard layout
         let norms = checked_norms(rows)?;
         Ok(match &self.layout {
             Layout::Dense(basis) => instance_scores(
@@ -816,13 +867,6 @@ impl Predictor {
         })
     }
 
-    /// `out[k] = x . z_k` for the rows `z_k` of the row-major `z` (`d` columns), and `x . x`
-    /// returned ([`Simd::dots`]).
-    #[inline]
-    fn dots(&self, x: &[f64], z: &[f64], d: usize, out: &mut [f64]) -> f64 {
-        self.simd.dots(x, z, d, out)
-    }
-
     /// `sum_i a_i b_i` ([`Simd::dot`]).
     #[inline]
     fn dot(&self, a: &[f64], b: &[f64]) -> f64 {
@@ -845,27 +889,19 @@ fn normalize(scores: &mut [f64], intercept: &[f64], kself: f64) {
     }
 }
 
+/// `out[k] = z_k . x` for the rows of a CSR basis `z` and a dense instance `x`.
+fn sparse_basis_dots<T: crate::kernel::Real>(z: &Csr, x: &[T], out: &mut [f64]) {
+    for (k, o) in out.iter_mut().enumerate() {
+        let (js, vs) = z.row(k);
+        *o = js.iter().zip(vs).map(|(&j, &v)| v * x[j].to_f64()).sum();
+    }
+}
+
 /// Squared norms of the rows, in parallel; a non-finite value is an error naming its row.
 fn checked_norms(rows: Rows<'_>) -> Result<Vec<f64>> {
-    let norms: Vec<f64> = match rows {
-        Rows::Dense(x) => {
-            let mut out = vec![0.0; x.nrows()];
-            out.par_chunks_mut(256).enumerate().for_each(|(c, dst)| {
-                for (i, o) in dst.iter_mut().enumerate() {
-                    let r = x.row(c * 256 + i);
-                    *o = r.dot(&r);
-                }
-            });
-            out
-        }
-        Rows::Sparse(_) => rows.sq_norms(),
-    };
+    let norms = rows.sq_norms();
     if let Some(i) = norms.iter().position(|s| !s.is_finite()) {
-        let bad = match rows {
-            Rows::Dense(x) => x.row(i).iter().any(|v| !v.is_finite()),
-            Rows::Sparse(x) => x.row(i).1.iter().any(|v| !v.is_finite()),
-        };
-        if bad {
+        if BagView::of(rows, i, i + 1).has_non_finite() {
             return Err(Error::InvalidData(format!(
                 "instance {i} has a non-finite value"
             )));

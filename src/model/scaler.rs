@@ -2,12 +2,14 @@
 //! scale_j`, fitted on the training instances (the Python `BagStandardScaler`). A model with a
 //! scaler scores raw bags: the [`Predictor`](super::Predictor) standardises every instance
 //! before the kernel. CSR instances stay CSR when no feature is centred (`mean = 0`, what the
-//! scaler fits on sparse data), and are densified otherwise.
+//! scaler fits on sparse data), and are densified otherwise. `f32` instances are standardised in
+//! `f32` arithmetic with the mean and scale rounded to `f32`, as NumPy and scikit-learn do.
 
 use ndarray::Array2;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::bags::{Csr, Instances};
+use crate::bags::{Csr, DenseF32, Instances};
 use crate::error::{Error, Result};
 use crate::kernel::Rows;
 
@@ -56,8 +58,18 @@ impl Scaler {
         }
     }
 
+    /// Standardises one single-precision row as NumPy and scikit-learn do for `float32` data:
+    /// `(v - m) / s` in `f32` arithmetic with the mean and scale rounded to `f32`.
+    #[inline]
+    pub fn dense_row_into_f32(&self, x: &[f32], out: &mut [f32]) {
+        for (((o, &v), &m), &s) in out.iter_mut().zip(x).zip(&self.mean).zip(&self.scale) {
+            *o = (v - m as f32) / s as f32;
+        }
+    }
+
     /// The standardised copy of one bag, its values in `buf` (resized): a dense bag or a
-    /// centred CSR bag becomes dense, an uncentred CSR bag keeps its structure.
+    /// centred CSR bag becomes dense, an uncentred CSR bag keeps its structure. A `f32` bag is
+    /// standardised in `f32` ([`Scaler::dense_row_into_f32`]), the result widened into `buf`.
     pub fn bag_into<'a>(&self, bag: BagView<'a>, buf: &'a mut Vec<f64>) -> BagView<'a> {
         let d = bag.n_features();
         match bag {
@@ -65,6 +77,15 @@ impl Scaler {
                 buf.resize(data.len(), 0.0);
                 for (x, o) in data.chunks_exact(d).zip(buf.chunks_exact_mut(d)) {
                     self.dense_row_into(x, o);
+                }
+            }
+            BagView::Dense32 { data, .. } => {
+                buf.resize(data.len(), 0.0);
+                for (x, o) in data.chunks_exact(d).zip(buf.chunks_exact_mut(d)) {
+                    for (((o, &v), &m), &s) in o.iter_mut().zip(x).zip(&self.mean).zip(&self.scale)
+                    {
+                        *o = f64::from((v - m as f32) / s as f32);
+                    }
                 }
             }
             BagView::Csr {
@@ -108,10 +129,21 @@ impl Scaler {
         }
     }
 
-    /// The standardised copy of `rows` (dense, or CSR when uncentred).
+    /// The standardised copy of `rows` (dense, or CSR when uncentred; `f32` rows stay `f32`,
+    /// standardised by [`Scaler::dense_row_into_f32`]).
     pub fn apply(&self, rows: Rows<'_>) -> Result<Instances> {
         let d = rows.n_cols();
         Ok(match rows {
+            Rows::Dense32(x) => {
+                let mut out = vec![0.0f32; x.len()];
+                out.par_chunks_mut(d.max(1))
+                    .zip(x.outer_iter().into_par_iter())
+                    .for_each(|(o, xr)| match xr.as_slice() {
+                        Some(xr) => self.dense_row_into_f32(xr, o),
+                        None => self.dense_row_into_f32(&xr.to_vec(), o),
+                    });
+                Instances::Dense32(DenseF32::from_vec(x.nrows(), d, out)?)
+            }
             Rows::Dense(x) => {
                 let mut out = Array2::zeros(x.dim());
                 for (xr, mut or) in x.rows().into_iter().zip(out.rows_mut()) {

@@ -45,7 +45,7 @@ pub fn decision_functions(
         .iter()
         .map(|m| match &m.xv {
             Instances::Dense(z) => Some(z),
-            Instances::Sparse(_) => None,
+            Instances::Dense32(_) | Instances::Sparse(_) => None,
         })
         .collect();
     let Some(dense) = dense.filter(|_| models.len() > 1) else {

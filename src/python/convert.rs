@@ -14,7 +14,9 @@ use pyo3::exceptions::{PyKeyboardInterrupt, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString, PyTuple};
 
-use crate::bags::{Bags, Csr, Instances};
+use std::sync::Arc;
+
+use crate::bags::{Bags, Csr, DenseF32, Instances};
 use crate::error::Error;
 use crate::params::{Hyperparams, Value};
 
@@ -57,15 +59,40 @@ fn csr_of(t: &Bound<'_, PyTuple>) -> PyResult<Csr> {
     )?)
 }
 
-/// Instances from a dense 2-D float64 array or a CSR tuple `(data, indices, indptr, n_cols)`.
+/// Instances from a dense 2-D float64 or float32 array or a CSR tuple `(data, indices, indptr,
+/// n_cols)`. A float64 array is copied once into the core; a float32 array is read in place when
+/// it is C-contiguous and aligned (kept alive by a reference held as long as the instances, so
+/// that a memory-mapped `.npy` file is never copied), else copied once into a row-major `f32`
+/// matrix. Python code must not write to the array while the core uses it (the fit releases the
+/// GIL).
 pub(crate) fn instances(obj: &Bound<'_, PyAny>) -> PyResult<Instances> {
     if let Ok(t) = obj.cast::<PyTuple>() {
         return Ok(Instances::Sparse(csr_of(t)?));
+    }
+    if let Ok(x) = obj.extract::<PyReadonlyArray2<f32>>() {
+        return Ok(Instances::Dense32(dense_f32(obj, &x)?));
     }
     let x: PyReadonlyArray2<f64> = obj.extract()?;
     Ok(Instances::Dense(
         x.as_array().as_standard_layout().into_owned(),
     ))
+}
+
+/// A float32 array as [`DenseF32`]: borrowed when C-contiguous and aligned, else copied.
+fn dense_f32(obj: &Bound<'_, PyAny>, x: &PyReadonlyArray2<'_, f32>) -> PyResult<DenseF32> {
+    let view = x.as_array();
+    let (n, d) = view.dim();
+    if let Ok(all) = x.as_slice() {
+        let ptr = all.as_ptr();
+        if ptr.align_offset(std::mem::align_of::<f32>()) == 0 {
+            let owner: Arc<dyn Send + Sync> = Arc::new(obj.clone().unbind());
+            // SAFETY: `ptr` points to the `n * d` row-major values of the array `obj` (a
+            // C-contiguous, aligned slice), which `owner` keeps alive; the binding's contract
+            // (above) is that nothing writes to it meanwhile.
+            return Ok(unsafe { DenseF32::from_shared(ptr, n, d, owner) }?);
+        }
+    }
+    Ok(DenseF32::from_array(view))
 }
 
 /// Bags from stacked instances (see [`instances`]) and bag offsets.

@@ -49,7 +49,8 @@ impl PyModel {
     }
 }
 
-/// Runs `f` on stacked instances from Python (a float64 array read in place, or a CSR tuple)
+/// Runs `f` on stacked instances from Python (a float64 or float32 array read in place, or a
+/// CSR tuple)
 /// with bag offsets, without the GIL, on `n_jobs` threads.
 fn with_rows<'py, T: Send>(
     py: Python<'py>,
@@ -60,17 +61,22 @@ fn with_rows<'py, T: Send>(
 ) -> PyResult<T> {
     let bag_ptr = to_usize(bag_ptr.as_slice()?, "bag_ptr")?;
     let n_jobs = n_jobs_of(n_jobs)?;
-    let not_rows = || PyValueError::new_err("x must be a 2-D float64 array or a CSR tuple");
+    let not_rows =
+        || PyValueError::new_err("x must be a 2-D float64 or float32 array or a CSR tuple");
     let dense = x.extract::<PyReadonlyArray2<f64>>().ok();
-    let csr = match (&dense, dense.is_none().then(|| instances(x)).transpose()?) {
-        (None, Some(Instances::Sparse(csr))) => Some(csr),
-        (None, _) => return Err(not_rows()),
+    let dense32 = x.extract::<PyReadonlyArray2<f32>>().ok();
+    let csr = match (&dense, &dense32) {
+        (None, None) => match instances(x)? {
+            Instances::Sparse(csr) => Some(csr),
+            _ => return Err(not_rows()),
+        },
         _ => None,
     };
-    let rows = match (&dense, &csr) {
-        (Some(d), _) => Rows::Dense(d.as_array()),
-        (None, Some(csr)) => Rows::Sparse(csr),
-        (None, None) => return Err(not_rows()),
+    let rows = match (&dense, &dense32, &csr) {
+        (Some(d), _, _) => Rows::Dense(d.as_array()),
+        (None, Some(d), _) => Rows::Dense32(d.as_array()),
+        (None, None, Some(csr)) => Rows::Sparse(csr),
+        _ => return Err(not_rows()),
     };
     run(py, || with_threads(n_jobs, || f(rows, &bag_ptr))?)
 }
@@ -334,6 +340,8 @@ impl PyModel {
         let py = slf.py();
         match &slf.get().model.xv {
             Instances::Dense(z) => Ok(view(z, slf.clone().into_any())?.into_any()),
+            // a model's basis is held in f64 (`Model::new` widens f32 rows)
+            Instances::Dense32(_) => Ok(slf.get().model.xv.to_dense().into_pyarray(py).into_any()),
             Instances::Sparse(z) => {
                 let idx: Vec<i64> = z.indices().iter().map(|&j| j as i64).collect();
                 let ptr: Vec<i64> = z.indptr().iter().map(|&j| j as i64).collect();

@@ -68,10 +68,11 @@ pub fn set_kernel(kernel: Kernel, a: &Bags, b: &Bags) -> Result<Array2<f64>> {
 fn bag_means(bags: &Bags) -> Result<Instances> {
     let ptr = bags.bag_ptr();
     match bags.instances() {
-        Instances::Dense(x) => {
-            let mut out = Array2::zeros((bags.n_bags(), x.ncols()));
+        x @ (Instances::Dense(_) | Instances::Dense32(_)) => {
+            let rows = x.rows();
+            let mut out = Array2::zeros((bags.n_bags(), x.n_features()));
             for (i, mut row) in out.rows_mut().into_iter().enumerate() {
-                if let Some(mean) = x.slice(s![ptr[i]..ptr[i + 1], ..]).mean_axis(Axis(0)) {
+                if let Some(mean) = rows.dense_block(ptr[i], ptr[i + 1]).mean_axis(Axis(0)) {
                     row.assign(&mean);
                 }
             }
@@ -115,14 +116,21 @@ pub fn set_kernel_gram_cancellable(
     bags: &Bags,
     cancel: &Cancel,
 ) -> Result<Array2<f64>> {
-    let x = match (kernel, bags.instances()) {
-        (Kernel::Rbf { .. }, Instances::Dense(x)) => x,
+    let x = match (kernel, bags.instances().rows()) {
+        (Kernel::Rbf { .. }, Rows::Dense(x)) if !x.is_standard_layout() => {
+            let owned = x.as_standard_layout().into_owned();
+            return set_kernel_gram_cancellable(
+                kernel,
+                &Bags::new(Instances::Dense(owned), bags.bag_ptr().to_vec())?,
+                cancel,
+            );
+        }
+        (Kernel::Rbf { .. }, x) if x.is_dense() => x,
         _ => {
             let k = set_kernel(kernel, bags, bags)?;
             return Ok((&k + &k.t()) * 0.5);
         }
     };
-    let x = x.as_standard_layout();
     let norms = bags.instances().sq_norms();
     let ptr = bags.bag_ptr();
     let m = bags.n_bags();
@@ -150,7 +158,7 @@ pub fn set_kernel_gram_cancellable(
             .zip(blocks.par_iter())
             .for_each(|(rows, &(b0, b1))| {
                 if !cancel.is_cancelled() {
-                    gram_row_block(kernel, x.view(), &norms, ptr, b0, b1, rows)
+                    gram_row_block(kernel, x, &norms, ptr, b0, b1, rows)
                 }
             });
     }
@@ -180,10 +188,11 @@ const TILE_COLS: usize = 256;
 /// `TILE_COLS` instance columns, the inner products of the block's instances with the tile's
 /// (one faer product; measured 1.3x faster than matrixmultiply on these shapes here), turned into
 /// kernel values and summed into `rows` by the bags of the row and
-/// the column. The tile stays in cache; every sum runs in one fixed order.
+/// the column. The tile stays in cache; every sum runs in one fixed order. `x` is dense (`f32`
+/// rows are read into `f64` a block at a time).
 fn gram_row_block(
     kernel: Kernel,
-    x: ndarray::ArrayView2<f64>,
+    x: Rows<'_>,
     norms: &[f64],
     ptr: &[usize],
     b0: usize,
@@ -192,8 +201,8 @@ fn gram_row_block(
 ) {
     let m = ptr.len() - 1;
     let (r0, r1) = (ptr[b0], ptr[b1]);
-    let n = x.nrows();
-    let xr = x.slice(s![r0..r1, ..]);
+    let n = x.n_rows();
+    let xr = x.dense_block(r0, r1);
     let mut tile = Array2::<f64>::zeros((r1 - r0, TILE_COLS));
     let mut c0 = r0;
     // The bag of the first column of the tile.
@@ -205,8 +214,8 @@ fn gram_row_block(
         faer::linalg::matmul::matmul(
             faer_mut(t.view_mut()),
             faer::Accum::Replace,
-            faer_ref(xr),
-            faer_ref(x.slice(s![c0..c1, ..]).t()),
+            faer_ref(xr.view()),
+            faer_ref(x.dense_block(c0, c1).t()),
             1.0,
             faer::Par::Seq,
         );

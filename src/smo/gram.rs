@@ -148,18 +148,54 @@ impl GramRows for PrecomputedGram<'_> {
     }
 }
 
-/// An instance kernel over dense or CSR rows, each kernel row computed on demand from inner
-/// products and squared norms (dense rows: `Simd::dots`, four rows per pass; then the
-/// vectorised `Kernel::finish_rows`). A row is split into fixed chunks of points run in
-/// parallel when it is long; every value is computed the same way whatever the chunking.
+/// An instance kernel over dense (`f64` or `f32`) or CSR rows, each kernel row computed on
+/// demand from inner products and squared norms (dense rows: `Simd::dots`, four rows per pass;
+/// then the vectorised `Kernel::finish_rows`). A row is split into fixed chunks of points run in
+/// parallel when it is long; every value is computed the same way whatever the chunking, and
+/// `f32` rows give the values of the same rows stored as `f64`.
 #[derive(Debug, Clone)]
 pub struct InstanceGram<'a> {
     kernel: Kernel,
     rows: Rows<'a>,
     /// Dense rows in row-major order (borrowed when they already are).
-    dense: Option<CowArray<'a, f64, Ix2>>,
+    dense: Option<DenseRows<'a>>,
     sq_norms: Vec<f64>,
     simd: Simd,
+}
+
+/// Dense rows in row-major order, of either element type.
+#[derive(Debug, Clone)]
+enum DenseRows<'a> {
+    F64(CowArray<'a, f64, Ix2>),
+    F32(CowArray<'a, f32, Ix2>),
+}
+
+/// Runs `$body` with `$x` bound to the row-major values (`&[f64]` or `&[f32]`) of a
+/// [`DenseRows`], and `$d` to the row length.
+macro_rules! with_dense {
+    ($rows:expr, |$x:ident, $d:ident| $body:expr) => {
+        match $rows {
+            DenseRows::F64(a) => {
+                let $d = a.ncols();
+                let $x = a.as_slice().unwrap_or_default();
+                $body
+            }
+            DenseRows::F32(a) => {
+                let $d = a.ncols();
+                let $x = a.as_slice().unwrap_or_default();
+                $body
+            }
+        }
+    };
+}
+
+/// A view in standard layout, borrowed when it already is.
+fn standard<T: Clone>(x: ArrayView2<'_, T>) -> CowArray<'_, T, Ix2> {
+    if x.is_standard_layout() {
+        CowArray::from(x)
+    } else {
+        CowArray::from(x.as_standard_layout().into_owned())
+    }
 }
 
 impl<'a> InstanceGram<'a> {
@@ -175,21 +211,17 @@ impl<'a> InstanceGram<'a> {
         }
         let simd = Simd::detect();
         let dense = match rows {
-            Rows::Dense(x) if x.is_standard_layout() => Some(CowArray::from(x)),
-            Rows::Dense(x) => Some(CowArray::from(x.as_standard_layout().into_owned())),
+            Rows::Dense(x) => Some(DenseRows::F64(standard(x))),
+            Rows::Dense32(x) => Some(DenseRows::F32(standard(x))),
             Rows::Sparse(_) => None,
         };
         // Norms from the same inner products as the rows, so that `k(x, x)` is the same value
         // on the diagonal and in a row.
         let sq_norms = match (&dense, rows) {
-            (Some(x), _) => x
-                .rows()
-                .into_iter()
-                .map(|r| {
-                    let r = r.to_slice().unwrap_or_default();
-                    simd.dot(r, r)
-                })
-                .collect(),
+            (Some(dense), _) => with_dense!(dense, |x, d| x
+                .chunks_exact(d.max(1))
+                .map(|r| simd.dot(r, r))
+                .collect()),
             (None, Rows::Sparse(x)) => {
                 let mut scratch = vec![0.0; x.n_cols()];
                 (0..x.n_rows())
@@ -205,7 +237,7 @@ impl<'a> InstanceGram<'a> {
                     })
                     .collect()
             }
-            (None, Rows::Dense(_)) => Vec::new(),
+            (None, _) => Vec::new(),
         };
         Ok(Self {
             kernel,
@@ -220,20 +252,17 @@ impl<'a> InstanceGram<'a> {
     /// scattered into a dense vector (sparse rows only).
     fn fill_chunk(&self, i: usize, dense_i: &[f64], lo: usize, out: &mut [f64]) {
         match (&self.dense, self.rows) {
-            (Some(x), _) => {
-                let d = x.ncols();
-                let (Some(all), Some(xi)) = (x.as_slice(), x.row(i).to_slice()) else {
-                    return; // unreachable: `dense` is in standard layout
-                };
+            (Some(dense), _) => with_dense!(dense, |all, d| {
+                let xi = &all[i * d..(i + 1) * d];
                 let z = &all[lo * d..(lo + out.len()) * d];
                 self.simd.dots(xi, z, d, out);
-            }
+            }),
             (None, Rows::Sparse(x)) => {
                 for (j, o) in (lo..).zip(out.iter_mut()) {
                     *o = sparse_dot(x, j, dense_i);
                 }
             }
-            (None, Rows::Dense(_)) => {}
+            (None, _) => {}
         }
         let si = self.sq_norms.get(i).copied().unwrap_or(0.0);
         let norms = &self.sq_norms[lo..lo + out.len()];
@@ -294,22 +323,27 @@ impl GramRows for InstanceGram<'_> {
     /// Dense rows: each block of points is read once for all the requested rows
     /// (`Simd::dots_multi`), which divides the memory traffic of a row by their number.
     fn fill_rows(&self, points: &[usize], outs: &mut [&mut [f64]]) {
-        let Some(x) = self.dense.as_ref() else {
+        let Some(dense) = self.dense.as_ref() else {
             for (&i, out) in points.iter().zip(outs.iter_mut()) {
                 self.fill_row(i, out);
             }
             return;
         };
-        let (n, d) = (self.n_points(), x.ncols());
-        let (Some(all), Some(queries)) = (
-            x.as_slice(),
-            points
-                .iter()
-                .map(|&i| x.row(i).to_slice())
-                .collect::<Option<Vec<&[f64]>>>(),
-        ) else {
-            return; // unreachable: `dense` is in standard layout
-        };
+        with_dense!(dense, |all, d| self.fill_rows_dense(all, d, points, outs))
+    }
+}
+
+impl InstanceGram<'_> {
+    /// [`GramRows::fill_rows`] on dense rows (`all`, row-major, `d` columns).
+    fn fill_rows_dense<T: crate::kernel::Real>(
+        &self,
+        all: &[T],
+        d: usize,
+        points: &[usize],
+        outs: &mut [&mut [f64]],
+    ) {
+        let n = self.n_points();
+        let queries: Vec<&[T]> = points.iter().map(|&i| &all[i * d..(i + 1) * d]).collect();
         let n_chunks = n.div_ceil(ROW_CHUNK);
         let mut per_chunk: Vec<Vec<&mut [f64]>> = (0..n_chunks).map(|_| Vec::new()).collect();
         for out in outs.iter_mut() {

@@ -32,7 +32,7 @@ use rayon::prelude::*;
 
 use crate::bags::{Csr, Instances};
 use crate::error::Result;
-use crate::kernel::Simd;
+use crate::kernel::{Real, Simd};
 use crate::progress::Cancel;
 
 /// Rows per block of `X^T u` (fixed: the partial sums and their order do not depend on the
@@ -73,36 +73,49 @@ pub struct LinearSolution {
     pub converged: bool,
 }
 
-/// The instance rows as the loops read them: one row-major slice, or CSR.
+/// The instance rows as the loops read them: one row-major slice (`f64` or `f32`), or CSR.
 #[derive(Clone, Copy)]
 enum RowsRef<'a> {
     Dense { data: &'a [f64], d: usize },
+    Dense32 { data: &'a [f32], d: usize },
     Sparse(&'a Csr),
 }
 
-impl RowsRef<'_> {
-    /// Row `j` of a dense matrix.
-    #[inline]
-    fn dense_row(data: &[f64], d: usize, j: usize) -> &[f64] {
-        &data[j * d..(j + 1) * d]
-    }
+/// Row `j` of a dense row-major matrix of `d` columns.
+#[inline]
+fn dense_row<T>(data: &[T], d: usize, j: usize) -> &[T] {
+    &data[j * d..(j + 1) * d]
+}
+
+/// `match` on a [`RowsRef`] with one body for both dense element types (`$data: &[T]` with
+/// `T: Real`, `$d` its row length) and one for CSR (`$c`).
+macro_rules! on_rows {
+    ($x:expr, dense |$data:ident, $d:ident| $dense:expr, sparse |$c:ident| $sparse:expr) => {
+        match $x {
+            RowsRef::Dense { data: $data, d: $d } => $dense,
+            RowsRef::Dense32 { data: $data, d: $d } => $dense,
+            RowsRef::Sparse($c) => $sparse,
+        }
+    };
 }
 
 /// `out_j = x_j . v` for every row (in parallel, each row on its own: thread-count independent).
 fn x_dot(x: RowsRef, v: &[f64], simd: Simd, out: &mut [f64]) {
-    match x {
-        RowsRef::Dense { data, d } => {
+    on_rows!(
+        x,
+        dense | data,
+        d | {
             out.par_chunks_mut(BLOCK_ROWS)
                 .enumerate()
                 .for_each(|(blk, o)| {
                     let lo = blk * BLOCK_ROWS;
                     for (k, oj) in o.iter_mut().enumerate() {
                         let j = lo + k;
-                        *oj = simd.dot(RowsRef::dense_row(data, d, j), v);
+                        *oj = simd.dot(dense_row(data, d, j), v);
                     }
                 });
-        }
-        RowsRef::Sparse(c) => {
+        },
+        sparse | c | {
             out.par_chunks_mut(BLOCK_ROWS)
                 .enumerate()
                 .for_each(|(blk, o)| {
@@ -113,7 +126,7 @@ fn x_dot(x: RowsRef, v: &[f64], simd: Simd, out: &mut [f64]) {
                     }
                 });
         }
-    }
+    )
 }
 
 /// `sum_j u_j x_j` over the rows with `u_j != 0`: a partial sum per block of rows, the blocks
@@ -128,17 +141,19 @@ fn xt_dot(x: RowsRef, u: &[f64], d: usize) -> Vec<f64> {
                 return None;
             }
             let mut acc = vec![0.0; d];
-            match x {
-                RowsRef::Dense { data, d } => {
+            on_rows!(
+                x,
+                dense | data,
+                d | {
                     for (j, &uj) in u.iter().enumerate().take(hi).skip(lo) {
                         if uj != 0.0 {
-                            for (s, &xv) in acc.iter_mut().zip(RowsRef::dense_row(data, d, j)) {
-                                *s += uj * xv;
+                            for (s, &xv) in acc.iter_mut().zip(dense_row(data, d, j)) {
+                                *s += uj * xv.to_f64();
                             }
                         }
                     }
-                }
-                RowsRef::Sparse(c) => {
+                },
+                sparse | c | {
                     for (j, &uj) in u.iter().enumerate().take(hi).skip(lo) {
                         if uj != 0.0 {
                             let (idx, val) = c.row(j);
@@ -148,7 +163,7 @@ fn xt_dot(x: RowsRef, u: &[f64], d: usize) -> Vec<f64> {
                         }
                     }
                 }
-            }
+            );
             Some(acc)
         })
         .collect();
@@ -173,19 +188,22 @@ fn weighted_sq_columns(x: RowsRef, dj: &[f64], d: usize) -> Vec<f64> {
                 if w == 0.0 {
                     continue;
                 }
-                match x {
-                    RowsRef::Dense { data, d } => {
-                        for (s, &xv) in acc.iter_mut().zip(RowsRef::dense_row(data, d, j)) {
+                on_rows!(
+                    x,
+                    dense | data,
+                    d | {
+                        for (s, &xv) in acc.iter_mut().zip(dense_row(data, d, j)) {
+                            let xv = xv.to_f64();
                             *s += w * xv * xv;
                         }
-                    }
-                    RowsRef::Sparse(c) => {
+                    },
+                    sparse | c | {
                         let (idx, val) = c.row(j);
                         for (&i, &xv) in idx.iter().zip(val) {
                             acc[i] += w * xv * xv;
                         }
                     }
-                }
+                )
             }
             acc
         })
@@ -216,18 +234,20 @@ fn hessian_product(
         .map(|rows| {
             let mut acc = vec![0.0; d];
             let mut acc_b = 0.0;
-            match x {
-                RowsRef::Dense { data, d } => {
+            on_rows!(
+                x,
+                dense | data,
+                d | {
                     for &j in rows {
-                        let row = RowsRef::dense_row(data, d, j);
+                        let row = dense_row(data, d, j);
                         let u = dj[j] * (simd.dot(row, p_w) + p_b);
                         acc_b += u;
                         for (s, &xv) in acc.iter_mut().zip(row) {
-                            *s += u * xv;
+                            *s += u * xv.to_f64();
                         }
                     }
-                }
-                RowsRef::Sparse(c) => {
+                },
+                sparse | c | {
                     for &j in rows {
                         let (idx, val) = c.row(j);
                         let t: f64 = idx.iter().zip(val).map(|(&i, &v)| v * p_w[i]).sum();
@@ -238,7 +258,7 @@ fn hessian_product(
                         }
                     }
                 }
-            }
+            );
             (acc, acc_b)
         })
         .collect();
@@ -322,6 +342,10 @@ impl LinearSquaredHinge<'_> {
                         &copy
                     }
                 },
+                d,
+            },
+            Instances::Dense32(a) => RowsRef::Dense32 {
+                data: a.as_slice(),
                 d,
             },
             Instances::Sparse(c) => RowsRef::Sparse(c),
