@@ -336,6 +336,8 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
         bags, classes = job["bags"], job["classes"]
         state = {"classes_": classes, "model_": fit.model, "gamma_": float(fit.gamma)}
         state.update(self._fitted(fit, bags, len(classes) == 2))
+        if bags.dtype == np.float32 and state["model_"].input_dtype != "float32":
+            state["model_"] = state["model_"].with_input_dtype("float32")  # recorded in the model file
         if job["probability"]:
             state["model_"] = state["model_"].with_calibration(self._calibration(bags, classes, job["labels"]))
         state["fit_time_"] = seconds + (time.perf_counter() - start)

@@ -30,6 +30,7 @@ __all__ = ["CompiledModelMixin", "load", "save", "Model", "write_atomically"]
 
 Model = _core.Model
 _F64 = np.dtype(np.float64)
+_F32 = np.dtype(np.float32)
 
 
 def threads(n_jobs):
@@ -172,7 +173,7 @@ class CompiledModelMixin:
         Parameters
         ----------
         bag : array-like of shape (n_instances, n_features)
-            One bag, one instance per row (a float64 array is read in place; a sparse matrix
+            One bag, one instance per row (a float64 or float32 array is read in place; a sparse matrix
             goes through :meth:`decision_function`).
 
         Returns
@@ -183,7 +184,7 @@ class CompiledModelMixin:
         model = self.__dict__.get("model_")
         if model is None:
             model = self._model()
-        if type(bag) is np.ndarray and bag.dtype is _F64 and bag.ndim == 2:
+        if type(bag) is np.ndarray and bag.dtype in (_F64, _F32) and bag.ndim == 2:
             x = bag  # read in place (the core copies a non-contiguous array)
         elif sp.issparse(bag):
             return self.decision_function([bag])[0]

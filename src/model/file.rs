@@ -1,6 +1,13 @@
 //! The model file: one versioned JSON document per fitted model.
 //!
-//! Version 5 (written by this build) is version 4 with one more optional field, what the kernel
+//! Version 6 (written by this build) is version 5 with one more optional field, the type of the
+//! training instances (absent or null: `"float64"`):
+//!
+//! ```text
+//!   "input_dtype": "float64" | "float32",
+//! ```
+//!
+//! Version 5 is version 4 with one more optional field, what the kernel
 //! expansion scores (absent or null: `"instances"`, every earlier version's meaning):
 //!
 //! ```text
@@ -46,14 +53,14 @@ use ndarray::{Array1, Array2};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
-use super::{BagFeatures, Model, Pooling};
+use super::{BagFeatures, Dtype, Model, Pooling};
 use crate::bags::{Csr, Instances};
 use crate::error::{Error, Result};
 
 /// The version of the model file this build writes (5: `bag_features`; 4: a scaler and a
 /// calibration; 3: sparse bases, classes and metadata in the core; 2 added `pooling`; 1 was the
 /// first). Versions 1 to 5 are read.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 
 const FORMAT: &str = "milsvm-model";
 
@@ -223,8 +230,7 @@ pub(super) fn from_json(text: &str) -> Result<Model> {
     }
     let version: u32 = field(obj, "version")?;
     let model = match version {
-        3 | 4 => read_v3(obj, false)?,
-        5 => read_v3(obj, true)?,
+        3..=6 => read_v3(obj, version)?,
         1 | 2 => read_v1_v2(obj, version)?,
         v => {
             return Err(err(format!(
@@ -237,12 +243,17 @@ pub(super) fn from_json(text: &str) -> Result<Model> {
     Ok(model)
 }
 
-/// Versions 3 to 5 (`bag_features` is read from version 5 on).
-fn read_v3(obj: &Map<String, Value>, with_bag_features: bool) -> Result<Model> {
-    let bag_features = if with_bag_features {
+/// Versions 3 to 6 (`bag_features` is read from version 5 on, `input_dtype` from 6 on).
+fn read_v3(obj: &Map<String, Value>, version: u32) -> Result<Model> {
+    let bag_features = if version >= 5 {
         opt_field::<BagFeatures>(obj, "bag_features")?.unwrap_or_default()
     } else {
         BagFeatures::Instances
+    };
+    let input_dtype = if version >= 6 {
+        opt_field::<Dtype>(obj, "input_dtype")?.unwrap_or_default()
+    } else {
+        Dtype::Float64
     };
     Ok(Model {
         kernel: field(obj, "kernel")?,
@@ -258,6 +269,7 @@ fn read_v3(obj: &Map<String, Value>, with_bag_features: bool) -> Result<Model> {
         info: metadata(obj, "info")?,
         scaler: opt_field(obj, "scaler")?,
         calibration: opt_field(obj, "calibration")?,
+        input_dtype,
     })
 }
 
@@ -295,10 +307,11 @@ fn read_v1_v2(obj: &Map<String, Value>, version: u32) -> Result<Model> {
         info,
         scaler: None,
         calibration: None,
+        input_dtype: Dtype::Float64,
     })
 }
 
-/// Writes the version-5 document (after [`Model::check`]).
+/// Writes the version-6 document (after [`Model::check`]).
 pub(super) fn to_json(model: &Model) -> Result<String> {
     model.check()?;
     let xv = match &model.xv {
@@ -337,12 +350,13 @@ pub(super) fn to_json(model: &Model) -> Result<String> {
         "info": model.info,
         "scaler": model.scaler,
         "calibration": model.calibration,
+        "input_dtype": model.input_dtype,
     });
     serde_json::to_string(&doc).map_err(|e| err(e.to_string()))
 }
 
 impl Model {
-    /// The model as version-5 JSON (see [`file`](mod@crate::model::file)); fails if [`Model::check`]
+    /// The model as version-6 JSON (see [`file`](mod@crate::model::file)); fails if [`Model::check`]
     /// does.
     pub fn to_json(&self) -> Result<String> {
         to_json(self)

@@ -87,6 +87,27 @@ pub enum Pooling {
 }
 }
 
+crate::params::choices! {
+/// The type of the instance values a model was fitted on (recorded in its file; the predictor
+/// scores either type).
+pub enum Dtype {
+    /// Double precision.
+    Float64 = "float64",
+    /// Single precision ([`crate::bags::Instances::Dense32`]).
+    Float32 = "float32",
+}
+}
+
+impl Dtype {
+    /// The type of `x`'s stored values.
+    pub fn of(x: &Instances) -> Self {
+        match x {
+            Instances::Dense32(_) => Dtype::Float32,
+            Instances::Dense(_) | Instances::Sparse(_) => Dtype::Float64,
+        }
+    }
+}
+
 /// A fitted kernel model: basis, coefficients, biases, pooling, plus what a file needs to
 /// rebuild the estimator (class labels, estimator name and parameters, training record).
 #[derive(Debug, Clone, PartialEq)]
@@ -121,6 +142,8 @@ pub struct Model {
     /// Platt's sigmoid of every output (an estimator fitted with `probability=True`), if any:
     /// [`Predictor::probabilities`].
     pub calibration: Option<Calibration>,
+    /// The type of the training instances (informative: prediction takes either type).
+    pub input_dtype: Dtype,
 }
 
 impl Model {
@@ -153,6 +176,7 @@ impl Model {
             info: Map::new(),
             scaler: None,
             calibration: None,
+            input_dtype: Dtype::Float64,
         }
     }
 
@@ -177,14 +201,16 @@ impl Model {
                 *o = c[t];
             }
         }
-        Self::new(
+        let mut model = Self::new(
             kernel,
             x.select_rows(&keep),
             coef,
             intercept,
             n_classes,
             pooling,
-        )
+        );
+        model.input_dtype = Dtype::of(x);
+        model
     }
 
     /// Number of features the model expects of an instance (half the basis width for

@@ -82,7 +82,8 @@ pub(crate) fn instances(obj: &Bound<'_, PyAny>) -> PyResult<Instances> {
 fn dense_f32(obj: &Bound<'_, PyAny>, x: &PyReadonlyArray2<'_, f32>) -> PyResult<DenseF32> {
     let view = x.as_array();
     let (n, d) = view.dim();
-    if let Ok(all) = x.as_slice() {
+    // `as_slice` also accepts a Fortran-ordered array: only a C-contiguous one is row-major.
+    if let Some(all) = x.as_slice().ok().filter(|_| x.is_c_contiguous()) {
         let ptr = all.as_ptr();
         if ptr.align_offset(std::mem::align_of::<f32>()) == 0 {
             let owner: Arc<dyn Send + Sync> = Arc::new(obj.clone().unbind());

@@ -243,23 +243,37 @@ impl PyModel {
         self.per_bag(py, x, bag_ptr, n_jobs, Predictor::bag_instance_scores)
     }
 
-    /// The scores of one bag given as a 2-D float64 array (one instance per row), as a list of
-    /// `n_outputs` floats, computed on the calling thread: the low-latency path.
-    fn decision_function_bag(&self, x: PyReadonlyArray2<'_, f64>) -> PyResult<Vec<f64>> {
-        let d = x.as_array().ncols();
+    /// The scores of one bag given as a 2-D float64 or float32 array (one instance per row), as
+    /// a list of `n_outputs` floats, computed on the calling thread: the low-latency path.
+    fn decision_function_bag(&self, x: &Bound<'_, PyAny>) -> PyResult<Vec<f64>> {
         let mut out = vec![0.0; self.predictor.n_outputs()];
         let mut ws = Workspace::default();
-        match x.as_slice().ok().filter(|_| x.is_c_contiguous()) {
-            Some(s) => self
-                .predictor
-                .score_bag(BagView::dense(s, d)?, &mut ws, &mut out)?,
-            None => {
-                let owned = x.as_array().as_standard_layout().into_owned();
-                let s = owned.as_slice().unwrap_or(&[]);
-                self.predictor
-                    .score_bag(BagView::dense(s, d)?, &mut ws, &mut out)?
-            }
+        if let Ok(x) = x.extract::<PyReadonlyArray2<'_, f32>>() {
+            let d = x.as_array().ncols();
+            let owned;
+            let s = match x.as_slice().ok().filter(|_| x.is_c_contiguous()) {
+                Some(s) => s,
+                None => {
+                    owned = x.as_array().as_standard_layout().into_owned();
+                    owned.as_slice().unwrap_or(&[])
+                }
+            };
+            self.predictor
+                .score_bag(BagView::dense32(s, d)?, &mut ws, &mut out)?;
+            return Ok(out);
         }
+        let x: PyReadonlyArray2<'_, f64> = x.extract()?;
+        let d = x.as_array().ncols();
+        let owned;
+        let s = match x.as_slice().ok().filter(|_| x.is_c_contiguous()) {
+            Some(s) => s,
+            None => {
+                owned = x.as_array().as_standard_layout().into_owned();
+                owned.as_slice().unwrap_or(&[])
+            }
+        };
+        self.predictor
+            .score_bag(BagView::dense(s, d)?, &mut ws, &mut out)?;
         Ok(out)
     }
 
@@ -311,6 +325,25 @@ impl PyModel {
         let mut m = self.model.clone();
         m.calibration = calibration.map(|(a, b)| Calibration { a, b });
         Self::wrap(m)
+    }
+
+    /// A copy of the model recording that it was fitted on instances of `dtype` (`"float64"`
+    /// or `"float32"`; written to the model file as `input_dtype`).
+    fn with_input_dtype(&self, dtype: &str) -> PyResult<Self> {
+        let mut m = self.model.clone();
+        m.input_dtype = crate::model::Dtype::from_name(dtype).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "input_dtype must be one of {}, got {dtype:?}",
+                crate::model::Dtype::NAMES.join(", ")
+            ))
+        })?;
+        Self::wrap(m)
+    }
+
+    /// The type of the training instances: `"float64"` or `"float32"`.
+    #[getter]
+    fn input_dtype(&self) -> &'static str {
+        self.model.input_dtype.as_str()
     }
 
     /// The standardisation `(mean, scale)` applied before the kernel, or `None`.
