@@ -106,7 +106,7 @@ def make(method, C, gamma, n_jobs=1):
     import milsvm
     from diy_misvm import DIYmiSVM
 
-    kw = dict(C=C, gamma=gamma, n_jobs=n_jobs)
+    kw = dict(C=C, gamma=gamma, n_jobs=n_jobs, n_xv=None)  # full basis unless the method says otherwise
     if method == "miSVM":
         return milsvm.miSVM(**kw)
     if method == "MISVM":
@@ -118,7 +118,8 @@ def make(method, C, gamma, n_jobs=1):
     if method == "ALPSVM":
         return milsvm.ALPSVM(C2=1.0, p_star=0.5, **kw)
     if method.startswith("miSVM_xv"):
-        return milsvm.miSVM(n_xv=int(method[len("miSVM_xv"):]), random_state=0, **kw)
+        kw["n_xv"] = int(method[len("miSVM_xv"):])
+        return milsvm.miSVM(random_state=0, **kw)
     if method == "DIY":
         return DIYmiSVM(C=C, gamma=gamma)
     raise ValueError(method)

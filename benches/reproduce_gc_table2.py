@@ -143,7 +143,7 @@ def make(method, point, n_jobs=1, gamma="median"):
     import milsvm
 
     point = {k: v for k, v in point.items() if k != "sigma_f"}
-    kw = dict(gamma=gamma, n_jobs=n_jobs, **point)
+    kw = dict(gamma=gamma, n_jobs=n_jobs, n_xv=None, **point)  # the paper's full basis
     if method == "MI-SVM":
         return milsvm.MISVM(**kw)
     if method == "mi-SVM":

@@ -515,6 +515,7 @@ impl SvmCcValidParams {
                 max_steps: self.max_iter,
                 objective: 0.5 * w2 + loss,
                 temperature: None,
+                expected_steps: self.max_iter,
             });
             let dv = v
                 .iter()

@@ -80,7 +80,7 @@ pub mod sparse_mi;
 mod python;
 
 pub use annealing::{
-    AnnealingFit, AnnealingMethod, AnnealingParams, AnnealingValidParams, SvmRoute,
+    AnnealingFit, AnnealingMethod, AnnealingParams, AnnealingValidParams, BasisSize, SvmRoute,
 };
 pub use bags::{Bags, Csr, Instances};
 pub use baselines::{PlainSvmFit, SilParams, SilValidParams, StkParams, StkValidParams};

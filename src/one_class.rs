@@ -170,6 +170,7 @@ impl OneClassValidParams {
                 max_steps: self.max_iter,
                 objective: sol.objective,
                 temperature: None,
+                expected_steps: self.max_iter,
             });
             let active_used = active.clone();
             let f: Vec<f64> = sol.q_alpha[..l].iter().map(|q| q + sol.b).collect();

@@ -40,6 +40,11 @@ pub struct Progress {
     pub objective: f64,
     /// The temperature of the step (annealing only).
     pub temperature: Option<f64>,
+    /// The fit's current estimate of the steps it will take (at most `max_steps`; equal to it
+    /// when the method has no better estimate). Annealing stops once the instance labels
+    /// settle, usually long before `max_steps`: its estimate follows the schedule and the
+    /// entropy of `p` (see [`crate::annealing`]).
+    pub expected_steps: usize,
 }
 
 /// A cancellation flag shared between a fit and whoever may stop it (another thread, a signal

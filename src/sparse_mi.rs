@@ -508,6 +508,7 @@ pub(crate) fn descend_with(
             max_steps: params.max_iter,
             objective: point.value,
             temperature: None,
+            expected_steps: params.max_iter,
         });
         if decrease < params.tol {
             break;

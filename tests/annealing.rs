@@ -4,7 +4,7 @@
 mod common;
 
 use common::toy;
-use milsvm::annealing::{AnnealingParams, StopReason};
+use milsvm::annealing::{AnnealingParams, BasisSize, StopReason};
 use milsvm::ParamGuard;
 use milsvm::{Error, Gamma};
 
@@ -32,7 +32,7 @@ fn every_method_fits_and_is_thread_independent() -> Result<(), Error> {
                 params.check_ref()?.method()
             );
         }
-        let reduced = params.n_xv(Some(5)).fit(&bags, &labels)?;
+        let reduced = params.n_xv(BasisSize::Vectors(5)).fit(&bags, &labels)?;
         assert_eq!(reduced.model.xv.n_rows(), 5);
     }
     Ok(())
@@ -47,7 +47,7 @@ fn bad_parameters_name_themselves() {
         (AnnealingParams::al().eps(2.0), "eps"),
         (AnnealingParams::alp().p_star(-0.1), "p_star"),
         (AnnealingParams::al().t0(Some(f64::NAN)), "T0"),
-        (AnnealingParams::al().n_xv(Some(1000)), "n_xv"),
+        (AnnealingParams::al().n_xv(BasisSize::Vectors(1000)), "n_xv"),
     ] {
         match params.fit(&bags, &labels) {
             Err(Error::InvalidParameter(msg)) => assert!(msg.contains(name), "{msg}"),

@@ -8,8 +8,9 @@ use common::{rng, TestResult};
 use milsvm::bags::{DenseF32, Instances};
 use milsvm::model::{BagView, Predictor, Workspace};
 use milsvm::{
-    AnnealingParams, Bags, Gamma, KernelKind, MiKernelParams, Model, NskParams, OneClassParams,
-    ReducedSetParams, SilParams, SmilParams, SparseMiParams, StkParams, SvmCcParams,
+    AnnealingParams, Bags, BasisSize, Gamma, KernelKind, MiKernelParams, Model, NskParams,
+    OneClassParams, ReducedSetParams, SilParams, SmilParams, SparseMiParams, StkParams,
+    SvmCcParams,
 };
 use ndarray::Array2;
 use rand::Rng;
@@ -106,7 +107,7 @@ fn every_family_fits_f32_bags_as_their_f64_twins() -> TestResult {
         );
         check_family!(
             "miSVM n_xv",
-            AnnealingParams::mi_svm().n_xv(Some(4)),
+            AnnealingParams::mi_svm().n_xv(BasisSize::Vectors(4)),
             b32,
             b64,
             y

@@ -7,7 +7,7 @@
 mod common;
 
 use common::{rng, to_csr, toy, TestResult};
-use milsvm::annealing::{AnnealingMethod, AnnealingParams, SvmRoute};
+use milsvm::annealing::{AnnealingMethod, AnnealingParams, BasisSize, SvmRoute};
 use milsvm::bags::Instances;
 use milsvm::params::ParamGuard;
 use milsvm::solver::linear::LinearSquaredHinge;
@@ -219,7 +219,7 @@ fn the_annealing_family_gives_the_same_classifier_by_both_routes() -> TestResult
     let reduced = AnnealingParams::new()
         .kernel(KernelKind::Linear)
         .solver(SvmRoute::Linear)
-        .n_xv(Some(3));
+        .n_xv(BasisSize::Vectors(3));
     assert!(message(reduced).contains("takes no reduced basis"));
     Ok(())
 }

@@ -4,6 +4,7 @@ zero-temperature annealing and against an independent implementation of Andrews 
 loops, multi-class outputs as the binary one-vs-rest fits, thread independence, bad input, and
 the estimator contract."""
 
+import json
 import pickle
 
 import numpy as np
@@ -572,3 +573,43 @@ def test_gamma_median_is_the_papers_sigma():
     sigma = np.median(d[np.triu_indices(len(X), 1)])
     m = milsvm.miSVM(gamma="median").fit(bags, y)
     assert m.gamma_ == pytest.approx(1 / (2 * sigma**2), rel=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_n_xv_auto_takes_the_full_basis_on_small_sets_and_a_reduced_one_above():
+    """``n_xv="auto"`` (the default): every instance up to AUTO_FULL_BASIS_MAX instances, else
+    AUTO_N_XV k-means centroids; the choice is ``n_xv_``, recorded in the model file, and said
+    in verbose mode."""
+    from milsvm import _core
+
+    assert (_core.AUTO_FULL_BASIS_MAX, _core.AUTO_N_XV) == (5000, 500)
+    rng = np.random.default_rng(0)
+    small = [rng.normal(size=(3, 2)) + 2.0 * (i % 2) for i in range(20)]
+    y = np.arange(20) % 2
+    est = milsvm.miSVM().fit(small, y)
+    assert est.n_xv == "auto" and est.n_xv_ is None and est.solver_ == "kernel"
+    n_bags = 5001 // 3 + 1
+    big = [rng.normal(size=(3, 2)) + 2.0 * (i % 2) for i in range(n_bags)]
+    yb = np.arange(n_bags) % 2
+    auto = milsvm.miSVM(max_iter=2, random_state=0).fit(big, yb)
+    assert auto.n_xv_ == 500 and auto.xv_.shape == (500, 2)
+    same = milsvm.miSVM(n_xv=500, max_iter=2, random_state=0).fit(big, yb)
+    np.testing.assert_array_equal(auto.decision_function(big), same.decision_function(big))
+    assert json.loads(auto.model_.to_json(info=json.dumps(auto._saved_info())))["info"]["n_xv_"] == 500
+    # the linear kernel fits w directly under "auto"
+    assert milsvm.MISVM(kernel="linear").fit(big, yb).solver_ == "linear"
+    # a given basis under "auto" is used with its own size
+    given = milsvm.miSVM(xv_init=np.zeros((3, 2)) + np.arange(3)[:, None], max_iter=1).fit(small, y)
+    assert given.n_xv_ == 3
+    with pytest.raises(ValueError, match="n_xv must be 'auto', None or an integer >= 1"):
+        milsvm.miSVM(n_xv="many").fit(small, y)
+    with pytest.raises(ValueError, match="n_xv must be 'auto', None or an integer >= 1, got 0"):
+        milsvm.miSVM(n_xv=0).fit(small, y)
+
+
+def test_n_xv_auto_is_said_in_verbose_mode(capsys):
+    rng = np.random.default_rng(1)
+    bags = [rng.normal(size=(3, 2)) + 2.0 * (i % 2) for i in range(12)]
+    milsvm.MISVM(verbose=1).fit(bags, np.arange(12) % 2)
+    out = capsys.readouterr().out
+    assert "basis: every training instance (n_xv='auto': the full basis up to 5000 training instances" in out

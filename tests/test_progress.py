@@ -92,3 +92,51 @@ def test_svmcc_and_one_class_report_every_round(make, capsys):
     lines = step_lines(capsys.readouterr().out, type(est).__name__)
     assert len(lines) == len(est.objective_history_)
     np.testing.assert_allclose(objectives(lines), est.objective_history_, rtol=1e-5)
+
+
+def test_annealing_forecasts_its_steps_for_the_bar():
+    """The core's forecast of the steps an annealing fit takes: never above the cap, bounded by
+    the schedule (T0 = 10 C falls to eps C after ceil(ln(10 / eps) / ln(decay)) steps), at
+    least one step beyond the steps run, and it lands on the steps actually run."""
+    from milsvm import _core
+    from milsvm._bags import as_bags
+
+    bags, y = bags_and_labels()
+    seen = []
+    b = as_bags(bags)
+    params = {"method": "al", "C": 10.0, "eps": 1e-4, "decay": 1.5}
+    fit = _core.fit_annealing(b.core_instances(), b.bag_ptr, y.astype(np.int64), params,
+                              lambda *args: seen.append(args))
+    schedule = int(np.ceil(np.log(10.0 / 1e-4) / np.log(1.5))) + 1
+    assert len(seen) == fit.n_iter[0]
+    for problem, step, cap, objective, temperature, expected in seen:
+        assert cap == 200 and step + 1 <= expected <= min(schedule, cap) or expected == step == cap
+    assert seen[-1][5] in (fit.n_iter[0], fit.n_iter[0] + 1)
+
+
+def test_the_bar_follows_the_forecast(monkeypatch):
+    from milsvm._progress import FitProgress
+
+    class Bar:
+        def __init__(self, total, **kw):
+            self.total, self.n = total, 0
+
+        def update(self, k):
+            self.n += k
+
+        def set_postfix(self, **kw):
+            pass
+
+        def close(self):
+            pass
+
+    import tqdm.auto
+    monkeypatch.setattr(tqdm.auto, "tqdm", Bar)
+    monkeypatch.setattr("sys.stderr", type("T", (io.StringIO,), {"isatty": lambda self: True})())
+    with FitProgress("ALSVM", 1, "step", 400) as p:  # two problems of cap 200
+        p(0, 1, 200, 1.0, 10.0, 30)
+        assert p.bar.total == 230
+        p(1, 1, 200, 1.0, 10.0, 25)
+        assert p.bar.total == 55
+        p(0, 2, 200, 1.0, 5.0, 3)
+        assert p.bar.total == 28 and p.bar.n == 3

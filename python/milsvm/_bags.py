@@ -196,6 +196,31 @@ def _as_matrix(A, what, check_finite=True):
     return arr
 
 
+def _consecutive_rows(mats):
+    """The one matrix whose consecutive row blocks the dense arrays ``mats`` are, as a view
+    without a copy (``np.split(X, offsets)`` of a C-contiguous ``X``, or the bags
+    :func:`milsvm.datasets.make_embedding_bags` returns), else None."""
+    first = mats[0]
+    dtype, d = first.dtype, first.shape[1]
+    if not all(m.dtype == dtype and m.flags.c_contiguous and m.shape[1] == d for m in mats):
+        return None
+    address = [m.__array_interface__["data"][0] for m in mats]
+    if any(address[i] + mats[i].nbytes != address[i + 1] for i in range(len(mats) - 1)):
+        return None
+    root = first
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if not root.flags.c_contiguous:
+        return None
+    start = (address[0] - root.__array_interface__["data"][0]) // dtype.itemsize
+    n = sum(m.shape[0] for m in mats)
+    flat = root.reshape(-1)
+    if start < 0 or start + n * d > flat.size or not np.shares_memory(flat[:1], root):
+        return None
+    view = flat[start:start + n * d].reshape(n, d)
+    return view if view.__array_interface__["data"][0] == address[0] else None
+
+
 def as_bags(bags, *, n_features=None, check_finite=True):
     """Validate bags and return them as :class:`Bags`.
 
@@ -243,7 +268,9 @@ def as_bags(bags, *, n_features=None, check_finite=True):
         if any(sp.issparse(m) for m in mats):
             X = sp.vstack([sp.csr_matrix(m) for m in mats], format="csr")
         else:
-            X = mats[0] if len(mats) == 1 else np.concatenate(mats, axis=0)
+            X = mats[0] if len(mats) == 1 else _consecutive_rows(mats)
+            if X is None:
+                X = np.concatenate(mats, axis=0)
         ptr = np.zeros(len(sizes) + 1, dtype=np.int64)
         np.cumsum(sizes, out=ptr[1:])
         out = Bags(X, ptr)

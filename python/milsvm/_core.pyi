@@ -134,6 +134,9 @@ class SvmFit:
     n_iter: int
     inner_converged: bool
 
+AUTO_FULL_BASIS_MAX: int
+AUTO_N_XV: int
+
 class AnnealingFit:
     model: Model
     gamma: float
@@ -145,6 +148,7 @@ class AnnealingFit:
     n_solves: List[int]
     converged: List[bool]
     solver: str
+    n_xv: Optional[int]
 
 class SvmCcFit:
     model: Model

@@ -5,7 +5,7 @@
 * 2 or more: also one line per step with its objective (stdout).
 
 The core calls :class:`FitProgress` at every outer step ``(problem, step, max_steps, objective,
-temperature)`` from its fitting threads (never from the main thread, so a Ctrl-C never lands
+temperature, expected_steps)`` from its fitting threads (never from the main thread, so a Ctrl-C never lands
 inside it: the core's fit stops and ``KeyboardInterrupt`` is raised by the fit call itself).
 """
 
@@ -29,14 +29,18 @@ class FitProgress:
         What a step is ("iteration", "step", "round"); ``None``: the estimator reports no
         steps.
     total : int
-        The largest number of steps (a bar's length; an annealing fit usually stops earlier,
-        and the bar then closes early).
+        The largest number of steps. The bar's length starts there and follows the fit's own
+        forecast of its steps (``expected_steps``): an annealing fit stops once the labels
+        settle, usually long before ``max_iter``, and says so as it goes, so the bar's ETA is
+        that of the steps the fit expects, not of the cap.
     """
 
     def __init__(self, name, verbose, unit, total):
         self.name = name
         self.verbose = verbose
         self.unit = unit
+        self.total = total
+        self.saving = {}  # per problem: the steps below its cap it expects to stop at
         self.bar = None
         if unit is not None and self.verbose >= 1 and sys.stderr is not None and sys.stderr.isatty():
             from tqdm.auto import tqdm
@@ -49,14 +53,20 @@ class FitProgress:
             return None
         return self if (self.bar is not None or self.verbose >= 2) else None
 
-    def __call__(self, problem, step, max_steps, objective, temperature):
+    def __call__(self, problem, step, max_steps, objective, temperature, expected_steps=None):
+        expected = max_steps if expected_steps is None else min(expected_steps, max_steps)
         if self.bar is not None:
+            self.saving[problem] = max_steps - expected
+            total = max(self.total - sum(self.saving.values()), self.bar.n + 1)
+            if total != self.bar.total:
+                self.bar.total = total
             self.bar.update(1)
             self.bar.set_postfix(objective=f"{objective:.6g}", refresh=False)
         if self.verbose >= 2:
             where = f"problem {problem}, " if problem else ""
             temp = "" if temperature is None else f" (T = {temperature:.4g})"
-            print(f"[{self.name}] {where}step {step}/{max_steps}{temp}: objective {objective:.6g}", flush=True)
+            of = f"{max_steps}" if expected == max_steps else f"~{expected} expected, cap {max_steps}"
+            print(f"[{self.name}] {where}step {step}/{of}{temp}: objective {objective:.6g}", flush=True)
 
     def __enter__(self):
         return self

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from . import _core
 from ._base import ExpansionVectorsMixin, MILClassifier
 from ._docs import attr, param
 
@@ -24,9 +25,9 @@ class _AnnealingClassifier(ExpansionVectorsMixin, MILClassifier):
 
     _poolings = ("max",)
     _info_attrs = ("n_iter_", "n_solves_", "converged_", "p_hat_", "objective_history_", "temperatures_", "gamma_",
-                   "solver_")
+                   "solver_", "n_xv_")
     _progress_unit = "step"
-    _search_ranges = {"n_xv": "None (exact); 100 ... 1000 to make large data sets tractable"}
+    _search_ranges = {"n_xv": "'auto'; None (exact); 100 ... 1000 to make large data sets tractable"}
 
     def _core_params(self, bags, classes, labels, check_only=False):
         params = super()._core_params(bags, classes, labels, check_only=check_only)
@@ -39,10 +40,13 @@ class _AnnealingClassifier(ExpansionVectorsMixin, MILClassifier):
     @staticmethod
     def _given_basis(init, bags, n_xv):
         """``xv_init`` given as an array of ``n_xv`` points (its shape checked here; without
-        ``bags``, its number of features is left to the fit)."""
+        ``bags``, its number of features is left to the fit; with ``n_xv="auto"``, its number
+        of rows is the basis size)."""
         points = np.asarray(init.toarray() if sp.issparse(init) else init, dtype=np.float64)
         if bags is None:
             return np.ascontiguousarray(points) if points.ndim == 2 else points
+        if isinstance(n_xv, str) and points.ndim == 2:
+            n_xv = points.shape[0]
         if points.shape != (n_xv, bags.n_features):
             raise ValueError(
                 f"xv_init as an array must have shape ({n_xv}, {bags.n_features}), got {points.shape}"
@@ -63,29 +67,43 @@ class _AnnealingClassifier(ExpansionVectorsMixin, MILClassifier):
             "n_solves_": int(sum(fit.n_solves)),
             "converged_": bool(all(fit.converged)),
             "solver_": fit.solver,
+            "n_xv_": fit.n_xv,
         }
 
     def _fit_summary(self):
         histories = self.objective_history_ if isinstance(self.objective_history_, list) else [
             self.objective_history_]
-        last = [h[-1] if len(h) else float("nan") for h in histories]
-        return (f"{self.n_iter_} rounds, {self.n_solves_} SVM solves ({self.solver_} solver), final objective "
-                f"{last}, p_hat {self.p_hat_}")
+        last = ", ".join(f"{h[-1]:.6g}" if len(h) else "nan" for h in histories)
+        if self.solver_ == "linear":
+            basis = "w in the input space"
+        elif self.n_xv_ is None:
+            basis = "every training instance"
+        else:
+            basis = f"{self.n_xv_} basis vectors"
+        if self.n_xv == "auto" and self.solver_ != "linear":
+            basis += (f" (n_xv='auto': the full basis up to {_core.AUTO_FULL_BASIS_MAX} training instances, "
+                      f"{_core.AUTO_N_XV} k-means centroids above)")
+        return (f"basis: {basis}; {self.n_iter_} rounds, {self.n_solves_} SVM solves ({self.solver_} solver), "
+                f"final objective {last}, p_hat {np.round(self.p_hat_, 4)}")
 
 
 _COMMON_PARAMS = f"""
 {param("C", "kernel", "gamma", kernel={"default": "rbf"})}
-    n_xv : int or None, default=None
+    n_xv : "auto", int or None, default="auto"
         None: every training instance is a basis vector (the exact model; the SVM step is the
-        dual, solved by the SMO). An int: a reduced basis of that many vectors chosen by
-        ``xv_init`` (for large data: the SVM step is the primal, exact Newton, and costs
-        ``O(n_instances * n_xv^2)``).
+        dual, solved by the SMO, whose cost grows as ``n_instances^2``: seconds for a few
+        thousand instances, minutes or more for tens of thousands). An int: a reduced basis of
+        that many vectors chosen by ``xv_init`` (for large data: the SVM step is the primal,
+        exact Newton, and costs ``O(n_instances * n_xv^2)``). ``"auto"``: every training
+        instance up to 5000 of them, else a reduced basis of 500 k-means centroids; the choice
+        made is ``n_xv_`` and is said by ``verbose``. With ``kernel="linear"`` the basis does
+        not apply (``w`` is fitted directly; see ``solver``) unless ``n_xv`` is an int.
     xv_init : {{"kmeans", "random"}} or array of shape (n_xv, n_features), default="kmeans"
         The reduced basis: k-means centroids of the training instances (k-means++ seeding and
         up to 20 Lloyd iterations, in the core), distinct random training instances, or the
         given points.
     solver : {{"auto", "linear", "kernel"}}, default="auto"
-        How the SVM step is solved. ``"linear"`` (``kernel="linear"`` and ``n_xv=None`` only)
+        How the SVM step is solved. ``"linear"`` (``kernel="linear"``, ``n_xv`` not an int)
         fits ``w`` in the input space directly, in the primal, by Newton-CG with
         Hessian-vector products: each pass costs ``O(nnz)`` of the instances, so it scales to
         millions of instances, warm-started across steps, the same result for any thread
@@ -120,6 +138,9 @@ _COMMON_ATTRIBUTES = f"""
     solver_ : str
         How the SVM step was solved: ``"linear"`` (``w`` in the input space, then ``xv_`` is
         ``w`` and ``coef_`` 1, per class) or ``"kernel"``.
+    n_xv_ : int or None
+        The size of the reduced basis used (``n_xv``, or the choice of ``n_xv="auto"``), or
+        None when every training instance was a basis vector (or for the linear route).
 {attr("gamma_", "classes_", "n_features_in_", "fit_time_")}"""
 
 
@@ -164,7 +185,7 @@ class ALSVM(_AnnealingClassifier):
     _objective_step = "temperature"
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4, init="uniform",
-                 n_xv=None, xv_init="kmeans", solver="auto", class_weight=None, max_iter=200, inner_tol=None, inner_max_iter=1000,
+                 n_xv="auto", xv_init="kmeans", solver="auto", class_weight=None, max_iter=200, inner_tol=None, inner_max_iter=1000,
                  random_state=None, probability=False, n_jobs=None, verbose=0):
         self._store(locals())
 
@@ -195,7 +216,7 @@ class AWSVM(_AnnealingClassifier):
     _objective_name = "annealed objective: squared-hinge SVM + T sum p ln p"
     _objective_step = "temperature"
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4, n_xv=None,
+    def __init__(self, C=1.0, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4, n_xv="auto",
                  xv_init="kmeans", solver="auto", class_weight=None, max_iter=200, inner_tol=None, inner_max_iter=1000,
                  random_state=None, probability=False, n_jobs=None, verbose=0):
         self._store(locals())
@@ -231,7 +252,7 @@ class ALPSVM(ALSVM):
     _objective_step = "temperature"
 
     def __init__(self, C=1.0, C2=1.0, p_star=0.5, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4,
-                 init="uniform", n_xv=None, xv_init="kmeans", solver="auto", class_weight=None, max_iter=200, inner_tol=None,
+                 init="uniform", n_xv="auto", xv_init="kmeans", solver="auto", class_weight=None, max_iter=200, inner_tol=None,
                  inner_max_iter=1000, random_state=None, probability=False, n_jobs=None, verbose=0):
         self._store(locals())
 
@@ -239,7 +260,7 @@ class ALPSVM(ALSVM):
 class _Heuristic(_AnnealingClassifier):
     _core_fit = None
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", max_iter=50, n_xv=None, xv_init="kmeans", solver="auto",
+    def __init__(self, C=1.0, kernel="rbf", gamma="scale", max_iter=50, n_xv="auto", xv_init="kmeans", solver="auto",
                  class_weight=None, inner_tol=None, inner_max_iter=1000, random_state=None, probability=False,
                  n_jobs=None, verbose=0):
         self._store(locals())

@@ -129,6 +129,103 @@ choices! {
 
 pub use crate::fit::StopReason;
 
+/// Training sets up to this many instances get the full basis under `n_xv = "auto"`.
+pub const AUTO_FULL_BASIS_MAX: usize = 5000;
+/// The reduced basis size `n_xv = "auto"` chooses above [`AUTO_FULL_BASIS_MAX`] instances.
+pub const AUTO_N_XV: usize = 500;
+
+/// The basis of the instance classifier (`n_xv`): every training instance (the exact model of
+/// the papers: the SVM step is the dual over all instances), a reduced basis of `k` vectors (the
+/// SVM step is the primal over `k` kernel columns, `O(n_instances k^2)` per solve), or the
+/// choice by the data's size. As a [`Value`](crate::params::Value): `"auto"`, `None` (full) or
+/// an integer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BasisSize {
+    /// The full basis up to [`AUTO_FULL_BASIS_MAX`] training instances (where the dual over
+    /// every instance takes seconds), else [`AUTO_N_XV`] k-means centroids: the dual's cost
+    /// grows as `n^2` (a 10,000-instance set took minutes per fit), the reduced primal's as `n`.
+    #[default]
+    Auto,
+    /// Every training instance.
+    Full,
+    /// A reduced basis of this many vectors.
+    Vectors(usize),
+}
+
+impl BasisSize {
+    /// The reduced basis size for `n` training instances (`None`: the full basis).
+    pub fn resolve(self, n: usize) -> Option<usize> {
+        match self {
+            BasisSize::Full => None,
+            BasisSize::Vectors(k) => Some(k),
+            BasisSize::Auto if n <= AUTO_FULL_BASIS_MAX => None,
+            BasisSize::Auto => Some(AUTO_N_XV.min(n)),
+        }
+    }
+}
+
+const BASIS_NEED: &str = "must be 'auto', None or an integer >= 1";
+
+/// Written as in Python: `"auto"`, `null` (full) or the number.
+impl serde::Serialize for BasisSize {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match *self {
+            BasisSize::Auto => s.serialize_str("auto"),
+            BasisSize::Full => s.serialize_none(),
+            BasisSize::Vectors(k) => s.serialize_u64(k as u64),
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for BasisSize {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::String(s) if s == "auto" => Ok(BasisSize::Auto),
+            serde_json::Value::Null => Ok(BasisSize::Full),
+            serde_json::Value::Number(n) => n
+                .as_u64()
+                .map(|k| BasisSize::Vectors(k as usize))
+                .ok_or_else(|| serde::de::Error::custom(format!("n_xv {BASIS_NEED}"))),
+            other => Err(serde::de::Error::custom(format!(
+                "n_xv {BASIS_NEED}, got {other}"
+            ))),
+        }
+    }
+}
+
+impl crate::params::ParamType for BasisSize {
+    fn from_value(
+        value: &crate::params::Value,
+    ) -> std::result::Result<Self, crate::params::Rejected> {
+        use crate::params::{Rejected, Value};
+        match value {
+            Value::Str(s) if s == "auto" => Ok(BasisSize::Auto),
+            Value::Str(_) => Err(Rejected::Value(BASIS_NEED.into())),
+            Value::None => Ok(BasisSize::Full),
+            Value::Int(k) => usize::try_from(*k)
+                .map(BasisSize::Vectors)
+                .map_err(|_| Rejected::Value(BASIS_NEED.into())),
+            _ => Err(Rejected::Type(BASIS_NEED.into())),
+        }
+    }
+    fn to_value(&self) -> crate::params::Value {
+        use crate::params::Value;
+        match *self {
+            BasisSize::Auto => Value::Str("auto".into()),
+            BasisSize::Full => Value::None,
+            BasisSize::Vectors(k) => Value::Int(k as i64),
+        }
+    }
+    fn check_range(&self, name: &str, range: &Range, _optional: bool) -> Result<()> {
+        match *self {
+            BasisSize::Vectors(k) if !range.contains(k as f64) => {
+                Err(invalid_param(format!("{name} {BASIS_NEED}, got {k}")))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 hyperparams! {
     /// Hyperparameters of the annealing family (Gehler & Chapelle 2007; Andrews et al. 2002),
     /// declared once and checked into [`AnnealingValidParams`].
@@ -153,8 +250,9 @@ hyperparams! {
         max_alternations: usize = 50, check Range::AtLeast(1);
         /// Starting probabilities of AL-SVM / ALP-SVM.
         init: InitialLabels = InitialLabels::Uniform;
-        /// Reduced basis of this many vectors (`None`: every training instance).
-        n_xv: Option<usize> = None, check Range::AtLeast(1);
+        /// The basis: `"auto"` (every training instance up to 5000 of them, else 500 k-means
+        /// centroids), `None` (every training instance) or a reduced basis of this many vectors.
+        n_xv: BasisSize = BasisSize::Auto, check Range::AtLeast(1);
         /// How `n_xv` basis vectors are chosen when `init_xv` is not given.
         xv_init: BasisInit = BasisInit::KMeans;
         /// The reduced basis (`n_xv x n_features`), replacing the choice by `xv_init`.
@@ -182,14 +280,14 @@ hyperparams! {
 /// The given reduced basis matches `n_xv` and is finite; `solver = "linear"` has the linear
 /// kernel and no reduced basis.
 fn check_basis(p: &AnnealingValidParams) -> Result<()> {
-    check_init_xv(p.init_xv.as_ref(), p.n_xv)?;
+    check_init_xv(p.init_xv.as_ref(), p.basis_size(usize::MAX))?;
     if p.solver == SvmRoute::Linear {
         if p.kernel != KernelKind::Linear {
             return Err(invalid_param(
                 "solver='linear' needs kernel='linear' (it fits w in the input space)".to_string(),
             ));
         }
-        if p.n_xv.is_some() || p.init_xv.is_some() {
+        if matches!(p.n_xv, BasisSize::Vectors(_)) || p.init_xv.is_some() {
             return Err(invalid_param(
                 "solver='linear' fits w directly and takes no reduced basis: leave n_xv=None"
                     .to_string(),
@@ -225,6 +323,9 @@ pub struct AnnealingFit {
     pub gamma: f64,
     /// How the SVM step was solved (`kernel` or `linear`, never `auto`).
     pub solver: SvmRoute,
+    /// The size of the reduced basis used (`None`: every training instance, or `w` for the
+    /// linear route); with `n_xv = "auto"`, the choice made.
+    pub n_xv: Option<usize>,
 }
 
 impl AnnealingParams {
@@ -256,13 +357,22 @@ impl AnnealingValidParams {
         match self.solver {
             SvmRoute::Auto
                 if self.kernel == KernelKind::Linear
-                    && self.n_xv.is_none()
+                    && !matches!(self.n_xv, BasisSize::Vectors(_))
                     && self.init_xv.is_none() =>
             {
                 SvmRoute::Linear
             }
             SvmRoute::Auto => SvmRoute::Kernel,
             route => route,
+        }
+    }
+
+    /// The reduced basis size for `n` training instances (`None`: the full basis): a given
+    /// basis (`init_xv`) under `n_xv = "auto"` has its own size.
+    fn basis_size(&self, n: usize) -> Option<usize> {
+        match (&self.init_xv, self.n_xv) {
+            (Some(z), BasisSize::Auto) => Some(z.nrows()),
+            (_, size) => size.resolve(n),
         }
     }
 
@@ -276,7 +386,8 @@ impl AnnealingValidParams {
     /// problem with its own `p`).
     fn fit_impl(&self, setup: &Setup) -> Result<AnnealingFit> {
         let bags = setup.bags;
-        if let Some(q) = self.n_xv {
+        let n_xv = self.basis_size(bags.n_instances());
+        if let Some(q) = n_xv {
             if self.init_xv.is_none() && q > bags.n_instances() {
                 return Err(invalid_param(format!(
                     "n_xv ({q}) exceeds the number of training instances ({})",
@@ -291,7 +402,8 @@ impl AnnealingValidParams {
         // The basis: a reduced set of vectors, or every training instance.
         let route = self.route();
         let linear = route == SvmRoute::Linear;
-        let (basis_rows, full) = match (&self.init_xv, self.n_xv) {
+        let (basis_rows, full) = match (&self.init_xv, n_xv) {
+            _ if linear => (Array2::zeros((0, 0)), false),
             (Some(z), _) => (z.clone(), false),
             (None, Some(q)) => (choose_basis(x, q, self.xv_init, self.seed), false),
             (None, None) => (Array2::zeros((0, 0)), true),
@@ -394,6 +506,7 @@ impl AnnealingValidParams {
             stop_reason: Vec::new(),
             gamma,
             solver: route,
+            n_xv: if full || linear { None } else { Some(n_basis) },
         };
         for run in runs {
             fit.p.push(run.p);

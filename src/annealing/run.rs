@@ -9,7 +9,44 @@ use super::{AnnealingMethod, AnnealingValidParams, StopReason};
 use crate::error::Result;
 use crate::params::Progress;
 
+/// Temperatures of entropy history the estimate of [`AnnealingValidParams::expected_temperatures`]
+/// fits its trend on.
+const TREND_WINDOW: usize = 4;
+
 impl AnnealingValidParams {
+    /// The number of temperatures the annealing is expected to run, after the temperatures
+    /// whose mean entropy of `p` is `entropies` (at most `cap`, at least one more than run, since
+    /// the caller reports before its stopping test).
+    ///
+    /// Two estimates, the smaller wins. (a) The schedule: once `T <= eps C` the loop stops when
+    /// `p` no longer moves with `T` (AL, ALP), which it soon does, so the step where
+    /// `T0 / decay^k` reaches `eps C` bounds the run. (b) The entropy: it falls about
+    /// geometrically per temperature once the labels start to settle; the log-linear trend of the
+    /// last few temperatures, extrapolated to `eps`, says when the entropy rule fires. The
+    /// estimate is only a forecast for progress bars (the stopping rules decide).
+    pub(super) fn expected_temperatures(&self, entropies: &[f64], cap: usize) -> usize {
+        let done = entropies.len();
+        let t0 = self.t0.unwrap_or(10.0 * self.c);
+        let cold = self.eps * self.c;
+        let mut expected = if t0 > cold {
+            ((t0 / cold).ln() / self.decay.ln()).ceil() as usize + 1
+        } else {
+            1
+        };
+        if done >= TREND_WINDOW {
+            let recent = &entropies[done - TREND_WINDOW..];
+            let (first, last) = (recent[0].max(1e-300), recent[TREND_WINDOW - 1].max(1e-300));
+            let slope = (last.ln() - first.ln()) / (TREND_WINDOW - 1) as f64;
+            if slope < 0.0 {
+                let more = ((self.eps.ln() - last.ln()) / slope).max(0.0).ceil();
+                if more.is_finite() {
+                    expected = expected.min(done + more as usize);
+                }
+            }
+        }
+        expected.max(done + 1).min(cap).max(done)
+    }
+
     /// One binary problem: the annealing loop (or the heuristic) around the SVM step.
     pub(super) fn run_binary(
         &self,
@@ -49,6 +86,7 @@ impl AnnealingValidParams {
                     max_steps: cap,
                     objective: value,
                     temperature: None,
+                    expected_steps: cap,
                 });
                 let q = p.clone();
                 data.update_p(method, &f, 0.0, self, &mut p);
@@ -65,6 +103,7 @@ impl AnnealingValidParams {
         } else {
             let mut temp = self.t0.unwrap_or(10.0 * self.c);
             let mut value = 0.0;
+            let mut entropies = Vec::new();
             for _ in 0..cap {
                 n_iter += 1;
                 let start = p.clone();
@@ -79,12 +118,14 @@ impl AnnealingValidParams {
                 }
                 temperatures.push(temp);
                 history.push(value + data.temperature_terms(method, &p, temp, self));
+                entropies.push(data.mean_entropy(&p));
                 self.observer.notify(Progress {
                     problem,
                     step: history.len(),
                     max_steps: cap,
                     objective: history[history.len() - 1],
                     temperature: Some(temp),
+                    expected_steps: self.expected_temperatures(&entropies, cap),
                 });
                 // AW: p no longer changes within a temperature (Algorithm 2). AL / ALP: the
                 // entropy is below eps (Algorithm 1), or, once T is below eps C, p no longer

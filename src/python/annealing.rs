@@ -28,6 +28,8 @@ pub(crate) struct PyAnnealingFit {
     converged: Vec<bool>,
     /// How the SVM step was solved: `"kernel"` or `"linear"`.
     solver: String,
+    /// The size of the reduced basis used, or `None` (every training instance, or `w`).
+    n_xv: Option<usize>,
 }
 
 impl PyAnnealingFit {
@@ -47,6 +49,7 @@ impl PyAnnealingFit {
             n_solves: fit.n_solves,
             converged: fit.stop_reason.iter().map(StopReason::converged).collect(),
             solver: fit.solver.as_str().to_string(),
+            n_xv: fit.n_xv,
         })
     }
 }
@@ -66,6 +69,8 @@ fit_bindings!(
 /// Adds the annealing fit and the probability updates to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     register_fit(m)?;
+    m.add("AUTO_FULL_BASIS_MAX", crate::annealing::AUTO_FULL_BASIS_MAX)?;
+    m.add("AUTO_N_XV", crate::annealing::AUTO_N_XV)?;
     m.add_function(wrap_pyfunction!(probability_update, m)?)
 }
 

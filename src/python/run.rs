@@ -53,7 +53,7 @@ pub(crate) fn run<T: Send>(
 type Failure = Arc<Mutex<Option<PyErr>>>;
 
 /// An observer calling the Python `callback(problem, step, max_steps, objective,
-/// temperature)` at every step of a fit (taking the GIL for the call). An exception in the
+/// temperature, expected_steps)` at every step of a fit (taking the GIL for the call). An exception in the
 /// callback cancels the fit and is raised when it has stopped.
 fn observer_of(callback: Option<Py<PyAny>>, cancel: Cancel, failure: Failure) -> Observer {
     let observer = match callback {
@@ -62,7 +62,14 @@ fn observer_of(callback: Option<Py<PyAny>>, cancel: Cancel, failure: Failure) ->
             let cancel = cancel.clone();
             Observer::new(move |p: &Progress| {
                 Python::attach(|py| {
-                    let args = (p.problem, p.step, p.max_steps, p.objective, p.temperature);
+                    let args = (
+                        p.problem,
+                        p.step,
+                        p.max_steps,
+                        p.objective,
+                        p.temperature,
+                        p.expected_steps,
+                    );
                     if let Err(e) = cb.call1(py, args) {
                         if let Ok(mut slot) = failure.lock() {
                             slot.get_or_insert(e);
