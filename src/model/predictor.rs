@@ -218,6 +218,8 @@ pub struct Workspace {
     row_starts: Vec<usize>,
     /// The min/max statistics of a bag ([`BagFeatures::MinMax`]).
     stats: Vec<f64>,
+    /// The sum of a bag's instances (the linear kernel's `k_set(X, X)`).
+    sum: Vec<f64>,
 }
 
 /// The basis as prediction reads it.
@@ -537,9 +539,29 @@ impl Predictor {
         }
     }
 
-    /// `k_set(X, X) = (1/n^2) sum_p sum_q k(x_p, x_q)`, with the instance norms in `ws.norms`.
+    /// `k_set(X, X) = (1/n^2) sum_p sum_q k(x_p, x_q)`, with the instance norms in `ws.norms`;
+    /// for the linear kernel `|sum_p x_p|^2 / n^2`, in one pass over the bag.
     fn bag_self_kernel(&self, bag: BagView<'_>, ws: &mut Workspace) -> f64 {
         let n = bag.n_instances();
+        if self.kernel == Kernel::Linear {
+            let mut sum = std::mem::take(&mut ws.sum);
+            sum.clear();
+            sum.resize(bag.n_features(), 0.0);
+            for p in 0..n {
+                match bag.instance(p) {
+                    Instance::Dense(x) => sum.iter_mut().zip(x).for_each(|(s, &v)| *s += v),
+                    Instance::Dense32(x) => {
+                        sum.iter_mut().zip(x).for_each(|(s, &v)| *s += f64::from(v))
+                    }
+                    Instance::Sparse(idx, val) => {
+                        idx.iter().zip(val).for_each(|(&j, &v)| sum[j] += v)
+                    }
+                }
+            }
+            let total = self.simd.dot(&sum, &sum);
+            ws.sum = sum;
+            return total / (n * n) as f64;
+        }
         let mut total = 0.0;
         let mut dense = |dot: &dyn Fn(usize, usize) -> f64| {
             for p in 0..n {

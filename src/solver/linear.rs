@@ -30,14 +30,11 @@
 use ndarray::{Array1, Array2};
 use rayon::prelude::*;
 
-use crate::bags::{Csr, Instances};
+use super::rows::{dense_row, on_rows, x_dot, xt_dot, RowsRef, BLOCK_ROWS};
+use crate::bags::Instances;
 use crate::error::Result;
 use crate::kernel::{Real, Simd};
 use crate::progress::Cancel;
-
-/// Rows per block of `X^T u` (fixed: the partial sums and their order do not depend on the
-/// number of threads).
-const BLOCK_ROWS: usize = 2048;
 
 /// Cap on conjugate-gradient iterations per Newton step.
 const MAX_CG: usize = 250;
@@ -71,109 +68,6 @@ pub struct LinearSolution {
     pub n_iter: usize,
     /// Whether the gradient tolerance was met (else the iteration cap stopped it).
     pub converged: bool,
-}
-
-/// The instance rows as the loops read them: one row-major slice (`f64` or `f32`), or CSR.
-#[derive(Clone, Copy)]
-enum RowsRef<'a> {
-    Dense { data: &'a [f64], d: usize },
-    Dense32 { data: &'a [f32], d: usize },
-    Sparse(&'a Csr),
-}
-
-/// Row `j` of a dense row-major matrix of `d` columns.
-#[inline]
-fn dense_row<T>(data: &[T], d: usize, j: usize) -> &[T] {
-    &data[j * d..(j + 1) * d]
-}
-
-/// `match` on a [`RowsRef`] with one body for both dense element types (`$data: &[T]` with
-/// `T: Real`, `$d` its row length) and one for CSR (`$c`).
-macro_rules! on_rows {
-    ($x:expr, dense |$data:ident, $d:ident| $dense:expr, sparse |$c:ident| $sparse:expr) => {
-        match $x {
-            RowsRef::Dense { data: $data, d: $d } => $dense,
-            RowsRef::Dense32 { data: $data, d: $d } => $dense,
-            RowsRef::Sparse($c) => $sparse,
-        }
-    };
-}
-
-/// `out_j = x_j . v` for every row (in parallel, each row on its own: thread-count independent).
-fn x_dot(x: RowsRef, v: &[f64], simd: Simd, out: &mut [f64]) {
-    on_rows!(
-        x,
-        dense | data,
-        d | {
-            out.par_chunks_mut(BLOCK_ROWS)
-                .enumerate()
-                .for_each(|(blk, o)| {
-                    let lo = blk * BLOCK_ROWS;
-                    for (k, oj) in o.iter_mut().enumerate() {
-                        let j = lo + k;
-                        *oj = simd.dot(dense_row(data, d, j), v);
-                    }
-                });
-        },
-        sparse | c | {
-            out.par_chunks_mut(BLOCK_ROWS)
-                .enumerate()
-                .for_each(|(blk, o)| {
-                    let lo = blk * BLOCK_ROWS;
-                    for (k, oj) in o.iter_mut().enumerate() {
-                        let (idx, val) = c.row(lo + k);
-                        *oj = idx.iter().zip(val).map(|(&i, &x)| x * v[i]).sum();
-                    }
-                });
-        }
-    )
-}
-
-/// `sum_j u_j x_j` over the rows with `u_j != 0`: a partial sum per block of rows, the blocks
-/// added in order.
-fn xt_dot(x: RowsRef, u: &[f64], d: usize) -> Vec<f64> {
-    let n = u.len();
-    let partial: Vec<Option<Vec<f64>>> = (0..n.div_ceil(BLOCK_ROWS))
-        .into_par_iter()
-        .map(|blk| {
-            let (lo, hi) = (blk * BLOCK_ROWS, ((blk + 1) * BLOCK_ROWS).min(n));
-            if u[lo..hi].iter().all(|&v| v == 0.0) {
-                return None;
-            }
-            let mut acc = vec![0.0; d];
-            on_rows!(
-                x,
-                dense | data,
-                d | {
-                    for (j, &uj) in u.iter().enumerate().take(hi).skip(lo) {
-                        if uj != 0.0 {
-                            for (s, &xv) in acc.iter_mut().zip(dense_row(data, d, j)) {
-                                *s += uj * xv.to_f64();
-                            }
-                        }
-                    }
-                },
-                sparse | c | {
-                    for (j, &uj) in u.iter().enumerate().take(hi).skip(lo) {
-                        if uj != 0.0 {
-                            let (idx, val) = c.row(j);
-                            for (&i, &xv) in idx.iter().zip(val) {
-                                acc[i] += uj * xv;
-                            }
-                        }
-                    }
-                }
-            );
-            Some(acc)
-        })
-        .collect();
-    let mut out = vec![0.0; d];
-    for acc in partial.into_iter().flatten() {
-        for (o, v) in out.iter_mut().zip(acc) {
-            *o += v;
-        }
-    }
-    out
 }
 
 /// `sum_j D_j x_jk^2` for every feature `k` (the Jacobi preconditioner), blocks in order.
@@ -332,24 +226,8 @@ impl LinearSquaredHinge<'_> {
     ) -> Result<LinearSolution> {
         let (n, d) = (self.x.n_rows(), self.x.n_features());
         // The loops read dense rows as slices: a row-major copy once if the layout is another.
-        let copy: Vec<f64>;
-        let x = match self.x {
-            Instances::Dense(a) => RowsRef::Dense {
-                data: match a.as_slice() {
-                    Some(data) => data,
-                    None => {
-                        copy = a.iter().copied().collect();
-                        &copy
-                    }
-                },
-                d,
-            },
-            Instances::Dense32(a) => RowsRef::Dense32 {
-                data: a.as_slice(),
-                d,
-            },
-            Instances::Sparse(c) => RowsRef::Sparse(c),
-        };
+        let mut copy = Vec::new();
+        let x = RowsRef::new(self.x, &mut copy);
         let simd = Simd::detect();
         let (mut w, mut b) = match warm {
             Some((w, b)) => (w.to_vec(), b),

@@ -20,6 +20,8 @@
 //!   gradient norm falls below `tol` times its initial value.
 
 pub mod linear;
+pub mod linear_hinge;
+mod rows;
 
 use std::cell::{Cell, RefCell};
 
@@ -733,4 +735,55 @@ impl Cholesky {
             ))
         }
     }
+}
+
+/// The best bias of a hinge loss for fixed scores (SVM-CC's LP bias, Yang & Deng problem 23-28
+/// with `w` and `v` fixed; the last step of [`linear_hinge`]): the exact minimiser of
+/// `sum_i cp_i max(0, 1 - sp_i - b) + sum_n cn_n max(0, 1 + sn_n + b)` (`sp` positive scores,
+/// `sn` negative scores, weights `>= 0`). Every term adds its weight to the slope at its
+/// breakpoint (`1 - sp_i`, `-1 - sn_n`), starting from `-sum cp`; the minimiser is the first
+/// breakpoint where the slope becomes `>= 0` (a weighted median), the midpoint of the flat piece
+/// when the slope is exactly 0 there, and that breakpoint when the piece is unbounded. 0 when no
+/// term has a positive weight.
+pub fn hinge_bias(sp: &[f64], cp: &[f64], sn: &[f64], cn: &[f64]) -> f64 {
+    let mut bp: Vec<(f64, f64)> = sp
+        .iter()
+        .zip(cp)
+        .filter(|(_, &c)| c > 0.0)
+        .map(|(&s, &c)| (1.0 - s, c))
+        .chain(
+            sn.iter()
+                .zip(cn)
+                .filter(|(_, &c)| c > 0.0)
+                .map(|(&s, &c)| (-1.0 - s, c)),
+        )
+        .collect();
+    if bp.is_empty() {
+        return 0.0;
+    }
+    bp.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let w_pos: f64 = cp.iter().filter(|&&c| c > 0.0).sum();
+    let total: f64 = bp.iter().map(|b| b.1).sum();
+    let eps = 1e-12 * total;
+    let mut cum = 0.0;
+    let mut k = 0;
+    while k < bp.len() {
+        // All terms breaking at the same point change the slope there together.
+        let b = bp[k].0;
+        while k < bp.len() && bp[k].0 == b {
+            cum += bp[k].1;
+            k += 1;
+        }
+        if cum >= w_pos - eps {
+            if (cum - w_pos).abs() <= eps {
+                // flat between this breakpoint and the next (distinct) one
+                return match bp.get(k) {
+                    Some(next) => 0.5 * (b + next.0),
+                    None => b,
+                };
+            }
+            return b;
+        }
+    }
+    bp[bp.len() - 1].0
 }
