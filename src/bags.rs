@@ -304,10 +304,31 @@ impl Instances {
     }
 
     /// `coef * self` (`coef.nrows() x n_features`, dense): linear combinations of the rows.
+    /// Dense rows (`f64` or `f32`) are combined in fixed blocks of rows in parallel, the
+    /// blocks' sums added in order (the same bits for any thread count; one block, one
+    /// product, below [`COMBINE_ROWS`] rows).
     pub fn combine_rows(&self, coef: &Array2<f64>) -> Array2<f64> {
+        use rayon::prelude::*;
         match self {
-            Instances::Dense(x) => coef.dot(x),
-            Instances::Dense32(_) => coef.dot(&self.rows().to_f64()),
+            Instances::Dense(_) | Instances::Dense32(_) => {
+                let (rows, n) = (self.rows(), self.n_rows());
+                let bounds: Vec<(usize, usize)> = (0..n)
+                    .step_by(COMBINE_ROWS)
+                    .map(|lo| (lo, (lo + COMBINE_ROWS).min(n)))
+                    .collect();
+                let partial: Vec<Array2<f64>> = bounds
+                    .par_iter()
+                    .map(|&(lo, hi)| coef.slice(s![.., lo..hi]).dot(&rows.dense_block(lo, hi)))
+                    .collect();
+                let mut parts = partial.into_iter();
+                let mut out = parts
+                    .next()
+                    .unwrap_or_else(|| Array2::zeros((coef.nrows(), self.n_features())));
+                for p in parts {
+                    out += &p;
+                }
+                out
+            }
             Instances::Sparse(x) => {
                 let mut out = Array2::zeros((coef.nrows(), x.n_cols()));
                 for (c, mut o) in coef.rows().into_iter().zip(out.rows_mut()) {
@@ -381,6 +402,9 @@ impl Instances {
         }
     }
 }
+
+/// Rows per block of [`Instances::combine_rows`] on dense rows.
+pub const COMBINE_ROWS: usize = 8192;
 
 /// A validated set of bags: instances plus bag offsets.
 ///

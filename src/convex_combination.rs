@@ -62,8 +62,9 @@ use crate::error::{invalid_param, Result};
 use crate::fit::Setup;
 use crate::kernel::{Kernel, Rows};
 use crate::model::{Model, Pooling};
-use crate::params::{choices, hyperparams, KernelKind, Progress, Range};
+use crate::params::{choices, hyperparams, KernelKind, Progress, Range, SvmRoute};
 use crate::smo::{DualSolution, InstanceGram, OnePerPoint, Smo, SmoParams, Termination};
+use crate::solver::linear_hinge::{row_scores, LinearHinge};
 // `ComboGram` and `max_weights` live in `crate::smo` (SVM-CC, sMIL and the one-class MI-SVM share
 // them); re-exported so that their former paths `milsvm::convex_combination::*` still work.
 pub use crate::smo::{max_weights, ComboGram};
@@ -248,9 +249,23 @@ hyperparams! {
         lp_rule: LpRule = LpRule::Project;
         /// The QP's bounds `C1` (positive bags) and `C2` (negative instances).
         bounds: CcBounds = CcBounds::Paper;
+        /// How each QP is solved: `kernel` (the SMO over the combinations and the negative
+        /// instances), `linear` (the linear kernel only: `w` explicit, dual coordinate descent,
+        /// `O(nnz)` per pass, warm-started across rounds; [`crate::solver::linear_hinge`]);
+        /// `auto`: `linear` for the linear kernel.
+        solver: SvmRoute = SvmRoute::Auto;
     }
+    cross_check check_svmcc;
     fit -> SvmCcFit;
 }
+
+/// `solver = "linear"` has the linear kernel.
+fn check_svmcc(p: &SvmCcValidParams) -> Result<()> {
+    crate::params::check_route(p.solver, p.kernel)
+}
+
+/// Passes per QP of the linear route's coordinate descent.
+const LINEAR_MAX_PASSES: usize = 1000;
 
 /// A fitted SVM-CC with its training record (one entry per binary problem).
 #[derive(Debug, Clone, PartialEq)]
@@ -372,6 +387,7 @@ impl SvmCcValidParams {
     ) -> Result<BinaryRun> {
         let x = bags.instances();
         let linear = kernel == Kernel::Linear;
+        let route_linear = self.solver.for_kernel(self.kernel) == SvmRoute::Linear;
         let pos: Vec<usize> = (0..bags.n_bags()).filter(|&i| targets[i] > 0.0).collect();
         let neg: Vec<(usize, usize)> = (0..bags.n_bags())
             .filter(|&i| targets[i] <= 0.0)
@@ -430,16 +446,56 @@ impl SvmCcValidParams {
                 })
                 .collect();
             points.extend(neg.iter().map(|&(t, _)| vec![(t, 1.0)]));
-            points.extend(pos_inst.iter().map(|&t| vec![(t, 1.0)]));
-            let gram = ComboGram::new(inst, x, kernel, points);
-            let problem = layout.problem(&y, &p, &u, 0.0);
-            let sol = Smo::new(&gram, smo_params)?
-                .with_cancel(self.observer.cancel().clone())
-                .solve(&problem, warm.as_ref())?;
+            let (sol, g_pos, g_neg) = if route_linear {
+                // w explicit: the QP over the combinations and the negative instances, the
+                // scores as X w
+                let live = mp + mn;
+                let lin = LinearHinge {
+                    x,
+                    points: &points,
+                    y: &y[..live],
+                    p: &p[..live],
+                    u: &u[..live],
+                };
+                let start = warm.as_ref().map(|s| (&s.alpha[..live], s.b));
+                let s = lin.solve(
+                    start,
+                    self.inner_tol,
+                    LINEAR_MAX_PASSES,
+                    self.observer.cancel(),
+                )?;
+                let scores = row_scores(x, &s.w);
+                let g_pos: Vec<f64> = pos_inst.iter().map(|&t| scores[t]).collect();
+                let g_neg: Vec<f64> = neg.iter().map(|&(t, _)| scores[t]).collect();
+                let w2: f64 = s.w.iter().map(|v| v * v).sum();
+                let sol = DualSolution {
+                    q_alpha: Vec::new(),
+                    b: s.b,
+                    objective: s.dual_objective,
+                    iterations: s.passes,
+                    termination: if s.converged {
+                        Termination::Converged
+                    } else {
+                        Termination::MaxIter
+                    },
+                    alpha: s.alpha,
+                };
+                (sol, g_pos, (g_neg, w2))
+            } else {
+                points.extend(pos_inst.iter().map(|&t| vec![(t, 1.0)]));
+                let gram = ComboGram::new(inst, x, kernel, points);
+                let problem = layout.problem(&y, &p, &u, 0.0);
+                let sol = Smo::new(&gram, smo_params)?
+                    .with_cancel(self.observer.cancel().clone())
+                    .solve(&problem, warm.as_ref())?;
+                // scores g (without b) at the positive-bag instances and the negative instances
+                let g_pos = sol.q_alpha[mp + mn..].to_vec();
+                let g_neg: Vec<f64> = sol.q_alpha[mp..mp + mn].iter().map(|q| -q).collect();
+                let w2: f64 = sol.alpha.iter().zip(&sol.q_alpha).map(|(a, q)| a * q).sum();
+                (sol, g_pos, (g_neg, w2))
+            };
+            let (g_neg, w2) = g_neg;
             smo_converged &= sol.termination == Termination::Converged;
-            // scores g (without b) at the positive-bag instances and the negative instances
-            let g_pos = &sol.q_alpha[mp + mn..];
-            let g_neg: Vec<f64> = sol.q_alpha[mp..mp + mn].iter().map(|q| -q).collect();
             let mut scores = Vec::with_capacity(mp);
             let mut off = 0;
             for &i in &pos {
@@ -451,7 +507,6 @@ impl SvmCcValidParams {
                 lp_step(self.lp_rule, &scores, &v, &u[..mp], &g_neg, &u[mp..mp + mn]);
             // the LP's optimal value: each bag's slack at its best score (any optimal v has it)
             let big_g: Vec<f64> = scores.iter().map(|s| bag_max(s)).collect();
-            let w2: f64 = sol.alpha.iter().zip(&sol.q_alpha).map(|(a, q)| a * q).sum();
             let loss: f64 = big_g
                 .iter()
                 .zip(&u[..mp])

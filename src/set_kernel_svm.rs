@@ -35,13 +35,14 @@ use crate::fit::{by_value, Setup};
 use crate::kernel::Kernel;
 use crate::kernel::Rows;
 use crate::model::{Model, Pooling};
-use crate::params::{choices, hyperparams, KernelKind, Range};
+use crate::params::{choices, hyperparams, KernelKind, Range, SvmRoute};
 use crate::progress::Cancel;
 use crate::set_kernel::set_kernel_gram_cancellable;
 use crate::smo::{
     ComboGram, DualSolution, GramRows, InstanceGram, OnePerPoint, PrecomputedGram, Smo, SmoParams,
     Termination,
 };
+use crate::solver::linear_hinge::LinearHinge;
 
 choices! {
     /// How NSK normalises the sum of a bag's instance features.
@@ -281,10 +282,66 @@ hyperparams! {
         shared(kernel = KernelKind::Rbf);
         /// Relative KKT tolerance of the SMO.
         inner_tol: f64 = 1e-3, check Range::Open01;
-        /// SMO iteration cap (`None`: the solver's default).
+        /// SMO iteration cap (`None`: the solver's default); passes of the linear route's
+        /// coordinate descent (`None`: 1000).
         inner_max_iter: Option<usize> = None, check Range::AtLeast(1);
+        /// How the dual is solved: `kernel` (the SMO over the units), `linear` (the linear
+        /// kernel only: `w` explicit, dual coordinate descent, `O(nnz)` per pass;
+        /// [`crate::solver::linear_hinge`]); `auto`: `linear` for the linear kernel.
+        solver: SvmRoute = SvmRoute::Auto;
     }
+    cross_check check_smil;
     fit -> NskFit, path path_impl;
+}
+
+/// `solver = "linear"` has the linear kernel.
+fn check_smil(p: &SmilValidParams) -> Result<()> {
+    crate::params::check_route(p.solver, p.kernel)
+}
+
+/// Passes of the linear route's coordinate descent when `inner_max_iter` is `None`.
+const LINEAR_MAX_PASSES: usize = 1000;
+
+/// The dual over `points` (weighted combinations of the rows of `x`) at every value of `cs`
+/// by [`LinearHinge`], each from zero as an independent fit: the linear route's [`DualSolution`]
+/// (`q_alpha` left empty; iterations are passes).
+#[allow(clippy::too_many_arguments)]
+fn linear_path(
+    x: &Instances,
+    points: &[Vec<(usize, f64)>],
+    y: &[f64],
+    p: &[f64],
+    w: &[f64],
+    cs: &[f64],
+    tol: f64,
+    max_passes: Option<usize>,
+    cancel: &Cancel,
+) -> Result<Vec<DualSolution>> {
+    cs.iter()
+        .map(|&c| {
+            let u: Vec<f64> = w.iter().map(|w| c * w).collect();
+            let sol = LinearHinge {
+                x,
+                points,
+                y,
+                p,
+                u: &u,
+            }
+            .solve(None, tol, max_passes.unwrap_or(LINEAR_MAX_PASSES), cancel)?;
+            Ok(DualSolution {
+                objective: sol.dual_objective,
+                b: sol.b,
+                iterations: sol.passes,
+                termination: if sol.converged {
+                    Termination::Converged
+                } else {
+                    Termination::MaxIter
+                },
+                q_alpha: Vec::new(),
+                alpha: sol.alpha,
+            })
+        })
+        .collect()
 }
 
 /// The units of one sMIL problem: positive bags whole, every instance of a negative bag alone;
@@ -321,6 +378,7 @@ impl SmilValidParams {
         let bags = setup.bags;
         let x = bags.instances();
         let (kernel, gamma) = self.kernel.resolve(self.gamma, x);
+        let linear = self.solver.for_kernel(self.kernel) == SvmRoute::Linear;
         let inst = InstanceGram::new(kernel, Rows::from(x))?;
         let solver = HingeSolver {
             tol: self.inner_tol,
@@ -339,7 +397,6 @@ impl SmilValidParams {
                     r.map(|t| (t, w)).collect()
                 })
                 .collect();
-            let gram = ComboGram::new(&inst, x, kernel, points);
             let y: Vec<f64> = owner.iter().map(|&i| targets[i]).collect();
             let w: Vec<f64> = owner.iter().map(|&i| weights[i]).collect();
             let p: Vec<f64> = (0..owner.len())
@@ -352,7 +409,22 @@ impl SmilValidParams {
                     }
                 })
                 .collect();
-            let sols = solver.path(&gram, &y, &p, &w, cs)?;
+            let sols = if linear {
+                linear_path(
+                    x,
+                    &points,
+                    &y,
+                    &p,
+                    &w,
+                    cs,
+                    self.inner_tol,
+                    self.inner_max_iter,
+                    solver.cancel,
+                )?
+            } else {
+                let gram = ComboGram::new(&inst, x, kernel, points);
+                solver.path(&gram, &y, &p, &w, cs)?
+            };
             let scale = vec![1.0; y.len()];
             Ok(sols
                 .into_iter()

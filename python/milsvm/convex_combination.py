@@ -61,6 +61,13 @@ class SVMCC(ExpansionVectorsMixin, MILClassifier):
         + n_neg)`` (``n_neg`` the negative instances) for ``kernel="rbf"`` (Algorithm 2).
         ``"split"``: the latter with either kernel (milsvm's bounds before this parameter);
         ``"equal"``: ``C1 = C2 = C`` with either kernel.
+    solver : {{"auto", "linear", "kernel"}}, default="auto"
+        How each QP is solved. ``"kernel"``: the SMO over the combinations and the negative
+        instances, whose kernel rows cost ``O(n_instances * n_features)`` each. ``"linear"``
+        (``kernel="linear"`` only): ``w`` in the input space, by dual coordinate descent with
+        the bias kept unpenalised by the method of multipliers, warm-started across rounds; each
+        pass costs ``O(nnz)`` of the instances (the same optimum as the SMO, to the tolerance).
+        ``"auto"``: ``"linear"`` for the linear kernel.
 {param("probability", "n_jobs", "verbose")}
 
     Attributes
@@ -98,7 +105,7 @@ class SVMCC(ExpansionVectorsMixin, MILClassifier):
     _objective_step = "round"
 
     def __init__(self, C=1.0, kernel="linear", gamma="scale", class_weight=None, max_iter=80, tol=1e-4,
-                 inner_tol=1e-3, lp_rule="project", bounds="paper", probability=False, n_jobs=None,
+                 inner_tol=1e-3, lp_rule="project", bounds="paper", solver="auto", probability=False, n_jobs=None,
                  verbose=0):
         self._store(locals())
 

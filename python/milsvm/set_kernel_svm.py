@@ -91,6 +91,14 @@ class sMIL(SingleSVMClassifier):
     Parameters
     ----------
 {param("C", "kernel", "gamma", kernel={"default": "rbf"})}
+    solver : {{"auto", "linear", "kernel"}}, default="auto"
+        How the dual is solved. ``"kernel"``: the SMO over the units, whose kernel rows cost
+        ``O(n_units * n_features)`` each (minutes beyond a few ten thousand instances).
+        ``"linear"`` (``kernel="linear"`` only): ``w`` in the input space, by dual coordinate
+        descent with the bias kept unpenalised by the method of multipliers; each pass costs
+        ``O(nnz)`` of the instances, so it scales to millions (the same optimum as the SMO, to
+        the tolerance). ``"auto"``: ``"linear"`` for the linear kernel. With the linear kernel
+        ``xv_`` holds ``w`` (one row per output) and ``coef_`` the identity, whichever solver ran.
 {SMO_PARAMS}
 
     Attributes
@@ -110,6 +118,6 @@ class sMIL(SingleSVMClassifier):
     _c_path = True
     _poolings = ("smil_mean", "mean")
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight=None, inner_tol=1e-3, inner_max_iter=None,
-                 probability=False, n_jobs=None, verbose=0):
+    def __init__(self, C=1.0, kernel="rbf", gamma="scale", solver="auto", class_weight=None, inner_tol=1e-3,
+                 inner_max_iter=None, probability=False, n_jobs=None, verbose=0):
         self._store(locals())

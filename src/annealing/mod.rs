@@ -113,19 +113,7 @@ choices! {
     }
 }
 
-choices! {
-    /// How the SVM step is solved.
-    pub enum SvmRoute {
-        /// `linear` for the linear kernel without a reduced basis, else `kernel`.
-        Auto = "auto",
-        /// Over the kernel expansion: the dual SMO over every instance (full basis) or exact
-        /// Newton over a reduced basis.
-        Kernel = "kernel",
-        /// `w` in `R^d` directly, in the primal (linear kernel, full basis only): Newton-CG
-        /// with `O(nnz)` passes ([`crate::solver::linear`]).
-        Linear = "linear",
-    }
-}
+pub use crate::params::SvmRoute;
 
 pub use crate::fit::StopReason;
 
@@ -281,18 +269,14 @@ hyperparams! {
 /// kernel and no reduced basis.
 fn check_basis(p: &AnnealingValidParams) -> Result<()> {
     check_init_xv(p.init_xv.as_ref(), p.basis_size(usize::MAX))?;
-    if p.solver == SvmRoute::Linear {
-        if p.kernel != KernelKind::Linear {
-            return Err(invalid_param(
-                "solver='linear' needs kernel='linear' (it fits w in the input space)".to_string(),
-            ));
-        }
-        if matches!(p.n_xv, BasisSize::Vectors(_)) || p.init_xv.is_some() {
-            return Err(invalid_param(
-                "solver='linear' fits w directly and takes no reduced basis: leave n_xv=None"
-                    .to_string(),
-            ));
-        }
+    crate::params::check_route(p.solver, p.kernel)?;
+    if p.solver == SvmRoute::Linear
+        && (matches!(p.n_xv, BasisSize::Vectors(_)) || p.init_xv.is_some())
+    {
+        return Err(invalid_param(
+            "solver='linear' fits w directly and takes no reduced basis: leave n_xv='auto' or None"
+                .to_string(),
+        ));
     }
     Ok(())
 }

@@ -182,7 +182,11 @@ impl Model {
 
     /// The model whose expansion vectors are the rows of `x` that carry a nonzero coefficient in
     /// some output (at least one row is kept), from per-output coefficients over every row of
-    /// `x` (`coefs[c][t]`): the dual methods' instance expansions. CSR rows stay CSR.
+    /// `x` (`coefs[c][t]`): the dual methods' instance expansions. CSR rows stay CSR. With the
+    /// linear kernel the expansion is collapsed into one weight vector per output,
+    /// `w_c = sum_t coefs[c][t] x_t` (the basis holds the `w_c`, the coefficients are the
+    /// identity): the same decision function, one row per output however many support
+    /// vectors.
     pub fn from_instance_coefficients(
         kernel: Kernel,
         x: &Instances,
@@ -191,6 +195,23 @@ impl Model {
         n_classes: usize,
         pooling: Pooling,
     ) -> Self {
+        if kernel == Kernel::Linear {
+            let n_out = coefs.len();
+            let mut all = Array2::zeros((n_out, x.n_rows()));
+            for (mut row, c) in all.rows_mut().into_iter().zip(coefs) {
+                row.iter_mut().zip(c.iter()).for_each(|(o, &v)| *o = v);
+            }
+            let mut model = Self::new(
+                kernel,
+                x.combine_rows(&all),
+                Array2::eye(n_out),
+                intercept,
+                n_classes,
+                pooling,
+            );
+            model.input_dtype = Dtype::of(x);
+            return model;
+        }
         let keep: Vec<usize> = (0..x.n_rows())
             .filter(|&t| coefs.iter().any(|c| c[t] != 0.0))
             .collect();

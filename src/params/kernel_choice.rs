@@ -35,6 +35,46 @@ impl KernelKind {
     }
 }
 
+choices! {
+    /// How an SVM step is solved: over the kernel expansion, or for the linear kernel in the
+    /// input space with `w` in `R^d` explicit (each pass `O(nnz)` of the instances). Per family:
+    /// the annealing family's squared hinge by Newton-CG ([`crate::solver::linear`]); sMIL's and
+    /// SVM-CC's hinge by dual coordinate descent with multipliers for the bias
+    /// ([`crate::solver::linear_hinge`]).
+    pub enum SvmRoute {
+        /// `linear` for the linear kernel (without a reduced basis, in the annealing family),
+        /// else `kernel`.
+        Auto = "auto",
+        /// Over the kernel expansion: the dual SMO (over every instance or unit), or exact
+        /// Newton over a reduced basis.
+        Kernel = "kernel",
+        /// `w` in `R^d` directly (the linear kernel only).
+        Linear = "linear",
+    }
+}
+
+impl SvmRoute {
+    /// The route for `kernel` when the family has no other reason to choose (`Auto`: linear
+    /// for the linear kernel).
+    pub fn for_kernel(self, kernel: KernelKind) -> SvmRoute {
+        match self {
+            SvmRoute::Auto if kernel == KernelKind::Linear => SvmRoute::Linear,
+            SvmRoute::Auto => SvmRoute::Kernel,
+            route => route,
+        }
+    }
+}
+
+/// `solver = "linear"` needs the linear kernel (it fits `w` in the input space).
+pub(crate) fn check_route(route: SvmRoute, kernel: KernelKind) -> Result<()> {
+    if route == SvmRoute::Linear && kernel != KernelKind::Linear {
+        return Err(Error::InvalidParameter(
+            "solver='linear' needs kernel='linear' (it fits w in the input space)".to_string(),
+        ));
+    }
+    Ok(())
+}
+
 /// Kernel width: `Scale` is `1 / (n_features * variance of the training instances)`, as in
 /// scikit-learn; `Median` is `1 / (2 sigma^2)` with `sigma` the median pairwise distance between
 /// training instances (Gehler & Chapelle 2007, section 7: `sigma_emp`); `Value` is used as given.

@@ -25,7 +25,8 @@ mod range;
 pub mod value;
 
 pub use class_weight::ClassWeight;
-pub use kernel_choice::{median_pairwise_distance, Gamma, KernelKind, MEDIAN_SAMPLE};
+pub(crate) use kernel_choice::check_route;
+pub use kernel_choice::{median_pairwise_distance, Gamma, KernelKind, SvmRoute, MEDIAN_SAMPLE};
 pub use range::Range;
 pub(crate) use value::choices;
 pub use value::{ParamType, Rejected, Value};

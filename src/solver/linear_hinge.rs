@@ -81,6 +81,8 @@ pub struct LinearHingeSolution {
     pub alpha: Vec<f64>,
     /// The objective `1/2 |w|^2 + loss(w, b)`.
     pub primal_objective: f64,
+    /// The dual objective `1/2 |w|^2 - p^T a` (the SMO's, at `y^T a = 0`).
+    pub dual_objective: f64,
     /// Coordinate-descent passes over the points.
     pub passes: usize,
     /// Whether the last descent met `tol` within `max_passes` and `|y^T a|` its tolerance.
@@ -191,6 +193,16 @@ impl Descent<'_> {
         }
         Ok(false)
     }
+}
+
+/// `x_t . w` for every row of `x` (rows in parallel, each on its own: the same bits for any
+/// thread count).
+pub fn row_scores(x: &Instances, w: &[f64]) -> Vec<f64> {
+    let mut copy = Vec::new();
+    let rows = RowsRef::new(x, &mut copy);
+    let mut out = vec![0.0; x.n_rows()];
+    super::rows::x_dot(rows, w, Simd::detect(), &mut out);
+    out
 }
 
 impl<'a> LinearHinge<'a> {
@@ -311,8 +323,10 @@ impl<'a> LinearHinge<'a> {
         let loss: f64 = (0..m)
             .map(|u| self.u[u] * (self.p[u] - self.y[u] * (scores[u] + b)).max(0.0))
             .sum();
+        let pa: f64 = state.alpha.iter().zip(self.p).map(|(a, p)| a * p).sum();
         Ok(LinearHingeSolution {
             primal_objective: 0.5 * w2 + loss,
+            dual_objective: 0.5 * w2 - pa,
             passes: state.passes,
             converged,
             b,
