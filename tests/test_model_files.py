@@ -44,6 +44,9 @@ KINDS = [
     ("SIL-linear", lambda: milsvm.SIL(C=1.0, kernel="linear"), False),
     ("STK", lambda: milsvm.STK(C=10.0), True),
     ("STK-linear", lambda: milsvm.STK(C=1.0, kernel="linear"), False),
+    ("MILES", lambda: milsvm.MILES(C=10.0), True),
+    ("MILES-kmeans", lambda: milsvm.MILES(C=10.0, n_concepts=6, random_state=0), False),
+    ("MILES-linear", lambda: milsvm.MILES(C=1.0, kernel="linear"), False),
 ]
 
 
@@ -99,7 +102,7 @@ def test_save_load_pickle_serving_give_the_same_values(kind, n_classes, tmp_path
         else:
             np.testing.assert_allclose(est.decision_function_bag(bag), want, rtol=1e-12, atol=1e-14)
     doc = json.loads(path.read_text())
-    assert doc["format"] == "milsvm-model" and doc["version"] == 5 and doc["estimator"] == type(est).__name__
+    assert doc["format"] == "milsvm-model" and doc["version"] == 6 and doc["estimator"] == type(est).__name__
     assert doc["classes"] == est.classes_.tolist()
 
 
@@ -360,7 +363,7 @@ def test_models_written_before_still_load(name):
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
-@pytest.mark.parametrize("kind", ["SparseMI", "NSK-l2", "MISVM", "SVMCC", "STK"])
+@pytest.mark.parametrize("kind", ["SparseMI", "NSK-l2", "MISVM", "SVMCC", "STK", "MILES"])
 def test_a_saved_pipeline_loads_as_the_same_pipeline_and_the_core_applies_it(kind, sparse, tmp_path):
     from sklearn.pipeline import make_pipeline
 

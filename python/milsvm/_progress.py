@@ -30,7 +30,7 @@ class FitProgress:
         steps.
     total : int
         The largest number of steps (a bar's length; an annealing fit usually stops earlier,
-        and the bar then closes early).
+        and the bar then closes early); 0 when it is not known (a bar without a length).
     """
 
     def __init__(self, name, verbose, unit, total):
@@ -41,7 +41,7 @@ class FitProgress:
         if unit is not None and self.verbose >= 1 and sys.stderr is not None and sys.stderr.isatty():
             from tqdm.auto import tqdm
 
-            self.bar = tqdm(total=total, unit=unit, desc=self.name, leave=False, file=sys.stderr)
+            self.bar = tqdm(total=total or None, unit=unit, desc=self.name, leave=False, file=sys.stderr)
 
     def callback(self):
         """The callback for the core, or ``None`` when nothing is reported."""

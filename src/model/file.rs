@@ -1,6 +1,15 @@
 //! The model file: one versioned JSON document per fitted model.
 //!
-//! Version 5 (written by this build) is version 4 with one more optional field, what the kernel
+//! Version 6 (written by this build) is version 5 with one more value of `pooling`:
+//!
+//! ```text
+//!   "pooling": ... | "xv_max",   // MILES: F(X) = sum_k coef_k max_p k(xv_k, x_p) + intercept
+//! ```
+//!
+//! A file of an earlier version with `"xv_max"` is refused (no writer of those versions had
+//! it); every other version-5 document reads the same as version 6.
+//!
+//! Version 5 is version 4 with one more optional field, what the kernel
 //! expansion scores (absent or null: `"instances"`, every earlier version's meaning):
 //!
 //! ```text
@@ -50,10 +59,10 @@ use super::{BagFeatures, Model, Pooling};
 use crate::bags::{Csr, Instances};
 use crate::error::{Error, Result};
 
-/// The version of the model file this build writes (5: `bag_features`; 4: a scaler and a
-/// calibration; 3: sparse bases, classes and metadata in the core; 2 added `pooling`; 1 was the
-/// first). Versions 1 to 5 are read.
-pub const FORMAT_VERSION: u32 = 5;
+/// The version of the model file this build writes (6: the `"xv_max"` pooling of MILES; 5:
+/// `bag_features`; 4: a scaler and a calibration; 3: sparse bases, classes and metadata in the
+/// core; 2 added `pooling`; 1 was the first). Versions 1 to 6 are read.
+pub const FORMAT_VERSION: u32 = 6;
 
 const FORMAT: &str = "milsvm-model";
 
@@ -224,7 +233,7 @@ pub(super) fn from_json(text: &str) -> Result<Model> {
     let version: u32 = field(obj, "version")?;
     let model = match version {
         3 | 4 => read_v3(obj, false)?,
-        5 => read_v3(obj, true)?,
+        5 | 6 => read_v3(obj, true)?,
         1 | 2 => read_v1_v2(obj, version)?,
         v => {
             return Err(err(format!(
@@ -233,11 +242,17 @@ pub(super) fn from_json(text: &str) -> Result<Model> {
             )))
         }
     };
+    if version < 6 && model.pooling == Pooling::XvMax {
+        return Err(err(format!(
+            "field `pooling`: \"xv_max\" needs model file version 6 or later, the file is \
+             version {version}"
+        )));
+    }
     model.check()?;
     Ok(model)
 }
 
-/// Versions 3 to 5 (`bag_features` is read from version 5 on).
+/// Versions 3 to 6 (`bag_features` is read from version 5 on).
 fn read_v3(obj: &Map<String, Value>, with_bag_features: bool) -> Result<Model> {
     let bag_features = if with_bag_features {
         opt_field::<BagFeatures>(obj, "bag_features")?.unwrap_or_default()
@@ -298,7 +313,7 @@ fn read_v1_v2(obj: &Map<String, Value>, version: u32) -> Result<Model> {
     })
 }
 
-/// Writes the version-5 document (after [`Model::check`]).
+/// Writes the version-6 document (after [`Model::check`]).
 pub(super) fn to_json(model: &Model) -> Result<String> {
     model.check()?;
     let xv = match &model.xv {
@@ -342,7 +357,7 @@ pub(super) fn to_json(model: &Model) -> Result<String> {
 }
 
 impl Model {
-    /// The model as version-5 JSON (see [`file`](mod@crate::model::file)); fails if [`Model::check`]
+    /// The model as version-6 JSON (see [`file`](mod@crate::model::file)); fails if [`Model::check`]
     /// does.
     pub fn to_json(&self) -> Result<String> {
         to_json(self)
