@@ -23,9 +23,19 @@
 //! (`m x m`, product-form updates, refactored by faer's LU every [`REFACTOR_EVERY`] pivots and
 //! before optimality is declared), Dantzig pricing over all columns (the `2n` weight columns
 //! priced by one pass `g = X^T (y * pi)`, parallel over blocks of columns) and Harris's
-//! two-pass ratio test. After [`STALL_PIVOTS`] degenerate pivots in a row it switches to Bland's
-//! rule (smallest index enters and leaves), which cannot cycle, until a pivot makes progress.
-//! It stops when no column has a reduced cost below `-tol (1 + |c_j|)` at a freshly refactored
+//! two-pass ratio test.
+//!
+//! The LP of an embedding is highly degenerate (most bags sit exactly on the margin, `xi_i = 0`
+//! and `s_i = 0` at once): on MUSK2 three pivots in four made no progress. So the primal phase
+//! solves the problem with the right-hand side `1 + delta_i`, `delta_i` in
+//! `[PERTURBATION, 2 PERTURBATION)` drawn from a fixed hash of `i` (the classic perturbation
+//! against degeneracy); then the right-hand side is set back to 1, the basic values recomputed,
+//! and the few that turn negative are driven out by dual simplex pivots (the basis stays dual
+//! feasible: reduced costs do not depend on the right-hand side), ending at a basis that is
+//! primal and dual feasible for the true problem. As a guard against cycling, after
+//! [`STALL_PIVOTS`] degenerate pivots in a row the primal phase switches to Bland's rule
+//! (smallest index enters and leaves) until a pivot makes progress. The solve stops when no
+//! column has a reduced cost below `-tol (1 + |c_j|)` at a freshly refactored, primal feasible
 //! basis: the vertex it returns is an exact optimum (up to that tolerance), with at most `m`
 //! nonzero weights. Memory: the design, plus `m^2` for the basis inverse. Every value is
 //! computed by the same operations whatever the number of threads.
@@ -40,6 +50,8 @@ use crate::progress::Cancel;
 pub const REFACTOR_EVERY: usize = 50;
 /// Degenerate pivots in a row before Bland's rule takes over.
 pub const STALL_PIVOTS: usize = 50;
+/// The smallest perturbation of the right-hand side in the primal phase.
+pub const PERTURBATION: f64 = 1e-7;
 /// Primal feasibility tolerance of the ratio test (Harris).
 const FEAS_TOL: f64 = 1e-9;
 /// Smallest pivot, relative to the largest entry of the direction.
@@ -139,65 +151,28 @@ pub fn solve_l1_svm(
     }
     let max_iter = settings.max_iter.unwrap_or(20 * (m + n) + 1000);
     let mut lp = Simplex::new(problem);
-    let mut since_refactor = 0;
-    let mut degenerate = 0;
     let mut iterations = 0;
-    let mut converged = false;
-    let mut unbounded_retry = false;
-    loop {
-        if iterations % 16 == 0 {
-            cancel.check()?;
-        }
-        lp.btran();
-        let bland = degenerate >= STALL_PIVOTS;
-        let Some(q) = lp.price(settings.tol, bland) else {
-            if since_refactor == 0 {
-                converged = true;
-                break;
-            }
-            // confirm optimality at a fresh basis inverse
-            lp.refactor()?;
-            since_refactor = 0;
-            continue;
-        };
-        if iterations >= max_iter {
-            break;
-        }
-        lp.ftran(q);
-        let Some((r, theta)) = lp.ratio_test(bland) else {
-            if unbounded_retry {
-                return Err(Error::Solver(
-                    "the 1-norm SVM LP found no leaving variable twice in a row (an \
-                     ill-conditioned basis)"
-                        .into(),
-                ));
-            }
-            unbounded_retry = true;
-            lp.refactor()?;
-            since_refactor = 0;
-            continue;
-        };
-        unbounded_retry = false;
-        lp.pivot(r, q, theta);
-        iterations += 1;
-        since_refactor += 1;
-        degenerate = if theta <= FEAS_TOL * 1e-3 {
-            degenerate + 1
-        } else {
-            0
-        };
-        if since_refactor >= REFACTOR_EVERY {
-            lp.refactor()?;
-            since_refactor = 0;
-        }
-        if iterations % 100 == 0 {
-            report(iterations, lp.basic_objective());
-        }
+    let mut converged = lp.primal(settings.tol, max_iter, &mut iterations, cancel, &mut report)?;
+    if converged {
+        // back to the true right-hand side: drive out the negative basic values, then confirm
+        lp.rhs.fill(1.0);
+        lp.refactor(false)?;
+        converged = lp.dual_cleanup(max_iter, &mut iterations, cancel)?
+            && lp.primal(settings.tol, max_iter, &mut iterations, cancel, &mut report)?;
     }
     lp.btran();
     let solution = lp.solution(iterations, converged);
     report(iterations, solution.objective);
     Ok(solution)
+}
+
+/// A fixed value in `[0, 1)` for index `i` (splitmix64).
+fn unit_hash(i: usize) -> f64 {
+    let mut z = (i as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// The state of the revised simplex method.
@@ -215,6 +190,8 @@ struct Simplex<'a> {
     binv: Array2<f64>,
     /// The values of the basic variables.
     xb: Vec<f64>,
+    /// The right-hand side (perturbed in the primal phase, then 1).
+    rhs: Vec<f64>,
     /// The simplex multipliers `pi = B^{-T} c_B`.
     pi: Vec<f64>,
     /// `g = X^T (y * pi)`: the weight columns' part of the reduced costs.
@@ -226,7 +203,7 @@ struct Simplex<'a> {
 }
 
 impl<'a> Simplex<'a> {
-    /// The slack basis: every `xi_i` basic at 1.
+    /// The slack basis of the perturbed problem: every `xi_i` basic at `1 + delta_i`.
     fn new(p: &L1SvmProblem<'a>) -> Self {
         let (m, n) = p.x.dim();
         let n_cols = 2 * n + 2 + 2 * m;
@@ -244,12 +221,165 @@ impl<'a> Simplex<'a> {
             basis,
             position,
             binv: Array2::eye(m),
-            xb: vec![1.0; m],
+            xb: (0..m)
+                .map(|i| 1.0 + PERTURBATION * (1.0 + unit_hash(i)))
+                .collect(),
+            rhs: (0..m)
+                .map(|i| 1.0 + PERTURBATION * (1.0 + unit_hash(i)))
+                .collect(),
             pi: vec![0.0; m],
             g: vec![0.0; n],
             d: vec![0.0; m],
             column: vec![0.0; m],
         }
+    }
+
+    /// The primal simplex method from the current primal feasible basis until no column prices
+    /// out (at a freshly refactored basis) or `iterations` reaches `max_iter`; returns whether
+    /// the optimality test passed.
+    fn primal(
+        &mut self,
+        tol: f64,
+        max_iter: usize,
+        iterations: &mut usize,
+        cancel: &Cancel,
+        report: &mut impl FnMut(usize, f64),
+    ) -> Result<bool> {
+        let mut since_refactor = 0;
+        let mut degenerate = 0;
+        let mut unbounded_retry = false;
+        loop {
+            if *iterations % 16 == 0 {
+                cancel.check()?;
+            }
+            self.btran();
+            let bland = degenerate >= STALL_PIVOTS;
+            let Some(q) = self.price(tol, bland) else {
+                if since_refactor == 0 {
+                    return Ok(true);
+                }
+                // confirm optimality at a fresh basis inverse
+                self.refactor(true)?;
+                since_refactor = 0;
+                continue;
+            };
+            if *iterations >= max_iter {
+                return Ok(false);
+            }
+            self.ftran(q);
+            let Some((r, theta)) = self.ratio_test(bland) else {
+                if unbounded_retry {
+                    return Err(Error::Solver(
+                        "the 1-norm SVM LP found no leaving variable twice in a row (an \
+                         ill-conditioned basis)"
+                            .into(),
+                    ));
+                }
+                unbounded_retry = true;
+                self.refactor(true)?;
+                since_refactor = 0;
+                continue;
+            };
+            unbounded_retry = false;
+            self.pivot(r, q, theta, true);
+            *iterations += 1;
+            since_refactor += 1;
+            degenerate = if theta <= FEAS_TOL * 1e-3 {
+                degenerate + 1
+            } else {
+                0
+            };
+            if since_refactor >= REFACTOR_EVERY {
+                self.refactor(true)?;
+                since_refactor = 0;
+            }
+            if *iterations % 100 == 0 {
+                report(*iterations, self.basic_objective());
+            }
+        }
+    }
+
+    /// Dual simplex pivots from a dual feasible basis until every basic value is at least
+    /// `-FEAS_TOL` (the leaving row: the most negative value; the entering column: the smallest
+    /// ratio `d_j / -alpha_rj` over `alpha_rj < 0`, ties to the smallest index), or
+    /// `iterations` reaches `max_iter`. Returns whether the basis is primal feasible; the
+    /// remaining tiny negatives are set to 0.
+    fn dual_cleanup(
+        &mut self,
+        max_iter: usize,
+        iterations: &mut usize,
+        cancel: &Cancel,
+    ) -> Result<bool> {
+        let mut since_refactor = 0;
+        loop {
+            let (r, xr) = self
+                .xb
+                .iter()
+                .enumerate()
+                .fold(
+                    (0, f64::INFINITY),
+                    |b, (i, &x)| if x < b.1 { (i, x) } else { b },
+                );
+            if xr >= -FEAS_TOL {
+                self.xb.iter_mut().for_each(|x| *x = x.max(0.0));
+                return Ok(true);
+            }
+            if *iterations >= max_iter {
+                return Ok(false);
+            }
+            cancel.check()?;
+            self.btran();
+            let Some(q) = self.dual_ratio_test(r) else {
+                return Err(Error::Solver(
+                    "the 1-norm SVM LP found no entering column for a dual pivot (an \
+                     ill-conditioned basis)"
+                        .into(),
+                ));
+            };
+            self.ftran(q);
+            let theta = self.xb[r] / self.d[r];
+            self.pivot(r, q, theta, false);
+            *iterations += 1;
+            since_refactor += 1;
+            if since_refactor >= REFACTOR_EVERY {
+                self.refactor(false)?;
+                since_refactor = 0;
+            }
+        }
+    }
+
+    /// The entering column of a dual pivot on row `r` (after [`Simplex::btran`]): among the
+    /// nonbasic columns with `alpha_rj = (B^{-1} a_j)_r < 0`, the smallest `d_j / -alpha_rj`.
+    fn dual_ratio_test(&self, r: usize) -> Option<usize> {
+        let rho = self.binv.row(r);
+        let v: Vec<f64> = rho.iter().zip(self.y).map(|(p, y)| p * y).collect();
+        let h = self.x.t().dot(&ndarray::ArrayView1::from(&v));
+        let rho_y: f64 = v.iter().sum();
+        let bias_rc = -self.y.iter().zip(&self.pi).map(|(y, p)| y * p).sum::<f64>();
+        let amax = h.iter().fold(
+            rho.iter().fold(rho_y.abs(), |a, v| a.max(v.abs())),
+            |a, v| a.max(v.abs()),
+        );
+        let piv = PIVOT_TOL * amax.max(1.0);
+        let mut best: Option<(f64, usize)> = None;
+        for j in 0..self.position.len() {
+            if self.position[j] != usize::MAX {
+                continue;
+            }
+            let (alpha, rc) = match self.kind(j) {
+                Col::Weight(k, sign) => (sign * h[k], 1.0 - sign * self.g[k]),
+                Col::Bias(sign) => (sign * rho_y, sign * bias_rc),
+                Col::Loss(i) => (rho[i], self.cost[i] - self.pi[i]),
+                Col::Surplus(i) => (-rho[i], self.pi[i]),
+            };
+            if alpha < -piv {
+                let ratio = rc.max(0.0) / -alpha;
+                if best.is_none_or(|(b, _)| ratio < b) {
+                    best = Some((ratio, j));
+                }
+            }
+        }
+        best.map(|(_, j)| j)
     }
 
     fn kind(&self, j: usize) -> Col {
@@ -443,10 +573,14 @@ impl<'a> Simplex<'a> {
         best.map(|r| (r, self.xb[r].max(0.0) / self.d[r]))
     }
 
-    /// Column `q` enters at position `r` with step `theta`.
-    fn pivot(&mut self, r: usize, q: usize, theta: f64) {
+    /// Column `q` enters at position `r` with step `theta`; with `clamp` (the primal phase) the
+    /// basic values stay `>= 0`.
+    fn pivot(&mut self, r: usize, q: usize, theta: f64, clamp: bool) {
         for (x, &d) in self.xb.iter_mut().zip(&self.d) {
-            *x = (*x - theta * d).max(0.0);
+            *x -= theta * d;
+            if clamp {
+                *x = x.max(0.0);
+            }
         }
         self.xb[r] = theta;
         let leaving = self.basis[r];
@@ -479,8 +613,8 @@ impl<'a> Simplex<'a> {
     }
 
     /// Recomputes the basis inverse by faer's LU with partial pivoting and the basic values
-    /// `x_B = B^{-1} 1`.
-    fn refactor(&mut self) -> Result<()> {
+    /// `x_B = B^{-1} rhs` (with `clamp`, negative values set to 0).
+    fn refactor(&mut self, clamp: bool) -> Result<()> {
         use faer::dyn_stack::{MemBuffer, MemStack};
         use faer::linalg::lu::partial_pivoting::{factor, inverse};
         let m = self.m;
@@ -529,7 +663,8 @@ impl<'a> Simplex<'a> {
             }
         }
         for (x, row) in self.xb.iter_mut().zip(self.binv.rows()) {
-            *x = row.sum().max(0.0);
+            let v: f64 = row.iter().zip(&self.rhs).map(|(a, b)| a * b).sum();
+            *x = if clamp { v.max(0.0) } else { v };
         }
         Ok(())
     }
@@ -623,6 +758,65 @@ mod tests {
                 assert!(g.abs() <= 1.0 + 1e-9);
             }
         }
+        Ok(())
+    }
+
+    /// The dual clean-up: from the optimal basis of one right-hand side, moved to another (its
+    /// basic values turn negative, the basis stays dual feasible), dual pivots then the primal
+    /// test reach the optimum that the primal method finds from the slack basis of the new
+    /// right-hand side.
+    #[test]
+    fn the_dual_cleanup_reaches_the_optimum_of_a_new_right_hand_side() -> Result<()> {
+        let mut state = 7u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let cancel = Cancel::default();
+        let mut cleaned = 0;
+        for case in 0..60 {
+            let (m, n) = (6 + case % 9, 3 + case % 7);
+            let x = Array2::from_shape_fn((m, n), |_| next());
+            let y: Vec<f64> = (0..m)
+                .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
+                .collect();
+            let cost = vec![1.0 + (case % 4) as f64; m];
+            let rhs: Vec<f64> = (0..m).map(|_| 0.2 + 2.0 * next()).collect();
+            let p = L1SvmProblem {
+                x: x.view(),
+                y: &y,
+                cost: &cost,
+            };
+            let mut warm = Simplex::new(&p);
+            let mut it = 0;
+            assert!(warm.primal(1e-9, 10_000, &mut it, &cancel, &mut |_, _| {})?);
+            warm.rhs.copy_from_slice(&rhs);
+            warm.refactor(false)?;
+            if warm.xb.iter().any(|&v| v < -FEAS_TOL) {
+                cleaned += 1;
+            }
+            let before = it;
+            assert!(warm.dual_cleanup(10_000, &mut it, &cancel)?);
+            assert!(warm.xb.iter().all(|&v| v >= 0.0));
+            assert!(warm.primal(1e-9, 10_000, &mut it, &cancel, &mut |_, _| {})?);
+            let mut cold = Simplex::new(&p);
+            cold.rhs.copy_from_slice(&rhs);
+            cold.xb.copy_from_slice(&rhs);
+            let mut it2 = 0;
+            assert!(cold.primal(1e-9, 10_000, &mut it2, &cancel, &mut |_, _| {})?);
+            let (a, b) = (warm.basic_objective(), cold.basic_objective());
+            assert!(
+                (a - b).abs() <= 1e-9 * (1.0 + b),
+                "case {case}: clean-up {a} ({} pivots) vs cold {b}",
+                it - before
+            );
+        }
+        assert!(
+            cleaned > 10,
+            "only {cleaned} cases needed the dual clean-up"
+        );
         Ok(())
     }
 }
