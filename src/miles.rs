@@ -46,6 +46,11 @@ use crate::params::{hyperparams, KernelKind, Range};
 use crate::progress::Progress;
 use crate::solver::l1_svm::{solve_l1_svm, L1SvmProblem, L1SvmSettings, L1SvmSolution};
 
+/// The most memory the embedding and the simplex basis inverse of a fit may take together
+/// (`8 (n_bags n_concepts + n_bags^2)` bytes): 8 GiB. Above it a fit fails with a message
+/// suggesting `n_concepts`, instead of the allocation failing (which aborts the process).
+pub const MAX_FIT_BYTES: usize = 8 << 30;
+
 hyperparams! {
     /// Hyperparameters of MILES (Chen, Bi & Wang 2006), declared once and checked into
     /// [`MilesValidParams`].
@@ -125,6 +130,22 @@ impl MilesValidParams {
         let bags = setup.bags;
         let x = bags.instances();
         let (kernel, gamma) = self.kernel.resolve(self.gamma, x);
+        let n_concepts = self.n_concepts.unwrap_or(x.n_rows());
+        let m = bags.n_bags();
+        let bytes = m
+            .checked_mul(n_concepts)
+            .and_then(|e| e.checked_add(m.checked_mul(m)?))
+            .and_then(|v| v.checked_mul(8));
+        if bytes.is_none_or(|b| b > MAX_FIT_BYTES) {
+            let size = bytes.map_or("more than 2^64 bytes".to_string(), |b| {
+                format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
+            });
+            return Err(invalid_param(format!(
+                "MILES on {m} bags with {n_concepts} concepts needs {size} for the embedding and \
+                 the simplex basis (the limit is {} GiB): set n_concepts to a smaller number",
+                MAX_FIT_BYTES >> 30
+            )));
+        }
         let chosen = self.concepts(x)?;
         setup.observer.check()?;
         let concepts = chosen.as_ref().unwrap_or(x);
