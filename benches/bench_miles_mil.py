@@ -79,8 +79,8 @@ def main():
     out(f"{args.folds}-fold StratifiedKFold(seed 0), standardised per fold, gamma = {args.gamma_scale:g} x 1/(d Var), "
         f"class_weight balanced, C in {args.Cs}")
     out()
-    hdr = (f"{'side':18s} {'train s (10 folds)':>18s} {'score s':>8s} {'peak RSS MB':>11s} {'wall':>8s}  "
-           + "  ".join(f"{'AUC C=' + format(c, 'g'):>11s}" for c in args.Cs) + "  concepts per C")
+    hdr = (f"{'side':18s} {'train s (all folds)':>19s} {'score s':>8s} {'peak RSS MB':>11s} {'wall':>8s}  "
+           + "  ".join(f"{'AUC C=' + format(c, 'g'):>13s}" for c in args.Cs) + "  concepts per C")
     out.header(hdr)
     base = None
     for (impl, n_jobs), (res, rss, wall) in results.items():
@@ -90,15 +90,18 @@ def main():
         aucs = []
         for k in range(len(args.Cs)):
             per_fold = [roc_auc_score(y[f["test"]], f["scores"][k]) for f in folds]
-            aucs.append(np.mean(per_fold))
+            pooled = np.zeros(len(y))
+            for f in folds:
+                pooled[f["test"]] = f["scores"][k]
+            aucs.append(f"{np.mean(per_fold):.3f}/{roc_auc_score(y, pooled):.3f}")
         nnz = [np.mean([f["nnz"][k] for f in folds]) for k in range(len(args.Cs))]
         name = f"{impl} {n_jobs}t"
         base = fit_s if impl == "mil" else base
         ratio = f" ({base / fit_s:.0f}x)" if impl != "mil" and base else ""
-        out(f"{name:18s} {fit_s:11.2f}{ratio:>7s} {score_s:8.2f} {rss:11.0f} {wall:>8s}  "
-            + "  ".join(f"{a:11.3f}" for a in aucs) + "  " + " / ".join(f"{v:.1f}" for v in nnz))
+        out(f"{name:18s} {fit_s:12.2f}{ratio:>7s} {score_s:8.2f} {rss:11.0f} {wall:>8s}  "
+            + "  ".join(f"{a:>13s}" for a in aucs) + "  " + " / ".join(f"{v:.1f}" for v in nnz))
     out()
-    out(f"AUC: mean over the {args.folds} folds of the test-fold AUC. train s: embedding of the training bags plus one fit")
+    out(f"AUC: mean over the {args.folds} folds of the test-fold AUC / AUC of the pooled out-of-fold scores. train s: embedding of the training bags plus one fit")
     out("per C, summed over folds; score s: the test bags (mil maps them against every training instance,")
     out("milsvm against the selected concepts only). (Nx): mil's training time over this row's.")
     out.write(args.out)
