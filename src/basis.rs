@@ -32,14 +32,19 @@ crate::params::choices! {
 /// `k` must not exceed the number of rows.
 pub fn choose_basis(x: &Instances, k: usize, init: BasisInit, seed: u64) -> Array2<f64> {
     match init {
-        BasisInit::Random => {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            let mut rows = sample(&mut rng, x.n_rows(), k).into_vec();
-            rows.sort_unstable();
-            x.dense_rows(&rows)
-        }
+        BasisInit::Random => x.dense_rows(&random_rows(x.n_rows(), k, seed)),
         BasisInit::KMeans => kmeans(x, k, 20, seed),
     }
+}
+
+/// `k` distinct row indices of `0..n`, increasing, drawn uniformly and seeded by `seed` (the
+/// rows of [`choose_basis`] with [`BasisInit::Random`]; a caller that keeps CSR rows CSR takes
+/// them with [`Instances::select_rows`]). `k` must not exceed `n`.
+pub fn random_rows(n: usize, k: usize, seed: u64) -> Vec<usize> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut rows = sample(&mut rng, n, k.min(n)).into_vec();
+    rows.sort_unstable();
+    rows
 }
 
 /// The chosen rows of `x` as a dense matrix: [`Instances::dense_rows`], kept under this path.

@@ -53,6 +53,9 @@ where
 ///   value. The SMO solves start from zero: equal to independent fits bit for bit (a start from
 ///   the previous dual scaled by `C_new / C_old` was measured and not kept, see
 ///   `HingeSolver::path` in [`crate::set_kernel_svm`]).
+/// * MILES: the embedding once; each LP solved from the slack basis, as an independent fit
+///   does (its optimum is often not unique, and a warm start could end at another vertex):
+///   equal to independent fits bit for bit.
 /// * SparseMI with outer iterations: the starting vectors once, each value's descent anew
 ///   (bit for bit the independent fits; the descent is not convex, and a start from another
 ///   value's vectors could take another way).

@@ -24,6 +24,9 @@
 //!   constraints.
 //! * [`baselines`]: SIL (Ray & Craven 2005) and STK (Gaertner et al. 2002's statistic kernel),
 //!   one plain SVM over the instances (bag score: max) or over per-bag min/max statistics.
+//! * [`miles`]: MILES (Chen, Bi & Wang 2006): bags embedded by their similarity to concepts
+//!   (training instances), a 1-norm SVM (an LP, by the revised simplex method) selecting the
+//!   concepts; the bag score is a linear function of the per-concept maxima.
 //! * [`multiclass`]: one-vs-rest from binary fits.
 //! * [`basis`]: reduced bases (random instances, k-means centroids).
 //! * [`smo`]: a LIBSVM-style dual SMO solver (second-order working sets, shrinking, a kernel-row
@@ -65,6 +68,7 @@ pub mod data;
 pub mod error;
 pub mod fit;
 pub mod kernel;
+pub mod miles;
 pub mod model;
 pub mod multiclass;
 pub mod one_class;
@@ -88,6 +92,7 @@ pub use convex_combination::{CcBounds, LpRule, SvmCcFit, SvmCcParams, SvmCcValid
 pub use error::{Error, Result};
 pub use fit::{Fit, FitPath, StopReason};
 pub use kernel::Kernel;
+pub use miles::{MilesFit, MilesParams, MilesValidParams};
 pub use model::{BagView, Model, Pooling, Predictor, Workspace};
 pub use one_class::{OneClassFit, OneClassParams, OneClassValidParams};
 pub use params::{ClassWeight, Gamma, Hyperparams, KernelKind, ParamGuard};

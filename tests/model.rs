@@ -62,6 +62,27 @@ fn naive_scores(model: &Model, x: &Array2<f64>) -> Vec<f64> {
                 })
                 .collect();
             match model.pooling {
+                // MILES: the max of each vector's kernel values, then the linear combination
+                Pooling::XvMax => {
+                    z.rows()
+                        .into_iter()
+                        .zip(model.coef.row(o))
+                        .map(|(zr, &c)| {
+                            c * x
+                                .rows()
+                                .into_iter()
+                                .map(|xr| {
+                                    kernel_value(
+                                        model.kernel,
+                                        xr.as_slice().unwrap(),
+                                        zr.as_slice().unwrap(),
+                                    )
+                                })
+                                .fold(f64::NEG_INFINITY, f64::max)
+                        })
+                        .sum::<f64>()
+                        + b
+                }
                 Pooling::Mean => f.iter().sum::<f64>() / n,
                 Pooling::SmilMean => f.iter().sum::<f64>() / n + 1.0 - 1.0 / n,
                 Pooling::Max => f.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
@@ -124,11 +145,12 @@ fn close(a: f64, b: f64, tol: f64) -> bool {
 }
 
 const KERNELS: [Kernel; 2] = [Kernel::Linear, Kernel::Rbf { gamma: 0.7 }];
-const POOLINGS: [Pooling; 4] = [
+const POOLINGS: [Pooling; 5] = [
     Pooling::Mean,
     Pooling::Max,
     Pooling::NormalizedMean,
     Pooling::SmilMean,
+    Pooling::XvMax,
 ];
 
 /// Every kind of model: each kernel, pooling, dense or CSR basis and number of classes out of
@@ -438,14 +460,19 @@ fn every_inconsistency_is_one_error_naming_the_field() -> TestResult {
 #[test]
 fn batch_path_takes_any_layout_and_names_the_bag_with_a_non_finite_value() -> TestResult {
     let mut rng = ChaCha8Rng::seed_from_u64(11);
-    for n_xv in [4, 40] {
+    for (pooling, n_xv) in [
+        (Pooling::Max, 4),
+        (Pooling::Max, 40),
+        (Pooling::XvMax, 4),
+        (Pooling::XvMax, 40),
+    ] {
         let model = random_model(
             &mut rng,
             n_xv,
             5,
             2,
             Kernel::Rbf { gamma: 0.3 },
-            Pooling::Max,
+            pooling,
             false,
         );
         let p = Predictor::new(&model)?;

@@ -3,7 +3,8 @@ inner grid search with and without paths.
 
 Tolerances. ReducedSet, NSK and sMIL paths reuse only what does not depend on ``C`` (the
 set-kernel matrix, the kernel-row cache) and start every solve where an independent fit does:
-their models equal independent fits bit for bit. MIKernel and RSVM start each Newton solve from
+their models equal independent fits bit for bit, as do MILES paths (the embedding computed once,
+every LP solved from the slack basis). MIKernel and RSVM start each Newton solve from
 the previous ``C``'s solution; Newton stops at a relative gradient of 1e-10 from either start and
 both reach the exact minimiser, so the decision values agree to 1e-7 of the largest score.
 """
@@ -27,6 +28,7 @@ PATHS = {
     "NSK": ({}, 0.0),
     "sMIL": ({}, 0.0),
     "RSVM": ({"n_xv": 5, "random_state": 0}, 1e-7),
+    "MILES": ({}, 0.0),  # the embedding reused, each LP from the slack basis: bit for bit
 }
 
 

@@ -39,6 +39,7 @@ FAST = {
     "SVMCC": {"C": 10, "max_iter": 5},
     "SIL": {"C": 10},
     "STK": {"C": 10},
+    "MILES": {"C": 10},
     "OneClassMISVM": {"max_iter": 3},
 }
 

@@ -1,5 +1,5 @@
 """``explain``: the key instances of every bag, for every estimator of the registry: the shares
-of mean pooling sum to the bag score, the arg-max of max pooling is the bag score with its margin
+of mean pooling (and MILES's instance shares) sum to the bag score, the arg-max of max pooling is the bag score with its margin
 over the runner-up, the label is ``predict``'s, and on bags with one planted witness the witness
 is the top instance."""
 
@@ -29,9 +29,11 @@ def test_contributions_add_up_to_the_bag_score_and_the_witness_leads(cls):
         assert e.score == f
         assert e.instance_scores.shape == e.contributions.shape == (len(bag),)
         assert sorted(e.ranking.tolist()) == list(range(len(bag))) and e.top == e.ranking[0]
-        if e.pooling == "mean":
+        if e.pooling in ("mean", "sum"):
             assert e.contributions.sum() == pytest.approx(f, rel=1e-12, abs=1e-12)
             assert e.margin is None
+            if e.pooling == "sum":  # MILES: the contributions are the instance scores
+                np.testing.assert_array_equal(e.contributions, e.instance_scores)
         else:
             assert e.instance_scores[e.top] == pytest.approx(f, rel=1e-12, abs=1e-12)
             assert e.contributions[e.top] == e.instance_scores[e.top]

@@ -44,6 +44,9 @@ KINDS = [
     ("SIL-linear", lambda: milsvm.SIL(C=1.0, kernel="linear"), False),
     ("STK", lambda: milsvm.STK(C=10.0), True),
     ("STK-linear", lambda: milsvm.STK(C=1.0, kernel="linear"), False),
+    ("MILES", lambda: milsvm.MILES(C=10.0), True),
+    ("MILES-kmeans", lambda: milsvm.MILES(C=10.0, n_concepts=6, random_state=0), False),
+    ("MILES-linear", lambda: milsvm.MILES(C=1.0, kernel="linear"), False),
 ]
 
 
@@ -360,7 +363,7 @@ def test_models_written_before_still_load(name):
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
-@pytest.mark.parametrize("kind", ["SparseMI", "NSK-l2", "MISVM", "SVMCC", "STK"])
+@pytest.mark.parametrize("kind", ["SparseMI", "NSK-l2", "MISVM", "SVMCC", "STK", "MILES"])
 def test_a_saved_pipeline_loads_as_the_same_pipeline_and_the_core_applies_it(kind, sparse, tmp_path):
     from sklearn.pipeline import make_pipeline
 

@@ -175,6 +175,17 @@ class OneClassFit:
     converged: bool
     inner_converged: bool
 
+class MilesFit:
+    model: Model
+    gamma: float
+    n_concepts: int
+    selected: List[int]
+    objective: List[float]
+    n_selected: List[int]
+    n_iter: List[int]
+    inner_converged: bool
+    dual: List[NDArray[np.float64]]
+
 _Fit = TypeVar("_Fit")
 
 class FitFunction(Protocol[_Fit]):
@@ -213,8 +224,10 @@ fit_nsk_path: PathFunction[SvmFit]
 fit_smil_path: PathFunction[SvmFit]
 fit_sil: FitFunction[SvmFit]
 fit_stk: FitFunction[SvmFit]
-check_sparse_mi = check_mi_kernel = check_reduced_set = check_nsk = check_smil = check_annealing = check_svmcc = check_one_class = check_sil = check_stk = _check
-fit_sparse_mi_hyperparameters = fit_mi_kernel_hyperparameters = fit_reduced_set_hyperparameters = fit_nsk_hyperparameters = fit_smil_hyperparameters = fit_annealing_hyperparameters = fit_svmcc_hyperparameters = fit_one_class_hyperparameters = fit_sil_hyperparameters = fit_stk_hyperparameters = _specs
+fit_miles: FitFunction[MilesFit]
+fit_miles_path: PathFunction[MilesFit]
+check_sparse_mi = check_mi_kernel = check_reduced_set = check_nsk = check_smil = check_annealing = check_svmcc = check_one_class = check_sil = check_stk = check_miles = _check
+fit_sparse_mi_hyperparameters = fit_mi_kernel_hyperparameters = fit_reduced_set_hyperparameters = fit_nsk_hyperparameters = fit_smil_hyperparameters = fit_annealing_hyperparameters = fit_svmcc_hyperparameters = fit_one_class_hyperparameters = fit_sil_hyperparameters = fit_stk_hyperparameters = fit_miles_hyperparameters = _specs
 
 # ---------------------------------------------------------------------------------------------
 # The ground floor, for tests and reference benchmarks
@@ -257,6 +270,13 @@ def set_kernel_matrix(
     x: Instances, bag_ptr: NDArray[np.int64], x2: Instances, bag_ptr2: NDArray[np.int64], kernel: str, gamma: float,
     n_jobs: Optional[int] = None,
 ) -> NDArray[np.float64]: ...
+def miles_embedding(
+    x: Instances, bag_ptr: NDArray[np.int64], z: Instances, kernel: str, gamma: float, n_jobs: Optional[int] = None
+) -> NDArray[np.float64]: ...
+def solve_l1_svm(
+    x: NDArray[np.float64], y: NDArray[np.float64], cost: NDArray[np.float64], tol: float = 1e-9,
+    max_iter: Optional[int] = None,
+) -> Tuple[NDArray[np.float64], float, float, NDArray[np.float64], int, bool]: ...
 def probability_update(
     kind: str, t: NDArray[np.float64], temp: float, c2: float = 0.0, p_star: float = 0.0
 ) -> NDArray[np.float64]: ...

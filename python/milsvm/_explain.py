@@ -8,7 +8,11 @@ Every estimator scores a bag by pooling instance scores (``instance_decision_fun
   shares sum to the bag score;
 * max pooling (the annealing family, SVM-CC, the one-class MI-SVM): the bag score is the score
   of one instance, the arg-max; how firmly it holds that role is its margin over the runner-up
-  (``inf`` for a one-instance bag).
+  (``inf`` for a one-instance bag);
+* sum (MILES, the ``"xv_max"`` pooling): the bag score is no pooling of per-instance scores but
+  a linear function of per-concept maxima; each instance's score is its share (the terms of the
+  concepts whose max it attains, plus its part of the bias, Chen, Bi & Wang 2006's instance
+  classification), and the shares sum to the bag score: they are the contributions.
 """
 
 from __future__ import annotations
@@ -33,13 +37,15 @@ class BagExplanation:
         ``classes_[1]``; for ``classes_[0]`` the explanation is of the same score, whose negative
         values are the evidence).
     pooling : str
-        ``"mean"`` (every pooling that averages: mean, normalised mean, sMIL's mean) or
-        ``"max"``.
+        ``"mean"`` (every pooling that averages: mean, normalised mean, sMIL's mean),
+        ``"max"``, or ``"sum"`` (MILES: the instance scores are shares that sum to the bag
+        score).
     instance_scores : ndarray of shape (n_instances,)
         The instance scores as the pooling counts them.
     contributions : ndarray of shape (n_instances,)
         Mean pooling: each instance's share ``s_p / n`` (they sum to ``score``). Max pooling:
-        ``score`` at the arg-max, 0 elsewhere.
+        ``score`` at the arg-max, 0 elsewhere. Sum: the instance scores themselves (they sum to
+        ``score``).
     ranking : ndarray of int
         The instances in order of how much they push the score towards its sign: largest
         contribution first for a positive score, smallest first for a negative one (binary);
@@ -47,7 +53,8 @@ class BagExplanation:
     top : int
         The instance that drives the score most: ``ranking[0]`` (the arg-max for max pooling).
     margin : float or None
-        Max pooling: ``s_top - s_runner_up`` (``inf`` for one instance); None for mean pooling.
+        Max pooling: ``s_top - s_runner_up`` (``inf`` for one instance); None for mean pooling
+        and sums.
     """
 
     label: object
@@ -65,7 +72,7 @@ def explain_bags(instance_scores, bag_scores, classes, pooling):
     ``instance_decision_function`` (1-D arrays for binary problems, ``(n, n_classes)`` for
     multi-class ones), the bags' ``decision_function``, the class labels and the model's
     pooling name. The label is the one ``predict`` gives."""
-    kind = "max" if pooling == "max" else "mean"
+    kind = {"max": "max", "xv_max": "sum"}.get(pooling, "mean")
     out = []
     for scores, bag in zip(instance_scores, bag_scores):
         if scores.ndim == 1:
@@ -87,7 +94,7 @@ def explain_bags(instance_scores, bag_scores, classes, pooling):
             margin = float(s[top] - rest.max()) if n > 1 else float("inf")
             ranking = np.argsort(-s, kind="stable")
         else:
-            contributions = s / n
+            contributions = s if kind == "sum" else s / n
             ranking = np.argsort(-direction * contributions, kind="stable")
             top = int(ranking[0])
             margin = None

@@ -118,7 +118,8 @@ class CompiledModelMixin:
 
     def decision_function(self, bags):
         """Bag scores ``F(X)`` pooled from the instance scores ``f(x) = sum_k coef_k k(z_k, x) + b``
-        (mean, max or normalised mean, by estimator).
+        (mean, max or normalised mean, by estimator), or for MILES
+        ``sum_k coef_k max_(x in X) k(z_k, x) + b``.
 
         Parameters
         ----------
@@ -135,12 +136,16 @@ class CompiledModelMixin:
 
     def instance_decision_function(self, bags):
         """The score of every instance of every bag, as the estimator's pooling counts it: the
-        mean over a bag (the max, for max pooling) is the bag's :meth:`decision_function`.
+        mean over a bag (the max, for max pooling; the sum, for MILES) is the bag's
+        :meth:`decision_function`.
 
         For most estimators this is the instance score ``f(x) = sum_k coef_k k(xv_k, x) + b``
         itself. NSK with ``norm="l2"`` divides the bias-free part by the bag's feature-space
         norm, ``(f(x) - b) / sqrt(k_set(X, X)) + b``; sMIL adds the bag's threshold shift
-        ``1 - 1/|X|``. Through a ``Pipeline``, transform first:
+        ``1 - 1/|X|``. MILES (``"xv_max"`` pooling) gives each instance its share of the bag
+        score: the terms ``coef_k k(xv_k, x)`` of the concepts whose max over the bag it
+        attains, plus ``b / |U|`` (``U`` the instances attaining some concept's max), 0 for the
+        other instances (see :class:`~milsvm.MILES`). Through a ``Pipeline``, transform first:
         ``pipe[-1].instance_decision_function(pipe[:-1].transform(bags))``.
 
         Parameters

@@ -29,10 +29,11 @@ class FitProgress:
         What a step is ("iteration", "step", "round"); ``None``: the estimator reports no
         steps.
     total : int
-        The largest number of steps. The bar's length starts there and follows the fit's own
-        forecast of its steps (``expected_steps``): an annealing fit stops once the labels
-        settle, usually long before ``max_iter``, and says so as it goes, so the bar's ETA is
-        that of the steps the fit expects, not of the cap.
+        The largest number of steps, 0 when it is not known (a bar without a length). The
+        bar's length starts there and follows the fit's own forecast of its steps
+        (``expected_steps``): an annealing fit stops once the labels settle, usually long
+        before ``max_iter``, and says so as it goes, so the bar's ETA is that of the steps the
+        fit expects, not of the cap.
     """
 
     def __init__(self, name, verbose, unit, total):
@@ -45,7 +46,7 @@ class FitProgress:
         if unit is not None and self.verbose >= 1 and sys.stderr is not None and sys.stderr.isatty():
             from tqdm.auto import tqdm
 
-            self.bar = tqdm(total=total, unit=unit, desc=self.name, leave=False, file=sys.stderr)
+            self.bar = tqdm(total=total or None, unit=unit, desc=self.name, leave=False, file=sys.stderr)
 
     def callback(self):
         """The callback for the core, or ``None`` when nothing is reported."""
@@ -55,11 +56,12 @@ class FitProgress:
 
     def __call__(self, problem, step, max_steps, objective, temperature, expected_steps=None):
         expected = max_steps if expected_steps is None else min(expected_steps, max_steps)
-        if self.bar is not None:
+        if self.bar is not None and self.total:
             self.saving[problem] = max_steps - expected
             total = max(self.total - sum(self.saving.values()), self.bar.n + 1)
             if total != self.bar.total:
                 self.bar.total = total
+        if self.bar is not None:
             self.bar.update(1)
             self.bar.set_postfix(objective=f"{objective:.6g}", refresh=False)
         if self.verbose >= 2:

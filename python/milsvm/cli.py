@@ -1093,7 +1093,7 @@ def build_parser():
                                       "multi-class: the score of the predicted class). --instances FILE also "
                                       "writes one line per instance, bag_name<TAB>instance<TAB>score<TAB>label "
                                       "(instance: its 0-based position in the bag; score: as the model pools it, "
-                                      "so that the bag's score is their mean, or their max for max pooling). The "
+                                      "so that the bag's score is their mean, or their max for max pooling, or their sum for MILES). The "
                                       "labels of the data file are not used, except for the accuracy note on "
                                       "stderr.",
                           epilog="example:\n  milsvm predict model.json test.data -o predictions.tsv "

@@ -1,5 +1,6 @@
-//! Kernel values between instance rows and a basis, the fused bag-mean matrix, and the
-//! gradient of kernel sums with respect to the basis vectors.
+//! Kernel values between instance rows and a basis, the fused bag-mean matrix, the bag-wise
+//! maximum of kernel values (MILES's embedding, [`bag_max_kernel`]), and the gradient of kernel
+//! sums with respect to the basis vectors.
 //!
 //! Everything here works on one representation (ALGORITHMS.md section 1): instance rows `F`
 //! (dense or CSR) with squared norms `s_p`, and a [`Basis`] of vectors `z_k` given by
@@ -25,7 +26,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::bags::Csr;
 
+mod bag_max;
 mod dots;
+pub use bag_max::{bag_max_kernel, BLOCK_XV};
 pub use dots::Real;
 pub(crate) use dots::Simd;
 

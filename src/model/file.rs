@@ -1,11 +1,15 @@
 //! The model file: one versioned JSON document per fitted model.
 //!
-//! Version 6 (written by this build) is version 5 with one more optional field, the type of the
-//! training instances (absent or null: `"float64"`):
+//! Version 6 (written by this build) is version 5 with one more value of `pooling` and one more
+//! optional field, the type of the training instances (absent or null: `"float64"`):
 //!
 //! ```text
+//!   "pooling": ... | "xv_max",   // MILES: F(X) = sum_k coef_k max_p k(xv_k, x_p) + intercept
 //!   "input_dtype": "float64" | "float32",
 //! ```
+//!
+//! A file of an earlier version with `"xv_max"` is refused (no writer of those versions had
+//! it); every other version-5 document reads the same as version 6.
 //!
 //! Version 5 is version 4 with one more optional field, what the kernel
 //! expansion scores (absent or null: `"instances"`, every earlier version's meaning):
@@ -57,9 +61,9 @@ use super::{BagFeatures, Dtype, Model, Pooling};
 use crate::bags::{Csr, Instances};
 use crate::error::{Error, Result};
 
-/// The version of the model file this build writes (5: `bag_features`; 4: a scaler and a
-/// calibration; 3: sparse bases, classes and metadata in the core; 2 added `pooling`; 1 was the
-/// first). Versions 1 to 5 are read.
+/// The version of the model file this build writes (6: the `"xv_max"` pooling of MILES and
+/// `input_dtype`; 5: `bag_features`; 4: a scaler and a calibration; 3: sparse bases, classes and
+/// metadata in the core; 2 added `pooling`; 1 was the first). Versions 1 to 6 are read.
 pub const FORMAT_VERSION: u32 = 6;
 
 const FORMAT: &str = "milsvm-model";
@@ -239,6 +243,12 @@ pub(super) fn from_json(text: &str) -> Result<Model> {
             )))
         }
     };
+    if version < 6 && model.pooling == Pooling::XvMax {
+        return Err(err(format!(
+            "field `pooling`: \"xv_max\" needs model file version 6 or later, the file is \
+             version {version}"
+        )));
+    }
     model.check()?;
     Ok(model)
 }

@@ -6,7 +6,9 @@
 //! `F(X) = (1/|X|) sum_p f(x_p)` (Fu et al. 2013, eq. 3; SparseMI, RSVM, MI-Kernel by Lemma 1,
 //! NSK with `norm = "l1"`, sMIL), the label max `F(X) = max_p f(x_p)` (mi-SVM, MI-SVM, the
 //! annealing methods, SVM-CC, the one-class MI-SVM), or the feature-space-normalised mean (NSK
-//! with `norm = "l2"`). One output per one-vs-rest problem: a binary model has one output
+//! with `norm = "l2"`), or, for MILES, the max per expansion vector before the linear
+//! combination, `F(X) = sum_k beta_k max_p k(z_k, x_p) + b` ([`Pooling::XvMax`]). One output
+//! per one-vs-rest problem: a binary model has one output
 //! (positive = class 1), a multi-class model one per class.
 //!
 //! * [`Model`]: the data of a fitted model, checked by [`Model::check`], read and written as
@@ -84,6 +86,14 @@ pub enum Pooling {
     /// The classification rule for new bags is this crate's choice, consistent with training:
     /// with the plain mean and threshold 0, sMIL calls almost every bag negative.
     SmilMean = "smil_mean",
+    /// The max over the bag's instances per expansion vector, then the linear combination:
+    /// `F(X) = sum_k beta_k max_p k(z_k, x_p) + b` (MILES; Chen, Bi & Wang 2006: a bag is
+    /// embedded by its similarity to each concept `z_k`, its most similar instance's, and
+    /// classified by a linear function of the embedding). Not a pooling of the instance scores
+    /// `f(x)`: [`Predictor::bag_instance_scores`] gives each instance its share instead (the
+    /// terms `beta_k k(z_k, x_p)` of the vectors whose max it attains, plus `b / |U|`, `U` the
+    /// instances attaining a max), and these shares *sum* to the bag score.
+    XvMax = "xv_max",
 }
 }
 

@@ -9,6 +9,10 @@
 //!   product per chunk, [`crate::kernel::instance_scores`], for a larger dense basis), then the
 //!   same pooling per bag. Every value is computed by the same operations whatever the number
 //!   of threads, and a small basis gives exactly the one-bag path's values.
+//! * [`Pooling::XvMax`] (MILES): the max of each expansion vector's kernel values over the bag,
+//!   then the linear combination; in a batch, bag by bag with the one-bag kernel for a small or
+//!   CSR basis, else through [`crate::kernel::bag_max_kernel`] (blocks of bags against blocks of
+//!   vectors, one matrix product each).
 
 use ndarray::Array2;
 use rayon::prelude::*;
@@ -27,7 +31,7 @@ use super::bag_features::no_instance_scores;
 use super::{min_max_into, min_max_rows, BagFeatures, Calibration, Model, Pooling, Scaler};
 use crate::bags::{validate_bag_ptr, Bags, Csr, Instances};
 use crate::error::{Error, Result};
-use crate::kernel::{instance_scores, Basis, Kernel, Rows, Simd};
+use crate::kernel::{bag_max_kernel, instance_scores, Basis, Kernel, Rows, Simd};
 
 /// One bag of instances, borrowed: dense row-major values (`f64` or `f32`) or CSR rows.
 #[derive(Debug, Clone, Copy)]
@@ -220,6 +224,12 @@ pub struct Workspace {
     stats: Vec<f64>,
     /// The sum of a bag's instances (the linear kernel's `k_set(X, X)`).
     sum: Vec<f64>,
+    /// Per expansion vector, the max of its kernel values over the bag ([`Pooling::XvMax`]).
+    maxes: Vec<f64>,
+    /// Per expansion vector, the first instance attaining that max.
+    argmax: Vec<usize>,
+    /// Per instance, whether it attains a max of a vector with a nonzero coefficient.
+    attains: Vec<bool>,
 }
 
 /// The basis as prediction reads it.
@@ -427,6 +437,20 @@ impl Predictor {
         self.bag_dots(bag, ws);
         self.kernel
             .finish_rows(&mut ws.dots, &ws.norms, 0, &self.znorms);
+        if self.pooling == Pooling::XvMax {
+            // F(X) = sum_k beta_k max_p k(z_k, x_p) + b
+            ws.maxes.clear();
+            ws.maxes.resize(nb, f64::NEG_INFINITY);
+            for krow in ws.dots.chunks_exact(nb) {
+                for (mx, &v) in ws.maxes.iter_mut().zip(krow) {
+                    *mx = mx.max(v);
+                }
+            }
+            for ((o, c), &b) in out.iter_mut().zip(self.coef.rows()).zip(&self.intercept) {
+                *o = self.dot(c.as_slice().unwrap_or(&[]), &ws.maxes) + b;
+            }
+            return;
+        }
         out.fill(self.pool_start());
         for krow in ws.dots.chunks_exact(nb) {
             for ((acc, c), &b) in out.iter_mut().zip(self.coef.rows()).zip(&self.intercept) {
@@ -471,7 +495,8 @@ impl Predictor {
     fn pool_start(&self) -> f64 {
         match self.pooling {
             Pooling::Max => f64::NEG_INFINITY,
-            Pooling::Mean | Pooling::NormalizedMean | Pooling::SmilMean => 0.0,
+            // XvMax never pools instance scores (see `pooled`); a sum if it did
+            Pooling::Mean | Pooling::NormalizedMean | Pooling::SmilMean | Pooling::XvMax => 0.0,
         }
     }
 
@@ -480,13 +505,15 @@ impl Predictor {
     fn pool_step(&self, acc: &mut f64, f: f64) {
         *acc = match self.pooling {
             Pooling::Max => acc.max(f),
-            Pooling::Mean | Pooling::NormalizedMean | Pooling::SmilMean => *acc + f,
+            Pooling::Mean | Pooling::NormalizedMean | Pooling::SmilMean | Pooling::XvMax => {
+                *acc + f
+            }
         };
     }
 
     /// The last step of pooling `n` instance scores: the mean's division, sMIL's shift.
     fn finish_pool(&self, n: usize, out: &mut [f64]) {
-        if self.pooling != Pooling::Max {
+        if !matches!(self.pooling, Pooling::Max | Pooling::XvMax) {
             out.iter_mut().for_each(|v| *v /= n as f64);
         }
         if self.pooling == Pooling::SmilMean {
@@ -616,6 +643,154 @@ impl Predictor {
         total / (n * n) as f64
     }
 
+    /// [`Pooling::XvMax`] bag scores of checked rows: bag by bag with the one-bag kernel for a
+    /// small or CSR basis (the values of [`Predictor::score_bag`]), else the bag-wise maxima of
+    /// [`bag_max_kernel`] times the coefficients.
+    fn xv_max_rows(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
+        let norms = checked_bag_norms(rows, bag_ptr)?;
+        let m = bag_ptr.len() - 1;
+        let n_out = self.n_outputs().max(1);
+        let mut out = Array2::zeros((m, n_out));
+        match &self.layout {
+            Layout::Dense(basis) if basis.len() > ROW_KERNEL_MAX_XV => {
+                let e = bag_max_kernel(
+                    self.kernel,
+                    rows,
+                    &norms,
+                    bag_ptr,
+                    Rows::Dense(basis.v.view()),
+                    &self.znorms,
+                    &crate::progress::Cancel::default(),
+                )?;
+                out.axis_iter_mut(ndarray::Axis(0))
+                    .into_par_iter()
+                    .zip(e.axis_iter(ndarray::Axis(0)))
+                    .for_each(|(mut dst, erow)| {
+                        let erow = erow.as_slice().unwrap_or(&[]);
+                        for ((o, c), &b) in
+                            dst.iter_mut().zip(self.coef.rows()).zip(&self.intercept)
+                        {
+                            *o = self.dot(c.as_slice().unwrap_or(&[]), erow) + b;
+                        }
+                    });
+            }
+            _ => {
+                let one = |ws: &mut Workspace, (i, dst): (usize, &mut [f64])| {
+                    self.pooled(BagView::of(rows, bag_ptr[i], bag_ptr[i + 1]), ws, dst);
+                };
+                if let Some(buf) = out.as_slice_mut() {
+                    if rows.n_rows() * self.n_xv() < SEQUENTIAL_WORK {
+                        let mut ws = Workspace::default();
+                        buf.chunks_mut(n_out)
+                            .enumerate()
+                            .for_each(|item| one(&mut ws, item));
+                    } else {
+                        buf.par_chunks_mut(n_out)
+                            .enumerate()
+                            .for_each_init(Workspace::default, one);
+                    }
+                }
+            }
+        }
+        match out
+            .rows()
+            .into_iter()
+            .position(|r| r.iter().any(|v| !v.is_finite()))
+        {
+            Some(i) => Err(overflow(&format!("bag {i}"))),
+            None => Ok(out),
+        }
+    }
+
+    /// [`Pooling::XvMax`] instance shares of checked rows ([`Predictor::xv_max_shares`] per
+    /// bag, in parallel over bags).
+    fn xv_max_shares_rows(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
+        checked_bag_norms(rows, bag_ptr)?;
+        let n_out = self.n_outputs().max(1);
+        let mut out = Array2::zeros((rows.n_rows(), n_out));
+        if let Some(mut rest) = out.as_slice_mut() {
+            let mut parts = Vec::with_capacity(bag_ptr.len() - 1);
+            for w in bag_ptr.windows(2) {
+                let (head, tail) = rest.split_at_mut((w[1] - w[0]) * n_out);
+                parts.push((BagView::of(rows, w[0], w[1]), head));
+                rest = tail;
+            }
+            parts
+                .into_par_iter()
+                .for_each_init(Workspace::default, |ws, (bag, dst)| {
+                    self.xv_max_shares(bag, ws, dst)
+                });
+        }
+        match out
+            .rows()
+            .into_iter()
+            .position(|r| r.iter().any(|v| !v.is_finite()))
+        {
+            Some(r) => Err(overflow(&format!(
+                "an instance of bag {}",
+                bag_ptr.partition_point(|&q| q <= r) - 1
+            ))),
+            None => Ok(out),
+        }
+    }
+
+    /// The instance shares of one bag under [`Pooling::XvMax`] into `f` (`n x n_outputs`,
+    /// row-major), MILES's instance contributions (Chen, Bi & Wang 2006, section on instance
+    /// classification): for each output, expansion vector `z_k` with a nonzero coefficient
+    /// `beta_k` credits `beta_k k(z_k, x_p)` to the instance `x_p` attaining
+    /// `max_p k(z_k, x_p)` (the first one on a tie); `U` is the set of instances credited so, and
+    /// each gets `b / |U|` besides (every instance gets `b / n` when `U` is empty). The shares
+    /// sum to the bag score; an instance outside `U` has share 0. The paper's rule calls an
+    /// instance of `U` positive when `g(x_p) > theta = -b / |U|` (`g` the credited sum), that is
+    /// when its share is `> 0`.
+    fn xv_max_shares(&self, bag: BagView<'_>, ws: &mut Workspace, f: &mut [f64]) {
+        let n = bag.n_instances();
+        let nb = self.n_xv();
+        let n_out = self.n_outputs().max(1);
+        ws.dots.resize(n * nb, 0.0);
+        ws.norms.resize(n, 0.0);
+        self.bag_dots(bag, ws);
+        self.kernel
+            .finish_rows(&mut ws.dots, &ws.norms, 0, &self.znorms);
+        ws.maxes.clear();
+        ws.maxes.resize(nb, f64::NEG_INFINITY);
+        ws.argmax.clear();
+        ws.argmax.resize(nb, 0);
+        for (p, krow) in ws.dots.chunks_exact(nb).enumerate() {
+            for ((mx, a), &v) in ws.maxes.iter_mut().zip(ws.argmax.iter_mut()).zip(krow) {
+                if v > *mx {
+                    *mx = v;
+                    *a = p;
+                }
+            }
+        }
+        f.fill(0.0);
+        for (o, (c, &b)) in self
+            .coef
+            .rows()
+            .into_iter()
+            .zip(&self.intercept)
+            .enumerate()
+        {
+            ws.attains.clear();
+            ws.attains.resize(n, false);
+            for ((&w, &p), &v) in c.iter().zip(&ws.argmax).zip(&ws.maxes) {
+                if w != 0.0 {
+                    f[p * n_out + o] += w * v;
+                    ws.attains[p] = true;
+                }
+            }
+            let n_u = ws.attains.iter().filter(|&&a| a).count();
+            for (p, &a) in ws.attains.iter().enumerate() {
+                if n_u == 0 {
+                    f[p * n_out + o] = b / n as f64;
+                } else if a {
+                    f[p * n_out + o] += b / n_u as f64;
+                }
+            }
+        }
+    }
+
     /// Bag scores (`n_bags x n_outputs`), in parallel over bags.
     pub fn decision_function(&self, bags: &Bags) -> Result<Array2<f64>> {
         self.decision_function_rows(Rows::from(bags.instances()), bags.bag_ptr())
@@ -668,6 +843,9 @@ impl Predictor {
 
     /// [`Predictor::decision_function_rows`] on checked rows.
     fn pooled_rows(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
+        if self.pooling == Pooling::XvMax {
+            return self.xv_max_rows(rows, bag_ptr);
+        }
         let (f, norms) = self.scores_and_norms(rows, bag_ptr)?;
         let out = self.pool_bags(&f, &norms, rows, bag_ptr);
         match out
@@ -681,11 +859,16 @@ impl Predictor {
     }
 
     /// The instance scores of every bag as its pooling counts them (`n_instances x
-    /// n_outputs`), so that their mean (their max, for [`Pooling::Max`]) over a bag is the bag
-    /// score of [`Predictor::decision_function_rows`] up to rounding: `f(x)` for mean and max
+    /// n_outputs`), so that their mean (their max, for [`Pooling::Max`]; their sum, for
+    /// [`Pooling::XvMax`]) over a bag is the bag score of
+    /// [`Predictor::decision_function_rows`] up to rounding: `f(x)` for mean and max
     /// pooling; `(f(x_p) - b) / sqrt(k_set(X, X)) + b` for [`Pooling::NormalizedMean`] (the
     /// bias-free part divided by the bag's feature-space norm); `f(x_p) + 1 - 1/|X|` for
-    /// [`Pooling::SmilMean`] (the score against the bag's threshold). Checked like
+    /// [`Pooling::SmilMean`] (the score against the bag's threshold); for [`Pooling::XvMax`]
+    /// MILES's instance contributions (Chen, Bi & Wang 2006, section on instance
+    /// classification: each instance credited with the terms `beta_k k(z_k, x)` of the
+    /// vectors whose max it attains, plus `b / |U|`, `U` the instances so credited; 0 for the
+    /// others). Checked like
     /// [`Predictor::decision_function_rows`].
     /// A [`BagFeatures::MinMax`] model has no instance scores (an error).
     pub fn bag_instance_scores(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
@@ -697,6 +880,9 @@ impl Predictor {
 
     /// [`Predictor::bag_instance_scores`] on checked rows.
     fn instance_rows(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
+        if self.pooling == Pooling::XvMax {
+            return self.xv_max_shares_rows(rows, bag_ptr);
+        }
         let (f, norms) = self.scores_and_norms(rows, bag_ptr)?;
         let n_out = self.n_outputs().max(1);
         let mut out = Array2::from_shape_vec((rows.n_rows(), n_out), f)
@@ -706,7 +892,7 @@ impl Predictor {
             let (lo, hi) = (bag_ptr[i], bag_ptr[i + 1]);
             let mut block = out.slice_mut(ndarray::s![lo..hi, ..]);
             match self.pooling {
-                Pooling::Mean | Pooling::Max => {}
+                Pooling::Mean | Pooling::Max | Pooling::XvMax => {}
                 Pooling::SmilMean => block += 1.0 - 1.0 / (hi - lo) as f64,
                 Pooling::NormalizedMean => {
                     ws.norms.clear();
@@ -841,7 +1027,10 @@ impl Predictor {
     }
 
     /// Instance scores `f(x)` (`n_instances x n_outputs`), after the model's [`Scaler`] if it
-    /// has one. A [`BagFeatures::MinMax`] model has none (an error).
+    /// has one. A [`BagFeatures::MinMax`] model has none (an error). For [`Pooling::XvMax`]
+    /// this is the score of each instance as a bag of its own,
+    /// `sum_k beta_k k(z_k, x) + b`; the shares of instances within their bags are
+    /// [`Predictor::bag_instance_scores`].
     pub fn instance_decision_function(&self, x: &Instances) -> Result<Array2<f64>> {
         if self.bag_features == BagFeatures::MinMax {
             return Err(no_instance_scores());
@@ -930,6 +1119,20 @@ fn checked_norms(rows: Rows<'_>) -> Result<Vec<f64>> {
         }
     }
     Ok(norms)
+}
+
+/// [`checked_norms`] with the error naming the first bag that holds a non-finite value.
+fn checked_bag_norms(rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Vec<f64>> {
+    if let Ok(norms) = checked_norms(rows) {
+        return Ok(norms);
+    }
+    let r = (0..rows.n_rows())
+        .find(|&r| BagView::of(rows, r, r + 1).has_non_finite())
+        .unwrap_or(0);
+    let bag = bag_ptr.partition_point(|&q| q <= r).saturating_sub(1);
+    Err(Error::InvalidData(format!(
+        "bag {bag} has a non-finite value"
+    )))
 }
 
 /// The entries of a CSR basis grouped by feature, only the features it uses (memory O(nnz),

@@ -10,6 +10,7 @@ mod baselines;
 mod convert;
 mod convex_combination;
 mod core_fns;
+mod miles;
 mod model;
 mod one_class;
 mod run;
@@ -67,11 +68,13 @@ pub(crate) fn check_cols(d: usize, dz: usize) -> PyResult<()> {
     Ok(())
 }
 
-/// The pooling named `name` (`"mean"`, `"max"`, `"normalized_mean"` or `"smil_mean"`).
+/// The pooling named `name` (`"mean"`, `"max"`, `"normalized_mean"`, `"smil_mean"` or
+/// `"xv_max"`).
 pub(crate) fn pooling_of(name: &str) -> PyResult<crate::model::Pooling> {
     crate::model::Pooling::from_name(name).ok_or_else(|| {
         PyValueError::new_err(format!(
-            "pooling must be 'mean', 'max', 'normalized_mean' or 'smil_mean', got {name:?}"
+            "pooling must be 'mean', 'max', 'normalized_mean', 'smil_mean' or 'xv_max', got \
+             {name:?}"
         ))
     })
 }
@@ -90,5 +93,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     convex_combination::register(m)?;
     one_class::register(m)?;
     baselines::register(m)?;
+    miles::register(m)?;
     Ok(())
 }

@@ -133,6 +133,7 @@ fn pooling_name(p: Pooling) -> &'static str {
         Pooling::Max => "max",
         Pooling::NormalizedMean => "normalized_mean",
         Pooling::SmilMean => "smil_mean",
+        Pooling::XvMax => "xv_max",
     }
 }
 
@@ -230,8 +231,8 @@ impl PyModel {
     }
 
     /// Instance scores `(n_instances, n_outputs)` of stacked instances with bag offsets, as the
-    /// model's pooling counts them (their mean, or max, over a bag is the bag's score; see the
-    /// Rust `Predictor::bag_instance_scores`).
+    /// model's pooling counts them (their mean, or max, or for `xv_max` their sum, over a bag
+    /// is the bag's score; see the Rust `Predictor::bag_instance_scores`).
     #[pyo3(signature = (x, bag_ptr, n_jobs=None))]
     fn bag_instance_scores<'py>(
         &self,
@@ -425,7 +426,7 @@ impl PyModel {
         }
     }
 
-    /// `"mean"`, `"max"` or `"normalized_mean"`.
+    /// `"mean"`, `"max"`, `"normalized_mean"`, `"smil_mean"` or `"xv_max"`.
     #[getter]
     fn pooling(&self) -> &'static str {
         pooling_name(self.model.pooling)

@@ -18,7 +18,12 @@
 //!   LIBLINEAR's L2-loss SVM); it ends in a few iterations with the exact minimiser.
 //! * [`InnerSolver::Lbfgs`]: argmin's L-BFGS with a More-Thuente line search, stopped when the
 //!   gradient norm falls below `tol` times its initial value.
+//!
+//! Besides: [`linear`], the same loss over `w` in `R^d` for the linear kernel, and [`l1_svm`],
+//! the 1-norm SVM (hinge loss, `|w|_1` penalty) of MILES as a linear program, by the revised
+//! simplex method.
 
+pub mod l1_svm;
 pub mod linear;
 pub mod linear_hinge;
 mod rows;
