@@ -40,6 +40,8 @@ FAST = {
     "SIL": {"C": 10},
     "STK": {"C": 10},
     "OneClassMISVM": {"max_iter": 3},
+    "sbMIL": {"C": 10, "eta": 0.5},
+    "sAwMIL": {"C": 10, "eta": 0.5},
 }
 
 

@@ -44,6 +44,9 @@ KINDS = [
     ("SIL-linear", lambda: milsvm.SIL(C=1.0, kernel="linear"), False),
     ("STK", lambda: milsvm.STK(C=10.0), True),
     ("STK-linear", lambda: milsvm.STK(C=1.0, kernel="linear"), False),
+    ("sbMIL", lambda: milsvm.sbMIL(C=10.0, eta=0.5), True),
+    ("sAwMIL", lambda: milsvm.sAwMIL(C=1.0, eta=0.5), True),
+    ("sAwMIL-rbf", lambda: milsvm.sAwMIL(C=10.0, kernel="rbf", eta=0.3), False),
 ]
 
 

@@ -16,6 +16,7 @@ mod run;
 mod set_kernel;
 mod set_kernel_svm;
 mod sparse_mi;
+mod two_stage;
 
 use ndarray::{Array1, Array2};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
@@ -90,5 +91,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     convex_combination::register(m)?;
     one_class::register(m)?;
     baselines::register(m)?;
+    two_stage::register(m)?;
     Ok(())
 }
