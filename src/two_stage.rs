@@ -20,8 +20,10 @@
 //!   every instance whose score ties the `k`-th largest is positive too ([`sbmil_positives`]).
 //!   This is the rule of Doran's `misvm` package (`misvm/sbmil.py`: the `n`-th largest score as
 //!   cutoff, `n = round(L_p eta)` clipped to `[X_p, L_p]`, `f >= cutoff` positive). The paper's
-//!   own text was not available to us (see the report of issue 20); the global threshold is
-//!   what both reference implementations (misvm, sawmil) do.
+//!   own text was not available to us (`benches/RESULTS.md`, "sbMIL and sAwMIL"); the global
+//!   threshold is what both reference implementations (misvm, sawmil) do. misvm with
+//!   `scale_C=False` and its averaging kernel `"rbf_av"` solves the problems this crate solves
+//!   without class weights and gives the same instance labels (`benches/sbmil_vs_misvm.py`).
 //! * sAwMIL (Savcisens & Eliassi-Rad, "The Trilemma of Truth in Large Language Models",
 //!   arXiv:2506.23921, 2025; the `sawmil` package 0.2.1, `sawmil/sawmil.py`,
 //!   `sAwMIL.__rank_and_filter__`): the instances with `s >= q`, `q` the `(1 - eta)` quantile of

@@ -112,9 +112,13 @@ class sbMIL(_TwoStage):
     to even), with ``k`` at least ``P`` (as many positives as positive bags) and at most ``L``;
     every instance whose score ties the ``k``-th largest is positive too. This is the rule of
     Doran's ``misvm`` package (``misvm/sbmil.py``); ``eta=1`` labels every instance of a
-    positive bag positive, and sbMIL is then :class:`milsvm.SIL`. Every instance costs the same
-    ``C`` when ``class_weight`` is None (misvm divides ``C`` by the number of instances, a
-    change of scale of ``C`` only).
+    positive bag positive, and sbMIL is then :class:`milsvm.SIL`. With ``class_weight=None``
+    every sMIL unit and every instance costs ``C``: the problems misvm solves with
+    ``scale_C=False`` and its averaging kernel (``"rbf_av"``), which give the same instance
+    labels (``benches/sbmil_vs_misvm.py``); misvm's default ``scale_C=True`` divides ``C`` by the
+    numbers of negative instances and of positive bags in the first stage and by the number of
+    instances in the second. The text of the paper was not available to us; the rule and the
+    global threshold are misvm's (and sawmil's).
 
     ``instance_decision_function`` gives ``f(x)`` and ``explain`` the arg-max instance, as for
     the other max-pooling estimators. ``verbose`` reports the two stages.
