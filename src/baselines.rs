@@ -22,7 +22,7 @@ use ndarray::{Array1, Array2};
 
 use crate::bags::{Bags, Instances};
 use crate::error::Result;
-use crate::fit::Setup;
+use crate::fit::{Problem, Setup};
 use crate::kernel::{Kernel, Rows};
 use crate::model::{min_max_rows, BagFeatures, Model, Pooling};
 use crate::params::{hyperparams, KernelKind, Range};
@@ -34,8 +34,10 @@ use crate::smo::{DualSolution, InstanceGram, OnePerPoint, Smo, SmoParams, Termin
 /// STK).
 pub type PlainSvmFit = crate::fit::SvmFit;
 
-/// One hinge C-SVM dual over the points of `gram`: labels `y`, bounds `u`, linear term 1.
-fn hinge_dual(
+/// One hinge C-SVM dual over the points of `gram`: labels `y`, bounds `u`, linear term 1
+/// (the problem `sklearn.svm.SVC` solves with per-sample bounds `u`). Also the second stage of
+/// sbMIL and sAwMIL ([`crate::two_stage`]).
+pub(crate) fn hinge_dual(
     gram: &InstanceGram<'_>,
     y: &[f64],
     u: &[f64],
@@ -55,25 +57,33 @@ fn hinge_dual(
         .solve(&layout.problem(y, &p, u, 0.0), None)
 }
 
-/// The SVM over `points` (one per row) of every binary problem of `setup`, with the labels and
-/// costs each problem gives point `t` through its bag `owner[t]`; the model has coefficient
-/// `a_t y_t` on point `t`.
-#[allow(clippy::too_many_arguments)]
-fn fit_points(
+/// The labels (+1 / -1) and bounds (`C w`) of the points of one binary problem.
+pub(crate) type PointTargets = (Vec<f64>, Vec<f64>);
+
+/// The targets of SIL and STK: point `t` takes the label of its bag `owner[t]` in the problem
+/// and costs `c` times that bag's class weight.
+pub(crate) fn by_owner(owner: &[usize], c: f64, problem: &Problem) -> PointTargets {
+    let y = owner.iter().map(|&i| problem.targets[i]).collect();
+    let u = owner.iter().map(|&i| c * problem.weights[i]).collect();
+    (y, u)
+}
+
+/// The SVM over `points` (one per row) of every binary problem of `setup` (one-vs-rest beyond
+/// two classes, sharing the kernel rows), with the labels and bounds `targets` gives each
+/// problem's points; the model has coefficient `a_t y_t` on point `t`.
+pub(crate) fn fit_points(
     setup: &Setup,
     points: &Instances,
-    owner: &[usize],
     kernel: Kernel,
-    c: f64,
-    tol: f64,
-    max_iter: Option<usize>,
+    smo: (f64, Option<usize>),
     pooling: Pooling,
+    targets: impl Fn(&Problem) -> Result<PointTargets> + Sync,
 ) -> Result<(Model, Vec<DualSolution>)> {
+    let (tol, max_iter) = smo;
     let gram = InstanceGram::new(kernel, Rows::from(points))?;
     let cancel = setup.observer.cancel();
     let sols = setup.one_vs_rest(|problem| {
-        let y: Vec<f64> = owner.iter().map(|&i| problem.targets[i]).collect();
-        let u: Vec<f64> = owner.iter().map(|&i| c * problem.weights[i]).collect();
+        let (y, u) = targets(problem)?;
         let sol = hinge_dual(&gram, &y, &u, tol, max_iter, cancel)?;
         let coef: Vec<f64> = sol.alpha.iter().zip(&y).map(|(a, y)| a * y).collect();
         Ok((coef, sol))
@@ -91,7 +101,9 @@ fn fit_points(
     Ok((model, sols.into_iter().map(|(_, s)| s).collect()))
 }
 
-fn record(model: Model, gamma: f64, sols: Vec<DualSolution>) -> PlainSvmFit {
+/// The shared record of a single-SVM fit: the model and, per problem, the SMO's objective,
+/// dual variables, support count, iterations and termination.
+pub(crate) fn record(model: Model, gamma: f64, sols: Vec<DualSolution>) -> PlainSvmFit {
     PlainSvmFit {
         model,
         gamma,
@@ -136,12 +148,10 @@ impl SilValidParams {
         let (model, sols) = fit_points(
             setup,
             x,
-            &owner,
             kernel,
-            self.c,
-            self.inner_tol,
-            self.inner_max_iter,
+            (self.inner_tol, self.inner_max_iter),
             Pooling::Max,
+            |problem| Ok(by_owner(&owner, self.c, problem)),
         )?;
         Ok(record(model, gamma, sols))
     }
@@ -181,12 +191,10 @@ impl StkValidParams {
         let (mut model, sols) = fit_points(
             setup,
             &stats,
-            &owner,
             kernel,
-            self.c,
-            self.inner_tol,
-            self.inner_max_iter,
+            (self.inner_tol, self.inner_max_iter),
             Pooling::Mean,
+            |problem| Ok(by_owner(&owner, self.c, problem)),
         )?;
         model.bag_features = BagFeatures::MinMax;
         Ok(record(model, gamma, sols))

@@ -27,6 +27,9 @@
 //! * [`miles`]: MILES (Chen, Bi & Wang 2006): bags embedded by their similarity to concepts
 //!   (training instances), a 1-norm SVM (an LP, by the revised simplex method) selecting the
 //!   concepts; the bag score is a linear function of the per-concept maxima.
+//! * [`two_stage`]: sbMIL (Bunescu & Mooney 2007) and sAwMIL (Savcisens & Eliassi-Rad 2025):
+//!   sMIL ranks the instances of the positive bags, a share `eta` of them is labelled
+//!   positive, and an instance SVM (bag score: max) is trained on the relabelled instances.
 //! * [`multiclass`]: one-vs-rest from binary fits.
 //! * [`basis`]: reduced bases (random instances, k-means centroids).
 //! * [`smo`]: a LIBSVM-style dual SMO solver (second-order working sets, shrinking, a kernel-row
@@ -79,6 +82,7 @@ pub mod set_kernel_svm;
 pub mod smo;
 pub mod solver;
 pub mod sparse_mi;
+pub mod two_stage;
 
 #[cfg(feature = "python")]
 mod python;
@@ -104,3 +108,4 @@ pub use set_kernel::{
 pub use set_kernel_svm::{NskFit, NskParams, NskValidParams, SetNorm, SmilParams, SmilValidParams};
 pub use solver::InnerSolver;
 pub use sparse_mi::{SparseMiFit, SparseMiParams, SparseMiValidParams};
+pub use two_stage::{SawmilParams, SawmilValidParams, SbmilParams, SbmilValidParams, TwoStageFit};

@@ -366,8 +366,9 @@ pub fn smil_units(bags: &Bags, targets: &[f64]) -> (Vec<usize>, Vec<usize>) {
 
 impl SmilValidParams {
     /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes; each
-    /// problem has its own units): the path of the one value `C`.
-    fn fit_impl(&self, setup: &Setup) -> Result<NskFit> {
+    /// problem has its own units): the path of the one value `C`. Also the first stage of
+    /// sbMIL and sAwMIL ([`crate::two_stage`]).
+    pub(crate) fn fit_impl(&self, setup: &Setup) -> Result<NskFit> {
         one_fit(self.path_impl(setup, &[self.c])?)
     }
 

@@ -11,7 +11,8 @@ use common::{toy, TestResult};
 use milsvm::params::Value;
 use milsvm::{
     AnnealingParams, Bags, Cancel, ClassWeight, Error, Fit, Hyperparams, MiKernelParams, NskParams,
-    Observer, OneClassParams, ReducedSetParams, SmilParams, SparseMiParams, SvmCcParams,
+    Observer, OneClassParams, ReducedSetParams, SawmilParams, SbmilParams, SmilParams,
+    SparseMiParams, SvmCcParams,
 };
 
 /// Fits on the toy bags of `data` with `observer` set.
@@ -44,6 +45,8 @@ fn every_family_fits(observer: &Observer) -> Vec<(&'static str, milsvm::Result<(
         ("miSVM", o.fit(AnnealingParams::mi_svm())),
         ("SVMCC", o.fit(SvmCcParams::new())),
         ("OneClass", o.fit(OneClassParams::new())),
+        ("sbMIL", o.fit(SbmilParams::new())),
+        ("sAwMIL", o.fit(SawmilParams::new())),
     ]
 }
 

@@ -41,6 +41,8 @@ FAST = {
     "STK": {"C": 10},
     "MILES": {"C": 10},
     "OneClassMISVM": {"max_iter": 3},
+    "sbMIL": {"C": 10, "eta": 0.5},
+    "sAwMIL": {"C": 10, "eta": 0.5},
 }
 
 

@@ -47,6 +47,9 @@ KINDS = [
     ("MILES", lambda: milsvm.MILES(C=10.0), True),
     ("MILES-kmeans", lambda: milsvm.MILES(C=10.0, n_concepts=6, random_state=0), False),
     ("MILES-linear", lambda: milsvm.MILES(C=1.0, kernel="linear"), False),
+    ("sbMIL", lambda: milsvm.sbMIL(C=10.0, eta=0.5), True),
+    ("sAwMIL", lambda: milsvm.sAwMIL(C=1.0, eta=0.5), True),
+    ("sAwMIL-rbf", lambda: milsvm.sAwMIL(C=10.0, kernel="rbf", eta=0.3), False),
 ]
 
 

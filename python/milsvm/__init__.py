@@ -20,6 +20,7 @@ from .convex_combination import *  # noqa: F401,F403
 from .one_class import *  # noqa: F401,F403
 from .baselines import *  # noqa: F401,F403
 from .miles import *  # noqa: F401,F403
+from .two_stage import *  # noqa: F401,F403
 from ._registry import ESTIMATORS as _ESTIMATORS
 
 __all__ = ["Bags", "as_bags", "BagStandardScaler", *_ESTIMATORS, "Model", "load", "save", "__version__"]

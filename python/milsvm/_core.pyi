@@ -136,6 +136,17 @@ class SvmFit:
 
 AUTO_FULL_BASIS_MAX: int
 AUTO_N_XV: int
+class TwoStageFit:
+    model: Model
+    gamma: float
+    objective: List[float]
+    alpha: List[NDArray[np.float64]]
+    n_support: List[int]
+    n_iter: int
+    inner_converged: bool
+    first_stage: SvmFit
+    instance_labels: List[NDArray[np.float64]]
+    threshold: List[float]
 
 class AnnealingFit:
     model: Model
@@ -226,8 +237,10 @@ fit_sil: FitFunction[SvmFit]
 fit_stk: FitFunction[SvmFit]
 fit_miles: FitFunction[MilesFit]
 fit_miles_path: PathFunction[MilesFit]
-check_sparse_mi = check_mi_kernel = check_reduced_set = check_nsk = check_smil = check_annealing = check_svmcc = check_one_class = check_sil = check_stk = check_miles = _check
-fit_sparse_mi_hyperparameters = fit_mi_kernel_hyperparameters = fit_reduced_set_hyperparameters = fit_nsk_hyperparameters = fit_smil_hyperparameters = fit_annealing_hyperparameters = fit_svmcc_hyperparameters = fit_one_class_hyperparameters = fit_sil_hyperparameters = fit_stk_hyperparameters = fit_miles_hyperparameters = _specs
+fit_sbmil: FitFunction[TwoStageFit]
+fit_sawmil: FitFunction[TwoStageFit]
+check_sparse_mi = check_mi_kernel = check_reduced_set = check_nsk = check_smil = check_annealing = check_svmcc = check_one_class = check_sil = check_stk = check_miles = check_sbmil = check_sawmil = _check
+fit_sparse_mi_hyperparameters = fit_mi_kernel_hyperparameters = fit_reduced_set_hyperparameters = fit_nsk_hyperparameters = fit_smil_hyperparameters = fit_annealing_hyperparameters = fit_svmcc_hyperparameters = fit_one_class_hyperparameters = fit_sil_hyperparameters = fit_stk_hyperparameters = fit_miles_hyperparameters = fit_sbmil_hyperparameters = fit_sawmil_hyperparameters = _specs
 
 # ---------------------------------------------------------------------------------------------
 # The ground floor, for tests and reference benchmarks

@@ -17,6 +17,7 @@ mod run;
 mod set_kernel;
 mod set_kernel_svm;
 mod sparse_mi;
+mod two_stage;
 
 use ndarray::{Array1, Array2};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
@@ -94,5 +95,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     one_class::register(m)?;
     baselines::register(m)?;
     miles::register(m)?;
+    two_stage::register(m)?;
     Ok(())
 }
