@@ -21,8 +21,12 @@ One protocol for both sides (``benches/peers/runner.py``, the one file each side
 - ``C`` the plain weight of each hinge term: misvm and sawmil get ``scale_C=False`` (their
   default divides C by the number of training examples); mil's MILES passes C to
   ``LinearSVC(penalty="l1")``;
-- set kernels averaged over the two bags (milsvm ``NSK(norm="l1")``/``sMIL``, misvm ``rbf_av``,
-  sawmil ``normalizer="none"``, which uses mean weights);
+- set kernels averaged over the two bags (milsvm ``NSK(norm="l1")``/``sMIL``, misvm ``rbf_av``);
+  the row "NSK-l2" is NSK on the summed kernel over the bags' feature-space norms (milsvm
+  ``NSK(norm="l2")``, misvm ``rbf_fs``, sawmil ``normalizer="featurespace"``): sawmil 0.2.1
+  has no setting that averages (its "none" sums, its "average" divides twice; measured on its
+  Gram matrices), so its NSK is compared there and its sMIL / sAwMIL run with "none", the
+  setting its docstring recommends;
 - ``--C`` and ``--gamma-scales``: one point each = that fixed value (the default, C=10,
   s=1); several = the point of best mean accuracy over ``--inner-folds`` inner stratified folds
   of the training part (the same inner folds for every side), then refitted on the training
@@ -45,7 +49,9 @@ tolerances move the third decimal of one problem's AUC), else "higher", "within 
 One process per (implementation, method, set, fold), killed with its process group after
 ``--timeout`` seconds (that fold's selection and fit). A timeout or a crash is a row with its
 message; the later folds of that implementation on that pair are then not run (they would fail
-alike) and the row says so.
+alike) and the row says so. ``--budget`` (seconds per implementation and pair, none by
+default): once an implementation's fold processes have taken more, its later folds are not run
+and the pair is compared on the folds both sides finished (the rows say "[k/10 folds]").
 
 The peers live in their own venv (``--peer-python``, default ``/work/venv-peers/bin/python``);
 how to build it: ``benches/peers/README.md``. Run from the repository root with milsvm's venv:
@@ -76,6 +82,8 @@ sys.path.insert(0, str(HERE))
 from _protocol import DEFAULT_DATA, Report  # noqa: E402
 
 RUNNER = HERE / "peers" / "runner.py"
+sys.path.insert(0, str(RUNNER.parent))
+from runner import MILSVM_CLASS  # noqa: E402  (numpy only)
 
 SETS = {
     "MUSK1": "musk1/musk1.data",
@@ -87,7 +95,12 @@ SETS = {
 PEERS = {
     "SIL": ["misvm"],
     "STK": ["misvm"],
-    "NSK": ["misvm", "sawmil"],
+    # NSK: the averaged set kernel (milsvm norm="l1", misvm "rbf_av"); sawmil 0.2.1 has no
+    # setting that gives it (runner.SAWMIL_NORMALIZER), so sawmil is compared in "NSK-l2".
+    "NSK": ["misvm"],
+    # NSK-l2: the summed kernel over the bags' feature-space norms (milsvm NSK(norm="l2"),
+    # misvm "rbf_fs", sawmil normalizer="featurespace").
+    "NSK-l2": ["misvm", "sawmil"],
     "sMIL": ["misvm", "sawmil"],
     "sbMIL": ["misvm"],
     "stMIL": ["misvm"],
@@ -173,9 +186,11 @@ def run_side(python, impl, method, data, splits, n_folds, args, work, say):
     record is the RSS floor (the runner's --floor on fold 0), then the folds'."""
     floor = run_fold(python, impl, method, data, splits, 0, args, work, floor=True)
     folds = [floor]
+    spent = 0.0
     for k in range(n_folds):
         rec = run_fold(python, impl, method, data, splits, k, args, work)
         folds.append(rec)
+        spent += rec["wall_seconds"]
         if rec["ok"]:
             say(f"    {impl:<7} fold {k}: AUC {auc(rec):.3f}, fit {rec['fit_seconds']:.2f} s, "
                 f"C={rec['C']:g}, gamma={rec['gamma']:.4g}, RSS {rss_mb(rec['peak_rss_kb'])} MB")
@@ -183,6 +198,10 @@ def run_side(python, impl, method, data, splits, n_folds, args, work, say):
             say(f"    {impl:<7} fold {k}: {rec['status'].upper()}: {rec['error'][:400]}")
             if k + 1 < n_folds:
                 say(f"    {impl:<7} folds {k + 1}..{n_folds - 1} not run (they would fail alike)")
+            break
+        if args.budget and spent > args.budget and k + 1 < n_folds:
+            say(f"    {impl:<7} folds {k + 1}..{n_folds - 1} not run: --budget {args.budget:g} s spent "
+                f"({spent:.0f} s); the pair is compared on folds 0..{k}")
             break
     return folds
 
@@ -204,12 +223,13 @@ def summarise(records, n_folds):
     s = dict(n_ok=len(ok), n_folds=n_folds,
              peak_rss_mb=max((r["peak_rss_kb"] or 0) for r in folds) / 1024 if folds else None,
              floor_rss_mb=(floor["peak_rss_kb"] or 0) / 1024 if floor.get("ok") else None)
-    if len(ok) == n_folds:
+    if ok and (len(ok) == n_folds or len(ok) == len(folds)):  # all folds, or stopped by --budget
         a = np.array([auc(r) for r in ok])
         acc = np.array([np.mean(np.array(r["pred"]) == np.array(r["y"])) for r in ok])
         s.update(auc=a.tolist(), auc_mean=float(a.mean()), auc_std=float(a.std(ddof=1)) if len(a) > 1 else 0.0,
                  acc_mean=float(acc.mean()), acc_std=float(acc.std(ddof=1)) if len(acc) > 1 else 0.0,
                  fit_seconds=float(sum(r["fit_seconds"] for r in ok)),
+                 fit_list=[r["fit_seconds"] for r in ok],
                  select_seconds=float(sum(r["select_seconds"] for r in ok)),
                  chosen=[(r["C"], r["gamma_scale"]) for r in ok], version=ok[0].get("version"),
                  given=ok[0].get("given"))
@@ -235,6 +255,9 @@ def main():
     ap.add_argument("--gamma-scales", type=float, nargs="+", default=[1.0],
                     help="gamma in units of scale: one value = fixed; several = inner CV (default 1)")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per fold process (default 600)")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="seconds per implementation and pair: once its fold processes have taken more, "
+                         "its later folds are not run and the pair is compared on the folds both finished")
     ap.add_argument("--quick", action="store_true", help="smoke run: 2 folds, the first C and gamma only")
     ap.add_argument("--peer-python", default="/work/venv-peers/bin/python")
     ap.add_argument("--milsvm-python", default=sys.executable)
@@ -268,7 +291,7 @@ def main():
         for method in args.methods:
             peers = [p for p in PEERS[method] if p.split("-")[0] in args.peers]
             row = dict(set=name, method=method, peers={})
-            have = method in ESTIMATORS
+            have = MILSVM_CLASS.get(method, method) in ESTIMATORS
             if not have:
                 row["milsvm"] = dict(status="not in this build")
                 say(f"  {method}: not in this build")
@@ -285,18 +308,34 @@ def main():
                     run_side(args.peer_python, peer, method, data, splits, args.folds, args, work, say), args.folds)
             results.append(row)
             print_pair(row, say)
+            save(args, results, partial=True)  # a long run interrupted keeps its finished pairs
 
     say("\n" + "=" * 20 + " summary " + "=" * 20)
     table(results, say)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    txt, js = args.out.with_suffix(".txt"), args.out.with_suffix(".json")
-    out.write(txt)
-    js.write_text(json.dumps(dict(settings=dict(sets=args.sets, methods=args.methods, folds=args.folds,
-                                               inner_folds=args.inner_folds, seed=args.seed, C=args.C,
-                                               gamma_scales=args.gamma_scales, timeout=args.timeout,
-                                               argv=sys.argv[1:]),
-                                  results=results), indent=1))
-    print(f"wrote {js}")
+    out.write(args.out.with_suffix(".txt"))
+    save(args, results, partial=False)
+    print(f"wrote {args.out.with_suffix('.json')}")
+
+
+def save(args, results, partial):
+    """The raw results as JSON (``partial``: the run is not over; written after every pair)."""
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".json").write_text(json.dumps(dict(
+        settings=dict(sets=args.sets, methods=args.methods, folds=args.folds, inner_folds=args.inner_folds,
+                      seed=args.seed, C=args.C, gamma_scales=args.gamma_scales, timeout=args.timeout,
+                      argv=sys.argv[1:]),
+        partial=partial, results=results), indent=1))
+
+
+def ratio(ours, theirs):
+    """Peer / milsvm fit seconds, over the folds both finished."""
+    k = min(len(ours["fit_list"]), len(theirs["fit_list"]))
+    return sum(theirs["fit_list"][:k]) / max(sum(ours["fit_list"][:k]), 1e-9)
+
+
+def folds_note(s):
+    return "" if s["n_ok"] == s["n_folds"] else f" [{s['n_ok']}/{s['n_folds']} folds]"
 
 
 def fmt_side(s):
@@ -307,7 +346,7 @@ def fmt_side(s):
     if "auc_mean" not in s:
         return f"{s['status'].upper()} at fold {s['failed_fold']}"
     return (f"AUC {s['auc_mean']:.3f} +- {s['auc_std']:.3f}, acc {100 * s['acc_mean']:.1f} %, fit "
-            f"{s['fit_seconds']:.1f} s, RSS {s['peak_rss_mb']:.0f} MB")
+            f"{s['fit_seconds']:.1f} s, RSS {s['peak_rss_mb']:.0f} MB{folds_note(s)}")
 
 
 #: AUC differences smaller than this are called ties (different solver tolerances move the
@@ -318,7 +357,8 @@ AUC_TIE = 0.005
 def paired(ours, theirs):
     """milsvm - peer AUC per fold: mean, standard error, verdict ("higher", "tie" within
     AUC_TIE, "within noise" within 2 standard errors of the paired differences, "BELOW")."""
-    d = np.array(ours["auc"]) - np.array(theirs["auc"])
+    k = min(len(ours["auc"]), len(theirs["auc"]))  # the folds both finished (--budget)
+    d = np.array(ours["auc"][:k]) - np.array(theirs["auc"][:k])
     se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
     m = d.mean()
     verdict = ("tie" if abs(m) < AUC_TIE else "higher" if m > 0 else "within noise" if m >= -2 * se else "BELOW")
@@ -333,8 +373,7 @@ def print_pair(row, say):
         line = f"  -> {peer}: {fmt_side(s)}"
         if ours and "auc_mean" in ours and "auc_mean" in s:
             dm, se, verdict = paired(ours, s)
-            ratio = s["fit_seconds"] / max(ours["fit_seconds"], 1e-9)
-            line += f"; AUC diff {dm:+.3f} (se {se:.3f}, {verdict}), fit time ratio {ratio:.1f}x"
+            line += f"; AUC diff {dm:+.3f} (se {se:.3f}, {verdict}), fit time ratio {ratio(ours, s):.1f}x"
         if s.get("floor_rss_mb"):
             line += f"; RSS floor {s['floor_rss_mb']:.0f} MB"
         if "error" in s and s.get("error"):
@@ -358,14 +397,14 @@ def table(results, say):
                 say(f"{head} {s.get('status', '?').upper()} at fold {s.get('failed_fold')}: "
                     f"{(s.get('error') or '')[:200]}")
                 continue
-            ratio = diff = ""
+            rat = diff = ""
             floor = f"{s['floor_rss_mb']:.0f}" if s.get("floor_rss_mb") else "?"
             if impl != "milsvm" and "auc_mean" in ours:
-                ratio = f"{s['fit_seconds'] / max(ours['fit_seconds'], 1e-9):8.1f}x"
+                rat = f"{ratio(ours, s):8.1f}x"
                 dm, se, verdict = paired(ours, s)
                 diff = f"{dm:+.3f} ({se:.3f}) {verdict}"
             say(f"{head} {s['auc_mean']:.3f} +- {s['auc_std']:.3f} {100 * s['acc_mean']:5.1f} +- "
-                f"{100 * s['acc_std']:4.1f} {s['fit_seconds']:8.2f} {ratio:>9} {s['peak_rss_mb']:5.0f} ({floor:>3})  {diff}")
+                f"{100 * s['acc_std']:4.1f} {s['fit_seconds']:8.2f} {rat:>9} {s['peak_rss_mb']:5.0f} ({floor:>3})  {diff}{folds_note(s)}")
 
 
 if __name__ == "__main__":

@@ -37,9 +37,25 @@ from _protocol import standardise  # noqa: E402  (numpy only)
 #: instances (the gamma rule is then scikit-learn's "scale" over those vectors).
 STATS_KERNEL = {"STK"}
 
+#: The milsvm class of a method row, when it is not the row's name: "NSK-l2" is NSK with the
+#: feature-space (2-norm) normalisation, given as MILSVM_PARAMS.
+MILSVM_CLASS = {"NSK-l2": "NSK"}
+
+#: milsvm parameters that make a row's method (given only to milsvm).
+MILSVM_PARAMS = {"NSK-l2": {"norm": "l2"}}
+
 #: misvm's kernel name per method: the set-kernel methods average the instance kernel over
-#: the two bags (misvm's "_av" normaliser, milsvm's NSK norm="l1", Bunescu & Mooney's sMIL).
-MISVM_KERNEL = {"NSK": "rbf_av", "sMIL": "rbf_av", "sbMIL": "rbf_av", "stMIL": "rbf_av"}
+#: the two bags (misvm's "_av" normaliser, milsvm's NSK norm="l1", Bunescu & Mooney's sMIL);
+#: "NSK-l2" divides the summed kernel by the bags' feature-space norms (misvm's "_fs").
+MISVM_KERNEL = {"NSK": "rbf_av", "sMIL": "rbf_av", "sbMIL": "rbf_av", "stMIL": "rbf_av", "NSK-l2": "rbf_fs"}
+
+#: sawmil 0.2.1's ``normalizer`` per method. Measured on its Gram matrices (RESULTS.md, "Peer
+#: implementations"): "none" gives the SUMMED kernel (its docstring says the mean), "average"
+#: the mean divided again by |X| |X'|, "featurespace" the summed kernel over the feature-space
+#: norms (milsvm's norm="l2"). No setting gives the averaged kernel, so sawmil's NSK is
+#: compared in the "NSK-l2" row; sMIL and sAwMIL keep "none", the setting sawmil's sMIL
+#: docstring recommends as "mean aggregator".
+SAWMIL_NORMALIZER = {"NSK": "none", "sMIL": "none", "sAwMIL": "none", "NSK-l2": "featurespace"}
 
 #: Method parameters other than C and gamma, given alike to both sides (to milsvm only when its
 #: estimator takes a parameter of that name; the driver reports which were given).
@@ -130,10 +146,11 @@ class Adapter:
 
         from milsvm._registry import ESTIMATORS
 
-        cls = ESTIMATORS[self.method]
+        cls = ESTIMATORS[MILSVM_CLASS.get(self.method, self.method)]
         accepted = inspect.signature(cls.__init__).parameters
         params = {"C": self.C, "kernel": "rbf", "gamma": self.gamma, "n_jobs": threads}
         params.update(EXTRA.get(self.method, {}))
+        params.update(MILSVM_PARAMS.get(self.method, {}))
         self.given = {k: v for k, v in params.items() if k in accepted}
         self.est = cls(**self.given)
 
@@ -144,18 +161,18 @@ class Adapter:
         self.given = dict(kernel=MISVM_KERNEL.get(self.method, "rbf"), C=self.C, gamma=self.gamma,
                           scale_C=False, verbose=False)
         self.given.update(EXTRA.get(self.method, {}))
-        self.est = getattr(misvm, self.method)(**self.given)
+        self.est = getattr(misvm, MILSVM_CLASS.get(self.method, self.method))(**self.given)
 
     def _make_sawmil(self, threads):
         import sawmil
         from sawmil import RBF
 
-        common = dict(C=self.C, kernel=RBF(gamma=self.gamma), solver="osqp", scale_C=False)
-        if self.method in ("NSK", "sMIL"):
-            # normalizer="none": mean weights, i.e. the averaged set kernel (milsvm's norm="l1").
-            self.est = getattr(sawmil, self.method)(normalizer="none", **common)
+        common = dict(C=self.C, kernel=RBF(gamma=self.gamma), solver="osqp", scale_C=False,
+                      normalizer=SAWMIL_NORMALIZER.get(self.method, "none"))
+        if self.method in ("NSK", "sMIL", "NSK-l2"):
+            self.est = getattr(sawmil, MILSVM_CLASS.get(self.method, self.method))(**common)
         elif self.method == "sAwMIL":
-            self.est = sawmil.sAwMIL(normalizer="none", **common, **EXTRA["sAwMIL"])
+            self.est = sawmil.sAwMIL(**common, **EXTRA["sAwMIL"])
             if self.stage1_osqp:
                 _stage1_on_osqp()
         else:
