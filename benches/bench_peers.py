@@ -223,7 +223,7 @@ def summarise(records, n_folds):
     s = dict(n_ok=len(ok), n_folds=n_folds,
              peak_rss_mb=max((r["peak_rss_kb"] or 0) for r in folds) / 1024 if folds else None,
              floor_rss_mb=(floor["peak_rss_kb"] or 0) / 1024 if floor.get("ok") else None)
-    if ok and (len(ok) == n_folds or len(ok) == len(folds)):  # all folds, or stopped by --budget
+    if ok:  # all folds, or the folds before --budget stopped it or a fold failed
         a = np.array([auc(r) for r in ok])
         acc = np.array([np.mean(np.array(r["pred"]) == np.array(r["y"])) for r in ok])
         s.update(auc=a.tolist(), auc_mean=float(a.mean()), auc_std=float(a.std(ddof=1)) if len(a) > 1 else 0.0,
@@ -233,10 +233,9 @@ def summarise(records, n_folds):
                  select_seconds=float(sum(r["select_seconds"] for r in ok)),
                  chosen=[(r["C"], r["gamma_scale"]) for r in ok], version=ok[0].get("version"),
                  given=ok[0].get("given"))
-    else:
-        bad = next((r for r in folds if not r["ok"]), None)
-        s.update(status=bad["status"] if bad else "not run", error=bad["error"] if bad else "",
-                 failed_fold=len(ok))
+    bad = next((r for r in folds if not r["ok"]), None)
+    if bad is not None:
+        s.update(status=bad["status"], error=bad["error"], failed_fold=len(ok))
     return s
 
 
@@ -335,7 +334,10 @@ def ratio(ours, theirs):
 
 
 def folds_note(s):
-    return "" if s["n_ok"] == s["n_folds"] else f" [{s['n_ok']}/{s['n_folds']} folds]"
+    note = "" if s["n_ok"] == s["n_folds"] else f" [{s['n_ok']}/{s['n_folds']} folds]"
+    if s.get("failed_fold") is not None and "auc_mean" in s:
+        note += f" [{s['status'].upper()} at fold {s['failed_fold']}]"
+    return note
 
 
 def fmt_side(s):
