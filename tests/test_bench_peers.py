@@ -1,0 +1,79 @@
+"""The peer-comparison harness (``benches/bench_peers.py`` and ``benches/peers/runner.py``)
+without the peers, which live in their own venv and are never milsvm's dependencies: the gamma
+the harness hands both sides is milsvm's own ``gamma="scale"``; a peer that cannot run (here:
+a python that does not exist) and a fold that outlives ``--timeout`` are rows with their
+message, not missing rows; milsvm's side of a smoke run gives finite AUCs."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from milsvm._registry import ESTIMATORS
+
+BENCHES = Path(__file__).resolve().parents[1] / "benches"
+DRIVER = BENCHES / "bench_peers.py"
+DATA = BENCHES.parent.parent / "shared" / "data" / "musk1" / "musk1.data"
+if not DATA.exists():
+    DATA = Path("/work/shared/data/musk1/musk1.data")
+
+needs_time = pytest.mark.skipif(not Path("/usr/bin/time").exists(), reason="needs /usr/bin/time (GNU time)")
+needs_data = pytest.mark.skipif(not DATA.exists(), reason="needs shared/data/musk1")
+
+
+def _runner():
+    sys.path.insert(0, str(BENCHES / "peers"))
+    sys.path.insert(0, str(BENCHES))
+    try:
+        import runner
+    finally:
+        sys.path.pop(0)
+        sys.path.pop(0)
+    return runner
+
+
+@pytest.mark.parametrize("method", ["SIL", "STK", "NSK"])
+def test_harness_gamma_is_milsvm_scale(method):
+    """The number both sides get is what milsvm itself computes for gamma="scale" (the
+    instances; STK: the bags' min/max statistic vectors)."""
+    runner = _runner()
+    rng = np.random.default_rng(0)
+    bags = [rng.normal(size=(int(rng.integers(1, 6)), 4)) * (1 + i % 3) for i in range(20)]
+    y = np.array([i % 2 for i in range(20)])
+    est = ESTIMATORS[method](C=1.0, gamma="scale", n_jobs=1).fit(bags, y)
+    assert est.gamma_ == pytest.approx(runner.gamma_scale(method, bags), rel=1e-12)
+
+
+def _run(tmp_path, *extra, timeout=300):
+    out = tmp_path / "peers"
+    proc = subprocess.run([sys.executable, str(DRIVER), "--quick", "--sets", "MUSK1", "--methods", "STK",
+                           "--work", str(tmp_path / "work"), "--out", str(out), *extra],
+                          capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(out.with_suffix(".json").read_text())["results"], proc.stdout
+
+
+@needs_time
+@needs_data
+def test_missing_peer_is_a_crash_row_and_milsvm_side_runs(tmp_path):
+    results, stdout = _run(tmp_path, "--peer-python", str(tmp_path / "no-such-python"))
+    (row,) = results
+    ours, theirs = row["milsvm"], row["peers"]["misvm"]
+    assert ours["n_ok"] == 2 and 0.5 < ours["auc_mean"] <= 1.0 and ours["fit_seconds"] > 0
+    assert ours["peak_rss_mb"] > 0 and ours["floor_rss_mb"] > 0
+    assert theirs["status"] == "crash" and theirs["failed_fold"] == 0 and theirs["error"]
+    assert "CRASH at fold 0" in stdout
+
+
+@needs_time
+@needs_data
+def test_timeout_is_a_row(tmp_path):
+    results, stdout = _run(tmp_path, "--peers", "misvm", "--peer-python", shutil.which("false") or "/bin/false",
+                           "--timeout", "0.05")
+    (row,) = results
+    assert row["milsvm"]["status"] == "timeout" and "killed" in row["milsvm"]["error"]
+    assert "TIMEOUT" in stdout
