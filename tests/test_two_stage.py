@@ -202,7 +202,9 @@ def test_sparse_input_equals_dense():
         sparse = fit(cls, [sp.csr_matrix(b) for b in bags], y, C=2.0, kernel="linear", eta=0.4, inner_tol=1e-9)
         np.testing.assert_array_equal(sparse.instance_labels_, dense.instance_labels_)
         np.testing.assert_allclose(sparse.decision_function(bags), dense.decision_function(bags), atol=1e-9)
-        assert sp.issparse(sparse.xv_)
+        # a linear model is one weight vector w = sum_t coef_t x_t, dense whatever the input
+        assert sparse.xv_.shape == (1, 8) and not sp.issparse(sparse.xv_)
+        np.testing.assert_allclose(sparse.xv_, dense.xv_, atol=1e-9)
 
 
 # --------------------------------------------------------------------------------------------

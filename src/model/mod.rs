@@ -196,7 +196,8 @@ impl Model {
     /// linear kernel the expansion is collapsed into one weight vector per output,
     /// `w_c = sum_t coefs[c][t] x_t` (the basis holds the `w_c`, the coefficients are the
     /// identity): the same decision function, one row per output however many support
-    /// vectors.
+    /// vectors. Not with [`Pooling::XvMax`], whose score is not linear in the basis: there the
+    /// selected rows are kept.
     pub fn from_instance_coefficients(
         kernel: Kernel,
         x: &Instances,
@@ -205,7 +206,7 @@ impl Model {
         n_classes: usize,
         pooling: Pooling,
     ) -> Self {
-        if kernel == Kernel::Linear {
+        if kernel == Kernel::Linear && pooling != Pooling::XvMax {
             let n_out = coefs.len();
             let mut all = Array2::zeros((n_out, x.n_rows()));
             for (mut row, c) in all.rows_mut().into_iter().zip(coefs) {
