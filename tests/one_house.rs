@@ -10,8 +10,9 @@ use std::sync::Arc;
 use common::{toy, TestResult};
 use milsvm::params::Value;
 use milsvm::{
-    AnnealingParams, Bags, Cancel, ClassWeight, Error, Fit, Hyperparams, MiKernelParams, NskParams,
-    Observer, OneClassParams, ReducedSetParams, SmilParams, SparseMiParams, SvmCcParams,
+    AnnealingParams, Bags, Cancel, ClassWeight, Error, Fit, Hyperparams, MiKernelParams,
+    MissSvmParams, NskParams, Observer, OneClassParams, ReducedSetParams, SmilParams,
+    SparseMiParams, StmilParams, SvmCcParams,
 };
 
 /// Fits on the toy bags of `data` with `observer` set.
@@ -43,6 +44,8 @@ fn every_family_fits(observer: &Observer) -> Vec<(&'static str, milsvm::Result<(
         ("ALSVM", o.fit(AnnealingParams::al())),
         ("miSVM", o.fit(AnnealingParams::mi_svm())),
         ("SVMCC", o.fit(SvmCcParams::new())),
+        ("stMIL", o.fit(StmilParams::new())),
+        ("MissSVM", o.fit(MissSvmParams::new())),
         ("OneClass", o.fit(OneClassParams::new())),
     ]
 }
@@ -145,6 +148,8 @@ fn specs_list_every_parameter_with_its_default() {
         NskParams::specs(),
         SmilParams::specs(),
         SvmCcParams::specs(),
+        StmilParams::specs(),
+        MissSvmParams::specs(),
         OneClassParams::specs(),
     ] {
         assert!(specs.iter().all(|s| !s.doc.is_empty()), "{specs:?}");
@@ -156,7 +161,7 @@ fn class_weights_reach_every_two_class_family() -> TestResult {
     // weighting the negative class heavily moves every bag score down
     let (bags, labels) = toy(3, 30);
     type FitWith<'a> = &'a dyn Fn(ClassWeight) -> milsvm::Result<milsvm::Model>;
-    let families: [(&str, FitWith); 3] = [
+    let families: [(&str, FitWith); 5] = [
         ("SparseMI", &|w| {
             Ok(SparseMiParams::new()
                 .n_xv(3)
@@ -174,6 +179,18 @@ fn class_weights_reach_every_two_class_family() -> TestResult {
         ("RS", &|w| {
             Ok(ReducedSetParams::new()
                 .n_xv(3)
+                .class_weight(w)
+                .fit(&bags, &labels)?
+                .model)
+        }),
+        ("stMIL", &|w| {
+            Ok(StmilParams::new()
+                .class_weight(w)
+                .fit(&bags, &labels)?
+                .model)
+        }),
+        ("MissSVM", &|w| {
+            Ok(MissSvmParams::new()
                 .class_weight(w)
                 .fit(&bags, &labels)?
                 .model)

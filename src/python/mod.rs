@@ -13,6 +13,7 @@ mod core_fns;
 mod model;
 mod one_class;
 mod run;
+mod semi_supervised;
 mod set_kernel;
 mod set_kernel_svm;
 mod sparse_mi;
@@ -86,6 +87,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sparse_mi::register(m)?;
     set_kernel::register(m)?;
     set_kernel_svm::register(m)?;
+    semi_supervised::register(m)?;
     annealing::register(m)?;
     convex_combination::register(m)?;
     one_class::register(m)?;
