@@ -54,7 +54,6 @@ def run_and_interrupt(args, wait_for="start"):
     ("ALSVM", "C=10, max_iter=100000, eps=1e-12, decay=1.0001"),
     ("NSK", "C=10"),
     ("SVMCC", "C=10, kernel='rbf', max_iter=100000, tol=1e-300"),
-    ("MissSVM", "C=1e4, max_iter=100000, tol=1e-300, inner_tol=1e-9"),
 ])
 def test_sigint_stops_a_fit_with_keyboard_interrupt_and_leaves_nothing_fitted(cls, params):
     code = LONG_FIT.format(cls=cls, params=params)
