@@ -91,6 +91,8 @@
 //! vector (sparse instances stay sparse).
 
 use ndarray::{Array1, Array2};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
 use crate::bags::Bags;
 use crate::convex_combination::hinge_bias;
@@ -118,13 +120,17 @@ pub struct CccpFit {
     pub model: Model,
     /// The kernel width used.
     pub gamma: f64,
-    /// Per problem: the objective `J` at the start (stMIL: the sMIL solution; MissSVM:
-    /// `w = 0, b = 0`), then after each CCCP step.
+    /// Per problem, of the run that gave the model: the objective `J` at the start (stMIL:
+    /// the sMIL solution; MissSVM: `w = 0, b = 0`; a restart has none), then after each CCCP
+    /// step.
     pub objective_history: Vec<Vec<f64>>,
-    /// Per problem: CCCP steps run (QPs after the start).
+    /// Per problem: CCCP steps (QPs after the start) of the run that gave the model.
     pub n_iter: Vec<usize>,
-    /// Per problem: why the CCCP stopped.
+    /// Per problem: why that run stopped.
     pub stop_reason: Vec<StopReason>,
+    /// Per problem: the final objective of every run, the method's own start first, then each
+    /// restart; the model is the run of the smallest (the first of equal ones).
+    pub run_objectives: Vec<Vec<f64>>,
     /// Per problem: the positive bags (indices into the training bags).
     pub positive_bags: Vec<Vec<usize>>,
     /// Per problem: the linearisation of the returned model's QP: the sign `s` of every instance
@@ -149,16 +155,35 @@ struct BinaryRun {
     history: Vec<f64>,
     n_iter: usize,
     stop_reason: StopReason,
+    run_objectives: Vec<f64>,
     smo_converged: bool,
 }
 
-/// The settings of one CCCP run, shared by both methods.
+/// What one CCCP run (the method's start or a restart) returns.
+struct Run {
+    /// The accepted iterate's dual solution and bias.
+    sol: DualSolution,
+    b: f64,
+    /// The linearisation whose surrogate `sol` solves, and what a sign 0 gives each copy.
+    used: Linearisation,
+    start_share: f64,
+    /// The objective `J` of the accepted iterate.
+    objective: f64,
+    history: Vec<f64>,
+    n_iter: usize,
+    stop_reason: StopReason,
+    smo_converged: bool,
+}
+
+/// The settings of a CCCP fit, shared by both methods.
 struct Cccp<'a> {
     method: Method,
     c: f64,
     tau: f64,
     max_iter: usize,
     tol: f64,
+    restarts: usize,
+    seed: u64,
     smo: SmoParams,
     observer: &'a Observer,
 }
@@ -188,6 +213,9 @@ struct Layout {
 }
 
 impl Layout {
+    /// The samples and their costs: a negative instance costs `c w`, a positive bag
+    /// `c w L_n / |X_p|` (`w` the class weight of its bag), so that with uniform class weights
+    /// the positive bags together weigh as much as the negative instances (module docs).
     fn new(bags: &Bags, targets: &[f64], weights: &[f64], c: f64) -> Self {
         let mut neg = Vec::new();
         let mut pb = Vec::new();
@@ -203,6 +231,11 @@ impl Layout {
             } else {
                 neg.extend(r.map(|x| (x, c * w)));
             }
+        }
+        // the group balance: |X_p| positive bags against L_n negative instances
+        let scale = neg.len().max(1) as f64 / pb.len().max(1) as f64;
+        for bag in &mut pb {
+            bag.1 *= scale;
         }
         Self {
             n_inst: bags.n_instances(),
@@ -441,7 +474,124 @@ impl Cccp<'_> {
         Linearisation { signs, witness }
     }
 
-    /// One binary problem: the start, then CCCP steps until a stopping rule holds.
+    /// A random linearisation, a restart's first surrogate (this crate's reading of `misvm`'s
+    /// restarts): every instance of a positive bag gets a sign `+1` or `-1` with equal
+    /// probability and, for MissSVM, every positive bag a witness drawn uniformly among its
+    /// instances.
+    fn random_linearisation(&self, layout: &Layout, rng: &mut ChaCha8Rng) -> Linearisation {
+        let signs = layout
+            .pos
+            .iter()
+            .map(|_| if rng.random::<bool>() { 1.0 } else { -1.0 })
+            .collect();
+        let witness = match self.method {
+            Method::Stmil => vec![None; layout.bags.len()],
+            Method::MissSvm => layout
+                .ranges
+                .iter()
+                .map(|r| Some(rng.random_range(r.clone())))
+                .collect(),
+        };
+        Linearisation { signs, witness }
+    }
+
+    /// One CCCP run from `random` (a restart) or, when `None`, from the method's own start
+    /// (module docs), until a stopping rule holds.
+    fn run_once(
+        &self,
+        layout: &Layout,
+        smo: &mut Smo<'_, ComboGram<'_, '_>>,
+        random: Option<Linearisation>,
+        notify: &dyn Fn(usize, f64),
+    ) -> Result<Run> {
+        let start = Linearisation {
+            signs: vec![0.0; layout.pos.len()],
+            witness: vec![None; layout.bags.len()],
+        };
+        let mut smo_converged = true;
+        let mut history = Vec::new();
+        // the accepted iterate: alpha, b, the linearisation it solved, its objective
+        let mut best: Option<(DualSolution, f64, Linearisation, f64)> = None;
+        // the objective of the point the next step linearises at (`None`: a random start)
+        let mut prev: Option<f64> = None;
+        let (mut lin, start_share) = match (random, self.method) {
+            (Some(lin), _) => (lin, 0.0),
+            (None, Method::Stmil) => {
+                // the sMIL solution: the surrogate without the transductive term
+                let arrays = self.arrays(layout, &start, 0.0);
+                let sol = smo.solve(&arrays.problem(), None)?;
+                smo_converged &= sol.termination == Termination::Converged;
+                let b = Self::surrogate_bias(&arrays, &sol);
+                let sc = Self::scores(layout, &arrays, &sol);
+                let j = self.objective(layout, &sc, b);
+                history.push(j);
+                prev = Some(j);
+                let lin = self.linearise(layout, &sc, b);
+                best = Some((sol, b, start.clone(), j));
+                (lin, 0.0)
+            }
+            (None, Method::MissSvm) => {
+                let j = self.objective_at_zero(layout);
+                history.push(j);
+                prev = Some(j);
+                (start.clone(), 0.5)
+            }
+        };
+        let mut warm: Option<DualSolution> = best.as_ref().map(|(s, ..)| DualSolution {
+            q_alpha: Vec::new(),
+            ..s.clone()
+        });
+        let mut stop_reason = StopReason::MaxIter;
+        let mut n_iter = 0;
+        for step in 1..=self.max_iter {
+            self.observer.check()?;
+            n_iter = step;
+            let arrays = self.arrays(layout, &lin, start_share);
+            let sol = smo.solve(&arrays.problem(), warm.as_ref())?;
+            smo_converged &= sol.termination == Termination::Converged;
+            let b = Self::surrogate_bias(&arrays, &sol);
+            let sc = Self::scores(layout, &arrays, &sol);
+            let j = self.objective(layout, &sc, b);
+            history.push(j);
+            notify(step, j);
+            if best.is_some() && prev.is_some_and(|p| j > p) {
+                // only the SMO's tolerance can do this: keep the previous iterate
+                stop_reason = StopReason::Converged;
+                break;
+            }
+            let next = self.linearise(layout, &sc, b);
+            let used = std::mem::replace(&mut lin, next);
+            let fixed = lin == used;
+            warm = Some(DualSolution {
+                q_alpha: Vec::new(),
+                ..sol.clone()
+            });
+            best = Some((sol, b, used, j));
+            let small = prev.is_some_and(|p| p - j <= self.tol * p.abs().max(1.0));
+            prev = Some(j);
+            if fixed || small {
+                stop_reason = StopReason::Converged;
+                break;
+            }
+        }
+        let Some((sol, b, used, objective)) = best else {
+            return Err(Error::Solver("the CCCP ran no step (max_iter = 0)".into()));
+        };
+        Ok(Run {
+            sol,
+            b,
+            used,
+            start_share,
+            objective,
+            history,
+            n_iter,
+            stop_reason,
+            smo_converged,
+        })
+    }
+
+    /// One binary problem: the method's own start and `restarts` random ones, each run to a
+    /// stopping rule; the run with the lowest objective is the model.
     fn run_binary(
         &self,
         inst: &InstanceGram,
@@ -455,81 +605,44 @@ impl Cccp<'_> {
         let layout = Layout::new(bags, targets, weights, self.c);
         let gram = ComboGram::new(inst, x, kernel, layout.points());
         let mut smo = Smo::new(&gram, self.smo)?.with_cancel(self.observer.cancel().clone());
-        let start = Linearisation {
-            signs: vec![0.0; layout.pos.len()],
-            witness: vec![None; layout.bags.len()],
-        };
-        let notify = |step: usize, objective: f64| {
-            self.observer.notify(Progress {
-                problem: problem_index,
-                step,
-                max_steps: self.max_iter,
-                objective,
-                temperature: None,
-            })
-        };
+        // one stream per problem: the same draws whatever the thread count
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+        rng.set_stream(problem_index as u64);
+        let runs = self.restarts + 1;
+        let mut best: Option<Run> = None;
         let mut smo_converged = true;
-        let mut history = Vec::new();
-        // the accepted iterate: alpha, b, the linearisation it solved, its objective
-        let mut best: Option<(DualSolution, f64, Linearisation, f64)> = None;
-        let mut lin = start.clone();
-        let start_share = match self.method {
-            Method::Stmil => {
-                // the sMIL solution: the surrogate without the transductive term
-                let arrays = self.arrays(&layout, &start, 0.0);
-                let sol = smo.solve(&arrays.problem(), None)?;
-                smo_converged &= sol.termination == Termination::Converged;
-                let b = Self::surrogate_bias(&arrays, &sol);
-                let sc = Self::scores(&layout, &arrays, &sol);
-                let j = self.objective(&layout, &sc, b);
-                history.push(j);
-                lin = self.linearise(&layout, &sc, b);
-                best = Some((sol, b, start.clone(), j));
-                0.0
-            }
-            Method::MissSvm => {
-                history.push(self.objective_at_zero(&layout));
-                0.5
-            }
-        };
-        let mut warm: Option<DualSolution> = best.as_ref().map(|(s, ..)| DualSolution {
-            q_alpha: Vec::new(),
-            ..s.clone()
-        });
-        let mut stop_reason = StopReason::MaxIter;
-        let mut n_iter = 0;
-        for step in 1..=self.max_iter {
-            self.observer.check()?;
-            n_iter = step;
-            let arrays = self.arrays(&layout, &lin, start_share);
-            let sol = smo.solve(&arrays.problem(), warm.as_ref())?;
-            smo_converged &= sol.termination == Termination::Converged;
-            let b = Self::surrogate_bias(&arrays, &sol);
-            let sc = Self::scores(&layout, &arrays, &sol);
-            let j = self.objective(&layout, &sc, b);
-            history.push(j);
-            notify(step, j);
-            let prev = best.as_ref().map_or(history[0], |x| x.3);
-            if best.is_some() && j > prev {
-                // only the SMO's tolerance can do this: keep the previous iterate
-                stop_reason = StopReason::Converged;
-                break;
-            }
-            let next = self.linearise(&layout, &sc, b);
-            let used = std::mem::replace(&mut lin, next);
-            let fixed = lin == used;
-            warm = Some(DualSolution {
-                q_alpha: Vec::new(),
-                ..sol.clone()
-            });
-            best = Some((sol, b, used, j));
-            if fixed || prev - j <= self.tol * prev.abs().max(1.0) {
-                stop_reason = StopReason::Converged;
-                break;
+        let mut run_objectives = Vec::with_capacity(runs);
+        for r in 0..runs {
+            let random = (r > 0).then(|| self.random_linearisation(&layout, &mut rng));
+            let offset = r * self.max_iter;
+            let notify = |step: usize, objective: f64| {
+                self.observer.notify(Progress {
+                    problem: problem_index,
+                    step: offset + step,
+                    max_steps: runs * self.max_iter,
+                    objective,
+                    temperature: None,
+                })
+            };
+            let run = self.run_once(&layout, &mut smo, random, &notify)?;
+            smo_converged &= run.smo_converged;
+            run_objectives.push(run.objective);
+            if best.as_ref().is_none_or(|b| run.objective < b.objective) {
+                best = Some(run);
             }
         }
-        let Some((sol, b, used, _)) = best else {
-            return Err(Error::Solver("the CCCP ran no step (max_iter = 0)".into()));
+        let Some(Run {
+            sol,
+            b,
+            used,
+            start_share,
+            history,
+            n_iter,
+            stop_reason,
+            ..
+        }) = best
+        else {
+            return Err(Error::Solver("the CCCP ran no run".into()));
         };
         // instance coefficients: a_s y_s spread over the instances of each sample's point
         let mut beta = vec![0.0; layout.n_inst];
@@ -559,6 +672,7 @@ impl Cccp<'_> {
             history,
             n_iter,
             stop_reason,
+            run_objectives,
             smo_converged,
         })
     }
@@ -618,6 +732,7 @@ impl Cccp<'_> {
             objective_history: Vec::new(),
             n_iter: Vec::new(),
             stop_reason: Vec::new(),
+            run_objectives: Vec::new(),
             positive_bags: Vec::new(),
             signs: Vec::new(),
             witnesses: Vec::new(),
@@ -627,6 +742,7 @@ impl Cccp<'_> {
             fit.objective_history.push(r.history);
             fit.n_iter.push(r.n_iter);
             fit.stop_reason.push(r.stop_reason);
+            fit.run_objectives.push(r.run_objectives);
             fit.positive_bags.push(r.positive_bags);
             fit.signs.push(r.signs);
             fit.witnesses.push(r.witnesses);
@@ -657,6 +773,12 @@ hyperparams! {
         max_iter: usize = 50, check Range::AtLeast(1);
         /// Stop when a step lowers the objective by less than `tol max(1, |J|)`.
         tol: f64 = 1e-6, check Range::Positive;
+        /// Random restarts after the method's own start (`misvm`'s `restarts`): each begins
+        /// from random signs (and, for MissSVM, random witnesses); the run with the lowest
+        /// objective is the model.
+        restarts: usize = 0;
+        /// Seed of the restarts' draws.
+        seed: u64 = 0;
         /// Relative KKT tolerance of the SMO solving each step's QP.
         inner_tol: f64 = 1e-3, check Range::Open01;
         /// SMO iteration cap (`None`: the solver's default).
@@ -676,6 +798,8 @@ impl StmilValidParams {
             tau: self.transductive_weight,
             max_iter: self.max_iter,
             tol: self.tol,
+            restarts: self.restarts,
+            seed: self.seed,
             smo: SmoParams {
                 tol: self.inner_tol,
                 max_iter: self.inner_max_iter,
@@ -705,6 +829,12 @@ hyperparams! {
         max_iter: usize = 50, check Range::AtLeast(1);
         /// Stop when a step lowers the objective by less than `tol max(1, |J|)`.
         tol: f64 = 1e-6, check Range::Positive;
+        /// Random restarts after the method's own start (`misvm`'s `restarts`): each begins
+        /// from random signs (and, for MissSVM, random witnesses); the run with the lowest
+        /// objective is the model.
+        restarts: usize = 0;
+        /// Seed of the restarts' draws.
+        seed: u64 = 0;
         /// Relative KKT tolerance of the SMO solving each step's QP.
         inner_tol: f64 = 1e-3, check Range::Open01;
         /// SMO iteration cap (`None`: the solver's default).
@@ -724,6 +854,8 @@ impl MissSvmValidParams {
             tau: self.transductive_weight,
             max_iter: self.max_iter,
             tol: self.tol,
+            restarts: self.restarts,
+            seed: self.seed,
             smo: SmoParams {
                 tol: self.inner_tol,
                 max_iter: self.inner_max_iter,

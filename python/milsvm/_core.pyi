@@ -162,6 +162,7 @@ class CccpFit:
     objective_history: List[List[float]]
     n_iter: List[int]
     converged: List[bool]
+    run_objectives: List[List[float]]
     positive_bags: List[List[int]]
     signs: List[List[float]]
     witnesses: List[List[int]]

@@ -33,19 +33,27 @@ _PARAMS = f"""{param("C", "kernel", "gamma", "class_weight", kernel={"default": 
         Cap on the CCCP steps (>= 1).
     tol : float, default=1e-6
         Stop when a step lowers the objective by less than ``tol * max(1, |J|)`` (> 0).
-{param("inner_tol", "inner_max_iter", "probability", "n_jobs", "verbose",
+    restarts : int, default=0
+        Random restarts after the method's own start (as Doran's ``misvm``): each begins from
+        random signs of the instances of positive bags (MissSVM: and a random witness per
+        positive bag); the run whose final objective is lowest gives the model.
+{param("inner_tol", "inner_max_iter", "random_state", "probability", "n_jobs", "verbose",
        inner_tol={"default": "1e-3", "none": " (the KKT tolerance of the SMO solving each step)"},
        inner_max_iter={"default": "None", "none": " (None: the solver's default; a "
                        "``ConvergenceWarning`` when it is hit)"})}"""
 
 _ATTRS = f"""{attr("xv_", "coef_", "intercept_")}
     objective_history_ : ndarray
-        The objective ``J`` at the start, then after each CCCP step (one array per class for
-        more than two classes).
+        Of the run that gave the model: the objective ``J`` at the start (a restart has no
+        start value), then after each CCCP step (one array per class for more than two
+        classes).
     n_iter_ : int
-        CCCP steps run (largest over the problems).
+        CCCP steps of that run (largest over the problems).
     converged_ : bool
-        Whether every problem met a stopping rule before ``max_iter``.
+        Whether that run met a stopping rule before ``max_iter`` (every problem).
+    run_objectives_ : ndarray
+        The final objective of every run: the method's own start, then each restart (one array
+        per class for more than two classes).
     positive_bags_ : ndarray of int
         The positive training bags (indices).
     signs_ : ndarray
@@ -64,6 +72,10 @@ class _CCCPClassifier(ExpansionVectorsMixin, MILClassifier):
     _objective_step = "iteration"
     _objective_start = 0
 
+    def _progress_total(self, params):
+        # every run counts up to max_iter steps
+        return super()._progress_total(params) * (int(params.get("restarts", 0)) + 1)
+
     def _fitted(self, fit, bags, binary):
         pick = (lambda a: a[0]) if binary else (lambda a: a)
         hist = [np.asarray(h, dtype=np.float64) for h in fit.objective_history]
@@ -71,6 +83,7 @@ class _CCCPClassifier(ExpansionVectorsMixin, MILClassifier):
             "objective_history_": pick(hist),
             "n_iter_": int(max(fit.n_iter)),
             "converged_": bool(all(fit.converged)),
+            "run_objectives_": pick([np.asarray(r, dtype=np.float64) for r in fit.run_objectives]),
             "positive_bags_": pick([np.asarray(p, dtype=np.intp) for p in fit.positive_bags]),
             "signs_": pick([np.asarray(s, dtype=np.float64) for s in fit.signs]),
             "witnesses_": pick([np.asarray(w, dtype=np.intp) for w in fit.witnesses]),
@@ -117,7 +130,8 @@ class stMIL(_CCCPClassifier):
     _objective_name = "stMIL objective J (sMIL start, then per CCCP step)"
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight=None, transductive_weight=1.0, max_iter=50,
-                 tol=1e-6, inner_tol=1e-3, inner_max_iter=None, probability=False, n_jobs=None, verbose=0):
+                 tol=1e-6, restarts=0, inner_tol=1e-3, inner_max_iter=None, random_state=None, probability=False,
+                 n_jobs=None, verbose=0):
         self._store(locals())
 
 
@@ -159,5 +173,6 @@ class MissSVM(_CCCPClassifier):
     _objective_name = "MissSVM objective J (w = 0 start, then per CCCP step)"
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight=None, transductive_weight=1.0, max_iter=50,
-                 tol=1e-6, inner_tol=1e-3, inner_max_iter=None, probability=False, n_jobs=None, verbose=0):
+                 tol=1e-6, restarts=0, inner_tol=1e-3, inner_max_iter=None, random_state=None, probability=False,
+                 n_jobs=None, verbose=0):
         self._store(locals())

@@ -10,12 +10,15 @@ pub(crate) struct PyCccpFit {
     model: Py<model::PyModel>,
     /// The kernel width used.
     gamma: f64,
-    /// Per problem: the objective at the start, then after each CCCP step.
+    /// Per problem, of the run that gave the model: the objective at the start, then after
+    /// each CCCP step.
     objective_history: Vec<Vec<f64>>,
-    /// Per problem: CCCP steps run.
+    /// Per problem: CCCP steps of that run.
     n_iter: Vec<usize>,
-    /// Per problem: whether a stopping rule held before `max_iter`.
+    /// Per problem: whether that run met a stopping rule before `max_iter`.
     converged: Vec<bool>,
+    /// Per problem: the final objective of every run (the method's start, then each restart).
+    run_objectives: Vec<Vec<f64>>,
     /// Per problem: the positive bags.
     positive_bags: Vec<Vec<usize>>,
     /// Per problem: the sign of every instance of the positive bags in the returned model's QP
@@ -40,6 +43,7 @@ impl PyCccpFit {
                 .iter()
                 .map(crate::fit::StopReason::converged)
                 .collect(),
+            run_objectives: fit.run_objectives,
             positive_bags: fit.positive_bags,
             signs: fit.signs,
             witnesses: fit
