@@ -1,43 +1,66 @@
 //! Multiple-instance learning as transductive / semi-supervised learning, solved by the
 //! concave-convex procedure (CCCP): stMIL (Bunescu & Mooney, "Multiple instance learning for
-//! sparse positive bags", ICML 2007, section 3, the sparse transductive formulation) and
-//! MissSVM (Zhou & Xu, "On the relation between multi-instance learning and semi-supervised
-//! learning", ICML 2007, section 4).
+//! sparse positive bags", ICML 2007, the sparse transductive formulation) and MissSVM (Zhou &
+//! Xu, "On the relation between multi-instance learning and semi-supervised learning", ICML
+//! 2007, pp. 1167-1174).
+//!
+//! **Sources.** Neither paper's text could be read while this module was written (they are not
+//! in the project's sources, and the search corpora hold only abstracts and summaries of them),
+//! so no section or equation numbers are cited. What is verified, and where:
+//!
+//! * Doran's `misvm` (github.com/garydoranjr/misvm, `misvm/stmil.py`, `misvm/misssvm.py`,
+//!   `misvm/smil.py`, `misvm/cccp.py`; the implementation behind Doran & Ray, "A theoretical and
+//!   empirical analysis of support vector machine methods for multiple-instance
+//!   classification", Machine Learning 2014), read for the formulations, never copied: the
+//!   three sample groups and their costs, the starts, the linearisations, the restarts;
+//! * for MissSVM, a summary of the paper (liner.com) and course slides on it (slideshare,
+//!   "MissSVM: Multi Instance Learning by Semi-Supervised SVM"): instances of negative bags are
+//!   labelled negative, those of positive bags unlabelled with the symmetric hinge
+//!   `D(z) = min(H(z), H(-z))`, each positive bag must have a positive instance, slacks on the
+//!   three groups, solved by the constrained CCCP with subgradients of `max` and `min`, a bag
+//!   positive when one of its instances is.
+//!
+//! Everything else below (the exact cost normalisation, the bias rule, the restarts' draws,
+//! stMIL's bag rule) is this crate's reading, said so where it is used.
 //!
 //! Notation: instance score `f(x) = g(x) + b`, `g(x) = sum_t beta_t k(x_t, x)`; `N_n` the
-//! instances of negative bags, `X_p` the positive bags, `N_p` the instances of positive bags;
-//! `c_i = C w_i` the cost of bag `i` (`w_i` its class weight); `H(z) = max(0, 1 - z)` the
-//! hinge; `c_t = tau c_i |X_p| / N_p` the cost of the symmetric hinge of instance `t` of positive
-//! bag `i` (`tau` = `transductive_weight`), so that the instances of positive bags together
-//! weigh `tau` times the positive bags, as in the paper's normalisation by group sizes.
+//! instances of negative bags (`L_n` of them), `X_p` the positive bags, `N_p` the instances of
+//! positive bags; `w_-`, `w_+` the class weights; `H(z) = max(0, 1 - z)` the hinge; `tau` the
+//! `transductive_weight`.
 //!
-//! **stMIL** (Bunescu & Mooney, section 3: sMIL, eq. 8-9, plus the transductive constraints on
-//! the instances of positive bags) minimises
+//! **Costs** (as `misvm` weighs the groups of both methods): the three groups weigh the same in
+//! total when `tau = 1` and the class weights are uniform. A negative instance costs
+//! `c_- = C w_-` (as in SIL and this crate's sMIL), a positive bag `c_+ = C w_+ L_n / |X_p|`, an
+//! instance of a positive bag `c_t = tau C w_+ L_n / N_p`. (`misvm`'s stMIL divides each group's
+//! `C` by its size, its MissSVM multiplies the positive groups' by `L_n` over their size: the
+//! same ratios, another scale of `C`; this crate keeps `C` per negative instance so that the
+//! grids of SIL and sMIL carry over.) Measured on the benchmarks (benches/RESULTS.md), the
+//! earlier per-unit costs (`C w` per negative instance and per positive bag) left the positive
+//! bags outweighed `L_n / |X_p|` to one (8 to 1 on TST1): MissSVM's positive bags then sat just
+//! below 0 and stMIL called every bag negative at `C = 1`. `class_weight={positive: |X_p| /
+//! L_n}` gives those per-unit costs back.
 //!
-//! `J = 1/2 ||w||^2 + sum_{x in N_n} c H(-f(x)) + sum_{X in X_p} c H_X(F(X)) + sum_{x in N_p} c_t
-//! max(0, 1 - |f(x)|)`
+//! **stMIL** (sMIL plus the transductive constraints `|f(x)| >= 1 - xi_x` on the instances of
+//! positive bags) minimises
+//!
+//! `J = 1/2 ||w||^2 + sum_{x in N_n} c_- H(-f(x)) + sum_{X in X_p} c_+ H_X(F(X)) +
+//! sum_{x in N_p} c_t max(0, 1 - |f(x)|)`
 //!
 //! where `F(X) = (1/|X|) sum_{x in X} f(x)` is the bag's mean score and
 //! `H_X(z) = max(0, (2 - |X|)/|X| - z)` is sMIL's relaxed bag hinge (one positive instance at
-//! `+1`, the others at `-1`). The last term is the constraint `|f(x)| >= 1 - xi_x` of the
-//! transductive SVM (the symmetric hinge). The paper weighs each group by its size (`C / L_n` per
-//! negative instance, `C / L_p` per positive bag, the same total for the transductive
-//! instances): `tau = 1` is that balance between positive bags and their instances; negative
-//! instances cost `C w_-` each, as in this crate's sMIL (`class_weight` rebalances them).
+//! `+1`, the others at `-1`; `misvm`'s linear term `2/|X| - 1` for the bag samples). `misvm`'s
+//! stMIL has no balancing constraint on the fraction of positive instances (its sbMIL, a
+//! separate method, has one, `eta`), and neither has this one.
 //!
-//! **MissSVM** (Zhou & Xu, section 4, eq. 5-6): instances of negative bags are labelled
-//! examples of the negative class, instances of positive bags unlabelled, with the constraint
-//! that every positive bag has a positive instance, its maximum:
+//! **MissSVM** minimises
 //!
-//! `J = 1/2 ||w||^2 + sum_{x in N_n} c H(-f(x)) + sum_{X in X_p} c H(max_{x in X} f(x)) +
+//! `J = 1/2 ||w||^2 + sum_{x in N_n} c_- H(-f(x)) + sum_{X in X_p} c_+ H(max_{x in X} f(x)) +
 //! sum_{x in N_p} c_t max(0, 1 - |f(x)|)`.
 //!
-//! The paper's three costs (negative instances, positive bags, unlabelled instances) are `C w_-`,
-//! `C w_+` and `tau C w_+ |X_p| / N_p`.
-//!
 //! **The CCCP** (Yuille & Rangarajan 2003; in its constrained form, Smola, Vishwanathan &
-//! Hofmann 2005, as both papers use it, the transductive part after Collobert, Sinz, Weston &
-//! Bottou, "Large scale transductive SVMs", JMLR 2006): both objectives are convex but for two
+//! Hofmann 2005; the transductive part as in Collobert, Sinz, Weston & Bottou, "Large scale
+//! transductive SVMs", JMLR 2006; MissSVM's summary names the constrained CCCP, `misvm` runs
+//! both methods so): both objectives are convex but for two
 //! terms, each of which is a convex function of a *concave* function of `(w, b)` whose
 //! linearisation at the current iterate bounds it from above and touches it there:
 //!
@@ -57,8 +80,8 @@
 //!
 //! [`Smo`] solves, over the samples
 //!
-//! * every negative instance: `y = -1`, `p = 1`, `u = c`;
-//! * every positive bag: `y = +1`, `u = c`, its point the bag mean with `p = (2 - |X|)/|X|`
+//! * every negative instance: `y = -1`, `p = 1`, `u = c_-`;
+//! * every positive bag: `y = +1`, `u = c_+`, its point the bag mean with `p = (2 - |X|)/|X|`
 //!   (stMIL) or its witness with `p = 1` (MissSVM);
 //! * every instance of a positive bag, twice: `y = +1` and `y = -1` at the same point, `p = 1`,
 //!   the bound `c_t` on the copy of sign `s` and 0 on the other.
@@ -69,26 +92,39 @@
 //! previous step's `alpha` (clipped to the new bounds, the equality repaired).
 //!
 //! After each solve the bias is set to the exact minimiser of the surrogate over `b` with `w`
-//! fixed ([`hinge_bias`], a weighted median), so that the decrease above holds for the returned
-//! `(w, b)` whatever the SMO's tolerance left in its own bias.
+//! fixed ([`hinge_bias`], a weighted median; this crate's choice), so that the decrease above
+//! holds for the returned `(w, b)` whatever the SMO's tolerance left in its own bias.
 //!
-//! **Start.** stMIL starts from the sMIL solution (the surrogate without the transductive term;
-//! so did Doran's `misvm` implementation); the first step linearises at it. MissSVM starts at
-//! `w = 0, b = 0`, where every instance score is 0: the first step uses the mean of the
-//! subdifferentials there, the bag mean for `max` and `(H(f) + H(-f)) / 2` (both copies at
-//! `c_t / 2`) for the symmetric hinge, both upper bounds that touch `J` at 0.
+//! **Start** (as `misvm`). stMIL starts from the sMIL solution (the surrogate without the
+//! transductive term, with the costs above); the first step linearises at it, a score of 0
+//! counting as `+1`. MissSVM starts at `w = 0, b = 0`, where every instance score is 0: the
+//! first step uses the mean of the subdifferentials there, the bag mean for `max` and
+//! `(H(f) + H(-f)) / 2` (both copies at `c_t / 2`) for the symmetric hinge, both upper bounds
+//! that touch `J` at 0.
+//!
+//! **Restarts** (`restarts`, as `misvm`'s). After the method's own start, `restarts` more runs
+//! each begin from a random linearisation (this crate's reading of `misvm`'s random starts,
+//! which draw random instance labels for stMIL and random dual variables for MissSVM): every
+//! instance of a positive bag a sign `+1` or `-1` with probability 1/2 and, for MissSVM, every
+//! positive bag a witness drawn uniformly among its instances. A restart has no objective
+//! before its first step. The model is the run whose final objective is least (the first of
+//! equal ones). The draws come from one ChaCha8 stream per binary problem seeded by `seed`, so
+//! they do not depend on the thread count.
 //!
 //! **Stop** ([`StopReason`]): `Converged` when the linearisation repeats (the next surrogate
 //! would be the same problem: a fixed point), or the objective decreased by less than
 //! `tol max(1, |J|)` (an increase, possible only through the SMO's tolerance, keeps the
 //! previous iterate); `MaxIter` after `max_iter` steps.
 //!
-//! **Prediction.** MissSVM: a bag is positive when one of its instances is (the MI assumption
-//! the constraint encodes), the max of the instance scores ([`Pooling::Max`]). stMIL keeps
-//! sMIL's bag rule ([`Pooling::SmilMean`], the bag mean against the midpoint of sMIL's two
-//! margins; Doran's `misvm` scores stMIL's bags by the NSK-style sum, a mean with its `_av`
-//! kernels). With the linear kernel the model holds the weight vector `w` as its one expansion
-//! vector (sparse instances stay sparse).
+//! **Prediction.** MissSVM: a bag is positive when one of its instances is (the rule of the
+//! slides on the paper, and the MI assumption the constraint encodes), the max of the instance
+//! scores ([`Pooling::Max`]). stMIL keeps this crate's sMIL bag rule ([`Pooling::SmilMean`],
+//! the bag mean against the midpoint of sMIL's two margins; this crate's reading). `misvm`
+//! scores stMIL's bags by its set kernel (the mean instance score with its `_av` kernels,
+//! against 0); on 10 folds at `C = 10` that rule gave 55.6 % on MUSK1 and 50.0 % on TST1
+//! against 77.2 % and 69.5 % for the midpoint rule, the max rule 69.4 % and 51.5 %. With the
+//! linear kernel the model holds the weight vector `w` as its one expansion vector (sparse
+//! instances stay sparse).
 
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};
@@ -299,9 +335,9 @@ struct Scores {
 }
 
 impl Cccp<'_> {
-    /// The cost of the symmetric hinge of an instance of positive bag `k`:
-    /// `tau c_k |X_p| / N_p`, so that the `N_p` instances together weigh `tau` times the `|X_p|`
-    /// positive bags (with uniform class weights).
+    /// The cost `c_t` of the symmetric hinge of an instance of positive bag `k`:
+    /// `tau c_+ |X_p| / N_p = tau C w_+ L_n / N_p` (`c_+` the bag's cost), so that the `N_p`
+    /// instances together weigh `tau` times the `|X_p|` positive bags (uniform class weights).
     fn trans_cost(&self, layout: &Layout, k: usize) -> f64 {
         self.tau * layout.bags[k].1 * layout.bags.len() as f64 / layout.pos.len().max(1) as f64
     }
@@ -760,22 +796,22 @@ fn bag_max(s: &[f64]) -> f64 {
 // ---------------------------------------------------------------------------------------------
 
 hyperparams! {
-    /// Hyperparameters of stMIL (Bunescu & Mooney 2007, section 3: sMIL plus the transductive
-    /// constraints on the instances of positive bags, solved by the CCCP), declared once and
-    /// checked into [`StmilValidParams`].
+    /// Hyperparameters of stMIL (Bunescu & Mooney 2007: sMIL plus the transductive constraints
+    /// on the instances of positive bags, solved by the CCCP; module docs for the sources),
+    /// declared once and checked into [`StmilValidParams`].
     pub struct StmilParams => StmilValidParams {
         shared(kernel = KernelKind::Rbf);
         /// Weight of the symmetric hinges `max(0, 1 - |f(x)|)` of the instances of positive bags,
-        /// all together, relative to the positive bags: each costs `tau C w |X_p| / N_p` (0:
-        /// sMIL).
+        /// all together, relative to the positive bags: each costs `tau C w_+ L_n / N_p` (0:
+        /// sMIL with positive bags weighing `L_n / |X_p|`).
         transductive_weight: f64 = 1.0, check Range::NonNegative;
         /// Cap on the CCCP steps after the sMIL start.
         max_iter: usize = 50, check Range::AtLeast(1);
         /// Stop when a step lowers the objective by less than `tol max(1, |J|)`.
         tol: f64 = 1e-6, check Range::Positive;
         /// Random restarts after the method's own start (`misvm`'s `restarts`): each begins
-        /// from random signs (and, for MissSVM, random witnesses); the run with the lowest
-        /// objective is the model.
+        /// from random signs of the instances of positive bags (and, for MissSVM, random
+        /// witnesses); the run of least objective is the model.
         restarts: usize = 0;
         /// Seed of the restarts' draws.
         seed: u64 = 0;
@@ -816,22 +852,22 @@ impl StmilValidParams {
 // ---------------------------------------------------------------------------------------------
 
 hyperparams! {
-    /// Hyperparameters of MissSVM (Zhou & Xu 2007, section 4: negative instances labelled,
-    /// instances of positive bags unlabelled with each positive bag's maximum positive, solved by
-    /// the CCCP), declared once and checked into [`MissSvmValidParams`].
+    /// Hyperparameters of MissSVM (Zhou & Xu 2007: negative instances labelled, instances of
+    /// positive bags unlabelled with each positive bag's maximum positive, solved by the CCCP;
+    /// module docs for the sources), declared once and checked into [`MissSvmValidParams`].
     pub struct MissSvmParams => MissSvmValidParams {
         shared(kernel = KernelKind::Rbf);
         /// Weight of the symmetric hinges `max(0, 1 - |f(x)|)` of the unlabelled instances (those
         /// of positive bags), all together, relative to the positive bags: each costs
-        /// `tau C w |X_p| / N_p`.
+        /// `tau C w_+ L_n / N_p`.
         transductive_weight: f64 = 1.0, check Range::NonNegative;
         /// Cap on the CCCP steps.
         max_iter: usize = 50, check Range::AtLeast(1);
         /// Stop when a step lowers the objective by less than `tol max(1, |J|)`.
         tol: f64 = 1e-6, check Range::Positive;
         /// Random restarts after the method's own start (`misvm`'s `restarts`): each begins
-        /// from random signs (and, for MissSVM, random witnesses); the run with the lowest
-        /// objective is the model.
+        /// from random signs of the instances of positive bags (and, for MissSVM, random
+        /// witnesses); the run of least objective is the model.
         restarts: usize = 0;
         /// Seed of the restarts' draws.
         seed: u64 = 0;
