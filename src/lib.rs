@@ -20,6 +20,8 @@
 //!   SVMs on set kernels solved by the SMO.
 //! * [`convex_combination`]: SVM-CC (Yang & Deng), positive bags as convex combinations of their
 //!   instances, alternating an SMO QP with an exact LP step.
+//! * [`semi_supervised`]: stMIL (Bunescu & Mooney 2007) and MissSVM (Zhou & Xu 2007), MIL as
+//!   transductive / semi-supervised SVMs solved by the CCCP, one warm-started SMO QP per step.
 //! * [`one_class`]: the one-class MI-SVM (Vijayanarasimhan), a one-class SVM with per-bag max
 //!   constraints.
 //! * [`baselines`]: SIL (Ray & Craven 2005) and STK (Gaertner et al. 2002's statistic kernel),
@@ -77,6 +79,7 @@ pub mod multiclass;
 pub mod one_class;
 pub mod params;
 pub mod progress;
+pub mod semi_supervised;
 pub mod set_kernel;
 pub mod set_kernel_svm;
 pub mod smo;
@@ -101,6 +104,9 @@ pub use model::{BagView, Model, Pooling, Predictor, Workspace};
 pub use one_class::{OneClassFit, OneClassParams, OneClassValidParams};
 pub use params::{ClassWeight, Gamma, Hyperparams, KernelKind, ParamGuard};
 pub use progress::{Cancel, Observer, Progress};
+pub use semi_supervised::{
+    CccpFit, MissSvmParams, MissSvmValidParams, StmilParams, StmilValidParams,
+};
 pub use set_kernel::{
     MiKernelFit, MiKernelParams, MiKernelValidParams, ReducedSetFit, ReducedSetParams,
     ReducedSetValidParams,

@@ -37,6 +37,8 @@ FAST = {
     "miSVM": {"C": 10, "max_iter": 5},
     "MISVM": {"C": 10, "max_iter": 5},
     "SVMCC": {"C": 10, "max_iter": 5},
+    "stMIL": {"C": 10, "max_iter": 5},
+    "MissSVM": {"C": 10, "max_iter": 5},
     "SIL": {"C": 10},
     "STK": {"C": 10},
     "MILES": {"C": 10},

@@ -384,3 +384,20 @@ def test_the_paper_parameters_map_to_C_and_class_weight():
     c = np.concatenate([np.full(2 * n, lam), [0.0, 0.0], np.where(y == 1, mu, 1 - mu)])
     paper = so.linprog(c, A_ub=A, b_ub=-np.ones(m), bounds=(0, None), method="highs").fun
     assert lam * est.objective_ == pytest.approx(paper, rel=1e-9)
+
+
+def test_a_linear_model_keeps_its_concepts():
+    """With the linear kernel the score sum_k w_k max_p <z_k, x_p> is not linear in the bag: the
+    selected concepts are the basis (never collapsed into one weight vector) and new bags score
+    by their embedding."""
+    rng = np.random.default_rng(0)
+    y = np.arange(40) % 2
+    bags = [rng.normal(size=(rng.integers(2, 6), 5)) + 1.5 * y[i] * np.eye(5)[i % 5] for i in range(40)]
+    est = milsvm.MILES(C=10.0, kernel="linear").fit(bags, y)
+    assert est.n_selected_ >= 2
+    x, _ = stacked(bags)
+    np.testing.assert_array_equal(est.xv_, x[est.selected_])
+    test = [rng.normal(size=(rng.integers(2, 6), 5)) for _ in range(10)]
+    xt, pt = stacked(test)
+    Et = embedding_reference(xt, pt, est.xv_, "linear", 1.0)
+    np.testing.assert_allclose(est.decision_function(test), Et @ est.coef_ + est.intercept_, rtol=1e-10, atol=1e-10)

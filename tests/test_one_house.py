@@ -31,7 +31,8 @@ make = make_fast
 def test_the_registry_is_the_one_list():
     names = list(_registry.ESTIMATORS)
     assert names == ["SparseMI", "RSVM", "MIKernel", "ReducedSet", "NSK", "sMIL", "ALSVM", "AWSVM", "ALPSVM",
-                     "miSVM", "MISVM", "SVMCC", "OneClassMISVM", "SIL", "STK", "MILES", "sbMIL", "sAwMIL"]
+                     "miSVM", "MISVM", "SVMCC", "stMIL", "MissSVM", "OneClassMISVM", "SIL", "STK", "MILES",
+                     "sbMIL", "sAwMIL"]
     assert set(names) <= set(milsvm.__all__)
     assert all(getattr(milsvm, n) is _registry.ESTIMATORS[n] for n in names)
     with pytest.raises(_registry.UnknownEstimator, match="did you mean SparseMI"):

@@ -17,6 +17,7 @@ from .set_kernel import *  # noqa: F401,F403
 from .set_kernel_svm import *  # noqa: F401,F403
 from .annealing import *  # noqa: F401,F403
 from .convex_combination import *  # noqa: F401,F403
+from .semi_supervised import *  # noqa: F401,F403
 from .one_class import *  # noqa: F401,F403
 from .baselines import *  # noqa: F401,F403
 from .miles import *  # noqa: F401,F403

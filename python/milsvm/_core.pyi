@@ -174,6 +174,18 @@ class SvmCcFit:
     converged: List[bool]
     inner_converged: bool
 
+class CccpFit:
+    model: Model
+    gamma: float
+    objective_history: List[List[float]]
+    n_iter: List[int]
+    converged: List[bool]
+    run_objectives: List[List[float]]
+    positive_bags: List[List[int]]
+    signs: List[List[float]]
+    witnesses: List[List[int]]
+    inner_converged: bool
+
 class OneClassFit:
     model: Model
     gamma: float
@@ -239,8 +251,10 @@ fit_miles: FitFunction[MilesFit]
 fit_miles_path: PathFunction[MilesFit]
 fit_sbmil: FitFunction[TwoStageFit]
 fit_sawmil: FitFunction[TwoStageFit]
-check_sparse_mi = check_mi_kernel = check_reduced_set = check_nsk = check_smil = check_annealing = check_svmcc = check_one_class = check_sil = check_stk = check_miles = check_sbmil = check_sawmil = _check
-fit_sparse_mi_hyperparameters = fit_mi_kernel_hyperparameters = fit_reduced_set_hyperparameters = fit_nsk_hyperparameters = fit_smil_hyperparameters = fit_annealing_hyperparameters = fit_svmcc_hyperparameters = fit_one_class_hyperparameters = fit_sil_hyperparameters = fit_stk_hyperparameters = fit_miles_hyperparameters = fit_sbmil_hyperparameters = fit_sawmil_hyperparameters = _specs
+fit_stmil: FitFunction[CccpFit]
+fit_misssvm: FitFunction[CccpFit]
+check_sparse_mi = check_mi_kernel = check_reduced_set = check_nsk = check_smil = check_annealing = check_svmcc = check_one_class = check_sil = check_stk = check_miles = check_sbmil = check_sawmil = check_stmil = check_misssvm = _check
+fit_sparse_mi_hyperparameters = fit_mi_kernel_hyperparameters = fit_reduced_set_hyperparameters = fit_nsk_hyperparameters = fit_smil_hyperparameters = fit_annealing_hyperparameters = fit_svmcc_hyperparameters = fit_one_class_hyperparameters = fit_sil_hyperparameters = fit_stk_hyperparameters = fit_miles_hyperparameters = fit_sbmil_hyperparameters = fit_sawmil_hyperparameters = fit_stmil_hyperparameters = fit_misssvm_hyperparameters = _specs
 
 # ---------------------------------------------------------------------------------------------
 # The ground floor, for tests and reference benchmarks

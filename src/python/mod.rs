@@ -14,6 +14,7 @@ mod miles;
 mod model;
 mod one_class;
 mod run;
+mod semi_supervised;
 mod set_kernel;
 mod set_kernel_svm;
 mod sparse_mi;
@@ -90,6 +91,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sparse_mi::register(m)?;
     set_kernel::register(m)?;
     set_kernel_svm::register(m)?;
+    semi_supervised::register(m)?;
     annealing::register(m)?;
     convex_combination::register(m)?;
     one_class::register(m)?;

@@ -1,0 +1,905 @@
+//! Multiple-instance learning as transductive / semi-supervised learning, solved by the
+//! concave-convex procedure (CCCP): stMIL (Bunescu & Mooney, "Multiple instance learning for
+//! sparse positive bags", ICML 2007, the sparse transductive formulation) and MissSVM (Zhou &
+//! Xu, "On the relation between multi-instance learning and semi-supervised learning", ICML
+//! 2007, pp. 1167-1174).
+//!
+//! **Sources.** Neither paper's text could be read while this module was written (they are not
+//! in the project's sources, and the search corpora hold only abstracts and summaries of them),
+//! so no section or equation numbers are cited. What is verified, and where:
+//!
+//! * Doran's `misvm` (github.com/garydoranjr/misvm, `misvm/stmil.py`, `misvm/misssvm.py`,
+//!   `misvm/smil.py`, `misvm/cccp.py`; the implementation behind Doran & Ray, "A theoretical and
+//!   empirical analysis of support vector machine methods for multiple-instance
+//!   classification", Machine Learning 2014), read for the formulations, never copied: the
+//!   three sample groups and their costs, the starts, the linearisations, the restarts;
+//! * for MissSVM, a summary of the paper (liner.com) and course slides on it (slideshare,
+//!   "MissSVM: Multi Instance Learning by Semi-Supervised SVM"): instances of negative bags are
+//!   labelled negative, those of positive bags unlabelled with the symmetric hinge
+//!   `D(z) = min(H(z), H(-z))`, each positive bag must have a positive instance, slacks on the
+//!   three groups, solved by the constrained CCCP with subgradients of `max` and `min`, a bag
+//!   positive when one of its instances is.
+//!
+//! Everything else below (the exact cost normalisation, the bias rule, the restarts' draws,
+//! stMIL's bag rule) is this crate's reading, said so where it is used.
+//!
+//! Notation: instance score `f(x) = g(x) + b`, `g(x) = sum_t beta_t k(x_t, x)`; `N_n` the
+//! instances of negative bags (`L_n` of them), `X_p` the positive bags, `N_p` the instances of
+//! positive bags; `w_-`, `w_+` the class weights; `H(z) = max(0, 1 - z)` the hinge; `tau` the
+//! `transductive_weight`.
+//!
+//! **Costs** (as `misvm` weighs the groups of both methods): the three groups weigh the same in
+//! total when `tau = 1` and the class weights are uniform. A negative instance costs
+//! `c_- = C w_-` (as in SIL and this crate's sMIL), a positive bag `c_+ = C w_+ L_n / |X_p|`, an
+//! instance of a positive bag `c_t = tau C w_+ L_n / N_p`. (`misvm`'s stMIL divides each group's
+//! `C` by its size, its MissSVM multiplies the positive groups' by `L_n` over their size: the
+//! same ratios, another scale of `C`; this crate keeps `C` per negative instance so that the
+//! grids of SIL and sMIL carry over.) Measured on the benchmarks (benches/RESULTS.md), the
+//! earlier per-unit costs (`C w` per negative instance and per positive bag) left the positive
+//! bags outweighed `L_n / |X_p|` to one (8 to 1 on TST1): MissSVM's positive bags then sat just
+//! below 0 and stMIL called every bag negative at `C = 1`. `class_weight={positive: |X_p| /
+//! L_n}` gives those per-unit costs back.
+//!
+//! **stMIL** (sMIL plus the transductive constraints `|f(x)| >= 1 - xi_x` on the instances of
+//! positive bags) minimises
+//!
+//! `J = 1/2 ||w||^2 + sum_{x in N_n} c_- H(-f(x)) + sum_{X in X_p} c_+ H_X(F(X)) +
+//! sum_{x in N_p} c_t max(0, 1 - |f(x)|)`
+//!
+//! where `F(X) = (1/|X|) sum_{x in X} f(x)` is the bag's mean score and
+//! `H_X(z) = max(0, (2 - |X|)/|X| - z)` is sMIL's relaxed bag hinge (one positive instance at
+//! `+1`, the others at `-1`; `misvm`'s linear term `2/|X| - 1` for the bag samples). `misvm`'s
+//! stMIL has no balancing constraint on the fraction of positive instances (its sbMIL, a
+//! separate method, has one, `eta`), and neither has this one.
+//!
+//! **MissSVM** minimises
+//!
+//! `J = 1/2 ||w||^2 + sum_{x in N_n} c_- H(-f(x)) + sum_{X in X_p} c_+ H(max_{x in X} f(x)) +
+//! sum_{x in N_p} c_t max(0, 1 - |f(x)|)`.
+//!
+//! **The CCCP** (Yuille & Rangarajan 2003; in its constrained form, Smola, Vishwanathan &
+//! Hofmann 2005; the transductive part as in Collobert, Sinz, Weston & Bottou, "Large scale
+//! transductive SVMs", JMLR 2006; MissSVM's summary names the constrained CCCP, `misvm` runs
+//! both methods so): both objectives are convex but for two
+//! terms, each of which is a convex function of a *concave* function of `(w, b)` whose
+//! linearisation at the current iterate bounds it from above and touches it there:
+//!
+//! * `max(0, 1 - |f|) = min(H(f), H(-f)) <= H(s f)` for `s = sign(f_k)` (the linearisation
+//!   `|f| >= s f` of the convex `|f|` in the constraint `|f| >= 1 - xi`); equal at `f_k`;
+//! * `H(max_x f(x)) <= H(sum_x v_x f(x))` for `v` on the simplex with support on the maximisers
+//!   of `f_k` over the bag (a subgradient of the convex `max`): a pseudo-instance, the
+//!   combination `sum_x v_x phi(x)`. This crate takes the first maximiser (one instance, the
+//!   bag's *witness*); every choice is a valid subgradient.
+//!
+//! Replacing the two terms by these bounds gives a convex surrogate `J_k >= J` with
+//! `J_k(w_k, b_k) = J(w_k, b_k)`; its minimiser `(w_{k+1}, b_{k+1})` therefore satisfies
+//! `J(w_{k+1}, b_{k+1}) <= J_k(w_{k+1}, b_{k+1}) <= J_k(w_k, b_k) = J(w_k, b_k)`: the objective
+//! never increases. Each surrogate is a hinge C-SVM whose dual
+//!
+//! `min 1/2 a^T Q a - p^T a,  y^T a = 0,  0 <= a_s <= u_s`
+//!
+//! [`Smo`] solves, over the samples
+//!
+//! * every negative instance: `y = -1`, `p = 1`, `u = c_-`;
+//! * every positive bag: `y = +1`, `u = c_+`, its point the bag mean with `p = (2 - |X|)/|X|`
+//!   (stMIL) or its witness with `p = 1` (MissSVM);
+//! * every instance of a positive bag, twice: `y = +1` and `y = -1` at the same point, `p = 1`,
+//!   the bound `c_t` on the copy of sign `s` and 0 on the other.
+//!
+//! The kernel source is one [`ComboGram`] over every instance plus the positive bags' means,
+//! the same at every step (only labels, bounds and the bag samples' points change), so that one
+//! [`Smo`] and its kernel-row cache serve the whole run; each solve is warm-started from the
+//! previous step's `alpha` (clipped to the new bounds, the equality repaired).
+//!
+//! After each solve the bias is set to the exact minimiser of the surrogate over `b` with `w`
+//! fixed ([`hinge_bias`], a weighted median; this crate's choice), so that the decrease above
+//! holds for the returned `(w, b)` whatever the SMO's tolerance left in its own bias.
+//!
+//! **Start** (as `misvm`). stMIL starts from the sMIL solution (the surrogate without the
+//! transductive term, with the costs above); the first step linearises at it, a score of 0
+//! counting as `+1`. MissSVM starts at `w = 0, b = 0`, where every instance score is 0: the
+//! first step uses the mean of the subdifferentials there, the bag mean for `max` and
+//! `(H(f) + H(-f)) / 2` (both copies at `c_t / 2`) for the symmetric hinge, both upper bounds
+//! that touch `J` at 0.
+//!
+//! **Restarts** (`restarts`, as `misvm`'s). After the method's own start, `restarts` more runs
+//! each begin from a random linearisation (this crate's reading of `misvm`'s random starts,
+//! which draw random instance labels for stMIL and random dual variables for MissSVM): every
+//! instance of a positive bag a sign `+1` or `-1` with probability 1/2 and, for MissSVM, every
+//! positive bag a witness drawn uniformly among its instances. A restart has no objective
+//! before its first step. The model is the run whose final objective is least (the first of
+//! equal ones). The draws come from one ChaCha8 stream per binary problem seeded by `seed`, so
+//! they do not depend on the thread count.
+//!
+//! **Stop** ([`StopReason`]): `Converged` when the linearisation repeats (the next surrogate
+//! would be the same problem: a fixed point), or the objective decreased by less than
+//! `tol max(1, |J|)` (an increase, possible only through the SMO's tolerance, keeps the
+//! previous iterate); `MaxIter` after `max_iter` steps.
+//!
+//! **Prediction.** MissSVM: a bag is positive when one of its instances is (the rule of the
+//! slides on the paper, and the MI assumption the constraint encodes), the max of the instance
+//! scores ([`Pooling::Max`]). stMIL keeps this crate's sMIL bag rule ([`Pooling::SmilMean`],
+//! the bag mean against the midpoint of sMIL's two margins; this crate's reading). `misvm`
+//! scores stMIL's bags by its set kernel (the mean instance score with its `_av` kernels,
+//! against 0); on 10 folds at `C = 10` that rule gave 55.6 % on MUSK1 and 50.0 % on TST1
+//! against 77.2 % and 69.5 % for the midpoint rule, the max rule 69.4 % and 51.5 %. With the
+//! linear kernel the model holds the weight vector `w` as its one expansion vector (sparse
+//! instances stay sparse).
+
+use ndarray::{Array1, Array2};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::bags::Bags;
+use crate::convex_combination::hinge_bias;
+use crate::error::{Error, Result};
+use crate::fit::{Setup, StopReason};
+use crate::kernel::{Kernel, Rows};
+use crate::model::{Model, Pooling};
+use crate::params::{hyperparams, KernelKind, Progress, Range};
+use crate::progress::Observer;
+use crate::smo::{ComboGram, DualProblem, DualSolution, InstanceGram, Smo, SmoParams, Termination};
+
+/// Which formulation a CCCP run solves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Method {
+    /// Bunescu & Mooney's stMIL: bag means with sMIL's relaxed margin.
+    Stmil,
+    /// Zhou & Xu's MissSVM: each positive bag through its maximum.
+    MissSvm,
+}
+
+/// A fitted stMIL or MissSVM with its CCCP record (one entry per binary problem).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CccpFit {
+    /// The instance classifier; [`Pooling::SmilMean`] (stMIL) or [`Pooling::Max`] (MissSVM).
+    pub model: Model,
+    /// The kernel width used.
+    pub gamma: f64,
+    /// Per problem, of the run that gave the model: the objective `J` at the start (stMIL:
+    /// the sMIL solution; MissSVM: `w = 0, b = 0`; a restart has none), then after each CCCP
+    /// step.
+    pub objective_history: Vec<Vec<f64>>,
+    /// Per problem: CCCP steps (QPs after the start) of the run that gave the model.
+    pub n_iter: Vec<usize>,
+    /// Per problem: why that run stopped.
+    pub stop_reason: Vec<StopReason>,
+    /// Per problem: the final objective of every run, the method's own start first, then each
+    /// restart; the model is the run of the smallest (the first of equal ones).
+    pub run_objectives: Vec<Vec<f64>>,
+    /// Per problem: the positive bags (indices into the training bags).
+    pub positive_bags: Vec<Vec<usize>>,
+    /// Per problem: the linearisation of the returned model's QP: the sign `s` of every instance
+    /// of the positive bags, in instance order (`0`: both copies at half cost, MissSVM's first
+    /// step, or no transductive term, stMIL's sMIL start).
+    pub signs: Vec<Vec<f64>>,
+    /// Per problem: the witness instance (an index into the training instances) of every
+    /// positive bag in the returned model's QP, `None` for the bag mean (stMIL; MissSVM's first
+    /// step).
+    pub witnesses: Vec<Vec<Option<usize>>>,
+    /// Whether every SMO solve met its tolerance.
+    pub smo_converged: bool,
+}
+
+/// What a binary CCCP run returns.
+struct BinaryRun {
+    beta: Vec<f64>,
+    b: f64,
+    positive_bags: Vec<usize>,
+    signs: Vec<f64>,
+    witnesses: Vec<Option<usize>>,
+    history: Vec<f64>,
+    n_iter: usize,
+    stop_reason: StopReason,
+    run_objectives: Vec<f64>,
+    smo_converged: bool,
+}
+
+/// What one CCCP run (the method's start or a restart) returns.
+struct Run {
+    /// The accepted iterate's dual solution and bias.
+    sol: DualSolution,
+    b: f64,
+    /// The linearisation whose surrogate `sol` solves, and what a sign 0 gives each copy.
+    used: Linearisation,
+    start_share: f64,
+    /// The objective `J` of the accepted iterate.
+    objective: f64,
+    history: Vec<f64>,
+    n_iter: usize,
+    stop_reason: StopReason,
+    smo_converged: bool,
+}
+
+/// The settings of a CCCP fit, shared by both methods.
+struct Cccp<'a> {
+    method: Method,
+    c: f64,
+    tau: f64,
+    max_iter: usize,
+    tol: f64,
+    restarts: usize,
+    seed: u64,
+    smo: SmoParams,
+    observer: &'a Observer,
+}
+
+/// The point at which the concave parts are linearised (module docs).
+#[derive(Debug, Clone, PartialEq)]
+struct Linearisation {
+    /// Per instance of a positive bag: `+1`, `-1`, or `0` (the start's rule).
+    signs: Vec<f64>,
+    /// Per positive bag: its witness instance, `None` for the bag mean.
+    witness: Vec<Option<usize>>,
+}
+
+/// The samples of one binary problem (module docs): negative instances, positive bags, then the
+/// instances of positive bags twice (`y = +1`, then `y = -1`).
+struct Layout {
+    /// Training instances.
+    n_inst: usize,
+    /// Negative instances and their cost `c`.
+    neg: Vec<(usize, f64)>,
+    /// Positive bags (indices) and their cost `c`.
+    bags: Vec<(usize, f64)>,
+    /// Instance ranges of the positive bags.
+    ranges: Vec<std::ops::Range<usize>>,
+    /// Instances of positive bags, the positive bag (position in `bags`) each belongs to.
+    pos: Vec<(usize, usize)>,
+}
+
+impl Layout {
+    /// The samples and their costs: a negative instance costs `c w`, a positive bag
+    /// `c w L_n / |X_p|` (`w` the class weight of its bag), so that with uniform class weights
+    /// the positive bags together weigh as much as the negative instances (module docs).
+    fn new(bags: &Bags, targets: &[f64], weights: &[f64], c: f64) -> Self {
+        let mut neg = Vec::new();
+        let mut pb = Vec::new();
+        let mut ranges = Vec::new();
+        let mut pos = Vec::new();
+        for (i, (&t, &w)) in targets.iter().zip(weights).enumerate() {
+            let r = bags.bag_range(i);
+            if t > 0.0 {
+                let k = pb.len();
+                pb.push((i, c * w));
+                pos.extend(r.clone().map(|x| (x, k)));
+                ranges.push(r);
+            } else {
+                neg.extend(r.map(|x| (x, c * w)));
+            }
+        }
+        // the group balance: |X_p| positive bags against L_n negative instances
+        let scale = neg.len().max(1) as f64 / pb.len().max(1) as f64;
+        for bag in &mut pb {
+            bag.1 *= scale;
+        }
+        Self {
+            n_inst: bags.n_instances(),
+            neg,
+            bags: pb,
+            ranges,
+            pos,
+        }
+    }
+
+    fn n_samples(&self) -> usize {
+        self.neg.len() + self.bags.len() + 2 * self.pos.len()
+    }
+
+    /// First sample of the bags, of the `+1` copies, of the `-1` copies.
+    fn offsets(&self) -> (usize, usize, usize) {
+        let b0 = self.neg.len();
+        let p0 = b0 + self.bags.len();
+        (b0, p0, p0 + self.pos.len())
+    }
+
+    /// The kernel points: every instance alone, then the positive bags' means.
+    fn points(&self) -> Vec<Vec<(usize, f64)>> {
+        let mut pts: Vec<Vec<(usize, f64)>> = (0..self.n_inst).map(|t| vec![(t, 1.0)]).collect();
+        pts.extend(self.ranges.iter().map(|r| {
+            let w = 1.0 / r.len() as f64;
+            r.clone().map(|t| (t, w)).collect()
+        }));
+        pts
+    }
+}
+
+/// The arrays of one surrogate dual.
+struct Arrays {
+    y: Vec<f64>,
+    point: Vec<usize>,
+    p: Vec<f64>,
+    d: Vec<f64>,
+    u: Vec<f64>,
+}
+
+impl Arrays {
+    fn problem(&self) -> DualProblem<'_> {
+        DualProblem {
+            y: &self.y,
+            point: &self.point,
+            p: &self.p,
+            d: &self.d,
+            u: &self.u,
+            delta: 0.0,
+        }
+    }
+}
+
+/// What the objective needs from one solution: instance scores `g` (without `b`), the bag
+/// samples' scores, `||w||^2`.
+struct Scores {
+    inst: Vec<f64>,
+    bag_point: Vec<f64>,
+    w2: f64,
+}
+
+impl Cccp<'_> {
+    /// The cost `c_t` of the symmetric hinge of an instance of positive bag `k`:
+    /// `tau c_+ |X_p| / N_p = tau C w_+ L_n / N_p` (`c_+` the bag's cost), so that the `N_p`
+    /// instances together weigh `tau` times the `|X_p|` positive bags (uniform class weights).
+    fn trans_cost(&self, layout: &Layout, k: usize) -> f64 {
+        self.tau * layout.bags[k].1 * layout.bags.len() as f64 / layout.pos.len().max(1) as f64
+    }
+
+    /// The margin target of positive bag `k` (sMIL's relaxed one for stMIL).
+    fn bag_target(&self, layout: &Layout, k: usize) -> f64 {
+        match self.method {
+            Method::Stmil => {
+                let n = layout.ranges[k].len() as f64;
+                (2.0 - n) / n
+            }
+            Method::MissSvm => 1.0,
+        }
+    }
+
+    /// The surrogate dual at linearisation `lin`; `start_share` is what a sign 0 gives each
+    /// copy of its instance (stMIL's start: 0, MissSVM's: 1/2).
+    fn arrays(&self, layout: &Layout, lin: &Linearisation, start_share: f64) -> Arrays {
+        let n = layout.n_samples();
+        let mut a = Arrays {
+            y: Vec::with_capacity(n),
+            point: Vec::with_capacity(n),
+            p: Vec::with_capacity(n),
+            d: vec![0.0; n],
+            u: Vec::with_capacity(n),
+        };
+        for &(t, c) in &layout.neg {
+            a.y.push(-1.0);
+            a.point.push(t);
+            a.p.push(1.0);
+            a.u.push(c);
+        }
+        for (k, &(_, c)) in layout.bags.iter().enumerate() {
+            a.y.push(1.0);
+            a.point.push(lin.witness[k].unwrap_or(layout.n_inst + k));
+            a.p.push(self.bag_target(layout, k));
+            a.u.push(c);
+        }
+        for sign in [1.0, -1.0] {
+            for (j, &(t, k)) in layout.pos.iter().enumerate() {
+                let s = lin.signs[j];
+                let share = if s == 0.0 {
+                    start_share
+                } else if s == sign {
+                    1.0
+                } else {
+                    0.0
+                };
+                a.y.push(sign);
+                a.point.push(t);
+                a.p.push(1.0);
+                a.u.push(self.trans_cost(layout, k) * share);
+            }
+        }
+        a
+    }
+
+    /// Instance and bag-sample scores of a solution (`g` at a sample's point is
+    /// `y_s (Q a)_s`).
+    fn scores(layout: &Layout, arrays: &Arrays, sol: &DualSolution) -> Scores {
+        let (b0, p0, _) = layout.offsets();
+        let mut inst = vec![0.0; layout.n_inst];
+        for (s, &(t, _)) in layout.neg.iter().enumerate() {
+            inst[t] = arrays.y[s] * sol.q_alpha[s];
+        }
+        for (j, &(t, _)) in layout.pos.iter().enumerate() {
+            inst[t] = arrays.y[p0 + j] * sol.q_alpha[p0 + j];
+        }
+        let bag_point = (0..layout.bags.len())
+            .map(|k| arrays.y[b0 + k] * sol.q_alpha[b0 + k])
+            .collect();
+        let w2 = sol
+            .alpha
+            .iter()
+            .zip(&sol.q_alpha)
+            .map(|(a, q)| a * q)
+            .sum::<f64>();
+        Scores {
+            inst,
+            bag_point,
+            w2: w2.max(0.0),
+        }
+    }
+
+    /// The exact minimiser over `b` of the surrogate with `w` fixed: every live sample `s` adds
+    /// `u_s max(0, p_s - y_s (g_s + b))`, a hinge in `b` ([`hinge_bias`] after shifting its
+    /// margin target from `p_s` to 1).
+    fn surrogate_bias(arrays: &Arrays, sol: &DualSolution) -> f64 {
+        let (mut sp, mut cp, mut sn, mut cn) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for s in 0..arrays.y.len() {
+            if arrays.u[s] <= 0.0 {
+                continue;
+            }
+            let g = arrays.y[s] * sol.q_alpha[s];
+            if arrays.y[s] > 0.0 {
+                sp.push(g + 1.0 - arrays.p[s]);
+                cp.push(arrays.u[s]);
+            } else {
+                sn.push(g + arrays.p[s] - 1.0);
+                cn.push(arrays.u[s]);
+            }
+        }
+        hinge_bias(&sp, &cp, &sn, &cn)
+    }
+
+    /// The bag score `F(X)` that the objective's bag term sees.
+    fn bag_score(&self, layout: &Layout, sc: &Scores, k: usize) -> f64 {
+        match self.method {
+            // stMIL's bag samples sit at the bag means
+            Method::Stmil => sc.bag_point[k],
+            Method::MissSvm => bag_max(&sc.inst[layout.ranges[k].clone()]),
+        }
+    }
+
+    /// The method's objective `J(w, b)` (module docs) from the scores of `w`.
+    fn objective(&self, layout: &Layout, sc: &Scores, b: f64) -> f64 {
+        let neg: f64 = layout
+            .neg
+            .iter()
+            .map(|&(t, c)| c * (1.0 + sc.inst[t] + b).max(0.0))
+            .sum();
+        let bag: f64 = (0..layout.bags.len())
+            .map(|k| {
+                let f = self.bag_score(layout, sc, k) + b;
+                layout.bags[k].1 * (self.bag_target(layout, k) - f).max(0.0)
+            })
+            .sum();
+        let trans: f64 = layout
+            .pos
+            .iter()
+            .map(|&(t, k)| self.trans_cost(layout, k) * (1.0 - (sc.inst[t] + b).abs()).max(0.0))
+            .sum();
+        0.5 * sc.w2 + neg + bag + trans
+    }
+
+    /// The objective at `w = 0, b = 0` (MissSVM's start).
+    fn objective_at_zero(&self, layout: &Layout) -> f64 {
+        let neg: f64 = layout.neg.iter().map(|&(_, c)| c).sum();
+        let bag: f64 = (0..layout.bags.len())
+            .map(|k| layout.bags[k].1 * self.bag_target(layout, k).max(0.0))
+            .sum();
+        let trans: f64 = layout
+            .pos
+            .iter()
+            .map(|&(_, k)| self.trans_cost(layout, k))
+            .sum();
+        neg + bag + trans
+    }
+
+    /// The linearisation at the scores `g + b`: signs (0 counts as +1) and, for MissSVM, each
+    /// bag's first maximiser.
+    fn linearise(&self, layout: &Layout, sc: &Scores, b: f64) -> Linearisation {
+        let signs = layout
+            .pos
+            .iter()
+            .map(|&(t, _)| if sc.inst[t] + b >= 0.0 { 1.0 } else { -1.0 })
+            .collect();
+        let witness = match self.method {
+            Method::Stmil => vec![None; layout.bags.len()],
+            Method::MissSvm => layout
+                .ranges
+                .iter()
+                .map(|r| {
+                    let s = &sc.inst[r.clone()];
+                    let m = bag_max(s);
+                    s.iter().position(|&v| v == m).map(|j| r.start + j)
+                })
+                .collect(),
+        };
+        Linearisation { signs, witness }
+    }
+
+    /// A random linearisation, a restart's first surrogate (this crate's reading of `misvm`'s
+    /// restarts): every instance of a positive bag gets a sign `+1` or `-1` with equal
+    /// probability and, for MissSVM, every positive bag a witness drawn uniformly among its
+    /// instances.
+    fn random_linearisation(&self, layout: &Layout, rng: &mut ChaCha8Rng) -> Linearisation {
+        let signs = layout
+            .pos
+            .iter()
+            .map(|_| if rng.random::<bool>() { 1.0 } else { -1.0 })
+            .collect();
+        let witness = match self.method {
+            Method::Stmil => vec![None; layout.bags.len()],
+            Method::MissSvm => layout
+                .ranges
+                .iter()
+                .map(|r| Some(rng.random_range(r.clone())))
+                .collect(),
+        };
+        Linearisation { signs, witness }
+    }
+
+    /// One CCCP run from `random` (a restart) or, when `None`, from the method's own start
+    /// (module docs), until a stopping rule holds.
+    fn run_once(
+        &self,
+        layout: &Layout,
+        smo: &mut Smo<'_, ComboGram<'_, '_>>,
+        random: Option<Linearisation>,
+        notify: &dyn Fn(usize, f64),
+    ) -> Result<Run> {
+        let start = Linearisation {
+            signs: vec![0.0; layout.pos.len()],
+            witness: vec![None; layout.bags.len()],
+        };
+        let mut smo_converged = true;
+        let mut history = Vec::new();
+        // the accepted iterate: alpha, b, the linearisation it solved, its objective
+        let mut best: Option<(DualSolution, f64, Linearisation, f64)> = None;
+        // the objective of the point the next step linearises at (`None`: a random start)
+        let mut prev: Option<f64> = None;
+        let (mut lin, start_share) = match (random, self.method) {
+            (Some(lin), _) => (lin, 0.0),
+            (None, Method::Stmil) => {
+                // the sMIL solution: the surrogate without the transductive term
+                let arrays = self.arrays(layout, &start, 0.0);
+                let sol = smo.solve(&arrays.problem(), None)?;
+                smo_converged &= sol.termination == Termination::Converged;
+                let b = Self::surrogate_bias(&arrays, &sol);
+                let sc = Self::scores(layout, &arrays, &sol);
+                let j = self.objective(layout, &sc, b);
+                history.push(j);
+                prev = Some(j);
+                let lin = self.linearise(layout, &sc, b);
+                best = Some((sol, b, start.clone(), j));
+                (lin, 0.0)
+            }
+            (None, Method::MissSvm) => {
+                let j = self.objective_at_zero(layout);
+                history.push(j);
+                prev = Some(j);
+                (start.clone(), 0.5)
+            }
+        };
+        let mut warm: Option<DualSolution> = best.as_ref().map(|(s, ..)| DualSolution {
+            q_alpha: Vec::new(),
+            ..s.clone()
+        });
+        let mut stop_reason = StopReason::MaxIter;
+        let mut n_iter = 0;
+        for step in 1..=self.max_iter {
+            self.observer.check()?;
+            n_iter = step;
+            let arrays = self.arrays(layout, &lin, start_share);
+            let sol = smo.solve(&arrays.problem(), warm.as_ref())?;
+            smo_converged &= sol.termination == Termination::Converged;
+            let b = Self::surrogate_bias(&arrays, &sol);
+            let sc = Self::scores(layout, &arrays, &sol);
+            let j = self.objective(layout, &sc, b);
+            history.push(j);
+            notify(step, j);
+            if best.is_some() && prev.is_some_and(|p| j > p) {
+                // only the SMO's tolerance can do this: keep the previous iterate
+                stop_reason = StopReason::Converged;
+                break;
+            }
+            let next = self.linearise(layout, &sc, b);
+            let used = std::mem::replace(&mut lin, next);
+            let fixed = lin == used;
+            warm = Some(DualSolution {
+                q_alpha: Vec::new(),
+                ..sol.clone()
+            });
+            best = Some((sol, b, used, j));
+            let small = prev.is_some_and(|p| p - j <= self.tol * p.abs().max(1.0));
+            prev = Some(j);
+            if fixed || small {
+                stop_reason = StopReason::Converged;
+                break;
+            }
+        }
+        let Some((sol, b, used, objective)) = best else {
+            return Err(Error::Solver("the CCCP ran no step (max_iter = 0)".into()));
+        };
+        Ok(Run {
+            sol,
+            b,
+            used,
+            start_share,
+            objective,
+            history,
+            n_iter,
+            stop_reason,
+            smo_converged,
+        })
+    }
+
+    /// One binary problem: the method's own start and `restarts` random ones, each run to a
+    /// stopping rule; the run with the lowest objective is the model.
+    fn run_binary(
+        &self,
+        inst: &InstanceGram,
+        kernel: Kernel,
+        bags: &Bags,
+        targets: &[f64],
+        weights: &[f64],
+        problem_index: usize,
+    ) -> Result<BinaryRun> {
+        let x = bags.instances();
+        let layout = Layout::new(bags, targets, weights, self.c);
+        let gram = ComboGram::new(inst, x, kernel, layout.points());
+        let mut smo = Smo::new(&gram, self.smo)?.with_cancel(self.observer.cancel().clone());
+        // one stream per problem: the same draws whatever the thread count
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+        rng.set_stream(problem_index as u64);
+        let runs = self.restarts + 1;
+        let mut best: Option<Run> = None;
+        let mut smo_converged = true;
+        let mut run_objectives = Vec::with_capacity(runs);
+        for r in 0..runs {
+            let random = (r > 0).then(|| self.random_linearisation(&layout, &mut rng));
+            let offset = r * self.max_iter;
+            let notify = |step: usize, objective: f64| {
+                self.observer.notify(Progress {
+                    problem: problem_index,
+                    step: offset + step,
+                    max_steps: runs * self.max_iter,
+                    expected_steps: runs * self.max_iter,
+                    objective,
+                    temperature: None,
+                })
+            };
+            let run = self.run_once(&layout, &mut smo, random, &notify)?;
+            smo_converged &= run.smo_converged;
+            run_objectives.push(run.objective);
+            if best.as_ref().is_none_or(|b| run.objective < b.objective) {
+                best = Some(run);
+            }
+        }
+        let Some(Run {
+            sol,
+            b,
+            used,
+            start_share,
+            history,
+            n_iter,
+            stop_reason,
+            ..
+        }) = best
+        else {
+            return Err(Error::Solver("the CCCP ran no run".into()));
+        };
+        // instance coefficients: a_s y_s spread over the instances of each sample's point
+        let mut beta = vec![0.0; layout.n_inst];
+        let arrays = self.arrays(&layout, &used, start_share);
+        for (s, &a) in sol.alpha.iter().enumerate() {
+            if a == 0.0 {
+                continue;
+            }
+            let c = a * arrays.y[s];
+            let m = arrays.point[s];
+            if m < layout.n_inst {
+                beta[m] += c;
+            } else {
+                let r = layout.ranges[m - layout.n_inst].clone();
+                let w = c / r.len() as f64;
+                for t in r {
+                    beta[t] += w;
+                }
+            }
+        }
+        Ok(BinaryRun {
+            beta,
+            b,
+            positive_bags: layout.bags.iter().map(|&(i, _)| i).collect(),
+            signs: used.signs,
+            witnesses: used.witness,
+            history,
+            n_iter,
+            stop_reason,
+            run_objectives,
+            smo_converged,
+        })
+    }
+
+    /// Fits every binary problem of `setup` and assembles the model.
+    fn fit(&self, setup: &Setup, kernel: Kernel, gamma: f64) -> Result<CccpFit> {
+        let bags = setup.bags;
+        let x = bags.instances();
+        let inst = InstanceGram::new(kernel, Rows::from(x))?;
+        let runs = setup.one_vs_rest(|problem| {
+            self.run_binary(
+                &inst,
+                kernel,
+                bags,
+                &problem.targets,
+                &problem.weights,
+                problem.index,
+            )
+        })?;
+        let pooling = match self.method {
+            Method::Stmil => Pooling::SmilMean,
+            Method::MissSvm => Pooling::Max,
+        };
+        let intercept: Array1<f64> = runs.iter().map(|r| r.b).collect();
+        let model = match kernel {
+            Kernel::Linear => {
+                // the explicit weight vector per output: xv = W, coef = I
+                let n = runs.len();
+                let mut beta = Array2::zeros((n, x.n_rows()));
+                for (mut row, r) in beta.rows_mut().into_iter().zip(&runs) {
+                    row.assign(&Array1::from(r.beta.clone()));
+                }
+                Model::new(
+                    kernel,
+                    x.combine_rows(&beta),
+                    Array2::eye(n),
+                    intercept,
+                    setup.n_classes,
+                    pooling,
+                )
+            }
+            Kernel::Rbf { .. } => {
+                let coefs: Vec<&[f64]> = runs.iter().map(|r| r.beta.as_slice()).collect();
+                Model::from_instance_coefficients(
+                    kernel,
+                    x,
+                    &coefs,
+                    intercept,
+                    setup.n_classes,
+                    pooling,
+                )
+            }
+        };
+        let mut fit = CccpFit {
+            model,
+            gamma,
+            objective_history: Vec::new(),
+            n_iter: Vec::new(),
+            stop_reason: Vec::new(),
+            run_objectives: Vec::new(),
+            positive_bags: Vec::new(),
+            signs: Vec::new(),
+            witnesses: Vec::new(),
+            smo_converged: runs.iter().all(|r| r.smo_converged),
+        };
+        for r in runs {
+            fit.objective_history.push(r.history);
+            fit.n_iter.push(r.n_iter);
+            fit.stop_reason.push(r.stop_reason);
+            fit.run_objectives.push(r.run_objectives);
+            fit.positive_bags.push(r.positive_bags);
+            fit.signs.push(r.signs);
+            fit.witnesses.push(r.witnesses);
+        }
+        Ok(fit)
+    }
+}
+
+fn bag_max(s: &[f64]) -> f64 {
+    s.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+}
+
+// ---------------------------------------------------------------------------------------------
+// stMIL
+// ---------------------------------------------------------------------------------------------
+
+hyperparams! {
+    /// Hyperparameters of stMIL (Bunescu & Mooney 2007: sMIL plus the transductive constraints
+    /// on the instances of positive bags, solved by the CCCP; module docs for the sources),
+    /// declared once and checked into [`StmilValidParams`].
+    pub struct StmilParams => StmilValidParams {
+        shared(kernel = KernelKind::Rbf);
+        /// Weight of the symmetric hinges `max(0, 1 - |f(x)|)` of the instances of positive bags,
+        /// all together, relative to the positive bags: each costs `tau C w_+ L_n / N_p` (0:
+        /// sMIL with positive bags weighing `L_n / |X_p|`).
+        transductive_weight: f64 = 1.0, check Range::NonNegative;
+        /// Cap on the CCCP steps after the sMIL start.
+        max_iter: usize = 50, check Range::AtLeast(1);
+        /// Stop when a step lowers the objective by less than `tol max(1, |J|)`.
+        tol: f64 = 1e-6, check Range::Positive;
+        /// Random restarts after the method's own start (`misvm`'s `restarts`): each begins
+        /// from random signs of the instances of positive bags (and, for MissSVM, random
+        /// witnesses); the run of least objective is the model.
+        restarts: usize = 0;
+        /// Seed of the restarts' draws.
+        seed: u64 = 0;
+        /// Relative KKT tolerance of the SMO solving each step's QP.
+        inner_tol: f64 = 1e-3, check Range::Open01;
+        /// SMO iteration cap (`None`: the solver's default).
+        inner_max_iter: Option<usize> = None, check Range::AtLeast(1);
+    }
+    fit -> CccpFit;
+}
+
+impl StmilValidParams {
+    /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes, sharing
+    /// the instance kernel).
+    fn fit_impl(&self, setup: &Setup) -> Result<CccpFit> {
+        let (kernel, gamma) = self.kernel.resolve(self.gamma, setup.bags.instances());
+        Cccp {
+            method: Method::Stmil,
+            c: self.c,
+            tau: self.transductive_weight,
+            max_iter: self.max_iter,
+            tol: self.tol,
+            restarts: self.restarts,
+            seed: self.seed,
+            smo: SmoParams {
+                tol: self.inner_tol,
+                max_iter: self.inner_max_iter,
+                ..SmoParams::default()
+            },
+            observer: &self.observer,
+        }
+        .fit(setup, kernel, gamma)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// MissSVM
+// ---------------------------------------------------------------------------------------------
+
+hyperparams! {
+    /// Hyperparameters of MissSVM (Zhou & Xu 2007: negative instances labelled, instances of
+    /// positive bags unlabelled with each positive bag's maximum positive, solved by the CCCP;
+    /// module docs for the sources), declared once and checked into [`MissSvmValidParams`].
+    pub struct MissSvmParams => MissSvmValidParams {
+        shared(kernel = KernelKind::Rbf);
+        /// Weight of the symmetric hinges `max(0, 1 - |f(x)|)` of the unlabelled instances (those
+        /// of positive bags), all together, relative to the positive bags: each costs
+        /// `tau C w_+ L_n / N_p`.
+        transductive_weight: f64 = 1.0, check Range::NonNegative;
+        /// Cap on the CCCP steps.
+        max_iter: usize = 50, check Range::AtLeast(1);
+        /// Stop when a step lowers the objective by less than `tol max(1, |J|)`.
+        tol: f64 = 1e-6, check Range::Positive;
+        /// Random restarts after the method's own start (`misvm`'s `restarts`): each begins
+        /// from random signs of the instances of positive bags (and, for MissSVM, random
+        /// witnesses); the run of least objective is the model.
+        restarts: usize = 0;
+        /// Seed of the restarts' draws.
+        seed: u64 = 0;
+        /// Relative KKT tolerance of the SMO solving each step's QP.
+        inner_tol: f64 = 1e-3, check Range::Open01;
+        /// SMO iteration cap (`None`: the solver's default).
+        inner_max_iter: Option<usize> = None, check Range::AtLeast(1);
+    }
+    fit -> CccpFit;
+}
+
+impl MissSvmValidParams {
+    /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes, sharing
+    /// the instance kernel).
+    fn fit_impl(&self, setup: &Setup) -> Result<CccpFit> {
+        let (kernel, gamma) = self.kernel.resolve(self.gamma, setup.bags.instances());
+        Cccp {
+            method: Method::MissSvm,
+            c: self.c,
+            tau: self.transductive_weight,
+            max_iter: self.max_iter,
+            tol: self.tol,
+            restarts: self.restarts,
+            seed: self.seed,
+            smo: SmoParams {
+                tol: self.inner_tol,
+                max_iter: self.inner_max_iter,
+                ..SmoParams::default()
+            },
+            observer: &self.observer,
+        }
+        .fit(setup, kernel, gamma)
+    }
+}
