@@ -129,9 +129,15 @@ fn every_family_fits_f32_bags_as_their_f64_twins() -> TestResult {
         check_family!("STK", StkParams::new(), b32, b64, y);
         check_family!("MILES", MilesParams::new(), b32, b64, y);
         check_family!("MILES linear", MilesParams::new().kernel(lin), b32, b64, y);
-        let (a, b) = (SbmilParams::new().fit(&b32, &y)?, SbmilParams::new().fit(&b64, &y)?);
+        let (a, b) = (
+            SbmilParams::new().fit(&b32, &y)?,
+            SbmilParams::new().fit(&b64, &y)?,
+        );
         same_model("sbMIL", &a.svm.model, &b.svm.model, &b32, &b64)?;
-        let (a, b) = (SawmilParams::new().fit(&b32, &y)?, SawmilParams::new().fit(&b64, &y)?);
+        let (a, b) = (
+            SawmilParams::new().fit(&b32, &y)?,
+            SawmilParams::new().fit(&b64, &y)?,
+        );
         same_model("sAwMIL", &a.svm.model, &b.svm.model, &b32, &b64)?;
         check_family!("stMIL", StmilParams::new(), b32, b64, y);
         check_family!("MissSVM", MissSvmParams::new(), b32, b64, y);

@@ -207,7 +207,10 @@ fn class_weights_reach_every_two_class_family() -> TestResult {
         // the negative weight: the order of the two weightings is what every family must keep
         assert!(negative < positive, "{name}: {negative} >= {positive}");
         if name != "stMIL" {
-            assert!(negative < plain && plain < positive, "{name}: {negative}, {plain}, {positive}");
+            assert!(
+                negative < plain && plain < positive,
+                "{name}: {negative}, {plain}, {positive}"
+            );
         }
     }
     Ok(())
