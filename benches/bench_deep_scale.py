@@ -51,21 +51,27 @@ def make(args):
     n_total = args.n_bags + args.test_bags
     bags, y = make_embedding_bags(n_total, mean_bag_size=args.mean_bag_size, n_features=args.n_features,
                                   random_state=args.seed)
-    for name, part, lab in (("", bags[:args.n_bags], y[:args.n_bags]), ("test_", bags[args.n_bags:], y[args.n_bags:])):
-        sizes = np.array([len(b) for b in part], dtype=np.int64)
+    n_instances = sum(len(b) for b in bags[:args.n_bags])
+    for name, lo, hi in (("", 0, args.n_bags), ("test_", args.n_bags, n_total)):
+        sizes = np.array([len(b) for b in bags[lo:hi]], dtype=np.int64)
+        lab = y[lo:hi]
         out = np.lib.format.open_memmap(d / f"{name}X.npy", mode="w+", dtype=np.float32,
                                         shape=(int(sizes.sum()), args.n_features))
         row = 0
-        for b in part:
+        for i in range(lo, hi):
+            # each bag is released once written, so that the peak stays near the data's size
+            b, bags[i] = bags[i], None
             out[row:row + len(b)] = b
             row += len(b)
+            if i % 100 == 99:
+                out.flush()
         out.flush()
         del out
         np.save(d / f"{name}sizes.npy", sizes)
         np.save(d / f"{name}y.npy", lab)
     meta = {"n_bags": args.n_bags, "test_bags": args.test_bags, "mean_bag_size": args.mean_bag_size,
             "n_features": args.n_features, "seed": args.seed,
-            "n_instances": int(sum(len(b) for b in bags[:args.n_bags]))}
+            "n_instances": int(n_instances)}
     (d / "meta.json").write_text(json.dumps(meta))
     print(json.dumps(meta))
 
@@ -159,7 +165,13 @@ def run(args):
     print(lines[0]), print(lines[1])
     for method in args.methods:
         cmd = ["/usr/bin/time", "-v", sys.executable, __file__, "fit", "--dir", str(d), "--method", method]
-        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            line = f"{method:<14} timed out after {args.timeout:.0f} s"
+            print(line, flush=True)
+            lines.append(line)
+            continue
         try:
             r = json.loads(p.stdout.strip().splitlines()[-1])
             line = (f"{method:<14} {r['fit_seconds']:8.1f} {r['test_auc']:9.4f} {peak_rss_gb(p.stderr):12.2f}  "

@@ -64,7 +64,7 @@ use crate::kernel::{Kernel, Rows};
 use crate::model::{Model, Pooling};
 use crate::params::{choices, hyperparams, KernelKind, Progress, Range, SvmRoute};
 use crate::smo::{DualSolution, InstanceGram, OnePerPoint, Smo, SmoParams, Termination};
-use crate::solver::linear_hinge::{row_scores, LinearHinge};
+use crate::solver::linear_hinge::{row_scores, HingeLoss, LinearHinge};
 // `ComboGram` and `max_weights` live in `crate::smo` (SVM-CC, sMIL and the one-class MI-SVM share
 // them); re-exported so that their former paths `milsvm::convex_combination::*` still work.
 pub use crate::smo::{max_weights, ComboGram};
@@ -456,6 +456,7 @@ impl SvmCcValidParams {
                     y: &y[..live],
                     p: &p[..live],
                     u: &u[..live],
+                    loss: HingeLoss::Hinge,
                 };
                 let start = warm.as_ref().map(|s| (&s.alpha[..live], s.b));
                 let s = lin.solve(

@@ -42,7 +42,7 @@ use crate::smo::{
     ComboGram, DualSolution, GramRows, InstanceGram, OnePerPoint, PrecomputedGram, Smo, SmoParams,
     Termination,
 };
-use crate::solver::linear_hinge::LinearHinge;
+use crate::solver::linear_hinge::{HingeLoss, LinearHinge};
 
 choices! {
     /// How NSK normalises the sum of a bag's instance features.
@@ -326,6 +326,7 @@ fn linear_path(
                 y,
                 p,
                 u: &u,
+                loss: HingeLoss::Hinge,
             }
             .solve(None, tol, max_passes.unwrap_or(LINEAR_MAX_PASSES), cancel)?;
             Ok(DualSolution {

@@ -11,7 +11,7 @@ use common::{rng, to_csr, TestResult};
 use milsvm::bags::{DenseF32, Instances};
 use milsvm::kernel::{Kernel, Rows};
 use milsvm::smo::{ComboGram, InstanceGram, OnePerPoint, Smo, SmoParams};
-use milsvm::solver::linear_hinge::{LinearHinge, LinearHingeSolution};
+use milsvm::solver::linear_hinge::{HingeLoss, LinearHinge, LinearHingeSolution};
 use milsvm::Cancel;
 use ndarray::Array2;
 use rand::Rng;
@@ -76,6 +76,7 @@ fn solve(
         y,
         p,
         u,
+        loss: HingeLoss::Hinge,
     }
     .solve(None, 1e-10, 100_000, &Cancel::default())
 }
@@ -269,6 +270,7 @@ fn smil_like_combinations_match_clarabel_and_the_smo() -> TestResult {
         y: &y,
         p: &p,
         u: &u,
+        loss: HingeLoss::Hinge,
     }
     .solve(
         Some((&sol.alpha, sol.b)),
@@ -317,5 +319,80 @@ fn zero_points_and_bad_input() -> TestResult {
     assert!(solve(&inst, &pts, &y, &p, &[-1.0; 30]).is_err());
     assert!(solve(&inst, &[vec![(99, 1.0)]], &[1.0], &[1.0], &[1.0]).is_err());
     assert!(solve(&inst, &pts, &y[..3], &p, &u).is_err());
+    Ok(())
+}
+
+/// The squared hinge by dual coordinate descent (`HingeLoss::Squared`) reaches the minimiser
+/// of the annealing family's Newton-CG (`LinearSquaredHinge`) on the same problem: every
+/// instance with costs for both targets (AL-SVM's `c+ = C p`, `c- = C (1 - p)`, some zero), as
+/// points of one instance and one target each.
+#[test]
+fn the_squared_hinge_descent_meets_newton_cg() -> TestResult {
+    use milsvm::solver::linear::LinearSquaredHinge;
+    for (seed, n, d, c) in [(1, 60, 4, 1.0), (2, 200, 9, 0.05), (3, 150, 30, 20.0)] {
+        let (x, yl) = data(seed, n, d);
+        let mut r = rng(seed + 100);
+        let prob: Vec<f64> = yl
+            .iter()
+            .map(|&y| {
+                if y > 0.0 {
+                    [0.0, 1.0, r.random::<f64>()][r.random_range(0..3)]
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let c_pos: Vec<f64> = prob.iter().map(|p| c * p).collect();
+        let c_neg: Vec<f64> = prob.iter().map(|p| c * (1.0 - p)).collect();
+        let inst = Instances::Dense(x.clone());
+        let newton = LinearSquaredHinge {
+            x: &inst,
+            c_pos: &c_pos,
+            c_neg: &c_neg,
+        }
+        .solve(None, 1e-12, 200, &Cancel::default())?;
+        let (mut pts, mut y, mut u) = (Vec::new(), Vec::new(), Vec::new());
+        for t in 0..n {
+            for (label, cost) in [(1.0, c_pos[t]), (-1.0, c_neg[t])] {
+                if cost > 0.0 {
+                    pts.push(vec![(t, 1.0)]);
+                    y.push(label);
+                    u.push(cost);
+                }
+            }
+        }
+        let p = vec![1.0; pts.len()];
+        let dcd = LinearHinge {
+            x: &inst,
+            points: &pts,
+            y: &y,
+            p: &p,
+            u: &u,
+            loss: HingeLoss::Squared,
+        }
+        .solve(None, 1e-10, 100_000, &Cancel::default())?;
+        assert!(dcd.converged, "seed {seed}");
+        let rel = (dcd.primal_objective - newton.value).abs() / newton.value;
+        assert!(
+            rel < 1e-9,
+            "seed {seed}: {} vs {}",
+            dcd.primal_objective,
+            newton.value
+        );
+        // strong duality: the dual objective is minus the primal's optimum
+        assert!(
+            (dcd.dual_objective + dcd.primal_objective).abs() < 1e-6 * newton.value,
+            "seed {seed}: dual {} primal {}",
+            dcd.dual_objective,
+            dcd.primal_objective
+        );
+        for (a, b) in dcd.w.iter().zip(newton.w.iter()) {
+            assert!(
+                (a - b).abs() < 1e-5 * (1.0 + b.abs()),
+                "seed {seed}: {a} vs {b}"
+            );
+        }
+        assert!((dcd.b - newton.b).abs() < 1e-5 * (1.0 + newton.b.abs()));
+    }
     Ok(())
 }

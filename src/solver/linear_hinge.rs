@@ -32,6 +32,14 @@
 //! margins and the fixed-`b` dual is degenerate (thousands of passes per bias on sMIL-like
 //! problems). The multipliers keep the quadratic term, which removes that degeneracy.
 //!
+//! **Squared hinge.** With [`HingeLoss::Squared`] the loss is `U_u max(0, p_u - y_u f_u)^2`
+//! (the annealing family's, [`super::linear::LinearSquaredHinge`], when every point is one
+//! instance and target): the dual gains the diagonal `1/(2 U_u)` and loses the upper bound
+//! (LIBLINEAR's L2-loss dual, Hsieh et al. 2008, section 2), the same descent otherwise; the
+//! final bias is the exact minimiser of the piecewise-quadratic loss. The crate fits the
+//! annealing family with Newton-CG, not with this; the descent is kept for the comparison in
+//! `benches/linear_solvers.rs` (benches/RESULTS.md, "Deep-feature scale").
+//!
 //! Deterministic: the order of the coordinates comes from a fixed seed, and every sum runs in
 //! a fixed order (the descent is sequential, as LIBLINEAR's).
 
@@ -54,6 +62,16 @@ pub const BIAS_FEATURE: f64 = 1.0;
 /// Cap on the rounds of the method of multipliers.
 const MAX_ROUNDS: usize = 200;
 
+/// The loss of a point's margin violation `v = max(0, p_u - y_u f_u)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HingeLoss {
+    /// `U_u v` (sMIL, SVM-CC).
+    #[default]
+    Hinge,
+    /// `U_u v^2` (the annealing family's loss).
+    Squared,
+}
+
 /// The problem: instance rows, the points as weighted combinations of them, and per point its
 /// label, margin target and cost.
 #[derive(Debug, Clone, Copy)]
@@ -66,8 +84,10 @@ pub struct LinearHinge<'a> {
     pub y: &'a [f64],
     /// Margin target `p_u` (1 for a plain SVM).
     pub p: &'a [f64],
-    /// Cost `U_u >= 0` (the dual's upper bound).
+    /// Cost `U_u >= 0` (the dual's upper bound for the hinge).
     pub u: &'a [f64],
+    /// The loss.
+    pub loss: HingeLoss,
 }
 
 /// A solution of [`LinearHinge`].
@@ -81,7 +101,8 @@ pub struct LinearHingeSolution {
     pub alpha: Vec<f64>,
     /// The objective `1/2 |w|^2 + loss(w, b)`.
     pub primal_objective: f64,
-    /// The dual objective `1/2 |w|^2 - p^T a` (the SMO's, at `y^T a = 0`).
+    /// The dual objective `1/2 |w|^2 + 1/2 sum_u a_u^2 / (2 U_u) - p^T a` (the second term for
+    /// the squared hinge only; the SMO's, at `y^T a = 0`).
     pub dual_objective: f64,
     /// Coordinate-descent passes over the points.
     pub passes: usize,
@@ -94,8 +115,13 @@ struct Descent<'a> {
     rows: RowsRef<'a>,
     problem: LinearHinge<'a>,
     simd: Simd,
-    /// `|z_u|^2 + B^2`.
+    /// `|z_u|^2 + B^2 + D_u`.
     qd: Vec<f64>,
+    /// The dual's diagonal `D_u` (`1 / (2 U_u)` for the squared hinge, else 0).
+    diag: Vec<f64>,
+    /// The dual's upper bound (`U_u` for the hinge; infinite for the squared hinge, 0 where
+    /// `U_u = 0`).
+    upper: Vec<f64>,
     alpha: Vec<f64>,
     w: Vec<f64>,
     /// The bias feature's weight: `w_b = B sum_u a_u y_u`.
@@ -134,7 +160,25 @@ impl Descent<'_> {
     /// its shrinking) until the projected gradients spread by at most `tol`, or `max_passes`.
     /// Returns whether `tol` was met.
     fn run(&mut self, tol: f64, max_passes: usize, cancel: &Cancel) -> Result<bool> {
-        let (y, p, ub) = (self.problem.y, self.problem.p, self.problem.u);
+        let (upper, diag) = (
+            std::mem::take(&mut self.upper),
+            std::mem::take(&mut self.diag),
+        );
+        let out = self.descend(&upper, &diag, tol, max_passes, cancel);
+        (self.upper, self.diag) = (upper, diag);
+        out
+    }
+
+    /// [`Self::run`] with the bounds and the diagonal borrowed apart from the state.
+    fn descend(
+        &mut self,
+        ub: &[f64],
+        diag: &[f64],
+        tol: f64,
+        max_passes: usize,
+        cancel: &Cancel,
+    ) -> Result<bool> {
+        let (y, p) = (self.problem.y, self.problem.p);
         self.order.clear();
         self.order.extend(0..self.alpha.len());
         let total = self.order.len();
@@ -148,8 +192,8 @@ impl Descent<'_> {
             let mut s = 0;
             while s < active {
                 let u = self.order[s];
-                let g = y[u] * (self.point_dot(u) + self.bias()) - p[u];
                 let a = self.alpha[u];
+                let g = y[u] * (self.point_dot(u) + self.bias()) - p[u] + diag[u] * a;
                 if (a == 0.0 && g > pg_max_old) || (a >= ub[u] && g < pg_min_old) {
                     // shrunk: at a bound with a gradient pushing it there
                     active -= 1;
@@ -252,6 +296,58 @@ impl<'a> LinearHinge<'a> {
         super::hinge_bias(&sp, &cp, &sn, &cn)
     }
 
+    /// The exact minimiser over `b` of `sum_u U_u max(0, p_u - y_u (s_u + b))^2` for the scores
+    /// `s_u = w . z_u`, from `start`: the derivative is increasing and piecewise linear in `b`,
+    /// so Newton's method on it, safeguarded by bisection inside a bracket of its sign change,
+    /// ends on the exact root in a few steps.
+    fn best_squared_bias(&self, scores: &[f64], start: f64) -> f64 {
+        // derivative and generalised second derivative at b (both halved)
+        let slope = |b: f64| {
+            let (mut g, mut h) = (0.0, 0.0);
+            for (((&s, &y), &p), &c) in scores.iter().zip(self.y).zip(self.p).zip(self.u) {
+                let v = p - y * (s + b);
+                if v > 0.0 && c > 0.0 {
+                    g -= c * y * v;
+                    h += c;
+                }
+            }
+            (g, h)
+        };
+        let (mut lo, mut hi) = (start - 1.0, start + 1.0);
+        while slope(lo).0 > 0.0 && lo.is_finite() {
+            lo = start - 2.0 * (start - lo);
+        }
+        while slope(hi).0 < 0.0 && hi.is_finite() {
+            hi = start + 2.0 * (hi - start);
+        }
+        if !(lo.is_finite() && hi.is_finite()) {
+            return start;
+        }
+        let mut b = start.clamp(lo, hi);
+        for _ in 0..200 {
+            let (g, h) = slope(b);
+            if g == 0.0 {
+                return b;
+            }
+            if g > 0.0 {
+                hi = b;
+            } else {
+                lo = b;
+            }
+            let newton = b - g / h;
+            let next = if h > 0.0 && newton > lo && newton < hi {
+                newton
+            } else {
+                0.5 * (lo + hi)
+            };
+            if next == b || hi - lo <= f64::EPSILON * b.abs().max(1.0) {
+                return next;
+            }
+            b = next;
+        }
+        b
+    }
+
     /// Solves to the projected-gradient spread `tol` (at most `max_passes` passes per round of
     /// the multipliers) and `|y^T a| <= tol max_u U_u`, then refits the bias exactly for the
     /// final `w`; `warm` starts from a previous solution's `a` and `b` (same points). Checks
@@ -274,6 +370,22 @@ impl<'a> LinearHinge<'a> {
             problem: *self,
             simd,
             qd: Vec::with_capacity(m),
+            diag: self
+                .u
+                .iter()
+                .map(|&c| match self.loss {
+                    HingeLoss::Squared if c > 0.0 => 0.5 / c,
+                    _ => 0.0,
+                })
+                .collect(),
+            upper: self
+                .u
+                .iter()
+                .map(|&c| match self.loss {
+                    HingeLoss::Squared if c > 0.0 => f64::INFINITY,
+                    _ => c,
+                })
+                .collect(),
             alpha: vec![0.0; m],
             w: vec![0.0; d],
             w_b: 0.0,
@@ -284,19 +396,19 @@ impl<'a> LinearHinge<'a> {
         };
         // |z_u|^2 + B^2, forming each point once
         let mut z = vec![0.0; d];
-        for pt in self.points {
+        for (pt, &d_u) in self.points.iter().zip(&state.diag) {
             z.iter_mut().for_each(|v| *v = 0.0);
             for &(t, c) in pt {
                 rows.add_row(t, c, &mut z);
             }
             state
                 .qd
-                .push(simd.dot(&z, &z) + BIAS_FEATURE * BIAS_FEATURE);
+                .push(simd.dot(&z, &z) + BIAS_FEATURE * BIAS_FEATURE + d_u);
         }
         if let Some((a0, b0)) = warm.filter(|(a, _)| a.len() == m) {
             state.b0 = b0;
             for (u, &a0u) in a0.iter().enumerate() {
-                let a = a0u.clamp(0.0, self.u[u]);
+                let a = a0u.clamp(0.0, state.upper[u]);
                 if a > 0.0 {
                     state.alpha[u] = a;
                     state.add_point(u, a * self.y[u]);
@@ -306,7 +418,16 @@ impl<'a> LinearHinge<'a> {
         // The method of multipliers on `sum_u a_u y_u = 0` (see the module docs): each round a
         // descent warm-started from the last, then the multiplier moves by the penalty times the
         // constraint's residual, `b0 += B^2 sum a y`.
-        let umax = self.u.iter().fold(0.0f64, |a, &c| a.max(c));
+        // the residual's scale: the largest cost, or for the squared hinge the largest `a_u`
+        // a point can reach at `w = 0` (`2 U_u p_u`)
+        let umax = match self.loss {
+            HingeLoss::Hinge => self.u.iter().fold(0.0f64, |a, &c| a.max(c)),
+            HingeLoss::Squared => self
+                .u
+                .iter()
+                .zip(self.p)
+                .fold(0.0f64, |a, (&c, &p)| a.max(2.0 * c * p.abs().max(1.0))),
+        };
         let mut converged = false;
         for _ in 0..MAX_ROUNDS {
             let inner = state.run(tol, max_passes, cancel)?;
@@ -318,15 +439,27 @@ impl<'a> LinearHinge<'a> {
             state.b0 += BIAS_FEATURE * state.w_b;
         }
         let scores: Vec<f64> = (0..m).map(|u| state.point_dot(u)).collect();
-        let b = self.best_bias(&scores);
+        let b = match self.loss {
+            HingeLoss::Hinge => self.best_bias(&scores),
+            HingeLoss::Squared => self.best_squared_bias(&scores, state.bias()),
+        };
         let w2 = simd.dot(&state.w, &state.w);
         let loss: f64 = (0..m)
-            .map(|u| self.u[u] * (self.p[u] - self.y[u] * (scores[u] + b)).max(0.0))
+            .map(|u| {
+                let v = (self.p[u] - self.y[u] * (scores[u] + b)).max(0.0);
+                match self.loss {
+                    HingeLoss::Hinge => self.u[u] * v,
+                    HingeLoss::Squared => self.u[u] * v * v,
+                }
+            })
             .sum();
         let pa: f64 = state.alpha.iter().zip(self.p).map(|(a, p)| a * p).sum();
+        let da: f64 = (state.alpha.iter().zip(&state.diag))
+            .map(|(a, d)| d * a * a)
+            .sum();
         Ok(LinearHingeSolution {
             primal_objective: 0.5 * w2 + loss,
-            dual_objective: 0.5 * w2 - pa,
+            dual_objective: 0.5 * w2 + 0.5 * da - pa,
             passes: state.passes,
             converged,
             b,
