@@ -159,9 +159,9 @@ def run(args):
     meta = json.loads((d / "meta.json").read_text())
     data_gb = meta["n_instances"] * meta["n_features"] * 4 / 2**30
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
-    lines = [f"# {meta['n_instances']} training instances x {meta['n_features']} float32 ({data_gb:.2f} GB) in "
+    lines = [f"# {meta['n_instances']} training instances x {meta['n_features']} float32 ({data_gb:.2f} GiB) in "
              f"{meta['n_bags']} bags, {meta['test_bags']} test bags; seed {meta['seed']}; {time.strftime('%Y-%m-%d %H:%M')}",
-             f"{'method':<14} {'fit s':>8} {'test AUC':>9} {'peak RSS GB':>12}  extra"]
+             f"{'method':<14} {'fit s':>8} {'test AUC':>9} {'peak RSS GiB':>12}  extra"]
     print(lines[0]), print(lines[1])
     for method in args.methods:
         cmd = ["/usr/bin/time", "-v", sys.executable, __file__, "fit", "--dir", str(d), "--method", method]
