@@ -103,6 +103,22 @@ def configurations():
         ("svmcc_sparse", M.SVMCC(C=1, n_jobs=1), sparse),
         ("oneclass_musk", M.OneClassMISVM(nu=0.3, n_jobs=1), musk),
         ("oneclass_plain", M.OneClassMISVM(nu=0.5, bag_constraints=False, gamma="median", n_jobs=1), easy),
+        ("sil_musk", M.SIL(C=10, n_jobs=1), musk),
+        ("sil_sparse_linear", M.SIL(kernel="linear", n_jobs=1), sparse),
+        ("stk_musk", M.STK(C=10, n_jobs=1), musk),
+        ("stk_three", M.STK(C=1, kernel="linear", n_jobs=1), three),
+        ("miles_musk", M.MILES(C=1, n_jobs=1), musk),
+        ("miles_three_linear", M.MILES(C=1, kernel="linear", n_jobs=1), three),
+        ("sbmil_musk", M.sbMIL(C=10, eta=0.2, n_jobs=1), musk),
+        ("sbmil_sparse_linear", M.sbMIL(kernel="linear", n_jobs=1), sparse),
+        ("sawmil_musk", M.sAwMIL(C=10, n_jobs=1), musk),
+        ("sawmil_three_rbf", M.sAwMIL(C=1, kernel="rbf", n_jobs=1), three),
+        ("stmil_musk", M.stMIL(C=10, n_jobs=1), musk),
+        ("stmil_easy_restarts", M.stMIL(C=1, restarts=2, random_state=0, n_jobs=1), easy),
+        ("stmil_sparse_linear", M.stMIL(kernel="linear", n_jobs=1), sparse),
+        ("misssvm_musk", M.MissSVM(C=10, n_jobs=1), musk),
+        ("misssvm_three", M.MissSVM(C=1, class_weight="balanced", n_jobs=1), three),
+        ("misssvm_easy_restarts", M.MissSVM(C=1, restarts=2, random_state=1, n_jobs=1), easy),
     ]
 
 
