@@ -41,17 +41,11 @@ pub(crate) fn hinge_dual(
     gram: &InstanceGram<'_>,
     y: &[f64],
     u: &[f64],
-    tol: f64,
-    max_iter: Option<usize>,
+    params: SmoParams,
     cancel: &Cancel,
 ) -> Result<DualSolution> {
     let layout = OnePerPoint::new(y.len());
     let p = vec![1.0; y.len()];
-    let params = SmoParams {
-        tol,
-        max_iter,
-        ..SmoParams::default()
-    };
     Smo::new(gram, params)?
         .with_cancel(cancel.clone())
         .solve(&layout.problem(y, &p, u, 0.0), None)
@@ -84,7 +78,13 @@ pub(crate) fn fit_points(
     let cancel = setup.observer.cancel();
     let sols = setup.one_vs_rest(|problem| {
         let (y, u) = targets(problem)?;
-        let sol = hinge_dual(&gram, &y, &u, tol, max_iter, cancel)?;
+        let params = SmoParams {
+            tol,
+            max_iter,
+            cache_bytes: problem.cache_bytes,
+            ..SmoParams::default()
+        };
+        let sol = hinge_dual(&gram, &y, &u, params, cancel)?;
         let coef: Vec<f64> = sol.alpha.iter().zip(&y).map(|(a, y)| a * y).collect();
         Ok((coef, sol))
     })?;

@@ -59,7 +59,7 @@ use ndarray::{Array1, Array2};
 
 use crate::bags::Bags;
 use crate::error::{invalid_param, Result};
-use crate::fit::Setup;
+use crate::fit::{Problem, Setup};
 use crate::kernel::{Kernel, Rows};
 use crate::model::{Model, Pooling};
 use crate::params::{choices, hyperparams, KernelKind, Progress, Range, SvmRoute};
@@ -316,10 +316,7 @@ impl SvmCcValidParams {
         let x = bags.instances();
         let (kernel, gamma) = self.kernel.resolve(self.gamma, x);
         let inst = InstanceGram::new(kernel, Rows::from(x))?;
-        let runs = setup.one_vs_rest(|problem| {
-            let (targets, weights) = (&problem.targets, &problem.weights);
-            self.run_binary(&inst, bags, targets, weights, kernel, problem.index)
-        })?;
+        let runs = setup.one_vs_rest(|problem| self.run_binary(&inst, bags, problem, kernel))?;
         let model = match kernel {
             Kernel::Linear => {
                 // explicit w per output: xv = W, coef = I
@@ -380,11 +377,11 @@ impl SvmCcValidParams {
         &self,
         inst: &InstanceGram,
         bags: &Bags,
-        targets: &[f64],
-        weights: &[f64],
+        problem: &Problem,
         kernel: Kernel,
-        problem_index: usize,
     ) -> Result<BinaryRun> {
+        let (targets, weights) = (&problem.targets, &problem.weights);
+        let problem_index = problem.index;
         let x = bags.instances();
         let linear = kernel == Kernel::Linear;
         let route_linear = self.solver.for_kernel(self.kernel) == SvmRoute::Linear;
@@ -415,6 +412,7 @@ impl SvmCcValidParams {
         let layout = OnePerPoint::new(n);
         let smo_params = SmoParams {
             tol: self.inner_tol,
+            cache_bytes: problem.cache_bytes,
             ..SmoParams::default()
         };
         let mut v: Vec<Vec<f64>> = pos

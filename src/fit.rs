@@ -232,6 +232,9 @@ pub(crate) struct Problem {
     pub targets: Vec<f64>,
     /// The class weight of each bag in this problem.
     pub weights: Vec<f64>,
+    /// This problem's share of the fit's kernel-row cache budget
+    /// ([`crate::smo::FIT_CACHE_BYTES`] over the number of problems).
+    pub cache_bytes: usize,
 }
 
 impl Setup<'_> {
@@ -246,6 +249,7 @@ impl Setup<'_> {
 
     /// The binary problems in output order (see [`crate::multiclass::binary_targets`]).
     pub fn problems(&self) -> Vec<Problem> {
+        let cache_bytes = crate::smo::FIT_CACHE_BYTES / self.n_problems();
         crate::multiclass::binary_targets(self.labels, self.n_classes)
             .into_iter()
             .enumerate()
@@ -253,6 +257,7 @@ impl Setup<'_> {
                 index,
                 weights: self.class_weight.bag_weights(&targets, self.labels),
                 targets,
+                cache_bytes,
             })
             .collect()
     }

@@ -133,7 +133,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::bags::Bags;
 use crate::convex_combination::hinge_bias;
 use crate::error::{Error, Result};
-use crate::fit::{Setup, StopReason};
+use crate::fit::{Problem, Setup, StopReason};
 use crate::kernel::{Kernel, Rows};
 use crate::model::{Model, Pooling};
 use crate::params::{hyperparams, KernelKind, Progress, Range};
@@ -633,14 +633,17 @@ impl Cccp<'_> {
         inst: &InstanceGram,
         kernel: Kernel,
         bags: &Bags,
-        targets: &[f64],
-        weights: &[f64],
-        problem_index: usize,
+        problem: &Problem,
     ) -> Result<BinaryRun> {
+        let problem_index = problem.index;
         let x = bags.instances();
-        let layout = Layout::new(bags, targets, weights, self.c);
+        let layout = Layout::new(bags, &problem.targets, &problem.weights, self.c);
         let gram = ComboGram::new(inst, x, kernel, layout.points());
-        let mut smo = Smo::new(&gram, self.smo)?.with_cancel(self.observer.cancel().clone());
+        let smo = SmoParams {
+            cache_bytes: problem.cache_bytes,
+            ..self.smo
+        };
+        let mut smo = Smo::new(&gram, smo)?.with_cancel(self.observer.cancel().clone());
         // one stream per problem: the same draws whatever the thread count
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
         rng.set_stream(problem_index as u64);
@@ -719,16 +722,7 @@ impl Cccp<'_> {
         let bags = setup.bags;
         let x = bags.instances();
         let inst = InstanceGram::new(kernel, Rows::from(x))?;
-        let runs = setup.one_vs_rest(|problem| {
-            self.run_binary(
-                &inst,
-                kernel,
-                bags,
-                &problem.targets,
-                &problem.weights,
-                problem.index,
-            )
-        })?;
+        let runs = setup.one_vs_rest(|problem| self.run_binary(&inst, kernel, bags, problem))?;
         let pooling = match self.method {
             Method::Stmil => Pooling::SmilMean,
             Method::MissSvm => Pooling::Max,

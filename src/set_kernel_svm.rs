@@ -93,8 +93,8 @@ struct HingeSolver<'a> {
 
 impl HingeSolver<'_> {
     /// Solves the dual over the units of `gram` (`p` linear term, bounds `C w_i` with `w` the
-    /// unit weights) at every value `C` of `cs`, on one [`Smo`], whose kernel-row cache serves
-    /// every solve ([`crate::fit::FitPath`]). Each solve starts from `a = 0`, as an independent
+    /// unit weights) at every value `C` of `cs`, on one [`Smo`], whose kernel-row cache (of
+    /// `cache_bytes`, the problem's share) serves every solve ([`crate::fit::FitPath`]). Each solve starts from `a = 0`, as an independent
     /// fit does, so the solutions equal independent fits bit for bit. Starts from the previous
     /// solution (alpha seeding) were measured and not kept. Scaled by `C_new / C_old`, they
     /// took about as many SMO iterations (sMIL on MUSK2, C = 0.1 ... 1000: 252, 413, 611, 484,
@@ -112,11 +112,13 @@ impl HingeSolver<'_> {
         p: &[f64],
         w: &[f64],
         cs: &[f64],
+        cache_bytes: usize,
     ) -> Result<Vec<DualSolution>> {
         let layout = OnePerPoint::new(y.len());
         let params = SmoParams {
             tol: self.tol,
             max_iter: self.max_iter,
+            cache_bytes,
             ..SmoParams::default()
         };
         let mut smo = Smo::new(gram, params)?.with_cancel(self.cancel.clone());
@@ -202,7 +204,7 @@ impl NskValidParams {
         };
         let paths = setup.one_vs_rest(|problem| {
             let y = &problem.targets;
-            let sols = solver.path(&gram, y, &p, &problem.weights, cs)?;
+            let sols = solver.path(&gram, y, &p, &problem.weights, cs, problem.cache_bytes)?;
             Ok(sols
                 .into_iter()
                 .map(|sol| UnitFit {
@@ -425,7 +427,7 @@ impl SmilValidParams {
                 )?
             } else {
                 let gram = ComboGram::new(&inst, x, kernel, points);
-                solver.path(&gram, &y, &p, &w, cs)?
+                solver.path(&gram, &y, &p, &w, cs, problem.cache_bytes)?
             };
             let scale = vec![1.0; y.len()];
             Ok(sols

@@ -256,8 +256,9 @@ hyperparams! {
         inner_tol: Option<f64> = None, check Range::Open01;
         /// Iteration cap of the inner solver.
         inner_max_iter: usize = 1000, check Range::AtLeast(1);
-        /// Kernel-row cache of the dual solver (full basis), in bytes, shared by the problems.
-        cache_bytes: usize = 200 << 20;
+        /// Kernel-row cache of the dual solver (full basis), in bytes, shared by the problems
+        /// (the crate's budget per fit, [`crate::smo::FIT_CACHE_BYTES`]).
+        cache_bytes: usize = crate::smo::FIT_CACHE_BYTES;
         /// Seed of the random reduced basis.
         seed: u64 = 0;
     }

@@ -69,6 +69,7 @@ use cache::RowCache;
 pub use gram::{max_weights, ComboGram, GramRows, InstanceGram, PrecomputedGram};
 pub use problem::{
     repair_equality, DualProblem, DualSolution, OnePerPoint, SmoParams, Termination,
+    FIT_CACHE_BYTES,
 };
 use state::State;
 
