@@ -104,9 +104,7 @@ pub use model::{BagView, Model, Pooling, Predictor, Workspace};
 pub use one_class::{OneClassFit, OneClassParams, OneClassValidParams};
 pub use params::{ClassWeight, Gamma, Hyperparams, KernelKind, ParamGuard};
 pub use progress::{Cancel, Observer, Progress};
-pub use semi_supervised::{
-    CccpFit, MissSvmParams, MissSvmValidParams, StmilParams, StmilValidParams,
-};
+pub use semi_supervised::{CccpFit, CccpMethod, CccpParams, CccpValidParams};
 pub use set_kernel::{
     MiKernelFit, MiKernelParams, MiKernelValidParams, ReducedSetFit, ReducedSetParams,
     ReducedSetValidParams,
@@ -114,4 +112,4 @@ pub use set_kernel::{
 pub use set_kernel_svm::{NskFit, NskParams, NskValidParams, SetNorm, SmilParams, SmilValidParams};
 pub use solver::InnerSolver;
 pub use sparse_mi::{SparseMiFit, SparseMiParams, SparseMiValidParams};
-pub use two_stage::{SawmilParams, SawmilValidParams, SbmilParams, SbmilValidParams, TwoStageFit};
+pub use two_stage::{Relabel, TwoStageFit, TwoStageParams, TwoStageValidParams};

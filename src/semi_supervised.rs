@@ -2,7 +2,9 @@
 //! concave-convex procedure (CCCP): stMIL (Bunescu & Mooney, "Multiple instance learning for
 //! sparse positive bags", ICML 2007, the sparse transductive formulation) and MissSVM (Zhou &
 //! Xu, "On the relation between multi-instance learning and semi-supervised learning", ICML
-//! 2007, pp. 1167-1174).
+//! 2007, pp. 1167-1174). One declaration, [`CccpParams`], with the formulation as its `method`
+//! parameter ([`CccpMethod`]) and a constructor per method ([`CccpParams::stmil`],
+//! [`CccpParams::misssvm`]).
 //!
 //! **Sources.** Neither paper's text could be read while this module was written (they are not
 //! in the project's sources, and the search corpora hold only abstracts and summaries of them),
@@ -136,17 +138,25 @@ use crate::error::{Error, Result};
 use crate::fit::{Problem, Setup, StopReason};
 use crate::kernel::{Kernel, Rows};
 use crate::model::{Model, Pooling};
-use crate::params::{hyperparams, KernelKind, Progress, Range};
+use crate::params::{choices, hyperparams, KernelKind, Progress, Range};
 use crate::progress::Observer;
 use crate::smo::{ComboGram, DualProblem, DualSolution, InstanceGram, Smo, SmoParams, Termination};
 
-/// Which formulation a CCCP run solves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Method {
-    /// Bunescu & Mooney's stMIL: bag means with sMIL's relaxed margin.
-    Stmil,
-    /// Zhou & Xu's MissSVM: each positive bag through its maximum.
-    MissSvm,
+choices! {
+    /// Which formulation of the family a CCCP fit solves (module docs): the two differ in how a
+    /// positive bag enters the objective, in the start and in the bag rule; the costs, the
+    /// transductive term, the CCCP, the restarts and the stopping rules are shared.
+    pub enum CccpMethod {
+        /// stMIL (Bunescu & Mooney, "Multiple instance learning for sparse positive bags",
+        /// ICML 2007): each positive bag through its mean with sMIL's relaxed margin
+        /// `(2 - |X|) / |X|`; starts from the sMIL solution; bags scored by
+        /// [`Pooling::SmilMean`].
+        Stmil = "stmil",
+        /// MissSVM (Zhou & Xu, "On the relation between multi-instance learning and
+        /// semi-supervised learning", ICML 2007): each positive bag through its maximum (its
+        /// witness); starts at `w = 0, b = 0`; bags scored by [`Pooling::Max`].
+        MissSvm = "misssvm",
+    }
 }
 
 /// A fitted stMIL or MissSVM with its CCCP record (one entry per binary problem).
@@ -213,7 +223,7 @@ struct Run {
 
 /// The settings of a CCCP fit, shared by both methods.
 struct Cccp<'a> {
-    method: Method,
+    method: CccpMethod,
     c: f64,
     tau: f64,
     max_iter: usize,
@@ -345,11 +355,11 @@ impl Cccp<'_> {
     /// The margin target of positive bag `k` (sMIL's relaxed one for stMIL).
     fn bag_target(&self, layout: &Layout, k: usize) -> f64 {
         match self.method {
-            Method::Stmil => {
+            CccpMethod::Stmil => {
                 let n = layout.ranges[k].len() as f64;
                 (2.0 - n) / n
             }
-            Method::MissSvm => 1.0,
+            CccpMethod::MissSvm => 1.0,
         }
     }
 
@@ -447,8 +457,8 @@ impl Cccp<'_> {
     fn bag_score(&self, layout: &Layout, sc: &Scores, k: usize) -> f64 {
         match self.method {
             // stMIL's bag samples sit at the bag means
-            Method::Stmil => sc.bag_point[k],
-            Method::MissSvm => bag_max(&sc.inst[layout.ranges[k].clone()]),
+            CccpMethod::Stmil => sc.bag_point[k],
+            CccpMethod::MissSvm => bag_max(&sc.inst[layout.ranges[k].clone()]),
         }
     }
 
@@ -496,8 +506,8 @@ impl Cccp<'_> {
             .map(|&(t, _)| if sc.inst[t] + b >= 0.0 { 1.0 } else { -1.0 })
             .collect();
         let witness = match self.method {
-            Method::Stmil => vec![None; layout.bags.len()],
-            Method::MissSvm => layout
+            CccpMethod::Stmil => vec![None; layout.bags.len()],
+            CccpMethod::MissSvm => layout
                 .ranges
                 .iter()
                 .map(|r| {
@@ -521,8 +531,8 @@ impl Cccp<'_> {
             .map(|_| if rng.random::<bool>() { 1.0 } else { -1.0 })
             .collect();
         let witness = match self.method {
-            Method::Stmil => vec![None; layout.bags.len()],
-            Method::MissSvm => layout
+            CccpMethod::Stmil => vec![None; layout.bags.len()],
+            CccpMethod::MissSvm => layout
                 .ranges
                 .iter()
                 .map(|r| Some(rng.random_range(r.clone())))
@@ -552,7 +562,7 @@ impl Cccp<'_> {
         let mut prev: Option<f64> = None;
         let (mut lin, start_share) = match (random, self.method) {
             (Some(lin), _) => (lin, 0.0),
-            (None, Method::Stmil) => {
+            (None, CccpMethod::Stmil) => {
                 // the sMIL solution: the surrogate without the transductive term
                 let arrays = self.arrays(layout, &start, 0.0);
                 let sol = smo.solve(&arrays.problem(), None)?;
@@ -566,7 +576,7 @@ impl Cccp<'_> {
                 best = Some((sol, b, start.clone(), j));
                 (lin, 0.0)
             }
-            (None, Method::MissSvm) => {
+            (None, CccpMethod::MissSvm) => {
                 let j = self.objective_at_zero(layout);
                 history.push(j);
                 prev = Some(j);
@@ -724,8 +734,8 @@ impl Cccp<'_> {
         let inst = InstanceGram::new(kernel, Rows::from(x))?;
         let runs = setup.one_vs_rest(|problem| self.run_binary(&inst, kernel, bags, problem))?;
         let pooling = match self.method {
-            Method::Stmil => Pooling::SmilMean,
-            Method::MissSvm => Pooling::Max,
+            CccpMethod::Stmil => Pooling::SmilMean,
+            CccpMethod::MissSvm => Pooling::Max,
         };
         let intercept: Array1<f64> = runs.iter().map(|r| r.b).collect();
         let model = match kernel {
@@ -786,21 +796,23 @@ fn bag_max(s: &[f64]) -> f64 {
     s.iter().copied().fold(f64::NEG_INFINITY, f64::max)
 }
 
-// ---------------------------------------------------------------------------------------------
-// stMIL
-// ---------------------------------------------------------------------------------------------
-
 hyperparams! {
-    /// Hyperparameters of stMIL (Bunescu & Mooney 2007: sMIL plus the transductive constraints
-    /// on the instances of positive bags, solved by the CCCP; module docs for the sources),
-    /// declared once and checked into [`StmilValidParams`].
-    pub struct StmilParams => StmilValidParams {
+    /// Hyperparameters of the CCCP family, stMIL (Bunescu & Mooney 2007: sMIL plus the
+    /// transductive constraints on the instances of positive bags) and MissSVM (Zhou & Xu 2007:
+    /// negative instances labelled, instances of positive bags unlabelled with each positive
+    /// bag's maximum positive), both solved by the CCCP (module docs for the sources), declared
+    /// once and checked into [`CccpValidParams`]. [`CccpParams::stmil`] and
+    /// [`CccpParams::misssvm`] give each method's defaults.
+    pub struct CccpParams => CccpValidParams {
         shared(kernel = KernelKind::Rbf);
-        /// Weight of the symmetric hinges `max(0, 1 - |f(x)|)` of the instances of positive bags,
-        /// all together, relative to the positive bags: each costs `tau C w_+ L_n / N_p` (0:
-        /// sMIL with positive bags weighing `L_n / |X_p|`).
+        /// The method: `"stmil"` or `"misssvm"`.
+        method: CccpMethod = CccpMethod::Stmil;
+        /// Weight of the symmetric hinges `max(0, 1 - |f(x)|)` of the instances of positive bags
+        /// (MissSVM's unlabelled instances), all together, relative to the positive bags: each
+        /// costs `tau C w_+ L_n / N_p` (0, for stMIL: sMIL with positive bags weighing
+        /// `L_n / |X_p|`).
         transductive_weight: f64 = 1.0, check Range::NonNegative;
-        /// Cap on the CCCP steps after the sMIL start.
+        /// Cap on the CCCP steps (after stMIL's sMIL start; MissSVM starts at `w = 0`).
         max_iter: usize = 50, check Range::AtLeast(1);
         /// Stop when a step lowers the objective by less than `tol max(1, |J|)`.
         tol: f64 = 1e-6, check Range::Positive;
@@ -818,69 +830,26 @@ hyperparams! {
     fit -> CccpFit;
 }
 
-impl StmilValidParams {
-    /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes, sharing
-    /// the instance kernel).
-    fn fit_impl(&self, setup: &Setup) -> Result<CccpFit> {
-        let (kernel, gamma) = self.kernel.resolve(self.gamma, setup.bags.instances());
-        Cccp {
-            method: Method::Stmil,
-            c: self.c,
-            tau: self.transductive_weight,
-            max_iter: self.max_iter,
-            tol: self.tol,
-            restarts: self.restarts,
-            seed: self.seed,
-            smo: SmoParams {
-                tol: self.inner_tol,
-                max_iter: self.inner_max_iter,
-                ..SmoParams::default()
-            },
-            observer: &self.observer,
-        }
-        .fit(setup, kernel, gamma)
+impl CccpParams {
+    /// stMIL's defaults (Bunescu & Mooney, "Multiple instance learning for sparse positive
+    /// bags", ICML 2007).
+    pub fn stmil() -> Self {
+        Self::new()
+    }
+    /// MissSVM's defaults (Zhou & Xu, "On the relation between multi-instance learning and
+    /// semi-supervised learning", ICML 2007).
+    pub fn misssvm() -> Self {
+        Self::new().method(CccpMethod::MissSvm)
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// MissSVM
-// ---------------------------------------------------------------------------------------------
-
-hyperparams! {
-    /// Hyperparameters of MissSVM (Zhou & Xu 2007: negative instances labelled, instances of
-    /// positive bags unlabelled with each positive bag's maximum positive, solved by the CCCP;
-    /// module docs for the sources), declared once and checked into [`MissSvmValidParams`].
-    pub struct MissSvmParams => MissSvmValidParams {
-        shared(kernel = KernelKind::Rbf);
-        /// Weight of the symmetric hinges `max(0, 1 - |f(x)|)` of the unlabelled instances (those
-        /// of positive bags), all together, relative to the positive bags: each costs
-        /// `tau C w_+ L_n / N_p`.
-        transductive_weight: f64 = 1.0, check Range::NonNegative;
-        /// Cap on the CCCP steps.
-        max_iter: usize = 50, check Range::AtLeast(1);
-        /// Stop when a step lowers the objective by less than `tol max(1, |J|)`.
-        tol: f64 = 1e-6, check Range::Positive;
-        /// Random restarts after the method's own start (`misvm`'s `restarts`): each begins
-        /// from random signs of the instances of positive bags (and, for MissSVM, random
-        /// witnesses); the run of least objective is the model.
-        restarts: usize = 0;
-        /// Seed of the restarts' draws.
-        seed: u64 = 0;
-        /// Relative KKT tolerance of the SMO solving each step's QP.
-        inner_tol: f64 = 1e-3, check Range::Open01;
-        /// SMO iteration cap (`None`: the solver's default).
-        inner_max_iter: Option<usize> = None, check Range::AtLeast(1);
-    }
-    fit -> CccpFit;
-}
-
-impl MissSvmValidParams {
-    /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes, sharing
-    /// the instance kernel).
+impl CccpValidParams {
+    /// Fits the method on bags with class indices `0..n_classes` (one-vs-rest beyond two
+    /// classes, sharing the instance kernel).
     fn fit_impl(&self, setup: &Setup) -> Result<CccpFit> {
         let (kernel, gamma) = self.kernel.resolve(self.gamma, setup.bags.instances());
         Cccp {
-            method: Method::MissSvm,
+            method: self.method,
             c: self.c,
             tau: self.transductive_weight,
             max_iter: self.max_iter,

@@ -1,6 +1,9 @@
 //! Two-stage methods built on sMIL: a first sMIL fit ranks the instances of the positive bags,
 //! a share `eta` of them is labelled positive, and an instance-level SVM is trained on the
-//! relabelled instances. sbMIL and sAwMIL, which differ in the rule that picks the positives.
+//! relabelled instances. sbMIL and sAwMIL, which differ in the rule that picks the positives
+//! ([`Relabel`]) and in the default kernel: one declaration, [`TwoStageParams`], with the rule as
+//! its `relabel` parameter and a constructor per method ([`TwoStageParams::sbmil`],
+//! [`TwoStageParams::sawmil`]).
 //!
 //! **Stage 1** is the crate's sMIL ([`crate::set_kernel_svm`]; Bunescu & Mooney, "Multiple
 //! instance learning for sparse positive bags", ICML 2007, eq. 8-9) with the same `C`, kernel,
@@ -59,19 +62,25 @@ use crate::baselines::{fit_points, record};
 use crate::error::Result;
 use crate::fit::{Setup, SvmFit};
 use crate::model::Pooling;
-use crate::params::{hyperparams, ClassWeight, Gamma, KernelKind, ParamGuard, Range};
-use crate::progress::{Observer, Progress};
+use crate::params::{choices, hyperparams, KernelKind, ParamGuard, Range};
+use crate::progress::Progress;
 use crate::set_kernel_svm::SmilParams;
 
-/// Which rule of the relabelling step picks the positive instances.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Relabel {
-    /// sbMIL's: the `round(eta L)` largest scores, at least one per positive bag
-    /// ([`sbmil_positives`]).
-    Sbmil,
-    /// sAwMIL's: the scores at or above the `(1 - eta)` quantile, at least `5 %`
-    /// ([`sawmil_positives`]).
-    Sawmil,
+choices! {
+    /// Which rule of the relabelling step picks the positive instances: the one thing in which
+    /// the two methods of the family differ (besides sAwMIL's default kernel, see
+    /// [`TwoStageParams::sawmil`]).
+    pub enum Relabel {
+        /// sbMIL's (sparse balanced MIL; Bunescu & Mooney, "Multiple instance learning for
+        /// sparse positive bags", ICML 2007, section 3.2, as Doran's `misvm` implements it):
+        /// the `round(eta L)` largest scores, at least one per positive bag
+        /// ([`sbmil_positives`]).
+        Sbmil = "sbmil",
+        /// sAwMIL's (Savcisens & Eliassi-Rad, "The Trilemma of Truth in Large Language Models",
+        /// arXiv:2506.23921, 2025; the `sawmil` package 0.2.1): the scores at or above the
+        /// `(1 - eta)` quantile, at least `5 %` ([`sawmil_positives`]).
+        Sawmil = "sawmil",
+    }
 }
 
 impl Relabel {
@@ -173,22 +182,48 @@ pub struct TwoStageFit {
     pub threshold: Vec<f64>,
 }
 
-/// The settings both methods share.
-struct TwoStage<'a> {
-    c: f64,
-    kernel: KernelKind,
-    gamma: Gamma,
-    class_weight: &'a ClassWeight,
-    n_jobs: Option<usize>,
-    eta: f64,
-    inner_tol: f64,
-    inner_max_iter: Option<usize>,
-    observer: &'a Observer,
-    rule: Relabel,
+hyperparams! {
+    /// Hyperparameters of the two-stage family, sbMIL (sparse balanced MIL; Bunescu & Mooney
+    /// 2007, section 3.2) and sAwMIL (sparse-aware MIL; Savcisens & Eliassi-Rad 2025, the
+    /// `sawmil` package), declared once and checked into [`TwoStageValidParams`]. The declared
+    /// defaults are sbMIL's; [`TwoStageParams::sbmil`] and [`TwoStageParams::sawmil`] give each
+    /// method's (sAwMIL's kernel is the linear one, as in the package).
+    pub struct TwoStageParams => TwoStageValidParams {
+        shared(kernel = KernelKind::Rbf);
+        /// The relabelling rule: `"sbmil"` or `"sawmil"`.
+        relabel: Relabel = Relabel::Sbmil;
+        /// Expected fraction of positive instances in a positive bag: the share of the positive
+        /// bags' instances labelled positive (sbMIL: the `round(eta L)` of largest first-stage
+        /// score, at least one per positive bag; sAwMIL: those at or above the `1 - eta`
+        /// quantile of the first-stage scores, at least 5 % of them).
+        eta: f64 = 0.1, check Range::OpenClosed01;
+        /// Relative KKT tolerance of the SMO (both stages).
+        inner_tol: f64 = 1e-3, check Range::Open01;
+        /// SMO iteration cap of each solve (`None`: the solver's default).
+        inner_max_iter: Option<usize> = None, check Range::AtLeast(1);
+    }
+    fit -> TwoStageFit;
 }
 
-impl TwoStage<'_> {
-    fn fit(&self, setup: &Setup) -> Result<TwoStageFit> {
+impl TwoStageParams {
+    /// sbMIL's defaults (Bunescu & Mooney, "Multiple instance learning for sparse positive
+    /// bags", ICML 2007, section 3.2): the declared ones, the Gaussian kernel.
+    pub fn sbmil() -> Self {
+        Self::new()
+    }
+    /// sAwMIL's defaults (Savcisens & Eliassi-Rad, "The Trilemma of Truth in Large Language
+    /// Models", 2025): the linear kernel, as in the `sawmil` package.
+    pub fn sawmil() -> Self {
+        Self::new()
+            .relabel(Relabel::Sawmil)
+            .kernel(KernelKind::Linear)
+    }
+}
+
+impl TwoStageValidParams {
+    /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes, each
+    /// problem relabelled on its own): sMIL, the relabelling by [`Relabel`], the instance SVM.
+    fn fit_impl(&self, setup: &Setup) -> Result<TwoStageFit> {
         let bags = setup.bags;
         let x = bags.instances();
         // stage 1: the crate's sMIL with the same settings, on the same setup
@@ -204,16 +239,20 @@ impl TwoStage<'_> {
             .check()?;
         let first = smil.fit_impl(setup)?;
         let problems = setup.problems();
-        for (k, p) in problems.iter().enumerate() {
-            self.observer.notify(Progress {
-                problem: p.index,
-                step: 1,
-                max_steps: 2,
-                objective: first.objective[k],
-                temperature: None,
-                expected_steps: 2,
-            });
-        }
+        // each stage reported per problem with its objectives
+        let report = |step: usize, objective: &[f64]| {
+            for (k, p) in problems.iter().enumerate() {
+                self.observer.notify(Progress {
+                    problem: p.index,
+                    step,
+                    max_steps: 2,
+                    objective: objective[k],
+                    temperature: None,
+                    expected_steps: 2,
+                });
+            }
+        };
+        report(1, &first.objective);
         setup.observer.check()?;
         // the first-stage scores of the instances of bags positive in some problem
         let rows: Vec<usize> = (0..bags.n_bags())
@@ -228,7 +267,7 @@ impl TwoStage<'_> {
             .collect();
         let (instance_labels, threshold): (Vec<Vec<f64>>, Vec<f64>) = problems
             .iter()
-            .map(|p| self.relabel(&owner, &p.targets, &rows, &scores, p.index))
+            .map(|p| self.relabel_problem(&owner, &p.targets, &rows, &scores, p.index))
             .unzip();
         setup.observer.check()?;
         // stage 2: SIL's instance SVM on the relabelled instances, costs by bag
@@ -244,16 +283,7 @@ impl TwoStage<'_> {
             },
         )?;
         let svm = record(model, first.gamma, sols);
-        for (k, p) in problems.iter().enumerate() {
-            self.observer.notify(Progress {
-                problem: p.index,
-                step: 2,
-                max_steps: 2,
-                objective: svm.objective[k],
-                temperature: None,
-                expected_steps: 2,
-            });
-        }
+        report(2, &svm.objective);
         Ok(TwoStageFit {
             svm,
             first_stage: first,
@@ -265,7 +295,7 @@ impl TwoStage<'_> {
     /// The second-stage labels of every instance (instance `t` in bag `owner[t]`) in the
     /// problem with bag `targets` (output `out` of the first stage's `scores`, whose rows are
     /// the instances `rows`), and the smallest score labelled positive.
-    fn relabel(
+    fn relabel_problem(
         &self,
         owner: &[usize],
         targets: &[f64],
@@ -281,7 +311,7 @@ impl TwoStage<'_> {
             .map(|(r, &t)| (t, scores[[r, out]]))
             .unzip();
         let n_positive_bags = targets.iter().filter(|&&t| t > 0.0).count();
-        let chosen = self.rule.positives(&s, n_positive_bags, self.eta);
+        let chosen = self.relabel.positives(&s, n_positive_bags, self.eta);
         let mut threshold = f64::INFINITY;
         for ((&t, &c), &v) in idx.iter().zip(&chosen).zip(&s) {
             if c {
@@ -290,87 +320,6 @@ impl TwoStage<'_> {
             }
         }
         (labels, threshold)
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// sbMIL
-// ---------------------------------------------------------------------------------------------
-
-hyperparams! {
-    /// Hyperparameters of sbMIL (sparse balanced MIL; Bunescu & Mooney 2007, section 3.2),
-    /// declared once and checked into [`SbmilValidParams`].
-    pub struct SbmilParams => SbmilValidParams {
-        shared(kernel = KernelKind::Rbf);
-        /// Expected fraction of positive instances in a positive bag: the share of the
-        /// positive bags' instances (at least one per positive bag) labelled positive.
-        eta: f64 = 0.1, check Range::OpenClosed01;
-        /// Relative KKT tolerance of the SMO (both stages).
-        inner_tol: f64 = 1e-3, check Range::Open01;
-        /// SMO iteration cap of each solve (`None`: the solver's default).
-        inner_max_iter: Option<usize> = None, check Range::AtLeast(1);
-    }
-    fit -> TwoStageFit;
-}
-
-impl SbmilValidParams {
-    /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes, each
-    /// problem relabelled on its own): sMIL, sbMIL's relabelling, the instance SVM.
-    fn fit_impl(&self, setup: &Setup) -> Result<TwoStageFit> {
-        TwoStage {
-            c: self.c,
-            kernel: self.kernel,
-            gamma: self.gamma,
-            class_weight: &self.class_weight,
-            n_jobs: self.n_jobs,
-            eta: self.eta,
-            inner_tol: self.inner_tol,
-            inner_max_iter: self.inner_max_iter,
-            observer: &self.observer,
-            rule: Relabel::Sbmil,
-        }
-        .fit(setup)
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// sAwMIL
-// ---------------------------------------------------------------------------------------------
-
-hyperparams! {
-    /// Hyperparameters of sAwMIL (sparse-aware MIL; Savcisens & Eliassi-Rad 2025, the `sawmil`
-    /// package), declared once and checked into [`SawmilValidParams`]. The kernel defaults to
-    /// the linear one, as in the package.
-    pub struct SawmilParams => SawmilValidParams {
-        shared(kernel = KernelKind::Linear);
-        /// The share of the positive bags' instances labelled positive: those at or above
-        /// the `1 - eta` quantile of the first-stage scores (at least 5 % of them).
-        eta: f64 = 0.1, check Range::OpenClosed01;
-        /// Relative KKT tolerance of the SMO (both stages).
-        inner_tol: f64 = 1e-3, check Range::Open01;
-        /// SMO iteration cap of each solve (`None`: the solver's default).
-        inner_max_iter: Option<usize> = None, check Range::AtLeast(1);
-    }
-    fit -> TwoStageFit;
-}
-
-impl SawmilValidParams {
-    /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes, each
-    /// problem relabelled on its own): sMIL, sAwMIL's relabelling, the instance SVM.
-    fn fit_impl(&self, setup: &Setup) -> Result<TwoStageFit> {
-        TwoStage {
-            c: self.c,
-            kernel: self.kernel,
-            gamma: self.gamma,
-            class_weight: &self.class_weight,
-            n_jobs: self.n_jobs,
-            eta: self.eta,
-            inner_tol: self.inner_tol,
-            inner_max_iter: self.inner_max_iter,
-            observer: &self.observer,
-            rule: Relabel::Sawmil,
-        }
-        .fit(setup)
     }
 }
 

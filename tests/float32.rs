@@ -8,9 +8,9 @@ use common::{rng, TestResult};
 use milsvm::bags::{DenseF32, Instances};
 use milsvm::model::{BagView, Predictor, Workspace};
 use milsvm::{
-    AnnealingParams, Bags, BasisSize, Gamma, KernelKind, MiKernelParams, MilesParams,
-    MissSvmParams, Model, NskParams, OneClassParams, ReducedSetParams, SawmilParams, SbmilParams,
-    SilParams, SmilParams, SparseMiParams, StkParams, StmilParams, SvmCcParams,
+    AnnealingParams, Bags, BasisSize, CccpParams, Gamma, KernelKind, MiKernelParams, MilesParams,
+    Model, NskParams, OneClassParams, ReducedSetParams, SilParams, SmilParams, SparseMiParams,
+    StkParams, SvmCcParams, TwoStageParams,
 };
 use ndarray::Array2;
 use rand::Rng;
@@ -130,17 +130,17 @@ fn every_family_fits_f32_bags_as_their_f64_twins() -> TestResult {
         check_family!("MILES", MilesParams::new(), b32, b64, y);
         check_family!("MILES linear", MilesParams::new().kernel(lin), b32, b64, y);
         let (a, b) = (
-            SbmilParams::new().fit(&b32, &y)?,
-            SbmilParams::new().fit(&b64, &y)?,
+            TwoStageParams::sbmil().fit(&b32, &y)?,
+            TwoStageParams::sbmil().fit(&b64, &y)?,
         );
         same_model("sbMIL", &a.svm.model, &b.svm.model, &b32, &b64)?;
         let (a, b) = (
-            SawmilParams::new().fit(&b32, &y)?,
-            SawmilParams::new().fit(&b64, &y)?,
+            TwoStageParams::sawmil().fit(&b32, &y)?,
+            TwoStageParams::sawmil().fit(&b64, &y)?,
         );
         same_model("sAwMIL", &a.svm.model, &b.svm.model, &b32, &b64)?;
-        check_family!("stMIL", StmilParams::new(), b32, b64, y);
-        check_family!("MissSVM", MissSvmParams::new(), b32, b64, y);
+        check_family!("stMIL", CccpParams::stmil(), b32, b64, y);
+        check_family!("MissSVM", CccpParams::misssvm(), b32, b64, y);
         check_family!(
             "SparseMI median",
             SparseMiParams::new()

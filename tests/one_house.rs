@@ -10,9 +10,9 @@ use std::sync::Arc;
 use common::{toy, TestResult};
 use milsvm::params::Value;
 use milsvm::{
-    AnnealingParams, Bags, Cancel, ClassWeight, Error, Fit, Hyperparams, MiKernelParams,
-    MissSvmParams, NskParams, Observer, OneClassParams, ReducedSetParams, SawmilParams,
-    SbmilParams, SmilParams, SparseMiParams, StmilParams, SvmCcParams,
+    AnnealingParams, Bags, Cancel, CccpParams, ClassWeight, Error, Fit, Hyperparams,
+    MiKernelParams, NskParams, Observer, OneClassParams, ReducedSetParams, SmilParams,
+    SparseMiParams, SvmCcParams, TwoStageParams,
 };
 
 /// Fits on the toy bags of `data` with `observer` set.
@@ -44,11 +44,11 @@ fn every_family_fits(observer: &Observer) -> Vec<(&'static str, milsvm::Result<(
         ("ALSVM", o.fit(AnnealingParams::al())),
         ("miSVM", o.fit(AnnealingParams::mi_svm())),
         ("SVMCC", o.fit(SvmCcParams::new())),
-        ("stMIL", o.fit(StmilParams::new())),
-        ("MissSVM", o.fit(MissSvmParams::new())),
+        ("stMIL", o.fit(CccpParams::stmil())),
+        ("MissSVM", o.fit(CccpParams::misssvm())),
         ("OneClass", o.fit(OneClassParams::new())),
-        ("sbMIL", o.fit(SbmilParams::new())),
-        ("sAwMIL", o.fit(SawmilParams::new())),
+        ("sbMIL", o.fit(TwoStageParams::sbmil())),
+        ("sAwMIL", o.fit(TwoStageParams::sawmil())),
     ]
 }
 
@@ -150,8 +150,8 @@ fn specs_list_every_parameter_with_its_default() {
         NskParams::specs(),
         SmilParams::specs(),
         SvmCcParams::specs(),
-        StmilParams::specs(),
-        MissSvmParams::specs(),
+        CccpParams::specs(),
+        TwoStageParams::specs(),
         OneClassParams::specs(),
     ] {
         assert!(specs.iter().all(|s| !s.doc.is_empty()), "{specs:?}");
@@ -186,13 +186,13 @@ fn class_weights_reach_every_two_class_family() -> TestResult {
                 .model)
         }),
         ("stMIL", &|w| {
-            Ok(StmilParams::new()
+            Ok(CccpParams::stmil()
                 .class_weight(w)
                 .fit(&bags, &labels)?
                 .model)
         }),
         ("MissSVM", &|w| {
-            Ok(MissSvmParams::new()
+            Ok(CccpParams::misssvm()
                 .class_weight(w)
                 .fit(&bags, &labels)?
                 .model)

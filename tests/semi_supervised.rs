@@ -1,12 +1,14 @@
 //! stMIL and MissSVM (`src/semi_supervised.rs`) from the core: the restarts (the model is the
 //! run of least objective, the method's own start first, the same draws for the same seed
-//! whatever the thread count) and every run's objective never increasing.
+//! whatever the thread count) and every run's objective never increasing; one declaration
+//! (`CccpParams`) with a constructor per method.
 
 mod common;
 
 use common::{rng, TestResult};
+use milsvm::params::Value;
 use milsvm::semi_supervised::CccpFit;
-use milsvm::{Bags, MissSvmParams, StmilParams};
+use milsvm::{Bags, CccpMethod, CccpParams, Error, Hyperparams, ParamGuard};
 use ndarray::Array2;
 use rand::Rng;
 
@@ -28,13 +30,13 @@ fn noisy(seed: u64, n_bags: usize) -> (Bags, Vec<usize>) {
 fn fits(restarts: usize, seed: u64, threads: usize) -> milsvm::Result<[CccpFit; 2]> {
     let (bags, labels) = noisy(5, 30);
     Ok([
-        StmilParams::new()
+        CccpParams::stmil()
             .c(10.0)
             .restarts(restarts)
             .seed(seed)
             .n_jobs(Some(threads))
             .fit(&bags, &labels)?,
-        MissSvmParams::new()
+        CccpParams::misssvm()
             .c(10.0)
             .restarts(restarts)
             .seed(seed)
@@ -85,14 +87,14 @@ fn every_run_never_raises_the_objective() -> TestResult {
     for restarts in [0, 3] {
         for seed in 0..4 {
             let runs = [
-                StmilParams::new()
+                CccpParams::stmil()
                     .c(10.0)
                     .restarts(restarts)
                     .seed(seed)
                     .inner_tol(1e-10)
                     .tol(1e-12)
                     .fit(&bags, &labels)?,
-                MissSvmParams::new()
+                CccpParams::misssvm()
                     .c(10.0)
                     .restarts(restarts)
                     .seed(seed)
@@ -107,5 +109,33 @@ fn every_run_never_raises_the_objective() -> TestResult {
             }
         }
     }
+    Ok(())
+}
+
+#[test]
+fn one_declaration_with_a_constructor_per_method() -> TestResult {
+    // stMIL's defaults are the declared ones; MissSVM differs only in the method
+    assert_eq!(CccpParams::stmil(), CccpParams::new());
+    assert_eq!(
+        *CccpParams::misssvm().check()?.method(),
+        CccpMethod::MissSvm
+    );
+    // the method by name, as the binding sets it
+    let mut p = CccpParams::new();
+    p.set("method", &Value::Str("misssvm".into()))?;
+    assert_eq!(p, CccpParams::misssvm());
+    assert_eq!(
+        p.set("method", &Value::Str("mi".into())),
+        Err(Error::InvalidParameter(
+            "method must be one of 'stmil', 'misssvm', got 'mi'".into()
+        ))
+    );
+    // the two methods fit differently: their own bag rule and start
+    let (bags, labels) = noisy(2, 20);
+    let [st, miss] =
+        [CccpParams::stmil(), CccpParams::misssvm()].map(|p| p.c(10.0).fit(&bags, &labels));
+    let (st, miss) = (st?, miss?);
+    assert_eq!(st.model.pooling, milsvm::Pooling::SmilMean);
+    assert_eq!(miss.model.pooling, milsvm::Pooling::Max);
     Ok(())
 }

@@ -1,16 +1,46 @@
 //! sbMIL and sAwMIL from Rust: the first stage is the crate's sMIL, the relabelling follows the
 //! rule on its instance scores, `eta = 1` is SIL, the stages are reported and can be
-//! cancelled, `eta` outside (0, 1] is refused by name, and threads change nothing.
+//! cancelled, `eta` outside (0, 1] is refused by name, and threads change nothing; one
+//! declaration (`TwoStageParams`) with a constructor per method.
 
 mod common;
 
 use std::sync::{Arc, Mutex};
 
 use common::{toy, TestResult};
+use milsvm::params::Value;
 use milsvm::two_stage::{sawmil_positives, sbmil_positives, Relabel};
 use milsvm::{
-    Cancel, Error, KernelKind, Observer, SawmilParams, SbmilParams, SilParams, SmilParams,
+    Cancel, Error, Hyperparams, KernelKind, Observer, ParamGuard, SilParams, SmilParams,
+    TwoStageParams,
 };
+
+#[test]
+fn one_declaration_with_a_constructor_per_method() -> TestResult {
+    // sbMIL's defaults are the declared ones; sAwMIL's kernel is the linear one (the package's)
+    assert_eq!(TwoStageParams::sbmil(), TwoStageParams::new());
+    let sawmil = TwoStageParams::sawmil().check()?;
+    assert_eq!(*sawmil.relabel(), Relabel::Sawmil);
+    assert_eq!(*sawmil.kernel(), KernelKind::Linear);
+    // the rule by name, as the binding sets it
+    let mut p = TwoStageParams::new();
+    p.set("relabel", &Value::Str("sawmil".into()))?;
+    p.set("kernel", &Value::Str("linear".into()))?;
+    assert_eq!(p, TwoStageParams::sawmil());
+    assert_eq!(
+        p.set("relabel", &Value::Str("smil".into())),
+        Err(Error::InvalidParameter(
+            "relabel must be one of 'sbmil', 'sawmil', got 'smil'".into()
+        ))
+    );
+    let specs = TwoStageParams::specs();
+    let relabel = specs.iter().find(|s| s.name == "relabel");
+    assert_eq!(
+        relabel.map(|s| &s.default),
+        Some(&Value::Str("sbmil".into()))
+    );
+    Ok(())
+}
 
 #[test]
 fn the_first_stage_is_smil_and_its_scores_pick_the_positives() -> TestResult {
@@ -20,14 +50,12 @@ fn the_first_stage_is_smil_and_its_scores_pick_the_positives() -> TestResult {
         (Relabel::Sawmil, 0.3),
         (Relabel::Sbmil, 0.05),
     ] {
-        let fit = match rule {
-            Relabel::Sbmil => SbmilParams::new().c(10.0).eta(eta).fit(&bags, &labels)?,
-            Relabel::Sawmil => SawmilParams::new()
-                .c(10.0)
-                .kernel(KernelKind::Rbf)
-                .eta(eta)
-                .fit(&bags, &labels)?,
-        };
+        // the Gaussian kernel for both rules, as sMIL's default
+        let fit = TwoStageParams::new()
+            .relabel(rule)
+            .c(10.0)
+            .eta(eta)
+            .fit(&bags, &labels)?;
         let smil = SmilParams::new().c(10.0).fit(&bags, &labels)?;
         assert_eq!(fit.first_stage, smil);
         // the rule on the first stage's scores of the positive bags' instances
@@ -69,14 +97,14 @@ fn the_first_stage_is_smil_and_its_scores_pick_the_positives() -> TestResult {
 fn eta_one_is_sil() -> TestResult {
     let (bags, labels) = toy(8, 24);
     let sil = SilParams::new().c(3.0).fit(&bags, &labels)?;
-    let a = SbmilParams::new().c(3.0).eta(1.0).fit(&bags, &labels)?;
-    let b = SawmilParams::new()
-        .c(3.0)
-        .kernel(KernelKind::Rbf)
-        .eta(1.0)
-        .fit(&bags, &labels)?;
-    assert_eq!(a.svm, sil);
-    assert_eq!(b.svm, sil);
+    for rule in [Relabel::Sbmil, Relabel::Sawmil] {
+        let fit = TwoStageParams::new()
+            .relabel(rule)
+            .c(3.0)
+            .eta(1.0)
+            .fit(&bags, &labels)?;
+        assert_eq!(fit.svm, sil, "{rule}");
+    }
     Ok(())
 }
 
@@ -85,8 +113,14 @@ fn eta_outside_zero_one_is_refused_by_name() {
     let (bags, labels) = toy(1, 10);
     for eta in [0.0, -1.0, 1.5, f64::NAN, f64::INFINITY] {
         for out in [
-            SbmilParams::new().eta(eta).fit(&bags, &labels).map(|_| ()),
-            SawmilParams::new().eta(eta).fit(&bags, &labels).map(|_| ()),
+            TwoStageParams::sbmil()
+                .eta(eta)
+                .fit(&bags, &labels)
+                .map(|_| ()),
+            TwoStageParams::sawmil()
+                .eta(eta)
+                .fit(&bags, &labels)
+                .map(|_| ()),
         ] {
             match out {
                 Err(Error::InvalidParameter(msg)) => {
@@ -104,13 +138,17 @@ fn both_stages_are_reported_and_a_cancel_stops_the_fit() -> TestResult {
     let steps = Arc::new(Mutex::new(Vec::new()));
     let seen = steps.clone();
     let observer = Observer::new(move |p| seen.lock().unwrap().push((p.step, p.max_steps)));
-    SbmilParams::new().observer(observer).fit(&bags, &labels)?;
+    TwoStageParams::sbmil()
+        .observer(observer)
+        .fit(&bags, &labels)?;
     assert_eq!(*steps.lock().unwrap(), vec![(1, 2), (2, 2)]);
     // cancelled at the first report (after the first stage): no second stage
     let cancel = Cancel::new();
     let flag = cancel.clone();
     let observer = Observer::new(move |_| flag.cancel()).with_cancel(cancel);
-    let out = SawmilParams::new().observer(observer).fit(&bags, &labels);
+    let out = TwoStageParams::sawmil()
+        .observer(observer)
+        .fit(&bags, &labels);
     assert_eq!(out.map(|_| ()), Err(Error::Cancelled));
     Ok(())
 }
@@ -120,11 +158,11 @@ fn threads_change_nothing() -> TestResult {
     let (bags, labels) = toy(4, 60);
     let three: Vec<usize> = (0..60).map(|i| i % 3).collect();
     for labels in [&labels, &three] {
-        let one = SbmilParams::new()
+        let one = TwoStageParams::sbmil()
             .eta(0.4)
             .n_jobs(Some(1))
             .fit(&bags, labels)?;
-        let two = SbmilParams::new()
+        let two = TwoStageParams::sbmil()
             .eta(0.4)
             .n_jobs(Some(2))
             .fit(&bags, labels)?;

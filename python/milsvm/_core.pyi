@@ -249,12 +249,10 @@ fit_sil: FitFunction[SvmFit]
 fit_stk: FitFunction[SvmFit]
 fit_miles: FitFunction[MilesFit]
 fit_miles_path: PathFunction[MilesFit]
-fit_sbmil: FitFunction[TwoStageFit]
-fit_sawmil: FitFunction[TwoStageFit]
-fit_stmil: FitFunction[CccpFit]
-fit_misssvm: FitFunction[CccpFit]
-check_sparse_mi = check_mi_kernel = check_reduced_set = check_nsk = check_smil = check_annealing = check_svmcc = check_one_class = check_sil = check_stk = check_miles = check_sbmil = check_sawmil = check_stmil = check_misssvm = _check
-fit_sparse_mi_hyperparameters = fit_mi_kernel_hyperparameters = fit_reduced_set_hyperparameters = fit_nsk_hyperparameters = fit_smil_hyperparameters = fit_annealing_hyperparameters = fit_svmcc_hyperparameters = fit_one_class_hyperparameters = fit_sil_hyperparameters = fit_stk_hyperparameters = fit_miles_hyperparameters = fit_sbmil_hyperparameters = fit_sawmil_hyperparameters = fit_stmil_hyperparameters = fit_misssvm_hyperparameters = _specs
+fit_two_stage: FitFunction[TwoStageFit]
+fit_cccp: FitFunction[CccpFit]
+check_sparse_mi = check_mi_kernel = check_reduced_set = check_nsk = check_smil = check_annealing = check_svmcc = check_one_class = check_sil = check_stk = check_miles = check_two_stage = check_cccp = _check
+fit_sparse_mi_hyperparameters = fit_mi_kernel_hyperparameters = fit_reduced_set_hyperparameters = fit_nsk_hyperparameters = fit_smil_hyperparameters = fit_annealing_hyperparameters = fit_svmcc_hyperparameters = fit_one_class_hyperparameters = fit_sil_hyperparameters = fit_stk_hyperparameters = fit_miles_hyperparameters = fit_two_stage_hyperparameters = fit_cccp_hyperparameters = _specs
 
 # ---------------------------------------------------------------------------------------------
 # The ground floor, for tests and reference benchmarks

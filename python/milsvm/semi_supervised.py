@@ -79,12 +79,19 @@ _ATTRS = f"""{attr("xv_", "coef_", "intercept_")}
 
 
 class _CCCPClassifier(ExpansionVectorsMixin, MILClassifier):
-    """What stMIL and MissSVM share: the CCCP record."""
+    """What stMIL and MissSVM share: the parameters, the core's one fit (Rust ``CccpParams``;
+    subclasses fix the method through ``_core_fixed``) and the CCCP record."""
 
+    _core_fit = "fit_cccp"
     _progress_unit = "step"
     _info_attrs = ("n_iter_", "converged_", "objective_history_", "gamma_")
     _objective_step = "iteration"
     _objective_start = 0
+
+    def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight=None, transductive_weight=1.0, max_iter=50,
+                 tol=1e-6, restarts=0, inner_tol=1e-3, inner_max_iter=None, random_state=None, probability=False,
+                 n_jobs=None, verbose=0):
+        self._store(locals())
 
     def _progress_total(self, params):
         # every run counts up to max_iter steps
@@ -146,14 +153,9 @@ class stMIL(_CCCPClassifier):
 {_ATTRS}
     """
 
-    _core_fit = "fit_stmil"
+    _core_fixed = {"method": "stmil"}
     _poolings = ("smil_mean",)
     _objective_name = "stMIL objective J (sMIL start, then per CCCP step)"
-
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight=None, transductive_weight=1.0, max_iter=50,
-                 tol=1e-6, restarts=0, inner_tol=1e-3, inner_max_iter=None, random_state=None, probability=False,
-                 n_jobs=None, verbose=0):
-        self._store(locals())
 
 
 class MissSVM(_CCCPClassifier):
@@ -187,11 +189,6 @@ class MissSVM(_CCCPClassifier):
 {_ATTRS}
     """
 
-    _core_fit = "fit_misssvm"
+    _core_fixed = {"method": "misssvm"}
     _poolings = ("max",)
     _objective_name = "MissSVM objective J (w = 0 start, then per CCCP step)"
-
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight=None, transductive_weight=1.0, max_iter=50,
-                 tol=1e-6, restarts=0, inner_tol=1e-3, inner_max_iter=None, random_state=None, probability=False,
-                 n_jobs=None, verbose=0):
-        self._store(locals())

@@ -53,8 +53,11 @@ _ATTRS = """    n_support_ : int or ndarray
 
 
 class _TwoStage(SingleSVMClassifier):
-    """What sbMIL and sAwMIL share: the fitted attributes of the core's ``TwoStageFit``."""
+    """What sbMIL and sAwMIL share: the core's one fit (Rust ``TwoStageParams``; subclasses fix
+    the relabelling rule through ``_core_fixed``) and the fitted attributes of its
+    ``TwoStageFit``."""
 
+    _core_fit = "fit_two_stage"
     _poolings = ("max",)
     _progress_unit = "stage"
     _info_attrs = SingleSVMClassifier._info_attrs + ("threshold_", "n_positive_instances_")
@@ -137,7 +140,7 @@ class sbMIL(_TwoStage):
 {attr("gamma_", "classes_", "n_features_in_", "fit_time_")}
     """
 
-    _core_fit = "fit_sbmil"
+    _core_fixed = {"relabel": "sbmil"}
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", eta=0.1, class_weight=None, inner_tol=1e-3,
                  inner_max_iter=None, probability=False, n_jobs=None, verbose=0):
@@ -181,7 +184,7 @@ class sAwMIL(_TwoStage):
 {attr("gamma_", "classes_", "n_features_in_", "fit_time_")}
     """
 
-    _core_fit = "fit_sawmil"
+    _core_fixed = {"relabel": "sawmil"}
 
     def __init__(self, C=1.0, kernel="linear", gamma="scale", eta=0.1, class_weight=None, inner_tol=1e-3,
                  inner_max_iter=None, probability=False, n_jobs=None, verbose=0):

@@ -1,7 +1,7 @@
 //! Bindings of stMIL and MissSVM (`src/semi_supervised.rs`).
 
 use super::*;
-use crate::semi_supervised::{CccpFit, MissSvmParams, StmilParams};
+use crate::semi_supervised::{CccpFit, CccpParams};
 
 /// A fitted stMIL or MissSVM (the Rust [`CccpFit`]; per binary problem where a list).
 #[pyclass(name = "CccpFit", module = "milsvm._core", frozen, get_all)]
@@ -61,27 +61,12 @@ impl PyCccpFit {
 }
 
 fit_bindings!(
-    /// Fits stMIL with the parameters of `params` (names as in `milsvm.stMIL`).
-    fit_stmil,
-    check_stmil,
-    fit_stmil_hyperparameters,
-    StmilParams,
-    PyCccpFit,
-    register_stmil
+    /// Fits a method of the CCCP family with the parameters of `params` (names as in
+    /// `milsvm.stMIL` and `milsvm.MissSVM`, plus `method`: `"stmil"` or `"misssvm"`, and
+    /// `seed`).
+    fit_cccp,
+    check_cccp,
+    fit_cccp_hyperparameters,
+    CccpParams,
+    PyCccpFit
 );
-
-fit_bindings!(
-    /// Fits MissSVM with the parameters of `params` (names as in `milsvm.MissSVM`).
-    fit_misssvm,
-    check_misssvm,
-    fit_misssvm_hyperparameters,
-    MissSvmParams,
-    PyCccpFit,
-    register_misssvm
-);
-
-/// Adds the stMIL and MissSVM fits to the module.
-pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    register_stmil(m)?;
-    register_misssvm(m)
-}

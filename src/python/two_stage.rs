@@ -2,7 +2,7 @@
 
 use super::set_kernel_svm::PySvmFit;
 use super::*;
-use crate::two_stage::{SawmilParams, SbmilParams, TwoStageFit};
+use crate::two_stage::{TwoStageFit, TwoStageParams};
 
 /// A fitted sbMIL or sAwMIL (the Rust [`TwoStageFit`]): the second stage's record under the
 /// names of `SvmFit`, the first stage's `SvmFit`, and per binary problem the instance labels
@@ -59,27 +59,12 @@ impl PyTwoStageFit {
 }
 
 fit_bindings!(
-    /// Fits sbMIL with the parameters of `params` (names as in `milsvm.sbMIL`).
-    fit_sbmil,
-    check_sbmil,
-    fit_sbmil_hyperparameters,
-    SbmilParams,
-    PyTwoStageFit,
-    register_sbmil
+    /// Fits a method of the two-stage family with the parameters of `params` (names as in
+    /// `milsvm.sbMIL` and `milsvm.sAwMIL`, plus `relabel`: `"sbmil"` or `"sawmil"`; the declared
+    /// kernel default is sbMIL's `"rbf"`).
+    fit_two_stage,
+    check_two_stage,
+    fit_two_stage_hyperparameters,
+    TwoStageParams,
+    PyTwoStageFit
 );
-
-fit_bindings!(
-    /// Fits sAwMIL with the parameters of `params` (names as in `milsvm.sAwMIL`).
-    fit_sawmil,
-    check_sawmil,
-    fit_sawmil_hyperparameters,
-    SawmilParams,
-    PyTwoStageFit,
-    register_sawmil
-);
-
-/// Adds the sbMIL and sAwMIL fits to the module.
-pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    register_sbmil(m)?;
-    register_sawmil(m)
-}
