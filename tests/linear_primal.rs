@@ -223,3 +223,53 @@ fn the_annealing_family_gives_the_same_classifier_by_both_routes() -> TestResult
     assert!(message(reduced).contains("takes no reduced basis"));
     Ok(())
 }
+
+/// Rows far from the origin (embeddings of non-negative activations): translating every row by
+/// `c` leaves `w` and the scores alone and moves the bias to `b - c . w` (the solver works on
+/// centred rows and converts the bias back).
+#[test]
+fn a_translated_problem_has_the_same_w_and_a_shifted_bias() -> TestResult {
+    let cancel = Cancel::new();
+    for seed in 0..4 {
+        let (x, c_pos, c_neg) = problem(40 + seed, 400, 6);
+        let shift: Vec<f64> = (0..x.ncols()).map(|k| 20.0 + 10.0 * k as f64).collect();
+        let mut far = x.clone();
+        for mut row in far.rows_mut() {
+            row.iter_mut().zip(&shift).for_each(|(v, s)| *v += s);
+        }
+        let solve = |x: &Array2<f64>| {
+            let inst = Instances::Dense(x.clone());
+            LinearSquaredHinge {
+                x: &inst,
+                c_pos: &c_pos,
+                c_neg: &c_neg,
+            }
+            .solve(None, 1e-10, 500, &cancel)
+        };
+        let (near, moved) = (solve(&x)?, solve(&far)?);
+        assert!(
+            near.converged && moved.converged,
+            "seed {seed}: not converged"
+        );
+        for (a, b) in near.w.iter().zip(moved.w.iter()) {
+            assert!(
+                (a - b).abs() <= 1e-6 * (1.0 + a.abs()),
+                "seed {seed}: w {a} vs {b}"
+            );
+        }
+        let cw: f64 = shift.iter().zip(moved.w.iter()).map(|(c, w)| c * w).sum();
+        assert!(
+            (near.b - (moved.b + cw)).abs() <= 1e-6 * (1.0 + near.b.abs()),
+            "seed {seed}: b {} vs {}",
+            near.b,
+            moved.b + cw
+        );
+        for (a, b) in near.scores.iter().zip(&moved.scores) {
+            assert!(
+                (a - b).abs() <= 1e-6 * (1.0 + a.abs()),
+                "seed {seed}: scores"
+            );
+        }
+    }
+    Ok(())
+}
