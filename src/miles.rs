@@ -161,6 +161,7 @@ impl MilesValidParams {
         let settings = L1SvmSettings {
             tol: self.inner_tol,
             max_iter: self.inner_max_iter,
+            ..L1SvmSettings::default()
         };
         let cancel = setup.observer.cancel();
         cs.iter()

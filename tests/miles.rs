@@ -318,3 +318,47 @@ fn bad_parameters_and_data_are_errors() -> TestResult {
     assert!(matches!(p.fit(&bags, &labels), Err(Error::Cancelled)));
     Ok(())
 }
+
+/// Partial pricing over several sections (a small section size forced through the settings)
+/// reaches clarabel's optimum, and full pricing's objective.
+#[test]
+fn partial_pricing_over_several_sections_reaches_clarabels_optimum() -> TestResult {
+    let mut rng = ChaCha8Rng::seed_from_u64(17);
+    for case in 0..40 {
+        let m = rng.random_range(4..30);
+        let n = rng.random_range(20..120);
+        let y: Vec<f64> = (0..m)
+            .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
+            .collect();
+        // embedding-like: a few informative concepts, the rest noise, values in [0, 1]
+        let x = Array2::from_shape_fn((m, n), |(i, k)| {
+            let signal = if k % 7 == 0 { 0.2 * y[i] } else { 0.0 };
+            (0.5 * rng.random::<f64>() + 0.25 + signal).clamp(0.0, 1.0)
+        });
+        let cost: Vec<f64> = (0..m).map(|_| 0.5 + rng.random::<f64>()).collect();
+        let p = L1SvmProblem {
+            x: x.view(),
+            y: &y,
+            cost: &cost,
+        };
+        let solve = |section| {
+            let settings = L1SvmSettings {
+                price_section: section,
+                ..L1SvmSettings::default()
+            };
+            solve_l1_svm(&p, &settings, &Cancel::default(), |_, _| {})
+        };
+        let (full, partial) = (solve(Some(n))?, solve(Some(1 + case % 9))?);
+        assert!(full.converged && partial.converged, "case {case}");
+        let want = l1_svm_by_clarabel(&x, &y, &cost);
+        for s in [&full, &partial] {
+            assert!(
+                (s.objective - want).abs() <= 1e-7 * (1.0 + want),
+                "case {case}: simplex {} vs clarabel {want}",
+                s.objective
+            );
+            assert!(s.w.iter().filter(|&&v| v != 0.0).count() <= m);
+        }
+    }
+    Ok(())
+}

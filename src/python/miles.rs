@@ -117,7 +117,11 @@ fn solve_l1_svm_py<'py>(
             cost.len()
         )));
     }
-    let settings = L1SvmSettings { tol, max_iter };
+    let settings = L1SvmSettings {
+        tol,
+        max_iter,
+        ..L1SvmSettings::default()
+    };
     let s = run(py, || {
         let problem = L1SvmProblem {
             x: x.view(),
