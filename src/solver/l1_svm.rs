@@ -497,11 +497,23 @@ impl<'a> Simplex<'a> {
             .for_each(|(c, gc)| {
                 let k0 = start + c * PRICE_CHUNK;
                 gc.fill(0.0);
+                let cols = k0..k0 + gc.len();
                 for (xi, &vi) in x.rows().into_iter().zip(&v) {
-                    if vi != 0.0 {
-                        let row = xi.slice(ndarray::s![k0..k0 + gc.len()]);
-                        for (o, &e) in gc.iter_mut().zip(row) {
-                            *o += vi * e;
+                    if vi == 0.0 {
+                        continue;
+                    }
+                    // contiguous rows as plain slices (the loop vectorises), others by view
+                    match xi.as_slice() {
+                        Some(row) => {
+                            for (o, &e) in gc.iter_mut().zip(&row[cols.clone()]) {
+                                *o += vi * e;
+                            }
+                        }
+                        None => {
+                            let row = xi.slice(ndarray::s![cols.clone()]);
+                            for (o, &e) in gc.iter_mut().zip(row) {
+                                *o += vi * e;
+                            }
                         }
                     }
                 }
