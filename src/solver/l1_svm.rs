@@ -470,7 +470,12 @@ impl<'a> Simplex<'a> {
     /// `pi = B^{-T} c_B` and `g = X^T (y * pi)`.
     fn btran(&mut self) {
         self.multipliers();
-        self.weight_prices(0..self.n);
+        self.weight_prices(&self.y_pi(), 0..self.n);
+    }
+
+    /// `y * pi`, the weights of the pricing pass.
+    fn y_pi(&self) -> Vec<f64> {
+        self.pi.iter().zip(self.y).map(|(p, y)| p * y).collect()
     }
 
     /// `pi = B^{-T} c_B`.
@@ -486,9 +491,8 @@ impl<'a> Simplex<'a> {
         }
     }
 
-    /// `g_k = (X^T (y * pi))_k` for the concepts `k` of `range`.
-    fn weight_prices(&mut self, range: std::ops::Range<usize>) {
-        let v: Vec<f64> = self.pi.iter().zip(self.y).map(|(p, y)| p * y).collect();
+    /// `g_k = (X^T (y * pi))_k` for the concepts `k` of `range`, with `v = y * pi`.
+    fn weight_prices(&mut self, v: &[f64], range: std::ops::Range<usize>) {
         let x = self.x;
         let start = range.start;
         self.g[range]
@@ -498,7 +502,7 @@ impl<'a> Simplex<'a> {
                 let k0 = start + c * PRICE_CHUNK;
                 gc.fill(0.0);
                 let cols = k0..k0 + gc.len();
-                for (xi, &vi) in x.rows().into_iter().zip(&v) {
+                for (xi, &vi) in x.rows().into_iter().zip(v) {
                     if vi == 0.0 {
                         continue;
                     }
@@ -525,11 +529,12 @@ impl<'a> Simplex<'a> {
     /// `None` when a whole round holds none.
     fn partial_price(&mut self, tol: f64) -> Option<usize> {
         self.multipliers();
+        let v = self.y_pi();
         let n_sections = self.n.div_ceil(self.section).max(1);
         for turn in 0..n_sections {
             let s = (self.cursor + turn) % n_sections;
             let range = s * self.section..((s + 1) * self.section).min(self.n);
-            self.weight_prices(range.clone());
+            self.weight_prices(&v, range.clone());
             if let Some(q) = self.price(tol, range, false) {
                 self.cursor = (s + 1) % n_sections;
                 return Some(q);
@@ -562,18 +567,19 @@ impl<'a> Simplex<'a> {
             (r < -tol * (1.0 + self.col_cost(j).abs())).then_some(r)
         };
         // the candidates in column order: u_k and v_k of the section, then the other columns
-        let cols = weights
-            .clone()
-            .chain(weights.clone().map(|k| k + n))
-            .chain(2 * n..n_cols);
+        let (u, v) = (weights.clone(), weights.start + n..weights.end + n);
         if bland {
-            return cols.filter(|&j| attractive(j).is_some()).min();
+            return u
+                .chain(v)
+                .chain(2 * n..n_cols)
+                .find(|&j| attractive(j).is_some());
         }
-        let cols: Vec<usize> = cols.collect();
         // per chunk the best (value, index), then the chunks in order: the same choice for
         // every thread count
-        let best = cols
+        let best = u
             .into_par_iter()
+            .chain(v)
+            .chain(2 * n..n_cols)
             .with_min_len(PRICE_CHUNK)
             .filter_map(|j| attractive(j).map(|r| (r, j)))
             .reduce_with(|a, b| {

@@ -91,15 +91,15 @@ pub struct LinearSolution {
     pub converged: bool,
 }
 
-/// `sum_j D_j x_jk^2` for every feature `k` (the Jacobi preconditioner before centring),
-/// blocks in order.
-fn weighted_sq_columns(x: RowsRef, dj: &[f64], d: usize) -> Vec<f64> {
+/// `(sum_j D_j x_jk, sum_j D_j x_jk^2)` for every feature `k` in one pass (the Jacobi
+/// preconditioner of the centred rows needs both), blocks in order.
+fn weighted_columns(x: RowsRef, dj: &[f64], d: usize) -> (Vec<f64>, Vec<f64>) {
     let n = dj.len();
-    let partial: Vec<Vec<f64>> = (0..n.div_ceil(BLOCK_ROWS))
+    let partial: Vec<(Vec<f64>, Vec<f64>)> = (0..n.div_ceil(BLOCK_ROWS))
         .into_par_iter()
         .map(|blk| {
             let (lo, hi) = (blk * BLOCK_ROWS, ((blk + 1) * BLOCK_ROWS).min(n));
-            let mut acc = vec![0.0; d];
+            let (mut acc1, mut acc2) = (vec![0.0; d], vec![0.0; d]);
             for (j, &w) in dj.iter().enumerate().take(hi).skip(lo) {
                 if w == 0.0 {
                     continue;
@@ -108,29 +108,31 @@ fn weighted_sq_columns(x: RowsRef, dj: &[f64], d: usize) -> Vec<f64> {
                     x,
                     dense | data,
                     d | {
-                        for (s, &xv) in acc.iter_mut().zip(dense_row(data, d, j)) {
+                        let row = dense_row(data, d, j);
+                        for ((s1, s2), &xv) in acc1.iter_mut().zip(acc2.iter_mut()).zip(row) {
                             let xv = xv.to_f64();
-                            *s += w * xv * xv;
+                            *s1 += w * xv;
+                            *s2 += w * xv * xv;
                         }
                     },
                     sparse | c | {
                         let (idx, val) = c.row(j);
                         for (&i, &xv) in idx.iter().zip(val) {
-                            acc[i] += w * xv * xv;
+                            acc1[i] += w * xv;
+                            acc2[i] += w * xv * xv;
                         }
                     }
                 )
             }
-            acc
+            (acc1, acc2)
         })
         .collect();
-    let mut out = vec![0.0; d];
-    for acc in partial {
-        for (o, v) in out.iter_mut().zip(acc) {
-            *o += v;
-        }
+    let (mut s1, mut s2) = (vec![0.0; d], vec![0.0; d]);
+    for (a1, a2) in partial {
+        s1.iter_mut().zip(a1).for_each(|(o, v)| *o += v);
+        s2.iter_mut().zip(a2).for_each(|(o, v)| *o += v);
     }
-    out
+    (s1, s2)
 }
 
 /// `(X_A^T D (X_A p_w + p_b), 1^T D (X_A p_w + p_b))` over the active rows `A` (`D_j > 0`),
@@ -366,8 +368,7 @@ impl LinearSquaredHinge<'_> {
         let sum_d: f64 = dj.iter().sum();
         // Preconditioner: the diagonal of H (the bias entry guarded: no loss term active),
         // `sum_j D_j (x_jk - mu_k)^2 = S2_k - 2 mu_k S1_k + mu_k^2 sum D`.
-        let s1 = xt_dot(x, dj, d);
-        let mut m_w = weighted_sq_columns(x, dj, d);
+        let (s1, mut m_w) = weighted_columns(x, dj, d);
         for ((m, &s), &u) in m_w.iter_mut().zip(&s1).zip(mu) {
             *m = 1.0 + (*m - 2.0 * u * s + u * u * sum_d).max(0.0);
         }
