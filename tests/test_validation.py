@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra.numpy import arrays
 
 from milsvm import RSVM, Bags, SparseMI, _core
 from conftest import random_bags
@@ -20,8 +22,14 @@ def test_non_finite_features(value):
     bags[2][0, 1] = value
     with pytest.raises(ValueError, match="bag 2 has a non-finite value"):
         fit(bags)
-    with pytest.raises(ValueError, match="non-finite"):
+    with pytest.raises(ValueError, match="bag 2 has a non-finite value"):
         fit([sp.csr_matrix(b) for b in bags])
+    # a dense bag among sparse ones, and a float32 one among float64 ones (a copy is stacked)
+    mixed = [sp.csr_matrix(b) if i != 2 else b for i, b in enumerate(bags)]
+    with pytest.raises(ValueError, match="bag 2 has a non-finite value"):
+        fit(mixed)
+    with pytest.raises(ValueError, match="bag 2 has a non-finite value"):
+        fit([b.astype(np.float32) if i == 2 else b for i, b in enumerate(bags)])
 
 
 def test_empty_bag_and_empty_list():
@@ -58,6 +66,34 @@ def test_labels():
         fit(y=Y[:5])
     with pytest.raises(ValueError, match="target type"):
         fit(y=np.linspace(0, 1, len(BAGS)))
+
+
+@given(st.one_of(
+    arrays(np.int64, 6, elements=st.integers(-3, 3)),
+    arrays(np.float64, 6, elements=st.sampled_from([-1.0, 0.0, 1.0, 2.0, 0.5, 1e300, -2.5])),
+    arrays(np.float32, 6, elements=st.sampled_from([0.0, 1.0, 3.0, 0.25])),
+    arrays(np.bool_, 6),
+    arrays("U2", 6, elements=st.sampled_from(["a", "b", "c"])),
+    st.lists(st.one_of(st.sampled_from(["x", "y"]), st.integers(0, 2)), min_size=6, max_size=6)
+      .map(lambda v: np.array(v, dtype=object)),
+    arrays(np.complex128, 6, elements=st.sampled_from([1.0, 1j])),
+))
+@settings(max_examples=150, deadline=None)
+def test_label_types_are_scikit_learns(y):
+    """Which label arrays are class labels: the same answer as scikit-learn's
+    ``type_of_target`` ("binary" or "multiclass"; object arrays of anything but strings are
+    refused here, where scikit-learn looks at the first element only)."""
+    from sklearn.utils.multiclass import type_of_target
+    from milsvm._base import _not_class_labels
+    mine = _not_class_labels(y) is None
+    if y.dtype == object and not all(isinstance(v, str) for v in y):
+        assert not mine
+        return
+    try:
+        theirs = type_of_target(y) in ("binary", "multiclass")
+    except (ValueError, TypeError):
+        theirs = False
+    assert mine == theirs, (y, type_of_target(y) if theirs else None)
 
 
 @pytest.mark.parametrize("params, match", [

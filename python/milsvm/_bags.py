@@ -257,7 +257,8 @@ def as_bags(bags, *, n_features=None, check_finite=True):
             )
         if len(bags) == 0:
             raise ValueError("no bags were given (empty list)")
-        mats = [_as_matrix(b, f"bag {i}", check_finite) for i, b in enumerate(bags)]
+        # dense bags are checked for NaN and infinity once, on the stacked matrix below
+        mats = [_as_matrix(b, f"bag {i}", False) for i, b in enumerate(bags)]
         d = mats[0].shape[1]
         for i, m in enumerate(mats):
             if m.shape[0] == 0:
@@ -271,6 +272,9 @@ def as_bags(bags, *, n_features=None, check_finite=True):
             X = mats[0] if len(mats) == 1 else _consecutive_rows(mats)
             if X is None:
                 X = np.concatenate(mats, axis=0)
+        if check_finite and not _all_finite(X.data if sp.issparse(X) else X):
+            bad = next(i for i, m in enumerate(mats) if not _all_finite(m.data if sp.issparse(m) else m))
+            raise ValueError(f"bag {bad} has a non-finite value (NaN or infinity)")
         ptr = np.zeros(len(sizes) + 1, dtype=np.int64)
         np.cumsum(sizes, out=ptr[1:])
         out = Bags(X, ptr)

@@ -42,7 +42,6 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core, _registry
@@ -136,6 +135,22 @@ def _has_probability(estimator):
     return True
 
 
+def _not_class_labels(y):
+    """``None`` when the 1-D array of finite labels ``y`` holds class labels (integers,
+    booleans, strings, floats that are whole numbers within int64), else the target type scikit-learn's
+    ``type_of_target`` names it: ``"continuous"`` (other floats) or ``"unknown"`` (objects that
+    are not strings, complex numbers, other types). Written here because scikit-learn's function
+    discovers dataframe plugins on its first call, about 10 ms paid by the first fit of every
+    process."""
+    kind = y.dtype.kind
+    if kind == "O":
+        return None if all(isinstance(v, str) for v in y) else "unknown"
+    if kind == "f":
+        with np.errstate(invalid="ignore"):  # values beyond int64 are "continuous"
+            return "continuous" if np.any(y != y.astype(np.int64)) else None
+    return None if kind in "biuUS" else "unknown"
+
+
 def encode_labels(y, n_bags, *, multiclass, name):
     """``(classes, class index per bag)`` of the labels ``y``, with the refusals of every fit:
     not 1-D, not one per bag, non-finite, not class labels, one class only, or more than two for
@@ -149,8 +164,8 @@ def encode_labels(y, n_bags, *, multiclass, name):
         raise ValueError(f"y has {len(y)} labels for {n_bags} bags")
     if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
         raise ValueError("y has a non-finite label (NaN or infinity)")
-    kind = type_of_target(y)
-    if kind not in ("binary", "multiclass"):
+    kind = _not_class_labels(y)
+    if kind is not None:
         raise ValueError(f"y must hold class labels (binary or multi-class), got target type {kind!r}")
     classes, encoded = np.unique(y, return_inverse=True)
     if len(classes) < 2:

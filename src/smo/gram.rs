@@ -381,6 +381,9 @@ impl InstanceGram<'_> {
 const BLOCK_MIN: usize = 4;
 /// Instances per block of such a product (bounds its memory to `BLOCK_ROWS x n_instances`).
 const BLOCK_ROWS: usize = 256;
+/// Bytes of instance kernel rows that one group of [`ComboGram::fill_rows`] computes together
+/// (at least [`BLOCK_MIN`] rows).
+const MEMBER_ROWS_BYTES: usize = 16 << 20;
 
 /// Kernel rows between *points* that are weighted combinations of instance rows
 /// (`point = sum_t w_t phi(x_t)`): `k(p, q) = sum_s sum_t w_s w_t k(x_s, x_t)`, computed from the
@@ -470,6 +473,78 @@ impl GramRows for ComboGram<'_, '_> {
     fn fill_row(&self, i: usize, out: &mut [f64]) {
         let mut row = vec![0.0; self.inst.n_points()];
         self.instance_row(i, &mut row);
+        self.combine(&row, out);
+    }
+
+    /// The rows of the points of at most [`BLOCK_MIN`] instances take their instance kernel
+    /// rows from one batch of [`InstanceGram::fill_rows`] (one pass over the instances for all
+    /// of them), in groups whose instance rows fill at most [`MEMBER_ROWS_BYTES`]; the values
+    /// are those of [`GramRows::fill_row`], bit for bit.
+    fn fill_rows(&self, points: &[usize], outs: &mut [&mut [f64]]) {
+        let per_group = MEMBER_ROWS_BYTES / (8 * self.inst.n_points().max(1));
+        self.fill_rows_in_groups(points, outs, per_group.max(BLOCK_MIN));
+    }
+}
+
+impl ComboGram<'_, '_> {
+    /// [`GramRows::fill_rows`] with at most `per_group` distinct member rows per group (more
+    /// when one point has more).
+    fn fill_rows_in_groups(&self, points: &[usize], outs: &mut [&mut [f64]], per_group: usize) {
+        let n = self.inst.n_points();
+        let mut slot = vec![usize::MAX; n];
+        let mut row = vec![0.0; n];
+        let mut start = 0;
+        while start < points.len() {
+            // the next group: points until their distinct small-combination members fill it
+            let mut members: Vec<usize> = Vec::new();
+            let mut end = start;
+            while end < points.len() {
+                let pts = &self.points[points[end]];
+                if pts.len() <= BLOCK_MIN {
+                    let new = pts.iter().filter(|&&(s, _)| slot[s] == usize::MAX).count();
+                    if end > start && members.len() + new > per_group {
+                        break;
+                    }
+                    for &(s, _) in pts {
+                        if slot[s] == usize::MAX {
+                            slot[s] = members.len();
+                            members.push(s);
+                        }
+                    }
+                }
+                end += 1;
+            }
+            let mut buffer = vec![0.0; members.len() * n];
+            if !members.is_empty() {
+                let mut rows: Vec<&mut [f64]> = buffer.chunks_mut(n.max(1)).collect();
+                self.inst.fill_rows(&members, &mut rows);
+            }
+            for (&p, out) in points[start..end].iter().zip(outs[start..end].iter_mut()) {
+                let pts = &self.points[p];
+                if pts.len() <= BLOCK_MIN {
+                    // the sum of `instance_row`, in its order
+                    row.iter_mut().for_each(|v| *v = 0.0);
+                    for &(s, w) in pts {
+                        let k = &buffer[slot[s] * n..(slot[s] + 1) * n];
+                        for (o, &v) in row.iter_mut().zip(k) {
+                            *o += w * v;
+                        }
+                    }
+                } else {
+                    self.instance_row(p, &mut row);
+                }
+                self.combine(&row, out);
+            }
+            for &s in &members {
+                slot[s] = usize::MAX;
+            }
+            start = end;
+        }
+    }
+
+    /// Row of the points from the instance row `row` of one point:
+    /// `out[q] = sum_{(t, w) in point q} w row[t]`.
+    fn combine(&self, row: &[f64], out: &mut [f64]) {
         for (o, pts) in out.iter_mut().zip(&self.points) {
             *o = pts.iter().map(|&(t, w)| w * row[t]).sum();
         }
@@ -488,4 +563,50 @@ pub fn max_weights(scores: &[f64]) -> Vec<f64> {
     let top: Vec<bool> = scores.iter().map(|&s| s >= m - tol).collect();
     let n = top.iter().filter(|&&t| t).count().max(1) as f64;
     top.iter().map(|&t| if t { 1.0 / n } else { 0.0 }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::Rows;
+    use ndarray::Array2;
+
+    /// Batches of rows (any grouping, repeated members, large combinations among small ones)
+    /// are the single rows, bit for bit.
+    #[test]
+    fn combination_rows_in_batches_are_the_single_rows() {
+        let (n, d) = (37, 5);
+        let x = Array2::from_shape_fn((n, d), |(i, j)| ((i * 7 + j * 13) % 11) as f64 / 3.0 - 1.5);
+        let inst_x = Instances::from(x.clone());
+        let kernel = Kernel::Rbf { gamma: 0.3 };
+        let inst = InstanceGram::new(kernel, Rows::from(&inst_x)).unwrap();
+        // singles, pairs sharing members, a combination over BLOCK_MIN
+        let mut points: Vec<Vec<(usize, f64)>> = (0..10).map(|t| vec![(t, 1.0)]).collect();
+        points.push(vec![(3, 0.5), (4, 0.5)]);
+        points.push(vec![(4, 0.25), (20, 0.75), (3, -1.0)]);
+        points.push((10..20).map(|t| (t, 0.1)).collect());
+        points.push(vec![(30, 2.0), (31, 1.0), (32, 0.5), (33, 0.25)]);
+        let combo = ComboGram::new(&inst, &inst_x, kernel, points);
+        let m = combo.n_points();
+        let want: Vec<Vec<f64>> = (0..m)
+            .map(|i| {
+                let mut r = vec![0.0; m];
+                combo.fill_row(i, &mut r);
+                r
+            })
+            .collect();
+        let order: Vec<usize> = vec![12, 0, 10, 11, 3, 13, 3, 5, 1];
+        for per_group in [1, 2, 4, 100] {
+            let mut got = vec![vec![f64::NAN; m]; order.len()];
+            let mut outs: Vec<&mut [f64]> = got.iter_mut().map(|r| r.as_mut_slice()).collect();
+            combo.fill_rows_in_groups(&order, &mut outs, per_group);
+            for (q, &p) in order.iter().enumerate() {
+                let same = got[q]
+                    .iter()
+                    .zip(&want[p])
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "point {p}, groups of {per_group}");
+            }
+        }
+    }
 }
