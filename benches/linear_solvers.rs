@@ -134,6 +134,7 @@ fn main() {
                 x: &x,
                 c_pos: &c_pos,
                 c_neg: &c_neg,
+                mean: None,
             };
             let best = problem.solve(None, 1e-10, 500, &cancel).unwrap().value;
             let gap = |v: f64| (v - best) / best;

@@ -349,6 +349,7 @@ fn the_squared_hinge_descent_meets_newton_cg() -> TestResult {
             x: &inst,
             c_pos: &c_pos,
             c_neg: &c_neg,
+            mean: None,
         }
         .solve(None, 1e-12, 200, &Cancel::default())?;
         let (mut pts, mut y, mut u) = (Vec::new(), Vec::new(), Vec::new());

@@ -10,7 +10,7 @@ use common::{rng, to_csr, toy, TestResult};
 use milsvm::annealing::{AnnealingMethod, AnnealingParams, BasisSize, SvmRoute};
 use milsvm::bags::Instances;
 use milsvm::params::ParamGuard;
-use milsvm::solver::linear::LinearSquaredHinge;
+use milsvm::solver::linear::{mean_row, LinearSquaredHinge};
 use milsvm::solver::{InnerSolver, SquaredHinge};
 use milsvm::Cancel;
 use milsvm::Fit;
@@ -60,6 +60,7 @@ fn the_minimiser_equals_exact_newton_on_the_basis_form() -> TestResult {
             x: &inst,
             c_pos: &c_pos,
             c_neg: &c_neg,
+            mean: None,
         }
         .solve(None, 1e-12, 200, &Cancel::new())?;
         assert!(ours.converged, "seed {seed}: not converged");
@@ -139,6 +140,7 @@ fn dense_csr_warm_and_thread_counts_agree() -> TestResult {
                 x: inst,
                 c_pos: &c_pos,
                 c_neg: &c_neg,
+                mean: None,
             }
             .solve(None, 1e-10, 200, &cancel)
             .unwrap()
@@ -160,6 +162,7 @@ fn dense_csr_warm_and_thread_counts_agree() -> TestResult {
         x: &dense,
         c_pos: &c_pos,
         c_neg: &c_neg,
+        mean: None,
     };
     let again = problem.solve(
         Some((one.w.as_slice().unwrap(), one.b)),
@@ -243,6 +246,7 @@ fn a_translated_problem_has_the_same_w_and_a_shifted_bias() -> TestResult {
                 x: &inst,
                 c_pos: &c_pos,
                 c_neg: &c_neg,
+                mean: None,
             }
             .solve(None, 1e-10, 500, &cancel)
         };
@@ -270,6 +274,77 @@ fn a_translated_problem_has_the_same_w_and_a_shifted_bias() -> TestResult {
                 "seed {seed}: scores"
             );
         }
+    }
+    Ok(())
+}
+
+/// With at most `4 (d + 1)` active rows the sketched-Hessian preconditioner holds every one of
+/// them, so it is the Hessian and each Newton system is solved by one conjugate-gradient step;
+/// the minimiser is the exact Newton solver's. A warm start from a previous solution (its
+/// scores spare a pass) and a mean row given by the caller change nothing.
+#[test]
+fn a_sketch_of_every_active_row_makes_each_newton_step_exact() -> TestResult {
+    let cancel = Cancel::new();
+    for seed in 0..5 {
+        let d = 5 + seed as usize;
+        let (x, c_pos, c_neg) = problem(70 + seed, 4 * (d + 1), d);
+        let inst = Instances::Dense(x.clone());
+        let problem = LinearSquaredHinge {
+            x: &inst,
+            c_pos: &c_pos,
+            c_neg: &c_neg,
+            mean: None,
+        };
+        let sol = problem.solve(None, 1e-10, 200, &cancel)?;
+        assert!(sol.converged && sol.n_iter > 0, "seed {seed}");
+        assert_eq!(
+            sol.n_cg, sol.n_iter,
+            "seed {seed}: one CG step per Newton step"
+        );
+        let ones = vec![1.0; x.nrows()];
+        let eye = Array2::eye(d);
+        let reference = SquaredHinge {
+            k: eye.view(),
+            x: x.view(),
+            y: &ones,
+            c: &c_pos,
+            c_opp: &c_neg,
+        }
+        .solve(InnerSolver::Newton, None, 1e-12, 200)?;
+        for (a, b) in sol.w.iter().zip(reference.beta.iter()) {
+            assert!((a - b).abs() <= 1e-7 * (1.0 + b.abs()), "seed {seed}: w");
+        }
+        // the mean row given: the same bits
+        let mean = mean_row(&inst);
+        let given = LinearSquaredHinge {
+            mean: Some(&mean),
+            ..problem
+        }
+        .solve(None, 1e-10, 200, &cancel)?;
+        assert_eq!(given.w, sol.w);
+        assert_eq!(given.b.to_bits(), sol.b.to_bits());
+        // other costs, warm from this solution with and without its scores
+        let c_pos2: Vec<f64> = c_pos.iter().map(|c| 0.5 * c).collect();
+        let next = LinearSquaredHinge {
+            c_pos: &c_pos2,
+            ..problem
+        };
+        let from = next.solve_from(Some(&sol), 1e-10, 200, &cancel)?;
+        let plain = next.solve(
+            Some((sol.w.as_slice().unwrap(), sol.b)),
+            1e-10,
+            200,
+            &cancel,
+        )?;
+        assert!(from.converged);
+        for (a, b) in from.w.iter().zip(plain.w.iter()) {
+            assert!(
+                (a - b).abs() <= 1e-8 * (1.0 + b.abs()),
+                "seed {seed}: warm w"
+            );
+        }
+        let naive = objective(&x, &c_pos2, &c_neg, from.w.as_slice().unwrap(), from.b);
+        assert!((from.value - naive).abs() <= 1e-9 * naive.max(1.0));
     }
     Ok(())
 }

@@ -393,7 +393,8 @@ impl AnnealingValidParams {
             (None, Some(q)) => (choose_basis(x, q, self.xv_init, self.seed), false),
             (None, None) => (Array2::zeros((0, 0)), true),
         };
-        let norms = x.sq_norms();
+        // squared norms for the kernel routes only (a pass over the rows)
+        let norms = if linear { Vec::new() } else { x.sq_norms() };
         let rows = Rows::from(x);
         // Full basis: the dual problem over the instances (SMO, kernel rows on demand); reduced
         // basis: the primal problem over the basis (exact Newton).
@@ -406,9 +407,18 @@ impl AnnealingValidParams {
             k_zz.diag_mut().mapv_inplace(|v| v + self.ridge);
             (k_xz, k_zz)
         };
-        let gram = InstanceGram::new(kernel, rows)?;
+        let gram = if full {
+            Some(InstanceGram::new(kernel, rows)?)
+        } else {
+            None
+        };
         let linear_svm = LinearSvm {
             x,
+            mean: if linear {
+                crate::solver::linear::mean_row(x)
+            } else {
+                Vec::new()
+            },
             tol: self.inner_tol.unwrap_or(LINEAR_TOL),
             max_iter: self.inner_max_iter,
             cancel: self.observer.cancel().clone(),
@@ -431,14 +441,14 @@ impl AnnealingValidParams {
                     svm: &linear_svm,
                     warm: None,
                 }
-            } else if full {
+            } else if let Some(gram) = gram.as_ref() {
                 let smo = SmoParams {
                     tol: self.inner_tol.unwrap_or(DUAL_TOL),
                     cache_bytes: self.cache_bytes / n_problems,
                     ..SmoParams::default()
                 };
                 SvmStep::dual(
-                    &gram,
+                    gram,
                     smo,
                     &data,
                     self.method,

@@ -19,6 +19,8 @@ use crate::solver::{NewtonHessian, Solution, SquaredHinge};
 /// target (a sample of the dual is a row and a target here).
 pub(super) struct LinearSvm<'a> {
     pub(super) x: &'a Instances,
+    /// The mean row of `x`, once for every solve ([`crate::solver::linear::mean_row`]).
+    pub(super) mean: Vec<f64>,
     pub(super) tol: f64,
     pub(super) max_iter: usize,
     pub(super) cancel: Cancel,
@@ -147,11 +149,9 @@ impl<'a> SvmStep<'a> {
                     x: svm.x,
                     c_pos,
                     c_neg,
+                    mean: Some(&svm.mean),
                 };
-                let start = warm
-                    .as_ref()
-                    .map(|s| (s.w.as_slice().unwrap_or_default(), s.b));
-                let sol = problem.solve(start, svm.tol, svm.max_iter, &svm.cancel)?;
+                let sol = problem.solve_from(warm.as_ref(), svm.tol, svm.max_iter, &svm.cancel)?;
                 let value = sol.value;
                 *warm = Some(sol);
                 Ok(value)

@@ -120,6 +120,60 @@ impl Simd {
         dot_portable(a, b)
     }
 
+    /// `acc[k] += a x[k]` over the common length (a multiplication, then an addition: the
+    /// bits of the plain loop, with AVX2 four lanes at a time).
+    #[inline]
+    pub(crate) fn add_scaled<T: Real>(&self, acc: &mut [f64], a: f64, x: &[T]) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if self.avx2 {
+                // SAFETY: `avx2` is true only when the CPU supports AVX2 (`has_avx2`).
+                return unsafe { add_scaled_avx2(acc, a, x) };
+            }
+        }
+        for (s, &v) in acc.iter_mut().zip(x) {
+            *s += a * v.to_f64();
+        }
+    }
+
+    /// `acc[k] += a_0 r_0[k]`, then `+= a_1 r_1[k]`, ... `+= a_3 r_3[k]`: four
+    /// [`Simd::add_scaled`] in a row, bitwise, reading and writing `acc` once.
+    #[inline]
+    pub(crate) fn add_scaled4<T: Real>(&self, acc: &mut [f64], a: [f64; 4], rows: [&[T]; 4]) {
+        let n = rows.iter().fold(acc.len(), |m, r| m.min(r.len()));
+        let acc = &mut acc[..n];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if self.avx2 {
+                // SAFETY: `avx2` is true only when the CPU supports AVX2 (`has_avx2`); every
+                // row holds at least `n = acc.len()` values.
+                return unsafe { add_scaled4_avx2(acc, a, rows) };
+            }
+        }
+        for (k, s) in acc.iter_mut().enumerate() {
+            for (ar, r) in a.iter().zip(rows) {
+                *s += ar * r[k].to_f64();
+            }
+        }
+    }
+
+    /// `[x . r_0, x . r_1, x . r_2, x . r_3]`, each bitwise [`Simd::dot`] (over the shortest
+    /// length), with AVX2 in one pass over `x`.
+    #[inline]
+    pub(crate) fn dot4<A: Real, B: Real>(&self, x: &[A], rows: [&[B]; 4]) -> [f64; 4] {
+        let n = rows.iter().fold(x.len(), |m, r| m.min(r.len()));
+        let x = &x[..n];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if self.avx2 {
+                // SAFETY: `avx2` is true only when the CPU supports AVX2; every row holds at
+                // least `x.len()` values.
+                return unsafe { block4_avx2(x, rows) };
+            }
+        }
+        rows.map(|r| dot_portable(x, &r[..n]))
+    }
+
     /// `out[k] = x . z_k` for the rows `z_k` of the row-major `z` (`d` columns, `out.len()`
     /// rows), and `x . x` returned; with AVX2 four rows per pass (each dot still summed exactly
     /// as [`Simd::dot`]).
@@ -216,6 +270,56 @@ fn dot_portable<A: Real, B: Real>(a: &[A], b: &[B]) -> f64 {
         s += x.to_f64() * y.to_f64();
     }
     s
+}
+
+/// [`Simd::add_scaled`] with 256-bit vectors: the same multiplication and addition per value.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn add_scaled_avx2<T: Real>(acc: &mut [f64], a: f64, x: &[T]) {
+    use std::arch::x86_64::{
+        _mm256_add_pd, _mm256_loadu_pd, _mm256_mul_pd, _mm256_set1_pd, _mm256_storeu_pd,
+    };
+    let n = acc.len().min(x.len());
+    let (acc, x) = (&mut acc[..n], &x[..n]);
+    let va = _mm256_set1_pd(a);
+    let mut k = 0;
+    while k + 4 <= n {
+        // SAFETY: `k + 4 <= n`: four values of `x` and of `acc` from `k`.
+        let prod = _mm256_mul_pd(va, T::load4(x.as_ptr().add(k)));
+        let sum = _mm256_add_pd(_mm256_loadu_pd(acc.as_ptr().add(k)), prod);
+        _mm256_storeu_pd(acc.as_mut_ptr().add(k), sum);
+        k += 4;
+    }
+    for (s, &v) in acc[k..].iter_mut().zip(&x[k..]) {
+        *s += a * v.to_f64();
+    }
+}
+
+/// [`Simd::add_scaled4`] with 256-bit vectors: per value the same four multiplications and
+/// additions, in row order.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn add_scaled4_avx2<T: Real>(acc: &mut [f64], a: [f64; 4], rows: [&[T]; 4]) {
+    use std::arch::x86_64::{
+        _mm256_add_pd, _mm256_loadu_pd, _mm256_mul_pd, _mm256_set1_pd, _mm256_storeu_pd,
+    };
+    let n = acc.len();
+    let va = a.map(|v| _mm256_set1_pd(v));
+    let mut k = 0;
+    while k + 4 <= n {
+        // SAFETY: `k + 4 <= n <=` every row's length and `acc.len()`.
+        let mut sum = _mm256_loadu_pd(acc.as_ptr().add(k));
+        for r in 0..4 {
+            sum = _mm256_add_pd(sum, _mm256_mul_pd(va[r], T::load4(rows[r].as_ptr().add(k))));
+        }
+        _mm256_storeu_pd(acc.as_mut_ptr().add(k), sum);
+        k += 4;
+    }
+    for (i, s) in acc.iter_mut().enumerate().skip(k) {
+        for (ar, row) in a.iter().zip(rows) {
+            *s += ar * row[i].to_f64();
+        }
+    }
 }
 
 /// [`dot_portable`] with 256-bit vectors: lanes 0-3 and 4-7 of the eight partial sums in two
@@ -355,6 +459,89 @@ mod tests {
                 let mut one = [0.0];
                 best.dots(&x, zk, d, &mut one);
                 assert_eq!(one[0].to_bits(), a[k].to_bits());
+            }
+        }
+    }
+
+    /// The scaled addition is the plain loop's, bitwise, on every SIMD level, for `f64` and
+    /// `f32` rows of every length.
+    #[test]
+    fn scaled_additions_agree_bitwise() {
+        for d in [1, 3, 4, 5, 8, 13, 166] {
+            let x64: Vec<f64> = (0..d)
+                .map(|i| ((i * 37 % 101) as f64 - 50.0) / 7.0)
+                .collect();
+            let x32: Vec<f32> = x64.iter().map(|&v| v as f32).collect();
+            let start: Vec<f64> = (0..d)
+                .map(|i| ((i * 13 % 29) as f64 - 14.0) / 3.3)
+                .collect();
+            let a = -1.0 / 3.0;
+            let plain64: Vec<f64> = start.iter().zip(&x64).map(|(s, v)| s + a * v).collect();
+            let plain32: Vec<f64> = start
+                .iter()
+                .zip(&x32)
+                .map(|(s, &v)| s + a * f64::from(v))
+                .collect();
+            for simd in [Simd::portable(), Simd::detect()] {
+                let (mut u, mut v) = (start.clone(), start.clone());
+                simd.add_scaled(&mut u, a, &x64);
+                simd.add_scaled(&mut v, a, &x32);
+                let bits = |w: &[f64]| w.iter().map(|t| t.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&u), bits(&plain64), "d = {d}");
+                assert_eq!(bits(&v), bits(&plain32), "d = {d}");
+            }
+        }
+    }
+
+    /// Four rows at a time (dots and scaled additions) are the rows one at a time, bitwise.
+    #[test]
+    fn four_rows_at_a_time_are_the_rows_one_at_a_time() {
+        for d in [1, 3, 4, 7, 8, 9, 21, 166] {
+            let rows64: Vec<Vec<f64>> = (0..4)
+                .map(|r| {
+                    (0..d)
+                        .map(|i| ((i * 37 + r * 11) % 101) as f64 / 7.0 - 6.0)
+                        .collect()
+                })
+                .collect();
+            let rows32: Vec<Vec<f32>> = rows64
+                .iter()
+                .map(|r| r.iter().map(|&v| v as f32).collect())
+                .collect();
+            let x: Vec<f64> = (0..d).map(|i| ((i * 13) % 29) as f64 / 3.0 - 4.0).collect();
+            let a = [0.5, -1.0 / 3.0, 2.0 / 7.0, -3.25];
+            for simd in [Simd::portable(), Simd::detect()] {
+                let r64 = [
+                    &rows64[0][..],
+                    &rows64[1][..],
+                    &rows64[2][..],
+                    &rows64[3][..],
+                ];
+                let r32 = [
+                    &rows32[0][..],
+                    &rows32[1][..],
+                    &rows32[2][..],
+                    &rows32[3][..],
+                ];
+                let four = simd.dot4(&x, r32);
+                for r in 0..4 {
+                    assert_eq!(
+                        four[r].to_bits(),
+                        simd.dot(&rows32[r], &x).to_bits(),
+                        "d = {d}"
+                    );
+                    assert_eq!(
+                        four[r].to_bits(),
+                        Simd::portable().dot(&x, &rows32[r]).to_bits()
+                    );
+                }
+                let (mut one, mut all) = (x.clone(), x.clone());
+                for r in 0..4 {
+                    simd.add_scaled(&mut one, a[r], &rows64[r]);
+                }
+                simd.add_scaled4(&mut all, a, r64);
+                let bits = |w: &[f64]| w.iter().map(|t| t.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&all), bits(&one), "d = {d}");
             }
         }
     }

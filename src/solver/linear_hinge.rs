@@ -151,7 +151,7 @@ impl Descent<'_> {
     /// `(w, w_b) += s (z_u, B)`.
     fn add_point(&mut self, u: usize, s: f64) {
         for &(t, c) in &self.problem.points[u] {
-            self.rows.add_row(t, s * c, &mut self.w);
+            self.rows.add_row(t, s * c, &mut self.w, self.simd);
         }
         self.w_b += s * BIAS_FEATURE;
     }
@@ -399,7 +399,7 @@ impl<'a> LinearHinge<'a> {
         for (pt, &d_u) in self.points.iter().zip(&state.diag) {
             z.iter_mut().for_each(|v| *v = 0.0);
             for &(t, c) in pt {
-                rows.add_row(t, c, &mut z);
+                rows.add_row(t, c, &mut z, simd);
             }
             state
                 .qd
