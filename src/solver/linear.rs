@@ -425,6 +425,14 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 }
 
 impl LinearSquaredHinge<'_> {
+    /// Whether row `j` has no loss term (both costs zero: the instances a relabelling step
+    /// leaves out). Its score does not enter `J`; the solve skips it in the steps and sets it
+    /// at the end.
+    #[inline]
+    fn no_loss(&self, j: usize) -> bool {
+        self.c_pos[j] <= 0.0 && self.c_neg[j] <= 0.0
+    }
+
     /// Loss gradient `g_j` and curvature `D_j` of every row at the scores `f`, and the loss.
     fn loss_terms(&self, f: &[f64], g: &mut [f64], dj: &mut [f64]) -> f64 {
         let mut loss = 0.0;
@@ -578,6 +586,20 @@ impl LinearSquaredHinge<'_> {
             f.iter_mut().zip(&z).for_each(|(fv, &zv)| *fv += t * zv);
             loss = self.loss_terms(&f, &mut g, &mut dj);
         }
+        // the scores of the rows without a loss term, which the steps left behind
+        if n_iter > 0 {
+            let shift = b - dot(&centred.mu, &w);
+            f.par_chunks_mut(BLOCK_ROWS)
+                .enumerate()
+                .for_each(|(blk, out)| {
+                    for (k, v) in out.iter_mut().enumerate() {
+                        let j = blk * BLOCK_ROWS + k;
+                        if self.no_loss(j) {
+                            *v = x.row_dot(j, &w, simd) + shift;
+                        }
+                    }
+                });
+        }
         let value = 0.5 * dot(&w, &w) + loss;
         let b = b - dot(&centred.mu, &w);
         Ok(LinearSolution {
@@ -662,7 +684,9 @@ impl LinearSquaredHinge<'_> {
                 .for_each(|(p, &z)| *p = z + beta * *p);
             p_b = z_b + beta * p_b;
         }
-        // the step's scores: gathered on the active rows, one dot per inactive row
+        // the step's scores: gathered on the active rows, one dot per inactive row with a
+        // loss term (a row without one has no say in J: 0 here, its score set by the end of the
+        // solve)
         let shift = s_b - dot(mu, &s_w);
         z.iter_mut().for_each(|v| *v = f64::NAN);
         for (&j, &v) in active.iter().zip(&z_active) {
@@ -672,8 +696,13 @@ impl LinearSquaredHinge<'_> {
             .enumerate()
             .for_each(|(blk, out)| {
                 for (k, v) in out.iter_mut().enumerate() {
+                    let j = blk * BLOCK_ROWS + k;
                     if v.is_nan() {
-                        *v = x.row_dot(blk * BLOCK_ROWS + k, &s_w, simd) + shift;
+                        *v = if self.no_loss(j) {
+                            0.0
+                        } else {
+                            x.row_dot(j, &s_w, simd) + shift
+                        };
                     }
                 }
             });
