@@ -11,7 +11,7 @@ use milsvm::annealing::{AnnealingMethod, AnnealingParams, BasisSize, SvmRoute};
 use milsvm::bags::Instances;
 use milsvm::params::ParamGuard;
 use milsvm::solver::linear::{mean_row, LinearSquaredHinge};
-use milsvm::solver::{InnerSolver, SquaredHinge};
+use milsvm::solver::{InnerSolver, Solution, SquaredHinge};
 use milsvm::Cancel;
 use milsvm::Fit;
 use milsvm::KernelKind;
@@ -40,6 +40,21 @@ fn problem(seed: u64, n: usize, d: usize) -> (Array2<f64>, Vec<f64>, Vec<f64>) {
     (x, c_pos, c_neg)
 }
 
+/// The same problem as a basis problem (`K = I`, design `X`), by the crate's exact Newton
+/// solver: the reference of the linear solver.
+fn exact_newton(x: &Array2<f64>, c_pos: &[f64], c_neg: &[f64]) -> milsvm::Result<Solution> {
+    let ones = vec![1.0; x.nrows()];
+    let eye = Array2::eye(x.ncols());
+    SquaredHinge {
+        k: eye.view(),
+        x: x.view(),
+        y: &ones,
+        c: c_pos,
+        c_opp: c_neg,
+    }
+    .solve(InnerSolver::Newton, None, 1e-12, 200)
+}
+
 /// The objective written out naively.
 fn objective(x: &Array2<f64>, c_pos: &[f64], c_neg: &[f64], w: &[f64], b: f64) -> f64 {
     let mut j = 0.5 * w.iter().map(|v| v * v).sum::<f64>();
@@ -64,16 +79,7 @@ fn the_minimiser_equals_exact_newton_on_the_basis_form() -> TestResult {
         }
         .solve(None, 1e-12, 200, &Cancel::new())?;
         assert!(ours.converged, "seed {seed}: not converged");
-        let ones = vec![1.0; x.nrows()];
-        let eye = Array2::eye(d);
-        let reference = SquaredHinge {
-            k: eye.view(),
-            x: x.view(),
-            y: &ones,
-            c: &c_pos,
-            c_opp: &c_neg,
-        }
-        .solve(InnerSolver::Newton, None, 1e-12, 200)?;
+        let reference = exact_newton(&x, &c_pos, &c_neg)?;
         for (a, b) in ours.w.iter().zip(reference.beta.iter()) {
             assert!(
                 (a - b).abs() <= 1e-7 * (1.0 + b.abs()),
@@ -301,16 +307,7 @@ fn a_sketch_of_every_active_row_makes_each_newton_step_exact() -> TestResult {
             sol.n_cg, sol.n_iter,
             "seed {seed}: one CG step per Newton step"
         );
-        let ones = vec![1.0; x.nrows()];
-        let eye = Array2::eye(d);
-        let reference = SquaredHinge {
-            k: eye.view(),
-            x: x.view(),
-            y: &ones,
-            c: &c_pos,
-            c_opp: &c_neg,
-        }
-        .solve(InnerSolver::Newton, None, 1e-12, 200)?;
+        let reference = exact_newton(&x, &c_pos, &c_neg)?;
         for (a, b) in sol.w.iter().zip(reference.beta.iter()) {
             assert!((a - b).abs() <= 1e-7 * (1.0 + b.abs()), "seed {seed}: w");
         }

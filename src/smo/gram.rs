@@ -574,12 +574,12 @@ mod tests {
     /// Batches of rows (any grouping, repeated members, large combinations among small ones)
     /// are the single rows, bit for bit.
     #[test]
-    fn combination_rows_in_batches_are_the_single_rows() {
+    fn combination_rows_in_batches_are_the_single_rows() -> Result<()> {
         let (n, d) = (37, 5);
         let x = Array2::from_shape_fn((n, d), |(i, j)| ((i * 7 + j * 13) % 11) as f64 / 3.0 - 1.5);
         let inst_x = Instances::from(x.clone());
         let kernel = Kernel::Rbf { gamma: 0.3 };
-        let inst = InstanceGram::new(kernel, Rows::from(&inst_x)).unwrap();
+        let inst = InstanceGram::new(kernel, Rows::from(&inst_x))?;
         // singles, pairs sharing members, a combination over BLOCK_MIN
         let mut points: Vec<Vec<(usize, f64)>> = (0..10).map(|t| vec![(t, 1.0)]).collect();
         points.push(vec![(3, 0.5), (4, 0.5)]);
@@ -608,5 +608,6 @@ mod tests {
                 assert!(same, "point {p}, groups of {per_group}");
             }
         }
+        Ok(())
     }
 }

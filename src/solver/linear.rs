@@ -688,16 +688,12 @@ impl LinearSquaredHinge<'_> {
         // loss term (a row without one has no say in J: 0 here, its score set by the end of the
         // solve)
         let shift = s_b - dot(mu, &s_w);
-        z.iter_mut().for_each(|v| *v = f64::NAN);
-        for (&j, &v) in active.iter().zip(&z_active) {
-            z[j] = v;
-        }
         z.par_chunks_mut(BLOCK_ROWS)
             .enumerate()
             .for_each(|(blk, out)| {
                 for (k, v) in out.iter_mut().enumerate() {
                     let j = blk * BLOCK_ROWS + k;
-                    if v.is_nan() {
+                    if dj[j] == 0.0 {
                         *v = if self.no_loss(j) {
                             0.0
                         } else {
@@ -706,6 +702,9 @@ impl LinearSquaredHinge<'_> {
                     }
                 }
             });
+        for (&j, &v) in active.iter().zip(&z_active) {
+            z[j] = v;
+        }
         (s_w, s_b, n_cg)
     }
 
