@@ -85,8 +85,12 @@
 //! * every negative instance: `y = -1`, `p = 1`, `u = c_-`;
 //! * every positive bag: `y = +1`, `u = c_+`, its point the bag mean with `p = (2 - |X|)/|X|`
 //!   (stMIL) or its witness with `p = 1` (MissSVM);
-//! * every instance of a positive bag, twice: `y = +1` and `y = -1` at the same point, `p = 1`,
-//!   the bound `c_t` on the copy of sign `s` and 0 on the other.
+//! * every instance of a positive bag with sign `s`: one sample `y = s` at the instance, `p = 1`,
+//!   `u = c_t` (the hinge `H(s f)`); with the start's sign 0, MissSVM's two samples `y = +1` and
+//!   `y = -1` at `c_t / 2` each, and stMIL's one *probe* `y = +1, u = 0` (a fixed `a = 0`, there
+//!   only for its score). The copy of the other sign, whose bound would be 0, is left out: a dead
+//!   sample would cost every SMO iteration a scan for nothing. The samples of sign `+1` come
+//!   before those of sign `-1`, each group in instance order.
 //!
 //! The kernel source is one [`ComboGram`] over every instance plus the positive bags' means,
 //! the same at every step (only labels, bounds and the bag samples' points change), so that one
@@ -243,8 +247,9 @@ struct Linearisation {
     witness: Vec<Option<usize>>,
 }
 
-/// The samples of one binary problem (module docs): negative instances, positive bags, then the
-/// instances of positive bags twice (`y = +1`, then `y = -1`).
+/// The fixed samples of one binary problem (module docs): negative instances and positive bags;
+/// the samples of the instances of positive bags follow them, as the linearisation says
+/// ([`Cccp::arrays`]).
 struct Layout {
     /// Training instances.
     n_inst: usize,
@@ -292,15 +297,10 @@ impl Layout {
         }
     }
 
-    fn n_samples(&self) -> usize {
-        self.neg.len() + self.bags.len() + 2 * self.pos.len()
-    }
-
-    /// First sample of the bags, of the `+1` copies, of the `-1` copies.
-    fn offsets(&self) -> (usize, usize, usize) {
+    /// First sample of the bags, of the instances of positive bags.
+    fn offsets(&self) -> (usize, usize) {
         let b0 = self.neg.len();
-        let p0 = b0 + self.bags.len();
-        (b0, p0, p0 + self.pos.len())
+        (b0, b0 + self.bags.len())
     }
 
     /// The kernel points: every instance alone, then the positive bags' means.
@@ -321,6 +321,11 @@ struct Arrays {
     p: Vec<f64>,
     d: Vec<f64>,
     u: Vec<f64>,
+    /// Per instance of a positive bag (in `Layout::pos` order): its first sample.
+    sample_of: Vec<usize>,
+    /// Per sample of an instance of a positive bag, in order: that instance (its position in
+    /// `Layout::pos`).
+    owner: Vec<usize>,
 }
 
 impl Arrays {
@@ -364,15 +369,19 @@ impl Cccp<'_> {
     }
 
     /// The surrogate dual at linearisation `lin`; `start_share` is what a sign 0 gives each
-    /// copy of its instance (stMIL's start: 0, MissSVM's: 1/2).
+    /// copy of its instance (stMIL's start: 0, MissSVM's: 1/2). The instances of positive bags
+    /// get one sample of their sign, two for a sign 0 with a share, and a probe (`y = +1`,
+    /// `u = 0`) for a sign 0 without (module docs).
     fn arrays(&self, layout: &Layout, lin: &Linearisation, start_share: f64) -> Arrays {
-        let n = layout.n_samples();
+        let n = layout.neg.len() + layout.bags.len() + 2 * layout.pos.len();
         let mut a = Arrays {
             y: Vec::with_capacity(n),
             point: Vec::with_capacity(n),
             p: Vec::with_capacity(n),
-            d: vec![0.0; n],
+            d: Vec::new(),
             u: Vec::with_capacity(n),
+            sample_of: vec![usize::MAX; layout.pos.len()],
+            owner: Vec::with_capacity(2 * layout.pos.len()),
         };
         for &(t, c) in &layout.neg {
             a.y.push(-1.0);
@@ -389,32 +398,59 @@ impl Cccp<'_> {
         for sign in [1.0, -1.0] {
             for (j, &(t, k)) in layout.pos.iter().enumerate() {
                 let s = lin.signs[j];
-                let share = if s == 0.0 {
-                    start_share
-                } else if s == sign {
-                    1.0
-                } else {
-                    0.0
+                let share = match (s == 0.0, s == sign) {
+                    (true, _) => start_share,
+                    (false, true) => 1.0,
+                    (false, false) => continue,
                 };
+                if share == 0.0 && sign < 0.0 {
+                    // the probe of a sign 0 without a share is the `+1` one
+                    continue;
+                }
+                if a.sample_of[j] == usize::MAX {
+                    a.sample_of[j] = a.y.len();
+                }
+                a.owner.push(j);
                 a.y.push(sign);
                 a.point.push(t);
                 a.p.push(1.0);
                 a.u.push(self.trans_cost(layout, k) * share);
             }
         }
+        a.d = vec![0.0; a.y.len()];
         a
+    }
+
+    /// `alpha` of the dual `from` carried to the dual `to` of the same layout: the negative
+    /// instances and the bags keep theirs, a sample of an instance of a positive bag keeps the
+    /// value of the sample of the same sign in `from`, 0 when there was none (the start of the
+    /// next CCCP step).
+    fn carry(layout: &Layout, from: &Arrays, alpha: &[f64], to: &Arrays) -> Vec<f64> {
+        let (_, t0) = layout.offsets();
+        let slot = |y: f64| usize::from(y < 0.0);
+        let mut by_sign = vec![[0.0; 2]; layout.pos.len()];
+        for (s, &j) in (t0..).zip(&from.owner) {
+            by_sign[j][slot(from.y[s])] = alpha[s];
+        }
+        let mut out = alpha[..t0].to_vec();
+        out.extend(
+            (t0..)
+                .zip(&to.owner)
+                .map(|(s, &j)| by_sign[j][slot(to.y[s])]),
+        );
+        out
     }
 
     /// Instance and bag-sample scores of a solution (`g` at a sample's point is
     /// `y_s (Q a)_s`).
     fn scores(layout: &Layout, arrays: &Arrays, sol: &DualSolution) -> Scores {
-        let (b0, p0, _) = layout.offsets();
+        let (b0, _) = layout.offsets();
         let mut inst = vec![0.0; layout.n_inst];
         for (s, &(t, _)) in layout.neg.iter().enumerate() {
             inst[t] = arrays.y[s] * sol.q_alpha[s];
         }
-        for (j, &(t, _)) in layout.pos.iter().enumerate() {
-            inst[t] = arrays.y[p0 + j] * sol.q_alpha[p0 + j];
+        for (&s, &(t, _)) in arrays.sample_of.iter().zip(&layout.pos) {
+            inst[t] = arrays.y[s] * sol.q_alpha[s];
         }
         let bag_point = (0..layout.bags.len())
             .map(|k| arrays.y[b0 + k] * sol.q_alpha[b0 + k])
@@ -560,6 +596,8 @@ impl Cccp<'_> {
         let mut best: Option<(DualSolution, f64, Linearisation, f64)> = None;
         // the objective of the point the next step linearises at (`None`: a random start)
         let mut prev: Option<f64> = None;
+        // the accepted iterate's dual and `alpha`, the next step's warm start
+        let mut warm: Option<(Arrays, Vec<f64>)> = None;
         let (mut lin, start_share) = match (random, self.method) {
             (Some(lin), _) => (lin, 0.0),
             (None, CccpMethod::Stmil) => {
@@ -573,6 +611,7 @@ impl Cccp<'_> {
                 history.push(j);
                 prev = Some(j);
                 let lin = self.linearise(layout, &sc, b);
+                warm = Some((arrays, sol.alpha.clone()));
                 best = Some((sol, b, start.clone(), j));
                 (lin, 0.0)
             }
@@ -583,17 +622,21 @@ impl Cccp<'_> {
                 (start.clone(), 0.5)
             }
         };
-        let mut warm: Option<DualSolution> = best.as_ref().map(|(s, ..)| DualSolution {
-            q_alpha: Vec::new(),
-            ..s.clone()
-        });
         let mut stop_reason = StopReason::MaxIter;
         let mut n_iter = 0;
         for step in 1..=self.max_iter {
             self.observer.check()?;
             n_iter = step;
             let arrays = self.arrays(layout, &lin, start_share);
-            let sol = smo.solve(&arrays.problem(), warm.as_ref())?;
+            let seed = warm.as_ref().map(|(from, alpha)| DualSolution {
+                alpha: Self::carry(layout, from, alpha, &arrays),
+                q_alpha: Vec::new(),
+                b: 0.0,
+                objective: 0.0,
+                iterations: 0,
+                termination: Termination::Converged,
+            });
+            let sol = smo.solve(&arrays.problem(), seed.as_ref())?;
             smo_converged &= sol.termination == Termination::Converged;
             let b = Self::surrogate_bias(&arrays, &sol);
             let sc = Self::scores(layout, &arrays, &sol);
@@ -608,10 +651,7 @@ impl Cccp<'_> {
             let next = self.linearise(layout, &sc, b);
             let used = std::mem::replace(&mut lin, next);
             let fixed = lin == used;
-            warm = Some(DualSolution {
-                q_alpha: Vec::new(),
-                ..sol.clone()
-            });
+            warm = Some((arrays, sol.alpha.clone()));
             best = Some((sol, b, used, j));
             let small = prev.is_some_and(|p| p - j <= self.tol * p.abs().max(1.0));
             prev = Some(j);
