@@ -239,7 +239,19 @@ impl Instances {
     /// The rows given, in order, as a new matrix of the same kind.
     pub fn select_rows(&self, rows: &[usize]) -> Instances {
         match self {
-            Instances::Dense(x) => Instances::Dense(x.select(ndarray::Axis(0), rows)),
+            Instances::Dense(x) => match x.as_slice() {
+                // row-major: one slice copy per row (`select` appends row by row)
+                Some(all) => {
+                    let d = x.ncols();
+                    let mut data = Vec::with_capacity(rows.len() * d);
+                    for &r in rows {
+                        data.extend_from_slice(&all[r * d..(r + 1) * d]);
+                    }
+                    let z = Array2::from_shape_vec((rows.len(), d), data);
+                    Instances::Dense(z.unwrap_or_else(|_| x.select(ndarray::Axis(0), rows)))
+                }
+                None => Instances::Dense(x.select(ndarray::Axis(0), rows)),
+            },
             Instances::Dense32(x) => {
                 let mut data = Vec::with_capacity(rows.len() * x.n_cols());
                 for &r in rows {

@@ -22,6 +22,38 @@ def test_clone_params_and_pickle(est):
     assert_clone_and_pickle(est)
 
 
+def test_parameter_names_are_each_classs_own_whatever_asks_first():
+    """The parameter names are worked out once per class: a subclass with another constructor
+    gets its own, whether the base class or the subclass was asked first, and they are
+    scikit-learn's (the constructor's, sorted)."""
+    import inspect
+
+    from sklearn.base import BaseEstimator
+
+    def make():
+        # a leading underscore keeps it out of the estimator registry
+        class _Wider(RSVM):
+            def __init__(self, n_xv=4, extra=3):
+                self.n_xv = n_xv
+                self.extra = extra
+
+        return _Wider
+
+    Wider = make()
+    assert Wider._get_param_names() == ["extra", "n_xv"]
+    assert RSVM._get_param_names() == BaseEstimator._get_param_names.__func__(RSVM)
+    Wider = make()
+    assert RSVM._get_param_names() == sorted(
+        p for p in inspect.signature(RSVM.__init__).parameters if p != "self"
+    )
+    assert Wider._get_param_names() == ["extra", "n_xv"]
+    # a returned list may be changed without changing the next answer
+    names = RSVM._get_param_names()
+    names.append("nonsense")
+    assert "nonsense" not in RSVM._get_param_names()
+    assert clone(Wider(extra=5)).extra == 5
+
+
 @pytest.mark.parametrize("est", ESTIMATORS, ids=lambda e: type(e).__name__)
 def test_not_fitted_error(est):
     with pytest.raises(NotFittedError):

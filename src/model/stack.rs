@@ -57,18 +57,28 @@ pub fn decision_functions(
     // The union of the expansion vectors, in order of first appearance, and each model's
     // vectors' positions in it.
     let d = first.n_features();
-    let mut index: HashMap<Vec<u64>, usize> = HashMap::new();
+    // rows keyed by a fast hash of their bits; equal hashes are confirmed bit for bit
+    let mut index: HashMap<u64, Vec<usize>> = HashMap::new();
     let mut union: Vec<f64> = Vec::new();
+    let same = |a: &[f64], b: ndarray::ArrayView1<f64>| {
+        a.iter().zip(b).all(|(u, v)| u.to_bits() == v.to_bits())
+    };
     let positions: Vec<Vec<usize>> = dense
         .iter()
         .map(|z| {
             z.rows()
                 .into_iter()
                 .map(|row| {
-                    let key: Vec<u64> = row.iter().map(|v| v.to_bits()).collect();
-                    *index.entry(key).or_insert_with(|| {
+                    let bucket = index.entry(row_hash(row)).or_default();
+                    let found = bucket
+                        .iter()
+                        .copied()
+                        .find(|&u| same(&union[u * d..(u + 1) * d], row));
+                    found.unwrap_or_else(|| {
+                        let u = union.len() / d;
                         union.extend(row.iter());
-                        union.len() / d - 1
+                        bucket.push(u);
+                        u
                     })
                 })
                 .collect()
@@ -112,6 +122,14 @@ pub fn decision_functions(
             part
         })
         .collect())
+}
+
+/// A fast hash of a row's bits (multiply-rotate over the 64-bit words, as FxHash mixes), to
+/// find equal rows without hashing each one as an allocated key.
+fn row_hash(row: ndarray::ArrayView1<f64>) -> u64 {
+    row.iter().fold(row.len() as u64, |h, v| {
+        (h.rotate_left(5) ^ v.to_bits()).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95)
+    })
 }
 
 #[cfg(test)]

@@ -75,7 +75,7 @@ pub(crate) fn mi_kernel_decision_function<'py>(
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let model = crate::set_kernel::SetKernelModel {
         kernel: kernel_of(kernel, gamma)?,
-        bags: bags(train_x, train_bag_ptr)?,
+        bags: std::sync::Arc::new(bags(train_x, train_bag_ptr)?),
         coef: coef.as_array().to_owned(),
         intercept: intercept.as_array().to_owned(),
         n_classes: 2,

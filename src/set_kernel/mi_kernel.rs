@@ -3,6 +3,7 @@
 
 use ndarray::{Array1, Array2, Axis};
 use rayon::prelude::*;
+use std::sync::Arc;
 
 use super::{set_kernel, set_kernel_gram_cancellable};
 use crate::bags::Bags;
@@ -40,8 +41,8 @@ hyperparams! {
 pub struct SetKernelModel {
     /// Instance kernel.
     pub kernel: Kernel,
-    /// The training bags.
-    pub bags: Bags,
+    /// The training bags (shared by the fits of one path).
+    pub bags: Arc<Bags>,
     /// Coefficients `alpha` (`n_outputs x n_training_bags`).
     pub coef: Array2<f64>,
     /// Bias of each output.
@@ -195,8 +196,9 @@ impl SetKernelModel {
 pub struct MiKernelFit {
     /// The model (training bags, dual-weight coefficients, biases).
     pub model: SetKernelModel,
-    /// The set-kernel Gram matrix of the training bags (`n_bags x n_bags`).
-    pub gram: Array2<f64>,
+    /// The set-kernel Gram matrix of the training bags (`n_bags x n_bags`; shared by the fits
+    /// of one path).
+    pub gram: Arc<Array2<f64>>,
     /// The kernel width used.
     pub gamma: f64,
     /// Per output: the objective `1/2 alpha^T K_set alpha + C sum_i l(y_i, F_i)` (no ridge) at
@@ -266,11 +268,13 @@ impl MiKernelValidParams {
                 Ok(path)
             })
             .collect::<Result<_>>()?;
+        // one copy of the training bags and of K_set for every fit of the path
+        let shared = (Arc::new(bags.clone()), Arc::new(gram));
         cs.iter()
             .enumerate()
             .map(|(k, &c)| {
                 let at: Vec<&Solution> = sols.iter().map(|p| &p[k]).collect();
-                finish(setup, kernel, gamma, &gram, &problems, c, &at)
+                finish(setup, kernel, gamma, &shared, &problems, c, &at)
             })
             .collect()
     }
@@ -281,7 +285,7 @@ fn finish(
     setup: &Setup,
     kernel: Kernel,
     gamma: f64,
-    gram: &Array2<f64>,
+    (bags, gram): &(Arc<Bags>, Arc<Array2<f64>>),
     problems: &[crate::fit::Problem],
     c: f64,
     sols: &[&Solution],
@@ -314,12 +318,12 @@ fn finish(
     Ok(MiKernelFit {
         model: SetKernelModel {
             kernel,
-            bags: setup.bags.clone(),
+            bags: Arc::clone(bags),
             coef,
             intercept: Array1::from_iter(sols.iter().map(|s| s.b)),
             n_classes: setup.n_classes,
         },
-        gram: gram.clone(),
+        gram: Arc::clone(gram),
         gamma,
         objective,
         ridged_objective: sols.iter().map(|s| s.value).collect(),
