@@ -3,6 +3,7 @@
 //! arrays are read-only views of the Rust buffers.
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use pyo3::types::PyType;
 use serde_json::{Map, Value};
@@ -15,7 +16,9 @@ use numpy::PyUntypedArrayMethods;
 #[pyclass(name = "Model", module = "milsvm._core", frozen)]
 pub(crate) struct PyModel {
     model: Model,
-    predictor: Predictor,
+    /// The compiled form, made at the first prediction: the models of a `C` path that are only
+    /// scored together (`decision_functions`) never need their own.
+    predictor: OnceLock<Predictor>,
 }
 
 /// Two vectors returned to Python (a scaler's mean and scale, a sigmoid's slopes and offsets).
@@ -25,10 +28,23 @@ type VectorPair<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
 type RowsMethod = fn(&Predictor, Rows<'_>, &[usize]) -> crate::error::Result<Array2<f64>>;
 
 impl PyModel {
-    /// Wraps a fitted core model (checked and compiled here).
+    /// Wraps a fitted core model, checked here ([`Model::check`]) and compiled at its first
+    /// prediction.
     pub(crate) fn wrap(model: Model) -> PyResult<Self> {
-        let predictor = model.predictor()?;
-        Ok(Self { model, predictor })
+        model.check()?;
+        Ok(Self {
+            model,
+            predictor: OnceLock::new(),
+        })
+    }
+
+    /// The compiled model, compiled now if this is the first prediction.
+    fn predictor(&self) -> PyResult<&Predictor> {
+        if let Some(p) = self.predictor.get() {
+            return Ok(p);
+        }
+        let compiled = Predictor::new(&self.model)?;
+        Ok(self.predictor.get_or_init(|| compiled))
     }
 
     /// Runs `method` on stacked instances from Python (a float64 array read in place, or a CSR
@@ -41,7 +57,7 @@ impl PyModel {
         n_jobs: Option<i64>,
         method: RowsMethod,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        let predictor = &self.predictor;
+        let predictor = self.predictor()?;
         let scores = with_rows(py, x, bag_ptr, n_jobs, |rows, bag_ptr| {
             method(predictor, rows, bag_ptr)
         })?;
@@ -247,7 +263,8 @@ impl PyModel {
     /// The scores of one bag given as a 2-D float64 or float32 array (one instance per row), as
     /// a list of `n_outputs` floats, computed on the calling thread: the low-latency path.
     fn decision_function_bag(&self, x: &Bound<'_, PyAny>) -> PyResult<Vec<f64>> {
-        let mut out = vec![0.0; self.predictor.n_outputs()];
+        let predictor = self.predictor()?;
+        let mut out = vec![0.0; predictor.n_outputs()];
         let mut ws = Workspace::default();
         if let Ok(x) = x.extract::<PyReadonlyArray2<'_, f32>>() {
             let d = x.as_array().ncols();
@@ -259,8 +276,7 @@ impl PyModel {
                     owned.as_slice().unwrap_or(&[])
                 }
             };
-            self.predictor
-                .score_bag(BagView::dense32(s, d)?, &mut ws, &mut out)?;
+            predictor.score_bag(BagView::dense32(s, d)?, &mut ws, &mut out)?;
             return Ok(out);
         }
         let x: PyReadonlyArray2<'_, f64> = x.extract()?;
@@ -273,8 +289,7 @@ impl PyModel {
                 owned.as_slice().unwrap_or(&[])
             }
         };
-        self.predictor
-            .score_bag(BagView::dense(s, d)?, &mut ws, &mut out)?;
+        predictor.score_bag(BagView::dense(s, d)?, &mut ws, &mut out)?;
         Ok(out)
     }
 
@@ -288,7 +303,7 @@ impl PyModel {
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let x = instances(x)?;
         let n_jobs = n_jobs_of(n_jobs)?;
-        let predictor = &self.predictor;
+        let predictor = self.predictor()?;
         let scores = run(py, || {
             with_threads(n_jobs, || predictor.instance_decision_function(&x))?
         })?;
