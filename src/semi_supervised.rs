@@ -628,6 +628,7 @@ impl Cccp<'_> {
             self.observer.check()?;
             n_iter = step;
             let arrays = self.arrays(layout, &lin, start_share);
+            // a warm start is read for its `alpha` alone (an empty `q_alpha` is rebuilt)
             let seed = warm.as_ref().map(|(from, alpha)| DualSolution {
                 alpha: Self::carry(layout, from, alpha, &arrays),
                 q_alpha: Vec::new(),

@@ -425,10 +425,18 @@ impl<'a, 'g> ComboGram<'a, 'g> {
             for chunk in pts.chunks(BLOCK_ROWS) {
                 let rows: Vec<usize> = chunk.iter().map(|p| p.0).collect();
                 let dots = self.x.select_rows(&rows).cross_gram(self.x);
-                for (&(s, w), drow) in chunk.iter().zip(dots.rows()) {
-                    let ns = self.norms[s];
-                    for ((o, &d), &nt) in out.iter_mut().zip(drow).zip(&self.norms) {
-                        *o += w * self.kernel.from_dot(d, ns, nt);
+                // the kernel values of the block, vectorised (the values of `Kernel::from_dot`)
+                let mut k: Vec<f64> = if dots.is_standard_layout() {
+                    dots.into_raw_vec_and_offset().0
+                } else {
+                    dots.iter().copied().collect()
+                };
+                let member_norms: Vec<f64> = rows.iter().map(|&s| self.norms[s]).collect();
+                self.kernel
+                    .finish_rows(&mut k, &member_norms, 0, &self.norms);
+                for (&(_, w), krow) in chunk.iter().zip(k.chunks_exact(n.max(1))) {
+                    for (o, &v) in out.iter_mut().zip(krow) {
+                        *o += w * v;
                     }
                 }
             }
