@@ -185,10 +185,7 @@ impl OneClassValidParams {
                     u[l + i] = ub;
                 }
             }
-            warm = Some(DualSolution {
-                q_alpha: Vec::new(),
-                ..sol.clone()
-            });
+            warm = Some(DualSolution::warm_start(sol.alpha.clone()));
             last = Some((sol, weights, active_used));
             weights = new_weights;
             if !self.bag_constraints || !violated {

@@ -398,15 +398,17 @@ impl Cccp<'_> {
         for sign in [1.0, -1.0] {
             for (j, &(t, k)) in layout.pos.iter().enumerate() {
                 let s = lin.signs[j];
-                let share = match (s == 0.0, s == sign) {
-                    (true, _) => start_share,
-                    (false, true) => 1.0,
-                    (false, false) => continue,
-                };
-                if share == 0.0 && sign < 0.0 {
-                    // the probe of a sign 0 without a share is the `+1` one
+                let share = if s == sign {
+                    1.0
+                } else if s != 0.0 {
+                    // the copy of the other sign is left out
                     continue;
-                }
+                } else if start_share > 0.0 || sign > 0.0 {
+                    // a sign 0: both copies at the start's share, or the `+1` probe alone
+                    start_share
+                } else {
+                    continue;
+                };
                 if a.sample_of[j] == usize::MAX {
                     a.sample_of[j] = a.y.len();
                 }
@@ -628,14 +630,8 @@ impl Cccp<'_> {
             self.observer.check()?;
             n_iter = step;
             let arrays = self.arrays(layout, &lin, start_share);
-            // a warm start is read for its `alpha` alone (an empty `q_alpha` is rebuilt)
-            let seed = warm.as_ref().map(|(from, alpha)| DualSolution {
-                alpha: Self::carry(layout, from, alpha, &arrays),
-                q_alpha: Vec::new(),
-                b: 0.0,
-                objective: 0.0,
-                iterations: 0,
-                termination: Termination::Converged,
+            let seed = warm.as_ref().map(|(from, alpha)| {
+                DualSolution::warm_start(Self::carry(layout, from, alpha, &arrays))
             });
             let sol = smo.solve(&arrays.problem(), seed.as_ref())?;
             smo_converged &= sol.termination == Termination::Converged;

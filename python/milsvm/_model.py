@@ -3,8 +3,9 @@
 Prediction, ``save`` and the Rust crate all go through it: ``est.model_`` is the Rust
 ``milsvm::Model``, validated once and compiled for prediction at its first use (basis norms
 precomputed), and the estimator's public arrays (``xv_``, ``coef_``, ``intercept_``) are
-read-only views of its buffers. The model file is written and read by the core alone (versioned JSON, see the Rust
-docs of ``milsvm::model::file``); :func:`load` rebuilds the estimator from it.
+read-only views of its buffers. The model file is written and read by the core alone
+(versioned JSON, see the Rust docs of ``milsvm::model::file``); :func:`load` rebuilds the
+estimator from it.
 
 A ``Pipeline`` of a :class:`~milsvm.BagStandardScaler` and an estimator is one model file too
 (:func:`save`): the scaler's mean and scale go into the file, the Rust predictor standardises

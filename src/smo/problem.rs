@@ -190,6 +190,21 @@ pub struct DualSolution {
     pub termination: Termination,
 }
 
+impl DualSolution {
+    /// A warm start for [`Smo::solve`](super::Smo::solve) that carries `alpha` alone: the solver
+    /// reads nothing else of it, and rebuilds `Q a` from the kernel rows (an empty `q_alpha`).
+    pub fn warm_start(alpha: Vec<f64>) -> Self {
+        Self {
+            alpha,
+            q_alpha: Vec::new(),
+            b: 0.0,
+            objective: 0.0,
+            iterations: 0,
+            termination: Termination::Converged,
+        }
+    }
+}
+
 /// Makes `y^T a = delta` hold for an `a` already inside the box, moving as little structure as
 /// it can; returns whether `a` changed. With residual `r = delta - y^T a` (ignored when below
 /// `1e-12` times `max(1, |delta|, sum a)`): if one variable of sign `sign r` has room for `|r|`,
