@@ -7,7 +7,7 @@
 use rayon::prelude::*;
 
 use crate::bags::{validate_labels, Bags};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::params::ClassWeight;
 use crate::progress::Observer;
 
@@ -113,10 +113,26 @@ impl CPath {
         Ok(Self { values, slot })
     }
 
-    /// The results of the ascending values, one per entry of the caller's `cs` (a repeated
-    /// value's result is cloned).
+    /// The results of the ascending values, one per entry of the caller's `cs`: each result
+    /// moves to its value's last entry, and is cloned for the earlier entries of a repeated
+    /// value only.
     pub fn in_given_order<T: Clone>(&self, results: Vec<T>) -> Vec<T> {
-        self.slot.iter().map(|&k| results[k].clone()).collect()
+        let mut last = vec![usize::MAX; results.len()];
+        for (i, &k) in self.slot.iter().enumerate() {
+            last[k] = i;
+        }
+        let mut results: Vec<Option<T>> = results.into_iter().map(Some).collect();
+        self.slot
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &k)| {
+                if last[k] == i {
+                    results[k].take()
+                } else {
+                    results[k].clone()
+                }
+            })
+            .collect()
     }
 }
 
@@ -152,19 +168,7 @@ impl StopReason {
     }
 }
 
-/// Runs `f` on a pool of `n_jobs` threads (`None`: rayon's global pool).
-pub fn with_threads<T: Send>(n_jobs: Option<usize>, f: impl FnOnce() -> T + Send) -> Result<T> {
-    match n_jobs {
-        None => Ok(f()),
-        Some(n) => {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(n)
-                .build()
-                .map_err(|e| Error::Solver(e.to_string()))?;
-            Ok(pool.install(f))
-        }
-    }
-}
+pub use crate::threads::with_threads;
 
 /// What every fit does before its algorithm: check the labels (class indices, every class
 /// present, one per bag) and the class weights against them, stop if already cancelled, and

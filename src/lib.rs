@@ -43,6 +43,7 @@
 //!   one warm-started path), the shared prologue (labels,
 //!   class weights, threads, observer, cancellation), the one [`StopReason`].
 //! * [`progress`]: progress reports ([`Observer`]) and cancellation ([`Cancel`]).
+//! * [`threads`]: the thread pools fits and predictions run on, kept and lent out again.
 //!
 //! `ARCHITECTURE.md` in the repository describes the layout and what an added estimator
 //! touches.
@@ -85,6 +86,7 @@ pub mod set_kernel_svm;
 pub mod smo;
 pub mod solver;
 pub mod sparse_mi;
+pub mod threads;
 pub mod two_stage;
 
 #[cfg(feature = "python")]

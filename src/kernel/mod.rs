@@ -29,8 +29,8 @@ use crate::bags::Csr;
 mod bag_max;
 mod dots;
 pub use bag_max::{bag_max_kernel, BLOCK_XV};
-pub use dots::Real;
 pub(crate) use dots::Simd;
+pub use dots::{all_finite, Real};
 
 /// Rows per parallel work unit (a chunk holds whole bags, so it may be larger).
 const CHUNK_ROWS: usize = 256;
@@ -189,13 +189,21 @@ impl<'a> Rows<'a> {
             Rows::Dense(x) => (0..n)
                 .into_par_iter()
                 .with_min_len(CHUNK_ROWS)
-                .find_first(|&i| x.row(i).iter().any(|v| !v.is_finite())),
+                .find_first(|&i| !row_finite(x.row(i))),
             Rows::Dense32(x) => (0..n)
                 .into_par_iter()
                 .with_min_len(CHUNK_ROWS)
-                .find_first(|&i| x.row(i).iter().any(|v| !v.is_finite())),
-            Rows::Sparse(x) => (0..n).find(|&i| x.row(i).1.iter().any(|v| !v.is_finite())),
+                .find_first(|&i| !row_finite(x.row(i))),
+            Rows::Sparse(x) => (0..n).find(|&i| !all_finite(x.row(i).1)),
         }
+    }
+}
+
+/// Whether every value of a row is finite ([`all_finite`] on a contiguous row).
+fn row_finite<T: Real>(row: ArrayView1<T>) -> bool {
+    match row.as_slice() {
+        Some(r) => all_finite(r),
+        None => row.iter().all(|v| v.is_finite()),
     }
 }
 

@@ -57,13 +57,15 @@ use serde_json::{Map, Value};
 
 use crate::bags::{Bags, Instances};
 use crate::error::{Error, Result};
-use crate::kernel::Kernel;
+use crate::kernel::{all_finite, Kernel};
 pub use bag_features::{min_max_into, min_max_rows, BagFeatures};
 pub use calibration::{fit_sigmoid, Calibration};
 pub use file::FORMAT_VERSION;
 pub use predictor::{BagView, Predictor, Workspace, ROW_KERNEL_MAX_XV};
 pub use scaler::Scaler;
 pub use stack::decision_functions;
+#[cfg(feature = "python")]
+pub(crate) use stack::decision_functions_of_checked;
 
 crate::params::choices! {
 /// How a bag's score is formed from the scores of its instances.
@@ -365,9 +367,12 @@ impl Model {
 
     fn xv_has_non_finite(&self) -> bool {
         match &self.xv {
-            Instances::Dense(z) => z.iter().any(|v| !v.is_finite()),
-            Instances::Dense32(z) => z.as_slice().iter().any(|v| !v.is_finite()),
-            Instances::Sparse(z) => z.data().iter().any(|v| !v.is_finite()),
+            Instances::Dense(z) => match z.as_slice_memory_order() {
+                Some(all) => !all_finite(all),
+                None => z.iter().any(|v| !v.is_finite()),
+            },
+            Instances::Dense32(z) => !all_finite(z.as_slice()),
+            Instances::Sparse(z) => !all_finite(z.data()),
         }
     }
 

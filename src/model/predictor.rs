@@ -31,7 +31,7 @@ use super::bag_features::no_instance_scores;
 use super::{min_max_into, min_max_rows, BagFeatures, Calibration, Model, Pooling, Scaler};
 use crate::bags::{validate_bag_ptr, Bags, Csr, Instances};
 use crate::error::{Error, Result};
-use crate::kernel::{bag_max_kernel, instance_scores, Basis, Kernel, Rows, Simd};
+use crate::kernel::{all_finite, bag_max_kernel, instance_scores, Basis, Kernel, Rows, Simd};
 
 /// One bag of instances, borrowed: dense row-major values (`f64` or `f32`) or CSR rows.
 #[derive(Debug, Clone, Copy)]
@@ -164,10 +164,8 @@ impl<'a> BagView<'a> {
     /// Whether a stored value is NaN or infinite.
     fn has_non_finite(&self) -> bool {
         match *self {
-            BagView::Dense { data, .. } | BagView::Csr { data, .. } => {
-                data.iter().any(|v| !v.is_finite())
-            }
-            BagView::Dense32 { data, .. } => data.iter().any(|v| !v.is_finite()),
+            BagView::Dense { data, .. } | BagView::Csr { data, .. } => !all_finite(data),
+            BagView::Dense32 { data, .. } => !all_finite(data),
         }
     }
 

@@ -25,11 +25,23 @@ pub fn decision_functions(
     rows: Rows<'_>,
     bag_ptr: &[usize],
 ) -> Result<Vec<Array2<f64>>> {
+    for m in models {
+        m.check()?;
+    }
+    decision_functions_of_checked(models, rows, bag_ptr)
+}
+
+/// [`decision_functions`] of models already checked by [`Model::check`] (the Python binding's
+/// models are checked when wrapped and never change).
+pub(crate) fn decision_functions_of_checked(
+    models: &[&Model],
+    rows: Rows<'_>,
+    bag_ptr: &[usize],
+) -> Result<Vec<Array2<f64>>> {
     let Some(first) = models.first() else {
         return Ok(Vec::new());
     };
     for m in models {
-        m.check()?;
         if m.kernel != first.kernel
             || m.pooling != first.pooling
             || m.n_features() != first.n_features()

@@ -111,7 +111,8 @@ fn decision_functions<'py>(
 ) -> PyResult<Vec<Bound<'py, PyArray2<f64>>>> {
     let refs: Vec<&Model> = models.iter().map(|m| &m.get().model).collect();
     let scores = with_rows(py, x, bag_ptr, n_jobs, |rows, bag_ptr| {
-        crate::model::decision_functions(&refs, rows, bag_ptr)
+        // every PyModel was checked when wrapped
+        crate::model::decision_functions_of_checked(&refs, rows, bag_ptr)
     })?;
     Ok(scores.into_iter().map(|s| s.into_pyarray(py)).collect())
 }

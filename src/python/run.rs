@@ -19,11 +19,11 @@ use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::convert::{bags, params_from, to_usize};
+use super::convert::{instances, params_from, to_usize, value_of};
 use crate::bags::Bags;
 use crate::error::Error;
 use crate::fit::{Fit, FitPath};
-use crate::params::Hyperparams;
+use crate::params::{n_jobs_from_value, Hyperparams};
 use crate::progress::{Cancel, Observer, Progress};
 
 /// How often the calling thread looks for a pending signal while a fit runs.
@@ -83,41 +83,44 @@ fn observer_of(callback: Option<Py<PyAny>>, cancel: Cancel, failure: Failure) ->
     observer.with_cancel(cancel)
 }
 
-/// Runs `f` without the GIL on a worker thread, stopping it through `cancel` on Ctrl-C (see
-/// the module docs). Raises, in order of precedence: the `KeyboardInterrupt`, the callback's
-/// exception, the fit's error.
+/// Runs `f` without the GIL on a worker of the pool it will compute on (a leased pool of
+/// `n_jobs` threads, or rayon's global pool for `None`), stopping it through `cancel` on
+/// Ctrl-C (see the module docs). The calling thread only polls for signals, so a fit spawns
+/// no thread of its own. Raises, in order of precedence: the `KeyboardInterrupt`, the
+/// callback's exception, the fit's error.
 fn run_cancellable<T: Send>(
     py: Python<'_>,
+    n_jobs: Option<usize>,
     cancel: &Cancel,
     failure: &Failure,
     f: impl FnOnce() -> Result<T, Error> + Send,
 ) -> PyResult<T> {
+    let lease = n_jobs.map(crate::threads::lease).transpose()?;
     let caller = std::thread::current();
     let done = AtomicBool::new(false);
-    let (outcome, interrupt) = py.detach(|| {
-        std::thread::scope(|s| {
-            let worker = s.spawn(|| {
-                let out = catch_unwind(AssertUnwindSafe(f));
-                done.store(true, Ordering::Release);
-                caller.unpark();
-                out
-            });
-            let mut interrupt: Option<PyErr> = None;
-            while !done.load(Ordering::Acquire) {
-                std::thread::park_timeout(SIGNAL_POLL);
-                if interrupt.is_none() && !done.load(Ordering::Acquire) {
-                    if let Err(e) = Python::attach(|py| py.check_signals()) {
-                        cancel.cancel();
-                        interrupt = Some(e);
-                    }
-                }
+    let slot = Mutex::new(None);
+    let interrupt = py.detach(|| {
+        let job = || {
+            let out = catch_unwind(AssertUnwindSafe(f));
+            if let Ok(mut slot) = slot.lock() {
+                *slot = Some(out);
             }
-            (worker.join().unwrap_or_else(Err), interrupt)
-        })
+            done.store(true, Ordering::Release);
+            caller.unpark();
+        };
+        match &lease {
+            Some(lease) => lease
+                .pool()
+                .in_place_scope(|s| spawn_and_poll(s, job, &done, cancel)),
+            None => rayon::in_place_scope(|s| spawn_and_poll(s, job, &done, cancel)),
+        }
     });
     if let Some(e) = interrupt {
         return Err(e);
     }
+    let outcome = slot.into_inner().ok().flatten().ok_or_else(|| {
+        PyRuntimeError::new_err("internal error in milsvm: a fit returned nothing")
+    })?;
     let stored = failure.lock().ok().and_then(|mut slot| slot.take());
     match outcome {
         Err(payload) => Err(panic_error(payload)),
@@ -129,6 +132,28 @@ fn run_cancellable<T: Send>(
             None => result.map_err(PyErr::from),
         },
     }
+}
+
+/// Spawns `job` on the pool of `s`, then waits for `done` on the calling thread, looking for
+/// a pending signal every [`SIGNAL_POLL`]: the first one sets `cancel` and is returned.
+fn spawn_and_poll<'scope>(
+    s: &rayon::Scope<'scope>,
+    job: impl FnOnce() + Send + 'scope,
+    done: &AtomicBool,
+    cancel: &Cancel,
+) -> Option<PyErr> {
+    s.spawn(|_| job());
+    let mut interrupt: Option<PyErr> = None;
+    while !done.load(Ordering::Acquire) {
+        std::thread::park_timeout(SIGNAL_POLL);
+        if interrupt.is_none() && !done.load(Ordering::Acquire) {
+            if let Err(e) = Python::attach(|py| py.check_signals()) {
+                cancel.cancel();
+                interrupt = Some(e);
+            }
+        }
+    }
+    interrupt
 }
 
 /// The fit binding every estimator shares: a builder of type `P` filled from `params` (names
@@ -205,9 +230,19 @@ where
     let cancel = Cancel::new();
     let failure: Failure = Arc::default();
     p.set_observer(observer_of(progress, cancel.clone(), failure.clone()));
-    let bags = bags(x, bag_ptr)?;
+    // checked (finite values, offsets) on the fit's own threads
+    let instances = instances(x)?;
+    let bag_ptr = to_usize(bag_ptr.as_slice()?, "bag_ptr")?;
     let labels = to_usize(labels.as_slice()?, "labels")?;
-    run_cancellable(py, &cancel, &failure, || f(&p, &bags, &labels))
+    let n_jobs = params
+        .get_item("n_jobs")?
+        .map(|v| value_of(&v))
+        .transpose()?
+        .and_then(|v| n_jobs_from_value(&v).ok())
+        .flatten();
+    run_cancellable(py, n_jobs, &cancel, &failure, || {
+        f(&p, &Bags::new(instances, bag_ptr)?, &labels)
+    })
 }
 
 /// Checks the parameters of a fit without data: the builder of type `P` filled from `params`

@@ -1,0 +1,91 @@
+"""The thread pools fits run on (``src/threads.rs``): a fit with ``n_jobs=n`` computes on ``n``
+threads, on a pool kept after use; fits from several Python threads at once each get their
+own pool; a forked child builds its own pools instead of using its parent's, whose threads it
+does not have.
+
+Each check runs in a fresh process, so that no earlier fit has built a pool.
+"""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+import milsvm
+from conftest import easy_bags
+
+HEADER = textwrap.dedent("""
+    import os, sys, numpy as np, milsvm
+    rng = np.random.default_rng(0)
+    bags = [rng.normal(size=(3, 4)) + (i % 2) for i in range(40)]
+    y = np.arange(40) % 2
+    def threads():
+        return len(os.listdir("/proc/self/task"))
+""")
+
+
+def run(body):
+    """Runs HEADER + body in a fresh interpreter with one BLAS thread; returns its stdout."""
+    env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", HEADER + textwrap.dedent(body)], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split()
+
+
+def test_a_fit_with_n_jobs_uses_that_many_threads_and_keeps_its_pool():
+    # Before: the bags were checked on rayon's global pool (one thread per core, kept), and
+    # every fit spawned a thread of its own plus a new pool.
+    before, after_one, after_three = run("""
+        before = threads()
+        milsvm.STK(n_jobs=1).fit(bags, y)
+        after_one = threads()
+        for _ in range(3):
+            milsvm.NSK(n_jobs=1).fit(bags, y)
+        print(before, after_one, threads())
+    """)
+    assert int(after_one) - int(before) == 1  # one pool thread, kept
+    assert after_three == after_one  # reused, not rebuilt
+
+
+def test_pools_per_thread_count():
+    counts = run("""
+        base = threads()
+        milsvm.STK(n_jobs=2).fit(bags, y)
+        two = threads()
+        milsvm.STK(n_jobs=1).fit(bags, y)
+        milsvm.STK(n_jobs=2).fit(bags, y)
+        print(two - base, threads() - base)
+    """)
+    assert counts == ["2", "3"]
+
+
+def test_a_forked_child_builds_its_own_pool():
+    # The child inherits the parent's idle pool but not its thread: using it would hang.
+    out = run("""
+        import multiprocessing as mp
+        s = milsvm.STK(n_jobs=1).fit(bags, y).decision_function(bags)
+        def child(_):
+            return milsvm.STK(n_jobs=1).fit(bags, y).decision_function(bags)
+        with mp.get_context("fork").Pool(1) as pool:
+            c = pool.apply_async(child, (0,)).get(timeout=120)
+        print(np.array_equal(s, c))
+    """)
+    assert out == ["True"]
+
+
+def test_concurrent_fits_from_python_threads_equal_serial_fits():
+    from concurrent.futures import ThreadPoolExecutor
+
+    data = [easy_bags(n_bags=30, seed=s) for s in range(6)]
+
+    def fit(bags_y):
+        bags, y = bags_y
+        return milsvm.NSK(n_jobs=1).fit(bags, y).decision_function(bags)
+
+    serial = [fit(d) for d in data]
+    with ThreadPoolExecutor(3) as ex:
+        concurrent = list(ex.map(fit, data))
+    for a, b in zip(serial, concurrent):
+        np.testing.assert_array_equal(a, b)
