@@ -57,6 +57,18 @@ def test_a_contiguous_float32_matrix_reaches_the_core_in_place(tmp_path):
     np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bags_split_from_one_matrix_are_read_in_place_and_others_are_stacked(dtype):
+    X = np.arange(60, dtype=dtype).reshape(12, 5)
+    parts = np.split(X, [2, 5, 6, 11])
+    assert np.shares_memory(milsvm.as_bags(parts).core_instances(), X)
+    # a gap after the first bag, or after a later one: stacked, with the same values
+    for gapped in ([X[0:2], X[3:5], X[5:9]], [X[0:2], X[2:5], X[6:9]]):
+        got = milsvm.as_bags(gapped).core_instances()
+        assert not np.shares_memory(got, X)
+        np.testing.assert_array_equal(got, np.concatenate(gapped))
+
+
 @pytest.mark.parametrize("layout", ["fortran", "strided", "offset"])
 def test_float32_arrays_of_any_layout_give_the_same_fit(layout):
     b32, _, y = twins(3)

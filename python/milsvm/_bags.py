@@ -204,9 +204,12 @@ def _consecutive_rows(mats):
     dtype, d = first.dtype, first.shape[1]
     if not all(m.dtype == dtype and m.flags.c_contiguous and m.shape[1] == d for m in mats):
         return None
-    address = [m.__array_interface__["data"][0] for m in mats]
-    if any(address[i] + mats[i].nbytes != address[i + 1] for i in range(len(mats) - 1)):
-        return None
+    # the first gap ends the search (bags made one by one have one after the first bag)
+    address = [mats[0].__array_interface__["data"][0]]
+    for prev, m in zip(mats, mats[1:]):
+        address.append(m.__array_interface__["data"][0])
+        if address[-2] + prev.nbytes != address[-1]:
+            return None
     root = first
     while isinstance(root.base, np.ndarray):
         root = root.base
