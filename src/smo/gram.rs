@@ -424,16 +424,8 @@ impl<'a, 'g> ComboGram<'a, 'g> {
         if pts.len() > BLOCK_MIN {
             for chunk in pts.chunks(BLOCK_ROWS) {
                 let rows: Vec<usize> = chunk.iter().map(|p| p.0).collect();
-                let dots = self.x.select_rows(&rows).cross_gram(self.x);
                 // the kernel values of the block, vectorised (the values of `Kernel::from_dot`)
-                let mut k: Vec<f64> = if dots.is_standard_layout() {
-                    dots.into_raw_vec_and_offset().0
-                } else {
-                    dots.iter().copied().collect()
-                };
-                let member_norms: Vec<f64> = rows.iter().map(|&s| self.norms[s]).collect();
-                self.kernel
-                    .finish_rows(&mut k, &member_norms, 0, &self.norms);
+                let k = self.block_rows(&rows);
                 for (&(_, w), krow) in chunk.iter().zip(k.chunks_exact(n.max(1))) {
                     for (o, &v) in out.iter_mut().zip(krow) {
                         *o += w * v;
@@ -496,28 +488,42 @@ impl GramRows for ComboGram<'_, '_> {
 
 impl ComboGram<'_, '_> {
     /// [`GramRows::fill_rows`] with at most `per_group` distinct member rows per group (more
-    /// when one point has more).
+    /// when one point has more). The members of small combinations take their rows from one
+    /// batch of [`InstanceGram::fill_rows`]; the members of large ones from one block product
+    /// for the whole group, which packs the instances once (the same values as
+    /// [`ComboGram::instance_row`]'s product per point, bit for bit: a product's value for a
+    /// pair of rows does not depend on the other rows of its block).
     fn fill_rows_in_groups(&self, points: &[usize], outs: &mut [&mut [f64]], per_group: usize) {
         let n = self.inst.n_points();
         let mut slot = vec![usize::MAX; n];
+        let mut big_slot = vec![usize::MAX; n];
         let mut row = vec![0.0; n];
         let mut start = 0;
         while start < points.len() {
-            // the next group: points until their distinct small-combination members fill it
+            // the next group: points until their distinct members fill it
             let mut members: Vec<usize> = Vec::new();
+            let mut big_members: Vec<usize> = Vec::new();
             let mut end = start;
             while end < points.len() {
                 let pts = &self.points[points[end]];
-                if pts.len() <= BLOCK_MIN {
-                    let new = pts.iter().filter(|&&(s, _)| slot[s] == usize::MAX).count();
-                    if end > start && members.len() + new > per_group {
-                        break;
-                    }
-                    for &(s, _) in pts {
-                        if slot[s] == usize::MAX {
-                            slot[s] = members.len();
-                            members.push(s);
-                        }
+                let slots = if pts.len() <= BLOCK_MIN {
+                    &slot
+                } else {
+                    &big_slot
+                };
+                let new = pts.iter().filter(|&&(s, _)| slots[s] == usize::MAX).count();
+                if end > start && members.len() + big_members.len() + new > per_group {
+                    break;
+                }
+                let (slots, list) = if pts.len() <= BLOCK_MIN {
+                    (&mut slot, &mut members)
+                } else {
+                    (&mut big_slot, &mut big_members)
+                };
+                for &(s, _) in pts {
+                    if slots[s] == usize::MAX {
+                        slots[s] = list.len();
+                        list.push(s);
                     }
                 }
                 end += 1;
@@ -527,27 +533,51 @@ impl ComboGram<'_, '_> {
                 let mut rows: Vec<&mut [f64]> = buffer.chunks_mut(n.max(1)).collect();
                 self.inst.fill_rows(&members, &mut rows);
             }
+            let big = self.block_rows(&big_members);
             for (&p, out) in points[start..end].iter().zip(outs[start..end].iter_mut()) {
                 let pts = &self.points[p];
-                if pts.len() <= BLOCK_MIN {
-                    // the sum of `instance_row`, in its order
-                    row.iter_mut().for_each(|v| *v = 0.0);
-                    for &(s, w) in pts {
-                        let k = &buffer[slot[s] * n..(slot[s] + 1) * n];
-                        for (o, &v) in row.iter_mut().zip(k) {
-                            *o += w * v;
-                        }
-                    }
+                let (rows, slots) = if pts.len() <= BLOCK_MIN {
+                    (&buffer, &slot)
                 } else {
-                    self.instance_row(p, &mut row);
+                    (&big, &big_slot)
+                };
+                // the sum of `instance_row`, in its order
+                row.iter_mut().for_each(|v| *v = 0.0);
+                for &(s, w) in pts {
+                    let k = &rows[slots[s] * n..(slots[s] + 1) * n];
+                    for (o, &v) in row.iter_mut().zip(k) {
+                        *o += w * v;
+                    }
                 }
                 self.combine(&row, out);
             }
             for &s in &members {
                 slot[s] = usize::MAX;
             }
+            for &s in &big_members {
+                big_slot[s] = usize::MAX;
+            }
             start = end;
         }
+    }
+
+    /// The instance kernel rows of `rows` (`rows.len() x n_instances`, row-major) from one
+    /// block product `X_rows X^T` and [`Kernel::finish_rows`]: the values
+    /// [`ComboGram::instance_row`] uses for a large combination.
+    fn block_rows(&self, rows: &[usize]) -> Vec<f64> {
+        if rows.is_empty() {
+            return Vec::new();
+        }
+        let dots = self.x.select_rows(rows).cross_gram(self.x);
+        let mut k: Vec<f64> = if dots.is_standard_layout() {
+            dots.into_raw_vec_and_offset().0
+        } else {
+            dots.iter().copied().collect()
+        };
+        let member_norms: Vec<f64> = rows.iter().map(|&s| self.norms[s]).collect();
+        self.kernel
+            .finish_rows(&mut k, &member_norms, 0, &self.norms);
+        k
     }
 
     /// Row of the points from the instance row `row` of one point:
@@ -614,6 +644,52 @@ mod tests {
                     .zip(&want[p])
                     .all(|(a, b)| a.to_bits() == b.to_bits());
                 assert!(same, "point {p}, groups of {per_group}");
+            }
+        }
+        Ok(())
+    }
+
+    /// Several large combinations in one group (sharing members with each other and with a
+    /// small one) on rows wide enough for the product's blocking: their rows from one block
+    /// product are the single rows, bit for bit.
+    #[test]
+    fn large_combinations_in_one_group_are_the_single_rows() -> Result<()> {
+        for (n, d) in [(130, 300), (61, 7), (300, 1100)] {
+            let x = Array2::from_shape_fn((n, d), |(i, j)| {
+                ((i * 31 + j * 17) % 23) as f64 / 7.0 - 1.6 + (j as f64).sin() * 1e-3
+            });
+            let inst_x = Instances::from(x.clone());
+            let kernel = Kernel::Rbf {
+                gamma: 1.0 / d as f64,
+            };
+            let inst = InstanceGram::new(kernel, Rows::from(&inst_x))?;
+            let mut points: Vec<Vec<(usize, f64)>> = (0..6).map(|t| vec![(t, 1.0)]).collect();
+            points.push((6..20).map(|t| (t, 1.0 / 14.0)).collect());
+            points.push((15..40).map(|t| (t, 0.04)).collect()); // shares 15..20
+            points.push(vec![(16, 0.5), (50, 0.5)]); // small, shares 16
+            points.push((40..n).step_by(3).map(|t| (t, 0.3)).collect());
+            points.push((0..n).map(|t| (t, 1.0 / n as f64)).collect()); // every instance
+            let combo = ComboGram::new(&inst, &inst_x, kernel, points);
+            let m = combo.n_points();
+            let want: Vec<Vec<f64>> = (0..m)
+                .map(|i| {
+                    let mut r = vec![0.0; m];
+                    combo.fill_row(i, &mut r);
+                    r
+                })
+                .collect();
+            let order: Vec<usize> = vec![7, 6, 8, 0, 10, 9, 3, 6];
+            for per_group in [1, 20, 60, 10_000] {
+                let mut got = vec![vec![f64::NAN; m]; order.len()];
+                let mut outs: Vec<&mut [f64]> = got.iter_mut().map(|r| r.as_mut_slice()).collect();
+                combo.fill_rows_in_groups(&order, &mut outs, per_group);
+                for (q, &p) in order.iter().enumerate() {
+                    let same = got[q]
+                        .iter()
+                        .zip(&want[p])
+                        .all(|(a, b)| a.to_bits() == b.to_bits());
+                    assert!(same, "{n} x {d}: point {p}, groups of {per_group}");
+                }
             }
         }
         Ok(())
