@@ -214,22 +214,23 @@ impl Simd {
         #[cfg(target_arch = "x86_64")]
         {
             if self.avx2 && !xs.is_empty() && xs.iter().all(|x| x.len() == d) {
+                // whole groups of four vectors per pass over `z`; the last one to three alone,
+                // each against four rows of `z` per pass (no padded duplicates: the same sums)
+                let full = xs.len() / 4 * 4;
                 for (k, zk) in z.chunks_exact(d).take(n).enumerate() {
-                    for (q0, group) in xs.chunks(4).enumerate() {
-                        let last = group.len() - 1;
-                        let four = [
-                            group[0],
-                            group[1.min(last)],
-                            group[2.min(last)],
-                            group[3.min(last)],
-                        ];
+                    for (q0, group) in xs[..full].chunks_exact(4).enumerate() {
+                        let four = [group[0], group[1], group[2], group[3]];
                         // SAFETY: the CPU supports AVX2 (`avx2` is set only then); every vector
                         // of `four` and `zk` holds `d` values (checked above).
                         let r = unsafe { block4_avx2(zk, four) };
-                        for (t, &v) in r.iter().enumerate().take(group.len()) {
+                        for (t, &v) in r.iter().enumerate() {
                             outs[4 * q0 + t][k] = v;
                         }
                     }
+                }
+                for (x, out) in xs[full..].iter().zip(outs[full..].iter_mut()) {
+                    // SAFETY: as above; `z` holds at least `n` rows of `d` values.
+                    unsafe { dots_avx2(x, z, d, &mut out[..n]) };
                 }
                 return;
             }
@@ -482,20 +483,27 @@ mod tests {
                 assert_eq!(a[k].to_bits(), b[k].to_bits(), "d = {d}, row {k}");
                 let zk = &z[k * d..(k + 1) * d];
                 assert_eq!(a[k].to_bits(), best.dot(&x, zk).to_bits());
-                // Several vectors at once give the same values.
-                let xs: Vec<Vec<f64>> = (0..6)
-                    .map(|q| (0..d).map(|i| x[(i + q) % d] - q as f64).collect())
-                    .collect();
-                let refs: Vec<&[f64]> = xs.iter().map(|v| v.as_slice()).collect();
-                for simd in [portable, best] {
-                    let mut outs = vec![vec![0.0; n]; xs.len()];
-                    let mut views: Vec<&mut [f64]> =
-                        outs.iter_mut().map(|o| o.as_mut_slice()).collect();
-                    simd.dots_multi(&refs, &z, d, &mut views);
-                    for (q, o) in outs.iter().enumerate() {
-                        for j in 0..n {
-                            let want = portable.dot(&xs[q], &z[j * d..(j + 1) * d]);
-                            assert_eq!(o[j].to_bits(), want.to_bits(), "d = {d}, q = {q}, row {j}");
+                // Several vectors at once give the same values (whole groups of four and
+                // the last one to three alone).
+                for count in [1, 2, 3, 4, 6, 9] {
+                    let xs: Vec<Vec<f64>> = (0..count)
+                        .map(|q| (0..d).map(|i| x[(i + q) % d] - q as f64).collect())
+                        .collect();
+                    let refs: Vec<&[f64]> = xs.iter().map(|v| v.as_slice()).collect();
+                    for simd in [portable, best] {
+                        let mut outs = vec![vec![0.0; n]; xs.len()];
+                        let mut views: Vec<&mut [f64]> =
+                            outs.iter_mut().map(|o| o.as_mut_slice()).collect();
+                        simd.dots_multi(&refs, &z, d, &mut views);
+                        for (q, o) in outs.iter().enumerate() {
+                            for j in 0..n {
+                                let want = portable.dot(&xs[q], &z[j * d..(j + 1) * d]);
+                                assert_eq!(
+                                    o[j].to_bits(),
+                                    want.to_bits(),
+                                    "d = {d}, q = {q}, row {j}"
+                                );
+                            }
                         }
                     }
                 }
