@@ -625,6 +625,23 @@ mod tests {
         points.push((10..20).map(|t| (t, 0.1)).collect());
         points.push(vec![(30, 2.0), (31, 1.0), (32, 0.5), (33, 0.25)]);
         let combo = ComboGram::new(&inst, &inst_x, kernel, points);
+        batches_are_single_rows(
+            &combo,
+            &[12, 0, 10, 11, 3, 13, 3, 5, 1],
+            &[1, 2, 4, 100],
+            "",
+        );
+        Ok(())
+    }
+
+    /// Asserts that the rows of `order`, computed in groups of every size of `per_groups`, are
+    /// [`GramRows::fill_row`]'s, bit for bit (`what` names the case).
+    fn batches_are_single_rows(
+        combo: &ComboGram,
+        order: &[usize],
+        per_groups: &[usize],
+        what: &str,
+    ) {
         let m = combo.n_points();
         let want: Vec<Vec<f64>> = (0..m)
             .map(|i| {
@@ -633,20 +650,18 @@ mod tests {
                 r
             })
             .collect();
-        let order: Vec<usize> = vec![12, 0, 10, 11, 3, 13, 3, 5, 1];
-        for per_group in [1, 2, 4, 100] {
+        for &per_group in per_groups {
             let mut got = vec![vec![f64::NAN; m]; order.len()];
             let mut outs: Vec<&mut [f64]> = got.iter_mut().map(|r| r.as_mut_slice()).collect();
-            combo.fill_rows_in_groups(&order, &mut outs, per_group);
+            combo.fill_rows_in_groups(order, &mut outs, per_group);
             for (q, &p) in order.iter().enumerate() {
                 let same = got[q]
                     .iter()
                     .zip(&want[p])
                     .all(|(a, b)| a.to_bits() == b.to_bits());
-                assert!(same, "point {p}, groups of {per_group}");
+                assert!(same, "{what}point {p}, groups of {per_group}");
             }
         }
-        Ok(())
     }
 
     /// Several large combinations in one group (sharing members with each other and with a
@@ -670,27 +685,13 @@ mod tests {
             points.push((40..n).step_by(3).map(|t| (t, 0.3)).collect());
             points.push((0..n).map(|t| (t, 1.0 / n as f64)).collect()); // every instance
             let combo = ComboGram::new(&inst, &inst_x, kernel, points);
-            let m = combo.n_points();
-            let want: Vec<Vec<f64>> = (0..m)
-                .map(|i| {
-                    let mut r = vec![0.0; m];
-                    combo.fill_row(i, &mut r);
-                    r
-                })
-                .collect();
-            let order: Vec<usize> = vec![7, 6, 8, 0, 10, 9, 3, 6];
-            for per_group in [1, 20, 60, 10_000] {
-                let mut got = vec![vec![f64::NAN; m]; order.len()];
-                let mut outs: Vec<&mut [f64]> = got.iter_mut().map(|r| r.as_mut_slice()).collect();
-                combo.fill_rows_in_groups(&order, &mut outs, per_group);
-                for (q, &p) in order.iter().enumerate() {
-                    let same = got[q]
-                        .iter()
-                        .zip(&want[p])
-                        .all(|(a, b)| a.to_bits() == b.to_bits());
-                    assert!(same, "{n} x {d}: point {p}, groups of {per_group}");
-                }
-            }
+            let what = format!("{n} x {d}: ");
+            batches_are_single_rows(
+                &combo,
+                &[7, 6, 8, 0, 10, 9, 3, 6],
+                &[1, 20, 60, 10_000],
+                &what,
+            );
         }
         Ok(())
     }
