@@ -120,7 +120,10 @@ pub(crate) fn value_of(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
     if let Ok(b) = obj.cast::<PyBool>() {
         return Ok(Value::Bool(b.is_true()));
     }
-    let type_name = obj.get_type().name()?.to_string();
+    // `to_cow`, not `to_string`: Display on a Python object runs `PyObject_Str`, which handles
+    // a pending Ctrl-C and then swallows its `KeyboardInterrupt` (pyo3 writes it as
+    // unraisable), so that the fit would run on uninterrupted.
+    let type_name = obj.get_type().name()?.to_cow()?.into_owned();
     if type_name == "bool_" || type_name == "bool" {
         return Ok(Value::Bool(obj.is_truthy()?));
     }
@@ -141,9 +144,15 @@ pub(crate) fn value_of(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
     }
     if !obj.is_instance_of::<PyFloat>() && obj.hasattr("__index__")? {
         let i = obj.call_method0("__index__")?;
-        return i.extract::<i64>().map(Value::Int).map_err(|_| {
-            PyValueError::new_err(format!("the integer {i} does not fit in 64 bits"))
-        });
+        return match i.extract::<i64>() {
+            Ok(v) => Ok(Value::Int(v)),
+            Err(_) => {
+                let shown = i.str()?.to_cow()?.into_owned();
+                Err(PyValueError::new_err(format!(
+                    "the integer {shown} does not fit in 64 bits"
+                )))
+            }
+        };
     }
     if let Ok(t) = obj.cast::<PyTuple>() {
         if t.len() == 4 && t.get_item(0).is_ok_and(|d| is_ndarray(&d)) {
