@@ -71,6 +71,8 @@ pub trait Hyperparams: ParamGuard + Default {
     fn set(&mut self, name: &str, value: &Value) -> Result<()>;
     /// Sets the progress observer and cancellation flag.
     fn set_observer(&mut self, observer: Observer);
+    /// The threads the fit asks for (`None`: all cores), as set; its range is checked later.
+    fn requested_n_jobs(&self) -> Option<usize>;
     /// Every parameter, in declaration order.
     fn specs() -> Vec<ParamSpec>;
 }
@@ -257,6 +259,9 @@ macro_rules! hyperparams {
                     stringify!($name),
                     known.join(", ")
                 )))
+            }
+            fn requested_n_jobs(&self) -> Option<usize> {
+                self.0.n_jobs
             }
             fn set_observer(&mut self, observer: $crate::progress::Observer) {
                 self.0.observer = observer;

@@ -19,11 +19,11 @@ use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::convert::{instances, params_from, to_usize, value_of};
+use super::convert::{instances, params_from, to_usize};
 use crate::bags::Bags;
 use crate::error::Error;
 use crate::fit::{Fit, FitPath};
-use crate::params::{n_jobs_from_value, Hyperparams};
+use crate::params::Hyperparams;
 use crate::progress::{Cancel, Observer, Progress};
 
 /// How often the calling thread looks for a pending signal while a fit runs.
@@ -234,12 +234,8 @@ where
     let instances = instances(x)?;
     let bag_ptr = to_usize(bag_ptr.as_slice()?, "bag_ptr")?;
     let labels = to_usize(labels.as_slice()?, "labels")?;
-    let n_jobs = params
-        .get_item("n_jobs")?
-        .map(|v| value_of(&v))
-        .transpose()?
-        .and_then(|v| n_jobs_from_value(&v).ok())
-        .flatten();
+    // n_jobs = 0 is refused by the fit's own check, on any pool
+    let n_jobs = p.requested_n_jobs().filter(|&n| n > 0);
     run_cancellable(py, n_jobs, &cancel, &failure, || {
         f(&p, &Bags::new(instances, bag_ptr)?, &labels)
     })
