@@ -241,6 +241,62 @@ impl Simd {
             }
         }
     }
+    /// [`Simd::dots_multi`] at the listed rows only: `outs[q][k] = xs[q] . z_k` for every `k`
+    /// of `ks` (rows of the row-major `z`, `d` columns; each `outs[q]` is indexed by `k`), the
+    /// other values untouched. Every value equals [`Simd::dot`] of the two vectors, bitwise.
+    pub(crate) fn dots_multi_at<A: Real, B: Real>(
+        &self,
+        xs: &[&[A]],
+        z: &[B],
+        d: usize,
+        ks: &[usize],
+        outs: &mut [&mut [f64]],
+    ) {
+        let d = d.max(1);
+        let row = |k: usize| &z[k * d..(k + 1) * d];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if self.avx2 && xs.iter().all(|x| x.len() == d) {
+                // groups of four vectors against one listed row per pass; the last one to
+                // three vectors alone, each against four listed rows per pass
+                let full = xs.len() / 4 * 4;
+                for &k in ks {
+                    let zk = row(k);
+                    for (q0, group) in xs[..full].chunks_exact(4).enumerate() {
+                        // SAFETY: the CPU supports AVX2 (`avx2` is set only then); every
+                        // vector of `group` and `zk` holds `d` values (checked above).
+                        let r =
+                            unsafe { block4_avx2(zk, [group[0], group[1], group[2], group[3]]) };
+                        for (t, &v) in r.iter().enumerate() {
+                            outs[4 * q0 + t][k] = v;
+                        }
+                    }
+                }
+                for (x, out) in xs[full..].iter().zip(outs[full..].iter_mut()) {
+                    let fours = ks.chunks_exact(4);
+                    let tail = fours.remainder();
+                    for g in fours {
+                        // SAFETY: as above; every listed row holds `d` values.
+                        let r =
+                            unsafe { block4_avx2(x, [row(g[0]), row(g[1]), row(g[2]), row(g[3])]) };
+                        for (&k, &v) in g.iter().zip(&r) {
+                            out[k] = v;
+                        }
+                    }
+                    for &k in tail {
+                        out[k] = self.dot(x, row(k));
+                    }
+                }
+                return;
+            }
+        }
+        for &k in ks {
+            let zk = row(k);
+            for (x, o) in xs.iter().zip(outs.iter_mut()) {
+                o[k] = dot_portable(x, zk);
+            }
+        }
+    }
 }
 
 /// Whether every value of `v` is finite. `x * 0` is `0` for a finite `x` and NaN for an
@@ -541,6 +597,53 @@ mod tests {
                 let bits = |w: &[f64]| w.iter().map(|t| t.to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&u), bits(&plain64), "d = {d}");
                 assert_eq!(bits(&v), bits(&plain32), "d = {d}");
+            }
+        }
+    }
+
+    /// The listed rows of [`Simd::dots_multi_at`] are [`Simd::dot`]'s values, bitwise, for any
+    /// number of vectors and any list; the rows not listed are left alone.
+    #[test]
+    fn listed_rows_are_the_rows_one_at_a_time() {
+        let (n, d) = (23, 19);
+        let z: Vec<f64> = (0..n * d)
+            .map(|i| ((i * 29) % 41) as f64 / 6.0 - 3.0)
+            .collect();
+        let xs32: Vec<Vec<f32>> = (0..9)
+            .map(|q| {
+                (0..d)
+                    .map(|i| ((i * 11 + q * 5) % 17) as f32 / 4.0 - 2.0)
+                    .collect()
+            })
+            .collect();
+        for simd in [Simd::portable(), Simd::detect()] {
+            for n_x in 1..=9 {
+                for ks in [
+                    vec![],
+                    vec![4],
+                    vec![0, 2, 3, 9, 22],
+                    (0..n).rev().collect(),
+                ] {
+                    let xs: Vec<&[f32]> = xs32[..n_x].iter().map(|x| x.as_slice()).collect();
+                    let mut got = vec![vec![f64::NAN; n]; n_x];
+                    let mut outs: Vec<&mut [f64]> =
+                        got.iter_mut().map(|o| o.as_mut_slice()).collect();
+                    simd.dots_multi_at(&xs, &z, d, &ks, &mut outs);
+                    for (x, o) in xs.iter().zip(&got) {
+                        for k in 0..n {
+                            let want = Simd::portable().dot(&z[k * d..(k + 1) * d], x);
+                            if ks.contains(&k) {
+                                assert_eq!(
+                                    o[k].to_bits(),
+                                    want.to_bits(),
+                                    "{n_x} vectors, row {k}"
+                                );
+                            } else {
+                                assert!(o[k].is_nan(), "row {k} is not listed");
+                            }
+                        }
+                    }
+                }
             }
         }
     }

@@ -79,6 +79,10 @@ impl RowCache {
             }
             return RowRef::Slot(s);
         }
+        if gram.reads_known_rows() {
+            self.compute(gram, &[point]);
+            return RowRef::Slot(self.slot_of[point]);
+        }
         let s = self.claim_slot(point);
         gram.fill_row(point, &mut self.data[s]);
         self.computed += 1;
@@ -124,19 +128,37 @@ impl RowCache {
         if missing.len() <= 1 {
             return; // a single row is computed by `get` when asked for
         }
-        let slots: Vec<usize> = missing.iter().map(|&p| self.claim_slot(p)).collect();
-        // Mutable views of the chosen slots, in the order of `missing`.
-        let mut by_slot: Vec<Option<&mut [f64]>> = self
-            .data
-            .iter_mut()
-            .map(|v| Some(v.as_mut_slice()))
-            .collect();
+        self.compute(gram, &missing);
+    }
+
+    /// Computes the rows of `points` (none at hand, at most `capacity - 2`) into slots claimed
+    /// for them in one batch ([`GramRows::fill_rows_known`]), handing the Gram the rows already
+    /// cached when it [reads them](GramRows::reads_known_rows).
+    fn compute<G: GramRows>(&mut self, gram: &G, points: &[usize]) {
+        let slots: Vec<usize> = points.iter().map(|&p| self.claim_slot(p)).collect();
+        let mut known: Vec<Option<&[f64]>> = Vec::new();
+        if gram.reads_known_rows() {
+            known.resize(self.n_points, None);
+        }
+        // Mutable views of the claimed slots, shared views of the others.
+        let mut by_slot: Vec<Option<&mut [f64]>> = Vec::with_capacity(self.data.len());
+        for (s, v) in self.data.iter_mut().enumerate() {
+            if slots.contains(&s) {
+                by_slot.push(Some(v.as_mut_slice()));
+            } else {
+                if let Some(k) = known.get_mut(self.point_of[s]) {
+                    *k = Some(v.as_slice());
+                }
+                by_slot.push(None);
+            }
+        }
+        // in the order of `points`
         let mut outs: Vec<&mut [f64]> = slots
             .iter()
             .filter_map(|&s| by_slot.get_mut(s).and_then(Option::take))
             .collect();
-        gram.fill_rows(&missing, &mut outs);
-        self.computed += missing.len();
+        gram.fill_rows_known(points, &mut outs, &known);
+        self.computed += points.len();
     }
 
     /// The row behind `r` (from [`RowCache::get`] with the same `gram`).

@@ -37,6 +37,24 @@ pub trait GramRows: Sync {
     fn stored_row(&self, _i: usize) -> Option<&[f64]> {
         None
     }
+    /// Whether [`GramRows::fill_rows_known`] reads the rows it is given: only a Gram whose
+    /// `k(x_i, x_j)` and `k(x_j, x_i)` are the same bits may say so. Default: `false`.
+    fn reads_known_rows(&self) -> bool {
+        false
+    }
+    /// [`GramRows::fill_rows`], given `known[j]`, the row of point `j` when it is at hand
+    /// (`known` is empty or holds `n_points()` entries). A Gram that
+    /// [reads them](GramRows::reads_known_rows) takes `k(x_i, x_j) = known[j][i]` instead of
+    /// computing it, which halves the work of a fit that ends up computing every row; the
+    /// values are bitwise those of [`GramRows::fill_row`]. Default: ignores `known`.
+    fn fill_rows_known(
+        &self,
+        points: &[usize],
+        outs: &mut [&mut [f64]],
+        _known: &[Option<&[f64]>],
+    ) {
+        self.fill_rows(points, outs);
+    }
 }
 
 /// A precomputed symmetric kernel matrix (small problems, bag kernels), owned or borrowed. Its
@@ -323,24 +341,39 @@ impl GramRows for InstanceGram<'_> {
     /// Dense rows: each block of points is read once for all the requested rows
     /// (`Simd::dots_multi`), which divides the memory traffic of a row by their number.
     fn fill_rows(&self, points: &[usize], outs: &mut [&mut [f64]]) {
+        self.fill_rows_known(points, outs, &[]);
+    }
+
+    /// Dense rows: an inner product, the sum of two norms and the kernel's function are each
+    /// symmetric to the bit (the products commute, and the sums run in the feature order
+    /// whichever row is the query), so a row computed earlier gives its column here.
+    fn reads_known_rows(&self) -> bool {
+        self.dense.is_some()
+    }
+
+    fn fill_rows_known(&self, points: &[usize], outs: &mut [&mut [f64]], known: &[Option<&[f64]>]) {
         let Some(dense) = self.dense.as_ref() else {
             for (&i, out) in points.iter().zip(outs.iter_mut()) {
                 self.fill_row(i, out);
             }
             return;
         };
-        with_dense!(dense, |all, d| self.fill_rows_dense(all, d, points, outs))
+        with_dense!(dense, |all, d| self
+            .fill_rows_dense(all, d, points, outs, known))
     }
 }
 
 impl InstanceGram<'_> {
-    /// [`GramRows::fill_rows`] on dense rows (`all`, row-major, `d` columns).
+    /// [`GramRows::fill_rows_known`] on dense rows (`all`, row-major, `d` columns): a block of
+    /// points whose rows are all unknown is one contiguous product; in a block where some
+    /// rows are known, only the other points' inner products are computed.
     fn fill_rows_dense<T: crate::kernel::Real>(
         &self,
         all: &[T],
         d: usize,
         points: &[usize],
         outs: &mut [&mut [f64]],
+        known: &[Option<&[f64]>],
     ) {
         let n = self.n_points();
         let queries: Vec<&[T]> = points.iter().map(|&i| &all[i * d..(i + 1) * d]).collect();
@@ -355,12 +388,31 @@ impl InstanceGram<'_> {
         let fill = |c: usize, pieces: &mut Vec<&mut [f64]>| {
             let lo = c * ROW_CHUNK;
             let hi = (lo + ROW_CHUNK).min(n);
+            let known = known.get(lo..hi).unwrap_or_default();
+            let z = &all[lo * d..hi * d];
+            let norms = &self.sq_norms[lo..hi];
+            if known.iter().all(Option::is_none) {
+                self.simd.dots_multi(&queries, z, d, pieces.as_mut_slice());
+                for (piece, &i) in pieces.iter_mut().zip(points) {
+                    let si = self.sq_norms.get(i).copied().unwrap_or(0.0);
+                    self.kernel
+                        .finish_rows(piece, &[si], 0, &norms[..piece.len()]);
+                }
+                return;
+            }
+            let unknown: Vec<usize> = (0..known.len()).filter(|&k| known[k].is_none()).collect();
             self.simd
-                .dots_multi(&queries, &all[lo * d..hi * d], d, pieces.as_mut_slice());
+                .dots_multi_at(&queries, z, d, &unknown, pieces.as_mut_slice());
             for (piece, &i) in pieces.iter_mut().zip(points) {
                 let si = self.sq_norms.get(i).copied().unwrap_or(0.0);
-                self.kernel
-                    .finish_rows(piece, &[si], 0, &self.sq_norms[lo..lo + piece.len()]);
+                for &k in &unknown {
+                    piece[k] = self.kernel.from_dot(piece[k], si, norms[k]);
+                }
+                for (o, row) in piece.iter_mut().zip(known) {
+                    if let Some(row) = row {
+                        *o = row[i];
+                    }
+                }
             }
         };
         if n >= PAR_MIN_POINTS {
@@ -692,6 +744,55 @@ mod tests {
                 &[1, 20, 60, 10_000],
                 &what,
             );
+        }
+        Ok(())
+    }
+
+    /// Instance rows computed with some rows known (any subset, any batch of 1-9 rows, dense
+    /// `f64` and `f32`, both kernels, rows spanning several chunks) are the rows computed alone,
+    /// bit for bit; and a row is the column of the same Gram, bit for bit.
+    #[test]
+    fn rows_with_known_rows_are_the_rows_computed_alone() -> Result<()> {
+        for (n, d) in [(37, 5), (600, 9), (61, 166)] {
+            let x = Array2::from_shape_fn((n, d), |(i, j)| {
+                ((i * 31 + j * 17 + i * j) % 23) as f64 / 5.0 - 2.1
+            });
+            let x32 = x.mapv(|v| v as f32);
+            for kernel in [Kernel::Linear, Kernel::Rbf { gamma: 0.07 }] {
+                for rows in [Rows::Dense(x.view()), Rows::Dense32(x32.view())] {
+                    let g = InstanceGram::new(kernel, rows)?;
+                    assert!(g.reads_known_rows());
+                    let alone: Vec<Vec<f64>> = (0..n)
+                        .map(|i| {
+                            let mut r = vec![f64::NAN; n];
+                            g.fill_row(i, &mut r);
+                            r
+                        })
+                        .collect();
+                    let bits = |r: &[f64]| r.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                    for (i, row) in alone.iter().enumerate() {
+                        let column: Vec<f64> = alone.iter().map(|r| r[i]).collect();
+                        assert_eq!(bits(row), bits(&column), "row {i} is its column");
+                    }
+                    for (seed, batch) in [(1usize, 1usize), (2, 3), (3, 4), (4, 5), (5, 9)] {
+                        // every third, every other, or most points known, never the batch's
+                        let points: Vec<usize> = (0..batch).map(|q| (q * 7 + seed) % n).collect();
+                        let known: Vec<Option<&[f64]>> = (0..n)
+                            .map(|j| {
+                                let take = (j * 5 + seed) % (seed + 2) != 0 && !points.contains(&j);
+                                take.then_some(alone[j].as_slice())
+                            })
+                            .collect();
+                        let mut got = vec![vec![f64::NAN; n]; batch];
+                        let mut outs: Vec<&mut [f64]> =
+                            got.iter_mut().map(|r| r.as_mut_slice()).collect();
+                        g.fill_rows_known(&points, &mut outs, &known);
+                        for (q, &p) in points.iter().enumerate() {
+                            assert_eq!(bits(&got[q]), bits(&alone[p]), "n {n} d {d} point {p}");
+                        }
+                    }
+                }
+            }
         }
         Ok(())
     }
