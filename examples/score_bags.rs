@@ -65,12 +65,7 @@ fn run(model_path: &str, data_path: &str, proba: bool) -> Result<(), Box<dyn Err
     for (i, name) in data.bag_names.iter().enumerate() {
         let rows = data.bags.bag_range(i);
         let view = match data.bags.instances() {
-            Instances::Dense(x) => {
-                let flat = x
-                    .as_slice()
-                    .ok_or("dense instances not in row-major order")?;
-                BagView::dense(&flat[rows.start * d..rows.end * d], d)?
-            }
+            Instances::Dense(x) => BagView::dense(&x.as_slice()[rows.start * d..rows.end * d], d)?,
             Instances::Dense32(x) => {
                 BagView::dense32(&x.as_slice()[rows.start * d..rows.end * d], d)?
             }

@@ -9,8 +9,8 @@ use ndarray::{s, Array2};
 use crate::error::{invalid_data, Result};
 use crate::kernel::Rows;
 
-mod dense32;
-pub use dense32::DenseF32;
+mod dense;
+pub use dense::{Dense, DenseF32, DenseF64};
 
 /// A compressed sparse row matrix of `f64` (the layout of `scipy.sparse.csr_matrix`). Serde
 /// reads it through [`Csr::new`], so a deserialised matrix is checked like a built one.
@@ -160,8 +160,9 @@ impl Csr {
 }
 
 impl From<Array2<f64>> for Instances {
+    /// Dense rows, without a copy when `x` is in row-major order.
     fn from(x: Array2<f64>) -> Self {
-        Instances::Dense(x)
+        Instances::Dense(x.into())
     }
 }
 
@@ -173,8 +174,8 @@ impl From<Array2<f64>> for Instances {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Instances {
-    /// A dense `n_instances x n_features` matrix.
-    Dense(Array2<f64>),
+    /// A dense row-major `n_instances x n_features` matrix of `f64` (owned or borrowed).
+    Dense(DenseF64),
     /// A dense row-major `n_instances x n_features` matrix of `f32` (owned or borrowed).
     Dense32(DenseF32),
     /// A CSR `n_instances x n_features` matrix.
@@ -191,7 +192,7 @@ impl Instances {
     /// Number of instance rows.
     pub fn n_rows(&self) -> usize {
         match self {
-            Instances::Dense(x) => x.nrows(),
+            Instances::Dense(x) => x.n_rows(),
             Instances::Dense32(x) => x.n_rows(),
             Instances::Sparse(x) => x.n_rows(),
         }
@@ -199,7 +200,7 @@ impl Instances {
     /// Number of features.
     pub fn n_features(&self) -> usize {
         match self {
-            Instances::Dense(x) => x.ncols(),
+            Instances::Dense(x) => x.n_cols(),
             Instances::Dense32(x) => x.n_cols(),
             Instances::Sparse(x) => x.n_cols(),
         }
@@ -226,7 +227,7 @@ impl Instances {
         let n = (self.n_rows() * self.n_features()) as f64;
         let add = |(a, b): (f64, f64), v: f64| (a + v, b + v * v);
         let (s, s2) = match self {
-            Instances::Dense(x) => x.iter().fold((0.0, 0.0), |acc, &v| add(acc, v)),
+            Instances::Dense(x) => x.as_slice().iter().fold((0.0, 0.0), |acc, &v| add(acc, v)),
             Instances::Dense32(x) => x
                 .as_slice()
                 .iter()
@@ -239,19 +240,14 @@ impl Instances {
     /// The rows given, in order, as a new matrix of the same kind.
     pub fn select_rows(&self, rows: &[usize]) -> Instances {
         match self {
-            Instances::Dense(x) => match x.as_slice() {
-                // row-major: one slice copy per row (`select` appends row by row)
-                Some(all) => {
-                    let d = x.ncols();
-                    let mut data = Vec::with_capacity(rows.len() * d);
-                    for &r in rows {
-                        data.extend_from_slice(&all[r * d..(r + 1) * d]);
-                    }
-                    let z = Array2::from_shape_vec((rows.len(), d), data);
-                    Instances::Dense(z.unwrap_or_else(|_| x.select(ndarray::Axis(0), rows)))
+            Instances::Dense(x) => {
+                // one slice copy per row
+                let mut data = Vec::with_capacity(rows.len() * x.n_cols());
+                for &r in rows {
+                    data.extend_from_slice(x.row(r));
                 }
-                None => Instances::Dense(x.select(ndarray::Axis(0), rows)),
-            },
+                Instances::Dense(DenseF64::from_parts(rows.len(), x.n_cols(), data))
+            }
             Instances::Dense32(x) => {
                 let mut data = Vec::with_capacity(rows.len() * x.n_cols());
                 for &r in rows {
@@ -359,7 +355,7 @@ impl Instances {
     /// The rows as a dense matrix (a copy; sparse rows are expanded).
     pub fn to_dense(&self) -> Array2<f64> {
         match self {
-            Instances::Dense(x) => x.clone(),
+            Instances::Dense(x) => x.view().to_owned(),
             Instances::Dense32(x) => x.view().mapv(f64::from),
             Instances::Sparse(x) => x.to_dense(),
         }
@@ -372,7 +368,7 @@ impl Instances {
         let mut z = Array2::zeros((rows.len(), self.n_features()));
         for (mut zr, &r) in z.rows_mut().into_iter().zip(rows) {
             match self {
-                Instances::Dense(x) => zr.assign(&x.row(r)),
+                Instances::Dense(x) => zr.iter_mut().zip(x.row(r)).for_each(|(z, &v)| *z = v),
                 Instances::Dense32(x) => zr
                     .iter_mut()
                     .zip(x.row(r))
@@ -392,7 +388,7 @@ impl Instances {
     /// by [`Instances::dense_rows`]).
     pub fn dense_block(&self, lo: usize, hi: usize) -> Array2<f64> {
         match self {
-            Instances::Dense(x) => x.slice(s![lo..hi, ..]).to_owned(),
+            Instances::Dense(x) => x.view().slice(s![lo..hi, ..]).to_owned(),
             Instances::Dense32(_) => self.rows().dense_block(lo, hi).into_owned(),
             Instances::Sparse(_) => self.dense_rows(&(lo..hi).collect::<Vec<usize>>()),
         }
@@ -469,7 +465,7 @@ impl Bags {
         }
         let n = bag_ptr[bags.len()];
         let x = Array2::from_shape_vec((n, d), flat).map_err(|e| invalid_data(e.to_string()))?;
-        Self::new(Instances::Dense(x), bag_ptr)
+        Self::new(Instances::from(x), bag_ptr)
     }
 
     /// The instance rows.

@@ -184,7 +184,7 @@ impl StkValidParams {
     /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes, sharing
     /// the kernel of the statistic vectors).
     fn fit_impl(&self, setup: &Setup) -> Result<PlainSvmFit> {
-        let stats = Instances::Dense(bag_statistics(setup.bags)?);
+        let stats = Instances::from(bag_statistics(setup.bags)?);
         setup.observer.check()?;
         let (kernel, gamma) = self.kernel.resolve(self.gamma, &stats);
         let owner: Vec<usize> = (0..setup.bags.n_bags()).collect();

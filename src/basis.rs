@@ -196,7 +196,7 @@ impl Bounds {
     ) -> usize {
         let k = centres.nrows();
         let simd = Simd::detect();
-        let c = Instances::Dense(centres.clone());
+        let c = Instances::from(centres.clone());
         let cn = c.sq_norms();
         let cmax = cn.iter().fold(0.0f64, |a, &b| a.max(b));
         for (d, m) in self.drift.iter_mut().zip(moved) {
@@ -305,7 +305,7 @@ fn update_centres(x: &Instances, owner: &[usize], centres: &mut Array2<f64>) -> 
     for (i, &a) in owner.iter().enumerate() {
         counts[a] += 1;
         match x {
-            Instances::Dense(m) => sums.row_mut(a).scaled_add(1.0, &m.row(i)),
+            Instances::Dense(m) => sums.row_mut(a).scaled_add(1.0, &ndarray::aview1(m.row(i))),
             Instances::Dense32(m) => sums
                 .row_mut(a)
                 .iter_mut()
@@ -434,10 +434,7 @@ fn sq_norm(c: &[f64]) -> f64 {
 #[inline]
 fn sq_distance(x: &Instances, norms: &[f64], i: usize, c: &[f64], t: f64, simd: Simd) -> f64 {
     let dot: f64 = match x {
-        Instances::Dense(m) => match m.row(i).to_slice() {
-            Some(r) => simd.dot(r, c),
-            None => m.row(i).iter().zip(c).map(|(a, b)| a * b).sum(),
-        },
+        Instances::Dense(m) => simd.dot(m.row(i), c),
         Instances::Dense32(m) => simd.dot(m.row(i), c),
         Instances::Sparse(m) => {
             let (idx, val) = m.row(i);
@@ -470,7 +467,7 @@ mod tests {
         let (n, d) = (400, 5);
         let mut unif = uniform(12345);
         let x = Array2::from_shape_fn((n, d), |(i, _)| (i % 7) as f64 * 3.0 + unif() * 0.5);
-        let inst = Instances::Dense(x.clone());
+        let inst = Instances::from(x.clone());
         let norms = inst.sq_norms();
         let picks = [3usize, 10, 3, 250, 17, 399, 42, 5, 6, 11, 200, 201];
         let seeds: Vec<Vec<f64>> = picks.iter().map(|&r| x.row(r).to_vec()).collect();
@@ -517,7 +514,7 @@ mod tests {
         let (n, d, k) = (600, 4, 25);
         let mut unif = uniform(777);
         let x = Array2::from_shape_fn((n, d), |(i, j)| ((i * (j + 3)) % 5) as f64 + unif());
-        let inst = Instances::Dense(x.clone());
+        let inst = Instances::from(x.clone());
         let norms = inst.sq_norms();
         let indptr: Vec<usize> = (0..=n).map(|i| i * d).collect();
         let indices: Vec<usize> = (0..n * d).map(|e| e % d).collect();
@@ -531,7 +528,7 @@ mod tests {
             let mut want = kmeans(&inst, k, 0, 9);
             let mut owner = vec![usize::MAX; n];
             for _ in 0..max_iter {
-                let d2 = sq_distances(&inst, &norms, &Instances::Dense(want.clone()));
+                let d2 = sq_distances(&inst, &norms, &Instances::from(want.clone()));
                 let new: Vec<usize> = d2
                     .rows()
                     .into_iter()
@@ -568,7 +565,7 @@ mod tests {
     fn kmeans_does_not_depend_on_threads() {
         let mut unif = uniform(4242);
         let x = Array2::from_shape_fn((3000, 8), |(i, _)| (i % 11) as f64 + 2.0 * unif());
-        let inst = Instances::Dense(x);
+        let inst = Instances::from(x);
         let run = |threads: usize| {
             rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
@@ -588,7 +585,7 @@ mod tests {
                 rows.push(-c);
             }
         }
-        let x = Instances::Dense(Array2::from_shape_vec((90, 2), rows).unwrap_or_default());
+        let x = Instances::from(Array2::from_shape_vec((90, 2), rows).unwrap_or_default());
         let c = kmeans(&x, 3, 20, 0);
         let mut firsts: Vec<f64> = c.column(0).to_vec();
         firsts.sort_by(f64::total_cmp);

@@ -50,7 +50,7 @@ fn sparse_bags(seed: u64) -> (Bags, Bags) {
     }
     let csr = Csr::new(rows.len(), d, indptr, indices, data).unwrap();
     (
-        Bags::new(Instances::Dense(dense), ptr.clone()).unwrap(),
+        Bags::new(Instances::from(dense), ptr.clone()).unwrap(),
         Bags::new(Instances::Sparse(csr), ptr).unwrap(),
     )
 }

@@ -45,7 +45,7 @@ fn noisy_bags(seed: u64, n_bags: usize, n_classes: usize, shift: f64) -> (Bags, 
         labels.push(class);
     }
     let x = Array2::from_shape_vec((ptr[n_bags], d), flat).expect("shape");
-    (Bags::new(Instances::Dense(x), ptr).expect("bags"), labels)
+    (Bags::new(Instances::from(x), ptr).expect("bags"), labels)
 }
 
 /// The values of the tests: unsorted, one repeated.

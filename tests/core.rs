@@ -78,7 +78,7 @@ fn random_bags(
         x[[ptr[i], l % d]] += 1.5;
     }
     (
-        Bags::new(Instances::Dense(x), ptr).expect("valid random bags"),
+        Bags::new(Instances::from(x), ptr).expect("valid random bags"),
         labels,
     )
 }
@@ -507,7 +507,7 @@ fn kernel_matrix_and_bag_means_match_naive_loops() -> TestResult {
         let z = normal_matrix(&mut rng, 7, d, 0.7);
         let basis = Basis::direct(z.clone());
         let csr = to_csr(&x, seed % 2 == 1);
-        let dense = Instances::Dense(x.clone());
+        let dense = Instances::from(x.clone());
         let sparse = Instances::Sparse(csr.clone());
         assert_eq!(csr.to_dense(), x);
         for kernel in KERNELS {
@@ -571,7 +571,7 @@ fn basis_gradient_matches_finite_differences_dense_and_sparse() -> TestResult {
         let a = normal_matrix(&mut rng, n, nb, 1.0);
         let basis = Basis::direct(z.clone());
         let csr = to_csr(&x, seed % 2 == 0);
-        let norms = Instances::Dense(x.clone()).sq_norms();
+        let norms = Instances::from(x.clone()).sq_norms();
         let snorms = Instances::Sparse(csr.clone()).sq_norms();
         for kernel in KERNELS {
             let k = kernel_matrix(kernel, Rows::Dense(x.view()), &norms, &basis);
@@ -614,7 +614,7 @@ fn projected_basis_equals_direct_basis() -> TestResult {
         let gram = bmat.t().dot(&bmat);
         let direct = Basis::direct(z.clone());
         let projected = Basis::projected(v.clone(), gram.view());
-        let norms = Instances::Dense(x.clone()).sq_norms();
+        let norms = Instances::from(x.clone()).sq_norms();
         for t in 0..nb {
             assert_relative_eq!(
                 projected.sq_norms[t],
@@ -679,7 +679,7 @@ fn kernel_results_do_not_depend_on_the_thread_count() -> TestResult {
     let z = normal_matrix(&mut rng, nb, d, 1.0);
     let a = normal_matrix(&mut rng, n, nb, 1.0);
     let basis = Basis::direct(z);
-    let norms = Instances::Dense(x.clone()).sq_norms();
+    let norms = Instances::from(x.clone()).sq_norms();
     for kernel in [Kernel::Rbf { gamma: 0.2 }, Kernel::Linear] {
         let run = |t: usize| {
             in_pool(t, || {
@@ -888,6 +888,7 @@ fn sparse_mi_fit_history_and_determinism() -> TestResult {
         let mut rows = Vec::new();
         for zr in fit.initial_xv.rows() {
             let r = x
+                .view()
                 .rows()
                 .into_iter()
                 .position(|xr| xr == zr)
@@ -957,8 +958,12 @@ fn rsvm_solves_the_inner_problem_once() -> TestResult {
         let Instances::Dense(x) = bags.instances() else {
             return Err("dense bags expected".into());
         };
-        let mean = x.mean().ok_or("no mean")?;
-        let var = x.mapv(|v| (v - mean) * (v - mean)).mean().ok_or("no var")?;
+        let mean = x.view().mean().ok_or("no mean")?;
+        let var = x
+            .view()
+            .mapv(|v| (v - mean) * (v - mean))
+            .mean()
+            .ok_or("no var")?;
         assert_relative_eq!(fit.gamma, 1.0 / (3.0 * var), max_relative = 1e-10);
     }
     Ok(())
@@ -992,7 +997,7 @@ fn sparse_mi_separates_an_easy_problem() -> TestResult {
     for seed in 0..3u64 {
         let mut rng = rng(800 + seed);
         let (x, ptr, labels) = separable_bags(&mut rng, 30);
-        let bags = Bags::new(Instances::Dense(x), ptr)?;
+        let bags = Bags::new(Instances::from(x), ptr)?;
         // Newton only: L-BFGS fits are slow here (see the ignored L-BFGS warm-start test).
         for params in [
             SparseMiParams::new()
@@ -1037,7 +1042,7 @@ fn dense_and_sparse_bags_give_the_same_fit() -> TestResult {
         for (i, &l) in labels.iter().enumerate() {
             x[[ptr[i], l]] = 2.0;
         }
-        let dense = Bags::new(Instances::Dense(x.clone()), ptr.clone())?;
+        let dense = Bags::new(Instances::from(x.clone()), ptr.clone())?;
         let sparse = Bags::new(Instances::Sparse(to_csr(&x, seed == 1)), ptr)?;
         assert!(sparse.is_sparse() && !dense.is_sparse());
         for gamma in [Gamma::Value(0.3), Gamma::Scale] {
@@ -1088,33 +1093,33 @@ fn expect_invalid_data<T: std::fmt::Debug>(r: milsvm::Result<T>, what: &str) {
 #[test]
 fn bags_reject_malformed_input() {
     let x = Array2::from_shape_fn((5, 2), |(i, j)| (i + j) as f64);
-    let ok = Bags::new(Instances::Dense(x.clone()), vec![0, 2, 5]);
+    let ok = Bags::new(Instances::from(x.clone()), vec![0, 2, 5]);
     assert!(ok.is_ok());
 
-    expect_invalid_data(Bags::new(Instances::Dense(x.clone()), vec![0]), "no bags");
-    expect_invalid_data(Bags::new(Instances::Dense(x.clone()), vec![]), "no offsets");
+    expect_invalid_data(Bags::new(Instances::from(x.clone()), vec![0]), "no bags");
+    expect_invalid_data(Bags::new(Instances::from(x.clone()), vec![]), "no offsets");
     expect_invalid_data(
-        Bags::new(Instances::Dense(x.clone()), vec![0, 2, 2, 5]),
+        Bags::new(Instances::from(x.clone()), vec![0, 2, 2, 5]),
         "empty bag",
     );
     expect_invalid_data(
-        Bags::new(Instances::Dense(x.clone()), vec![0, 3, 2, 5]),
+        Bags::new(Instances::from(x.clone()), vec![0, 3, 2, 5]),
         "decreasing offsets",
     );
     expect_invalid_data(
-        Bags::new(Instances::Dense(x.clone()), vec![1, 2, 5]),
+        Bags::new(Instances::from(x.clone()), vec![1, 2, 5]),
         "offsets not starting at 0",
     );
     expect_invalid_data(
-        Bags::new(Instances::Dense(x.clone()), vec![0, 2, 4]),
+        Bags::new(Instances::from(x.clone()), vec![0, 2, 4]),
         "offsets not ending at n",
     );
     expect_invalid_data(
-        Bags::new(Instances::Dense(x.clone()), vec![0, 2, 6]),
+        Bags::new(Instances::from(x.clone()), vec![0, 2, 6]),
         "offsets beyond n",
     );
     expect_invalid_data(
-        Bags::new(Instances::Dense(Array2::zeros((3, 0))), vec![0, 3]),
+        Bags::new(Instances::from(Array2::zeros((3, 0))), vec![0, 3]),
         "zero features",
     );
     expect_invalid_data(
@@ -1125,13 +1130,13 @@ fn bags_reject_malformed_input() {
         "zero features (sparse)",
     );
     expect_invalid_data(
-        Bags::new(Instances::Dense(Array2::zeros((0, 2))), vec![0, 0]),
+        Bags::new(Instances::from(Array2::zeros((0, 2))), vec![0, 0]),
         "no instances",
     );
     for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
         let mut y = x.clone();
         y[[3, 1]] = bad;
-        let err = Bags::new(Instances::Dense(y), vec![0, 2, 5]);
+        let err = Bags::new(Instances::from(y), vec![0, 2, 5]);
         expect_invalid_data(err.clone(), "non-finite dense value");
         // The message locates the value: bag 1, instance 1.
         let msg = err.err().map(|e| e.to_string()).unwrap_or_default();
@@ -1212,7 +1217,7 @@ fn dense_rows_and_blocks_expand_the_chosen_rows() {
     )
     .expect("valid");
     let dense = m.to_dense();
-    for inst in [Instances::Sparse(m), Instances::Dense(dense.clone())] {
+    for inst in [Instances::Sparse(m), Instances::from(dense.clone())] {
         assert_eq!(
             inst.dense_rows(&[2, 0, 2]),
             dense.select(Axis(0), &[2, 0, 2])
@@ -1225,7 +1230,7 @@ fn dense_rows_and_blocks_expand_the_chosen_rows() {
 #[test]
 fn labels_are_validated() {
     let x = Array2::from_shape_fn((6, 2), |(i, j)| (i * j) as f64);
-    let bags = Bags::new(Instances::Dense(x), vec![0, 2, 4, 6]).expect("bags");
+    let bags = Bags::new(Instances::from(x), vec![0, 2, 4, 6]).expect("bags");
     assert_eq!(validate_labels(&bags, &[0, 1, 0]), Ok(2));
     assert_eq!(validate_labels(&bags, &[2, 1, 0]), Ok(3));
     expect_invalid_data(validate_labels(&bags, &[1, 1, 1]), "single class");
@@ -1240,7 +1245,7 @@ fn labels_are_validated() {
 #[test]
 fn labels_with_a_huge_class_index_are_an_error_not_a_panic() {
     let x = Array2::from_shape_fn((4, 2), |(i, j)| (i * j) as f64);
-    let bags = Bags::new(Instances::Dense(x), vec![0, 2, 4]).expect("bags");
+    let bags = Bags::new(Instances::from(x), vec![0, 2, 4]).expect("bags");
     expect_invalid_data(validate_labels(&bags, &[0, usize::MAX]), "usize::MAX label");
 }
 
@@ -1331,7 +1336,7 @@ fn model_prediction_checks_its_input() -> TestResult {
             .fit(&bags, &labels)?;
         let model = &fit.model;
         assert_eq!(model.n_features(), 3);
-        let wrong = Bags::new(Instances::Dense(Array2::zeros((3, 4))), vec![0, 3])?;
+        let wrong = Bags::new(Instances::from(Array2::zeros((3, 4))), vec![0, 3])?;
         assert!(matches!(
             model.decision_function(&wrong),
             Err(Error::Mismatch(_))
@@ -1363,6 +1368,7 @@ fn model_prediction_checks_its_input() -> TestResult {
         for i in 0..bags.n_bags() {
             let range = bags.bag_range(i);
             let flat: Vec<f64> = x
+                .view()
                 .slice(ndarray::s![range.clone(), ..])
                 .iter()
                 .copied()

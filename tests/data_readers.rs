@@ -56,7 +56,7 @@ fn dense_mill() -> TestResult {
     assert!(!data.bags.is_sparse());
     assert_eq!(
         data.bags.instances(),
-        &Instances::Dense(array![[0.5, 1.5], [2.0, 0.0], [-1000.0, 0.5]])
+        &Instances::from(array![[0.5, 1.5], [2.0, 0.0], [-1000.0, 0.5]])
     );
     // the number of features may be given, and is then checked
     assert_eq!(
@@ -118,7 +118,7 @@ fn csv_with_and_without_header() -> TestResult {
     assert_eq!(data.bags.bag_ptr(), [0, 2, 4, 5]);
     assert_eq!(
         data.bags.instances(),
-        &Instances::Dense(array![
+        &Instances::from(array![
             [1.0, 2.0],
             [5.0, 6.0],
             [3.0, 4.0],

@@ -39,7 +39,7 @@ fn twin_bags(seed: u64, n_bags: usize, d: usize) -> (Bags, Bags, Vec<usize>) {
         .expect("shape");
     (
         Bags::new(Instances::Dense32(x32), ptr.clone()).expect("valid bags"),
-        Bags::new(Instances::Dense(x64), ptr).expect("valid bags"),
+        Bags::new(Instances::from(x64), ptr).expect("valid bags"),
         labels,
     )
 }
@@ -186,7 +186,7 @@ fn f32_bags_score_as_f64_bags_in_the_predictor() -> TestResult {
     for i in 0..b32.n_bags() {
         let r = b32.bag_range(i);
         let v32 = BagView::dense32(&x32.as_slice()[r.start * d..r.end * d], d)?;
-        let flat = x64.as_slice().unwrap_or_default();
+        let flat = x64.as_slice();
         let v64 = BagView::dense(&flat[r.start * d..r.end * d], d)?;
         predictor.score_bag(v32, &mut ws, &mut a)?;
         predictor.score_bag(v64, &mut ws, &mut b)?;
@@ -244,8 +244,8 @@ fn large_f32_sets_take_the_blocked_and_parallel_paths_with_the_same_bits() -> Te
     assert_eq!(x32.mean_var(), x64.mean_var());
     let z = x64.dense_rows(&[3, 500, 4000]);
     assert_eq!(
-        x32.cross_gram(&Instances::Dense(z.clone())),
-        x64.cross_gram(&Instances::Dense(z.clone()))
+        x32.cross_gram(&Instances::from(z.clone())),
+        x64.cross_gram(&Instances::from(z.clone()))
     );
     let basis = Basis::direct(z);
     let kernel = Kernel::Rbf { gamma: 0.2 };

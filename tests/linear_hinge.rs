@@ -89,7 +89,7 @@ fn smo(
     p: &[f64],
     u: &[f64],
 ) -> milsvm::Result<(Vec<f64>, f64, f64)> {
-    let inst = Instances::Dense(x.clone());
+    let inst = Instances::from(x.clone());
     let gram = InstanceGram::new(Kernel::Linear, Rows::from(&inst))?;
     let combo = ComboGram::new(&gram, &inst, Kernel::Linear, pts.to_vec());
     let layout = OnePerPoint::new(pts.len());
@@ -228,7 +228,7 @@ fn plain_svm_matches_clarabel_and_the_smo() -> TestResult {
         let (x, y) = data(seed, n, d);
         let pts: Vec<Vec<(usize, f64)>> = (0..n).map(|t| vec![(t, 1.0)]).collect();
         let (p, u) = (vec![1.0; n], vec![c; n]);
-        let sol = solve(&Instances::Dense(x.clone()), &pts, &y, &p, &u)?;
+        let sol = solve(&Instances::from(x.clone()), &pts, &y, &p, &u)?;
         check_against_references(&format!("seed {seed}"), &x, &pts, &y, &p, &u, &sol)?;
     }
     Ok(())
@@ -260,12 +260,12 @@ fn smil_like_combinations_match_clarabel_and_the_smo() -> TestResult {
     let u: Vec<f64> = (0..pts.len())
         .map(|k| if k % 4 == 0 { 3.0 } else { 1.5 })
         .collect();
-    let sol = solve(&Instances::Dense(x.clone()), &pts, &y, &p, &u)?;
+    let sol = solve(&Instances::from(x.clone()), &pts, &y, &p, &u)?;
     check_against_references("sMIL units", &x, &pts, &y, &p, &u, &sol)?;
     eprintln!("passes {}", sol.passes);
     // warm start from the solution: at once at the same optimum
     let again = LinearHinge {
-        x: &Instances::Dense(x.clone()),
+        x: &Instances::from(x.clone()),
         points: &pts,
         y: &y,
         p: &p,
@@ -296,7 +296,7 @@ fn single_precision_and_csr_rows_give_the_same_solution() -> TestResult {
     let n = x.nrows();
     let pts: Vec<Vec<(usize, f64)>> = (0..n).map(|t| vec![(t, 1.0)]).collect();
     let (p, u) = (vec![1.0; n], vec![2.0; n]);
-    let dense = solve(&Instances::Dense(x.clone()), &pts, &y, &p, &u)?;
+    let dense = solve(&Instances::from(x.clone()), &pts, &y, &p, &u)?;
     let x32 = DenseF32::from_vec(n, x.ncols(), x.iter().map(|&v| v as f32).collect())?;
     let single = solve(&Instances::Dense32(x32), &pts, &y, &p, &u)?;
     assert_eq!(single, dense, "f32 rows must give the f64 twin's bits");
@@ -311,9 +311,9 @@ fn zero_points_and_bad_input() -> TestResult {
     x.row_mut(3).fill(0.0); // a zero point: its a goes to the bound its gradient points to
     let pts: Vec<Vec<(usize, f64)>> = (0..30).map(|t| vec![(t, 1.0)]).collect();
     let (p, u) = (vec![1.0; 30], vec![1.0; 30]);
-    let sol = solve(&Instances::Dense(x.clone()), &pts, &y, &p, &u)?;
+    let sol = solve(&Instances::from(x.clone()), &pts, &y, &p, &u)?;
     check_against_references("a zero point", &x, &pts, &y, &p, &u, &sol)?;
-    let inst = Instances::Dense(x);
+    let inst = Instances::from(x);
     let bad_y = vec![0.5; 30];
     assert!(solve(&inst, &pts, &bad_y, &p, &u).is_err());
     assert!(solve(&inst, &pts, &y, &p, &[-1.0; 30]).is_err());
@@ -344,7 +344,7 @@ fn the_squared_hinge_descent_meets_newton_cg() -> TestResult {
             .collect();
         let c_pos: Vec<f64> = prob.iter().map(|p| c * p).collect();
         let c_neg: Vec<f64> = prob.iter().map(|p| c * (1.0 - p)).collect();
-        let inst = Instances::Dense(x.clone());
+        let inst = Instances::from(x.clone());
         let newton = LinearSquaredHinge {
             x: &inst,
             c_pos: &c_pos,

@@ -70,7 +70,7 @@ fn the_minimiser_equals_exact_newton_on_the_basis_form() -> TestResult {
     for seed in 0..6 {
         let (x, c_pos, c_neg) = problem(seed, 60 + 10 * seed as usize, 2 + seed as usize);
         let d = x.ncols();
-        let inst = Instances::Dense(x.clone());
+        let inst = Instances::from(x.clone());
         let ours = LinearSquaredHinge {
             x: &inst,
             c_pos: &c_pos,
@@ -133,7 +133,7 @@ fn the_minimiser_equals_exact_newton_on_the_basis_form() -> TestResult {
 fn dense_csr_warm_and_thread_counts_agree() -> TestResult {
     let (mut x, c_pos, c_neg) = problem(11, 5000, 7);
     x.mapv_inplace(|v| if v.abs() < 0.4 { 0.0 } else { v });
-    let dense = Instances::Dense(x.clone());
+    let dense = Instances::from(x.clone());
     let sparse = Instances::Sparse(to_csr(&x, false));
     let cancel = Cancel::new();
     let solve = |inst: &Instances, threads: usize| {
@@ -157,7 +157,7 @@ fn dense_csr_warm_and_thread_counts_agree() -> TestResult {
     assert_eq!(one.w, two.w, "thread count changed w");
     assert_eq!(one.b.to_bits(), two.b.to_bits());
     // A column-major matrix (not standard layout) is read through a row-major copy.
-    let fortran = Instances::Dense(x.t().to_owned().reversed_axes());
+    let fortran = Instances::from(x.t().to_owned().reversed_axes());
     assert_eq!(solve(&fortran, 2).w, one.w);
     let csr = solve(&sparse, 2);
     for (a, b) in one.w.iter().zip(csr.w.iter()) {
@@ -247,7 +247,7 @@ fn a_translated_problem_has_the_same_w_and_a_shifted_bias() -> TestResult {
             row.iter_mut().zip(&shift).for_each(|(v, s)| *v += s);
         }
         let solve = |x: &Array2<f64>| {
-            let inst = Instances::Dense(x.clone());
+            let inst = Instances::from(x.clone());
             LinearSquaredHinge {
                 x: &inst,
                 c_pos: &c_pos,
@@ -294,7 +294,7 @@ fn a_sketch_of_every_active_row_makes_each_newton_step_exact() -> TestResult {
     for seed in 0..5 {
         let d = 5 + seed as usize;
         let (x, c_pos, c_neg) = problem(70 + seed, 4 * (d + 1), d);
-        let inst = Instances::Dense(x.clone());
+        let inst = Instances::from(x.clone());
         let problem = LinearSquaredHinge {
             x: &inst,
             c_pos: &c_pos,

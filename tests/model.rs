@@ -6,7 +6,7 @@
 mod common;
 
 use common::{to_csr, TestResult};
-use milsvm::bags::{Bags, Csr, Instances};
+use milsvm::bags::{Bags, Csr, DenseF64, Instances};
 use milsvm::model::{
     fit_sigmoid, BagView, Calibration, Model, Pooling, Predictor, Scaler, Workspace, FORMAT_VERSION,
 };
@@ -126,7 +126,7 @@ fn random_model(
     let xv = if sparse {
         Instances::Sparse(to_csr(&z, false))
     } else {
-        Instances::Dense(z)
+        Instances::from(z)
     };
     Model::new(kernel, xv, coef, intercept, n_classes, pooling)
 }
@@ -482,8 +482,8 @@ fn batch_path_takes_any_layout_and_names_the_bag_with_a_non_finite_value() -> Te
         let fortran = x.t().as_standard_layout().into_owned(); // 5 x 9, then viewed transposed
         let got = p.decision_function_rows(milsvm::kernel::Rows::Dense(fortran.t()), &ptr)?;
         assert!(got == want, "column-major rows, {n_xv} XVs");
-        let inst = p.instance_decision_function(&Instances::Dense(fortran.t().to_owned()))?;
-        assert!(inst == p.instance_decision_function(&Instances::Dense(x.clone()))?);
+        let inst = p.instance_decision_function(&Instances::from(fortran.t().to_owned()))?;
+        assert!(inst == p.instance_decision_function(&Instances::from(x.clone()))?);
         let mut bad = x.clone();
         bad[[6, 1]] = f64::INFINITY;
         match p.decision_function_rows(milsvm::kernel::Rows::Dense(bad.view()), &ptr) {
@@ -830,5 +830,30 @@ fn the_file_keeps_the_scaler_and_the_sigmoid_and_refuses_bad_ones_naming_the_fie
     let mut proba = [0.0; 2];
     p.probabilities(&f, &mut proba)?;
     assert!(close(proba[1], platt(-1.5, 0.1, f[0]), 1e-15));
+    Ok(())
+}
+
+/// A model never keeps rows borrowed from a caller's buffer: `Model::new` copies them, so that
+/// the model neither changes with the buffer nor keeps it alive.
+#[test]
+fn a_model_owns_its_basis() -> TestResult {
+    let owner = std::sync::Arc::new(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    // SAFETY: `owner` holds 6 values and is never written.
+    let rows = unsafe { DenseF64::from_shared(owner.as_ptr(), 3, 2, owner.clone()) }?;
+    assert!(rows.is_borrowed());
+    let m = Model::new(
+        Kernel::Linear,
+        Instances::Dense(rows),
+        array![[1.0, -1.0, 0.5]],
+        array![0.0],
+        2,
+        Pooling::Max,
+    );
+    let Instances::Dense(xv) = &m.xv else {
+        return Err("a dense basis expected".into());
+    };
+    assert!(!xv.is_borrowed());
+    assert_eq!(xv.as_slice(), owner.as_slice());
+    assert_eq!(std::sync::Arc::strong_count(&owner), 1);
     Ok(())
 }

@@ -32,7 +32,7 @@ fn random_bags(seed: u64, n_bags: usize, d: usize, max_size: usize) -> (Bags, Ve
     let x = Array2::from_shape_vec((ptr[n_bags], d), flat).expect("shape");
     let labels = (0..n_bags).map(|i| i % 2).collect();
     (
-        Bags::new(Instances::Dense(x), ptr).expect("valid bags"),
+        Bags::new(Instances::from(x), ptr).expect("valid bags"),
         labels,
     )
 }
@@ -41,7 +41,7 @@ fn to_sparse(bags: &Bags) -> Bags {
     let Instances::Dense(x) = bags.instances() else {
         panic!("dense bags expected")
     };
-    let csr = to_csr(x, true);
+    let csr = to_csr(&x.view().to_owned(), true);
     Bags::new(Instances::Sparse(csr), bags.bag_ptr().to_vec()).expect("bags")
 }
 

@@ -122,8 +122,8 @@ class Bags:
 
     def core_instances(self):
         """The instances in the form ``milsvm._core`` takes: a C-contiguous float64 or float32
-        array (a float32 array that already is C-contiguous is passed as it is: the core reads it
-        in place), or ``(data, indices, indptr, n_cols)`` for CSR."""
+        array (one that already is C-contiguous is passed as it is: the core reads it in place,
+        without a copy), or ``(data, indices, indptr, n_cols)`` for CSR."""
         if self.is_sparse:
             X = self.X
             return (

@@ -332,7 +332,7 @@ fn parse(name: &str, text: &str) -> Result<Dataset> {
     let x = Array2::from_shape_vec((rows.len(), n_values), grouped)
         .map_err(|e| invalid_data(format!("{name}: {e}")))?;
     Ok(Dataset {
-        bags: Bags::new(Instances::Dense(x), bag_ptr)?,
+        bags: Bags::new(Instances::from(x), bag_ptr)?,
         labels,
         bag_names: bag_names.into_iter().map(str::to_string).collect(),
     })

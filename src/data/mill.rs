@@ -211,7 +211,7 @@ fn parse_dense_lines(
     let values = parse_dense(name, &linenos, n_values, |k| lines[k].rest.split(','), 4)?;
     let x = Array2::from_shape_vec((lines.len(), n_values), values)
         .map_err(|e| invalid_data(format!("{name}: {e}")))?;
-    Ok(Instances::Dense(x))
+    Ok(Instances::from(x))
 }
 
 /// The first bad `index:value` entry of a line, described as the Python reader does.

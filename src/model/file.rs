@@ -132,7 +132,7 @@ fn basis(obj: &Map<String, Value>) -> Result<Instances> {
     )?;
     let layout: String = nested(b, "xv", "layout")?;
     match layout.as_str() {
-        "dense" => Ok(Instances::Dense(matrix(obj, "xv")?)),
+        "dense" => Ok(Instances::from(matrix(obj, "xv")?)),
         "csr" => {
             let shape: [usize; 2] = nested(b, "xv", "shape")?;
             let indptr: Vec<usize> = nested(b, "xv", "indptr")?;
@@ -305,7 +305,7 @@ fn read_v1_v2(obj: &Map<String, Value>, version: u32) -> Result<Model> {
     }
     Ok(Model {
         kernel: field(m, "kernel")?,
-        xv: Instances::Dense(field(m, "xv")?),
+        xv: Instances::from(field::<Array2<f64>>(m, "xv")?),
         coef: field(m, "coef")?,
         intercept: field(m, "intercept")?,
         n_classes: field(m, "n_classes")?,

@@ -160,8 +160,9 @@ pub struct Model {
 
 impl Model {
     /// A model with no metadata (fields can be set afterwards); `xv` is an `Array2` (dense) or
-    /// [`Instances`] (dense or CSR). The basis is held in `f64`: `f32` rows are widened
-    /// (exactly).
+    /// [`Instances`] (dense or CSR). The basis is held in `f64` and owned: `f32` rows are
+    /// widened (exactly), and rows borrowed from a caller's buffer are copied, so that a model
+    /// never changes with, or keeps alive, the data it was fitted on.
     pub fn new(
         kernel: Kernel,
         xv: impl Into<Instances>,
@@ -171,7 +172,8 @@ impl Model {
         pooling: Pooling,
     ) -> Self {
         let xv = match xv.into() {
-            Instances::Dense32(z) => Instances::Dense(z.view().mapv(f64::from)),
+            Instances::Dense32(z) => Instances::from(z.view().mapv(f64::from)),
+            Instances::Dense(z) if z.is_borrowed() => Instances::from(z.view().to_owned()),
             xv => xv,
         };
         Self {
@@ -367,10 +369,7 @@ impl Model {
 
     fn xv_has_non_finite(&self) -> bool {
         match &self.xv {
-            Instances::Dense(z) => match z.as_slice_memory_order() {
-                Some(all) => !all_finite(all),
-                None => z.iter().any(|v| !v.is_finite()),
-            },
+            Instances::Dense(z) => !all_finite(z.as_slice()),
             Instances::Dense32(z) => !all_finite(z.as_slice()),
             Instances::Sparse(z) => !all_finite(z.data()),
         }

@@ -1043,13 +1043,7 @@ impl Predictor {
 
     /// [`Predictor::instance_decision_function`] after any standardisation.
     fn raw_instance_scores(&self, x: &Instances) -> Result<Array2<f64>> {
-        if let Instances::Dense(a) = x {
-            if !a.is_standard_layout() {
-                return self
-                    .raw_instance_scores(&Instances::Dense(a.as_standard_layout().into_owned()));
-            }
-        }
-        let rows = Rows::from(x); // `f32` rows are always in standard layout
+        let rows = Rows::from(x); // dense rows are always in standard layout
         let norms = checked_norms(rows)?;
         Ok(match &self.layout {
             Layout::Dense(basis) => instance_scores(

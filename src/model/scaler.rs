@@ -151,7 +151,7 @@ impl Scaler {
                         *o = (v - self.mean[j]) / self.scale[j];
                     }
                 }
-                Instances::Dense(out)
+                Instances::from(out)
             }
             Rows::Sparse(c) if self.is_uncentred() => {
                 let data = c
@@ -179,7 +179,7 @@ impl Scaler {
                         *o = (*o - self.mean[j]) / self.scale[j];
                     }
                 }
-                Instances::Dense(out)
+                Instances::from(out)
             }
         })
     }

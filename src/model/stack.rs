@@ -53,10 +53,10 @@ pub(crate) fn decision_functions_of_checked(
             ));
         }
     }
-    let dense: Option<Vec<&Array2<f64>>> = models
+    let dense: Option<Vec<ndarray::ArrayView2<f64>>> = models
         .iter()
         .map(|m| match &m.xv {
-            Instances::Dense(z) => Some(z),
+            Instances::Dense(z) => Some(z.view()),
             Instances::Dense32(_) | Instances::Sparse(_) => None,
         })
         .collect();

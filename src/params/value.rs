@@ -197,7 +197,7 @@ impl ParamType for Array2<f64> {
 impl ParamType for Instances {
     fn from_value(value: &Value) -> std::result::Result<Self, Rejected> {
         match value {
-            Value::Matrix(m) => Ok(Instances::Dense(m.clone())),
+            Value::Matrix(m) => Ok(Instances::from(m.clone())),
             Value::Instances(x) => Ok(x.clone()),
             _ => type_error("must be a 2-D array or a sparse matrix"),
         }

@@ -16,7 +16,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString, PyTuple};
 
 use std::sync::Arc;
 
-use crate::bags::{Bags, Csr, DenseF32, Instances};
+use crate::bags::{Bags, Csr, Dense, Instances};
 use crate::error::Error;
 use crate::params::{Hyperparams, Value};
 
@@ -60,40 +60,42 @@ fn csr_of(t: &Bound<'_, PyTuple>) -> PyResult<Csr> {
 }
 
 /// Instances from a dense 2-D float64 or float32 array or a CSR tuple `(data, indices, indptr,
-/// n_cols)`. A float64 array is copied once into the core; a float32 array is read in place when
-/// it is C-contiguous and aligned (kept alive by a reference held as long as the instances, so
-/// that a memory-mapped `.npy` file is never copied), else copied once into a row-major `f32`
-/// matrix. Python code must not write to the array while the core uses it (the fit releases the
+/// n_cols)`. A dense array is read in place when it is C-contiguous and aligned (kept alive by a
+/// reference held as long as the instances, so that a memory-mapped `.npy` file is never
+/// copied), else copied once into a row-major matrix of its type; a model never keeps such a
+/// borrow ([`crate::Model::new`] copies it). Python code must not write to the array while the core uses it (the fit releases the
 /// GIL).
 pub(crate) fn instances(obj: &Bound<'_, PyAny>) -> PyResult<Instances> {
     if let Ok(t) = obj.cast::<PyTuple>() {
         return Ok(Instances::Sparse(csr_of(t)?));
     }
     if let Ok(x) = obj.extract::<PyReadonlyArray2<f32>>() {
-        return Ok(Instances::Dense32(dense_f32(obj, &x)?));
+        return Ok(Instances::Dense32(dense(obj, &x)?));
     }
     let x: PyReadonlyArray2<f64> = obj.extract()?;
-    Ok(Instances::Dense(
-        x.as_array().as_standard_layout().into_owned(),
-    ))
+    Ok(Instances::Dense(dense(obj, &x)?))
 }
 
-/// A float32 array as [`DenseF32`]: borrowed when C-contiguous and aligned, else copied.
-fn dense_f32(obj: &Bound<'_, PyAny>, x: &PyReadonlyArray2<'_, f32>) -> PyResult<DenseF32> {
+/// A float32 or float64 array as a [`Dense`] matrix: borrowed when C-contiguous and aligned,
+/// else copied.
+fn dense<T: numpy::Element + Copy + Send + Sync>(
+    obj: &Bound<'_, PyAny>,
+    x: &PyReadonlyArray2<'_, T>,
+) -> PyResult<Dense<T>> {
     let view = x.as_array();
     let (n, d) = view.dim();
     // `as_slice` also accepts a Fortran-ordered array: only a C-contiguous one is row-major.
     if let Some(all) = x.as_slice().ok().filter(|_| x.is_c_contiguous()) {
         let ptr = all.as_ptr();
-        if ptr.align_offset(std::mem::align_of::<f32>()) == 0 {
+        if ptr.align_offset(std::mem::align_of::<T>()) == 0 {
             let owner: Arc<dyn Send + Sync> = Arc::new(obj.clone().unbind());
             // SAFETY: `ptr` points to the `n * d` row-major values of the array `obj` (a
             // C-contiguous, aligned slice), which `owner` keeps alive; the binding's contract
             // (above) is that nothing writes to it meanwhile.
-            return Ok(unsafe { DenseF32::from_shared(ptr, n, d, owner) }?);
+            return Ok(unsafe { Dense::from_shared(ptr, n, d, owner) }?);
         }
     }
-    Ok(DenseF32::from_array(view))
+    Ok(Dense::from_array(view))
 }
 
 /// Bags from stacked instances (see [`instances`]) and bag offsets.

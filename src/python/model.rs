@@ -155,8 +155,8 @@ fn pooling_name(p: Pooling) -> &'static str {
 }
 
 /// A read-only NumPy view of `array`, kept alive by `owner`.
-fn view<'py, D: ndarray::Dimension>(
-    array: &ndarray::Array<f64, D>,
+fn view<'py, S: ndarray::Data<Elem = f64>, D: ndarray::Dimension>(
+    array: &ndarray::ArrayBase<S, D>,
     owner: Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, numpy::PyArray<f64, D>>> {
     // SAFETY: `owner` is the frozen `Model` that owns `array`; nothing mutates it while the
@@ -389,7 +389,7 @@ impl PyModel {
     fn xv<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         match &slf.get().model.xv {
-            Instances::Dense(z) => Ok(view(z, slf.clone().into_any())?.into_any()),
+            Instances::Dense(z) => Ok(view(&z.view(), slf.clone().into_any())?.into_any()),
             // a model's basis is held in f64 (`Model::new` widens f32 rows)
             Instances::Dense32(_) => Ok(slf.get().model.xv.to_dense().into_pyarray(py).into_any()),
             Instances::Sparse(z) => {

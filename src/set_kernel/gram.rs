@@ -76,7 +76,7 @@ fn bag_means(bags: &Bags) -> Result<Instances> {
                     row.assign(&mean);
                 }
             }
-            Ok(Instances::Dense(out))
+            Ok(Instances::from(out))
         }
         Instances::Sparse(x) => {
             let mut indptr = vec![0];
@@ -121,7 +121,7 @@ pub fn set_kernel_gram_cancellable(
             let owned = x.as_standard_layout().into_owned();
             return set_kernel_gram_cancellable(
                 kernel,
-                &Bags::new(Instances::Dense(owned), bags.bag_ptr().to_vec())?,
+                &Bags::new(Instances::from(owned), bags.bag_ptr().to_vec())?,
                 cancel,
             );
         }

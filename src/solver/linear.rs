@@ -82,8 +82,7 @@ pub struct LinearSquaredHinge<'a> {
 /// The mean row of `x` (one pass; blocks of rows added in order, the same bits for any thread
 /// count): [`LinearSquaredHinge::mean`].
 pub fn mean_row(x: &Instances) -> Vec<f64> {
-    let mut copy = Vec::new();
-    let rows = RowsRef::new(x, &mut copy);
+    let rows = RowsRef::new(x);
     Centred::new(rows, x.n_rows(), x.n_features()).mu
 }
 
@@ -516,8 +515,7 @@ impl LinearSquaredHinge<'_> {
     ) -> Result<LinearSolution> {
         let (n, d) = (self.x.n_rows(), self.x.n_features());
         // The loops read dense rows as slices: a row-major copy once if the layout is another.
-        let mut copy = Vec::new();
-        let x = RowsRef::new(self.x, &mut copy);
+        let x = RowsRef::new(self.x);
         let simd = Simd::detect();
         let centred = match self.mean {
             Some(mu) if mu.len() == d => Centred { x, mu: mu.to_vec() },

@@ -242,8 +242,7 @@ impl Descent<'_> {
 /// `x_t . w` for every row of `x` (rows in parallel, each on its own: the same bits for any
 /// thread count).
 pub fn row_scores(x: &Instances, w: &[f64]) -> Vec<f64> {
-    let mut copy = Vec::new();
-    let rows = RowsRef::new(x, &mut copy);
+    let rows = RowsRef::new(x);
     let mut out = vec![0.0; x.n_rows()];
     super::rows::x_dot(rows, w, Simd::detect(), &mut out);
     out
@@ -360,8 +359,7 @@ impl<'a> LinearHinge<'a> {
         cancel: &Cancel,
     ) -> Result<LinearHingeSolution> {
         self.check()?;
-        let mut copy = Vec::new();
-        let rows = RowsRef::new(self.x, &mut copy);
+        let rows = RowsRef::new(self.x);
         let simd = Simd::detect();
         let d = self.x.n_features();
         let m = self.points.len();

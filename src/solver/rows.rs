@@ -71,18 +71,12 @@ pub(super) fn x_dot(x: RowsRef, v: &[f64], simd: Simd, out: &mut [f64]) {
 pub(super) use on_rows;
 
 impl<'a> RowsRef<'a> {
-    /// The rows of `x`; a dense `f64` matrix not in row-major order is copied into `copy`.
-    pub(super) fn new(x: &'a Instances, copy: &'a mut Vec<f64>) -> Self {
+    /// The rows of `x` (dense rows are always row-major).
+    pub(super) fn new(x: &'a Instances) -> Self {
         let d = x.n_features();
         match x {
             Instances::Dense(a) => RowsRef::Dense {
-                data: match a.as_slice() {
-                    Some(data) => data,
-                    None => {
-                        *copy = a.iter().copied().collect();
-                        copy
-                    }
-                },
+                data: a.as_slice(),
                 d,
             },
             Instances::Dense32(a) => RowsRef::Dense32 {
