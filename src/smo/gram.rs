@@ -400,18 +400,24 @@ impl InstanceGram<'_> {
                 }
                 return;
             }
-            let unknown: Vec<usize> = (0..known.len()).filter(|&k| known[k].is_none()).collect();
+            let mut unknown = Vec::with_capacity(known.len());
+            let mut at_hand = Vec::with_capacity(known.len());
+            for (k, row) in known.iter().enumerate() {
+                match row {
+                    Some(row) => at_hand.push((k, *row)),
+                    None => unknown.push(k),
+                }
+            }
             self.simd
                 .dots_multi_at(&queries, z, d, &unknown, pieces.as_mut_slice());
             for (piece, &i) in pieces.iter_mut().zip(points) {
+                // the whole block finished at once; at the known points, whatever the slot held
+                // is overwritten next
                 let si = self.sq_norms.get(i).copied().unwrap_or(0.0);
-                for &k in &unknown {
-                    piece[k] = self.kernel.from_dot(piece[k], si, norms[k]);
-                }
-                for (o, row) in piece.iter_mut().zip(known) {
-                    if let Some(row) = row {
-                        *o = row[i];
-                    }
+                self.kernel
+                    .finish_rows(piece, &[si], 0, &norms[..piece.len()]);
+                for &(k, row) in &at_hand {
+                    piece[k] = row[i];
                 }
             }
         };
