@@ -240,21 +240,8 @@ impl Instances {
     /// The rows given, in order, as a new matrix of the same kind.
     pub fn select_rows(&self, rows: &[usize]) -> Instances {
         match self {
-            Instances::Dense(x) => {
-                // one slice copy per row
-                let mut data = Vec::with_capacity(rows.len() * x.n_cols());
-                for &r in rows {
-                    data.extend_from_slice(x.row(r));
-                }
-                Instances::Dense(DenseF64::from_parts(rows.len(), x.n_cols(), data))
-            }
-            Instances::Dense32(x) => {
-                let mut data = Vec::with_capacity(rows.len() * x.n_cols());
-                for &r in rows {
-                    data.extend_from_slice(x.row(r));
-                }
-                Instances::Dense32(DenseF32::from_parts(rows.len(), x.n_cols(), data))
-            }
+            Instances::Dense(x) => Instances::Dense(x.select_rows(rows)),
+            Instances::Dense32(x) => Instances::Dense32(x.select_rows(rows)),
             Instances::Sparse(x) => Instances::Sparse(x.select_rows(rows)),
         }
     }

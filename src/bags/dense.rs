@@ -151,6 +151,15 @@ impl<T: Copy> Dense<T> {
         &self.as_slice()[i * self.n_cols..(i + 1) * self.n_cols]
     }
 
+    /// The rows given, in order, as a new owned matrix (one slice copy per row).
+    pub fn select_rows(&self, rows: &[usize]) -> Self {
+        let mut data = Vec::with_capacity(rows.len() * self.n_cols);
+        for &r in rows {
+            data.extend_from_slice(self.row(r));
+        }
+        Self::from_parts(rows.len(), self.n_cols, data)
+    }
+
     /// The matrix as an array view (standard layout).
     pub fn view(&self) -> ArrayView2<'_, T> {
         // The shape matches the length (checked at construction); the fallback is unreachable.

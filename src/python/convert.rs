@@ -63,8 +63,8 @@ fn csr_of(t: &Bound<'_, PyTuple>) -> PyResult<Csr> {
 /// n_cols)`. A dense array is read in place when it is C-contiguous and aligned (kept alive by a
 /// reference held as long as the instances, so that a memory-mapped `.npy` file is never
 /// copied), else copied once into a row-major matrix of its type; a model never keeps such a
-/// borrow ([`crate::Model::new`] copies it). Python code must not write to the array while the core uses it (the fit releases the
-/// GIL).
+/// borrow ([`crate::Model::new`] copies it). Python code must not write to the array while the
+/// core uses it (the fit releases the GIL).
 pub(crate) fn instances(obj: &Bound<'_, PyAny>) -> PyResult<Instances> {
     if let Ok(t) = obj.cast::<PyTuple>() {
         return Ok(Instances::Sparse(csr_of(t)?));
