@@ -391,31 +391,25 @@ impl InstanceGram<'_> {
             let known = known.get(lo..hi).unwrap_or_default();
             let z = &all[lo * d..hi * d];
             let norms = &self.sq_norms[lo..hi];
-            if known.iter().all(Option::is_none) {
+            let at_hand: Vec<(usize, &[f64])> = known
+                .iter()
+                .enumerate()
+                .filter_map(|(k, row)| row.map(|row| (k, row)))
+                .collect();
+            if at_hand.is_empty() {
                 self.simd.dots_multi(&queries, z, d, pieces.as_mut_slice());
-                for (piece, &i) in pieces.iter_mut().zip(points) {
-                    let si = self.sq_norms.get(i).copied().unwrap_or(0.0);
-                    self.kernel
-                        .finish_rows(piece, &[si], 0, &norms[..piece.len()]);
-                }
-                return;
+            } else {
+                let unknown: Vec<usize> =
+                    (0..known.len()).filter(|&k| known[k].is_none()).collect();
+                self.simd
+                    .dots_multi_at(&queries, z, d, &unknown, pieces.as_mut_slice());
             }
-            let mut unknown = Vec::with_capacity(known.len());
-            let mut at_hand = Vec::with_capacity(known.len());
-            for (k, row) in known.iter().enumerate() {
-                match row {
-                    Some(row) => at_hand.push((k, *row)),
-                    None => unknown.push(k),
-                }
-            }
-            self.simd
-                .dots_multi_at(&queries, z, d, &unknown, pieces.as_mut_slice());
             for (piece, &i) in pieces.iter_mut().zip(points) {
-                // the whole block finished at once; at the known points, whatever the slot held
-                // is overwritten next
                 let si = self.sq_norms.get(i).copied().unwrap_or(0.0);
                 self.kernel
                     .finish_rows(piece, &[si], 0, &norms[..piece.len()]);
+                // the whole block is finished at once; at the known points, what the slot held
+                // is overwritten here
                 for &(k, row) in &at_hand {
                     piece[k] = row[i];
                 }
