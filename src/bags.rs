@@ -9,7 +9,9 @@ use ndarray::{s, Array2};
 use crate::error::{invalid_data, Result};
 use crate::kernel::Rows;
 
+mod by_feature;
 mod dense;
+pub(crate) use by_feature::FeatureIndex;
 pub use dense::{Dense, DenseF32, DenseF64};
 
 /// A compressed sparse row matrix of `f64` (the layout of `scipy.sparse.csr_matrix`). Serde

@@ -55,8 +55,6 @@
 //! linear kernel the model holds the explicit weight vector `w` as its only expansion vector
 //! (sparse instances stay sparse throughout).
 
-use ndarray::{Array1, Array2};
-
 use crate::bags::Bags;
 use crate::error::{invalid_param, Result};
 use crate::fit::{Problem, Setup};
@@ -317,35 +315,16 @@ impl SvmCcValidParams {
         let (kernel, gamma) = self.kernel.resolve(self.gamma, x);
         let inst = InstanceGram::new(kernel, Rows::from(x))?;
         let runs = setup.one_vs_rest(|problem| self.run_binary(&inst, bags, problem, kernel))?;
-        let model = match kernel {
-            Kernel::Linear => {
-                // explicit w per output: xv = W, coef = I
-                let n = runs.len();
-                let mut beta = Array2::zeros((n, x.n_rows()));
-                for (mut row, r) in beta.rows_mut().into_iter().zip(&runs) {
-                    row.assign(&Array1::from(r.beta.clone()));
-                }
-                Model::new(
-                    kernel,
-                    x.combine_rows(&beta),
-                    Array2::eye(n),
-                    runs.iter().map(|r| r.b).collect(),
-                    n_classes,
-                    Pooling::Max,
-                )
-            }
-            Kernel::Rbf { .. } => {
-                let coefs: Vec<&[f64]> = runs.iter().map(|r| r.beta.as_slice()).collect();
-                Model::from_instance_coefficients(
-                    kernel,
-                    x,
-                    &coefs,
-                    runs.iter().map(|r| r.b).collect(),
-                    n_classes,
-                    Pooling::Max,
-                )
-            }
-        };
+        // the linear kernel collapses into one weight vector per output
+        let coefs: Vec<&[f64]> = runs.iter().map(|r| r.beta.as_slice()).collect();
+        let model = Model::from_instance_coefficients(
+            kernel,
+            x,
+            &coefs,
+            runs.iter().map(|r| r.b).collect(),
+            n_classes,
+            Pooling::Max,
+        );
         let mut fit = SvmCcFit {
             model,
             positive_bags: Vec::new(),

@@ -132,7 +132,7 @@
 //! linear kernel the model holds the weight vector `w` as its one expansion vector (sparse
 //! instances stay sparse).
 
-use ndarray::{Array1, Array2};
+use ndarray::Array1;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -775,35 +775,16 @@ impl Cccp<'_> {
             CccpMethod::MissSvm => Pooling::Max,
         };
         let intercept: Array1<f64> = runs.iter().map(|r| r.b).collect();
-        let model = match kernel {
-            Kernel::Linear => {
-                // the explicit weight vector per output: xv = W, coef = I
-                let n = runs.len();
-                let mut beta = Array2::zeros((n, x.n_rows()));
-                for (mut row, r) in beta.rows_mut().into_iter().zip(&runs) {
-                    row.assign(&Array1::from(r.beta.clone()));
-                }
-                Model::new(
-                    kernel,
-                    x.combine_rows(&beta),
-                    Array2::eye(n),
-                    intercept,
-                    setup.n_classes,
-                    pooling,
-                )
-            }
-            Kernel::Rbf { .. } => {
-                let coefs: Vec<&[f64]> = runs.iter().map(|r| r.beta.as_slice()).collect();
-                Model::from_instance_coefficients(
-                    kernel,
-                    x,
-                    &coefs,
-                    intercept,
-                    setup.n_classes,
-                    pooling,
-                )
-            }
-        };
+        // the linear kernel collapses into one weight vector per output
+        let coefs: Vec<&[f64]> = runs.iter().map(|r| r.beta.as_slice()).collect();
+        let model = Model::from_instance_coefficients(
+            kernel,
+            x,
+            &coefs,
+            intercept,
+            setup.n_classes,
+            pooling,
+        );
         let mut fit = CccpFit {
             model,
             gamma,

@@ -153,7 +153,6 @@ impl SparseMiValidParams {
         let (kernel, gamma) = self.kernel.resolve(self.gamma, x);
         let norms = x.sq_norms();
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
-        let mut fits = Vec::with_capacity(cs.len());
         match self.n_basis {
             None => {
                 let initial_xv = match &self.init_xv {
@@ -163,27 +162,16 @@ impl SparseMiValidParams {
                         x.dense_rows(&rows)
                     }
                 };
-                let mut warm: Option<Point> = None;
-                for &c in cs {
-                    let params = self.with_c(c);
-                    let rows = Rows::from(x);
-                    let objective = Objective::new(&params, kernel, rows, norms.clone(), setup);
-                    let start = Basis::direct(initial_xv.clone());
-                    let (basis, point, history) =
-                        descend_with(&params, &objective, start, warm.take(), Basis::direct)?;
-                    let xv = basis.v.clone();
-                    fits.push(self.record(
-                        setup,
-                        kernel,
-                        gamma,
-                        &basis,
-                        &point,
-                        history,
-                        &initial_xv,
-                        xv,
-                    ));
-                    warm = (self.max_iter == 0).then_some(point);
-                }
+                self.descents(
+                    setup,
+                    cs,
+                    (kernel, gamma),
+                    Rows::from(x),
+                    &norms,
+                    (&initial_xv, &initial_xv),
+                    Basis::direct,
+                    |basis| basis.v.clone(),
+                )
             }
             Some(q) => {
                 // Z = V B: kernels need only P = X B^T (N x Q), G = B B^T and ||x||^2.
@@ -201,38 +189,49 @@ impl SparseMiValidParams {
                     r /= s.max(f64::MIN_POSITIVE);
                 }
                 let initial_xv = bv.combine_rows(&v0);
-                let project = |v: Array2<f64>| Basis::projected(v, g.view());
-                let mut warm: Option<Point> = None;
-                for &c in cs {
-                    let params = self.with_c(c);
-                    let objective = Objective::new(
-                        &params,
-                        kernel,
-                        Rows::Dense(p.view()),
-                        norms.clone(),
-                        setup,
-                    );
-                    let (basis, point, history) = descend_with(
-                        &params,
-                        &objective,
-                        project(v0.clone()),
-                        warm.take(),
-                        project,
-                    )?;
-                    let xv = bv.combine_rows(&basis.v);
-                    fits.push(self.record(
-                        setup,
-                        kernel,
-                        gamma,
-                        &basis,
-                        &point,
-                        history,
-                        &initial_xv,
-                        xv,
-                    ));
-                    warm = (self.max_iter == 0).then_some(point);
-                }
+                self.descents(
+                    setup,
+                    cs,
+                    (kernel, gamma),
+                    Rows::Dense(p.view()),
+                    &norms,
+                    (&v0, &initial_xv),
+                    |v| Basis::projected(v, g.view()),
+                    |basis| bv.combine_rows(&basis.v),
+                )
             }
+        }
+    }
+
+    /// The descents at every value of `cs` on the objective over `rows` (the instances, or
+    /// their products with the basis vectors), each from `make(start.0)`; `to_xv` gives a
+    /// descent's XVs in the input space and `start.1` is the initial XVs the fits record. A
+    /// value is warm-started from the previous one's solutions only without iterations
+    /// (`max_iter == 0`, where the descent is one evaluation).
+    #[allow(clippy::too_many_arguments)]
+    fn descents(
+        &self,
+        setup: &Setup,
+        cs: &[f64],
+        (kernel, gamma): (Kernel, f64),
+        rows: Rows<'_>,
+        norms: &[f64],
+        (v0, initial_xv): (&Array2<f64>, &Array2<f64>),
+        make: impl Fn(Array2<f64>) -> Basis,
+        to_xv: impl Fn(&Basis) -> Array2<f64>,
+    ) -> Result<Vec<SparseMiFit>> {
+        let mut fits = Vec::with_capacity(cs.len());
+        let mut warm: Option<Point> = None;
+        for &c in cs {
+            let params = self.with_c(c);
+            let objective = Objective::new(&params, kernel, rows.reborrow(), norms.to_vec(), setup);
+            let (basis, point, history) =
+                descend_with(&params, &objective, make(v0.clone()), warm.take(), &make)?;
+            let xv = to_xv(&basis);
+            fits.push(self.record(
+                setup, kernel, gamma, &basis, &point, history, initial_xv, xv,
+            ));
+            warm = (self.max_iter == 0).then_some(point);
         }
         Ok(fits)
     }

@@ -855,5 +855,18 @@ fn a_model_owns_its_basis() -> TestResult {
     assert!(!xv.is_borrowed());
     assert_eq!(xv.as_slice(), owner.as_slice());
     assert_eq!(std::sync::Arc::strong_count(&owner), 1);
+    m.check()?;
+    // a borrowed basis set on the public field, past `Model::new`, is refused by the check
+    // that every predictor and model file runs
+    let mut direct = m.clone();
+    // SAFETY: as above.
+    direct.xv =
+        Instances::Dense(unsafe { DenseF64::from_shared(owner.as_ptr(), 3, 2, owner.clone()) }?);
+    let err = direct
+        .check()
+        .expect_err("a borrowed basis must be refused")
+        .to_string();
+    assert!(err.contains("xv") && err.contains("borrowed"), "{err}");
+    assert!(Predictor::new(&direct).is_err());
     Ok(())
 }

@@ -18,7 +18,7 @@ use ndarray::{s, Array2};
 use rayon::prelude::*;
 
 use super::{bag_chunks, Kernel, Rows};
-use crate::bags::Csr;
+use crate::bags::FeatureIndex;
 use crate::error::Result;
 use crate::progress::Cancel;
 
@@ -53,10 +53,10 @@ pub fn bag_max_kernel(
         .map(|k0| (k0, (k0 + BLOCK_XV).min(nz)))
         .collect();
     // a CSR block of vectors is read through its entries grouped by feature
-    let indexes: Vec<Option<FeatureEntries>> = blocks
+    let indexes: Vec<Option<FeatureIndex>> = blocks
         .iter()
         .map(|&(k0, k1)| match z {
-            Rows::Sparse(zs) => Some(FeatureEntries::new(zs, k0, k1)),
+            Rows::Sparse(zs) => Some(FeatureIndex::new(zs, k0..k1)),
             Rows::Dense(_) | Rows::Dense32(_) => None,
         })
         .collect();
@@ -116,7 +116,7 @@ pub fn bag_max_kernel(
 }
 
 /// The inner products of rows `lo..hi` with vectors `k0..k1` into `out` (`(hi - lo) x (k1 -
-/// k0)`); `index` is the block's [`FeatureEntries`] when `z` is CSR.
+/// k0)`); `index` is the block's [`FeatureIndex`] when `z` is CSR.
 #[allow(clippy::too_many_arguments)]
 fn block_dots(
     rows: Rows<'_>,
@@ -125,7 +125,7 @@ fn block_dots(
     z: Rows<'_>,
     k0: usize,
     k1: usize,
-    index: Option<&FeatureEntries>,
+    index: Option<&FeatureIndex>,
     out: &mut Array2<f64>,
 ) {
     match (rows, z, index) {
@@ -182,59 +182,10 @@ fn block_dots(
     }
 }
 
-/// The entries of CSR rows `k0..k1` grouped by feature (only the features they use): the
-/// vectors and values of one feature by binary search.
-struct FeatureEntries {
-    /// The features present, increasing.
-    features: Vec<usize>,
-    /// Entries of `features[i]` are `starts[i]..starts[i + 1]`.
-    starts: Vec<usize>,
-    /// The vector of each entry, relative to `k0`.
-    xv: Vec<usize>,
-    /// The value of each entry.
-    values: Vec<f64>,
-}
-
-impl FeatureEntries {
-    fn new(z: &Csr, k0: usize, k1: usize) -> Self {
-        let mut entries: Vec<(usize, usize, f64)> = Vec::new();
-        for k in k0..k1 {
-            let (js, vs) = z.row(k);
-            entries.extend(js.iter().zip(vs).map(|(&j, &v)| (j, k - k0, v)));
-        }
-        entries.sort_by_key(|&(j, k, _)| (j, k));
-        let mut features = Vec::new();
-        let mut starts = Vec::new();
-        for (e, &(j, _, _)) in entries.iter().enumerate() {
-            if features.last() != Some(&j) {
-                features.push(j);
-                starts.push(e);
-            }
-        }
-        starts.push(entries.len());
-        Self {
-            features,
-            starts,
-            xv: entries.iter().map(|e| e.1).collect(),
-            values: entries.iter().map(|e| e.2).collect(),
-        }
-    }
-
-    /// The vectors and values of feature `j`.
-    fn entries(&self, j: usize) -> (&[usize], &[f64]) {
-        match self.features.binary_search(&j) {
-            Ok(i) => {
-                let r = self.starts[i]..self.starts[i + 1];
-                (&self.xv[r.clone()], &self.values[r])
-            }
-            Err(_) => (&[], &[]),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bags::Csr;
     use ndarray::array;
 
     fn reference(

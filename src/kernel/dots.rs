@@ -199,57 +199,16 @@ impl Simd {
     }
 
     /// `outs[q][k] = xs[q] . z_k` for several vectors `xs` (each of length `d`) against the rows
-    /// `z_k` of the row-major `z` (`d` columns, `outs[q].len()` rows): each row of `z` is read
-    /// once for all of `xs` (with AVX2, four of them per pass). Every value equals
-    /// [`Simd::dot`] of the two vectors, bitwise.
+    /// `z_k` of the row-major `z` (`d` columns) listed by `ks` (`0..n` for the first `n`); each
+    /// `outs[q]` is indexed by `k`, and its values at the rows not listed are left untouched.
+    /// Each listed row of `z` is read once for all of `xs` (with AVX2, four of them per pass).
+    /// Every value equals [`Simd::dot`] of the two vectors, bitwise.
     pub(crate) fn dots_multi<A: Real, B: Real>(
         &self,
         xs: &[&[A]],
         z: &[B],
         d: usize,
-        outs: &mut [&mut [f64]],
-    ) {
-        let n = outs.iter().map(|o| o.len()).min().unwrap_or(0);
-        let d = d.max(1);
-        #[cfg(target_arch = "x86_64")]
-        {
-            if self.avx2 && !xs.is_empty() && xs.iter().all(|x| x.len() == d) {
-                // whole groups of four vectors per pass over `z`; the last one to three alone,
-                // each against four rows of `z` per pass (no padded duplicates: the same sums)
-                let full = xs.len() / 4 * 4;
-                for (k, zk) in z.chunks_exact(d).take(n).enumerate() {
-                    for (q0, group) in xs[..full].chunks_exact(4).enumerate() {
-                        let four = [group[0], group[1], group[2], group[3]];
-                        // SAFETY: the CPU supports AVX2 (`avx2` is set only then); every vector
-                        // of `four` and `zk` holds `d` values (checked above).
-                        let r = unsafe { block4_avx2(zk, four) };
-                        for (t, &v) in r.iter().enumerate() {
-                            outs[4 * q0 + t][k] = v;
-                        }
-                    }
-                }
-                for (x, out) in xs[full..].iter().zip(outs[full..].iter_mut()) {
-                    // SAFETY: as above; `z` holds at least `n` rows of `d` values.
-                    unsafe { dots_avx2(x, z, d, &mut out[..n]) };
-                }
-                return;
-            }
-        }
-        for (k, zk) in z.chunks_exact(d).take(n).enumerate() {
-            for (x, o) in xs.iter().zip(outs.iter_mut()) {
-                o[k] = dot_portable(x, zk);
-            }
-        }
-    }
-    /// [`Simd::dots_multi`] at the listed rows only: `outs[q][k] = xs[q] . z_k` for every `k`
-    /// of `ks` (rows of the row-major `z`, `d` columns; each `outs[q]` is indexed by `k`), the
-    /// other values untouched. Every value equals [`Simd::dot`] of the two vectors, bitwise.
-    pub(crate) fn dots_multi_at<A: Real, B: Real>(
-        &self,
-        xs: &[&[A]],
-        z: &[B],
-        d: usize,
-        ks: &[usize],
+        ks: impl Iterator<Item = usize> + Clone,
         outs: &mut [&mut [f64]],
     ) {
         let d = d.max(1);
@@ -258,9 +217,10 @@ impl Simd {
         {
             if self.avx2 && xs.iter().all(|x| x.len() == d) {
                 // groups of four vectors against one listed row per pass; the last one to
-                // three vectors alone, each against four listed rows per pass
+                // three vectors alone, each against four listed rows per pass (no padded
+                // duplicates: the same sums)
                 let full = xs.len() / 4 * 4;
-                for &k in ks {
+                for k in ks.clone() {
                     let zk = row(k);
                     for (q0, group) in xs[..full].chunks_exact(4).enumerate() {
                         // SAFETY: the CPU supports AVX2 (`avx2` is set only then); every
@@ -273,24 +233,29 @@ impl Simd {
                     }
                 }
                 for (x, out) in xs[full..].iter().zip(outs[full..].iter_mut()) {
-                    let fours = ks.chunks_exact(4);
-                    let tail = fours.remainder();
-                    for g in fours {
-                        // SAFETY: as above; every listed row holds `d` values.
-                        let r =
-                            unsafe { block4_avx2(x, [row(g[0]), row(g[1]), row(g[2]), row(g[3])]) };
-                        for (&k, &v) in g.iter().zip(&r) {
-                            out[k] = v;
+                    let mut four = [0usize; 4];
+                    let mut held = 0;
+                    for k in ks.clone() {
+                        four[held] = k;
+                        held += 1;
+                        if held == 4 {
+                            held = 0;
+                            let g = four.map(row);
+                            // SAFETY: as above; every listed row holds `d` values.
+                            let r = unsafe { block4_avx2(x, g) };
+                            for (&k, &v) in four.iter().zip(&r) {
+                                out[k] = v;
+                            }
                         }
                     }
-                    for &k in tail {
+                    for &k in &four[..held] {
                         out[k] = self.dot(x, row(k));
                     }
                 }
                 return;
             }
         }
-        for &k in ks {
+        for k in ks {
             let zk = row(k);
             for (x, o) in xs.iter().zip(outs.iter_mut()) {
                 o[k] = dot_portable(x, zk);
@@ -550,7 +515,7 @@ mod tests {
                         let mut outs = vec![vec![0.0; n]; xs.len()];
                         let mut views: Vec<&mut [f64]> =
                             outs.iter_mut().map(|o| o.as_mut_slice()).collect();
-                        simd.dots_multi(&refs, &z, d, &mut views);
+                        simd.dots_multi(&refs, &z, d, 0..n, &mut views);
                         for (q, o) in outs.iter().enumerate() {
                             for j in 0..n {
                                 let want = portable.dot(&xs[q], &z[j * d..(j + 1) * d]);
@@ -601,7 +566,7 @@ mod tests {
         }
     }
 
-    /// The listed rows of [`Simd::dots_multi_at`] are [`Simd::dot`]'s values, bitwise, for any
+    /// The listed rows of [`Simd::dots_multi`] are [`Simd::dot`]'s values, bitwise, for any
     /// number of vectors and any list; the rows not listed are left alone.
     #[test]
     fn listed_rows_are_the_rows_one_at_a_time() {
@@ -628,7 +593,7 @@ mod tests {
                     let mut got = vec![vec![f64::NAN; n]; n_x];
                     let mut outs: Vec<&mut [f64]> =
                         got.iter_mut().map(|o| o.as_mut_slice()).collect();
-                    simd.dots_multi_at(&xs, &z, d, &ks, &mut outs);
+                    simd.dots_multi(&xs, &z, d, ks.iter().copied(), &mut outs);
                     for (x, o) in xs.iter().zip(&got) {
                         for k in 0..n {
                             let want = Simd::portable().dot(&z[k * d..(k + 1) * d], x);
@@ -732,8 +697,8 @@ mod tests {
                 let mut o64 = vec![vec![0.0; n]; 3];
                 let mut v32: Vec<&mut [f64]> = o32.iter_mut().map(|o| o.as_mut_slice()).collect();
                 let mut v64: Vec<&mut [f64]> = o64.iter_mut().map(|o| o.as_mut_slice()).collect();
-                simd.dots_multi(&xs32, &z32, d, &mut v32);
-                simd.dots_multi(&xs64, &z64, d, &mut v64);
+                simd.dots_multi(&xs32, &z32, d, 0..n, &mut v32);
+                simd.dots_multi(&xs64, &z64, d, 0..n, &mut v64);
                 assert_eq!(o32, o64, "d = {d}");
             }
         }

@@ -104,6 +104,16 @@ impl<'a> From<&'a crate::bags::Instances> for Rows<'a> {
 }
 
 impl<'a> Rows<'a> {
+    /// The same rows, borrowed for as long as `self` is (`Rows` is invariant in its lifetime:
+    /// a callee that needs the rows for a shorter time than the caller has them takes these).
+    pub fn reborrow(&self) -> Rows<'_> {
+        match self {
+            Rows::Dense(x) => Rows::Dense(x.view()),
+            Rows::Dense32(x) => Rows::Dense32(x.view()),
+            Rows::Sparse(x) => Rows::Sparse(x),
+        }
+    }
+
     /// Squared Euclidean norm of every row (rows in parallel, each summed as `ndarray`'s `dot`
     /// of the row with itself, in `f64` for `f32` rows too).
     pub fn sq_norms(&self) -> Vec<f64> {

@@ -126,7 +126,8 @@ impl Dtype {
 pub struct Model {
     /// Kernel between instances and expansion vectors.
     pub kernel: Kernel,
-    /// Expansion vectors, one per row (`n_xv x n_features`), dense or CSR.
+    /// Expansion vectors, one per row (`n_xv x n_features`), dense or CSR; owned
+    /// ([`Model::check`] refuses a borrowed basis).
     pub xv: Instances,
     /// Coefficients, one row per output (`n_outputs x n_xv`).
     pub coef: Array2<f64>,
@@ -270,7 +271,8 @@ impl Model {
     /// Checks that the parts fit together: at least one expansion vector, feature and output;
     /// coefficients of shape `n_outputs x n_xv`; one bias per output; one output for two
     /// classes or one per class; `n_classes` labels when labels are given; finite values and a
-    /// valid kernel width. Every message names the field at fault.
+    /// valid kernel width; a basis of its own, not borrowed. Every message names the field at
+    /// fault.
     pub fn check(&self) -> Result<()> {
         let bad = |msg: String| Err(Error::ModelFile(msg));
         let (n_out, n_coef) = self.coef.dim();
@@ -296,6 +298,13 @@ impl Model {
                     self.pooling.as_str()
                 ));
             }
+        }
+        if matches!(&self.xv, Instances::Dense(z) if z.is_borrowed()) {
+            return bad(
+                "xv: the basis is borrowed from a caller's buffer; a model owns its \
+                 basis (Model::new copies a borrowed one)"
+                    .into(),
+            );
         }
         if self.n_xv().max(self.xv.n_features()) > i64::MAX as usize {
             return bad(format!(

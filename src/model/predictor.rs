@@ -29,7 +29,7 @@ const ROW_CHUNK: usize = 128;
 
 use super::bag_features::no_instance_scores;
 use super::{min_max_into, min_max_rows, BagFeatures, Calibration, Model, Pooling, Scaler};
-use crate::bags::{validate_bag_ptr, Bags, Csr, Instances};
+use crate::bags::{validate_bag_ptr, Bags, Csr, FeatureIndex, Instances};
 use crate::error::{Error, Result};
 use crate::kernel::{all_finite, bag_max_kernel, instance_scores, Basis, Kernel, Rows, Simd};
 
@@ -269,7 +269,10 @@ impl Predictor {
             }
             Instances::Sparse(z) => {
                 let norms = Rows::Sparse(z).sq_norms();
-                (Layout::Sparse(z.clone(), FeatureIndex::new(z)), norms)
+                (
+                    Layout::Sparse(z.clone(), FeatureIndex::new(z, 0..z.n_rows())),
+                    norms,
+                )
             }
         };
         Ok(Self {
@@ -690,14 +693,7 @@ impl Predictor {
                 }
             }
         }
-        match out
-            .rows()
-            .into_iter()
-            .position(|r| r.iter().any(|v| !v.is_finite()))
-        {
-            Some(i) => Err(overflow(&format!("bag {i}"))),
-            None => Ok(out),
-        }
+        finite(out, None)
     }
 
     /// [`Pooling::XvMax`] instance shares of checked rows ([`Predictor::xv_max_shares`] per
@@ -719,17 +715,7 @@ impl Predictor {
                     self.xv_max_shares(bag, ws, dst)
                 });
         }
-        match out
-            .rows()
-            .into_iter()
-            .position(|r| r.iter().any(|v| !v.is_finite()))
-        {
-            Some(r) => Err(overflow(&format!(
-                "an instance of bag {}",
-                bag_ptr.partition_point(|&q| q <= r) - 1
-            ))),
-            None => Ok(out),
-        }
+        finite(out, Some(bag_ptr))
     }
 
     /// The instance shares of one bag under [`Pooling::XvMax`] into `f` (`n x n_outputs`,
@@ -846,14 +832,7 @@ impl Predictor {
         }
         let (f, norms) = self.scores_and_norms(rows, bag_ptr)?;
         let out = self.pool_bags(&f, &norms, rows, bag_ptr);
-        match out
-            .rows()
-            .into_iter()
-            .position(|r| r.iter().any(|v| !v.is_finite()))
-        {
-            Some(i) => Err(overflow(&format!("bag {i}"))),
-            None => Ok(out),
-        }
+        finite(out, None)
     }
 
     /// The instance scores of every bag as its pooling counts them (`n_instances x
@@ -904,17 +883,7 @@ impl Predictor {
                 }
             }
         }
-        match out
-            .rows()
-            .into_iter()
-            .position(|r| r.iter().any(|v| !v.is_finite()))
-        {
-            Some(r) => Err(overflow(&format!(
-                "an instance of bag {}",
-                bag_ptr.partition_point(|&q| q <= r) - 1
-            ))),
-            None => Ok(out),
-        }
+        finite(out, Some(bag_ptr))
     }
 
     /// Instance scores `f(x)` (`n x n_outputs`, row-major) and squared norms of the rows: one
@@ -1084,6 +1053,23 @@ fn overflow(what: &str) -> Error {
     ))
 }
 
+/// `scores` (a row per bag, or a row per instance when `bag_ptr` is given), or the
+/// [`overflow`] error that names the bag of the first row holding a non-finite value.
+fn finite(scores: Array2<f64>, bag_ptr: Option<&[usize]>) -> Result<Array2<f64>> {
+    let first = scores
+        .rows()
+        .into_iter()
+        .position(|r| r.iter().any(|v| !v.is_finite()));
+    match (first, bag_ptr) {
+        (None, _) => Ok(scores),
+        (Some(i), None) => Err(overflow(&format!("bag {i}"))),
+        (Some(r), Some(ptr)) => Err(overflow(&format!(
+            "an instance of bag {}",
+            ptr.partition_point(|&q| q <= r) - 1
+        ))),
+    }
+}
+
 /// Divides the bias-free part of pooled scores by the bag's feature-space norm.
 fn normalize(scores: &mut [f64], intercept: &[f64], kself: f64) {
     let scale = if kself > 0.0 { 1.0 / kself.sqrt() } else { 0.0 };
@@ -1125,58 +1111,6 @@ fn checked_bag_norms(rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Vec<f64>> {
     Err(Error::InvalidData(format!(
         "bag {bag} has a non-finite value"
     )))
-}
-
-/// The entries of a CSR basis grouped by feature, only the features it uses (memory O(nnz),
-/// whatever the number of features): the basis entries of one feature of a sparse instance by
-/// binary search.
-#[derive(Debug, Clone)]
-struct FeatureIndex {
-    /// The features present, increasing.
-    features: Vec<usize>,
-    /// Entries of `features[i]` are `starts[i]..starts[i + 1]`.
-    starts: Vec<usize>,
-    /// Expansion vector of each entry.
-    xv: Vec<usize>,
-    /// Value of each entry.
-    values: Vec<f64>,
-}
-
-impl FeatureIndex {
-    fn new(z: &Csr) -> Self {
-        let mut entries: Vec<(usize, usize, f64)> = Vec::with_capacity(z.nnz());
-        for k in 0..z.n_rows() {
-            let (js, vs) = z.row(k);
-            entries.extend(js.iter().zip(vs).map(|(&j, &v)| (j, k, v)));
-        }
-        entries.sort_by_key(|&(j, k, _)| (j, k));
-        let mut features = Vec::new();
-        let mut starts = Vec::new();
-        for (e, &(j, _, _)) in entries.iter().enumerate() {
-            if features.last() != Some(&j) {
-                features.push(j);
-                starts.push(e);
-            }
-        }
-        starts.push(entries.len());
-        Self {
-            features,
-            starts,
-            xv: entries.iter().map(|e| e.1).collect(),
-            values: entries.iter().map(|e| e.2).collect(),
-        }
-    }
-
-    /// The expansion vectors and values of feature `j`.
-    fn entries(&self, j: usize) -> (&[usize], &[f64]) {
-        match self.features.binary_search(&j) {
-            Ok(i) => {
-                let r = self.starts[i]..self.starts[i + 1];
-                (&self.xv[r.clone()], &self.values[r])
-            }
-            Err(_) => (&[], &[]),
-        }
-    }
 }
 
 /// The inner product of two sparse vectors given as `(feature, value)` entries sorted by feature

@@ -268,29 +268,15 @@ impl PyModel {
         let mut out = vec![0.0; predictor.n_outputs()];
         let mut ws = Workspace::default();
         if let Ok(x) = x.extract::<PyReadonlyArray2<'_, f32>>() {
-            let d = x.as_array().ncols();
-            let owned;
-            let s = match x.as_slice().ok().filter(|_| x.is_c_contiguous()) {
-                Some(s) => s,
-                None => {
-                    owned = x.as_array().as_standard_layout().into_owned();
-                    owned.as_slice().unwrap_or(&[])
-                }
-            };
-            predictor.score_bag(BagView::dense32(s, d)?, &mut ws, &mut out)?;
+            let mut owned = None;
+            let bag = BagView::dense32(row_major(&x, &mut owned), x.as_array().ncols())?;
+            predictor.score_bag(bag, &mut ws, &mut out)?;
             return Ok(out);
         }
         let x: PyReadonlyArray2<'_, f64> = x.extract()?;
-        let d = x.as_array().ncols();
-        let owned;
-        let s = match x.as_slice().ok().filter(|_| x.is_c_contiguous()) {
-            Some(s) => s,
-            None => {
-                owned = x.as_array().as_standard_layout().into_owned();
-                owned.as_slice().unwrap_or(&[])
-            }
-        };
-        predictor.score_bag(BagView::dense(s, d)?, &mut ws, &mut out)?;
+        let mut owned = None;
+        let bag = BagView::dense(row_major(&x, &mut owned), x.as_array().ncols())?;
+        predictor.score_bag(bag, &mut ws, &mut out)?;
         Ok(out)
     }
 
@@ -524,4 +510,20 @@ impl PyModel {
             if self.is_sparse() { ", sparse" } else { "" }
         )
     }
+}
+
+/// The values of `x` row-major: the array's own when it is C-contiguous, else a copy kept in
+/// `owned`.
+fn row_major<'a, T: numpy::Element + Clone>(
+    x: &'a PyReadonlyArray2<'_, T>,
+    owned: &'a mut Option<ndarray::Array2<T>>,
+) -> &'a [T] {
+    // `as_slice` also accepts a Fortran-ordered array: only a C-contiguous one is row-major.
+    if let Some(s) = x.as_slice().ok().filter(|_| x.is_c_contiguous()) {
+        return s;
+    }
+    owned
+        .insert(x.as_array().as_standard_layout().into_owned())
+        .as_slice()
+        .unwrap_or(&[])
 }

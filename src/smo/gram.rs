@@ -364,9 +364,9 @@ impl GramRows for InstanceGram<'_> {
 }
 
 impl InstanceGram<'_> {
-    /// [`GramRows::fill_rows_known`] on dense rows (`all`, row-major, `d` columns): a block of
-    /// points whose rows are all unknown is one contiguous product; in a block where some
-    /// rows are known, only the other points' inner products are computed.
+    /// [`GramRows::fill_rows_known`] on dense rows (`all`, row-major, `d` columns): in each
+    /// block of points, the inner products at the points whose rows are not known, read once
+    /// for all the requested rows ([`Simd::dots_multi`]).
     fn fill_rows_dense<T: crate::kernel::Real>(
         &self,
         all: &[T],
@@ -396,14 +396,11 @@ impl InstanceGram<'_> {
                 .enumerate()
                 .filter_map(|(k, row)| row.map(|row| (k, row)))
                 .collect();
-            if at_hand.is_empty() {
-                self.simd.dots_multi(&queries, z, d, pieces.as_mut_slice());
-            } else {
-                let unknown: Vec<usize> =
-                    (0..known.len()).filter(|&k| known[k].is_none()).collect();
-                self.simd
-                    .dots_multi_at(&queries, z, d, &unknown, pieces.as_mut_slice());
-            }
+            // the inner products at the points whose rows are not at hand
+            let m = pieces.iter().map(|p| p.len()).min().unwrap_or(0);
+            let unknown = (0..m).filter(|&k| known.get(k).is_none_or(Option::is_none));
+            self.simd
+                .dots_multi(&queries, z, d, unknown, pieces.as_mut_slice());
             for (piece, &i) in pieces.iter_mut().zip(points) {
                 let si = self.sq_norms.get(i).copied().unwrap_or(0.0);
                 self.kernel
