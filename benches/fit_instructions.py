@@ -8,7 +8,7 @@ fits of a few milliseconds (RESULTS.md, "Kernel rows from their transposes").
     PYTHONPATH=/tmp/build_a valgrind --tool=cachegrind --cache-sim=yes \\
         --cachegrind-out-file=/tmp/cg.a python benches/fit_instructions.py fit SIL 3 musk1
 
-``sum`` then adds up the events of the core's functions (``milsvm``, ``rayon``, ``faer``,
+``sum`` then adds up the events of the core's functions (``milsvm``, ``rayon``, ``faer``, ``gemm``,
 ``ndarray``) in cachegrind's output files, the largest functions under each::
 
     python benches/fit_instructions.py sum /tmp/cg.a /tmp/cg.b
@@ -20,7 +20,7 @@ import collections
 import sys
 from pathlib import Path
 
-CORE = ("milsvm", "rayon", "faer", "ndarray")
+CORE = ("milsvm", "rayon", "faer", "gemm", "ndarray")
 
 
 def fit(method, n_fits, name):

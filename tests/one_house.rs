@@ -186,7 +186,10 @@ fn class_weights_reach_every_two_class_family() -> TestResult {
                 .model)
         }),
         ("stMIL", &|w| {
+            // at a C where the margin is soft: at C = 1 this toy is separated with no bag at its
+            // bound, and the weights then move stMIL's (non-convex) solution by rounding only
             Ok(CccpParams::stmil()
+                .c(0.03)
                 .class_weight(w)
                 .fit(&bags, &labels)?
                 .model)
@@ -203,15 +206,10 @@ fn class_weights_reach_every_two_class_family() -> TestResult {
         let negative = score_sum(fit(ClassWeight::Given(vec![20.0, 1.0]))?)?;
         let plain = score_sum(fit(ClassWeight::Uniform)?)?;
         let positive = score_sum(fit(ClassWeight::Given(vec![1.0, 20.0]))?)?;
-        // stMIL (non-convex; on this toy almost every bag sits at its margin) moves little with
-        // the negative weight: the order of the two weightings is what every family must keep
-        assert!(negative < positive, "{name}: {negative} >= {positive}");
-        if name != "stMIL" {
-            assert!(
-                negative < plain && plain < positive,
-                "{name}: {negative}, {plain}, {positive}"
-            );
-        }
+        assert!(
+            negative < plain && plain < positive,
+            "{name}: {negative}, {plain}, {positive}"
+        );
     }
     Ok(())
 }

@@ -31,9 +31,10 @@ fn seeded_points(seed: u64, n: usize, dim: usize) -> (ChaCha8Rng, Array2<f64>) {
     (r, x)
 }
 
-/// The Gaussian-kernel Gram of the rows of `x`.
+/// The Gaussian-kernel Gram of the rows of `x`, its rows computed on demand (through the
+/// solver's row cache, which these tests exercise; a fit stores a small matrix whole).
 fn rbf_gram(x: &Array2<f64>, gamma: f64) -> milsvm::Result<InstanceGram<'_>> {
-    InstanceGram::new(rbf(gamma), Rows::Dense(x.view()))
+    Ok(InstanceGram::new(rbf(gamma), Rows::Dense(x.view()))?.with_store_limit(0))
 }
 
 /// An owned dual problem.
@@ -696,7 +697,8 @@ fn timing_l2_rbf_5000() -> TestResult {
 }
 
 /// Rows computed together (one pass over the instances) equal rows computed one by one,
-/// bitwise, for dense and CSR instances, long rows (parallel blocks) included.
+/// bitwise, for dense and CSR instances, long rows (parallel blocks) included (rows on
+/// demand, not a stored matrix).
 #[test]
 fn batched_rows_equal_single_rows() -> TestResult {
     let mut r = rng(70);
@@ -704,7 +706,7 @@ fn batched_rows_equal_single_rows() -> TestResult {
         let x = random_points(&mut r, np, 7).mapv(|v| if v.abs() < 0.3 { 0.0 } else { v });
         let csr = to_csr(&x, false);
         for rows in [Rows::Dense(x.view()), Rows::Sparse(&csr)] {
-            let gram = InstanceGram::new(rbf(0.3), rows)?;
+            let gram = InstanceGram::new(rbf(0.3), rows)?.with_store_limit(0);
             let points = [3, 0, np - 1, 3 + np / 2, 11, 12];
             let mut batch = vec![vec![0.0; np]; points.len()];
             let mut views: Vec<&mut [f64]> = batch.iter_mut().map(|v| v.as_mut_slice()).collect();

@@ -103,14 +103,17 @@ def test_plain_svm_matches_libsvm(C):
     assert r["b"] == pytest.approx(svc.intercept_[0], abs=1e-3)
 
 
-def test_rows_from_instances_equal_the_precomputed_matrix():
+@pytest.mark.parametrize("store_mb", [128.0, 0.0])
+def test_rows_from_instances_equal_the_precomputed_matrix(store_mb):
+    # the instance kernel stored whole (no row computed on demand), and row by row
     X, y = two_gaussians(200, seed=1)
     u = np.full(len(y), 3.0)
     a = _core.solve_dual(rbf(X, X, 0.3), y, u, tol=1e-6)
-    b = _core.solve_dual(X, y, u, kernel="rbf", gamma=0.3, tol=1e-6)
+    b = _core.solve_dual(X, y, u, kernel="rbf", gamma=0.3, tol=1e-6, store_mb=store_mb)
     np.testing.assert_allclose(a["alpha"], b["alpha"], atol=1e-6)
     assert a["objective"] == pytest.approx(b["objective"], rel=1e-9)
-    assert a["kernel_rows"] == 0 and b["kernel_rows"] > 0
+    assert a["kernel_rows"] == 0
+    assert (b["kernel_rows"] > 0) == (store_mb == 0.0)
 
 
 def test_same_result_for_any_thread_count():

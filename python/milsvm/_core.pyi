@@ -280,8 +280,8 @@ def solve_dual(
     x: Union[NDArray[np.float64], Instances], y: NDArray[np.float64], u: NDArray[np.float64], *,
     kernel: str = "precomputed", gamma: float = 1.0, p: Optional[NDArray[np.float64]] = None,
     d: Optional[NDArray[np.float64]] = None, point: Optional[NDArray[np.int64]] = None, delta: float = 0.0,
-    tol: float = 1e-3, shrinking: bool = True, cache_mb: float = 200.0, max_iter: Optional[int] = None,
-    n_jobs: Optional[int] = None,
+    tol: float = 1e-3, shrinking: bool = True, cache_mb: float = 200.0, store_mb: float = 128.0,
+    max_iter: Optional[int] = None, n_jobs: Optional[int] = None,
 ) -> Dict[str, Any]: ...
 def sparse_mi_objective(
     x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], z: NDArray[np.float64], c: float, kernel: str,

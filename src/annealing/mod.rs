@@ -257,7 +257,8 @@ hyperparams! {
         /// Iteration cap of the inner solver.
         inner_max_iter: usize = 1000, check Range::AtLeast(1);
         /// Kernel-row cache of the dual solver (full basis), in bytes, shared by the problems
-        /// (the crate's budget per fit, [`crate::smo::FIT_CACHE_BYTES`]).
+        /// (the crate's budget per fit, [`crate::smo::FIT_CACHE_BYTES`]); it also bounds the
+        /// instance kernel matrix stored whole for a small set ([`crate::smo::InstanceGram`]).
         cache_bytes: usize = crate::smo::FIT_CACHE_BYTES;
         /// Seed of the random reduced basis.
         seed: u64 = 0;
@@ -408,7 +409,10 @@ impl AnnealingValidParams {
             (k_xz, k_zz)
         };
         let gram = if full {
-            Some(InstanceGram::new(kernel, rows)?)
+            Some(
+                InstanceGram::new(kernel, rows)?
+                    .with_store_limit(self.cache_bytes.min(crate::smo::STORE_MAX_BYTES)),
+            )
         } else {
             None
         };

@@ -188,11 +188,12 @@ pub(crate) fn squared_hinge_value_grad<'py>(
 /// One dual QP `min 1/2 a^T (Q + diag d) a - p^T a, y^T a = delta, 0 <= a <= u` with
 /// `Q_ij = y_i y_j K(m_i, m_j)`, solved by the SMO of `src/smo.rs`. `x` is the kernel matrix
 /// over the points when `kernel == "precomputed"`, else the points themselves (dense or a CSR
-/// tuple) with the instance kernel `kernel` / `gamma` (rows computed on demand, in parallel).
-/// Returns a dict: `alpha`, `q_alpha`, `b`, `objective`, `iterations`, `converged`,
-/// `kernel_rows`.
+/// tuple) with the instance kernel `kernel` / `gamma`: its whole matrix stored when dense and at
+/// most `store_mb` (as every fit does, up to [`crate::smo::STORE_MAX_BYTES`]), else rows
+/// computed on demand, in parallel. Returns a dict: `alpha`, `q_alpha`, `b`, `objective`,
+/// `iterations`, `converged`, `kernel_rows` (rows computed on demand).
 #[pyfunction]
-#[pyo3(signature = (x, y, u, *, kernel="precomputed", gamma=1.0, p=None, d=None, point=None, delta=0.0, tol=1e-3, shrinking=true, cache_mb=200.0, max_iter=None, n_jobs=None))]
+#[pyo3(signature = (x, y, u, *, kernel="precomputed", gamma=1.0, p=None, d=None, point=None, delta=0.0, tol=1e-3, shrinking=true, cache_mb=200.0, store_mb=128.0, max_iter=None, n_jobs=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn solve_dual<'py>(
     py: Python<'py>,
@@ -208,6 +209,7 @@ pub(crate) fn solve_dual<'py>(
     tol: f64,
     shrinking: bool,
     cache_mb: f64,
+    store_mb: f64,
     max_iter: Option<usize>,
     n_jobs: Option<i64>,
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -226,10 +228,12 @@ pub(crate) fn solve_dual<'py>(
         Some(m) => to_usize(m.as_slice()?, "point")?,
         None => (0..n).collect(),
     };
-    if !(cache_mb.is_finite() && cache_mb >= 0.0) {
-        return Err(PyValueError::new_err(format!(
-            "cache_mb must be a finite number >= 0, got {cache_mb}"
-        )));
+    for (name, mb) in [("cache_mb", cache_mb), ("store_mb", store_mb)] {
+        if !(mb.is_finite() && mb >= 0.0) {
+            return Err(PyValueError::new_err(format!(
+                "{name} must be a finite number >= 0, got {mb}"
+            )));
+        }
     }
     let params = SmoParams {
         tol,
@@ -262,7 +266,8 @@ pub(crate) fn solve_dual<'py>(
         let x = instances(x)?;
         run(py, || {
             with_threads(n_jobs, || -> Result<_, Error> {
-                let gram = InstanceGram::new(kernel, Rows::from(&x))?;
+                let gram = InstanceGram::new(kernel, Rows::from(&x))?
+                    .with_store_limit((store_mb * 1048576.0) as usize);
                 let mut smo = Smo::new(&gram, params)?;
                 let sol = smo.solve(&problem, None)?;
                 Ok((sol, smo.kernel_rows_computed()))

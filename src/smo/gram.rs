@@ -166,11 +166,18 @@ impl GramRows for PrecomputedGram<'_> {
     }
 }
 
-/// An instance kernel over dense (`f64` or `f32`) or CSR rows, each kernel row computed on
-/// demand from inner products and squared norms (dense rows: `Simd::dots`, four rows per pass;
-/// then the vectorised `Kernel::finish_rows`). A row is split into fixed chunks of points run in
-/// parallel when it is long; every value is computed the same way whatever the chunking, and
-/// `f32` rows give the values of the same rows stored as `f64`.
+/// An instance kernel over dense (`f64` or `f32`) or CSR rows.
+///
+/// Dense rows whose whole matrix takes at most [`InstanceGram::with_store_limit`]'s bytes
+/// ([`STORE_MAX_BYTES`] by default) are *stored*: the whole matrix is computed by one symmetric
+/// block product the first time a row is asked for (`stored.rs`), then every row is read in
+/// place, by every solve on this Gram ([`GramRows::stored_row`]).
+///
+/// Other rows are computed on demand from inner products and squared norms (dense rows:
+/// `Simd::dots`, four rows per pass; then the vectorised `Kernel::finish_rows`). A row is split
+/// into fixed chunks of points run in parallel when it is long; every value is computed the
+/// same way whatever the chunking, and `f32` rows give the values of the same rows stored as
+/// `f64`.
 #[derive(Debug, Clone)]
 pub struct InstanceGram<'a> {
     kernel: Kernel,
@@ -179,7 +186,15 @@ pub struct InstanceGram<'a> {
     dense: Option<DenseRows<'a>>,
     sq_norms: Vec<f64>,
     simd: Simd,
+    /// The largest matrix stored, in bytes.
+    store_limit: usize,
+    /// The whole matrix (`n x n`, row-major) once computed, when stored.
+    store: std::sync::OnceLock<Vec<f64>>,
 }
+
+/// The largest instance kernel matrix an [`InstanceGram`] stores by default: 128 MiB, 4,096
+/// instances.
+pub const STORE_MAX_BYTES: usize = 128 << 20;
 
 /// Dense rows in row-major order, of either element type.
 #[derive(Debug, Clone)]
@@ -263,7 +278,30 @@ impl<'a> InstanceGram<'a> {
             dense,
             sq_norms,
             simd,
+            store_limit: STORE_MAX_BYTES,
+            store: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The same Gram, storing its whole matrix only when it takes at most `bytes` (a fit's
+    /// memory budget).
+    pub fn with_store_limit(mut self, bytes: usize) -> Self {
+        self.store_limit = bytes;
+        self
+    }
+
+    /// The whole matrix (`n x n`, row-major), computed on the first call, when the rows are
+    /// dense and it fits [the limit](InstanceGram::with_store_limit); else `None`.
+    fn stored(&self) -> Option<&[f64]> {
+        let n = self.n_points();
+        let bytes = n.checked_mul(n)?.checked_mul(8)?;
+        if self.dense.is_none() || bytes > self.store_limit {
+            return None;
+        }
+        let k = self.store.get_or_init(|| {
+            super::stored::full_kernel(self.kernel, self.rows, &self.sq_norms, &self.diagonal())
+        });
+        Some(k.as_slice())
     }
 
     /// Kernel values of point `i` against points `lo..lo + out.len()`; `dense_i` is row `i`
@@ -319,6 +357,11 @@ impl GramRows for InstanceGram<'_> {
             .collect()
     }
     fn fill_row(&self, i: usize, out: &mut [f64]) {
+        if let Some(row) = self.stored_row(i) {
+            let len = row.len().min(out.len());
+            out[..len].copy_from_slice(&row[..len]);
+            return;
+        }
         let n = self.n_points();
         let mut dense_i = Vec::new();
         if let Rows::Sparse(x) = self.rows {
@@ -351,7 +394,19 @@ impl GramRows for InstanceGram<'_> {
         self.dense.is_some()
     }
 
+    /// Every row when the matrix is [stored](InstanceGram::with_store_limit).
+    fn stored_row(&self, i: usize) -> Option<&[f64]> {
+        let n = self.n_points();
+        self.stored()?.get(i * n..(i + 1) * n)
+    }
+
     fn fill_rows_known(&self, points: &[usize], outs: &mut [&mut [f64]], known: &[Option<&[f64]>]) {
+        if self.stored().is_some() {
+            for (&i, out) in points.iter().zip(outs.iter_mut()) {
+                self.fill_row(i, out);
+            }
+            return;
+        }
         let Some(dense) = self.dense.as_ref() else {
             for (&i, out) in points.iter().zip(outs.iter_mut()) {
                 self.fill_row(i, out);
@@ -499,10 +554,21 @@ impl GramRows for ComboGram<'_, '_> {
     }
     fn diagonal(&self) -> Vec<f64> {
         let idiag = self.inst.diagonal();
+        let stored = self.inst.stored();
+        let n = self.inst.n_points();
         self.points
             .iter()
-            .map(|pts| match pts.as_slice() {
-                [(s, w)] => w * w * idiag[*s],
+            .map(|pts| match (pts.as_slice(), stored) {
+                ([(s, w)], _) => w * w * idiag[*s],
+                // the point's own value in its row, summed as the row sums it
+                (_, Some(k)) => pts
+                    .iter()
+                    .map(|&(t, wt)| {
+                        wt * pts
+                            .iter()
+                            .fold(0.0, |acc, &(s, ws)| acc + ws * k[s * n + t])
+                    })
+                    .sum(),
                 _ => {
                     // the point's own block K(X_p, X_p)
                     let rows: Vec<usize> = pts.iter().map(|p| p.0).collect();
@@ -617,6 +683,13 @@ impl ComboGram<'_, '_> {
         if rows.is_empty() {
             return Vec::new();
         }
+        if let Some(k) = self.inst.stored() {
+            let n = self.inst.n_points();
+            return rows
+                .iter()
+                .flat_map(|&s| k[s * n..(s + 1) * n].iter().copied())
+                .collect();
+        }
         let dots = self.x.select_rows(rows).cross_gram(self.x);
         let mut k: Vec<f64> = if dots.is_standard_layout() {
             dots.into_raw_vec_and_offset().0
@@ -666,20 +739,23 @@ mod tests {
         let x = Array2::from_shape_fn((n, d), |(i, j)| ((i * 7 + j * 13) % 11) as f64 / 3.0 - 1.5);
         let inst_x = Instances::from(x.clone());
         let kernel = Kernel::Rbf { gamma: 0.3 };
-        let inst = InstanceGram::new(kernel, Rows::from(&inst_x))?;
-        // singles, pairs sharing members, a combination over BLOCK_MIN
-        let mut points: Vec<Vec<(usize, f64)>> = (0..10).map(|t| vec![(t, 1.0)]).collect();
-        points.push(vec![(3, 0.5), (4, 0.5)]);
-        points.push(vec![(4, 0.25), (20, 0.75), (3, -1.0)]);
-        points.push((10..20).map(|t| (t, 0.1)).collect());
-        points.push(vec![(30, 2.0), (31, 1.0), (32, 0.5), (33, 0.25)]);
-        let combo = ComboGram::new(&inst, &inst_x, kernel, points);
-        batches_are_single_rows(
-            &combo,
-            &[12, 0, 10, 11, 3, 13, 3, 5, 1],
-            &[1, 2, 4, 100],
-            "",
-        );
+        // instance rows on demand, and stored
+        for limit in [0, STORE_MAX_BYTES] {
+            let inst = InstanceGram::new(kernel, Rows::from(&inst_x))?.with_store_limit(limit);
+            // singles, pairs sharing members, a combination over BLOCK_MIN
+            let mut points: Vec<Vec<(usize, f64)>> = (0..10).map(|t| vec![(t, 1.0)]).collect();
+            points.push(vec![(3, 0.5), (4, 0.5)]);
+            points.push(vec![(4, 0.25), (20, 0.75), (3, -1.0)]);
+            points.push((10..20).map(|t| (t, 0.1)).collect());
+            points.push(vec![(30, 2.0), (31, 1.0), (32, 0.5), (33, 0.25)]);
+            let combo = ComboGram::new(&inst, &inst_x, kernel, points);
+            batches_are_single_rows(
+                &combo,
+                &[12, 0, 10, 11, 3, 13, 3, 5, 1],
+                &[1, 2, 4, 100],
+                &format!("store limit {limit}: "),
+            );
+        }
         Ok(())
     }
 
@@ -726,21 +802,34 @@ mod tests {
             let kernel = Kernel::Rbf {
                 gamma: 1.0 / d as f64,
             };
-            let inst = InstanceGram::new(kernel, Rows::from(&inst_x))?;
-            let mut points: Vec<Vec<(usize, f64)>> = (0..6).map(|t| vec![(t, 1.0)]).collect();
-            points.push((6..20).map(|t| (t, 1.0 / 14.0)).collect());
-            points.push((15..40).map(|t| (t, 0.04)).collect()); // shares 15..20
-            points.push(vec![(16, 0.5), (50, 0.5)]); // small, shares 16
-            points.push((40..n).step_by(3).map(|t| (t, 0.3)).collect());
-            points.push((0..n).map(|t| (t, 1.0 / n as f64)).collect()); // every instance
-            let combo = ComboGram::new(&inst, &inst_x, kernel, points);
-            let what = format!("{n} x {d}: ");
-            batches_are_single_rows(
-                &combo,
-                &[7, 6, 8, 0, 10, 9, 3, 6],
-                &[1, 20, 60, 10_000],
-                &what,
-            );
+            for limit in [0, STORE_MAX_BYTES] {
+                let inst = InstanceGram::new(kernel, Rows::from(&inst_x))?.with_store_limit(limit);
+                let mut points: Vec<Vec<(usize, f64)>> = (0..6).map(|t| vec![(t, 1.0)]).collect();
+                points.push((6..20).map(|t| (t, 1.0 / 14.0)).collect());
+                points.push((15..40).map(|t| (t, 0.04)).collect()); // shares 15..20
+                points.push(vec![(16, 0.5), (50, 0.5)]); // small, shares 16
+                points.push((40..n).step_by(3).map(|t| (t, 0.3)).collect());
+                points.push((0..n).map(|t| (t, 1.0 / n as f64)).collect()); // every instance
+                let combo = ComboGram::new(&inst, &inst_x, kernel, points);
+                // a point's diagonal value is its own value in its row
+                let diag = combo.diagonal();
+                for (p, &dv) in diag.iter().enumerate() {
+                    let mut row = vec![0.0; combo.n_points()];
+                    combo.fill_row(p, &mut row);
+                    if limit > 0 {
+                        assert_eq!(dv.to_bits(), row[p].to_bits(), "{n} x {d}: point {p}");
+                    } else {
+                        assert!((dv - row[p]).abs() <= 1e-12 * dv.abs().max(1.0));
+                    }
+                }
+                let what = format!("{n} x {d}, store limit {limit}: ");
+                batches_are_single_rows(
+                    &combo,
+                    &[7, 6, 8, 0, 10, 9, 3, 6],
+                    &[1, 20, 60, 10_000],
+                    &what,
+                );
+            }
         }
         Ok(())
     }
@@ -757,8 +846,10 @@ mod tests {
             let x32 = x.mapv(|v| v as f32);
             for kernel in [Kernel::Linear, Kernel::Rbf { gamma: 0.07 }] {
                 for rows in [Rows::Dense(x.view()), Rows::Dense32(x32.view())] {
-                    let g = InstanceGram::new(kernel, rows)?;
+                    // rows on demand (the stored matrix is tested on its own)
+                    let g = InstanceGram::new(kernel, rows)?.with_store_limit(0);
                     assert!(g.reads_known_rows());
+                    assert!(g.stored_row(0).is_none());
                     let alone: Vec<Vec<f64>> = (0..n)
                         .map(|i| {
                             let mut r = vec![f64::NAN; n];
@@ -786,6 +877,49 @@ mod tests {
                         g.fill_rows_known(&points, &mut outs, &known);
                         for (q, &p) in points.iter().enumerate() {
                             assert_eq!(bits(&got[q]), bits(&alone[p]), "n {n} d {d} point {p}");
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A stored matrix (several blocks of rows, dense `f64` and `f32`, both kernels) is the
+    /// rows computed on demand within rounding, exactly symmetric, with the Gram's diagonal,
+    /// and the same bits on one thread and on three.
+    #[test]
+    fn a_stored_matrix_is_the_rows_on_demand() -> Result<()> {
+        for (n, d) in [(37, 5), (300, 9), (520, 166)] {
+            let x = Array2::from_shape_fn((n, d), |(i, j)| {
+                ((i * 31 + j * 17 + i * j) % 23) as f64 / 5.0 - 2.1 + (i as f64).cos() * 1e-3
+            });
+            let x32 = x.mapv(|v| v as f32);
+            for kernel in [Kernel::Linear, Kernel::Rbf { gamma: 0.07 }] {
+                for rows in [Rows::Dense(x.view()), Rows::Dense32(x32.view())] {
+                    let lazy = InstanceGram::new(kernel, rows)?.with_store_limit(0);
+                    let stored_on = |threads: usize| -> Result<Vec<f64>> {
+                        let g = InstanceGram::new(kernel, rows)?;
+                        crate::threads::with_threads(Some(threads), || {
+                            g.stored().map(<[f64]>::to_vec)
+                        })?
+                        .ok_or_else(|| invalid_data("not stored"))
+                    };
+                    let k = stored_on(1)?;
+                    let k3 = stored_on(3)?;
+                    assert!(k.iter().zip(&k3).all(|(a, b)| a.to_bits() == b.to_bits()));
+                    let diag = lazy.diagonal();
+                    let mut row = vec![0.0; n];
+                    for i in 0..n {
+                        lazy.fill_row(i, &mut row);
+                        assert_eq!(k[i * n + i].to_bits(), diag[i].to_bits(), "diagonal {i}");
+                        for j in 0..n {
+                            let (a, b) = (k[i * n + j], row[j]);
+                            assert_eq!(a.to_bits(), k[j * n + i].to_bits(), "({i}, {j})");
+                            assert!(
+                                (a - b).abs() <= 1e-12 * b.abs().max(1.0),
+                                "{n} x {d} ({i}, {j}): {a} against {b}"
+                            );
                         }
                     }
                 }

@@ -64,9 +64,10 @@ mod gram;
 mod problem;
 mod scan;
 mod state;
+mod stored;
 
 use cache::RowCache;
-pub use gram::{max_weights, ComboGram, GramRows, InstanceGram, PrecomputedGram};
+pub use gram::{max_weights, ComboGram, GramRows, InstanceGram, PrecomputedGram, STORE_MAX_BYTES};
 pub use problem::{
     repair_equality, DualProblem, DualSolution, OnePerPoint, SmoParams, Termination,
     FIT_CACHE_BYTES,

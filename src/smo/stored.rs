@@ -1,0 +1,78 @@
+//! The whole kernel matrix of a small instance set, computed at once ([`full_kernel`]) and
+//! kept by [`InstanceGram`](super::InstanceGram) for every solve on it.
+//!
+//! A dual solver on a few thousand instances ends up asking for most kernel rows: SIL, miSVM
+//! and MI-SVM computed 72-92 % of the rows of MUSK1 and Elephant (one fold, `C = 10`), sMIL
+//! 47-63 % of its units'. Row by row, the inner products run at the speed of a matrix-vector
+//! product (about 10 G multiply-adds/s on this crate's reference machine); the whole matrix is
+//! one matrix product, half of it by symmetry, at several times that speed. The annealing family,
+//! SVM-CC and the one-class MI-SVM solve many problems on one instance kernel, which then costs
+//! one product for all of them.
+
+use ndarray::{s, ArrayViewMut2};
+use rayon::prelude::*;
+
+use crate::kernel::{Kernel, Rows};
+use crate::solver::{faer_mut, faer_ref};
+
+/// Rows of one block product of [`full_kernel`] (the blocks are fixed, so that every value is
+/// computed by the same operations whatever the thread count).
+const BLOCK: usize = 256;
+/// Tile edge of the transposed copy that fills the lower triangle.
+const TILE: usize = 64;
+
+/// The kernel matrix of the dense rows `rows` (`n x n`, row-major), exactly symmetric, with the
+/// diagonal `diag`: the inner products of the upper triangle, block row by block row (each
+/// block `X_I [X_I; X_J..]^T` one sequential product, the blocks in parallel), turned into
+/// kernel values with the squared norms `sq_norms` ([`Kernel::finish_rows`]), then copied to
+/// the lower triangle. The same bits for any thread count.
+///
+/// `rows` must be dense (CSR rows would be densified a block at a time).
+pub(crate) fn full_kernel(
+    kernel: Kernel,
+    rows: Rows<'_>,
+    sq_norms: &[f64],
+    diag: &[f64],
+) -> Vec<f64> {
+    let n = rows.n_rows();
+    let mut k = vec![0.0; n * n];
+    if n == 0 {
+        return k;
+    }
+    k.par_chunks_mut(BLOCK * n)
+        .enumerate()
+        .for_each(|(b, chunk)| {
+            let lo = b * BLOCK;
+            let hi = (lo + BLOCK).min(n);
+            let xi = rows.dense_block(lo, hi);
+            let xj = rows.dense_block(lo, n);
+            let Ok(mut dst) = ArrayViewMut2::from_shape((hi - lo, n), chunk) else {
+                return; // the chunk is `(hi - lo) x n` by construction
+            };
+            faer::linalg::matmul::matmul(
+                faer_mut(dst.slice_mut(s![.., lo..])),
+                faer::Accum::Replace,
+                faer_ref(xi.view()),
+                faer_ref(xj.t()),
+                1.0,
+                faer::Par::Seq,
+            );
+            for (i, row) in (lo..).zip(chunk.chunks_exact_mut(n)) {
+                kernel.finish_rows(&mut row[lo..], sq_norms, i, &sq_norms[lo..]);
+            }
+        });
+    // the strict lower triangle from the upper one, tile by tile
+    for i0 in (0..n).step_by(TILE) {
+        for j0 in (0..=i0).step_by(TILE) {
+            for i in i0..(i0 + TILE).min(n) {
+                for j in j0..(j0 + TILE).min(i) {
+                    k[i * n + j] = k[j * n + i];
+                }
+            }
+        }
+    }
+    for (i, &d) in diag.iter().enumerate().take(n) {
+        k[i * n + i] = d;
+    }
+    k
+}
