@@ -39,6 +39,7 @@ pub(crate) fn full_kernel(
     if n == 0 {
         return k;
     }
+    prefault(&mut k);
     k.par_chunks_mut(BLOCK * n)
         .enumerate()
         .for_each(|(b, chunk)| {
@@ -75,4 +76,47 @@ pub(crate) fn full_kernel(
         k[i * n + i] = d;
     }
     k
+}
+
+/// Buffers from this size on are mapped in one call ([`prefault`]).
+const PREFAULT_MIN_BYTES: usize = 256 << 10;
+/// From this size on, a buffer asks for transparent huge pages.
+const HUGE_PAGE_BYTES: usize = 2 << 20;
+
+/// Maps the pages of a fresh zeroed buffer in one call (Linux: `MADV_POPULATE_WRITE`, and
+/// `MADV_HUGEPAGE` first from 2 MiB on), instead of one page fault per page at its first
+/// write. A page fault costs about 2 us on this crate's reference machine (a virtual machine):
+/// for the 12.8 MB matrix of Elephant's 1,264 instances, 3,125 faults, against a fit of about
+/// 30 ms. Elsewhere, or on a kernel without these calls (before Linux 5.14), nothing is done,
+/// and the pages are mapped at their first write.
+fn prefault(buf: &mut [f64]) {
+    #[cfg(target_os = "linux")]
+    {
+        let bytes = std::mem::size_of_val(buf);
+        if bytes < PREFAULT_MIN_BYTES {
+            return;
+        }
+        // SAFETY: `sysconf` has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        let start = buf.as_mut_ptr() as usize;
+        let lo = start.next_multiple_of(page.max(1));
+        let hi = (start + bytes) / page.max(1) * page.max(1);
+        if hi <= lo {
+            return;
+        }
+        let ptr = lo as *mut libc::c_void;
+        // SAFETY: `[lo, hi)` lies inside `buf`, which this function borrows mutably. Neither
+        // advice changes the values (zero) or the protection of the memory: one backs it with
+        // huge pages where it can, the other maps its pages now as a write would. A kernel that
+        // does not know them returns an error, which is ignored (the pages are then mapped at
+        // their first write, as without these calls).
+        unsafe {
+            if bytes >= HUGE_PAGE_BYTES {
+                libc::madvise(ptr, hi - lo, libc::MADV_HUGEPAGE);
+            }
+            libc::madvise(ptr, hi - lo, libc::MADV_POPULATE_WRITE);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = buf;
 }
