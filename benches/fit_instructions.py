@@ -8,6 +8,12 @@ fits of a few milliseconds (RESULTS.md, "Kernel rows from their transposes").
     PYTHONPATH=/tmp/build_a valgrind --tool=cachegrind --cache-sim=yes \\
         --cachegrind-out-file=/tmp/cg.a python benches/fit_instructions.py fit SIL 3 musk1
 
+``time`` times the same fits in one process instead (best and median of ``n`` fits per
+estimator, comma-separated), for an A/B where instruction counts say little (a change that
+moves work into a GEMM: faer's kernels are generated at run time and counted under ``???``)::
+
+    PYTHONPATH=/tmp/build_a python benches/fit_instructions.py time SIL,sMIL 40 musk1
+
 ``sum`` then adds up the events of the core's functions (``milsvm``, ``rayon``, ``faer``, ``gemm``,
 ``ndarray``) in cachegrind's output files, the largest functions under each::
 
@@ -23,11 +29,12 @@ from pathlib import Path
 CORE = ("milsvm", "rayon", "faer", "gemm", "ndarray")
 
 
-def fit(method, n_fits, name):
+def first_part(name):
+    """The first training part of the peers' ten folds of ``name`` (standardised), its labels
+    and the scale value of gamma."""
     import numpy as np
     from sklearn.model_selection import StratifiedKFold
 
-    import milsvm
     from milsvm.cli import load_data
     from _protocol import DEFAULT_DATA, standardise
 
@@ -37,9 +44,33 @@ def fit(method, n_fits, name):
     train, test = next(StratifiedKFold(10, shuffle=True, random_state=0).split(np.zeros(len(y)), y))
     tr, _ = standardise([bags[i] for i in train], [bags[i] for i in test])
     X = np.vstack(tr)
-    gamma = 1.0 / (X.shape[1] * X.var())
+    return tr, y[train], 1.0 / (X.shape[1] * X.var())
+
+
+def fit(method, n_fits, name):
+    import milsvm
+
+    bags, y, gamma = first_part(name)
     for _ in range(n_fits):
-        getattr(milsvm, method)(C=10.0, gamma=gamma, n_jobs=1).fit(tr, y[train])
+        getattr(milsvm, method)(C=10.0, gamma=gamma, n_jobs=1).fit(bags, y)
+
+
+def time_fits(methods, n_fits, name):
+    import time
+
+    import numpy as np
+
+    import milsvm
+
+    bags, y, gamma = first_part(name)
+    for method in methods.split(","):
+        ts = []
+        for _ in range(n_fits):
+            t = time.perf_counter()
+            getattr(milsvm, method)(C=10.0, gamma=gamma, n_jobs=1).fit(bags, y)
+            ts.append(time.perf_counter() - t)
+        print(f"{name} {method}: best {min(ts) * 1e3:.2f} ms, median {np.median(ts) * 1e3:.2f} ms "
+              f"({n_fits} fits, {milsvm.__file__})", flush=True)
 
 
 def core_events(path):
@@ -61,9 +92,9 @@ def core_events(path):
 
 
 def main():
-    if len(sys.argv) >= 5 and sys.argv[1] == "fit":
+    if len(sys.argv) >= 5 and sys.argv[1] in ("fit", "time"):
         sys.path.insert(0, str(Path(__file__).resolve().parent))
-        fit(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+        (fit if sys.argv[1] == "fit" else time_fits)(sys.argv[2], int(sys.argv[3]), sys.argv[4])
     elif len(sys.argv) >= 3 and sys.argv[1] == "sum":
         for path in sys.argv[2:]:
             names, totals, core = core_events(path)
