@@ -189,7 +189,21 @@ pub struct InstanceGram<'a> {
     /// The largest matrix stored, in bytes.
     store_limit: usize,
     /// The whole matrix (`n x n`, row-major) once computed, when stored.
-    store: std::sync::OnceLock<Vec<f64>>,
+    store: Stored,
+}
+
+/// The stored matrix of an [`InstanceGram`], computed once; its `Debug` gives its size, not
+/// its values.
+#[derive(Clone, Default)]
+struct Stored(std::sync::OnceLock<Vec<f64>>);
+
+impl std::fmt::Debug for Stored {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.get() {
+            Some(k) => write!(f, "Stored({} values)", k.len()),
+            None => write!(f, "Stored(not computed)"),
+        }
+    }
 }
 
 /// The largest instance kernel matrix an [`InstanceGram`] stores by default: 128 MiB, 4,096
@@ -279,7 +293,7 @@ impl<'a> InstanceGram<'a> {
             sq_norms,
             simd,
             store_limit: STORE_MAX_BYTES,
-            store: std::sync::OnceLock::new(),
+            store: Stored::default(),
         })
     }
 
@@ -298,7 +312,7 @@ impl<'a> InstanceGram<'a> {
         if self.dense.is_none() || bytes > self.store_limit {
             return None;
         }
-        let k = self.store.get_or_init(|| {
+        let k = self.store.0.get_or_init(|| {
             super::stored::full_kernel(self.kernel, self.rows, &self.sq_norms, &self.diagonal())
         });
         Some(k.as_slice())
