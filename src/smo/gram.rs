@@ -539,6 +539,15 @@ impl<'a, 'g> ComboGram<'a, 'g> {
         let n = self.inst.n_points();
         out.iter_mut().for_each(|v| *v = 0.0);
         let pts = &self.points[point];
+        if let Some(k) = self.inst.stored() {
+            // the members' rows read in place
+            for &(s, w) in pts {
+                for (o, &v) in out.iter_mut().zip(&k[s * n..(s + 1) * n]) {
+                    *o += w * v;
+                }
+            }
+            return;
+        }
         if pts.len() > BLOCK_MIN {
             for chunk in pts.chunks(BLOCK_ROWS) {
                 let rows: Vec<usize> = chunk.iter().map(|p| p.0).collect();
@@ -621,9 +630,19 @@ impl ComboGram<'_, '_> {
     /// batch of [`InstanceGram::fill_rows`]; the members of large ones from one block product
     /// for the whole group, which packs the instances once (the same values as
     /// [`ComboGram::instance_row`]'s product per point, bit for bit: a product's value for a
-    /// pair of rows does not depend on the other rows of its block).
+    /// pair of rows does not depend on the other rows of its block). When the instance kernel
+    /// is stored, each point sums its members' stored rows in place instead.
     fn fill_rows_in_groups(&self, points: &[usize], outs: &mut [&mut [f64]], per_group: usize) {
         let n = self.inst.n_points();
+        if self.inst.stored().is_some() {
+            // every member's row is at hand: no group to gather
+            let mut row = vec![0.0; n];
+            for (&p, out) in points.iter().zip(outs.iter_mut()) {
+                self.instance_row(p, &mut row);
+                self.combine(&row, out);
+            }
+            return;
+        }
         let mut slot = vec![usize::MAX; n];
         let mut big_slot = vec![usize::MAX; n];
         let mut row = vec![0.0; n];
@@ -696,13 +715,6 @@ impl ComboGram<'_, '_> {
     fn block_rows(&self, rows: &[usize]) -> Vec<f64> {
         if rows.is_empty() {
             return Vec::new();
-        }
-        if let Some(k) = self.inst.stored() {
-            let n = self.inst.n_points();
-            return rows
-                .iter()
-                .flat_map(|&s| k[s * n..(s + 1) * n].iter().copied())
-                .collect();
         }
         let dots = self.x.select_rows(rows).cross_gram(self.x);
         let mut k: Vec<f64> = if dots.is_standard_layout() {
