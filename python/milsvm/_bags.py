@@ -202,14 +202,14 @@ def _consecutive_rows(mats):
     :func:`milsvm.datasets.make_embedding_bags` returns), else None."""
     first = mats[0]
     dtype, d = first.dtype, first.shape[1]
-    if not all(m.dtype == dtype and m.flags.c_contiguous and m.shape[1] == d for m in mats):
-        return None
     # the first gap ends the search (bags made one by one have one after the first bag)
     address = [mats[0].__array_interface__["data"][0]]
     for prev, m in zip(mats, mats[1:]):
         address.append(m.__array_interface__["data"][0])
         if address[-2] + prev.nbytes != address[-1]:
             return None
+    if not all(m.dtype == dtype and m.flags.c_contiguous and m.shape[1] == d for m in mats):
+        return None
     root = first
     while isinstance(root.base, np.ndarray):
         root = root.base
@@ -263,13 +263,17 @@ def as_bags(bags, *, n_features=None, check_finite=True):
         # dense bags are checked for NaN and infinity once, on the stacked matrix below
         mats = [_as_matrix(b, f"bag {i}", False) for i, b in enumerate(bags)]
         d = mats[0].shape[1]
+        sizes = []
+        sparse = False  # _as_matrix gives an ndarray or a CSR matrix
         for i, m in enumerate(mats):
-            if m.shape[0] == 0:
+            n, d_m = m.shape
+            if n == 0:
                 raise ValueError(f"bag {i} is empty: every bag needs at least one instance")
-            if m.shape[1] != d:
-                raise ValueError(f"bag {i} has {m.shape[1]} features, bag 0 has {d}")
-        sizes = [m.shape[0] for m in mats]
-        if any(sp.issparse(m) for m in mats):
+            if d_m != d:
+                raise ValueError(f"bag {i} has {d_m} features, bag 0 has {d}")
+            sizes.append(n)
+            sparse = sparse or type(m) is not np.ndarray
+        if sparse:
             X = sp.vstack([sp.csr_matrix(m) for m in mats], format="csr")
         else:
             X = mats[0] if len(mats) == 1 else _consecutive_rows(mats)
