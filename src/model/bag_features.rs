@@ -37,7 +37,7 @@ impl BagFeatures {
     pub fn input_width(&self, width: usize) -> Option<usize> {
         match self {
             BagFeatures::Instances => Some(width),
-            BagFeatures::MinMax => (width % 2 == 0).then_some(width / 2),
+            BagFeatures::MinMax => width.is_multiple_of(2).then_some(width / 2),
         }
     }
 }

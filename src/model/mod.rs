@@ -284,7 +284,7 @@ impl Model {
             ));
         }
         if self.bag_features == BagFeatures::MinMax {
-            if self.xv.n_features() % 2 != 0 {
+            if !self.xv.n_features().is_multiple_of(2) {
                 return bad(format!(
                     "bag_features: \"min_max\" needs a basis of an even width (minima then \
                      maxima), got {} columns",

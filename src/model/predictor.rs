@@ -68,7 +68,7 @@ pub enum BagView<'a> {
 impl<'a> BagView<'a> {
     /// A dense bag: `data.len()` must be a positive multiple of `n_features`.
     pub fn dense(data: &'a [f64], n_features: usize) -> Result<Self> {
-        if n_features == 0 || data.is_empty() || data.len() % n_features != 0 {
+        if n_features == 0 || data.is_empty() || !data.len().is_multiple_of(n_features) {
             return Err(Error::Mismatch(format!(
                 "a bag must hold a positive multiple of {n_features} values, got {}",
                 data.len()
@@ -79,7 +79,7 @@ impl<'a> BagView<'a> {
 
     /// A dense single-precision bag: `data.len()` must be a positive multiple of `n_features`.
     pub fn dense32(data: &'a [f32], n_features: usize) -> Result<Self> {
-        if n_features == 0 || data.is_empty() || data.len() % n_features != 0 {
+        if n_features == 0 || data.is_empty() || !data.len().is_multiple_of(n_features) {
             return Err(Error::Mismatch(format!(
                 "a bag must hold a positive multiple of {n_features} values, got {}",
                 data.len()

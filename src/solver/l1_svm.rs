@@ -280,7 +280,7 @@ impl<'a> Simplex<'a> {
         let mut degenerate = 0;
         let mut unbounded_retry = false;
         loop {
-            if *iterations % 16 == 0 {
+            if (*iterations).is_multiple_of(16) {
                 cancel.check()?;
             }
             let bland = degenerate >= STALL_PIVOTS;
@@ -329,7 +329,7 @@ impl<'a> Simplex<'a> {
                 self.refactor(true)?;
                 since_refactor = 0;
             }
-            if *iterations % 100 == 0 {
+            if (*iterations).is_multiple_of(100) {
                 report(*iterations, self.basic_objective());
             }
         }
