@@ -16,6 +16,7 @@ given as float64, with half the memory.
 from __future__ import annotations
 
 import numbers
+from itertools import accumulate
 
 import numpy as np
 import scipy.sparse as sp
@@ -248,7 +249,10 @@ def as_bags(bags, *, n_features=None, check_finite=True):
     if isinstance(bags, Bags):
         out = bags
     else:
-        if isinstance(bags, (str, bytes, dict)) or sp.issparse(bags) or not hasattr(bags, "__len__"):
+        # (a list or tuple is never sparse: its issparse is skipped, whose first call costs
+        # about 0.14 ms in a fresh process)
+        if isinstance(bags, (str, bytes, dict)) or (not isinstance(bags, (list, tuple)) and sp.issparse(bags)) \
+                or not hasattr(bags, "__len__"):
             raise TypeError(
                 "bags must be a list of 2-D arrays (one per bag) or a milsvm.Bags, "
                 f"got {type(bags).__name__}"
@@ -282,8 +286,7 @@ def as_bags(bags, *, n_features=None, check_finite=True):
         if check_finite and not _all_finite(X.data if sp.issparse(X) else X):
             bad = next(i for i, m in enumerate(mats) if not _all_finite(m.data if sp.issparse(m) else m))
             raise ValueError(f"bag {bad} has a non-finite value (NaN or infinity)")
-        ptr = np.zeros(len(sizes) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=ptr[1:])
+        ptr = np.fromiter(accumulate(sizes, initial=0), dtype=np.int64, count=len(sizes) + 1)
         out = Bags(X, ptr)
     if len(out) == 0:
         raise ValueError("no bags were given (empty Bags)")
