@@ -97,10 +97,12 @@ fn prefault(buf: &mut [f64]) {
             return;
         }
         // SAFETY: `sysconf` has no preconditions.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+            .unwrap_or(4096)
+            .max(1);
         let start = buf.as_mut_ptr() as usize;
-        let lo = start.next_multiple_of(page.max(1));
-        let hi = (start + bytes) / page.max(1) * page.max(1);
+        let lo = start.next_multiple_of(page);
+        let hi = (start + bytes) / page * page;
         if hi <= lo {
             return;
         }
