@@ -24,8 +24,10 @@ def test_linear_route_equals_kernel_route(cls, seed, sparse, C):
     assert linear.solver_ == "linear" and kernel.solver_ == "kernel"
     a, b = linear.decision_function(bags), kernel.decision_function(bags)
     np.testing.assert_allclose(a, b, rtol=0, atol=1e-5 * max(1.0, np.abs(b).max()))
-    # the linear model is w itself: one basis vector with coefficient 1
+    # the linear model is w itself: one basis vector with coefficient 1; the kernel route's
+    # support instances are collapsed into w too (never a dense copy of sparse instances)
     assert linear.xv_.shape == (1, 4) and np.allclose(linear.coef_, 1.0)
+    assert kernel.xv_.shape == (1, 4) and np.allclose(kernel.coef_, 1.0)
     flat = [bag.toarray() if sp.issparse(bag) else bag for bag in bags]
     w, b0 = linear.xv_[0], linear.intercept_
     np.testing.assert_allclose(a, [np.max(bag @ w) + b0 for bag in flat], rtol=1e-10, atol=1e-10)
@@ -36,6 +38,15 @@ def test_auto_picks_linear_only_for_the_linear_kernel_without_a_basis():
     assert fit_quietly(milsvm.MISVM(kernel="linear"), bags, y).solver_ == "linear"
     assert fit_quietly(milsvm.MISVM(kernel="rbf"), bags, y).solver_ == "kernel"
     assert fit_quietly(milsvm.MISVM(kernel="linear", n_xv=3), bags, y).solver_ == "kernel"
+
+
+def test_the_kernel_route_keeps_sparse_support_instances_sparse():
+    bags, y = random_bags(3, n_bags=12, d=5, max_size=4, sparse=True)
+    est = fit_quietly(milsvm.MISVM(kernel="rbf", C=1.0, solver="kernel"), bags, y)
+    assert est.model_.is_sparse
+    dense = fit_quietly(milsvm.MISVM(kernel="rbf", C=1.0, solver="kernel"),
+                        [b.toarray() for b in bags], y)
+    np.testing.assert_allclose(est.decision_function(bags), dense.decision_function(bags), rtol=1e-12, atol=1e-12)
 
 
 def test_multiclass_linear_route_and_model_file(tmp_path):

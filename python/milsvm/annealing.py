@@ -142,7 +142,9 @@ _COMMON_ATTRIBUTES = f"""
         Whether the stopping rule was met before ``max_iter``.
     solver_ : str
         How the SVM step was solved: ``"linear"`` (``w`` in the input space, then ``xv_`` is
-        ``w`` and ``coef_`` 1, per class) or ``"kernel"``.
+        ``w`` and ``coef_`` 1, per class) or ``"kernel"`` (the dual: ``xv_`` holds the instances
+        with a nonzero coefficient, or, with the full basis and ``kernel="linear"``, their sum
+        ``w`` per class as for ``"linear"``; sparse instances stay sparse).
     n_xv_ : int or None
         The size of the reduced basis used (``n_xv``, or the choice of ``n_xv="auto"``), or
         None when every training instance was a basis vector (or for the linear route).

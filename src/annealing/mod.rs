@@ -468,34 +468,27 @@ impl AnnealingValidParams {
             self.run_binary(step, &data, problem.index)
         })?;
         let intercept = Array1::from_iter(runs.iter().map(|r| r.b));
-        let n_basis = if full { x.n_rows() } else { k_reg.nrows() };
-        let mut coef = if linear {
+        let model = if linear {
             // Each problem's w is one basis vector, with coefficient 1 in its own problem.
-            Array2::eye(runs.len())
+            let ws: Vec<&Array1<f64>> = runs.iter().map(|r| &r.beta).collect();
+            let xv = stack_weights(&ws, x.n_features());
+            let eye = Array2::eye(runs.len());
+            Model::new(kernel, xv, eye, intercept, n_classes, Pooling::Max)
+        } else if full {
+            // The instances that carry a coefficient in some problem, CSR rows kept CSR (a
+            // linear kernel collapses them into one w per problem).
+            let coefs: Vec<Vec<f64>> = runs.iter().map(|r| r.beta.to_vec()).collect();
+            let coefs: Vec<&[f64]> = coefs.iter().map(Vec::as_slice).collect();
+            Model::from_instance_coefficients(kernel, x, &coefs, intercept, n_classes, Pooling::Max)
         } else {
-            Array2::zeros((runs.len(), n_basis))
-        };
-        if !linear {
+            let mut coef = Array2::zeros((runs.len(), k_reg.nrows()));
             for (mut row, run) in coef.rows_mut().into_iter().zip(&runs) {
                 row.assign(&run.beta);
             }
-        }
-        let xv = if linear {
-            let ws: Vec<&Array1<f64>> = runs.iter().map(|r| &r.beta).collect();
-            stack_weights(&ws, x.n_features())
-        } else if full {
-            // Keep the instances that carry a coefficient in some problem.
-            let keep: Vec<usize> = (0..n_basis)
-                .filter(|&k| coef.column(k).iter().any(|&v| v != 0.0))
-                .collect();
-            let keep = if keep.is_empty() { vec![0] } else { keep };
-            coef = coef.select(ndarray::Axis(1), &keep);
-            x.dense_rows(&keep)
-        } else {
-            basis_rows
+            Model::new(kernel, basis_rows, coef, intercept, n_classes, Pooling::Max)
         };
         let mut fit = AnnealingFit {
-            model: Model::new(kernel, xv, coef, intercept, n_classes, Pooling::Max),
+            model,
             p: Vec::new(),
             p_hat: Vec::new(),
             objective_history: Vec::new(),
@@ -505,7 +498,11 @@ impl AnnealingValidParams {
             stop_reason: Vec::new(),
             gamma,
             solver: route,
-            n_xv: if full || linear { None } else { Some(n_basis) },
+            n_xv: if full || linear {
+                None
+            } else {
+                Some(k_reg.nrows())
+            },
         };
         for run in runs {
             fit.p.push(run.p);
