@@ -18,8 +18,9 @@
 //! and each bag is scored through [`Predictor::score_bag`] with one reusable [`Workspace`],
 //! which allocates nothing once it has seen the largest bag. A model saved from a pipeline
 //! (`milsvm.save(pipeline, path)`, `milsvm fit`) standardises every bag with its scaler inside
-//! `score_bag`; a model fitted with `probability=True` turns the scores into class probabilities
-//! with [`Predictor::probabilities`] (with `--proba`, printed after the label, one per class).
+//! `score_bag`; a model fitted with `probability=True` or `"ensemble"` gives class probabilities
+//! with [`Predictor::predict_proba_bag`] (with `--proba`, printed after the label, one per
+//! class).
 
 use std::error::Error;
 use std::path::Path;
@@ -86,7 +87,7 @@ fn run(model_path: &str, data_path: &str, proba: bool) -> Result<(), Box<dyn Err
         };
         let cols: Vec<String> = scores.iter().map(|s| s.to_string()).collect();
         if proba {
-            predictor.probabilities(&scores, &mut probabilities)?;
+            predictor.predict_proba_bag(view, &mut ws, &mut probabilities)?;
             let p: Vec<String> = probabilities.iter().map(|v| v.to_string()).collect();
             println!(
                 "{name}\t{}\t{}\t{}",

@@ -280,7 +280,7 @@ fn model_file_version_six_and_old_versions() -> TestResult {
         fit.model.decision_function(&bags)?
     );
     let mut doc: serde_json::Value = serde_json::from_str(&text)?;
-    assert_eq!(doc["version"], 6);
+    assert_eq!(doc["version"], milsvm::model::FORMAT_VERSION);
     assert_eq!(doc["pooling"], "xv_max");
     doc["version"] = 5.into();
     match Model::from_json(&doc.to_string()) {

@@ -833,6 +833,141 @@ fn the_file_keeps_the_scaler_and_the_sigmoid_and_refuses_bad_ones_naming_the_fie
     Ok(())
 }
 
+/// An ensemble's probabilities are the mean of its members' Platt probabilities of their own
+/// scores (closed form), on one bag and many, with a scaler shared by the members; the file
+/// keeps the members exactly and refuses a faulty one under `ensemble[k]`.
+#[test]
+fn an_ensemble_averages_its_members_calibrated_probabilities() -> TestResult {
+    let mut rng = ChaCha8Rng::seed_from_u64(29);
+    for (n_classes, sparse) in [(2, false), (3, false), (2, true)] {
+        let kernel = Kernel::Rbf { gamma: 0.3 };
+        let mut model = random_model(&mut rng, 4, 3, n_classes, kernel, Pooling::Max, sparse);
+        let n_out = model.n_outputs();
+        let mut members = Vec::new();
+        for k in 0..3 {
+            let gamma = 0.2 + 0.1 * k as f64; // fold models may differ in gamma
+            let mut m = random_model(
+                &mut rng,
+                2 + k,
+                3,
+                n_classes,
+                Kernel::Rbf { gamma },
+                Pooling::Max,
+                sparse,
+            );
+            m.calibration = Some(Calibration {
+                a: (0..n_out).map(|_| -0.5 - rng.random::<f64>()).collect(),
+                b: (0..n_out).map(|_| rng.random::<f64>() - 0.5).collect(),
+            });
+            members.push(m);
+        }
+        model.ensemble = members.clone();
+        model.set_scaler(Some(random_scaler(&mut rng, 3, true)));
+        assert!(model.ensemble.iter().all(|m| m.scaler == model.scaler));
+        let p = Predictor::new(&model)?;
+        assert!(p.has_probabilities());
+        let bag_list = random_bags(&mut rng, 6, 3, 1.0);
+        let bags = Bags::from_dense_bags(&bag_list)?;
+        let rows = milsvm::kernel::Rows::from(bags.instances());
+        let proba = p.predict_proba_rows(rows, bags.bag_ptr())?;
+        let mut ws = Workspace::default();
+        for (i, bag) in bag_list.iter().enumerate() {
+            let view = BagView::dense(bag.as_slice().unwrap_or(&[]), 3)?;
+            let mut want = vec![0.0; n_classes];
+            for m in &model.ensemble {
+                let (mut f, mut q) = (vec![0.0; n_out], vec![0.0; n_classes]);
+                Predictor::new(m)?.score_bag(view, &mut ws, &mut f)?;
+                let cal = m.calibration.as_ref().ok_or("no calibration")?;
+                let s: Vec<f64> = (0..n_out)
+                    .map(|c| platt(cal.a[c], cal.b[c], f[c]))
+                    .collect();
+                if n_out == 1 {
+                    q = vec![1.0 - s[0], s[0]];
+                } else {
+                    let total: f64 = s.iter().sum();
+                    q.iter_mut().zip(&s).for_each(|(o, v)| *o = v / total);
+                }
+                want.iter_mut().zip(&q).for_each(|(w, v)| *w += v / 3.0);
+            }
+            let mut one = vec![0.0; n_classes];
+            p.predict_proba_bag(view, &mut ws, &mut one)?;
+            for c in 0..n_classes {
+                assert!(
+                    close(one[c], want[c], 1e-13),
+                    "{n_classes} classes, bag {i}"
+                );
+                assert!(
+                    close(proba[[i, c]], want[c], 1e-13),
+                    "{n_classes} classes, bag {i}"
+                );
+            }
+            // the model's own scores do not give an ensemble's probabilities
+            let mut f = vec![0.0; n_out];
+            p.score_bag(view, &mut ws, &mut f)?;
+            match p.probabilities(&f, &mut one) {
+                Err(Error::InvalidParameter(msg)) => assert!(msg.contains("predict_proba_bag")),
+                other => panic!("expected InvalidParameter, got {other:?}"),
+            }
+        }
+        let text = model.to_json()?;
+        assert!(Model::from_json(&text)? == model);
+        let good: Value = serde_json::from_str(&text)?;
+        let refused = |edit: &dyn Fn(&mut Value), field: &str| -> TestResult {
+            let mut v = good.clone();
+            edit(&mut v);
+            match Model::from_json(&v.to_string()) {
+                Err(Error::ModelFile(msg)) => assert!(msg.contains(field), "{field}: {msg}"),
+                other => panic!("{field}: expected a ModelFile error, got {other:?}"),
+            }
+            Ok(())
+        };
+        refused(
+            &|v| v["ensemble"][1]["calibration"]["a"] = json!([]),
+            "ensemble[1]: calibration",
+        )?;
+        refused(
+            &|v| {
+                v["ensemble"][0]
+                    .as_object_mut()
+                    .map(|o| o.remove("calibration"));
+            },
+            "ensemble[0]: missing field `calibration`",
+        )?;
+        refused(
+            &|v| v["ensemble"][2]["coef"]["shape"] = json!([n_out + 1, 4]),
+            "ensemble[2]: coef",
+        )?;
+        refused(
+            &|v| v["ensemble"][0]["kernel"] = json!({"name": "linear"}),
+            "ensemble[0]: kernel",
+        )?;
+        refused(&|v| v["ensemble"][1] = json!(3), "ensemble[1]")?;
+        refused(
+            &|v| v["calibration"] = json!({"a": vec![-1.0; n_out], "b": vec![0.0; n_out]}),
+            "calibration",
+        )?;
+        // a version-6 file has no ensemble: the field is not read there
+        let mut v6 = good.clone();
+        v6["version"] = json!(6);
+        assert!(Model::from_json(&v6.to_string())?.ensemble.is_empty());
+    }
+    // members that do not fit the model are refused when it is compiled
+    let mut model = small_model();
+    let mut member = small_model();
+    member.calibration = Some(Calibration {
+        a: vec![-1.0],
+        b: vec![0.0],
+    });
+    member.pooling = Pooling::Max;
+    model.pooling = Pooling::Mean;
+    model.ensemble = vec![member];
+    match Predictor::new(&model) {
+        Err(Error::ModelFile(msg)) => assert!(msg.contains("ensemble[0]: pooling"), "{msg}"),
+        other => panic!("expected a ModelFile error, got {other:?}"),
+    }
+    Ok(())
+}
+
 /// A model never keeps rows borrowed from a caller's buffer: `Model::new` copies them, so that
 /// the model neither changes with the buffer nor keeps it alive.
 #[test]

@@ -279,7 +279,7 @@ def test_stk_model_file_records_the_statistics_and_rejects_inconsistent_ones(tmp
     path = tmp_path / "stk.json"
     est.save(path)
     doc = json.loads(path.read_text())
-    assert doc["version"] == 6 and doc["bag_features"] == "min_max" and doc["pooling"] == "mean"
+    assert doc["version"] == 7 and doc["bag_features"] == "min_max" and doc["pooling"] == "mean"
     assert doc["xv"]["shape"][1] == 2 * est.n_features_in_
     core = milsvm.Model.load(path)
     assert core.bag_features == "min_max" and core.n_features == est.n_features_in_

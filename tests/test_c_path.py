@@ -183,8 +183,8 @@ def test_cv_inner_fits_skip_the_calibration(monkeypatch):
     bags, y = noisy_bags(5, n_bags=36)
     bags = milsvm.as_bags(bags)
     calls = []
-    original = MILClassifier._calibration
-    monkeypatch.setattr(MILClassifier, "_calibration", lambda self, *a: calls.append(1) or original(self, *a))
+    original = MILClassifier._calibrations
+    monkeypatch.setattr(MILClassifier, "_calibrations", lambda self, *a: calls.append(1) or original(self, *a))
     runs = []
     for path in (True, False):
         monkeypatch.setattr(milsvm.NSK, "_c_path", path)

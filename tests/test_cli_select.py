@@ -108,7 +108,7 @@ REFUSED = [
     (["-p", "gamma=auto"], ["gamma must be 'scale', 'median' or a finite number > 0"]),
     (["-p", "gamma=0.1*scale"], ["-p gamma='0.1*scale'", "gamma must be"]),  # k*scale: grids only
     (["-p", "init=kmean"], ["-p init='kmean'", "init must be one of 'random', 'kmeans', 'svm'"]),
-    (["-p", "probability=maybe"], ["probability must be True or False"]),
+    (["-p", "probability=maybe"], ["probability must be True, False or \"ensemble\""]),
     (["-p", "verbose=1.5"], ["verbose must be an integer"]),
     (["-p", "class_weight={0: 1, 1: -2}"], ["class_weight must hold finite class weights > 0"]),
     (["-p", "random_state=abc"], ["-p random_state='abc'"]),

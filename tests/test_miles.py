@@ -252,7 +252,7 @@ def test_model_file_round_trip_and_versions(tmp_path):
     path = tmp_path / "miles.json"
     est.save(path)
     doc = json.loads(path.read_text())
-    assert doc["version"] == 6 and doc["pooling"] == "xv_max" and doc["estimator"] == "MILES"
+    assert doc["version"] == 7 and doc["pooling"] == "xv_max" and doc["estimator"] == "MILES"
     back = milsvm.load(path)
     assert isinstance(back, milsvm.MILES) and back.get_params() == est.get_params()
     np.testing.assert_array_equal(back.decision_function(bags), est.decision_function(bags))

@@ -109,7 +109,7 @@ def test_save_load_pickle_serving_give_the_same_values(kind, n_classes, tmp_path
         else:
             np.testing.assert_allclose(est.decision_function_bag(bag), want, rtol=1e-12, atol=1e-14)
     doc = json.loads(path.read_text())
-    assert doc["format"] == "milsvm-model" and doc["version"] == 6 and doc["estimator"] == type(est).__name__
+    assert doc["format"] == "milsvm-model" and doc["version"] == 7 and doc["estimator"] == type(est).__name__
     assert doc["classes"] == est.classes_.tolist()
 
 

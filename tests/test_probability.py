@@ -77,6 +77,78 @@ def test_one_vs_rest_probabilities_are_coupled_as_calibrated_classifier_cv(name)
     assert got.shape == (len(y), 3) and list(est.classes_) == ["a", "b", "c"]
 
 
+@pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
+def test_the_ensemble_equals_calibrated_classifier_cv_with_ensemble_true(cls):
+    bags, y = overlapping_bags()
+    est = quietly(make(cls, probability="ensemble").fit, bags, y)
+    folds = list(calibration_folds(est.get_params().get("random_state")).split(np.zeros(len(y)), y))
+    reference = quietly(CalibratedClassifierCV(make(cls), method="sigmoid", cv=folds, ensemble=True).fit, bags, y)
+    got = est.predict_proba(bags)
+    np.testing.assert_allclose(got, reference.predict_proba(bags), atol=2e-5)
+    np.testing.assert_allclose(got.sum(axis=1), 1.0, rtol=1e-15)
+    # the members are the folds' models; the scores stay the model's fitted on all bags
+    members = est.model_.ensemble
+    assert len(members) == 5 and est.model_.calibration is None
+    b = milsvm.as_bags(bags)
+    for member, calibrated in zip(members, reference.calibrated_classifiers_):
+        np.testing.assert_allclose(member.decision_function(b.core_instances(), b.bag_ptr)[:, 0],
+                                   calibrated.estimator.decision_function(bags), rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(est.decision_function(bags),
+                                  quietly(make(cls).fit, bags, y).decision_function(bags))
+
+
+@pytest.mark.parametrize("name", ["NSK", "MISVM"])
+def test_the_one_vs_rest_ensemble_equals_calibrated_classifier_cv(name):
+    bags, y = three_class_bags(n_bags=45)
+    rng = np.random.default_rng(1)
+    bags = [b + rng.normal(0, 1.5, size=b.shape) for b in bags]
+    cls = _registry.ESTIMATORS[name]
+    est = quietly(make(cls, probability="ensemble").fit, bags, y)
+    folds = list(calibration_folds(est.get_params().get("random_state")).split(np.zeros(len(y)), y))
+    reference = quietly(CalibratedClassifierCV(make(cls), method="sigmoid", cv=folds, ensemble=True).fit, bags, y)
+    np.testing.assert_allclose(est.predict_proba(bags), reference.predict_proba(bags), atol=2e-5)
+
+
+def test_the_ensemble_is_saved_with_its_pipeline_and_applied_by_the_rust_predictor(tmp_path):
+    from sklearn.pipeline import make_pipeline
+
+    bags, y = overlapping_bags(5)
+    bags = [10.0 * b + 3.0 for b in bags]  # off scale: the scaler matters
+    pipe = quietly(make_pipeline(milsvm.BagStandardScaler(), milsvm.MISVM(C=1.0, probability="ensemble")).fit,
+                   bags, y)
+    want = pipe.predict_proba(bags)
+    milsvm.save(pipe, tmp_path / "p.json")
+    back = milsvm.load(tmp_path / "p.json")
+    assert back[-1].probability == "ensemble"
+    np.testing.assert_array_equal(back.predict_proba(bags), want)
+    core = milsvm.Model.load(tmp_path / "p.json")
+    assert core.scaler is not None and all(m.scaler is not None for m in core.ensemble)
+    b = milsvm.as_bags(bags)
+    np.testing.assert_array_equal(core.predict_proba(b.core_instances(), b.bag_ptr), want)
+    # the closed form: the mean of each member's sigmoid of its own score of the raw bags
+    mean = np.mean([1 / (1 + np.exp(m.calibration[0][0] * m.decision_function(b.core_instances(), b.bag_ptr)[:, 0]
+                                    + m.calibration[1][0])) for m in core.ensemble], axis=0)
+    np.testing.assert_allclose(want[:, 1], mean, rtol=1e-13)
+    # the file refuses a member whose sigmoid does not fit, naming it
+    import json
+
+    doc = json.loads((tmp_path / "p.json").read_text())
+    doc["ensemble"][3]["calibration"]["b"] = [0.0, 1.0]
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=r"ensemble\[3\]: calibration: 1 slopes and 2 offsets"):
+        milsvm.load(tmp_path / "bad.json")
+
+
+@pytest.mark.parametrize("name", ["NSK", "MIKernel"])
+def test_a_path_calibrates_each_value_as_its_own_fit(name):
+    bags, y = overlapping_bags(7)
+    est = make(_registry.ESTIMATORS[name], probability="ensemble")
+    path = quietly(est.fit_path, bags, y, [0.5, 4.0])
+    for fitted in path:
+        alone = quietly(make(_registry.ESTIMATORS[name], probability="ensemble", C=fitted.C).fit, bags, y)
+        np.testing.assert_allclose(fitted.predict_proba(bags), alone.predict_proba(bags), rtol=1e-7, atol=1e-9)
+
+
 def _platt_objective(ab, f, t):
     z = ab[0] * f + ab[1]
     return float(np.sum(t * z + np.logaddexp(0.0, -z)))
@@ -103,8 +175,12 @@ def test_probability_refuses_too_few_bags_and_bad_values():
     few = np.r_[np.flatnonzero(y == 0), np.flatnonzero(y == 1)[:4]]
     with pytest.raises(ValueError, match=r"needs at least 5 bags of every class; too few bags of class 1: 4"):
         milsvm.NSK(probability=True).fit([bags[i] for i in few], y[few])
-    with pytest.raises(TypeError, match="probability must be True or False, got 'yes'"):
+    with pytest.raises(ValueError, match="needs at least 5 bags of every class"):
+        milsvm.NSK(probability="ensemble").fit([bags[i] for i in few], y[few])
+    with pytest.raises(ValueError, match='probability must be True, False or "ensemble", got \'yes\''):
         milsvm.NSK(probability="yes").fit(bags, y)
+    with pytest.raises(TypeError, match='probability must be True, False or "ensemble", got 1 \\(int\\)'):
+        milsvm.NSK(probability=1).fit(bags, y)
     plain = milsvm.NSK().fit(bags, y)
     assert not hasattr(plain, "predict_proba") and not hasattr(plain, "predict_log_proba")
     with pytest.raises(AttributeError, match="predict_proba") as error:

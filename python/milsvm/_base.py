@@ -110,10 +110,15 @@ def calibration_folds(random_state):
 
 
 def _check_probability(probability, labels, classes):
-    """``probability`` as a bool; with it, at least ``CALIBRATION_FOLDS`` bags of every class
-    (``labels=None``: the type only)."""
-    if not isinstance(probability, (bool, np.bool_)):
-        raise TypeError(f"probability must be True or False, got {_plain(probability)!r} "
+    """``probability`` as ``False``, ``True`` or ``"ensemble"``; when set, at least
+    ``CALIBRATION_FOLDS`` bags of every class (``labels=None``: the value only)."""
+    if isinstance(probability, str):
+        if probability != "ensemble":
+            raise ValueError(f'probability must be True, False or "ensemble", got {probability!r}')
+    elif isinstance(probability, (bool, np.bool_)):
+        probability = bool(probability)
+    else:
+        raise TypeError(f'probability must be True, False or "ensemble", got {_plain(probability)!r} '
                         f"({type(probability).__name__})")
     if probability and labels is not None:
         counts = np.bincount(labels, minlength=len(classes))
@@ -121,9 +126,22 @@ def _check_probability(probability, labels, classes):
         if few:
             listed = ", ".join(f"{c!r}: {n}" for c, n in few)
             raise ValueError(
-                f"probability=True calibrates on a {CALIBRATION_FOLDS}-fold internal cross-validation and needs "
-                f"at least {CALIBRATION_FOLDS} bags of every class; too few bags of class {listed}")
-    return bool(probability)
+                f"probability={probability!r} calibrates on a {CALIBRATION_FOLDS}-fold internal cross-validation "
+                f"and needs at least {CALIBRATION_FOLDS} bags of every class; too few bags of class {listed}")
+    return probability
+
+
+def _sigmoids(scores, labels):
+    """Platt's ``(a, b)`` per output of ``scores`` (``n_bags x n_outputs``) against the encoded
+    ``labels`` (one output: class 1 is positive; else one-vs-rest)."""
+    n_outputs = scores.shape[1]
+    a, b = [], []
+    for c in range(n_outputs):
+        positive = labels == 1 if n_outputs == 1 else labels == c
+        ac, bc = _core.fit_sigmoid(np.ascontiguousarray(scores[:, c]), positive.tolist())
+        a.append(ac)
+        b.append(bc)
+    return a, b
 
 
 def _has_probability(estimator):
@@ -325,13 +343,13 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
         if job["probability"]:
             # the internal folds' refits as paths too: the same models as each value's own
             # calibration (one fit_path per fold instead of one fit per fold and value)
+            calibrations = self._calibrations(job["bags"], job["classes"], job["labels"], job["probability"], Cs)
             job["probability"] = False
-            calibrations = self._path_calibrations(job["bags"], job["classes"], job["labels"], Cs)
         share = (time.perf_counter() - job["start"]) / len(Cs)
-        for estimator, fit, calibration in zip(estimators, fits, calibrations):
+        for estimator, fit, calibrate in zip(estimators, fits, calibrations):
             estimator._install(job, fit, share)
-            if calibration is not None:
-                estimator.model_ = estimator.model_.with_calibration(calibration)
+            if calibrate is not None:
+                estimator.model_ = calibrate(estimator.model_)
             estimator._warn_unconverged(fit)
             if job["verbose"]:
                 print(f"[{job['name']}] C={estimator.C:g}: {estimator._fit_summary()}, {estimator.fit_time_:.3f} s")
@@ -364,62 +382,49 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
         if bags.dtype == np.float32 and state["model_"].input_dtype != "float32":
             state["model_"] = state["model_"].with_input_dtype("float32")  # recorded in the model file
         if job["probability"]:
-            state["model_"] = state["model_"].with_calibration(self._calibration(bags, classes, job["labels"]))
+            calibrate, = self._calibrations(bags, classes, job["labels"], job["probability"])
+            state["model_"] = calibrate(state["model_"])
         state["fit_time_"] = seconds + (time.perf_counter() - start)
         state["n_features_in_"] = state["model_"].n_features
         self.__dict__.update(state)
 
-    def _calibration(self, bags, classes, labels):
-        """Platt's ``(a, b)`` per output from out-of-fold bag scores: the estimator refitted
-        (``probability=False``) on each training part of :func:`calibration_folds`, scoring its
-        held-out part; each output's sigmoid fitted on all held-out scores (one-vs-rest targets
-        for more than two classes). The ``CalibratedClassifierCV(method="sigmoid",
-        ensemble=False)`` protocol."""
+    def _calibrations(self, bags, classes, labels, mode, Cs=None):
+        """What ``probability=mode`` adds to the model of each value of ``Cs`` (``None``: the
+        estimator as it is), as one function per value from the fitted model to the calibrated
+        one. The estimator is refitted (``probability=False``) on each training part of
+        :func:`calibration_folds` (with ``Cs``, as one :meth:`fit_path` per part, its held-out
+        scores from one kernel evaluation, ``_core.decision_functions``) and scores its held-out
+        part. ``True``: Platt's sigmoid per output fitted on all held-out scores, the protocol
+        of ``CalibratedClassifierCV(method="sigmoid", ensemble=False)`` and libsvm. ``"ensemble"``:
+        each part's model with the sigmoid fitted on its own held-out scores, the members of
+        ``Model.with_ensemble``, the protocol of ``CalibratedClassifierCV(method="sigmoid",
+        ensemble=True)``."""
         from sklearn.base import clone
 
         splitter = calibration_folds(self.get_params(deep=False).get("random_state"))
+        n_values = 1 if Cs is None else len(Cs)
         n_outputs = 1 if len(classes) == 2 else len(classes)
-        scores = np.empty((len(bags), n_outputs))
+        scores = np.empty((n_values, len(bags), n_outputs))
+        members = [[] for _ in range(n_values)]
         for train, test in splitter.split(np.zeros(len(labels)), labels):
             part = clone(self).set_params(probability=False, verbose=0)
-            part.fit(bags[train], classes[labels[train]])
-            scores[test] = part._model().decision_function(bags[test].core_instances(), bags[test].bag_ptr,
-                                                            threads(self.n_jobs))
-        a, b = [], []
-        for c in range(n_outputs):
-            positive = labels == 1 if n_outputs == 1 else labels == c
-            ac, bc = _core.fit_sigmoid(np.ascontiguousarray(scores[:, c]), positive.tolist())
-            a.append(ac)
-            b.append(bc)
-        return a, b
-
-    def _path_calibrations(self, bags, classes, labels, Cs):
-        """:meth:`_calibration` of every value of ``Cs`` (the estimator with ``C`` set to it),
-        the refits on each internal fold as one :meth:`fit_path` and their held-out scores from
-        one kernel evaluation (``_core.decision_functions``). Returns one ``(a, b)`` per value."""
-        from sklearn.base import clone
-
-        splitter = calibration_folds(self.get_params(deep=False).get("random_state"))
-        n_outputs = 1 if len(classes) == 2 else len(classes)
-        scores = np.empty((len(Cs), len(bags), n_outputs))
-        for train, test in splitter.split(np.zeros(len(labels)), labels):
-            parts = clone(self).set_params(probability=False, verbose=0).fit_path(bags[train],
-                                                                                  classes[labels[train]], Cs)
             held_out = bags[test]
-            scored = _core.decision_functions([e._model() for e in parts], held_out.core_instances(),
-                                              held_out.bag_ptr, threads(self.n_jobs))
-            for k, s in enumerate(scored):
+            if Cs is None:
+                parts = [part.fit(bags[train], classes[labels[train]])]
+                scored = [parts[0]._model().decision_function(held_out.core_instances(), held_out.bag_ptr,
+                                                              threads(self.n_jobs))]
+            else:
+                parts = part.fit_path(bags[train], classes[labels[train]], Cs)
+                scored = _core.decision_functions([e._model() for e in parts], held_out.core_instances(),
+                                                  held_out.bag_ptr, threads(self.n_jobs))
+            for k, (fitted, s) in enumerate(zip(parts, scored)):
                 scores[k][test] = s
-        out = []
-        for k in range(len(Cs)):
-            a, b = [], []
-            for c in range(n_outputs):
-                positive = labels == 1 if n_outputs == 1 else labels == c
-                ac, bc = _core.fit_sigmoid(np.ascontiguousarray(scores[k][:, c]), positive.tolist())
-                a.append(ac)
-                b.append(bc)
-            out.append((a, b))
-        return out
+                if mode == "ensemble":
+                    members[k].append(fitted._model().with_calibration(_sigmoids(s, labels[test])))
+        if mode == "ensemble":
+            return [lambda model, m=m: model.with_ensemble(m) for m in members]
+        return [lambda model, ab=_sigmoids(scores[k], labels): model.with_calibration(ab)
+                for k in range(n_values)]
 
     @classmethod
     def _grid_for(cls, params):
@@ -562,16 +567,20 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
 
     @available_if(_has_probability)
     def predict_proba(self, bags):
-        """Class probabilities of each bag (only with ``probability=True``).
+        """Class probabilities of each bag (only with ``probability=True`` or ``"ensemble"``).
 
         Each output's score ``F`` goes through Platt's sigmoid ``1 / (1 + exp(a F + b))``,
         fitted at ``fit`` on out-of-fold scores of a 5-fold internal cross-validation (Platt
         2000; Lin, Lin & Weng 2007). Binary problems give ``[1 - p, p]``; one-vs-rest problems
         give each class its own output's ``p``, normalised to sum to 1 (uniform where every
-        ``p`` is 0), as scikit-learn's ``CalibratedClassifierCV`` couples them.
+        ``p`` is 0), as scikit-learn's ``CalibratedClassifierCV`` couples them. With
+        ``probability="ensemble"`` these are the mean of the five fold models' probabilities,
+        each model scoring the bag itself with its own sigmoid (``ensemble=True`` in
+        scikit-learn's terms).
 
         ``predict`` and ``predict_proba`` can disagree. ``predict`` thresholds the score at 0,
-        while ``p = 0.5`` lies at ``F = -b / a``: the bags whose score falls between the two
+        while ``p = 0.5`` lies at ``F = -b / a`` (with ``"ensemble"``, the probabilities do not
+        come from this model's score at all): the bags whose score falls between the two
         get one label from ``predict`` and the other as the likelier class. With more than two
         classes, each class has its own sigmoid, so the largest score need not be the largest
         probability. Use ``predict_proba(bags).argmax(axis=1)`` for the class the

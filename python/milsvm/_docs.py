@@ -40,11 +40,16 @@ _PARAMS = {
     Seed of the random choices. Results do not depend on ``n_jobs``.""",
     "n_jobs": """n_jobs : int or None, default=None
     Threads (None or -1: all cores). Results do not depend on it.""",
-    "probability": """probability : bool, default=False
-    Fit Platt's sigmoid on the bag scores of a 5-fold internal cross-validation (five more fits,
-    seeded by ``random_state``, else fixed), so that :meth:`predict_proba` and
-    :meth:`predict_log_proba` exist; it needs at least 5 bags of every class. The sigmoid is
-    saved in the model file.""",
+    "probability": """probability : bool or "ensemble", default=False
+    Calibrate on a 5-fold internal cross-validation (five more fits, seeded by
+    ``random_state``, else fixed), so that :meth:`predict_proba` and :meth:`predict_log_proba`
+    exist; it needs at least 5 bags of every class. ``True``: Platt's sigmoid of the model's
+    score, fitted on the held-out scores of all folds (libsvm's protocol). ``"ensemble"``: the
+    five fold models, each with a sigmoid fitted on its own held-out part, and the mean of their
+    probabilities (``CalibratedClassifierCV(ensemble=True)``); better where the final model's
+    scores are on another scale than the fold models' (a linear MISVM on standardised text:
+    ``benches/RESULTS.md``, "Probabilities"), at five more models in the file. Either is saved in
+    the model file.""",
     "verbose": """verbose : int, default=0
     0: silent; 1: a progress bar on stderr when it is a terminal, and a summary; 2: also the
     objective of every step.""",

@@ -221,7 +221,7 @@ class CompiledModelMixin:
     def save(self, path):
         """Write the fitted model as versioned JSON: readable by :func:`milsvm.load` and by the
         Rust crate (``milsvm::Model::load``), with the class labels, the parameters, the
-        training record and, with ``probability=True``, the sigmoid. :func:`milsvm.save` also
+        training record and, with ``probability``, the sigmoid (or the calibrated ensemble). :func:`milsvm.save` also
         takes a pipeline with its scaler."""
         write_atomically(path, self._model_json())
 

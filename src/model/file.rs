@@ -1,6 +1,16 @@
 //! The model file: one versioned JSON document per fitted model.
 //!
-//! Version 6 (written by this build) is version 5 with one more value of `pooling` and one more
+//! Version 7 (written by this build) is version 6 with one more optional field, the calibrated
+//! members of an ensemble ([`Model::ensemble`]; absent, null or empty: none). A member holds
+//! what differs from the model; it shares the model's pooling, bag features, classes and
+//! scaler:
+//!
+//! ```text
+//!   "ensemble": [{"kernel": ..., "xv": ..., "coef": ..., "intercept": [...],
+//!                 "calibration": {"a": [...], "b": [...]}}, ...] | null,
+//! ```
+//!
+//! Version 6 is version 5 with one more value of `pooling` and one more
 //! optional field, the type of the training instances (absent or null: `"float64"`):
 //!
 //! ```text
@@ -61,10 +71,11 @@ use super::{BagFeatures, Dtype, Model, Pooling};
 use crate::bags::{Csr, Instances};
 use crate::error::{Error, Result};
 
-/// The version of the model file this build writes (6: the `"xv_max"` pooling of MILES and
-/// `input_dtype`; 5: `bag_features`; 4: a scaler and a calibration; 3: sparse bases, classes and
-/// metadata in the core; 2 added `pooling`; 1 was the first). Versions 1 to 6 are read.
-pub const FORMAT_VERSION: u32 = 6;
+/// The version of the model file this build writes (7: an ensemble's members; 6: the
+/// `"xv_max"` pooling of MILES and `input_dtype`; 5: `bag_features`; 4: a scaler and a
+/// calibration; 3: sparse bases, classes and metadata in the core; 2 added `pooling`; 1 was the
+/// first). Versions 1 to 7 are read.
+pub const FORMAT_VERSION: u32 = 7;
 
 const FORMAT: &str = "milsvm-model";
 
@@ -234,7 +245,7 @@ pub(super) fn from_json(text: &str) -> Result<Model> {
     }
     let version: u32 = field(obj, "version")?;
     let model = match version {
-        3..=6 => read_v3(obj, version)?,
+        3..=7 => read_v3(obj, version)?,
         1 | 2 => read_v1_v2(obj, version)?,
         v => {
             return Err(err(format!(
@@ -253,7 +264,8 @@ pub(super) fn from_json(text: &str) -> Result<Model> {
     Ok(model)
 }
 
-/// Versions 3 to 6 (`bag_features` is read from version 5 on, `input_dtype` from 6 on).
+/// Versions 3 to 7 (`bag_features` is read from version 5 on, `input_dtype` from 6 on,
+/// `ensemble` from 7 on).
 fn read_v3(obj: &Map<String, Value>, version: u32) -> Result<Model> {
     let bag_features = if version >= 5 {
         opt_field::<BagFeatures>(obj, "bag_features")?.unwrap_or_default()
@@ -265,7 +277,7 @@ fn read_v3(obj: &Map<String, Value>, version: u32) -> Result<Model> {
     } else {
         Dtype::Float64
     };
-    Ok(Model {
+    let mut model = Model {
         kernel: field(obj, "kernel")?,
         pooling: field(obj, "pooling")?,
         bag_features,
@@ -279,8 +291,46 @@ fn read_v3(obj: &Map<String, Value>, version: u32) -> Result<Model> {
         info: metadata(obj, "info")?,
         scaler: opt_field(obj, "scaler")?,
         calibration: opt_field(obj, "calibration")?,
+        ensemble: Vec::new(),
         input_dtype,
-    })
+    };
+    if version >= 7 {
+        let members = opt_field::<Vec<Value>>(obj, "ensemble")?.unwrap_or_default();
+        model.ensemble = members
+            .iter()
+            .enumerate()
+            .map(|(k, v)| read_member(v, &model).map_err(|e| in_member(k, e)))
+            .collect::<Result<_>>()?;
+    }
+    Ok(model)
+}
+
+/// One member of `"ensemble"` (see the module docs), with what it shares taken from `model`.
+fn read_member(v: &Value, model: &Model) -> Result<Model> {
+    let obj = v
+        .as_object()
+        .ok_or_else(|| err("a member must be a JSON object"))?;
+    let mut member = Model::new(
+        field(obj, "kernel")?,
+        basis(obj)?,
+        matrix(obj, "coef")?,
+        Array1::from(field::<Vec<f64>>(obj, "intercept")?),
+        model.n_classes,
+        model.pooling,
+    );
+    member.bag_features = model.bag_features;
+    member.scaler = model.scaler.clone();
+    member.input_dtype = model.input_dtype;
+    member.calibration = Some(field(obj, "calibration")?);
+    Ok(member)
+}
+
+/// A member's error, named under `ensemble[k]`.
+fn in_member(k: usize, e: Error) -> Error {
+    match e {
+        Error::ModelFile(msg) => err(format!("ensemble[{k}]: {msg}")),
+        other => other,
+    }
 }
 
 /// Versions 1 and 2: `{"model": {kernel, xv, coef, intercept (ndarray serde), n_classes,
@@ -317,18 +367,18 @@ fn read_v1_v2(obj: &Map<String, Value>, version: u32) -> Result<Model> {
         info,
         scaler: None,
         calibration: None,
+        ensemble: Vec::new(),
         input_dtype: Dtype::Float64,
     })
 }
 
-/// Writes the version-6 document (after [`Model::check`]).
-pub(super) fn to_json(model: &Model) -> Result<String> {
-    model.check()?;
-    let xv = match &model.xv {
+/// The `"xv"` object of a basis.
+fn basis_json(xv: &Instances) -> Value {
+    match xv {
         Instances::Dense(_) | Instances::Dense32(_) => json!({
             "layout": "dense",
-            "shape": [model.xv.n_rows(), model.xv.n_features()],
-            "data": model.xv.to_dense().iter().copied().collect::<Vec<f64>>(),
+            "shape": [xv.n_rows(), xv.n_features()],
+            "data": xv.to_dense().iter().copied().collect::<Vec<f64>>(),
         }),
         Instances::Sparse(z) => json!({
             "layout": "csr",
@@ -337,9 +387,35 @@ pub(super) fn to_json(model: &Model) -> Result<String> {
             "indices": z.indices(),
             "data": z.data(),
         }),
-    };
+    }
+}
+
+/// The `"coef"` object of a model.
+fn coef_json(coef: &Array2<f64>) -> Value {
+    json!({
+        "shape": [coef.nrows(), coef.ncols()],
+        "data": coef.iter().copied().collect::<Vec<f64>>(),
+    })
+}
+
+/// Writes the version-7 document (after [`Model::check`]).
+pub(super) fn to_json(model: &Model) -> Result<String> {
+    model.check()?;
     let kernel: Value = serde_json::to_value(model.kernel).map_err(|e| err(e.to_string()))?;
     let pooling: Value = serde_json::to_value(model.pooling).map_err(|e| err(e.to_string()))?;
+    let ensemble: Vec<Value> = model
+        .ensemble
+        .iter()
+        .map(|m| {
+            json!({
+                "kernel": m.kernel,
+                "xv": basis_json(&m.xv),
+                "coef": coef_json(&m.coef),
+                "intercept": m.intercept.to_vec(),
+                "calibration": m.calibration,
+            })
+        })
+        .collect();
     let doc = json!({
         "format": FORMAT,
         "version": FORMAT_VERSION,
@@ -350,23 +426,21 @@ pub(super) fn to_json(model: &Model) -> Result<String> {
         "bag_features": model.bag_features,
         "n_classes": model.n_classes,
         "classes": model.classes,
-        "xv": xv,
-        "coef": {
-            "shape": [model.coef.nrows(), model.coef.ncols()],
-            "data": model.coef.iter().copied().collect::<Vec<f64>>(),
-        },
+        "xv": basis_json(&model.xv),
+        "coef": coef_json(&model.coef),
         "intercept": model.intercept.to_vec(),
         "params": model.params,
         "info": model.info,
         "scaler": model.scaler,
         "calibration": model.calibration,
+        "ensemble": (!ensemble.is_empty()).then_some(ensemble),
         "input_dtype": model.input_dtype,
     });
     serde_json::to_string(&doc).map_err(|e| err(e.to_string()))
 }
 
 impl Model {
-    /// The model as version-6 JSON (see [`file`](mod@crate::model::file)); fails if [`Model::check`]
+    /// The model as version-7 JSON (see [`file`](mod@crate::model::file)); fails if [`Model::check`]
     /// does.
     pub fn to_json(&self) -> Result<String> {
         to_json(self)

@@ -155,6 +155,15 @@ pub struct Model {
     /// Platt's sigmoid of every output (an estimator fitted with `probability=True`), if any:
     /// [`Predictor::probabilities`].
     pub calibration: Option<Calibration>,
+    /// The calibrated members of an ensemble (an estimator fitted with
+    /// `probability="ensemble"`; empty otherwise): the models fitted on the training parts of
+    /// the internal cross-validation, each with Platt's sigmoid fitted on its own held-out
+    /// part. The class probabilities are the mean of the members' calibrated probabilities
+    /// (the protocol of scikit-learn's `CalibratedClassifierCV(method="sigmoid",
+    /// ensemble=True)`), [`Predictor::predict_proba_bag`]; the model's own expansion still
+    /// gives the scores. A member has the model's kernel family, pooling, bag features,
+    /// classes and scaler, a calibration, and no ensemble of its own.
+    pub ensemble: Vec<Model>,
     /// The type of the training instances (informative: prediction takes either type).
     pub input_dtype: Dtype,
 }
@@ -191,8 +200,18 @@ impl Model {
             info: Map::new(),
             scaler: None,
             calibration: None,
+            ensemble: Vec::new(),
             input_dtype: Dtype::Float64,
         }
+    }
+
+    /// Sets the standardisation applied before the kernel (`None` removes it), on the model
+    /// and on every member of its [`Model::ensemble`], which share it.
+    pub fn set_scaler(&mut self, scaler: Option<Scaler>) {
+        for member in &mut self.ensemble {
+            member.scaler = scaler.clone();
+        }
+        self.scaler = scaler;
     }
 
     /// The model whose expansion vectors are the rows of `x` that carry a nonzero coefficient in
@@ -363,6 +382,7 @@ impl Model {
         if let Some(calibration) = &self.calibration {
             calibration.check(n_out)?;
         }
+        self.check_ensemble()?;
         if self.intercept.iter().any(|v| !v.is_finite()) {
             return bad("intercept: a bias is not finite".into());
         }
@@ -371,6 +391,67 @@ impl Model {
                 return bad(format!(
                     "kernel: the width gamma must be finite and > 0, got {gamma}"
                 ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The rules of [`Model::ensemble`]; a member's own faults are named under
+    /// `ensemble[k]`.
+    fn check_ensemble(&self) -> Result<()> {
+        if self.ensemble.is_empty() {
+            return Ok(());
+        }
+        if self.calibration.is_some() {
+            return Err(Error::ModelFile(
+                "calibration: a model with an ensemble takes its probabilities from the \
+                 members and has no calibration of its own"
+                    .into(),
+            ));
+        }
+        for (k, member) in self.ensemble.iter().enumerate() {
+            let bad = |msg: String| Err(Error::ModelFile(format!("ensemble[{k}]: {msg}")));
+            if let Err(e) = member.check() {
+                let msg = match e {
+                    Error::ModelFile(msg) => msg,
+                    other => other.to_string(),
+                };
+                return bad(msg);
+            }
+            if member.calibration.is_none() {
+                return bad("calibration: a member needs its sigmoid".into());
+            }
+            if !member.ensemble.is_empty() {
+                return bad("ensemble: a member has no ensemble of its own".into());
+            }
+            if member.n_outputs() != self.n_outputs() || member.n_classes != self.n_classes {
+                return bad(format!(
+                    "coef: {} outputs for {} classes, the model has {} for {}",
+                    member.n_outputs(),
+                    member.n_classes,
+                    self.n_outputs(),
+                    self.n_classes
+                ));
+            }
+            if member.n_features() != self.n_features() {
+                return bad(format!(
+                    "xv: {} features, the model has {}",
+                    member.n_features(),
+                    self.n_features()
+                ));
+            }
+            if member.pooling != self.pooling || member.bag_features != self.bag_features {
+                return bad(
+                    "pooling: a member pools and reads bags as the model does (same pooling \
+                     and bag_features)"
+                        .into(),
+                );
+            }
+            if std::mem::discriminant(&member.kernel) != std::mem::discriminant(&self.kernel) {
+                return bad("kernel: a member has the model's kernel family".into());
+            }
+            if member.scaler != self.scaler {
+                return bad("scaler: a member has the model's scaler".into());
             }
         }
         Ok(())

@@ -228,6 +228,9 @@ pub struct Workspace {
     argmax: Vec<usize>,
     /// Per instance, whether it attains a max of a vector with a nonzero coefficient.
     attains: Vec<bool>,
+    /// A member's scores and probabilities ([`Predictor::predict_proba_bag`] of an ensemble).
+    member_scores: Vec<f64>,
+    member_proba: Vec<f64>,
 }
 
 /// The basis as prediction reads it.
@@ -253,6 +256,8 @@ pub struct Predictor {
     intercept: Vec<f64>,
     scaler: Option<Scaler>,
     calibration: Option<Calibration>,
+    /// The compiled members of [`Model::ensemble`] (each with its calibration).
+    members: Vec<Predictor>,
     simd: Simd,
 }
 
@@ -286,6 +291,11 @@ impl Predictor {
             intercept: model.intercept.to_vec(),
             scaler: model.scaler.clone(),
             calibration: model.calibration.clone(),
+            members: model
+                .ensemble
+                .iter()
+                .map(Predictor::new)
+                .collect::<Result<_>>()?,
             simd: Simd::detect(),
         })
     }
@@ -313,15 +323,17 @@ impl Predictor {
         }
     }
 
-    /// Whether the model carries a [`Calibration`] (was fitted with `probability=True`).
+    /// Whether the model gives class probabilities: it carries a [`Calibration`] (fitted with
+    /// `probability=True`) or an ensemble of calibrated members (`probability="ensemble"`).
     pub fn has_probabilities(&self) -> bool {
-        self.calibration.is_some()
+        self.calibration.is_some() || !self.members.is_empty()
     }
 
     /// Class probabilities of one bag from its scores (`n_outputs` values, from
     /// [`Predictor::score_bag`]) into `out` (`n_classes` values): Platt's sigmoid per output and
-    /// the coupling of [`Calibration::probabilities`]. Fails if the model has no calibration or
-    /// the lengths are wrong.
+    /// the coupling of [`Calibration::probabilities`]. Fails if the model has no calibration
+    /// (an ensemble's probabilities come from its members' scores, not the model's: use
+    /// [`Predictor::predict_proba_bag`]) or the lengths are wrong.
     pub fn probabilities(&self, scores: &[f64], out: &mut [f64]) -> Result<()> {
         let calibration = self.calibration()?;
         if scores.len() != self.n_outputs() || out.len() != self.n_classes() {
@@ -337,9 +349,67 @@ impl Predictor {
         Ok(())
     }
 
-    /// Class probabilities of many bags (`n_bags x n_classes`), from
-    /// [`Predictor::decision_function_rows`]; fails if the model has no calibration.
+    /// Class probabilities of one bag into `out` (`n_classes` values), allocation-free after
+    /// warm-up: with a calibration, [`Predictor::score_bag`] then
+    /// [`Predictor::probabilities`]; with an ensemble, the mean over the members of each
+    /// member's calibrated probabilities of its own score of the bag. Fails as
+    /// [`Predictor::score_bag`] does, or if the model has no probabilities.
+    pub fn predict_proba_bag(
+        &self,
+        bag: BagView<'_>,
+        ws: &mut Workspace,
+        out: &mut [f64],
+    ) -> Result<()> {
+        if out.len() != self.n_classes() {
+            return Err(Error::Mismatch(format!(
+                "the output buffer has {} values, the model has {} classes",
+                out.len(),
+                self.n_classes()
+            )));
+        }
+        let mut scores = std::mem::take(&mut ws.member_scores);
+        scores.resize(self.n_outputs(), 0.0);
+        let result = if self.members.is_empty() {
+            self.calibration().and_then(|calibration| {
+                self.score_bag(bag, ws, &mut scores)?;
+                calibration.probabilities(&scores, out);
+                Ok(())
+            })
+        } else {
+            let mut proba = std::mem::take(&mut ws.member_proba);
+            proba.resize(out.len(), 0.0);
+            out.fill(0.0);
+            let result = self.members.iter().try_for_each(|member| {
+                member.score_bag(bag, ws, &mut scores)?;
+                member.calibration()?.probabilities(&scores, &mut proba);
+                out.iter_mut().zip(&proba).for_each(|(o, p)| *o += p);
+                Ok(())
+            });
+            let k = self.members.len() as f64;
+            out.iter_mut().for_each(|o| *o /= k);
+            ws.member_proba = proba;
+            result
+        };
+        ws.member_scores = scores;
+        result
+    }
+
+    /// Class probabilities of many bags (`n_bags x n_classes`): [`Predictor::probabilities`]
+    /// of [`Predictor::decision_function_rows`], or with an ensemble the mean of its members'
+    /// (as [`Predictor::predict_proba_bag`]). Fails if the model has no probabilities.
     pub fn predict_proba_rows(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
+        if !self.members.is_empty() {
+            let mut total: Option<Array2<f64>> = None;
+            for member in &self.members {
+                let p = member.predict_proba_rows(rows, bag_ptr)?;
+                match &mut total {
+                    Some(t) => *t += &p,
+                    None => total = Some(p),
+                }
+            }
+            let k = self.members.len() as f64;
+            return Ok(total.map(|t| t / k).unwrap_or_default());
+        }
         let calibration = self.calibration()?;
         let scores = self.decision_function_rows(rows, bag_ptr)?;
         let mut out = Array2::zeros((scores.nrows(), self.n_classes()));
@@ -353,9 +423,13 @@ impl Predictor {
 
     fn calibration(&self) -> Result<&Calibration> {
         self.calibration.as_ref().ok_or_else(|| {
-            Error::InvalidParameter(
-                "the model has no probabilities: fit it with probability=True".into(),
-            )
+            let msg = if self.members.is_empty() {
+                "the model has no probabilities: fit it with probability=True"
+            } else {
+                "the model's probabilities come from its ensemble's members, which score the \
+                 bag themselves: use predict_proba_bag or predict_proba_rows"
+            };
+            Error::InvalidParameter(msg.into())
         })
     }
 

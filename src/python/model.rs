@@ -299,8 +299,8 @@ impl PyModel {
 
     /// Class probabilities `(n_bags, n_classes)` of stacked instances with bag offsets: Platt's
     /// sigmoid of each bag score and the coupling of `Calibration::probabilities` (binary
-    /// models `[1 - p, p]`, one-vs-rest models normalised). `ValueError` if the model has no
-    /// calibration.
+    /// models `[1 - p, p]`, one-vs-rest models normalised), or the mean of an ensemble's
+    /// members' (`Predictor::predict_proba_rows`). `ValueError` if the model has neither.
     #[pyo3(signature = (x, bag_ptr, n_jobs=None))]
     fn predict_proba<'py>(
         &self,
@@ -317,7 +317,7 @@ impl PyModel {
     #[pyo3(signature = (scaler))]
     fn with_scaler(&self, scaler: Option<(Vec<f64>, Vec<f64>)>) -> PyResult<Self> {
         let mut m = self.model.clone();
-        m.scaler = scaler.map(|(mean, scale)| Scaler { mean, scale });
+        m.set_scaler(scaler.map(|(mean, scale)| Scaler { mean, scale }));
         Self::wrap(m)
     }
 
@@ -328,6 +328,35 @@ impl PyModel {
         let mut m = self.model.clone();
         m.calibration = calibration.map(|(a, b)| Calibration { a, b });
         Self::wrap(m)
+    }
+
+    /// A copy of the model whose probabilities are the mean of the calibrated `members`' (each
+    /// a model with its sigmoid, fitted on one training part of the internal cross-validation;
+    /// they take this model's scaler); an empty list removes the ensemble. `ValueError` if a
+    /// member does not fit the model (`Model::ensemble`'s rules) or the model has a calibration.
+    #[pyo3(signature = (members))]
+    fn with_ensemble(&self, members: Vec<PyRef<'_, PyModel>>) -> PyResult<Self> {
+        let mut m = self.model.clone();
+        m.ensemble = members
+            .iter()
+            .map(|p| {
+                let mut member = p.model.clone();
+                member.scaler = m.scaler.clone();
+                member
+            })
+            .collect();
+        Self::wrap(m)
+    }
+
+    /// The calibrated members of an ensemble (`probability="ensemble"`), as models; empty
+    /// otherwise.
+    #[getter]
+    fn ensemble(&self) -> PyResult<Vec<PyModel>> {
+        self.model
+            .ensemble
+            .iter()
+            .map(|m| Self::wrap(m.clone()))
+            .collect()
     }
 
     /// A copy of the model recording that it was fitted on instances of `dtype` (`"float64"`
