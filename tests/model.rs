@@ -368,9 +368,10 @@ fn reads_version_1_and_2_files() -> TestResult {
     Ok(())
 }
 
-/// `edit` applied to the good file must give one `ModelFile` error whose message names `field`.
-fn expect_error(edit: impl Fn(&mut Value), field: &str) -> TestResult {
-    let mut v: Value = serde_json::from_str(&small_model().to_json()?)?;
+/// `edit` applied to the document `good` must give one `ModelFile` error whose message names
+/// `field`.
+fn refuses(good: &Value, edit: impl Fn(&mut Value), field: &str) -> TestResult {
+    let mut v = good.clone();
     edit(&mut v);
     match Model::from_json(&v.to_string()) {
         Err(Error::ModelFile(msg)) => {
@@ -382,6 +383,15 @@ fn expect_error(edit: impl Fn(&mut Value), field: &str) -> TestResult {
         other => panic!("{field}: expected a ModelFile error, got {other:?}"),
     }
     Ok(())
+}
+
+/// `edit` applied to the good file must give one `ModelFile` error whose message names `field`.
+fn expect_error(edit: impl Fn(&mut Value), field: &str) -> TestResult {
+    refuses(
+        &serde_json::from_str(&small_model().to_json()?)?,
+        edit,
+        field,
+    )
 }
 
 #[test]
@@ -774,15 +784,7 @@ fn the_file_keeps_the_scaler_and_the_sigmoid_and_refuses_bad_ones_naming_the_fie
     let text = model.to_json()?;
     assert!(Model::from_json(&text)? == model);
     let good: Value = serde_json::from_str(&text)?;
-    let refused = |edit: &dyn Fn(&mut Value), field: &str| -> TestResult {
-        let mut v = good.clone();
-        edit(&mut v);
-        match Model::from_json(&v.to_string()) {
-            Err(Error::ModelFile(msg)) => assert!(msg.contains(field), "{field}: {msg}"),
-            other => panic!("{field}: expected a ModelFile error, got {other:?}"),
-        }
-        Ok(())
-    };
+    let refused = |edit: &dyn Fn(&mut Value), field: &str| refuses(&good, edit, field);
     refused(&|v| v["scaler"]["mean"] = json!([0.0]), "scaler")?;
     refused(&|v| v["scaler"]["scale"] = json!([1.0, 0.0]), "scaler")?;
     refused(&|v| v["scaler"]["scale"] = json!([1.0, -2.0]), "scaler")?;
@@ -912,15 +914,7 @@ fn an_ensemble_averages_its_members_calibrated_probabilities() -> TestResult {
         let text = model.to_json()?;
         assert!(Model::from_json(&text)? == model);
         let good: Value = serde_json::from_str(&text)?;
-        let refused = |edit: &dyn Fn(&mut Value), field: &str| -> TestResult {
-            let mut v = good.clone();
-            edit(&mut v);
-            match Model::from_json(&v.to_string()) {
-                Err(Error::ModelFile(msg)) => assert!(msg.contains(field), "{field}: {msg}"),
-                other => panic!("{field}: expected a ModelFile error, got {other:?}"),
-            }
-            Ok(())
-        };
+        let refused = |edit: &dyn Fn(&mut Value), field: &str| refuses(&good, edit, field);
         refused(
             &|v| v["ensemble"][1]["calibration"]["a"] = json!([]),
             "ensemble[1]: calibration",

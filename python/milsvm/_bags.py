@@ -236,7 +236,8 @@ def as_bags(bags, *, n_features=None, check_finite=True):
     n_features : int, optional
         The number of features the bags must have (prediction after fit).
     check_finite : bool, default=True
-        Check for NaN and infinite values here; prediction leaves it to the core.
+        Check dense bags for NaN and infinite values here (sparse bags always are); ``fit`` and
+        prediction leave it to the core, which makes the check while it reads the values.
 
     Raises
     ------
@@ -282,7 +283,8 @@ def as_bags(bags, *, n_features=None, check_finite=True):
             X = mats[0] if len(mats) == 1 else _consecutive_rows(mats)
             if X is None:
                 X = np.concatenate(mats, axis=0)
-        if check_finite and not _all_finite(X.data if sp.issparse(X) else X):
+        # stacked CSR values are few and their core check does not know the bags: always here
+        if (check_finite or sparse) and not _all_finite(X.data if sparse else X):
             bad = next(i for i, m in enumerate(mats) if not _all_finite(m.data if sp.issparse(m) else m))
             raise ValueError(f"bag {bad} has a non-finite value (NaN or infinity)")
         ptr = np.fromiter(accumulate(sizes, initial=0), dtype=np.int64, count=len(sizes) + 1)

@@ -361,7 +361,9 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
         progress total of one fit and the start time."""
         verbose = getattr(self, "verbose", 0)
         _check_verbose(verbose)
-        bags = as_bags(bags)
+        # NaN and infinity are refused by the core while it reads the bags (naming the bag and
+        # the instance), so they are not looked for here: no second pass over the values
+        bags = as_bags(bags, check_finite=False)
         name = type(self).__name__
         classes, labels = encode_labels(y, len(bags), multiclass=self._multiclass, name=name)
         probability = _check_probability(getattr(self, "probability", False), labels, classes)
