@@ -238,15 +238,41 @@ const SKETCH_MAX_ROWS_PER_UNKNOWN: usize = 16;
 /// Sample rows per block of the sketch's product (bounds its buffer to `SKETCH_BLOCK (d + 1)`).
 const SKETCH_BLOCK: usize = 512;
 
+/// Sparse rows get the Woodbury preconditioner ([`Preconditioner::woodbury`]) for the rest of a
+/// solve once a Newton step's conjugate gradients under Jacobi's took more than this many
+/// iterations (well-conditioned problems, such as raw text rows, never pay for its factor).
+const WOODBURY_AFTER_CG: usize = 20;
+/// The most active rows the Woodbury preconditioner factors (an `|A| x |A|` matrix per Newton
+/// step); with more, Jacobi's.
+const WOODBURY_MAX_ACTIVE: usize = 2048;
+/// The curvature the Woodbury preconditioner gives the unpenalised bias besides its loss terms:
+/// `M = H + WOODBURY_BIAS e_b e_b^T`, a rank-one change, so that the conjugate gradients end in
+/// two iterations (up to rounding).
+const WOODBURY_BIAS: f64 = 1.0;
+
 /// The preconditioner `M` of the conjugate gradients, applied as `z = M^{-1} r`.
-enum Preconditioner {
+enum Preconditioner<'a> {
     /// The diagonal of the Hessian (`w` part and bias entry).
     Jacobi { m_w: Vec<f64>, m_b: f64 },
     /// The Hessian of a sample of the active rows, scaled to all of them, factored.
     Sketch(Cholesky),
+    /// The Hessian itself (bias entry raised by [`WOODBURY_BIAS`]), inverted through the
+    /// Woodbury identity over the active sparse rows ([`Preconditioner::woodbury`]).
+    Woodbury(Woodbury<'a>),
 }
 
-impl Preconditioner {
+/// The parts of [`Preconditioner::Woodbury`]: the active rows `A`, `sqrt(D_j)` of each, and the
+/// Cholesky factor of `S = I + W B^{-1} W^T`.
+struct Woodbury<'a> {
+    x: RowsRef<'a>,
+    mu: &'a [f64],
+    active: Vec<usize>,
+    root_d: Vec<f64>,
+    s: Cholesky,
+    simd: Simd,
+}
+
+impl<'a> Preconditioner<'a> {
     /// The sketched Hessian `M = [I 0; 0 0] + sum_{s in S} c_s u_s u_s^T`, `u_s = (x_s - mu, 1)`,
     /// over a sample `S` of the active rows `A`: all of them with `c_s = D_s` when `|A| <= m`
     /// (`m` from [`SKETCH_ACTIVE_PER_ROW`]; `M` is then the Hessian and a conjugate-gradient
@@ -334,6 +360,72 @@ impl Preconditioner {
         Cholesky::factor(&h).ok().map(Preconditioner::Sketch)
     }
 
+    /// The Hessian `H = [I 0; 0 0] + W^T W` with the bias entry raised by `beta =`
+    /// [`WOODBURY_BIAS`], `M = B + W^T W`, `B = diag(1, ..., 1, beta)`, whose rows
+    /// `w_j = sqrt(D_j) (x_j - mu, 1)` are the active rows: `M^{-1} r = B^{-1} (r - W^T S^{-1} W
+    /// B^{-1} r)`, `S = I + W B^{-1} W^T` (the Woodbury identity), `S` factored once per Newton
+    /// step. Its entries `sqrt(D_i D_l) ((x_i - mu) . (x_l - mu) + 1 / beta) + [i = l]` come
+    /// from the sparse products `x_i . x_l - mu . x_i - mu . x_l + mu . mu`, rows in parallel
+    /// (each entry by the same operations for any thread count). Sparse rows with 1 to
+    /// [`WOODBURY_MAX_ACTIVE`] active rows only (`None` otherwise): for rows that are wide,
+    /// sparse and standardised (text), Jacobi's preconditioner leaves hundreds of conjugate
+    /// gradients per Newton step (benches/RESULTS.md, "The linear route on standardised sparse
+    /// text"), while `M^{-1} H` is the identity up to rank one.
+    fn woodbury(
+        x: RowsRef<'a>,
+        mu: &'a [f64],
+        active: &[usize],
+        dj: &[f64],
+        simd: Simd,
+    ) -> Option<Self> {
+        let RowsRef::Sparse(c) = x else {
+            return None;
+        };
+        let m = active.len();
+        if m == 0 || m > WOODBURY_MAX_ACTIVE {
+            return None;
+        }
+        let d = mu.len();
+        let root_d: Vec<f64> = active.iter().map(|&j| dj[j].sqrt()).collect();
+        let mu_x: Vec<f64> = active.iter().map(|&j| x.row_dot(j, mu, simd)).collect();
+        let mu_mu = dot(mu, mu) + 1.0 / WOODBURY_BIAS;
+        // row i of S's lower triangle, from row i scattered into a dense buffer, then mirrored
+        let mut s = Array2::<f64>::zeros((m, m));
+        let rows = s.as_slice_mut()?;
+        rows.par_chunks_mut(m).enumerate().for_each_init(
+            || vec![0.0; d],
+            |dense, (i, row)| {
+                let (idx, val) = c.row(active[i]);
+                for (&k, &v) in idx.iter().zip(val) {
+                    dense[k] += v;
+                }
+                for (l, o) in row.iter_mut().enumerate().take(i + 1) {
+                    let (idx_l, val_l) = c.row(active[l]);
+                    let g: f64 = idx_l.iter().zip(val_l).map(|(&k, &v)| v * dense[k]).sum();
+                    *o = root_d[i] * root_d[l] * (g - mu_x[i] - mu_x[l] + mu_mu);
+                }
+                row[i] += 1.0;
+                for &k in idx {
+                    dense[k] = 0.0;
+                }
+            },
+        );
+        for i in 0..m {
+            for l in 0..i {
+                s[[l, i]] = s[[i, l]];
+            }
+        }
+        let s = Cholesky::factor(&s).ok()?;
+        Some(Preconditioner::Woodbury(Woodbury {
+            x,
+            mu,
+            active: active.to_vec(),
+            root_d,
+            s,
+            simd,
+        }))
+    }
+
     /// The diagonal of the Hessian (the bias entry guarded: no loss term active),
     /// `sum_j D_j (x_jk - mu_k)^2 = S2_k - 2 mu_k S1_k + mu_k^2 sum D`, one pass.
     fn jacobi(x: RowsRef, mu: &[f64], dj: &[f64]) -> Self {
@@ -364,6 +456,31 @@ impl Preconditioner {
                     // a non-finite residual: left to the caller's checks, as Jacobi would
                     Err(_) => (r_w.to_vec(), r_b),
                 }
+            }
+            Preconditioner::Woodbury(wb) => {
+                // v = W B^{-1} r, y = S^{-1} v, then B^{-1} (r - W^T y)
+                let shift = r_b / WOODBURY_BIAS - dot(wb.mu, r_w);
+                let v: Vec<f64> = wb
+                    .active
+                    .iter()
+                    .zip(&wb.root_d)
+                    .map(|(&j, &rd)| rd * (wb.x.row_dot(j, r_w, wb.simd) + shift))
+                    .collect();
+                let Ok(y) = wb.s.solve(Array1::from_vec(v)) else {
+                    return (r_w.to_vec(), r_b); // as for the sketch
+                };
+                // W^T y = (sum_i c_i x_i - (sum c) mu, sum c), c_i = sqrt(D_i) y_i
+                let mut z_w = r_w.to_vec();
+                let mut sum_c = 0.0;
+                for ((&j, &rd), &yi) in wb.active.iter().zip(&wb.root_d).zip(y.iter()) {
+                    let c = rd * yi;
+                    wb.x.add_row(j, -c, &mut z_w, wb.simd);
+                    sum_c += c;
+                }
+                z_w.iter_mut()
+                    .zip(wb.mu)
+                    .for_each(|(z, &u)| *z += sum_c * u);
+                (z_w, (r_b - sum_c) / WOODBURY_BIAS)
             }
         }
     }
@@ -549,6 +666,8 @@ impl LinearSquaredHinge<'_> {
         let mut last_t = 1.0;
         let mut z = vec![0.0; n];
         let mut n_cg = 0;
+        // Woodbury's preconditioner for the rest of the solve (sparse rows; WOODBURY_AFTER_CG)
+        let mut woodbury = false;
         loop {
             cancel.check()?;
             let mut grad_w = xt_g.take().unwrap_or_else(|| centred.xt_dot(&g));
@@ -570,9 +689,11 @@ impl LinearSquaredHinge<'_> {
             };
             // the step and its scores z = (X - 1 mu^T) s_w + s_b (exact line search on the
             // piecewise-quadratic J(w + t s_w, b + t s_b))
-            let (s_w, s_b, cg) =
-                self.newton_direction(&centred, &dj, &grad_w, grad_b, forcing, simd, &mut z);
+            let (s_w, s_b, cg) = self.newton_direction(
+                &centred, &dj, &grad_w, grad_b, forcing, simd, woodbury, &mut z,
+            );
             n_cg += cg;
+            woodbury |= cg > WOODBURY_AFTER_CG;
             let (ws, ss) = (dot(&w, &s_w), dot(&s_w, &s_w));
             let t = self.line_search(&f, &z, ws, ss);
             if t == 0.0 {
@@ -612,7 +733,8 @@ impl LinearSquaredHinge<'_> {
     }
 
     /// The Newton direction: `H s = -grad` by preconditioned conjugate gradients
-    /// ([`Preconditioner`]) to a relative residual `forcing`, and the number of their
+    /// ([`Preconditioner`]: the sketch for narrow dense rows, with `woodbury` Woodbury's for
+    /// sparse rows, else Jacobi's) to a relative residual `forcing`, and the number of their
     /// iterations.
     #[allow(clippy::too_many_arguments)]
     fn newton_direction(
@@ -623,12 +745,18 @@ impl LinearSquaredHinge<'_> {
         grad_b: f64,
         forcing: f64,
         simd: Simd,
+        woodbury: bool,
         z: &mut [f64],
     ) -> (Vec<f64>, f64, usize) {
         let (n, d) = (dj.len(), grad_w.len());
-        let (x, mu) = (centred.x, &centred.mu);
+        let (x, mu) = (centred.x, centred.mu.as_slice());
         let active: Vec<usize> = (0..n).filter(|&j| dj[j] > 0.0).collect();
         let precond = Preconditioner::sketch(x, mu, &active, dj)
+            .or_else(|| {
+                woodbury
+                    .then(|| Preconditioner::woodbury(x, mu, &active, dj, simd))
+                    .flatten()
+            })
             .unwrap_or_else(|| Preconditioner::jacobi(x, mu, dj));
         // centred rows: q_j = (x_j - mu) . p_w + p_b = x_j . p_w + (p_b - mu . p_w), and
         // sum_j D_j q_j (x_j - mu) = (sum_j D_j q_j x_j) - (sum_j D_j q_j) mu
@@ -764,4 +892,89 @@ pub fn stack_weights(ws: &[&Array1<f64>], d: usize) -> Array2<f64> {
         row.assign(w);
     }
     out
+}
+
+#[cfg(test)]
+mod woodbury_tests {
+    use super::*;
+    use crate::bags::Csr;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// `M z = r` for the Woodbury preconditioner's `z = M^{-1} r`, with `M` formed densely:
+    /// `diag(1, ..., 1, beta) + sum_{j in A} D_j (x_j - mu, 1) (x_j - mu, 1)^T`.
+    #[test]
+    fn woodbury_inverts_the_raised_hessian_of_the_active_rows() {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        for (n, d) in [(12, 7), (30, 50), (5, 3)] {
+            let (mut indptr, mut indices, mut data) = (vec![0], Vec::new(), Vec::new());
+            let mut dense = Array2::<f64>::zeros((n, d));
+            for j in 0..n {
+                for k in 0..d {
+                    if rng.random::<f64>() < 0.3 {
+                        let v = rng.random::<f64>() * 4.0 - 2.0;
+                        indices.push(k);
+                        data.push(v);
+                        dense[[j, k]] = v;
+                    }
+                }
+                indptr.push(indices.len());
+            }
+            let Ok(csr) = Csr::new(n, d, indptr, indices, data) else {
+                panic!("a valid CSR matrix")
+            };
+            let mu: Vec<f64> = (0..d).map(|_| rng.random::<f64>() - 0.5).collect();
+            let dj: Vec<f64> = (0..n)
+                .map(|j| {
+                    if j % 3 == 0 {
+                        0.0
+                    } else {
+                        rng.random::<f64>() * 3.0
+                    }
+                })
+                .collect();
+            let active: Vec<usize> = (0..n).filter(|&j| dj[j] > 0.0).collect();
+            let simd = Simd::detect();
+            let Some(p) = Preconditioner::woodbury(RowsRef::Sparse(&csr), &mu, &active, &dj, simd)
+            else {
+                panic!("no Woodbury preconditioner")
+            };
+            let mut m = Array2::<f64>::zeros((d + 1, d + 1));
+            for k in 0..d {
+                m[[k, k]] = 1.0;
+            }
+            m[[d, d]] = WOODBURY_BIAS;
+            for &j in &active {
+                let u: Vec<f64> = (0..d)
+                    .map(|k| dense[[j, k]] - mu[k])
+                    .chain(std::iter::once(1.0))
+                    .collect();
+                for a in 0..=d {
+                    for b in 0..=d {
+                        m[[a, b]] += dj[j] * u[a] * u[b];
+                    }
+                }
+            }
+            let r_w: Vec<f64> = (0..d).map(|_| rng.random::<f64>() - 0.5).collect();
+            let r_b = rng.random::<f64>();
+            let (z_w, z_b) = p.apply(&r_w, r_b);
+            let mut z = z_w.clone();
+            z.push(z_b);
+            let mz = m.dot(&Array1::from(z));
+            let r: Vec<f64> = r_w.iter().copied().chain(std::iter::once(r_b)).collect();
+            let err = mz
+                .iter()
+                .zip(&r)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
+            assert!(err < 1e-9, "n {n} d {d}: |M z - r| = {err}");
+        }
+        // dense rows, or too many active rows: none
+        let mu = vec![0.0; 2];
+        let data = [1.0, 2.0, 3.0, 4.0];
+        let dense = RowsRef::Dense { data: &data, d: 2 };
+        assert!(
+            Preconditioner::woodbury(dense, &mu, &[0, 1], &[1.0, 1.0], Simd::detect()).is_none()
+        );
+    }
 }
