@@ -14,7 +14,9 @@
 //! with `D_j = 2 c+_j [f_j < 1] + 2 c-_j [f_j > -1]`, applied as Hessian-vector products over the
 //! rows with `D_j > 0` only, each in one pass over those rows (a row's dot and its scaled
 //! addition while it is in cache). Each Newton step solves the system by conjugate gradients with a
-//! Jacobi preconditioner to a relative residual `min(0.1, sqrt(|grad| / |grad_0|))` (the forcing
+//! preconditioner (a sketched Hessian for narrow dense rows; for sparse rows Jacobi's, or the
+//! Hessian inverted through the Woodbury identity over the active rows once Jacobi's needed many
+//! iterations) to a relative residual `min(0.1, sqrt(|grad| / |grad_0|))` (the forcing
 //! term of Eisenstat & Walker), or to 0.1 when the previous line search took less than half of
 //! its Newton step (many rows crossed their kinks, so the generalised Hessian misjudged `J`
 //! there and an accurate solve of the next system buys nothing: measured on the 100k embedding
