@@ -265,6 +265,12 @@ impl Predictor {
     /// Compiles `model` (after [`Model::check`]).
     pub fn new(model: &Model) -> Result<Self> {
         model.check()?;
+        Ok(Self::of_checked(model))
+    }
+
+    /// [`Predictor::new`] of a model [`Model::check`] accepted (its ensemble's members are
+    /// checked with it, so they are compiled here without a second check).
+    fn of_checked(model: &Model) -> Self {
         let (layout, znorms) = match &model.xv {
             Instances::Dense(_) | Instances::Dense32(_) => {
                 let basis =
@@ -280,7 +286,7 @@ impl Predictor {
                 )
             }
         };
-        Ok(Self {
+        Self {
             kernel: model.kernel,
             pooling: model.pooling,
             bag_features: model.bag_features,
@@ -291,13 +297,9 @@ impl Predictor {
             intercept: model.intercept.to_vec(),
             scaler: model.scaler.clone(),
             calibration: model.calibration.clone(),
-            members: model
-                .ensemble
-                .iter()
-                .map(Predictor::new)
-                .collect::<Result<_>>()?,
+            members: model.ensemble.iter().map(Predictor::of_checked).collect(),
             simd: Simd::detect(),
-        })
+        }
     }
 
     /// Number of features an instance must have.

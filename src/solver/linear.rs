@@ -251,6 +251,9 @@ const WOODBURY_MAX_ACTIVE: usize = 2048;
 /// `M = H + WOODBURY_BIAS e_b e_b^T`, a rank-one change, so that the conjugate gradients end in
 /// two iterations (up to rounding).
 const WOODBURY_BIAS: f64 = 1.0;
+/// Rows of `S` per block of [`Preconditioner::woodbury`]'s product (each block scatters its rows
+/// into one dense buffer of `d` values).
+const WOODBURY_BLOCK: usize = 64;
 
 /// The preconditioner `M` of the conjugate gradients, applied as `z = M^{-1} r`.
 enum Preconditioner<'a> {
@@ -391,27 +394,31 @@ impl<'a> Preconditioner<'a> {
         let root_d: Vec<f64> = active.iter().map(|&j| dj[j].sqrt()).collect();
         let mu_x: Vec<f64> = active.iter().map(|&j| x.row_dot(j, mu, simd)).collect();
         let mu_mu = dot(mu, mu) + 1.0 / WOODBURY_BIAS;
-        // row i of S's lower triangle, from row i scattered into a dense buffer, then mirrored
+        // row i of S's lower triangle, from row i scattered into a dense buffer (one per block
+        // of rows, blocks in parallel), then mirrored
         let mut s = Array2::<f64>::zeros((m, m));
         let rows = s.as_slice_mut()?;
-        rows.par_chunks_mut(m).enumerate().for_each_init(
-            || vec![0.0; d],
-            |dense, (i, row)| {
-                let (idx, val) = c.row(active[i]);
-                for (&k, &v) in idx.iter().zip(val) {
-                    dense[k] += v;
+        rows.par_chunks_mut(WOODBURY_BLOCK * m)
+            .enumerate()
+            .for_each(|(blk, block)| {
+                let mut dense = vec![0.0; d];
+                for (r, row) in block.chunks_exact_mut(m).enumerate() {
+                    let i = blk * WOODBURY_BLOCK + r;
+                    let (idx, val) = c.row(active[i]);
+                    for (&k, &v) in idx.iter().zip(val) {
+                        dense[k] += v;
+                    }
+                    for (l, o) in row.iter_mut().enumerate().take(i + 1) {
+                        let (idx_l, val_l) = c.row(active[l]);
+                        let g: f64 = idx_l.iter().zip(val_l).map(|(&k, &v)| v * dense[k]).sum();
+                        *o = root_d[i] * root_d[l] * (g - mu_x[i] - mu_x[l] + mu_mu);
+                    }
+                    row[i] += 1.0;
+                    for &k in idx {
+                        dense[k] = 0.0;
+                    }
                 }
-                for (l, o) in row.iter_mut().enumerate().take(i + 1) {
-                    let (idx_l, val_l) = c.row(active[l]);
-                    let g: f64 = idx_l.iter().zip(val_l).map(|(&k, &v)| v * dense[k]).sum();
-                    *o = root_d[i] * root_d[l] * (g - mu_x[i] - mu_x[l] + mu_mu);
-                }
-                row[i] += 1.0;
-                for &k in idx {
-                    dense[k] = 0.0;
-                }
-            },
-        );
+            });
         for i in 0..m {
             for l in 0..i {
                 s[[l, i]] = s[[i, l]];
@@ -908,7 +915,7 @@ mod woodbury_tests {
     #[test]
     fn woodbury_inverts_the_raised_hessian_of_the_active_rows() {
         let mut rng = ChaCha8Rng::seed_from_u64(7);
-        for (n, d) in [(12, 7), (30, 50), (5, 3)] {
+        for (n, d) in [(12, 7), (30, 50), (5, 3), (150, 40)] {
             let (mut indptr, mut indices, mut data) = (vec![0], Vec::new(), Vec::new());
             let mut dense = Array2::<f64>::zeros((n, d));
             for j in 0..n {
