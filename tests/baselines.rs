@@ -83,6 +83,56 @@ fn min_max_statistics_equal_a_naive_loop_dense_and_csr() -> Result<(), Error> {
 }
 
 #[test]
+fn min_max_of_every_bag_size_equals_a_fold_and_refuses_each_non_finite_position(
+) -> Result<(), Error> {
+    // 1 to 11 instances: groups of four rows and every remainder, f64 and f32
+    let mut state = 12345u64;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((state >> 11) as f64 / (1u64 << 53) as f64) * 8.0 - 4.0
+    };
+    for d in [1, 3, 8] {
+        for n in 1..=11 {
+            let x: Vec<f64> = (0..n * d).map(|_| next()).collect();
+            let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+            let (mut a, mut b) = (vec![0.0; 2 * d], vec![0.0; 2 * d]);
+            min_max_into(BagView::dense(&x, d)?, &mut a)?;
+            min_max_into(BagView::dense32(&x32, d)?, &mut b)?;
+            for j in 0..d {
+                let col = || (0..n).map(|p| x[p * d + j]);
+                let col32 = || (0..n).map(|p| f64::from(x32[p * d + j]));
+                assert_eq!(a[j], col().fold(f64::INFINITY, f64::min), "n {n} d {d} min");
+                assert_eq!(
+                    a[d + j],
+                    col().fold(f64::NEG_INFINITY, f64::max),
+                    "n {n} d {d}"
+                );
+                assert_eq!(
+                    b[j],
+                    col32().fold(f64::INFINITY, f64::min),
+                    "f32 n {n} d {d}"
+                );
+                assert_eq!(b[d + j], col32().fold(f64::NEG_INFINITY, f64::max));
+            }
+            for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+                for k in 0..n * d {
+                    let mut y = x.clone();
+                    y[k] = bad;
+                    let got = min_max_into(BagView::dense(&y, d)?, &mut a);
+                    assert!(
+                        matches!(got, Err(Error::InvalidData(_))),
+                        "{bad} at {k} of n {n} d {d} was not refused"
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
 fn stk_scores_raw_bags_through_its_file_and_the_predictor() -> Result<(), Error> {
     let (bags, labels) = toy(3, 24);
     let fit = StkParams::new()
