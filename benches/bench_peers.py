@@ -38,7 +38,12 @@ One protocol for both sides (``benches/peers/runner.py``, the one file each side
 Measured per pair: AUC of each fold's test bag scores (each implementation's real-valued
 bag score), mean +- std (ddof=1) over the folds; accuracy by each implementation's own
 decision rule; total fit seconds (the final fits' ``fit`` calls, summed over the folds; the
-inner-CV selection is reported apart); the ratio peer / milsvm of those totals; the peak RSS
+inner-CV selection is reported apart); the ratio peer / milsvm of those totals; with a grid,
+also the ratio of the inner-CV selection seconds (every inner fit, with its scoring and the
+protocol's standardisation, the same code on both sides). With one fixed point, the timed fit
+is its process's first, so it includes what a library pays once per process (thread pools,
+first calls into NumPy, fresh memory); with a grid, the final fit comes after the inner fits of
+the same process, as a fit in a cross-validation loop does; the peak RSS
 (``/usr/bin/time -v``, largest over the fold processes) of each side, beside its floor in
 parentheses: the peak RSS of the same process without the fit (data read, standardised,
 library imported, estimator built; the runner's ``--floor``). The paired per-fold AUC difference
@@ -231,6 +236,7 @@ def summarise(records, n_folds):
                  fit_seconds=float(sum(r["fit_seconds"] for r in ok)),
                  fit_list=[r["fit_seconds"] for r in ok],
                  select_seconds=float(sum(r["select_seconds"] for r in ok)),
+                 select_list=[r["select_seconds"] for r in ok],
                  chosen=[(r["C"], r["gamma_scale"]) for r in ok], version=ok[0].get("version"),
                  given=ok[0].get("given"))
     bad = next((r for r in folds if not r["ok"]), None)
@@ -327,10 +333,16 @@ def save(args, results, partial):
         partial=partial, results=results), indent=1))
 
 
-def ratio(ours, theirs):
-    """Peer / milsvm fit seconds, over the folds both finished."""
-    k = min(len(ours["fit_list"]), len(theirs["fit_list"]))
-    return sum(theirs["fit_list"][:k]) / max(sum(ours["fit_list"][:k]), 1e-9)
+def ratio(ours, theirs, key="fit_list"):
+    """Peer / milsvm fit seconds (``key="select_list"``: inner-CV selection seconds), over the
+    folds both finished."""
+    k = min(len(ours[key]), len(theirs[key]))
+    return sum(theirs[key][:k]) / max(sum(ours[key][:k]), 1e-9)
+
+
+def selected(ours, theirs):
+    """Whether both sides chose by inner CV (a grid), so that the selection seconds compare."""
+    return bool(ours.get("select_list")) and min(ours["select_list"] + theirs.get("select_list", [0])) > 0
 
 
 def folds_note(s):
@@ -376,6 +388,8 @@ def print_pair(row, say):
         if ours and "auc_mean" in ours and "auc_mean" in s:
             dm, se, verdict = paired(ours, s)
             line += f"; AUC diff {dm:+.3f} (se {se:.3f}, {verdict}), fit time ratio {ratio(ours, s):.1f}x"
+            if selected(ours, s):
+                line += f", inner-CV selection time ratio {ratio(ours, s, 'select_list'):.1f}x"
         if s.get("floor_rss_mb"):
             line += f"; RSS floor {s['floor_rss_mb']:.0f} MB"
         if "error" in s and s.get("error"):
@@ -385,7 +399,7 @@ def print_pair(row, say):
 
 def table(results, say):
     hdr = (f"{'set':<9} {'method':<8} {'impl':<13} {'AUC':>15} {'acc %':>12} {'fit s':>8} {'peer/ours':>9} "
-           f"{'RSS MB':>11}  AUC diff (se)")
+           f"{'sel p/o':>8} {'RSS MB':>11}  AUC diff (se)")
     say(hdr)
     say("-" * (len(hdr) + 16))
     for row in results:
@@ -399,14 +413,15 @@ def table(results, say):
                 say(f"{head} {s.get('status', '?').upper()} at fold {s.get('failed_fold')}: "
                     f"{(s.get('error') or '')[:200]}")
                 continue
-            rat = diff = ""
+            rat = diff = sel = ""
             floor = f"{s['floor_rss_mb']:.0f}" if s.get("floor_rss_mb") else "?"
             if impl != "milsvm" and "auc_mean" in ours:
                 rat = f"{ratio(ours, s):8.1f}x"
+                sel = f"{ratio(ours, s, 'select_list'):7.1f}x" if selected(ours, s) else ""
                 dm, se, verdict = paired(ours, s)
                 diff = f"{dm:+.3f} ({se:.3f}) {verdict}"
             say(f"{head} {s['auc_mean']:.3f} +- {s['auc_std']:.3f} {100 * s['acc_mean']:5.1f} +- "
-                f"{100 * s['acc_std']:4.1f} {s['fit_seconds']:8.2f} {rat:>9} {s['peak_rss_mb']:5.0f} ({floor:>3})  {diff}{folds_note(s)}")
+                f"{100 * s['acc_std']:4.1f} {s['fit_seconds']:8.2f} {rat:>9} {sel:>8} {s['peak_rss_mb']:5.0f} ({floor:>3})  {diff}{folds_note(s)}")
 
 
 if __name__ == "__main__":

@@ -102,6 +102,19 @@ def _import_mil_miles():
     return importlib.import_module("mil.models.bag_level.miles").MILES
 
 
+def import_library(impl):
+    """Imports the implementation ``impl`` (its first ``Adapter`` would otherwise import it
+    inside the timed inner-CV selection)."""
+    if impl == "milsvm":
+        import milsvm._registry  # noqa: F401
+    elif impl == "misvm":
+        import misvm  # noqa: F401
+    elif impl.startswith("sawmil"):
+        import sawmil  # noqa: F401
+    else:
+        _import_mil_miles()
+
+
 def _sawmil_bags(bags, y01=None):
     """sawmil's ``Bag`` objects (sAwMIL takes raw arrays only with an intra-bag mask; test bags
     get the label 0, which sawmil does not read when scoring)."""
@@ -257,6 +270,7 @@ def main():
         train, test = np.array(fold["train"]), np.array(fold["test"])
         take = lambda idx: [bags[i] for i in idx]  # noqa: E731
         grid = [(c, g) for c in args.C for g in args.gamma_scales]
+        import_library(args.impl)
         if args.floor:
             tr, _ = standardise(take(train), take(test))
             Adapter(args.impl, args.method, grid[0][0], gamma_scale(args.method, tr), args.threads)
