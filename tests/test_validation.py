@@ -158,3 +158,32 @@ def test_core_functions_reject_bad_shapes_without_panicking():
         _core.kernel_bag_means(X, np.array([0, 4], dtype=np.int64), np.ones((2, 3)), "poly", 1.0)
     with pytest.raises(ValueError, match="shapes"):
         _core.solve_squared_hinge(np.eye(2), np.ones((3, 3)), np.ones(3), np.ones(3))
+
+
+_LABEL_ARRAYS = st.one_of(
+    arrays(np.int64, st.integers(2, 40), elements=st.integers(-3, 3)),
+    arrays(np.int8, st.integers(2, 40), elements=st.integers(-3, 3)),
+    arrays(np.float64, st.integers(2, 40), elements=st.sampled_from([-2.0, -0.0, 0.0, 1.0, 1e15])),
+    arrays(np.bool_, st.integers(2, 40)),
+    st.lists(st.sampled_from(["b", "a", "ab", "", "Z"]), min_size=2, max_size=40).map(np.array),
+    st.lists(st.sampled_from(["b", "a", "ab", "Z"]), min_size=2, max_size=40).map(
+        lambda v: np.array(v, dtype=object)),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_LABEL_ARRAYS)
+def test_encode_labels_equals_numpy_unique(y):
+    """The classes and codes are np.unique's (sorted distinct labels, the inverse), dtype kept."""
+    from milsvm._base import encode_labels
+
+    classes, inverse = np.unique(y, return_inverse=True)
+    if len(classes) < 2:
+        with pytest.raises(ValueError, match="single class"):
+            encode_labels(y, len(y), multiclass=True, name="X")
+        return
+    got_classes, got = encode_labels(y, len(y), multiclass=True, name="X")
+    assert got_classes.dtype == classes.dtype
+    np.testing.assert_array_equal(got_classes, classes)
+    np.testing.assert_array_equal(got, inverse)
+    assert got.dtype == np.int64
