@@ -77,3 +77,39 @@ def test_timeout_is_a_row(tmp_path):
     (row,) = results
     assert row["milsvm"]["status"] == "timeout" and "killed" in row["milsvm"]["error"]
     assert "TIMEOUT" in stdout
+
+
+@needs_time
+@needs_data
+def test_grid_times_the_inner_fits_and_records_the_choices(tmp_path):
+    """With several values of C, each fold chooses by inner CV: the inner fits' seconds are
+    recorded apart (and within the selection's), and the choice is a point of the grid."""
+    out = tmp_path / "peers"
+    proc = subprocess.run([sys.executable, str(DRIVER), "--sets", "MUSK1", "--methods", "STK", "--folds", "2",
+                           "--C", "1", "10", "--peer-python", str(tmp_path / "no-such-python"),
+                           "--work", str(tmp_path / "work"), "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (row,) = json.loads(out.with_suffix(".json").read_text())["results"]
+    ours = row["milsvm"]
+    assert ours["n_ok"] == 2
+    assert all(0 < f < s for f, s in zip(ours["inner_fit_list"], ours["select_list"]))
+    assert all(tuple(c) in {(1.0, 1.0), (10.0, 1.0)} for c in ours["chosen"])
+
+
+def test_ratios_and_choices_compare_the_folds_both_finished():
+    sys.path.insert(0, str(BENCHES))
+    try:
+        import bench_peers
+    finally:
+        sys.path.pop(0)
+    ours = dict(fit_list=[1.0, 2.0, 4.0], inner_fit_list=[1.0, 1.0, 1.0], select_list=[2.0, 2.0, 2.0],
+                chosen=[(1, 1), (10, 1), (10, 1)])
+    theirs = dict(fit_list=[10.0, 10.0], inner_fit_list=[5.0, 7.0], select_list=[3.0, 5.0],
+                  chosen=[(1, 1), (100, 1)])
+    assert bench_peers.ratio(ours, theirs) == pytest.approx(20.0 / 3.0)
+    assert bench_peers.ratio(ours, theirs, "inner_fit_list") == pytest.approx(6.0)
+    assert bench_peers.ratio(ours, theirs, "select_list") == pytest.approx(2.0)
+    assert bench_peers.same_choice(ours, theirs) == (1, 2)
+    assert bench_peers.selected(ours, theirs)
+    assert not bench_peers.selected(dict(ours, inner_fit_list=[0.0, 0.0, 0.0]), theirs)
