@@ -337,8 +337,9 @@ def save(args, results, partial):
 
 
 def ratio(ours, theirs, key="fit_list"):
-    """Peer / milsvm fit seconds (``key="select_list"``: inner-CV selection seconds), over the
-    folds both finished."""
+    """Peer / milsvm seconds over the folds both finished: of the final fits (``key``
+    ``"fit_list"``), of the inner fits (``"inner_fit_list"``) or of the whole inner-CV
+    selection (``"select_list"``)."""
     k = min(len(ours[key]), len(theirs[key]))
     return sum(theirs[key][:k]) / max(sum(ours[key][:k]), 1e-9)
 

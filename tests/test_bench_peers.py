@@ -98,6 +98,7 @@ def test_grid_times_the_inner_fits_and_records_the_choices(tmp_path):
 
 
 def test_ratios_and_choices_compare_the_folds_both_finished():
+    """A peer that finished fewer folds (--budget) is compared on those folds only."""
     sys.path.insert(0, str(BENCHES))
     try:
         import bench_peers
