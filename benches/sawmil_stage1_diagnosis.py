@@ -17,7 +17,9 @@ Two steps, one per venv (sawmil lives in the peers' venv only, never next to mil
 ``W`` is the harness's ``--work`` folder of a run that wrote ``<set>.npz`` and
 ``splits_<set>.json`` (``bench_peers.py --work W``). The first step writes sawmil's picks to
 ``W/sawmil_picks_<set>.npz``; the second computes milsvm's picks, trains both second stages and
-prints the AUCs per fold and their means.
+prints the AUCs per fold and their means. ``--paper-sign`` on the first step runs sawmil's
+first stage with the paper's sign of the positive bags' linear term instead (its picks in
+``W/sawmil_paper_sign_picks_<set>.npz``, trained and scored as a third column).
 """
 
 from __future__ import annotations
@@ -44,6 +46,24 @@ def folds(work, name):
         train, test = np.array(fold["train"]), np.array(fold["test"])
         tr, te = standardise([bags[i] for i in train], [bags[i] for i in test])
         yield tr, y[train], te, y[test], gamma_scale("sAwMIL", tr)
+
+
+def paper_sign_stage1():
+    """Makes sawmil's sMIL solve its QP with Bunescu & Mooney's linear term for the positive
+    bags. sawmil 0.2.1 hands ``quadprog(H, f, ...)`` (``min 1/2 a^T H a + f^T a``) the entry
+    ``2/n - 1`` for a positive bag of ``n`` instances; the paper's target ``(2 - n)/n`` is the
+    entry ``1 - 2/n``. The negative instances' entries are ``-1`` and are left alone; every other
+    entry is negated. Only the name ``quadprog`` in the module ``sawmil.smil`` is rebound, by
+    a wrapper: the package's files and code are unchanged."""
+    import sawmil.smil as module
+
+    solve = module.quadprog
+
+    def with_paper_sign(H, f, *args, **kwargs):
+        f = np.where(f == -1.0, f, -f)
+        return solve(H, f, *args, **kwargs)
+
+    module.quadprog = with_paper_sign
 
 
 def sawmil_picks(tr, ytr, gamma, C, eta):
@@ -91,15 +111,22 @@ def main():
     ap.add_argument("--sets", nargs="+", default=["MUSK1", "Elephant"])
     ap.add_argument("--C", type=float, default=10.0)
     ap.add_argument("--eta", type=float, default=0.1)
+    ap.add_argument("--paper-sign", action="store_true",
+                    help="sawmil side: its sMIL with the paper's linear term (paper_sign_stage1); picks "
+                         "written to sawmil_paper_sign_picks_<set>.npz, which the milsvm side also reads")
     args = ap.parse_args()
+    if args.paper_sign:
+        paper_sign_stage1()
     for name in args.sets:
-        path = args.work / f"sawmil_picks_{name}.npz"
+        path = args.work / f"sawmil_{'paper_sign_' if args.paper_sign else ''}picks_{name}.npz"
         if args.side == "sawmil":
             picks = [sawmil_picks(tr, ytr, g, args.C, args.eta) for tr, ytr, _, _, g in folds(args.work, name)]
             np.savez(path, *picks)
             print(f"{name}: sawmil's picks of {len(picks)} folds written to {path}")
             continue
         theirs = np.load(path)
+        signed = args.work / f"sawmil_paper_sign_picks_{name}.npz"
+        signed = np.load(signed) if signed.exists() else None
         rows = []
         for k, (tr, ytr, te, yte, g) in enumerate(folds(args.work, name)):
             ours, est = milsvm_picks(tr, ytr, g, args.C, args.eta)
@@ -110,13 +137,17 @@ def main():
             a_ours = second_stage_auc(tr, ytr, te, yte, ours, g, args.C)
             a_theirs = second_stage_auc(tr, ytr, te, yte, other, g, args.C)
             agree = float(np.mean(ours == other))
-            rows.append((own, a_ours, a_theirs, agree, int(ours.sum()), int(other.sum())))
+            a_signed = np.nan
+            if signed is not None:
+                a_signed = second_stage_auc(tr, ytr, te, yte, signed[f"arr_{k}"], g, args.C)
+            rows.append((own, a_ours, a_theirs, agree, a_signed))
             print(f"{name} fold {k}: milsvm sAwMIL AUC {own:.3f}; SVC on milsvm's picks {a_ours:.3f}, on "
-                  f"sawmil's picks {a_theirs:.3f}; picks agree on {100 * agree:.1f} % of the positive bags' "
-                  f"instances ({rows[-1][4]} vs {rows[-1][5]} picked)")
+                  f"sawmil's picks {a_theirs:.3f}, on sawmil's with the paper's sign {a_signed:.3f}; picks "
+                  f"agree on {100 * agree:.1f} % of the positive bags' instances ({int(ours.sum())} vs "
+                  f"{int(other.sum())} picked)")
         m = np.mean(rows, axis=0)
         print(f"{name} mean: milsvm sAwMIL {m[0]:.3f}; SVC on milsvm's picks {m[1]:.3f}, on sawmil's picks "
-              f"{m[2]:.3f}; agreement {100 * m[3]:.1f} %")
+              f"{m[2]:.3f}, on sawmil's with the paper's sign {m[4]:.3f}; agreement {100 * m[3]:.1f} %")
 
 
 if __name__ == "__main__":
