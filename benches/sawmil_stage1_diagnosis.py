@@ -39,6 +39,8 @@ from runner import gamma_scale  # noqa: E402
 
 
 def folds(work, name):
+    """The harness's outer folds of ``name``: training bags standardised on their instances,
+    labels, test bags, test labels and the harness's gamma (scale over the training part)."""
     data = np.load(work / f"{name}.npz")
     X, ptr, y = data["X"], data["bag_ptr"], data["y"].astype(int)
     bags = [np.ascontiguousarray(X[ptr[i]:ptr[i + 1]]) for i in range(len(ptr) - 1)]
@@ -81,6 +83,8 @@ def sawmil_picks(tr, ytr, gamma, C, eta):
 
 
 def milsvm_picks(tr, ytr, gamma, C, eta):
+    """Which positive-bag instances (in bag order) milsvm's first stage picks, and the fitted
+    sAwMIL."""
     import milsvm
 
     est = milsvm.sAwMIL(C=C, kernel="rbf", gamma=gamma, eta=eta, n_jobs=1).fit(tr, ytr)
@@ -91,6 +95,8 @@ def milsvm_picks(tr, ytr, gamma, C, eta):
 
 
 def second_stage_auc(tr, ytr, te, yte, picks, gamma, C):
+    """Test AUC of one second stage trained on ``picks``: scikit-learn's ``SVC`` on every
+    training instance (picked ones +1, all others -1), a bag scored by its max."""
     from sklearn.metrics import roc_auc_score
     from sklearn.svm import SVC
 
