@@ -24,7 +24,7 @@ use crate::bags::{Bags, Instances};
 use crate::error::Result;
 use crate::fit::{Problem, Setup};
 use crate::kernel::{Kernel, Rows};
-use crate::model::{min_max_rows, BagFeatures, Model, Pooling};
+use crate::model::{bags_min_max, BagFeatures, Model, Pooling};
 use crate::params::{hyperparams, KernelKind, Range};
 use crate::progress::Cancel;
 use crate::smo::{DualSolution, InstanceGram, OnePerPoint, Smo, SmoParams, Termination};
@@ -175,9 +175,10 @@ hyperparams! {
 }
 
 /// The min/max statistic vectors of `bags` (`n_bags x 2 n_features`: per-feature minima, then
-/// maxima; CSR bags count unstored values as zeros).
+/// maxima; CSR bags count unstored values as zeros). The values are read once: [`Bags`] are
+/// finite by construction.
 pub fn bag_statistics(bags: &Bags) -> Result<Array2<f64>> {
-    min_max_rows(Rows::from(bags.instances()), bags.bag_ptr())
+    bags_min_max(bags)
 }
 
 impl StkValidParams {

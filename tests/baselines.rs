@@ -6,7 +6,10 @@ mod common;
 
 use common::toy;
 use milsvm::baselines::{bag_statistics, SilParams, StkParams};
-use milsvm::model::{min_max_into, BagFeatures, BagView, Model, Predictor, Workspace};
+use milsvm::kernel::Rows;
+use milsvm::model::{
+    min_max_into, min_max_rows, BagFeatures, BagView, Model, Predictor, Workspace,
+};
 use milsvm::{Bags, Csr, Error, Gamma, Instances, Pooling};
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
@@ -63,6 +66,15 @@ fn min_max_statistics_equal_a_naive_loop_dense_and_csr() -> Result<(), Error> {
         let d = x.ncols();
         let a = bag_statistics(&dense)?;
         let b = bag_statistics(&sparse)?;
+        // the validated bags' single pass equals the checked one of raw rows
+        assert_eq!(
+            a,
+            min_max_rows(Rows::from(dense.instances()), dense.bag_ptr())?
+        );
+        assert_eq!(
+            b,
+            min_max_rows(Rows::from(sparse.instances()), sparse.bag_ptr())?
+        );
         for i in 0..dense.n_bags() {
             for j in 0..d {
                 let col: Vec<f64> = dense.bag_range(i).map(|p| x[[p, j]]).collect();

@@ -45,20 +45,33 @@ impl BagFeatures {
 /// The min/max statistics of one bag of `d` features into `out` (`2d` values: minima, then
 /// maxima). A non-finite value is an error (`min` and `max` would hide a NaN).
 pub fn min_max_into(bag: BagView<'_>, out: &mut [f64]) -> Result<()> {
+    bag_min_max(bag, out, Check::Finite)
+}
+
+/// Whether [`bag_min_max`] checks the values finite, or knows them to be (the values of a
+/// validated [`crate::bags::Bags`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Check {
+    Finite,
+    Known,
+}
+
+/// [`min_max_into`], with the finiteness check made or skipped as `check` says.
+fn bag_min_max(bag: BagView<'_>, out: &mut [f64], check: Check) -> Result<()> {
     let d = bag.n_features();
     debug_assert_eq!(out.len(), 2 * d);
     let (lo, hi) = out.split_at_mut(d);
     let n = bag.n_instances();
     match bag {
-        BagView::Dense { data, .. } => dense_min_max(data, d, lo, hi)?,
-        BagView::Dense32 { data, .. } => dense_min_max(data, d, lo, hi)?,
+        BagView::Dense { data, .. } => dense_min_max(data, d, lo, hi, check)?,
+        BagView::Dense32 { data, .. } => dense_min_max(data, d, lo, hi, check)?,
         BagView::Csr {
             indptr,
             indices,
             data,
             ..
         } => {
-            if !all_finite(data) {
+            if check == Check::Finite && !all_finite(data) {
                 return Err(non_finite());
             }
             // each instance densified (duplicate entries add up, as everywhere in the crate)
@@ -70,7 +83,7 @@ pub fn min_max_into(bag: BagView<'_>, out: &mut [f64]) -> Result<()> {
                 for (&j, &v) in indices[r.clone()].iter().zip(&data[r]) {
                     row[j] += v;
                 }
-                if !all_finite(&row) {
+                if check == Check::Finite && !all_finite(&row) {
                     return Err(non_finite());
                 }
                 if p == 0 {
@@ -91,17 +104,29 @@ pub fn min_max_into(bag: BagView<'_>, out: &mut [f64]) -> Result<()> {
 /// The min/max statistics of every bag of `rows` (`n_bags x 2d`); a non-finite value is an
 /// error naming its bag. `bag_ptr` must be valid for `rows`.
 pub fn min_max_rows(rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
+    rows_min_max(rows, bag_ptr, Check::Finite)
+}
+
+/// The min/max statistics of every bag of validated bags (`n_bags x 2d`), whose values
+/// [`Bags::new`](crate::bags::Bags::new) has checked finite: one pass over the values, where
+/// [`min_max_rows`] makes two.
+pub(crate) fn bags_min_max(bags: &crate::bags::Bags) -> Result<Array2<f64>> {
+    rows_min_max(Rows::from(bags.instances()), bags.bag_ptr(), Check::Known)
+}
+
+/// [`min_max_rows`], with the finiteness check made or skipped as `check` says.
+fn rows_min_max(rows: Rows<'_>, bag_ptr: &[usize], check: Check) -> Result<Array2<f64>> {
     let d = rows.n_cols();
     let m = bag_ptr.len().saturating_sub(1);
     let mut out = Array2::zeros((m, 2 * d));
     match rows {
         Rows::Dense(x) if !x.is_standard_layout() => {
             let owned = x.as_standard_layout().into_owned();
-            return min_max_rows(Rows::Dense(owned.view()), bag_ptr);
+            return rows_min_max(Rows::Dense(owned.view()), bag_ptr, check);
         }
         Rows::Dense32(x) if !x.is_standard_layout() => {
             let owned = x.as_standard_layout().into_owned();
-            return min_max_rows(Rows::Dense32(owned.view()), bag_ptr);
+            return rows_min_max(Rows::Dense32(owned.view()), bag_ptr, check);
         }
         _ => {}
     }
@@ -113,7 +138,7 @@ pub fn min_max_rows(rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
         let o = o
             .as_slice_mut()
             .ok_or_else(|| Error::Mismatch("statistics buffer not contiguous".into()))?;
-        min_max_into(BagView::of(rows, lo, hi), o).map_err(|e| match e {
+        bag_min_max(BagView::of(rows, lo, hi), o, check).map_err(|e| match e {
             Error::InvalidData(_) => Error::InvalidData(format!("bag {i} has a non-finite value")),
             e => e,
         })?;
@@ -123,11 +148,18 @@ pub fn min_max_rows(rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
 
 /// The per-feature minima and maxima of dense rows (`d` values each) into `lo` and `hi`.
 ///
-/// The values are checked finite first, so plain comparisons give the same minima as `f64::min`
-/// (which must also handle NaN) and compile to one instruction. Rows go four at a time: `lo` and
-/// `hi` are read and written once per four rows instead of once per row.
-fn dense_min_max<T: Real>(data: &[T], d: usize, lo: &mut [f64], hi: &mut [f64]) -> Result<()> {
-    if !all_finite(data) {
+/// The values are finite (checked first unless `check` says they are known to be), so plain
+/// comparisons give the same minima as `f64::min` (which must also handle NaN) and compile to
+/// one instruction. Rows go four at a time: `lo` and `hi` are read and written once per four
+/// rows instead of once per row.
+fn dense_min_max<T: Real>(
+    data: &[T],
+    d: usize,
+    lo: &mut [f64],
+    hi: &mut [f64],
+    check: Check,
+) -> Result<()> {
+    if check == Check::Finite && !all_finite(data) {
         return Err(non_finite());
     }
     let (first, rest) = data.split_at(d.min(data.len()));

@@ -58,6 +58,7 @@ use serde_json::{Map, Value};
 use crate::bags::{Bags, Instances};
 use crate::error::{Error, Result};
 use crate::kernel::{all_finite, Kernel};
+pub(crate) use bag_features::bags_min_max;
 pub use bag_features::{min_max_into, min_max_rows, BagFeatures};
 pub use calibration::{fit_sigmoid, Calibration};
 pub use file::FORMAT_VERSION;

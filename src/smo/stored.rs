@@ -15,9 +15,22 @@ use rayon::prelude::*;
 use crate::kernel::{Kernel, Rows};
 use crate::solver::{faer_mut, faer_ref};
 
-/// Rows of one block product of [`full_kernel`] (the blocks are fixed, so that every value is
-/// computed by the same operations whatever the thread count).
-const BLOCK: usize = 256;
+/// Rows of one block product of [`full_kernel`] for `n` points: a function of `n` alone, so
+/// that every value is computed by the same operations whatever the thread count.
+///
+/// Only the upper triangle's blocks are computed, so smaller blocks skip more of the lower
+/// triangle, at some loss of speed per product. faer's products of these shapes (one thread,
+/// this crate's reference machine, session 33): with 64-row blocks, 185 us for 180 points of
+/// 460 features (256 us with one 180-row block), 409 us for 476 x 166 (489 us with 256-row
+/// blocks), 3.80 ms for 1,250 x 230 (3.98 ms); from about 2,000 points on, 128-row blocks are
+/// the faster (15.5 ms for 2,500 x 230, against 16.0 ms).
+fn block_rows(n: usize) -> usize {
+    if n <= 1536 {
+        64
+    } else {
+        128
+    }
+}
 /// Tile edge of the transposed copy that fills the lower triangle.
 const TILE: usize = 64;
 
@@ -40,11 +53,12 @@ pub(crate) fn full_kernel(
         return k;
     }
     prefault(&mut k);
-    k.par_chunks_mut(BLOCK * n)
+    let block = block_rows(n);
+    k.par_chunks_mut(block * n)
         .enumerate()
         .for_each(|(b, chunk)| {
-            let lo = b * BLOCK;
-            let hi = (lo + BLOCK).min(n);
+            let lo = b * block;
+            let hi = (lo + block).min(n);
             let xi = rows.dense_block(lo, hi);
             let xj = rows.dense_block(lo, n);
             let Ok(mut dst) = ArrayViewMut2::from_shape((hi - lo, n), chunk) else {
