@@ -16,21 +16,24 @@ use crate::kernel::{Kernel, Rows};
 use crate::solver::{faer_mut, faer_ref};
 
 /// Rows of one block product of [`full_kernel`] for `n` points: a function of `n` alone, so
-/// that every value is computed by the same operations whatever the thread count.
+/// that every value is computed by the same operations whatever the thread count. The height
+/// does not change faer's sums over the features either: from 2 rows up, every height gives
+/// the same bits (a unit test checks it).
 ///
 /// Only the upper triangle's blocks are computed, so smaller blocks skip more of the lower
-/// triangle, at some loss of speed per product. faer's products of these shapes (one thread,
-/// this crate's reference machine, session 33): with 64-row blocks, 185 us for 180 points of
-/// 460 features (256 us with one 180-row block), 409 us for 476 x 166 (489 us with 256-row
-/// blocks), 3.80 ms for 1,250 x 230 (3.98 ms); from about 2,000 points on, 128-row blocks are
-/// the faster (15.5 ms for 2,500 x 230, against 16.0 ms).
+/// triangle, at some loss of speed per product. One thread, this crate's reference machine
+/// (`cargo bench --bench gram_blocks`, session 33): 180 points of 460 features take 190 us in
+/// 64-row blocks against 254 us in one block; 476 x 166, 413 us against 494 us in 256-row
+/// blocks; from about a thousand points on, 128-row blocks are 1-3 % faster than 64-row ones
+/// (1,250 x 230: 3.86 ms against 3.98 ms).
 fn block_rows(n: usize) -> usize {
-    if n <= 1536 {
+    if n < 1024 {
         64
     } else {
         128
     }
 }
+
 /// Tile edge of the transposed copy that fills the lower triangle.
 const TILE: usize = 64;
 
@@ -47,13 +50,24 @@ pub(crate) fn full_kernel(
     sq_norms: &[f64],
     diag: &[f64],
 ) -> Vec<f64> {
+    blocked_kernel(kernel, rows, sq_norms, diag, block_rows(rows.n_rows()))
+}
+
+/// [`full_kernel`] by row blocks of `block` rows.
+fn blocked_kernel(
+    kernel: Kernel,
+    rows: Rows<'_>,
+    sq_norms: &[f64],
+    diag: &[f64],
+    block: usize,
+) -> Vec<f64> {
     let n = rows.n_rows();
     let mut k = vec![0.0; n * n];
     if n == 0 {
         return k;
     }
     prefault(&mut k);
-    let block = block_rows(n);
+    let block = block.max(1);
     k.par_chunks_mut(block * n)
         .enumerate()
         .for_each(|(b, chunk)| {
@@ -135,4 +149,41 @@ fn prefault(buf: &mut [f64]) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = buf;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::Array2;
+
+    /// The block height changes neither a value nor the symmetry: every height from 2 rows up
+    /// gives the bits of the single block, which are the kernel of the rows' own inner products
+    /// to rounding.
+    #[test]
+    fn every_block_height_gives_the_same_bits() {
+        let (n, d) = (300, 37);
+        let x = Array2::from_shape_fn((n, d), |(i, j)| {
+            ((i * 7919 + j * 104_729) % 1009) as f64 / 250.0 - 2.0
+        });
+        let sq: Vec<f64> = x.rows().into_iter().map(|r| r.dot(&r)).collect();
+        for kernel in [Kernel::Linear, Kernel::Rbf { gamma: 0.05 }] {
+            let diag: Vec<f64> = sq.iter().map(|&s| kernel.from_dot(s, s, s)).collect();
+            let one = blocked_kernel(kernel, Rows::Dense(x.view()), &sq, &diag, n);
+            // block_rows's heights, and others down to 2 (a last block of 1 row with 299);
+            // blocks of one row each would be matrix-vector products, summed otherwise
+            for block in [128, 64, 17, 8, 2, 299] {
+                let k = blocked_kernel(kernel, Rows::Dense(x.view()), &sq, &diag, block);
+                let same = k.iter().zip(&one).all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "{kernel:?}: block {block} differs from one block");
+            }
+            for i in 0..n {
+                for j in 0..n {
+                    assert_eq!(one[i * n + j].to_bits(), one[j * n + i].to_bits());
+                    let dot = x.row(i).dot(&x.row(j));
+                    let want = kernel.from_dot(dot, sq[i], sq[j]);
+                    assert!((one[i * n + j] - want).abs() <= 1e-12 * want.abs().max(1.0));
+                }
+            }
+        }
+    }
 }
