@@ -1498,3 +1498,41 @@ fn newton_reusing_state_carries_exact_scores() -> TestResult {
     }
     Ok(())
 }
+
+/// `Dense::stack` gives the rows of its pieces in order (f64 and f32, one-row pieces
+/// included), `None` for no pieces, and refuses pieces of other widths naming the first.
+#[test]
+fn dense_stack_is_the_concatenation_of_its_pieces() -> TestResult {
+    use milsvm::bags::Dense;
+    let mut rng = rng(7);
+    for d in [1, 3, 8] {
+        let sizes = [1, 4, 1, 7, 2];
+        let pieces: Vec<Array2<f64>> = sizes
+            .iter()
+            .map(|&n| normal_matrix(&mut rng, n, d, 1.0))
+            .collect();
+        let dense: Vec<Dense<f64>> = pieces.iter().map(|p| Dense::from_array(p.view())).collect();
+        let stacked = Dense::stack(&dense)?.ok_or("no stack")?;
+        let views: Vec<_> = pieces.iter().map(|p| p.view()).collect();
+        let want = ndarray::concatenate(Axis(0), &views)?;
+        assert_eq!(stacked.view(), want.view());
+        assert!(!stacked.is_borrowed());
+        let d32: Vec<Dense<f32>> = pieces
+            .iter()
+            .map(|p| Dense::from_array(p.mapv(|v| v as f32).view()))
+            .collect();
+        let s32 = Dense::stack(&d32)?.ok_or("no stack")?;
+        assert_eq!(s32.view(), want.mapv(|v| v as f32).view());
+    }
+    assert!(Dense::<f64>::stack(&[])?.is_none());
+    let a = Dense::from_array(Array2::<f64>::zeros((2, 3)).view());
+    let b = Dense::from_array(Array2::<f64>::zeros((1, 2)).view());
+    let err = Dense::stack(&[a.clone(), a, b])
+        .err()
+        .ok_or("not refused")?;
+    assert!(
+        matches!(&err, Error::InvalidData(m) if m.contains("bag 2 has 2 features, bag 0 has 3")),
+        "{err}"
+    );
+    Ok(())
+}
