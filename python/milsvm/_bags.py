@@ -3,11 +3,7 @@
 A multiple-instance data set is a sequence of bags, each a 2-D ``(n_instances, n_features)``
 array. :class:`Bags` stores them as one stacked instance matrix (dense ``ndarray`` or
 ``scipy.sparse.csr_matrix``) plus bag offsets, the layout the Rust core works on, so that large
-sparse data needs no per-bag Python objects. Dense bags given to ``fit`` or a prediction as a
-list of separate arrays are not stacked here: the core reads each array in place and stacks
-them on the fit's own thread, whose allocator arena reuses its pages from one fit to the next
-(stacked by NumPy, the copy took fresh pages at every fit of a cross-validation loop). Reading
-:attr:`Bags.X` stacks them.
+sparse data needs no per-bag Python objects.
 
 The dtype rule (the same as the data readers'): float32 and float64 arrays are kept as they
 are; float16 becomes float32 (exact); integers and booleans become float64 (exact up to 2**53);
@@ -38,40 +34,16 @@ class Bags:
     Attributes
     ----------
     X : ndarray or scipy.sparse.csr_matrix of shape (n_instances, n_features)
-        All instances, bag after bag (for bags kept as their own arrays, stacked when first
-        read).
+        All instances, bag after bag.
     bag_ptr : ndarray of int64, shape (n_bags + 1,)
         Bag ``i`` holds rows ``bag_ptr[i]:bag_ptr[i + 1]`` of ``X``.
     """
 
-    __slots__ = ("_X", "_pieces", "bag_ptr")
+    __slots__ = ("X", "bag_ptr")
 
     def __init__(self, X, bag_ptr):
-        self._X = X
-        self._pieces = None
+        self.X = X
         self.bag_ptr = bag_ptr
-
-    @classmethod
-    def _of_bags(cls, mats, bag_ptr):
-        """Bags over the per-bag arrays ``mats`` themselves (C-contiguous, one dtype, float64 or
-        float32, already validated), stacked only when :attr:`X` is first read. A fit and a
-        prediction hand the list to the core, which stacks it on the fit's own thread
-        (:meth:`core_instances`)."""
-        out = cls(None, bag_ptr)
-        out._pieces = list(mats)
-        return out
-
-    @property
-    def X(self):
-        """All instances, bag after bag (``ndarray`` or ``csr_matrix``)."""
-        if self._X is None:
-            self._X = np.concatenate(self._pieces, axis=0)
-            self._pieces = None
-        return self._X
-
-    @X.setter
-    def X(self, value):
-        self._X, self._pieces = value, None
 
     @classmethod
     def from_instances(cls, X, bag_sizes):
@@ -103,12 +75,12 @@ class Bags:
     @property
     def n_features(self):
         """Number of features of an instance."""
-        return (self._X if self._X is not None else self._pieces[0]).shape[1]
+        return self.X.shape[1]
 
     @property
     def n_instances(self):
         """Total number of instances."""
-        return self._X.shape[0] if self._X is not None else int(self.bag_ptr[-1])
+        return self.X.shape[0]
 
     @property
     def bag_sizes(self):
@@ -118,7 +90,7 @@ class Bags:
     @property
     def is_sparse(self):
         """Whether the instances are stored as a sparse matrix."""
-        return self._X is not None and sp.issparse(self._X)
+        return sp.issparse(self.X)
 
     def __len__(self):
         return len(self.bag_ptr) - 1
@@ -130,13 +102,8 @@ class Bags:
                 i += len(self)
             if not 0 <= i < len(self):
                 raise IndexError(f"bag index {key} out of range for {len(self)} bags")
-            if self._X is None:
-                return self._pieces[i]
             return self.X[self.bag_ptr[i]:self.bag_ptr[i + 1]]
         idx = np.arange(len(self))[key]
-        if self._X is None:
-            sizes = self.bag_sizes[idx]
-            return Bags._of_bags([self._pieces[i] for i in idx], np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
         rows = np.concatenate([np.arange(self.bag_ptr[i], self.bag_ptr[i + 1]) for i in idx]) if len(idx) else np.zeros(0, int)
         sizes = self.bag_sizes[idx]
         return Bags(self.X[rows], np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
@@ -152,15 +119,12 @@ class Bags:
     @property
     def dtype(self):
         """The dtype of the stored instance values (float64 or float32)."""
-        return (self._X if self._X is not None else self._pieces[0]).dtype
+        return self.X.dtype
 
     def core_instances(self):
         """The instances in the form ``milsvm._core`` takes: a C-contiguous float64 or float32
         array (one that already is C-contiguous is passed as it is: the core reads it in place,
-        without a copy), ``(data, indices, indptr, n_cols)`` for CSR, or, for bags not stacked
-        yet, the list of their arrays (the core stacks them: a fit on its own thread)."""
-        if self._X is None:
-            return list(self._pieces)
+        without a copy), or ``(data, indices, indptr, n_cols)`` for CSR."""
         if self.is_sparse:
             X = self.X
             return (
@@ -313,33 +277,18 @@ def as_bags(bags, *, n_features=None, check_finite=True):
                 raise ValueError(f"bag {i} has {d_m} features, bag 0 has {d}")
             sizes.append(n)
             sparse = sparse or type(m) is not np.ndarray
-        ptr = np.fromiter(accumulate(sizes, initial=0), dtype=np.int64, count=len(sizes) + 1)
         if sparse:
             X = sp.vstack([sp.csr_matrix(m) for m in mats], format="csr")
         else:
             X = mats[0] if len(mats) == 1 else _consecutive_rows(mats)
-            if X is None and not check_finite and _one_layout(mats):
-                # the core stacks them (and checks them finite) on the fit's own thread
-                return _checked(Bags._of_bags(mats, ptr), n_features)
             if X is None:
                 X = np.concatenate(mats, axis=0)
         # stacked CSR values are few and their core check does not know the bags: always here
         if (check_finite or sparse) and not _all_finite(X.data if sparse else X):
             bad = next(i for i, m in enumerate(mats) if not _all_finite(m.data if sp.issparse(m) else m))
             raise ValueError(f"bag {bad} has a non-finite value (NaN or infinity)")
+        ptr = np.fromiter(accumulate(sizes, initial=0), dtype=np.int64, count=len(sizes) + 1)
         out = Bags(X, ptr)
-    return _checked(out, n_features)
-
-
-def _one_layout(mats):
-    """Whether the dense arrays ``mats`` share one dtype and are each C-contiguous (the core
-    then reads each in place and stacks them)."""
-    dtype = mats[0].dtype
-    return all(m.dtype == dtype and m.flags.c_contiguous for m in mats)
-
-
-def _checked(out, n_features):
-    """``out`` once it has bags and features (``n_features`` of them, when given)."""
     if len(out) == 0:
         raise ValueError("no bags were given (empty Bags)")
     if out.n_features == 0:

@@ -160,31 +160,6 @@ impl<T: Copy> Dense<T> {
         Self::from_parts(rows.len(), self.n_cols, data)
     }
 
-    /// The rows of every matrix of `pieces`, in order, as one owned matrix (`None` for no
-    /// pieces). Fails when the pieces differ in their number of columns, naming the first that
-    /// differs from piece 0.
-    pub fn stack(pieces: &[Self]) -> Result<Option<Self>> {
-        let Some(first) = pieces.first() else {
-            return Ok(None);
-        };
-        let n_cols = first.n_cols;
-        if let Some(i) = pieces.iter().position(|p| p.n_cols != n_cols) {
-            return Err(invalid_data(format!(
-                "bag {i} has {} features, bag 0 has {n_cols}",
-                pieces[i].n_cols
-            )));
-        }
-        let n_rows = pieces.iter().map(|p| p.n_rows).sum::<usize>();
-        let len = n_rows
-            .checked_mul(n_cols)
-            .ok_or_else(|| invalid_data(format!("a {n_rows} x {n_cols} matrix is too large")))?;
-        let mut data = Vec::with_capacity(len);
-        for p in pieces {
-            data.extend_from_slice(p.as_slice());
-        }
-        Ok(Some(Self::from_parts(n_rows, n_cols, data)))
-    }
-
     /// The matrix as an array view (standard layout).
     pub fn view(&self) -> ArrayView2<'_, T> {
         // The shape matches the length (checked at construction); the fallback is unreachable.

@@ -5,8 +5,7 @@
 //!   fills a builder by name ([`params_from`]), so that every type the core declares (kernel
 //!   width rules, enums, class weights, arrays) is parsed once, by the core, for every
 //!   estimator.
-//! * Data: stacked instances (a 2-D float64 array or a CSR tuple), or the list of the bags'
-//!   own arrays, with bag offsets.
+//! * Data: stacked instances (a 2-D float64 array or a CSR tuple) with bag offsets.
 //! * Errors: [`Error::ParameterType`] is `TypeError`, [`Error::Cancelled`] is
 //!   `KeyboardInterrupt`, every other [`Error`] is `ValueError`.
 
@@ -66,71 +65,7 @@ fn csr_of(t: &Bound<'_, PyTuple>) -> PyResult<Csr> {
 /// copied), else copied once into a row-major matrix of its type; a model never keeps such a
 /// borrow ([`crate::Model::new`] copies it). Python code must not write to the array while the
 /// core uses it (the fit releases the GIL).
-///
-/// A list of such 2-D arrays of one dtype (the bags, each read in place) is stacked here, in
-/// bag order.
 pub(crate) fn instances(obj: &Bound<'_, PyAny>) -> PyResult<Instances> {
-    Ok(pending_instances(obj)?.stack()?)
-}
-
-/// Instances as [`instances`] takes them, with a list of per-bag arrays not stacked yet: a fit
-/// stacks them on its own thread ([`PendingInstances::stack`]). The copy's memory then comes
-/// from that thread's allocator arena, which the fits' own allocations alone use, so that a
-/// process fitting again and again reuses its pages. Stacked by NumPy on Python's thread, the
-/// same copy landed in memory that Python's other arrays had just returned to the system: on
-/// the benchmark machine, 340-350 fresh pages (about 0.7 ms) of each STK fit on an Elephant fold
-/// in a cross-validation loop.
-pub(crate) enum PendingInstances {
-    /// Instances ready to use.
-    Ready(Instances),
-    /// float64 bags, each read in place, to be stacked.
-    Bags64(Vec<Dense<f64>>),
-    /// float32 bags, each read in place, to be stacked.
-    Bags32(Vec<Dense<f32>>),
-}
-
-impl PendingInstances {
-    /// The stacked instances. Fails on bags that differ in their number of features.
-    pub(crate) fn stack(self) -> Result<Instances, Error> {
-        let empty = || crate::error::invalid_data("no bags were given (empty list)");
-        Ok(match self {
-            PendingInstances::Ready(x) => x,
-            PendingInstances::Bags64(b) => Instances::Dense(Dense::stack(&b)?.ok_or_else(empty)?),
-            PendingInstances::Bags32(b) => Instances::Dense32(Dense::stack(&b)?.ok_or_else(empty)?),
-        })
-    }
-}
-
-/// [`instances`] without stacking a list of bags (see [`PendingInstances`]): every element a
-/// 2-D array of the first element's dtype (float64 or float32).
-pub(crate) fn pending_instances(obj: &Bound<'_, PyAny>) -> PyResult<PendingInstances> {
-    let Ok(list) = obj.cast::<PyList>() else {
-        return Ok(PendingInstances::Ready(stacked(obj)?));
-    };
-    let first_f32 = match list.iter().next() {
-        Some(b) => b.extract::<PyReadonlyArray2<f32>>().is_ok(),
-        None => return Err(PyValueError::new_err("no bags were given (empty list)")),
-    };
-    let wrong = |i: usize| {
-        let want = if first_f32 { "float32" } else { "float64" };
-        PyTypeError::new_err(format!("bag {i} is not a 2-D {want} array like bag 0"))
-    };
-    if first_f32 {
-        let bags = list.iter().enumerate().map(|(i, b)| {
-            let x = b.extract::<PyReadonlyArray2<f32>>().map_err(|_| wrong(i))?;
-            dense(&b, &x)
-        });
-        return Ok(PendingInstances::Bags32(bags.collect::<PyResult<_>>()?));
-    }
-    let bags = list.iter().enumerate().map(|(i, b)| {
-        let x = b.extract::<PyReadonlyArray2<f64>>().map_err(|_| wrong(i))?;
-        dense(&b, &x)
-    });
-    Ok(PendingInstances::Bags64(bags.collect::<PyResult<_>>()?))
-}
-
-/// Stacked instances: a dense 2-D float64 or float32 array or a CSR tuple.
-fn stacked(obj: &Bound<'_, PyAny>) -> PyResult<Instances> {
     if let Ok(t) = obj.cast::<PyTuple>() {
         return Ok(Instances::Sparse(csr_of(t)?));
     }

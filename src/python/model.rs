@@ -65,9 +65,9 @@ impl PyModel {
     }
 }
 
-/// Runs `f` on instances from Python (a float64 or float32 array read in place, a CSR tuple,
-/// or a list of per-bag arrays, stacked here) with bag offsets, without the GIL, on `n_jobs`
-/// threads.
+/// Runs `f` on stacked instances from Python (a float64 or float32 array read in place, or a
+/// CSR tuple)
+/// with bag offsets, without the GIL, on `n_jobs` threads.
 fn with_rows<'py, T: Send>(
     py: Python<'py>,
     x: &Bound<'py, PyAny>,
@@ -81,14 +81,17 @@ fn with_rows<'py, T: Send>(
         || PyValueError::new_err("x must be a 2-D float64 or float32 array or a CSR tuple");
     let dense = x.extract::<PyReadonlyArray2<f64>>().ok();
     let dense32 = x.extract::<PyReadonlyArray2<f32>>().ok();
-    let other = match (&dense, &dense32) {
-        (None, None) => Some(instances(x)?),
+    let csr = match (&dense, &dense32) {
+        (None, None) => match instances(x)? {
+            Instances::Sparse(csr) => Some(csr),
+            _ => return Err(not_rows()),
+        },
         _ => None,
     };
-    let rows = match (&dense, &dense32, &other) {
+    let rows = match (&dense, &dense32, &csr) {
         (Some(d), _, _) => Rows::Dense(d.as_array()),
         (None, Some(d), _) => Rows::Dense32(d.as_array()),
-        (None, None, Some(x)) => Rows::from(x),
+        (None, None, Some(csr)) => Rows::Sparse(csr),
         _ => return Err(not_rows()),
     };
     run(py, || with_threads(n_jobs, || f(rows, &bag_ptr))?)

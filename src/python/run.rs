@@ -19,7 +19,7 @@ use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::convert::{params_from, pending_instances, to_usize};
+use super::convert::{instances, params_from, to_usize};
 use crate::bags::Bags;
 use crate::error::Error;
 use crate::fit::{Fit, FitPath};
@@ -230,14 +230,13 @@ where
     let cancel = Cancel::new();
     let failure: Failure = Arc::default();
     p.set_observer(observer_of(progress, cancel.clone(), failure.clone()));
-    // stacked (a list of bags) and checked (finite values, offsets) on the fit's own threads
-    let instances = pending_instances(x)?;
+    // checked (finite values, offsets) on the fit's own threads
+    let instances = instances(x)?;
     let bag_ptr = to_usize(bag_ptr.as_slice()?, "bag_ptr")?;
     let labels = to_usize(labels.as_slice()?, "labels")?;
     // n_jobs = 0 is refused by the fit's own check, on any pool
     let n_jobs = p.requested_n_jobs().filter(|&n| n > 0);
     run_cancellable(py, n_jobs, &cancel, &failure, || {
-        let instances = instances.stack()?;
         f(&p, &Bags::new(instances, bag_ptr)?, &labels)
     })
 }
