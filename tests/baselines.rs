@@ -246,3 +246,17 @@ fn sil_bag_scores_are_the_max_of_its_instance_scores() -> Result<(), Error> {
     assert_eq!(one, two);
     Ok(())
 }
+
+/// Validated CSR bags may hold duplicate entries whose sum overflows: the statistics of such
+/// a bag are refused, as for any non-finite value, though `Bags::new` accepted the entries.
+#[test]
+fn stk_statistics_refuse_duplicates_that_add_up_to_an_infinity() -> Result<(), Error> {
+    let csr = Csr::new(2, 2, vec![0, 2, 3], vec![1, 1, 0], vec![1e308, 1e308, 1.0])?;
+    let bags = Bags::new(Instances::Sparse(csr), vec![0, 1, 2])?;
+    let got = bag_statistics(&bags);
+    assert!(
+        matches!(&got, Err(Error::InvalidData(m)) if m.contains("bag 0 has a non-finite value")),
+        "{got:?}"
+    );
+    Ok(())
+}

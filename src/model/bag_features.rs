@@ -83,7 +83,8 @@ fn bag_min_max(bag: BagView<'_>, out: &mut [f64], check: Check) -> Result<()> {
                 for (&j, &v) in indices[r.clone()].iter().zip(&data[r]) {
                     row[j] += v;
                 }
-                if check == Check::Finite && !all_finite(&row) {
+                // always: duplicate entries of finite values can add up to an infinity
+                if !all_finite(&row) {
                     return Err(non_finite());
                 }
                 if p == 0 {
