@@ -31,6 +31,11 @@ One protocol for both sides (``benches/peers/runner.py``, the one file each side
   s=1); several = the point of best mean accuracy over ``--inner-folds`` inner stratified folds
   of the training part (the same inner folds for every side), then refitted on the training
   part;
+- with ``--milsvm-c-path`` and a grid, milsvm's inner grid is fitted the way ``milsvm cv`` fits
+  it: for the estimators with a path (``_c_path``), the values of C of each inner split (and
+  gamma) as one ``fit_path``, whose models equal independent fits bit for bit (SIL, STK, NSK,
+  sMIL, MILES; the same choices); its "inner" seconds are those ``fit_path`` calls. The peers
+  have no path and fit each value; the final fit (one C) is a plain ``fit`` on both sides;
 - milsvm ``n_jobs=1``; every process with ``OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=
   MKL_NUM_THREADS=1`` and without the machine's ``OPENBLAS_CORETYPE`` / ``OPENBLAS_L2_SIZE``
   (which slow NumPy), so both sides are single-threaded.
@@ -162,6 +167,8 @@ def run_fold(python, impl, method, data, splits, fold, args, work, floor=False):
     cmd = ["/usr/bin/time", "-v", python, str(RUNNER), "--impl", impl, "--method", method, "--data", str(data),
            "--splits", str(splits), "--fold", str(fold), "--C", *map(str, args.C),
            "--gamma-scales", *map(str, args.gamma_scales), "--out", str(out)] + (["--floor"] if floor else [])
+    if args.milsvm_c_path and impl == "milsvm":
+        cmd.append("--c-path")
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(),
                             start_new_session=True)
@@ -269,6 +276,9 @@ def main():
     ap.add_argument("--quick", action="store_true", help="smoke run: 2 folds, the first C and gamma only")
     ap.add_argument("--peer-python", default="/work/venv-peers/bin/python")
     ap.add_argument("--milsvm-python", default=sys.executable)
+    ap.add_argument("--milsvm-c-path", action="store_true",
+                    help="milsvm's inner grid the way milsvm cv runs it: the C values of each inner split as "
+                         "one fit_path, for the estimators with a path (the peers have none: one fit per C)")
     ap.add_argument("--peers-without-milsvm", action="store_true",
                     help="also run the peers of a method this milsvm build lacks (to check them)")
     ap.add_argument("--work", type=Path, default=None, help="folder for the .npz / splits (default: a temp dir)")
@@ -291,6 +301,8 @@ def main():
         f"{args.gamma_scales} x scale, {selection}; one single-threaded process per fold, "
         f"timeout {args.timeout:g} s")
     say(f"command: {' '.join([Path(sys.argv[0]).name] + sys.argv[1:])}")
+    if args.milsvm_c_path:
+        say("milsvm's inner grid: the C values of each inner split as one fit_path where the estimator has one")
     say(f"splits and arrays: {work}")
     results = []
     for name in args.sets:

@@ -22,83 +22,80 @@ use ndarray::{Array1, Array2};
 
 use crate::bags::{Bags, Instances};
 use crate::error::Result;
-use crate::fit::{Problem, Setup};
+use crate::fit::{by_value, only_fit, Problem, Setup};
 use crate::kernel::{Kernel, Rows};
 use crate::model::{bags_min_max, BagFeatures, Model, Pooling};
 use crate::params::{hyperparams, KernelKind, Range};
-use crate::progress::Cancel;
-use crate::smo::{DualSolution, InstanceGram, OnePerPoint, Smo, SmoParams, Termination};
+use crate::smo::{DualSolution, HingeSolver, InstanceGram, Termination};
 
 /// A fitted SIL or STK: the shared [`crate::fit::SvmFit`] (the instance expansion with max
 /// pooling for SIL; the statistic vectors of the support bags with [`BagFeatures::MinMax`] for
 /// STK).
 pub type PlainSvmFit = crate::fit::SvmFit;
 
-/// One hinge C-SVM dual over the points of `gram`: labels `y`, bounds `u`, linear term 1
-/// (the problem `sklearn.svm.SVC` solves with per-sample bounds `u`). Also the second stage of
-/// sbMIL and sAwMIL ([`crate::two_stage`]).
-pub(crate) fn hinge_dual(
-    gram: &InstanceGram<'_>,
-    y: &[f64],
-    u: &[f64],
-    params: SmoParams,
-    cancel: &Cancel,
-) -> Result<DualSolution> {
-    let layout = OnePerPoint::new(y.len());
-    let p = vec![1.0; y.len()];
-    Smo::new(gram, params)?
-        .with_cancel(cancel.clone())
-        .solve(&layout.problem(y, &p, u, 0.0), None)
-}
-
-/// The labels (+1 / -1) and bounds (`C w`) of the points of one binary problem.
+/// The labels (+1 / -1) and weights (the bound of point `t` is `C w_t`) of the points of one
+/// binary problem.
 pub(crate) type PointTargets = (Vec<f64>, Vec<f64>);
 
-/// The targets of SIL and STK: point `t` takes the label of its bag `owner[t]` in the problem
-/// and costs `c` times that bag's class weight.
-pub(crate) fn by_owner(owner: &[usize], c: f64, problem: &Problem) -> PointTargets {
+/// The targets of SIL and STK: point `t` takes the label and the class weight of its bag
+/// `owner[t]` in the problem.
+pub(crate) fn by_owner(owner: &[usize], problem: &Problem) -> PointTargets {
     let y = owner.iter().map(|&i| problem.targets[i]).collect();
-    let u = owner.iter().map(|&i| c * problem.weights[i]).collect();
-    (y, u)
+    let w = owner.iter().map(|&i| problem.weights[i]).collect();
+    (y, w)
 }
 
-/// The SVM over `points` (one per row) of every binary problem of `setup` (one-vs-rest beyond
-/// two classes, sharing the kernel rows), with the labels and bounds `targets` gives each
-/// problem's points; the model has coefficient `a_t y_t` on point `t`.
+/// The SVMs over `points` (one per row) at every value of `cs` (ascending; one for a single
+/// fit), of every binary problem of `setup` (one-vs-rest beyond two classes), with the labels
+/// and weights `targets` gives each problem's points. The kernel over the points (stored when
+/// it fits, [`InstanceGram`]) is computed once for every problem and value, and each problem's
+/// values are solved on one SMO ([`HingeSolver::path`]: the models equal independent fits bit
+/// for bit). Per value: the model, with coefficient `a_t y_t` on point `t`, and the dual
+/// solution of each problem.
 pub(crate) fn fit_points(
     setup: &Setup,
     points: &Instances,
     kernel: Kernel,
     smo: (f64, Option<usize>),
     pooling: Pooling,
+    cs: &[f64],
     targets: impl Fn(&Problem) -> Result<PointTargets> + Sync,
-) -> Result<(Model, Vec<DualSolution>)> {
+) -> Result<Vec<(Model, Vec<DualSolution>)>> {
     let (tol, max_iter) = smo;
     let gram = InstanceGram::new(kernel, Rows::from(points))?;
-    let cancel = setup.observer.cancel();
-    let sols = setup.one_vs_rest(|problem| {
-        let (y, u) = targets(problem)?;
-        let params = SmoParams {
-            tol,
-            max_iter,
-            cache_bytes: problem.cache_bytes,
-            ..SmoParams::default()
-        };
-        let sol = hinge_dual(&gram, &y, &u, params, cancel)?;
-        let coef: Vec<f64> = sol.alpha.iter().zip(&y).map(|(a, y)| a * y).collect();
-        Ok((coef, sol))
+    let solver = HingeSolver {
+        tol,
+        max_iter,
+        cancel: setup.observer.cancel(),
+    };
+    let paths = setup.one_vs_rest(|problem| {
+        let (y, w) = targets(problem)?;
+        let p = vec![1.0; y.len()];
+        let sols = solver.path(&gram, &y, &p, &w, cs, problem.cache_bytes)?;
+        Ok(sols
+            .into_iter()
+            .map(|sol| {
+                let coef: Vec<f64> = sol.alpha.iter().zip(&y).map(|(a, y)| a * y).collect();
+                (coef, sol)
+            })
+            .collect::<Vec<_>>())
     })?;
-    let coefs: Vec<&[f64]> = sols.iter().map(|(c, _)| c.as_slice()).collect();
-    let intercept = Array1::from_iter(sols.iter().map(|(_, s)| s.b));
-    let model = Model::from_instance_coefficients(
-        kernel,
-        points,
-        &coefs,
-        intercept,
-        setup.n_classes,
-        pooling,
-    );
-    Ok((model, sols.into_iter().map(|(_, s)| s).collect()))
+    Ok(by_value(paths)
+        .into_iter()
+        .map(|sols| {
+            let coefs: Vec<&[f64]> = sols.iter().map(|(c, _)| c.as_slice()).collect();
+            let intercept = Array1::from_iter(sols.iter().map(|(_, s)| s.b));
+            let model = Model::from_instance_coefficients(
+                kernel,
+                points,
+                &coefs,
+                intercept,
+                setup.n_classes,
+                pooling,
+            );
+            (model, sols.into_iter().map(|(_, s)| s).collect())
+        })
+        .collect())
 }
 
 /// The shared record of a single-SVM fit: the model and, per problem, the SMO's objective,
@@ -132,28 +129,38 @@ hyperparams! {
         /// SMO iteration cap (`None`: the solver's default).
         inner_max_iter: Option<usize> = None, check Range::AtLeast(1);
     }
-    fit -> PlainSvmFit;
+    fit -> PlainSvmFit, path path_impl;
 }
 
 impl SilValidParams {
     /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes, sharing
-    /// the instance kernel).
+    /// the instance kernel): the path of the one value `C`.
     fn fit_impl(&self, setup: &Setup) -> Result<PlainSvmFit> {
+        only_fit(self.path_impl(setup, &[self.c])?)
+    }
+
+    /// The fits at the ascending values `cs` ([`crate::fit::FitPath`]): the instance kernel
+    /// once, then per binary problem one SMO solve per value ([`fit_points`]).
+    fn path_impl(&self, setup: &Setup, cs: &[f64]) -> Result<Vec<PlainSvmFit>> {
         let bags = setup.bags;
         let x = bags.instances();
         let (kernel, gamma) = self.kernel.resolve(self.gamma, x);
         let owner: Vec<usize> = (0..bags.n_bags())
             .flat_map(|i| bags.bag_range(i).map(move |_| i))
             .collect();
-        let (model, sols) = fit_points(
+        let fits = fit_points(
             setup,
             x,
             kernel,
             (self.inner_tol, self.inner_max_iter),
             Pooling::Max,
-            |problem| Ok(by_owner(&owner, self.c, problem)),
+            cs,
+            |problem| Ok(by_owner(&owner, problem)),
         )?;
-        Ok(record(model, gamma, sols))
+        Ok(fits
+            .into_iter()
+            .map(|(model, sols)| record(model, gamma, sols))
+            .collect())
     }
 }
 
@@ -171,7 +178,7 @@ hyperparams! {
         /// SMO iteration cap (`None`: the solver's default).
         inner_max_iter: Option<usize> = None, check Range::AtLeast(1);
     }
-    fit -> PlainSvmFit;
+    fit -> PlainSvmFit, path path_impl;
 }
 
 /// The min/max statistic vectors of `bags` (`n_bags x 2 n_features`: per-feature minima, then
@@ -183,21 +190,34 @@ pub fn bag_statistics(bags: &Bags) -> Result<Array2<f64>> {
 
 impl StkValidParams {
     /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes, sharing
-    /// the kernel of the statistic vectors).
+    /// the kernel of the statistic vectors): the path of the one value `C`.
     fn fit_impl(&self, setup: &Setup) -> Result<PlainSvmFit> {
+        only_fit(self.path_impl(setup, &[self.c])?)
+    }
+
+    /// The fits at the ascending values `cs` ([`crate::fit::FitPath`]): the statistic vectors
+    /// and their kernel once, then per binary problem one SMO solve per value
+    /// ([`fit_points`]).
+    fn path_impl(&self, setup: &Setup, cs: &[f64]) -> Result<Vec<PlainSvmFit>> {
         let stats = Instances::from(bag_statistics(setup.bags)?);
         setup.observer.check()?;
         let (kernel, gamma) = self.kernel.resolve(self.gamma, &stats);
         let owner: Vec<usize> = (0..setup.bags.n_bags()).collect();
-        let (mut model, sols) = fit_points(
+        let fits = fit_points(
             setup,
             &stats,
             kernel,
             (self.inner_tol, self.inner_max_iter),
             Pooling::Mean,
-            |problem| Ok(by_owner(&owner, self.c, problem)),
+            cs,
+            |problem| Ok(by_owner(&owner, problem)),
         )?;
-        model.bag_features = BagFeatures::MinMax;
-        Ok(record(model, gamma, sols))
+        Ok(fits
+            .into_iter()
+            .map(|(mut model, sols)| {
+                model.bag_features = BagFeatures::MinMax;
+                record(model, gamma, sols)
+            })
+            .collect())
     }
 }

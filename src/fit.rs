@@ -50,7 +50,8 @@ where
 /// * RS: MI-Kernel's `K_set` once, its solves from zero (the greedy reduced-set construction
 ///   is not continuous in the coefficients): equal to independent fits bit for bit.
 /// * NSK: the bag kernel once; sMIL: its units and one SMO whose kernel-row cache serves every
-///   value. The SMO solves start from zero: equal to independent fits bit for bit (a start from
+///   value; SIL: the instance kernel once, STK: the statistic vectors and their kernel once
+///   (stored when they fit, else one SMO's kernel-row cache per problem serves every value). The SMO solves start from zero: equal to independent fits bit for bit (a start from
 ///   the previous dual scaled by `C_new / C_old` was measured and not kept, see
 ///   `HingeSolver::path` in [`crate::set_kernel_svm`]).
 /// * MILES: the embedding once; each LP solved from the slack basis, as an independent fit
@@ -133,6 +134,18 @@ impl CPath {
                 }
             })
             .collect()
+    }
+}
+
+/// The one fit of a path of one value (the single fit of a family with a path: `fit_impl` is
+/// `only_fit(self.path_impl(setup, &[self.c])?)`).
+pub(crate) fn only_fit<T>(mut fits: Vec<T>) -> Result<T> {
+    match (fits.pop(), fits.is_empty()) {
+        (Some(fit), true) => Ok(fit),
+        (found, _) => Err(crate::error::Error::Solver(format!(
+            "a C path of one value returned {} fits",
+            fits.len() + usize::from(found.is_some())
+        ))),
     }
 }
 

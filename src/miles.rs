@@ -101,9 +101,7 @@ pub struct MilesFit {
 impl MilesValidParams {
     /// Fits on bags with class indices `0..n_classes`.
     fn fit_impl(&self, setup: &Setup) -> Result<MilesFit> {
-        let mut fits = self.path_impl(setup, &[self.c])?;
-        fits.pop()
-            .ok_or_else(|| invalid_param("a C path of one value returned no fit"))
+        crate::fit::only_fit(self.path_impl(setup, &[self.c])?)
     }
 
     /// The concepts: every training instance (`None`, borrowed), or `n_concepts` chosen by

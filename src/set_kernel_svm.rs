@@ -31,7 +31,7 @@ use ndarray::{Array1, Array2};
 
 use crate::bags::{Bags, Instances};
 use crate::error::{Error, Result};
-use crate::fit::{by_value, Setup};
+use crate::fit::{by_value, only_fit, Setup};
 use crate::kernel::Kernel;
 use crate::kernel::Rows;
 use crate::model::{Model, Pooling};
@@ -39,8 +39,7 @@ use crate::params::{choices, hyperparams, KernelKind, Range, SvmRoute};
 use crate::progress::Cancel;
 use crate::set_kernel::set_kernel_gram_cancellable;
 use crate::smo::{
-    ComboGram, DualSolution, GramRows, InstanceGram, OnePerPoint, PrecomputedGram, Smo, SmoParams,
-    Termination,
+    ComboGram, DualSolution, HingeSolver, InstanceGram, PrecomputedGram, Termination,
 };
 use crate::solver::linear_hinge::{HingeLoss, LinearHinge};
 
@@ -82,53 +81,6 @@ pub fn nsk_gram(
         }
     }
     Ok((k, diag))
-}
-
-/// The SMO settings of NSK and sMIL: one hinge C-SVM dual per binary problem.
-struct HingeSolver<'a> {
-    tol: f64,
-    max_iter: Option<usize>,
-    cancel: &'a Cancel,
-}
-
-impl HingeSolver<'_> {
-    /// Solves the dual over the units of `gram` (`p` linear term, bounds `C w_i` with `w` the
-    /// unit weights) at every value `C` of `cs`, on one [`Smo`], whose kernel-row cache (of
-    /// `cache_bytes`, the problem's share) serves every solve ([`crate::fit::FitPath`]). Each solve starts from `a = 0`, as an independent
-    /// fit does, so the solutions equal independent fits bit for bit. Starts from the previous
-    /// solution (alpha seeding) were measured and not kept. Scaled by `C_new / C_old`, they
-    /// took about as many SMO iterations (sMIL on MUSK2, C = 0.1 ... 1000: 252, 413, 611, 484,
-    /// 522 against 252, 400, 446, 446, 446 from zero; on C = 2^-4 ... 2^8, 7959 against 9199
-    /// in all, and more on Elephant). Unscaled (feasible as `C` grows), they took 14-53% fewer
-    /// iterations on that grid (sMIL on MUSK2: 4327 against 9199; the path 1.0 s against
-    /// 1.6 s), but every solve stops elsewhere within `inner_tol`: decision values moved by up
-    /// to 2e-3 (with the scaled start, at the default `inner_tol = 1e-3`, such a different
-    /// stopping point changed an inner-CV choice of C). The path keeps the independent fits'
-    /// models, and so their choices, instead.
-    fn path<G: GramRows>(
-        &self,
-        gram: &G,
-        y: &[f64],
-        p: &[f64],
-        w: &[f64],
-        cs: &[f64],
-        cache_bytes: usize,
-    ) -> Result<Vec<DualSolution>> {
-        let layout = OnePerPoint::new(y.len());
-        let params = SmoParams {
-            tol: self.tol,
-            max_iter: self.max_iter,
-            cache_bytes,
-            ..SmoParams::default()
-        };
-        let mut smo = Smo::new(gram, params)?.with_cancel(self.cancel.clone());
-        cs.iter()
-            .map(|&c| {
-                let u: Vec<f64> = w.iter().map(|w| c * w).collect();
-                smo.solve(&layout.problem(y, p, &u, 0.0), None)
-            })
-            .collect()
-    }
 }
 
 /// One binary problem's result over units (bags or singletons): instance coefficients
@@ -181,7 +133,7 @@ impl NskValidParams {
     /// Fits on bags with class indices `0..n_classes` (one-vs-rest beyond two classes, sharing
     /// the bag kernel): the path of the one value `C`.
     fn fit_impl(&self, setup: &Setup) -> Result<NskFit> {
-        one_fit(self.path_impl(setup, &[self.c])?)
+        only_fit(self.path_impl(setup, &[self.c])?)
     }
 
     /// The fits at the ascending values `cs` ([`crate::fit::FitPath`]): the bag kernel once,
@@ -227,12 +179,6 @@ impl NskValidParams {
             })
             .collect())
     }
-}
-
-/// The one fit of a path of one value.
-fn one_fit(mut fits: Vec<NskFit>) -> Result<NskFit> {
-    fits.pop()
-        .ok_or_else(|| Error::Solver("an empty C path".into()))
 }
 
 fn finish(
@@ -372,7 +318,7 @@ impl SmilValidParams {
     /// problem has its own units): the path of the one value `C`. Also the first stage of
     /// sbMIL and sAwMIL ([`crate::two_stage`]).
     pub(crate) fn fit_impl(&self, setup: &Setup) -> Result<NskFit> {
-        one_fit(self.path_impl(setup, &[self.c])?)
+        only_fit(self.path_impl(setup, &[self.c])?)
     }
 
     /// The fits at the ascending values `cs` ([`crate::fit::FitPath`]): per binary problem its

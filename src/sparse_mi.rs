@@ -118,9 +118,7 @@ impl SparseMiValidParams {
     /// Two classes give one problem (class 1 positive); more give one-vs-rest problems that
     /// share the expansion vectors. The path of the one value `C`.
     fn fit_impl(&self, setup: &Setup) -> Result<SparseMiFit> {
-        let mut fits = self.path_impl(setup, &[self.c])?;
-        fits.pop()
-            .ok_or_else(|| crate::error::Error::Solver("SparseMI: an empty C path".into()))
+        crate::fit::only_fit(self.path_impl(setup, &[self.c])?)
     }
 
     /// The fits at the ascending values `cs` ([`crate::fit::FitPath`]). The starting

@@ -60,7 +60,7 @@ use ndarray::Array2;
 
 use crate::baselines::{fit_points, record};
 use crate::error::Result;
-use crate::fit::{Setup, SvmFit};
+use crate::fit::{only_fit, Setup, SvmFit};
 use crate::model::Pooling;
 use crate::params::{choices, hyperparams, KernelKind, ParamGuard, Range};
 use crate::progress::Progress;
@@ -271,17 +271,18 @@ impl TwoStageValidParams {
             .unzip();
         setup.observer.check()?;
         // stage 2: SIL's instance SVM on the relabelled instances, costs by bag
-        let (model, sols) = fit_points(
+        let (model, sols) = only_fit(fit_points(
             setup,
             x,
             first.model.kernel,
             (self.inner_tol, self.inner_max_iter),
             Pooling::Max,
+            &[self.c],
             |problem| {
-                let u = owner.iter().map(|&i| self.c * problem.weights[i]).collect();
-                Ok((instance_labels[problem.index].clone(), u))
+                let w = owner.iter().map(|&i| problem.weights[i]).collect();
+                Ok((instance_labels[problem.index].clone(), w))
             },
-        )?;
+        )?)?;
         let svm = record(model, first.gamma, sols);
         report(2, &svm.objective);
         Ok(TwoStageFit {

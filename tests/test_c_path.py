@@ -1,8 +1,8 @@
 """``fit_path``: a grid over ``C`` as one path, against independent fits, and the command line's
 inner grid search with and without paths.
 
-Tolerances. ReducedSet, NSK and sMIL paths reuse only what does not depend on ``C`` (the
-set-kernel matrix, the kernel-row cache) and start every solve where an independent fit does:
+Tolerances. ReducedSet, NSK, sMIL, SIL and STK paths reuse only what does not depend on ``C``
+(the set-kernel matrix, the instance or statistic kernel, the kernel-row cache) and start every solve where an independent fit does:
 their models equal independent fits bit for bit, as do MILES paths (the embedding computed once,
 every LP solved from the slack basis). MIKernel and RSVM start each Newton solve from
 the previous ``C``'s solution; Newton stops at a relative gradient of 1e-10 from either start and
@@ -29,6 +29,8 @@ PATHS = {
     "sMIL": ({}, 0.0),
     "RSVM": ({"n_xv": 5, "random_state": 0}, 1e-7),
     "MILES": ({}, 0.0),  # the embedding reused, each LP from the slack basis: bit for bit
+    "SIL": ({}, 0.0),  # the instance kernel reused, every SMO solve from zero: bit for bit
+    "STK": ({}, 0.0),  # the statistic vectors and their kernel reused: bit for bit
 }
 
 
@@ -71,7 +73,7 @@ def test_path_equals_independent_fits(name):
 @given(cs=st.lists(st.floats(1e-3, 1e3), min_size=1, max_size=4), seed=st.integers(0, 2**16))
 def test_paths_equal_independent_fits_on_any_values(cs, seed):
     bags, y = noisy_bags(seed, n_bags=12)
-    for cls, tol in ((milsvm.NSK, 0.0), (milsvm.MIKernel, 1e-7)):
+    for cls, tol in ((milsvm.NSK, 0.0), (milsvm.STK, 0.0), (milsvm.MIKernel, 1e-7)):
         fitted = cls().fit_path(bags, y, cs)
         for e, c in zip(fitted, cs):
             alone = cls(C=c).fit(bags, y)
@@ -137,7 +139,7 @@ def test_path_with_probability_and_bad_other_parameters():
     assert fitted[0].C == 1.0
 
 
-@pytest.mark.parametrize("name", ["NSK", "MIKernel", "RSVM"])
+@pytest.mark.parametrize("name", ["NSK", "MIKernel", "RSVM", "STK"])
 def test_cv_choices_are_the_same_with_and_without_paths(name, monkeypatch):
     from milsvm._crossval import cross_validate, n_fits
 

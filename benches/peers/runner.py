@@ -232,6 +232,13 @@ class Adapter:
 
 
 # --------------------------------------------------------------------------- the protocol
+def _has_path(method):
+    """Whether milsvm's estimator of ``method`` fits a grid over C as one path."""
+    from milsvm._registry import ESTIMATORS
+
+    return bool(ESTIMATORS[MILSVM_CLASS.get(method, method)]._c_path)
+
+
 def fit_score(impl, method, C, gscale, train_bags, y_train, test_bags, threads):
     """Standardise on the training part, gamma = gscale x scale over it, fit, score the test
     part. Returns (scores, predictions, fit seconds, gamma, adapter)."""
@@ -245,6 +252,20 @@ def fit_score(impl, method, C, gscale, train_bags, y_train, test_bags, threads):
     return s, model.predict(te, s), seconds, gamma, model
 
 
+def inner_path_scores(method, Cs, gs, itr_bags, y_itr, iva_bags, threads):
+    """milsvm's own route for a grid over C (``--c-path``): the values ``Cs`` on one inner
+    split as one ``fit_path`` (what ``milsvm cv`` does for an estimator with a path), standardised
+    and with gamma worked out as ``fit_score`` does. Returns the 0/1 predictions of the
+    validation bags per value of ``Cs`` and the seconds of the ``fit_path`` call."""
+    tr, va = standardise(itr_bags, iva_bags)
+    gamma = gs * gamma_scale(method, tr)
+    model = Adapter("milsvm", method, Cs[0], gamma, threads)
+    t0 = time.perf_counter()
+    fitted = model.est.fit_path(tr, y_itr, Cs)
+    seconds = time.perf_counter() - t0
+    return [np.asarray(e.predict(va)).astype(int) for e in fitted], seconds
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--impl", required=True, choices=["milsvm", "misvm", "sawmil", "sawmil-s1osqp", "mil"])
@@ -256,6 +277,9 @@ def main():
     ap.add_argument("--gamma-scales", type=float, nargs="+", required=True)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--c-path", action="store_true",
+                    help="milsvm only, with several C for an estimator with a path: fit the C values of "
+                         "each inner split and gamma as one fit_path (inner_path_scores)")
     ap.add_argument("--floor", action="store_true",
                     help="everything but the fits: read the data, standardise, import the library and build "
                          "the estimator (the process's RSS floor)")
@@ -283,7 +307,18 @@ def main():
                 # Inner CV on the training part (the driver's inner folds, the same for every
                 # side): the grid point of best mean accuracy, ties to the first.
                 acc, inner_fit = [], 0.0
-                for c, g in grid:
+                path = args.c_path and args.impl == "milsvm" and len(args.C) > 1 and _has_path(args.method)
+                if path:
+                    per_point = {}
+                    for g in args.gamma_scales:
+                        for itr, iva in fold["inner"]:
+                            preds, sec = inner_path_scores(args.method, args.C, g, take(itr), y[itr], take(iva),
+                                                           args.threads)
+                            inner_fit += sec
+                            for c, p in zip(args.C, preds):
+                                per_point.setdefault((c, g), []).append(np.mean(p == y[iva]))
+                    acc = [float(np.mean(per_point[point])) for point in grid]
+                for c, g in ([] if path else grid):
                     a = []
                     for itr, iva in fold["inner"]:
                         _, p, sec, _, _ = fit_score(args.impl, args.method, c, g, take(itr), y[itr], take(iva),
@@ -291,6 +326,7 @@ def main():
                         a.append(np.mean(p == y[iva]))
                         inner_fit += sec
                     acc.append(float(np.mean(a)))
+                rec["c_path"] = path
                 C, gs = grid[int(np.argmax(acc))]
                 rec["inner_accuracy"] = acc
                 rec["inner_fit_seconds"] = inner_fit  # the inner fits' `fit` calls alone

@@ -294,13 +294,14 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
     def fit_path(self, bags, y, Cs):
         """Fit one copy of this estimator per value of ``C`` in ``Cs``, as one path.
 
-        Where the core has a path (``_c_path``: MIKernel, ReducedSet, NSK, sMIL, RSVM, MILES),
-        what does not depend on ``C`` is computed once (the set-kernel matrix, the kernel-row
-        cache, the expansion vectors and their kernel values, MILES's embedding). MIKernel and RSVM start each solve from
-        the solution at the next smaller ``C`` (their Newton solver ends at the exact minimiser
-        from any start: the models equal independent fits to about 1e-9 of the scores);
-        ReducedSet, NSK, sMIL and MILES start every solve as an independent fit does, and their
-        models equal independent fits bit for bit. The other estimators (SparseMI, the annealing family,
+        Where the core has a path (``_c_path``: MIKernel, ReducedSet, NSK, sMIL, RSVM, MILES,
+        SIL, STK), what does not depend on ``C`` is computed once (the set-kernel matrix, the
+        kernel-row cache, the expansion vectors and their kernel values, MILES's embedding,
+        SIL's instance kernel, STK's statistic vectors and their kernel). MIKernel and RSVM
+        start each solve from the solution at the next smaller ``C`` (their Newton solver ends
+        at the exact minimiser from any start: the models equal independent fits to about 1e-9
+        of the scores); ReducedSet, NSK, sMIL, MILES, SIL and STK start every solve as an
+        independent fit does, and their models equal independent fits bit for bit. The other estimators (SparseMI, the annealing family,
         SVMCC) are fitted once per value: their outer loops are not convex, and a start from
         another ``C`` could change the result. With ``random_state=None`` a path draws one seed
         for all values, independent fits one each.

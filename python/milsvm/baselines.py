@@ -51,6 +51,7 @@ class SIL(SingleSVMClassifier):
 
     _core_fit = "fit_sil"
     _poolings = ("max",)
+    _c_path = True
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight=None, inner_tol=1e-3, inner_max_iter=None,
                  probability=False, n_jobs=None, verbose=0):
@@ -107,6 +108,7 @@ class STK(SingleSVMClassifier):
 
     _core_fit = "fit_stk"
     _poolings = ("mean",)
+    _c_path = True
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight=None, inner_tol=1e-3, inner_max_iter=None,
                  probability=False, n_jobs=None, verbose=0):

@@ -16,8 +16,8 @@ use crate::kernel::Rows;
 /// with offsets `bag_ptr`: as [`Predictor::decision_function_rows`] of each model (each
 /// checked by [`Model::check`]), with the
 /// kernel values computed once over the union of the models' expansion vectors (rows equal bit
-/// for bit are one vector). The models must share the kernel, the pooling, the number of
-/// features and the scaler; calibrations are ignored. The scores equal each model's own up to
+/// for bit are one vector). The models must share the kernel, the pooling, the bag features
+/// (instances, or STK's min/max statistic vectors), the number of features and the scaler; calibrations are ignored. The scores equal each model's own up to
 /// rounding (the sums run over the union, with zero coefficients for another model's
 /// vectors). Models with CSR expansion vectors are scored one by one.
 pub fn decision_functions(
@@ -44,12 +44,13 @@ pub(crate) fn decision_functions_of_checked(
     for m in models {
         if m.kernel != first.kernel
             || m.pooling != first.pooling
+            || m.bag_features != first.bag_features
             || m.n_features() != first.n_features()
             || m.scaler != first.scaler
         {
             return Err(invalid_param(
-                "models scored together must share the kernel, the pooling, the number of \
-                 features and the scaler",
+                "models scored together must share the kernel, the pooling, the bag features, \
+                 the number of features and the scaler",
             ));
         }
     }
@@ -68,7 +69,8 @@ pub(crate) fn decision_functions_of_checked(
     };
     // The union of the expansion vectors, in order of first appearance, and each model's
     // vectors' positions in it.
-    let d = first.n_features();
+    // the width of an expansion vector (twice the input features for min/max statistics)
+    let d = dense[0].ncols();
     // rows keyed by a fast hash of their bits; equal hashes are confirmed bit for bit
     let mut index: HashMap<u64, Vec<usize>> = HashMap::new();
     let mut union: Vec<f64> = Vec::new();
@@ -122,6 +124,7 @@ pub(crate) fn decision_functions_of_checked(
         if rows_out == 1 { 2 } else { rows_out },
         first.pooling,
     );
+    stacked.bag_features = first.bag_features;
     stacked.scaler = first.scaler.clone();
     let scores = Predictor::new(&stacked)?.decision_function_rows(rows, bag_ptr)?;
     let mut at = 0;
@@ -202,6 +205,28 @@ mod tests {
             Pooling::Mean,
         );
         assert!(decision_functions(&[&a, &c], Rows::Dense(x.view()), &bag_ptr).is_err());
+        // models over the bags' min/max statistic vectors (STK): 2 x 2 columns
+        let stk = |coef: ndarray::Array2<f64>| {
+            let mut m = Model::new(
+                k,
+                array![[0.0, 1.0, 1.0, 2.0], [-1.0, 0.5, 2.0, 0.5]],
+                coef,
+                array![0.1],
+                2,
+                Pooling::Mean,
+            );
+            m.bag_features = crate::model::BagFeatures::MinMax;
+            m
+        };
+        let (s1, s2) = (stk(array![[1.0, -0.5]]), stk(array![[0.0, 2.0]]));
+        let together = decision_functions(&[&s1, &s2], Rows::Dense(x.view()), &bag_ptr)?;
+        for (m, s) in [&s1, &s2].iter().zip(&together) {
+            let own = Predictor::new(m)?.decision_function_rows(Rows::Dense(x.view()), &bag_ptr)?;
+            for (u, v) in s.iter().zip(&own) {
+                assert!((u - v).abs() <= 1e-12, "min/max: {u} vs {v}");
+            }
+        }
+        assert!(decision_functions(&[&s1, &a], Rows::Dense(x.view()), &bag_ptr).is_err());
         Ok(())
     }
 }

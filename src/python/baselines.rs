@@ -11,7 +11,8 @@ fit_bindings!(
     fit_sil_hyperparameters,
     SilParams,
     PySvmFit,
-    register_sil
+    register_sil,
+    path fit_sil_path
 );
 
 fit_bindings!(
@@ -21,7 +22,8 @@ fit_bindings!(
     fit_stk_hyperparameters,
     StkParams,
     PySvmFit,
-    register_stk
+    register_stk,
+    path fit_stk_path
 );
 
 /// Adds the SIL and STK fits to the module.

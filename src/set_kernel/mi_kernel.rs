@@ -217,9 +217,7 @@ impl MiKernelValidParams {
     /// (class 1 positive), independent one-vs-rest problems sharing `K_set` otherwise (solved
     /// in parallel). RS runs it inside its own fit. The path of the one value `C`.
     pub(super) fn fit_impl(&self, setup: &Setup) -> Result<MiKernelFit> {
-        let mut fits = self.path_from(setup, &[self.c], false)?;
-        fits.pop()
-            .ok_or_else(|| Error::Solver("MI-Kernel: an empty path".into()))
+        crate::fit::only_fit(self.path_from(setup, &[self.c], false)?)
     }
 
     /// The fits at the ascending values `cs` ([`crate::fit::FitPath`]): `K_set` once, then per

@@ -48,7 +48,7 @@
 //! * gradient reconstruction sums whole rows per point when it rebuilds many samples.
 //!
 //! The files: `problem` holds the problem, the settings, the result and the repair of a start to
-//! the equality; `gram` the kernel sources ([`GramRows`] and its implementations); `cache` the
+//! the equality; `hinge` the hinge C-SVM at a path of `C` values ([`HingeSolver`]); `gram` the kernel sources ([`GramRows`] and its implementations); `cache` the
 //! kernel-row LRU cache; `state` the state of one solve (gradient and its reconstruction,
 //! working-set selection, shrinking, the two-variable update, the main loop); `scan` its
 //! per-iteration scans; this file the driver [`Smo`], which keeps the cache between solves.
@@ -61,6 +61,7 @@ use crate::progress::Cancel;
 
 mod cache;
 mod gram;
+mod hinge;
 mod problem;
 mod scan;
 mod state;
@@ -68,6 +69,7 @@ mod stored;
 
 use cache::RowCache;
 pub use gram::{max_weights, ComboGram, GramRows, InstanceGram, PrecomputedGram, STORE_MAX_BYTES};
+pub use hinge::HingeSolver;
 pub use problem::{
     repair_equality, DualProblem, DualSolution, OnePerPoint, SmoParams, Termination,
     FIT_CACHE_BYTES,
