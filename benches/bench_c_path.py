@@ -16,7 +16,7 @@ wall-clock seconds of the whole CV, the summed seconds of the inner grid-search 
 ratio, and whether every fold chose the same C with the same inner accuracies and gave the
 same outer accuracy.
 
-The estimators with a path (MIKernel, ReducedSet, NSK, sMIL, RSVM) take their default
+The estimators with a path (MIKernel, ReducedSet, NSK, sMIL, RSVM, SIL, STK) take their default
 parameters (rbf, default gamma) with ``random_state=0`` where they have one; SparseMI (its
 descent refitted at every C: ``fit_path`` is one fit per C) is the reference without a path.
 Estimators run with ``n_jobs=1``. NumPy runs in the timed code (scaling, scoring), so run
@@ -24,6 +24,11 @@ without the machine's OpenBLAS overrides:
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/time -v \\
         python benches/bench_c_path.py > benches/results/c_path.txt
+
+SIL and STK (their paths came later, session 34) were run apart:
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/time -v python benches/bench_c_path.py \\
+        --estimators SIL STK --datasets musk1 elephant > benches/results/c_path_sil_stk.txt
 """
 
 from __future__ import annotations
@@ -53,6 +58,8 @@ ESTIMATORS = {
     "sMIL": {},
     "RSVM": {"random_state": 0},
     "SparseMI": {"random_state": 0},
+    "SIL": {},
+    "STK": {},
 }
 
 #: Outer folds of the CV part per data set (10 where it is quick; fewer on the large sets).
