@@ -3,7 +3,7 @@
 //! come in any order and repeat; the path gives the same result for any number of threads; bad
 //! values are refused.
 //!
-//! Tolerances. RS, NSK, sMIL and SparseMI reuse only what does not depend on `C` and solve
+//! Tolerances. RS, NSK, sMIL, SIL, STK and SparseMI reuse only what does not depend on `C` and solve
 //! from the same start as an independent fit: bit for bit equal. MI-Kernel and RSVM start each
 //! Newton solve from the previous `C`'s solution; the solver stops at a relative gradient of
 //! 1e-10 from either start and both reach the exact minimiser, so the decision values agree to
@@ -15,7 +15,7 @@ use common::TestResult;
 use milsvm::bags::{Bags, Instances};
 use milsvm::set_kernel::{MiKernelParams, ReducedSetParams};
 use milsvm::set_kernel_svm::{NskParams, SetNorm, SmilParams};
-use milsvm::{ClassWeight, Error, FitPath, Model, SparseMiParams};
+use milsvm::{ClassWeight, Error, FitPath, Model, SilParams, SparseMiParams, StkParams};
 use ndarray::{Array2, Axis};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -179,6 +179,30 @@ fn smo_paths_are_independent_fits() -> TestResult {
             let alone = p.clone().c(c).fit(&bags, &labels)?;
             assert_eq!(fit.alpha, alone.alpha, "sMIL C={c}");
             assert_eq!(fit.model.intercept, alone.model.intercept);
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn sil_and_stk_paths_are_independent_fits() -> TestResult {
+    // the instance kernel (SIL) or the statistic vectors and their kernel (STK) once, every
+    // solve from zero: the same dual solutions and models, bit for bit
+    for (seed, n_classes) in [(10, 2), (11, 3)] {
+        let (bags, labels) = noisy_bags(seed, 30, n_classes, 1.5);
+        let p = SilParams::new().class_weight(ClassWeight::Balanced);
+        let path = p.fit_path(&bags, &labels, &CS)?;
+        for (fit, &c) in path.iter().zip(&CS) {
+            let alone = p.clone().c(c).fit(&bags, &labels)?;
+            assert_eq!(fit.alpha, alone.alpha, "SIL C={c}");
+            assert_eq!(fit.model, alone.model, "SIL C={c}");
+        }
+        let p = StkParams::new();
+        let path = p.fit_path(&bags, &labels, &CS)?;
+        for (fit, &c) in path.iter().zip(&CS) {
+            let alone = p.clone().c(c).fit(&bags, &labels)?;
+            assert_eq!(fit.alpha, alone.alpha, "STK C={c}");
+            assert_eq!(fit.model, alone.model, "STK C={c}");
         }
     }
     Ok(())

@@ -14,12 +14,12 @@ use crate::kernel::Rows;
 
 /// Bag scores of every model (each `n_bags x n_outputs` of its model) on the bags of `rows`
 /// with offsets `bag_ptr`: as [`Predictor::decision_function_rows`] of each model (each
-/// checked by [`Model::check`]), with the
-/// kernel values computed once over the union of the models' expansion vectors (rows equal bit
-/// for bit are one vector). The models must share the kernel, the pooling, the bag features
-/// (instances, or STK's min/max statistic vectors), the number of features and the scaler; calibrations are ignored. The scores equal each model's own up to
-/// rounding (the sums run over the union, with zero coefficients for another model's
-/// vectors). Models with CSR expansion vectors are scored one by one.
+/// checked by [`Model::check`]), with the kernel values computed once over the union of the
+/// models' expansion vectors (rows equal bit for bit are one vector). The models must share
+/// the kernel, the pooling, the bag features (instances, or STK's min/max statistic vectors),
+/// the number of features and the scaler; calibrations are ignored. The scores equal each
+/// model's own up to rounding (the sums run over the union, with zero coefficients for another
+/// model's vectors). Models with CSR expansion vectors are scored one by one.
 pub fn decision_functions(
     models: &[&Model],
     rows: Rows<'_>,

@@ -2,8 +2,7 @@
 //! `min 1/2 a^T Q a - p^T a, y^T a = 0, 0 <= a_i <= C w_i` (LIBSVM's C-SVC with per-sample
 //! weights `w_i` and linear term `p`), one [`Smo`] for every value.
 
-use super::DualSolution;
-use super::{GramRows, OnePerPoint, Smo, SmoParams};
+use super::{DualSolution, GramRows, OnePerPoint, Smo, SmoParams};
 use crate::error::Result;
 use crate::progress::Cancel;
 

@@ -48,8 +48,8 @@
 //! * gradient reconstruction sums whole rows per point when it rebuilds many samples.
 //!
 //! The files: `problem` holds the problem, the settings, the result and the repair of a start to
-//! the equality; `hinge` the hinge C-SVM at a path of `C` values ([`HingeSolver`]); `gram` the kernel sources ([`GramRows`] and its implementations); `cache` the
-//! kernel-row LRU cache; `state` the state of one solve (gradient and its reconstruction,
+//! the equality; `hinge` the hinge C-SVM at a path of `C` values ([`HingeSolver`]); `gram` the
+//! kernel sources ([`GramRows`] and its implementations); `cache` the kernel-row LRU cache; `state` the state of one solve (gradient and its reconstruction,
 //! working-set selection, shrinking, the two-variable update, the main loop); `scan` its
 //! per-iteration scans; this file the driver [`Smo`], which keeps the cache between solves.
 //!
