@@ -8,7 +8,8 @@ mod common;
 use common::{to_csr, TestResult};
 use milsvm::bags::{Bags, Csr, DenseF64, Instances};
 use milsvm::model::{
-    fit_sigmoid, BagView, Calibration, Model, Pooling, Predictor, Scaler, Workspace, FORMAT_VERSION,
+    fit_sigmoid, BagFeatures, BagView, Calibration, Model, Pooling, Predictor, Scaler, Workspace,
+    FORMAT_VERSION,
 };
 use milsvm::{Error, Kernel};
 use ndarray::{array, Array1, Array2};
@@ -836,27 +837,48 @@ fn the_file_keeps_the_scaler_and_the_sigmoid_and_refuses_bad_ones_naming_the_fie
 }
 
 /// An ensemble's probabilities are the mean of its members' Platt probabilities of their own
-/// scores (closed form), on one bag and many, with a scaler shared by the members; the file
-/// keeps the members exactly and refuses a faulty one under `ensemble[k]`.
+/// scores (closed form), on one bag and many, with a scaler shared by the members (the model
+/// standardises, and for STK's min/max statistics summarises, the bags once for all members);
+/// the file keeps the members exactly and refuses a faulty one under `ensemble[k]`.
 #[test]
 fn an_ensemble_averages_its_members_calibrated_probabilities() -> TestResult {
     let mut rng = ChaCha8Rng::seed_from_u64(29);
-    for (n_classes, sparse) in [(2, false), (3, false), (2, true)] {
+    for (n_classes, sparse, min_max) in [
+        (2, false, false),
+        (3, false, false),
+        (2, true, false),
+        (2, false, true),
+        (3, false, true),
+    ] {
         let kernel = Kernel::Rbf { gamma: 0.3 };
-        let mut model = random_model(&mut rng, 4, 3, n_classes, kernel, Pooling::Max, sparse);
+        // min/max models expand over 2 x 3 statistics with mean pooling
+        let (width, pooling) = if min_max {
+            (6, Pooling::Mean)
+        } else {
+            (3, Pooling::Max)
+        };
+        let with_features = |mut m: Model| {
+            if min_max {
+                m.bag_features = BagFeatures::MinMax;
+            }
+            m
+        };
+        let mut model = with_features(random_model(
+            &mut rng, 4, width, n_classes, kernel, pooling, sparse,
+        ));
         let n_out = model.n_outputs();
         let mut members = Vec::new();
         for k in 0..3 {
             let gamma = 0.2 + 0.1 * k as f64; // fold models may differ in gamma
-            let mut m = random_model(
+            let mut m = with_features(random_model(
                 &mut rng,
                 2 + k,
-                3,
+                width,
                 n_classes,
                 Kernel::Rbf { gamma },
-                Pooling::Max,
+                pooling,
                 sparse,
-            );
+            ));
             m.calibration = Some(Calibration {
                 a: (0..n_out).map(|_| -0.5 - rng.random::<f64>()).collect(),
                 b: (0..n_out).map(|_| rng.random::<f64>() - 0.5).collect(),

@@ -381,11 +381,15 @@ impl Predictor {
             let mut proba = std::mem::take(&mut ws.member_proba);
             proba.resize(out.len(), 0.0);
             out.fill(0.0);
-            let result = self.members.iter().try_for_each(|member| {
-                member.score_bag(bag, ws, &mut scores)?;
-                member.calibration()?.probabilities(&scores, &mut proba);
-                out.iter_mut().zip(&proba).for_each(|(o, p)| *o += p);
-                Ok(())
+            // the members share the model's width, scaler and bag features (`Model::check`):
+            // the bag is checked, standardised and summarised once for all of them
+            let result = self.with_input_bag(bag, ws, |input, ws| {
+                self.members.iter().try_for_each(|member| {
+                    member.score_raw(input, ws, &mut scores)?;
+                    member.calibration()?.probabilities(&scores, &mut proba);
+                    out.iter_mut().zip(&proba).for_each(|(o, p)| *o += p);
+                    Ok(())
+                })
             });
             let k = self.members.len() as f64;
             out.iter_mut().for_each(|o| *o /= k);
@@ -400,10 +404,20 @@ impl Predictor {
     /// of [`Predictor::decision_function_rows`], or with an ensemble the mean of its members'
     /// (as [`Predictor::predict_proba_bag`]). Fails if the model has no probabilities.
     pub fn predict_proba_rows(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
+        // the members share the model's width, scaler and bag features (`Model::check`): the
+        // rows are checked, standardised and summarised once for all of them
+        self.with_input_rows(rows, bag_ptr, |points, ptr| {
+            self.proba_of_points(points, ptr)
+        })
+    }
+
+    /// [`Predictor::predict_proba_rows`] of the points the expansion reads
+    /// ([`Predictor::with_input_rows`]).
+    fn proba_of_points(&self, points: Rows<'_>, ptr: &[usize]) -> Result<Array2<f64>> {
         if !self.members.is_empty() {
             let mut total: Option<Array2<f64>> = None;
             for member in &self.members {
-                let p = member.predict_proba_rows(rows, bag_ptr)?;
+                let p = member.proba_of_points(points, ptr)?;
                 match &mut total {
                     Some(t) => *t += &p,
                     None => total = Some(p),
@@ -413,7 +427,7 @@ impl Predictor {
             return Ok(total.map(|t| t / k).unwrap_or_default());
         }
         let calibration = self.calibration()?;
-        let scores = self.decision_function_rows(rows, bag_ptr)?;
+        let scores = self.pooled_rows(points, ptr)?;
         let mut out = Array2::zeros((scores.nrows(), self.n_classes()));
         for (s, mut o) in scores.rows().into_iter().zip(out.rows_mut()) {
             if let (Some(s), Some(o)) = (s.as_slice(), o.as_slice_mut()) {
@@ -439,13 +453,6 @@ impl Predictor {
     /// Fails on a bag of the wrong width, an empty bag or a non-finite value (`out` is then
     /// unspecified).
     pub fn score_bag(&self, bag: BagView<'_>, ws: &mut Workspace, out: &mut [f64]) -> Result<()> {
-        if bag.n_features() != self.n_features {
-            return Err(Error::Mismatch(format!(
-                "the bag has {} features, the model was fitted on {}",
-                bag.n_features(),
-                self.n_features
-            )));
-        }
         if out.len() != self.n_outputs() {
             return Err(Error::Mismatch(format!(
                 "the output buffer has {} values, the model has {} outputs",
@@ -453,22 +460,46 @@ impl Predictor {
                 self.n_outputs()
             )));
         }
+        self.with_input_bag(bag, ws, |input, ws| self.score_raw(input, ws, out))
+    }
+
+    /// Runs `f` on what the expansion reads of one bag: the bag
+    /// standardised by the model's [`Scaler`] if it has one, then its statistic vector for
+    /// [`BagFeatures::MinMax`] (both held in the workspace, taken out while `f` reads them).
+    /// Fails on a bag of the wrong width or an empty bag.
+    fn with_input_bag<T>(
+        &self,
+        bag: BagView<'_>,
+        ws: &mut Workspace,
+        f: impl FnOnce(BagView<'_>, &mut Workspace) -> Result<T>,
+    ) -> Result<T> {
+        if bag.n_features() != self.n_features {
+            return Err(Error::Mismatch(format!(
+                "the bag has {} features, the model was fitted on {}",
+                bag.n_features(),
+                self.n_features
+            )));
+        }
         if bag.n_instances() == 0 {
             return Err(Error::InvalidData("the bag is empty".into()));
         }
         if let Some(scaler) = &self.scaler {
-            // the standardised bag lives in the workspace, taken out while it is read
             let mut scaled = std::mem::take(&mut ws.scaled);
-            let result = self.score_input(scaler.bag_into(bag, &mut scaled), ws, out);
+            let result = self.with_statistics(scaler.bag_into(bag, &mut scaled), ws, f);
             ws.scaled = scaled;
             return result;
         }
-        self.score_input(bag, ws, out)
+        self.with_statistics(bag, ws, f)
     }
 
-    /// [`Predictor::score_bag`] on a checked, standardised bag: its statistics first for
+    /// Runs `f` on a checked, standardised bag, or on its statistic vector for
     /// [`BagFeatures::MinMax`].
-    fn score_input(&self, bag: BagView<'_>, ws: &mut Workspace, out: &mut [f64]) -> Result<()> {
+    fn with_statistics<T>(
+        &self,
+        bag: BagView<'_>,
+        ws: &mut Workspace,
+        f: impl FnOnce(BagView<'_>, &mut Workspace) -> Result<T>,
+    ) -> Result<T> {
         if self.bag_features == BagFeatures::MinMax {
             let width = 2 * bag.n_features();
             let mut stats = std::mem::take(&mut ws.stats);
@@ -478,12 +509,12 @@ impl Predictor {
                     data: &stats,
                     n_features: width,
                 };
-                self.score_raw(view, ws, out)
+                f(view, ws)
             });
             ws.stats = stats;
             return result;
         }
-        self.score_raw(bag, ws, out)
+        f(bag, ws)
     }
 
     /// [`Predictor::score_bag`] on a checked bag, after any standardisation.
@@ -863,12 +894,24 @@ impl Predictor {
     /// bag by bag with the one-bag kernel (one read of every instance; the same values as
     /// [`Predictor::score_bag`]); a larger dense basis by one matrix product per chunk of bags.
     pub fn decision_function_rows(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
+        self.with_input_rows(rows, bag_ptr, |points, ptr| self.pooled_rows(points, ptr))
+    }
+
+    /// Runs `f` on the points the expansion reads of checked rows (see
+    /// [`Predictor::with_checked_rows`]) and their bag offsets: the rows and `bag_ptr`, or for
+    /// [`BagFeatures::MinMax`] one statistic vector per bag.
+    fn with_input_rows<T>(
+        &self,
+        rows: Rows<'_>,
+        bag_ptr: &[usize],
+        f: impl FnOnce(Rows<'_>, &[usize]) -> Result<T>,
+    ) -> Result<T> {
         self.with_checked_rows(rows, bag_ptr, |rows| match self.bag_features {
-            BagFeatures::Instances => self.pooled_rows(rows, bag_ptr),
+            BagFeatures::Instances => f(rows, bag_ptr),
             BagFeatures::MinMax => {
                 let stats = min_max_rows(rows, bag_ptr)?;
                 let one_each: Vec<usize> = (0..=stats.nrows()).collect();
-                self.pooled_rows(Rows::Dense(stats.view()), &one_each)
+                f(Rows::Dense(stats.view()), &one_each)
             }
         })
     }
