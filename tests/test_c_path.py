@@ -163,7 +163,7 @@ def test_cv_choices_are_the_same_with_and_without_paths(name, monkeypatch):
     assert counts[0] == counts[1] == n_fits(3, 8, 3)
 
 
-@pytest.mark.parametrize("name", ["NSK", "MIKernel"])
+@pytest.mark.parametrize("name", ["NSK", "MIKernel", "SIL", "STK"])
 def test_path_calibration_equals_each_values_own(name):
     """With ``probability=True`` the calibration's internal refits run as paths; the sigmoids
     and probabilities are those of independent fits with ``probability=True``."""
