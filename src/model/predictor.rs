@@ -463,10 +463,10 @@ impl Predictor {
         self.with_input_bag(bag, ws, |input, ws| self.score_raw(input, ws, out))
     }
 
-    /// Runs `f` on what the expansion reads of one bag: the bag
-    /// standardised by the model's [`Scaler`] if it has one, then its statistic vector for
-    /// [`BagFeatures::MinMax`] (both held in the workspace, taken out while `f` reads them).
-    /// Fails on a bag of the wrong width or an empty bag.
+    /// Runs `f` on what the expansion reads of one bag: the bag standardised by the model's
+    /// [`Scaler`] if it has one, then its statistic vector for [`BagFeatures::MinMax`] (both
+    /// held in the workspace, taken out while `f` reads them). Fails on a bag of the wrong
+    /// width or an empty bag.
     fn with_input_bag<T>(
         &self,
         bag: BagView<'_>,
