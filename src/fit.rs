@@ -50,10 +50,11 @@ where
 /// * RS: MI-Kernel's `K_set` once, its solves from zero (the greedy reduced-set construction
 ///   is not continuous in the coefficients): equal to independent fits bit for bit.
 /// * NSK: the bag kernel once; sMIL: its units and one SMO whose kernel-row cache serves every
-///   value; SIL: the instance kernel once, STK: the statistic vectors and their kernel once
-///   (stored when they fit, else one SMO's kernel-row cache per problem serves every value). The SMO solves start from zero: equal to independent fits bit for bit (a start from
-///   the previous dual scaled by `C_new / C_old` was measured and not kept, see
-///   `HingeSolver::path` in [`crate::set_kernel_svm`]).
+///   value; SIL: the instance kernel once; STK: the statistic vectors and their kernel once
+///   (stored when they fit, else one SMO's kernel-row cache per problem serves every value).
+///   The SMO solves start from zero: equal to independent fits bit for bit (a start from the
+///   previous dual scaled by `C_new / C_old` was measured and not kept, see
+///   [`crate::smo::HingeSolver::path`]).
 /// * MILES: the embedding once; each LP solved from the slack basis, as an independent fit
 ///   does (its optimum is often not unique, and a warm start could end at another vertex):
 ///   equal to independent fits bit for bit.

@@ -124,7 +124,7 @@ hyperparams! {
     fit -> NskFit, path path_impl;
 }
 
-/// A fitted NSK or sMIL: the shared [`SvmFit`] (mean pooling for `L1` and sMIL,
+/// A fitted NSK or sMIL: the shared [`crate::fit::SvmFit`] (mean pooling for `L1` and sMIL,
 /// [`Pooling::NormalizedMean`] for `L2`, whose coefficients are already divided by the training
 /// bags' norms).
 pub type NskFit = crate::fit::SvmFit;

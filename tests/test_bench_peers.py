@@ -81,13 +81,15 @@ def test_timeout_is_a_row(tmp_path):
 
 @needs_time
 @needs_data
-def test_grid_times_the_inner_fits_and_records_the_choices(tmp_path):
-    """With several values of C, each fold chooses by inner CV: the inner fits' seconds are
-    recorded apart (and within the selection's), and the choice is a point of the grid."""
+@pytest.mark.parametrize("route", [[], ["--milsvm-c-path"]])
+def test_grid_times_the_inner_fits_and_records_the_choices(tmp_path, route):
+    """With several values of C, each fold chooses by inner CV (one fit per value, or with
+    ``--milsvm-c-path`` one ``fit_path`` per inner split): the inner fits' seconds are recorded
+    apart (and within the selection's), and the choice is a point of the grid."""
     out = tmp_path / "peers"
     proc = subprocess.run([sys.executable, str(DRIVER), "--sets", "MUSK1", "--methods", "STK", "--folds", "2",
                            "--C", "1", "10", "--peer-python", str(tmp_path / "no-such-python"),
-                           "--work", str(tmp_path / "work"), "--out", str(out)],
+                           "--work", str(tmp_path / "work"), "--out", str(out), *route],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (row,) = json.loads(out.with_suffix(".json").read_text())["results"]

@@ -318,14 +318,15 @@ def main():
                             for c, p in zip(args.C, preds):
                                 per_point.setdefault((c, g), []).append(np.mean(p == y[iva]))
                     acc = [float(np.mean(per_point[point])) for point in grid]
-                for c, g in ([] if path else grid):
-                    a = []
-                    for itr, iva in fold["inner"]:
-                        _, p, sec, _, _ = fit_score(args.impl, args.method, c, g, take(itr), y[itr], take(iva),
-                                                    args.threads)
-                        a.append(np.mean(p == y[iva]))
-                        inner_fit += sec
-                    acc.append(float(np.mean(a)))
+                else:
+                    for c, g in grid:
+                        a = []
+                        for itr, iva in fold["inner"]:
+                            _, p, sec, _, _ = fit_score(args.impl, args.method, c, g, take(itr), y[itr],
+                                                        take(iva), args.threads)
+                            a.append(np.mean(p == y[iva]))
+                            inner_fit += sec
+                        acc.append(float(np.mean(a)))
                 rec["c_path"] = path
                 C, gs = grid[int(np.argmax(acc))]
                 rec["inner_accuracy"] = acc

@@ -614,9 +614,9 @@ impl GramRows for ComboGram<'_, '_> {
         self.combine(&row, out);
     }
 
-    /// The rows of the points of at most [`BLOCK_MIN`] instances take their instance kernel
+    /// The rows of the points of at most `BLOCK_MIN` instances take their instance kernel
     /// rows from one batch of [`InstanceGram::fill_rows`] (one pass over the instances for all
-    /// of them), in groups whose instance rows fill at most [`MEMBER_ROWS_BYTES`]; the values
+    /// of them), in groups whose instance rows fill at most `MEMBER_ROWS_BYTES`; the values
     /// are those of [`GramRows::fill_row`], bit for bit.
     fn fill_rows(&self, points: &[usize], outs: &mut [&mut [f64]]) {
         let per_group = MEMBER_ROWS_BYTES / (8 * self.inst.n_points().max(1));

@@ -126,7 +126,7 @@ impl OnePerPoint {
 
 /// The kernel-row cache budget of one fit, 1 GiB: the whole Gram of about 11,500 points in
 /// `f64`, so that the solves of a fit of that size compute each kernel row once. A fit of
-/// several binary problems splits it evenly between them ([`crate::fit::Setup`]'s problems carry
+/// several binary problems splits it evenly between them (`crate::fit::Setup`'s problems carry
 /// their share), so the budget bounds the fit whatever the thread count. The cache grows as rows
 /// are computed: a fit takes only the rows it uses. Its size never changes a result.
 ///
