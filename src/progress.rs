@@ -21,8 +21,10 @@
 //! # Ok::<(), milsvm::Error>(())
 //! ```
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 
@@ -48,27 +50,76 @@ pub struct Progress {
 }
 
 /// A cancellation flag shared between a fit and whoever may stop it (another thread, a signal
-/// handler). Cloning shares the flag; the default flag can never be set.
-#[derive(Debug, Clone, Default)]
-pub struct Cancel(Option<Arc<AtomicBool>>);
+/// handler, or a poll the fit's own checks run: [`Cancel::with_poll`]). Cloning shares the
+/// flag; the default flag can never be set.
+#[derive(Clone, Default)]
+pub struct Cancel(Option<Arc<Flag>>);
+
+/// The shared state of a [`Cancel`].
+struct Flag {
+    set: AtomicBool,
+    poll: Option<Poll>,
+}
+
+/// A function the checks of a [`Cancel`] call now and then ([`Cancel::with_poll`]).
+struct Poll {
+    /// Run only on this thread (the one that made the flag).
+    thread: ThreadId,
+    /// Nanoseconds since `start` before which the next check does not poll.
+    next: AtomicU64,
+    start: Instant,
+    every: Duration,
+    f: Box<dyn Fn() -> bool + Send + Sync>,
+}
 
 impl Cancel {
     /// A new flag, not set.
     pub fn new() -> Self {
-        Self(Some(Arc::new(AtomicBool::new(false))))
+        Self(Some(Arc::new(Flag {
+            set: AtomicBool::new(false),
+            poll: None,
+        })))
+    }
+
+    /// A new flag, not set, that also sets itself when `poll` returns true. The flag's checks
+    /// ([`Cancel::is_cancelled`], [`Cancel::check`]) on the calling thread run `poll` at most
+    /// once every `every` (the first after `every`); on other threads they only read the flag.
+    /// This is how a fit that runs on the thread which must watch for an event (Python's
+    /// signal handlers run only on the main thread) still sees it: the Python bindings poll
+    /// for Ctrl-C this way when `n_jobs = 1` fits run on the calling thread.
+    pub fn with_poll(every: Duration, poll: impl Fn() -> bool + Send + Sync + 'static) -> Self {
+        Self(Some(Arc::new(Flag {
+            set: AtomicBool::new(false),
+            poll: Some(Poll {
+                thread: std::thread::current().id(),
+                next: AtomicU64::new(duration_nanos(every)),
+                start: Instant::now(),
+                every,
+                f: Box::new(poll),
+            }),
+        })))
     }
 
     /// Sets the flag: every fit observing it stops with [`Error::Cancelled`].
     pub fn cancel(&self) {
         if let Some(flag) = &self.0 {
-            flag.store(true, Ordering::Relaxed);
+            flag.set.store(true, Ordering::Relaxed);
         }
     }
 
-    /// Whether the flag is set.
+    /// Whether the flag is set (after running its poll, when one is due: [`Cancel::with_poll`]).
     #[inline]
     pub fn is_cancelled(&self) -> bool {
-        self.0.as_ref().is_some_and(|f| f.load(Ordering::Relaxed))
+        match &self.0 {
+            None => false,
+            Some(flag) if flag.set.load(Ordering::Relaxed) => true,
+            Some(flag) => {
+                flag.poll.as_ref().is_some_and(|p| p.due_and_true()) && {
+                    flag.set.store(true, Ordering::Relaxed);
+                    true
+                }
+            }
+        }
     }
 
     /// `Err(Error::Cancelled)` once the flag is set.
@@ -79,6 +130,42 @@ impl Cancel {
         } else {
             Ok(())
         }
+    }
+
+    /// Whether the flag is set, without polling.
+    fn is_set_now(&self) -> bool {
+        self.0
+            .as_ref()
+            .is_some_and(|f| f.set.load(Ordering::Relaxed))
+    }
+}
+
+impl Poll {
+    /// Runs the poll if it is due on this thread; whether it asked to cancel.
+    fn due_and_true(&self) -> bool {
+        if std::thread::current().id() != self.thread {
+            return false;
+        }
+        let now = duration_nanos(self.start.elapsed());
+        if now < self.next.load(Ordering::Relaxed) {
+            return false;
+        }
+        self.next.store(
+            now.saturating_add(duration_nanos(self.every)),
+            Ordering::Relaxed,
+        );
+        (self.f)()
+    }
+}
+
+/// A duration in nanoseconds, saturated at `u64::MAX` (about 584 years).
+fn duration_nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl std::fmt::Debug for Cancel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Cancel").field(&self.is_set_now()).finish()
     }
 }
 
@@ -154,5 +241,53 @@ impl PartialEq for Observer {
             _ => false,
         };
         same_fn && same_flag
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    #[test]
+    fn a_poll_runs_on_its_own_thread_when_due_and_its_true_sets_the_flag() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::clone(&calls);
+        // due at every check; asks to cancel at its third call
+        let cancel = Cancel::with_poll(Duration::ZERO, move || {
+            seen.fetch_add(1, Ordering::Relaxed) >= 2
+        });
+        std::thread::scope(|s| {
+            s.spawn(|| assert!(!cancel.is_cancelled(), "another thread's check"));
+        });
+        assert_eq!(calls.load(Ordering::Relaxed), 0, "polled on another thread");
+        assert!(!cancel.is_cancelled());
+        assert!(cancel.check().is_ok());
+        assert!(matches!(cancel.check(), Err(Error::Cancelled)));
+        assert_eq!(calls.load(Ordering::Relaxed), 3);
+        // set: later checks read the flag and poll no more, on every clone and thread
+        let clone = cancel.clone();
+        assert!(clone.is_cancelled());
+        std::thread::scope(|s| {
+            s.spawn(|| assert!(clone.is_cancelled()));
+        });
+        assert_eq!(calls.load(Ordering::Relaxed), 3);
+    }
+
+    #[test]
+    fn a_poll_is_not_run_before_it_is_due() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::clone(&calls);
+        let cancel = Cancel::with_poll(Duration::from_secs(3600), move || {
+            seen.fetch_add(1, Ordering::Relaxed);
+            true
+        });
+        for _ in 0..1000 {
+            assert!(!cancel.is_cancelled());
+        }
+        assert_eq!(calls.load(Ordering::Relaxed), 0);
+        cancel.cancel();
+        assert!(cancel.is_cancelled());
+        assert_eq!(format!("{cancel:?}"), "Cancel(true)");
     }
 }

@@ -54,6 +54,10 @@ def run_and_interrupt(args, wait_for="start"):
     ("ALSVM", "C=10, max_iter=100000, eps=1e-12, decay=1.0001"),
     ("NSK", "C=10"),
     ("SVMCC", "C=10, kernel='rbf', max_iter=100000, tol=1e-300"),
+    # n_jobs=1 runs on the calling thread, whose own checks look for the signal
+    ("SparseMI", "n_xv=100, max_iter=100000, tol=0, random_state=0, n_jobs=1"),
+    ("ALSVM", "C=10, max_iter=100000, eps=1e-12, decay=1.0001, n_jobs=1"),
+    ("NSK", "C=10, n_jobs=1"),
 ])
 def test_sigint_stops_a_fit_with_keyboard_interrupt_and_leaves_nothing_fitted(cls, params):
     code = LONG_FIT.format(cls=cls, params=params)

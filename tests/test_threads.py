@@ -1,7 +1,8 @@
-"""The thread pools fits run on (``src/threads.rs``): a fit with ``n_jobs=n`` computes on ``n``
-threads, on a pool kept after use; fits from several Python threads at once each get their
-own pool; a forked child builds its own pools instead of using its parent's, whose threads it
-does not have.
+"""The thread pools fits run on (``src/threads.rs``, ``src/python/threads.rs``): a fit with
+``n_jobs=1`` runs on the calling thread; with ``n_jobs=n > 1`` it computes on ``n`` threads, on
+a pool kept after use; fits from several Python threads at once each get their own pool; a
+forked child builds its own pools instead of using its parent's, whose threads it does not
+have; a thread that ran a one-thread fit still gives ``n_jobs=None`` every core.
 
 Each check runs in a fresh process, so that no earlier fit has built a pool.
 """
@@ -35,18 +36,25 @@ def run(body):
 
 
 def test_a_fit_with_n_jobs_uses_that_many_threads_and_keeps_its_pool():
-    # Before: the bags were checked on rayon's global pool (one thread per core, kept), and
-    # every fit spawned a thread of its own plus a new pool.
-    before, after_one, after_three = run("""
+    # Before: the bags were checked on rayon's global pool (one thread per core, kept), every
+    # fit spawned a thread of its own plus a new pool, and then a one-thread fit ran on a
+    # pool thread of its own.
+    before, after_one, after_three, after_two, again = run("""
         before = threads()
         milsvm.STK(n_jobs=1).fit(bags, y)
         after_one = threads()
         for _ in range(3):
             milsvm.NSK(n_jobs=1).fit(bags, y)
-        print(before, after_one, threads())
+        after_three = threads()
+        milsvm.NSK(n_jobs=2).fit(bags, y)
+        after_two = threads()
+        milsvm.STK(n_jobs=2).fit(bags, y)
+        print(before, after_one, after_three, after_two, threads())
     """)
-    assert int(after_one) - int(before) == 1  # one pool thread, kept
-    assert after_three == after_one  # reused, not rebuilt
+    assert after_one == before  # n_jobs=1: the calling thread, no other
+    assert after_three == after_one
+    assert int(after_two) - int(after_three) == 2  # a pool of two, kept
+    assert again == after_two  # reused, not rebuilt
 
 
 def test_pools_per_thread_count():
@@ -54,11 +62,32 @@ def test_pools_per_thread_count():
         base = threads()
         milsvm.STK(n_jobs=2).fit(bags, y)
         two = threads()
-        milsvm.STK(n_jobs=1).fit(bags, y)
+        milsvm.STK(n_jobs=3).fit(bags, y)
         milsvm.STK(n_jobs=2).fit(bags, y)
         print(two - base, threads() - base)
     """)
-    assert counts == ["2", "3"]
+    assert counts == ["2", "5"]
+
+
+def test_after_a_one_thread_call_n_jobs_none_still_uses_more_threads_and_gives_the_same_results():
+    # The calling thread becomes the one worker of its own pool, from which rayon's global pool
+    # is out of reach: n_jobs=None must not run on that one thread, nor wait on it (a hang).
+    out = run("""
+        base = threads()
+        one = milsvm.STK(n_jobs=1).fit(bags, y)
+        s1 = one.decision_function(bags)
+        after_one = threads()
+        every = milsvm.NSK().fit(bags, y)
+        s_none = every.decision_function(bags)
+        s_none_of_one = one.set_params(n_jobs=None).decision_function(bags)
+        ref = milsvm.NSK(n_jobs=3).fit(bags, y).decision_function(bags)
+        print(after_one - base, threads() - after_one,
+              np.array_equal(s_none, ref), np.array_equal(s1, s_none_of_one))
+    """)
+    added_by_one, added_later, same, same_of_one = out
+    assert added_by_one == "0"
+    assert int(added_later) >= 1 + 3  # a pool for n_jobs=None (every core) and one of three
+    assert same == "True" and same_of_one == "True"
 
 
 def test_a_forked_child_builds_its_own_pool():

@@ -39,7 +39,9 @@ _PARAMS = {
     "random_state": """random_state : int, RandomState or None, default=None
     Seed of the random choices. Results do not depend on ``n_jobs``.""",
     "n_jobs": """n_jobs : int or None, default=None
-    Threads (None or -1: all cores). Results do not depend on it.""",
+    Threads (None or -1: all cores). Results do not depend on it. ``n_jobs=1`` runs on the
+    calling thread (no hand-off to a worker thread: the lowest latency for small fits and
+    predictions; Ctrl-C still stops a fit).""",
     "probability": """probability : bool or "ensemble", default=False
     Calibrate on a 5-fold internal cross-validation (five more fits, seeded by
     ``random_state``, else fixed), so that :meth:`predict_proba` and :meth:`predict_log_proba`

@@ -28,7 +28,7 @@ pub(crate) fn kernel_bag_means_py<'py>(
     let n_jobs = n_jobs_of(n_jobs)?;
     let rows = x.rows();
     let (k, m) = run(py, || {
-        with_threads(n_jobs, || {
+        on_threads(n_jobs, || {
             kernel_bag_means(kernel, rows, &rows.sq_norms(), &bag_ptr, &basis)
         })
     })?;
@@ -63,7 +63,7 @@ pub(crate) fn kernel_basis_grad<'py>(
     let basis = Basis::direct(z.as_array().to_owned());
     let n_jobs = n_jobs_of(n_jobs)?;
     let g = run(py, || {
-        with_threads(n_jobs, || basis_gradient(kernel, rows, k, a, &basis))
+        on_threads(n_jobs, || basis_gradient(kernel, rows, k, a, &basis))
     })?;
     Ok(g.into_pyarray(py))
 }
@@ -127,7 +127,7 @@ pub(crate) fn solve_squared_hinge<'py>(
             "shapes must be K (n, n), X (r, n), y (r,), c (r,)",
         ));
     }
-    let sol = run(py, || {
+    let sol = run_default(py, || {
         let p = SquaredHinge {
             k: k.view(),
             x: x.view(),
@@ -254,7 +254,7 @@ pub(crate) fn solve_dual<'py>(
         let k: PyReadonlyArray2<f64> = x.extract()?;
         let kv = k.as_array();
         run(py, || {
-            with_threads(n_jobs, || -> Result<_, Error> {
+            on_threads(n_jobs, || -> Result<_, Error> {
                 let gram = PrecomputedGram::from_view(kv)?;
                 let mut smo = Smo::new(&gram, params)?;
                 let sol = smo.solve(&problem, None)?;
@@ -265,7 +265,7 @@ pub(crate) fn solve_dual<'py>(
         let kernel = kernel_of(kernel, gamma)?;
         let x = instances(x)?;
         run(py, || {
-            with_threads(n_jobs, || -> Result<_, Error> {
+            on_threads(n_jobs, || -> Result<_, Error> {
                 let gram = InstanceGram::new(kernel, Rows::from(&x))?
                     .with_store_limit((store_mb * 1048576.0) as usize);
                 let mut smo = Smo::new(&gram, params)?;

@@ -77,7 +77,7 @@ fn miles_embedding<'py>(
     let z = instances(z)?;
     let n_jobs = n_jobs_of(n_jobs)?;
     let e = run(py, || {
-        with_threads(n_jobs, || crate::miles::embedding(kernel, &bags, &z))?
+        on_threads(n_jobs, || crate::miles::embedding(kernel, &bags, &z))?
     })?;
     Ok(e.into_pyarray(py))
 }
@@ -122,7 +122,7 @@ fn solve_l1_svm_py<'py>(
         max_iter,
         ..L1SvmSettings::default()
     };
-    let s = run(py, || {
+    let s = run_default(py, || {
         let problem = L1SvmProblem {
             x: x.view(),
             y: &y,

@@ -18,6 +18,7 @@ mod semi_supervised;
 mod set_kernel;
 mod set_kernel_svm;
 mod sparse_mi;
+mod threads;
 mod two_stage;
 
 use ndarray::{Array1, Array2};
@@ -30,11 +31,12 @@ use crate::bags::{validate_bag_ptr, Instances};
 use crate::error::Error;
 use crate::kernel::{basis_gradient, kernel_bag_means, Basis, Kernel, Rows};
 use crate::model::Model;
-use crate::params::{with_threads, Gamma, Hyperparams, KernelKind, Value};
+use crate::params::{Gamma, Hyperparams, KernelKind, Value};
 use crate::solver::{InnerSolver, SquaredHinge};
 pub(crate) use convert::{bags, instances, to_usize, value_of};
 use run::fit_bindings;
-pub(crate) use run::run;
+pub(crate) use run::{run, run_default};
+use threads::on_threads;
 
 /// The kernel named `name` (`"rbf"` with width `gamma > 0`, or `"linear"`).
 pub(crate) fn kernel_of(name: &str, gamma: f64) -> PyResult<Kernel> {

@@ -94,7 +94,7 @@ fn with_rows<'py, T: Send>(
         (None, None, Some(csr)) => Rows::Sparse(csr),
         _ => return Err(not_rows()),
     };
-    run(py, || with_threads(n_jobs, || f(rows, &bag_ptr))?)
+    run(py, || on_threads(n_jobs, || f(rows, &bag_ptr))?)
 }
 
 /// Bag scores `(n_bags, n_outputs)` of every model in `models` on stacked instances with bag
@@ -292,7 +292,7 @@ impl PyModel {
         let n_jobs = n_jobs_of(n_jobs)?;
         let predictor = self.predictor()?;
         let scores = run(py, || {
-            with_threads(n_jobs, || predictor.instance_decision_function(&x))?
+            on_threads(n_jobs, || predictor.instance_decision_function(&x))?
         })?;
         Ok(scores.into_pyarray(py))
     }

@@ -2,12 +2,15 @@
 //! ([`run`]), and, for fits, with progress reports to a Python callback and cancellation by
 //! Ctrl-C ([`fit_with`]).
 //!
-//! A fit runs on a worker thread while the calling thread polls for signals every 50 ms
-//! (`PyErr_CheckSignals`, which runs Python's SIGINT handler on the main thread). On
-//! `KeyboardInterrupt`, or when the progress callback raises, the fit's [`Cancel`] flag is set;
-//! the core stops at its next check (well under a second) and returns nothing, and the
-//! exception is raised here. The callback runs on the fitting threads, never on the main
-//! thread, so a Ctrl-C never surfaces inside it.
+//! A fit runs where [`super::threads::place`] puts it. With `n_jobs = 1` that is the calling
+//! thread: the fit's own cancellation checks look for signals there, at most every 50 ms
+//! (`PyErr_CheckSignals`, which runs Python's SIGINT handler on the main thread;
+//! [`Cancel::with_poll`]). Otherwise the fit runs on a worker of its pool while the calling
+//! thread polls for signals every 50 ms. On `KeyboardInterrupt`, or when the progress callback
+//! raises, the fit's [`Cancel`] flag is set; the core stops at its next check (well under a
+//! second) and returns nothing, and the exception is raised here. The callback runs on the
+//! fitting threads (with `n_jobs = 1`, the calling thread; an exception it raises, a Ctrl-C
+//! included, stops the fit the same way).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,6 +23,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use super::convert::{instances, params_from, to_usize};
+use super::threads::{on_threads, place, Place};
 use crate::bags::Bags;
 use crate::error::Error;
 use crate::fit::{Fit, FitPath};
@@ -39,7 +43,8 @@ fn panic_error(payload: Box<dyn std::any::Any + Send>) -> PyErr {
     PyRuntimeError::new_err(format!("internal error in milsvm (please report): {msg}"))
 }
 
-/// Runs `f` without the GIL; a panic becomes `RuntimeError`.
+/// Runs `f` without the GIL; a panic becomes `RuntimeError`. `f` chooses its threads (with
+/// [`on_threads`]); for a call without `n_jobs`, see [`run_default`].
 pub(crate) fn run<T: Send>(
     py: Python<'_>,
     f: impl FnOnce() -> Result<T, Error> + Send,
@@ -47,6 +52,15 @@ pub(crate) fn run<T: Send>(
     py.detach(|| catch_unwind(AssertUnwindSafe(f)))
         .map_err(panic_error)?
         .map_err(PyErr::from)
+}
+
+/// [`run`] on the threads `n_jobs = None` means ([`on_threads`]): for the calls that take no
+/// `n_jobs` (from a thread that is its own pool's worker, rayon's global pool is out of reach).
+pub(crate) fn run_default<T: Send>(
+    py: Python<'_>,
+    f: impl FnOnce() -> Result<T, Error> + Send,
+) -> PyResult<T> {
+    run(py, || on_threads(None, f)?)
 }
 
 /// The first exception raised by a progress callback, kept to be raised after the fit.
@@ -83,44 +97,90 @@ fn observer_of(callback: Option<Py<PyAny>>, cancel: Cancel, failure: Failure) ->
     observer.with_cancel(cancel)
 }
 
-/// Runs `f` without the GIL on a worker of the pool it will compute on (a leased pool of
-/// `n_jobs` threads, or rayon's global pool for `None`), stopping it through `cancel` on
-/// Ctrl-C (see the module docs). The calling thread only polls for signals, so a fit spawns
-/// no thread of its own. Raises, in order of precedence: the `KeyboardInterrupt`, the
-/// callback's exception, the fit's error.
+/// The cancellation flag of a fit that runs at `place`, and where a Ctrl-C it sees is kept.
+/// On the calling thread ([`Place::Here`]) nobody else can look for signals, so the fit's own
+/// checks do, at most every [`SIGNAL_POLL`] ([`Cancel::with_poll`]); elsewhere the calling
+/// thread polls while it waits ([`spawn_and_poll`]).
+fn cancel_for(place: &Place) -> (Cancel, Interrupt) {
+    let interrupt: Interrupt = Arc::default();
+    let cancel = match place {
+        Place::Here(_) => {
+            let slot = Arc::clone(&interrupt);
+            Cancel::with_poll(SIGNAL_POLL, move || {
+                match Python::attach(|py| py.check_signals()) {
+                    Ok(()) => false,
+                    Err(e) => {
+                        if let Ok(mut slot) = slot.lock() {
+                            slot.get_or_insert(e);
+                        }
+                        true
+                    }
+                }
+            })
+        }
+        Place::Global | Place::Leased(_) => Cancel::new(),
+    };
+    (cancel, interrupt)
+}
+
+/// A `KeyboardInterrupt` (or another signal handler's exception) seen during a fit.
+type Interrupt = Arc<Mutex<Option<PyErr>>>;
+
+/// Runs `f` without the GIL at `place` ([`super::threads::place`]): on the calling thread, or
+/// on a worker of the pool it will compute on (a leased pool, or rayon's global pool) while
+/// the calling thread polls for signals (see the module docs); `cancel` and `interrupt` come
+/// from [`cancel_for`] for that place. Raises, in order of precedence: the
+/// `KeyboardInterrupt`, the callback's exception, the fit's error.
 fn run_cancellable<T: Send>(
     py: Python<'_>,
-    n_jobs: Option<usize>,
-    cancel: &Cancel,
+    place: Place,
+    (cancel, interrupt): (&Cancel, &Interrupt),
     failure: &Failure,
     f: impl FnOnce() -> Result<T, Error> + Send,
 ) -> PyResult<T> {
-    let lease = n_jobs.map(crate::threads::lease).transpose()?;
-    let caller = std::thread::current();
-    let done = AtomicBool::new(false);
-    let slot = Mutex::new(None);
-    let interrupt = py.detach(|| {
-        let job = || {
-            let out = catch_unwind(AssertUnwindSafe(f));
-            if let Ok(mut slot) = slot.lock() {
-                *slot = Some(out);
+    let outcome = match place {
+        Place::Here(pool) => py.detach(|| {
+            let job = || catch_unwind(AssertUnwindSafe(f));
+            match pool {
+                Some(pool) => pool.install(job),
+                None => job(),
             }
-            done.store(true, Ordering::Release);
-            caller.unpark();
-        };
-        match &lease {
-            Some(lease) => lease
-                .pool()
-                .in_place_scope(|s| spawn_and_poll(s, job, &done, cancel)),
-            None => rayon::in_place_scope(|s| spawn_and_poll(s, job, &done, cancel)),
+        }),
+        Place::Global | Place::Leased(_) => {
+            let lease = match place {
+                Place::Leased(n) => Some(crate::threads::lease(n)?),
+                _ => None,
+            };
+            let caller = std::thread::current();
+            let done = AtomicBool::new(false);
+            let slot = Mutex::new(None);
+            let seen = py.detach(|| {
+                let job = || {
+                    let out = catch_unwind(AssertUnwindSafe(f));
+                    if let Ok(mut slot) = slot.lock() {
+                        *slot = Some(out);
+                    }
+                    done.store(true, Ordering::Release);
+                    caller.unpark();
+                };
+                match &lease {
+                    Some(lease) => lease
+                        .pool()
+                        .in_place_scope(|s| spawn_and_poll(s, job, &done, cancel)),
+                    None => rayon::in_place_scope(|s| spawn_and_poll(s, job, &done, cancel)),
+                }
+            });
+            if let (Some(e), Ok(mut slot)) = (seen, interrupt.lock()) {
+                slot.get_or_insert(e);
+            }
+            slot.into_inner().ok().flatten().ok_or_else(|| {
+                PyRuntimeError::new_err("internal error in milsvm: a fit returned nothing")
+            })?
         }
-    });
-    if let Some(e) = interrupt {
+    };
+    if let Some(e) = interrupt.lock().ok().and_then(|mut slot| slot.take()) {
         return Err(e);
     }
-    let outcome = slot.into_inner().ok().flatten().ok_or_else(|| {
-        PyRuntimeError::new_err("internal error in milsvm: a fit returned nothing")
-    })?;
     let stored = failure.lock().ok().and_then(|mut slot| slot.take());
     match outcome {
         Err(payload) => Err(panic_error(payload)),
@@ -227,16 +287,16 @@ where
     T: Send,
 {
     let mut p: P = params_from(params)?;
-    let cancel = Cancel::new();
+    // n_jobs = 0 is refused by the fit's own check, on any pool
+    let place = place(p.requested_n_jobs().filter(|&n| n > 0));
+    let (cancel, interrupt) = cancel_for(&place);
     let failure: Failure = Arc::default();
     p.set_observer(observer_of(progress, cancel.clone(), failure.clone()));
     // checked (finite values, offsets) on the fit's own threads
     let instances = instances(x)?;
     let bag_ptr = to_usize(bag_ptr.as_slice()?, "bag_ptr")?;
     let labels = to_usize(labels.as_slice()?, "labels")?;
-    // n_jobs = 0 is refused by the fit's own check, on any pool
-    let n_jobs = p.requested_n_jobs().filter(|&n| n > 0);
-    run_cancellable(py, n_jobs, &cancel, &failure, || {
+    run_cancellable(py, place, (&cancel, &interrupt), &failure, || {
         f(&p, &Bags::new(instances, bag_ptr)?, &labels)
     })
 }

@@ -83,7 +83,7 @@ pub(crate) fn mi_kernel_decision_function<'py>(
     let bags = bags(x, bag_ptr)?;
     let n_jobs = n_jobs_of(n_jobs)?;
     let scores = run(py, || {
-        with_threads(n_jobs, || model.decision_function(&bags))?
+        on_threads(n_jobs, || model.decision_function(&bags))?
     })?;
     Ok(scores.into_pyarray(py))
 }
@@ -107,7 +107,7 @@ pub(crate) fn set_kernel_matrix<'py>(
     let (a, b) = (bags(x, bag_ptr)?, bags(x2, bag_ptr2)?);
     let n_jobs = n_jobs_of(n_jobs)?;
     let k = run(py, || {
-        with_threads(n_jobs, || crate::set_kernel::set_kernel(kernel, &a, &b))?
+        on_threads(n_jobs, || crate::set_kernel::set_kernel(kernel, &a, &b))?
     })?;
     Ok(k.into_pyarray(py))
 }

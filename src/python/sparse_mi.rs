@@ -78,7 +78,7 @@ pub(crate) fn sparse_mi_objective<'py>(
     let bags = bags(x, bag_ptr)?;
     let labels = to_usize(labels.as_slice()?, "labels")?;
     check_cols(bags.n_features(), z.ncols())?;
-    let (g, grad) = run(py, || {
+    let (g, grad) = run_default(py, || {
         crate::sparse_mi::objective_and_gradient(&params, &bags, &labels, z)
     })?;
     Ok((g, grad.into_pyarray(py)))

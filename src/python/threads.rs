@@ -1,0 +1,104 @@
+//! Where the bindings' calls run ([`on_threads`]): `n_jobs = 1` on the calling thread itself.
+//!
+//! The core runs a call with `n_jobs = n` on a pool of `n` threads ([`crate::threads`]). For
+//! `n = 1` that is a hand-off to another thread and back, which costs more than a small call's
+//! work: on this crate's reference machine (a 2-core VM), 37 us for a fit of four one-instance
+//! bags against 4 us on the calling thread, and 82 us against 16 us to score one bag. The
+//! calling thread of a one-thread call is therefore made the one thread of its own pool
+//! (rayon's `use_current_thread`), built at its first such call and kept for the thread's
+//! life: the call runs there, and the core's parallel loops in it run in place.
+//!
+//! A thread so made stays a worker of that pool: rayon's global pool, which the core uses for
+//! `n_jobs = None`, is out of its reach. Calls with `None` from such a thread run on a leased
+//! pool of the global pool's size instead (the same number of threads, one hand-off), so that
+//! they keep every core. Rayon is private to this extension module: no other library in the
+//! process shares these pools.
+
+use std::cell::OnceCell;
+use std::sync::OnceLock;
+
+use rayon::ThreadPool;
+
+use crate::error::Result;
+use crate::threads::{lease, on_pool_of};
+
+thread_local! {
+    /// This thread's own pool of one thread (itself), once built; `None` when it could not be
+    /// (the thread already works for another pool).
+    static OWN: OnceCell<Option<&'static ThreadPool>> = const { OnceCell::new() };
+}
+
+/// This thread's own one-thread pool: built at the first call (leaked with the thread: a
+/// pool that runs on its builder's thread cannot be shut down), or `None` on a thread that is
+/// a worker of another pool.
+pub(crate) fn own_pool() -> Option<&'static ThreadPool> {
+    OWN.with(|own| {
+        *own.get_or_init(|| {
+            if rayon::current_thread_index().is_some() {
+                return None;
+            }
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .use_current_thread()
+                .build()
+                .ok()?;
+            Some(&*Box::leak(Box::new(pool)))
+        })
+    })
+}
+
+/// The number of threads `n_jobs = None` means, as rayon sizes its global pool (which the
+/// bindings never configure): `RAYON_NUM_THREADS` when set to a number > 0, else the
+/// parallelism the system grants the process. Worked out here rather than asked of rayon, whose
+/// answer on its own pool's worker is that pool's size, and whose global pool would be built
+/// (its threads spawned) by the question.
+pub(crate) fn default_threads() -> usize {
+    static N: OnceLock<usize> = OnceLock::new();
+    *N.get_or_init(|| {
+        std::env::var("RAYON_NUM_THREADS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+            .unwrap_or(1)
+    })
+}
+
+/// Where a call with `n_jobs` runs from the calling thread ([`place`]).
+pub(crate) enum Place {
+    /// On the calling thread: inside this thread's own pool when given, else in place (the
+    /// thread already is a worker of a pool of the requested size).
+    Here(Option<&'static ThreadPool>),
+    /// On rayon's global pool (`n_jobs = None` from a thread that is no pool's worker).
+    Global,
+    /// On a leased pool of this many threads ([`crate::threads::lease`]).
+    Leased(usize),
+}
+
+/// Where a call with `n_jobs` (`Some(n)`, `n >= 1`, or `None`) runs from this thread: a
+/// one-thread call here (in this thread's own pool, built at its first such call), `None` on
+/// the global pool (on a leased pool of its size from a pool's worker, which cannot reach the
+/// global pool), `Some(n)` on a leased pool of `n` threads.
+pub(crate) fn place(n_jobs: Option<usize>) -> Place {
+    match n_jobs {
+        Some(n) if on_pool_of(n) => Place::Here(None),
+        Some(1) => own_pool().map_or(Place::Leased(1), |pool| Place::Here(Some(pool))),
+        Some(n) => Place::Leased(n),
+        None if rayon::current_thread_index().is_some() => Place::Leased(default_threads()),
+        None => Place::Global,
+    }
+}
+
+/// Runs `f` with `n_jobs` threads where [`place`] puts it. Used by the bindings in place of
+/// [`crate::threads::with_threads`] (which never makes a thread its own pool's worker: that
+/// would change what rayon's global pool means to a Rust program's own code on that thread).
+pub(crate) fn on_threads<T: Send>(
+    n_jobs: Option<usize>,
+    f: impl FnOnce() -> T + Send,
+) -> Result<T> {
+    Ok(match place(n_jobs) {
+        Place::Here(None) | Place::Global => f(),
+        Place::Here(Some(pool)) => pool.install(f),
+        Place::Leased(n) => lease(n)?.pool().install(f),
+    })
+}
