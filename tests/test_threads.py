@@ -118,3 +118,22 @@ def test_concurrent_fits_from_python_threads_equal_serial_fits():
         concurrent = list(ex.map(fit, data))
     for a, b in zip(serial, concurrent):
         np.testing.assert_array_equal(a, b)
+
+
+def test_one_thread_calls_from_many_short_lived_threads_all_work_alike():
+    # Past the cap on threads with a pool of their own (64), threads run one-thread calls on a
+    # leased pool: the same results, and no thread left behind per call.
+    out = run("""
+        import threading
+        ref = milsvm.STK(n_jobs=1).fit(bags, y).decision_function(bags)
+        results = []
+        def one():
+            results.append(milsvm.STK(n_jobs=1).fit(bags, y).decision_function(bags))
+        base = threads()
+        for _ in range(100):
+            t = threading.Thread(target=one)
+            t.start()
+            t.join()
+        print(len(results), all(np.array_equal(r, ref) for r in results), threads() - base <= 1)
+    """)
+    assert out == ["100", "True", "True"]

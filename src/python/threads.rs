@@ -2,19 +2,22 @@
 //!
 //! The core runs a call with `n_jobs = n` on a pool of `n` threads ([`crate::threads`]). For
 //! `n = 1` that is a hand-off to another thread and back, which costs more than a small call's
-//! work: on this crate's reference machine (a 2-core VM), 37 us for a fit of four one-instance
-//! bags against 4 us on the calling thread, and 82 us against 16 us to score one bag. The
-//! calling thread of a one-thread call is therefore made the one thread of its own pool
-//! (rayon's `use_current_thread`), built at its first such call and kept for the thread's
-//! life: the call runs there, and the core's parallel loops in it run in place.
+//! work: on this crate's reference machine (a 2-core VM, session 35), 37-43 us for the core fit
+//! of four one-instance bags against 4.5 us on the calling thread, and 82 us against 17 us for
+//! STK to score one bag. The calling thread of a one-thread call is therefore made the one
+//! thread of its own pool (rayon's `use_current_thread`), built at its first such call and kept
+//! (for at most [`MAX_OWN_POOLS`] threads of a process): the call runs there, and the core's
+//! parallel loops in it run in place.
 //!
 //! A thread so made stays a worker of that pool: rayon's global pool, which the core uses for
 //! `n_jobs = None`, is out of its reach. Calls with `None` from such a thread run on a leased
-//! pool of the global pool's size instead (the same number of threads, one hand-off), so that
-//! they keep every core. Rayon is private to this extension module: no other library in the
+//! pool of the global pool's size instead (the same number of threads, one hand-off: 7-19 us
+//! more than from a thread that never ran a one-thread call, to score one bag), so that they
+//! keep every core. Rayon is private to this extension module: no other library in the
 //! process shares these pools.
 
 use std::cell::OnceCell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use rayon::ThreadPool;
@@ -28,13 +31,24 @@ thread_local! {
     static OWN: OnceCell<Option<&'static ThreadPool>> = const { OnceCell::new() };
 }
 
-/// This thread's own one-thread pool: built at the first call (leaked with the thread: a
-/// pool that runs on its builder's thread cannot be shut down), or `None` on a thread that is
-/// a worker of another pool.
+/// Threads given a pool of their own at most: each such pool stays allocated after its thread
+/// ends (rayon keeps the worker state of a thread it did not spawn), about 10 KB measured, so a
+/// program that starts a thread per call (a thread-per-request server) would grow without
+/// bound. Later threads run one-thread calls on a leased pool, with the hand-off.
+const MAX_OWN_POOLS: usize = 64;
+
+/// Own pools built so far, in the process ([`MAX_OWN_POOLS`]).
+static OWN_POOLS: AtomicUsize = AtomicUsize::new(0);
+
+/// This thread's own one-thread pool: built at the first call (and never freed: a pool that
+/// runs on its builder's thread cannot be shut down), or `None` on a thread that is a worker of
+/// another pool, or once [`MAX_OWN_POOLS`] threads have one.
 pub(crate) fn own_pool() -> Option<&'static ThreadPool> {
     OWN.with(|own| {
         *own.get_or_init(|| {
-            if rayon::current_thread_index().is_some() {
+            if rayon::current_thread_index().is_some()
+                || OWN_POOLS.fetch_add(1, Ordering::Relaxed) >= MAX_OWN_POOLS
+            {
                 return None;
             }
             let pool = rayon::ThreadPoolBuilder::new()
