@@ -114,10 +114,11 @@ impl Cancel {
             None => false,
             Some(flag) if flag.set.load(Ordering::Relaxed) => true,
             Some(flag) => {
-                flag.poll.as_ref().is_some_and(|p| p.due_and_true()) && {
+                let asked = flag.poll.as_ref().is_some_and(Poll::due_and_true);
+                if asked {
                     flag.set.store(true, Ordering::Relaxed);
-                    true
                 }
+                asked
             }
         }
     }

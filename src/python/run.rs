@@ -149,7 +149,7 @@ fn run_cancellable<T: Send>(
         Place::Global | Place::Leased(_) => {
             let lease = match place {
                 Place::Leased(n) => Some(crate::threads::lease(n)?),
-                _ => None,
+                Place::Global | Place::Here(_) => None,
             };
             let caller = std::thread::current();
             let done = AtomicBool::new(false);

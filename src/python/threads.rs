@@ -26,8 +26,8 @@ use crate::error::Result;
 use crate::threads::{lease, on_pool_of};
 
 thread_local! {
-    /// This thread's own pool of one thread (itself), once built; `None` when it could not be
-    /// (the thread already works for another pool).
+    /// This thread's own pool of one thread (itself), once asked for: `None` when the thread
+    /// was already another pool's worker, or [`MAX_OWN_POOLS`] threads had one ([`own_pool`]).
     static OWN: OnceCell<Option<&'static ThreadPool>> = const { OnceCell::new() };
 }
 
