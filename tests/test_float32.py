@@ -96,6 +96,31 @@ def test_bags_split_from_one_matrix_are_read_in_place_and_others_are_stacked(dty
         np.testing.assert_array_equal(got, np.concatenate(gapped))
 
 
+def test_every_kind_of_bag_list_gives_the_same_bags():
+    """The lists of plain float64 (or float32) arrays take a path of their own in as_bags (no
+    call per bag); any other list (a subclass, mixed dtypes, nested lists, a big-endian array)
+    the general one. Both give the same stacked values, dtype and offsets."""
+    rng = np.random.default_rng(0)
+    plain = [rng.normal(size=(n, 4)) for n in (3, 1, 2)]
+    want = np.concatenate(plain)
+    variants = [
+        plain, tuple(plain),
+        [plain[0].view(type("Sub", (np.ndarray,), {}))] + plain[1:],
+        [plain[0].astype(">f8")] + plain[1:],
+        [plain[0].tolist()] + plain[1:],
+        [plain[0].astype(np.float32)] + plain[1:],  # mixed: stacked as float64
+    ]
+    for bags in variants:
+        got = milsvm.as_bags(bags)
+        assert got.core_instances().dtype == np.float64
+        np.testing.assert_array_equal(got.bag_ptr, [0, 3, 4, 6])
+        tol = 1e-6 if any(getattr(b, "dtype", None) == np.float32 for b in bags) else 0
+        np.testing.assert_allclose(got.core_instances(), want, rtol=tol, atol=tol)
+    f32 = milsvm.as_bags([b.astype(np.float32) for b in plain]).core_instances()
+    assert f32.dtype == np.float32
+    np.testing.assert_array_equal(f32, want.astype(np.float32))
+
+
 @pytest.mark.parametrize("layout", ["fortran", "strided", "offset"])
 def test_float32_arrays_of_any_layout_give_the_same_fit(layout):
     b32, _, y = twins(3)

@@ -197,6 +197,18 @@ def _as_matrix(A, what, check_finite=True):
     return arr
 
 
+def _plain_matrices(bags):
+    """``bags`` as a list when every bag is already what :func:`_as_matrix` returns unchanged
+    (a plain 2-D ndarray, all of one dtype, float64 or float32), else None: the common case,
+    without a call per bag (about 17 of the 50 us that 83 MUSK1 bags took)."""
+    dtype = getattr(bags[0], "dtype", None)
+    if dtype is not _F64 and dtype is not _F32:
+        return None
+    if all(type(b) is np.ndarray and b.dtype is dtype and b.ndim == 2 for b in bags):
+        return list(bags)
+    return None
+
+
 def _consecutive_rows(mats):
     """The one matrix whose consecutive row blocks the dense arrays ``mats`` are, as a view
     without a copy (``np.split(X, offsets)`` of a C-contiguous ``X``, or the bags
@@ -265,18 +277,19 @@ def as_bags(bags, *, n_features=None, check_finite=True):
         if len(bags) == 0:
             raise ValueError("no bags were given (empty list)")
         # dense bags are checked for NaN and infinity once, on the stacked matrix below
-        mats = [_as_matrix(b, f"bag {i}", False) for i, b in enumerate(bags)]
-        d = mats[0].shape[1]
-        sizes = []
-        sparse = False  # _as_matrix gives an ndarray or a CSR matrix
-        for i, m in enumerate(mats):
-            n, d_m = m.shape
-            if n == 0:
+        mats = _plain_matrices(bags)
+        if mats is None:
+            mats = [_as_matrix(b, f"bag {i}", False) for i, b in enumerate(bags)]
+        shapes = [m.shape for m in mats]
+        d = shapes[0][1]
+        sizes = [n for n, _ in shapes]
+        if 0 in sizes or any(d_m != d for _, d_m in shapes):
+            i = next(i for i, (n, d_m) in enumerate(shapes) if n == 0 or d_m != d)
+            if sizes[i] == 0:
                 raise ValueError(f"bag {i} is empty: every bag needs at least one instance")
-            if d_m != d:
-                raise ValueError(f"bag {i} has {d_m} features, bag 0 has {d}")
-            sizes.append(n)
-            sparse = sparse or type(m) is not np.ndarray
+            raise ValueError(f"bag {i} has {shapes[i][1]} features, bag 0 has {d}")
+        # _as_matrix gives an ndarray or a CSR matrix
+        sparse = any(type(m) is not np.ndarray for m in mats)
         if sparse:
             X = sp.vstack([sp.csr_matrix(m) for m in mats], format="csr")
         else:
