@@ -116,13 +116,25 @@ pub fn set_kernel_gram_cancellable(
     bags: &Bags,
     cancel: &Cancel,
 ) -> Result<Array2<f64>> {
+    tiled_gram(kernel, bags, cancel, SUB_ROWS)
+}
+
+/// [`set_kernel_gram_cancellable`] with sub-blocks of at least `sub_rows` rows
+/// ([`sub_blocks`]; `usize::MAX`: each row block whole).
+fn tiled_gram(
+    kernel: Kernel,
+    bags: &Bags,
+    cancel: &Cancel,
+    sub_rows: usize,
+) -> Result<Array2<f64>> {
     let x = match (kernel, bags.instances().rows()) {
         (Kernel::Rbf { .. }, Rows::Dense(x)) if !x.is_standard_layout() => {
             let owned = x.as_standard_layout().into_owned();
-            return set_kernel_gram_cancellable(
+            return tiled_gram(
                 kernel,
                 &Bags::new(Instances::from(owned), bags.bag_ptr().to_vec())?,
                 cancel,
+                sub_rows,
             );
         }
         (Kernel::Rbf { .. }, x) if x.is_dense() => x,
@@ -158,7 +170,7 @@ pub fn set_kernel_gram_cancellable(
             .zip(blocks.par_iter())
             .for_each(|(rows, &(b0, b1))| {
                 if !cancel.is_cancelled() {
-                    gram_row_block(kernel, x, &norms, ptr, b0, b1, rows)
+                    gram_row_block(kernel, x, &norms, ptr, (b0, b1, sub_rows), rows)
                 }
             });
     }
@@ -182,69 +194,256 @@ pub fn set_kernel_gram_cancellable(
 const TILE_ROWS: usize = 128;
 /// Instance columns per tile of `gram_row_block`.
 const TILE_COLS: usize = 256;
+/// Rows of a sub-block (whole bags; see [`sub_blocks`]) where a tile meets its block's own
+/// rows.
+const SUB_ROWS: usize = 32;
+/// The narrowest product of a sub-block: a sub-block that needs fewer of a tile's columns
+/// computes this many (the extra ones unused), since a product of one column is a
+/// matrix-vector product, whose sums run in another order.
+const MIN_WIDTH: usize = 8;
 
-/// Rows `b0..b1` of the unnormalised set-kernel Gram matrix, from the first of those bags'
+/// The first column of a sub-block's product in the tile `c0..c1`: the first one it needs,
+/// `need` (the first of its own), moved left to make the product [`MIN_WIDTH`] wide if the
+/// tile allows.
+fn first_column(need: usize, c0: usize, c1: usize) -> usize {
+    need.min(c1.saturating_sub(MIN_WIDTH)).max(c0)
+}
+
+/// Whether the product of the sub-block rows `s0..s1` with the columns it needs in the tile
+/// `c0..c1` (`d` features) is one of faer's general products, whose value for a pair of
+/// instances is the same bits whatever the shape (a unit test checks it): two rows and two
+/// columns or more, and more than `16^3` multiply-adds (smaller ones go to `nano-gemm`, and
+/// one row or column to a matrix-vector product, each summing in another order). A sub-block
+/// that needs none of the tile's columns has no product.
+fn full_sized(s0: usize, s1: usize, c0: usize, c1: usize, d: usize) -> bool {
+    let need = s0.max(c0);
+    if need >= c1 {
+        return true;
+    }
+    let (h, w) = (s1 - s0, c1 - first_column(need, c0, c1));
+    h >= 2 && w >= 2 && h * w * d > 16 * 16 * 16
+}
+
+/// The sub-blocks of the bags `b0..b1`: `(first bag, first row, end row)` each, whole bags of
+/// at least `min_rows` rows in order, the last one possibly smaller but never a single row
+/// unless the bags hold only one.
+fn sub_blocks(ptr: &[usize], b0: usize, b1: usize, min_rows: usize) -> Vec<(usize, usize, usize)> {
+    let mut subs: Vec<(usize, usize, usize)> = Vec::new();
+    let mut first = b0;
+    for b in b0..b1 {
+        if ptr[b + 1] - ptr[first] >= min_rows || b + 1 == b1 {
+            subs.push((first, ptr[first], ptr[b + 1]));
+            first = b + 1;
+        }
+    }
+    if let [.., prev, last] = subs.as_mut_slice() {
+        if last.2 - last.1 < 2 {
+            prev.2 = last.2;
+            subs.pop();
+        }
+    }
+    subs
+}
+
+/// Rows `b0..b1` of the unnormalised set-kernel Gram matrix (sub-blocks of `sub_rows`), from the first of those bags'
 /// columns on (the upper triangle; `rows` is `(b1 - b0) x n_bags`, row-major): for each tile of
 /// `TILE_COLS` instance columns, the inner products of the block's instances with the tile's
-/// (one faer product; measured 1.3x faster than matrixmultiply on these shapes here), turned into
-/// kernel values and summed into `rows` by the bags of the row and
-/// the column. The tile stays in cache; every sum runs in one fixed order. `x` is dense (`f32`
-/// rows are read into `f64` a block at a time).
+/// (faer products; measured 1.3x faster than matrixmultiply on these shapes here), turned into
+/// kernel values and summed into `rows` by the bags of the row and the column. Where a tile
+/// meets the block's own rows, each sub-block of about `sub_rows` rows ([`sub_blocks`])
+/// starts at its own first column: the pairs below the diagonal there, which the symmetric
+/// copy overwrites, are mostly not computed (a fifth of the products of a MUSK1 fold, a tenth
+/// of an Elephant one). The tile stays in cache; every sum runs in one fixed order, the same
+/// whatever the sub-blocks (a unit test checks the bits). `x` is dense (`f32` rows are read
+/// into `f64` a block at a time).
 fn gram_row_block(
     kernel: Kernel,
     x: Rows<'_>,
     norms: &[f64],
     ptr: &[usize],
-    b0: usize,
-    b1: usize,
+    (b0, b1, sub_rows): (usize, usize, usize),
     rows: &mut [f64],
 ) {
-    let m = ptr.len() - 1;
     let (r0, r1) = (ptr[b0], ptr[b1]);
-    let n = x.n_rows();
+    let (n, d) = (x.n_rows(), x.n_cols());
     let xr = x.dense_block(r0, r1);
     let mut tile = Array2::<f64>::zeros((r1 - r0, TILE_COLS));
+    let whole = [(b0, r0, r1)];
+    let subs = sub_blocks(ptr, b0, b1, sub_rows);
     let mut c0 = r0;
     // The bag of the first column of the tile.
     let mut cbag = b0;
     while c0 < n {
         let c1 = (c0 + TILE_COLS).min(n);
-        let w = c1 - c0;
-        let mut t = tile.slice_mut(s![.., ..w]);
-        faer::linalg::matmul::matmul(
-            faer_mut(t.view_mut()),
-            faer::Accum::Replace,
-            faer_ref(xr.view()),
-            faer_ref(x.dense_block(c0, c1).t()),
-            1.0,
-            faer::Par::Seq,
-        );
-        let Some(tbuf) = tile.as_slice_mut() else {
-            return; // unreachable: the tile is a fresh standard-layout array
-        };
-        // Kernel values of the tile's rows (row stride TILE_COLS, the first `w` columns used).
-        for (r, trow) in tbuf.chunks_exact_mut(TILE_COLS).enumerate() {
-            kernel.finish_rows(&mut trow[..w], &norms[r0 + r..], 0, &norms[c0..c1]);
-        }
-        // Sum each row's values by the bag of their column.
-        let mut rbag = b0;
-        for (r, trow) in (r0..r1).zip(tbuf.chunks_exact(TILE_COLS)) {
-            while r >= ptr[rbag + 1] {
-                rbag += 1;
+        let xc = x.dense_block(c0, c1);
+        // past the block's own rows (or where a sub-block's product would be small), one
+        // product for the whole block
+        let split = c0 < r1
+            && subs
+                .iter()
+                .all(|&(_, s0, s1)| full_sized(s0, s1, c0, c1, d));
+        let parts: &[(usize, usize, usize)] = if split { &subs } else { &whole };
+        for &(sb, s0, s1) in parts {
+            let need = s0.max(c0);
+            if need >= c1 {
+                continue;
             }
-            let orow = &mut rows[(rbag - b0) * m..(rbag - b0 + 1) * m];
-            let mut j = cbag;
-            let mut c = c0;
-            while c < c1 {
-                let end = ptr[j + 1].min(c1);
-                orow[j] += trow[c - c0..end - c0].iter().sum::<f64>();
-                c = end;
-                j += 1;
-            }
+            let cs = first_column(need, c0, c1);
+            let mut t = tile.slice_mut(s![s0 - r0..s1 - r0, cs - c0..c1 - c0]);
+            faer::linalg::matmul::matmul(
+                faer_mut(t.view_mut()),
+                faer::Accum::Replace,
+                faer_ref(xr.slice(s![s0 - r0..s1 - r0, ..])),
+                faer_ref(xc.slice(s![cs - c0.., ..]).t()),
+                1.0,
+                faer::Par::Seq,
+            );
+            let jbag = if need == c0 { cbag } else { sb };
+            sum_by_bags(
+                kernel,
+                &mut tile,
+                (s0, s1),
+                (cs, need, c0, c1),
+                norms,
+                ptr,
+                (b0, jbag),
+                rows,
+            );
         }
         c0 = c1;
-        while cbag < m && ptr[cbag + 1] <= c0 {
+        while cbag + 1 < ptr.len() && ptr[cbag + 1] <= c0 {
             cbag += 1;
+        }
+    }
+}
+
+/// The kernel values of the products in `tile` of the rows `s0..s1` with the columns
+/// `cs..c1` (the tile's column 0 is `c0`), summed into `rows` (the Gram rows of the bags from
+/// `b0` on) by the bag of the row and of the column, from column `need` (the first column of
+/// bag `jbag`, or the tile's first) on.
+#[allow(clippy::too_many_arguments)]
+fn sum_by_bags(
+    kernel: Kernel,
+    tile: &mut Array2<f64>,
+    (s0, s1): (usize, usize),
+    (cs, need, c0, c1): (usize, usize, usize, usize),
+    norms: &[f64],
+    ptr: &[usize],
+    (b0, jbag): (usize, usize),
+    rows: &mut [f64],
+) {
+    let m = ptr.len() - 1;
+    let r0 = ptr[b0];
+    let Some(tbuf) = tile.as_slice_mut() else {
+        return; // unreachable: the tile is a fresh standard-layout array
+    };
+    let mut rbag = b0;
+    for (r, trow) in (s0..s1).zip(tbuf[(s0 - r0) * TILE_COLS..].chunks_exact_mut(TILE_COLS)) {
+        while r >= ptr[rbag + 1] {
+            rbag += 1;
+        }
+        kernel.finish_rows(&mut trow[cs - c0..c1 - c0], &norms[r..], 0, &norms[cs..c1]);
+        let orow = &mut rows[(rbag - b0) * m..(rbag - b0 + 1) * m];
+        let mut j = jbag;
+        let mut c = need;
+        while c < c1 {
+            let end = ptr[j + 1].min(c1);
+            orow[j] += trow[c - c0..end - c0].iter().sum::<f64>();
+            c = end;
+            j += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bags of the given sizes, with instances of `d` features.
+    fn bags_of(sizes: &[usize], d: usize) -> Bags {
+        let mut ptr = vec![0];
+        for s in sizes {
+            ptr.push(ptr[ptr.len() - 1] + s);
+        }
+        let n = ptr[ptr.len() - 1];
+        let x = Array2::from_shape_fn((n, d), |(i, j)| {
+            ((i * 7919 + j * 104_729) % 1009) as f64 / 250.0 - 2.0
+        });
+        Bags::new(Instances::from(x), ptr).unwrap()
+    }
+
+    /// Sub-blocks change no bit of the Gram matrix: every sub-block height gives the matrix of
+    /// whole row blocks (`usize::MAX`), which is [`set_kernel`] to rounding, for bags of one to
+    /// twelve instances, of a hundred and of three hundred (blocks wider than a tile), over
+    /// several tiles and row blocks.
+    #[test]
+    fn sub_blocks_give_the_bits_of_whole_blocks() {
+        for (case, sizes) in [
+            (0..150).map(|i| 1 + (i * 7) % 12).collect::<Vec<_>>(),
+            (0..90)
+                .map(|i| if i % 5 == 0 { 1 } else { 2 + (i * 3) % 9 })
+                .collect(),
+            vec![3, 1, 100, 1, 1, 40, 300, 2, 1, 5, 1],
+            vec![1; 70],
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            for d in [13, 166] {
+                let bags = bags_of(&sizes, d);
+                let kernel = Kernel::Rbf {
+                    gamma: 0.3 / d as f64,
+                };
+                let whole = tiled_gram(kernel, &bags, &Cancel::default(), usize::MAX).unwrap();
+                for sub_rows in [SUB_ROWS, 2, 5, 17, 64] {
+                    let got = tiled_gram(kernel, &bags, &Cancel::default(), sub_rows).unwrap();
+                    for ((i, j), w) in whole.indexed_iter() {
+                        let g = got[[i, j]];
+                        assert_eq!(
+                            g.to_bits(),
+                            w.to_bits(),
+                            "case {case} d {d} sub {sub_rows}: ({i}, {j})"
+                        );
+                    }
+                }
+                let reference = set_kernel(kernel, &bags, &bags).unwrap();
+                for ((i, j), w) in whole.indexed_iter() {
+                    assert!(
+                        (w - reference[[i, j]]).abs() <= 1e-12,
+                        "case {case}: ({i}, {j})"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Sub-blocks cover the bags in order, whole, each of at least `min_rows` rows but the
+    /// last, which holds two rows or more unless it is the only one.
+    #[test]
+    fn sub_blocks_cover_the_bags() {
+        let sizes = [1, 1, 30, 1, 33, 2, 1, 1, 1, 40, 1];
+        let mut ptr = vec![0];
+        for s in sizes {
+            ptr.push(ptr[ptr.len() - 1] + s);
+        }
+        for min_rows in [SUB_ROWS, 1, 2, 3, 100] {
+            for b0 in 0..sizes.len() {
+                for b1 in b0 + 1..=sizes.len() {
+                    let subs = sub_blocks(&ptr, b0, b1, min_rows);
+                    assert_eq!(subs[0].1, ptr[b0]);
+                    assert_eq!(subs[subs.len() - 1].2, ptr[b1]);
+                    for (k, &(sb, s0, s1)) in subs.iter().enumerate() {
+                        assert_eq!(ptr[sb], s0);
+                        assert!(ptr[b0..=b1].contains(&s1));
+                        if k + 1 < subs.len() {
+                            assert_eq!(s1, subs[k + 1].1);
+                            assert!(s1 - s0 >= min_rows);
+                        } else if subs.len() > 1 {
+                            assert!(s1 - s0 >= 2, "{b0}..{b1}: {subs:?}");
+                        }
+                    }
+                }
+            }
         }
     }
 }
