@@ -40,13 +40,14 @@ const TILE: usize = 64;
 /// Columns of one product of [`full_kernel`]: a block row is multiplied by the rows of `X` in
 /// chunks of this many (a last chunk of fewer than [`MIN_CHUNK`] joins the one before), so
 /// that faer's packed copy of them (kept in a buffer per thread, whose pages are mapped at
-/// their first write) is as large for 83 points as for 83,000. A process's first fit on more
-/// points than its earlier ones otherwise maps new pages of that buffer: 23 page faults for
-/// MUSK1's 83 statistic vectors after fits on 55, 43 for Elephant's 162 after 120 (7 and 1 in
-/// chunks), at about 2 us each on this crate's reference machine. The values are the same
-/// bits (a unit test checks it), and the steady time the same to a few percent (standalone
-/// program, session 36: 35.7 against 34.8 us for 83 x 332, 3.64 against 3.73 ms for
-/// 1,250 x 230, 14.1 against 15.1 ms for 2,500 x 230).
+/// their first write) is as large for 83 points as for 83,000. A process's first product on
+/// more points than its earlier ones otherwise maps new pages of that buffer: 22-23 page
+/// faults for MUSK1's 83 statistic vectors after 55 (6-7 in chunks; 75-84 against 55-56 us),
+/// 43-44 for Elephant's 162 after 120 (0-2; 238-243 against 163-176 us), at about 2 us each on
+/// this crate's reference machine. The values are the same bits (a unit test checks it), and
+/// the steady time the same to a few percent (one thread, `cargo bench --bench gram_blocks`,
+/// session 36: 36.3 against 35.0 us for 83 x 332, 3.60 against 3.72 ms for 1,250 x 230, 14.1
+/// against 15.1 ms for 2,500 x 230).
 const CHUNK: usize = 64;
 /// The narrowest chunk of [`CHUNK`]'s split (one column would be a matrix-vector product).
 const MIN_CHUNK: usize = 8;
