@@ -200,7 +200,7 @@ def _as_matrix(A, what, check_finite=True):
 def _plain_matrices(bags):
     """``bags`` as a list when every bag is already what :func:`_as_matrix` returns unchanged
     (a plain 2-D ndarray, all of one dtype, float64 or float32), else None: the common case,
-    without a call per bag (about 17 of the 50 us that 83 MUSK1 bags took)."""
+    without a call per bag (``as_bags`` of 83 MUSK1 bags: 41 against 50 us)."""
     dtype = getattr(bags[0], "dtype", None)
     if dtype is not _F64 and dtype is not _F32:
         return None

@@ -41,13 +41,13 @@ const TILE: usize = 64;
 /// chunks of this many (a last chunk of fewer than [`MIN_CHUNK`] joins the one before), so
 /// that faer's packed copy of them (kept in a buffer per thread, whose pages are mapped at
 /// their first write) is as large for 83 points as for 83,000. A process's first product on
-/// more points than its earlier ones otherwise maps new pages of that buffer: 22-23 page
-/// faults for MUSK1's 83 statistic vectors after 55 (6-7 in chunks; 75-84 against 55-56 us),
-/// 43-44 for Elephant's 162 after 120 (0-2; 238-243 against 163-176 us), at about 2 us each on
-/// this crate's reference machine. The values are the same bits (a unit test checks it), and
-/// the steady time the same to a few percent (one thread, `cargo bench --bench gram_blocks`,
-/// session 36: 36.3 against 35.0 us for 83 x 332, 3.60 against 3.72 ms for 1,250 x 230, 14.1
-/// against 15.1 ms for 2,500 x 230).
+/// more points than its earlier ones otherwise maps new pages of that buffer, about 1 us each
+/// on this crate's reference machine (one thread, `cargo bench --bench gram_blocks`, session
+/// 36): for MUSK1's 83 statistic vectors after 55, 23 page faults and 79 us against 7 and 57 us
+/// in chunks; for Elephant's 162 after 120, 43 faults and 233 us against none and 159 us. The
+/// values are the same bits (a unit test checks it), and the steady time the same to a few
+/// percent (35.4 against 36.7 us for 83 x 332, 3.76 against 3.58 ms for 1,250 x 230, 15.1
+/// against 14.2 ms for 2,500 x 230).
 const CHUNK: usize = 64;
 /// The narrowest chunk of [`CHUNK`]'s split (one column would be a matrix-vector product).
 const MIN_CHUNK: usize = 8;
@@ -56,12 +56,10 @@ const MIN_CHUNK: usize = 8;
 fn chunks(lo: usize, n: usize) -> impl Iterator<Item = (usize, usize)> {
     (lo..n).step_by(CHUNK).filter_map(move |c0| {
         let c1 = (c0 + CHUNK).min(n);
-        let last = n - c1 < MIN_CHUNK;
-        match (c0 > lo && c1 - c0 < MIN_CHUNK, last) {
-            (true, _) => None, // joined to the chunk before
-            (false, true) => Some((c0, n)),
-            (false, false) => Some((c0, c1)),
+        if c0 > lo && c1 - c0 < MIN_CHUNK {
+            return None; // joined to the chunk before
         }
+        Some((c0, if n - c1 < MIN_CHUNK { n } else { c1 }))
     })
 }
 
