@@ -303,8 +303,8 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
         of the scores); ReducedSet, NSK, sMIL, MILES, SIL and STK start every solve as an
         independent fit does, and their models equal independent fits bit for bit. The other
         estimators (SparseMI, the annealing family, SVMCC) are fitted once per value: their outer
-        loops are not convex, and a start from another ``C`` could change the result. With ``random_state=None`` a path draws one seed
-        for all values, independent fits one each.
+        loops are not convex, and a start from another ``C`` could change the result. With
+        ``random_state=None`` a path draws one seed for all values, independent fits one each.
 
         Parameters
         ----------

@@ -49,9 +49,10 @@
 //!
 //! The files: `problem` holds the problem, the settings, the result and the repair of a start to
 //! the equality; `hinge` the hinge C-SVM at a path of `C` values ([`HingeSolver`]); `gram` the
-//! kernel sources ([`GramRows`] and its implementations); `cache` the kernel-row LRU cache; `state` the state of one solve (gradient and its reconstruction,
-//! working-set selection, shrinking, the two-variable update, the main loop); `scan` its
-//! per-iteration scans; this file the driver [`Smo`], which keeps the cache between solves.
+//! kernel sources ([`GramRows`] and its implementations); `cache` the kernel-row LRU cache;
+//! `state` the state of one solve (gradient and its reconstruction, working-set selection,
+//! shrinking, the two-variable update, the main loop); `scan` its per-iteration scans; this
+//! file the driver [`Smo`], which keeps the cache between solves.
 //!
 //! Every floating-point sum runs in an order fixed by the problem alone, so results are bitwise
 //! identical for any number of threads.
