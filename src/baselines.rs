@@ -22,8 +22,10 @@ use ndarray::{Array1, Array2};
 
 use crate::bags::{Bags, Instances};
 use crate::error::Result;
-use crate::fit::{by_value, only_fit, Problem, Setup};
+use crate::fit::{by_value, only_fit, CPath, Problem, Prologue, Setup};
 use crate::kernel::{Kernel, Rows};
+#[cfg(doc)]
+use crate::model::min_max_bags;
 use crate::model::{bags_min_max, BagFeatures, Model, Pooling};
 use crate::params::{hyperparams, KernelKind, Range};
 use crate::smo::{DualSolution, HingeSolver, InstanceGram, Termination};
@@ -196,16 +198,22 @@ impl StkValidParams {
     }
 
     /// The fits at the ascending values `cs` ([`crate::fit::FitPath`]): the statistic vectors
-    /// and their kernel once, then per binary problem one SMO solve per value
-    /// ([`fit_points`]).
+    /// ([`bag_statistics`]), then [`Self::path_on`].
     fn path_impl(&self, setup: &Setup, cs: &[f64]) -> Result<Vec<PlainSvmFit>> {
         let stats = Instances::from(bag_statistics(setup.bags)?);
         setup.observer.check()?;
-        let (kernel, gamma) = self.kernel.resolve(self.gamma, &stats);
+        self.path_on(setup, &stats, cs)
+    }
+
+    /// The fits at the ascending values `cs` on the statistic vectors `stats` of the bags of
+    /// `setup` (one row per bag): their kernel once, then per binary problem one SMO solve per
+    /// value ([`fit_points`]).
+    fn path_on(&self, setup: &Setup, stats: &Instances, cs: &[f64]) -> Result<Vec<PlainSvmFit>> {
+        let (kernel, gamma) = self.kernel.resolve(self.gamma, stats);
         let owner: Vec<usize> = (0..setup.bags.n_bags()).collect();
         let fits = fit_points(
             setup,
-            &stats,
+            stats,
             kernel,
             (self.inner_tol, self.inner_max_iter),
             Pooling::Mean,
@@ -219,5 +227,39 @@ impl StkValidParams {
                 record(model, gamma, sols)
             })
             .collect())
+    }
+
+    /// STK on bags already summarised: `statistics` holds the statistic vector of every
+    /// training bag, one row per bag ([`bag_statistics`], or [`min_max_bags`] of bags given one
+    /// by one), and `labels` their class indices. The fits at the values `cs` (any order,
+    /// repeats allowed), in the order of `cs`: bit for bit [`crate::fit::FitPath::fit_path`] on
+    /// the bags themselves, without their instances. Bags that are not stored together are
+    /// summarised where they lie, with no stacked copy of their instances (which a fit on a few
+    /// hundred small bags spends more time writing than the statistics take).
+    pub fn fit_statistics(
+        &self,
+        statistics: Array2<f64>,
+        labels: &[usize],
+        cs: &[f64],
+    ) -> Result<Vec<PlainSvmFit>> {
+        if !statistics.ncols().is_multiple_of(2) {
+            return Err(crate::error::Error::Mismatch(format!(
+                "statistic vectors have {} columns: minima and maxima make an even number",
+                statistics.ncols()
+            )));
+        }
+        let path = CPath::new(cs)?;
+        let n = statistics.nrows();
+        // one bag per statistic vector: the prologue checks the labels against them
+        let summaries = Bags::new(Instances::from(statistics), (0..=n).collect())?;
+        let fits = Prologue {
+            n_jobs: self.n_jobs,
+            class_weight: Some(&self.class_weight),
+            observer: &self.observer,
+        }
+        .run(&summaries, labels, |setup| {
+            self.path_on(setup, summaries.instances(), &path.values)
+        })?;
+        Ok(path.in_given_order(fits))
     }
 }

@@ -212,6 +212,49 @@ def test_stk_equals_svc_on_the_min_max_statistics(data, kernel, C, gamma, weight
     np.testing.assert_allclose(est.decision_function(test), by_hand, rtol=1e-10, atol=1e-10)
 
 
+@given(data=bag_sets(max_bags=12, max_d=4, max_size=5, n_classes=3),
+       dtype=st.sampled_from([np.float64, np.float32]), C=st.sampled_from([0.1, 1.0, 10.0]),
+       transposed=st.booleans())
+def test_stk_reads_a_list_of_bags_where_they_lie_and_fits_the_stacked_model(data, dtype, C, transposed):
+    # bags given one by one (separate arrays, not rows of one matrix) are summarised where they
+    # lie (``Bags.parts``, ``_core.fit_stk_bags``); the model is the one of the same bags stacked,
+    # bit for bit, for single fits and paths, binary and one-vs-rest, any strides
+    X, bag_ptr, labels = data
+    X = X.astype(dtype)
+    bags = [np.array(b.T, order="C").T if transposed else np.array(b) for b in split(X, bag_ptr)]
+    assert milsvm.as_bags(bags, check_finite=False).parts is not None
+    stacked = milsvm.Bags.from_instances(X, np.diff(bag_ptr))
+    for y in (labels % 2, labels):
+        est = milsvm.STK(C=C).fit(bags, y)
+        ref = milsvm.STK(C=C).fit(stacked, y)
+        np.testing.assert_array_equal(est.decision_function(stacked), ref.decision_function(stacked))
+        np.testing.assert_array_equal(est.xv_, ref.xv_)
+        assert est.model_.input_dtype == ref.model_.input_dtype == np.dtype(dtype).name
+        for a, b in zip(milsvm.STK().fit_path(bags, y, [C, 1.0]), milsvm.STK().fit_path(stacked, y, [C, 1.0])):
+            np.testing.assert_array_equal(a.decision_function(stacked), b.decision_function(stacked))
+
+
+def test_stk_refuses_bad_bags_given_one_by_one():
+    rng = np.random.default_rng(3)
+    bags = [rng.normal(size=(3, 4)) for _ in range(8)]
+    y = np.arange(8) % 2
+    for bad in (np.nan, np.inf):
+        broken = [b.copy() for b in bags]
+        broken[5][2, 1] = bad
+        with pytest.raises(ValueError, match=r"bag 5 has a non-finite value \(NaN or infinity\) in instance 2"):
+            milsvm.STK().fit(broken, y)
+    params = {"C": 1.0}
+    labels = y.astype(np.int64)
+    with pytest.raises(TypeError, match="bag 1 must be a 2-D float64 or float32 NumPy array"):
+        _core.fit_stk_bags([bags[0], [[1.0, 2.0]]] + bags[2:], labels, params)
+    with pytest.raises(ValueError, match="bag 2 has 3 features, bag 0 has 4"):
+        _core.fit_stk_bags(bags[:2] + [bags[2][:, :3]] + bags[3:], labels, params)
+    with pytest.raises(ValueError, match="bag 3 is empty"):
+        _core.fit_stk_bags(bags[:3] + [bags[3][:0]] + bags[4:], labels, params)
+    with pytest.raises(ValueError, match="labels"):
+        _core.fit_stk_bags(bags, labels[:5], params)
+
+
 def test_stk_statistics_of_sparse_bags_count_unstored_values_as_zeros():
     rng = np.random.default_rng(1)
     bags = [np.where(rng.random((n, 5)) < 0.4, rng.normal(size=(n, 5)) + 1.0, 0.0) for n in rng.integers(1, 5, 16)]

@@ -31,19 +31,42 @@ class Bags:
     It behaves as a sequence of bags: ``len(bags)``, ``bags[i]`` (one bag's instances) and
     ``bags[index_array]`` (a new :class:`Bags`), so scikit-learn's cross-validation can split it.
 
+    Bags that :func:`as_bags` takes from a list of dense arrays of one dtype, not stored one
+    after the other, keep that list (``parts``) and are stacked into ``X`` when it is first
+    read: an estimator that needs no stacked copy (STK reads each bag where it lies) and the
+    subsets ``bags[index_array]`` make none.
+
     Attributes
     ----------
     X : ndarray or scipy.sparse.csr_matrix of shape (n_instances, n_features)
         All instances, bag after bag.
     bag_ptr : ndarray of int64, shape (n_bags + 1,)
         Bag ``i`` holds rows ``bag_ptr[i]:bag_ptr[i + 1]`` of ``X``.
+    parts : list of ndarray or None
+        The bags as separate arrays, when they were given so (see above), else None.
     """
 
-    __slots__ = ("X", "bag_ptr")
+    __slots__ = ("_X", "bag_ptr", "parts")
 
     def __init__(self, X, bag_ptr):
-        self.X = X
+        self._X = X
         self.bag_ptr = bag_ptr
+        self.parts = None
+
+    @classmethod
+    def _of_parts(cls, parts, bag_ptr):
+        """Bags kept as the list ``parts`` of dense arrays of one dtype (each 2-D, with the
+        same number of columns, ``bag_ptr`` their offsets), stacked when ``X`` is first read."""
+        out = cls.__new__(cls)
+        out._X, out.bag_ptr, out.parts = None, bag_ptr, parts
+        return out
+
+    @property
+    def X(self):
+        """All instances, bag after bag (stacked from ``parts`` when first read)."""
+        if self._X is None:
+            self._X = np.concatenate(self.parts, axis=0)
+        return self._X
 
     @classmethod
     def from_instances(cls, X, bag_sizes):
@@ -75,12 +98,12 @@ class Bags:
     @property
     def n_features(self):
         """Number of features of an instance."""
-        return self.X.shape[1]
+        return self.parts[0].shape[1] if self._X is None else self._X.shape[1]
 
     @property
     def n_instances(self):
         """Total number of instances."""
-        return self.X.shape[0]
+        return int(self.bag_ptr[-1]) if self._X is None else self._X.shape[0]
 
     @property
     def bag_sizes(self):
@@ -90,7 +113,7 @@ class Bags:
     @property
     def is_sparse(self):
         """Whether the instances are stored as a sparse matrix."""
-        return sp.issparse(self.X)
+        return self._X is not None and sp.issparse(self._X)
 
     def __len__(self):
         return len(self.bag_ptr) - 1
@@ -102,8 +125,14 @@ class Bags:
                 i += len(self)
             if not 0 <= i < len(self):
                 raise IndexError(f"bag index {key} out of range for {len(self)} bags")
+            if self._X is None:
+                return self.parts[i]
             return self.X[self.bag_ptr[i]:self.bag_ptr[i + 1]]
         idx = np.arange(len(self))[key]
+        if self._X is None and len(idx):
+            sizes = self.bag_sizes[idx]
+            return Bags._of_parts([self.parts[i] for i in idx],
+                                  np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
         rows = np.concatenate([np.arange(self.bag_ptr[i], self.bag_ptr[i + 1]) for i in idx]) if len(idx) else np.zeros(0, int)
         sizes = self.bag_sizes[idx]
         return Bags(self.X[rows], np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
@@ -119,7 +148,7 @@ class Bags:
     @property
     def dtype(self):
         """The dtype of the stored instance values (float64 or float32)."""
-        return self.X.dtype
+        return self.parts[0].dtype if self._X is None else self._X.dtype
 
     def core_instances(self):
         """The instances in the form ``milsvm._core`` takes: a C-contiguous float64 or float32
@@ -277,7 +306,7 @@ def as_bags(bags, *, n_features=None, check_finite=True):
         if len(bags) == 0:
             raise ValueError("no bags were given (empty list)")
         # dense bags are checked for NaN and infinity once, on the stacked matrix below
-        mats = _plain_matrices(bags)
+        mats = plain = _plain_matrices(bags)
         if mats is None:
             mats = [_as_matrix(b, f"bag {i}", False) for i, b in enumerate(bags)]
         shapes = [m.shape for m in mats]
@@ -294,6 +323,10 @@ def as_bags(bags, *, n_features=None, check_finite=True):
             X = sp.vstack([sp.csr_matrix(m) for m in mats], format="csr")
         else:
             X = mats[0] if len(mats) == 1 else _consecutive_rows(mats)
+            if X is None and plain is not None and not check_finite:
+                # kept as given (the core checks the values while it reads them)
+                ptr = np.fromiter(accumulate(sizes, initial=0), dtype=np.int64, count=len(sizes) + 1)
+                return _checked(Bags._of_parts(mats, ptr), n_features)
             if X is None:
                 X = np.concatenate(mats, axis=0)
         # stacked CSR values are few and their core check does not know the bags: always here
@@ -302,6 +335,12 @@ def as_bags(bags, *, n_features=None, check_finite=True):
             raise ValueError(f"bag {bad} has a non-finite value (NaN or infinity)")
         ptr = np.fromiter(accumulate(sizes, initial=0), dtype=np.int64, count=len(sizes) + 1)
         out = Bags(X, ptr)
+    return _checked(out, n_features)
+
+
+def _checked(out, n_features):
+    """``out`` (:class:`Bags`) after the checks every kind of input shares: at least one bag,
+    at least one feature, and ``n_features`` features when given."""
     if len(out) == 0:
         raise ValueError("no bags were given (empty Bags)")
     if out.n_features == 0:

@@ -283,8 +283,8 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
         """
         job = self._fit_job(bags, y)
         with FitProgress(job["name"], job["verbose"], self._progress_unit, job["total"]) as progress:
-            fit = getattr(_core, self._core_fit)(job["bags"].core_instances(), job["bags"].bag_ptr, job["labels"],
-                                                 job["params"], progress.callback())
+            name, data = self._core_input(job["bags"])
+            fit = getattr(_core, name)(*data, job["labels"], job["params"], progress.callback())
         self._install(job, fit, time.perf_counter() - job["start"])
         self._warn_unconverged(fit)
         if job["verbose"]:
@@ -342,8 +342,8 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
         job = self._fit_job(bags, y)
         job["params"]["C"] = Cs[0]  # ignored by the path; a valid value for the builder's check
         with FitProgress(job["name"], job["verbose"], self._progress_unit, job["total"] * len(Cs)) as progress:
-            fits = getattr(_core, self._core_fit + "_path")(job["bags"].core_instances(), job["bags"].bag_ptr,
-                                                            job["labels"], job["params"], Cs, progress.callback())
+            name, data = self._core_input(job["bags"])
+            fits = getattr(_core, name + "_path")(*data, job["labels"], job["params"], Cs, progress.callback())
         calibrations = [None] * len(Cs)
         if job["probability"]:
             # the internal folds' refits as paths too: the same models as each value's own
@@ -377,6 +377,11 @@ class MILClassifier(CompiledModelMixin, ClassifierMixin, BaseEstimator):
         return {"name": name, "verbose": int(verbose), "bags": bags, "classes": classes, "labels": labels,
                 "probability": probability, "params": params,
                 "total": self._progress_total(params) * n_problems, "start": time.perf_counter()}
+
+    def _core_input(self, bags):
+        """The core's fit binding for ``bags`` (its path: the name with ``_path``) and the
+        arguments that give it the bags: ``_core_fit`` on the stacked instances and offsets."""
+        return self._core_fit, (bags.core_instances(), bags.bag_ptr)
 
     def _install(self, job, fit, seconds):
         """Install the core's result ``fit`` of ``job`` (:meth:`_fit_job`): the compiled model,

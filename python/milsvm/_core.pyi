@@ -252,11 +252,22 @@ fit_sil: FitFunction[SvmFit]
 fit_sil_path: PathFunction[SvmFit]
 fit_stk: FitFunction[SvmFit]
 fit_stk_path: PathFunction[SvmFit]
+
+def fit_stk_bags(bags: List[NDArray[Any]], labels: NDArray[np.int64], params: Params,
+                 progress: Optional[Progress] = None) -> SvmFit:
+    """STK on a list of 2-D float64 or float32 bags, each read where it lies (no stacked copy):
+    the model of ``fit_stk`` on the same bags stacked, bit for bit."""
+    ...
+
+def fit_stk_bags_path(bags: List[NDArray[Any]], labels: NDArray[np.int64], params: Params, cs: Sequence[float],
+                      progress: Optional[Progress] = None) -> List[SvmFit]:
+    """The ``C`` path of ``fit_stk_bags``: one result per value of ``cs``, in their order."""
+    ...
 fit_miles: FitFunction[MilesFit]
 fit_miles_path: PathFunction[MilesFit]
 fit_two_stage: FitFunction[TwoStageFit]
 fit_cccp: FitFunction[CccpFit]
-check_sparse_mi = check_mi_kernel = check_reduced_set = check_nsk = check_smil = check_annealing = check_svmcc = check_one_class = check_sil = check_stk = check_miles = check_two_stage = check_cccp = _check
+check_sparse_mi = check_mi_kernel = check_reduced_set = check_nsk = check_smil = check_annealing = check_svmcc = check_one_class = check_sil = check_stk = check_stk_bags = check_miles = check_two_stage = check_cccp = _check
 fit_sparse_mi_hyperparameters = fit_mi_kernel_hyperparameters = fit_reduced_set_hyperparameters = fit_nsk_hyperparameters = fit_smil_hyperparameters = fit_annealing_hyperparameters = fit_svmcc_hyperparameters = fit_one_class_hyperparameters = fit_sil_hyperparameters = fit_stk_hyperparameters = fit_miles_hyperparameters = fit_two_stage_hyperparameters = fit_cccp_hyperparameters = _specs
 
 # ---------------------------------------------------------------------------------------------

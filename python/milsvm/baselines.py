@@ -114,6 +114,13 @@ class STK(SingleSVMClassifier):
                  probability=False, n_jobs=None, verbose=0):
         self._store(locals())
 
+    def _core_input(self, bags):
+        # bags given as a list are summarised where they lie, without a stacked copy
+        parts = bags.parts
+        if parts is None:
+            return super()._core_input(bags)
+        return "fit_stk_bags", (parts,)
+
     def _loaded(self):
         super()._loaded()
         if self.model_.bag_features != "min_max":

@@ -147,6 +147,62 @@ fn rows_min_max(rows: Rows<'_>, bag_ptr: &[usize], check: Check) -> Result<Array
     Ok(out)
 }
 
+/// The min/max statistics of bags given one by one, `bags[i]` the instances of bag `i`
+/// (`n_bags x 2d`): [`min_max_rows`] of the same bags stacked, bit for bit, without stacking
+/// them (each bag is read once, where it lies). Every bag needs at least one instance and the
+/// `d` features of bag 0; a non-finite value is an error naming its bag and instance.
+pub fn min_max_bags(bags: &[Rows<'_>]) -> Result<Array2<f64>> {
+    let Some(first) = bags.first() else {
+        return Err(Error::InvalidData("no bags were given".into()));
+    };
+    let d = first.n_cols();
+    let mut out = Array2::zeros((bags.len(), 2 * d));
+    for (i, (&rows, mut o)) in bags.iter().zip(out.rows_mut()).enumerate() {
+        let n = rows.n_rows();
+        if n == 0 {
+            return Err(Error::InvalidData(format!(
+                "bag {i} is empty: every bag needs at least one instance"
+            )));
+        }
+        if rows.n_cols() != d {
+            return Err(Error::InvalidData(format!(
+                "bag {i} has {} features, bag 0 has {d}",
+                rows.n_cols()
+            )));
+        }
+        let o = o
+            .as_slice_mut()
+            .ok_or_else(|| Error::Mismatch("statistics buffer not contiguous".into()))?;
+        let read = match rows {
+            Rows::Dense(x) if !x.is_standard_layout() => {
+                let owned = x.as_standard_layout().into_owned();
+                bag_min_max(
+                    BagView::of(Rows::Dense(owned.view()), 0, n),
+                    o,
+                    Check::Finite,
+                )
+            }
+            Rows::Dense32(x) if !x.is_standard_layout() => {
+                let owned = x.as_standard_layout().into_owned();
+                bag_min_max(
+                    BagView::of(Rows::Dense32(owned.view()), 0, n),
+                    o,
+                    Check::Finite,
+                )
+            }
+            _ => bag_min_max(BagView::of(rows, 0, n), o, Check::Finite),
+        };
+        read.map_err(|e| match e {
+            Error::InvalidData(_) => Error::InvalidData(format!(
+                "bag {i} has a non-finite value (NaN or infinity) in instance {}",
+                rows.first_non_finite_row().unwrap_or(0)
+            )),
+            e => e,
+        })?;
+    }
+    Ok(out)
+}
+
 /// The per-feature minima and maxima of dense rows (`d` values each) into `lo` and `hi`.
 ///
 /// The values are finite (checked first unless `check` says they are known to be), so plain
@@ -202,4 +258,60 @@ pub(super) fn no_instance_scores() -> Error {
          of per-instance scores"
             .into(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{s, Array2};
+
+    /// Bags given one by one give the statistics of the same bags stacked, bit for bit, for
+    /// float64 and float32 values and any strides; an empty bag, a bag of another width and a
+    /// non-finite value are errors naming the bag (and the instance).
+    #[test]
+    fn bags_one_by_one_equal_the_stacked_bags() {
+        let sizes = [1usize, 6, 3, 9, 2];
+        let n: usize = sizes.iter().sum();
+        let x = Array2::from_shape_fn((n, 5), |(i, j)| ((i * 7 + j * 3) % 11) as f64 - 4.5);
+        let mut ptr = vec![0];
+        for k in sizes {
+            ptr.push(ptr.last().copied().unwrap_or(0) + k);
+        }
+        let want = min_max_rows(Rows::Dense(x.view()), &ptr).expect("finite bags");
+        let parts: Vec<Array2<f64>> = ptr
+            .windows(2)
+            .map(|w| x.slice(s![w[0]..w[1], ..]).to_owned())
+            .collect();
+        let rows: Vec<Rows<'_>> = parts.iter().map(|b| Rows::Dense(b.view())).collect();
+        assert_eq!(min_max_bags(&rows).expect("finite bags"), want);
+        let transposed: Vec<Array2<f64>> = parts
+            .iter()
+            .map(|b| b.t().as_standard_layout().into_owned())
+            .collect();
+        let rows: Vec<Rows<'_>> = transposed.iter().map(|b| Rows::Dense(b.t())).collect();
+        assert_eq!(min_max_bags(&rows).expect("finite bags"), want);
+        let singles: Vec<Array2<f32>> = parts.iter().map(|b| b.mapv(|v| v as f32)).collect();
+        let rows: Vec<Rows<'_>> = singles.iter().map(|b| Rows::Dense32(b.view())).collect();
+        assert_eq!(min_max_bags(&rows).expect("finite bags"), want);
+
+        let mut broken = parts.clone();
+        broken[3][[4, 2]] = f64::NAN;
+        let rows: Vec<Rows<'_>> = broken.iter().map(|b| Rows::Dense(b.view())).collect();
+        let err = min_max_bags(&rows).expect_err("a NaN").to_string();
+        assert!(
+            err.contains("bag 3 has a non-finite value (NaN or infinity) in instance 4"),
+            "{err}"
+        );
+        let empty = Array2::<f64>::zeros((0, 5));
+        let narrow = Array2::<f64>::zeros((2, 4));
+        for (bad, what) in [
+            (&empty, "bag 1 is empty"),
+            (&narrow, "bag 1 has 4 features, bag 0 has 5"),
+        ] {
+            let rows = [Rows::Dense(parts[0].view()), Rows::Dense(bad.view())];
+            let err = min_max_bags(&rows).expect_err("a bad bag").to_string();
+            assert!(err.contains(what), "{err}");
+        }
+        assert!(min_max_bags(&[]).is_err());
+    }
 }

@@ -59,7 +59,7 @@ use crate::bags::{Bags, Instances};
 use crate::error::{Error, Result};
 use crate::kernel::{all_finite, Kernel};
 pub(crate) use bag_features::bags_min_max;
-pub use bag_features::{min_max_into, min_max_rows, BagFeatures};
+pub use bag_features::{min_max_bags, min_max_into, min_max_rows, BagFeatures};
 pub use calibration::{fit_sigmoid, Calibration};
 pub use file::FORMAT_VERSION;
 pub use predictor::{BagView, Predictor, Workspace, ROW_KERNEL_MAX_XV};

@@ -24,7 +24,7 @@ use pyo3::types::PyDict;
 
 use super::convert::{instances, params_from, to_usize};
 use super::threads::{on_threads, place, Place};
-use crate::bags::Bags;
+use crate::bags::{Bags, Instances};
 use crate::error::Error;
 use crate::fit::{Fit, FitPath};
 use crate::params::Hyperparams;
@@ -232,14 +232,12 @@ where
     P::Checked: Fit,
     <P::Checked as Fit>::Output: Send,
 {
-    fit_call::<P, _>(
+    fit_call::<P, _, _>(
         py,
-        x,
-        bag_ptr,
-        labels,
         params,
         progress,
-        |p, bags, labels| p.fit(bags, labels),
+        || bags_and_labels(x, bag_ptr, labels),
+        |p, (x, bag_ptr, labels)| p.fit(&Bags::new(x, bag_ptr)?, &labels),
     )
 }
 
@@ -260,30 +258,42 @@ where
     P::Checked: FitPath,
     <P::Checked as Fit>::Output: Send,
 {
-    fit_call::<P, _>(
+    fit_call::<P, _, _>(
         py,
-        x,
-        bag_ptr,
-        labels,
         params,
         progress,
-        |p, bags, labels| p.fit_path(bags, labels, &cs),
+        || bags_and_labels(x, bag_ptr, labels),
+        |p, (x, bag_ptr, labels)| p.fit_path(&Bags::new(x, bag_ptr)?, &labels, &cs),
     )
 }
 
-/// What [`fit_with`] and [`path_with`] share: the builder from `params` with an observer of
-/// `progress`, the bags and labels converted, then `f` run cancellably.
-fn fit_call<P, T>(
-    py: Python<'_>,
+/// The stacked instances `x`, the offsets `bag_ptr` and the class indices `labels` as the core
+/// takes them (made [`Bags`], which checks the values, where the fit runs: on its threads).
+fn bags_and_labels(
     x: &Bound<'_, PyAny>,
     bag_ptr: PyReadonlyArray1<i64>,
     labels: PyReadonlyArray1<i64>,
+) -> PyResult<(Instances, Vec<usize>, Vec<usize>)> {
+    Ok((
+        instances(x)?,
+        to_usize(bag_ptr.as_slice()?, "bag_ptr")?,
+        to_usize(labels.as_slice()?, "labels")?,
+    ))
+}
+
+/// What every fit binding shares: the builder of type `P` from `params` with an observer of
+/// `progress`, then the data from `input` (converted on the calling thread) and `f` run
+/// cancellably on the fit's threads.
+pub(crate) fn fit_call<P, I, T>(
+    py: Python<'_>,
     params: &Bound<'_, PyDict>,
     progress: Option<Py<PyAny>>,
-    f: impl FnOnce(&P, &Bags, &[usize]) -> Result<T, Error> + Send,
+    input: impl FnOnce() -> PyResult<I>,
+    f: impl FnOnce(&P, I) -> Result<T, Error> + Send,
 ) -> PyResult<T>
 where
     P: Hyperparams + Sync,
+    I: Send,
     T: Send,
 {
     let mut p: P = params_from(params)?;
@@ -292,13 +302,8 @@ where
     let (cancel, interrupt) = cancel_for(&place);
     let failure: Failure = Arc::default();
     p.set_observer(observer_of(progress, cancel.clone(), failure.clone()));
-    // checked (finite values, offsets) on the fit's own threads
-    let instances = instances(x)?;
-    let bag_ptr = to_usize(bag_ptr.as_slice()?, "bag_ptr")?;
-    let labels = to_usize(labels.as_slice()?, "labels")?;
-    run_cancellable(py, place, (&cancel, &interrupt), &failure, || {
-        f(&p, &Bags::new(instances, bag_ptr)?, &labels)
-    })
+    let input = input()?;
+    run_cancellable(py, place, (&cancel, &interrupt), &failure, || f(&p, input))
 }
 
 /// Checks the parameters of a fit without data: the builder of type `P` filled from `params`
