@@ -129,13 +129,11 @@ class Bags:
                 return self.parts[i]
             return self.X[self.bag_ptr[i]:self.bag_ptr[i + 1]]
         idx = np.arange(len(self))[key]
+        ptr = np.concatenate([[0], np.cumsum(self.bag_sizes[idx])]).astype(np.int64)
         if self._X is None and len(idx):
-            sizes = self.bag_sizes[idx]
-            return Bags._of_parts([self.parts[i] for i in idx],
-                                  np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
+            return Bags._of_parts([self.parts[i] for i in idx], ptr)
         rows = np.concatenate([np.arange(self.bag_ptr[i], self.bag_ptr[i + 1]) for i in idx]) if len(idx) else np.zeros(0, int)
-        sizes = self.bag_sizes[idx]
-        return Bags(self.X[rows], np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
+        return Bags(self.X[rows], ptr)
 
     def __iter__(self):
         for i in range(len(self)):
@@ -317,6 +315,7 @@ def as_bags(bags, *, n_features=None, check_finite=True):
             if sizes[i] == 0:
                 raise ValueError(f"bag {i} is empty: every bag needs at least one instance")
             raise ValueError(f"bag {i} has {shapes[i][1]} features, bag 0 has {d}")
+        ptr = np.fromiter(accumulate(sizes, initial=0), dtype=np.int64, count=len(sizes) + 1)
         # _as_matrix gives an ndarray or a CSR matrix
         sparse = any(type(m) is not np.ndarray for m in mats)
         if sparse:
@@ -325,7 +324,6 @@ def as_bags(bags, *, n_features=None, check_finite=True):
             X = mats[0] if len(mats) == 1 else _consecutive_rows(mats)
             if X is None and plain is not None and not check_finite:
                 # kept as given (the core checks the values while it reads them)
-                ptr = np.fromiter(accumulate(sizes, initial=0), dtype=np.int64, count=len(sizes) + 1)
                 return _checked(Bags._of_parts(mats, ptr), n_features)
             if X is None:
                 X = np.concatenate(mats, axis=0)
@@ -333,7 +331,6 @@ def as_bags(bags, *, n_features=None, check_finite=True):
         if (check_finite or sparse) and not _all_finite(X.data if sparse else X):
             bad = next(i for i, m in enumerate(mats) if not _all_finite(m.data if sp.issparse(m) else m))
             raise ValueError(f"bag {bad} has a non-finite value (NaN or infinity)")
-        ptr = np.fromiter(accumulate(sizes, initial=0), dtype=np.int64, count=len(sizes) + 1)
         out = Bags(X, ptr)
     return _checked(out, n_features)
 

@@ -117,20 +117,28 @@ pub(crate) fn bags_min_max(bags: &crate::bags::Bags) -> Result<Array2<f64>> {
 
 /// [`min_max_rows`], with the finiteness check made or skipped as `check` says.
 fn rows_min_max(rows: Rows<'_>, bag_ptr: &[usize], check: Check) -> Result<Array2<f64>> {
+    with_rows_in_order(rows, |rows| rows_in_order_min_max(rows, bag_ptr, check))
+}
+
+/// `f` of `rows` with dense rows in row-major order: `rows` itself, or a row-major copy of
+/// dense rows with other strides (the statistics read each bag as one slice).
+fn with_rows_in_order<T>(rows: Rows<'_>, f: impl FnOnce(Rows<'_>) -> T) -> T {
+    match rows {
+        Rows::Dense(x) if !x.is_standard_layout() => {
+            f(Rows::Dense(x.as_standard_layout().into_owned().view()))
+        }
+        Rows::Dense32(x) if !x.is_standard_layout() => {
+            f(Rows::Dense32(x.as_standard_layout().into_owned().view()))
+        }
+        _ => f(rows),
+    }
+}
+
+/// [`rows_min_max`] of rows in row-major order ([`with_rows_in_order`]).
+fn rows_in_order_min_max(rows: Rows<'_>, bag_ptr: &[usize], check: Check) -> Result<Array2<f64>> {
     let d = rows.n_cols();
     let m = bag_ptr.len().saturating_sub(1);
     let mut out = Array2::zeros((m, 2 * d));
-    match rows {
-        Rows::Dense(x) if !x.is_standard_layout() => {
-            let owned = x.as_standard_layout().into_owned();
-            return rows_min_max(Rows::Dense(owned.view()), bag_ptr, check);
-        }
-        Rows::Dense32(x) if !x.is_standard_layout() => {
-            let owned = x.as_standard_layout().into_owned();
-            return rows_min_max(Rows::Dense32(owned.view()), bag_ptr, check);
-        }
-        _ => {}
-    }
     for (i, mut o) in out.rows_mut().into_iter().enumerate() {
         let (lo, hi) = (bag_ptr[i], bag_ptr[i + 1]);
         if lo == hi {
@@ -173,25 +181,9 @@ pub fn min_max_bags(bags: &[Rows<'_>]) -> Result<Array2<f64>> {
         let o = o
             .as_slice_mut()
             .ok_or_else(|| Error::Mismatch("statistics buffer not contiguous".into()))?;
-        let read = match rows {
-            Rows::Dense(x) if !x.is_standard_layout() => {
-                let owned = x.as_standard_layout().into_owned();
-                bag_min_max(
-                    BagView::of(Rows::Dense(owned.view()), 0, n),
-                    o,
-                    Check::Finite,
-                )
-            }
-            Rows::Dense32(x) if !x.is_standard_layout() => {
-                let owned = x.as_standard_layout().into_owned();
-                bag_min_max(
-                    BagView::of(Rows::Dense32(owned.view()), 0, n),
-                    o,
-                    Check::Finite,
-                )
-            }
-            _ => bag_min_max(BagView::of(rows, 0, n), o, Check::Finite),
-        };
+        let read = with_rows_in_order(rows, |rows| {
+            bag_min_max(BagView::of(rows, 0, n), o, Check::Finite)
+        });
         read.map_err(|e| match e {
             Error::InvalidData(_) => Error::InvalidData(format!(
                 "bag {i} has a non-finite value (NaN or infinity) in instance {}",
