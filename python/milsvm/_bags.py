@@ -316,8 +316,8 @@ def as_bags(bags, *, n_features=None, check_finite=True):
                 raise ValueError(f"bag {i} is empty: every bag needs at least one instance")
             raise ValueError(f"bag {i} has {shapes[i][1]} features, bag 0 has {d}")
         ptr = np.fromiter(accumulate(sizes, initial=0), dtype=np.int64, count=len(sizes) + 1)
-        # _as_matrix gives an ndarray or a CSR matrix
-        sparse = any(type(m) is not np.ndarray for m in mats)
+        # _as_matrix gives an ndarray or a CSR matrix (plain matrices are ndarrays)
+        sparse = plain is None and any(type(m) is not np.ndarray for m in mats)
         if sparse:
             X = sp.vstack([sp.csr_matrix(m) for m in mats], format="csr")
         else:
