@@ -1,9 +1,10 @@
 //! The Python bindings (`milsvm._core`): all PyO3 code of the crate, behind the `python`
 //! feature. One file per algorithm family (its fit function and its typed fit result), beside
 //! `convert` (Python values into the core's types, core errors into exceptions), `run` (GIL
-//! release, panics, progress callbacks, Ctrl-C) and `model` (the compiled model). Inputs are
-//! copied into owned buffers, the GIL is released around the work, and a panic (a bug) becomes
-//! `RuntimeError` instead of reaching Python as `BaseException`.
+//! release, panics, progress callbacks, Ctrl-C) and `model` (the compiled model). Dense inputs
+//! that are C-contiguous and aligned are read in place (the caller does not write to them while
+//! a call runs), others are copied; the GIL is released around the work, and a panic (a bug)
+//! becomes `RuntimeError` instead of reaching Python as `BaseException`.
 
 mod annealing;
 mod baselines;
