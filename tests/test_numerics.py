@@ -7,6 +7,7 @@ import scipy.optimize
 import scipy.sparse as sp
 from hypothesis import given
 from hypothesis import strategies as st
+from sklearn.base import clone
 
 from conftest import bag_sets
 from milsvm import _core
@@ -170,3 +171,27 @@ def test_results_do_not_depend_on_thread_count():
             ref = out
         for a, b in zip(out, ref):
             assert np.array_equal(a, b)
+
+
+@given(bag_sets(max_bags=10, max_d=4, max_size=5), st.lists(st.sampled_from([0.0, -0.0, 1.0, -2.5, 3.0]), min_size=1, max_size=3),
+       st.sampled_from(["NSK", "sMIL", "MIKernel", "SIL"]), st.booleans())
+def test_features_constant_over_the_training_instances_change_no_bit_of_the_fit(bag_set, constants, name, f32):
+    """The Gaussian kernel matrix of the training instances leaves out features constant over
+    them (the set-kernel Gram of NSK, sMIL and MI-Kernel; SIL's stored instance kernel): the fit
+    on the data with constant features put among the others has the dual coefficients of the
+    fit without them, bit for bit, and the same scores to rounding (scoring uses every
+    feature); float32 data the same."""
+    import milsvm
+
+    X, ptr, y = bag_set
+    wide = X.copy()
+    for k, c in enumerate(constants):
+        wide = np.insert(wide, (k * 2) % (wide.shape[1] + 1), c, axis=1)
+    dtype = np.float32 if f32 else np.float64
+    as_list = lambda A: [A[ptr[i]:ptr[i + 1]].astype(dtype) for i in range(len(ptr) - 1)]
+    est = getattr(milsvm, name)(C=10.0, gamma=0.4)
+    narrow_fit, wide_fit = clone(est).fit(as_list(X), y), clone(est).fit(as_list(wide), y)
+    attr = "coef_" if name == "MIKernel" else "dual_coef_"
+    np.testing.assert_array_equal(getattr(wide_fit, attr), getattr(narrow_fit, attr))
+    np.testing.assert_allclose(wide_fit.decision_function(as_list(wide)), narrow_fit.decision_function(as_list(X)),
+                               rtol=1e-9, atol=1e-9)

@@ -27,8 +27,10 @@ use serde::{Deserialize, Serialize};
 use crate::bags::Csr;
 
 mod bag_max;
+mod constant_features;
 mod dots;
 pub use bag_max::{bag_max_kernel, BLOCK_XV};
+pub(crate) use constant_features::without_constant_features;
 pub(crate) use dots::Simd;
 pub use dots::{all_finite, Real};
 
@@ -70,14 +72,7 @@ impl Kernel {
         norms_z: &[f64],
     ) {
         if let Kernel::Rbf { gamma } = *self {
-            let nb = norms_z.len().max(1);
-            for (p, row) in (first_row..).zip(out.chunks_exact_mut(nb)) {
-                let s = norms_x.get(p).copied().unwrap_or(0.0);
-                for (o, &t) in row.iter_mut().zip(norms_z) {
-                    *o = -gamma * (s + t - 2.0 * *o).max(0.0);
-                }
-            }
-            exp_in_place(out);
+            gaussian_rows(gamma, out, norms_x, first_row, norms_z);
         }
     }
 }
@@ -682,6 +677,70 @@ fn exp_in_place(xs: &mut [f64]) {
     xs.iter_mut().for_each(|x| *x = exp(*x));
 }
 
+/// The Gaussian kernel values `exp(-gamma max(0, s_p + t_k - 2 d_pk))` of the inner products
+/// `d_pk` in `out` (row-major, `norms_z.len()` columns `t_k`, the rows `s_p` of `norms_x` from
+/// `first_row` on; a missing norm is 0), in place: each row's exponents and exponentials in one
+/// pass, compiled for AVX-512 and AVX2 where the CPU has them (the same operations lane by
+/// lane: the bits of the portable loop, as [`exp_in_place`]).
+fn gaussian_rows(gamma: f64, out: &mut [f64], norms_x: &[f64], first_row: usize, norms_z: &[f64]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F, checked just above.
+            unsafe { gaussian_rows_avx512(gamma, out, norms_x, first_row, norms_z) };
+            return;
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            unsafe { gaussian_rows_avx2(gamma, out, norms_x, first_row, norms_z) };
+            return;
+        }
+    }
+    gaussian_rows_lanes(gamma, out, norms_x, first_row, norms_z);
+}
+
+/// The loop of [`gaussian_rows`], inlined into each compiled form.
+#[inline(always)]
+fn gaussian_rows_lanes(
+    gamma: f64,
+    out: &mut [f64],
+    norms_x: &[f64],
+    first_row: usize,
+    norms_z: &[f64],
+) {
+    let nb = norms_z.len().max(1);
+    for (p, row) in (first_row..).zip(out.chunks_exact_mut(nb)) {
+        let s = norms_x.get(p).copied().unwrap_or(0.0);
+        for (o, &t) in row.iter_mut().zip(norms_z) {
+            *o = exp(-gamma * (s + t - 2.0 * *o).max(0.0));
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn gaussian_rows_avx512(
+    gamma: f64,
+    out: &mut [f64],
+    norms_x: &[f64],
+    first_row: usize,
+    norms_z: &[f64],
+) {
+    gaussian_rows_lanes(gamma, out, norms_x, first_row, norms_z);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn gaussian_rows_avx2(
+    gamma: f64,
+    out: &mut [f64],
+    norms_x: &[f64],
+    first_row: usize,
+    norms_z: &[f64],
+) {
+    gaussian_rows_lanes(gamma, out, norms_x, first_row, norms_z);
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn exp_in_place_avx512(xs: &mut [f64]) {
@@ -696,7 +755,7 @@ unsafe fn exp_in_place_avx2(xs: &mut [f64]) {
 
 #[cfg(test)]
 mod tests {
-    use super::exp;
+    use super::{exp, Kernel};
 
     #[test]
     fn exp_matches_libm_to_a_few_ulp() {
@@ -712,6 +771,53 @@ mod tests {
         assert_eq!(exp(-800.0), 0.0);
         assert_eq!(exp(f64::NEG_INFINITY), 0.0);
         assert!(exp(f64::NAN).is_nan());
+    }
+
+    /// Every compiled form of `gaussian_rows` gives the bits of the portable loop, and each
+    /// value is `Kernel::from_dot` of its inner product: rows of every remainder of the vector
+    /// width, products past the norms (a distance below zero, clipped), and rows past the end
+    /// of `norms_x` (norm 0).
+    #[test]
+    fn gaussian_rows_compiled_forms_give_the_portable_bits() {
+        type Form = unsafe fn(f64, &mut [f64], &[f64], usize, &[f64]);
+        let gamma = 0.37;
+        for cols in [1, 3, 8, 13, 17] {
+            let rows = 5;
+            let norms_x: Vec<f64> = (0..rows + 1).map(|i| 0.5 + i as f64).collect();
+            let norms_z: Vec<f64> = (0..cols).map(|j| 1.0 + 0.25 * j as f64).collect();
+            let dots: Vec<f64> = (0..rows * cols)
+                .map(|k| ((k * 7919) % 101) as f64 / 25.0 - 1.0)
+                .collect();
+            let mut want = dots.clone();
+            super::gaussian_rows_lanes(gamma, &mut want, &norms_x, 2, &norms_z);
+            for (k, w) in want.iter().enumerate() {
+                let (p, q) = (2 + k / cols, k % cols);
+                let s = norms_x.get(p).copied().unwrap_or(0.0);
+                let k = Kernel::Rbf { gamma }.from_dot(dots[k], s, norms_z[q]);
+                assert_eq!(w.to_bits(), k.to_bits());
+            }
+            let mut forms: Vec<(&str, Form)> = Vec::new();
+            #[cfg(target_arch = "x86_64")]
+            {
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    forms.push(("avx2", super::gaussian_rows_avx2));
+                }
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    forms.push(("avx512", super::gaussian_rows_avx512));
+                }
+            }
+            for (name, form) in forms {
+                let mut got = dots.clone();
+                // SAFETY: the CPU supports the form's features, checked above.
+                unsafe { form(gamma, &mut got, &norms_x, 2, &norms_z) };
+                assert!(
+                    got.iter()
+                        .zip(&want)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{name}, {cols} columns"
+                );
+            }
+        }
     }
 
     /// Every SIMD level of `exp_in_place` that this CPU runs gives the bits of the scalar `exp`,

@@ -12,7 +12,7 @@
 use ndarray::{s, ArrayViewMut2};
 use rayon::prelude::*;
 
-use crate::kernel::{Kernel, Rows};
+use crate::kernel::{without_constant_features, Kernel, Rows};
 use crate::solver::{faer_mut, faer_ref};
 
 /// Rows of one block product of [`full_kernel`] for `n` points: a function of `n` alone, so
@@ -71,7 +71,9 @@ fn chunks(lo: usize, n: usize) -> impl Iterator<Item = (usize, usize)> {
 /// diagonal `diag`: the inner products of the upper triangle, block row by block row (each
 /// block `X_I [X_I; X_J..]^T` one sequential product, the blocks in parallel), turned into
 /// kernel values with the squared norms `sq_norms` ([`Kernel::finish_rows`]), then copied to
-/// the lower triangle. The same bits for any thread count.
+/// the lower triangle. The same bits for any thread count. With the Gaussian kernel, features
+/// constant over the rows are left out of the products and the norms
+/// ([`without_constant_features`]; `sq_norms` are then those of the other features).
 ///
 /// `rows` must be dense (CSR rows would be densified a block at a time).
 pub(crate) fn full_kernel(
@@ -80,7 +82,15 @@ pub(crate) fn full_kernel(
     sq_norms: &[f64],
     diag: &[f64],
 ) -> Vec<f64> {
-    blocked_kernel(kernel, rows, sq_norms, diag, block_rows(rows.n_rows()))
+    let block = block_rows(rows.n_rows());
+    // features constant over the rows add nothing to a distance between two of them
+    match without_constant_features(kernel, rows) {
+        Some(reduced) => {
+            let rows = reduced.rows();
+            blocked_kernel(kernel, rows, &rows.sq_norms(), diag, block)
+        }
+        None => blocked_kernel(kernel, rows, sq_norms, diag, block),
+    }
 }
 
 /// [`full_kernel`] by row blocks of `block` rows.
@@ -250,6 +260,39 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// With the Gaussian kernel, features constant over the rows change no bit of the matrix
+    /// (it is that of the other features, their own norms given or not); the linear kernel
+    /// keeps every feature (a constant one adds to every product).
+    #[test]
+    fn constant_features_change_no_bit_of_the_gaussian_matrix() {
+        let n = 90;
+        let narrow = Array2::from_shape_fn((n, 9), |(i, j)| {
+            ((i * 7919 + j * 104_729) % 1009) as f64 / 250.0 - 2.0
+        });
+        let mut wide = Array2::<f64>::from_elem((n, 12), 2.5);
+        wide.column_mut(4).fill(0.0);
+        for (k, j) in [0, 1, 2, 3, 5, 6, 7, 8, 10].into_iter().enumerate() {
+            wide.column_mut(j).assign(&narrow.column(k));
+        }
+        let norms =
+            |x: &Array2<f64>| -> Vec<f64> { x.rows().into_iter().map(|r| r.dot(&r)).collect() };
+        let (sq_n, sq_w) = (norms(&narrow), norms(&wide));
+        let gaussian = Kernel::Rbf { gamma: 0.05 };
+        let diag = vec![1.0; n];
+        let want = full_kernel(gaussian, Rows::Dense(narrow.view()), &sq_n, &diag);
+        let got = full_kernel(gaussian, Rows::Dense(wide.view()), &sq_w, &diag);
+        assert!(want
+            .iter()
+            .zip(&got)
+            .all(|(a, b)| a.to_bits() == b.to_bits()));
+        let linear = full_kernel(Kernel::Linear, Rows::Dense(wide.view()), &sq_w, &sq_w);
+        let dot = wide.dot(&wide.t());
+        assert!(linear
+            .iter()
+            .zip(&dot)
+            .all(|(a, b)| (a - b).abs() <= 1e-12 * b.abs().max(1.0)));
     }
 
     /// The chunks cover `lo..n` in order, each at most [`CHUNK`] + [`MIN_CHUNK`] - 1 and at

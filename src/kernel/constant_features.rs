@@ -1,0 +1,131 @@
+//! Features that keep one value over a set of instance rows.
+//!
+//! The Gaussian kernel `exp(-gamma ||x - z||^2)` depends on `x - z` only, and a feature with
+//! the same value in two rows adds nothing to their distance. The kernel matrix of a set of
+//! rows can therefore be formed on the features that vary over them ([`varying_features`],
+//! [`keep_features`]), with the same values up to rounding. Data sets hold such features: the
+//! Elephant set has 120 constant ones of 230, 87 of them zero (they are zero, or one constant,
+//! after standardisation too), so its products cost half as much without them.
+//!
+//! The reduction holds between the rows themselves only: another row (a test instance) may
+//! differ in those features, so kernel values against other rows use every feature.
+
+use crate::bags::{Dense, Instances};
+use crate::kernel::{Kernel, Real, Rows};
+
+/// The rows of `x` without the features that are constant over them, when the kernel matrix
+/// of `x` with itself is the same without them ([`Kernel::Rbf`]) and there is one to drop; a
+/// new row-major matrix of `x`'s type. `None`: use `x` as it is (the linear kernel, CSR rows,
+/// or every feature varies). Kernel values between these rows must then be formed with the
+/// squared norms of the returned rows.
+pub(crate) fn without_constant_features(kernel: Kernel, x: Rows<'_>) -> Option<Instances> {
+    match kernel {
+        Kernel::Rbf { .. } => varying_features(x).map(|kept| keep_features(x, &kept)),
+        Kernel::Linear => None,
+    }
+}
+
+/// The features of dense `x` whose value differs between two of its rows, in order, or `None`
+/// where there is nothing to drop: every feature varies, none does (a single distinct row,
+/// whose kernel matrix is all ones either way), or the rows are CSR (kept sparse). `0.0` and
+/// `-0.0` count as one value: a feature of zeros of either sign adds zero to every distance.
+fn varying_features(x: Rows<'_>) -> Option<Vec<usize>> {
+    let varies = match x {
+        Rows::Dense(x) => varying_mask(x),
+        Rows::Dense32(x) => varying_mask(x),
+        Rows::Sparse(_) => return None,
+    };
+    let kept: Vec<usize> = (0..varies.len()).filter(|&j| varies[j]).collect();
+    (!kept.is_empty() && kept.len() < varies.len()).then_some(kept)
+}
+
+/// Whether each column of `x` holds a value other than its first row's (all `false` for fewer
+/// than two rows). The scan stops at the first row after which every column varies, so data
+/// without constant features costs a row or two.
+fn varying_mask<T: Real>(x: ndarray::ArrayView2<'_, T>) -> Vec<bool> {
+    let mut varies = vec![false; x.ncols()];
+    let Some(first) = x.rows().into_iter().next() else {
+        return varies;
+    };
+    let first: Vec<T> = first.to_vec();
+    for row in x.rows().into_iter().skip(1) {
+        match row.as_slice() {
+            Some(row) => mark_differences(&mut varies, &first, row),
+            None => mark_differences(&mut varies, &first, &row.to_vec()),
+        }
+        if varies.iter().all(|&v| v) {
+            break;
+        }
+    }
+    varies
+}
+
+/// `varies[j] |= first[j] != row[j]` for every `j` (a loop the compiler vectorises).
+fn mark_differences<T: Real>(varies: &mut [bool], first: &[T], row: &[T]) {
+    for ((v, &a), &b) in varies.iter_mut().zip(first).zip(row) {
+        *v |= a != b;
+    }
+}
+
+/// The rows of dense `x` restricted to `features` (in that order), as a new row-major matrix
+/// of the same type (`f32` stays `f32`). CSR rows are not reduced; `x` must be dense.
+fn keep_features(x: Rows<'_>, features: &[usize]) -> Instances {
+    match x {
+        Rows::Dense(x) => Instances::Dense(gather(x, features)),
+        Rows::Dense32(x) => Instances::Dense32(gather(x, features)),
+        Rows::Sparse(x) => Instances::Sparse(x.clone()),
+    }
+}
+
+/// The columns `features` of every row of `x`, row-major.
+fn gather<T: Copy>(x: ndarray::ArrayView2<'_, T>, features: &[usize]) -> Dense<T> {
+    let mut data = Vec::with_capacity(x.nrows() * features.len());
+    for row in x.rows() {
+        data.extend(features.iter().map(|&j| row[j]));
+    }
+    Dense::from_parts(x.nrows(), features.len(), data)
+}
+
+#[cfg(test)]
+mod tests {
+    use ndarray::{array, Array2};
+
+    use super::*;
+
+    #[test]
+    fn varying_features_skip_constant_and_signed_zero_columns() {
+        let x = array![
+            [1.0, 0.0, 2.0, 5.0, -0.0],
+            [1.0, 3.0, 2.0, 5.0, 0.0],
+            [1.0, 3.0, 2.5, 5.0, 0.0],
+        ];
+        assert_eq!(varying_features(Rows::Dense(x.view())), Some(vec![1, 2]));
+        let x32 = x.mapv(|v| v as f32);
+        assert_eq!(
+            varying_features(Rows::Dense32(x32.view())),
+            Some(vec![1, 2])
+        );
+        let kept = keep_features(Rows::Dense(x.view()), &[1, 2]);
+        let Rows::Dense(k) = kept.rows() else {
+            panic!("dense rows stay dense")
+        };
+        assert_eq!(k, array![[0.0, 2.0], [3.0, 2.0], [3.0, 2.5]]);
+        let kept32 = keep_features(Rows::Dense32(x32.view()), &[1, 2]);
+        assert_eq!(kept32.dtype(), "float32");
+    }
+
+    #[test]
+    fn nothing_to_drop_gives_none() {
+        // every feature varies; no feature does; one row; no rows
+        let varied = array![[1.0, 2.0], [2.0, 1.0]];
+        let same = array![[1.0, 2.0], [1.0, 2.0]];
+        for x in [
+            varied,
+            same,
+            array![[1.0, 2.0]],
+            Array2::<f64>::zeros((0, 2)),
+        ] {
+            assert_eq!(varying_features(Rows::Dense(x.view())), None, "{x}");
+        }
+    }
+}
