@@ -83,6 +83,7 @@ pub mod progress;
 pub mod semi_supervised;
 pub mod set_kernel;
 pub mod set_kernel_svm;
+mod simd;
 pub mod smo;
 pub mod solver;
 pub mod sparse_mi;

@@ -12,6 +12,7 @@ use ndarray::Array2;
 use super::BagView;
 use crate::error::{Error, Result};
 use crate::kernel::{all_finite, Real, Rows};
+use crate::simd::compiled_forms;
 
 crate::params::choices! {
 /// What the kernel expansion `f` of a model scores.
@@ -195,62 +196,22 @@ pub fn min_max_bags(bags: &[Rows<'_>]) -> Result<Array2<f64>> {
     Ok(out)
 }
 
-/// The per-feature minima and maxima of dense rows (`d` values each) into `lo` and `hi`.
-///
-/// The values are finite (checked first unless `check` says they are known to be), so plain
-/// comparisons give the same minima as `f64::min` (which must also handle NaN) and compile to
-/// one instruction. Rows go four at a time: `lo` and `hi` are read and written once per four
-/// rows instead of once per row.
-///
-/// With AVX-512 or AVX2 code where the CPU has it (minima, maxima and the finiteness check are
-/// exact: the same results as the portable loop). 510 x 166 values in 92 bags, checked: 14.3
-/// against 20.8 us in the portable loop, one thread, this crate's reference machine (session
-/// 37); the check, one chain of adds per eight values, then bounds the time.
-fn dense_min_max<T: Real>(
-    data: &[T],
-    d: usize,
-    lo: &mut [f64],
-    hi: &mut [f64],
-    check: Check,
-) -> Result<()> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU supports AVX-512F, checked just above.
-            return unsafe { dense_min_max_avx512(data, d, lo, hi, check) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2, checked just above.
-            return unsafe { dense_min_max_avx2(data, d, lo, hi, check) };
-        }
-    }
-    dense_min_max_lanes(data, d, lo, hi, check)
-}
-
-/// [`dense_min_max`] compiled for AVX-512F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn dense_min_max_avx512<T: Real>(
-    data: &[T],
-    d: usize,
-    lo: &mut [f64],
-    hi: &mut [f64],
-    check: Check,
-) -> Result<()> {
-    dense_min_max_lanes(data, d, lo, hi, check)
-}
-
-/// [`dense_min_max`] compiled for AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn dense_min_max_avx2<T: Real>(
-    data: &[T],
-    d: usize,
-    lo: &mut [f64],
-    hi: &mut [f64],
-    check: Check,
-) -> Result<()> {
-    dense_min_max_lanes(data, d, lo, hi, check)
+compiled_forms! {
+    /// The per-feature minima and maxima of dense rows (`d` values each) into `lo` and `hi`.
+    ///
+    /// The values are finite (checked first unless `check` says they are known to be), so plain
+    /// comparisons give the same minima as `f64::min` (which must also handle NaN) and compile to
+    /// one instruction. Rows go four at a time: `lo` and `hi` are read and written once per four
+    /// rows instead of once per row.
+    ///
+    /// With AVX-512 or AVX2 code where the CPU has it (minima, maxima and the finiteness check are
+    /// exact: the same results as the portable loop). 510 x 166 values in 92 bags, checked: 14.3
+    /// against 20.8 us in the portable loop, one thread, this crate's reference machine (session
+    /// 37); the check, one chain of adds per eight values, then bounds the time.
+    fn dense_min_max<T: Real>(
+        data: &[T], d: usize, lo: &mut [f64], hi: &mut [f64], check: Check
+    ) -> Result<()>
+        = dense_min_max_lanes, avx512: dense_min_max_avx512, avx2: dense_min_max_avx2;
 }
 
 /// The loop of [`dense_min_max`], inlined into each of its compiled forms.
