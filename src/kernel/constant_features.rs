@@ -3,9 +3,10 @@
 //! The Gaussian kernel `exp(-gamma ||x - z||^2)` depends on `x - z` only, and a feature with
 //! the same value in two rows adds nothing to their distance. The kernel matrix of a set of
 //! rows can therefore be formed on the features that vary over them ([`varying_features`],
-//! [`keep_features`]), with the same values up to rounding. Data sets hold such features: the
-//! Elephant set has 120 constant ones of 230, 87 of them zero (they are zero, or one constant,
-//! after standardisation too), so its products cost half as much without them.
+//! [`keep_features`]): the same values as with every feature, up to rounding, and the bits of
+//! the same data without those features. Data sets hold such features: the Elephant set has
+//! 120 constant ones of 230, 87 of them zero (they stay constant after standardisation), so its
+//! products cost half as much without them.
 //!
 //! The reduction holds between the rows themselves only: another row (a test instance) may
 //! differ in those features, so kernel values against other rows use every feature.
@@ -105,6 +106,8 @@ mod tests {
 
     use super::*;
 
+    /// Constant columns, a column of zeros of both signs among them, are dropped; the kept
+    /// columns are copied in order and in the rows' own type.
     #[test]
     fn varying_features_skip_constant_and_signed_zero_columns() {
         let x = array![
@@ -159,6 +162,7 @@ mod tests {
         }
     }
 
+    /// Nothing is dropped when every column varies, when none does, and for one row or none.
     #[test]
     fn nothing_to_drop_gives_none() {
         // every feature varies; no feature does; one row; no rows
