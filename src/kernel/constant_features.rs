@@ -2,8 +2,8 @@
 //!
 //! The Gaussian kernel `exp(-gamma ||x - z||^2)` depends on `x - z` only, and a feature with
 //! the same value in two rows adds nothing to their distance. The kernel matrix of a set of
-//! rows can therefore be formed on the features that vary over them ([`varying_features`],
-//! [`keep_features`]): the same values as with every feature, up to rounding, and the bits of
+//! rows can therefore be formed on the features that vary over them ([`varying_part`]): the
+//! same values as with every feature, up to rounding, and the bits of
 //! the same data without those features. Data sets hold such features: the Elephant set has
 //! 120 constant ones of 230, 87 of them zero (they stay constant after standardisation), so its
 //! products cost half as much without them.
@@ -23,24 +23,21 @@ use crate::simd::compiled_forms;
 /// or every feature varies). Kernel values between these rows must then be formed with the
 /// squared norms of the returned rows.
 pub(crate) fn without_constant_features(kernel: Kernel, x: Rows<'_>) -> Option<Instances> {
-    match kernel {
-        Kernel::Rbf { .. } => varying_features(x).map(|kept| keep_features(x, &kept)),
-        Kernel::Linear => None,
+    match (kernel, x) {
+        (Kernel::Linear, _) | (_, Rows::Sparse(_)) => None,
+        (Kernel::Rbf { .. }, Rows::Dense(x)) => varying_part(x).map(Instances::Dense),
+        (Kernel::Rbf { .. }, Rows::Dense32(x)) => varying_part(x).map(Instances::Dense32),
     }
 }
 
-/// The features of dense `x` whose value differs between two of its rows, in order, or `None`
-/// where there is nothing to drop: every feature varies, none does (a single distinct row,
-/// whose kernel matrix is all ones either way), or the rows are CSR (kept sparse). `0.0` and
+/// The columns of `x` whose value differs between two of its rows, in order, as a new
+/// row-major matrix of `x`'s type; `None` where there is nothing to drop: every column varies,
+/// or none does (a single distinct row, whose kernel matrix is all ones either way). `0.0` and
 /// `-0.0` count as one value: a feature of zeros of either sign adds zero to every distance.
-fn varying_features(x: Rows<'_>) -> Option<Vec<usize>> {
-    let varies = match x {
-        Rows::Dense(x) => varying_mask(x),
-        Rows::Dense32(x) => varying_mask(x),
-        Rows::Sparse(_) => return None,
-    };
+fn varying_part<T: Real>(x: ArrayView2<'_, T>) -> Option<Dense<T>> {
+    let varies = varying_mask(x);
     let kept: Vec<usize> = (0..varies.len()).filter(|&j| varies[j]).collect();
-    (!kept.is_empty() && kept.len() < varies.len()).then_some(kept)
+    (!kept.is_empty() && kept.len() < varies.len()).then(|| gather(x, &kept))
 }
 
 compiled_forms! {
@@ -61,11 +58,18 @@ fn varying_mask_lanes<T: Real>(x: ArrayView2<'_, T>) -> Vec<bool> {
         return varies;
     };
     let first: Vec<T> = first.to_vec();
+    // a strided row is copied here first, so that the comparisons run on a slice
+    let mut copy = Vec::new();
     for row in x.rows().into_iter().skip(1) {
-        match row.as_slice() {
-            Some(row) => mark_differences(&mut varies, &first, row),
-            None => mark_differences(&mut varies, &first, &row.to_vec()),
-        }
+        let row = match row.as_slice() {
+            Some(row) => row,
+            None => {
+                copy.clear();
+                copy.extend(row.iter().copied());
+                &copy
+            }
+        };
+        mark_differences(&mut varies, &first, row);
         if varies.iter().all(|&v| v) {
             break;
         }
@@ -78,16 +82,6 @@ fn varying_mask_lanes<T: Real>(x: ArrayView2<'_, T>) -> Vec<bool> {
 fn mark_differences<T: Real>(varies: &mut [bool], first: &[T], row: &[T]) {
     for ((v, &a), &b) in varies.iter_mut().zip(first).zip(row) {
         *v |= a != b;
-    }
-}
-
-/// The rows of dense `x` restricted to `features` (in that order), as a new row-major matrix
-/// of the same type (`f32` stays `f32`). CSR rows are not reduced; `x` must be dense.
-fn keep_features(x: Rows<'_>, features: &[usize]) -> Instances {
-    match x {
-        Rows::Dense(x) => Instances::Dense(gather(x, features)),
-        Rows::Dense32(x) => Instances::Dense32(gather(x, features)),
-        Rows::Sparse(x) => Instances::Sparse(x.clone()),
     }
 }
 
@@ -107,7 +101,7 @@ mod tests {
     use super::*;
 
     /// Constant columns, a column of zeros of both signs among them, are dropped; the kept
-    /// columns are copied in order and in the rows' own type.
+    /// columns are copied in order and in the rows' own type; the linear kernel keeps them all.
     #[test]
     fn varying_features_skip_constant_and_signed_zero_columns() {
         let x = array![
@@ -115,24 +109,27 @@ mod tests {
             [1.0, 3.0, 2.0, 5.0, 0.0],
             [1.0, 3.0, 2.5, 5.0, 0.0],
         ];
-        assert_eq!(varying_features(Rows::Dense(x.view())), Some(vec![1, 2]));
-        let x32 = x.mapv(|v| v as f32);
-        assert_eq!(
-            varying_features(Rows::Dense32(x32.view())),
-            Some(vec![1, 2])
-        );
-        let kept = keep_features(Rows::Dense(x.view()), &[1, 2]);
+        let gaussian = Kernel::Rbf { gamma: 1.0 };
+        let kept = without_constant_features(gaussian, Rows::Dense(x.view()))
+            .expect("two of five columns vary");
         let Rows::Dense(k) = kept.rows() else {
             panic!("dense rows stay dense")
         };
         assert_eq!(k, array![[0.0, 2.0], [3.0, 2.0], [3.0, 2.5]]);
-        let kept32 = keep_features(Rows::Dense32(x32.view()), &[1, 2]);
+        let x32 = x.mapv(|v| v as f32);
+        let kept32 = without_constant_features(gaussian, Rows::Dense32(x32.view()))
+            .expect("two of five columns vary");
         assert_eq!(kept32.dtype(), "float32");
+        let Rows::Dense32(k32) = kept32.rows() else {
+            panic!("f32 rows stay f32")
+        };
+        assert_eq!(k32, array![[0.0f32, 2.0], [3.0, 2.0], [3.0, 2.5]]);
+        assert!(without_constant_features(Kernel::Linear, Rows::Dense(x.view())).is_none());
     }
 
     /// The compiled forms of the scan find the portable loop's columns, in `f64` and `f32`,
     /// for widths that leave every remainder of the vector width, with constant columns among
-    /// varying ones and the difference in the last row only.
+    /// varying ones and the difference in the last row only; strided rows too.
     #[test]
     fn compiled_scans_give_the_portable_mask() {
         for d in [1, 5, 8, 17, 33] {
@@ -146,6 +143,9 @@ mod tests {
             assert!(want[d - 1] && (d < 2 || (want[1] && !want[0])));
             let x32 = x.mapv(|v| v as f32);
             assert_eq!(varying_mask_lanes(x32.view()), want);
+            // column-major rows: each row copied before it is compared
+            let columns = x.t().as_standard_layout().into_owned();
+            assert_eq!(varying_mask(columns.t()), want);
             #[cfg(target_arch = "x86_64")]
             {
                 if std::arch::is_x86_feature_detected!("avx2") {
@@ -174,7 +174,7 @@ mod tests {
             array![[1.0, 2.0]],
             Array2::<f64>::zeros((0, 2)),
         ] {
-            assert_eq!(varying_features(Rows::Dense(x.view())), None, "{x}");
+            assert!(varying_part(x.view()).is_none(), "{x}");
         }
     }
 }
