@@ -1,7 +1,7 @@
 //! The thread pools that fits and predictions run on ([`with_threads`]).
 //!
-//! A call with `n_jobs = n` runs on a pool of `n` threads. Building a pool spawns its threads
-//! (about 0.1 ms), which a small fit used to pay at every call. Pools are therefore kept
+//! A call with `n_jobs = n` runs on a pool of `n` threads. Building a pool spawns its threads,
+//! which costs as much as a small fit and used to be paid at every call. Pools are therefore kept
 //! after use and lent out again ([`lease`]): a call takes an idle pool of its size, or builds
 //! one when every pool of that size is in use (calls from several threads at once each get
 //! their own pool, so they run side by side as before), and gives it back when it returns.

@@ -157,8 +157,8 @@ def _not_class_labels(y):
     booleans, strings, floats that are whole numbers within int64), else the target type scikit-learn's
     ``type_of_target`` names it: ``"continuous"`` (other floats) or ``"unknown"`` (objects that
     are not strings, complex numbers, other types). Written here because scikit-learn's function
-    discovers dataframe plugins on its first call, about 10 ms paid by the first fit of every
-    process."""
+    discovers dataframe plugins on its first call, a cost paid by the first fit of every process
+    (the peers' first fits in ``benches/bench_peers.py`` measure it)."""
     kind = y.dtype.kind
     if kind == "O":
         return None if all(isinstance(v, str) for v in y) else "unknown"
@@ -185,8 +185,7 @@ def encode_labels(y, n_bags, *, multiclass, name):
     if kind is not None:
         raise ValueError(f"y must hold class labels (binary or multi-class), got target type {kind!r}")
     # the sorted distinct labels and their codes, as np.unique(y, return_inverse=True) gives
-    # them; its first call in a process costs about 0.2 ms, against 0.06 ms for this whole
-    # function the first time (6 us later)
+    # them; its first call in a process costs several times this whole function's
     classes = np.array(sorted(set(y.tolist())), dtype=y.dtype)
     encoded = np.searchsorted(classes, y)
     if len(classes) < 2:

@@ -111,9 +111,10 @@ _COMMON_PARAMS = f"""
         or exact Newton over a reduced basis). ``"auto"``: ``"linear"`` for the linear kernel
         without a reduced basis, else ``"kernel"``. The choice made is ``solver_``. On sparse
         text standardised feature by feature (``BagStandardScaler``, as ``milsvm cv`` does),
-        with more features than instances, the linear route is badly conditioned and slower
-        (TST1, 2,942 x 66,552: MISVM 5 s against 0.2 s for ``"kernel"``, ALSVM 30 s against
-        7 s); there pass ``solver="kernel"`` (for ALSVM / AWSVM / ALPSVM with a tighter
+        with more features than instances, the linear route is badly conditioned and several
+        times slower than ``"kernel"`` (TST1, 2,942 x 66,552; measured by
+        ``benches/linear_route_standardised.py``); there pass ``solver="kernel"`` (for ALSVM /
+        AWSVM / ALPSVM with a tighter
         ``inner_tol``, such as 1e-5, which the annealing needs on kernel values this large).
 {param("class_weight", "inner_tol", "inner_max_iter", "random_state", "probability", "n_jobs", "verbose",
        inner_tol={"default": "None", "none": "; None: 1e-3 for the dual (full basis), 1e-10 for the primal "

@@ -44,8 +44,8 @@ compiled_forms! {
     /// Whether each column of `x` holds a value other than its first row's (all `false` for
     /// fewer than two rows). The scan stops at the first row after which every column varies,
     /// so data without constant features costs a row or two. Compiled for AVX-512 and AVX2
-    /// (exact comparisons). Elephant's 1,264 x 230 values, scanned whole: about 40 us (1 % of
-    /// NSK's 3.1 ms core fit, perf).
+    /// (exact comparisons). Scanning Elephant's 1,264 x 230 values whole costs about 1 % of
+    /// NSK's core fit (perf).
     fn varying_mask<T: Real>(x: ArrayView2<'_, T>) -> Vec<bool>
         = varying_mask_lanes, avx512: varying_mask_avx512, avx2: varying_mask_avx2;
 }

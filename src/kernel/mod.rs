@@ -660,9 +660,8 @@ fn exp(x: f64) -> f64 {
 compiled_forms! {
     /// `exp` of every value, in place, with AVX-512 or AVX2 code where the CPU has it (the same
     /// operations lane by lane, no fused multiply-add: the same results as the portable loop).
-    /// The polynomial is bound by its chain of multiplies and adds, so eight lanes instead of
-    /// four take about 0.6 of the time (1.4 against 2.5 ns a value on this crate's reference
-    /// machine).
+    /// The polynomial is bound by its chain of multiplies and adds, so eight lanes run it in
+    /// little more than the time of four.
     fn exp_in_place(xs: &mut [f64])
         = exp_in_place_lanes, avx512: exp_in_place_avx512, avx2: exp_in_place_avx2;
 }
@@ -678,9 +677,9 @@ compiled_forms! {
     /// products `d_pk` in `out` (row-major, `norms_z.len()` columns `t_k`, the rows `s_p` of
     /// `norms_x` from `first_row` on; a missing norm is 0), in place: each row's exponents and
     /// exponentials in one pass, compiled for AVX-512 and AVX2 where the CPU has them (the
-    /// bits of the portable loop, as [`exp_in_place`]). NSK's core fit on Elephant (fold 0):
-    /// 3.10 ms, against 3.34 ms with one pass for the exponents and one for the exponentials
-    /// (session 38).
+    /// bits of the portable loop, as [`exp_in_place`]). One pass instead of one for the
+    /// exponents and one for the exponentials reads each tile once; NSK's fits in
+    /// `benches/bench_peers.py` measure it.
     fn gaussian_rows(
         gamma: f64, out: &mut [f64], norms_x: &[f64], first_row: usize, norms_z: &[f64]
     )

@@ -205,9 +205,9 @@ compiled_forms! {
     /// rows instead of once per row.
     ///
     /// With AVX-512 or AVX2 code where the CPU has it (minima, maxima and the finiteness check are
-    /// exact: the same results as the portable loop). 510 x 166 values in 92 bags, checked: 14.3
-    /// against 20.8 us in the portable loop, one thread, this crate's reference machine (session
-    /// 37); the check, one chain of adds per eight values, then bounds the time.
+    /// exact: the same results as the portable loop). The finiteness check, one chain of adds
+    /// per eight values, then bounds the time; STK's fits in `benches/bench_peers.py` measure
+    /// it.
     fn dense_min_max<T: Real>(
         data: &[T], d: usize, lo: &mut [f64], hi: &mut [f64], check: Check
     ) -> Result<()>

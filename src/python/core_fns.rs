@@ -1,5 +1,5 @@
 //! Bindings of the shared ground floor: kernel values, basis gradients and the squared-hinge
-//! solver (`src/kernel.rs`, `src/solver.rs`), for tests and the reference benchmarks.
+//! solver (`src/kernel/mod.rs`, `src/solver/mod.rs`), for tests and the reference benchmarks.
 
 use super::*;
 use crate::smo::{DualProblem, InstanceGram, PrecomputedGram, Smo, SmoParams, Termination};
@@ -186,7 +186,7 @@ pub(crate) fn squared_hinge_value_grad<'py>(
 }
 
 /// One dual QP `min 1/2 a^T (Q + diag d) a - p^T a, y^T a = delta, 0 <= a <= u` with
-/// `Q_ij = y_i y_j K(m_i, m_j)`, solved by the SMO of `src/smo.rs`. `x` is the kernel matrix
+/// `Q_ij = y_i y_j K(m_i, m_j)`, solved by the SMO of `src/smo/`. `x` is the kernel matrix
 /// over the points when `kernel == "precomputed"`, else the points themselves (dense or a CSR
 /// tuple) with the instance kernel `kernel` / `gamma`: its whole matrix stored when dense and at
 /// most `store_mb` (as every fit does, up to [`crate::smo::STORE_MAX_BYTES`]), else rows

@@ -3,13 +3,13 @@
 //! Ctrl-C ([`fit_with`]).
 //!
 //! A fit runs where [`super::threads::place`] puts it. With `n_jobs = 1` that is the calling
-//! thread: the fit's own cancellation checks look for signals there, at most every 50 ms
-//! (`PyErr_CheckSignals`, which runs Python's SIGINT handler on the main thread;
+//! thread: the fit's own cancellation checks look for signals there, at most every
+//! `SIGNAL_POLL` (`PyErr_CheckSignals`, which runs Python's SIGINT handler on the main thread;
 //! [`Cancel::with_poll`]). Otherwise the fit runs on a worker of its pool while the calling
-//! thread polls for signals every 50 ms. On `KeyboardInterrupt`, or when the progress callback
-//! raises, the fit's [`Cancel`] flag is set; the core stops at its next check (well under a
-//! second) and returns nothing, and the exception is raised here. The callback runs on the
-//! fitting threads (with `n_jobs = 1`, the calling thread; an exception it raises, a Ctrl-C
+//! thread polls for signals every `SIGNAL_POLL`. On `KeyboardInterrupt`, or when the progress
+//! callback raises, the fit's [`Cancel`] flag is set; the core stops at its next check (well
+//! under a second) and returns nothing, and the exception is raised here. The callback runs on
+//! the fitting threads (with `n_jobs = 1`, the calling thread; an exception it raises, a Ctrl-C
 //! included, stops the fit the same way).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

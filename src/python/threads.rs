@@ -1,18 +1,18 @@
 //! Where the bindings' calls run ([`on_threads`]): `n_jobs = 1` on the calling thread itself.
 //!
 //! The core runs a call with `n_jobs = n` on a pool of `n` threads ([`crate::threads`]). For
-//! `n = 1` that is a hand-off to another thread and back, which costs more than a small call's
-//! work: on this crate's reference machine (a 2-core VM, session 35), 37-43 us for the core fit
-//! of four one-instance bags against 4.5 us on the calling thread, and 82 us against 17 us for
-//! STK to score one bag. The calling thread of a one-thread call is therefore made the one
+//! `n = 1` that is a hand-off to another thread and back (two sleeping threads woken), which
+//! costs more than a small call's work: several times the core fit of four one-instance bags,
+//! or STK's score of one bag (the peers' first fits in `benches/bench_peers.py` measure it).
+//! The calling thread of a one-thread call is therefore made the one
 //! thread of its own pool (rayon's `use_current_thread`), built at its first such call and kept
 //! (for at most [`MAX_OWN_POOLS`] threads of a process): the call runs there, and the core's
 //! parallel loops in it run in place.
 //!
 //! A thread so made stays a worker of that pool: rayon's global pool, which the core uses for
 //! `n_jobs = None`, is out of its reach. Calls with `None` from such a thread run on a leased
-//! pool of the global pool's size instead (the same number of threads, one hand-off: 7-19 us
-//! more than from a thread that never ran a one-thread call, to score one bag), so that they
+//! pool of the global pool's size instead (the same number of threads, at the cost of one
+//! hand-off against a thread that never ran a one-thread call), so that they
 //! keep every core. Rayon is private to this extension module: no other library in the
 //! process shares these pools.
 

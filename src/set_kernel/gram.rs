@@ -105,8 +105,8 @@ fn bag_means(bags: &Bags) -> Result<Instances> {
 /// exactly symmetric. Dense instances with the Gaussian kernel: the upper triangle only, in
 /// cache-sized tiles of instance pairs (`gram_row_block`), on the features that vary over the
 /// instances (a feature constant over them adds nothing to a distance between two of them;
-/// Elephant's 110 of 230 take 3.3 instead of 5.1 ms in NSK's core fit); otherwise the full
-/// product averaged with its transpose.
+/// Elephant has 120 of 230, and its NSK fits in `benches/bench_peers.py` measure the saving);
+/// otherwise the full product averaged with its transpose.
 pub fn set_kernel_gram(kernel: Kernel, bags: &Bags) -> Result<Array2<f64>> {
     set_kernel_gram_cancellable(kernel, bags, &Cancel::default())
 }
@@ -251,12 +251,12 @@ fn sub_blocks(ptr: &[usize], b0: usize, b1: usize, min_rows: usize) -> Vec<(usiz
 /// Rows `b0..b1` of the unnormalised set-kernel Gram matrix, from the first of those bags'
 /// columns on (the upper triangle; `rows` is `(b1 - b0) x n_bags`, row-major): for each tile of
 /// `TILE_COLS` instance columns, the inner products of the block's instances with the tile's
-/// (faer products; measured 1.3x faster than matrixmultiply on these shapes here), turned into
+/// (faer products, faster than matrixmultiply on these shapes), turned into
 /// kernel values and summed into `rows` by the bags of the row and the column. Where a tile
 /// meets the block's own rows, each sub-block of at least `sub_rows` rows ([`sub_blocks`])
 /// starts at its own first column, so that most pairs below the diagonal there, which the
-/// symmetric copy overwrites, are not computed (NSK's core fit on a MUSK1 fold of 430
-/// instances: 590 against 630 us, session 36). The tile stays in cache; every sum runs in one
+/// symmetric copy overwrites, are not computed (NSK's fits in `benches/bench_peers.py`
+/// measure it). The tile stays in cache; every sum runs in one
 /// fixed order, the same whatever the sub-blocks (a unit test checks the bits). `x` is dense
 /// (`f32` rows are read into `f64` a block at a time).
 fn gram_row_block(

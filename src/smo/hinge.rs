@@ -29,7 +29,7 @@ impl HingeSolver<'_> {
     /// (sMIL on MUSK2, C = 0.1 ... 1000: 252, 413, 611, 484, 522 against 252, 400, 446, 446, 446
     /// from zero; on C = 2^-4 ... 2^8, 7959 against 9199 in all, and more on Elephant).
     /// Unscaled (feasible as `C` grows), they took 14-53% fewer iterations on that grid (sMIL
-    /// on MUSK2: 4327 against 9199; the path 1.0 s against 1.6 s), but every solve stops
+    /// on MUSK2: 4327 against 9199; `benches/bench_c_path.py`), but every solve stops
     /// elsewhere within `inner_tol`: decision values moved by up to 2e-3 (with the scaled
     /// start, at the default `inner_tol = 1e-3`, such a different stopping point changed an
     /// inner-CV choice of C). The path keeps the independent fits' models, and so their

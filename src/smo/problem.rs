@@ -130,9 +130,10 @@ impl OnePerPoint {
 /// their share), so the budget bounds the fit whatever the thread count. The cache grows as rows
 /// are computed: a fit takes only the rows it uses. Its size never changes a result.
 ///
-/// Measured (benches/RESULTS.md, "Defaults that finish"): stMIL's default fit on 10,668
-/// instances took 181 s with a 200 MiB cache (LIBSVM's order of size), whose 2,400 rows held
-/// less than half of the 6,000 support points, and 17 s with this one.
+/// Measured by `benches/bench_defaults.py` (benches/RESULTS.md, "Defaults that finish"):
+/// stMIL's default fit on 10,668 instances recomputed rows at every iteration with a 200 MiB
+/// cache (LIBSVM's order of size), whose 2,400 rows held less than half of the 6,000 support
+/// points, and took about a tenth of that time with this one.
 pub const FIT_CACHE_BYTES: usize = 1 << 30;
 
 /// Settings of [`Smo`](super::Smo).

@@ -4,8 +4,8 @@
 //! A dual solver on a few thousand instances ends up asking for most kernel rows: SIL, miSVM
 //! and MI-SVM computed 72-92 % of the rows of MUSK1 and Elephant (one fold, `C = 10`), sMIL
 //! 47-63 % of its units'. Row by row, the inner products run at the speed of a matrix-vector
-//! product (about 10 G multiply-adds/s on this crate's reference machine); the whole matrix is
-//! one matrix product, half of it by symmetry, at several times that speed. The annealing family,
+//! product; the whole matrix is one matrix product, half of it by symmetry, at several times
+//! that speed (measured by `benches/gram_blocks.rs`). The annealing family,
 //! SVM-CC and the one-class MI-SVM solve many problems on one instance kernel, which then costs
 //! one product for all of them.
 
@@ -21,13 +21,10 @@ use crate::solver::{faer_mut, faer_ref};
 /// the same bits (a unit test checks it).
 ///
 /// Only the upper triangle's blocks are computed, so smaller blocks skip more of the lower
-/// triangle, at some loss of speed per product. One thread, this crate's reference machine
-/// (`cargo bench --bench gram_blocks`, session 33): 180 points of 460 features take 190 us in
-/// 64-row blocks against 254 us in one block; 476 x 166, 413 us against 494 us in 256-row
-/// blocks; from about a thousand points on, 128-row blocks are 1-3 % faster than 64-row ones
-/// (1,250 x 230: 3.86 ms against 3.98 ms). Below 128 points, 32-row blocks skip the most:
-/// MUSK1's 83 statistic vectors of 332 values take 32.9 us against 35.4 us in 64-row blocks
-/// (session 36's run).
+/// triangle, at some loss of speed per product: 32-row blocks are the fastest below 128
+/// points, 64-row blocks up to about a thousand points, 128-row blocks from there on. The
+/// heights were chosen by `benches/gram_blocks.rs`, which times each height on the shapes of
+/// STK's statistic vectors and of MUSK1's and Elephant's instances.
 fn block_rows(n: usize) -> usize {
     if n < 128 {
         32
@@ -45,13 +42,10 @@ const TILE: usize = 64;
 /// chunks of this many (a last chunk of fewer than [`MIN_CHUNK`] joins the one before), so
 /// that faer's packed copy of them (kept in a buffer per thread, whose pages are mapped at
 /// their first write) is as large for 83 points as for 83,000. A process's first product on
-/// more points than its earlier ones otherwise maps new pages of that buffer, about 1 us each
-/// on this crate's reference machine (one thread, `cargo bench --bench gram_blocks`, session
-/// 36): for MUSK1's 83 statistic vectors after 55, 23 page faults and 79 us against 7 and 57 us
-/// in chunks; for Elephant's 162 after 120, 43 faults and 233 us against none and 159 us. The
-/// values are the same bits (a unit test checks it), and the steady time the same to a few
-/// percent (35.4 against 36.7 us for 83 x 332, 3.76 against 3.58 ms for 1,250 x 230, 15.1
-/// against 14.2 ms for 2,500 x 230).
+/// more points than its earlier ones otherwise maps new pages of that buffer, and those page
+/// faults cost more than the chunking does. The values are the same bits (a unit test checks
+/// it); `benches/gram_blocks.rs` measures a process's first products with and without chunks
+/// (page faults and time) and the steady time of both.
 const CHUNK: usize = 64;
 /// The narrowest chunk of [`CHUNK`]'s split (one column would be a matrix-vector product).
 const MIN_CHUNK: usize = 8;
@@ -154,10 +148,10 @@ const HUGE_PAGE_BYTES: usize = 2 << 20;
 
 /// Maps the pages of a fresh zeroed buffer in one call (Linux: `MADV_POPULATE_WRITE`, and
 /// `MADV_HUGEPAGE` first from 2 MiB on), instead of one page fault per page at its first
-/// write. A page fault costs about 2 us on this crate's reference machine (a virtual machine):
-/// for the 12.8 MB matrix of Elephant's 1,264 instances, 3,125 faults, against a fit of about
-/// 30 ms. Elsewhere, or on a kernel without these calls (before Linux 5.14), nothing is done,
-/// and the pages are mapped at their first write.
+/// write: the 12.8 MB matrix of Elephant's 1,264 instances is 3,125 pages, and on a virtual
+/// machine each fault is costly against the fit (measured in the peers' first fits,
+/// `benches/bench_peers.py`). Elsewhere, or on a kernel without these calls (before Linux
+/// 5.14), nothing is done, and the pages are mapped at their first write.
 fn prefault(buf: &mut [f64]) {
     #[cfg(target_os = "linux")]
     {

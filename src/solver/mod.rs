@@ -596,8 +596,8 @@ impl Gradient for LbfgsProblem<'_> {
 
 /// `S^T S` (symmetric), with faer's triangular product: only the lower half is computed, then
 /// mirrored. Sequential (`Par::Seq`): callers often run inside a parallel loop, and the result is
-/// the same on any number of threads. Measured on this project's 2-core machine at the Newton
-/// solver's shapes (6000 x 500, 9000 x 200): 1.7-2.2x faster than ndarray's `dot`.
+/// the same on any number of threads. Faster than ndarray's `dot` at the Newton solver's shapes
+/// (6000 x 500, 9000 x 200; `DECISIONS.md`, "faer for dense linear algebra").
 pub fn gram(s: ArrayView2<f64>) -> Array2<f64> {
     use faer::linalg::matmul::triangular::{self, BlockStructure};
     let k = s.ncols();
@@ -649,7 +649,7 @@ pub fn solve_spd(h: Array2<f64>, r: Array1<f64>) -> Result<Array1<f64>> {
 }
 
 /// The Cholesky factor `L` (`H = L L^T`) of a symmetric positive (semi-)definite matrix, by faer
-/// (measured 6-18x faster than a plain loop for n = 100..2000 here).
+/// (several times faster than a plain loop for n = 100..2000; `DECISIONS.md`).
 #[derive(Debug, Clone)]
 pub struct Cholesky {
     /// `L` in the lower triangle, column-major (the row-major array's transpose).
