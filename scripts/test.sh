@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# The whole test suite: Rust formatting and lints (with and without the `python` feature),
-# the Rust tests (no Python), then the wheel built into a fresh virtual environment and pytest
-# run against the installed package. Needs: a Rust toolchain with rustfmt + clippy, Python 3.9+.
+# The whole test suite: the no-diary check (scripts/check_no_diary.sh), Rust formatting and
+# lints (with and without the `python` feature), the Rust tests (no Python), then the wheel built
+# into a fresh virtual environment and pytest run against the installed package. Needs: a Rust
+# toolchain with rustfmt + clippy, Python 3.9+.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+echo "== no measurement diary in the code and docs"
+bash scripts/check_no_diary.sh
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy (core)"
