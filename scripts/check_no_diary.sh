@@ -24,7 +24,9 @@ date_of_work='\b20[0-9]{2}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])\b'
 # One machine named as the measure of a claim.
 machine="reference machine|\\b[0-9]+-core (VM|machine)\\b|\\bon this (VM|virtual machine)\\b"
 # A timing: "190 us", "3.10 ms", "1.4 ns", "12 µs", "5 s against", "45 GFLOP/s", "1.9 GB/s".
-timing='\b[0-9][0-9.,]*[ ]?(ns|us|µs|μs|ms)\b|\b[0-9][0-9.,]* ?s (against|instead of)\b|[0-9] ?[GMT](FLOP|B)/s\b'
+timing='\b[0-9][0-9.,]*[ ]?(ns|us|µs|μs|ms)\b'
+timing+='|\b[0-9][0-9.,]* ?s (against|instead of)\b'
+timing+='|[0-9] ?[GMT](FLOP|B)/s\b'
 
 # Lines that may keep a match until their file is rewritten by its owner: "path:fixed text".
 allow=(
