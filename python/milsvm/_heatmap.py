@@ -12,9 +12,11 @@ writes
   ``classification`` (``name``: the class the instance score points to, ``color``: RGB) and
   ``measurements`` (``score`` and ``share``, shown in QuPath's measurement tables and usable
   in its measurement maps);
-- ``<slide>.png``: the patches drawn as squares coloured by score (a diverging colour map
-  centred on 0: red for evidence of the positive class), with a colour bar and a title giving
-  the bag's score, predicted label and, when known, its label. No slide image is needed.
+- ``<slide>.png``: the patches drawn as squares coloured by score, with a colour bar and a
+  title giving the bag's score, predicted label and, when known, its label. No slide image is
+  needed. The colour map is diverging at 0, the decision boundary: the slide's negative scores
+  span its blue half and its positive scores its red half, so that the few positive patches of
+  a slide stand out however far below 0 the rest lie.
 
 The scores go through the model's scaler when it is a ``Pipeline``.
 """
@@ -64,63 +66,98 @@ def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
+_FEATURE = ('{{"type":"Feature","id":"patch-{i}","geometry":{{"type":"Polygon","coordinates":'
+            '[[[{x},{y}],[{x1},{y}],[{x1},{y1}],[{x},{y1}],[{x},{y}]]]}},"properties":{{"objectType":"detection",'
+            '"classification":{{"name":{name},"color":{color}}},"measurements":{{"score":{s},"share":{h}}},'
+            '"score":{s},"share":{h},"instance":{i}}}}}')
+
+
+def _number_text(values):
+    """JSON numbers: integers where a value is whole (pixel positions), else ``repr``."""
+    return [str(int(v)) if float(v).is_integer() else repr(float(v)) for v in values]
+
+
 def geojson_text(xy, size, scores, shares, labels, positive):
     """The GeoJSON ``FeatureCollection`` of one slide's patches as text (see the module
-    docstring); ``positive`` is the class coloured red."""
-    features = []
-    for i in range(len(xy)):
-        x, y = int(xy[i, 0]), int(xy[i, 1])
-        x1, y1 = x + size, y + size
-        x1 = int(x1) if float(x1).is_integer() else x1
-        y1 = int(y1) if float(y1).is_integer() else y1
-        label = _plain(labels[i])
-        s, share = float(scores[i]), float(shares[i])
-        features.append({
-            "type": "Feature",
-            "id": f"patch-{i}",
-            "geometry": {"type": "Polygon", "coordinates": [[[x, y], [x1, y], [x1, y1], [x, y1], [x, y]]]},
-            "properties": {
-                "objectType": "detection",
-                "classification": {"name": str(label),
-                                   "color": _POSITIVE_RGB if label == positive else _NEGATIVE_RGB},
-                "measurements": {"score": s, "share": share},
-                "score": s,
-                "share": share,
-                "instance": i,
-            },
-        })
-    return json.dumps({"type": "FeatureCollection", "features": features}, separators=(",", ":"),
-                      allow_nan=False) + "\n"
+    docstring); ``positive`` is the class coloured red. Written by a template rather than
+    ``json.dumps`` of one dict per patch, which is several times slower on 10,000 patches."""
+    scores = np.asarray(scores, dtype=np.float64)
+    shares = np.asarray(shares, dtype=np.float64)
+    if not (np.isfinite(scores).all() and np.isfinite(shares).all()):
+        raise ValueError("a patch has a non-finite score")
+    xy = np.asarray(xy)
+    x, y = _number_text(xy[:, 0]), _number_text(xy[:, 1])
+    x1, y1 = _number_text(xy[:, 0] + size), _number_text(xy[:, 1] + size)
+    style = {}
+    for label in dict.fromkeys(_plain(v) for v in labels):
+        colour = _POSITIVE_RGB if label == positive else _NEGATIVE_RGB
+        style[label] = (json.dumps(str(label)), json.dumps(colour, separators=(",", ":")))
+    features = [
+        _FEATURE.format(i=i, x=x[i], y=y[i], x1=x1[i], y1=y1[i], name=style[lab][0], color=style[lab][1], s=repr(s),
+                        h=repr(h))
+        for i, (lab, s, h) in enumerate(zip((_plain(v) for v in labels), scores.tolist(), shares.tolist()))
+    ]
+    return '{"type":"FeatureCollection","features":[' + ",".join(features) + "]}\n"
+
+
+def _grid_image(xy, size):
+    """``(rows, cols, shape)`` when every patch lies on a grid of step ``size`` from the
+    top-left one (patchers write such coordinates), else None."""
+    origin = xy.min(axis=0)
+    steps = (xy - origin) / size
+    cells = np.round(steps).astype(np.int64)
+    if not np.allclose(steps, cells, atol=1e-6):
+        return None
+    shape = (int(cells[:, 1].max()) + 1, int(cells[:, 0].max()) + 1)
+    if shape[0] * shape[1] > 50_000_000:
+        return None
+    return cells[:, 1], cells[:, 0], shape
 
 
 def _draw_png(path, xy, size, scores, title):
+    from matplotlib import colormaps
+    from matplotlib.cm import ScalarMappable
     from matplotlib.collections import PolyCollection
-    from matplotlib.colors import Normalize
+    from matplotlib.colors import Normalize, TwoSlopeNorm
     from matplotlib.figure import Figure
 
+    xy = np.asarray(xy, dtype=np.float64)
+    scores = np.asarray(scores, dtype=np.float64)
     x0, y0 = xy.min(axis=0)
     x1, y1 = xy.max(axis=0) + size
     width, height = float(x1 - x0), float(y1 - y0)
     aspect = height / width if width > 0 else 1.0
     fig_w = 7.0
-    fig_h = min(max(fig_w * aspect * 0.9 + 1.0, 3.0), 12.0)
-    fig = Figure(figsize=(fig_w, fig_h), layout="constrained")
-    ax = fig.subplots()
-    corners = np.array([[0, 0], [size, 0], [size, size], [0, size]], dtype=np.float64)
-    verts = xy[:, None, :].astype(np.float64) + corners[None, :, :]
-    limit = float(np.max(np.abs(scores))) or 1.0
-    norm = Normalize(-limit, limit)
-    patches = PolyCollection(verts, array=np.asarray(scores, dtype=np.float64), cmap="RdBu_r", norm=norm,
-                             edgecolors="none", antialiaseds=False)
-    ax.add_collection(patches)
+    fig_h = min(max(5.6 * aspect + 1.2, 3.0), 12.0)
+    fig = Figure(figsize=(fig_w, fig_h))
+    # fixed margins (a layout engine costs more than the drawing on large slides)
+    ax = fig.add_axes((0.12, 0.9 / fig_h, 0.68, 1.0 - 1.6 / fig_h))
+    cax = fig.add_axes((0.86, 0.9 / fig_h, 0.03, 1.0 - 1.6 / fig_h))
+    low, high = float(scores.min()), float(scores.max())
+    if low < 0.0 < high:  # each side of the decision boundary uses its half of the colour map
+        norm = TwoSlopeNorm(0.0, low, high)
+    else:
+        norm = Normalize(low, high if high > low else low + 1.0)
+    cmap = colormaps["RdBu_r"]
+    grid = _grid_image(xy, size)
+    if grid is not None:
+        rows, cols, shape = grid
+        image = np.full(shape, np.nan)
+        image[rows, cols] = scores
+        ax.imshow(image, cmap=cmap, norm=norm, interpolation="nearest",
+                  extent=(x0, x0 + shape[1] * size, y0 + shape[0] * size, y0))
+    else:  # patches off a common grid: one square each
+        corners = np.array([[0, 0], [size, 0], [size, size], [0, size]], dtype=np.float64)
+        ax.add_collection(PolyCollection(xy[:, None, :] + corners[None, :, :], array=scores, cmap=cmap, norm=norm,
+                                         edgecolors="none"))
     ax.set_xlim(x0, x1)
     ax.set_ylim(y1, y0)  # image coordinates: y grows downwards
-    ax.set_aspect("equal")
+    ax.set_aspect("equal", adjustable="box", anchor="C")
+    ax.set_facecolor("0.92")
     ax.set_xlabel("x (level-0 pixels)")
     ax.set_ylabel("y (level-0 pixels)")
-    ax.set_facecolor("0.92")
     ax.set_title(title, fontsize="medium")
-    fig.colorbar(patches, ax=ax, label="instance score (> 0: positive evidence)", shrink=0.8)
+    fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), cax=cax, label="instance score (> 0: positive evidence)")
     fig.savefig(path, dpi=100)
 
 

@@ -235,7 +235,7 @@ def _plot_roc_pr(directory, evaluation, pooled, positive):
     """``roc.png`` and ``pr.png`` of the pooled out-of-fold scores of every repeat."""
     from sklearn.metrics import average_precision_score, precision_recall_curve, roc_curve
 
-    roc_fig, pr_fig = _figure(5.6, 5.0), _figure(5.6, 5.0)
+    roc_fig, pr_fig = _figure(5.6, 5.0), _figure(5.6, 5.6)
     roc_ax, pr_ax = roc_fig.subplots(), pr_fig.subplots()
     several = len(pooled) > 1
     for r, (scores, labels, _) in enumerate(pooled):
@@ -261,7 +261,7 @@ def _plot_roc_pr(directory, evaluation, pooled, positive):
     pr_ax.set_ylabel("precision")
     pr_ax.set_ylim(0, 1.02)
     pr_ax.set_title(f"Precision-recall of the pooled out-of-fold scores (positive: {positive})", fontsize="medium")
-    pr_ax.legend(loc="lower left", fontsize="small")
+    _legend_below(pr_fig, pr_ax, pr_ax.get_legend_handles_labels()[0], 1)
     roc_fig.savefig(directory / "roc.png", dpi=100)
     pr_fig.savefig(directory / "pr.png", dpi=100)
     return directory / "roc.png", directory / "pr.png"
@@ -289,7 +289,7 @@ def _plot_calibration(path, pooled, positive):
 
 
 def _pooled_lines(info, evaluation):
-    """The markdown of the pooled results and the patient table."""
+    """The markdown of the pooled results, and that of the patient table."""
     unit = "patients" if evaluation["resampled"] == "patients" else "bags"
     lines = ["", "## Pooled out-of-fold results", "",
              f"The out-of-fold scores of all the folds of a repeat, pooled; 95 % intervals by "
@@ -306,8 +306,9 @@ def _pooled_lines(info, evaluation):
         lines += ["", f"The splits are grouped by `{grouping['column']}` ({grouping['n_groups']} patients): no "
                       "patient has bags on both sides of any outer or inner split."]
     patients = evaluation["patients"]
+    table = []
     if patients:
-        lines += ["", "## Patients", "",
+        table += ["", "## Patients", "",
                   f"A patient's score is the {patients['case_score']} of its bags' out-of-fold scores (here the mean "
                   f"over the repeats), its label the largest of its bags' labels, its prediction that of the first "
                   f"repeat. {patients['mixed_label_patients']} of {patients['n_patients']} patients have bags of "
@@ -316,9 +317,9 @@ def _pooled_lines(info, evaluation):
         for row in patients["table"]:
             score = row["score"]
             score = f"{score:.4f}" if isinstance(score, float) else ", ".join(f"{v:.3f}" for v in score)
-            lines.append(f"| {row['patient']} | {row['n_bags']} | {row['label']} | {'yes' if row['mixed'] else ''} | "
+            table.append(f"| {row['patient']} | {row['n_bags']} | {row['label']} | {'yes' if row['mixed'] else ''} | "
                          f"{score} | {row['predicted']} |")
-    return lines
+    return lines, table
 
 
 def write_report(directory, info, result, summary, bags, y, evaluation=None, predictions=None):
@@ -428,6 +429,13 @@ def write_report(directory, info, result, summary, bags, y, evaluation=None, pre
     ]
     if summary["search_time_total"] is not None:
         lines.append(f"- grid search fits: {summary['search_time_total']:.2f} s in all")
+    patient_part = []
+    if evaluation is not None:
+        pooled_part, patient_part = _pooled_lines(info, evaluation)
+        lines += pooled_part
+        for key, alt in (("roc", "ROC curves"), ("pr", "Precision-recall curves"), ("calibration", "Calibration")):
+            if key in images:
+                lines += ["", f"![{alt}]({images[key].name})"]
     lines += [
         "",
         "## Folds",
@@ -468,11 +476,7 @@ def write_report(directory, info, result, summary, bags, y, evaluation=None, pre
             lines.append(f"![Decision regions of the model of fold {where}]({images['regions'].name})")
         else:
             lines.append("Decision regions are drawn for two-feature dense data only.")
-    if evaluation is not None:
-        lines += _pooled_lines(info, evaluation)
-        for key, alt in (("roc", "ROC curves"), ("pr", "Precision-recall curves"), ("calibration", "Calibration")):
-            if key in images:
-                lines += ["", f"![{alt}]({images[key].name})"]
+    lines += patient_part
     warned = sorted({w for f in result.folds for w in f["warnings"]})
     if warned:
         lines += ["", "## Warnings", ""]
@@ -500,7 +504,7 @@ def _inline(text):
 _STYLE = """body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1100px;margin:2em auto;
 padding:0 1em;color:#222;line-height:1.45}table{border-collapse:collapse;margin:1em 0;font-size:0.9em}
 td,th{border:1px solid #ccc;padding:0.25em 0.6em}th{background:#f2f2f2}td.num{text-align:right}
-pre{background:#f6f6f6;padding:0.6em;overflow-x:auto}img{max-width:100%;margin:0.5em 0}
+pre{background:#f6f6f6;padding:0.6em;white-space:pre-wrap;word-break:break-all}img{max-width:100%;margin:0.5em 0}
 h1{font-size:1.6em}h2{font-size:1.25em;margin-top:1.6em;border-bottom:1px solid #ddd}"""
 
 
@@ -527,7 +531,9 @@ def markdown_html(lines, directory):
                 end += 1
             rows = [[c.strip() for c in row.strip().strip("|").split("|")] for row in lines[k:end]]
             align = [c.endswith(":") for c in rows[1]] if len(rows) > 1 else []
-            out = ["<table>", "<tr>" + "".join(f"<th>{_inline(c)}</th>" for c in rows[0]) + "</tr>"]
+            out = ["<table>"]
+            if any(rows[0]):  # the report's key-value table has an empty header row
+                out.append("<tr>" + "".join(f"<th>{_inline(c)}</th>" for c in rows[0]) + "</tr>")
             for row in rows[2:]:
                 cells = "".join(f"<td class=\"num\">{_inline(c)}</td>" if j < len(align) and align[j]
                                 else f"<td>{_inline(c)}</td>" for j, c in enumerate(row))

@@ -234,15 +234,16 @@ def _grid_cells(rng, n_target):
 
 
 def make_slide_folder(path, *, n_cases=60, slides_per_case=(1, 3), n_features=32, n_patches=(200, 600),
-                      tumour_fraction=(0.05, 0.15), slide_tumour_rate=0.8, signal=2.0, case_offset=1.0,
+                      tumour_fraction=(0.05, 0.15), slide_tumour_rate=0.8, signal=3.0, case_offset=3.0,
                       n_tissues=4, positive_rate=0.5, patch_size=256, format="h5", random_state=None):
     """Write a synthetic folder of whole-slide bags in CLAM's layout.
 
     Every case (patient) is positive with probability ``positive_rate`` and has
     ``slides_per_case`` slides. A slide is an elliptical region of patches on a square grid;
-    a patch's features are its tissue type's centre (one of ``n_tissues``) plus unit Gaussian
-    noise plus its case's offset (a Gaussian vector of norm about ``case_offset``, shared by all
-    the case's slides: a site or scanner effect that lets a model recognise the patient). In a
+    a patch's features are its tissue type's centre (one of ``n_tissues``, drawn from
+    ``N(0, 0.25 I)``) plus unit Gaussian noise plus its case's offset (a Gaussian vector of
+    norm about ``case_offset``, shared by all the case's slides: a site or scanner effect that
+    lets a model recognise the patient). In a
     positive case every slide holds tumour with probability ``slide_tumour_rate`` (at least
     one slide does): a disc of ``tumour_fraction`` of its patches, around a random patch,
     shifted by ``signal`` along one fixed direction. A slide's label is 1 when it holds tumour,
@@ -272,9 +273,9 @@ def make_slide_folder(path, *, n_cases=60, slides_per_case=(1, 3), n_features=32
     tumour_fraction : float or (float, float), default=(0.05, 0.15)
         The share of a tumour slide's patches that are tumour, or a range.
     slide_tumour_rate : float in (0, 1], default=0.8
-    signal : float > 0, default=2.0
+    signal : float > 0, default=3.0
         The shift of a tumour patch along the tumour direction (in noise standard deviations).
-    case_offset : float >= 0, default=1.0
+    case_offset : float >= 0, default=3.0
         The expected norm of a case's offset.
     n_tissues : int, default=4
     positive_rate : float in (0, 1), default=0.5
@@ -309,7 +310,7 @@ def make_slide_folder(path, *, n_cases=60, slides_per_case=(1, 3), n_features=32
     if not isinstance(rng, np.random.Generator):
         rng = np.random.default_rng(rng.randint(0, 2**31 - 1))
 
-    centres = rng.normal(0.0, 1.0, size=(n_tissues, n_features))
+    centres = rng.normal(0.0, 0.5, size=(n_tissues, n_features))
     direction = rng.normal(size=n_features)
     direction /= np.linalg.norm(direction)
     labels = rng.random(n_cases) < positive_rate
