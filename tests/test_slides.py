@@ -345,6 +345,7 @@ def test_cv_no_group_warns_and_bag_by_makes_cases(slides, capsys):
                  "case_id", "--bootstrap", "100", "--case-score", "mean"]) == 0
     captured = capsys.readouterr()
     assert ": 24 bags, 3-fold CV" in captured.out and "splits grouped" not in captured.out
+    assert "  bags: AUC" in captured.out and "patients:" not in captured.out  # one bag per patient
 
 
 def test_cv_unknown_group_column_is_a_usage_error_before_any_work(slides, tmp_path, capsys):

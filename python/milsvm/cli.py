@@ -742,7 +742,11 @@ def _run_cv(args, argv, console, *, cls, params, bags, y, data_info, data_label,
         from ._oof import pooled_evaluation, prediction_table
 
         names = [str(k) for k in range(len(y))] if names is None else names
-        evaluation = pooled_evaluation(result, y, groups, grouped=grouped, repeats=args.repeats,
+        from .model_selection import needs_grouping
+
+        # patient-level results when some patient has several bags (else they repeat the bags')
+        patients = groups if needs_grouping(groups) else None
+        evaluation = pooled_evaluation(result, y, patients, grouped=grouped, repeats=args.repeats,
                                        case_score=args.case_score, n_resamples=args.bootstrap, seed=args.seed)
         print_pooled(evaluation, grouped, args.repeats)
         columns, rows = prediction_table(result, y, names, groups, result.classes)
@@ -1234,7 +1238,8 @@ def build_parser():
                                       "line per bag, in file order: bag_name<TAB>score<TAB>label. The score is "
                                       "the decision function (binary: > 0 means the larger class label; "
                                       "multi-class: the score of the predicted class). --instances FILE also "
-                                      "writes one line per instance, bag_name<TAB>instance<TAB>score<TAB>label "
+                                      "writes one line per instance, bag_name<TAB>instance<TAB>score<TAB>label, then "
+                                      "x<TAB>y when the folder has patch coordinates "
                                       "(instance: its 0-based position in the bag; score: as the model pools it, "
                                       "so that the bag's score is their mean, or their max for max pooling, or their sum for MILES). The "
                                       "labels of the data file are not used, except for the accuracy note on "
