@@ -9,6 +9,8 @@ import math
 import numpy as np
 import pytest
 import scipy.stats
+from hypothesis import assume, given
+from hypothesis import strategies as st
 from sklearn.metrics import balanced_accuracy_score, roc_auc_score
 
 import milsvm
@@ -204,6 +206,23 @@ def test_no_case_on_both_sides_of_any_split(slides):
     # the repeats shuffle differently
     assert not all(np.array_equal(a[1], b[1]) for a, b in zip(again[:3], again[3:]))
     assert RepeatedStratifiedGroupKFold(3, 2).get_n_splits() == 6
+
+
+@given(st.lists(st.tuples(st.integers(0, 1), st.integers(1, 4)), min_size=12, max_size=30), st.integers(0, 99))
+def test_grouped_splits_never_share_a_patient(cases, seed):
+    # cases: (label, number of slides) per patient; at least three patients of each label
+    labels = [lab for lab, _ in cases]
+    assume(labels.count(0) >= 3 and labels.count(1) >= 3)
+    y = np.array([lab for lab, n in cases for _ in range(n)])
+    groups = np.array([f"p{k}" for k, (_, n) in enumerate(cases) for _ in range(n)], dtype=object)
+    for train, test in outer_splits(y, groups, folds=3, repeats=2, seed=seed):
+        _assert_disjoint(groups, train, test)
+        try:
+            inner = inner_splits(y[train], groups[train], inner_folds=2, seed=seed)
+        except ValueError:
+            continue  # a training part with one patient of a class: refused, with the count
+        for a, b in inner:
+            _assert_disjoint(groups[train], a, b)
 
 
 def test_ungrouped_splits_are_the_stratified_ones():

@@ -228,9 +228,9 @@ def write_heatmaps(model, bags, coords, out_dir, *, names=None, labels=None, pat
             import matplotlib  # noqa: F401
         except ImportError:
             raise ImportError("drawing heatmaps needs matplotlib: pip install milsvm[plot] (or png=False)") from None
+    explanations, instance_labels = slide_explanations(model, bags)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    explanations, instance_labels = slide_explanations(model, bags)
     from ._crossval import final_estimator
 
     classes = final_estimator(model).classes_
