@@ -58,7 +58,7 @@ def cv_side_by_side(made, args, workdir):
         doc = json.loads(out.read_text())
         ev = doc["evaluation"]
         rows[name] = (ev["bags"][0]["auc"], ev["patients"]["repeats"][0]["auc"], ev["resampled"], seconds)
-        print(f"  milsvm {' '.join(cmd[:2])} ... {' '.join(cmd[4:])}")
+        print(f"  milsvm {' '.join(cmd)}")
     print()
     print("| splits | pooled OOF AUC, slides [95 % CI] | pooled OOF AUC, patients (max of slides) [95 % CI] "
           "| bootstrap resamples | CV time (s) |")
