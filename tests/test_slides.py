@@ -526,9 +526,14 @@ def test_heatmap_without_coords_names_the_file(tmp_path, fitted, capsys):
     assert main(["heatmap", str(fitted), str(folder), "--out", str(tmp_path / "o")]) == 1
     assert "patch_level 1 without a downsample attribute" in capsys.readouterr().err
     assert main(["heatmap", str(fitted), str(folder), "--out", str(tmp_path / "o"), "--patch-size", "512",
-                 "--no-png"]) == 0
+                 "--no-png", "--h5"]) == 0
     doc = json.loads((tmp_path / "o" / "s1.geojson").read_text())
     assert doc["features"][0]["geometry"]["coordinates"][0][2] == [512, 512]
+    with h5py.File(tmp_path / "o" / "s1.h5") as f:  # CLAM's block-map layout
+        assert f["attention_scores"].shape == (3, 1) and f["coords"].shape == (3, 2)
+        np.testing.assert_allclose(f["attention_scores"][:, 0], [p["properties"]["score"] for p in doc["features"]],
+                                   rtol=1e-6)
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["s1.geojson", "s1.h5"]
 
 
 def test_predict_instances_adds_coordinates(slides, fitted, tmp_path):

@@ -173,6 +173,9 @@ def add_heatmap_parser(sub, parents, formatter, run):
                       help="the side of a patch in level-0 pixels (default: from the coords' patch_size and "
                            "downsample attributes)")
     heat.add_argument("--no-png", dest="png", action="store_false", help="write the GeoJSON files only")
+    heat.add_argument("--h5", action="store_true",
+                      help="also write DIR/<slide>.h5 in CLAM's heatmap block-map layout (attention_scores: the "
+                           "instance scores, N x 1; coords)")
     heat.set_defaults(run=run)
     return heat
 
@@ -191,10 +194,10 @@ def cmd_heatmap(args, argv, console, *, load_data, load_model, check_dir, comman
     bags, y, names, _, details = load_data(args.data, args.format, args.labels, need_labels=False, details=True)
     try:
         written = write_heatmaps(model, bags, details.coords, args.out, names=names, labels=y,
-                                 patch_size=args.patch_size, png=args.png, files=details.files)
+                                 patch_size=args.patch_size, png=args.png, files=details.files, h5=args.h5)
     except AttributeError as exc:
         raise command_error(f"heatmap: {exc}") from None
     n_slides = sum(1 for p in written if Path(p).suffix == ".geojson")
-    kinds = "GeoJSON and PNG" if args.png else "GeoJSON"
+    kinds = ", ".join(k for k, on in (("GeoJSON", True), ("PNG", args.png), ("CLAM .h5", args.h5)) if on)
     print(f"heatmaps of {n_slides} slide(s) written to {args.out} ({kinds})")
     return 0

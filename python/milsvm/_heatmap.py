@@ -18,6 +18,10 @@ writes
   span its blue half and its positive scores its red half, so that the few positive patches of
   a slide stand out however far below 0 the rest lie.
 
+- with ``h5=True``, ``<slide>.h5`` in the layout of CLAM's heatmap "block maps": the datasets
+  ``attention_scores`` (``N x 1`` float32, here the instance scores) and ``coords`` (``N x 2``),
+  so that CLAM's heatmap drawing over the slide image can read milsvm's scores (needs h5py).
+
 The scores go through the model's scaler when it is a ``Pipeline``.
 """
 
@@ -167,7 +171,7 @@ def _slug(name):
 
 
 def write_heatmaps(model, bags, coords, out_dir, *, names=None, labels=None, patch_size=None, png=True,
-                   files=None):
+                   files=None, h5=False):
     """Write a GeoJSON file and a PNG image of the instance scores of every slide.
 
     Parameters
@@ -194,6 +198,8 @@ def write_heatmaps(model, bags, coords, out_dir, *, names=None, labels=None, pat
         Also draw the PNG images (needs matplotlib).
     files : list of str or None
         The file of every bag, for error messages.
+    h5 : bool, default=False
+        Also write ``<slide>.h5`` in CLAM's block-map layout (``attention_scores``, ``coords``).
 
     Returns
     -------
@@ -228,6 +234,11 @@ def write_heatmaps(model, bags, coords, out_dir, *, names=None, labels=None, pat
             import matplotlib  # noqa: F401
         except ImportError:
             raise ImportError("drawing heatmaps needs matplotlib: pip install milsvm[plot] (or png=False)") from None
+    if h5:
+        try:
+            import h5py
+        except ImportError:
+            raise ImportError("writing CLAM block maps needs h5py: pip install milsvm[hdf5] (or h5=False)") from None
     explanations, instance_labels = slide_explanations(model, bags)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -251,6 +262,14 @@ def write_heatmaps(model, bags, coords, out_dir, *, names=None, labels=None, pat
 
             write_atomically(path, text)
             written.append(path)
+            if h5:
+                path = out / f"{stem}.h5"
+                with h5py.File(path, "w") as f:
+                    scores = f.create_dataset("attention_scores",
+                                              data=np.asarray(ex.instance_scores[rows], np.float32)[:, None])
+                    scores.attrs["milsvm"] = "instance scores (instance_decision_function), not attention"
+                    f.create_dataset("coords", data=np.asarray(c.xy[rows]))
+                written.append(path)
             if png:
                 title = f"{slide}: bag score {ex.score:.3f}, predicted {ex.label}"
                 if c.slide is not None:
