@@ -172,7 +172,7 @@ def add_heatmap_parser(sub, parents, formatter, run):
     heat.add_argument("--patch-size", type=float, metavar="PIXELS",
                       help="the side of a patch in level-0 pixels (default: from the coords' patch_size and "
                            "downsample attributes)")
-    heat.add_argument("--no-png", dest="png", action="store_false", help="write the GeoJSON files only")
+    heat.add_argument("--no-png", dest="png", action="store_false", help="draw no PNG images")
     heat.add_argument("--h5", action="store_true",
                       help="also write DIR/<slide>.h5 in CLAM's heatmap block-map layout (attention_scores: the "
                            "instance scores, N x 1; coords)")

@@ -1110,6 +1110,7 @@ examples:
   milsvm cv musk1.data --model sparsemi -p n_xv=10 -p C=10 --repeats 5
   milsvm fit musk1.data --model MISVM -p C=10 -o model.json
   milsvm predict model.json musk2.data -o predictions.tsv
+  milsvm heatmap model.json slides/ --out heatmaps/    # per slide: QuPath GeoJSON and PNG
 
 data formats (--format): mill (MILL .data), musk (UCI clean1/clean2.data), mat (Andrews
 .mat), csv (the mil package's label,bag_id,features), npy (a folder of per-bag .npy files), h5
