@@ -321,8 +321,14 @@ def test_cv_json_schema_grid_and_repeats(toy_mill_file, tmp_path):
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text())
     assert set(doc) == {"schema", "milsvm_version", "command", "data", "estimator", "params", "grid", "inner_folds",
-                        "scale", "folds", "repeats", "seed", "n_jobs", "fold_results", "summary"}
+                        "scale", "folds", "repeats", "seed", "n_jobs", "scoring", "grouping", "fold_results", "summary",
+                        "evaluation", "predictions"}
     assert doc["schema"] == "milsvm-cv/1" and doc["milsvm_version"] == milsvm.__version__
+    assert doc["scoring"] == "accuracy" and doc["grouping"] == {"column": None, "grouped": False, "n_groups": None}
+    ev = doc["evaluation"]
+    assert [r["repeat"] for r in ev["bags"]] == [0, 1] and ev["resampled"] == "bags" and ev["patients"] is None
+    assert len(doc["predictions"]) == 24 and set(doc["predictions"][0]) == {"repeat", "fold", "bag", "group", "label",
+                                                                            "score"}
     assert doc["command"] == ["milsvm", *args]
     assert doc["data"] == {"path": str(toy_mill_file), "format": "mill", "n_bags": 12, "n_instances": 36,
                            "n_features": 2, "classes": [0, 1]}
@@ -333,7 +339,7 @@ def test_cv_json_schema_grid_and_repeats(toy_mill_file, tmp_path):
     assert [(f["repeat"], f["fold"]) for f in folds] == [(r, k) for r in range(2) for k in range(3)]
     for f in folds:
         assert set(f) == {"repeat", "fold", "n_train", "n_test", "accuracy", "balanced_accuracy", "auc", "fit_time",
-                          "search_time", "params", "inner_accuracy", "n_xv", "warnings"}
+                          "search_time", "params", "inner_accuracy", "inner_score", "n_xv", "warnings"}
         assert f["n_train"] + f["n_test"] == 12 and f["n_test"] == 4
         assert 0 <= f["accuracy"] <= 1 and 0 <= f["auc"] <= 1 and f["fit_time"] >= 0 and f["search_time"] > 0
         assert f["params"]["C"] in (0.1, 10) and f["params"]["gamma"] in ("scale", 0.5)
@@ -670,17 +676,18 @@ def test_report_markdown_and_plots(toy_mill_file, tmp_path, capsys):
                      "grid search", "SparseMI(n_xv=2, random_state=0)", "balanced accuracy", "majority class"):
         assert fragment in text
     pytest.importorskip("matplotlib")
-    for png in ("accuracy.png", "objective.png", "decision_regions.png"):
+    for png in ("accuracy.png", "objective.png", "decision_regions.png", "roc.png", "pr.png"):
         assert (report / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"]({png})" in text
-    assert "with 3 plot(s)" in capsys.readouterr().err
+    assert "report.md and report.html with 5 plot(s)" in capsys.readouterr().err
 
 
 def test_report_without_objective_history_or_2d(three_class_file, tmp_path, capsys):
     pytest.importorskip("matplotlib")
     report = tmp_path / "report"
     assert main(["cv", str(three_class_file), "--model", "nsk", "--folds", "3", "-q", "--report", str(report)]) == 0
-    assert sorted(p.name for p in report.iterdir()) == ["accuracy.png", "decision_regions.png", "report.md"]
+    assert sorted(p.name for p in report.iterdir()) == ["accuracy.png", "decision_regions.png", "report.html",
+                                                        "report.md"]
     assert "NSK records no objective history" in (report / "report.md").read_text()
 
 
@@ -691,7 +698,7 @@ def test_report_without_matplotlib_says_how_to_get_the_plots(toy_mill_file, tmp_
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and "pip install milsvm[plot]" in lines[0]
-    assert [p.name for p in report.iterdir()] == ["report.md"]
+    assert sorted(p.name for p in report.iterdir()) == ["report.html", "report.md"]
     assert "pip install milsvm[plot]" in (report / "report.md").read_text()
 
 

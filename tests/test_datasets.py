@@ -79,6 +79,9 @@ def test_public_names_have_numpydoc_docstrings():
         "load_h5_folder",
         "load_parquet",
         "read_labels",
+        "label_columns",
+        "load_slide_folder",
+        "make_slide_folder",
     }
     for name in datasets.__all__:
         doc = getattr(datasets, name).__doc__

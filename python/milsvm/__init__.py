@@ -8,6 +8,7 @@ registry (:mod:`milsvm._registry`).
 
 from ._bags import Bags, as_bags
 from ._core import __version__
+from ._heatmap import write_heatmaps
 from ._model import Model, load, save
 from .preprocessing import BagStandardScaler
 
@@ -24,4 +25,5 @@ from .miles import *  # noqa: F401,F403
 from .two_stage import *  # noqa: F401,F403
 from ._registry import ESTIMATORS as _ESTIMATORS
 
-__all__ = ["Bags", "as_bags", "BagStandardScaler", *_ESTIMATORS, "Model", "load", "save", "__version__"]
+__all__ = ["Bags", "as_bags", "BagStandardScaler", *_ESTIMATORS, "Model", "load", "save", "write_heatmaps",
+           "__version__"]

@@ -72,7 +72,37 @@ def final_estimator(model):
     return model.steps[-1][1] if hasattr(model, "steps") else model
 
 
-def _fit_task(cls, params, scale, bags, y, train, test, where, evaluate, keep_model, Cs=None):
+SCORINGS = ("accuracy", "balanced_accuracy", "roc_auc", "neg_log_loss")
+
+
+def inner_score(scoring, model, bags, y):
+    """The inner grid-search criterion ``scoring`` (one of :data:`SCORINGS`) of a fitted
+    ``model`` on ``bags`` with labels ``y``: the accuracy, the balanced accuracy, the ROC AUC of
+    the decision values (NaN when ``y`` holds one class) or minus the log loss of
+    ``predict_proba`` (with the model's classes)."""
+    if scoring == "accuracy":
+        return float(np.mean(model.predict(bags) == y))
+    if scoring == "balanced_accuracy":
+        from sklearn.metrics import balanced_accuracy_score
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return float(balanced_accuracy_score(y, model.predict(bags)))
+    classes = final_estimator(model).classes_
+    if scoring == "roc_auc":
+        if len(np.unique(y)) < 2:
+            return float("nan")
+        from sklearn.metrics import roc_auc_score
+
+        return float(roc_auc_score(y == classes[1], model.decision_function(bags)))
+    if scoring == "neg_log_loss":
+        from sklearn.metrics import log_loss
+
+        return -float(log_loss(y, model.predict_proba(bags), labels=classes))
+    raise ValueError(f"scoring must be one of {', '.join(SCORINGS)}, got {scoring!r}")
+
+
+def _fit_task(cls, params, scale, bags, y, train, test, where, evaluate, keep_model, Cs=None, scoring="accuracy"):
     """Fit ``cls(**params)`` on ``bags[train]`` and score it on ``bags[test]``.
 
     Returns ``{"accuracy", "fit_time"}`` for an inner grid-search fit, and with ``evaluate`` also
@@ -83,12 +113,12 @@ def _fit_task(cls, params, scale, bags, y, train, test, where, evaluate, keep_mo
     ``probability=False``: the calibration does not change ``predict``, so the choices are the
     same.
     """
-    if not evaluate and params.get("probability"):
+    if not evaluate and params.get("probability") and scoring != "neg_log_loss":
         # an inner grid-search fit is scored by ``predict``, which the calibration does not
         # change: its five internal refits would only cost time (the outer refit calibrates)
         params = {**params, "probability": False}
     if Cs is not None:
-        return _path_task(cls, params, scale, bags, y, train, test, where, Cs)
+        return _path_task(cls, params, scale, bags, y, train, test, where, Cs, scoring)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -98,9 +128,10 @@ def _fit_task(cls, params, scale, bags, y, train, test, where, evaluate, keep_mo
             fit_time = time.perf_counter() - start
             test_bags = bags[test]
             if not evaluate:
-                return {"accuracy": float(np.mean(model.predict(test_bags) == y[test])), "fit_time": fit_time}
+                return {"accuracy": inner_score(scoring, model, test_bags, y[test]), "fit_time": fit_time}
             scores = model.decision_function(test_bags)
             predicted = model.predict(test_bags)
+            proba = model.predict_proba(test_bags) if hasattr(model, "predict_proba") else None
             accuracy = float(np.mean(predicted == y[test]))
         except Exception as exc:
             message = " ".join(str(exc).split()) or type(exc).__name__
@@ -124,13 +155,16 @@ def _fit_task(cls, params, scale, bags, y, train, test, where, evaluate, keep_mo
         "fit_time": fit_time,
         "n_xv": None if xv is None else int(xv.shape[0]),
         "warnings": sorted({f"{w.category.__name__}: {' '.join(str(w.message).split())}" for w in caught}),
+        "scores": np.asarray(scores, dtype=np.float64),
+        "predicted": np.asarray(predicted),
+        "proba": None if proba is None else np.asarray(proba, dtype=np.float64),
     }
     if keep_model:
         out["model"] = model
     return out
 
 
-def _path_task(cls, params, scale, bags, y, train, test, where, Cs):
+def _path_task(cls, params, scale, bags, y, train, test, where, Cs, scoring="accuracy"):
     """The inner grid-search fits of ``cls(**params, C=c)`` for every ``c`` of ``Cs`` as one path
     (:meth:`~milsvm._base.MILClassifier.fit_path`): the scaler fitted once on ``bags[train]``,
     then every model scored on ``bags[test]`` with the kernel values computed once
@@ -151,7 +185,15 @@ def _path_task(cls, params, scale, bags, y, train, test, where, Cs):
                 test_bags = head.transform(test_bags)
             fitted = final_estimator(model).fit_path(train_bags, y[train], Cs)
             fit_time = time.perf_counter() - start
-            accuracy = [float(np.mean(labels == y[test])) for labels in predict_path(fitted, test_bags)]
+            if scoring == "balanced_accuracy":
+                from sklearn.metrics import balanced_accuracy_score
+
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    accuracy = [float(balanced_accuracy_score(y[test], labels))
+                                for labels in predict_path(fitted, test_bags)]
+            else:
+                accuracy = [float(np.mean(labels == y[test])) for labels in predict_path(fitted, test_bags)]
         except Exception as exc:
             message = " ".join(str(exc).split()) or type(exc).__name__
             raise FitError(f"{describe(cls.__name__, {**params, 'C': list(Cs)})} failed on {where}: {message}") from None
@@ -164,7 +206,7 @@ def _task_fits(kwargs):
     return 1 if Cs is None else len(Cs)
 
 
-def _c_groups(cls, candidates, fixed):
+def _c_groups(cls, candidates, fixed, scoring="accuracy"):
     """The inner grid's candidates (indices) grouped into tasks: those that differ only in ``C``
     form one ``C`` path when ``cls`` fits paths (``_c_path``), ``C`` is a plain number in each and
     not fixed by ``fixed`` (the task parameters); every other candidate is a group of one. Groups
@@ -172,7 +214,7 @@ def _c_groups(cls, candidates, fixed):
     def plain(c):
         return isinstance(c.get("C"), (int, float, np.integer, np.floating)) and not isinstance(c.get("C"), bool)
 
-    if not getattr(cls, "_c_path", False) or "C" in fixed:
+    if not getattr(cls, "_c_path", False) or "C" in fixed or scoring not in ("accuracy", "balanced_accuracy"):
         return [[c] for c in range(len(candidates))]
     groups = {}
     for c, cand in enumerate(candidates):
@@ -220,7 +262,13 @@ class CVResult:
     part), ``search_time`` (seconds of the inner grid-search fits, or None), ``params`` (the grid
     values chosen, ``{}`` without a grid), ``inner_accuracy`` (their mean inner CV accuracy, or
     None), ``n_xv`` (expansion vectors, or None) and ``warnings``.
+    ``inner_score`` is the mean inner criterion of the chosen grid point (``inner_accuracy``
+    repeats it when the criterion is the accuracy).
     ``first_model`` is the model fitted on the first training part if it was asked for.
+    ``predictions`` holds one dict per outer fold: ``repeat``, ``fold``, ``test`` (the test
+    bags' indices), ``scores`` (``decision_function``), ``predicted`` (``predict``) and
+    ``proba`` (``predict_proba``, or None). ``splits`` are the outer ``(train, test)``
+    splits, ``inner`` the inner grid-search splits of each (indices into the whole data).
     ``majority_rate`` is the fraction of the bags in the largest class of the whole data set:
     the accuracy of always predicting that class, the floor an accuracy is read against.
     """
@@ -229,6 +277,9 @@ class CVResult:
     first_model: object = None
     classes: np.ndarray = field(default_factory=lambda: np.array([]))
     majority_rate: float = None
+    predictions: list = field(default_factory=list)
+    splits: list = field(default_factory=list)
+    inner: list = field(default_factory=list)
 
     def _values(self, key):
         return np.array([f[key] for f in self.folds if f[key] is not None], dtype=np.float64)
@@ -260,7 +311,8 @@ def n_fits(n_folds, grid_size, inner_folds):
 
 
 def cross_validate(cls, params, bags, y, *, folds=10, repeats=1, seed=0, grid=None, inner_folds=3, scale=True,
-                   n_jobs=1, task_params=None, keep_first_model=False, progress=None):
+                   n_jobs=1, task_params=None, keep_first_model=False, progress=None, groups=None,
+                   scoring="accuracy"):
     """Repeated stratified k-fold CV of ``cls(**params)`` on bags, with an optional inner grid.
 
     Parameters
@@ -274,14 +326,19 @@ def cross_validate(cls, params, bags, y, *, folds=10, repeats=1, seed=0, grid=No
     folds, repeats, seed : int
         Outer ``RepeatedStratifiedKFold(n_splits=folds, n_repeats=repeats, random_state=seed)``;
         with ``repeats=1`` the folds are those of ``StratifiedKFold(folds, shuffle=True,
-        random_state=seed)``.
+        random_state=seed)``. With ``groups``, the grouped splits of
+        :func:`milsvm.model_selection.outer_splits`.
     grid : dict of lists or None
         Parameter grid searched on every training part by an inner
-        ``StratifiedKFold(inner_folds, shuffle=True, random_state=seed)``: the candidate with
-        the best mean inner accuracy wins (the first in ``ParameterGrid`` order on ties, as in
-        ``GridSearchCV``) and is refitted on the whole training part. For an estimator with a
-        ``C`` path (``cls._c_path``), the candidates that differ only in ``C`` are fitted on each
-        inner training part as one warm-started path (one task), with the same choices.
+        ``StratifiedKFold(inner_folds, shuffle=True, random_state=seed)`` (grouped with
+        ``groups``: :func:`milsvm.model_selection.inner_splits`): the candidate with the best
+        mean inner ``scoring`` wins (the first in ``ParameterGrid`` order on ties, as in
+        ``GridSearchCV``; inner folds where the criterion is undefined are left out of the
+        mean) and is refitted on the whole training part. For an estimator with a ``C`` path
+        (``cls._c_path``) and a criterion computed from labels, the candidates that differ only
+        in ``C`` are fitted on each inner training part as one warm-started path (one task),
+        with the same choices.
+    inner_folds : int
     scale : bool
         Standardise the features with the training part's instances.
     n_jobs : int
@@ -293,44 +350,55 @@ def cross_validate(cls, params, bags, y, *, folds=10, repeats=1, seed=0, grid=No
         Keep the model fitted on the first training part in ``CVResult.first_model``.
     progress : callable or None
         Called with the number of fits finished (see :func:`n_fits` for the total).
+    groups : array-like of shape (n_bags,) or None
+        The group (patient) of every bag: no group has bags on both sides of any split, outer
+        or inner.
+    scoring : str, default="accuracy"
+        The inner criterion, one of :data:`SCORINGS`.
 
     Returns
     -------
     CVResult
     """
-    from sklearn.model_selection import ParameterGrid, RepeatedStratifiedKFold, StratifiedKFold
+    from sklearn.model_selection import ParameterGrid
+
+    from .model_selection import inner_splits, outer_splits
 
     y = np.asarray(y)
+    if scoring not in SCORINGS:
+        raise ValueError(f"scoring must be one of {', '.join(SCORINGS)}, got {scoring!r}")
+    groups = None if groups is None else np.asarray(groups, dtype=object)
     extra = dict(task_params or {})
     labels, counts = np.unique(y, return_counts=True)
-    if folds > counts.min():
-        raise ValueError(f"{folds} folds, but class {labels[counts.argmin()].item()!r} has only {counts.min()} bags "
-                         f"(use at most {counts.min()} folds)")
-    outer = RepeatedStratifiedKFold(n_splits=folds, n_repeats=repeats, random_state=seed)
-    splits = list(outer.split(np.zeros(len(y)), y))
+    splits = outer_splits(y, groups, folds=folds, repeats=repeats, seed=seed)
+    inner = []
     if grid:
-        smallest = min(np.unique(y[train], return_counts=True)[1].min() for train, _ in splits)
-        if inner_folds > smallest:
-            raise ValueError(f"{inner_folds} inner folds, but a training part holds only {smallest} bags of a "
-                             f"class (use at most {smallest} inner folds)")
+        if groups is None:
+            smallest = min(np.unique(y[train], return_counts=True)[1].min() for train, _ in splits)
+            if inner_folds > smallest:
+                raise ValueError(f"{inner_folds} inner folds, but a training part holds only {smallest} bags of a "
+                                 f"class (use at most {smallest} inner folds)")
+        for train, _ in splits:
+            parts = inner_splits(y[train], None if groups is None else groups[train], inner_folds=inner_folds,
+                                 seed=seed)
+            inner.append([(train[a], train[b]) for a, b in parts])
     where = [f"fold {k % folds + 1} of repeat {k // folds + 1}" if repeats > 1 else f"fold {k + 1}"
              for k in range(len(splits))]
 
     chosen = [{} for _ in splits]
-    inner_accuracy = [None] * len(splits)
+    inner_value = [None] * len(splits)
     search_time = [None] * len(splits)
     candidates = list(ParameterGrid(grid)) if grid else []
     if candidates:
         # candidates that differ only in C: one task fitting a warm-started C path (same choices)
-        groups = _c_groups(cls, candidates, extra)
+        c_groups = _c_groups(cls, candidates, extra, scoring)
         tasks, keys = [], []
-        for s, (train, _) in enumerate(splits):
-            inner = StratifiedKFold(inner_folds, shuffle=True, random_state=seed)
-            for i, (itrain, itest) in enumerate(inner.split(np.zeros(len(train)), y[train])):
-                for group in groups:
+        for s in range(len(splits)):
+            for i, (itrain, itest) in enumerate(inner[s]):
+                for group in c_groups:
                     task = dict(cls=cls, params={**params, **candidates[group[0]], **extra}, scale=scale, bags=bags,
-                                y=y, train=train[itrain], test=train[itest],
-                                where=f"inner fold {i + 1} of {where[s]}", evaluate=False, keep_model=False)
+                                y=y, train=itrain, test=itest, where=f"inner fold {i + 1} of {where[s]}",
+                                evaluate=False, keep_model=False, scoring=scoring)
                     if len(group) > 1:
                         del task["params"]["C"]
                         task["Cs"] = [candidates[c]["C"] for c in group]
@@ -341,28 +409,38 @@ def cross_validate(cls, params, bags, y, *, folds=10, repeats=1, seed=0, grid=No
         for (s, i, group), result in zip(keys, run_tasks(tasks, n_jobs, progress)):
             scores[s, i, group] = result["accuracy"]
             seconds[s] += result["fit_time"]
-        means = scores.mean(axis=1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a criterion undefined on every inner fold
+            means = np.nanmean(scores, axis=1)
+        means = np.where(np.isnan(means), -np.inf, means)
         for s in range(len(splits)):
             best = int(np.argmax(means[s]))
             chosen[s] = candidates[best]
-            inner_accuracy[s] = float(means[s, best])
+            inner_value[s] = float(means[s, best])
             search_time[s] = float(seconds[s])
 
     tasks = [dict(cls=cls, params={**params, **chosen[s], **extra}, scale=scale, bags=bags, y=y, train=train,
                   test=test, where=where[s], evaluate=True, keep_model=keep_first_model and s == 0)
              for s, (train, test) in enumerate(splits)]
     first_model = None
-    results = []
+    results, predictions = [], []
     for s, ((train, test), out) in enumerate(zip(splits, run_tasks(tasks, n_jobs, progress))):
         if s == 0:
             first_model = out.pop("model", None)
+        predictions.append({"repeat": s // folds, "fold": s % folds, "test": np.asarray(test),
+                            "scores": out.pop("scores"), "predicted": out.pop("predicted"),
+                            "proba": out.pop("proba")})
         results.append({
             "repeat": s // folds, "fold": s % folds, "n_train": int(len(train)), "n_test": int(len(test)),
             "accuracy": out["accuracy"], "balanced_accuracy": out["balanced_accuracy"], "auc": out["auc"],
             "fit_time": out["fit_time"],
             "search_time": search_time[s],
-            "params": dict(chosen[s]), "inner_accuracy": inner_accuracy[s], "n_xv": out["n_xv"],
+            "params": dict(chosen[s]),
+            "inner_accuracy": inner_value[s] if scoring == "accuracy" else None,
+            "inner_score": inner_value[s],
+            "n_xv": out["n_xv"],
             "warnings": out["warnings"],
         })
     return CVResult(folds=results, first_model=first_model, classes=labels,
-                    majority_rate=float(counts.max() / len(y)))
+                    majority_rate=float(counts.max() / len(y)), predictions=predictions, splits=splits,
+                    inner=inner)

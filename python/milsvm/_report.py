@@ -13,7 +13,16 @@ Files written to ``DIR`` (created if needed):
   deterministic-annealing estimators' against the temperature (log scale, decreasing to the
   right: the annealed objective rises as the temperature falls, which is not divergence);
 - ``decision_regions.png``: for two-feature dense data, the score of every point of the plane as
-  a one-instance bag under the model of the first training part, with the instances on top.
+  a one-instance bag under the model of the first training part, with the instances on top;
+- ``roc.png`` and ``pr.png`` (``milsvm cv``, two classes): the ROC and precision-recall curves
+  of the pooled out-of-fold scores of every repeat, the legend giving the AUC with its 95 %
+  bootstrap interval (and the average precision);
+- ``calibration.png`` (with probabilities): the mean predicted probability of the positive
+  class against the observed rate, in ten bins of the pooled out-of-fold probabilities;
+- ``report.html``: the same report as one self-contained page, the figures embedded.
+
+``report.md`` also holds the pooled out-of-fold results with their intervals and, when the
+bags have patients, the patient-level results and the per-patient table.
 
 The plots need matplotlib (the ``plot`` extra); without it only ``report.md`` is written and
 :func:`write_report` says so.
@@ -202,8 +211,119 @@ def _plot_regions(path, model, bags, y, name, where):
     fig.savefig(path, dpi=100)
 
 
-def write_report(directory, info, result, summary, bags, y):
-    """Write ``report.md`` and, with matplotlib, the plots to ``directory``.
+def _pooled_scores(evaluation_rows, predictions):
+    """Per repeat: ``(scores, labels, proba of the last class or None)`` from the prediction
+    table ``(columns, rows)``."""
+    columns, rows = predictions
+    rep, lab, sc = columns.index("repeat"), columns.index("label"), columns.index("score")
+    last_proba = [i for i, c in enumerate(columns) if c.startswith("proba_")]
+    out = []
+    for r in sorted({row[rep] for row in rows}):
+        mine = [row for row in rows if row[rep] == r]
+        out.append((np.array([row[sc] for row in mine], dtype=np.float64), np.array([row[lab] for row in mine]),
+                    np.array([row[last_proba[-1]] for row in mine], dtype=np.float64) if last_proba else None))
+    return out
+
+
+def _interval(metric):
+    if metric is None or metric.get("value") is None:
+        return "-"
+    return f"{metric['value']:.3f} (95 % CI {metric['low']:.3f} to {metric['high']:.3f})"
+
+
+def _plot_roc_pr(directory, evaluation, pooled, positive):
+    """``roc.png`` and ``pr.png`` of the pooled out-of-fold scores of every repeat."""
+    from sklearn.metrics import average_precision_score, precision_recall_curve, roc_curve
+
+    roc_fig, pr_fig = _figure(5.6, 5.0), _figure(5.6, 5.6)
+    roc_ax, pr_ax = roc_fig.subplots(), pr_fig.subplots()
+    several = len(pooled) > 1
+    for r, (scores, labels, _) in enumerate(pooled):
+        truth = labels == positive
+        fpr, tpr, _ = roc_curve(truth, scores)
+        auc = evaluation["bags"][r]["auc"]
+        name = f"repeat {r + 1}: " if several else ""
+        roc_ax.plot(fpr, tpr, linewidth=1.6 if r == 0 else 0.8, alpha=1.0 if r == 0 else 0.6,
+                    label=f"{name}AUC {_interval(auc)}")
+        precision, recall, _ = precision_recall_curve(truth, scores)
+        ap = average_precision_score(truth, scores)
+        pr_ax.step(recall, precision, where="post", linewidth=1.6 if r == 0 else 0.8, alpha=1.0 if r == 0 else 0.6,
+                   label=f"{name}AP {ap:.3f}; ROC AUC {_interval(auc)}")
+    roc_ax.plot([0, 1], [0, 1], color="0.6", linestyle=":", linewidth=1, label="chance")
+    roc_ax.set_xlabel("false positive rate")
+    roc_ax.set_ylabel("true positive rate")
+    roc_ax.set_title(f"ROC of the pooled out-of-fold scores (positive: {positive})", fontsize="medium")
+    roc_ax.legend(loc="lower right", fontsize="small")
+    roc_ax.set_aspect("equal")
+    base = float(np.mean(pooled[0][1] == positive))
+    pr_ax.axhline(base, color="0.6", linestyle=":", linewidth=1, label=f"prevalence {base:.3f}")
+    pr_ax.set_xlabel("recall")
+    pr_ax.set_ylabel("precision")
+    pr_ax.set_ylim(0, 1.02)
+    pr_ax.set_title(f"Precision-recall of the pooled out-of-fold scores (positive: {positive})", fontsize="medium")
+    _legend_below(pr_fig, pr_ax, pr_ax.get_legend_handles_labels()[0], 1)
+    roc_fig.savefig(directory / "roc.png", dpi=100)
+    pr_fig.savefig(directory / "pr.png", dpi=100)
+    return directory / "roc.png", directory / "pr.png"
+
+
+def _plot_calibration(path, pooled, positive):
+    """The reliability diagram of the pooled out-of-fold probabilities of the positive class."""
+    from sklearn.calibration import calibration_curve
+
+    fig = _figure(5.6, 5.0)
+    ax = fig.subplots()
+    for r, (_, labels, proba) in enumerate(pooled):
+        observed, predicted = calibration_curve(labels == positive, proba, n_bins=10, strategy="uniform")
+        ax.plot(predicted, observed, marker="o", markersize=3, linewidth=1.4 if r == 0 else 0.8,
+                alpha=1.0 if r == 0 else 0.6, label=f"repeat {r + 1}" if len(pooled) > 1 else "out-of-fold")
+    ax.plot([0, 1], [0, 1], color="0.6", linestyle=":", linewidth=1, label="perfect calibration")
+    ax.set_xlabel(f"mean predicted probability of class {positive} (10 bins)")
+    ax.set_ylabel("observed rate")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_aspect("equal")
+    ax.set_title("Calibration of the pooled out-of-fold probabilities", fontsize="medium")
+    ax.legend(loc="upper left", fontsize="small")
+    fig.savefig(path, dpi=100)
+
+
+def _pooled_lines(info, evaluation):
+    """The markdown of the pooled results, and that of the patient table."""
+    unit = "patients" if evaluation["resampled"] == "patients" else "bags"
+    lines = ["", "## Pooled out-of-fold results", "",
+             f"The out-of-fold scores of all the folds of a repeat, pooled; 95 % intervals by "
+             f"{evaluation['method']} over {unit}, stratified by label, B = {evaluation['n_resamples']}, "
+             f"seeded by --seed.", "",
+             "| level | repeat | ROC AUC | balanced accuracy |", "|---|---:|---|---|"]
+    for level, rows in (("bags", evaluation["bags"]),
+                        ("patients", (evaluation["patients"] or {}).get("repeats", []))):
+        for row in rows:
+            lines.append(f"| {level} | {row['repeat'] + 1} | {_interval(row['auc'])} | "
+                         f"{_interval(row['balanced_accuracy'])} |")
+    grouping = info.get("grouping") or {}
+    if grouping.get("grouped"):
+        lines += ["", f"The splits are grouped by `{grouping['column']}` ({grouping['n_groups']} patients): no "
+                      "patient has bags on both sides of any outer or inner split."]
+    patients = evaluation["patients"]
+    table = []
+    if patients:
+        table += ["", "## Patients", "",
+                  f"A patient's score is the {patients['case_score']} of its bags' out-of-fold scores (here the mean "
+                  f"over the repeats), its label the largest of its bags' labels, its prediction that of the first "
+                  f"repeat. {patients['mixed_label_patients']} of {patients['n_patients']} patients have bags of "
+                  "different labels.", "",
+                  "| patient | bags | label | mixed labels | score | predicted |", "|---|---:|---|---|---:|---|"]
+        for row in patients["table"]:
+            score = row["score"]
+            score = f"{score:.4f}" if isinstance(score, float) else ", ".join(f"{v:.3f}" for v in score)
+            table.append(f"| {row['patient']} | {row['n_bags']} | {row['label']} | {'yes' if row['mixed'] else ''} | "
+                         f"{score} | {row['predicted']} |")
+    return lines, table
+
+
+def write_report(directory, info, result, summary, bags, y, evaluation=None, predictions=None):
+    """Write ``report.md``, ``report.html`` and, with matplotlib, the plots to ``directory``.
 
     Parameters
     ----------
@@ -217,6 +337,10 @@ def write_report(directory, info, result, summary, bags, y):
         ``result.summary(...)``.
     bags : Bags
     y : ndarray
+    evaluation : dict or None
+        The pooled results (:func:`milsvm._oof.pooled_evaluation`, JSON-safe).
+    predictions : (columns, rows) or None
+        The out-of-fold prediction table (:func:`milsvm._oof.prediction_table`).
 
     Returns
     -------
@@ -254,6 +378,14 @@ def write_report(directory, info, result, summary, bags, y):
             path = directory / "decision_regions.png"
             _plot_regions(path, result.first_model, bags, y, info["estimator"], where)
             images["regions"] = path
+        if evaluation is not None and predictions is not None and "score" in predictions[0] \
+                and evaluation["bags"][0]["auc"] is not None:
+            pooled = _pooled_scores(evaluation["bags"], predictions)
+            positive = plain(result.classes[-1])
+            images["roc"], images["pr"] = _plot_roc_pr(directory, evaluation, pooled, positive)
+            if pooled[0][2] is not None:
+                images["calibration"] = directory / "calibration.png"
+                _plot_calibration(images["calibration"], pooled, positive)
         written.extend(images.values())
 
     data = info["data"]
@@ -297,6 +429,13 @@ def write_report(directory, info, result, summary, bags, y):
     ]
     if summary["search_time_total"] is not None:
         lines.append(f"- grid search fits: {summary['search_time_total']:.2f} s in all")
+    patient_part = []
+    if evaluation is not None:
+        pooled_part, patient_part = _pooled_lines(info, evaluation)
+        lines += pooled_part
+        for key, alt in (("roc", "ROC curves"), ("pr", "Precision-recall curves"), ("calibration", "Calibration")):
+            if key in images:
+                lines += ["", f"![{alt}]({images[key].name})"]
     lines += [
         "",
         "## Folds",
@@ -337,6 +476,7 @@ def write_report(directory, info, result, summary, bags, y):
             lines.append(f"![Decision regions of the model of fold {where}]({images['regions'].name})")
         else:
             lines.append("Decision regions are drawn for two-feature dense data only.")
+    lines += patient_part
     warned = sorted({w for f in result.folds for w in f["warnings"]})
     if warned:
         lines += ["", "## Warnings", ""]
@@ -345,6 +485,81 @@ def write_report(directory, info, result, summary, bags, y):
             lines.append(f"- {w} ({n} of {len(result.folds)} folds)")
     path = directory / "report.md"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    written.insert(0, path)
+    html = directory / "report.html"
+    html.write_text(markdown_html(lines, directory), encoding="utf-8")
+    written[:0] = [path, html]
     return written, plots
+
+
+def _inline(text):
+    """Inline markdown of the report (``code``, **bold**) as HTML, the rest escaped."""
+    import html
+    import re
+
+    out = html.escape(text, quote=False)
+    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+    return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", out)
+
+
+_STYLE = """body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1100px;margin:2em auto;
+padding:0 1em;color:#222;line-height:1.45}table{border-collapse:collapse;margin:1em 0;font-size:0.9em}
+td,th{border:1px solid #ccc;padding:0.25em 0.6em}th{background:#f2f2f2}td.num{text-align:right}
+pre{background:#f6f6f6;padding:0.6em;white-space:pre-wrap;word-break:break-all}img{max-width:100%;margin:0.5em 0}
+h1{font-size:1.6em}h2{font-size:1.25em;margin-top:1.6em;border-bottom:1px solid #ddd}"""
+
+
+def markdown_html(lines, directory):
+    """The report's markdown (the subset it writes: headings, fenced code, tables, lists, images,
+    paragraphs) as one self-contained HTML page, the PNG figures embedded as base64."""
+    import base64
+    import html
+    import re
+
+    body, k = [], 0
+    while k < len(lines):
+        line = lines[k]
+        if line.startswith("```"):
+            end = k + 1
+            while end < len(lines) and not lines[end].startswith("```"):
+                end += 1
+            body.append("<pre>" + html.escape("\n".join(lines[k + 1:end])) + "</pre>")
+            k = end + 1
+            continue
+        if line.startswith("|"):
+            end = k
+            while end < len(lines) and lines[end].startswith("|"):
+                end += 1
+            rows = [[c.strip() for c in row.strip().strip("|").split("|")] for row in lines[k:end]]
+            align = [c.endswith(":") for c in rows[1]] if len(rows) > 1 else []
+            out = ["<table>"]
+            if any(rows[0]):  # the report's key-value table has an empty header row
+                out.append("<tr>" + "".join(f"<th>{_inline(c)}</th>" for c in rows[0]) + "</tr>")
+            for row in rows[2:]:
+                cells = "".join(f"<td class=\"num\">{_inline(c)}</td>" if j < len(align) and align[j]
+                                else f"<td>{_inline(c)}</td>" for j, c in enumerate(row))
+                out.append(f"<tr>{cells}</tr>")
+            body.append("\n".join(out + ["</table>"]))
+            k = end
+            continue
+        if line.startswith("- "):
+            end = k
+            while end < len(lines) and lines[end].startswith("- "):
+                end += 1
+            body.append("<ul>" + "".join(f"<li>{_inline(item[2:])}</li>" for item in lines[k:end]) + "</ul>")
+            k = end
+            continue
+        image = re.fullmatch(r"!\[(.*)\]\((.+)\)", line)
+        if image:
+            data = base64.b64encode((Path(directory) / image.group(2)).read_bytes()).decode("ascii")
+            body.append(f'<img alt="{html.escape(image.group(1))}" src="data:image/png;base64,{data}">')
+        elif line.startswith("## "):
+            body.append(f"<h2>{_inline(line[3:])}</h2>")
+        elif line.startswith("# "):
+            body.append(f"<h1>{_inline(line[2:])}</h1>")
+        elif line.strip():
+            body.append(f"<p>{_inline(line)}</p>")
+        k += 1
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>milsvm cross-validation report</title><style>{_STYLE}</style></head><body>\n"
+            + "\n".join(body) + "\n</body></html>\n")
 

@@ -16,7 +16,21 @@ Commands
     with its scaler (versioned JSON, read by ``milsvm.load`` and the Rust crate).
 ``milsvm predict MODEL.json DATA [-o FILE] [--instances FILE]``
     One line per bag: ``bag_name<TAB>score<TAB>label``; with ``--instances``, one line per
-    instance: ``bag_name<TAB>instance<TAB>score<TAB>label``.
+    instance: ``bag_name<TAB>instance<TAB>score<TAB>label``, then ``<TAB>x<TAB>y`` when the
+    patch coordinates are known (and ``<TAB>slide`` for a bag of several slides).
+``milsvm heatmap MODEL.json DATA --out DIR``
+    Per slide of a folder, ``DIR/<slide>.geojson`` (one QuPath detection per patch with its
+    score and share) and ``DIR/<slide>.png`` (:mod:`milsvm._heatmap`).
+
+Patients (slide folders)
+------------------------
+When the label CSV names each slide's patient (CLAM's ``case_id``, or ``--group-by COLUMN``)
+and some patient has several slides, ``cv`` splits patients, not slides, outer and inner
+(:mod:`milsvm.model_selection`), and reports patient-level results beside the bag-level ones;
+``--no-group`` splits slides (with a warning); ``--bag-by COLUMN`` makes a patient one bag.
+``cv`` reports the pooled out-of-fold ROC AUC and balanced accuracy of every repeat with 95 %
+stratified bootstrap intervals (:mod:`milsvm._oof`), writes the out-of-fold predictions with
+``--predictions FILE.csv``, and chooses the inner grid point by ``--scoring``.
 
 Estimator names
 ---------------
@@ -90,7 +104,8 @@ One object (schema ``"milsvm-cv/1"``)::
                       fit_time          seconds to fit the final model on the training part
                       search_time       seconds of the inner grid-search fits (null without --grid)
                       params            grid values chosen on the training part ({} without --grid)
-                      inner_accuracy    their mean inner-CV accuracy (null without --grid)
+                      inner_score       their mean inner-CV --scoring value (null without --grid)
+                      inner_accuracy    the same when --scoring is accuracy, else null
                       n_xv              expansion vectors of the model (null if it has no xv_)
                       warnings          distinct warnings of the fit, "Category: message"
     summary         accuracy_mean, accuracy_std, balanced_accuracy_mean, balanced_accuracy_std,
@@ -99,6 +114,17 @@ One object (schema ``"milsvm-cv/1"``)::
                     AUC), fit_time_mean, fit_time_total, search_time_total (null without
                     --grid), repeat_accuracy_means (one per repeat);
                     std is the population standard deviation over all R*K folds
+    scoring         the inner criterion (--scoring)
+    grouping        {"column", "grouped", "n_groups"}: the label file's patient column (null
+                    without one), whether the splits were grouped by it, the number of patients
+    evaluation      the pooled out-of-fold results: method, confidence, n_resamples, resampled
+                    ("bags" or "patients"), bags (per repeat: repeat, auc and
+                    balanced_accuracy as {value, low, high, n_resamples}; auc null unless
+                    binary), patients (null without a patient column, else case_score,
+                    n_patients, mixed_label_patients, repeats as bags, table: one row per
+                    patient {patient, n_bags, label, mixed, score, predicted})
+    predictions     the rows of --predictions as objects: repeat, fold, bag, group, label,
+                    score (or score_<class> per class), proba_<class> with probabilities
 
 Non-finite numbers are written as null.
 """
@@ -458,12 +484,17 @@ def detect_format(path):
 FOLDER_FORMATS = ("npy", "h5")
 
 
-def load_data(path, fmt="auto", labels=None, need_labels=True):
-    """Read a data file or folder: ``(bags, y, bag_names, format)``.
+def load_data(path, fmt="auto", labels=None, need_labels=True, *, group_by=None, bag_by=None, details=False):
+    """Read a data file or folder: ``(bags, y, bag_names, format)``, and with ``details`` a
+    fifth item: the :class:`~milsvm.datasets.SlideData` of a folder (groups, coordinates,
+    files; every bag checked for non-finite values, the error naming its file), the groups of
+    a Parquet table's label CSV as a ``SlideData`` without coordinates, else None.
 
     ``labels`` (a CSV path) gives the labels of a folder's bags (and replaces a Parquet table's
     label column); ``need_labels=False`` (``predict``) accepts a folder without labels
-    (``y`` is then ``None``).
+    (``y`` is then ``None``). ``group_by`` names the label CSV's patient column (default:
+    ``case_id`` when present); ``bag_by`` makes the slides of one value of a column one bag
+    (folders only).
 
     Raises
     ------
@@ -486,22 +517,35 @@ def load_data(path, fmt="auto", labels=None, need_labels=True):
         if os.path.isdir(path):
             raise CommandError(f"data file {path!r} is a folder; --format {fmt} reads a file")
         raise CommandError(f"data file {path!r} is not a folder; --format {fmt} reads a folder of bag files")
+    info = None
+    if bag_by is not None and fmt not in FOLDER_FORMATS:
+        raise CommandError(f"--bag-by is for folders of slides; {path!r} is read as {fmt}")
     if fmt in FOLDER_FORMATS:
         if labels is None and need_labels:
             raise CommandError(f"data folder {path!r}: give the bag labels with --labels FILE.csv")
-        loader = datasets.load_npy_folder if fmt == "npy" else datasets.load_h5_folder
-        bags, y, names = loader(path, labels, return_bag_names=True)
+        info = datasets.load_slide_folder(path, labels, format=fmt, group_by=group_by, bag_by=bag_by)
+        bags, y, names = info.bags, info.y, info.names
     elif fmt == "parquet":
         bags, y, names = datasets.load_parquet(path, labels, return_bag_names=True)
         if y is None and need_labels:
             raise CommandError(f"{path}: the table has no 'label' column: give the bag labels with --labels FILE.csv")
+        if labels is not None:
+            _, groups = datasets.read_labels(labels, group_by=group_by, return_groups=True)
+            if groups is not None:
+                info = datasets.SlideData(bags=bags, y=y, names=names, groups=np.array([groups[n] for n in names],
+                                                                                   dtype=object),
+                                          group_column=group_by or "case_id", coords=[None] * len(bags),
+                                          files=[path] * len(bags), format="parquet")
     else:
         if labels is not None:
             raise CommandError(f"--labels is for folders and Parquet tables; {path!r} ({fmt}) holds its labels")
+        if group_by is not None:
+            raise CommandError(f"--group-by needs a label CSV (--labels), for a folder or a Parquet table; {path!r} "
+                               f"({fmt}) holds its labels")
         loader = {"mill": datasets.load_mill, "musk": datasets.load_musk_uci, "mat": datasets.load_andrews_mat,
                   "csv": datasets.load_mil_csv}[fmt]
         bags, y, names = loader(path, return_bag_names=True)
-    return bags, y, names, fmt
+    return (bags, y, names, fmt, info) if details else (bags, y, names, fmt)
 
 
 # --------------------------------------------------------------------------------------------
@@ -518,6 +562,8 @@ def _check_writable(path, option):
         raise CommandError(f"{option}: cannot write {str(path)!r}: directory {str(parent)!r} does not exist")
     if Path(path).is_dir():
         raise CommandError(f"{option}: {str(path)!r} is a directory")
+    if not os.access(parent, os.W_OK | os.X_OK) or (Path(path).exists() and not os.access(path, os.W_OK)):
+        raise CommandError(f"{option}: cannot write {str(path)!r}: permission denied")
 
 
 def _jsonable(value):
@@ -658,8 +704,11 @@ def _report_warnings(console, result):
         console.note(f"warning: {w} (in {n} of {len(result.folds)} folds)")
 
 
-def _run_cv(args, argv, console, *, cls, params, bags, y, data_info, data_label, grid, show_auc=True):
-    """The CV shared by ``cv`` and ``demo``: run, print, write JSON and report."""
+def _run_cv(args, argv, console, *, cls, params, bags, y, data_info, data_label, grid, show_auc=True, names=None,
+            groups=None, grouping=None, pooled=False):
+    """The CV shared by ``cv`` and ``demo``: run, print, write JSON and report. With ``pooled``
+    (``cv``), also the pooled out-of-fold results with intervals, at the patient level when
+    ``groups`` are known, and the out-of-fold predictions (``--predictions``)."""
     from . import __version__
     from ._crossval import cross_validate, n_fits
 
@@ -676,14 +725,31 @@ def _run_cv(args, argv, console, *, cls, params, bags, y, data_info, data_label,
         if n_jobs != 1 and "n_jobs" in cls().get_params() and "n_jobs" not in {**params, **grid}:
             task_params["n_jobs"] = 1  # one core thread per fit when the fits run in parallel
         total = n_fits(args.folds * args.repeats, len(_grid_candidates(grid)), args.inner_folds)
+        grouped = bool(grouping and grouping["grouped"])
+        scoring = getattr(args, "scoring", "accuracy")
         with console.progress(total, f"cv {cls.__name__}") as update:
             result = cross_validate(
                 cls, params, bags, y, folds=args.folds, repeats=args.repeats, seed=args.seed, grid=grid or None,
                 inner_folds=args.inner_folds, scale=args.scale, n_jobs=n_jobs, task_params=task_params,
                 keep_first_model=bool(getattr(args, "report", None)), progress=update,
+                groups=groups if grouped else None, scoring=scoring,
             )
     summary = result.summary(args.repeats)
     _print_cv(cls.__name__, params, data_label, len(y), y, args, result, summary, grid, show_auc)
+    evaluation = columns = rows = None
+    if pooled:
+        from ._cli_slides import print_pooled
+        from ._oof import pooled_evaluation, prediction_table
+
+        names = [str(k) for k in range(len(y))] if names is None else names
+        from .model_selection import needs_grouping
+
+        # patient-level results when some patient has several bags (else they repeat the bags')
+        patients = groups if needs_grouping(groups) else None
+        evaluation = pooled_evaluation(result, y, patients, grouped=grouped, repeats=args.repeats,
+                                       case_score=args.case_score, n_resamples=args.bootstrap, seed=args.seed)
+        print_pooled(evaluation, grouped, args.repeats)
+        columns, rows = prediction_table(result, y, names, groups, result.classes)
     _report_warnings(console, result)
 
     info = {
@@ -701,16 +767,30 @@ def _run_cv(args, argv, console, *, cls, params, bags, y, data_info, data_label,
         "seed": args.seed,
         "n_jobs": n_jobs,
     }
+    if pooled:
+        info["scoring"] = scoring
+        info["grouping"] = grouping or {"column": None, "grouped": False, "n_groups": None}
+    extra = {}
+    if evaluation is not None:
+        extra = {"evaluation": evaluation, "predictions": [dict(zip(columns, row)) for row in rows]}
+        if getattr(args, "predictions", None):
+            from ._oof import write_predictions
+
+            write_predictions(args.predictions, columns, rows)
+            console.note(f"out-of-fold predictions written to {args.predictions}")
     if getattr(args, "output", None):
-        doc = _jsonable({**info, "fold_results": result.folds, "summary": summary})
+        doc = _jsonable({**info, "fold_results": result.folds, "summary": summary, **extra})
         write_atomically(args.output, json.dumps(doc, indent=2, allow_nan=False) + "\n")
         console.note(f"results written to {args.output}")
     if getattr(args, "report", None):
         from ._report import PLOT_HINT, write_report
 
-        written, plots = write_report(args.report, _jsonable(info), result, summary, bags, y)
+        written, plots = write_report(args.report, _jsonable(info), result, summary, bags, y,
+                                      evaluation=_jsonable(evaluation) if evaluation else None,
+                                      predictions=(columns, rows) if evaluation else None)
         if plots:
-            console.note(f"report written to {written[0]} with {len(written) - 1} plot(s)")
+            n_plots = sum(Path(p).suffix == ".png" for p in written)
+            console.note(f"report written to {written[0]} and {written[1].name} with {n_plots} plot(s)")
         else:
             console.note(f"report written to {written[0]} without plots: matplotlib is not installed ({PLOT_HINT})")
     return 0
@@ -810,10 +890,18 @@ def _has_class_weight_dict(params, grid):
 
 def cmd_cv(args, argv, console):
     """``milsvm cv``."""
+    from ._cli_slides import check_cv_options, resolve_groups
+
     cls, params, grid = _prepare(args)
+    check_cv_options(args, params, grid, UsageError)
     _check_writable(args.output, "--output")
+    _check_writable(args.predictions, "--predictions")
     _check_report_dir(args.report)
-    raw, y, _, fmt = load_data(args.data, args.format, args.labels)
+    raw, y, names, fmt, details = load_data(args.data, args.format, args.labels, group_by=args.group_by,
+                                            bag_by=args.bag_by, details=True)
+    if args.scoring == "roc_auc" and len(np.unique(y)) != 2:
+        raise UsageError(f"--scoring roc_auc is for two classes; the data have {len(np.unique(y))}")
+    groups, _, grouping = resolve_groups(args, details, y, console)
     bags = as_bags(raw)
     if _has_class_weight_dict(params, grid):  # the labels a class_weight dict names
         check_values(cls, params, grid, classes=np.unique(y))
@@ -822,7 +910,7 @@ def cmd_cv(args, argv, console):
     data_info = {"path": args.data, "format": fmt, "n_bags": len(bags), "n_instances": int(bags.n_instances),
                  "n_features": int(bags.n_features), "classes": np.unique(y).tolist()}
     return _run_cv(args, argv, console, cls=cls, params=params, bags=bags, y=y, data_info=data_info,
-                   data_label=args.data, grid=grid)
+                   data_label=args.data, grid=grid, names=list(names), groups=groups, grouping=grouping, pooled=True)
 
 
 def cmd_fit(args, argv, console):
@@ -830,9 +918,12 @@ def cmd_fit(args, argv, console):
     ``--no-scale``), fitted on every bag and saved with its scaler."""
     from ._crossval import final_estimator, make_model
 
+    from ._cli_slides import check_group_column
+
     cls, params, _ = _prepare(args)
+    check_group_column(args, UsageError)
     _check_writable(args.output, "--output")
-    bags, y, _, _ = load_data(args.data, args.format, args.labels)
+    bags, y, _, _ = load_data(args.data, args.format, args.labels, group_by=args.group_by, bag_by=args.bag_by)
     if _has_class_weight_dict(params, {}):  # the labels a class_weight dict names
         check_values(cls, params, {}, classes=np.unique(y))
     model = make_model(cls, params, args.scale)
@@ -852,32 +943,52 @@ def cmd_fit(args, argv, console):
     return 0
 
 
-def _instance_lines(model, bags, names):
+def _instance_lines(model, bags, names, coords=None):
     """``bag_name<TAB>instance<TAB>score<TAB>label`` for every instance (multi-class: the score
-    of the instance's predicted class), through the model's scaler if it is a pipeline."""
+    of the instance's predicted class), through the model's scaler if it is a pipeline; with
+    the coordinates of every bag (``coords``), ``<TAB>x<TAB>y`` after the label (and, for a bag
+    of several slides, ``<TAB>slide``)."""
     from ._crossval import final_estimator
 
     est = final_estimator(model)
     if est is not model:
         bags = model[:-1].transform(bags)
     lines = []
-    for name, scores, labels in zip(names, est.instance_decision_function(bags), est.predict_instances(bags)):
+    coords = [None] * len(names) if coords is None else coords
+    for name, scores, labels, where in zip(names, est.instance_decision_function(bags), est.predict_instances(bags),
+                                           coords):
         if scores.ndim == 2:
             scores = scores[np.arange(len(scores)), np.searchsorted(est.classes_, labels)]
-        lines.extend(f"{name}\t{p}\t{float(s)!r}\t{label}\n" for p, (s, label) in enumerate(zip(scores, labels)))
+        if where is None:
+            lines.extend(f"{name}\t{p}\t{float(s)!r}\t{label}\n" for p, (s, label) in enumerate(zip(scores, labels)))
+            continue
+        xy = where.xy
+        tags = [""] * len(xy) if where.slide is None else [f"\t{t}" for t in where.slide]
+        lines.extend(f"{name}\t{p}\t{float(s)!r}\t{label}\t{xy[p, 0]}\t{xy[p, 1]}{tags[p]}\n"
+                     for p, (s, label) in enumerate(zip(scores, labels)))
     return "".join(lines)
+
+
+def _load_model(path):
+    """The model of a model file, or a :class:`CommandError` naming the file."""
+    if not os.path.isfile(path):
+        raise CommandError(f"model file {path!r} does not exist")
+    try:
+        return load(path)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CommandError(f"{path}: not a milsvm model file ({' '.join(str(exc).split())})") from None
 
 
 def cmd_predict(args, argv, console):
     """``milsvm predict``."""
+    from ._cli_slides import check_group_column
+
     if not os.path.isfile(args.model_file):
         raise CommandError(f"model file {args.model_file!r} does not exist")
+    check_group_column(args, UsageError)
     _check_writable(args.output, "--output")
     _check_writable(args.instances, "--instances")
-    try:
-        model = load(args.model_file)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise CommandError(f"{args.model_file}: not a milsvm model file ({' '.join(str(exc).split())})") from None
+    model = _load_model(args.model_file)
     if args.instances:
         from ._crossval import final_estimator
 
@@ -885,14 +996,16 @@ def cmd_predict(args, argv, console):
             final_estimator(model).instance_decision_function
         except AttributeError as exc:
             raise CommandError(f"--instances: {exc}") from None
-    bags, y, names, _ = load_data(args.data, args.format, args.labels, need_labels=False)
+    bags, y, names, _, details = load_data(args.data, args.format, args.labels, need_labels=False,
+                                           group_by=args.group_by, bag_by=args.bag_by, details=True)
     scores = np.asarray(model.decision_function(bags))
     labels = model.predict(bags)
     if scores.ndim == 2:  # multi-class: the score of the predicted class
         scores = scores[np.arange(len(scores)), np.searchsorted(model.classes_, labels)]
     lines = "".join(f"{name}\t{float(s)!r}\t{label}\n" for name, s, label in zip(names, scores, labels))
     if args.instances:
-        write_atomically(args.instances, _instance_lines(model, as_bags(bags), names))
+        coords = details.coords if details is not None and details.has_coords() else None
+        write_atomically(args.instances, _instance_lines(model, as_bags(bags), names, coords))
     if args.output:
         write_atomically(args.output, lines)
     else:
@@ -900,6 +1013,23 @@ def cmd_predict(args, argv, console):
     if y is not None and np.isin(y, model.classes_).all():
         console.note(f"accuracy against the file's labels: {100 * np.mean(labels == y):.2f} %")
     return 0
+
+
+def cmd_heatmap(args, argv, console):
+    """``milsvm heatmap`` (:mod:`milsvm._cli_slides`)."""
+    from ._cli_slides import cmd_heatmap as run
+
+    def check_dir(path, option):
+        try:
+            _check_report_dir(path)
+        except UsageError as exc:
+            raise UsageError(str(exc).replace("--report", option, 1)) from None
+
+    def load_folder(path, fmt, labels, need_labels, details):
+        return load_data(path, fmt, labels, need_labels, group_by=args.group_by, bag_by=args.bag_by, details=details)
+
+    return run(args, argv, console, load_data=load_folder, load_model=_load_model, check_dir=check_dir,
+               command_error=CommandError, usage_error=UsageError)
 
 
 # --------------------------------------------------------------------------------------------
@@ -936,6 +1066,14 @@ examples:
   milsvm cv data.csv --model MISVM --grid auto --folds 5     # C and gamma: see 'milsvm models MISVM'
   milsvm cv data.csv --model NSK --grid auto norm=l1,l2 gamma=0.1*scale,scale  # error: gamma twice
   milsvm cv tst1.mat --model NSK -p kernel=linear --n-jobs 2 --output result.json --report report/
+  milsvm cv h5_files/ --labels labels.csv --model MISVM -p kernel=linear --folds 5 --predictions oof.csv
+
+patients: with CLAM's case_id,slide_id,label (or --group-by COLUMN), the splits keep each
+patient's slides on one side when a patient has several (outer and inner; --no-group: split by
+slide), and the pooled results are also given per patient (score: --case-score max|mean of its
+slides; label: the largest). Pooled out-of-fold AUC and balanced accuracy of every repeat come
+with 95 % stratified bootstrap intervals (--bootstrap B resamples of the bags, or of the
+patients when grouped; seeded by --seed).
 
 --grid auto: the estimator's default grid (C in 0.1, 1, 10, 100 and, for the Gaussian kernel,
 gamma in 0.1*scale, scale, 10*scale; 'milsvm models NAME' shows it), combinable with grid items
@@ -951,11 +1089,15 @@ JSON written by --output (schema "milsvm-cv/1"):
     n_test, accuracy, balanced_accuracy (mean recall of the classes in the test part), auc
     (null: not binary or one class in the test part), fit_time (s, the final model),
     search_time (s, the inner grid-search fits, or null), params (grid values chosen, {} without
-    --grid), inner_accuracy (or null), n_xv (or null), warnings [str]},
+    --grid), inner_score (the --scoring value, or null), inner_accuracy (or null), n_xv (or
+    null), warnings [str]},
   summary: {accuracy_mean, accuracy_std, balanced_accuracy_mean, balanced_accuracy_std,
     majority_rate (fraction of the bags in the largest class: the accuracy of always
     predicting it), auc_mean, auc_std, fit_time_mean, fit_time_total, search_time_total,
-    repeat_accuracy_means} (std: population std over all folds; null where undefined).
+    repeat_accuracy_means} (std: population std over all folds; null where undefined),
+  scoring, grouping {column, grouped, n_groups}, evaluation {method, confidence, n_resamples,
+    resampled, bags: [{repeat, auc, balanced_accuracy}], patients}, predictions [rows]
+  (each interval {value, low, high, n_resamples}; see 'pydoc milsvm.cli').
 
 The results are the same for a given --seed whatever --n-jobs. The progress bar (tqdm) is
 shown on stderr when it is a terminal, unless --quiet.
@@ -968,6 +1110,7 @@ examples:
   milsvm cv musk1.data --model sparsemi -p n_xv=10 -p C=10 --repeats 5
   milsvm fit musk1.data --model MISVM -p C=10 -o model.json
   milsvm predict model.json musk2.data -o predictions.tsv
+  milsvm heatmap model.json slides/ --out heatmaps/    # per slide: QuPath GeoJSON and PNG
 
 data formats (--format): mill (MILL .data), musk (UCI clean1/clean2.data), mat (Andrews
 .mat), csv (the mil package's label,bag_id,features), npy (a folder of per-bag .npy files), h5
@@ -998,6 +1141,10 @@ def build_parser():
     data_opts.add_argument("--labels", metavar="FILE.csv",
                            help="bag labels of a data folder (npy, h5) or a Parquet table: a CSV of bag_id,label "
                                 "(or CLAM's case_id,slide_id,label with a header)")
+
+    from ._cli_slides import add_cv_options, add_group_options, add_heatmap_parser
+
+    add_group_options(data_opts)
 
     model_opts = argparse.ArgumentParser(add_help=False)
     model_opts.add_argument("-m", "--model", default="SparseMI", metavar="NAME",
@@ -1066,6 +1213,7 @@ def build_parser():
                     help="write DIR/report.md and PNG plots (accuracy per fold with the majority-class rate "
                          "and the chosen grid points, the objective of the first fold's fit, decision regions "
                          "of 2-D data); DIR is checked before the CV runs; plots need pip install milsvm[plot]")
+    add_cv_options(cv)
     cv.set_defaults(run=cmd_cv)
 
     fit = sub.add_parser("fit", parents=[common, data_opts, model_opts], formatter_class=_Formatter,
@@ -1091,7 +1239,8 @@ def build_parser():
                                       "line per bag, in file order: bag_name<TAB>score<TAB>label. The score is "
                                       "the decision function (binary: > 0 means the larger class label; "
                                       "multi-class: the score of the predicted class). --instances FILE also "
-                                      "writes one line per instance, bag_name<TAB>instance<TAB>score<TAB>label "
+                                      "writes one line per instance, bag_name<TAB>instance<TAB>score<TAB>label, then "
+                                      "x<TAB>y when the folder has patch coordinates "
                                       "(instance: its 0-based position in the bag; score: as the model pools it, "
                                       "so that the bag's score is their mean, or their max for max pooling, or their sum for MILES). The "
                                       "labels of the data file are not used, except for the accuracy note on "
@@ -1103,6 +1252,8 @@ def build_parser():
     pred.add_argument("-o", "--output", metavar="FILE", help="write the lines to FILE (default: stdout)")
     pred.add_argument("--instances", metavar="FILE", help="also write one line per instance to FILE")
     pred.set_defaults(run=cmd_predict)
+
+    add_heatmap_parser(sub, [common, data_opts], _Formatter, cmd_heatmap)
     return parser
 
 

@@ -25,6 +25,9 @@ from a CSV (:func:`read_labels`) or a dict:
   needs ``h5py``).
 - :func:`load_parquet`: a Parquet table with bag-id, label and feature columns (needs
   ``pyarrow``).
+- :func:`load_slide_folder`: a folder of slide bags read whole (:class:`SlideData`): the bags
+  with their patients (the label CSV's ``case_id``), patch coordinates
+  (:class:`PatchCoords`) and files; a case as one bag with ``bag_by``.
 
 Every loader takes ``return_bag_names=True`` to also return the bag names (or ids) as a list
 of ``str``, in the order of the bags: ``bags, y, names = load_mill(path, return_bag_names=True)``.
@@ -36,6 +39,9 @@ Generators
 - :func:`make_annealing_toy`: the 2-D toy of Gehler & Chapelle (2007), section 5.
 - :func:`make_embedding_bags`: pathology-shaped bags of float32 embeddings (lognormal bag
   sizes, tissue clusters, a witness rate).
+- :func:`make_slide_folder`: a synthetic folder of slides in CLAM's layout (HDF5 features and
+  coords, a ``case_id,slide_id,label`` CSV, several slides per case, tumour patches clustered
+  in space, a per-case offset).
 
 The text readers depend on numpy and scipy only (scikit-learn is imported lazily by the
 generators, for ``check_random_state``); ``h5py`` and ``pyarrow`` are imported by their readers
@@ -54,11 +60,13 @@ from __future__ import annotations
 from .csv import load_mil_csv
 from .folder import load_h5_folder, load_npy_folder
 from .generators import make_annealing_toy, make_center_ring_bags, make_embedding_bags, make_four_gaussians_bags
-from .labels import read_labels
+from .coords import PatchCoords  # noqa: F401 (the class of the coordinates the readers return)
+from .labels import label_columns, read_labels
 from .mat import load_andrews_mat
 from .mill import load_mill
 from .musk import load_musk1, load_musk_uci
 from .parquet import load_parquet
+from .slides import SlideData, SlideFolder, load_slide_folder, make_slide_folder  # noqa: F401
 
 __all__ = [
     "load_mill",
@@ -70,6 +78,9 @@ __all__ = [
     "load_h5_folder",
     "load_parquet",
     "read_labels",
+    "label_columns",
+    "load_slide_folder",
+    "make_slide_folder",
     "make_center_ring_bags",
     "make_four_gaussians_bags",
     "make_annealing_toy",

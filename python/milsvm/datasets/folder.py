@@ -3,7 +3,7 @@
 - :func:`load_npy_folder`: one ``.npy`` array per bag (``n_instances x n_features``),
   memory-mapped by default;
 - :func:`load_h5_folder`: one HDF5 file per bag in CLAM's layout (the dataset ``features``,
-  ``N x D``; CLAM's ``coords`` are ignored). Needs ``h5py`` (``pip install milsvm[hdf5]``).
+  ``N x D``, and on request its ``coords``). Needs ``h5py`` (``pip install milsvm[hdf5]``).
 
 A bag's id is its file name without the suffix (``slide_7.npy`` -> ``slide_7``); the labels come
 from a CSV (:func:`milsvm.datasets.read_labels`) or a dict. Float32 features stay float32: the
@@ -16,7 +16,8 @@ import os
 
 import numpy as np
 
-from .labels import _as_features, _as_labels, _check_widths, _pair
+from .coords import read_h5_coords, read_npy_coords
+from .labels import _as_features, _as_labels, _check_widths, _pair, read_labels
 
 __all__ = ["load_npy_folder", "load_h5_folder"]
 
@@ -38,22 +39,42 @@ def _bag_files(folder, suffixes, what):
     return files
 
 
-def _load_folder(folder, suffixes, what, labels, read, return_bag_names):
+def _load_folder(folder, suffixes, what, labels, read, return_bag_names, *, group_by=None, return_groups=False,
+                 return_coords=False):
     """The bags of the files of ``folder`` ending in ``suffixes``, each read by ``read(path)``
-    (an array, or a ``ValueError`` naming the file), paired with ``labels``."""
+    (``(array, PatchCoords or None)``, the coordinates read only when ``return_coords``; or a
+    ``ValueError`` naming the file), paired with
+    ``labels``; the tuple ``bags, y[, names][, groups][, coords]``."""
     files = _bag_files(folder, suffixes, what)
-    ids, y = _pair(files, _as_labels(labels), os.fspath(folder))
-    bags = []
+    groups_of = None
+    if isinstance(labels, (str, os.PathLike)) and (return_groups or group_by is not None):
+        table, groups_of = read_labels(labels, group_by=group_by, return_groups=True)
+    else:
+        table = _as_labels(labels)
+        if group_by is not None:
+            raise ValueError(f"group_by={group_by!r} needs the labels as a CSV file with that column")
+    ids, y = _pair(files, table, os.fspath(folder))
+    bags, coords = [], []
     for bag_id in ids:
         path = files[bag_id]
         if os.path.getsize(path) == 0:
             raise ValueError(f"{path}: the file is empty")
-        bags.append(_as_features(read(path), path))
+        array, bag_coords = read(path, return_coords)
+        bags.append(_as_features(array, path))
+        coords.append(bag_coords)
     _check_widths(bags, [files[b] for b in ids])
-    return (bags, y, list(ids)) if return_bag_names else (bags, y)
+    out = [bags, y]
+    if return_bag_names:
+        out.append(list(ids))
+    if return_groups:
+        out.append(None if groups_of is None else np.array([groups_of[b] for b in ids], dtype=object))
+    if return_coords:
+        out.append(coords)
+    return tuple(out)
 
 
-def load_npy_folder(folder, labels=None, *, mmap=True, return_bag_names=False):
+def load_npy_folder(folder, labels=None, *, mmap=True, return_bag_names=False, group_by=None, return_groups=False,
+                    return_coords=False):
     """Load a folder of ``.npy`` files, one bag per file.
 
     Parameters
@@ -69,6 +90,15 @@ def load_npy_folder(folder, labels=None, *, mmap=True, return_bag_names=False):
         read from the page cache when used, never copied by the reader.
     return_bag_names : bool, default=False
         Also return the bag ids.
+    group_by : str or None, default=None
+        The label CSV's column holding each bag's group (patient); ``None``: CLAM's
+        ``case_id`` when the CSV has it (see :func:`read_labels`).
+    return_groups : bool, default=False
+        Also return the groups: an object array of one group (str) per bag, or ``None`` when
+        the labels name none.
+    return_coords : bool, default=False
+        Also return the patch coordinates: a list of one
+        :class:`~milsvm.datasets.PatchCoords` per bag (``None`` for a bag without them).
 
     Returns
     -------
@@ -79,44 +109,58 @@ def load_npy_folder(folder, labels=None, *, mmap=True, return_bag_names=False):
         The labels (int64 when every label is an integer, else the labels' text).
     bag_names : list of str
         Only if ``return_bag_names``.
+    groups : ndarray of object or None
+        Only if ``return_groups``.
+    coords : list of PatchCoords or None
+        Only if ``return_coords``; read from the sidecar folder ``coords/`` (the layout is in
+        :mod:`milsvm.datasets.coords`).
 
     Raises
     ------
     ValueError
         Naming the file: an empty or unreadable file, a bag that is not 2-D or has no
         instances, a feature width that differs from the first file's, a file without a label
-        or a label without a file.
+        or a label without a file; coordinates whose row count differs from the features', or
+        that are not finite integers; a ``group_by`` column the labels lack, an empty group.
     TypeError
         A file whose dtype is not real numbers.
     """
-    def read(path):
+    def read(path, want_coords):
         try:
-            return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+            array = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
         except (ValueError, OSError, EOFError) as exc:
             raise ValueError(f"{path}: not a readable .npy array ({' '.join(str(exc).split())})") from None
+        coords = read_npy_coords(path, array.shape[0]) if want_coords and array.ndim == 2 else None
+        return array, coords
 
-    return _load_folder(folder, (".npy",), ".npy", labels, read, return_bag_names)
+    return _load_folder(folder, (".npy",), ".npy", labels, read, return_bag_names, group_by=group_by,
+                        return_groups=return_groups, return_coords=return_coords)
 
 
-def load_h5_folder(folder, labels=None, *, dataset="features", return_bag_names=False):
+def load_h5_folder(folder, labels=None, *, dataset="features", return_bag_names=False, group_by=None,
+                   return_groups=False, return_coords=False):
     """Load a folder of HDF5 files in CLAM's layout, one bag per file.
 
     Parameters
     ----------
     folder : str or path-like
         The folder. Every ``*.h5`` / ``*.hdf5`` file in it is a bag whose instances are the
-        rows of the dataset ``dataset`` (``N x D``); other datasets (CLAM's ``coords``) are
-        ignored.
+        rows of the dataset ``dataset`` (``N x D``); CLAM's ``coords`` are read with
+        ``return_coords``, other datasets are ignored.
     labels : str, path-like, dict or None, default=None
         As in :func:`load_npy_folder`.
     dataset : str, default="features"
         The name of the features dataset in every file.
-    return_bag_names : bool, default=False
-        Also return the bag ids.
+    return_bag_names, group_by, return_groups
+        As in :func:`load_npy_folder`.
+    return_coords : bool, default=False
+        Also return each file's ``coords`` dataset with its ``patch_size``, ``patch_level`` and
+        ``downsample`` attributes, as a list of :class:`~milsvm.datasets.PatchCoords` (``None``
+        for a file without ``coords``).
 
     Returns
     -------
-    bags, y[, bag_names]
+    bags, y[, bag_names][, groups][, coords]
         As :func:`load_npy_folder` (each bag read into memory in the file's dtype).
 
     Raises
@@ -126,14 +170,15 @@ def load_h5_folder(folder, labels=None, *, dataset="features", return_bag_names=
     ValueError
         Naming the file: not an HDF5 file, no dataset ``dataset`` (the message lists the
         datasets the file has), an empty dataset, a width that differs from the first file's,
-        a file without a label or a label without a file.
+        a file without a label or a label without a file, coordinates as in
+        :func:`load_npy_folder`.
     """
     try:
         import h5py
     except ImportError:
         raise ImportError("reading HDF5 bag files needs h5py: pip install h5py (or milsvm[hdf5])") from None
 
-    def read(path):
+    def read(path, want_coords):
         try:
             handle = h5py.File(path, "r")
         except OSError as exc:
@@ -143,6 +188,9 @@ def load_h5_folder(folder, labels=None, *, dataset="features", return_bag_names=
                 found = sorted(k for k in handle.keys())
                 raise ValueError(f"{path}: no dataset {dataset!r} (the file has: "
                                  f"{', '.join(repr(k) for k in found) or 'nothing'})")
-            return np.asarray(handle[dataset][()])
+            array = np.asarray(handle[dataset][()])
+            coords = read_h5_coords(handle, path, array.shape[0]) if want_coords and array.ndim == 2 else None
+            return array, coords
 
-    return _load_folder(folder, (".h5", ".hdf5"), "HDF5", labels, read, return_bag_names)
+    return _load_folder(folder, (".h5", ".hdf5"), "HDF5", labels, read, return_bag_names, group_by=group_by,
+                        return_groups=return_groups, return_coords=return_coords)

@@ -22,7 +22,7 @@ import os
 
 import numpy as np
 
-__all__ = ["read_labels"]
+__all__ = ["read_labels", "label_columns"]
 
 _BAG_COLUMNS = ("bag", "bag_id", "bagid", "bag_name", "slide", "slide_id", "case_id", "id", "name")
 _LABEL_COLUMNS = ("label", "labels", "y", "class", "target")
@@ -51,7 +51,7 @@ def _columns(header, path):
     return lowered.index(named[0]), label
 
 
-def read_labels(path):
+def read_labels(path, *, group_by=None, return_groups=False):
     """Read a CSV of bag labels: ``{bag_id: label}`` in file order.
 
     Two layouts are read:
@@ -71,35 +71,39 @@ def read_labels(path):
     ----------
     path : str or path-like
         The CSV file.
+    group_by : str or None, default=None
+        The column naming each bag's group (the patient, or case, of a slide), compared
+        case-insensitively with the header. ``None``: CLAM's ``case_id`` when the header has it
+        beside another bag id column (``slide_id``), else no groups.
+    return_groups : bool, default=False
+        Also return ``{bag_id: group}`` (``None`` when there is no group column).
 
     Returns
     -------
     labels : dict
         Bag id (str) to label (int or str), in the order of the file.
+    groups : dict or None
+        Only with ``return_groups``: bag id to group (str).
 
     Raises
     ------
     ValueError
         The file is missing or empty, a line has the wrong number of fields, a bag id is empty
-        or given twice (the message names the file and line).
+        or given twice, a group value is empty (the message names the file and line); a
+        ``group_by`` column that the header lacks, or ``group_by`` for a file without a header
+        (the message lists the columns).
     """
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise ValueError(f"label file {path!r} does not exist or is not a file")
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = [(n, [field.strip() for field in row]) for n, row in enumerate(csv.reader(f), 1)
-                if row and any(field.strip() for field in row)]
-    if not rows:
-        raise ValueError(f"{path}: the label file is empty")
-    first = [h.lower() for h in rows[0][1]]
-    if any(h in _LABEL_COLUMNS for h in first):
-        bag_col, label_col = _columns(rows[0][1], path)
-        width, rows = len(first), rows[1:]
+    header, rows = _read_rows(path)
+    if header is not None:
+        bag_col, label_col = _columns(header, path)
+        width = len(header)
         if not rows:
             raise ValueError(f"{path}: the label file has a header and no labels")
     else:
         bag_col, label_col, width = 0, 1, 2
-    labels = {}
+    group_col = _group_column(header, bag_col, group_by, path)
+    labels, groups = {}, ({} if group_col is not None else None)
     for n, row in rows:
         if len(row) != width:
             raise ValueError(f"{path}, line {n}: expected {width} comma-separated fields, got {len(row)}")
@@ -111,7 +115,64 @@ def read_labels(path):
         if bag in labels:
             raise ValueError(f"{path}, line {n}: bag {bag!r} is labelled twice")
         labels[bag] = _parse_label(row[label_col])
-    return labels
+        if group_col is not None:
+            if not row[group_col]:
+                raise ValueError(f"{path}, line {n}: empty {header[group_col]!r} value for bag {bag!r}")
+            groups[bag] = row[group_col]
+    return (labels, groups) if return_groups else labels
+
+
+#: The column read as the group of a bag when none is named: CLAM's patient column.
+_GROUP_COLUMNS = ("case_id",)
+
+
+def _read_rows(path):
+    """``(header or None, [(line number, fields)])`` of a label CSV (blank lines dropped)."""
+    if not os.path.isfile(path):
+        raise ValueError(f"label file {path!r} does not exist or is not a file")
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = [(n, [field.strip() for field in row]) for n, row in enumerate(csv.reader(f), 1)
+                if row and any(field.strip() for field in row)]
+    if not rows:
+        raise ValueError(f"{path}: the label file is empty")
+    first = [h.lower() for h in rows[0][1]]
+    if any(h in _LABEL_COLUMNS for h in first):
+        return rows[0][1], rows[1:]
+    return None, rows
+
+
+def label_columns(path):
+    """The column names of a label CSV's header.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The CSV file (see :func:`read_labels`).
+
+    Returns
+    -------
+    list of str or None
+        The header's fields as written, or ``None`` for a file without a header.
+    """
+    return _read_rows(os.fspath(path))[0]
+
+
+def _group_column(header, bag_col, group_by, path):
+    """The position of the group column (``None``: no groups); see :func:`read_labels`."""
+    if group_by is None:
+        if header is None:
+            return None
+        lowered = [h.lower() for h in header]
+        found = [lowered.index(c) for c in _GROUP_COLUMNS if c in lowered]
+        return found[0] if found and found[0] != bag_col else None
+    if header is None:
+        raise ValueError(f"{path}: the label file has no header, so it has no column {group_by!r} to group by "
+                         "(write a header such as case_id,slide_id,label)")
+    lowered = [h.lower() for h in header]
+    if group_by.strip().lower() not in lowered:
+        raise ValueError(f"{path}: no column {group_by!r} to group by (the columns are "
+                         f"{', '.join(repr(h) for h in header)})")
+    return lowered.index(group_by.strip().lower())
 
 
 _SUFFIXES = (".npy", ".h5", ".hdf5", ".pt")
