@@ -7,10 +7,14 @@ grid edge unnoticed). For milsvm's sMIL it also records the test bags' plain mea
 ``mean_p f(x_p)`` and the training bags' (scores and sizes), from which ``report`` works out
 the AUC and the accuracy at threshold 0 of each candidate bag-score rule:
 
-- ``smil_mean``: ``mean f + 1 - 1/|X|`` (the per-bag shift; milsvm's rule before issue 43);
+- ``smil_mean``: ``mean f + 1 - 1/|X|`` (the per-bag shift; milsvm's only rule before issue 43,
+  now ``bag_score="smil_mean"``);
 - ``mean``: the plain mean, threshold 0 (``misvm``'s rule);
+- ``mean+class_medians``: the plain mean minus the midpoint of the medians of the training
+  bags' plain means in the two classes (milsvm's default since issue 43,
+  ``bag_score="mean_offset"``);
 - ``mean+avg_shift``: the plain mean plus one offset for every bag, the training bags' mean
-  shift ``1 - mean_i 1/|X_i|`` (milsvm's rule since issue 43, ``bag_score="mean_offset"``);
+  shift ``1 - mean_i 1/|X_i|``;
 - ``mean+median_shift``: the same with ``1 - 1/median |X_i|``;
 - ``mean+learnt``: the plain mean minus the threshold of best training accuracy (the midpoint
   of the best gap between sorted training bag scores).
@@ -339,7 +343,8 @@ def rules(r):
     ntr = np.array(r["train_size"], dtype=float)
     tm, ty = np.array(r["train_mean"]), np.array(r["train_y"])
     out = {}
-    for key, s in (("smil_mean", m + 1 - 1 / n), ("mean", m),
+    t_med = 0.5 * (np.median(tm[ty == 1]) + np.median(tm[ty == 0]))
+    for key, s in (("smil_mean", m + 1 - 1 / n), ("mean", m), ("mean+class_medians", m - t_med),
                    ("mean+avg_shift", m + 1 - np.mean(1 / ntr)),
                    ("mean+median_shift", m + 1 - 1 / np.median(ntr)),
                    ("mean+learnt", m - learnt_threshold(tm, ty))):
@@ -360,7 +365,7 @@ def report(args):
                 a = auc(r["y"], s)
                 acc = float(np.mean(np.asarray(p) == np.asarray(r["y"])))
                 rows.setdefault((r["set"], r["method"], side), {}).setdefault(r["C"], []).append((a, acc, r["fold"]))
-    sets = [s for s in SETS if any(k[0] == s for k in rows)]
+    sets = [s for s in args.sets if any(k[0] == s for k in rows)]
     hdr = f"{'set':<9} {'method':<7} {'side':<36} " + " ".join(f"{c:>7g}" for c in args.C) + \
         "   best C   AUC    acc%  folds  best acc% (C)"
     print("AUC (mean over the outer folds) per C; best C = the C of best mean AUC; acc% at threshold 0 there;")
@@ -382,6 +387,28 @@ def report(args):
                 print(f"{name:<9} {method:<7} {key[2]:<36} {cells}   {cb:>6g}{edge} {mean_auc[cb]:.3f}  "
                       f"{100 * acc:5.1f}  {len(full[cb])}      {100 * mean_acc[ca]:5.1f} ({ca:g})")
     print("* best C at an edge of the values run")
+    pairs = [(a, b) for a, b in zip(args.pair[::2], args.pair[1::2])]
+    if pairs:
+        print("\nAccuracy at threshold 0, paired over the folds (second side - first side), each side at its C "
+              "of best mean accuracy and at its C of best mean AUC: mean difference (standard error)")
+    for first, second in pairs:
+        for name in sets:
+            for method in METHODS:
+                a, b = rows.get((name, method, first)), rows.get((name, method, second))
+                if not a or not b:
+                    continue
+                out = []
+                for crit in (1, 0):
+                    best = []
+                    for side in (a, b):
+                        cb = max(side, key=lambda c: np.mean([v[crit] for v in side[c]]))
+                        best.append({v[2]: v[1] for v in side[cb]})
+                    folds = sorted(set(best[0]) & set(best[1]))
+                    d = np.array([best[1][k] - best[0][k] for k in folds])
+                    se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
+                    out.append(f"{100 * d.mean():+5.1f} ({100 * se:.1f})")
+                print(f"{name:<9} {method:<7} {second} - {first}: at best-accuracy C {out[0]}, "
+                      f"at best-AUC C {out[1]}")
 
 
 def main():
@@ -401,6 +428,8 @@ def main():
     q = sub.add_parser("report", help="the tables")
     q.add_argument("--no-rules", dest="rules", action="store_false",
                    help="leave out the candidate rules of milsvm's sMIL")
+    q.add_argument("--pair", nargs="+", default=["milsvm-before", "milsvm-after"],
+                   help="sides to compare in pairs (first second ...): paired accuracy differences")
     for s in (p, r, q):
         s.add_argument("--work", type=Path, required=True, help="folder of the arrays, folds and results")
         s.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
