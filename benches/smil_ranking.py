@@ -38,7 +38,8 @@ instance Gram matrix), which leaves every linear kernel value unchanged up to ro
 averaged set kernel on every side (misvm ``"rbf_av"`` / ``"linear_av"``; sawmil has no such
 setting, its ``normalizer="none"`` sums the kernel: its default, kept and reported). ``C`` is
 the plain weight of each hinge term (``scale_C=False`` on both peers; their default divides it
-by the number of examples). ``eta = 0.1``. One thread per side.
+by the number of examples). ``eta = 0.1``. One thread per side (milsvm ``n_jobs=1``; run with
+``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1`` for the peers' NumPy).
 
 Output: ``W/<impl>[-label].jsonl``, one line per (set, method, fold, C); ``report`` prints the
 tables and takes any number of labels.
@@ -48,7 +49,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 import warnings
@@ -439,5 +439,4 @@ def main():
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
     sys.exit(main())
