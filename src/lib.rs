@@ -112,7 +112,9 @@ pub use set_kernel::{
     MiKernelFit, MiKernelParams, MiKernelValidParams, ReducedSetFit, ReducedSetParams,
     ReducedSetValidParams,
 };
-pub use set_kernel_svm::{NskFit, NskParams, NskValidParams, SetNorm, SmilParams, SmilValidParams};
+pub use set_kernel_svm::{
+    NskFit, NskParams, NskValidParams, SetNorm, SmilBagScore, SmilParams, SmilValidParams,
+};
 pub use solver::InnerSolver;
 pub use sparse_mi::{SparseMiFit, SparseMiParams, SparseMiValidParams};
 pub use two_stage::{Relabel, TwoStageFit, TwoStageParams, TwoStageValidParams};

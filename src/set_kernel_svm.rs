@@ -23,9 +23,32 @@
 //! `(2 - |X|) / |X|` (at least one instance of the bag positive): the dual's linear term is
 //! `p_i = (2 - n_i) / n_i` for positive bags and 1 for the negative singletons. Every unit costs
 //! `C w` (this crate uses the same `C` for both sides; the paper's `C / L_n`, `C / L_p` are
-//! reached with `class_weight`). The model is the mean-pooled model form, as for NSK-`L1`. The
-//! units' kernel rows come on demand from instance kernels ([`ComboGram`], each unit the mean of
-//! its instances), so the many negative singletons never make a `units x units` matrix.
+//! reached with `class_weight`). The units' kernel rows come on demand from instance kernels
+//! ([`ComboGram`], each unit the mean of its instances), so the many negative singletons never
+//! make a `units x units` matrix.
+//!
+//! **sMIL's bag score** ([`SmilBagScore`], the `bag_score` parameter). The set-kernel SVM
+//! trained by eq. 8-9 represents a bag by the mean of its instances, so its score of a bag is
+//! `F(X) = w . phi(X) / |X| + b`, the plain mean of the instance scores
+//! `f(x) = w . phi(x) + b` (the paper's rule for new bags is not in our sources; Doran's `misvm`
+//! scores so). Training asks `F(X) >= (2 - |X|) / |X|` of a positive bag and `f(x) <= -1` of
+//! every instance of a negative bag, so with threshold 0 the plain mean calls almost every bag
+//! negative. A score for ranking and a threshold for classifying are two things:
+//!
+//! * `mean_offset` (the default): `F(X) = mean_p f(x_p) - t`, one threshold `t` for every bag,
+//!   the midpoint of the medians of the training bags' plain means in the two classes
+//!   (`t = (median_{X positive} mean f + median_{X negative} mean f) / 2`, per binary problem;
+//!   [`smil_threshold`]). A constant does not change the ranking, so the bags rank as the
+//!   plain mean ranks them, and the threshold sits between the typical training bags of the
+//!   two classes, wherever the solution put them (at small `C` the scores stay far from the
+//!   margins, so no threshold read off the margins would do). The model is the mean-pooled
+//!   form with `t` subtracted from each output's bias.
+//! * `smil_mean`: `F(X) = mean_p f(x_p) + 1 - 1/|X|`, each bag against the midpoint of its own
+//!   two margins ([`Pooling::SmilMean`]). The shift depends on the bag's size, so it reorders
+//!   bags of different sizes: where `|f|` is small against 1 (small `C`) bags rank by size.
+//!   The crate's only rule before `bag_score`; kept as an option (it ranks better where the
+//!   bag size itself carries the label, e.g. on Elephant), and stMIL's rule.
+//! * `mean`: the plain mean with the solver's bias (the paper's `F`; `misvm`'s scores).
 
 use ndarray::{Array1, Array2};
 
@@ -223,6 +246,56 @@ fn finish(
 // sMIL
 // ---------------------------------------------------------------------------------------------
 
+choices! {
+    /// How sMIL scores a bag from the scores `f(x)` of its instances (Bunescu & Mooney 2007,
+    /// eq. 8-9: training puts a positive bag's mean at `(2 - |X|) / |X|` or above and every
+    /// instance of a negative bag at -1 or below). The module docs say why the default is
+    /// [`SmilBagScore::MeanOffset`].
+    pub enum SmilBagScore {
+        /// `F(X) = mean_p f(x_p) - t`, `t` the midpoint of the medians of the training bags'
+        /// plain means in the two classes ([`smil_threshold`]): the ranking of the plain mean,
+        /// the threshold between the typical bags of the two classes. Stored as the mean
+        /// pooling with `t` subtracted from the bias.
+        MeanOffset = "mean_offset",
+        /// `F(X) = mean_p f(x_p) + 1 - 1/|X|` ([`Pooling::SmilMean`]): each bag against the
+        /// midpoint `1/|X| - 1` of its own two margins. A size-dependent shift: it reorders bags
+        /// of different sizes.
+        SmilMean = "smil_mean",
+        /// `F(X) = mean_p f(x_p)`: the paper's set-kernel decision function, with the solver's
+        /// bias (Doran's `misvm` scores bags so); threshold 0 calls most bags negative.
+        Mean = "mean",
+    }
+}
+
+/// The median of `v` (the mean of the two middle values for an even count; 0 if empty).
+fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        0.5 * (v[m - 1] + v[m])
+    }
+}
+
+/// sMIL's threshold for [`SmilBagScore::MeanOffset`]: the midpoint of the medians of the
+/// bag scores `scores` of the bags with a positive and with a negative target,
+/// `(median_{targets > 0} + median_{targets <= 0}) / 2` (a class without bags counts 0).
+pub fn smil_threshold(scores: impl IntoIterator<Item = f64>, targets: &[f64]) -> f64 {
+    let (mut pos, mut neg): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+    for (s, &t) in scores.into_iter().zip(targets) {
+        if t > 0.0 {
+            pos.push(s);
+        } else {
+            neg.push(s);
+        }
+    }
+    0.5 * (median(&mut pos) + median(&mut neg))
+}
+
 hyperparams! {
     /// Hyperparameters of sMIL (Bunescu & Mooney 2007, eq. 8-9), declared once and checked
     /// into [`SmilValidParams`].
@@ -237,6 +310,10 @@ hyperparams! {
         /// kernel only: `w` explicit, dual coordinate descent, `O(nnz)` per pass;
         /// [`crate::solver::linear_hinge`]); `auto`: `linear` for the linear kernel.
         solver: SvmRoute = SvmRoute::Auto;
+        /// How a bag is scored from its instances' scores `f` ([`SmilBagScore`]):
+        /// `mean_offset` (the mean minus one threshold learnt from the training bags),
+        /// `smil_mean` (the mean plus the bag's own shift `1 - 1/|X|`) or `mean`.
+        bag_score: SmilBagScore = SmilBagScore::MeanOffset;
     }
     cross_check check_smil;
     fit -> NskFit, path path_impl;
@@ -384,7 +461,8 @@ impl SmilValidParams {
                 })
                 .collect())
         })?;
-        Ok(by_value(paths)
+        let problems = setup.problems();
+        by_value(paths)
             .into_iter()
             .map(|fits| {
                 let mut fit = finish(
@@ -395,9 +473,20 @@ impl SmilValidParams {
                     SetNorm::L1,
                     gamma,
                 );
-                fit.model.pooling = Pooling::SmilMean;
-                fit
+                match self.bag_score {
+                    SmilBagScore::MeanOffset => {
+                        // the training bags' plain means, one column per problem
+                        let plain = fit.model.decision_function(bags)?;
+                        for p in &problems {
+                            let t = smil_threshold(plain.column(p.index).to_vec(), &p.targets);
+                            fit.model.intercept[p.index] -= t;
+                        }
+                    }
+                    SmilBagScore::SmilMean => fit.model.pooling = Pooling::SmilMean,
+                    SmilBagScore::Mean => {}
+                }
+                Ok(fit)
             })
-            .collect())
+            .collect()
     }
 }

@@ -7,11 +7,14 @@
 //!
 //! **Stage 1** is the crate's sMIL ([`crate::set_kernel_svm`]; Bunescu & Mooney, "Multiple
 //! instance learning for sparse positive bags", ICML 2007, eq. 8-9) with the same `C`, kernel,
-//! `gamma`, class weights and SMO settings, on the same bags. Its decision function on an
-//! instance `x` taken as a bag of one, `s(x) = sum_t c_t k(x_t, x) + b` (the score of a
-//! singleton bag, which sMIL's bag rule leaves unshifted), ranks the `L` instances of the
-//! positive bags of each binary problem, across all those bags at once (one global threshold,
-//! not one per bag).
+//! `gamma`, class weights and SMO settings and its default bag score, on the same bags. Its
+//! instance score `s(x) = sum_t c_t k(x_t, x) + b` (its score of `x` taken as a bag of one;
+//! `b` holds sMIL's one threshold for every bag, [`crate::set_kernel_svm::SmilBagScore`], a
+//! constant that neither rule below sees) ranks the `L` instances of the positive bags of each
+//! binary problem, across all those bags at once (one global threshold, not one per bag). No
+//! per-bag term enters: an instance's rank does not depend on the size of its bag (as in
+//! misvm, which scores the instances as bags of one, and sawmil, whose `__rank_and_filter__`
+//! does the same).
 //!
 //! **Relabelling** (each binary problem on its own): the instances of negative bags are
 //! negative; of the `L` instances of the `P` positive bags, those that [`Relabel`] picks are

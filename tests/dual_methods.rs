@@ -383,3 +383,116 @@ fn bad_parameters_are_refused() {
     .contains("nu must"));
     assert!(msg(OneClassParams::new().fit(&bags, &[0; 8]).map(|_| ())).contains("positive bag"));
 }
+
+/// Small positive bags (1 or 2 instances, one near (2, 2)) and large negative bags (30 to 60
+/// instances near the origin).
+fn sized(seed: u64, n_bags: usize) -> (milsvm::Bags, Vec<usize>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let (mut bags, mut labels) = (Vec::new(), Vec::new());
+    for i in 0..n_bags {
+        let pos = i % 2 == 1;
+        let n = if pos {
+            rng.random_range(1..3)
+        } else {
+            rng.random_range(30..61)
+        };
+        let mut x = Array2::from_shape_fn((n, 2), |_| rng.random::<f64>() - 0.5);
+        if pos {
+            x[[0, 0]] += 2.0;
+            x[[0, 1]] += 2.0;
+        }
+        bags.push(x);
+        labels.push(usize::from(pos));
+    }
+    (
+        milsvm::Bags::from_dense_bags(&bags).expect("valid bags"),
+        labels,
+    )
+}
+
+/// The share of (positive, negative) pairs of bags ranked right by `scores` (ties count half).
+fn auc(scores: &Array2<f64>, labels: &[usize]) -> f64 {
+    let s = scores.column(0);
+    let (mut right, mut pairs) = (0.0, 0.0);
+    for (i, &li) in labels.iter().enumerate() {
+        for (j, &lj) in labels.iter().enumerate() {
+            if li == 1 && lj == 0 {
+                pairs += 1.0;
+                right += if s[i] > s[j] {
+                    1.0
+                } else if s[i] == s[j] {
+                    0.5
+                } else {
+                    0.0
+                };
+            }
+        }
+    }
+    right / pairs
+}
+
+#[test]
+fn smil_bag_scores_offset_the_mean_and_rank_by_content() -> Result<(), Error> {
+    use milsvm::set_kernel_svm::{smil_threshold, SmilBagScore};
+    use milsvm::{ParamGuard, Pooling};
+    let (bags, labels) = sized(0, 30);
+    let (test, test_labels) = sized(1, 30);
+    let base = SmilParams::new().c(0.01).gamma(Gamma::Value(0.5));
+    assert_eq!(*base.clone().check()?.bag_score(), SmilBagScore::MeanOffset);
+    let default = base.clone().fit(&bags, &labels)?;
+    let shifted = base
+        .clone()
+        .bag_score(SmilBagScore::SmilMean)
+        .fit(&bags, &labels)?;
+    let plain = base.bag_score(SmilBagScore::Mean).fit(&bags, &labels)?;
+    // one solve; the rules differ in the pooling and the bias only
+    assert_eq!(default.alpha, plain.alpha);
+    assert_eq!(shifted.alpha, plain.alpha);
+    // the threshold: the midpoint of the two classes' median training scores
+    let train = plain.model.decision_function(&bags)?;
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        let m = v.len() / 2;
+        if v.len() % 2 == 1 {
+            v[m]
+        } else {
+            0.5 * (v[m - 1] + v[m])
+        }
+    };
+    let of_class = |c: usize| -> Vec<f64> {
+        (0..bags.n_bags())
+            .filter(|&i| labels[i] == c)
+            .map(|i| train[[i, 0]])
+            .collect()
+    };
+    let t = 0.5 * (median(of_class(1)) + median(of_class(0)));
+    let targets: Vec<f64> = labels
+        .iter()
+        .map(|&l| if l == 1 { 1.0 } else { -1.0 })
+        .collect();
+    assert_eq!(smil_threshold(train.column(0).to_vec(), &targets), t);
+    assert_eq!(
+        smil_threshold([1.0, 5.0, 2.0, -4.0, -2.0], &[1.0, 1.0, 1.0, -1.0, -1.0]),
+        -0.5
+    );
+    assert_eq!(default.model.pooling, Pooling::Mean);
+    assert_eq!(shifted.model.pooling, Pooling::SmilMean);
+    assert_eq!(default.model.intercept[0], plain.model.intercept[0] - t);
+    assert_eq!(shifted.model.intercept, plain.model.intercept);
+    let (d, s, p) = (
+        default.model.decision_function(&test)?,
+        shifted.model.decision_function(&test)?,
+        plain.model.decision_function(&test)?,
+    );
+    for i in 0..test.n_bags() {
+        let n = test.bag_range(i).len() as f64;
+        assert!((d[[i, 0]] - (p[[i, 0]] - t)).abs() <= 1e-12);
+        assert!((s[[i, 0]] - (p[[i, 0]] + 1.0 - 1.0 / n)).abs() <= 1e-12);
+    }
+    // at this C the instance scores are small: the size shift ranks the large (negative) bags
+    // first, the default ranks by content and classifies the test bags
+    assert!(auc(&d, &test_labels) > 0.95);
+    assert!(auc(&s, &test_labels) < 0.05);
+    assert!(accuracy(&d, &test_labels) > 0.9);
+    Ok(())
+}

@@ -183,9 +183,9 @@ def test_smil_dual_matches_slsqp(seed):
     ref_obj, ref_alpha, units, uy, K = smil_reference(bags, y, C, gamma)
     assert est.objective_ <= ref_obj + 1e-7 * max(1, abs(ref_obj))
     assert abs(est.objective_ - ref_obj) <= 1e-5 * max(1, abs(ref_obj))
-    # the weight vector (hence the bag-mean scores without bias and size shift) agrees
-    shift = np.array([1.0 - 1.0 / len(u) for u in units])
-    f_ours = est.decision_function(units) - est.intercept_ - shift
+    # the weight vector (hence the bag-mean scores without bias; the default bag score has no
+    # per-bag shift, its threshold is in the bias) agrees
+    f_ours = est.decision_function(units) - est.intercept_
     f_ref = K @ (ref_alpha * uy)
     assert np.allclose(f_ours, f_ref, atol=1e-4)
 
@@ -193,14 +193,14 @@ def test_smil_dual_matches_slsqp(seed):
 def test_smil_easy_and_contract(tmp_path):
     bags, y = easy_bags(1)
     est = milsvm.sMIL(C=10.0).fit(bags, y)
-    # the relaxed positive margin ranks the bags perfectly, and the size-aware threshold (the
-    # midpoint of the two margins) classifies them; the plain mean with threshold 0 does not
+    # the relaxed positive margin ranks the bags perfectly, and the learnt threshold (the
+    # default bag score, tests/test_smil_bag_score.py) classifies them
     from sklearn.metrics import roc_auc_score
 
     assert roc_auc_score(y, est.decision_function(bags)) == 1.0
     assert est.score(bags, y) == 1.0
-    assert est.model_.pooling == "smil_mean"
-    mean = est.decision_function(bags) - np.array([1.0 - 1.0 / len(b) for b in bags])
+    assert est.model_.pooling == "mean"
+    mean = est.decision_function(bags)
     np.testing.assert_allclose(mean, [np.mean(est.model_.instance_decision_function(b)) for b in bags], rtol=1e-10)
     assert_saved_and_pickled(est, bags, tmp_path / "s.json")
     with pytest.raises(ValueError, match="C must be"):

@@ -165,9 +165,11 @@ def test_the_recorded_objective_is_the_models(cls, seed, tau, restarts):
 def test_stmil_without_the_transductive_term_is_smil():
     bags, y = random_bags(3, n_bags=12, d=3)
     st_ = milsvm.stMIL(C=10.0, transductive_weight=0.0, inner_tol=1e-8).fit(bags, y)
-    # stMIL's positive bags weigh L_n / |X_p| each: sMIL's class weight does the same
+    # stMIL's positive bags weigh L_n / |X_p| each: sMIL's class weight does the same; stMIL
+    # keeps the size-shifted bag score, sMIL's option bag_score="smil_mean"
     l_n = sum(len(b) for b, t in zip(bags, y) if t == 0)
-    sm = milsvm.sMIL(C=10.0, class_weight={0: 1.0, 1: l_n / np.sum(y == 1)}, inner_tol=1e-8).fit(bags, y)
+    sm = milsvm.sMIL(C=10.0, class_weight={0: 1.0, 1: l_n / np.sum(y == 1)}, inner_tol=1e-8,
+                     bag_score="smil_mean").fit(bags, y)
     assert st_.n_iter_ == 1 and st_.converged_
     np.testing.assert_allclose(st_.decision_function(bags), sm.decision_function(bags), atol=1e-5)
 

@@ -136,10 +136,11 @@ class stMIL(_CCCPClassifier):
     scores, and the transductive term can pin them there (on TST1 at ``C = 1`` every bag came out
     negative): ``restarts`` helps (benches/RESULTS.md).
 
-    Bag scores keep this package's sMIL rule (pooling ``"smil_mean"``):
-    ``F(X) = mean_p f(x_p) + 1 - 1/|X|``, the bag mean against the midpoint of sMIL's two margins
-    (see :class:`sMIL`; ``misvm``'s rule, the mean against 0, and the max rule were both less
-    accurate on MUSK1 and TST1);
+    Bag scores keep sMIL's size-shifted rule (pooling ``"smil_mean"``, :class:`sMIL`'s
+    ``bag_score="smil_mean"``): ``F(X) = mean_p f(x_p) + 1 - 1/|X|``, the bag mean against the
+    midpoint of sMIL's two margins (``misvm``'s rule, the mean against 0, and the max rule were
+    both less accurate on MUSK1 and TST1; sMIL's default, the mean with one learnt threshold,
+    was not measured for stMIL);
     ``instance_decision_function`` gives ``f(x) + 1 - 1/|X|``. With the linear kernel ``xv_`` is
     the weight vector ``w`` (sparse input is never densified beyond it). Multi-class problems are
     one-vs-rest.

@@ -20,9 +20,12 @@ _STAGES = """    The two stages, on each binary problem (one-vs-rest beyond two 
     relabelled on its own):
 
     1. sMIL (:class:`milsvm.sMIL`, the same ``C``, ``kernel``, ``gamma``, ``class_weight``,
-       ``inner_tol``, ``inner_max_iter``) on the training bags; its score of an instance taken
-       as a bag of one, ``s(x) = sum_t c_t k(x_t, x) + b``, ranks the ``L`` instances of the
-       ``P`` positive bags, across all of them at once (one threshold, not one per bag).
+       ``inner_tol``, ``inner_max_iter``, its default ``bag_score``) on the training bags; its
+       score of an instance taken as a bag of one, ``s(x) = sum_t c_t k(x_t, x) + b``, ranks
+       the ``L`` instances of the ``P`` positive bags, across all of them at once (one
+       threshold, not one per bag). No per-bag term enters: an instance's rank does not depend
+       on its bag's size (``b`` holds sMIL's one learnt threshold, a constant the rules
+       below do not see).
     2. The instances of negative bags are labelled negative; of the positive bags' instances,
        those the rule below picks are positive and the others negative. One C-SVM over all
        training instances with these labels (:class:`milsvm.SIL`'s SVM: instance ``t`` of bag

@@ -82,12 +82,14 @@ pub enum Pooling {
     /// 2002). [`Predictor`] applies the normalisation after the mean.
     NormalizedMean = "normalized_mean",
     /// The mean shifted by the midpoint of sMIL's two margins for a bag of this size:
-    /// `F(X) = (1/|X|) sum_p f(x_p) + 1 - 1/|X|`. sMIL (Bunescu & Mooney 2007) trains negative
-    /// instances to `f <= -1` (so a negative bag's mean is at most -1) and a positive bag's mean
-    /// to at least `(2 - |X|) / |X|` (one positive instance at +1, the others at -1); the bag is
-    /// called positive above the midpoint `1/|X| - 1` of the two (0 for a one-instance bag).
-    /// The classification rule for new bags is this crate's choice, consistent with training:
-    /// with the plain mean and threshold 0, sMIL calls almost every bag negative.
+    /// `F(X) = (1/|X|) sum_p f(x_p) + 1 - 1/|X|`. sMIL (Bunescu & Mooney 2007, eq. 8-9) trains
+    /// negative instances to `f <= -1` (so a negative bag's mean is at most -1) and a positive
+    /// bag's mean to at least `(2 - |X|) / |X|` (one positive instance at +1, the others at -1);
+    /// the bag is called positive above the midpoint `1/|X| - 1` of the two (0 for a
+    /// one-instance bag). The shift depends on the bag's size, so it reorders bags of different
+    /// sizes, not only the threshold: sMIL's option `bag_score = "smil_mean"` and stMIL's rule
+    /// (sMIL's default is the mean with one offset in the bias,
+    /// [`crate::set_kernel_svm::SmilBagScore`]).
     SmilMean = "smil_mean",
     /// The max over the bag's instances per expansion vector, then the linear combination:
     /// `F(X) = sum_k beta_k max_p k(z_k, x_p) + b` (MILES; Chen, Bi & Wang 2006: a bag is

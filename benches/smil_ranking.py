@@ -1,0 +1,442 @@
+"""How well the sMIL family ranks bags, against the reference implementations (issue 43).
+
+sMIL, sbMIL (against Doran's ``misvm``) and sAwMIL (against ``sawmil`` 0.2.1 on OSQP) on the
+same outer folds, over a grid of ``C`` scored per value (no inner selection: the table gives
+each side's AUC at every ``C`` and at its best one, so that no side's best ``C`` may sit at a
+grid edge unnoticed). For milsvm's sMIL it also records the test bags' plain means
+``mean_p f(x_p)`` and the training bags' (scores and sizes), from which ``report`` works out
+the AUC and the accuracy at threshold 0 of each candidate bag-score rule:
+
+- ``smil_mean``: ``mean f + 1 - 1/|X|`` (the per-bag shift; milsvm's only rule before issue 43,
+  now ``bag_score="smil_mean"``);
+- ``mean``: the plain mean, threshold 0 (``misvm``'s rule);
+- ``mean+class_medians``: the plain mean minus the midpoint of the medians of the training
+  bags' plain means in the two classes (milsvm's default since issue 43,
+  ``bag_score="mean_offset"``);
+- ``mean+avg_shift``: the plain mean plus one offset for every bag, the training bags' mean
+  shift ``1 - mean_i 1/|X_i|``;
+- ``mean+median_shift``: the same with ``1 - 1/median |X_i|``;
+- ``mean+learnt``: the plain mean minus the threshold of best training accuracy (the midpoint
+  of the best gap between sorted training bag scores).
+
+The three subcommands, each in its own venv (the peers are never milsvm's dependencies)::
+
+    python benches/smil_ranking.py prepare --data DATA --work W            # milsvm's venv
+    python benches/smil_ranking.py run --impl milsvm --work W --label before  # milsvm's venv
+    /work/venv-peers/bin/python benches/smil_ranking.py run --impl misvm --work W
+    /work/venv-peers/bin/python benches/smil_ranking.py run --impl sawmil --work W
+    python benches/smil_ranking.py report --work W
+
+Protocol (that of ``benches/bench_peers.py`` where it applies): ``StratifiedKFold(--folds,
+shuffle=True, random_state=--seed)`` over the bags; dense sets (MUSK1, MUSK2, Elephant)
+standardised on each training part's instances, Gaussian kernel with ``gamma = 1 / (d var)``
+over them (scikit-learn's "scale", given to every side as a number); the sparse text sets
+(TST1, TST2) raw, linear kernel. The peers need dense arrays, and 66,000 dense columns would
+not fit their kernels: they get each instance's coordinates in an orthonormal basis of the
+span of all instances (``Z`` with ``Z Z^T = X X^T``, from the eigendecomposition of the
+instance Gram matrix), which leaves every linear kernel value unchanged up to rounding. The
+averaged set kernel on every side (misvm ``"rbf_av"`` / ``"linear_av"``; sawmil has no such
+setting, its ``normalizer="none"`` sums the kernel: its default, kept and reported). ``C`` is
+the plain weight of each hinge term (``scale_C=False`` on both peers; their default divides it
+by the number of examples). ``eta = 0.1``. One thread per side (milsvm ``n_jobs=1``; run with
+``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1`` for the peers' NumPy).
+
+Output: ``W/<impl>[-label].jsonl``, one line per (set, method, fold, C); ``report`` prints the
+tables and takes any number of labels.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+SETS = {
+    "MUSK1": ("musk1/musk1.data", "rbf"),
+    "MUSK2": ("musk2/musk2.data", "rbf"),
+    "Elephant": ("elephant/elephant.data", "rbf"),
+    "TST1": ("tst1/tst1.data", "linear"),
+    "TST2": ("tst2/tst2.data", "linear"),
+}
+METHODS = ("sMIL", "sbMIL", "sAwMIL")
+PEER_OF = {"sMIL": "misvm", "sbMIL": "misvm", "sAwMIL": "sawmil"}
+ETA = 0.1
+DEFAULT_C = [0.01, 0.1, 1.0, 10.0, 100.0, 1000.0]
+
+
+# --------------------------------------------------------------------------------- prepare
+def gram_basis(X):
+    """``Z`` (dense, ``n x r``) with ``Z Z^T = X X^T`` up to rounding: the instances'
+    coordinates in an orthonormal basis of their span (eigenvectors of the Gram matrix)."""
+    G = (X @ X.T).toarray() if hasattr(X, "toarray") else X @ X.T
+    w, V = np.linalg.eigh(G)
+    keep = w > w.max() * 1e-12
+    return np.ascontiguousarray(V[:, keep] * np.sqrt(w[keep]))
+
+
+def read_mill(path):
+    """The bags (dense arrays, or CSR matrices for a sparse file) and 0/1 labels of a MILL file:
+    milsvm's reader where milsvm is installed, else a plain parser of the same format (the
+    peers' venv; ``prepare --check`` compares the two)."""
+    try:
+        from milsvm.datasets import load_mill
+    except ImportError:
+        return _parse_mill(path)
+    return load_mill(path)
+
+
+def _parse_mill(path):
+    import scipy.sparse as sp
+
+    rows, names, labels = [], [], []
+    for line in Path(path).read_text().splitlines():
+        if not line.strip():
+            continue
+        parts = line.strip().split(",")
+        names.append(parts[1])
+        labels.append(int(float(parts[2])))
+        rows.append(parts[3:])
+    sparse = any(":" in f for r in rows for f in r[:1])
+    starts = [0] + [i for i in range(1, len(rows)) if names[i] != names[i - 1]] + [len(rows)]
+    if sparse:
+        d = max(int(f.split(":")[0]) for r in rows for f in r)
+        data, ind, ptr = [], [], [0]
+        for r in rows:
+            pairs = sorted((int(f.split(":")[0]) - 1, float(f.split(":")[1])) for f in r if f)
+            pairs = [(j, v) for j, v in pairs if v != 0.0]
+            ind += [j for j, _ in pairs]
+            data += [v for _, v in pairs]
+            ptr.append(len(ind))
+        X = sp.csr_matrix((np.array(data), np.array(ind), np.array(ptr)), shape=(len(rows), d))
+    else:
+        X = np.array([[float(v) for v in r] for r in rows])
+    bags = [X[a:b] for a, b in zip(starts[:-1], starts[1:])]
+    return bags, np.array([labels[a] for a in starts[:-1]])
+
+
+def prepare(args):
+    import scipy.sparse as sp
+    from sklearn.model_selection import StratifiedKFold
+
+    args.work.mkdir(parents=True, exist_ok=True)
+    for name in args.sets:
+        rel, kernel = SETS[name]
+        bags, y = read_mill(args.data / rel)
+        if args.check:
+            ref_bags, ref_y = _parse_mill(args.data / rel)
+            assert np.array_equal(ref_y, y) and all(
+                abs(a - b).max() == 0 for a, b in zip(bags, ref_bags)), f"{name}: the readers differ"
+            print(f"{name}: milsvm's reader and the plain parser agree")
+            continue
+        y = np.asarray(y, dtype=int)
+        ptr = np.concatenate([[0], np.cumsum([b.shape[0] for b in bags])]).astype(np.int64)
+        arrays = dict(bag_ptr=ptr, y=y)
+        if sp.issparse(bags[0]):
+            X = sp.vstack(bags).tocsr()
+            arrays.update(data=X.data, indices=X.indices, indptr=X.indptr, shape=np.array(X.shape),
+                          Z=gram_basis(X))
+        else:
+            arrays["X"] = np.vstack(bags).astype(np.float64)
+        np.savez(args.work / f"{name}.npz", **arrays)
+        folds = StratifiedKFold(args.folds, shuffle=True, random_state=args.seed)
+        splits = [dict(train=tr.tolist(), test=te.tolist()) for tr, te in folds.split(np.zeros(len(y)), y)]
+        (args.work / f"splits_{name}.json").write_text(json.dumps(dict(seed=args.seed, folds=splits)))
+        print(f"{name}: {len(y)} bags, {ptr[-1]} instances, kernel {kernel}", flush=True)
+
+
+# --------------------------------------------------------------------------------- run
+def load_set(work, name, impl):
+    """The bags (milsvm: CSR for the text sets; the peers: the dense ``Z``), labels, kernel."""
+    d = np.load(work / f"{name}.npz")
+    ptr, y = d["bag_ptr"], d["y"]
+    kernel = SETS[name][1]
+    if "X" in d:
+        X = d["X"]
+    elif impl == "milsvm":
+        import scipy.sparse as sp
+
+        X = sp.csr_matrix((d["data"], d["indices"], d["indptr"]), shape=tuple(d["shape"]))
+    else:
+        X = d["Z"]
+    bags = [X[ptr[i]:ptr[i + 1]] for i in range(len(ptr) - 1)]
+    return bags, y, kernel
+
+
+def standardise(train, test):
+    Xtr = np.vstack(train)
+    mu, sd = Xtr.mean(0), Xtr.std(0)
+    sd[sd == 0] = 1.0
+    return [(b - mu) / sd for b in train], [(b - mu) / sd for b in test]
+
+
+def gamma_scale(bags):
+    Z = np.vstack(bags)
+    var = Z.var()
+    return 1.0 / (Z.shape[1] * var) if var > 0 else 1.0
+
+
+def milsvm_plain_means(est, bags):
+    """Each bag's plain mean of the model's instance scores ``f(x)`` (``"smil_mean"`` pooling
+    adds the bag's shift ``1 - 1/|X|`` to them: taken off again)."""
+    out = []
+    for b, s in zip(bags, est.instance_decision_function(bags)):
+        shift = 1.0 - 1.0 / b.shape[0] if est.model_.pooling == "smil_mean" else 0.0
+        out.append(float(np.mean(s)) - shift)
+    return out
+
+
+def fit_milsvm(method, Cs, kernel, gamma, tr, ytr, te):
+    """One record per C: test scores, predictions, seconds (and sMIL's plain means)."""
+    import milsvm
+
+    common = dict(kernel=kernel, n_jobs=1)
+    if kernel == "rbf":
+        common["gamma"] = gamma
+    out = []
+    if method == "sMIL":
+        t0 = time.perf_counter()
+        fitted = milsvm.sMIL(C=Cs[0], **common).fit_path(tr, ytr, Cs)
+        seconds = (time.perf_counter() - t0) / len(Cs)
+        for C, est in zip(Cs, fitted):
+            rec = dict(C=C, seconds=seconds, scores=np.asarray(est.decision_function(te)).tolist(),
+                       pred=np.asarray(est.predict(te)).astype(int).tolist(), pooling=est.model_.pooling,
+                       test_mean=milsvm_plain_means(est, te), train_mean=milsvm_plain_means(est, tr))
+            if hasattr(est, "bag_score"):
+                rec["bag_score"] = est.bag_score
+            out.append(rec)
+        return out
+    cls = getattr(milsvm, method)
+    for C in Cs:
+        t0 = time.perf_counter()
+        est = cls(C=C, eta=ETA, **common).fit(tr, ytr)
+        seconds = time.perf_counter() - t0
+        out.append(dict(C=C, seconds=seconds, scores=np.asarray(est.decision_function(te)).tolist(),
+                        pred=np.asarray(est.predict(te)).astype(int).tolist()))
+    return out
+
+
+def _stage1_on_osqp():
+    """sawmil 0.2.1's ``sAwMIL.fit`` builds its stage-1 ``sMIL`` without passing ``solver`` on
+    (it would run on Gurobi): the name ``sMIL`` in ``sawmil.sawmil`` is rebound to a subclass
+    whose default solver is OSQP, as ``benches/peers/runner.py`` does; no file is changed."""
+    import sawmil.sawmil as module
+    from sawmil.smil import sMIL
+
+    class Stage1OnOSQP(sMIL):
+        def __init__(self, *a, **kw):
+            kw.setdefault("solver", "osqp")
+            super().__init__(*a, **kw)
+
+    module.sMIL = Stage1OnOSQP
+
+
+def fit_peer(impl, method, Cs, kernel, gamma, tr, ytr, te):
+    out = []
+    for C in Cs:
+        t0 = time.perf_counter()
+        if impl == "misvm":
+            import misvm
+
+            k = ("rbf" if kernel == "rbf" else "linear") + "_av"
+            est = getattr(misvm, method)(kernel=k, C=C, gamma=gamma, scale_C=False, verbose=False,
+                                         **({"eta": ETA} if method == "sbMIL" else {}))
+            est.fit(tr, np.where(ytr > 0, 1.0, -1.0))
+            seconds = time.perf_counter() - t0
+            s = np.asarray(est.predict(te), dtype=float).ravel()
+            pred = (s > 0).astype(int)
+        else:
+            import sawmil
+            from sawmil import RBF, Bag, Linear
+
+            _stage1_on_osqp()
+            kern = RBF(gamma=gamma) if kernel == "rbf" else Linear()
+            est = sawmil.sAwMIL(C=C, kernel=kern, solver="osqp", scale_C=False, normalizer="none", eta=ETA)
+            est.fit([Bag(X=b, y=float(t)) for b, t in zip(tr, ytr)])
+            seconds = time.perf_counter() - t0
+            tb = [Bag(X=b, y=0.0) for b in te]
+            s = np.asarray(est.decision_function(tb), dtype=float).ravel()
+            pred = np.asarray(est.predict(tb)).astype(int)
+        out.append(dict(C=C, seconds=seconds, scores=s.tolist(), pred=pred.tolist()))
+    return out
+
+
+def run(args):
+    name_out = args.impl + (f"-{args.label}" if args.label else "")
+    path = args.work / f"{name_out}.jsonl"
+    done = set()
+    if path.exists():
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            done.add((r["set"], r["method"], r["fold"], r["C"]))
+    methods = args.methods or (METHODS if args.impl == "milsvm" else
+                               [m for m in METHODS if PEER_OF[m] == args.impl])
+    for name in args.sets:
+        bags, y, kernel = load_set(args.work, name, args.impl)
+        folds = json.loads((args.work / f"splits_{name}.json").read_text())["folds"]
+        for method in methods:
+            for k, fold in enumerate(folds[: args.n_folds]):
+                Cs = [c for c in args.C if (name, method, k, c) not in done]
+                if not Cs:
+                    continue
+                tr = [bags[i] for i in fold["train"]]
+                te = [bags[i] for i in fold["test"]]
+                ytr, yte = y[fold["train"]], y[fold["test"]]
+                if kernel == "rbf":
+                    tr, te = standardise(tr, te)
+                    gamma = gamma_scale(tr)
+                else:
+                    gamma = None
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    if args.impl == "milsvm":
+                        recs = fit_milsvm(method, Cs, kernel, gamma, tr, ytr, te)
+                    else:
+                        recs = fit_peer(args.impl, method, Cs, kernel, gamma, tr, ytr, te)
+                with path.open("a") as f:
+                    for r in recs:
+                        r.update(set=name, method=method, fold=k, y=yte.tolist(), gamma=gamma,
+                                 test_size=[int(b.shape[0]) for b in te])
+                        if "train_mean" in r:
+                            r.update(train_y=ytr.tolist(), train_size=[int(b.shape[0]) for b in tr])
+                        f.write(json.dumps(r) + "\n")
+                best = max(recs, key=lambda r: auc(yte, r["scores"]))
+                print(f"{name} {method} fold {k}: {len(recs)} C in {sum(r['seconds'] for r in recs):.1f} s; "
+                      f"best AUC {auc(yte, best['scores']):.3f} at C={best['C']:g}", flush=True)
+
+
+# --------------------------------------------------------------------------------- report
+def auc(y, s):
+    """The ROC AUC (ties counted half), without scikit-learn."""
+    y, s = np.asarray(y), np.asarray(s, dtype=float)
+    pos, neg = s[y == 1], s[y != 1]
+    greater = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
+    return float(greater / (len(pos) * len(neg)))
+
+
+def learnt_threshold(scores, y):
+    """The threshold of best training accuracy: the midpoint of the gap between sorted scores
+    where ``s > t`` is most often right (ties to the gap nearest the median score)."""
+    order = np.argsort(scores)
+    s, yy = np.asarray(scores)[order], np.asarray(y)[order]
+    # threshold below s[0], between s[i-1] and s[i], above s[-1]: predicted positive from i on
+    neg_below = np.concatenate([[0], np.cumsum(yy == 0)])
+    pos_above = np.concatenate([[0], np.cumsum((yy == 1)[::-1])])[::-1]
+    correct = neg_below + pos_above
+    cands = np.flatnonzero(correct == correct.max())
+    i = cands[np.argmin(np.abs(cands - len(s) / 2))]
+    if i == 0:
+        return s[0] - 1.0
+    if i == len(s):
+        return s[-1] + 1.0
+    return 0.5 * (s[i - 1] + s[i])
+
+
+def rules(r):
+    """Each candidate rule's (scores, predictions) of one milsvm sMIL record."""
+    m = np.array(r["test_mean"])
+    n = np.array(r["test_size"], dtype=float)
+    ntr = np.array(r["train_size"], dtype=float)
+    tm, ty = np.array(r["train_mean"]), np.array(r["train_y"])
+    out = {}
+    t_med = 0.5 * (np.median(tm[ty == 1]) + np.median(tm[ty == 0]))
+    for key, s in (("smil_mean", m + 1 - 1 / n), ("mean", m), ("mean+class_medians", m - t_med),
+                   ("mean+avg_shift", m + 1 - np.mean(1 / ntr)),
+                   ("mean+median_shift", m + 1 - 1 / np.median(ntr)),
+                   ("mean+learnt", m - learnt_threshold(tm, ty))):
+        out[key] = (s, (s > 0).astype(int))
+    return out
+
+
+def report(args):
+    rows = {}  # (set, method, side) -> C -> list of (auc, acc)
+    for path in sorted(args.work.glob("*.jsonl")):
+        side0 = path.stem
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            sides = {side0: (r["scores"], r["pred"])}
+            if r.get("pooling") == "smil_mean" and args.rules:
+                sides.update({f"{side0} [{k}]": v for k, v in rules(r).items()})
+            for side, (s, p) in sides.items():
+                a = auc(r["y"], s)
+                acc = float(np.mean(np.asarray(p) == np.asarray(r["y"])))
+                rows.setdefault((r["set"], r["method"], side), {}).setdefault(r["C"], []).append((a, acc, r["fold"]))
+    sets = [s for s in args.sets if any(k[0] == s for k in rows)]
+    hdr = f"{'set':<9} {'method':<7} {'side':<36} " + " ".join(f"{c:>7g}" for c in args.C) + \
+        "   best C   AUC    acc%  folds  best acc% (C)"
+    print("AUC (mean over the outer folds) per C; best C = the C of best mean AUC; acc% at threshold 0 there;")
+    print("best acc% = the best mean accuracy at threshold 0 over the C values, and its C")
+    print(hdr)
+    print("-" * len(hdr))
+    for name in sets:
+        for method in METHODS:
+            for key in sorted(k for k in rows if k[0] == name and k[1] == method):
+                per_c = rows[key]
+                full = {c: v for c, v in per_c.items() if len(v) == max(len(x) for x in per_c.values())}
+                mean_auc = {c: np.mean([v[0] for v in vals]) for c, vals in full.items()}
+                cells = " ".join(f"{mean_auc[c]:7.3f}" if c in mean_auc else f"{'-':>7}" for c in args.C)
+                cb = max(mean_auc, key=mean_auc.get)
+                acc = np.mean([v[1] for v in full[cb]])
+                edge = "*" if cb in (min(full), max(full)) else " "
+                mean_acc = {c: np.mean([v[1] for v in vals]) for c, vals in full.items()}
+                ca = max(mean_acc, key=mean_acc.get)
+                print(f"{name:<9} {method:<7} {key[2]:<36} {cells}   {cb:>6g}{edge} {mean_auc[cb]:.3f}  "
+                      f"{100 * acc:5.1f}  {len(full[cb])}      {100 * mean_acc[ca]:5.1f} ({ca:g})")
+    print("* best C at an edge of the values run")
+    pairs = [(a, b) for a, b in zip(args.pair[::2], args.pair[1::2])]
+    if pairs:
+        print("\nAccuracy at threshold 0, paired over the folds (second side - first side), each side at its C "
+              "of best mean accuracy and at its C of best mean AUC: mean difference (standard error)")
+    for first, second in pairs:
+        for name in sets:
+            for method in METHODS:
+                a, b = rows.get((name, method, first)), rows.get((name, method, second))
+                if not a or not b:
+                    continue
+                out = []
+                for crit in (1, 0):
+                    best = []
+                    for side in (a, b):
+                        cb = max(side, key=lambda c: np.mean([v[crit] for v in side[c]]))
+                        best.append({v[2]: v[1] for v in side[cb]})
+                    folds = sorted(set(best[0]) & set(best[1]))
+                    d = np.array([best[1][k] - best[0][k] for k in folds])
+                    se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
+                    out.append(f"{100 * d.mean():+5.1f} ({100 * se:.1f})")
+                print(f"{name:<9} {method:<7} {second} - {first}: at best-accuracy C {out[0]}, "
+                      f"at best-AUC C {out[1]}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("prepare", help="the arrays and the folds (milsvm's venv)")
+    p.add_argument("--data", type=Path, required=True, help="the data folder (shared/data)")
+    p.add_argument("--folds", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--check", action="store_true", help="only compare milsvm's reader with the plain parser")
+    r = sub.add_parser("run", help="one side's fits")
+    r.add_argument("--impl", required=True, choices=["milsvm", "misvm", "sawmil"])
+    r.add_argument("--label", default="", help="appended to the output name (e.g. before / after)")
+    r.add_argument("--methods", nargs="+", choices=METHODS)
+    r.add_argument("--n-folds", type=int, default=99, help="run only the first folds")
+    q = sub.add_parser("report", help="the tables")
+    q.add_argument("--no-rules", dest="rules", action="store_false",
+                   help="leave out the candidate rules of milsvm's sMIL")
+    q.add_argument("--pair", nargs="+", default=["milsvm-before", "milsvm-after"],
+                   help="sides to compare in pairs (first second ...): paired accuracy differences")
+    for s in (p, r, q):
+        s.add_argument("--work", type=Path, required=True, help="folder of the arrays, folds and results")
+        s.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
+        s.add_argument("--C", type=float, nargs="+", default=DEFAULT_C)
+    args = ap.parse_args()
+    {"prepare": prepare, "run": run, "report": report}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

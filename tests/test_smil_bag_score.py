@@ -1,0 +1,204 @@
+"""sMIL's bag score (``bag_score``, issue 43): the default ``"mean_offset"`` (the plain mean of
+the instance scores minus one threshold ``t``, the midpoint of the medians of the training bags'
+plain means in the two classes), the
+option ``"smil_mean"`` (the mean plus the bag's own shift ``1 - 1/|X|``) and ``"mean"``, against
+a NumPy computation of the model's expansion; bags of very different sizes, which the
+size-dependent shift ranks by size; saved files of every rule, and of the code before the
+parameter existed, keep their rule."""
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.metrics import roc_auc_score
+
+import milsvm
+from conftest import easy_bags
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def rbf(a, b, gamma):
+    d = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2 * a @ b.T
+    return np.exp(-gamma * np.maximum(d, 0))
+
+
+def numpy_plain_means(est, bags):
+    """Each bag's mean of ``f(x) = sum_t coef_t k(xv_t, x) + intercept_``, computed by NumPy from
+    the fitted attributes (not by the crate's predictor)."""
+    xv = est.xv_.toarray() if sp.issparse(est.xv_) else np.asarray(est.xv_)
+    out = []
+    for b in bags:
+        b = b.toarray() if sp.issparse(b) else np.asarray(b, float)
+        k = b @ xv.T if est.model_.kernel == "linear" else rbf(b, xv, est.gamma_)
+        out.append(np.mean(k @ np.asarray(est.coef_).ravel() + est.intercept_))
+    return np.array(out)
+
+
+def fit(bags, y, **params):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return milsvm.sMIL(**params).fit(bags, y)
+
+
+def threshold(plain, bags, y):
+    """The default rule's threshold: the midpoint of the two classes' median plain means of the
+    training bags (``plain`` the fitted ``bag_score="mean"`` model)."""
+    s = plain.decision_function(bags)
+    return 0.5 * (np.median(s[y == 1]) + np.median(s[y == 0]))
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+def test_each_rule_against_numpy(kernel):
+    bags, y = easy_bags(3, n_bags=30)
+    test, _ = easy_bags(4, n_bags=20)
+    fits = {rule: fit(bags, y, C=10.0, kernel=kernel, bag_score=rule, inner_tol=1e-8)
+            for rule in ("mean_offset", "smil_mean", "mean")}
+    plain = fits["mean"]
+    # one solve: the rules differ in the bag score only
+    for est in fits.values():
+        np.testing.assert_array_equal(est.dual_coef_, plain.dual_coef_)
+    assert milsvm.sMIL().bag_score == "mean_offset"
+    # mean_offset: mean pooling, the threshold inside the bias
+    est = fits["mean_offset"]
+    assert est.model_.pooling == "mean"
+    t = threshold(plain, bags, y)
+    assert est.intercept_ == pytest.approx(plain.intercept_ - t, rel=0, abs=1e-14)
+    n = np.array([len(b) for b in test])
+    np.testing.assert_allclose(est.decision_function(test), numpy_plain_means(est, test), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(est.decision_function(test), plain.decision_function(test) - t,
+                               rtol=1e-12, atol=1e-12)
+    # smil_mean: the same instance scores, each bag shifted by its own size
+    old = fits["smil_mean"]
+    assert old.model_.pooling == "smil_mean" and old.intercept_ == plain.intercept_
+    np.testing.assert_allclose(old.decision_function(test), numpy_plain_means(plain, test) + 1 - 1 / n,
+                               rtol=1e-10, atol=1e-12)
+    # mean: the plain mean with the solver's bias
+    assert plain.model_.pooling == "mean"
+    np.testing.assert_allclose(plain.decision_function(test), numpy_plain_means(plain, test), rtol=1e-10,
+                               atol=1e-12)
+    # instance scores: their mean over a bag is the bag score, for every rule
+    for est in fits.values():
+        inst = est.instance_decision_function(test)
+        np.testing.assert_allclose([np.mean(s) for s in inst], est.decision_function(test), rtol=1e-10, atol=1e-12)
+    # at threshold 0 the default classifies the training bags as well as the size shift, and
+    # the plain mean calls too many negative
+    acc = {rule: est.score(bags, y) for rule, est in fits.items()}
+    assert acc["mean_offset"] >= acc["smil_mean"] > acc["mean"]
+
+
+def sized_bags(seed, n_bags=40):
+    """Small positive bags (1 or 2 instances, one near (2, 2)) and large negative bags (30 to
+    60 instances around the origin), plus a few of each kind of the other size."""
+    rng = np.random.default_rng(seed)
+    bags, y = [], []
+    for i in range(n_bags):
+        pos = i % 2 == 1
+        big = (i % 8 in (0, 2, 4)) if not pos else (i % 8 == 7)
+        n = int(rng.integers(30, 61)) if big else int(rng.integers(1, 3))
+        x = rng.normal(0.0, 0.5, size=(n, 2))
+        if pos:
+            x[0] = rng.normal(2.0, 0.2, size=2)
+        bags.append(x)
+        y.append(int(pos))
+    return bags, np.array(y)
+
+
+def test_bags_of_very_different_sizes_rank_by_content_not_size():
+    """At small C the instance scores are far below 1 in size, so the shift ``1 - 1/|X|`` of
+    ``"smil_mean"`` decides the order: large bags first, whatever they hold. The default's one
+    threshold leaves the plain mean's order, which follows the content."""
+    bags, y = sized_bags(0)
+    test, yt = sized_bags(1)
+    sizes = np.array([len(b) for b in test])
+    assert len(set(sizes)) > 10 and sizes.max() >= 30 and sizes.min() == 1
+    default = fit(bags, y, C=0.01, gamma=0.5)
+    shifted = fit(bags, y, C=0.01, gamma=0.5, bag_score="smil_mean")
+    s_default, s_shifted = default.decision_function(test), shifted.decision_function(test)
+    assert np.abs(s_default - s_default.mean()).max() < 0.2  # |f| far below 1
+    # the default ranks by content
+    assert roc_auc_score(yt, s_default) > 0.95
+    # the size shift ranks by size: the order of s_shifted is nearly that of the sizes
+    assert roc_auc_score(yt, s_shifted) < 0.6
+    big = sizes >= 30
+    assert s_shifted[big].min() > s_shifted[~big].max()
+    # and the same bag scored alone or among others gets the same score under the default
+    one = np.array([default.decision_function([b])[0] for b in test])
+    np.testing.assert_allclose(one, s_default, rtol=1e-12, atol=1e-14)
+
+
+def test_the_threshold_is_learnt_from_the_training_bags():
+    """The threshold sits between the two classes' median training scores, wherever the
+    solution put them: at small C the plain mean of every bag is far below 0 (the scores stay
+    near the bias), and threshold 0 calls every bag negative."""
+    bags, y = sized_bags(2)
+    test, yt = sized_bags(3)
+    for C in (0.01, 1.0, 100.0):
+        est = fit(bags, y, C=C, gamma=0.5)
+        plain = fit(bags, y, C=C, gamma=0.5, bag_score="mean")
+        t = threshold(plain, bags, y)
+        assert est.intercept_ == pytest.approx(plain.intercept_ - t, rel=0, abs=1e-14)
+        s = est.decision_function(bags)
+        assert np.median(s[y == 1]) == pytest.approx(-np.median(s[y == 0]), abs=1e-12)
+        assert est.score(test, yt) >= 0.8
+        if C == 0.01:
+            # far from the margins both threshold-0 rules call every bag negative
+            shifted = fit(bags, y, C=C, gamma=0.5, bag_score="smil_mean")
+            assert plain.score(test, yt) == shifted.score(test, yt) == 0.5
+
+
+def test_multiclass_outputs_have_their_own_thresholds():
+    rng = np.random.default_rng(0)
+    bags = [rng.normal(size=(int(rng.integers(1, 7)), 2)) + 3 * (i % 3) for i in range(30)]
+    y = np.arange(30) % 3
+    est = fit(bags, y, C=10.0)
+    plain = fit(bags, y, C=10.0, bag_score="mean")
+    s = plain.decision_function(bags)
+    t = [0.5 * (np.median(s[y == k, k]) + np.median(s[y != k, k])) for k in range(3)]
+    np.testing.assert_allclose(est.intercept_, plain.intercept_ - np.array(t), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(est.decision_function(bags), s - np.array(t), rtol=1e-12, atol=1e-12)
+    assert len(set(np.round(t, 6))) == 3
+
+
+def test_bad_rule_is_refused():
+    bags, y = easy_bags(0)
+    with pytest.raises(ValueError, match="bag_score"):
+        milsvm.sMIL(bag_score="median").fit(bags, y)
+
+
+@pytest.mark.parametrize("rule", ["mean_offset", "smil_mean", "mean"])
+def test_saved_models_keep_their_rule(tmp_path, rule):
+    bags, y = easy_bags(5)
+    est = fit(bags, y, C=10.0, bag_score=rule)
+    est.save(tmp_path / "m.json")
+    back = milsvm.load(tmp_path / "m.json")
+    assert back.bag_score == rule
+    assert back.model_.pooling == est.model_.pooling
+    np.testing.assert_array_equal(back.decision_function(bags), est.decision_function(bags))
+
+
+def test_files_written_before_the_parameter_keep_their_rule(tmp_path):
+    """``smil_v7_smil_mean.json`` was saved by the code before ``bag_score`` existed (format
+    version 7, pooling ``"smil_mean"``, no ``bag_score`` in its parameters): it loads with that
+    rule. The same file with pooling ``"mean"`` (how sMIL models were saved before the
+    ``"smil_mean"`` pooling) loads as the plain mean."""
+    path = DATA / "models_v7" / "sMIL_smil_mean.json"
+    doc = json.loads(path.read_text())
+    assert doc["version"] == 7 and doc["pooling"] == "smil_mean" and "bag_score" not in doc["params"]
+    bags, _ = easy_bags(6)
+    n = np.array([len(b) for b in bags])
+    old = milsvm.load(path)
+    assert old.bag_score == "smil_mean" and old.model_.pooling == "smil_mean"
+    means = numpy_plain_means(old, bags)
+    np.testing.assert_allclose(old.decision_function(bags), means + 1 - 1 / n, rtol=1e-10, atol=1e-12)
+    # refitting the loaded estimator keeps the rule
+    yb = np.array([i % 2 for i in range(len(bags))])
+    assert fit(bags, yb, **old.get_params()).model_.pooling == "smil_mean"
+    doc["pooling"] = "mean"
+    (tmp_path / "plain.json").write_text(json.dumps(doc))
+    plain = milsvm.load(tmp_path / "plain.json")
+    assert plain.bag_score == "mean"
+    np.testing.assert_allclose(plain.decision_function(bags), means, rtol=1e-10, atol=1e-12)
