@@ -58,26 +58,26 @@ def _cell(text: str) -> str:
 
 
 def estimator_table() -> str:
-    """The decision table, one row per estimator, in registry order."""
+    """The decision table in two parts, one row per estimator in registry order: what each is
+    for (model, data size, speed, instance scores), then what it offers (family, kernels, linear
+    route, ``C`` path, classes)."""
     from milsvm._registry import summary
 
-    rows = [
-        "| Estimator | Family | Model | Data size | Speed | Instance scores | Kernels | Linear route | "
-        "`C` path | Classes |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    when = ["| Estimator | Model | Data size | Speed | Instance scores |", "|---|---|---|---|---|"]
+    offers = ["| Estimator | Family | Kernels | Linear route | `C` path | Classes |", "|---|---|---|---|---|---|"]
     for name, cls in _estimators().items():
         facets, defaults = FACETS[name], _defaults(cls)
         kernel = defaults.get("kernel")
         kernels = f"rbf, linear (default {kernel})" if kernel else "rbf"
         linear = "yes (`solver`)" if "solver" in defaults else "no"
         classes = "2 or more" if cls._multiclass else "2"
-        rows.append(
-            f"| {{class}}`~milsvm.{name}` | {_cell(facets['family'])} | {_cell(facets['model'])} | "
-            f"{_cell(facets['size'])} | {facets['speed']} | {_cell(facets['instances'])} | {kernels} | {linear} | "
-            f"{'yes' if cls._c_path else 'no'} | {classes} |")
+        ref = f"{{class}}`~milsvm.{name}`"
+        when.append(f"| {ref} | {_cell(facets['model'])} | {_cell(facets['size'])} | {facets['speed']} | "
+                    f"{_cell(facets['instances'])} |")
+        offers.append(f"| {ref} | {_cell(facets['family'])} | {kernels} | {linear} | "
+                      f"{'yes' if cls._c_path else 'no'} | {classes} |")
         assert summary(cls)
-    return "\n".join(rows) + "\n"
+    return "\n".join(when) + "\n\nWhat each offers:\n\n" + "\n".join(offers) + "\n"
 
 
 def api_estimators() -> str:
