@@ -11,9 +11,21 @@ use ndarray::Array2;
 /// added to a page is noticed and run here too).
 const PAGES: [(&str, &str, usize); 4] = [
     ("README.md", include_str!("../README.md"), 1),
-    ("docs/getting-started.md", include_str!("../docs/getting-started.md"), 1),
-    ("docs/guide/data.md", include_str!("../docs/guide/data.md"), 1),
-    ("docs/guide/serving.md", include_str!("../docs/guide/serving.md"), 1),
+    (
+        "docs/getting-started.md",
+        include_str!("../docs/getting-started.md"),
+        1,
+    ),
+    (
+        "docs/guide/data.md",
+        include_str!("../docs/guide/data.md"),
+        1,
+    ),
+    (
+        "docs/guide/serving.md",
+        include_str!("../docs/guide/serving.md"),
+        1,
+    ),
 ];
 
 /// The ```rust blocks of a Markdown page, one list of non-blank lines each.
