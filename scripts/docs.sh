@@ -36,7 +36,7 @@ rm -rf site
 echo "== cargo doc (the Rust API, into site/rust)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib --locked --quiet
 mkdir -p site/rust
-cp -r target/doc/. site/rust/
+cp -r "${CARGO_TARGET_DIR:-target}/doc/." site/rust/
 
 echo "== internal links of the written site"
 "$venv/bin/python" scripts/check_links.py site --skip rust --skip _static
