@@ -33,8 +33,7 @@ ax0.set_ylabel("objective")
 ax0.legend()
 ax0.set_title("The annealing path")
 
-# %%
-# The final label probabilities of the positive bags' instances against the truth.
+# right: the final label probabilities of the positive bags' instances against the truth
 al = milsvm.ALSVM(C=10, gamma=1.0).fit(bags, y)
 truth = np.concatenate([labels for labels, t in zip(inst, y) if t == 1])
 p_hat = np.concatenate([p for p, t in zip(al.p_, y) if t == 1])
