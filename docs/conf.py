@@ -108,3 +108,5 @@ html_theme_options = {
     "footer_end": ["sphinx-version"],
 }
 html_context = {"default_mode": "light"}
+# top-level pages without subpages: no (empty) section navigation on the left
+html_sidebars = {page: [] for page in ("index", "getting-started", "cli", "rust", "benchmarks", "about")}
