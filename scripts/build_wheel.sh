@@ -12,6 +12,8 @@ venv="${MILSVM_WHEEL_VENV:-target/wheel-venv}"
 if [ ! -x "$venv/bin/maturin" ] || [ ! -x "$venv/bin/auditwheel" ] || ! "$venv/bin/python" -c "import ziglang" 2>/dev/null; then
   python3 -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --upgrade pip
+  # zig below 0.16: the versions this script was checked with (each zig release changes its
+  # command line, which maturin's wrapper has to follow)
   "$venv/bin/python" -m pip install --quiet "maturin>=1.9,<2" "ziglang<0.16" "auditwheel>=6"
 fi
 
