@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: the no-diary check (scripts/check_no_diary.sh), Rust formatting and
 # lints (with and without the `python` feature), the Rust tests (no Python), then the wheel built
-# into a fresh virtual environment and pytest run against the installed package. Needs: a Rust
-# toolchain with rustfmt + clippy, Python 3.9+.
+# once (scripts/build_wheel.sh) and installed into a fresh virtual environment with no Rust on
+# PATH, the demo and pytest run against the installed package, and the documentation site built
+# from the same wheel (scripts/docs.sh). Needs: a Rust toolchain with rustfmt + clippy,
+# Python 3.9+.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,11 +19,32 @@ cargo clippy --all-targets --locked --features python -- -D warnings
 echo "== cargo test"
 cargo test --locked
 
-echo "== pip install . into a fresh virtual environment"
+echo "== the wheel (scripts/build_wheel.sh: manylinux, abi3, checked by auditwheel)"
+wheel="$(bash scripts/build_wheel.sh | tail -n 1)"
+
+# PATH without the directories that hold a Rust toolchain: the wheel must install and run
+# without one
+no_rust_path=""
+IFS=: read -ra path_dirs <<< "$PATH"
+for d in "${path_dirs[@]}"; do
+  if [ -e "$d/cargo" ] || [ -e "$d/rustc" ]; then continue; fi
+  no_rust_path="${no_rust_path:+$no_rust_path:}$d"
+done
+if PATH="$no_rust_path" command -v cargo >/dev/null || PATH="$no_rust_path" command -v rustc >/dev/null; then
+  echo "could not take the Rust toolchain off PATH" >&2
+  exit 1
+fi
+
+echo "== the wheel into a fresh virtual environment, no Rust on PATH"
 venv="${MILSVM_VENV:-$(mktemp -d)/venv}"
 python3 -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --upgrade pip
-"$venv/bin/python" -m pip install --quiet ".[test]"
+PATH="$no_rust_path" "$venv/bin/python" -m pip install --quiet --upgrade pip
+PATH="$no_rust_path" "$venv/bin/python" -m pip install --quiet "$wheel[test]"
+# a reused venv may hold a milsvm of the same version: reinstall milsvm itself from this wheel
+PATH="$no_rust_path" "$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$wheel"
+
+echo "== milsvm demo (from the wheel, no Rust on PATH)"
+(cd "$(mktemp -d)" && PATH="$no_rust_path" "$venv/bin/milsvm" demo)
 
 echo "== pytest (against the installed wheel)"
 # Run from the repository root with the venv's pytest: the installed milsvm is imported, not
@@ -34,4 +57,9 @@ if [ "$rc" -eq 5 ]; then
   echo "pytest collected no tests: failing" >&2
   exit 1
 fi
-exit "$rc"
+if [ "$rc" -ne 0 ]; then
+  exit "$rc"
+fi
+
+echo "== documentation site (scripts/docs.sh, from the same wheel)"
+MILSVM_WHEEL="$wheel" bash scripts/docs.sh

@@ -1,17 +1,38 @@
-//! The README's Rust snippets, run: every ```rust block of README.md must appear, line for
-//! line, in one function below (which supplies the variables the snippet takes as given).
+//! The Rust snippets of the README and of the documentation pages, run: every ```rust block of
+//! those pages must appear, line for line, in one function below (which supplies the variables
+//! the snippet takes as given).
 
 mod common;
 
 use common::{toy, TestResult};
 use ndarray::Array2;
 
-/// The ```rust blocks of README.md, one list of non-blank lines each.
-fn readme_blocks() -> Vec<Vec<String>> {
-    let readme = include_str!("../README.md");
+/// The pages that show Rust code, each with the number of its ```rust blocks (so that a snippet
+/// added to a page is noticed and run here too).
+const PAGES: [(&str, &str, usize); 4] = [
+    ("README.md", include_str!("../README.md"), 1),
+    (
+        "docs/getting-started.md",
+        include_str!("../docs/getting-started.md"),
+        1,
+    ),
+    (
+        "docs/guide/data.md",
+        include_str!("../docs/guide/data.md"),
+        1,
+    ),
+    (
+        "docs/guide/serving.md",
+        include_str!("../docs/guide/serving.md"),
+        1,
+    ),
+];
+
+/// The ```rust blocks of a Markdown page, one list of non-blank lines each.
+fn rust_blocks(page: &str) -> Vec<Vec<String>> {
     let mut blocks = Vec::new();
     let mut current: Option<Vec<String>> = None;
-    for line in readme.lines() {
+    for line in page.lines() {
         match (&mut current, line.trim()) {
             (None, "```rust") => current = Some(Vec::new()),
             (Some(_), "```") => blocks.extend(current.take()),
@@ -23,22 +44,25 @@ fn readme_blocks() -> Vec<Vec<String>> {
 }
 
 #[test]
-fn every_readme_snippet_is_run_here() {
+fn every_snippet_of_the_readme_and_the_docs_is_run_here() {
     // compared without white space, so that rustfmt may lay the code out its own way
     let squeeze = |s: &str| s.split_whitespace().collect::<String>();
     let source = squeeze(include_str!("readme.rs"));
-    let blocks = readme_blocks();
-    assert_eq!(blocks.len(), 3, "README snippets: {blocks:?}");
-    for block in blocks {
-        let snippet = squeeze(&block.join("\n"));
-        assert!(
-            source.contains(&snippet),
-            "README snippet not run by tests/readme.rs:\n{block:#?}"
-        );
+    for (name, page, expected) in PAGES {
+        let blocks = rust_blocks(page);
+        assert_eq!(blocks.len(), expected, "{name} snippets: {blocks:?}");
+        for block in blocks {
+            let snippet = squeeze(&block.join("\n"));
+            assert!(
+                source.contains(&snippet),
+                "{name} snippet not run by tests/readme.rs:\n{block:#?}"
+            );
+        }
     }
 }
 
-/// The README's quick tour (the snippet as written; rustfmt keeps its layout).
+/// The quick tour of the README and of getting-started (the snippet as written; rustfmt keeps
+/// its layout).
 #[rustfmt::skip]
 fn quick_tour_snippet(arrays: Vec<Array2<f64>>, labels: Vec<usize>) -> milsvm::Result<Array2<f64>> {
     use milsvm::{Bags, SparseMiParams};
@@ -48,7 +72,7 @@ fn quick_tour_snippet(arrays: Vec<Array2<f64>>, labels: Vec<usize>) -> milsvm::R
     Ok(scores)
 }
 
-/// The README's data-reading snippet (as written).
+/// The data-reading snippet of the data-formats page (as written).
 #[rustfmt::skip]
 fn reading_snippet(path: std::path::PathBuf) -> milsvm::Result<(Vec<i64>, milsvm::SparseMiFit)> {
     use milsvm::SparseMiParams;
@@ -60,7 +84,7 @@ fn reading_snippet(path: std::path::PathBuf) -> milsvm::Result<(Vec<i64>, milsvm
     Ok((classes, fit))
 }
 
-/// The README's serving snippet (as written).
+/// The serving snippet of the serving page (as written).
 #[rustfmt::skip]
 fn serving_snippet(
     path: std::path::PathBuf,

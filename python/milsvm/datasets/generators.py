@@ -328,7 +328,7 @@ def make_annealing_toy(
     The paper: "The label Y_i and the size m_i are uniformly sampled from {-1, 1} and
     {1, 2, ..., 10}. For a negative labeled bag we sample m_i patterns uniformly from the black
     region (negative class) [...]. A positive labeled bag consists of [f m_i] points sampled
-    uniformly from the white region (positive class) and the remaining |(1 - f) m_i| points
+    uniformly from the white region (positive class) and the remaining ``|(1 - f) m_i|`` points
     from the negative class." They vary ``f = 0.1, ..., 1`` and use an RBF kernel of width 1.
 
     The two regions are only shown in the paper's Figure 1, which the text does not describe;
