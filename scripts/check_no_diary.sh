@@ -29,10 +29,7 @@ timing+='|\b[0-9][0-9.,]* ?s (against|instead of)\b'
 timing+='|[0-9] ?[GMT](FLOP|B)/s\b'
 
 # Lines that may keep a match until their file is rewritten by its owner: "path:fixed text".
-allow=(
-  # README.md is being rewritten as a front page; this line goes with the old catalogue.
-  "README.md:about 1 us per MUSK1 bag"
-)
+allow=()
 
 status=0
 report() { # $1: label, $2: pattern, rest: paths
