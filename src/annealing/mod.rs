@@ -418,8 +418,9 @@ impl AnnealingValidParams {
         };
         let linear_svm = LinearSvm {
             x,
+            bag_ptr: bags.bag_ptr(),
             mean: if linear {
-                crate::solver::linear::mean_row(x)
+                crate::solver::linear::mean_row(x, bags.bag_ptr())
             } else {
                 Vec::new()
             },
