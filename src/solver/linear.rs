@@ -47,7 +47,7 @@
 //! total weight and the Woodbury product) in the fixed pairwise tree over the bags
 //! ([`crate::tree_sum`]), and the sketch's sample drawn bag by bag. A solve is therefore the same
 //! bits for any number of threads and for any partition of the bags into contiguous groups, each
-//! group computing its part of every sum (the distributed fit's kernels).
+//! group computing its part of every sum.
 
 use ndarray::{Array1, Array2};
 use rayon::prelude::*;
