@@ -65,9 +65,17 @@ def _musk1_part():
     return [bags[i] for i in idx], y[idx]
 
 
+def _embedding():
+    # enough active rows for the linear solver's sampled preconditioner
+    from milsvm.datasets import make_embedding_bags
+
+    return make_embedding_bags(40, 100, 32, random_state=0)
+
+
 def configurations():
     """``(name, estimator, data)`` for every fixed fit."""
     easy, three, sparse, musk = _easy(), _three(), _sparse(), _musk1_part()
+    emb = _embedding()
     M = milsvm
     return [
         ("sparsemi_musk", M.SparseMI(n_xv=6, C=10, max_iter=8, random_state=0, n_jobs=1), musk),
@@ -119,6 +127,15 @@ def configurations():
         ("misssvm_musk", M.MissSVM(C=10, n_jobs=1), musk),
         ("misssvm_three", M.MissSVM(C=1, class_weight="balanced", n_jobs=1), three),
         ("misssvm_easy_restarts", M.MissSVM(C=1, restarts=2, random_state=1, n_jobs=1), easy),
+        ("misvm_linear_musk", M.miSVM(C=10, kernel="linear", n_jobs=1), musk),
+        ("bigmisvm_linear_musk", M.MISVM(C=10, kernel="linear", n_jobs=1), musk),
+        ("alsvm_linear_sparse", M.ALSVM(C=1, kernel="linear", n_jobs=1), sparse),
+        ("misvm_linear_emb", M.miSVM(C=1, kernel="linear", n_jobs=1), emb),
+        ("bigmisvm_linear_emb", M.MISVM(C=1, kernel="linear", n_jobs=1), emb),
+        ("alsvm_linear_emb", M.ALSVM(C=1, kernel="linear", n_jobs=1), emb),
+        ("awsvm_linear_emb", M.AWSVM(C=1, kernel="linear", n_jobs=1), emb),
+        ("alpsvm_linear_emb", M.ALPSVM(C=1, kernel="linear", n_jobs=1), emb),
+        ("sparsemi_emb", M.SparseMI(n_xv=4, C=1, max_iter=4, random_state=0, n_jobs=1), emb),
     ]
 
 

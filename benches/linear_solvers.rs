@@ -126,12 +126,15 @@ fn main() {
         .zip(&flips)
         .map(|(&p, &f)| p != f)
         .collect();
+    // bags of 1000 rows (the leaves of the solver's sums)
+    let bag_ptr: Vec<usize> = (0..n).step_by(1000).chain(std::iter::once(n)).collect();
     for c in [0.01, 1.0] {
         let mut previous: Option<(Vec<f64>, f64, Vec<f64>, f64)> = None; // Newton (w, b), DCD (a, b)
         for (start, labels) in [("cold", &positive_bag), ("warm", &relabelled)] {
             let (c_pos, c_neg) = costs(labels, c);
             let problem = LinearSquaredHinge {
                 x: &x,
+                bag_ptr: &bag_ptr,
                 c_pos: &c_pos,
                 c_neg: &c_neg,
                 mean: None,

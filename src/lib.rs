@@ -88,6 +88,7 @@ pub mod smo;
 pub mod solver;
 pub mod sparse_mi;
 pub mod threads;
+pub mod tree_sum;
 pub mod two_stage;
 
 #[cfg(feature = "python")]

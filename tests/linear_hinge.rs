@@ -347,6 +347,7 @@ fn the_squared_hinge_descent_meets_newton_cg() -> TestResult {
         let inst = Instances::from(x.clone());
         let newton = LinearSquaredHinge {
             x: &inst,
+            bag_ptr: &one_row_bags(&inst),
             c_pos: &c_pos,
             c_neg: &c_neg,
             mean: None,
@@ -396,4 +397,9 @@ fn the_squared_hinge_descent_meets_newton_cg() -> TestResult {
         assert!((dcd.b - newton.b).abs() < 1e-5 * (1.0 + newton.b.abs()));
     }
     Ok(())
+}
+
+/// One bag per row: the leaves of the linear solver's sums.
+fn one_row_bags(x: &milsvm::bags::Instances) -> Vec<usize> {
+    (0..=x.n_rows()).collect()
 }

@@ -73,6 +73,7 @@ fn the_minimiser_equals_exact_newton_on_the_basis_form() -> TestResult {
         let inst = Instances::from(x.clone());
         let ours = LinearSquaredHinge {
             x: &inst,
+            bag_ptr: &one_row_bags(&inst),
             c_pos: &c_pos,
             c_neg: &c_neg,
             mean: None,
@@ -144,6 +145,7 @@ fn dense_csr_warm_and_thread_counts_agree() -> TestResult {
         pool.install(|| {
             LinearSquaredHinge {
                 x: inst,
+                bag_ptr: &one_row_bags(inst),
                 c_pos: &c_pos,
                 c_neg: &c_neg,
                 mean: None,
@@ -166,6 +168,7 @@ fn dense_csr_warm_and_thread_counts_agree() -> TestResult {
     // A warm start at the solution ends at once; from a perturbed point it finds it again.
     let problem = LinearSquaredHinge {
         x: &dense,
+        bag_ptr: &one_row_bags(&dense),
         c_pos: &c_pos,
         c_neg: &c_neg,
         mean: None,
@@ -250,6 +253,7 @@ fn a_translated_problem_has_the_same_w_and_a_shifted_bias() -> TestResult {
             let inst = Instances::from(x.clone());
             LinearSquaredHinge {
                 x: &inst,
+                bag_ptr: &one_row_bags(&inst),
                 c_pos: &c_pos,
                 c_neg: &c_neg,
                 mean: None,
@@ -297,6 +301,7 @@ fn a_sketch_of_every_active_row_makes_each_newton_step_exact() -> TestResult {
         let inst = Instances::from(x.clone());
         let problem = LinearSquaredHinge {
             x: &inst,
+            bag_ptr: &one_row_bags(&inst),
             c_pos: &c_pos,
             c_neg: &c_neg,
             mean: None,
@@ -312,7 +317,7 @@ fn a_sketch_of_every_active_row_makes_each_newton_step_exact() -> TestResult {
             assert!((a - b).abs() <= 1e-7 * (1.0 + b.abs()), "seed {seed}: w");
         }
         // the mean row given: the same bits
-        let mean = mean_row(&inst);
+        let mean = mean_row(&inst, problem.bag_ptr);
         let given = LinearSquaredHinge {
             mean: Some(&mean),
             ..problem
@@ -344,4 +349,9 @@ fn a_sketch_of_every_active_row_makes_each_newton_step_exact() -> TestResult {
         assert!((from.value - naive).abs() <= 1e-9 * naive.max(1.0));
     }
     Ok(())
+}
+
+/// One bag per row: the leaves of the linear solver's sums.
+fn one_row_bags(x: &milsvm::bags::Instances) -> Vec<usize> {
+    (0..=x.n_rows()).collect()
 }

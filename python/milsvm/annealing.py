@@ -280,8 +280,11 @@ class miSVM(_Heuristic):
     Every instance of a positive bag starts positive; then train the SVM (squared hinge, l2
     penalty, as in Gehler & Chapelle), relabel each instance of a positive bag by the sign of
     ``f``, force the instance of largest score positive in a bag left without one, and repeat
-    until no label changes (or ``max_iter`` rounds, with a ``ConvergenceWarning``). It equals
-    ``ALSVM(T0=1e-8, init="labels")``.
+    until no label changes (or ``max_iter`` rounds, with a ``ConvergenceWarning``). On large data
+    a few labels near the boundary can keep flipping: the rounds also stop, after training on
+    the last labels, when at most a fraction 1e-4 of the instances of positive bags changed (with
+    fewer than 10,000 such instances: none), or when a labelling repeats an earlier round's (a
+    cycle). It equals ``ALSVM(T0=1e-8, init="labels")`` when the labels settle.
 
     Parameters
     ----------{_COMMON_PARAMS}
@@ -304,7 +307,9 @@ class MISVM(_Heuristic):
     Each positive bag starts represented by all its instances with weight ``1 / m_i`` (the
     kernel-space counterpart of the bag centroid, and AW-SVM's start); then train the SVM,
     choose each positive bag's witness, its instance of largest score, train on the witnesses
-    and the negative instances, and repeat until no witness changes (or ``max_iter`` rounds).
+    and the negative instances, and repeat until no witness changes (or ``max_iter`` rounds; as
+    for :class:`miSVM`, also when at most a fraction 1e-4 of the witnesses changed, or the
+    witnesses repeat an earlier round's).
     It equals ``AWSVM(T0=1e-8)`` when no bag has two instances of zero loss.
 
     Parameters

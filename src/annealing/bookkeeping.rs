@@ -4,6 +4,8 @@
 
 use rayon::prelude::*;
 
+use crate::tree_sum::sum_bags;
+
 use super::updates::{al_update, alp_update, aw_update, loss_difference, squared_hinge};
 use super::{AnnealingMethod, AnnealingValidParams, InitialLabels};
 
@@ -21,6 +23,22 @@ impl BinaryData<'_> {
 
     fn positive_bags(&self) -> impl Iterator<Item = usize> + '_ {
         (0..self.targets.len()).filter(|&i| self.targets[i] > 0.0)
+    }
+
+    /// `sum_i term(rows of bag i)` over the positive bags, in the fixed tree over the bags
+    /// ([`crate::tree_sum`]: the same bits for any thread count and any split of the bags).
+    fn sum_positive_bags<F>(&self, term: F) -> f64
+    where
+        F: Fn(std::ops::Range<usize>) -> f64 + Sync,
+    {
+        sum_bags(self.bag_ptr, 0.0, |i, acc: &mut f64| {
+            if self.targets[i] > 0.0 {
+                *acc = term(self.bag_ptr[i]..self.bag_ptr[i + 1]);
+                true
+            } else {
+                false
+            }
+        })
     }
 
     /// The starting `p`: AL / ALP 1/2 (or 1) in positive bags, mi-SVM 1; AW / MI-SVM `1/m_i`;
@@ -116,23 +134,51 @@ impl BinaryData<'_> {
             });
     }
 
+    /// The labels the heuristics' relabelling can change: the instances of positive bags
+    /// (mi-SVM) or the positive bags' witnesses (MI-SVM).
+    pub(super) fn relabel_units(&self, method: AnnealingMethod) -> usize {
+        self.positive_bags()
+            .map(|i| {
+                if method.labels_instances() {
+                    self.bag_ptr[i + 1] - self.bag_ptr[i]
+                } else {
+                    1
+                }
+            })
+            .sum()
+    }
+
+    /// Of [`BinaryData::relabel_units`], those that differ between the rounds `p` and `q`.
+    pub(super) fn changed_units(&self, method: AnnealingMethod, p: &[f64], q: &[f64]) -> usize {
+        self.positive_bags()
+            .map(|i| {
+                let r = self.bag_ptr[i]..self.bag_ptr[i + 1];
+                let changed = p[r.clone()]
+                    .iter()
+                    .zip(&q[r])
+                    .filter(|(a, b)| a != b)
+                    .count();
+                if method.labels_instances() {
+                    changed
+                } else {
+                    usize::from(changed > 0)
+                }
+            })
+            .sum()
+    }
+
     /// Mean over positive bags of the divergence between two rounds: the Bernoulli KL per
     /// instance (labels) or the categorical KL per bag (witness weights).
     pub(super) fn kl(&self, method: AnnealingMethod, p: &[f64], q: &[f64]) -> f64 {
-        let mut total = 0.0;
-        let mut count = 0usize;
-        for i in self.positive_bags() {
-            let r = self.bag_ptr[i]..self.bag_ptr[i + 1];
+        let total = self.sum_positive_bags(|r| {
             if method.labels_instances() {
-                for j in r {
-                    total += xlogy(p[j], q[j]) + xlogy(1.0 - p[j], 1.0 - q[j]);
-                    count += 1;
-                }
+                r.map(|j| xlogy(p[j], q[j]) + xlogy(1.0 - p[j], 1.0 - q[j]))
+                    .fold(0.0, |a, t| a + t)
             } else {
-                total += r.map(|j| xlogy(p[j], q[j])).sum::<f64>();
-                count += 1;
+                r.map(|j| xlogy(p[j], q[j])).fold(0.0, |a, t| a + t)
             }
-        }
+        });
+        let count = self.relabel_units(method);
         if count == 0 {
             0.0
         } else {
@@ -142,14 +188,11 @@ impl BinaryData<'_> {
 
     /// Mean binary entropy of `p` over the instances of positive bags.
     pub(super) fn mean_entropy(&self, p: &[f64]) -> f64 {
-        let mut total = 0.0;
-        let mut count = 0usize;
-        for i in self.positive_bags() {
-            for &v in &p[self.bag_ptr[i]..self.bag_ptr[i + 1]] {
-                total -= plogp(v) + plogp(1.0 - v);
-                count += 1;
-            }
-        }
+        let total = self.sum_positive_bags(|r| {
+            p[r].iter()
+                .fold(0.0, |a, &v| a - (plogp(v) + plogp(1.0 - v)))
+        });
+        let count = self.relabel_units(AnnealingMethod::MiSvm);
         if count == 0 {
             0.0
         } else {
@@ -167,20 +210,19 @@ impl BinaryData<'_> {
         temp: f64,
         params: &AnnealingValidParams,
     ) -> f64 {
-        let mut total = 0.0;
-        for i in self.positive_bags() {
-            let bag = &p[self.bag_ptr[i]..self.bag_ptr[i + 1]];
-            if method.labels_instances() {
-                total += temp * bag.iter().map(|&v| plogp(v) + plogp(1.0 - v)).sum::<f64>();
+        self.sum_positive_bags(|r| {
+            let bag = &p[r];
+            let mut total = if method.labels_instances() {
+                temp * bag.iter().map(|&v| plogp(v) + plogp(1.0 - v)).sum::<f64>()
             } else {
-                total += temp * bag.iter().map(|&v| plogp(v)).sum::<f64>();
-            }
+                temp * bag.iter().map(|&v| plogp(v)).sum::<f64>()
+            };
             if method == AnnealingMethod::Alp {
                 let s: f64 = bag.iter().sum::<f64>() - bag.len() as f64 * params.p_star;
                 total += params.c2 * s * s;
             }
-        }
-        total
+            total
+        })
     }
 
     /// AW-SVM's final labels: weight 1 for the instances of positive bags with `p > eps`, 0 for
@@ -198,17 +240,15 @@ impl BinaryData<'_> {
     /// Mean fraction of positives per positive bag.
     pub(super) fn p_hat(&self, method: AnnealingMethod, p: &[f64], eps: f64) -> f64 {
         let threshold = if method.labels_instances() { 0.5 } else { eps };
-        let fractions: Vec<f64> = self
-            .positive_bags()
-            .map(|i| {
-                let bag = &p[self.bag_ptr[i]..self.bag_ptr[i + 1]];
-                bag.iter().filter(|&&v| v > threshold).count() as f64 / bag.len() as f64
-            })
-            .collect();
-        if fractions.is_empty() {
+        let total = self.sum_positive_bags(|r| {
+            let bag = &p[r];
+            bag.iter().filter(|&&v| v > threshold).count() as f64 / bag.len() as f64
+        });
+        let count = self.positive_bags().count();
+        if count == 0 {
             0.0
         } else {
-            fractions.iter().sum::<f64>() / fractions.len() as f64
+            total / count as f64
         }
     }
 }
@@ -228,5 +268,29 @@ fn xlogy(x: f64, y: f64) -> f64 {
         x * (x / y.max(f64::MIN_POSITIVE)).ln()
     } else {
         0.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changed_labels_count_instances_for_mi_svm_and_bags_for_big_mi_svm() {
+        // bags of 3, 2 (negative) and 4 rows
+        let data = BinaryData {
+            bag_ptr: &[0, 3, 5, 9],
+            targets: &[1.0, -1.0, 1.0],
+            costs: vec![1.0; 3],
+        };
+        assert_eq!(data.relabel_units(AnnealingMethod::MiSvm), 7);
+        assert_eq!(data.relabel_units(AnnealingMethod::MISvm), 2);
+        let q = [1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0];
+        // two labels of the first bag and one of the last change; a negative bag's entries
+        // never count
+        let p = [0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0];
+        assert_eq!(data.changed_units(AnnealingMethod::MiSvm, &p, &q), 3);
+        assert_eq!(data.changed_units(AnnealingMethod::MISvm, &p, &q), 2);
+        assert_eq!(data.changed_units(AnnealingMethod::MiSvm, &q, &q), 0);
     }
 }

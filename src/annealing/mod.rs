@@ -31,7 +31,12 @@
 //!   largest score forced positive when a bag has none) until no label changes; MI-SVM weighs
 //!   each positive bag's instances `1 / m_i` (the start of AW-SVM), then alternates training and
 //!   choosing each positive bag's witness, the instance of largest score, until no witness
-//!   changes. Both stop at `max_iter` with [`StopReason::MaxIter`] otherwise.
+//!   changes. On large data a few labels near the boundary can keep flipping, so both also
+//!   stop (as converged, after training on the last labels) when at most `eps` of the labels
+//!   that can change did change in a round (mi-SVM: the instances of positive bags; MI-SVM: the
+//!   positive bags' witnesses; below `1 / eps` such labels this is "none", the paper's rule), or
+//!   when a round's labelling is one of an earlier round (the rounds would cycle; labellings
+//!   compared by a 64-bit hash). Both stop at `max_iter` with [`StopReason::MaxIter`] otherwise.
 //!
 //! Instances of negative bags are negative (cost `C` each) throughout. All probability updates
 //! are in log-sum-exp form, shifted by the smallest loss of the bag, so that `T` down to 1e-300
@@ -229,7 +234,8 @@ hyperparams! {
         t0 as "T0": Option<f64> = None, check Range::Positive;
         /// Temperature divisor per step (the paper: 1.5).
         decay: f64 = 1.5, check Range::GreaterThan(1.0);
-        /// Tolerance of the stopping rules (KL between rounds, entropy, change of `p`).
+        /// Tolerance of the stopping rules (KL between rounds, entropy, change of `p`; for mi-SVM
+        /// and MI-SVM the fraction of labels changed in a round).
         eps: f64 = 1e-4, check Range::Open01;
         /// Cap on the outer loop: temperatures (annealing) or rounds (mi-SVM / MI-SVM);
         /// `None`: [`AnnealingMethod::default_max_iter`] (200 or 50).
@@ -418,8 +424,9 @@ impl AnnealingValidParams {
         };
         let linear_svm = LinearSvm {
             x,
+            bag_ptr: bags.bag_ptr(),
             mean: if linear {
-                crate::solver::linear::mean_row(x)
+                crate::solver::linear::mean_row(x, bags.bag_ptr())
             } else {
                 Vec::new()
             },

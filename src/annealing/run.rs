@@ -75,6 +75,9 @@ impl AnnealingValidParams {
             Ok(value)
         };
         if method.is_heuristic() {
+            // the labellings seen so far (hashes), for the cycle rule
+            let mut seen = vec![labelling_hash(&p)];
+            let units = data.relabel_units(method);
             for _ in 0..cap {
                 n_iter += 1;
                 n_solves += 1;
@@ -94,6 +97,17 @@ impl AnnealingValidParams {
                     stop_reason = StopReason::Converged;
                     break;
                 }
+                // Few labels changed, or the labelling is one seen before (the rounds would
+                // cycle): stopped, the labels of this round trained on below.
+                let changed = data.changed_units(method, &p, &q);
+                let hash = labelling_hash(&p);
+                if changed as f64 <= self.eps * units as f64 || seen.contains(&hash) {
+                    stop_reason = StopReason::Converged;
+                    n_solves += 1;
+                    solve(&p, &mut f)?;
+                    break;
+                }
+                seen.push(hash);
             }
             if stop_reason == StopReason::MaxIter {
                 // The labels of the last round have not been trained on yet.
@@ -172,6 +186,20 @@ impl AnnealingValidParams {
             stop_reason,
         })
     }
+}
+
+/// A 64-bit hash of a labelling (FNV-1a over the bits of `p`): the cycle rule of the heuristics
+/// compares labellings by it (two labellings of equal hash taken as equal: a false match among
+/// `k` rounds has probability about `k^2 / 2^65`).
+fn labelling_hash(p: &[f64]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for v in p {
+        for byte in v.to_bits().to_le_bytes() {
+            h ^= u64::from(byte);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
 }
 
 fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {

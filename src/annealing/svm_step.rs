@@ -19,6 +19,8 @@ use crate::solver::{NewtonHessian, Solution, SquaredHinge};
 /// target (a sample of the dual is a row and a target here).
 pub(super) struct LinearSvm<'a> {
     pub(super) x: &'a Instances,
+    /// The bags' row offsets (the leaves of the solver's sums).
+    pub(super) bag_ptr: &'a [usize],
     /// The mean row of `x`, once for every solve ([`crate::solver::linear::mean_row`]).
     pub(super) mean: Vec<f64>,
     pub(super) tol: f64,
@@ -148,6 +150,7 @@ impl<'a> SvmStep<'a> {
             SvmStep::Linear { svm, warm } => {
                 let problem = LinearSquaredHinge {
                     x: svm.x,
+                    bag_ptr: svm.bag_ptr,
                     c_pos,
                     c_neg,
                     mean: Some(&svm.mean),

@@ -42,18 +42,23 @@
 //! `w = 0, b' = 0` (LIBLINEAR's rule), so a warm start from the previous solution of an
 //! annealing or relabelling step ends at once when the costs barely changed.
 //!
-//! Parallel work: `X v` row by row and `X^T u` as partial sums over fixed blocks of rows added
-//! in block order, so the result is the same bits for any number of threads.
+//! Parallel work: `X v` row by row; every sum over rows (`X^T u`, the Hessian-vector products, the
+//! loss, the line search's derivatives, the bias gradient, the Jacobi diagonal, the sketch's
+//! total weight and the Woodbury product) in the fixed pairwise tree over the bags
+//! ([`crate::tree_sum`]), and the sketch's sample drawn bag by bag. A solve is therefore the same
+//! bits for any number of threads and for any partition of the bags into contiguous groups, each
+//! group computing its part of every sum.
 
 use ndarray::{Array1, Array2};
 use rayon::prelude::*;
 
-use super::rows::{dense_row, on_rows, x_dot, xt_dot, xt_dot_pair, RowsRef, BLOCK_ROWS};
+use super::rows::{dense_row, on_rows, sum_rows, x_dot, xt_dot, xt_dot_pair, RowsRef, BLOCK_ROWS};
 use super::{faer_mut, faer_ref, Cholesky};
 use crate::bags::Instances;
 use crate::error::Result;
 use crate::kernel::{Real, Simd};
 use crate::progress::Cancel;
+use crate::tree_sum::{sum_bags, Tree};
 use faer::linalg::matmul::triangular::{self, BlockStructure};
 
 /// A line-search step below this says the quadratic model of the last Newton step was poor
@@ -72,6 +77,10 @@ pub const LINEAR_TOL: f64 = 1e-6;
 pub struct LinearSquaredHinge<'a> {
     /// Instance rows (dense or CSR).
     pub x: &'a Instances,
+    /// The bags' row offsets (`n_bags + 1`, from 0 to the number of rows): the leaves of every
+    /// sum over rows ([`crate::tree_sum`]). Any fixed split of the rows works; the bags make a
+    /// solve split by bags give the same bits.
+    pub bag_ptr: &'a [usize],
     /// Cost of the target +1 per instance (`0`: no such loss term).
     pub c_pos: &'a [f64],
     /// Cost of the target -1 per instance.
@@ -81,11 +90,11 @@ pub struct LinearSquaredHinge<'a> {
     pub mean: Option<&'a [f64]>,
 }
 
-/// The mean row of `x` (one pass; blocks of rows added in order, the same bits for any thread
-/// count): [`LinearSquaredHinge::mean`].
-pub fn mean_row(x: &Instances) -> Vec<f64> {
+/// The mean row of `x` (one pass, summed in the tree over the bags of `bag_ptr`):
+/// [`LinearSquaredHinge::mean`].
+pub fn mean_row(x: &Instances, bag_ptr: &[usize]) -> Vec<f64> {
     let rows = RowsRef::new(x);
-    Centred::new(rows, x.n_rows(), x.n_features()).mu
+    Centred::new(rows, bag_ptr, x.n_rows(), x.n_features()).mu
 }
 
 /// A solution of [`LinearSquaredHinge`].
@@ -109,18 +118,19 @@ pub struct LinearSolution {
 }
 
 /// `(sum_j D_j x_jk, sum_j D_j x_jk^2)` for every feature `k` in one pass (the Jacobi
-/// preconditioner of the centred rows needs both), blocks in order.
-fn weighted_columns(x: RowsRef, dj: &[f64], d: usize) -> (Vec<f64>, Vec<f64>) {
-    let n = dj.len();
-    let partial: Vec<(Vec<f64>, Vec<f64>)> = (0..n.div_ceil(BLOCK_ROWS))
-        .into_par_iter()
-        .map(|blk| {
-            let (lo, hi) = (blk * BLOCK_ROWS, ((blk + 1) * BLOCK_ROWS).min(n));
-            let (mut acc1, mut acc2) = (vec![0.0; d], vec![0.0; d]);
-            for (j, &w) in dj.iter().enumerate().take(hi).skip(lo) {
+/// preconditioner of the centred rows needs both), in the tree over the bags of `ptr`.
+fn weighted_columns(x: RowsRef, ptr: &[usize], dj: &[f64], d: usize) -> (Vec<f64>, Vec<f64>) {
+    sum_bags(
+        ptr,
+        (vec![0.0; d], vec![0.0; d]),
+        |k, acc: &mut (Vec<f64>, Vec<f64>)| {
+            let (acc1, acc2) = acc;
+            let mut touched = false;
+            for (j, &w) in dj.iter().enumerate().take(ptr[k + 1]).skip(ptr[k]) {
                 if w == 0.0 {
                     continue;
                 }
+                touched = true;
                 on_rows!(
                     x,
                     dense | data,
@@ -141,86 +151,109 @@ fn weighted_columns(x: RowsRef, dj: &[f64], d: usize) -> (Vec<f64>, Vec<f64>) {
                     }
                 )
             }
-            (acc1, acc2)
-        })
-        .collect();
-    let (mut s1, mut s2) = (vec![0.0; d], vec![0.0; d]);
-    for (a1, a2) in partial {
-        s1.iter_mut().zip(a1).for_each(|(o, v)| *o += v);
-        s2.iter_mut().zip(a2).for_each(|(o, v)| *o += v);
-    }
-    (s1, s2)
+            touched
+        },
+    )
 }
 
-/// `(X_A^T D (X_A p_w + p_b), 1^T D (X_A p_w + p_b))` over the active rows `A` (`D_j > 0`),
-/// one pass: each row's dot and its scaled addition while the row is in cache; a partial sum
-/// per fixed block of active rows, the blocks added in order.
+/// The active rows `A` (`D_j > 0`) bag by bag: `active` in row order, bag `k`'s at
+/// `active[aptr[k]..aptr[k + 1]]`.
+struct ActiveRows<'a> {
+    ptr: &'a [usize],
+    active: Vec<usize>,
+    aptr: Vec<usize>,
+}
+
+impl<'a> ActiveRows<'a> {
+    /// The rows with `D_j > 0` of the bags of `ptr`.
+    fn new(ptr: &'a [usize], dj: &[f64]) -> Self {
+        let active: Vec<usize> = (0..dj.len()).filter(|&j| dj[j] > 0.0).collect();
+        let mut aptr = Vec::with_capacity(ptr.len());
+        let mut at = 0;
+        for &end in ptr {
+            while at < active.len() && active[at] < end {
+                at += 1;
+            }
+            aptr.push(at);
+        }
+        Self { ptr, active, aptr }
+    }
+}
+
+/// `(X_A^T D (X_A p_w + p_b), 1^T D (X_A p_w + p_b))` over the active rows `A`, one pass: each
+/// row's dot and its scaled addition while the row is in cache, `q` the active rows' values of
+/// `X_A p_w + p_b`; summed in the tree over the bags.
 fn hessian_product(
     x: RowsRef,
-    active: &[usize],
+    a: &ActiveRows,
     dj: &[f64],
     p_w: &[f64],
     p_b: f64,
     simd: Simd,
     q: &mut [f64],
 ) -> (Vec<f64>, f64) {
+    hessian_tree(x, a, dj, p_w, p_b, simd).sum(q)
+}
+
+/// The value `(vector, bias)` of a Hessian-vector product.
+type HessValue = (Vec<f64>, f64);
+
+/// The tree of [`hessian_product`] (its output `q` on the active rows, bag by bag).
+fn hessian_tree<'b>(
+    x: RowsRef<'b>,
+    a: &'b ActiveRows,
+    dj: &'b [f64],
+    p_w: &'b [f64],
+    p_b: f64,
+    simd: Simd,
+) -> Tree<'b, HessValue, f64, impl Fn(usize, &mut HessValue, &mut [f64]) -> bool + Sync + 'b> {
     let d = p_w.len();
-    let partial: Vec<(Vec<f64>, f64)> = active
-        .par_chunks(BLOCK_ROWS)
-        .zip(q.par_chunks_mut(BLOCK_ROWS))
-        .map(|(rows, q)| {
-            let mut acc = vec![0.0; d];
-            let mut acc_b = 0.0;
-            on_rows!(
-                x,
-                dense | data,
-                d | {
-                    // four rows at a time: the same bits as one at a time, with p_w and acc
-                    // read once per four rows
-                    let (quads, rest) = rows.split_at(rows.len() / 4 * 4);
-                    let (q4, q1) = q.split_at_mut(quads.len());
-                    for (j4, qq) in quads.chunks_exact(4).zip(q4.chunks_exact_mut(4)) {
-                        let r = [0, 1, 2, 3].map(|k| dense_row(data, d, j4[k]));
-                        let dots = simd.dot4(p_w, r);
-                        let mut u = [0.0; 4];
-                        for k in 0..4 {
-                            qq[k] = dots[k] + p_b;
-                            u[k] = dj[j4[k]] * qq[k];
-                            acc_b += u[k];
-                        }
-                        simd.add_scaled4(&mut acc, u, r);
+    let leaf = move |k: usize, out: &mut (Vec<f64>, f64), q: &mut [f64]| {
+        let rows = &a.active[a.aptr[k]..a.aptr[k + 1]];
+        let (acc, acc_b) = out;
+        on_rows!(
+            x,
+            dense | data,
+            d | {
+                // four rows at a time: the same bits as one at a time, with p_w and acc
+                // read once per four rows
+                let (quads, rest) = rows.split_at(rows.len() / 4 * 4);
+                let (q4, q1) = q.split_at_mut(quads.len());
+                for (j4, qq) in quads.chunks_exact(4).zip(q4.chunks_exact_mut(4)) {
+                    let r = [0, 1, 2, 3].map(|k| dense_row(data, d, j4[k]));
+                    let dots = simd.dot4(p_w, r);
+                    let mut u = [0.0; 4];
+                    for k in 0..4 {
+                        qq[k] = dots[k] + p_b;
+                        u[k] = dj[j4[k]] * qq[k];
+                        *acc_b += u[k];
                     }
-                    for (&j, qj) in rest.iter().zip(q1.iter_mut()) {
-                        let row = dense_row(data, d, j);
-                        *qj = simd.dot(row, p_w) + p_b;
-                        let u = dj[j] * *qj;
-                        acc_b += u;
-                        simd.add_scaled(&mut acc, u, row);
-                    }
-                },
-                sparse | c | {
-                    for (&j, qj) in rows.iter().zip(q.iter_mut()) {
-                        let (idx, val) = c.row(j);
-                        let t: f64 = idx.iter().zip(val).map(|(&i, &v)| v * p_w[i]).sum();
-                        *qj = t + p_b;
-                        let u = dj[j] * *qj;
-                        acc_b += u;
-                        for (&i, &v) in idx.iter().zip(val) {
-                            acc[i] += u * v;
-                        }
+                    simd.add_scaled4(acc, u, r);
+                }
+                for (&j, qj) in rest.iter().zip(q1.iter_mut()) {
+                    let row = dense_row(data, d, j);
+                    *qj = simd.dot(row, p_w) + p_b;
+                    let u = dj[j] * *qj;
+                    *acc_b += u;
+                    simd.add_scaled(acc, u, row);
+                }
+            },
+            sparse | c | {
+                for (&j, qj) in rows.iter().zip(q.iter_mut()) {
+                    let (idx, val) = c.row(j);
+                    let t: f64 = idx.iter().zip(val).map(|(&i, &v)| v * p_w[i]).sum();
+                    *qj = t + p_b;
+                    let u = dj[j] * *qj;
+                    *acc_b += u;
+                    for (&i, &v) in idx.iter().zip(val) {
+                        acc[i] += u * v;
                     }
                 }
-            );
-            (acc, acc_b)
-        })
-        .collect();
-    let mut out = vec![0.0; d];
-    let mut out_b = 0.0;
-    for (acc, b) in partial {
-        out.iter_mut().zip(acc).for_each(|(o, v)| *o += v);
-        out_b += b;
-    }
-    (out, out_b)
+            }
+        );
+        !rows.is_empty()
+    };
+    Tree::new(a.ptr, &a.aptr, (vec![0.0; d], 0.0), leaf)
 }
 
 /// Dense rows of at most this many features get the sketched-Hessian preconditioner (its
@@ -271,6 +304,9 @@ enum Preconditioner<'a> {
 struct Woodbury<'a> {
     x: RowsRef<'a>,
     mu: &'a [f64],
+    /// The bags' row offsets and the active rows' offsets per bag ([`ActiveRows`]).
+    ptr: &'a [usize],
+    aptr: Vec<usize>,
     active: Vec<usize>,
     root_d: Vec<f64>,
     s: Cholesky,
@@ -281,17 +317,22 @@ impl<'a> Preconditioner<'a> {
     /// The sketched Hessian `M = [I 0; 0 0] + sum_{s in S} c_s u_s u_s^T`, `u_s = (x_s - mu, 1)`,
     /// over a sample `S` of the active rows `A`: all of them with `c_s = D_s` when `|A| <= m`
     /// (`m` from [`SKETCH_ACTIVE_PER_ROW`]; `M` is then the Hessian and a conjugate-gradient
-    /// step is a Newton step), else `m` draws by systematic sampling in the order of `A` with
-    /// probability proportional to `D_j`, each weighing `sum_A D / m` (an unbiased estimate of
+    /// step is a Newton step), else about `m` draws by systematic sampling with probability
+    /// proportional to `D_j`, each weighing `step = sum_A D / m`, bag by bag: the draws of a
+    /// bag are the points `(u_k + i) step` in the running sum of its rows' `D`, `u_k` in `[0, 1)`
+    /// a fixed hash of the bag's index (the sample of a bag depends on that bag and the total
+    /// alone, so that a split of the bags draws the same sample; the random start keeps each
+    /// row's expected count `D_j / step` however small the bags). An unbiased estimate of
     /// `X^T D X` whose rows of large curvature, such as the few witnesses of a nearly separable
     /// annealing step, are all in it). The subsampled-Hessian preconditioner of
     /// Roosta-Khorasani & Mahoney's sub-sampled Newton methods; a row sample of a few times `d`
     /// preserves `X^T D X` up to a small relative error when no row has a large leverage.
     /// Dense rows of at most [`SKETCH_MAX_FEATURES`] features with an active row only (`None`
-    /// otherwise). The sample is fixed by `A` alone, and the product runs on one thread, so `M`
-    /// is the same for any thread count.
-    fn sketch(x: RowsRef, mu: &[f64], active: &[usize], dj: &[f64]) -> Option<Self> {
+    /// otherwise). The sample is fixed by `A` alone, and the product runs on one thread over the
+    /// sample in row order, so `M` is the same for any thread count.
+    fn sketch(x: RowsRef, mu: &[f64], a: &ActiveRows, dj: &[f64]) -> Option<Self> {
         let d = mu.len();
+        let active = &a.active;
         if active.is_empty() || d > SKETCH_MAX_FEATURES || matches!(x, RowsRef::Sparse(_)) {
             return None;
         }
@@ -305,19 +346,21 @@ impl<'a> Preconditioner<'a> {
         let sample: Vec<(usize, f64)> = if active.len() <= m {
             active.iter().map(|&j| (j, dj[j])).collect()
         } else {
-            let total: f64 = active.iter().map(|&j| dj[j]).sum();
+            let total = sum_rows(a.ptr, dj);
             let step = total / m as f64;
-            let mut taken = Vec::with_capacity(m);
-            let (mut acc, mut next) = (0.0, 0.5 * step);
-            for &j in active {
-                acc += dj[j];
-                let mut copies = 0.0;
-                while next < acc {
-                    copies += 1.0;
-                    next += step;
-                }
-                if copies > 0.0 {
-                    taken.push((j, copies * step));
+            let mut taken = Vec::with_capacity(m + m / 8);
+            for k in 0..a.ptr.len().saturating_sub(1) {
+                let (mut acc, mut next) = (0.0, unit_hash(k) * step);
+                for &j in &active[a.aptr[k]..a.aptr[k + 1]] {
+                    acc += dj[j];
+                    let mut copies = 0.0;
+                    while next < acc {
+                        copies += 1.0;
+                        next += step;
+                    }
+                    if copies > 0.0 {
+                        taken.push((j, copies * step));
+                    }
                 }
             }
             taken
@@ -379,10 +422,11 @@ impl<'a> Preconditioner<'a> {
     fn woodbury(
         x: RowsRef<'a>,
         mu: &'a [f64],
-        active: &[usize],
+        a: &ActiveRows<'a>,
         dj: &[f64],
         simd: Simd,
     ) -> Option<Self> {
+        let active = &a.active;
         let RowsRef::Sparse(c) = x else {
             return None;
         };
@@ -428,6 +472,8 @@ impl<'a> Preconditioner<'a> {
         Some(Preconditioner::Woodbury(Woodbury {
             x,
             mu,
+            ptr: a.ptr,
+            aptr: a.aptr.clone(),
             active: active.to_vec(),
             root_d,
             s,
@@ -437,9 +483,9 @@ impl<'a> Preconditioner<'a> {
 
     /// The diagonal of the Hessian (the bias entry guarded: no loss term active),
     /// `sum_j D_j (x_jk - mu_k)^2 = S2_k - 2 mu_k S1_k + mu_k^2 sum D`, one pass.
-    fn jacobi(x: RowsRef, mu: &[f64], dj: &[f64]) -> Self {
-        let sum_d: f64 = dj.iter().sum();
-        let (s1, mut m_w) = weighted_columns(x, dj, mu.len());
+    fn jacobi(x: RowsRef, ptr: &[usize], mu: &[f64], dj: &[f64]) -> Self {
+        let sum_d = sum_rows(ptr, dj);
+        let (s1, mut m_w) = weighted_columns(x, ptr, dj, mu.len());
         for ((m, &s), &u) in m_w.iter_mut().zip(&s1).zip(mu) {
             *m = 1.0 + (*m - 2.0 * u * s + u * u * sum_d).max(0.0);
         }
@@ -478,17 +524,26 @@ impl<'a> Preconditioner<'a> {
                 let Ok(y) = wb.s.solve(Array1::from_vec(v)) else {
                     return (r_w.to_vec(), r_b); // as for the sketch
                 };
-                // W^T y = (sum_i c_i x_i - (sum c) mu, sum c), c_i = sqrt(D_i) y_i
-                let mut z_w = r_w.to_vec();
-                let mut sum_c = 0.0;
-                for ((&j, &rd), &yi) in wb.active.iter().zip(&wb.root_d).zip(y.iter()) {
-                    let c = rd * yi;
-                    wb.x.add_row(j, -c, &mut z_w, wb.simd);
-                    sum_c += c;
-                }
-                z_w.iter_mut()
+                // W^T y = (sum_i c_i x_i - (sum c) mu, sum c), c_i = sqrt(D_i) y_i, summed in
+                // the tree over the bags
+                let (wt_y, sum_c) = sum_bags(
+                    wb.ptr,
+                    (vec![0.0; r_w.len()], 0.0),
+                    |k, acc: &mut (Vec<f64>, f64)| {
+                        for i in wb.aptr[k]..wb.aptr[k + 1] {
+                            let c = wb.root_d[i] * y[i];
+                            wb.x.add_row(wb.active[i], c, &mut acc.0, wb.simd);
+                            acc.1 += c;
+                        }
+                        wb.aptr[k + 1] > wb.aptr[k]
+                    },
+                );
+                let z_w = r_w
+                    .iter()
+                    .zip(&wt_y)
                     .zip(wb.mu)
-                    .for_each(|(z, &u)| *z += sum_c * u);
+                    .map(|((&r, &t), &u)| r - t + sum_c * u)
+                    .collect();
                 (z_w, (r_b - sum_c) / WOODBURY_BIAS)
             }
         }
@@ -502,18 +557,20 @@ type Start<'s> = (&'s [f64], f64, Option<&'s [f64]>);
 /// them (module docs).
 struct Centred<'a> {
     x: RowsRef<'a>,
+    /// The bags' row offsets (the leaves of the sums).
+    ptr: &'a [usize],
     mu: Vec<f64>,
 }
 
 impl<'a> Centred<'a> {
     /// The mean row of `x` (`n` rows, `d` features), one pass, blocks added in order.
-    fn new(x: RowsRef<'a>, n: usize, d: usize) -> Self {
+    fn new(x: RowsRef<'a>, ptr: &'a [usize], n: usize, d: usize) -> Self {
         let mu = if n == 0 {
             vec![0.0; d]
         } else {
-            xt_dot(x, &vec![1.0 / n as f64; n], d)
+            xt_dot(x, ptr, &vec![1.0 / n as f64; n], d)
         };
-        Self { x, mu }
+        Self { x, ptr, mu }
     }
 
     /// `out_j = (x_j - mu) . v + c`.
@@ -525,19 +582,19 @@ impl<'a> Centred<'a> {
 
     /// `sum_j u_j (x_j - mu)`.
     fn xt_dot(&self, u: &[f64]) -> Vec<f64> {
-        let out = xt_dot(self.x, u, self.mu.len());
+        let out = xt_dot(self.x, self.ptr, u, self.mu.len());
         self.centre(out, u)
     }
 
     /// [`Centred::xt_dot`] of `u` and of `v` in one pass over the rows.
     fn xt_dot_pair(&self, u: &[f64], v: &[f64]) -> (Vec<f64>, Vec<f64>) {
-        let (xu, xv) = xt_dot_pair(self.x, u, v, self.mu.len());
+        let (xu, xv) = xt_dot_pair(self.x, self.ptr, u, v, self.mu.len());
         (self.centre(xu, u), self.centre(xv, v))
     }
 
     /// `X^T u - (sum u) mu` from `X^T u`.
     fn centre(&self, mut xt_u: Vec<f64>, u: &[f64]) -> Vec<f64> {
-        let s: f64 = u.iter().sum();
+        let s = sum_rows(self.ptr, u);
         xt_u.iter_mut()
             .zip(&self.mu)
             .for_each(|(o, &m)| *o -= s * m);
@@ -549,6 +606,16 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
+/// A fixed number in `[0, 1)` from `k` (SplitMix64's finaliser): the start of bag `k`'s
+/// systematic sample in [`Preconditioner::sketch`].
+fn unit_hash(k: usize) -> f64 {
+    let mut z = (k as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
 impl LinearSquaredHinge<'_> {
     /// Whether row `j` has no loss term (both costs zero: the instances a relabelling step
     /// leaves out). Its score does not enter `J`; the solve skips it in the steps and sets it
@@ -558,49 +625,70 @@ impl LinearSquaredHinge<'_> {
         self.c_pos[j] <= 0.0 && self.c_neg[j] <= 0.0
     }
 
-    /// Loss gradient `g_j` and curvature `D_j` of every row at the scores `f`, and the loss.
+    /// The loss terms of row `j` at the score `fj`: `(loss, g_j, D_j)`.
+    #[inline]
+    fn row_loss(&self, j: usize, fj: f64) -> (f64, f64, f64) {
+        let (cp, cn) = (self.c_pos[j], self.c_neg[j]);
+        let (mut loss, mut gj, mut d) = (0.0, 0.0, 0.0);
+        let up = 1.0 - fj;
+        if cp > 0.0 && up > 0.0 {
+            loss += cp * up * up;
+            gj -= 2.0 * cp * up;
+            d += 2.0 * cp;
+        }
+        let dn = 1.0 + fj;
+        if cn > 0.0 && dn > 0.0 {
+            loss += cn * dn * dn;
+            gj += 2.0 * cn * dn;
+            d += 2.0 * cn;
+        }
+        (loss, gj, d)
+    }
+
+    /// Loss gradient `g_j` and curvature `D_j` of every row at the scores `f`, and the loss
+    /// (summed in the tree over the bags).
     fn loss_terms(&self, f: &[f64], g: &mut [f64], dj: &mut [f64]) -> f64 {
-        let mut loss = 0.0;
-        for j in 0..f.len() {
-            let (cp, cn) = (self.c_pos[j], self.c_neg[j]);
-            let (mut gj, mut d) = (0.0, 0.0);
-            let up = 1.0 - f[j];
-            if cp > 0.0 && up > 0.0 {
-                loss += cp * up * up;
-                gj -= 2.0 * cp * up;
-                d += 2.0 * cp;
+        let ptr = self.bag_ptr;
+        let mut gd: Vec<(f64, f64)> = vec![(0.0, 0.0); f.len()];
+        let loss = Tree::new(ptr, ptr, 0.0, |k, acc: &mut f64, out: &mut [(f64, f64)]| {
+            for (o, j) in out.iter_mut().zip(ptr[k]..ptr[k + 1]) {
+                let (l, gj, d) = self.row_loss(j, f[j]);
+                *acc += l;
+                *o = (gj, d);
             }
-            let dn = 1.0 + f[j];
-            if cn > 0.0 && dn > 0.0 {
-                loss += cn * dn * dn;
-                gj += 2.0 * cn * dn;
-                d += 2.0 * cn;
-            }
-            g[j] = gj;
-            dj[j] = d;
+            ptr[k + 1] > ptr[k]
+        })
+        .sum(&mut gd);
+        for ((gj, d), &(a, b)) in g.iter_mut().zip(dj.iter_mut()).zip(&gd) {
+            (*gj, *d) = (a, b);
         }
         loss
     }
 
-    /// Derivative and second derivative in `t` of the loss at the scores `f + t z`.
+    /// Derivative and second derivative in `t` of the loss at the scores `f + t z` (summed in
+    /// the tree over the bags).
     fn line_terms(&self, f: &[f64], z: &[f64], t: f64) -> (f64, f64) {
-        let (mut d1, mut d2) = (0.0, 0.0);
-        for j in 0..f.len() {
-            if z[j] == 0.0 {
-                continue;
+        let ptr = self.bag_ptr;
+        sum_bags(ptr, (0.0, 0.0), |k, acc: &mut (f64, f64)| {
+            let mut touched = false;
+            for j in ptr[k]..ptr[k + 1] {
+                if z[j] == 0.0 {
+                    continue;
+                }
+                touched = true;
+                let fj = f[j] + t * z[j];
+                let (cp, cn) = (self.c_pos[j], self.c_neg[j]);
+                if cp > 0.0 && fj < 1.0 {
+                    acc.0 -= 2.0 * cp * (1.0 - fj) * z[j];
+                    acc.1 += 2.0 * cp * z[j] * z[j];
+                }
+                if cn > 0.0 && fj > -1.0 {
+                    acc.0 += 2.0 * cn * (1.0 + fj) * z[j];
+                    acc.1 += 2.0 * cn * z[j] * z[j];
+                }
             }
-            let fj = f[j] + t * z[j];
-            let (cp, cn) = (self.c_pos[j], self.c_neg[j]);
-            if cp > 0.0 && fj < 1.0 {
-                d1 -= 2.0 * cp * (1.0 - fj) * z[j];
-                d2 += 2.0 * cp * z[j] * z[j];
-            }
-            if cn > 0.0 && fj > -1.0 {
-                d1 += 2.0 * cn * (1.0 + fj) * z[j];
-                d2 += 2.0 * cn * z[j] * z[j];
-            }
-        }
-        (d1, d2)
+            touched
+        })
     }
 
     /// Minimises `J` from `warm` (`(w, b)`; `None`: zero) to `|grad| <= tol |grad_0|`, with at
@@ -640,12 +728,17 @@ impl LinearSquaredHinge<'_> {
         cancel: &Cancel,
     ) -> Result<LinearSolution> {
         let (n, d) = (self.x.n_rows(), self.x.n_features());
+        check_bag_ptr(self.bag_ptr, n)?;
         // The loops read dense rows as slices: a row-major copy once if the layout is another.
         let x = RowsRef::new(self.x);
         let simd = Simd::detect();
         let centred = match self.mean {
-            Some(mu) if mu.len() == d => Centred { x, mu: mu.to_vec() },
-            _ => Centred::new(x, n, d),
+            Some(mu) if mu.len() == d => Centred {
+                x,
+                ptr: self.bag_ptr,
+                mu: mu.to_vec(),
+            },
+            _ => Centred::new(x, self.bag_ptr, n, d),
         };
         // `b` holds the centred bias `b' = b + mu . w` until the end
         let (mut w, mut b) = match warm {
@@ -668,7 +761,7 @@ impl LinearSquaredHinge<'_> {
             .collect();
         let mut loss = self.loss_terms(&f, &mut g, &mut dj);
         let (xt_g, grad0_w) = centred.xt_dot_pair(&g, &g0);
-        let grad0 = (dot(&grad0_w, &grad0_w) + g0.iter().sum::<f64>().powi(2)).sqrt();
+        let grad0 = (dot(&grad0_w, &grad0_w) + sum_rows(self.bag_ptr, &g0).powi(2)).sqrt();
         let mut xt_g = Some(xt_g);
         let (mut n_iter, mut converged) = (0, false);
         // the previous line search's step (1: the Newton step was taken whole)
@@ -681,7 +774,7 @@ impl LinearSquaredHinge<'_> {
             cancel.check()?;
             let mut grad_w = xt_g.take().unwrap_or_else(|| centred.xt_dot(&g));
             grad_w.iter_mut().zip(&w).for_each(|(gw, &wv)| *gw += wv);
-            let grad_b: f64 = g.iter().sum();
+            let grad_b = sum_rows(self.bag_ptr, &g);
             let gnorm = (dot(&grad_w, &grad_w) + grad_b * grad_b).sqrt();
             if gnorm <= tol * grad0 || gnorm == 0.0 {
                 converged = true;
@@ -757,22 +850,23 @@ impl LinearSquaredHinge<'_> {
         woodbury: bool,
         z: &mut [f64],
     ) -> (Vec<f64>, f64, usize) {
-        let (n, d) = (dj.len(), grad_w.len());
+        let d = grad_w.len();
         let (x, mu) = (centred.x, centred.mu.as_slice());
-        let active: Vec<usize> = (0..n).filter(|&j| dj[j] > 0.0).collect();
-        let precond = Preconditioner::sketch(x, mu, &active, dj)
+        let act = ActiveRows::new(self.bag_ptr, dj);
+        let precond = Preconditioner::sketch(x, mu, &act, dj)
             .or_else(|| {
                 woodbury
-                    .then(|| Preconditioner::woodbury(x, mu, &active, dj, simd))
+                    .then(|| Preconditioner::woodbury(x, mu, &act, dj, simd))
                     .flatten()
             })
-            .unwrap_or_else(|| Preconditioner::jacobi(x, mu, dj));
+            .unwrap_or_else(|| Preconditioner::jacobi(x, self.bag_ptr, mu, dj));
+        let active = &act.active;
         // centred rows: q_j = (x_j - mu) . p_w + p_b = x_j . p_w + (p_b - mu . p_w), and
         // sum_j D_j q_j (x_j - mu) = (sum_j D_j q_j x_j) - (sum_j D_j q_j) mu
         let mut q = vec![0.0; active.len()];
         let hess = |p_w: &[f64], p_b: f64, q: &mut [f64]| -> (Vec<f64>, f64) {
             let shift = p_b - dot(mu, p_w);
-            let (mut h_w, h_b) = hessian_product(x, &active, dj, p_w, shift, simd, q);
+            let (mut h_w, h_b) = hessian_product(x, &act, dj, p_w, shift, simd, q);
             h_w.iter_mut()
                 .zip(p_w)
                 .zip(mu)
@@ -893,6 +987,16 @@ impl LinearSquaredHinge<'_> {
     }
 }
 
+/// Checks that `ptr` splits the `n` rows into bags: from 0 to `n`, never decreasing.
+fn check_bag_ptr(ptr: &[usize], n: usize) -> Result<()> {
+    if ptr.first() != Some(&0) || ptr.last() != Some(&n) || ptr.windows(2).any(|w| w[0] > w[1]) {
+        return Err(crate::error::Error::InvalidData(format!(
+            "linear solver: bag offsets must run from 0 to the {n} rows, never decreasing"
+        )));
+    }
+    Ok(())
+}
+
 /// The weight vectors of several problems as the rows of one basis (`n_problems x d`), the
 /// form a linear [`crate::model::Model`] stores them in.
 pub fn stack_weights(ws: &[&Array1<f64>], d: usize) -> Array2<f64> {
@@ -942,9 +1046,11 @@ mod woodbury_tests {
                     }
                 })
                 .collect();
-            let active: Vec<usize> = (0..n).filter(|&j| dj[j] > 0.0).collect();
+            let ptr: Vec<usize> = (0..n).step_by(3).chain(std::iter::once(n)).collect();
+            let act = ActiveRows::new(&ptr, &dj);
+            let active = &act.active;
             let simd = Simd::detect();
-            let Some(p) = Preconditioner::woodbury(RowsRef::Sparse(&csr), &mu, &active, &dj, simd)
+            let Some(p) = Preconditioner::woodbury(RowsRef::Sparse(&csr), &mu, &act, &dj, simd)
             else {
                 panic!("no Woodbury preconditioner")
             };
@@ -953,7 +1059,7 @@ mod woodbury_tests {
                 m[[k, k]] = 1.0;
             }
             m[[d, d]] = WOODBURY_BIAS;
-            for &j in &active {
+            for &j in active {
                 let u: Vec<f64> = (0..d)
                     .map(|k| dense[[j, k]] - mu[k])
                     .chain(std::iter::once(1.0))
@@ -982,8 +1088,143 @@ mod woodbury_tests {
         let mu = vec![0.0; 2];
         let data = [1.0, 2.0, 3.0, 4.0];
         let dense = RowsRef::Dense { data: &data, d: 2 };
-        assert!(
-            Preconditioner::woodbury(dense, &mu, &[0, 1], &[1.0, 1.0], Simd::detect()).is_none()
-        );
+        assert!(Preconditioner::woodbury(
+            dense,
+            &mu,
+            &ActiveRows::new(&[0, 2], &[1.0, 1.0]),
+            &[1.0, 1.0],
+            Simd::detect()
+        )
+        .is_none());
+    }
+}
+
+#[cfg(test)]
+mod tree_tests {
+    use super::*;
+    use crate::tree_sum::combine;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// Bags of random sizes (1 to `max_bag` rows) of `d` features, rows far from the origin.
+    fn data(seed: u64, n_bags: usize, max_bag: usize, d: usize) -> (Array2<f64>, Vec<usize>) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut ptr = vec![0];
+        for _ in 0..n_bags {
+            let m = rng.random_range(1..=max_bag);
+            ptr.push(ptr.last().copied().unwrap_or(0) + m);
+        }
+        let n = ptr[n_bags];
+        let x = Array2::from_shape_fn((n, d), |_| 3.0 + rng.random::<f64>() * 2.0 - 1.0);
+        (x, ptr)
+    }
+
+    fn bits(v: &[f64]) -> Vec<u64> {
+        v.iter().map(|x| x.to_bits()).collect()
+    }
+
+    /// Groups of contiguous bags: `parts` cuts, shifted so that they fall between bags of all
+    /// sizes.
+    fn cuts(n_bags: usize, parts: usize, shift: usize) -> Vec<usize> {
+        let mut c: Vec<usize> = (0..=parts)
+            .map(|p| (p * n_bags / parts + shift).min(n_bags))
+            .collect();
+        c[0] = 0;
+        c
+    }
+
+    #[test]
+    fn the_hessian_product_by_groups_is_the_whole_product() {
+        for (seed, n_bags, max_bag) in [(1, 40, 6), (2, 257, 3), (3, 9, 40)] {
+            let (x, ptr) = data(seed, n_bags, max_bag, 11);
+            let x = Instances::from(x);
+            let rows = RowsRef::new(&x);
+            let n = ptr[n_bags];
+            let mut rng = ChaCha8Rng::seed_from_u64(seed + 10);
+            let dj: Vec<f64> = (0..n)
+                .map(|_| {
+                    if rng.random::<f64>() < 0.4 {
+                        0.0
+                    } else {
+                        rng.random::<f64>() * 5.0
+                    }
+                })
+                .collect();
+            let p_w: Vec<f64> = (0..11).map(|_| rng.random::<f64>() - 0.5).collect();
+            let act = ActiveRows::new(&ptr, &dj);
+            let simd = Simd::detect();
+            let mut q = vec![0.0; act.active.len()];
+            let whole = hessian_product(rows, &act, &dj, &p_w, 0.3, simd, &mut q);
+            // against a plain sum: the tree adds in another order than the rows' order
+            let mut plain = vec![0.0; 11];
+            for &j in &act.active {
+                let qj = rows.row_dot(j, &p_w, simd) + 0.3;
+                rows.add_row(j, dj[j] * qj, &mut plain, simd);
+            }
+            for (a, b) in whole.0.iter().zip(&plain) {
+                assert!((a - b).abs() <= 1e-10 * b.abs().max(1.0));
+            }
+            let tree = hessian_tree(rows, &act, &dj, &p_w, 0.3, simd);
+            for parts in [1, 2, 3, 5, 7] {
+                for shift in 0..3 {
+                    let c = cuts(n_bags, parts, shift);
+                    let mut q_parts = vec![0.0; act.active.len()];
+                    let mut nodes = Vec::new();
+                    for w in c.windows(2) {
+                        let dst = &mut q_parts[act.aptr[w[0]]..act.aptr[w[1]]];
+                        nodes.extend(tree.partial_sums(w[0], w[1], dst));
+                    }
+                    let got = combine(n_bags, nodes, (vec![0.0; 11], 0.0)).unwrap();
+                    assert_eq!(
+                        bits(&got.0),
+                        bits(&whole.0),
+                        "{parts} groups, shift {shift}"
+                    );
+                    assert_eq!(got.1.to_bits(), whole.1.to_bits());
+                    assert_eq!(bits(&q_parts), bits(&q));
+                }
+            }
+        }
+    }
+
+    /// A whole solve: the same bits on 1, 2 and 3 threads.
+    #[test]
+    fn a_solve_is_the_same_bits_for_any_thread_count() {
+        let (mut x, ptr) = data(5, 3000, 8, 7);
+        let n = x.nrows();
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let c_pos: Vec<f64> = (0..n).map(|j| if j % 3 == 0 { 1.0 } else { 0.0 }).collect();
+        let c_neg: Vec<f64> = (0..n)
+            .map(|j| if j % 3 == 0 { 0.0 } else { rng.random::<f64>() })
+            .collect();
+        // rows of the positives moved away, so that the problem is not trivial
+        for j in (0..n).step_by(3) {
+            x[[j, 0]] += 1.5;
+        }
+        let x = Instances::from(x);
+        let solve = |threads| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| {
+                    LinearSquaredHinge {
+                        x: &x,
+                        bag_ptr: &ptr,
+                        c_pos: &c_pos,
+                        c_neg: &c_neg,
+                        mean: None,
+                    }
+                    .solve(None, 1e-8, 50, &Cancel::default())
+                    .unwrap()
+                })
+        };
+        let (a, b, c) = (solve(1), solve(2), solve(3));
+        assert!(a.n_iter > 1);
+        for s in [&b, &c] {
+            assert_eq!(bits(a.w.as_slice().unwrap()), bits(s.w.as_slice().unwrap()));
+            assert_eq!(a.b.to_bits(), s.b.to_bits());
+            assert_eq!(bits(&a.scores), bits(&s.scores));
+        }
     }
 }

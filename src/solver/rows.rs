@@ -1,14 +1,16 @@
 //! The instance rows as the linear solvers' loops read them ([`RowsRef`]: one row-major slice
-//! of `f64` or `f32`, or CSR) and the passes they share: `X v` and `X^T u` over fixed blocks of
-//! rows (the same bits for any thread count), and one row's dot and scaled addition.
+//! of `f64` or `f32`, or CSR) and the passes they share: `X v` row by row, `X^T u` and the sums
+//! over rows in the fixed tree over bags ([`crate::tree_sum`]: the same bits for any thread count
+//! and any partition of the bags), and one row's dot and scaled addition.
 
 use rayon::prelude::*;
 
 use crate::bags::{Csr, Instances};
 use crate::kernel::Simd;
+use crate::tree_sum::sum_bags;
 
-/// Rows per block of `X^T u` (fixed: the partial sums and their order do not depend on the
-/// number of threads).
+/// Rows per parallel task of the row-by-row passes (each row on its own: any size gives the same
+/// bits).
 pub(super) const BLOCK_ROWS: usize = 2048;
 
 /// The instance rows as the loops read them: one row-major slice (`f64` or `f32`), or CSR.
@@ -118,94 +120,83 @@ impl<'a> RowsRef<'a> {
     }
 }
 
-/// `sum_j u_j x_j` over the rows with `u_j != 0`: a partial sum per block of rows, the blocks
-/// added in order.
-pub(super) fn xt_dot(x: RowsRef, u: &[f64], d: usize) -> Vec<f64> {
-    let n = u.len();
-    let simd = Simd::detect();
-    let partial: Vec<Option<Vec<f64>>> = (0..n.div_ceil(BLOCK_ROWS))
-        .into_par_iter()
-        .map(|blk| {
-            let (lo, hi) = (blk * BLOCK_ROWS, ((blk + 1) * BLOCK_ROWS).min(n));
-            if u[lo..hi].iter().all(|&v| v == 0.0) {
-                return None;
-            }
-            let mut acc = vec![0.0; d];
-            on_rows!(
-                x,
-                dense | data,
-                d | {
-                    // the rows with u_j != 0, four at a time (the same bits as one at a time)
-                    let mut four = [0usize; 4];
-                    let mut held = 0;
-                    for (j, &uj) in u.iter().enumerate().take(hi).skip(lo) {
-                        if uj != 0.0 {
-                            four[held] = j;
-                            held += 1;
-                            if held == 4 {
-                                let rows = four.map(|t| dense_row(data, d, t));
-                                simd.add_scaled4(&mut acc, four.map(|t| u[t]), rows);
-                                held = 0;
-                            }
-                        }
-                    }
-                    for &j in &four[..held] {
-                        simd.add_scaled(&mut acc, u[j], dense_row(data, d, j));
-                    }
-                },
-                sparse | c | {
-                    for (j, &uj) in u.iter().enumerate().take(hi).skip(lo) {
-                        if uj != 0.0 {
-                            let (idx, val) = c.row(j);
-                            for (&i, &xv) in idx.iter().zip(val) {
-                                acc[i] += uj * xv;
-                            }
-                        }
+/// `acc += sum_j u_j x_j` over the rows `lo..hi` with `u_j != 0`, one after another (four at a
+/// time for dense rows: the same bits as one at a time); whether any row had `u_j != 0`.
+fn add_rows(x: RowsRef, u: &[f64], lo: usize, hi: usize, acc: &mut [f64], simd: Simd) -> bool {
+    let mut touched = false;
+    on_rows!(
+        x,
+        dense | data,
+        d | {
+            let mut four = [0usize; 4];
+            let mut held = 0;
+            for (j, &uj) in u.iter().enumerate().take(hi).skip(lo) {
+                if uj != 0.0 {
+                    touched = true;
+                    four[held] = j;
+                    held += 1;
+                    if held == 4 {
+                        let rows = four.map(|t| dense_row(data, d, t));
+                        simd.add_scaled4(acc, four.map(|t| u[t]), rows);
+                        held = 0;
                     }
                 }
-            );
-            Some(acc)
-        })
-        .collect();
-    let mut out = vec![0.0; d];
-    for acc in partial.into_iter().flatten() {
-        for (o, v) in out.iter_mut().zip(acc) {
-            *o += v;
+            }
+            for &j in &four[..held] {
+                simd.add_scaled(acc, u[j], dense_row(data, d, j));
+            }
+        },
+        sparse | c | {
+            for (j, &uj) in u.iter().enumerate().take(hi).skip(lo) {
+                if uj != 0.0 {
+                    touched = true;
+                    let (idx, val) = c.row(j);
+                    for (&i, &xv) in idx.iter().zip(val) {
+                        acc[i] += uj * xv;
+                    }
+                }
+            }
         }
-    }
-    out
+    );
+    touched
 }
 
-/// [`xt_dot`] of `u` and of `v` (the same bits each) in one pass over the rows.
-pub(super) fn xt_dot_pair(x: RowsRef, u: &[f64], v: &[f64], d: usize) -> (Vec<f64>, Vec<f64>) {
-    let n = u.len().min(v.len());
+/// `sum_j u_j x_j` over the rows with `u_j != 0`, in the fixed tree over the bags of `ptr`
+/// ([`crate::tree_sum`]).
+pub(super) fn xt_dot(x: RowsRef, ptr: &[usize], u: &[f64], d: usize) -> Vec<f64> {
     let simd = Simd::detect();
-    type Partial = (Option<Vec<f64>>, Option<Vec<f64>>);
-    let partial: Vec<Partial> = (0..n.div_ceil(BLOCK_ROWS))
-        .into_par_iter()
-        .map(|blk| {
-            let (lo, hi) = (blk * BLOCK_ROWS, ((blk + 1) * BLOCK_ROWS).min(n));
-            let used = |w: &[f64]| w[lo..hi].iter().any(|&t| t != 0.0);
-            let (mut au, mut av) = (used(u).then(|| vec![0.0; d]), used(v).then(|| vec![0.0; d]));
-            for j in lo..hi {
-                for (acc, w) in [(&mut au, u), (&mut av, v)] {
-                    if let Some(acc) = acc.as_mut() {
-                        if w[j] != 0.0 {
-                            x.add_row(j, w[j], acc, simd);
-                        }
-                    }
-                }
-            }
-            (au, av)
-        })
-        .collect();
-    let (mut out_u, mut out_v) = (vec![0.0; d], vec![0.0; d]);
-    for (au, av) in partial {
-        for (out, acc) in [(&mut out_u, au), (&mut out_v, av)] {
-            for (o, t) in out.iter_mut().zip(acc.into_iter().flatten()) {
-                *o += t;
-            }
+    sum_bags(ptr, vec![0.0; d], |k, acc: &mut Vec<f64>| {
+        add_rows(x, u, ptr[k], ptr[k + 1], acc, simd)
+    })
+}
+
+/// [`xt_dot`] of `u` and of `v` in one pass over the rows.
+pub(super) fn xt_dot_pair(
+    x: RowsRef,
+    ptr: &[usize],
+    u: &[f64],
+    v: &[f64],
+    d: usize,
+) -> (Vec<f64>, Vec<f64>) {
+    let simd = Simd::detect();
+    sum_bags(
+        ptr,
+        (vec![0.0; d], vec![0.0; d]),
+        |k, acc: &mut (Vec<f64>, Vec<f64>)| {
+            let (lo, hi) = (ptr[k], ptr[k + 1]);
+            let tu = add_rows(x, u, lo, hi, &mut acc.0, simd);
+            let tv = add_rows(x, v, lo, hi, &mut acc.1, simd);
+            tu || tv
+        },
+    )
+}
+
+/// `sum_j u_j` in the fixed tree over the bags of `ptr` (each bag's entries added in order).
+pub(crate) fn sum_rows(ptr: &[usize], u: &[f64]) -> f64 {
+    sum_bags(ptr, 0.0, |k, acc: &mut f64| {
+        for &v in &u[ptr[k]..ptr[k + 1]] {
+            *acc += v;
         }
-    }
-    (out_u, out_v)
+        ptr[k + 1] > ptr[k]
+    })
 }
