@@ -406,7 +406,7 @@ impl<'a> Objective<'a> {
         if let Kernel::Rbf { .. } = self.kernel {
             a_x *= &p.k_x;
         }
-        basis_gradient_from_weights(self.kernel, self.rows, a_x.view(), basis, self.bag_ptr)
+        basis_gradient_from_weights(self.kernel, self.rows, a_x.view(), basis)
             + basis_gradient(
                 self.kernel,
                 basis.as_rows(),

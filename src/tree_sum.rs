@@ -75,18 +75,6 @@ impl TreeValue for Vec<f64> {
     }
 }
 
-impl TreeValue for ndarray::Array2<f64> {
-    fn zero_like(&self) -> Self {
-        ndarray::Array2::zeros(self.raw_dim())
-    }
-    fn reset(&mut self) {
-        self.fill(0.0);
-    }
-    fn add(&mut self, other: &Self) {
-        *self += other;
-    }
-}
-
 impl<A: TreeValue, B: TreeValue> TreeValue for (A, B) {
     fn zero_like(&self) -> Self {
         (self.0.zero_like(), self.1.zero_like())

@@ -26,7 +26,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::bags::Csr;
 use crate::simd::compiled_forms;
-use crate::tree_sum::sum_bags;
 
 mod bag_max;
 mod constant_features;
@@ -38,7 +37,7 @@ pub use dots::{all_finite, Real};
 
 /// Rows per parallel work unit (a chunk holds whole bags, so it may be larger).
 const CHUNK_ROWS: usize = 256;
-/// Rows per leaf of the dense gradient of rows without bags ([`basis_gradient`]).
+/// Rows per partial product in the dense gradient.
 const GRAD_CHUNK_ROWS: usize = 1024;
 
 /// A kernel function between instances.
@@ -535,58 +534,50 @@ pub fn basis_gradient(
     a: ArrayView2<f64>,
     basis: &Basis,
 ) -> Array2<f64> {
-    let n = rows.n_rows();
-    // leaves of fixed chunks of rows (rows without bags)
-    let leaves: Vec<usize> = (0..n)
-        .step_by(GRAD_CHUNK_ROWS)
-        .chain(std::iter::once(n))
-        .collect();
     match kernel {
-        Kernel::Linear => basis_gradient_from_weights(kernel, rows, a, basis, &leaves),
-        Kernel::Rbf { .. } => {
-            basis_gradient_from_weights(kernel, rows, (&a * &k).view(), basis, &leaves)
-        }
+        Kernel::Linear => basis_gradient_from_weights(kernel, rows, a, basis),
+        Kernel::Rbf { .. } => basis_gradient_from_weights(kernel, rows, (&a * &k).view(), basis),
     }
 }
 
 /// [`basis_gradient`] from the weights `W = A .* K` (Gaussian) or `W = A` (linear), for
-/// callers that form `W` in place. For dense rows, `W^T F` and the column sums of `W` are summed
-/// in the fixed tree over the groups of rows `leaves` (offsets from 0 to the number of rows: the
-/// bags, [`crate::tree_sum`]), each group one product: the same bits for any thread count and
-/// any split of the bags into contiguous groups. Sparse rows are summed row by row in order for
-/// each basis vector (a dense `n_basis x q` value per bag would cost more than the rows).
+/// callers that form `W` in place.
 pub fn basis_gradient_from_weights(
     kernel: Kernel,
     rows: Rows,
     w: ArrayView2<f64>,
     basis: &Basis,
-    leaves: &[usize],
 ) -> Array2<f64> {
     let n = rows.n_rows();
     let nb = basis.len();
     let q = rows.n_cols();
-    let dense = matches!(rows, Rows::Dense(_) | Rows::Dense32(_));
     let mut out = match rows {
         Rows::Dense(_) | Rows::Dense32(_) => {
-            // W_c^T F_c per group of rows (`f32` rows read into `f64` a group at a time)
-            sum_bags(
-                leaves,
-                Array2::zeros((nb, q)),
-                |k, acc: &mut Array2<f64>| {
-                    let (lo, hi) = (leaves[k], leaves[k + 1]);
-                    if lo == hi {
-                        return false;
-                    }
+            // Partial products W_c^T F_c over fixed row chunks, summed in chunk order (`f32`
+            // rows read into `f64` a chunk at a time).
+            let bounds: Vec<(usize, usize)> = (0..n)
+                .step_by(GRAD_CHUNK_ROWS)
+                .map(|lo| (lo, (lo + GRAD_CHUNK_ROWS).min(n)))
+                .collect();
+            let partials: Vec<Array2<f64>> = bounds
+                .par_iter()
+                .map(|&(lo, hi)| {
+                    let mut p = Array2::zeros((nb, q));
                     general_mat_mul(
                         1.0,
                         &w.slice(s![lo..hi, ..]).t(),
                         &rows.dense_block(lo, hi),
                         0.0,
-                        acc,
+                        &mut p,
                     );
-                    true
-                },
-            )
+                    p
+                })
+                .collect();
+            let mut acc = Array2::zeros((nb, q));
+            for p in &partials {
+                acc += p;
+            }
+            acc
         }
         Rows::Sparse(x) => {
             let mut acc = Array2::zeros((nb, q));
@@ -608,16 +599,7 @@ pub fn basis_gradient_from_weights(
         }
     };
     if let Kernel::Rbf { gamma } = kernel {
-        let colsum = if dense {
-            sum_bags(leaves, vec![0.0; nb], |k, acc: &mut Vec<f64>| {
-                for row in w.slice(s![leaves[k]..leaves[k + 1], ..]).rows() {
-                    acc.iter_mut().zip(row).for_each(|(a, &v)| *a += v);
-                }
-                leaves[k + 1] > leaves[k]
-            })
-        } else {
-            w.sum_axis(Axis(0)).to_vec()
-        };
+        let colsum = w.sum_axis(Axis(0));
         for ((mut orow, urow), &cs) in out
             .rows_mut()
             .into_iter()
