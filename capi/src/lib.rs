@@ -308,24 +308,17 @@ struct Call<'a, T> {
 }
 
 /// Values a bag element can be (checked for finiteness before scoring).
-trait Element: Copy {
-    fn is_finite(self) -> bool;
+trait Element: Copy + milsvm::kernel::Real {
     fn view(x: &[Self], n_features: usize) -> milsvm::Result<BagView<'_>>;
 }
 
 impl Element for f64 {
-    fn is_finite(self) -> bool {
-        f64::is_finite(self)
-    }
     fn view(x: &[f64], n_features: usize) -> milsvm::Result<BagView<'_>> {
         BagView::dense(x, n_features)
     }
 }
 
 impl Element for f32 {
-    fn is_finite(self) -> bool {
-        f32::is_finite(self)
-    }
     fn view(x: &[f32], n_features: usize) -> milsvm::Result<BagView<'_>> {
         BagView::dense32(x, n_features)
     }
@@ -403,7 +396,9 @@ unsafe fn checked<'a, T: Element>(
             std::slice::from_raw_parts_mut(out, n_out),
         )
     };
-    if let Some(i) = x.iter().position(|v| !v.is_finite()) {
+    // the core's branch-free check first; the position only for the message
+    if !milsvm::kernel::all_finite(x) {
+        let i = x.iter().position(|v| !v.is_finite()).unwrap_or(0);
         return fail(
             MILSVM_ERR_NON_FINITE,
             format!(
