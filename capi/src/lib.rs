@@ -335,8 +335,8 @@ enum OutputSize {
     InstancesOutputs,
 }
 
-/// Checks the arguments of a scoring call (NULL pointers, zero sizes, the width, the size,
-/// finite values) and builds the slices.
+/// Checks the arguments of a scoring call (NULL pointers, zero sizes, the width, the size) and
+/// builds the slices (the values are checked finite as the bag is scored, [`score`]).
 ///
 /// # Safety
 /// The pointers are NULL or valid for the sizes given (the caller's contract).
@@ -396,18 +396,6 @@ unsafe fn checked<'a, T: Element>(
             std::slice::from_raw_parts_mut(out, n_out),
         )
     };
-    // the core's branch-free check first; the position only for the message
-    if !milsvm::kernel::all_finite(x) {
-        let i = x.iter().position(|v| !v.is_finite()).unwrap_or(0);
-        return fail(
-            MILSVM_ERR_NON_FINITE,
-            format!(
-                "the bag has a non-finite value (instance {}, feature {})",
-                i / n_features,
-                i % n_features
-            ),
-        );
-    }
     Ok(Call {
         predictor,
         x,
@@ -416,12 +404,26 @@ unsafe fn checked<'a, T: Element>(
     })
 }
 
-/// Runs `f` on the checked call with this thread's workspace.
+/// Runs `f` on the checked call with this thread's workspace. A non-finite value of the bag is
+/// found by the core as it scores (the squared norm of its instance is not finite), at no cost
+/// to a finite bag; the message then names its instance and feature.
 fn score<T: Element>(
     call: Call<'_, T>,
     f: impl Fn(&Predictor, BagView<'_>, &mut Workspace, &mut [f64]) -> milsvm::Result<()>,
 ) -> Outcome<()> {
-    let bag = T::view(call.x, call.n_features).map_err(scoring_failure)?;
+    let (x, d) = (call.x, call.n_features);
+    let located = |failure: Failure| match x.iter().position(|v| !v.is_finite()) {
+        Some(i) if failure.0 == MILSVM_ERR_NON_FINITE => Failure(
+            MILSVM_ERR_NON_FINITE,
+            format!(
+                "the bag has a non-finite value (instance {}, feature {})",
+                i / d,
+                i % d
+            ),
+        ),
+        _ => failure,
+    };
+    let bag = T::view(x, d).map_err(scoring_failure)?;
     let (predictor, out) = (call.predictor, call.out);
     let warm = WORKSPACE.try_with(|ws| match ws.try_borrow_mut() {
         Ok(mut ws) => Some(f(predictor, bag, &mut ws, &mut *out)),
@@ -433,7 +435,7 @@ fn score<T: Element>(
         // workspace, allocating once
         _ => f(predictor, bag, &mut Workspace::default(), out),
     }
-    .map_err(scoring_failure)
+    .map_err(|e| located(scoring_failure(e)))
 }
 
 /// The bag scores of one bag (`n_outputs` values into `scores`): Python's `decision_function`
