@@ -2,7 +2,10 @@
 //! 10-XV SparseMI model and by the MI-Kernel model of the same data, both fitted here on the
 //! bundled MUSK1 (standardised features); and a whole-data-set batch.
 //!
-//! Run: `cargo bench --bench serve` (aim: under 1 us per bag for the 10-XV model).
+//! Run: `cargo bench --bench serve` (aim: under 1 us per bag for the 10-XV model). With
+//! `MILSVM_SERVE_EXPORT=DIR`, the two models and the bag are also written to `DIR`
+//! (`sparse_mi_10xv.json`, `mi_kernel.json`, `bag.f64`: 5 x 166 raw doubles), for the C
+//! library's timing of the same bag and models (`benches/c_latency.py`).
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use milsvm::model::{BagView, Predictor, Workspace};
@@ -75,6 +78,16 @@ fn serving(c: &mut Criterion) {
         .find(|b| b.nrows() == 5)
         .expect("a 5-instance bag");
     let flat: Vec<f64> = bag.iter().copied().collect();
+    if let Some(dir) = std::env::var_os("MILSVM_SERVE_EXPORT") {
+        let dir = std::path::PathBuf::from(dir);
+        std::fs::create_dir_all(&dir).expect("export folder");
+        sparse_mi
+            .save(dir.join("sparse_mi_10xv.json"))
+            .expect("save");
+        mi_kernel.save(dir.join("mi_kernel.json")).expect("save");
+        let bytes: Vec<u8> = flat.iter().flat_map(|v| v.to_le_bytes()).collect();
+        std::fs::write(dir.join("bag.f64"), bytes).expect("write the bag");
+    }
     for (name, model) in [("sparse_mi_10xv", &sparse_mi), ("mi_kernel", &mi_kernel)] {
         let predictor = Predictor::new(model).expect("valid model");
         let mut ws = Workspace::default();

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite: the no-diary check (scripts/check_no_diary.sh), Rust formatting and
-# lints (with and without the `python` feature), the Rust tests (no Python), then the wheel built
-# once (scripts/build_wheel.sh) and installed into a fresh virtual environment with no Rust on
-# PATH, the demo and pytest run against the installed package, and the documentation site built
-# from the same wheel (scripts/docs.sh). Needs: a Rust toolchain with rustfmt + clippy,
-# Python 3.9+.
+# lints (with and without the `python` feature, and of the C library `capi/`), the Rust tests
+# (no Python), the C library's build, then the wheel built once (scripts/build_wheel.sh) and
+# installed into a fresh virtual environment with no Rust on PATH, the demo and pytest run
+# against the installed package (whose C API tests compile C programs with `cc`), and the
+# documentation site built from the same wheel (scripts/docs.sh). Needs: a Rust toolchain with
+# rustfmt + clippy, Python 3.9+, a C compiler.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,8 +17,15 @@ echo "== cargo clippy (core)"
 cargo clippy --all-targets --locked -- -D warnings
 echo "== cargo clippy (python feature)"
 cargo clippy --all-targets --locked --features python -- -D warnings
+echo "== cargo clippy (C library)"
+cargo clippy -p milsvm-capi --all-targets --locked -- -D warnings
 echo "== cargo test"
 cargo test --locked
+echo "== cargo test (C library: the checked-in header is current)"
+cargo test --locked -p milsvm-capi
+echo "== cargo build (C library: tests/test_capi.py links its C programs against it)"
+cargo build --locked -p milsvm-capi
+export MILSVM_C_LIB="$PWD/target/debug/libmilsvm_c.so"
 
 echo "== the wheel (scripts/build_wheel.sh: manylinux, abi3, checked by auditwheel)"
 wheel="$(bash scripts/build_wheel.sh | tail -n 1)"

@@ -1021,3 +1021,75 @@ fn a_model_owns_its_basis() -> TestResult {
     assert!(Predictor::new(&direct).is_err());
     Ok(())
 }
+
+#[test]
+fn one_bag_path_equals_the_batch_path_bit_for_bit_for_a_large_basis() -> TestResult {
+    // more than ROW_KERNEL_MAX_XV dense vectors: the batch path scores through matrix
+    // products, and the one-bag path reproduces their bits (every pooling but MILES's xv_max)
+    let mut rng = ChaCha8Rng::seed_from_u64(41);
+    for kernel in KERNELS {
+        for pooling in POOLINGS.into_iter().filter(|&p| p != Pooling::XvMax) {
+            for n_classes in [2, 3] {
+                for (n_xv, d) in [(33, 9), (300, 270)] {
+                    // a width that keeps the kernel values away from 0 at any dimension
+                    let kernel = match kernel {
+                        Kernel::Rbf { gamma } => Kernel::Rbf {
+                            gamma: gamma * 9.0 / d as f64,
+                        },
+                        Kernel::Linear => Kernel::Linear,
+                    };
+                    let mut model =
+                        random_model(&mut rng, n_xv, d, n_classes, kernel, pooling, false);
+                    if n_xv == 300 {
+                        model.set_scaler(Some(Scaler {
+                            mean: (0..d).map(|j| j as f64 * 0.01).collect(),
+                            scale: (0..d).map(|j| 1.0 + j as f64 * 0.1).collect(),
+                        }));
+                    }
+                    let bag_list = random_bags(&mut rng, 6, d, 1.0);
+                    let dense = Bags::from_dense_bags(&bag_list)?;
+                    let p = Predictor::new(&model)?;
+                    let batch = p.decision_function(&dense)?;
+                    let rows = milsvm::kernel::Rows::from(dense.instances());
+                    let inst = p.bag_instance_scores(rows, dense.bag_ptr())?;
+                    let mut ws = Workspace::default();
+                    let n_out = model.n_outputs();
+                    for (i, bag) in bag_list.iter().enumerate() {
+                        let what = format!(
+                            "{kernel:?} {pooling:?} {n_classes} classes {n_xv} XVs bag {i}"
+                        );
+                        let flat: Vec<f64> = bag.iter().copied().collect();
+                        let mut one = vec![0.0; n_out];
+                        p.score_bag(BagView::dense(&flat, d)?, &mut ws, &mut one)?;
+                        assert_eq!(one, batch.row(i).to_vec(), "{what}");
+                        // single precision: the values of its f64 twin (no scaler: the scaler
+                        // standardises f32 bags in f32)
+                        if model.scaler.is_none() {
+                            let f32s: Vec<f32> = flat.iter().map(|&v| v as f32).collect();
+                            let wide: Vec<f64> = f32s.iter().map(|&v| f64::from(v)).collect();
+                            let mut a = vec![0.0; n_out];
+                            let mut b = vec![0.0; n_out];
+                            p.score_bag(BagView::dense32(&f32s, d)?, &mut ws, &mut a)?;
+                            p.score_bag(BagView::dense(&wide, d)?, &mut ws, &mut b)?;
+                            assert_eq!(a, b, "{what}: float32");
+                        }
+                        let (lo, hi) = (dense.bag_ptr()[i], dense.bag_ptr()[i + 1]);
+                        let mut shares = vec![0.0; (hi - lo) * n_out];
+                        p.bag_instance_scores_into(
+                            BagView::dense(&flat, d)?,
+                            &mut ws,
+                            &mut shares,
+                        )?;
+                        let want: Vec<f64> = inst
+                            .slice(ndarray::s![lo..hi, ..])
+                            .iter()
+                            .copied()
+                            .collect();
+                        assert_eq!(shares, want, "{what}: instance scores");
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}

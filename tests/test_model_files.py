@@ -101,10 +101,11 @@ def test_save_load_pickle_serving_give_the_same_values(kind, n_classes, tmp_path
     assert back.get_params() == est.get_params()
     again = pickle.loads(pickle.dumps(est))
     np.testing.assert_array_equal(again.decision_function(bags), ref)
-    # the serving path: one bag at a time, the batch values (exactly for a small basis, which
-    # both paths score with the same kernel; to rounding when the batch path uses a GEMM)
+    # the serving path: one bag at a time, the batch values bit for bit (a large dense basis is
+    # scored with the bits of the batch path's matrix products); to rounding only for MILES with
+    # a large basis, whose batch path takes the bag-wise maxima from a faer product
     for bag, want in zip(bags, ref):
-        if est.model_.n_xv <= 32:
+        if est.model_.n_xv <= 32 or est.model_.pooling != "xv_max":
             np.testing.assert_array_equal(est.decision_function_bag(bag), want)
         else:
             np.testing.assert_allclose(est.decision_function_bag(bag), want, rtol=1e-12, atol=1e-14)

@@ -30,10 +30,12 @@ use crate::simd::compiled_forms;
 mod bag_max;
 mod constant_features;
 mod dots;
+mod gemm_bits;
 pub use bag_max::{bag_max_kernel, BLOCK_XV};
 pub(crate) use constant_features::without_constant_features;
 pub(crate) use dots::Simd;
 pub use dots::{all_finite, Real};
+pub(crate) use gemm_bits::{batch_sq_norm, GemmArith};
 
 /// Rows per parallel work unit (a chunk holds whole bags, so it may be larger).
 const CHUNK_ROWS: usize = 256;

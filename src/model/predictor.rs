@@ -8,7 +8,10 @@
 //!   chunks of rows (with the one-bag kernel for a small basis or a CSR basis, with one matrix
 //!   product per chunk, [`crate::kernel::instance_scores`], for a larger dense basis), then the
 //!   same pooling per bag. Every value is computed by the same operations whatever the number
-//!   of threads, and a small basis gives exactly the one-bag path's values.
+//!   of threads, and the one-bag path gives exactly the batch path's values: for a larger dense
+//!   basis it scores a dense bag with the bits of the batch path's matrix products
+//!   (`kernel/gemm_bits.rs`), in its workspace. (The one exception is [`Pooling::XvMax`] with a
+//!   larger dense basis, below, whose batch path rounds its own way.)
 //! * [`Pooling::XvMax`] (MILES): the max of each expansion vector's kernel values over the bag,
 //!   then the linear combination; in a batch, bag by bag with the one-bag kernel for a small or
 //!   CSR basis, else through [`crate::kernel::bag_max_kernel`] (blocks of bags against blocks of
@@ -31,7 +34,10 @@ use super::bag_features::no_instance_scores;
 use super::{min_max_into, min_max_rows, BagFeatures, Calibration, Model, Pooling, Scaler};
 use crate::bags::{validate_bag_ptr, Bags, Csr, FeatureIndex, Instances};
 use crate::error::{Error, Result};
-use crate::kernel::{all_finite, bag_max_kernel, instance_scores, Basis, Kernel, Rows, Simd};
+use crate::kernel::{
+    all_finite, bag_max_kernel, batch_sq_norm, instance_scores, Basis, GemmArith, Kernel, Rows,
+    Simd,
+};
 
 /// One bag of instances, borrowed: dense row-major values (`f64` or `f32`) or CSR rows.
 #[derive(Debug, Clone, Copy)]
@@ -231,6 +237,10 @@ pub struct Workspace {
     /// A member's scores and probabilities ([`Predictor::predict_proba_bag`] of an ensemble).
     member_scores: Vec<f64>,
     member_proba: Vec<f64>,
+    /// A single-precision bag read into `f64` (the matrix-product path of a large basis).
+    wide: Vec<f64>,
+    /// The instance scores of a bag before pooling (the matrix-product path of a large basis).
+    inst: Vec<f64>,
 }
 
 /// The basis as prediction reads it.
@@ -259,6 +269,17 @@ pub struct Predictor {
     /// The compiled members of [`Model::ensemble`] (each with its calibration).
     members: Vec<Predictor>,
     simd: Simd,
+    /// For a dense basis of more than [`ROW_KERNEL_MAX_XV`] vectors (not [`Pooling::XvMax`]):
+    /// how one bag is scored with the bits of the batch path's matrix products.
+    gemm: Option<GemmScoring>,
+}
+
+/// The one-bag twin of the batch path's matrix products ([`crate::kernel::instance_scores`]):
+/// the basis transposed (`n_features x n_xv`, row-major) and the CPU's product arithmetic.
+#[derive(Debug, Clone)]
+struct GemmScoring {
+    basis_t: Vec<f64>,
+    arith: GemmArith,
 }
 
 impl Predictor {
@@ -286,7 +307,19 @@ impl Predictor {
                 )
             }
         };
+        let gemm = match &layout {
+            Layout::Dense(basis)
+                if basis.len() > ROW_KERNEL_MAX_XV && model.pooling != Pooling::XvMax =>
+            {
+                Some(GemmScoring {
+                    basis_t: basis.v.t().iter().copied().collect(),
+                    arith: GemmArith::detect(),
+                })
+            }
+            _ => None,
+        };
         Self {
+            gemm,
             kernel: model.kernel,
             pooling: model.pooling,
             bag_features: model.bag_features,
@@ -463,6 +496,57 @@ impl Predictor {
         self.with_input_bag(bag, ws, |input, ws| self.score_raw(input, ws, out))
     }
 
+    /// The instance scores of one bag as its pooling counts them (those of
+    /// [`Predictor::bag_instance_scores`] for this bag alone) into `out` (`n_instances x
+    /// n_outputs`, row-major), allocation-free after warm-up: the serving path's twin of
+    /// [`Predictor::score_bag`]. Fails as [`Predictor::score_bag`] does, on an output buffer of
+    /// the wrong length, and for a [`BagFeatures::MinMax`] model, which has no instance scores.
+    pub fn bag_instance_scores_into(
+        &self,
+        bag: BagView<'_>,
+        ws: &mut Workspace,
+        out: &mut [f64],
+    ) -> Result<()> {
+        if self.bag_features == BagFeatures::MinMax {
+            return Err(no_instance_scores());
+        }
+        let need = bag.n_instances().checked_mul(self.n_outputs());
+        if need != Some(out.len()) {
+            return Err(Error::Mismatch(format!(
+                "the output buffer has {} values, the bag needs {} instances x {} outputs",
+                out.len(),
+                bag.n_instances(),
+                self.n_outputs()
+            )));
+        }
+        self.with_input_bag(bag, ws, |bag, ws| {
+            let n = bag.n_instances();
+            if self.pooling == Pooling::XvMax {
+                self.xv_max_shares(bag, ws, out);
+            } else {
+                self.instance_scores_into(bag, ws, out);
+            }
+            // a non-finite value makes its instance's squared norm non-finite: scan only then
+            if ws.norms.iter().any(|s| !s.is_finite()) && bag.has_non_finite() {
+                return Err(Error::InvalidData("the bag has a non-finite value".into()));
+            }
+            match self.pooling {
+                Pooling::Mean | Pooling::Max | Pooling::XvMax => {}
+                Pooling::SmilMean => out.iter_mut().for_each(|v| *v += 1.0 - 1.0 / n as f64),
+                Pooling::NormalizedMean => {
+                    let kself = self.bag_self_kernel(bag, ws);
+                    for row in out.chunks_exact_mut(self.n_outputs()) {
+                        normalize(row, &self.intercept, kself);
+                    }
+                }
+            }
+            if out.iter().any(|v| !v.is_finite()) {
+                return Err(overflow("an instance of the bag"));
+            }
+            Ok(())
+        })
+    }
+
     /// Runs `f` on what the expansion reads of one bag: the bag standardised by the model's
     /// [`Scaler`] if it has one, then its statistic vector for [`BagFeatures::MinMax`] (both
     /// held in the workspace, taken out while `f` reads them). Fails on a bag of the wrong
@@ -537,8 +621,16 @@ impl Predictor {
     /// The mean (also for [`Pooling::NormalizedMean`]) or max of the instance scores of a valid
     /// bag; leaves the instance norms in `ws.norms`.
     fn pooled(&self, bag: BagView<'_>, ws: &mut Workspace, out: &mut [f64]) {
-        // instance_scores_into + pool fused (the same operations in the same order)
         let n = bag.n_instances();
+        if let Some(g) = self.gemm_for(bag) {
+            let mut f = std::mem::take(&mut ws.inst);
+            f.resize(n * self.n_outputs(), 0.0);
+            self.gemm_instance_scores(g, bag, ws, &mut f);
+            self.pool(&f, n, out);
+            ws.inst = f;
+            return;
+        }
+        // instance_scores_into + pool fused (the same operations in the same order)
         let nb = self.n_xv();
         ws.dots.resize(n * nb, 0.0);
         ws.norms.resize(n, 0.0);
@@ -572,6 +664,10 @@ impl Predictor {
     /// Instance scores `f(x_p)` of the rows of `bag` into `f` (`n x n_outputs`, row-major), and
     /// the rows' squared norms into `ws.norms`.
     fn instance_scores_into(&self, bag: BagView<'_>, ws: &mut Workspace, f: &mut [f64]) {
+        if let Some(g) = self.gemm_for(bag) {
+            self.gemm_instance_scores(g, bag, ws, f);
+            return;
+        }
         let n = bag.n_instances();
         let nb = self.n_xv();
         let n_out = self.n_outputs();
@@ -585,6 +681,58 @@ impl Predictor {
                 *o = self.dot(c.as_slice().unwrap_or(&[]), krow) + b;
             }
         }
+    }
+
+    /// The matrix-product scoring of a dense bag against a large dense basis, if the model has
+    /// one (a CSR bag is scored by the one-bag kernel, as the batch path scores CSR rows).
+    fn gemm_for(&self, bag: BagView<'_>) -> Option<&GemmScoring> {
+        match bag {
+            BagView::Dense { .. } | BagView::Dense32 { .. } => self.gemm.as_ref(),
+            BagView::Csr { .. } => None,
+        }
+    }
+
+    /// Instance scores `f(x_p)` of a dense bag into `f` (`n x n_outputs`, row-major) with the
+    /// bits of the batch path for a large dense basis ([`crate::kernel::instance_scores`]: the
+    /// rows' squared norms by `ndarray`'s dot, the inner products and the coefficient sums by
+    /// matrix products), leaving the squared norms in `ws.norms`.
+    fn gemm_instance_scores(
+        &self,
+        g: &GemmScoring,
+        bag: BagView<'_>,
+        ws: &mut Workspace,
+        f: &mut [f64],
+    ) {
+        let (n, d, nb, n_out) = (
+            bag.n_instances(),
+            bag.n_features(),
+            self.n_xv(),
+            self.n_outputs(),
+        );
+        let mut wide = std::mem::take(&mut ws.wide);
+        let x: &[f64] = match bag {
+            BagView::Dense { data, .. } => data,
+            BagView::Dense32 { data, .. } => {
+                wide.clear();
+                wide.extend(data.iter().map(|&v| f64::from(v)));
+                &wide
+            }
+            BagView::Csr { .. } => &[], // `gemm_for` passes dense bags only
+        };
+        ws.norms.clear();
+        ws.norms.extend(x.chunks_exact(d.max(1)).map(batch_sq_norm));
+        ws.dots.resize(n * nb, 0.0);
+        g.arith.wide(x, &g.basis_t, &mut ws.dots, n, d, nb);
+        self.kernel
+            .finish_rows(&mut ws.dots, &ws.norms, 0, &self.znorms);
+        let coef = self.coef.as_slice().unwrap_or(&[]);
+        g.arith.narrow(&ws.dots, coef, f, n, nb, n_out);
+        for row in f.chunks_exact_mut(n_out.max(1)) {
+            row.iter_mut()
+                .zip(&self.intercept)
+                .for_each(|(v, &b)| *v += b);
+        }
+        ws.wide = wide;
     }
 
     /// Pools the instance scores `f` (`n x n_outputs`) of one bag into `out`, instance by
