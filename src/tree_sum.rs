@@ -25,9 +25,9 @@
 //! node `(l, k)` whose leaves lie inside one group is computed by that group alone, and a
 //! group `[lo, hi)` is the disjoint union of its *canonical nodes* ([`canonical_nodes`]: the
 //! maximal aligned nodes inside it, at most `2 log2 n` of them). A group reports those nodes'
-//! values ([`partial_sums`]); the driver ([`combine`]) computes every node above them from its
-//! children by the same rule, so the root is the value of the whole sum computed in one
-//! process, bit for bit, for any partition. Threads are one more partition: a node is split
+//! values ([`Tree::partial_sums`]); the driver ([`combine`]) computes every node above them
+//! from its children by the same rule, so the root is the value of the whole sum computed in
+//! one process, bit for bit, for any partition. Threads are one more partition: a node is split
 //! between two tasks only at its children, so the thread count never changes a node either.
 //!
 //! The leaves cost one reset and, when touched, one addition of a value (a vector of `d` for
