@@ -10,12 +10,13 @@
 //!   same pooling per bag. Every value is computed by the same operations whatever the number
 //!   of threads, and the one-bag path gives exactly the batch path's values: for a larger dense
 //!   basis it scores a dense bag with the bits of the batch path's matrix products
-//!   (`kernel/gemm_bits.rs`), in its workspace. (The one exception is [`Pooling::XvMax`] with a
-//!   larger dense basis, below, whose batch path rounds its own way.)
+//!   (`kernel/gemm_bits.rs`), in its workspace.
 //! * [`Pooling::XvMax`] (MILES): the max of each expansion vector's kernel values over the bag,
-//!   then the linear combination; in a batch, bag by bag with the one-bag kernel for a small or
-//!   CSR basis, else through [`crate::kernel::bag_max_kernel`] (blocks of bags against blocks of
-//!   vectors, one matrix product each).
+//!   then the linear combination; in a batch, bag by bag (in parallel over bags) with the
+//!   one-bag path itself, so that both give the same bits for any basis: for a larger dense
+//!   basis the kernel values of a dense bag come from the matrix-product arithmetic of
+//!   `kernel/gemm_bits.rs`, not from [`crate::kernel::bag_max_kernel`] (MILES's fit embeds its
+//!   training bags with that faster product, whose rounding differs in the last bits).
 
 use ndarray::Array2;
 use rayon::prelude::*;
@@ -35,8 +36,7 @@ use super::{min_max_into, min_max_rows, BagFeatures, Calibration, Model, Pooling
 use crate::bags::{validate_bag_ptr, Bags, Csr, FeatureIndex, Instances};
 use crate::error::{Error, Result};
 use crate::kernel::{
-    all_finite, bag_max_kernel, batch_sq_norm, instance_scores, Basis, GemmArith, Kernel, Rows,
-    Simd,
+    all_finite, batch_sq_norm, instance_scores, Basis, GemmArith, Kernel, Rows, Simd,
 };
 
 /// One bag of instances, borrowed: dense row-major values (`f64` or `f32`) or CSR rows.
@@ -269,8 +269,8 @@ pub struct Predictor {
     /// The compiled members of [`Model::ensemble`] (each with its calibration).
     members: Vec<Predictor>,
     simd: Simd,
-    /// For a dense basis of more than [`ROW_KERNEL_MAX_XV`] vectors (not [`Pooling::XvMax`]):
-    /// how one bag is scored with the bits of the batch path's matrix products.
+    /// For a dense basis of more than [`ROW_KERNEL_MAX_XV`] vectors: how one bag is scored with
+    /// the bits of the batch path's matrix products.
     gemm: Option<GemmScoring>,
 }
 
@@ -308,14 +308,10 @@ impl Predictor {
             }
         };
         let gemm = match &layout {
-            Layout::Dense(basis)
-                if basis.len() > ROW_KERNEL_MAX_XV && model.pooling != Pooling::XvMax =>
-            {
-                Some(GemmScoring {
-                    basis_t: basis.v.t().iter().copied().collect(),
-                    arith: GemmArith::detect(),
-                })
-            }
+            Layout::Dense(basis) if basis.len() > ROW_KERNEL_MAX_XV => Some(GemmScoring {
+                basis_t: basis.v.t().iter().copied().collect(),
+                arith: GemmArith::detect(),
+            }),
             _ => None,
         };
         Self {
@@ -622,21 +618,19 @@ impl Predictor {
     /// bag; leaves the instance norms in `ws.norms`.
     fn pooled(&self, bag: BagView<'_>, ws: &mut Workspace, out: &mut [f64]) {
         let n = bag.n_instances();
-        if let Some(g) = self.gemm_for(bag) {
-            let mut f = std::mem::take(&mut ws.inst);
-            f.resize(n * self.n_outputs(), 0.0);
-            self.gemm_instance_scores(g, bag, ws, &mut f);
-            self.pool(&f, n, out);
-            ws.inst = f;
-            return;
+        if self.pooling != Pooling::XvMax {
+            if let Some(g) = self.gemm_for(bag) {
+                let mut f = std::mem::take(&mut ws.inst);
+                f.resize(n * self.n_outputs(), 0.0);
+                self.gemm_instance_scores(g, bag, ws, &mut f);
+                self.pool(&f, n, out);
+                ws.inst = f;
+                return;
+            }
         }
         // instance_scores_into + pool fused (the same operations in the same order)
         let nb = self.n_xv();
-        ws.dots.resize(n * nb, 0.0);
-        ws.norms.resize(n, 0.0);
-        self.bag_dots(bag, ws);
-        self.kernel
-            .finish_rows(&mut ws.dots, &ws.norms, 0, &self.znorms);
+        self.kernel_values(bag, ws);
         if self.pooling == Pooling::XvMax {
             // F(X) = sum_k beta_k max_p k(z_k, x_p) + b
             ws.maxes.clear();
@@ -683,6 +677,23 @@ impl Predictor {
         }
     }
 
+    /// The kernel values of the bag's instances against the basis into `ws.dots` (`n x n_xv`)
+    /// and the instances' squared norms into `ws.norms`: by the matrix-product arithmetic for a
+    /// dense bag and a large dense basis ([`Predictor::gemm_kernel_values`]), else by the
+    /// one-bag kernel.
+    fn kernel_values(&self, bag: BagView<'_>, ws: &mut Workspace) {
+        if let Some(g) = self.gemm_for(bag) {
+            self.gemm_kernel_values(g, bag, ws);
+            return;
+        }
+        let n = bag.n_instances();
+        ws.dots.resize(n * self.n_xv(), 0.0);
+        ws.norms.resize(n, 0.0);
+        self.bag_dots(bag, ws);
+        self.kernel
+            .finish_rows(&mut ws.dots, &ws.norms, 0, &self.znorms);
+    }
+
     /// The matrix-product scoring of a dense bag against a large dense basis, if the model has
     /// one (a CSR bag is scored by the one-bag kernel, as the batch path scores CSR rows).
     fn gemm_for(&self, bag: BagView<'_>) -> Option<&GemmScoring> {
@@ -703,12 +714,22 @@ impl Predictor {
         ws: &mut Workspace,
         f: &mut [f64],
     ) {
-        let (n, d, nb, n_out) = (
-            bag.n_instances(),
-            bag.n_features(),
-            self.n_xv(),
-            self.n_outputs(),
-        );
+        let (n, nb, n_out) = (bag.n_instances(), self.n_xv(), self.n_outputs());
+        self.gemm_kernel_values(g, bag, ws);
+        let coef = self.coef.as_slice().unwrap_or(&[]);
+        g.arith.narrow(&ws.dots, coef, f, n, nb, n_out);
+        for row in f.chunks_exact_mut(n_out.max(1)) {
+            row.iter_mut()
+                .zip(&self.intercept)
+                .for_each(|(v, &b)| *v += b);
+        }
+    }
+
+    /// The kernel values of a dense bag against a large dense basis into `ws.dots` (`n x
+    /// n_xv`) with the bits of the batch path's matrix product ([`GemmArith::wide`]), and the
+    /// rows' squared norms (by `ndarray`'s dot) into `ws.norms`.
+    fn gemm_kernel_values(&self, g: &GemmScoring, bag: BagView<'_>, ws: &mut Workspace) {
+        let (n, d, nb) = (bag.n_instances(), bag.n_features(), self.n_xv());
         let mut wide = std::mem::take(&mut ws.wide);
         let x: &[f64] = match bag {
             BagView::Dense { data, .. } => data,
@@ -725,13 +746,6 @@ impl Predictor {
         g.arith.wide(x, &g.basis_t, &mut ws.dots, n, d, nb);
         self.kernel
             .finish_rows(&mut ws.dots, &ws.norms, 0, &self.znorms);
-        let coef = self.coef.as_slice().unwrap_or(&[]);
-        g.arith.narrow(&ws.dots, coef, f, n, nb, n_out);
-        for row in f.chunks_exact_mut(n_out.max(1)) {
-            row.iter_mut()
-                .zip(&self.intercept)
-                .for_each(|(v, &b)| *v += b);
-        }
         ws.wide = wide;
     }
 
@@ -899,53 +913,31 @@ impl Predictor {
         total / (n * n) as f64
     }
 
-    /// [`Pooling::XvMax`] bag scores of checked rows: bag by bag with the one-bag kernel for a
-    /// small or CSR basis (the values of [`Predictor::score_bag`]), else the bag-wise maxima of
-    /// [`bag_max_kernel`] times the coefficients.
+    /// [`Pooling::XvMax`] bag scores of checked rows: bag by bag, in parallel over bags, with the
+    /// one-bag path ([`Predictor::pooled`]), so that [`Predictor::score_bag`] gives these bits
+    /// for any basis (a large dense basis by the matrix-product arithmetic of
+    /// [`GemmArith::wide`]; MILES's fit embeds its training bags by [`bag_max_kernel`], whose
+    /// product rounds its own way).
+    ///
+    /// [`bag_max_kernel`]: crate::kernel::bag_max_kernel
     fn xv_max_rows(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
-        let norms = checked_bag_norms(rows, bag_ptr)?;
+        checked_bag_norms(rows, bag_ptr)?;
         let m = bag_ptr.len() - 1;
         let n_out = self.n_outputs().max(1);
         let mut out = Array2::zeros((m, n_out));
-        match &self.layout {
-            Layout::Dense(basis) if basis.len() > ROW_KERNEL_MAX_XV => {
-                let e = bag_max_kernel(
-                    self.kernel,
-                    rows,
-                    &norms,
-                    bag_ptr,
-                    Rows::Dense(basis.v.view()),
-                    &self.znorms,
-                    &crate::progress::Cancel::default(),
-                )?;
-                out.axis_iter_mut(ndarray::Axis(0))
-                    .into_par_iter()
-                    .zip(e.axis_iter(ndarray::Axis(0)))
-                    .for_each(|(mut dst, erow)| {
-                        let erow = erow.as_slice().unwrap_or(&[]);
-                        for ((o, c), &b) in
-                            dst.iter_mut().zip(self.coef.rows()).zip(&self.intercept)
-                        {
-                            *o = self.dot(c.as_slice().unwrap_or(&[]), erow) + b;
-                        }
-                    });
-            }
-            _ => {
-                let one = |ws: &mut Workspace, (i, dst): (usize, &mut [f64])| {
-                    self.pooled(BagView::of(rows, bag_ptr[i], bag_ptr[i + 1]), ws, dst);
-                };
-                if let Some(buf) = out.as_slice_mut() {
-                    if rows.n_rows() * self.n_xv() < SEQUENTIAL_WORK {
-                        let mut ws = Workspace::default();
-                        buf.chunks_mut(n_out)
-                            .enumerate()
-                            .for_each(|item| one(&mut ws, item));
-                    } else {
-                        buf.par_chunks_mut(n_out)
-                            .enumerate()
-                            .for_each_init(Workspace::default, one);
-                    }
-                }
+        let one = |ws: &mut Workspace, (i, dst): (usize, &mut [f64])| {
+            self.pooled(BagView::of(rows, bag_ptr[i], bag_ptr[i + 1]), ws, dst);
+        };
+        if let Some(buf) = out.as_slice_mut() {
+            if rows.n_rows() * self.n_xv() < SEQUENTIAL_WORK {
+                let mut ws = Workspace::default();
+                buf.chunks_mut(n_out)
+                    .enumerate()
+                    .for_each(|item| one(&mut ws, item));
+            } else {
+                buf.par_chunks_mut(n_out)
+                    .enumerate()
+                    .for_each_init(Workspace::default, one);
             }
         }
         finite(out, None)
@@ -986,11 +978,7 @@ impl Predictor {
         let n = bag.n_instances();
         let nb = self.n_xv();
         let n_out = self.n_outputs().max(1);
-        ws.dots.resize(n * nb, 0.0);
-        ws.norms.resize(n, 0.0);
-        self.bag_dots(bag, ws);
-        self.kernel
-            .finish_rows(&mut ws.dots, &ws.norms, 0, &self.znorms);
+        self.kernel_values(bag, ws);
         ws.maxes.clear();
         ws.maxes.resize(nb, f64::NEG_INFINITY);
         ws.argmax.clear();
