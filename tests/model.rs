@@ -1047,7 +1047,9 @@ fn one_bag_path_equals_the_batch_path_bit_for_bit_for_a_large_basis() -> TestRes
                             scale: (0..d).map(|j| 1.0 + j as f64 * 0.1).collect(),
                         }));
                     }
-                    let bag_list = random_bags(&mut rng, 6, d, 1.0);
+                    let mut bag_list = random_bags(&mut rng, 6, d, 1.0);
+                    // a bag larger than a block of the batch path's rows
+                    bag_list.insert(3, random_matrix(&mut rng, 140, d, 1.0));
                     let dense = Bags::from_dense_bags(&bag_list)?;
                     let p = Predictor::new(&model)?;
                     let batch = p.decision_function(&dense)?;

@@ -12,11 +12,11 @@
 //!   basis it scores a dense bag with the bits of the batch path's matrix products
 //!   (`kernel/gemm_bits.rs`), in its workspace.
 //! * [`Pooling::XvMax`] (MILES): the max of each expansion vector's kernel values over the bag,
-//!   then the linear combination; in a batch, bag by bag (in parallel over bags) with the
-//!   one-bag path itself, so that both give the same bits for any basis: for a larger dense
-//!   basis the kernel values of a dense bag come from the matrix-product arithmetic of
-//!   `kernel/gemm_bits.rs`, not from [`crate::kernel::bag_max_kernel`] (MILES's fit embeds its
-//!   training bags with that faster product, whose rounding differs in the last bits).
+//!   then the linear combination; in a batch, bag by bag with the one-bag path for a small or
+//!   CSR basis, else with matrix products over chunks of whole bags, whose bits the one-bag
+//!   path reproduces (`kernel/gemm_bits.rs`) as for the other poolings. Prediction does not use
+//!   [`crate::kernel::bag_max_kernel`], MILES's embedding of its training bags: that product
+//!   rounds its own way.
 
 use ndarray::Array2;
 use rayon::prelude::*;
@@ -913,18 +913,22 @@ impl Predictor {
         total / (n * n) as f64
     }
 
-    /// [`Pooling::XvMax`] bag scores of checked rows: bag by bag, in parallel over bags, with the
-    /// one-bag path ([`Predictor::pooled`]), so that [`Predictor::score_bag`] gives these bits
-    /// for any basis (a large dense basis by the matrix-product arithmetic of
-    /// [`GemmArith::wide`]; MILES's fit embeds its training bags by [`bag_max_kernel`], whose
-    /// product rounds its own way).
-    ///
-    /// [`bag_max_kernel`]: crate::kernel::bag_max_kernel
+    /// [`Pooling::XvMax`] bag scores of checked rows: bag by bag with the one-bag path
+    /// ([`Predictor::pooled`]) for a small or CSR basis or CSR rows; for dense rows and a large
+    /// dense basis, the kernel values of chunks of whole bags by `ndarray` matrix products
+    /// (`matrixmultiply`'s `dgemm`, whose bits the one-bag path reproduces with
+    /// [`GemmArith::wide`]), then the same maxima and sums as [`Predictor::pooled`]. Either way
+    /// [`Predictor::score_bag`] gives these bits. MILES's fit embeds its training bags by
+    /// [`crate::kernel::bag_max_kernel`] instead, whose product rounds its own way.
     fn xv_max_rows(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
-        checked_bag_norms(rows, bag_ptr)?;
+        let norms = checked_bag_norms(rows, bag_ptr)?;
         let m = bag_ptr.len() - 1;
         let n_out = self.n_outputs().max(1);
         let mut out = Array2::zeros((m, n_out));
+        if let (Some(g), Layout::Dense(basis), true) = (&self.gemm, &self.layout, rows.is_dense()) {
+            self.xv_max_gemm_rows(g, basis, rows, &norms, bag_ptr, &mut out);
+            return finite(out, None);
+        }
         let one = |ws: &mut Workspace, (i, dst): (usize, &mut [f64])| {
             self.pooled(BagView::of(rows, bag_ptr[i], bag_ptr[i + 1]), ws, dst);
         };
@@ -941,6 +945,88 @@ impl Predictor {
             }
         }
         finite(out, None)
+    }
+
+    /// [`Predictor::xv_max_rows`] of dense rows against a large dense basis: in parallel over
+    /// chunks of whole bags (about [`ROW_CHUNK`] rows), the inner products by one matrix product
+    /// per block of at most [`ROW_CHUNK`] rows, then per bag the kernel values' maxima and their sums with the
+    /// coefficients, as [`Predictor::pooled`] does for one bag.
+    fn xv_max_gemm_rows(
+        &self,
+        g: &GemmScoring,
+        basis: &Basis,
+        rows: Rows<'_>,
+        norms: &[f64],
+        bag_ptr: &[usize],
+        out: &mut Array2<f64>,
+    ) {
+        let nb = basis.len();
+        let n_out = self.n_outputs().max(1);
+        let Ok(basis_t) = ndarray::ArrayView2::from_shape((rows.n_cols(), nb), &g.basis_t[..])
+        else {
+            return; // unreachable: the basis has the rows' width (`check_width`)
+        };
+        let mut chunks = Vec::new();
+        let mut start = 0;
+        for i in 0..bag_ptr.len() - 1 {
+            if bag_ptr[i + 1] - bag_ptr[start] >= ROW_CHUNK || i + 2 == bag_ptr.len() {
+                chunks.push((start, i + 1));
+                start = i + 1;
+            }
+        }
+        let Some(mut rest) = out.as_slice_mut() else {
+            return; // unreachable: `out` is a fresh standard-layout array
+        };
+        let mut parts = Vec::with_capacity(chunks.len());
+        for &(b0, b1) in &chunks {
+            let (head, tail) = rest.split_at_mut((b1 - b0) * n_out);
+            parts.push((b0, b1, head));
+            rest = tail;
+        }
+        parts.into_par_iter().for_each(|(b0, b1, dst)| {
+            // the rows in blocks of at most ROW_CHUNK (a large bag spans several), each bag's
+            // maxima updated row by row in order, as the one-bag path does
+            let (lo, hi) = (bag_ptr[b0], bag_ptr[b1]);
+            let mut dots = Array2::zeros((ROW_CHUNK.min(hi - lo), nb));
+            let mut maxes = vec![f64::NEG_INFINITY; nb];
+            let mut bag = b0;
+            let emit = |bag: usize, maxes: &mut [f64], dst: &mut [f64]| {
+                let orow = &mut dst[(bag - b0) * n_out..(bag - b0 + 1) * n_out];
+                for ((o, c), &b) in orow.iter_mut().zip(self.coef.rows()).zip(&self.intercept) {
+                    *o = self.dot(c.as_slice().unwrap_or(&[]), maxes) + b;
+                }
+                maxes.fill(f64::NEG_INFINITY);
+            };
+            for r0 in (lo..hi).step_by(ROW_CHUNK) {
+                let r1 = (r0 + ROW_CHUNK).min(hi);
+                let mut block = dots.slice_mut(ndarray::s![..r1 - r0, ..]);
+                ndarray::linalg::general_mat_mul(
+                    1.0,
+                    &rows.dense_block(r0, r1),
+                    &basis_t,
+                    0.0,
+                    &mut block,
+                );
+                let Some(k) = dots.as_slice_mut() else {
+                    return; // unreachable: `dots` is a fresh standard-layout array
+                };
+                let k = &mut k[..(r1 - r0) * nb];
+                self.kernel.finish_rows(k, &norms[r0..r1], 0, &self.znorms);
+                for (r, krow) in (r0..r1).zip(k.chunks_exact(nb)) {
+                    while r >= bag_ptr[bag + 1] {
+                        emit(bag, &mut maxes, dst);
+                        bag += 1;
+                    }
+                    for (mx, &v) in maxes.iter_mut().zip(krow.iter()) {
+                        *mx = mx.max(v);
+                    }
+                }
+            }
+            while bag < b1 {
+                emit(bag, &mut maxes, dst);
+                bag += 1;
+            }
+        });
     }
 
     /// [`Pooling::XvMax`] instance shares of checked rows ([`Predictor::xv_max_shares`] per
