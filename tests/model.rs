@@ -1025,10 +1025,11 @@ fn a_model_owns_its_basis() -> TestResult {
 #[test]
 fn one_bag_path_equals_the_batch_path_bit_for_bit_for_a_large_basis() -> TestResult {
     // more than ROW_KERNEL_MAX_XV dense vectors: the batch path scores through matrix
-    // products, and the one-bag path reproduces their bits (every pooling but MILES's xv_max)
+    // products, and the one-bag path reproduces their bits (MILES's xv_max included: its batch
+    // path scores bag by bag with the same products)
     let mut rng = ChaCha8Rng::seed_from_u64(41);
     for kernel in KERNELS {
-        for pooling in POOLINGS.into_iter().filter(|&p| p != Pooling::XvMax) {
+        for pooling in POOLINGS {
             for n_classes in [2, 3] {
                 for (n_xv, d) in [(33, 9), (300, 270)] {
                     // a width that keeps the kernel values away from 0 at any dimension
@@ -1046,7 +1047,9 @@ fn one_bag_path_equals_the_batch_path_bit_for_bit_for_a_large_basis() -> TestRes
                             scale: (0..d).map(|j| 1.0 + j as f64 * 0.1).collect(),
                         }));
                     }
-                    let bag_list = random_bags(&mut rng, 6, d, 1.0);
+                    let mut bag_list = random_bags(&mut rng, 6, d, 1.0);
+                    // a bag larger than a block of the batch path's rows
+                    bag_list.insert(3, random_matrix(&mut rng, 140, d, 1.0));
                     let dense = Bags::from_dense_bags(&bag_list)?;
                     let p = Predictor::new(&model)?;
                     let batch = p.decision_function(&dense)?;

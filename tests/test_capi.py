@@ -182,6 +182,15 @@ def test_c_scores_equal_python_bit_for_bit(check_program, name, tmp_path):
     check_model(check_program, est, test_bags, tmp_path)
 
 
+def test_miles_with_a_large_basis(check_program, tmp_path):
+    # more than 32 concepts: Python's batch path and the C API's one-bag path score MILES's
+    # bag-wise maxima with the same matrix-product arithmetic
+    bags, y = make_bags(0, n_bags=60, d=20)
+    est = quiet_fit(milsvm.MILES(C=10.0), bags, y)
+    assert est.model_.n_xv > 32
+    check_model(check_program, est, make_bags(1, n_bags=12, d=20)[0], tmp_path)
+
+
 def test_multiclass_model(check_program, tmp_path):
     bags, y = make_bags(0, n_bags=18, n_classes=3)
     est = quiet_fit(milsvm.MIKernel(C=10.0), bags, y)

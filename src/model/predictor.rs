@@ -10,12 +10,13 @@
 //!   same pooling per bag. Every value is computed by the same operations whatever the number
 //!   of threads, and the one-bag path gives exactly the batch path's values: for a larger dense
 //!   basis it scores a dense bag with the bits of the batch path's matrix products
-//!   (`kernel/gemm_bits.rs`), in its workspace. (The one exception is [`Pooling::XvMax`] with a
-//!   larger dense basis, below, whose batch path rounds its own way.)
+//!   (`kernel/gemm_bits.rs`), in its workspace.
 //! * [`Pooling::XvMax`] (MILES): the max of each expansion vector's kernel values over the bag,
-//!   then the linear combination; in a batch, bag by bag with the one-bag kernel for a small or
-//!   CSR basis, else through [`crate::kernel::bag_max_kernel`] (blocks of bags against blocks of
-//!   vectors, one matrix product each).
+//!   then the linear combination; in a batch, bag by bag with the one-bag path for a small or
+//!   CSR basis, else with matrix products over chunks of whole bags, whose bits the one-bag
+//!   path reproduces (`kernel/gemm_bits.rs`) as for the other poolings. Prediction does not use
+//!   [`crate::kernel::bag_max_kernel`], MILES's embedding of its training bags: that product
+//!   rounds its own way.
 
 use ndarray::Array2;
 use rayon::prelude::*;
@@ -35,8 +36,7 @@ use super::{min_max_into, min_max_rows, BagFeatures, Calibration, Model, Pooling
 use crate::bags::{validate_bag_ptr, Bags, Csr, FeatureIndex, Instances};
 use crate::error::{Error, Result};
 use crate::kernel::{
-    all_finite, bag_max_kernel, batch_sq_norm, instance_scores, Basis, GemmArith, Kernel, Rows,
-    Simd,
+    all_finite, batch_sq_norm, instance_scores, Basis, GemmArith, Kernel, Rows, Simd,
 };
 
 /// One bag of instances, borrowed: dense row-major values (`f64` or `f32`) or CSR rows.
@@ -269,8 +269,8 @@ pub struct Predictor {
     /// The compiled members of [`Model::ensemble`] (each with its calibration).
     members: Vec<Predictor>,
     simd: Simd,
-    /// For a dense basis of more than [`ROW_KERNEL_MAX_XV`] vectors (not [`Pooling::XvMax`]):
-    /// how one bag is scored with the bits of the batch path's matrix products.
+    /// For a dense basis of more than [`ROW_KERNEL_MAX_XV`] vectors: how one bag is scored with
+    /// the bits of the batch path's matrix products.
     gemm: Option<GemmScoring>,
 }
 
@@ -308,14 +308,10 @@ impl Predictor {
             }
         };
         let gemm = match &layout {
-            Layout::Dense(basis)
-                if basis.len() > ROW_KERNEL_MAX_XV && model.pooling != Pooling::XvMax =>
-            {
-                Some(GemmScoring {
-                    basis_t: basis.v.t().iter().copied().collect(),
-                    arith: GemmArith::detect(),
-                })
-            }
+            Layout::Dense(basis) if basis.len() > ROW_KERNEL_MAX_XV => Some(GemmScoring {
+                basis_t: basis.v.t().iter().copied().collect(),
+                arith: GemmArith::detect(),
+            }),
             _ => None,
         };
         Self {
@@ -622,21 +618,19 @@ impl Predictor {
     /// bag; leaves the instance norms in `ws.norms`.
     fn pooled(&self, bag: BagView<'_>, ws: &mut Workspace, out: &mut [f64]) {
         let n = bag.n_instances();
-        if let Some(g) = self.gemm_for(bag) {
-            let mut f = std::mem::take(&mut ws.inst);
-            f.resize(n * self.n_outputs(), 0.0);
-            self.gemm_instance_scores(g, bag, ws, &mut f);
-            self.pool(&f, n, out);
-            ws.inst = f;
-            return;
+        if self.pooling != Pooling::XvMax {
+            if let Some(g) = self.gemm_for(bag) {
+                let mut f = std::mem::take(&mut ws.inst);
+                f.resize(n * self.n_outputs(), 0.0);
+                self.gemm_instance_scores(g, bag, ws, &mut f);
+                self.pool(&f, n, out);
+                ws.inst = f;
+                return;
+            }
         }
         // instance_scores_into + pool fused (the same operations in the same order)
         let nb = self.n_xv();
-        ws.dots.resize(n * nb, 0.0);
-        ws.norms.resize(n, 0.0);
-        self.bag_dots(bag, ws);
-        self.kernel
-            .finish_rows(&mut ws.dots, &ws.norms, 0, &self.znorms);
+        self.kernel_values(bag, ws);
         if self.pooling == Pooling::XvMax {
             // F(X) = sum_k beta_k max_p k(z_k, x_p) + b
             ws.maxes.clear();
@@ -683,6 +677,23 @@ impl Predictor {
         }
     }
 
+    /// The kernel values of the bag's instances against the basis into `ws.dots` (`n x n_xv`)
+    /// and the instances' squared norms into `ws.norms`: by the matrix-product arithmetic for a
+    /// dense bag and a large dense basis ([`Predictor::gemm_kernel_values`]), else by the
+    /// one-bag kernel.
+    fn kernel_values(&self, bag: BagView<'_>, ws: &mut Workspace) {
+        if let Some(g) = self.gemm_for(bag) {
+            self.gemm_kernel_values(g, bag, ws);
+            return;
+        }
+        let n = bag.n_instances();
+        ws.dots.resize(n * self.n_xv(), 0.0);
+        ws.norms.resize(n, 0.0);
+        self.bag_dots(bag, ws);
+        self.kernel
+            .finish_rows(&mut ws.dots, &ws.norms, 0, &self.znorms);
+    }
+
     /// The matrix-product scoring of a dense bag against a large dense basis, if the model has
     /// one (a CSR bag is scored by the one-bag kernel, as the batch path scores CSR rows).
     fn gemm_for(&self, bag: BagView<'_>) -> Option<&GemmScoring> {
@@ -703,12 +714,22 @@ impl Predictor {
         ws: &mut Workspace,
         f: &mut [f64],
     ) {
-        let (n, d, nb, n_out) = (
-            bag.n_instances(),
-            bag.n_features(),
-            self.n_xv(),
-            self.n_outputs(),
-        );
+        let (n, nb, n_out) = (bag.n_instances(), self.n_xv(), self.n_outputs());
+        self.gemm_kernel_values(g, bag, ws);
+        let coef = self.coef.as_slice().unwrap_or(&[]);
+        g.arith.narrow(&ws.dots, coef, f, n, nb, n_out);
+        for row in f.chunks_exact_mut(n_out.max(1)) {
+            row.iter_mut()
+                .zip(&self.intercept)
+                .for_each(|(v, &b)| *v += b);
+        }
+    }
+
+    /// The kernel values of a dense bag against a large dense basis into `ws.dots` (`n x
+    /// n_xv`) with the bits of the batch path's matrix product ([`GemmArith::wide`]), and the
+    /// rows' squared norms (by `ndarray`'s dot) into `ws.norms`.
+    fn gemm_kernel_values(&self, g: &GemmScoring, bag: BagView<'_>, ws: &mut Workspace) {
+        let (n, d, nb) = (bag.n_instances(), bag.n_features(), self.n_xv());
         let mut wide = std::mem::take(&mut ws.wide);
         let x: &[f64] = match bag {
             BagView::Dense { data, .. } => data,
@@ -725,13 +746,6 @@ impl Predictor {
         g.arith.wide(x, &g.basis_t, &mut ws.dots, n, d, nb);
         self.kernel
             .finish_rows(&mut ws.dots, &ws.norms, 0, &self.znorms);
-        let coef = self.coef.as_slice().unwrap_or(&[]);
-        g.arith.narrow(&ws.dots, coef, f, n, nb, n_out);
-        for row in f.chunks_exact_mut(n_out.max(1)) {
-            row.iter_mut()
-                .zip(&self.intercept)
-                .for_each(|(v, &b)| *v += b);
-        }
         ws.wide = wide;
     }
 
@@ -899,56 +913,120 @@ impl Predictor {
         total / (n * n) as f64
     }
 
-    /// [`Pooling::XvMax`] bag scores of checked rows: bag by bag with the one-bag kernel for a
-    /// small or CSR basis (the values of [`Predictor::score_bag`]), else the bag-wise maxima of
-    /// [`bag_max_kernel`] times the coefficients.
+    /// [`Pooling::XvMax`] bag scores of checked rows: bag by bag with the one-bag path
+    /// ([`Predictor::pooled`]) for a small or CSR basis or CSR rows; for dense rows and a large
+    /// dense basis, the kernel values of chunks of whole bags by `ndarray` matrix products
+    /// (`matrixmultiply`'s `dgemm`, whose bits the one-bag path reproduces with
+    /// [`GemmArith::wide`]), then the same maxima and sums as [`Predictor::pooled`]. Either way
+    /// [`Predictor::score_bag`] gives these bits. MILES's fit embeds its training bags by
+    /// [`crate::kernel::bag_max_kernel`] instead, whose product rounds its own way.
     fn xv_max_rows(&self, rows: Rows<'_>, bag_ptr: &[usize]) -> Result<Array2<f64>> {
         let norms = checked_bag_norms(rows, bag_ptr)?;
         let m = bag_ptr.len() - 1;
         let n_out = self.n_outputs().max(1);
         let mut out = Array2::zeros((m, n_out));
-        match &self.layout {
-            Layout::Dense(basis) if basis.len() > ROW_KERNEL_MAX_XV => {
-                let e = bag_max_kernel(
-                    self.kernel,
-                    rows,
-                    &norms,
-                    bag_ptr,
-                    Rows::Dense(basis.v.view()),
-                    &self.znorms,
-                    &crate::progress::Cancel::default(),
-                )?;
-                out.axis_iter_mut(ndarray::Axis(0))
-                    .into_par_iter()
-                    .zip(e.axis_iter(ndarray::Axis(0)))
-                    .for_each(|(mut dst, erow)| {
-                        let erow = erow.as_slice().unwrap_or(&[]);
-                        for ((o, c), &b) in
-                            dst.iter_mut().zip(self.coef.rows()).zip(&self.intercept)
-                        {
-                            *o = self.dot(c.as_slice().unwrap_or(&[]), erow) + b;
-                        }
-                    });
-            }
-            _ => {
-                let one = |ws: &mut Workspace, (i, dst): (usize, &mut [f64])| {
-                    self.pooled(BagView::of(rows, bag_ptr[i], bag_ptr[i + 1]), ws, dst);
-                };
-                if let Some(buf) = out.as_slice_mut() {
-                    if rows.n_rows() * self.n_xv() < SEQUENTIAL_WORK {
-                        let mut ws = Workspace::default();
-                        buf.chunks_mut(n_out)
-                            .enumerate()
-                            .for_each(|item| one(&mut ws, item));
-                    } else {
-                        buf.par_chunks_mut(n_out)
-                            .enumerate()
-                            .for_each_init(Workspace::default, one);
-                    }
-                }
+        if let (Some(g), Layout::Dense(basis), true) = (&self.gemm, &self.layout, rows.is_dense()) {
+            self.xv_max_gemm_rows(g, basis, rows, &norms, bag_ptr, &mut out);
+            return finite(out, None);
+        }
+        let one = |ws: &mut Workspace, (i, dst): (usize, &mut [f64])| {
+            self.pooled(BagView::of(rows, bag_ptr[i], bag_ptr[i + 1]), ws, dst);
+        };
+        if let Some(buf) = out.as_slice_mut() {
+            if rows.n_rows() * self.n_xv() < SEQUENTIAL_WORK {
+                let mut ws = Workspace::default();
+                buf.chunks_mut(n_out)
+                    .enumerate()
+                    .for_each(|item| one(&mut ws, item));
+            } else {
+                buf.par_chunks_mut(n_out)
+                    .enumerate()
+                    .for_each_init(Workspace::default, one);
             }
         }
         finite(out, None)
+    }
+
+    /// [`Predictor::xv_max_rows`] of dense rows against a large dense basis: in parallel over
+    /// chunks of whole bags (about [`ROW_CHUNK`] rows), the inner products by one matrix product
+    /// per block of at most [`ROW_CHUNK`] rows, then per bag the kernel values' maxima and their sums with the
+    /// coefficients, as [`Predictor::pooled`] does for one bag.
+    fn xv_max_gemm_rows(
+        &self,
+        g: &GemmScoring,
+        basis: &Basis,
+        rows: Rows<'_>,
+        norms: &[f64],
+        bag_ptr: &[usize],
+        out: &mut Array2<f64>,
+    ) {
+        let nb = basis.len();
+        let n_out = self.n_outputs().max(1);
+        let Ok(basis_t) = ndarray::ArrayView2::from_shape((rows.n_cols(), nb), &g.basis_t[..])
+        else {
+            return; // unreachable: the basis has the rows' width (`check_width`)
+        };
+        let mut chunks = Vec::new();
+        let mut start = 0;
+        for i in 0..bag_ptr.len() - 1 {
+            if bag_ptr[i + 1] - bag_ptr[start] >= ROW_CHUNK || i + 2 == bag_ptr.len() {
+                chunks.push((start, i + 1));
+                start = i + 1;
+            }
+        }
+        let Some(mut rest) = out.as_slice_mut() else {
+            return; // unreachable: `out` is a fresh standard-layout array
+        };
+        let mut parts = Vec::with_capacity(chunks.len());
+        for &(b0, b1) in &chunks {
+            let (head, tail) = rest.split_at_mut((b1 - b0) * n_out);
+            parts.push((b0, b1, head));
+            rest = tail;
+        }
+        parts.into_par_iter().for_each(|(b0, b1, dst)| {
+            // the rows in blocks of at most ROW_CHUNK (a large bag spans several), each bag's
+            // maxima updated row by row in order, as the one-bag path does
+            let (lo, hi) = (bag_ptr[b0], bag_ptr[b1]);
+            let mut dots = Array2::zeros((ROW_CHUNK.min(hi - lo), nb));
+            let mut maxes = vec![f64::NEG_INFINITY; nb];
+            let mut bag = b0;
+            let emit = |bag: usize, maxes: &mut [f64], dst: &mut [f64]| {
+                let orow = &mut dst[(bag - b0) * n_out..(bag - b0 + 1) * n_out];
+                for ((o, c), &b) in orow.iter_mut().zip(self.coef.rows()).zip(&self.intercept) {
+                    *o = self.dot(c.as_slice().unwrap_or(&[]), maxes) + b;
+                }
+                maxes.fill(f64::NEG_INFINITY);
+            };
+            for r0 in (lo..hi).step_by(ROW_CHUNK) {
+                let r1 = (r0 + ROW_CHUNK).min(hi);
+                let mut block = dots.slice_mut(ndarray::s![..r1 - r0, ..]);
+                ndarray::linalg::general_mat_mul(
+                    1.0,
+                    &rows.dense_block(r0, r1),
+                    &basis_t,
+                    0.0,
+                    &mut block,
+                );
+                let Some(k) = dots.as_slice_mut() else {
+                    return; // unreachable: `dots` is a fresh standard-layout array
+                };
+                let k = &mut k[..(r1 - r0) * nb];
+                self.kernel.finish_rows(k, &norms[r0..r1], 0, &self.znorms);
+                for (r, krow) in (r0..r1).zip(k.chunks_exact(nb)) {
+                    while r >= bag_ptr[bag + 1] {
+                        emit(bag, &mut maxes, dst);
+                        bag += 1;
+                    }
+                    for (mx, &v) in maxes.iter_mut().zip(krow.iter()) {
+                        *mx = mx.max(v);
+                    }
+                }
+            }
+            while bag < b1 {
+                emit(bag, &mut maxes, dst);
+                bag += 1;
+            }
+        });
     }
 
     /// [`Pooling::XvMax`] instance shares of checked rows ([`Predictor::xv_max_shares`] per
@@ -986,11 +1064,7 @@ impl Predictor {
         let n = bag.n_instances();
         let nb = self.n_xv();
         let n_out = self.n_outputs().max(1);
-        ws.dots.resize(n * nb, 0.0);
-        ws.norms.resize(n, 0.0);
-        self.bag_dots(bag, ws);
-        self.kernel
-            .finish_rows(&mut ws.dots, &ws.norms, 0, &self.znorms);
+        self.kernel_values(bag, ws);
         ws.maxes.clear();
         ws.maxes.resize(nb, f64::NEG_INFINITY);
         ws.argmax.clear();
