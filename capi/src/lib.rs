@@ -9,8 +9,8 @@
 //! * a call returns [`MilsvmStatus::MILSVM_OK`] (0) or one of the other codes of
 //!   [`MilsvmStatus`], with the message in [`milsvm_last_error`] (per thread);
 //! * the scores are those of the core's serving path ([`milsvm::Predictor::score_bag`]), which
-//!   equal Python's `decision_function` bit for bit (but for MILES with a basis of more than 32
-//!   dense vectors, to rounding), and the probabilities Python's `predict_proba`;
+//!   equal Python's `decision_function` bit for bit, and the probabilities Python's
+//!   `predict_proba`;
 //! * a model is immutable once loaded: one model may be scored by many threads at once. Each
 //!   thread scores in its own workspace (thread-local), so that a warm thread allocates nothing
 //!   per call;
