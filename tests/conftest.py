@@ -42,6 +42,57 @@ def fit_quietly(est, bags, y):
         return est.fit(bags, y)
 
 
+#: Settings of every registered estimator that fit fast on :func:`marked_bags` (the model-file,
+#: schema and C API tests check the registry against this list, so a new estimator cannot be
+#: left out).
+SMALL_FITS = {
+    "SparseMI": dict(n_xv=3, C=10.0, max_iter=3, random_state=0),
+    "RSVM": dict(n_xv=3, C=10.0, random_state=0),
+    "MIKernel": dict(C=10.0),
+    "ReducedSet": dict(n_xv=3, C=10.0, random_state=0),
+    "NSK": dict(C=10.0),
+    "sMIL": dict(C=10.0),
+    "ALSVM": dict(C=10.0, max_iter=5),
+    "AWSVM": dict(C=10.0, max_iter=5),
+    "ALPSVM": dict(C=10.0, max_iter=5),
+    "miSVM": dict(C=10.0, max_iter=5),
+    "MISVM": dict(C=10.0, max_iter=5),
+    "SVMCC": dict(C=10.0, max_iter=5),
+    "OneClassMISVM": dict(max_iter=3),
+    "stMIL": dict(C=10.0, max_iter=5),
+    "MissSVM": dict(C=10.0, max_iter=5),
+    "SIL": dict(C=10.0),
+    "STK": dict(C=10.0),
+    "MILES": dict(C=10.0),
+    "sbMIL": dict(C=10.0, eta=0.5),
+    "sAwMIL": dict(C=1.0, eta=0.5),
+}
+
+
+def marked_bags(seed, n_bags=16, d=3, n_classes=2):
+    """Bags whose class is marked by one instance near a class centre, with codes
+    ``0..n_classes-1`` as labels."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(n_bags) % n_classes
+    bags = []
+    for label in y:
+        bag = rng.normal(size=(int(rng.integers(1, 5)), d))
+        bag[0, label % d] += 3.0 * (1 + label // d)
+        bags.append(bag)
+    return bags, y
+
+
+def quiet_fit(est, bags, y):
+    """``est.fit(bags, y)`` without ``ConvergenceWarning`` or floating-point warnings."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return est.fit(bags, y)
+
+
 def random_bags(seed, n_bags=8, d=3, max_size=5, sparse=False, density=0.5):
     """Small random bags (list of arrays) with balanced binary labels {0, 1}."""
     rng = np.random.default_rng(seed)

@@ -16,17 +16,17 @@ import os
 import re
 import shutil
 import subprocess
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.pipeline import make_pipeline
 
 import milsvm
 from milsvm import _registry
+
+from conftest import SMALL_FITS, marked_bags, quiet_fit
 
 REPO = Path(__file__).resolve().parents[1]
 HEADER_DIR = REPO / "capi" / "include"
@@ -35,48 +35,8 @@ CC = shutil.which(os.environ.get("CC", "cc"))
 
 pytestmark = pytest.mark.skipif(CC is None, reason="no C compiler (cc) on PATH: the C API tests need one")
 
-#: Every registered estimator, with settings fast on the small sets below (the registry is
-#: checked against this list, so a new estimator cannot be left out).
-ESTIMATORS = {
-    "SparseMI": dict(n_xv=3, C=10.0, max_iter=3, random_state=0),
-    "RSVM": dict(n_xv=3, C=10.0, random_state=0),
-    "MIKernel": dict(C=10.0),
-    "ReducedSet": dict(n_xv=3, C=10.0, random_state=0),
-    "NSK": dict(C=10.0, norm="l2"),
-    "sMIL": dict(C=10.0),
-    "ALSVM": dict(C=10.0, max_iter=5),
-    "AWSVM": dict(C=10.0, max_iter=5),
-    "ALPSVM": dict(C=10.0, max_iter=5),
-    "miSVM": dict(C=10.0, max_iter=5),
-    "MISVM": dict(C=10.0, max_iter=5),
-    "SVMCC": dict(C=10.0, max_iter=5),
-    "OneClassMISVM": dict(max_iter=3),
-    "stMIL": dict(C=10.0, max_iter=5),
-    "MissSVM": dict(C=10.0, max_iter=5),
-    "SIL": dict(C=10.0),
-    "STK": dict(C=10.0),
-    "MILES": dict(C=10.0),
-    "sbMIL": dict(C=10.0, eta=0.5),
-    "sAwMIL": dict(C=1.0, eta=0.5),
-}
-
-
-def make_bags(seed, n_bags=16, d=3, n_classes=2):
-    """Bags whose class is marked by one instance near a class centre."""
-    rng = np.random.default_rng(seed)
-    y = np.arange(n_bags) % n_classes
-    bags = []
-    for label in y:
-        bag = rng.normal(size=(int(rng.integers(1, 5)), d))
-        bag[0, label % d] += 3.0 * (1 + label // d)
-        bags.append(bag)
-    return bags, y
-
-
-def quiet_fit(est, bags, y):
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        return est.fit(bags, y)
+#: Every registered estimator (NSK with its l2 norm here).
+ESTIMATORS = {**SMALL_FITS, "NSK": dict(C=10.0, norm="l2")}
 
 
 @pytest.fixture(scope="module")
@@ -176,30 +136,30 @@ def test_every_estimator_is_covered():
 def test_c_scores_equal_python_bit_for_bit(check_program, name, tmp_path):
     # 40 bags: the dual methods keep more than 32 expansion vectors, which both paths score
     # through matrix products
-    bags, y = make_bags(0, n_bags=40)
+    bags, y = marked_bags(0, n_bags=40)
     est = quiet_fit(_registry.ESTIMATORS[name](**ESTIMATORS[name]), bags, y)
-    test_bags, _ = make_bags(1, n_bags=12)
+    test_bags, _ = marked_bags(1, n_bags=12)
     check_model(check_program, est, test_bags, tmp_path)
 
 
 def test_miles_with_a_large_basis(check_program, tmp_path):
     # more than 32 concepts: Python's batch path and the C API's one-bag path score MILES's
     # bag-wise maxima with the same matrix-product arithmetic
-    bags, y = make_bags(0, n_bags=60, d=20)
+    bags, y = marked_bags(0, n_bags=60, d=20)
     est = quiet_fit(milsvm.MILES(C=10.0), bags, y)
     assert est.model_.n_xv > 32
-    check_model(check_program, est, make_bags(1, n_bags=12, d=20)[0], tmp_path)
+    check_model(check_program, est, marked_bags(1, n_bags=12, d=20)[0], tmp_path)
 
 
 def test_multiclass_model(check_program, tmp_path):
-    bags, y = make_bags(0, n_bags=18, n_classes=3)
+    bags, y = marked_bags(0, n_bags=18, n_classes=3)
     est = quiet_fit(milsvm.MIKernel(C=10.0), bags, y)
-    got = check_model(check_program, est, make_bags(2, n_bags=9)[0], tmp_path)
+    got = check_model(check_program, est, marked_bags(2, n_bags=9)[0], tmp_path)
     assert got["scores64"].size == 9 * 3
 
 
 def test_scaler_pipeline_with_probabilities(check_program, tmp_path):
-    bags, y = make_bags(0, n_bags=30)
+    bags, y = marked_bags(0, n_bags=30)
     bags = [b * [1.0, 50.0, 0.01] + [0.0, 100.0, -3.0] for b in bags]
     pipe = quiet_fit(make_pipeline(milsvm.BagStandardScaler(), milsvm.SparseMI(n_xv=3, C=10.0, probability=True,
                                                                             random_state=0)), bags, y)
@@ -209,7 +169,7 @@ def test_scaler_pipeline_with_probabilities(check_program, tmp_path):
 
 
 def test_probability_ensemble(check_program, tmp_path):
-    bags, y = make_bags(0, n_bags=30)
+    bags, y = marked_bags(0, n_bags=30)
     est = quiet_fit(milsvm.NSK(C=10.0, probability="ensemble"), bags, y)
     got = check_model(check_program, est, bags[:10], tmp_path)
     assert json.loads((tmp_path / "model.json").read_text())["ensemble"]
@@ -232,7 +192,7 @@ def test_csr_basis(check_program, tmp_path):
 
 
 def test_eight_threads_give_the_same_bits(check_program, tmp_path):
-    bags, y = make_bags(0, n_bags=30)
+    bags, y = marked_bags(0, n_bags=30)
     est = quiet_fit(milsvm.MIKernel(C=10.0), bags, y)
     assert est.model_.n_xv > 32  # the matrix-product path, with its per-thread buffers
     est.save(tmp_path / "m.json")
@@ -242,7 +202,7 @@ def test_eight_threads_give_the_same_bits(check_program, tmp_path):
 
 
 def test_no_allocation_per_call_once_warm(check_program, tmp_path):
-    bags, y = make_bags(0, n_bags=30)
+    bags, y = marked_bags(0, n_bags=30)
     for est in (quiet_fit(milsvm.MIKernel(C=10.0, probability=True), bags, y),
                 quiet_fit(make_pipeline(milsvm.BagStandardScaler(), milsvm.NSK(C=10.0, norm="l2",
                                                                             probability="ensemble")), bags, y),
@@ -303,7 +263,7 @@ def errors_run(program, folder):
     # a linear model whose score of a bag holding 1e300 overflows: f(x) = 1e10 <(1, 1, 1), x>
     plain = milsvm.Model(np.ones((1, 3)), np.array([[1e10]]), np.array([0.0]), "linear", 1.0, 2)
     (folder / "plain.json").write_text(plain.to_json())
-    bags, y = make_bags(0)
+    bags, y = marked_bags(0)
     quiet_fit(milsvm.STK(C=10.0), bags, y).save(folder / "stk.json")
     return parse_report(run_c(program, "errors", folder / "plain.json", folder / "stk.json").stdout)
 
@@ -321,7 +281,7 @@ def test_every_bad_input_gives_its_code_and_message(check_program, tmp_path):
 
 def bad_files(folder):
     """Model files the library must refuse: {name: (path, code, words of the message)}."""
-    bags, y = make_bags(0)
+    bags, y = marked_bags(0)
     est = quiet_fit(milsvm.SparseMI(n_xv=3, C=10.0, max_iter=3, random_state=0), bags, y)
     good = folder / "good.json"
     est.save(good)
@@ -362,7 +322,7 @@ def test_bad_model_files_are_refused_with_their_code(check_program, tmp_path):
 
 
 def sanitizer_inputs(folder):
-    bags, y = make_bags(0, n_bags=24)
+    bags, y = marked_bags(0, n_bags=24)
     pipe = quiet_fit(make_pipeline(milsvm.BagStandardScaler(), milsvm.NSK(C=10.0, norm="l2", probability="ensemble")),
                      bags, y)
     milsvm.save(pipe, folder / "pipe.json")

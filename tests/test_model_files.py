@@ -19,6 +19,8 @@ from sklearn.exceptions import NotFittedError
 
 import milsvm
 
+from conftest import marked_bags
+
 REPO = Path(__file__).resolve().parents[1]
 
 #: (id, estimator factory, multi-class) with parameters fast on the small sets below.
@@ -58,14 +60,8 @@ KINDS = [
 
 
 def make_bags(seed, n_bags=16, d=3, n_classes=2):
-    """Bags whose class is marked by one instance near a class centre."""
-    rng = np.random.default_rng(seed)
-    y = np.arange(n_bags) % n_classes
-    bags = []
-    for label in y:
-        bag = rng.normal(size=(int(rng.integers(1, 5)), d))
-        bag[0, label % d] += 3.0 * (1 + label // d)
-        bags.append(bag)
+    """:func:`marked_bags` with string labels (up to three classes)."""
+    bags, y = marked_bags(seed, n_bags, d, n_classes)
     return bags, np.array(["neg", "pos", "third"])[y] if n_classes <= 3 else y
 
 

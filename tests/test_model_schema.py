@@ -8,17 +8,17 @@ enumerations are the core's.
 import copy
 import json
 import re
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.pipeline import make_pipeline
 
 import milsvm
 from milsvm import _registry
+
+from conftest import SMALL_FITS, marked_bags, quiet_fit
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -26,33 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((REPO / "schema" / "model.schema.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 
-#: Fast settings of every registered estimator (the registry is checked against this list).
-FAST = {
-    "SparseMI": dict(n_xv=3, C=10.0, max_iter=3, random_state=0), "RSVM": dict(n_xv=3, C=10.0, random_state=0),
-    "MIKernel": dict(C=10.0), "ReducedSet": dict(n_xv=3, C=10.0, random_state=0), "NSK": dict(C=10.0),
-    "sMIL": dict(C=10.0), "ALSVM": dict(C=10.0, max_iter=5), "AWSVM": dict(C=10.0, max_iter=5),
-    "ALPSVM": dict(C=10.0, max_iter=5), "miSVM": dict(C=10.0, max_iter=5), "MISVM": dict(C=10.0, max_iter=5),
-    "SVMCC": dict(C=10.0, max_iter=5), "OneClassMISVM": dict(max_iter=3), "stMIL": dict(C=10.0, max_iter=5),
-    "MissSVM": dict(C=10.0, max_iter=5), "SIL": dict(C=10.0), "STK": dict(C=10.0), "MILES": dict(C=10.0),
-    "sbMIL": dict(C=10.0, eta=0.5), "sAwMIL": dict(C=1.0, eta=0.5),
-}
-
-
-def make_bags(seed, n_bags=24, d=3, n_classes=2):
-    rng = np.random.default_rng(seed)
-    y = np.arange(n_bags) % n_classes
-    bags = []
-    for label in y:
-        bag = rng.normal(size=(int(rng.integers(1, 5)), d))
-        bag[0, label % d] += 3.0 * (1 + label // d)
-        bags.append(bag)
-    return bags, y
-
-
-def quiet_fit(est, bags, y):
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        return est.fit(bags, y)
+FAST = SMALL_FITS
 
 
 def saved(est, tmp_path):
@@ -78,7 +52,7 @@ def test_the_schema_is_a_valid_2020_12_schema():
 @pytest.mark.parametrize("name", sorted(FAST))
 @pytest.mark.parametrize("probability", [False, True, "ensemble"])
 def test_every_estimators_file_is_valid(name, probability, tmp_path):
-    bags, y = make_bags(0)
+    bags, y = marked_bags(0, n_bags=24)
     est = quiet_fit(_registry.ESTIMATORS[name](**FAST[name], probability=probability), bags, y)
     doc = saved(est, tmp_path)
     assert_valid(doc)
@@ -88,7 +62,7 @@ def test_every_estimators_file_is_valid(name, probability, tmp_path):
 
 @pytest.mark.parametrize("name", ["MIKernel", "STK", "MILES", "NSK"])
 def test_pipelines_multiclass_and_float32_files_are_valid(name, tmp_path):
-    bags, y = make_bags(0, n_bags=30, n_classes=3)
+    bags, y = marked_bags(0, n_bags=30, n_classes=3)
     bags = [b.astype(np.float32) for b in bags]
     pipe = quiet_fit(make_pipeline(milsvm.BagStandardScaler(), _registry.ESTIMATORS[name](**FAST[name],
                                                                                         probability=True)), bags, y)
@@ -137,7 +111,7 @@ def test_older_versions_still_read_are_valid():
 
 
 def good_document(tmp_path):
-    bags, y = make_bags(0)
+    bags, y = marked_bags(0, n_bags=24)
     return saved(quiet_fit(milsvm.NSK(C=10.0, probability="ensemble"), bags, y), tmp_path)
 
 
