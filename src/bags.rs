@@ -7,12 +7,15 @@
 use ndarray::{s, Array2};
 
 use crate::error::{invalid_data, Result};
-use crate::kernel::Rows;
+
 
 mod by_feature;
 mod dense;
+mod rows;
 pub(crate) use by_feature::FeatureIndex;
 pub use dense::{Dense, DenseF32, DenseF64};
+pub(crate) use rows::CHUNK_ROWS;
+pub use rows::Rows;
 
 /// A compressed sparse row matrix of `f64` (the layout of `scipy.sparse.csr_matrix`). Serde
 /// reads it through [`Csr::new`], so a deserialised matrix is checked like a built one.
@@ -171,7 +174,7 @@ impl From<Array2<f64>> for Instances {
 /// Instance rows, dense (`f64` or `f32`) or sparse.
 ///
 /// `f32` rows ([`Instances::Dense32`]) are kept in single precision and read into `f64`
-/// arithmetic everywhere (see [`crate::kernel::Real`]): a fit or a prediction on them gives the
+/// arithmetic everywhere (see [`crate::linalg::Real`]): a fit or a prediction on them gives the
 /// same bits as on the same values stored as [`Instances::Dense`].
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -276,7 +279,7 @@ impl Instances {
                 // kernel is faster than ndarray's matrixmultiply on these tiles. `f32` rows are
                 // read into `f64` a block at a time.
                 let b = b.to_f64();
-                let bt = crate::solver::faer_ref(b.t());
+                let bt = crate::linalg::faer_ref(b.t());
                 let bounds: Vec<(usize, usize)> = (0..n)
                     .step_by(256)
                     .map(|lo| (lo, (lo + 256).min(n)))
@@ -287,9 +290,9 @@ impl Instances {
                     .for_each(|(o, (lo, hi))| {
                         let xb = x.dense_block(lo, hi);
                         faer::linalg::matmul::matmul(
-                            crate::solver::faer_mut(o),
+                            crate::linalg::faer_mut(o),
                             faer::Accum::Replace,
-                            crate::solver::faer_ref(xb.view()),
+                            crate::linalg::faer_ref(xb.view()),
                             bt,
                             1.0,
                             faer::Par::Seq,

@@ -23,12 +23,14 @@ use ndarray::{Array1, Array2};
 use crate::bags::{Bags, Instances};
 use crate::error::Result;
 use crate::fit::{by_value, only_fit, CPath, Problem, Prologue, Setup};
-use crate::kernel::{Kernel, Rows};
+use crate::kernel::Kernel;
+use crate::bags::Rows;
 #[cfg(doc)]
 use crate::model::min_max_bags;
 use crate::model::{bags_min_max, BagFeatures, Model, Pooling};
 use crate::params::{hyperparams, KernelKind, Range};
-use crate::smo::{DualSolution, HingeSolver, InstanceGram, Termination};
+use crate::smo::{DualSolution, HingeSolver, InstanceGram};
+use crate::progress::StopReason;
 
 /// A fitted SIL or STK: the shared [`crate::fit::SvmFit`] (the instance expansion with max
 /// pooling for SIL; the statistic vectors of the support bags with [`BagFeatures::MinMax`] for
@@ -112,7 +114,7 @@ pub(crate) fn record(model: Model, gamma: f64, sols: Vec<DualSolution>) -> Plain
             .map(|s| s.alpha.iter().filter(|&&a| a > 0.0).count())
             .collect(),
         n_iter: sols.iter().map(|s| s.iterations).max().unwrap_or(0),
-        converged: sols.iter().all(|s| s.termination == Termination::Converged),
+        converged: sols.iter().all(|s| s.termination == StopReason::Converged),
         alpha: sols.into_iter().map(|s| s.alpha).collect(),
     }
 }

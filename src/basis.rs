@@ -16,9 +16,9 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
 use crate::bags::Instances;
-use crate::kernel::Simd;
+use crate::linalg::Simd;
 
-crate::params::choices! {
+crate::choice::choices! {
     /// How a reduced basis is chosen.
     pub enum BasisInit {
         /// k-means centroids of the training instances ([`kmeans`]).

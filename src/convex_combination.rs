@@ -58,16 +58,19 @@
 use crate::bags::Bags;
 use crate::error::{invalid_param, Result};
 use crate::fit::{Problem, Setup};
-use crate::kernel::{Kernel, Rows};
+use crate::kernel::Kernel;
+use crate::bags::Rows;
 use crate::model::{Model, Pooling};
-use crate::params::{choices, hyperparams, KernelKind, Progress, Range, SvmRoute};
-use crate::smo::{DualSolution, InstanceGram, OnePerPoint, Smo, SmoParams, Termination};
+use crate::choice::choices;
+use crate::params::{hyperparams, KernelKind, Range, SvmRoute};
+use crate::progress::Progress;
+use crate::smo::{DualSolution, InstanceGram, OnePerPoint, Smo, SmoParams};
+use crate::progress::StopReason;
 use crate::solver::linear_hinge::{row_scores, HingeLoss, LinearHinge};
 // `ComboGram` and `max_weights` live in `crate::smo` (SVM-CC, sMIL and the one-class MI-SVM share
 // them); re-exported so that their former paths `milsvm::convex_combination::*` still work.
 pub use crate::smo::{max_weights, ComboGram};
 
-pub use crate::fit::StopReason;
 
 choices! {
     /// Which optimal `v` SVM-CC's LP step returns: with `w` fixed the LP's optimum in `v` is in
@@ -452,9 +455,9 @@ impl SvmCcValidParams {
                     objective: s.dual_objective,
                     iterations: s.passes,
                     termination: if s.converged {
-                        Termination::Converged
+                        StopReason::Converged
                     } else {
-                        Termination::MaxIter
+                        StopReason::MaxIter
                     },
                     alpha: s.alpha,
                 };
@@ -473,7 +476,7 @@ impl SvmCcValidParams {
                 (sol, g_pos, (g_neg, w2))
             };
             let (g_neg, w2) = g_neg;
-            smo_converged &= sol.termination == Termination::Converged;
+            smo_converged &= sol.termination == StopReason::Converged;
             let mut scores = Vec::with_capacity(mp);
             let mut off = 0;
             for &i in &pos {

@@ -27,7 +27,7 @@ pub enum Error {
     /// A model file could not be read or written.
     #[error("model file: {0}")]
     ModelFile(String),
-    /// The fit was cancelled through its [`crate::progress::Cancel`] flag (Python: Ctrl-C);
+    /// The fit was cancelled through its `progress::Cancel` flag (Python: Ctrl-C);
     /// nothing of it is returned.
     #[error("cancelled")]
     Cancelled,

@@ -1,18 +1,29 @@
 //! The one fit path: the [`Fit`] trait every algorithm implements on its checked
 //! hyperparameters, the prologue every fit shares (`Prologue`: labels, class weights, thread
-//! pool, observer, cancellation), the binary problems of a fit (`Setup::one_vs_rest`) and the
-//! one [`StopReason`] of every iterative method; [`FitPath`], a grid over `C` fitted as one
-//! warm-started path.
+//! pool, observer, cancellation), the binary problems of a fit (`Setup::one_vs_rest`);
+//! [`FitPath`], a grid over `C` fitted as one warm-started path.
 
 use rayon::prelude::*;
 
 use crate::bags::{validate_labels, Bags};
 use crate::error::Result;
-use crate::params::ClassWeight;
+use crate::class_weight::ClassWeight;
 use crate::progress::Observer;
+use crate::threads::with_threads;
+
+/// Hyperparameters that have not been checked. [`ParamGuard::check_ref`] runs every check and
+/// gives the checked type, the only one a fit accepts.
+pub trait ParamGuard {
+    /// The checked hyperparameters.
+    type Checked;
+    /// Checks every hyperparameter; the error names the first one at fault and its range.
+    fn check_ref(&self) -> Result<&Self::Checked>;
+    /// [`ParamGuard::check_ref`], consuming the builder.
+    fn check(self) -> Result<Self::Checked>;
+}
 
 /// Fitting on bags: implemented by every algorithm on its *checked* hyperparameters
-/// ([`crate::params::ParamGuard::Checked`]), so that it runs only on validated values; the
+/// ([`ParamGuard::Checked`]), so that it runs only on validated values; the
 /// builders get the same call with the check first (`NskParams::new().fit(...)`).
 pub trait Fit {
     /// The fitted model with its training record.
@@ -25,7 +36,7 @@ pub trait Fit {
 /// The builders fit too, checking their hyperparameters first.
 impl<P> Fit for P
 where
-    P: crate::params::ParamGuard,
+    P: ParamGuard,
     P::Checked: Fit,
 {
     type Output = <P::Checked as Fit>::Output;
@@ -74,7 +85,7 @@ pub trait FitPath: Fit {
 /// The builders fit paths too, checking their hyperparameters first.
 impl<P> FitPath for P
 where
-    P: crate::params::ParamGuard,
+    P: ParamGuard,
     P::Checked: FitPath,
 {
     fn fit_path(&self, bags: &Bags, labels: &[usize], cs: &[f64]) -> Result<Vec<Self::Output>> {
@@ -164,25 +175,6 @@ pub(crate) fn by_value<T>(per_problem: Vec<Vec<T>>) -> Vec<Vec<T>> {
     out
 }
 
-/// Why an iterative method stopped (every family's outer loop reports one per binary problem).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopReason {
-    /// The method's stopping rule was met (the change fell below `tol`, the entropy below
-    /// `eps`, no label or constraint changed, the KKT gap below the tolerance).
-    Converged,
-    /// The cap (`max_iter`) was reached first; the last iterate is kept.
-    MaxIter,
-}
-
-impl StopReason {
-    /// Whether the stopping rule was met.
-    pub fn converged(&self) -> bool {
-        *self == StopReason::Converged
-    }
-}
-
-pub use crate::threads::with_threads;
 
 /// What every fit does before its algorithm: check the labels (class indices, every class
 /// present, one per bag) and the class weights against them, stop if already cancelled, and

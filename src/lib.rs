@@ -67,6 +67,8 @@
 //! ```
 pub mod annealing;
 pub mod bags;
+pub mod class_weight;
+pub mod choice;
 pub mod baselines;
 pub mod basis;
 pub mod convex_combination;
@@ -74,6 +76,7 @@ pub mod data;
 pub mod error;
 pub mod fit;
 pub mod kernel;
+pub mod linalg;
 pub mod miles;
 pub mod model;
 pub mod multiclass;
@@ -101,13 +104,14 @@ pub use bags::{Bags, Csr, Instances};
 pub use baselines::{PlainSvmFit, SilParams, SilValidParams, StkParams, StkValidParams};
 pub use convex_combination::{CcBounds, LpRule, SvmCcFit, SvmCcParams, SvmCcValidParams};
 pub use error::{Error, Result};
-pub use fit::{Fit, FitPath, StopReason};
+pub use fit::{Fit, FitPath, ParamGuard};
 pub use kernel::Kernel;
 pub use miles::{MilesFit, MilesParams, MilesValidParams};
 pub use model::{BagView, Model, Pooling, Predictor, Workspace};
 pub use one_class::{OneClassFit, OneClassParams, OneClassValidParams};
-pub use params::{ClassWeight, Gamma, Hyperparams, KernelKind, ParamGuard};
-pub use progress::{Cancel, Observer, Progress};
+pub use class_weight::ClassWeight;
+pub use params::{Gamma, Hyperparams, KernelKind};
+pub use progress::{Cancel, Observer, Progress, StopReason};
 pub use semi_supervised::{CccpFit, CccpMethod, CccpParams, CccpValidParams};
 pub use set_kernel::{
     MiKernelFit, MiKernelParams, MiKernelValidParams, ReducedSetFit, ReducedSetParams,

@@ -1,5 +1,5 @@
 //! Multi-class fits from binary ones: the binary problems of one-vs-rest (run by every fit
-//! through `Setup::one_vs_rest` of [`crate::fit`]).
+//! through the fit's `Setup::one_vs_rest`).
 //!
 //! Two classes give one binary problem (class 1 positive); `K > 2` classes give `K` problems,
 //! class `c` against the rest, solved in parallel and returned in class order (the prediction is

@@ -23,15 +23,14 @@
 use ndarray::Array1;
 
 use crate::bags::Bags;
-use crate::convex_combination::StopReason;
+use crate::progress::StopReason;
 use crate::error::{invalid_data, invalid_param, Result};
 use crate::fit::{Fit, Prologue};
-use crate::kernel::Rows;
+use crate::bags::Rows;
 use crate::model::{Model, Pooling};
-use crate::params::{hyperparams, n_jobs_from_value, Gamma, KernelKind, Progress, Range};
-use crate::smo::{
-    max_weights, ComboGram, DualSolution, InstanceGram, OnePerPoint, Smo, SmoParams, Termination,
-};
+use crate::params::{hyperparams, n_jobs_from_value, Gamma, KernelKind, Range};
+use crate::progress::Progress;
+use crate::smo::{max_weights, ComboGram, DualSolution, InstanceGram, OnePerPoint, Smo, SmoParams};
 
 hyperparams! {
     /// Hyperparameters of the one-class MI-SVM (Vijayanarasimhan, Figures 1-2), declared once
@@ -162,7 +161,7 @@ impl OneClassValidParams {
             let sol = Smo::new(&gram, smo_params)?
                 .with_cancel(self.observer.cancel().clone())
                 .solve(&problem, warm.as_ref())?;
-            smo_converged &= sol.termination == Termination::Converged;
+            smo_converged &= sol.termination == StopReason::Converged;
             history.push(sol.objective);
             self.observer.notify(Progress {
                 problem: 0,

@@ -45,7 +45,7 @@ pub struct Progress {
     /// The fit's current estimate of the steps it will take (at most `max_steps`; equal to it
     /// when the method has no better estimate). Annealing stops once the instance labels
     /// settle, usually long before `max_steps`: its estimate follows the schedule and the
-    /// entropy of `p` (see [`crate::annealing`]).
+    /// entropy of `p` (see `annealing`).
     pub expected_steps: usize,
 }
 
@@ -242,6 +242,24 @@ impl PartialEq for Observer {
             _ => false,
         };
         same_fn && same_flag
+    }
+}
+
+/// Why an iterative method stopped (every family's outer loop reports one per binary problem).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The method's stopping rule was met (the change fell below `tol`, the entropy below
+    /// `eps`, no label or constraint changed, the KKT gap below the tolerance).
+    Converged,
+    /// The cap (`max_iter`) was reached first; the last iterate is kept.
+    MaxIter,
+}
+
+impl StopReason {
+    /// Whether the stopping rule was met.
+    pub fn converged(&self) -> bool {
+        *self == StopReason::Converged
     }
 }
 

@@ -139,12 +139,16 @@ use rand_chacha::ChaCha8Rng;
 use crate::bags::Bags;
 use crate::convex_combination::hinge_bias;
 use crate::error::{Error, Result};
-use crate::fit::{Problem, Setup, StopReason};
-use crate::kernel::{Kernel, Rows};
+use crate::fit::{Problem, Setup};
+use crate::progress::StopReason;
+use crate::kernel::Kernel;
+use crate::bags::Rows;
 use crate::model::{Model, Pooling};
-use crate::params::{choices, hyperparams, KernelKind, Progress, Range};
+use crate::choice::choices;
+use crate::params::{hyperparams, KernelKind, Range};
+use crate::progress::Progress;
 use crate::progress::Observer;
-use crate::smo::{ComboGram, DualProblem, DualSolution, InstanceGram, Smo, SmoParams, Termination};
+use crate::smo::{ComboGram, DualProblem, DualSolution, InstanceGram, Smo, SmoParams};
 
 choices! {
     /// Which formulation of the family a CCCP fit solves (module docs): the two differ in how a
@@ -606,7 +610,7 @@ impl Cccp<'_> {
                 // the sMIL solution: the surrogate without the transductive term
                 let arrays = self.arrays(layout, &start, 0.0);
                 let sol = smo.solve(&arrays.problem(), None)?;
-                smo_converged &= sol.termination == Termination::Converged;
+                smo_converged &= sol.termination == StopReason::Converged;
                 let b = Self::surrogate_bias(&arrays, &sol);
                 let sc = Self::scores(layout, &arrays, &sol);
                 let j = self.objective(layout, &sc, b);
@@ -634,7 +638,7 @@ impl Cccp<'_> {
                 DualSolution::warm_start(Self::carry(layout, from, alpha, &arrays))
             });
             let sol = smo.solve(&arrays.problem(), seed.as_ref())?;
-            smo_converged &= sol.termination == Termination::Converged;
+            smo_converged &= sol.termination == StopReason::Converged;
             let b = Self::surrogate_bias(&arrays, &sol);
             let sc = Self::scores(layout, &arrays, &sol);
             let j = self.objective(layout, &sc, b);

@@ -56,14 +56,14 @@ use crate::bags::{Bags, Instances};
 use crate::error::{Error, Result};
 use crate::fit::{by_value, only_fit, Setup};
 use crate::kernel::Kernel;
-use crate::kernel::Rows;
+use crate::bags::Rows;
 use crate::model::{Model, Pooling};
-use crate::params::{choices, hyperparams, KernelKind, Range, SvmRoute};
+use crate::choice::choices;
+use crate::params::{hyperparams, KernelKind, Range, SvmRoute};
 use crate::progress::Cancel;
 use crate::set_kernel::set_kernel_gram_cancellable;
-use crate::smo::{
-    ComboGram, DualSolution, HingeSolver, InstanceGram, PrecomputedGram, Termination,
-};
+use crate::smo::{ComboGram, DualSolution, HingeSolver, InstanceGram, PrecomputedGram};
+use crate::progress::StopReason;
 use crate::solver::linear_hinge::{HingeLoss, LinearHinge};
 
 choices! {
@@ -237,7 +237,7 @@ fn finish(
         n_iter: fits.iter().map(|f| f.sol.iterations).max().unwrap_or(0),
         converged: fits
             .iter()
-            .all(|f| f.sol.termination == Termination::Converged),
+            .all(|f| f.sol.termination == StopReason::Converged),
         alpha: fits.into_iter().map(|f| f.sol.alpha).collect(),
     }
 }
@@ -359,9 +359,9 @@ fn linear_path(
                 b: sol.b,
                 iterations: sol.passes,
                 termination: if sol.converged {
-                    Termination::Converged
+                    StopReason::Converged
                 } else {
-                    Termination::MaxIter
+                    StopReason::MaxIter
                 },
                 q_alpha: Vec::new(),
                 alpha: sol.alpha,

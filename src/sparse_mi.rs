@@ -18,14 +18,12 @@ use rayon::prelude::*;
 use crate::bags::{Bags, Instances};
 use crate::error::{invalid_param, Result};
 use crate::fit::{Prologue, Setup};
-use crate::kernel::{
-    basis_gradient, basis_gradient_from_weights, cross_dots, kernel_bag_means_from_dots,
-    kernel_matrix, Basis, Kernel, Rows,
-};
+use crate::kernel::{basis_gradient, basis_gradient_from_weights, cross_dots, kernel_bag_means_from_dots, kernel_matrix, Basis, Kernel};
+use crate::bags::Rows;
 use crate::model::Model;
-use crate::params::{
-    check_columns, check_init_xv, check_init_xv_columns, hyperparams, ParamGuard, Progress, Range,
-};
+use crate::params::{check_columns, check_init_xv, check_init_xv_columns, hyperparams, Range};
+use crate::fit::ParamGuard;
+use crate::progress::Progress;
 pub use crate::params::{Gamma, KernelKind};
 use crate::solver::{InnerSolver, Solution, SquaredHinge};
 

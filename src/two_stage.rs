@@ -65,7 +65,9 @@ use crate::baselines::{fit_points, record};
 use crate::error::Result;
 use crate::fit::{only_fit, Setup, SvmFit};
 use crate::model::Pooling;
-use crate::params::{choices, hyperparams, KernelKind, ParamGuard, Range};
+use crate::choice::choices;
+use crate::params::{hyperparams, KernelKind, Range};
+use crate::fit::ParamGuard;
 use crate::progress::Progress;
 use crate::set_kernel_svm::SmilParams;
 

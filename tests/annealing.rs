@@ -4,7 +4,8 @@
 mod common;
 
 use common::toy;
-use milsvm::annealing::{AnnealingParams, BasisSize, StopReason};
+use milsvm::annealing::{AnnealingParams, BasisSize};
+use milsvm::StopReason;
 use milsvm::ParamGuard;
 use milsvm::{Error, Gamma};
 
@@ -58,7 +59,7 @@ fn bad_parameters_name_themselves() {
 
 #[test]
 fn the_observer_sees_every_temperature_and_round() -> Result<(), Error> {
-    use milsvm::params::{Observer, Progress};
+    use milsvm::{Observer, Progress};
     use std::sync::{Arc, Mutex};
     let (bags, labels) = toy(3, 20);
     for params in [AnnealingParams::al(), AnnealingParams::mi_svm()] {

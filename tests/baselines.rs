@@ -6,7 +6,7 @@ mod common;
 
 use common::toy;
 use milsvm::baselines::{bag_statistics, SilParams, StkParams};
-use milsvm::kernel::Rows;
+use milsvm::bags::Rows;
 use milsvm::model::{
     min_max_into, min_max_rows, BagFeatures, BagView, Model, Predictor, Workspace,
 };

@@ -9,7 +9,7 @@ mod common;
 use common::{rng, to_csr, toy, TestResult};
 use milsvm::annealing::{AnnealingMethod, AnnealingParams, BasisSize, SvmRoute};
 use milsvm::bags::Instances;
-use milsvm::params::ParamGuard;
+use milsvm::fit::ParamGuard;
 use milsvm::solver::linear::{mean_row, LinearSquaredHinge};
 use milsvm::solver::{InnerSolver, Solution, SquaredHinge};
 use milsvm::Cancel;

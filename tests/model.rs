@@ -489,22 +489,22 @@ fn batch_path_takes_any_layout_and_names_the_bag_with_a_non_finite_value() -> Te
         let p = Predictor::new(&model)?;
         let x = random_matrix(&mut rng, 9, 5, 1.0);
         let ptr = [0, 2, 5, 9];
-        let want = p.decision_function_rows(milsvm::kernel::Rows::Dense(x.view()), &ptr)?;
+        let want = p.decision_function_rows(milsvm::bags::Rows::Dense(x.view()), &ptr)?;
         let fortran = x.t().as_standard_layout().into_owned(); // 5 x 9, then viewed transposed
-        let got = p.decision_function_rows(milsvm::kernel::Rows::Dense(fortran.t()), &ptr)?;
+        let got = p.decision_function_rows(milsvm::bags::Rows::Dense(fortran.t()), &ptr)?;
         assert!(got == want, "column-major rows, {n_xv} XVs");
         let inst = p.instance_decision_function(&Instances::from(fortran.t().to_owned()))?;
         assert!(inst == p.instance_decision_function(&Instances::from(x.clone()))?);
         let mut bad = x.clone();
         bad[[6, 1]] = f64::INFINITY;
-        match p.decision_function_rows(milsvm::kernel::Rows::Dense(bad.view()), &ptr) {
+        match p.decision_function_rows(milsvm::bags::Rows::Dense(bad.view()), &ptr) {
             Err(Error::InvalidData(msg)) => {
                 assert!(msg.contains('2') || msg.contains("instance 6"), "{msg}")
             }
             other => panic!("expected InvalidData, got {other:?}"),
         }
         assert!(p
-            .decision_function_rows(milsvm::kernel::Rows::Dense(x.view()), &[0, 3, 3, 9])
+            .decision_function_rows(milsvm::bags::Rows::Dense(x.view()), &[0, 3, 3, 9])
             .is_err());
     }
     Ok(())
@@ -644,7 +644,7 @@ fn a_model_with_a_scaler_scores_raw_bags_as_its_model_scores_standardised_ones()
             // a non-finite value is still reported
             let mut bad = raw.instances().to_dense();
             bad[[0, 0]] = f64::NAN;
-            let bad_rows = milsvm::kernel::Rows::Dense(bad.view());
+            let bad_rows = milsvm::bags::Rows::Dense(bad.view());
             assert!(matches!(
                 p_with.decision_function_rows(bad_rows, raw.bag_ptr()),
                 Err(Error::InvalidData(_))
@@ -675,7 +675,7 @@ fn probabilities_are_platts_sigmoid_of_the_scores_coupled_one_vs_rest() -> TestR
         let n_out = model.n_outputs();
         let bag_list = random_bags(&mut rng, 8, 4, 1.0);
         let bags = Bags::from_dense_bags(&bag_list)?;
-        let rows = milsvm::kernel::Rows::from(bags.instances());
+        let rows = milsvm::bags::Rows::from(bags.instances());
         // without a calibration: a clear error
         let plain = Predictor::new(&model)?;
         assert!(!plain.has_probabilities());
@@ -892,7 +892,7 @@ fn an_ensemble_averages_its_members_calibrated_probabilities() -> TestResult {
         assert!(p.has_probabilities());
         let bag_list = random_bags(&mut rng, 6, 3, 1.0);
         let bags = Bags::from_dense_bags(&bag_list)?;
-        let rows = milsvm::kernel::Rows::from(bags.instances());
+        let rows = milsvm::bags::Rows::from(bags.instances());
         let proba = p.predict_proba_rows(rows, bags.bag_ptr())?;
         let mut ws = Workspace::default();
         for (i, bag) in bag_list.iter().enumerate() {
@@ -1053,7 +1053,7 @@ fn one_bag_path_equals_the_batch_path_bit_for_bit_for_a_large_basis() -> TestRes
                     let dense = Bags::from_dense_bags(&bag_list)?;
                     let p = Predictor::new(&model)?;
                     let batch = p.decision_function(&dense)?;
-                    let rows = milsvm::kernel::Rows::from(dense.instances());
+                    let rows = milsvm::bags::Rows::from(dense.instances());
                     let inst = p.bag_instance_scores(rows, dense.bag_ptr())?;
                     let mut ws = Workspace::default();
                     let n_out = model.n_outputs();

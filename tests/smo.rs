@@ -10,10 +10,10 @@ use clarabel::solver::{
     DefaultSettingsBuilder, DefaultSolver, IPSolver, SolverStatus, SupportedConeT,
 };
 use common::{rng, to_csr, TestResult};
-use milsvm::kernel::{Kernel, Rows};
-use milsvm::smo::{
-    DualProblem, DualSolution, GramRows, InstanceGram, PrecomputedGram, Smo, SmoParams, Termination,
-};
+use milsvm::kernel::Kernel;
+use milsvm::bags::Rows;
+use milsvm::smo::{DualProblem, DualSolution, GramRows, InstanceGram, PrecomputedGram, Smo, SmoParams};
+use milsvm::progress::StopReason;
 use milsvm::Error;
 use ndarray::Array2;
 use rand::Rng;
@@ -299,7 +299,7 @@ fn solve_against_clarabel(
     let k = dense_gram(gram);
     let mut smo = Smo::new(gram, tight())?;
     let sol = smo.solve(&pr.view(), None)?;
-    assert_eq!(sol.termination, Termination::Converged);
+    assert_eq!(sol.termination, StopReason::Converged);
     check_solution(&k, pr, &sol, 1e-7);
     assert_rel(sol.objective, clarabel_objective(&k, pr)?, 1e-6, what);
     Ok((sol, k))
@@ -556,7 +556,7 @@ fn iteration_cap_keeps_a_feasible_solution() -> TestResult {
         l2_problem(&mut r, n),
     ] {
         let sol = Smo::new(&gram, params)?.solve(&pr.view(), None)?;
-        assert_eq!(sol.termination, Termination::MaxIter);
+        assert_eq!(sol.termination, StopReason::MaxIter);
         assert_eq!(sol.iterations, 3);
         check_solution(&k, &pr, &sol, f64::INFINITY);
     }
@@ -648,7 +648,7 @@ fn empty_and_all_dead_problems() -> TestResult {
     assert!(sol.alpha.is_empty());
     let sol = smo.solve(&two_points(0.0).view(), None)?;
     assert_eq!(sol.alpha, vec![0.0, 0.0]);
-    assert_eq!(sol.termination, Termination::Converged);
+    assert_eq!(sol.termination, StopReason::Converged);
     Ok(())
 }
 

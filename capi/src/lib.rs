@@ -308,7 +308,7 @@ struct Call<'a, T> {
 }
 
 /// Values a bag element can be (checked for finiteness before scoring).
-trait Element: Copy + milsvm::kernel::Real {
+trait Element: Copy + milsvm::linalg::Real {
     fn view(x: &[Self], n_features: usize) -> milsvm::Result<BagView<'_>>;
 }
 

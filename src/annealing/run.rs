@@ -5,9 +5,10 @@ use ndarray::Array1;
 
 use super::bookkeeping::BinaryData;
 use super::svm_step::SvmStep;
-use super::{AnnealingMethod, AnnealingValidParams, StopReason};
+use super::{AnnealingMethod, AnnealingValidParams};
+use crate::progress::StopReason;
 use crate::error::Result;
-use crate::params::Progress;
+use crate::progress::Progress;
 
 /// Temperatures of entropy history the estimate of [`AnnealingValidParams::expected_temperatures`]
 /// fits its trend on.

@@ -3,7 +3,7 @@
 //!
 //! Embeddings of foundation models come as `float32`; holding them as `f64` would double the
 //! memory of the largest object of a fit. The crate keeps such data in `f32` and reads it into
-//! `f64` arithmetic ([`crate::kernel::Real`]): every result computed from a [`DenseF32`] equals,
+//! `f64` arithmetic ([`crate::linalg::Real`]): every result computed from a [`DenseF32`] equals,
 //! bit for bit, the result computed from the same values stored as `f64`.
 //!
 //! A borrowed matrix ([`Dense::from_shared`]) points into memory that an *owner* keeps alive

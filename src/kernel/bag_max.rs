@@ -3,7 +3,7 @@
 //! Bi & Wang, "MILES: Multiple-Instance Learning via Embedded Instance Selection", IEEE TPAMI
 //! 28(12), 2006: the bag's similarity to a concept is its most similar instance's,
 //! `s(z_k, B) = max_p exp(-gamma ||x_p - z_k||^2)`), and the per-vector max pooling of
-//! [`crate::model::Pooling::XvMax`].
+//! `model::Pooling::XvMax`.
 //!
 //! The work runs over a grid of tasks, each one chunk of whole bags (about [`super::CHUNK_ROWS`]
 //! rows, see `bag_chunks`) against one block of [`BLOCK_XV`] vectors: the task's inner products
@@ -17,7 +17,8 @@
 use ndarray::{s, Array2};
 use rayon::prelude::*;
 
-use super::{bag_chunks, Kernel, Rows};
+use super::{bag_chunks, Kernel};
+use crate::bags::Rows;
 use crate::bags::FeatureIndex;
 use crate::error::Result;
 use crate::progress::Cancel;
@@ -31,7 +32,7 @@ pub const BLOCK_XV: usize = 128;
 ///
 /// The caller checks the shapes (`bag_ptr` valid for `rows`, one norm per row and per vector,
 /// equal widths) and the finiteness of the values. Every task checks `cancel` before it starts;
-/// once it is set, the call returns [`crate::Error::Cancelled`].
+/// once it is set, the call returns `Error::Cancelled`.
 pub fn bag_max_kernel(
     kernel: Kernel,
     rows: Rows<'_>,
@@ -140,10 +141,10 @@ fn block_dots(
         }
         // dense rows and vectors (`f32` read into `f64` a block at a time)
         (x, zd, _) if x.is_dense() && zd.is_dense() => faer::linalg::matmul::matmul(
-            crate::solver::faer_mut(out.view_mut()),
+            crate::linalg::faer_mut(out.view_mut()),
             faer::Accum::Replace,
-            crate::solver::faer_ref(x.dense_block(lo, hi).view()),
-            crate::solver::faer_ref(zd.dense_block(k0, k1).t()),
+            crate::linalg::faer_ref(x.dense_block(lo, hi).view()),
+            crate::linalg::faer_ref(zd.dense_block(k0, k1).t()),
             1.0,
             faer::Par::Seq,
         ),

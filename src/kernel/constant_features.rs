@@ -14,7 +14,9 @@
 use ndarray::ArrayView2;
 
 use crate::bags::{Dense, Instances};
-use crate::kernel::{Kernel, Real, Rows};
+use crate::kernel::Kernel;
+use crate::bags::Rows;
+use crate::linalg::Real;
 use crate::simd::compiled_forms;
 
 /// The rows of `x` without the features that are constant over them, when the kernel matrix

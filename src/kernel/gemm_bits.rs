@@ -1,6 +1,6 @@
 //! Matrix products with the bits of the dense matrix product behind the batch prediction path
 //! (`ndarray`'s `general_mat_mul` / `dot`, which run `matrixmultiply`'s `dgemm`), computed in
-//! caller-owned buffers: the serving path ([`crate::model::Predictor::score_bag`]) scores one
+//! caller-owned buffers: the serving path (`model::Predictor::score_bag`) scores one
 //! bag against a large dense basis with them, so that its scores equal the batch path's bit for
 //! bit without allocating.
 //!

@@ -11,10 +11,11 @@ use ndarray::Array2;
 
 use super::BagView;
 use crate::error::{Error, Result};
-use crate::kernel::{all_finite, Real, Rows};
+use crate::bags::Rows;
+use crate::linalg::{all_finite, Real};
 use crate::simd::compiled_forms;
 
-crate::params::choices! {
+crate::choice::choices! {
 /// What the kernel expansion `f` of a model scores.
 pub enum BagFeatures {
     /// Every instance, `f(x_p)`; the bag score pools them ([`super::Pooling`]).

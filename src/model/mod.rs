@@ -57,7 +57,8 @@ use serde_json::{Map, Value};
 
 use crate::bags::{Bags, Instances};
 use crate::error::{Error, Result};
-use crate::kernel::{all_finite, Kernel};
+use crate::kernel::Kernel;
+use crate::linalg::all_finite;
 pub(crate) use bag_features::bags_min_max;
 pub use bag_features::{min_max_bags, min_max_into, min_max_rows, BagFeatures};
 pub use calibration::{fit_sigmoid, Calibration};
@@ -68,7 +69,7 @@ pub use stack::decision_functions;
 #[cfg(feature = "python")]
 pub(crate) use stack::decision_functions_of_checked;
 
-crate::params::choices! {
+crate::choice::choices! {
 /// How a bag's score is formed from the scores of its instances.
 pub enum Pooling {
     /// Label mean `F(X) = (1/|X|) sum_p f(x_p)` (Fu et al. 2013, eq. 3).
@@ -89,7 +90,7 @@ pub enum Pooling {
     /// one-instance bag). The shift depends on the bag's size, so it reorders bags of different
     /// sizes, not only the threshold: sMIL's option `bag_score = "smil_mean"` and stMIL's rule
     /// (sMIL's default is the mean with one offset in the bias,
-    /// [`crate::set_kernel_svm::SmilBagScore`]).
+    /// `set_kernel_svm::SmilBagScore`).
     SmilMean = "smil_mean",
     /// The max over the bag's instances per expansion vector, then the linear combination:
     /// `F(X) = sum_k beta_k max_p k(z_k, x_p) + b` (MILES; Chen, Bi & Wang 2006: a bag is
@@ -102,7 +103,7 @@ pub enum Pooling {
 }
 }
 
-crate::params::choices! {
+crate::choice::choices! {
 /// The type of the instance values a model was fitted on (recorded in its file; the predictor
 /// scores either type).
 pub enum Dtype {

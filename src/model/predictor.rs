@@ -35,9 +35,9 @@ use super::bag_features::no_instance_scores;
 use super::{min_max_into, min_max_rows, BagFeatures, Calibration, Model, Pooling, Scaler};
 use crate::bags::{validate_bag_ptr, Bags, Csr, FeatureIndex, Instances};
 use crate::error::{Error, Result};
-use crate::kernel::{
-    all_finite, batch_sq_norm, instance_scores, Basis, GemmArith, Kernel, Rows, Simd,
-};
+use crate::kernel::{batch_sq_norm, instance_scores, Basis, GemmArith, Kernel};
+use crate::bags::Rows;
+use crate::linalg::{all_finite, Simd};
 
 /// One bag of instances, borrowed: dense row-major values (`f64` or `f32`) or CSR rows.
 #[derive(Debug, Clone, Copy)]
@@ -1420,7 +1420,7 @@ fn normalize(scores: &mut [f64], intercept: &[f64], kself: f64) {
 }
 
 /// `out[k] = z_k . x` for the rows of a CSR basis `z` and a dense instance `x`.
-fn sparse_basis_dots<T: crate::kernel::Real>(z: &Csr, x: &[T], out: &mut [f64]) {
+fn sparse_basis_dots<T: crate::linalg::Real>(z: &Csr, x: &[T], out: &mut [f64]) {
     for (k, o) in out.iter_mut().enumerate() {
         let (js, vs) = z.row(k);
         *o = js.iter().zip(vs).map(|(&j, &v)| v * x[j].to_f64()).sum();

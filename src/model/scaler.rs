@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bags::{Csr, DenseF32, Instances};
 use crate::error::{Error, Result};
-use crate::kernel::Rows;
+use crate::bags::Rows;
 
 use super::BagView;
 

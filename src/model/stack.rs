@@ -1,5 +1,5 @@
 //! Scoring several models of one kernel at once ([`decision_functions`]): the models of a `C`
-//! path ([`crate::fit::FitPath`]) expand over subsets of the same training instances, so the
+//! path (`fit::FitPath`) expand over subsets of the same training instances, so the
 //! kernel values of a bag's instances with the union of their expansion vectors are computed
 //! once and serve every model, instead of once per model.
 
@@ -10,7 +10,7 @@ use ndarray::{Array1, Array2};
 use super::{Model, Predictor};
 use crate::bags::Instances;
 use crate::error::{invalid_param, Result};
-use crate::kernel::Rows;
+use crate::bags::Rows;
 
 /// Bag scores of every model (each `n_bags x n_outputs` of its model) on the bags of `rows`
 /// with offsets `bag_ptr`: as [`Predictor::decision_function_rows`] of each model (each

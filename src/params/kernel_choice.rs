@@ -4,7 +4,8 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::range::Range;
-use super::value::{choices, ParamType, Rejected, Value};
+use super::value::{ParamType, Rejected, Value};
+use crate::choice::choices;
 use crate::bags::Instances;
 use crate::error::{Error, Result};
 

@@ -16,37 +16,25 @@
 //! the data (`n_xv` against the number of instances) stay in the fit.
 //!
 //! The value types shared by the families live here too: [`Gamma`] and [`KernelKind`]
-//! (the kernel), [`ClassWeight`], and the conversion machinery ([`Value`], [`ParamType`],
-//! `choices!`).
+//! (the kernel), and the conversion machinery ([`Value`], [`ParamType`]; every `choices!` enum
+//! and [`ClassWeight`](crate::class_weight::ClassWeight) read from a value).
 
 mod class_weight;
 mod kernel_choice;
 mod range;
 pub mod value;
 
-pub use class_weight::ClassWeight;
 pub(crate) use kernel_choice::check_route;
 pub use kernel_choice::{median_pairwise_distance, Gamma, KernelKind, SvmRoute, MEDIAN_SAMPLE};
 pub use range::Range;
-pub(crate) use value::choices;
+
 pub use value::{ParamType, Rejected, Value};
 
-pub use crate::fit::with_threads;
-pub use crate::progress::{Observer, Progress, ProgressFn};
 
 use crate::bags::Instances;
 use crate::error::{invalid_param, Result};
-
-/// Hyperparameters that have not been checked. [`ParamGuard::check_ref`] runs every check and
-/// gives the checked type, the only one a fit accepts.
-pub trait ParamGuard {
-    /// The checked hyperparameters.
-    type Checked;
-    /// Checks every hyperparameter; the error names the first one at fault and its range.
-    fn check_ref(&self) -> Result<&Self::Checked>;
-    /// [`ParamGuard::check_ref`], consuming the builder.
-    fn check(self) -> Result<Self::Checked>;
-}
+use crate::fit::ParamGuard;
+use crate::progress::Observer;
 
 /// One hyperparameter as declared: its name (as the Python estimator spells it), doc line,
 /// default and allowed range.
@@ -112,7 +100,7 @@ macro_rules! hyperparams {
                 gamma: $crate::params::Gamma = $crate::params::Gamma::Scale,
                     check $crate::params::Range::Positive;
                 /// Per-class loss weights (`None`, `"balanced"` or one weight per class).
-                class_weight: $crate::params::ClassWeight = $crate::params::ClassWeight::Uniform;
+                class_weight: $crate::class_weight::ClassWeight = $crate::class_weight::ClassWeight::Uniform;
                 /// Threads (`None`: all cores). Results do not depend on it.
                 n_jobs: Option<usize> = None, check $crate::params::Range::AtLeast(1),
                     via $crate::params::n_jobs_from_value;
@@ -145,7 +133,7 @@ macro_rules! hyperparams {
         $(fit -> $out:ty $(, path $path:ident)?;)?
     ) => {
         #[doc = concat!("The checked form of [`", stringify!($name), "`], which only ")]
-        #[doc = "[`ParamGuard::check_ref`](crate::params::ParamGuard::check_ref) makes: the"]
+        #[doc = "[`ParamGuard::check_ref`](crate::fit::ParamGuard::check_ref) makes: the"]
         #[doc = "type the algorithm runs on. Its fields are read through getters."]
         #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
         #[serde(default)]
@@ -207,7 +195,7 @@ macro_rules! hyperparams {
             /// Checks every hyperparameter; the error names the parameter and its allowed
             /// range.
             pub fn validate(&self) -> $crate::error::Result<()> {
-                $crate::params::ParamGuard::check_ref(self).map(|_| ())
+                $crate::fit::ParamGuard::check_ref(self).map(|_| ())
             }
             /// Checks the hyperparameters, then fits on bags with class indices
             /// `0..n_classes` (see [`crate::fit::Fit`] on the checked type).
@@ -216,11 +204,11 @@ macro_rules! hyperparams {
                 bags: &$crate::bags::Bags,
                 labels: &[usize],
             ) -> $crate::error::Result<<$checked as $crate::fit::Fit>::Output> {
-                $crate::fit::Fit::fit($crate::params::ParamGuard::check_ref(self)?, bags, labels)
+                $crate::fit::Fit::fit($crate::fit::ParamGuard::check_ref(self)?, bags, labels)
             }
         }
 
-        impl $crate::params::ParamGuard for $name {
+        impl $crate::fit::ParamGuard for $name {
             type Checked = $checked;
             fn check_ref(&self) -> $crate::error::Result<&$checked> {
                 let p = &self.0;
@@ -235,7 +223,7 @@ macro_rules! hyperparams {
                 Ok(p)
             }
             fn check(self) -> $crate::error::Result<$checked> {
-                $crate::params::ParamGuard::check_ref(&self)?;
+                $crate::fit::ParamGuard::check_ref(&self)?;
                 Ok(self.0)
             }
         }

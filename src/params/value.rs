@@ -11,6 +11,7 @@ use ndarray::Array2;
 
 use super::range::Range;
 use crate::bags::Instances;
+use crate::choice::Choice;
 use crate::error::{Error, Result};
 
 /// A loosely typed hyperparameter value.
@@ -207,99 +208,17 @@ impl ParamType for Instances {
     }
 }
 
-/// Declares a hyperparameter enum whose variants are spelled by one string each: the enum with
-/// its doc comments, `Default` (the first variant), `as_str`, `Display`, [`ParamType`] (a string
-/// naming a variant; another string is refused with the list of names) and serde as that
-/// string.
-///
-/// ```ignore
-/// choices! {
-///     /// Which kernel family to use.
-///     pub enum KernelKind {
-///         /// Gaussian kernel.
-///         Rbf = "rbf",
-///         /// Linear kernel.
-///         Linear = "linear",
-///     }
-/// }
-/// ```
-macro_rules! choices {
-    (
-        $(#[$meta:meta])*
-        $vis:vis enum $name:ident {
-            $(#[$fmeta:meta])* $first:ident = $first_text:literal
-            $(, $(#[$vmeta:meta])* $variant:ident = $text:literal )* $(,)?
-        }
-    ) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-        $vis enum $name {
-            $(#[$fmeta])*
-            #[default]
-            $first,
-            $( $(#[$vmeta])* $variant ),*
-        }
 
-        impl $name {
-            /// Every variant's name, in declaration order.
-            pub const NAMES: &'static [&'static str] = &[$first_text, $($text),*];
-
-            /// The variant's name.
-            pub fn as_str(&self) -> &'static str {
-                match self {
-                    $name::$first => $first_text,
-                    $( $name::$variant => $text ),*
-                }
-            }
-
-            /// The variant named `text`, if any.
-            pub fn from_name(text: &str) -> Option<Self> {
-                match text {
-                    $first_text => Some($name::$first),
-                    $( $text => Some($name::$variant), )*
-                    _ => None,
-                }
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl $crate::params::ParamType for $name {
-            fn from_value(
-                value: &$crate::params::Value,
-            ) -> std::result::Result<Self, $crate::params::Rejected> {
-                $crate::params::value::choice(value, Self::NAMES, Self::from_name)
-            }
-            fn to_value(&self) -> $crate::params::Value {
-                $crate::params::Value::Str(self.as_str().to_string())
-            }
-        }
-
-        impl serde::Serialize for $name {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-                s.serialize_str(self.as_str())
-            }
-        }
-
-        impl<'de> serde::Deserialize<'de> for $name {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-                let text = <String as serde::Deserialize>::deserialize(d)?;
-                Self::from_name(&text).ok_or_else(|| {
-                    serde::de::Error::custom(format!(
-                        "unknown {} {text:?} (expected one of {})",
-                        stringify!($name),
-                        Self::NAMES.join(", ")
-                    ))
-                })
-            }
-        }
-    };
+/// A [`Choice`] enum is read from the string naming a variant: another string is refused with
+/// the list of names.
+impl<T: Choice> ParamType for T {
+    fn from_value(value: &Value) -> std::result::Result<Self, Rejected> {
+        choice(value, T::NAMES, T::from_name)
+    }
+    fn to_value(&self) -> Value {
+        Value::Str(self.as_str().to_string())
+    }
 }
-pub(crate) use choices;
 
 /// Reads a variant name for `choices!`: `"must be one of 'a', 'b'"` for another string, a
 /// type error for a non-string.
@@ -321,6 +240,7 @@ pub fn choice<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::choice::choices;
 
     choices! {
         /// A test enum.

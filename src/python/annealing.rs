@@ -1,6 +1,7 @@
 //! Bindings of the annealing family (`src/annealing/`).
 
-use crate::annealing::{AnnealingFit, AnnealingParams, StopReason};
+use crate::annealing::{AnnealingFit, AnnealingParams};
+use crate::progress::StopReason;
 
 use super::*;
 

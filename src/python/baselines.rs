@@ -8,7 +8,7 @@ use super::set_kernel_svm::PySvmFit;
 use super::*;
 use crate::baselines::{SilParams, StkParams, StkValidParams};
 use crate::model::min_max_bags;
-use crate::params::ParamGuard;
+use crate::fit::ParamGuard;
 
 fit_bindings!(
     /// Fits SIL with the parameters of `params` (names as in `milsvm.SIL`).

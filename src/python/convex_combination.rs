@@ -1,6 +1,7 @@
 //! Bindings of SVM-CC (`src/convex_combination.rs`).
 
-use crate::convex_combination::{lp_step, LpRule, StopReason, SvmCcFit, SvmCcParams};
+use crate::convex_combination::{lp_step, LpRule, SvmCcFit, SvmCcParams};
+use crate::progress::StopReason;
 
 use super::*;
 

@@ -2,7 +2,8 @@
 //! solver (`src/kernel/mod.rs`, `src/solver/mod.rs`), for tests and the reference benchmarks.
 
 use super::*;
-use crate::smo::{DualProblem, InstanceGram, PrecomputedGram, Smo, SmoParams, Termination};
+use crate::smo::{DualProblem, InstanceGram, PrecomputedGram, Smo, SmoParams};
+use crate::progress::StopReason;
 
 /// Two arrays returned to Python.
 type ArrayPair<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>);
@@ -275,7 +276,7 @@ pub(crate) fn solve_dual<'py>(
         })?
     };
     let out = PyDict::new(py);
-    out.set_item("converged", sol.termination == Termination::Converged)?;
+    out.set_item("converged", sol.termination == StopReason::Converged)?;
     out.set_item("alpha", sol.alpha.into_pyarray(py))?;
     out.set_item("q_alpha", sol.q_alpha.into_pyarray(py))?;
     out.set_item("b", sol.b)?;

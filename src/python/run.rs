@@ -308,7 +308,7 @@ where
 
 /// Checks the parameters of a fit without data: the builder of type `P` filled from `params`
 /// exactly as [`fit_with`] fills it, then every declared range and the cross-field hook
-/// ([`crate::params::ParamGuard::check_ref`]). Raises the `TypeError` / `ValueError` the fit would raise for
+/// ([`crate::fit::ParamGuard::check_ref`]). Raises the `TypeError` / `ValueError` the fit would raise for
 /// them; checks that need the data stay in the fit. A panic becomes `RuntimeError`.
 pub(crate) fn check_with<P: Hyperparams>(params: &Bound<'_, PyDict>) -> PyResult<()> {
     let p: P = params_from(params)?;

@@ -41,7 +41,7 @@ impl PyCccpFit {
             converged: fit
                 .stop_reason
                 .iter()
-                .map(crate::fit::StopReason::converged)
+                .map(crate::progress::StopReason::converged)
                 .collect(),
             run_objectives: fit.run_objectives,
             positive_bags: fit.positive_bags,

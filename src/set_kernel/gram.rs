@@ -6,9 +6,10 @@ use rayon::prelude::*;
 
 use crate::bags::{Bags, Instances};
 use crate::error::{Error, Result};
-use crate::kernel::{kernel_bag_means, without_constant_features, Basis, Kernel, Rows};
+use crate::kernel::{kernel_bag_means, without_constant_features, Basis, Kernel};
+use crate::bags::Rows;
 use crate::progress::Cancel;
-use crate::solver::{faer_mut, faer_ref};
+use crate::linalg::{faer_mut, faer_ref};
 
 /// Entries of one block of instance kernel values (the memory bound of [`set_kernel`]).
 const BLOCK_ENTRIES: usize = 1 << 22;

@@ -9,7 +9,9 @@ use rayon::prelude::*;
 
 use crate::bags::Instances;
 use crate::error::{invalid_data, invalid_param, Result};
-use crate::kernel::{Kernel, Rows, Simd};
+use crate::kernel::Kernel;
+use crate::bags::Rows;
+use crate::linalg::Simd;
 
 /// Points per parallel work unit of [`InstanceGram::fill_row`].
 const ROW_CHUNK: usize = 512;
@@ -436,7 +438,7 @@ impl InstanceGram<'_> {
     /// [`GramRows::fill_rows_known`] on dense rows (`all`, row-major, `d` columns): in each
     /// block of points, the inner products at the points whose rows are not known, read once
     /// for all the requested rows ([`Simd::dots_multi`]).
-    fn fill_rows_dense<T: crate::kernel::Real>(
+    fn fill_rows_dense<T: crate::linalg::Real>(
         &self,
         all: &[T],
         d: usize,
@@ -754,7 +756,7 @@ pub fn max_weights(scores: &[f64]) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::Rows;
+    use crate::bags::Rows;
     use ndarray::Array2;
 
     /// Batches of rows (any grouping, repeated members, large combinations among small ones)

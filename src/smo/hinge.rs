@@ -14,14 +14,14 @@ pub struct HingeSolver<'a> {
     pub tol: f64,
     /// Iteration cap (`None`: the solver's default).
     pub max_iter: Option<usize>,
-    /// Stops the solves with [`crate::Error::Cancelled`] once set.
+    /// Stops the solves with `Error::Cancelled` once set.
     pub cancel: &'a Cancel,
 }
 
 impl HingeSolver<'_> {
     /// Solves the dual over the points of `gram` (labels `y`, linear term `p`, bounds `C w_i`)
     /// at every value `C` of `cs`, in the order given, on one [`Smo`], whose kernel-row cache
-    /// (of `cache_bytes`, the problem's share) serves every solve ([`crate::fit::FitPath`]).
+    /// (of `cache_bytes`, the problem's share) serves every solve (`fit::FitPath`).
     ///
     /// Each solve starts from `a = 0`, as an independent fit does, so the solutions equal
     /// independent fits bit for bit. Starts from the previous solution (alpha seeding) were

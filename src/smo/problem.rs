@@ -1,8 +1,9 @@
 //! The dual problem ([`DualProblem`]), the solver's settings ([`SmoParams`]), its result
-//! ([`DualSolution`], [`Termination`]) and the repair of a start to the equality constraint
+//! ([`DualSolution`], [`StopReason`]) and the repair of a start to the equality constraint
 //! ([`repair_equality`]).
 
 use crate::error::{invalid_data, invalid_param, Result};
+use crate::progress::StopReason;
 
 /// One dual problem over the points of a [`GramRows`](super::GramRows) (see the module docs for
 /// the formula).
@@ -126,7 +127,7 @@ impl OnePerPoint {
 
 /// The kernel-row cache budget of one fit, 1 GiB: the whole Gram of about 11,500 points in
 /// `f64`, so that the solves of a fit of that size compute each kernel row once. A fit of
-/// several binary problems splits it evenly between them (`crate::fit::Setup`'s problems carry
+/// several binary problems splits it evenly between them (`fit::Setup`'s problems carry
 /// their share), so the budget bounds the fit whatever the thread count. The cache grows as rows
 /// are computed: a fit takes only the rows it uses. Its size never changes a result.
 ///
@@ -147,7 +148,7 @@ pub struct SmoParams {
     /// one constant scales the solution and leaves the stopping point unchanged.
     pub tol: f64,
     /// Iteration cap (`None`: `max(10_000_000, 100 n)`); reaching it gives
-    /// [`Termination::MaxIter`] with a feasible solution.
+    /// [`StopReason::MaxIter`] with a feasible solution.
     pub max_iter: Option<usize>,
     /// LIBSVM's shrinking heuristic (default true).
     pub shrinking: bool,
@@ -167,10 +168,6 @@ impl Default for SmoParams {
     }
 }
 
-/// Why [`Smo::solve`](super::Smo::solve) stopped: the crate's one [`crate::fit::StopReason`]
-/// (`Converged`: the relative KKT gap fell below the tolerance; `MaxIter`: the iteration cap was
-/// reached, the solution is feasible but not optimal).
-pub type Termination = crate::fit::StopReason;
 
 /// The result of [`Smo::solve`](super::Smo::solve).
 #[derive(Debug, Clone, PartialEq)]
@@ -188,7 +185,7 @@ pub struct DualSolution {
     /// SMO iterations of this solve.
     pub iterations: usize,
     /// Why the solver stopped.
-    pub termination: Termination,
+    pub termination: StopReason,
 }
 
 impl DualSolution {
@@ -201,7 +198,7 @@ impl DualSolution {
             b: 0.0,
             objective: 0.0,
             iterations: 0,
-            termination: Termination::Converged,
+            termination: StopReason::Converged,
         }
     }
 }

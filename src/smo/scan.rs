@@ -11,7 +11,7 @@
 //! the accumulators no longer fit the sixteen vector registers.)
 
 use super::{NIL, TAU};
-use crate::kernel::Simd;
+use crate::linalg::Simd;
 
 /// Accumulators per block.
 pub(super) const LANES: usize = 4;

@@ -9,9 +9,10 @@ use super::cache::{RowCache, RowRef};
 use super::scan::{
     first_choice, second_choice, update_and_first, ArgMax, SecondChoice, SecondInputs, UpdateInputs,
 };
-use super::{DualProblem, DualSolution, GramRows, SmoParams, Termination, NIL, TAU};
+use super::{DualProblem, DualSolution, GramRows, SmoParams, NIL, TAU};
+use crate::progress::StopReason;
 use crate::error::{Error, Result};
-use crate::kernel::Simd;
+use crate::linalg::Simd;
 use crate::progress::Cancel;
 
 /// Rows computed beside a missing one ([`State::fetch_row`]).
@@ -594,9 +595,9 @@ impl State {
         params: &SmoParams,
         max_iter: usize,
         cancel: &Cancel,
-    ) -> Result<(usize, Termination)> {
+    ) -> Result<(usize, StopReason)> {
         if self.n_live == 0 {
-            return Ok((0, Termination::Converged));
+            return Ok((0, StopReason::Converged));
         }
         let period = self.n_live.min(1000);
         let mut counter = if self.warm_start { 1 } else { period + 1 };
@@ -618,12 +619,12 @@ impl State {
                             counter = 1;
                             ws
                         }
-                        None => return Ok((iter, Termination::Converged)),
+                        None => return Ok((iter, StopReason::Converged)),
                     }
                 }
             };
             if iter >= max_iter {
-                return Ok((iter, Termination::MaxIter));
+                return Ok((iter, StopReason::MaxIter));
             }
             if iter % CANCEL_CHECK == 0 {
                 cancel.check()?;
@@ -680,7 +681,7 @@ impl State {
         gram: &G,
         cache: &mut RowCache,
         iterations: usize,
-        termination: Termination,
+        termination: StopReason,
     ) -> Result<DualSolution> {
         self.reconstruct_gradient(gram, cache);
         if self.alpha.iter().chain(&self.yg).any(|v| !v.is_finite()) {
@@ -815,7 +816,8 @@ fn add_rows<G: GramRows>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::{Kernel, Rows};
+    use crate::kernel::Kernel;
+    use crate::bags::Rows;
     use crate::smo::{repair_equality, InstanceGram, OnePerPoint, Smo};
     use ndarray::Array2;
 
@@ -844,7 +846,7 @@ mod tests {
         let mut st = State::new(&problem, &kdiag, vec![0.0; n], params.tol);
         st.gradient_from_scratch(&gram, &mut cache);
         let (_, term) = st.run(&gram, &mut cache, &params, 100_000, &Cancel::default())?;
-        assert_eq!(term, Termination::Converged);
+        assert_eq!(term, StopReason::Converged);
         assert!(st.n_shrunk > 0, "nothing was shrunk");
         st.reconstruct_gradient(&gram, &mut cache);
         let g_run = st.yg.clone();
@@ -917,10 +919,10 @@ mod tests {
                 b: 0.0,
                 objective: 0.0,
                 iterations: 0,
-                termination: Termination::Converged,
+                termination: StopReason::Converged,
             };
             let warm = smo.solve(&problem, Some(&warm_in))?;
-            assert_eq!(warm.termination, Termination::Converged);
+            assert_eq!(warm.termination, StopReason::Converged);
             let rel = (warm.objective - cold.objective).abs() / cold.objective.abs();
             assert!(
                 rel < 1e-9,
@@ -938,7 +940,7 @@ mod tests {
             st.warm_start = true;
             st.gradient_from_scratch(&gram, &mut cache);
             let (_, term) = st.run(&gram, &mut cache, &params, 1_000_000, &Cancel::default())?;
-            assert_eq!(term, Termination::Converged);
+            assert_eq!(term, StopReason::Converged);
             assert!(st.n_shrunk > 0, "nothing was shrunk");
             assert_eq!(
                 st.active, n,

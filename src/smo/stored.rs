@@ -12,8 +12,9 @@
 use ndarray::{s, ArrayViewMut2};
 use rayon::prelude::*;
 
-use crate::kernel::{without_constant_features, Kernel, Rows};
-use crate::solver::{faer_mut, faer_ref};
+use crate::kernel::{without_constant_features, Kernel};
+use crate::bags::Rows;
+use crate::linalg::{faer_mut, faer_ref};
 
 /// Rows of one block product of [`full_kernel`] for `n` points: a function of `n` alone, so
 /// that every value is computed by the same operations whatever the thread count. The height

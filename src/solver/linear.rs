@@ -45,7 +45,7 @@
 //! Parallel work: `X v` row by row; every sum over rows (`X^T u`, the Hessian-vector products, the
 //! loss, the line search's derivatives, the bias gradient, the Jacobi diagonal, the sketch's
 //! total weight and the Woodbury product) in the fixed pairwise tree over the bags
-//! ([`crate::tree_sum`]), and the sketch's sample drawn bag by bag. A solve is therefore the same
+//! (`tree_sum`), and the sketch's sample drawn bag by bag. A solve is therefore the same
 //! bits for any number of threads and for any partition of the bags into contiguous groups, each
 //! group computing its part of every sum.
 
@@ -53,10 +53,11 @@ use ndarray::{Array1, Array2};
 use rayon::prelude::*;
 
 use super::rows::{dense_row, on_rows, sum_rows, x_dot, xt_dot, xt_dot_pair, RowsRef, BLOCK_ROWS};
-use super::{faer_mut, faer_ref, Cholesky};
+use super::Cholesky;
+use crate::linalg::{faer_mut, faer_ref};
 use crate::bags::Instances;
 use crate::error::Result;
-use crate::kernel::{Real, Simd};
+use crate::linalg::{Real, Simd};
 use crate::progress::Cancel;
 use crate::tree_sum::{sum_bags, Tree};
 use faer::linalg::matmul::triangular::{self, BlockStructure};
@@ -78,7 +79,7 @@ pub struct LinearSquaredHinge<'a> {
     /// Instance rows (dense or CSR).
     pub x: &'a Instances,
     /// The bags' row offsets (`n_bags + 1`, from 0 to the number of rows): the leaves of every
-    /// sum over rows ([`crate::tree_sum`]). Any fixed split of the rows works; the bags make a
+    /// sum over rows (`tree_sum`). Any fixed split of the rows works; the bags make a
     /// solve split by bags give the same bits.
     pub bag_ptr: &'a [usize],
     /// Cost of the target +1 per instance (`0`: no such loss term).
@@ -998,7 +999,7 @@ fn check_bag_ptr(ptr: &[usize], n: usize) -> Result<()> {
 }
 
 /// The weight vectors of several problems as the rows of one basis (`n_problems x d`), the
-/// form a linear [`crate::model::Model`] stores them in.
+/// form a linear `model::Model` stores them in.
 pub fn stack_weights(ws: &[&Array1<f64>], d: usize) -> Array2<f64> {
     let mut out = Array2::zeros((ws.len(), d));
     for (mut row, w) in out.rows_mut().into_iter().zip(ws) {

@@ -50,7 +50,7 @@ use rand_chacha::ChaCha8Rng;
 use super::rows::RowsRef;
 use crate::bags::Instances;
 use crate::error::{invalid_data, Result};
-use crate::kernel::Simd;
+use crate::linalg::Simd;
 use crate::progress::Cancel;
 
 /// Seed of the coordinate order (fixed: the solver is deterministic).

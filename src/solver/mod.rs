@@ -37,8 +37,9 @@ use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 
 use crate::error::{Error, Result};
 use crate::kernel::mat_vec;
+use crate::linalg::{faer_mut, faer_ref};
 
-crate::params::choices! {
+crate::choice::choices! {
     /// Which algorithm solves the inner squared-hinge problem.
     pub enum InnerSolver {
         /// Exact primal Newton with active set (default: measured faster, same solution).
@@ -623,23 +624,6 @@ pub fn gram(s: ArrayView2<f64>) -> Array2<f64> {
         }
     }
     h
-}
-
-/// A faer view of an ndarray view (no copy; any strides).
-pub(crate) fn faer_ref(a: ArrayView2<'_, f64>) -> faer::MatRef<'_, f64> {
-    let (m, n) = a.dim();
-    let (rs, cs) = (a.strides()[0], a.strides()[1]);
-    // SAFETY: the pointer, shape and strides describe exactly the elements of `a`, which stay
-    // borrowed (immutably) for the lifetime of the returned view.
-    unsafe { faer::MatRef::from_raw_parts(a.as_ptr(), m, n, rs, cs) }
-}
-
-/// A mutable faer view of an ndarray view (no copy; any strides).
-pub(crate) fn faer_mut(mut a: ndarray::ArrayViewMut2<'_, f64>) -> faer::MatMut<'_, f64> {
-    let (m, n) = a.dim();
-    let (rs, cs) = (a.strides()[0], a.strides()[1]);
-    // SAFETY: as in `faer_ref`; `a` is borrowed mutably (uniquely) for the returned lifetime.
-    unsafe { faer::MatMut::from_raw_parts_mut(a.as_mut_ptr(), m, n, rs, cs) }
 }
 
 /// Solves `H d = r` for a symmetric positive (semi-)definite `H` by Cholesky

@@ -6,7 +6,7 @@
 use rayon::prelude::*;
 
 use crate::bags::{Csr, Instances};
-use crate::kernel::Simd;
+use crate::linalg::Simd;
 use crate::tree_sum::sum_bags;
 
 /// Rows per parallel task of the row-by-row passes (each row on its own: any size gives the same
