@@ -8,14 +8,13 @@ use ndarray::{s, Array2};
 
 use crate::error::{invalid_data, Result};
 
-
 mod by_feature;
 mod dense;
 mod rows;
 pub(crate) use by_feature::FeatureIndex;
 pub use dense::{Dense, DenseF32, DenseF64};
-pub(crate) use rows::CHUNK_ROWS;
 pub use rows::Rows;
+pub(crate) use rows::CHUNK_ROWS;
 
 /// A compressed sparse row matrix of `f64` (the layout of `scipy.sparse.csr_matrix`). Serde
 /// reads it through [`Csr::new`], so a deserialised matrix is checked like a built one.

@@ -20,17 +20,17 @@
 
 use ndarray::{Array1, Array2};
 
+use crate::bags::Rows;
 use crate::bags::{Bags, Instances};
 use crate::error::Result;
 use crate::fit::{by_value, only_fit, CPath, Problem, Prologue, Setup};
 use crate::kernel::Kernel;
-use crate::bags::Rows;
 #[cfg(doc)]
 use crate::model::min_max_bags;
 use crate::model::{bags_min_max, BagFeatures, Model, Pooling};
 use crate::params::{hyperparams, KernelKind, Range};
-use crate::smo::{DualSolution, HingeSolver, InstanceGram};
 use crate::progress::StopReason;
+use crate::smo::{DualSolution, HingeSolver, InstanceGram};
 
 /// A fitted SIL or STK: the shared [`crate::fit::SvmFit`] (the instance expansion with max
 /// pooling for SIL; the statistic vectors of the support bags with [`BagFeatures::MinMax`] for

@@ -56,21 +56,20 @@
 //! (sparse instances stay sparse throughout).
 
 use crate::bags::Bags;
+use crate::bags::Rows;
+use crate::choice::choices;
 use crate::error::{invalid_param, Result};
 use crate::fit::{Problem, Setup};
 use crate::kernel::Kernel;
-use crate::bags::Rows;
 use crate::model::{Model, Pooling};
-use crate::choice::choices;
 use crate::params::{hyperparams, KernelKind, Range, SvmRoute};
 use crate::progress::Progress;
-use crate::smo::{DualSolution, InstanceGram, OnePerPoint, Smo, SmoParams};
 use crate::progress::StopReason;
+use crate::smo::{DualSolution, InstanceGram, OnePerPoint, Smo, SmoParams};
 use crate::solver::linear_hinge::{row_scores, HingeLoss, LinearHinge};
 // `ComboGram` and `max_weights` live in `crate::smo` (SVM-CC, sMIL and the one-class MI-SVM share
 // them); re-exported so that their former paths `milsvm::convex_combination::*` still work.
 pub use crate::smo::{max_weights, ComboGram};
-
 
 choices! {
     /// Which optimal `v` SVM-CC's LP step returns: with `w` fixed the LP's optimum in `v` is in

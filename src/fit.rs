@@ -6,8 +6,8 @@
 use rayon::prelude::*;
 
 use crate::bags::{validate_labels, Bags};
-use crate::error::Result;
 use crate::class_weight::ClassWeight;
+use crate::error::Result;
 use crate::progress::Observer;
 use crate::threads::with_threads;
 
@@ -174,7 +174,6 @@ pub(crate) fn by_value<T>(per_problem: Vec<Vec<T>>) -> Vec<Vec<T>> {
     }
     out
 }
-
 
 /// What every fit does before its algorithm: check the labels (class indices, every class
 /// present, one per bag) and the class weights against them, stop if already cancelled, and

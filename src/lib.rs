@@ -67,10 +67,10 @@
 //! ```
 pub mod annealing;
 pub mod bags;
-pub mod class_weight;
-pub mod choice;
 pub mod baselines;
 pub mod basis;
+pub mod choice;
+pub mod class_weight;
 pub mod convex_combination;
 pub mod data;
 pub mod error;
@@ -102,6 +102,7 @@ pub use annealing::{
 };
 pub use bags::{Bags, Csr, Instances};
 pub use baselines::{PlainSvmFit, SilParams, SilValidParams, StkParams, StkValidParams};
+pub use class_weight::ClassWeight;
 pub use convex_combination::{CcBounds, LpRule, SvmCcFit, SvmCcParams, SvmCcValidParams};
 pub use error::{Error, Result};
 pub use fit::{Fit, FitPath, ParamGuard};
@@ -109,7 +110,6 @@ pub use kernel::Kernel;
 pub use miles::{MilesFit, MilesParams, MilesValidParams};
 pub use model::{BagView, Model, Pooling, Predictor, Workspace};
 pub use one_class::{OneClassFit, OneClassParams, OneClassValidParams};
-pub use class_weight::ClassWeight;
 pub use params::{Gamma, Hyperparams, KernelKind};
 pub use progress::{Cancel, Observer, Progress, StopReason};
 pub use semi_supervised::{CccpFit, CccpMethod, CccpParams, CccpValidParams};

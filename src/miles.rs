@@ -37,11 +37,11 @@
 use ndarray::Array1;
 
 use crate::bags::Instances;
+use crate::bags::Rows;
 use crate::basis::{kmeans, random_rows, BasisInit};
 use crate::error::{invalid_param, Result};
 use crate::fit::Setup;
 use crate::kernel::bag_max_kernel;
-use crate::bags::Rows;
 use crate::model::{Model, Pooling};
 use crate::params::{hyperparams, KernelKind, Range};
 use crate::progress::Progress;

@@ -137,17 +137,17 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::bags::Bags;
+use crate::bags::Rows;
+use crate::choice::choices;
 use crate::convex_combination::hinge_bias;
 use crate::error::{Error, Result};
 use crate::fit::{Problem, Setup};
-use crate::progress::StopReason;
 use crate::kernel::Kernel;
-use crate::bags::Rows;
 use crate::model::{Model, Pooling};
-use crate::choice::choices;
 use crate::params::{hyperparams, KernelKind, Range};
-use crate::progress::Progress;
 use crate::progress::Observer;
+use crate::progress::Progress;
+use crate::progress::StopReason;
 use crate::smo::{ComboGram, DualProblem, DualSolution, InstanceGram, Smo, SmoParams};
 
 choices! {

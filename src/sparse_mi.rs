@@ -15,16 +15,19 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
+use crate::bags::Rows;
 use crate::bags::{Bags, Instances};
 use crate::error::{invalid_param, Result};
+use crate::fit::ParamGuard;
 use crate::fit::{Prologue, Setup};
-use crate::kernel::{basis_gradient, basis_gradient_from_weights, cross_dots, kernel_bag_means_from_dots, kernel_matrix, Basis, Kernel};
-use crate::bags::Rows;
+use crate::kernel::{
+    basis_gradient, basis_gradient_from_weights, cross_dots, kernel_bag_means_from_dots,
+    kernel_matrix, Basis, Kernel,
+};
 use crate::model::Model;
 use crate::params::{check_columns, check_init_xv, check_init_xv_columns, hyperparams, Range};
-use crate::fit::ParamGuard;
-use crate::progress::Progress;
 pub use crate::params::{Gamma, KernelKind};
+use crate::progress::Progress;
 use crate::solver::{InnerSolver, Solution, SquaredHinge};
 
 hyperparams! {

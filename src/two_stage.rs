@@ -62,12 +62,12 @@
 use ndarray::Array2;
 
 use crate::baselines::{fit_points, record};
+use crate::choice::choices;
 use crate::error::Result;
+use crate::fit::ParamGuard;
 use crate::fit::{only_fit, Setup, SvmFit};
 use crate::model::Pooling;
-use crate::choice::choices;
 use crate::params::{hyperparams, KernelKind, Range};
-use crate::fit::ParamGuard;
 use crate::progress::Progress;
 use crate::set_kernel_svm::SmilParams;
 

@@ -5,8 +5,8 @@ mod common;
 
 use common::toy;
 use milsvm::annealing::{AnnealingParams, BasisSize};
-use milsvm::StopReason;
 use milsvm::ParamGuard;
+use milsvm::StopReason;
 use milsvm::{Error, Gamma};
 
 #[test]

@@ -5,8 +5,8 @@
 mod common;
 
 use common::toy;
-use milsvm::baselines::{bag_statistics, SilParams, StkParams};
 use milsvm::bags::Rows;
+use milsvm::baselines::{bag_statistics, SilParams, StkParams};
 use milsvm::model::{
     min_max_into, min_max_rows, BagFeatures, BagView, Model, Predictor, Workspace,
 };

@@ -8,10 +8,10 @@ mod common;
 
 use approx::assert_relative_eq;
 use common::{rng, to_csr, TestResult};
-use milsvm::bags::{validate_labels, Bags, Csr, Instances};
-use milsvm::kernel::{basis_gradient, kernel_bag_means, kernel_matrix, Basis, Kernel};
 use milsvm::bags::Rows;
+use milsvm::bags::{validate_labels, Bags, Csr, Instances};
 use milsvm::fit::ParamGuard;
+use milsvm::kernel::{basis_gradient, kernel_bag_means, kernel_matrix, Basis, Kernel};
 use milsvm::solver::{InnerSolver, NewtonHessian, Solution, SquaredHinge};
 use milsvm::sparse_mi::{objective_and_gradient, Gamma, KernelKind, SparseMiFit, SparseMiParams};
 use milsvm::Error;

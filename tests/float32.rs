@@ -233,8 +233,8 @@ fn f32_fits_do_not_depend_on_the_thread_count() -> TestResult {
 
 #[test]
 fn large_f32_sets_take_the_blocked_and_parallel_paths_with_the_same_bits() -> TestResult {
-    use milsvm::kernel::{kernel_bag_means, Basis, Kernel};
     use milsvm::bags::Rows;
+    use milsvm::kernel::{kernel_bag_means, Basis, Kernel};
     use milsvm::smo::{GramRows, InstanceGram};
     // 5000 instances: several GEMM blocks, parallel kernel rows (>= 4096 points), k-means
     // bounds; 17 features: SIMD lanes and a remainder.

@@ -11,8 +11,8 @@ use clarabel::solver::{
 };
 use common::{to_csr, toy, TestResult};
 use milsvm::bags::Instances;
-use milsvm::kernel::bag_max_kernel;
 use milsvm::bags::Rows;
+use milsvm::kernel::bag_max_kernel;
 use milsvm::miles::embedding;
 use milsvm::model::{BagView, Model, Pooling, Predictor, Workspace};
 use milsvm::progress::Cancel;

@@ -10,10 +10,12 @@ use clarabel::solver::{
     DefaultSettingsBuilder, DefaultSolver, IPSolver, SolverStatus, SupportedConeT,
 };
 use common::{rng, to_csr, TestResult};
-use milsvm::kernel::Kernel;
 use milsvm::bags::Rows;
-use milsvm::smo::{DualProblem, DualSolution, GramRows, InstanceGram, PrecomputedGram, Smo, SmoParams};
+use milsvm::kernel::Kernel;
 use milsvm::progress::StopReason;
+use milsvm::smo::{
+    DualProblem, DualSolution, GramRows, InstanceGram, PrecomputedGram, Smo, SmoParams,
+};
 use milsvm::Error;
 use ndarray::Array2;
 use rand::Rng;

@@ -46,17 +46,15 @@
 
 use ndarray::{Array1, Array2};
 
+use crate::bags::Rows;
 use crate::basis::{choose_basis, BasisInit};
+use crate::choice::choices;
 use crate::error::{invalid_param, Result};
 use crate::fit::Setup;
-use crate::progress::StopReason;
 use crate::kernel::{kernel_matrix, Basis};
-use crate::bags::Rows;
-use crate::choice::choices;
 use crate::model::{Model, Pooling};
-use crate::params::{
-    check_init_xv, check_init_xv_columns, hyperparams, KernelKind, Range,
-};
+use crate::params::{check_init_xv, check_init_xv_columns, hyperparams, KernelKind, Range};
+use crate::progress::StopReason;
 use crate::smo::{InstanceGram, SmoParams};
 use crate::solver::linear::{stack_weights, LINEAR_TOL};
 use crate::solver::InnerSolver;
@@ -122,7 +120,6 @@ choices! {
 }
 
 pub use crate::params::SvmRoute;
-
 
 /// Training sets up to this many instances get the full basis under `n_xv = "auto"`.
 pub const AUTO_FULL_BASIS_MAX: usize = 5000;

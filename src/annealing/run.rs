@@ -6,9 +6,9 @@ use ndarray::Array1;
 use super::bookkeeping::BinaryData;
 use super::svm_step::SvmStep;
 use super::{AnnealingMethod, AnnealingValidParams};
-use crate::progress::StopReason;
 use crate::error::Result;
 use crate::progress::Progress;
+use crate::progress::StopReason;
 
 /// Temperatures of entropy history the estimate of [`AnnealingValidParams::expected_temperatures`]
 /// fits its trend on.

@@ -13,9 +13,9 @@
 
 use ndarray::ArrayView2;
 
+use crate::bags::Rows;
 use crate::bags::{Dense, Instances};
 use crate::kernel::Kernel;
-use crate::bags::Rows;
 use crate::linalg::Real;
 use crate::simd::compiled_forms;
 

@@ -5,8 +5,8 @@
 
 mod dots;
 
-pub use dots::{all_finite, Real};
 pub(crate) use dots::Simd;
+pub use dots::{all_finite, Real};
 
 use ndarray::ArrayView2;
 

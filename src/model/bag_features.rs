@@ -10,8 +10,8 @@
 use ndarray::Array2;
 
 use super::BagView;
-use crate::error::{Error, Result};
 use crate::bags::Rows;
+use crate::error::{Error, Result};
 use crate::linalg::{all_finite, Real};
 use crate::simd::compiled_forms;
 

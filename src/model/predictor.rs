@@ -33,10 +33,10 @@ const ROW_CHUNK: usize = 128;
 
 use super::bag_features::no_instance_scores;
 use super::{min_max_into, min_max_rows, BagFeatures, Calibration, Model, Pooling, Scaler};
+use crate::bags::Rows;
 use crate::bags::{validate_bag_ptr, Bags, Csr, FeatureIndex, Instances};
 use crate::error::{Error, Result};
 use crate::kernel::{batch_sq_norm, instance_scores, Basis, GemmArith, Kernel};
-use crate::bags::Rows;
 use crate::linalg::{all_finite, Simd};
 
 /// One bag of instances, borrowed: dense row-major values (`f64` or `f32`) or CSR rows.

@@ -9,9 +9,9 @@ use ndarray::Array2;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::bags::Rows;
 use crate::bags::{Csr, DenseF32, Instances};
 use crate::error::{Error, Result};
-use crate::bags::Rows;
 
 use super::BagView;
 

@@ -9,8 +9,8 @@ use ndarray::{Array1, Array2};
 
 use super::{Model, Predictor};
 use crate::bags::Instances;
-use crate::error::{invalid_param, Result};
 use crate::bags::Rows;
+use crate::error::{invalid_param, Result};
 
 /// Bag scores of every model (each `n_bags x n_outputs` of its model) on the bags of `rows`
 /// with offsets `bag_ptr`: as [`Predictor::decision_function_rows`] of each model (each

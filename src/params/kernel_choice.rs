@@ -5,8 +5,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::range::Range;
 use super::value::{ParamType, Rejected, Value};
-use crate::choice::choices;
 use crate::bags::Instances;
+use crate::choice::choices;
 use crate::error::{Error, Result};
 
 choices! {

@@ -30,7 +30,6 @@ pub use range::Range;
 
 pub use value::{ParamType, Rejected, Value};
 
-
 use crate::bags::Instances;
 use crate::error::{invalid_param, Result};
 use crate::fit::ParamGuard;

@@ -208,7 +208,6 @@ impl ParamType for Instances {
     }
 }
 
-
 /// A [`Choice`] enum is read from the string naming a variant: another string is refused with
 /// the list of names.
 impl<T: Choice> ParamType for T {

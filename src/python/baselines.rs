@@ -7,8 +7,8 @@ use super::run::fit_call;
 use super::set_kernel_svm::PySvmFit;
 use super::*;
 use crate::baselines::{SilParams, StkParams, StkValidParams};
-use crate::model::min_max_bags;
 use crate::fit::ParamGuard;
+use crate::model::min_max_bags;
 
 fit_bindings!(
     /// Fits SIL with the parameters of `params` (names as in `milsvm.SIL`).

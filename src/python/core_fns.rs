@@ -2,8 +2,8 @@
 //! solver (`src/kernel/mod.rs`, `src/solver/mod.rs`), for tests and the reference benchmarks.
 
 use super::*;
-use crate::smo::{DualProblem, InstanceGram, PrecomputedGram, Smo, SmoParams};
 use crate::progress::StopReason;
+use crate::smo::{DualProblem, InstanceGram, PrecomputedGram, Smo, SmoParams};
 
 /// Two arrays returned to Python.
 type ArrayPair<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>);

@@ -28,10 +28,10 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
+use crate::bags::Rows;
 use crate::bags::{validate_bag_ptr, Instances};
 use crate::error::Error;
 use crate::kernel::{basis_gradient, kernel_bag_means, Basis, Kernel};
-use crate::bags::Rows;
 use crate::model::Model;
 use crate::params::{Gamma, Hyperparams, KernelKind, Value};
 use crate::solver::{InnerSolver, SquaredHinge};

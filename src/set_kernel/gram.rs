@@ -4,12 +4,12 @@
 use ndarray::{s, Array2, Axis};
 use rayon::prelude::*;
 
+use crate::bags::Rows;
 use crate::bags::{Bags, Instances};
 use crate::error::{Error, Result};
 use crate::kernel::{kernel_bag_means, without_constant_features, Basis, Kernel};
-use crate::bags::Rows;
-use crate::progress::Cancel;
 use crate::linalg::{faer_mut, faer_ref};
+use crate::progress::Cancel;
 
 /// Entries of one block of instance kernel values (the memory bound of [`set_kernel`]).
 const BLOCK_ENTRIES: usize = 1 << 22;

@@ -8,13 +8,13 @@ use rand_chacha::ChaCha8Rng;
 
 use super::{MiKernelFit, MiKernelParams};
 use crate::bags::Instances;
+use crate::bags::Rows;
 use crate::error::{invalid_param, Error, Result};
+use crate::fit::ParamGuard;
 use crate::fit::Setup;
 use crate::kernel::{basis_gradient, kernel_bag_means, kernel_matrix, Basis, Kernel};
-use crate::bags::Rows;
 use crate::model::Model;
 use crate::params::{hyperparams, KernelKind, Range};
-use crate::fit::ParamGuard;
 use crate::progress::Cancel;
 use crate::solver::{solve_spd, InnerSolver};
 

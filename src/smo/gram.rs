@@ -8,9 +8,9 @@ use ndarray::{Array2, ArrayView2, CowArray, Ix2};
 use rayon::prelude::*;
 
 use crate::bags::Instances;
+use crate::bags::Rows;
 use crate::error::{invalid_data, invalid_param, Result};
 use crate::kernel::Kernel;
-use crate::bags::Rows;
 use crate::linalg::Simd;
 
 /// Points per parallel work unit of [`InstanceGram::fill_row`].

@@ -168,7 +168,6 @@ impl Default for SmoParams {
     }
 }
 
-
 /// The result of [`Smo::solve`](super::Smo::solve).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DualSolution {

@@ -10,10 +10,10 @@ use super::scan::{
     first_choice, second_choice, update_and_first, ArgMax, SecondChoice, SecondInputs, UpdateInputs,
 };
 use super::{DualProblem, DualSolution, GramRows, SmoParams, NIL, TAU};
-use crate::progress::StopReason;
 use crate::error::{Error, Result};
 use crate::linalg::Simd;
 use crate::progress::Cancel;
+use crate::progress::StopReason;
 
 /// Rows computed beside a missing one ([`State::fetch_row`]).
 /// SMO iterations between two looks at the cancellation flag (a few microseconds each).
@@ -816,8 +816,8 @@ fn add_rows<G: GramRows>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::Kernel;
     use crate::bags::Rows;
+    use crate::kernel::Kernel;
     use crate::smo::{repair_equality, InstanceGram, OnePerPoint, Smo};
     use ndarray::Array2;
 

@@ -12,8 +12,8 @@
 use ndarray::{s, ArrayViewMut2};
 use rayon::prelude::*;
 
-use crate::kernel::{without_constant_features, Kernel};
 use crate::bags::Rows;
+use crate::kernel::{without_constant_features, Kernel};
 use crate::linalg::{faer_mut, faer_ref};
 
 /// Rows of one block product of [`full_kernel`] for `n` points: a function of `n` alone, so

@@ -54,9 +54,9 @@ use rayon::prelude::*;
 
 use super::rows::{dense_row, on_rows, sum_rows, x_dot, xt_dot, xt_dot_pair, RowsRef, BLOCK_ROWS};
 use super::Cholesky;
-use crate::linalg::{faer_mut, faer_ref};
 use crate::bags::Instances;
 use crate::error::Result;
+use crate::linalg::{faer_mut, faer_ref};
 use crate::linalg::{Real, Simd};
 use crate::progress::Cancel;
 use crate::tree_sum::{sum_bags, Tree};
