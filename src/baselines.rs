@@ -20,8 +20,7 @@
 
 use ndarray::{Array1, Array2};
 
-use crate::bags::Rows;
-use crate::bags::{Bags, Instances};
+use crate::bags::{Bags, Instances, Rows};
 use crate::error::Result;
 use crate::fit::{by_value, only_fit, CPath, Problem, Prologue, Setup};
 use crate::kernel::Kernel;

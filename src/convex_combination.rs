@@ -55,16 +55,14 @@
 //! linear kernel the model holds the explicit weight vector `w` as its only expansion vector
 //! (sparse instances stay sparse throughout).
 
-use crate::bags::Bags;
-use crate::bags::Rows;
+use crate::bags::{Bags, Instances, Rows};
 use crate::choice::choices;
 use crate::error::{invalid_param, Result};
 use crate::fit::{Problem, Setup};
 use crate::kernel::Kernel;
 use crate::model::{Model, Pooling};
 use crate::params::{hyperparams, KernelKind, Range, SvmRoute};
-use crate::progress::Progress;
-use crate::progress::StopReason;
+use crate::progress::{Progress, StopReason};
 use crate::smo::{DualSolution, InstanceGram, OnePerPoint, Smo, SmoParams};
 use crate::solver::linear_hinge::{row_scores, HingeLoss, LinearHinge};
 // `ComboGram` and `max_weights` live in `crate::smo` (SVM-CC, sMIL and the one-class MI-SVM share
@@ -353,19 +351,11 @@ impl SvmCcValidParams {
         Ok(fit)
     }
 
-    /// One binary problem: the QP / LP alternation.
-    fn run_binary(
-        &self,
-        inst: &InstanceGram,
-        bags: &Bags,
-        problem: &Problem,
-        kernel: Kernel,
-    ) -> Result<BinaryRun> {
+    /// The samples of one binary problem's QP: the positive bags' combinations and the
+    /// negative instances (live), then the positive bags' instances (dead, `u = 0`: their
+    /// `q_alpha` gives the scores the LP needs).
+    fn samples(&self, bags: &Bags, problem: &Problem, linear: bool) -> CcSamples {
         let (targets, weights) = (&problem.targets, &problem.weights);
-        let problem_index = problem.index;
-        let x = bags.instances();
-        let linear = kernel == Kernel::Linear;
-        let route_linear = self.solver.for_kernel(self.kernel) == SvmRoute::Linear;
         let pos: Vec<usize> = (0..bags.n_bags()).filter(|&i| targets[i] > 0.0).collect();
         let neg: Vec<(usize, usize)> = (0..bags.n_bags())
             .filter(|&i| targets[i] <= 0.0)
@@ -380,17 +370,112 @@ impl SvmCcValidParams {
             }
         };
         let (mp, mn) = (pos.len(), neg.len());
-        // samples: combinations (live), negative instances (live), positive instances (dead,
-        // u = 0: their q_alpha gives the scores the LP needs)
         let mut y = vec![1.0; mp];
         y.extend(std::iter::repeat_n(-1.0, mn));
         y.extend(std::iter::repeat_n(1.0, pos_inst.len()));
         let mut u: Vec<f64> = pos.iter().map(|&i| c1 * weights[i]).collect();
         u.extend(neg.iter().map(|&(_, i)| c2 * weights[i]));
         u.extend(std::iter::repeat_n(0.0, pos_inst.len()));
-        let n = y.len();
-        let p = vec![1.0; n];
-        let layout = OnePerPoint::new(n);
+        let p = vec![1.0; y.len()];
+        CcSamples {
+            pos,
+            neg,
+            pos_inst,
+            y,
+            u,
+            p,
+        }
+    }
+
+    /// One QP of the alternation on the combinations `points` (one per positive bag, then one
+    /// per negative instance): its solution, the scores `g` (without `b`) at the positive bags'
+    /// instances and at the negative instances, and `||w||^2`.
+    #[allow(clippy::too_many_arguments)]
+    fn qp_step(
+        &self,
+        cc: &CcSamples,
+        inst: &InstanceGram,
+        x: &Instances,
+        kernel: Kernel,
+        mut points: Vec<Vec<(usize, f64)>>,
+        warm: Option<&DualSolution>,
+        smo_params: SmoParams,
+    ) -> Result<QpStep> {
+        let (mp, mn) = (cc.pos.len(), cc.neg.len());
+        if self.solver.for_kernel(self.kernel) == SvmRoute::Linear {
+            // w explicit: the QP over the combinations and the negative instances, the
+            // scores as X w
+            let live = mp + mn;
+            let lin = LinearHinge {
+                x,
+                points: &points,
+                y: &cc.y[..live],
+                p: &cc.p[..live],
+                u: &cc.u[..live],
+                loss: HingeLoss::Hinge,
+            };
+            let start = warm.map(|s| (&s.alpha[..live], s.b));
+            let s = lin.solve(
+                start,
+                self.inner_tol,
+                LINEAR_MAX_PASSES,
+                self.observer.cancel(),
+            )?;
+            let scores = row_scores(x, &s.w);
+            let g_pos: Vec<f64> = cc.pos_inst.iter().map(|&t| scores[t]).collect();
+            let g_neg: Vec<f64> = cc.neg.iter().map(|&(t, _)| scores[t]).collect();
+            let w2: f64 = s.w.iter().map(|v| v * v).sum();
+            let sol = DualSolution {
+                q_alpha: Vec::new(),
+                b: s.b,
+                objective: s.dual_objective,
+                iterations: s.passes,
+                termination: if s.converged {
+                    StopReason::Converged
+                } else {
+                    StopReason::MaxIter
+                },
+                alpha: s.alpha,
+            };
+            return Ok(QpStep {
+                sol,
+                g_pos,
+                g_neg,
+                w2,
+            });
+        }
+        points.extend(cc.pos_inst.iter().map(|&t| vec![(t, 1.0)]));
+        let gram = ComboGram::new(inst, x, kernel, points);
+        let layout = OnePerPoint::new(cc.y.len());
+        let problem = layout.problem(&cc.y, &cc.p, &cc.u, 0.0);
+        let sol = Smo::new(&gram, smo_params)?
+            .with_cancel(self.observer.cancel().clone())
+            .solve(&problem, warm)?;
+        // scores g (without b) at the positive-bag instances and the negative instances
+        let g_pos = sol.q_alpha[mp + mn..].to_vec();
+        let g_neg: Vec<f64> = sol.q_alpha[mp..mp + mn].iter().map(|q| -q).collect();
+        let w2: f64 = sol.alpha.iter().zip(&sol.q_alpha).map(|(a, q)| a * q).sum();
+        Ok(QpStep {
+            sol,
+            g_pos,
+            g_neg,
+            w2,
+        })
+    }
+
+    /// One binary problem: the QP / LP alternation.
+    fn run_binary(
+        &self,
+        inst: &InstanceGram,
+        bags: &Bags,
+        problem: &Problem,
+        kernel: Kernel,
+    ) -> Result<BinaryRun> {
+        let x = bags.instances();
+        let linear = kernel == Kernel::Linear;
+        let cc = self.samples(bags, problem, linear);
+        let (pos, neg, u) = (&cc.pos, &cc.neg, &cc.u);
+        let (mp, mn) = (pos.len(), neg.len());
         let smo_params = SmoParams {
             tol: self.inner_tol,
             cache_bytes: problem.cache_bytes,
@@ -425,85 +510,29 @@ impl SvmCcValidParams {
                 })
                 .collect();
             points.extend(neg.iter().map(|&(t, _)| vec![(t, 1.0)]));
-            let (sol, g_pos, g_neg) = if route_linear {
-                // w explicit: the QP over the combinations and the negative instances, the
-                // scores as X w
-                let live = mp + mn;
-                let lin = LinearHinge {
-                    x,
-                    points: &points,
-                    y: &y[..live],
-                    p: &p[..live],
-                    u: &u[..live],
-                    loss: HingeLoss::Hinge,
-                };
-                let start = warm.as_ref().map(|s| (&s.alpha[..live], s.b));
-                let s = lin.solve(
-                    start,
-                    self.inner_tol,
-                    LINEAR_MAX_PASSES,
-                    self.observer.cancel(),
-                )?;
-                let scores = row_scores(x, &s.w);
-                let g_pos: Vec<f64> = pos_inst.iter().map(|&t| scores[t]).collect();
-                let g_neg: Vec<f64> = neg.iter().map(|&(t, _)| scores[t]).collect();
-                let w2: f64 = s.w.iter().map(|v| v * v).sum();
-                let sol = DualSolution {
-                    q_alpha: Vec::new(),
-                    b: s.b,
-                    objective: s.dual_objective,
-                    iterations: s.passes,
-                    termination: if s.converged {
-                        StopReason::Converged
-                    } else {
-                        StopReason::MaxIter
-                    },
-                    alpha: s.alpha,
-                };
-                (sol, g_pos, (g_neg, w2))
-            } else {
-                points.extend(pos_inst.iter().map(|&t| vec![(t, 1.0)]));
-                let gram = ComboGram::new(inst, x, kernel, points);
-                let problem = layout.problem(&y, &p, &u, 0.0);
-                let sol = Smo::new(&gram, smo_params)?
-                    .with_cancel(self.observer.cancel().clone())
-                    .solve(&problem, warm.as_ref())?;
-                // scores g (without b) at the positive-bag instances and the negative instances
-                let g_pos = sol.q_alpha[mp + mn..].to_vec();
-                let g_neg: Vec<f64> = sol.q_alpha[mp..mp + mn].iter().map(|q| -q).collect();
-                let w2: f64 = sol.alpha.iter().zip(&sol.q_alpha).map(|(a, q)| a * q).sum();
-                (sol, g_pos, (g_neg, w2))
-            };
-            let (g_neg, w2) = g_neg;
+            let QpStep {
+                sol,
+                g_pos,
+                g_neg,
+                w2,
+            } = self.qp_step(&cc, inst, x, kernel, points, warm.as_ref(), smo_params)?;
             smo_converged &= sol.termination == StopReason::Converged;
             let mut scores = Vec::with_capacity(mp);
             let mut off = 0;
-            for &i in &pos {
+            for &i in pos {
                 let k = bags.bag_range(i).len();
                 scores.push(&g_pos[off..off + k]);
                 off += k;
             }
             let (new_v, lp_b) =
                 lp_step(self.lp_rule, &scores, &v, &u[..mp], &g_neg, &u[mp..mp + mn]);
-            // the LP's optimal value: each bag's slack at its best score (any optimal v has it)
-            let big_g: Vec<f64> = scores.iter().map(|s| bag_max(s)).collect();
-            let loss: f64 = big_g
-                .iter()
-                .zip(&u[..mp])
-                .map(|(g, c)| c * (1.0 - g - lp_b).max(0.0))
-                .chain(
-                    g_neg
-                        .iter()
-                        .zip(&u[mp..mp + mn])
-                        .map(|(g, c)| c * (1.0 + g + lp_b).max(0.0)),
-                )
-                .sum();
-            objective_history.push(0.5 * w2 + loss);
+            let objective = 0.5 * w2 + lp_loss(&scores, &g_neg, u, lp_b);
+            objective_history.push(objective);
             self.observer.notify(Progress {
-                problem: problem_index,
+                problem: problem.index,
                 step: objective_history.len(),
                 max_steps: self.max_iter,
-                objective: 0.5 * w2 + loss,
+                objective,
                 temperature: None,
                 expected_steps: self.max_iter,
             });
@@ -530,22 +559,13 @@ impl SvmCcValidParams {
             Some(l) => l,
             None => return Err(invalid_param("max_iter must be an integer >= 1, got 0")),
         };
-        // eq. 35: instance coefficients from the last QP's alpha and v
-        let mut beta = vec![0.0; bags.n_instances()];
-        for (j, (&i, vi)) in pos.iter().zip(&used_v).enumerate() {
-            for (t, &w) in bags.bag_range(i).zip(vi) {
-                beta[t] += sol.alpha[j] * w;
-            }
-        }
-        for (k, &(t, _)) in neg.iter().enumerate() {
-            beta[t] -= sol.alpha[mp + k];
-        }
+        let beta = instance_coefficients(bags, &cc, &used_v, &sol.alpha);
         // Algorithm 1 (linear) takes the LP's bias (eq. 20), Algorithm 2 the QP's (eq. 36-37)
         let b = if linear { lp_b } else { sol.b };
         Ok(BinaryRun {
             beta,
             b,
-            positive_bags: pos,
+            positive_bags: cc.pos,
             v,
             lp_b,
             qp_b: sol.b,
@@ -556,4 +576,64 @@ impl SvmCcValidParams {
             smo_converged,
         })
     }
+}
+
+/// The samples of one binary problem's QP ([`SvmCcValidParams::samples`]).
+struct CcSamples {
+    /// The positive bags.
+    pos: Vec<usize>,
+    /// Each negative instance and its bag.
+    neg: Vec<(usize, usize)>,
+    /// The positive bags' instances, bag by bag.
+    pos_inst: Vec<usize>,
+    /// Labels, upper bounds and linear terms of every sample.
+    y: Vec<f64>,
+    u: Vec<f64>,
+    p: Vec<f64>,
+}
+
+/// One QP's solution and the scores the LP needs ([`SvmCcValidParams::qp_step`]).
+struct QpStep {
+    sol: DualSolution,
+    g_pos: Vec<f64>,
+    g_neg: Vec<f64>,
+    w2: f64,
+}
+
+/// The LP's optimal value: each bag's slack at its best score (any optimal `v` has it), and
+/// each negative instance's.
+fn lp_loss(scores: &[&[f64]], g_neg: &[f64], u: &[f64], lp_b: f64) -> f64 {
+    let mp = scores.len();
+    let big_g: Vec<f64> = scores.iter().map(|s| bag_max(s)).collect();
+    big_g
+        .iter()
+        .zip(&u[..mp])
+        .map(|(g, c)| c * (1.0 - g - lp_b).max(0.0))
+        .chain(
+            g_neg
+                .iter()
+                .zip(&u[mp..mp + g_neg.len()])
+                .map(|(g, c)| c * (1.0 + g + lp_b).max(0.0)),
+        )
+        .sum()
+}
+
+/// Eq. 35: instance coefficients from the last QP's `alpha` and the combinations `v` it ran on.
+fn instance_coefficients(
+    bags: &Bags,
+    cc: &CcSamples,
+    used_v: &[Vec<f64>],
+    alpha: &[f64],
+) -> Vec<f64> {
+    let mp = cc.pos.len();
+    let mut beta = vec![0.0; bags.n_instances()];
+    for (j, (&i, vi)) in cc.pos.iter().zip(used_v).enumerate() {
+        for (t, &w) in bags.bag_range(i).zip(vi) {
+            beta[t] += alpha[j] * w;
+        }
+    }
+    for (k, &(t, _)) in cc.neg.iter().enumerate() {
+        beta[t] -= alpha[mp + k];
+    }
+    beta
 }

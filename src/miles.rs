@@ -36,8 +36,7 @@
 
 use ndarray::Array1;
 
-use crate::bags::Instances;
-use crate::bags::Rows;
+use crate::bags::{Instances, Rows};
 use crate::basis::{kmeans, random_rows, BasisInit};
 use crate::error::{invalid_param, Result};
 use crate::fit::Setup;

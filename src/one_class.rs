@@ -22,14 +22,12 @@
 
 use ndarray::Array1;
 
-use crate::bags::Bags;
-use crate::bags::Rows;
+use crate::bags::{Bags, Rows};
 use crate::error::{invalid_data, invalid_param, Result};
 use crate::fit::{Fit, Prologue};
 use crate::model::{Model, Pooling};
 use crate::params::{hyperparams, n_jobs_from_value, Gamma, KernelKind, Range};
-use crate::progress::Progress;
-use crate::progress::StopReason;
+use crate::progress::{Progress, StopReason};
 use crate::smo::{max_weights, ComboGram, DualSolution, InstanceGram, OnePerPoint, Smo, SmoParams};
 
 hyperparams! {

@@ -136,8 +136,7 @@ use ndarray::Array1;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::bags::Bags;
-use crate::bags::Rows;
+use crate::bags::{Bags, Rows};
 use crate::choice::choices;
 use crate::convex_combination::hinge_bias;
 use crate::error::{Error, Result};
@@ -145,9 +144,7 @@ use crate::fit::{Problem, Setup};
 use crate::kernel::Kernel;
 use crate::model::{Model, Pooling};
 use crate::params::{hyperparams, KernelKind, Range};
-use crate::progress::Observer;
-use crate::progress::Progress;
-use crate::progress::StopReason;
+use crate::progress::{Observer, Progress, StopReason};
 use crate::smo::{ComboGram, DualProblem, DualSolution, InstanceGram, Smo, SmoParams};
 
 choices! {

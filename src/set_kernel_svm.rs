@@ -52,16 +52,14 @@
 
 use ndarray::{Array1, Array2};
 
-use crate::bags::Rows;
-use crate::bags::{Bags, Instances};
+use crate::bags::{Bags, Instances, Rows};
 use crate::choice::choices;
 use crate::error::{Error, Result};
 use crate::fit::{by_value, only_fit, Setup};
 use crate::kernel::Kernel;
 use crate::model::{Model, Pooling};
 use crate::params::{hyperparams, KernelKind, Range, SvmRoute};
-use crate::progress::Cancel;
-use crate::progress::StopReason;
+use crate::progress::{Cancel, StopReason};
 use crate::set_kernel::set_kernel_gram_cancellable;
 use crate::smo::{ComboGram, DualSolution, HingeSolver, InstanceGram, PrecomputedGram};
 use crate::solver::linear_hinge::{HingeLoss, LinearHinge};

@@ -15,11 +15,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-use crate::bags::Rows;
-use crate::bags::{Bags, Instances};
+use crate::bags::{Bags, Instances, Rows};
 use crate::error::{invalid_param, Result};
-use crate::fit::ParamGuard;
-use crate::fit::{Prologue, Setup};
+use crate::fit::{ParamGuard, Prologue, Setup};
 use crate::kernel::{
     basis_gradient, basis_gradient_from_weights, cross_dots, kernel_bag_means_from_dots,
     kernel_matrix, Basis, Kernel,

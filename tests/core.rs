@@ -8,8 +8,7 @@ mod common;
 
 use approx::assert_relative_eq;
 use common::{rng, to_csr, TestResult};
-use milsvm::bags::Rows;
-use milsvm::bags::{validate_labels, Bags, Csr, Instances};
+use milsvm::bags::{validate_labels, Bags, Csr, Instances, Rows};
 use milsvm::fit::ParamGuard;
 use milsvm::kernel::{basis_gradient, kernel_bag_means, kernel_matrix, Basis, Kernel};
 use milsvm::solver::{InnerSolver, NewtonHessian, Solution, SquaredHinge};

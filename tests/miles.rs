@@ -10,8 +10,7 @@ use clarabel::solver::{
     DefaultSettingsBuilder, DefaultSolver, IPSolver, SolverStatus, SupportedConeT,
 };
 use common::{to_csr, toy, TestResult};
-use milsvm::bags::Instances;
-use milsvm::bags::Rows;
+use milsvm::bags::{Instances, Rows};
 use milsvm::kernel::bag_max_kernel;
 use milsvm::miles::embedding;
 use milsvm::model::{BagView, Model, Pooling, Predictor, Workspace};

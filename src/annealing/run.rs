@@ -7,8 +7,7 @@ use super::bookkeeping::BinaryData;
 use super::svm_step::SvmStep;
 use super::{AnnealingMethod, AnnealingValidParams};
 use crate::error::Result;
-use crate::progress::Progress;
-use crate::progress::StopReason;
+use crate::progress::{Progress, StopReason};
 
 /// Temperatures of entropy history the estimate of [`AnnealingValidParams::expected_temperatures`]
 /// fits its trend on.

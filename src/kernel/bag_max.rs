@@ -18,8 +18,7 @@ use ndarray::{s, Array2};
 use rayon::prelude::*;
 
 use super::{bag_chunks, Kernel};
-use crate::bags::FeatureIndex;
-use crate::bags::Rows;
+use crate::bags::{FeatureIndex, Rows};
 use crate::error::Result;
 use crate::progress::Cancel;
 

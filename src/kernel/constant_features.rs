@@ -13,8 +13,7 @@
 
 use ndarray::ArrayView2;
 
-use crate::bags::Rows;
-use crate::bags::{Dense, Instances};
+use crate::bags::{Dense, Instances, Rows};
 use crate::kernel::Kernel;
 use crate::linalg::Real;
 use crate::simd::compiled_forms;

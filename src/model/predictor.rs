@@ -33,8 +33,7 @@ const ROW_CHUNK: usize = 128;
 
 use super::bag_features::no_instance_scores;
 use super::{min_max_into, min_max_rows, BagFeatures, Calibration, Model, Pooling, Scaler};
-use crate::bags::Rows;
-use crate::bags::{validate_bag_ptr, Bags, Csr, FeatureIndex, Instances};
+use crate::bags::{validate_bag_ptr, Bags, Csr, FeatureIndex, Instances, Rows};
 use crate::error::{Error, Result};
 use crate::kernel::{batch_sq_norm, instance_scores, Basis, GemmArith, Kernel};
 use crate::linalg::{all_finite, Simd};

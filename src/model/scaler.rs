@@ -9,8 +9,7 @@ use ndarray::Array2;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::bags::Rows;
-use crate::bags::{Csr, DenseF32, Instances};
+use crate::bags::{Csr, DenseF32, Instances, Rows};
 use crate::error::{Error, Result};
 
 use super::BagView;

@@ -8,8 +8,7 @@ use std::collections::HashMap;
 use ndarray::{Array1, Array2};
 
 use super::{Model, Predictor};
-use crate::bags::Instances;
-use crate::bags::Rows;
+use crate::bags::{Instances, Rows};
 use crate::error::{invalid_param, Result};
 
 /// Bag scores of every model (each `n_bags x n_outputs` of its model) on the bags of `rows`

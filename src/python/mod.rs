@@ -28,8 +28,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use crate::bags::Rows;
-use crate::bags::{validate_bag_ptr, Instances};
+use crate::bags::{validate_bag_ptr, Instances, Rows};
 use crate::error::Error;
 use crate::kernel::{basis_gradient, kernel_bag_means, Basis, Kernel};
 use crate::model::Model;

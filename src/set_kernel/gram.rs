@@ -4,8 +4,7 @@
 use ndarray::{s, Array2, Axis};
 use rayon::prelude::*;
 
-use crate::bags::Rows;
-use crate::bags::{Bags, Instances};
+use crate::bags::{Bags, Instances, Rows};
 use crate::error::{Error, Result};
 use crate::kernel::{kernel_bag_means, without_constant_features, Basis, Kernel};
 use crate::linalg::{faer_mut, faer_ref};

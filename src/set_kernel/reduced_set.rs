@@ -7,11 +7,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::{MiKernelFit, MiKernelParams};
-use crate::bags::Instances;
-use crate::bags::Rows;
+use crate::bags::{Instances, Rows};
 use crate::error::{invalid_param, Error, Result};
-use crate::fit::ParamGuard;
-use crate::fit::Setup;
+use crate::fit::{ParamGuard, Setup};
 use crate::kernel::{basis_gradient, kernel_bag_means, kernel_matrix, Basis, Kernel};
 use crate::model::Model;
 use crate::params::{hyperparams, KernelKind, Range};

@@ -7,8 +7,7 @@
 use ndarray::{Array2, ArrayView2, CowArray, Ix2};
 use rayon::prelude::*;
 
-use crate::bags::Instances;
-use crate::bags::Rows;
+use crate::bags::{Instances, Rows};
 use crate::error::{invalid_data, invalid_param, Result};
 use crate::kernel::Kernel;
 use crate::linalg::Simd;

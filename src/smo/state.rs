@@ -12,8 +12,7 @@ use super::scan::{
 use super::{DualProblem, DualSolution, GramRows, SmoParams, NIL, TAU};
 use crate::error::{Error, Result};
 use crate::linalg::Simd;
-use crate::progress::Cancel;
-use crate::progress::StopReason;
+use crate::progress::{Cancel, StopReason};
 
 /// Rows computed beside a missing one ([`State::fetch_row`]).
 /// SMO iterations between two looks at the cancellation flag (a few microseconds each).

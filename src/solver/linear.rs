@@ -56,8 +56,7 @@ use super::rows::{dense_row, on_rows, sum_rows, x_dot, xt_dot, xt_dot_pair, Rows
 use super::Cholesky;
 use crate::bags::Instances;
 use crate::error::Result;
-use crate::linalg::{faer_mut, faer_ref};
-use crate::linalg::{Real, Simd};
+use crate::linalg::{faer_mut, faer_ref, Real, Simd};
 use crate::progress::Cancel;
 use crate::tree_sum::{sum_bags, Tree};
 use faer::linalg::matmul::triangular::{self, BlockStructure};
