@@ -517,29 +517,12 @@ fn sparse_cross_gram(x: Rows<'_>, b: &Csr, out: &mut Array2<f64>) {
         .into_par_iter()
         .enumerate()
         .for_each(|(i, mut o)| {
-            let mut add = |j: usize, a: f64| {
+            let add = |j: usize, a: f64| {
                 for &(r, v) in &by_col[j] {
                     o[r] += a * v;
                 }
             };
-            match x {
-                Rows::Sparse(x) => {
-                    let (idx, val) = x.row(i);
-                    idx.iter().zip(val).for_each(|(&j, &a)| add(j, a));
-                }
-                Rows::Dense(x) => x
-                    .row(i)
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, &a)| a != 0.0)
-                    .for_each(|(j, &a)| add(j, a)),
-                Rows::Dense32(x) => x
-                    .row(i)
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, &a)| a != 0.0)
-                    .for_each(|(j, &a)| add(j, f64::from(a))),
-            }
+            x.for_each_nonzero(i, add);
         });
 }
 

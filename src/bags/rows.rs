@@ -135,6 +135,30 @@ impl<'a> Rows<'a> {
             Rows::Sparse(x) => (0..n).find(|&i| !all_finite(x.row(i).1)),
         }
     }
+
+    /// Calls `f(j, x_rj)` for the stored entries of row `r` in column order: every entry of a
+    /// CSR row, the non-zero values of a dense row (in `f64`).
+    #[inline]
+    pub fn for_each_nonzero(&self, r: usize, mut f: impl FnMut(usize, f64)) {
+        match self {
+            Rows::Sparse(x) => {
+                let (idx, val) = x.row(r);
+                idx.iter().zip(val).for_each(|(&j, &a)| f(j, a));
+            }
+            Rows::Dense(x) => x
+                .row(r)
+                .iter()
+                .enumerate()
+                .filter(|(_, &a)| a != 0.0)
+                .for_each(|(j, &a)| f(j, a)),
+            Rows::Dense32(x) => x
+                .row(r)
+                .iter()
+                .enumerate()
+                .filter(|(_, &a)| a != 0.0)
+                .for_each(|(j, &a)| f(j, f64::from(a))),
+        }
+    }
 }
 
 /// Whether every value of a row is finite ([`all_finite`] on a contiguous row).

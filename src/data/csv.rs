@@ -7,8 +7,8 @@ use std::path::Path;
 use ndarray::Array2;
 
 use super::text::{
-    data_lines, label_error, line_error, parse_dense, parse_label, py_repr, py_strip, read_all,
-    read_path, strict_float, Label,
+    data_lines, label_error, line_error, not_a_number, parse_dense, parse_label, py_repr, py_strip,
+    read_all, read_path, strict_float, Label,
 };
 use super::Dataset;
 use crate::bags::{Bags, Instances};
@@ -292,16 +292,7 @@ fn parse(name: &str, text: &str) -> Result<Dataset> {
             .enumerate()
             .find(|(_, v)| v.is_empty() || v.contains(','))
         {
-            return Err(line_error(
-                name,
-                lineno,
-                format!(
-                    "feature {} (field {}): {} is not a number",
-                    j + 1,
-                    j + 3,
-                    py_repr(value)
-                ),
-            ));
+            return Err(not_a_number(name, lineno, j, j + 3, value));
         }
     }
 

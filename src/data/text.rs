@@ -274,6 +274,26 @@ pub(super) fn float_repr(v: f64) -> String {
     }
 }
 
+/// The error for feature `j` (0-based) of a line, in field `field` (1-based), that is no
+/// number.
+pub(super) fn not_a_number(
+    name: &str,
+    lineno: usize,
+    j: usize,
+    field: usize,
+    token: &str,
+) -> Error {
+    line_error(
+        name,
+        lineno,
+        format!(
+            "feature {} (field {field}): {} is not a number",
+            j + 1,
+            py_repr(token)
+        ),
+    )
+}
+
 /// Parses dense rows of `n_values` feature tokens each (the counts already checked) into one
 /// row-major matrix, as `_parse_dense` does: the first token that is not a number (in file
 /// order) is the error; else the first value that is not finite. `first_field` is the 1-based
@@ -293,15 +313,12 @@ where
     for (k, &lineno) in linenos.iter().enumerate() {
         for (j, token) in rows(k).enumerate() {
             let Some(v) = strict_float(token) else {
-                return Err(line_error(
+                return Err(not_a_number(
                     name,
                     lineno,
-                    format!(
-                        "feature {} (field {}): {} is not a number",
-                        j + 1,
-                        j + first_field,
-                        py_repr(token.trim_matches(' '))
-                    ),
+                    j,
+                    j + first_field,
+                    token.trim_matches(' '),
                 ));
             };
             if !v.is_finite() && first_bad.is_none() {

@@ -150,30 +150,13 @@ fn block_dots(
         (_, Rows::Sparse(_), Some(index)) => {
             out.fill(0.0);
             for (r, mut orow) in (lo..hi).zip(out.rows_mut()) {
-                let mut add = |j: usize, a: f64| {
+                let add = |j: usize, a: f64| {
                     let (ks, vs) = index.entries(j);
                     for (&k, &v) in ks.iter().zip(vs) {
                         orow[k] += a * v;
                     }
                 };
-                match rows {
-                    Rows::Sparse(x) => {
-                        let (idx, val) = x.row(r);
-                        idx.iter().zip(val).for_each(|(&j, &a)| add(j, a));
-                    }
-                    Rows::Dense(x) => x
-                        .row(r)
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, &a)| a != 0.0)
-                        .for_each(|(j, &a)| add(j, a)),
-                    Rows::Dense32(x) => x
-                        .row(r)
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, &a)| a != 0.0)
-                        .for_each(|(j, &a)| add(j, f64::from(a))),
-                }
+                rows.for_each_nonzero(r, add);
             }
         }
         // unreachable: a CSR block always comes with its index, and every pair of dense kinds
