@@ -195,19 +195,11 @@ impl From<DenseF32> for Instances {
 impl Instances {
     /// Number of instance rows.
     pub fn n_rows(&self) -> usize {
-        match self {
-            Instances::Dense(x) => x.n_rows(),
-            Instances::Dense32(x) => x.n_rows(),
-            Instances::Sparse(x) => x.n_rows(),
-        }
+        self.rows().n_rows()
     }
     /// Number of features.
     pub fn n_features(&self) -> usize {
-        match self {
-            Instances::Dense(x) => x.n_cols(),
-            Instances::Dense32(x) => x.n_cols(),
-            Instances::Sparse(x) => x.n_cols(),
-        }
+        self.rows().n_cols()
     }
     /// The rows as the kernel code reads them.
     pub fn rows(&self) -> Rows<'_> {
@@ -345,11 +337,7 @@ impl Instances {
 
     /// The rows as a dense matrix (a copy; sparse rows are expanded).
     pub fn to_dense(&self) -> Array2<f64> {
-        match self {
-            Instances::Dense(x) => x.view().to_owned(),
-            Instances::Dense32(x) => x.view().mapv(f64::from),
-            Instances::Sparse(x) => x.to_dense(),
-        }
+        self.rows().to_f64().into_owned()
     }
 
     /// The chosen rows, in the given order, as a dense `rows.len() x n_features` matrix (a copy).
@@ -378,27 +366,12 @@ impl Instances {
     /// Rows `lo..hi` as a dense `(hi - lo) x n_features` matrix (a copy; sparse rows expanded as
     /// by [`Instances::dense_rows`]).
     pub fn dense_block(&self, lo: usize, hi: usize) -> Array2<f64> {
-        match self {
-            Instances::Dense(x) => x.view().slice(s![lo..hi, ..]).to_owned(),
-            Instances::Dense32(_) => self.rows().dense_block(lo, hi).into_owned(),
-            Instances::Sparse(_) => self.dense_rows(&(lo..hi).collect::<Vec<usize>>()),
-        }
+        self.rows().dense_block(lo, hi).into_owned()
     }
 
     /// Row `i` as a dense vector.
     pub fn dense_row(&self, i: usize) -> Vec<f64> {
-        match self {
-            Instances::Dense(x) => x.row(i).to_vec(),
-            Instances::Dense32(x) => x.row(i).iter().map(|&v| f64::from(v)).collect(),
-            Instances::Sparse(x) => {
-                let mut out = vec![0.0; x.n_cols()];
-                let (idx, val) = x.row(i);
-                for (&j, &v) in idx.iter().zip(val) {
-                    out[j] += v;
-                }
-                out
-            }
-        }
+        self.rows().dense_block(i, i + 1).iter().copied().collect()
     }
 }
 
