@@ -11,11 +11,12 @@ use clarabel::solver::{
 };
 use common::toy;
 use milsvm::convex_combination::{
-    hinge_bias, lp_step, project_onto_face, CcBounds, LpRule, StopReason, SvmCcParams,
+    hinge_bias, lp_step, project_onto_face, CcBounds, LpRule, SvmCcParams,
 };
 use milsvm::one_class::OneClassParams;
 use milsvm::set_kernel_svm::{NskParams, SetNorm, SmilParams};
 use milsvm::smo::max_weights;
+use milsvm::StopReason;
 use milsvm::{Error, Gamma, KernelKind};
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
