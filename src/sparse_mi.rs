@@ -24,7 +24,6 @@ use crate::kernel::{
 };
 use crate::model::Model;
 use crate::params::{check_columns, check_init_xv, check_init_xv_columns, hyperparams, Range};
-pub use crate::params::{Gamma, KernelKind};
 use crate::progress::Progress;
 use crate::solver::{InnerSolver, Solution, SquaredHinge};
 

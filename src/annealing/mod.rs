@@ -119,8 +119,6 @@ choices! {
     }
 }
 
-pub use crate::params::SvmRoute;
-
 /// Training sets up to this many instances get the full basis under `n_xv = "auto"`.
 pub const AUTO_FULL_BASIS_MAX: usize = 5000;
 /// The reduced basis size `n_xv = "auto"` chooses above [`AUTO_FULL_BASIS_MAX`] instances.
