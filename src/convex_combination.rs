@@ -7,7 +7,7 @@
 //! The method alternates
 //!
 //! * **QP** (eq. 15-18 / 29-32): the hinge C-SVM dual over the points `{x̄_i: +1, bound C1}` and
-//!   `{x_n: -1, bound C2}`, solved by [`crate::smo`] on [`ComboGram`](crate::smo::ComboGram), whose kernel rows are built
+//!   `{x_n: -1, bound C2}`, solved by [`crate::smo`] on [`ComboGram`], whose kernel rows are built
 //!   from instance kernel rows (`k(x̄_i, x̄_k) = v_i^T K_{X_i X_k} v_k`,
 //!   `k(x̄_i, x_n) = v_i^T K_{X_i x_n}`), never an `N x N` matrix; the previous `alpha` warm-starts
 //!   the next solve. Bounds ([`CcBounds`], section 3): `C1 = C2 = C` for the linear kernel
@@ -42,7 +42,7 @@
 //!     rule stays inside the face too (a bag that clears the margin keeps its combination) and
 //!     moves `v` as little as the LP requires.
 //!   - [`LpRule::Max`]: `v_i` on the best instances of the bag (ties share the weight equally,
-//!     [`max_weights`](crate::smo::max_weights)), a vertex of `F_i`; the alternation is then MI-SVM started from the bag
+//!     [`max_weights`]), a vertex of `F_i`; the alternation is then MI-SVM started from the bag
 //!     means (milsvm's only rule before `lp_rule` existed).
 //!
 //! It stops when `||v_new - v||_2 < tol` (the paper: 1e-4) or after `max_iter` (80) rounds
@@ -64,6 +64,7 @@ use crate::model::{Model, Pooling};
 use crate::params::{hyperparams, KernelKind, Range, SvmRoute};
 use crate::progress::{Progress, StopReason};
 use crate::smo::{max_weights, ComboGram, DualSolution, InstanceGram, OnePerPoint, Smo, SmoParams};
+use crate::solver::hinge_bias;
 use crate::solver::linear_hinge::{row_scores, HingeLoss, LinearHinge};
 
 choices! {
@@ -74,7 +75,7 @@ choices! {
         /// optimal set `{v in simplex: v . s_i >= min(G_i, 1 - b)}` ([`project_onto_face`]): a
         /// point inside the optimal face, as the paper's interior-point `linprog` returned.
         Project = "project",
-        /// `v_i` on the bag's best instances (ties share equally, [`max_weights`](crate::smo::max_weights)): a vertex of
+        /// `v_i` on the bag's best instances (ties share equally, [`max_weights`]): a vertex of
         /// the face, which makes the alternation MI-SVM started from the bag means.
         Max = "max",
     }
