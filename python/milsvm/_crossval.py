@@ -20,24 +20,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._convert import plain
+
 __all__ = ["FitError", "CVResult", "cross_validate", "make_model", "describe", "params_text", "plain", "fold_label"]
 
 
 class FitError(Exception):
     """A fit or an evaluation failed; the message names the estimator, its parameters and the
     fold."""
-
-
-def plain(value):
-    """``value`` with NumPy scalars and arrays made plain Python values (recursively through
-    dicts, lists and tuples), so that messages show ``3`` rather than ``np.int64(3)``."""
-    if isinstance(value, dict):
-        return {plain(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(plain(v) for v in value)
-    if isinstance(value, (np.generic, np.ndarray)):
-        return value.tolist()
-    return value
 
 
 def params_text(params):
@@ -211,14 +201,14 @@ def _c_groups(cls, candidates, fixed, scoring="accuracy"):
     form one ``C`` path when ``cls`` fits paths (``_c_path``), ``C`` is a plain number in each and
     not fixed by ``fixed`` (the task parameters); every other candidate is a group of one. Groups
     are in order of their first candidate, each in ``ParameterGrid`` order."""
-    def plain(c):
+    def numeric_c(c):
         return isinstance(c.get("C"), (int, float, np.integer, np.floating)) and not isinstance(c.get("C"), bool)
 
     if not getattr(cls, "_c_path", False) or "C" in fixed or scoring not in ("accuracy", "balanced_accuracy"):
         return [[c] for c in range(len(candidates))]
     groups = {}
     for c, cand in enumerate(candidates):
-        key = tuple(sorted((k, repr(v)) for k, v in cand.items() if k != "C")) if plain(cand) else ("single", c)
+        key = tuple(sorted((k, repr(v)) for k, v in cand.items() if k != "C")) if numeric_c(cand) else ("single", c)
         groups.setdefault(key, []).append(c)
     return list(groups.values())
 

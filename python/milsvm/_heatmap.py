@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._convert import plain
+
 __all__ = ["write_heatmaps", "slide_explanations"]
 
 _POSITIVE_RGB = [200, 30, 30]
@@ -66,10 +68,6 @@ def _level0_size(coords, patch_size, where):
                      "give the patch size in level-0 pixels (patch_size=..., --patch-size)")
 
 
-def _plain(value):
-    return value.item() if isinstance(value, np.generic) else value
-
-
 _FEATURE = ('{{"type":"Feature","id":"patch-{i}","geometry":{{"type":"Polygon","coordinates":'
             '[[[{x},{y}],[{x1},{y}],[{x1},{y1}],[{x},{y1}],[{x},{y}]]]}},"properties":{{"objectType":"detection",'
             '"classification":{{"name":{name},"color":{color}}},"measurements":{{"score":{s},"share":{h}}},'
@@ -93,13 +91,13 @@ def geojson_text(xy, size, scores, shares, labels, positive):
     x, y = _number_text(xy[:, 0]), _number_text(xy[:, 1])
     x1, y1 = _number_text(xy[:, 0] + size), _number_text(xy[:, 1] + size)
     style = {}
-    for label in dict.fromkeys(_plain(v) for v in labels):
+    for label in dict.fromkeys(plain(v) for v in labels):
         colour = _POSITIVE_RGB if label == positive else _NEGATIVE_RGB
         style[label] = (json.dumps(str(label)), json.dumps(colour, separators=(",", ":")))
     features = [
         _FEATURE.format(i=i, x=x[i], y=y[i], x1=x1[i], y1=y1[i], name=style[lab][0], color=style[lab][1], s=repr(s),
                         h=repr(h))
-        for i, (lab, s, h) in enumerate(zip((_plain(v) for v in labels), scores.tolist(), shares.tolist()))
+        for i, (lab, s, h) in enumerate(zip((plain(v) for v in labels), scores.tolist(), shares.tolist()))
     ]
     return '{"type":"FeatureCollection","features":[' + ",".join(features) + "]}\n"
 
@@ -245,7 +243,7 @@ def write_heatmaps(model, bags, coords, out_dir, *, names=None, labels=None, pat
     from ._crossval import final_estimator
 
     classes = final_estimator(model).classes_
-    positive = _plain(classes[-1])
+    positive = plain(classes[-1])
     written = []
     for k, (ex, ilab) in enumerate(zip(explanations, instance_labels)):
         c = coords[k]
@@ -275,7 +273,7 @@ def write_heatmaps(model, bags, coords, out_dir, *, names=None, labels=None, pat
                 if c.slide is not None:
                     title = f"{slide} (bag {names[k]}): bag score {ex.score:.3f}, predicted {ex.label}"
                 if labels is not None:
-                    title += f", label {_plain(np.asarray(labels)[k])}"
+                    title += f", label {plain(np.asarray(labels)[k])}"
                 path = out / f"{stem}.png"
                 _draw_png(path, c.xy[rows], sizes[k], ex.instance_scores[rows], title)
                 written.append(path)

@@ -8,6 +8,8 @@ import numbers
 import numpy as np
 from sklearn.utils import check_random_state
 
+from ._convert import plain
+
 __all__ = ["seed_of", "class_weight_vector", "encode_labels"]
 
 
@@ -26,7 +28,7 @@ def class_weight_vector(class_weight, classes):
         keys = list(class_weight)
     else:
         known = set(np.asarray(classes).tolist())
-        unknown = [_plain(k) for k in class_weight if _plain(k) not in known]
+        unknown = [plain(k) for k in class_weight if plain(k) not in known]
         if unknown:
             raise ValueError(f"class_weight names labels that are not in y: {unknown!r} "
                              f"(classes: {np.asarray(classes).tolist()!r})")
@@ -35,20 +37,15 @@ def class_weight_vector(class_weight, classes):
     for c in keys:
         w = class_weight.get(c, 1.0)
         if isinstance(w, bool) or not isinstance(w, numbers.Real):
-            raise TypeError(f"class_weight[{_plain(c)!r}] must be a real number, got {_plain(w)!r} "
+            raise TypeError(f"class_weight[{plain(c)!r}] must be a real number, got {plain(w)!r} "
                             f"({type(w).__name__})")
         out.append(float(w))
     return out
 
 
-def _plain(value):
-    """A NumPy scalar as the Python value it holds (for messages: ``3``, not ``np.int64(3)``)."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
 def _check_verbose(verbose):
     if isinstance(verbose, bool) or not isinstance(verbose, numbers.Integral):
-        raise TypeError(f"verbose must be an integer, got {_plain(verbose)!r} ({type(verbose).__name__})")
+        raise TypeError(f"verbose must be an integer, got {plain(verbose)!r} ({type(verbose).__name__})")
 
 
 def _not_class_labels(y):
@@ -83,12 +80,9 @@ def encode_labels(y, n_bags, *, multiclass, name):
     kind = _not_class_labels(y)
     if kind is not None:
         raise ValueError(f"y must hold class labels (binary or multi-class), got target type {kind!r}")
-    # the sorted distinct labels and their codes, as np.unique(y, return_inverse=True) gives
-    # them; its first call in a process costs several times this whole function's
-    classes = np.array(sorted(set(y.tolist())), dtype=y.dtype)
-    encoded = np.searchsorted(classes, y)
+    classes, encoded = np.unique(y, return_inverse=True)
     if len(classes) < 2:
-        raise ValueError(f"y holds a single class ({_plain(classes[0])!r}); at least two classes are needed")
+        raise ValueError(f"y holds a single class ({plain(classes[0])!r}); at least two classes are needed")
     if len(classes) > 2 and not multiclass:
         raise ValueError(f"{name} is binary, but y holds {len(classes)} classes")
     return classes, encoded.astype(np.int64)

@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core, _registry
+from ._convert import jsonable
 
 __all__ = ["CompiledModelMixin", "load", "save", "Model", "write_atomically"]
 
@@ -56,24 +57,6 @@ def write_atomically(path, text):
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-
-
-def _jsonable(value):
-    """``value`` as plain JSON data (arrays become lists), or ``None`` if it cannot be."""
-    if isinstance(value, np.ndarray):
-        return value.tolist() if value.dtype.kind in "biuf" else None
-    if isinstance(value, (list, tuple)):
-        items = [_jsonable(v) for v in value]
-        return None if any(i is None for i in items) else items
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if isinstance(value, numbers.Real):
-        return float(value) if np.isfinite(value) else None
-    if isinstance(value, str):
-        return value
-    return None
 
 
 def _restored(value):
@@ -205,7 +188,7 @@ class CompiledModelMixin:
     def _saved_params(self):
         params = {}
         for key, value in self.get_params(deep=False).items():
-            v = _jsonable(value)
+            v = jsonable(value, strict=True)
             if v is not None or value is None:
                 params[key] = v
         return params
@@ -214,7 +197,7 @@ class CompiledModelMixin:
         info = {}
         for name in self._info_attrs:
             if hasattr(self, name):
-                v = _jsonable(getattr(self, name))
+                v = jsonable(getattr(self, name), strict=True)
                 if v is not None:
                     info[name] = v
         return info
@@ -229,7 +212,7 @@ class CompiledModelMixin:
     def _model_json(self, scaler=None):
         """The model file's text, with the ``(mean, scale, params)`` of a fitted scaler if any."""
         model = self._model()
-        classes = _jsonable(np.asarray(self.classes_))
+        classes = jsonable(np.asarray(self.classes_), strict=True)
         if classes is None:
             classes = [str(c) for c in self.classes_]
         info = self._saved_info()

@@ -17,18 +17,15 @@ import io
 import numpy as np
 
 from ._bootstrap import METHOD, bootstrap_interval, weighted_auc, weighted_balanced_accuracy
+from ._convert import plain
 
 __all__ = ["prediction_table", "pooled_evaluation", "write_predictions"]
-
-
-def _plain(value):
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def _score_columns(classes, scores):
     if np.ndim(scores) == 1:
         return ["score"]
-    return [f"score_{_plain(c)}" for c in classes]
+    return [f"score_{plain(c)}" for c in classes]
 
 
 def prediction_table(result, y, names, groups, classes):
@@ -40,13 +37,13 @@ def prediction_table(result, y, names, groups, classes):
     first = result.predictions[0]
     columns = ["repeat", "fold", "bag", "group", "label", *_score_columns(classes, first["scores"])]
     if first["proba"] is not None:
-        columns += [f"proba_{_plain(c)}" for c in classes]
+        columns += [f"proba_{plain(c)}" for c in classes]
     rows = []
     for p in result.predictions:
         scores = np.asarray(p["scores"])
         proba = p["proba"]
         for k, bag in enumerate(p["test"]):
-            row = [p["repeat"], p["fold"], names[bag], "" if groups is None else str(groups[bag]), _plain(y[bag])]
+            row = [p["repeat"], p["fold"], names[bag], "" if groups is None else str(groups[bag]), plain(y[bag])]
             row += [float(scores[k])] if scores.ndim == 1 else [float(v) for v in scores[k]]
             if proba is not None:
                 row += [float(v) for v in proba[k]]
@@ -193,10 +190,10 @@ def pooled_evaluation(result, y, groups, *, grouped, repeats, case_score="max", 
         table = []
         for k, cid in enumerate(case["ids"]):
             score = mean_scores[k]
-            table.append({"patient": str(cid), "n_bags": int(counts[k]), "label": _plain(case["y"][k]),
+            table.append({"patient": str(cid), "n_bags": int(counts[k]), "label": plain(case["y"][k]),
                           "mixed": bool(case["mixed"][k]),
                           "score": float(score) if np.ndim(score) == 0 else [float(v) for v in score],
-                          "predicted": _plain(first_case_pred[k])})
+                          "predicted": plain(first_case_pred[k])})
         out["patients"] = {"case_score": case_score, "n_patients": int(len(case["ids"])),
                            "mixed_label_patients": int(case["mixed"].sum()), "repeats": patient_rows,
                            "table": table}

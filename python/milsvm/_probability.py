@@ -10,7 +10,8 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.metaestimators import available_if
 
 from . import _core
-from ._inputs import _plain, seed_of
+from ._convert import plain
+from ._inputs import seed_of
 from ._model import threads
 
 #: Folds of the internal cross-validation behind ``probability=True``.
@@ -42,11 +43,11 @@ def _check_probability(probability, labels, classes):
     elif isinstance(probability, (bool, np.bool_)):
         probability = bool(probability)
     else:
-        raise TypeError(f'probability must be True, False or "ensemble", got {_plain(probability)!r} '
+        raise TypeError(f'probability must be True, False or "ensemble", got {plain(probability)!r} '
                         f"({type(probability).__name__})")
     if probability and labels is not None:
         counts = np.bincount(labels, minlength=len(classes))
-        few = [(_plain(classes[c]), int(n)) for c, n in enumerate(counts) if n < CALIBRATION_FOLDS]
+        few = [(plain(classes[c]), int(n)) for c, n in enumerate(counts) if n < CALIBRATION_FOLDS]
         if few:
             listed = ", ".join(f"{c!r}: {n}" for c, n in few)
             raise ValueError(

@@ -34,7 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ._crossval import final_estimator, fold_label, params_text, plain
+from ._convert import plain
+from ._crossval import final_estimator, fold_label, params_text
 
 __all__ = ["write_report", "PLOT_HINT"]
 

@@ -15,9 +15,10 @@ import numpy as np
 
 from .. import _registry
 from .._bags import as_bags
+from .._convert import jsonable, plain
 from .._model import load, save, write_atomically
 from ._data import load_data
-from ._output import _check_writable, _describe, _jsonable
+from ._output import _check_writable, _describe
 from ._values import (
     ESTIMATORS,
     CommandError,
@@ -65,7 +66,7 @@ def _print_cv(name, params, data_label, n_bags, y, args, result, summary, grid, 
     print(f"accuracy: {100 * summary['accuracy_mean']:.2f} % (std over folds {100 * summary['accuracy_std']:.2f})")
     print(f"balanced accuracy: {100 * summary['balanced_accuracy_mean']:.2f} % "
           f"(std over folds {100 * summary['balanced_accuracy_std']:.2f})")
-    largest = _plain_label(result.classes[np.argmax([np.sum(y == c) for c in result.classes])])
+    largest = plain(result.classes[np.argmax([np.sum(y == c) for c in result.classes])])
     print(f"majority class: {100 * summary['majority_rate']:.2f} % of the bags (the accuracy of always "
           f"predicting class {largest})")
     if show_auc and summary["auc_mean"] is not None:
@@ -88,10 +89,6 @@ def _print_cv(name, params, data_label, n_bags, y, args, result, summary, grid, 
             key = params_text(f["params"])
             counts[key] = counts.get(key, 0) + 1
         print("chosen parameters: " + "; ".join(f"{k} ({n} of {len(result.folds)} folds)" for k, n in counts.items()))
-
-
-def _plain_label(label):
-    return label.item() if isinstance(label, np.generic) else label
 
 
 def _report_warnings(console, result):
@@ -178,14 +175,14 @@ def _run_cv(args, argv, console, *, cls, params, bags, y, data_info, data_label,
             write_predictions(args.predictions, columns, rows)
             console.note(f"out-of-fold predictions written to {args.predictions}")
     if getattr(args, "output", None):
-        doc = _jsonable({**info, "fold_results": result.folds, "summary": summary, **extra})
+        doc = jsonable({**info, "fold_results": result.folds, "summary": summary, **extra})
         write_atomically(args.output, json.dumps(doc, indent=2, allow_nan=False) + "\n")
         console.note(f"results written to {args.output}")
     if getattr(args, "report", None):
         from .._report import PLOT_HINT, write_report
 
-        written, plots = write_report(args.report, _jsonable(info), result, summary, bags, y,
-                                      evaluation=_jsonable(evaluation) if evaluation else None,
+        written, plots = write_report(args.report, jsonable(info), result, summary, bags, y,
+                                      evaluation=jsonable(evaluation) if evaluation else None,
                                       predictions=(columns, rows) if evaluation else None)
         if plots:
             n_plots = sum(Path(p).suffix == ".png" for p in written)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .. import _registry
 from .._bags import as_bags
+from .._convert import plain
 
 #: The estimators by name (the package's registry, in registration order).
 ESTIMATORS = _registry.ESTIMATORS
@@ -147,8 +148,6 @@ def parse_grid(cls, items, params=None):
 
 def _values_text(values):
     """``[0.1, 1.0, 'scale']``: a list of values as plain Python reprs."""
-    from .._crossval import plain
-
     return repr(plain(list(values)))
 
 
@@ -264,8 +263,6 @@ def check_values(cls, params, grid, classes=None):
 
 def _value_text(value):
     """A value as written on the command line: strings bare, other values as Python reprs."""
-    from .._crossval import plain
-
     return value if isinstance(value, str) else repr(plain(value))
 
 
