@@ -364,31 +364,59 @@ def write_report(directory, info, result, summary, bags, y, evaluation=None, pre
     where = fold_label(first["repeat"], first["fold"])
     if first["params"]:
         where += f" (chosen: {_params_text(first['params'])})"
-    regions = info["data"]["n_features"] == 2 and not bags.is_sparse and result.first_model is not None
-    written = []
     images = {}
     if plots:
-        path = directory / "accuracy.png"
-        _plot_accuracy(path, result.folds, summary, info["grid"])
-        images["accuracy"] = path
-        if histories and max(h.size for h in histories) > 1:
-            path = directory / "objective.png"
-            _plot_objective(path, estimator, histories, info["estimator"], where)
-            images["objective"] = path
-        if regions:
-            path = directory / "decision_regions.png"
-            _plot_regions(path, result.first_model, bags, y, info["estimator"], where)
-            images["regions"] = path
-        if evaluation is not None and predictions is not None and "score" in predictions[0] \
-                and evaluation["bags"][0]["auc"] is not None:
-            pooled = _pooled_scores(evaluation["bags"], predictions)
-            positive = plain(result.classes[-1])
-            images["roc"], images["pr"] = _plot_roc_pr(directory, evaluation, pooled, positive)
-            if pooled[0][2] is not None:
-                images["calibration"] = directory / "calibration.png"
-                _plot_calibration(images["calibration"], pooled, positive)
-        written.extend(images.values())
+        images = _write_plots(directory, info, result, summary, bags, y, evaluation, predictions, estimator,
+                              histories, where)
+    written = list(images.values())
+    lines = _header_lines(info) + _results_lines(info, summary)
+    patient_part = []
+    if evaluation is not None:
+        pooled_part, patient_part = _pooled_lines(info, evaluation)
+        lines += pooled_part
+        for key, alt in (("roc", "ROC curves"), ("pr", "Precision-recall curves"), ("calibration", "Calibration")):
+            if key in images:
+                lines += ["", f"![{alt}]({images[key].name})"]
+    lines += _fold_lines(info, result)
+    lines += _plot_lines(info, plots, images, estimator, histories, where)
+    lines += patient_part
+    lines += _warning_lines(result)
+    path = directory / "report.md"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    html = directory / "report.html"
+    html.write_text(markdown_html(lines, directory), encoding="utf-8")
+    written[:0] = [path, html]
+    return written, plots
 
+
+def _write_plots(directory, info, result, summary, bags, y, evaluation, predictions, estimator, histories,
+                 where):
+    """The report's figures, written to ``directory``: ``{name: path}``."""
+    images = {}
+    path = directory / "accuracy.png"
+    _plot_accuracy(path, result.folds, summary, info["grid"])
+    images["accuracy"] = path
+    if histories and max(h.size for h in histories) > 1:
+        path = directory / "objective.png"
+        _plot_objective(path, estimator, histories, info["estimator"], where)
+        images["objective"] = path
+    if info["data"]["n_features"] == 2 and not bags.is_sparse and result.first_model is not None:
+        path = directory / "decision_regions.png"
+        _plot_regions(path, result.first_model, bags, y, info["estimator"], where)
+        images["regions"] = path
+    if evaluation is not None and predictions is not None and "score" in predictions[0] \
+            and evaluation["bags"][0]["auc"] is not None:
+        pooled = _pooled_scores(evaluation["bags"], predictions)
+        positive = plain(result.classes[-1])
+        images["roc"], images["pr"] = _plot_roc_pr(directory, evaluation, pooled, positive)
+        if pooled[0][2] is not None:
+            images["calibration"] = directory / "calibration.png"
+            _plot_calibration(images["calibration"], pooled, positive)
+    return images
+
+
+def _header_lines(info):
+    """The report's title, command line and run table."""
     data = info["data"]
     lines = [
         "# milsvm cross-validation report",
@@ -408,7 +436,12 @@ def write_report(directory, info, result, summary, bags, y, evaluation=None, pre
     if info["grid"]:
         grid = "; ".join(f"{k} in {plain(list(v))!r}" for k, v in info["grid"].items())
         lines.append(f"| grid search | {grid}; inner {info['inner_folds']}-fold stratified CV on every training part |")
-    lines += [
+    return lines
+
+
+def _results_lines(info, summary):
+    """The ``Results`` section: the means and spreads over the folds."""
+    lines = [
         "",
         "## Results",
         "",
@@ -430,14 +463,12 @@ def write_report(directory, info, result, summary, bags, y, evaluation=None, pre
     ]
     if summary["search_time_total"] is not None:
         lines.append(f"- grid search fits: {summary['search_time_total']:.2f} s in all")
-    patient_part = []
-    if evaluation is not None:
-        pooled_part, patient_part = _pooled_lines(info, evaluation)
-        lines += pooled_part
-        for key, alt in (("roc", "ROC curves"), ("pr", "Precision-recall curves"), ("calibration", "Calibration")):
-            if key in images:
-                lines += ["", f"![{alt}]({images[key].name})"]
-    lines += [
+    return lines
+
+
+def _fold_lines(info, result):
+    """The ``Folds`` section: one table row per outer fold."""
+    lines = [
         "",
         "## Folds",
         "",
@@ -453,7 +484,12 @@ def write_report(directory, info, result, summary, bags, y, evaluation=None, pre
         lines.append(f"| {fold_label(f['repeat'], f['fold'])} | {f['n_train']} | {f['n_test']} | {f['accuracy']:.4f} | "
                      f"{_fmt(f.get('balanced_accuracy'))} | {_fmt(f['auc'])} | {f['fit_time']:.3f} | "
                      f"{_params_text(f['params'])} | {_fmt(f['inner_accuracy'])} |")
-    lines += ["", "## Plots", ""]
+    return lines
+
+
+def _plot_lines(info, plots, images, estimator, histories, where):
+    """The ``Plots`` section: the figures, or why one is missing."""
+    lines = ["", "## Plots", ""]
     if not plots:
         lines.append(f"No plots: matplotlib is not installed (`{PLOT_HINT}`).")
     else:
@@ -477,19 +513,19 @@ def write_report(directory, info, result, summary, bags, y, evaluation=None, pre
             lines.append(f"![Decision regions of the model of fold {where}]({images['regions'].name})")
         else:
             lines.append("Decision regions are drawn for two-feature dense data only.")
-    lines += patient_part
+    return lines
+
+
+def _warning_lines(result):
+    """The ``Warnings`` section: each distinct warning of the fits with its number of folds."""
+    lines = []
     warned = sorted({w for f in result.folds for w in f["warnings"]})
     if warned:
         lines += ["", "## Warnings", ""]
         for w in warned:
             n = sum(w in f["warnings"] for f in result.folds)
             lines.append(f"- {w} ({n} of {len(result.folds)} folds)")
-    path = directory / "report.md"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    html = directory / "report.html"
-    html.write_text(markdown_html(lines, directory), encoding="utf-8")
-    written[:0] = [path, html]
-    return written, plots
+    return lines
 
 
 def _inline(text):
