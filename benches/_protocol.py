@@ -234,7 +234,7 @@ def print_table(title, rows, per_seed, seconds, paper_of):
     """One line per row key: ours (mean +- std over seeds), the paper's, the difference, the
     seconds spent and the per-seed accuracies. paper_of(key) -> (mean, std) or None."""
     print(title)
-    header = f"{'method':<10} {'N_xv':>5}  {'ours':>15}  {'paper':>15}  {'diff':>6}  {'time s':>7}  per seed"
+    header = f"{'method':<10} {'N_xv':>5}  {'ours':>15}  {'paper':>15}  {'diff':>6}  {'time s':>7}  " "per seed"
     print(header)
     print("-" * len(header))
     for key in rows:
@@ -258,7 +258,7 @@ def print_wins(pairs, per_seed, paper_of, note=""):
         verdict = "yes" if d.mean() > 0 else ("tie" if d.mean() == 0 else "NO")
         ps, pb = paper_of(sk), paper_of(bk)
         pdiff = f"{ps[0] - pb[0]:+.2f}" if ps and pb else "-"
-        print(f"  {label}: {verdict} ({d.mean():+.2f}, won/lost {int(np.sum(d > 0))}/{int(np.sum(d < 0))}; "
+        print(f"  {label}: {verdict} ({d.mean():+.2f}, won/lost " f"{int(np.sum(d > 0))}/{int(np.sum(d < 0))}; "
               f"paper {pdiff})")
 
 

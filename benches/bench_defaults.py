@@ -71,7 +71,7 @@ def main():
     import milsvm
 
     names = args.only or list(milsvm._registry.ESTIMATORS)
-    lines = [f"# default fits on {args.data}, {time.strftime('%Y-%m-%d %H:%M')}, timeout {args.timeout:.0f} s"]
+    lines = [f"# default fits on {args.data}, {time.strftime('%Y-%m-%d %H:%M')}, timeout " f"{args.timeout:.0f} s"]
     print(lines[0], flush=True)
     for name in names:
         cmd = [sys.executable, __file__, "--data", args.data, "--one", name]

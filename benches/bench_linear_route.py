@@ -77,7 +77,7 @@ def run_set(name, bags, y, test, yt, kernel_max, out, methods=("miSVM", "MISVM")
             ker_s, ratio = f"{ker_t:8.2f}", f"{ker_t / lin_t:6.1f}x"
         else:
             diff, ker_s, ratio = "-", "       -", "      -"
-        out(f"{name:<16} {n:>8} {m:<6} {lin_t:8.2f} {ker_s}  {ratio}  {diff:>8}  {auc:6.3f}  rounds {lin.n_iter_}")
+        out(f"{name:<16} {n:>8} {m:<6} {lin_t:8.2f} {ker_s}  {ratio}  {diff:>8}  {auc:6.3f}  " f"rounds {lin.n_iter_}")
     return n
 
 
@@ -90,7 +90,7 @@ def main():
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "linear_route.txt")
     args = parser.parse_args()
     out = Report()
-    out("Linear route (w in R^d, Newton-CG) vs kernel route (dual SMO over the instances), kernel='linear', C=1")
+    out("Linear route (w in R^d, Newton-CG) vs kernel route (dual SMO over the instances), " "kernel='linear', C=1")
     out.header(f"{'set':<16} {'inst.':>8} {'method':<6} {'linear s':>8} {'kernel s':>8}  {'ratio':>7}  "
                f"{'max diff':>8}  {'AUC':>6}")
     for name, path in (("musk2", "musk2/musk2.data"), ("tst1 (sparse)", "tst1/tst1.data")):

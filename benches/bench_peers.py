@@ -214,7 +214,7 @@ def run_side(python, impl, method, data, splits, n_folds, args, work, say):
                 say(f"    {impl:<7} folds {k + 1}..{n_folds - 1} not run (they would fail alike)")
             break
         if args.budget and spent > args.budget and k + 1 < n_folds:
-            say(f"    {impl:<7} folds {k + 1}..{n_folds - 1} not run: --budget {args.budget:g} s spent "
+            say(f"    {impl:<7} folds {k + 1}..{n_folds - 1} not run: --budget " f"{args.budget:g} s spent "
                 f"({spent:.0f} s); the pair is compared on folds 0..{k}")
             break
     return folds
@@ -296,13 +296,13 @@ def main():
     say = out
     selection = ("fixed" if len(args.C) * len(args.gamma_scales) == 1
                  else f"chosen by {args.inner_folds}-fold inner CV (accuracy)")
-    say(f"milsvm {milsvm.__version__} against misvm / sawmil / mil: {args.folds}-fold stratified CV "
+    say(f"milsvm {milsvm.__version__} against misvm / sawmil / mil: {args.folds}-fold " "stratified CV "
         f"(seed {args.seed}), standardised per training part, rbf, C in {args.C}, gamma in "
         f"{args.gamma_scales} x scale, {selection}; one single-threaded process per fold, "
         f"timeout {args.timeout:g} s")
     say(f"command: {' '.join([Path(sys.argv[0]).name] + sys.argv[1:])}")
     if args.milsvm_c_path:
-        say("milsvm's inner grid: the C values of each inner split as one fit_path where the estimator has one")
+        say("milsvm's inner grid: the C values of each inner split as one fit_path where the " "estimator has one")
     say(f"splits and arrays: {work}")
     results = []
     for name in args.sets:
@@ -409,11 +409,11 @@ def print_pair(row, say):
         line = f"  -> {peer}: {fmt_side(s)}"
         if ours and "auc_mean" in ours and "auc_mean" in s:
             dm, se, verdict = paired(ours, s)
-            line += f"; AUC diff {dm:+.3f} (se {se:.3f}, {verdict}), fit time ratio {ratio(ours, s):.1f}x"
+            line += f"; AUC diff {dm:+.3f} (se {se:.3f}, {verdict}), fit time ratio " f"{ratio(ours, s):.1f}x"
             if selected(ours, s):
                 same, k = same_choice(ours, s)
-                line += (f"; inner CV: fit time ratio {ratio(ours, s, 'inner_fit_list'):.1f}x, selection "
-                         f"(fits, scoring, the protocol's standardisation) {ratio(ours, s, 'select_list'):.1f}x, "
+                line += (f"; inner CV: fit time ratio {ratio(ours, s, 'inner_fit_list'):.1f}x, " "selection "
+                         "(fits, scoring, the protocol's standardisation) " f"{ratio(ours, s, 'select_list'):.1f}x, "
                          f"same grid point on {same}/{k} folds")
         if s.get("floor_rss_mb"):
             line += f"; RSS floor {s['floor_rss_mb']:.0f} MB"
@@ -423,7 +423,7 @@ def print_pair(row, say):
 
 
 def table(results, say):
-    hdr = (f"{'set':<9} {'method':<8} {'impl':<13} {'AUC':>15} {'acc %':>12} {'fit s':>8} {'peer/ours':>9} "
+    hdr = (f"{'set':<9} {'method':<8} {'impl':<13} {'AUC':>15} {'acc %':>12} {'fit s':>8} " f"{'peer/ours':>9} "
            f"{'inner':>8} {'RSS MB':>11}  AUC diff (se)")
     say(hdr)
     say("-" * (len(hdr) + 16))
@@ -446,7 +446,7 @@ def table(results, say):
                 dm, se, verdict = paired(ours, s)
                 diff = f"{dm:+.3f} ({se:.3f}) {verdict}"
             say(f"{head} {s['auc_mean']:.3f} +- {s['auc_std']:.3f} {100 * s['acc_mean']:5.1f} +- "
-                f"{100 * s['acc_std']:4.1f} {s['fit_seconds']:8.2f} {rat:>9} {sel:>8} {s['peak_rss_mb']:5.0f} ({floor:>3})  {diff}{folds_note(s)}")
+                f"{100 * s['acc_std']:4.1f} {s['fit_seconds']:8.2f} {rat:>9} {sel:>8} " f"{s['peak_rss_mb']:5.0f} ({floor:>3})  {diff}{folds_note(s)}")
 
 
 if __name__ == "__main__":

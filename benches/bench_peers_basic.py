@@ -117,7 +117,7 @@ def main():
     args = ap.parse_args()
     grid = [float(v) for v in args.grid.split(",")]
     out = Report()
-    out("SIL and STK: 10-fold stratified CV (seed 0), standardised per training part, rbf, gamma='scale',")
+    out("SIL and STK: 10-fold stratified CV (seed 0), standardised per training part, rbf, " "gamma='scale',")
     out(f"C by 3-fold inner CV from {grid}; milsvm {milsvm.__version__}, n_jobs=1")
     out()
     hdr = f"{'data':9s} {'method':6s} {'accuracy %':>13s} {'AUC (folds)':>14s} {'AUC pooled':>10s} " \
@@ -129,7 +129,7 @@ def main():
             r = evaluate(method, bags, y, grid)
             lit = LITERATURE.get((method, name), "n/a in /work/shared/papers")
             Cs = ",".join(f"{c:g}" for c in r["Cs"])
-            out(f"{name:9s} {method:6s} {r['acc']:6.1f} +- {r['acc_sd']:4.1f} {r['auc']:6.3f} +- {r['auc_sd']:5.3f} "
+            out(f"{name:9s} {method:6s} {r['acc']:6.1f} +- {r['acc_sd']:4.1f} " f"{r['auc']:6.3f} +- {r['auc_sd']:5.3f} "
                 f"{r['auc_pooled']:10.3f} {r['seconds']:8.1f}  C=[{Cs}]; {lit}")
     out.write(Path(args.out))
 

@@ -60,7 +60,7 @@ def main():
             c_ns, allocs = float(fields[1]), float(fields[5])
             rust_mean, rust_median = criterion_ns(name)
             rows.append((name, c_ns, rust_median, rust_mean, c_ns / rust_median, allocs))
-    print("| model | C ns/bag (median) | Rust ns/bag (criterion median) | Rust mean | C / Rust | allocations per call (C) |")
+    print("| model | C ns/bag (median) | Rust ns/bag (criterion median) | Rust mean | C / Rust " "| allocations per call (C) |")
     print("|---|---|---|---|---|---|")
     for name, c_ns, r_med, r_mean, ratio, allocs in rows:
         print(f"| {name} | {c_ns:.0f} | {r_med:.0f} | {r_mean:.0f} | {ratio:.3f} | {allocs:g} |")

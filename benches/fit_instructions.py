@@ -99,7 +99,7 @@ def main():
         for path in sys.argv[2:]:
             names, totals, core = core_events(path)
             t = dict(zip(names, totals))
-            print(f"{path}: core Ir {t['Ir'] / 1e6:.1f} M, D1 read misses {t.get('D1mr', 0) / 1e6:.2f} M")
+            print(f"{path}: core Ir {t['Ir'] / 1e6:.1f} M, D1 read misses " f"{t.get('D1mr', 0) / 1e6:.2f} M")
             for ir, f, v in core[:6]:
                 print(f"    {ir / 1e6:8.1f} M Ir  {f[:90]}")
     else:

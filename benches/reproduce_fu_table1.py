@@ -311,7 +311,7 @@ def main():
     paper = PAPER_TABLE1[args.dataset]
     rows = configs(args)
     what = "10-fold CV" if args.dataset.startswith("musk") else "a 50/50 split"
-    print_table(f"\nTable I ({args.dataset.upper()}), accuracy % (mean +- std over {args.seeds} seed(s) of {what})",
+    print_table(f"\nTable I ({args.dataset.upper()}), accuracy % (mean +- std over {args.seeds} " f"seed(s) of {what})",
                 rows, per_seed, seconds, lambda key: paper.get(paper_key(*key)))
     for key, counts in nxv.items():
         p = PAPER_MIKERNEL_NXV[args.dataset]

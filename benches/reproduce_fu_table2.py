@@ -194,7 +194,7 @@ def main():
     y = np.asarray(y)
     del bag_list
     X = bags.X
-    print(f"{args.dataset}: {len(bags)} bags ({int(np.sum(y == 1))} positive), {X.shape[0]} instances, "
+    print(f"{args.dataset}: {len(bags)} bags ({int(np.sum(y == 1))} positive), {X.shape[0]} " "instances, "
           f"{X.shape[1]} features, {X.nnz / X.shape[0]:.1f} nonzeros an instance "
           f"({'sparse' if bags.is_sparse else 'dense'}); "
           f"{args.seeds} seed(s) of {'a 50/50 split' if args.protocol == 'split' else '10-fold CV'}; "
@@ -224,7 +224,7 @@ def main():
     for key, counts in nxv.items():
         p = PAPER_NXV[args.dataset]["MI-Kernel"]
         print(f"  MIKernel XVs (instances of support bags): ours {np.mean(counts):.1f} +- "
-              f"{np.std(counts, ddof=1) if len(counts) > 1 else 0:.1f}, paper {p[0]:.1f} +- {p[1]:.1f}")
+              f"{np.std(counts, ddof=1) if len(counts) > 1 else 0:.1f}, paper {p[0]:.1f} +- " f"{p[1]:.1f}")
 
     sparse = row_key("SparseMI", args)
     if sparse in per_seed:
@@ -244,8 +244,8 @@ def main():
     print(f"\ngamma_0 = 1/(d var) over the training instances: {np.mean(g0s):.4g} (mean over splits)")
     if not args.quick:
         print_chosen(rows, chosen, "gamma_0")
-    print(f"\nwall time {elapsed:.1f} s ({len(tasks)} outer splits, {len(done)} from the log, {workers} parallel, "
-          f"{args.threads} milsvm thread(s) a fit; per split median {np.median([r[3] for r in results]):.1f} s)")
+    print(f"\nwall time {elapsed:.1f} s ({len(tasks)} outer splits, {len(done)} from the log, " f"{workers} parallel, "
+          f"{args.threads} milsvm thread(s) a fit; per split median " f"{np.median([r[3] for r in results]):.1f} s)")
 
 
 if __name__ == "__main__":

@@ -298,7 +298,7 @@ def estimate(args, datasets):
 
     out = Report()
     out("estimated sequential cost (one fit per method on fold 0 of seed 0, C = 10, sigma factor "
-        f"{args.estimate_factor:g}; ALP: C2 = 1, p_star = 0.5; the total scales this by grid size x 10 folds x seeds"
+        f"{args.estimate_factor:g}; ALP: C2 = 1, p_star = 0.5; the total scales this by grid " "size x 10 folds x seeds"
         + (" x (3 inner + 1/grid)" if args.selection == "inner" else "")
         + f"; a fit over {args.estimate_timeout:g} s is stopped)")
     per = {}
@@ -323,7 +323,7 @@ def estimate(args, datasets):
             else:
                 r = rec[0]
                 per[(ds, m)] = r["seconds"]
-                out(f"  {ds:<9} {m:<7} one fit {r['seconds']:7.2f} s ({r['n_solves']} solves, p_hat "
+                out(f"  {ds:<9} {m:<7} one fit {r['seconds']:7.2f} s ({r['n_solves']} " "solves, p_hat "
                     f"{r['p_hat']:.2f}) x {n_fits} fits = {r['seconds'] * n_fits / 60:7.1f} min")
     return out, per
 
@@ -413,7 +413,7 @@ def main():
                         if prev is None or prev.get("timeout", np.inf) < (args.fit_timeout or np.inf):
                             todo.append((key, tr, te, m, None))
     n_done = len(log.mem)
-    print(f"{len(todo)} unit(s) to run ({n_done} matching unit(s) in the log); selection {args.selection}",
+    print(f"{len(todo)} unit(s) to run ({n_done} matching unit(s) in the log); selection " f"{args.selection}",
           flush=True)
 
     def work_direct(key, tr, te, m, point):
@@ -462,7 +462,7 @@ def main():
                 if "timeout" in r:
                     print(f"  TIMEOUT >{r['timeout']:g} s: {key}", flush=True)
                 if (i + 1) % 10 == 0 or i + 1 == len(todo):
-                    print(f"  {i + 1}/{len(todo)} done ({time.perf_counter() - t0:.0f} s; last {key[0]} {key[1]} "
+                    print(f"  {i + 1}/{len(todo)} done ({time.perf_counter() - t0:.0f} s; last " f"{key[0]} {key[1]} "
                           f"fold {key[3]} {key[4]}: {r['seconds']:.1f} s)", flush=True)
         else:
             gen = Parallel(n_jobs=args.n_jobs, return_as="generator")(delayed(work)(*job) for job in todo)
@@ -474,21 +474,21 @@ def main():
     # ------------------------------------------------------------------ report
     out = Report()
 
-    out(f"Table 2 of Gehler & Chapelle 2007: 10-fold CV error % (stratified over bags, {args.seeds} split "
-        f"seed(s)), features standardised per fold, RBF sigma = f x sigma_emp (gamma = gamma_median / f^2), "
-        f"f in {[float(x) for x in args.sigma_factors]} (sigma_f in the point), grid C {list(C_GRID)}"
+    out("Table 2 of Gehler & Chapelle 2007: 10-fold CV error % (stratified over bags, " f"{args.seeds} split "
+        "seed(s)), features standardised per fold, RBF sigma = f x sigma_emp (gamma = " "gamma_median / f^2), "
+        f"f in {[float(x) for x in args.sigma_factors]} (sigma_f in the point), grid C " f"{list(C_GRID)}"
         f"; ALP also C2 {list(C2_GRID)} x p_star 0.1..1.0; selection: "
         + ("best grid point on the CV error (the paper's; optimistic)" if args.selection == "best"
            else "nested 3-fold inner CV (honest)"))
     out("paper's MI-SVM and mi-SVM columns: Andrews et al. 2002 (hinge loss); ours: squared hinge")
     import milsvm
 
-    out(f"milsvm _core built {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(Path(milsvm._core.__file__).stat().st_mtime))} "
+    out("milsvm _core built " f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(Path(milsvm._core.__file__).stat().st_mtime))} "
         f"UTC (the log's fits may come from earlier builds: later lines of a unit win)")
     for ds in args.datasets:
         data = datas[ds]
         out()
-        out(f"{ds.upper()}: {len(data.y)} bags ({int(np.sum(data.y == 1))} positive), {data.X.shape[0]} instances, "
+        out(f"{ds.upper()}: {len(data.y)} bags ({int(np.sum(data.y == 1))} positive), " f"{data.X.shape[0]} instances, "
             f"{data.X.shape[1]} features")
         hdr = (f"  {'method':<7} {'ours %':>7} {'paper %':>7} {'diff':>6} {'p_hat':>6}  {'point':<34} "
                f"{'fit s (all)':>11} {'warn':>4}  per-seed / notes")
@@ -567,8 +567,8 @@ def main():
             nwarn, warn_texts = len(warns), {w[:80] for w in warns}
             paper = PAPER[ds][m]
             if not per_seed:
-                out(f"  {m:<7} {'-':>7} {paper:7.1f} {'-':>6} {'-':>6}  {'not run / incomplete':<34} "
-                    f"{secs:11.1f} {nwarn:4d}  ({missing} fit(s) missing, {len(timeouts)} grid point(s) "
+                out(f"  {m:<7} {'-':>7} {paper:7.1f} {'-':>6} {'-':>6}  " f"{'not run / incomplete':<34} "
+                    f"{secs:11.1f} {nwarn:4d}  ({missing} fit(s) missing, {len(timeouts)} " "grid point(s) "
                     f"with a timeout)")
                 if timeouts:
                     out("          timeouts: " + "; ".join(timeouts)[:600])
@@ -582,7 +582,7 @@ def main():
 
                 pt = " ".join(f"{k}x{v}" for k, v in Counter(chosen).most_common(2))
             extra = ("paper p_hat " + f"{PAPER[ds]['ALP_p_hat']:.2f}" if m == "ALP" else "")
-            out(f"  {m:<7} {err:7.1f} {paper:7.1f} {err - paper:+6.1f} {np.mean(p_hats):6.2f}  {pt[:34]:<34} "
+            out(f"  {m:<7} {err:7.1f} {paper:7.1f} {err - paper:+6.1f} " f"{np.mean(p_hats):6.2f}  {pt[:34]:<34} "
                 f"{secs:11.1f} {nwarn:4d}  " + " ".join(f"{e:.1f}" for e in per_seed)
                 + (f"  {extra}" if extra else "") + (f"  [{missing} fit(s) missing]" if missing else ""))
             if notes:
@@ -592,16 +592,16 @@ def main():
             if incomplete:
                 out("          selected among the complete grid points only: " + "; ".join(sorted(set(incomplete))))
             if timeouts:
-                out(f"          {len(timeouts)} grid point(s) left out, a fit stopped at its time limit "
+                out(f"          {len(timeouts)} grid point(s) left out, a fit stopped at its " "time limit "
                     f"({', '.join(f'{x:g}' for x in sorted(limits))} s): " + "; ".join(timeouts)[:700])
         if "ALP" in ours:
             for al in ("AL0", "AL"):
                 if al in ours:
-                    out(f"  ALP <= {al}? {'yes' if ours['ALP'] <= ours[al] else 'NO'} (ours {ours['ALP']:.1f} vs "
+                    out(f"  ALP <= {al}? {'yes' if ours['ALP'] <= ours[al] else 'NO'} (ours " f"{ours['ALP']:.1f} vs "
                         f"{ours[al]:.1f}; paper {PAPER[ds]['ALP']:.1f} vs {PAPER[ds][al]:.1f})")
         if ds in PAPER_T1:
             t = PAPER_T1[ds]
-            out(f"  (paper Table 1, AL-SVM first experiment: T=0 {t[0][0]} (p_hat {t[0][1]}%), T=10C {t[1][0]} "
+            out(f"  (paper Table 1, AL-SVM first experiment: T=0 {t[0][0]} (p_hat " f"{t[0][1]}%), T=10C {t[1][0]} "
                 f"(p_hat {t[1][1]}%), ALP {t[2][0]} (p_hat {t[2][1]}%))")
     out()
     out(f"wall time of this invocation {time.perf_counter() - t_start:.1f} s")

@@ -264,7 +264,7 @@ def main():
                         with open(args.log, "a") as f:
                             f.write(json.dumps(dict(settings=settings, dataset=name, method=m, fold=fold, result=r))
                                     + "\n")
-                        print(f"  seed {seed} {name} {m} fold {fold}: {r['correct']}/{r['n']} C=2^{r['c_exp']} "
+                        print(f"  seed {seed} {name} {m} fold {fold}: {r['correct']}/{r['n']} " f"C=2^{r['c_exp']} "
                               f"gamma=2^{r['gamma_exp']} (grid exponents) {r['seconds']:.1f} s", flush=True)
 
     import milsvm
@@ -280,15 +280,15 @@ def main():
     for seed in args.seed:
         settings, opts = settings_of(args, seed)
         d = done[seed]
-        out(f"Yang & Deng Table 1 (SVM-CC), {args.folds}-fold stratified CV over bags (seed {seed}); "
-            f"C = 2^i (rbf: {gdesc[args.gamma_scale]}), i, j in {exps}, by {sdesc[args.inner]} on each training part")
+        out(f"Yang & Deng Table 1 (SVM-CC), {args.folds}-fold stratified CV over bags (seed " f"{seed}); "
+            f"C = 2^i (rbf: {gdesc[args.gamma_scale]}), i, j in {exps}, by " f"{sdesc[args.inner]} on each training part")
         out(("MUSK1/Elephant raw" if args.no_standardise else "MUSK1/Elephant standardised per training fold")
-            + f", TST1 raw sparse; SVMCC bounds {args.cc_bounds}, rbf bias {args.bias}, LP rule {args.lp_rule}; "
+            + f", TST1 raw sparse; SVMCC bounds {args.cc_bounds}, rbf bias {args.bias}, LP " f"rule {args.lp_rule}; "
             f"milsvm {milsvm.__version__}, n_jobs=1")
         out(f"settings key: {json.dumps(settings)}")
-        out("NSK (norm l1) and sMIL: same splits, same grid, same kernel; the paper reports SVM-CC only")
+        out("NSK (norm l1) and sMIL: same splits, same grid, same kernel; the paper reports " "SVM-CC only")
         out()
-        hdr = (f"{'dataset':<9} {'kernel':<6} {'method':<6} {'folds':>5} {'ours %':>7} {'paper %':>7} {'diff':>6} "
+        hdr = (f"{'dataset':<9} {'kernel':<6} {'method':<6} {'folds':>5} {'ours %':>7} " f"{'paper %':>7} {'diff':>6} "
                f"{'time s':>7} {'warn':>5}  chosen (i, j) x count")
         out(hdr)
         out("-" * len(hdr))
@@ -312,19 +312,19 @@ def main():
                                 for (a, b), k in ch.most_common(5))
                 partial = "" if len(rs) == args.folds else f"  [partial: {len(rs)}/{args.folds} folds, {n} bags]"
                 out(f"{name:<9} {KERNEL[name]:<6} {m:<6} {len(rs):>5} {acc:7.1f} "
-                    f"{(f'{paper:.1f}' if paper else '-'):>7} {(f'{acc - paper:+.1f}' if paper else '-'):>6} "
+                    f"{(f'{paper:.1f}' if paper else '-'):>7} " f"{(f'{acc - paper:+.1f}' if paper else '-'):>6} "
                     f"{secs:7.1f} {nw:5d}  {chs}{partial}")
                 wt = sorted({w for _, r in rs for w in r["warnings_final"]})
                 if wt:
                     out("          final-fit warnings: " + " | ".join(wt)[:300])
         out()
     if len(args.seed) > 1:
-        out(f"Over the seeds (complete {args.folds}-fold runs only): accuracy % per seed, mean and standard deviation")
+        out(f"Over the seeds (complete {args.folds}-fold runs only): accuracy % per seed, " "mean and standard deviation")
         for (name, m), sa in accs.items():
             a = np.array([x for _, x in sa])
             paper = PAPER[name] if m == "SVMCC" else None
             per = ", ".join(f"{x:.1f} (seed {sd})" for sd, x in sa)
-            out(f"  {name:<9} {m:<6} {per}; mean {a.mean():.1f} +- {a.std(ddof=1) if len(a) > 1 else 0.0:.1f}"
+            out(f"  {name:<9} {m:<6} {per}; mean {a.mean():.1f} +- " f"{a.std(ddof=1) if len(a) > 1 else 0.0:.1f}"
                 + (f" (paper {paper:.1f}, diff {a.mean() - paper:+.1f})" if paper else ""))
         out()
     out(f"wall time of this invocation {time.perf_counter() - t_start:.1f} s")

@@ -60,7 +60,7 @@ def cv_side_by_side(made, args, workdir):
         rows[name] = (ev["bags"][0]["auc"], ev["patients"]["repeats"][0]["auc"], ev["resampled"], seconds)
         print(f"  milsvm {' '.join(cmd)}")
     print()
-    print("| splits | pooled OOF AUC, slides [95 % CI] | pooled OOF AUC, patients (max of slides) [95 % CI] "
+    print("| splits | pooled OOF AUC, slides [95 % CI] | pooled OOF AUC, patients (max of " "slides) [95 % CI] "
           "| bootstrap resamples | CV time (s) |")
     print("|---|---|---|---|---:|")
     for name, (slides, patients, unit, seconds) in rows.items():
@@ -82,8 +82,8 @@ def witness_auroc(made, args):
     truth = [made.tumour[data.names[k]] for k in positive]
     pooled = roc_auc_score(np.concatenate(truth), np.concatenate(scores))
     per_slide = [roc_auc_score(t, s) for t, s in zip(truth, scores) if 0 < t.sum() < len(t)]
-    print(f"  instance AUROC of the heatmap scores vs the planted tumour patches, {len(positive)} positive slides "
-          f"({int(sum(t.sum() for t in truth))} tumour of {sum(len(t) for t in truth)} patches): pooled "
+    print("  instance AUROC of the heatmap scores vs the planted tumour patches, " f"{len(positive)} positive slides "
+          f"({int(sum(t.sum() for t in truth))} tumour of {sum(len(t) for t in truth)} " "patches): pooled "
           f"{pooled:.3f}, mean per slide {np.mean(per_slide):.3f} (min {np.min(per_slide):.3f})")
     return model
 
@@ -108,7 +108,7 @@ def heatmap_time(model, args, workdir):
                            names=data.names[k:k + 1], labels=data.y[k:k + 1], png=png)
             times.append(time.perf_counter() - start)
         what = "GeoJSON + PNG" if png else "GeoJSON only"
-        print(f"  heatmap of one slide ({what}), {min(sizes)}-{max(sizes)} patches: median {np.median(times):.3f} s "
+        print(f"  heatmap of one slide ({what}), {min(sizes)}-{max(sizes)} patches: median " f"{np.median(times):.3f} s "
               f"(min {np.min(times):.3f}, max {np.max(times):.3f}) over {len(times)} slides")
 
 
@@ -122,7 +122,7 @@ def bootstrap_time():
         start = time.perf_counter()
         bootstrap_interval(lambda w: weighted_auc(scores, y, w), y, n_resamples=2000, rng=np.random.default_rng(k))
         times.append(time.perf_counter() - start)
-    print(f"  bootstrap interval of the AUC, 2,000 resamples of 1,000 bags: median {np.median(times):.3f} s "
+    print("  bootstrap interval of the AUC, 2,000 resamples of 1,000 bags: median " f"{np.median(times):.3f} s "
           f"(min {np.min(times):.3f}) over 5 runs")
 
 
@@ -153,9 +153,9 @@ def main(argv=None):
                         case_offset=args.case_offset, random_state=args.seed)
         made = milsvm.datasets.make_slide_folder(workdir / "clam", **settings)
         n_pos = int(made.y.sum())
-        print(f"make_slide_folder({', '.join(f'{k}={v!r}' for k, v in settings.items())}): {len(made.slides)} slides "
+        print(f"make_slide_folder({', '.join(f'{k}={v!r}' for k, v in settings.items())}): " f"{len(made.slides)} slides "
               f"({n_pos} positive) of {args.cases} patients")
-        print(f"milsvm {milsvm.__version__}; linear MISVM, C={args.C}, features standardised per training part")
+        print(f"milsvm {milsvm.__version__}; linear MISVM, C={args.C}, features standardised " "per training part")
         print("\n1. pooled out-of-fold AUC, slide-level vs patient-level splits")
         cv_side_by_side(made, args, workdir)
         print("\n2. witness detection")

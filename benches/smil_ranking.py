@@ -305,7 +305,7 @@ def run(args):
                             r.update(train_y=ytr.tolist(), train_size=[int(b.shape[0]) for b in tr])
                         f.write(json.dumps(r) + "\n")
                 best = max(recs, key=lambda r: auc(yte, r["scores"]))
-                print(f"{name} {method} fold {k}: {len(recs)} C in {sum(r['seconds'] for r in recs):.1f} s; "
+                print(f"{name} {method} fold {k}: {len(recs)} C in " f"{sum(r['seconds'] for r in recs):.1f} s; "
                       f"best AUC {auc(yte, best['scores']):.3f} at C={best['C']:g}", flush=True)
 
 
@@ -368,7 +368,7 @@ def report(args):
     sets = [s for s in args.sets if any(k[0] == s for k in rows)]
     hdr = f"{'set':<9} {'method':<7} {'side':<36} " + " ".join(f"{c:>7g}" for c in args.C) + \
         "   best C   AUC    acc%  folds  best acc% (C)"
-    print("AUC (mean over the outer folds) per C; best C = the C of best mean AUC; acc% at threshold 0 there;")
+    print("AUC (mean over the outer folds) per C; best C = the C of best mean AUC; acc% at " "threshold 0 there;")
     print("best acc% = the best mean accuracy at threshold 0 over the C values, and its C")
     print(hdr)
     print("-" * len(hdr))
@@ -384,12 +384,12 @@ def report(args):
                 edge = "*" if cb in (min(full), max(full)) else " "
                 mean_acc = {c: np.mean([v[1] for v in vals]) for c, vals in full.items()}
                 ca = max(mean_acc, key=mean_acc.get)
-                print(f"{name:<9} {method:<7} {key[2]:<36} {cells}   {cb:>6g}{edge} {mean_auc[cb]:.3f}  "
+                print(f"{name:<9} {method:<7} {key[2]:<36} {cells}   {cb:>6g}{edge} " f"{mean_auc[cb]:.3f}  "
                       f"{100 * acc:5.1f}  {len(full[cb])}      {100 * mean_acc[ca]:5.1f} ({ca:g})")
     print("* best C at an edge of the values run")
     pairs = [(a, b) for a, b in zip(args.pair[::2], args.pair[1::2])]
     if pairs:
-        print("\nAccuracy at threshold 0, paired over the folds (second side - first side), each side at its C "
+        print("\nAccuracy at threshold 0, paired over the folds (second side - first side), " "each side at its C "
               "of best mean accuracy and at its C of best mean AUC: mean difference (standard error)")
     for first, second in pairs:
         for name in sets:

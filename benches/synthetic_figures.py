@@ -130,7 +130,7 @@ def report(kind, title, clf, B, y):
     xv_to_centre, centre_to_xv = centre_distances(kind, clf.xv_)
     monotone = bool(np.all(np.diff(h) <= 0))
     print(f"--- {title}")
-    print(f"    n_iter = {clf.n_iter_}, g first = {h[0]:.3f}, g last = {h[-1]:.3f} (non-increasing: {monotone})")
+    print(f"    n_iter = {clf.n_iter_}, g first = {h[0]:.3f}, g last = {h[-1]:.3f} " f"(non-increasing: {monotone})")
     print(f"    training accuracy = {100 * acc:.1f}% ({int(round(acc * len(y)))}/{len(y)} bags)")
     for k, (z0, z) in enumerate(zip(clf.initial_xv_, clf.xv_)):
         if kind == "binary":
@@ -138,10 +138,10 @@ def report(kind, title, clf, B, y):
         else:
             d1, d3 = np.linalg.norm(z - MU[1]), np.linalg.norm(z - MU[3])
             where = f"distance to mu1 {d1:.3f}, to mu3 {d3:.3f} (nearest {min(d1, d3):.3f})"
-        print(f"    XV {k}: initial ({z0[0]:+.3f}, {z0[1]:+.3f}) -> final ({z[0]:+.3f}, {z[1]:+.3f}); {where}")
+        print(f"    XV {k}: initial ({z0[0]:+.3f}, {z0[1]:+.3f}) -> final ({z[0]:+.3f}, " f"{z[1]:+.3f}); {where}")
     if kind == "multi":
         print(f"    nearest XV to mu1: {centre_to_xv[0]:.3f}, to mu3: {centre_to_xv[1]:.3f}")
-    print(f"    success (100% accuracy and every centre within {SUCCESS_RADIUS} of an XV): {succeeded(kind, clf, B, y)}")
+    print(f"    success (100% accuracy and every centre within {SUCCESS_RADIUS} of an XV): " f"{succeeded(kind, clf, B, y)}")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -268,7 +268,7 @@ def main():
     args = parser.parse_args()
     args.out_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    print(f"SparseMI, Gaussian kernel gamma={GAMMA} (sigma=1), C={C:g}, max_iter={MAX_ITER}, s_max=10, tol=1e-6")
+    print(f"SparseMI, Gaussian kernel gamma={GAMMA} (sigma=1), C={C:g}, max_iter={MAX_ITER}, " "s_max=10, tol=1e-6")
 
     data = {kind: load(kind) for kind in ("binary", "multi")}
     failures = []

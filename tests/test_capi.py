@@ -113,7 +113,7 @@ def assert_bits(got, want, what):
     """Equal doubles, bit for bit (the same bytes)."""
     assert got.shape == want.shape, f"{what}: {got.shape} values from C, {want.shape} from Python"
     same = got.view(np.uint64) == want.view(np.uint64)
-    assert same.all(), f"{what}: {np.count_nonzero(~same)} values differ, e.g. C {got[~same][:3]} vs Python {want[~same][:3]}"
+    assert same.all(), f"{what}: {np.count_nonzero(~same)} values differ, e.g. C {got[~same][:3]} vs Python " f"{want[~same][:3]}"
 
 
 def check_model(program, est, bags, folder, path=None):

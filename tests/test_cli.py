@@ -542,7 +542,7 @@ def test_predict_subprocess_writes_name_score_label_lines(toy_mill_file, tmp_pat
     model = tmp_path / "m.json"
     assert main(["fit", str(toy_mill_file), "--model", "ALSVM", "-p", "C=10", "-p", "max_iter=5", "-q",
                  "-o", str(model)]) == 0
-    assert re.match(r"fitted ALSVM\(C=10, max_iter=5, random_state=0\) on 12 bags \(standardised features\) in [\d.]+ s; "
+    assert re.match(r"fitted ALSVM\(C=10, max_iter=5, random_state=0\) on 12 bags \(standardised " r"features\) in [\d.]+ s; "
                     r"training accuracy [\d.]+ %; saved to ", capsys.readouterr().out)
     proc = run("predict", model, toy_mill_file)
     assert proc.returncode == 0, proc.stderr

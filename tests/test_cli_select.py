@@ -250,7 +250,7 @@ def test_models_gives_meaning_valid_values_suggested_ranges_and_the_auto_grid(ca
     assert "valid: 'scale', 'median' or a finite number > 0" in out
     assert "valid: None or in (0, 1)" in out  # inner_tol
     flat = " ".join(out.split())
-    assert "--grid auto searches C in [0.1, 1.0, 10.0, 100.0] and gamma in ['0.1*scale', 'scale', '10*scale']" in flat
+    assert "--grid auto searches C in [0.1, 1.0, 10.0, 100.0] and gamma in ['0.1*scale', " "'scale', '10*scale']" in flat
     one_class = " ".join(models_output("OneClassMISVM", capsys).split())
     assert "nu in [0.1, 0.25, 0.5, 0.75]" in one_class and "valid: in (0, 1]" in one_class
     svmcc = " ".join(models_output("SVMCC", capsys).split())
@@ -311,7 +311,7 @@ def test_cv_grid_auto_with_another_key(toy, tmp_path, capsys):
     stdout = capsys.readouterr().out
     doc = json.loads(out.read_text())
     assert doc["grid"] == {"C": [0.1, 1.0, 10.0, 100.0], "gamma": [0.05, "scale", 5.0], "norm": ["l1", "l2"]}
-    assert "grid search: C in [0.1, 1.0, 10.0, 100.0]; gamma in [0.05, 'scale', 5.0]; norm in ['l1', 'l2']" in stdout
+    assert "grid search: C in [0.1, 1.0, 10.0, 100.0]; gamma in [0.05, 'scale', 5.0]; norm in " "['l1', 'l2']" in stdout
     assert all(f["params"]["gamma"] in (0.05, "scale", 5.0) for f in doc["fold_results"])
     bags, _ = milsvm.datasets.load_mill(toy)
     assert cli.scale_width(milsvm.as_bags(bags), True) == pytest.approx(0.5)

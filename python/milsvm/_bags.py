@@ -141,7 +141,7 @@ class Bags:
 
     def __repr__(self):
         kind = "sparse" if self.is_sparse else "dense"
-        return f"Bags(n_bags={len(self)}, n_instances={self.n_instances}, n_features={self.n_features}, {kind})"
+        return f"Bags(n_bags={len(self)}, n_instances={self.n_instances}, " f"n_features={self.n_features}, {kind})"
 
     @property
     def dtype(self):

@@ -366,7 +366,7 @@ def cross_validate(cls, params, bags, y, *, folds=10, repeats=1, seed=0, grid=No
         if groups is None:
             smallest = min(np.unique(y[train], return_counts=True)[1].min() for train, _ in splits)
             if inner_folds > smallest:
-                raise ValueError(f"{inner_folds} inner folds, but a training part holds only {smallest} bags of a "
+                raise ValueError(f"{inner_folds} inner folds, but a training part holds only {smallest} " "bags of a "
                                  f"class (use at most {smallest} inner folds)")
         for train, _ in splits:
             parts = inner_splits(y[train], None if groups is None else groups[train], inner_folds=inner_folds,

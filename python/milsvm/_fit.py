@@ -117,7 +117,7 @@ class FitMixin:
                 estimator.model_ = calibrate(estimator.model_)
             estimator._warn_unconverged(fit)
             if job["verbose"]:
-                print(f"[{job['name']}] C={estimator.C:g}: {estimator._fit_summary()}, {estimator.fit_time_:.3f} s")
+                print(f"[{job['name']}] C={estimator.C:g}: {estimator._fit_summary()}, " f"{estimator.fit_time_:.3f} s")
         return estimators
 
     def _fit_job(self, bags, y):
@@ -231,7 +231,7 @@ class FitMixin:
         name = type(self).__name__
         cap = self.get_params(deep=False).get("max_iter")
         if cap is not None and not getattr(self, "converged_", True):
-            warnings.warn(f"{name} stopped at max_iter={cap} before its stopping rule was met; the model of the "
+            warnings.warn(f"{name} stopped at max_iter={cap} before its stopping rule was met; the " "model of the "
                           "last iteration is kept", ConvergenceWarning, stacklevel=3)
         if not getattr(fit, "inner_converged", True):
             warnings.warn(f"{name}: an inner solve stopped at its iteration cap (inner_max_iter) before its "

@@ -181,7 +181,7 @@ class CompiledModelMixin:
         else:
             x = np.asarray(bag, dtype=np.float64)
             if x.ndim != 2:
-                raise ValueError(f"a bag must be a 2-D array (n_instances, n_features), got {x.ndim} dimension(s)")
+                raise ValueError(f"a bag must be a 2-D array (n_instances, n_features), got {x.ndim} " "dimension(s)")
         scores = model.decision_function_bag(x)
         return scores[0] if len(scores) == 1 else np.asarray(scores)
 
@@ -267,7 +267,7 @@ def save(model, path):
         steps = steps[1:]
     if len(steps) != 1 or not isinstance(steps[0], CompiledModelMixin):
         kinds = ", ".join(type(s).__name__ for s in steps)
-        raise TypeError(f"milsvm.save takes a milsvm estimator or a Pipeline of a BagStandardScaler and a milsvm "
+        raise TypeError("milsvm.save takes a milsvm estimator or a Pipeline of a BagStandardScaler and " "a milsvm "
                         f"estimator, got {type(model).__name__} ({kinds})")
     estimator = steps[0]
     if scaler is not None and "n_features_in_" in estimator.__dict__ \
@@ -307,7 +307,7 @@ def load(path):
         )
     if model.pooling not in cls._poolings:
         raise ValueError(
-            f"{path}: field `pooling`: a {cls.__name__} model pools by {' or '.join(cls._poolings)}, "
+            f"{path}: field `pooling`: a {cls.__name__} model pools by " f"{' or '.join(cls._poolings)}, "
             f"the file has {model.pooling!r}"
         )
     allowed = cls().get_params()
@@ -315,7 +315,7 @@ def load(path):
     if "n_jobs" in params:  # the one stored parameter prediction uses
         n_jobs = params["n_jobs"]
         if not (n_jobs is None or (type(n_jobs) is int and (n_jobs == -1 or 1 <= n_jobs <= 1 << 16))):
-            raise ValueError(f"{path}: field `params.n_jobs`: expected null, -1 or a thread count, got {n_jobs!r}")
+            raise ValueError(f"{path}: field `params.n_jobs`: expected null, -1 or a thread count, got " f"{n_jobs!r}")
     est = cls(**params)
     if model.classes_json is None:
         est.classes_ = np.arange(model.n_classes)

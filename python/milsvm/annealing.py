@@ -49,7 +49,7 @@ class _AnnealingClassifier(ExpansionVectorsMixin, MILClassifier):
             n_xv = points.shape[0]
         if points.shape != (n_xv, bags.n_features):
             raise ValueError(
-                f"xv_init as an array must have shape ({n_xv}, {bags.n_features}), got {points.shape}"
+                f"xv_init as an array must have shape ({n_xv}, {bags.n_features}), got " f"{points.shape}"
             )
         return np.ascontiguousarray(points)
 
@@ -81,9 +81,9 @@ class _AnnealingClassifier(ExpansionVectorsMixin, MILClassifier):
         else:
             basis = f"{self.n_xv_} basis vectors"
         if self.n_xv == "auto" and self.solver_ != "linear":
-            basis += (f" (n_xv='auto': the full basis up to {_core.AUTO_FULL_BASIS_MAX} training instances, "
+            basis += (f" (n_xv='auto': the full basis up to {_core.AUTO_FULL_BASIS_MAX} training " "instances, "
                       f"{_core.AUTO_N_XV} k-means centroids above)")
-        return (f"basis: {basis}; {self.n_iter_} rounds, {self.n_solves_} SVM solves ({self.solver_} solver), "
+        return (f"basis: {basis}; {self.n_iter_} rounds, {self.n_solves_} SVM solves " f"({self.solver_} solver), "
                 f"final objective {last}, p_hat {np.round(self.p_hat_, 4)}")
 
 

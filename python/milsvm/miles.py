@@ -118,5 +118,5 @@ class MILES(ExpansionVectorsMixin, MILClassifier):
         }
 
     def _fit_summary(self):
-        return (f"{self.n_selected_} of {self.n_concepts_} concepts selected, {self.n_iter_} simplex pivots, "
+        return (f"{self.n_selected_} of {self.n_concepts_} concepts selected, {self.n_iter_} " "simplex pivots, "
                 f"LP objective {self.objective_}")

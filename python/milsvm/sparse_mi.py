@@ -92,7 +92,7 @@ def _initial_points(init, bags, labels, count, kernel, gamma, seed):
     """Initial XVs / BVs of section V-D: k-means centroids or SVM-selected instances."""
     X = bags.X
     if count > bags.n_instances:
-        raise ValueError(f"init={init!r} needs {count} points, but there are {bags.n_instances} training instances")
+        raise ValueError(f"init={init!r} needs {count} points, but there are {bags.n_instances} training " "instances")
     if init == "kmeans":
         from sklearn.cluster import KMeans
 

@@ -63,11 +63,11 @@ def _print_cv(name, params, data_label, n_bags, y, args, result, summary, grid, 
     if grid:
         spec = "; ".join(f"{k} in {_values_text(v)}" for k, v in grid.items())
         print(f"grid search: {spec} (inner {args.inner_folds}-fold CV on every training part)")
-    print(f"accuracy: {100 * summary['accuracy_mean']:.2f} % (std over folds {100 * summary['accuracy_std']:.2f})")
+    print(f"accuracy: {100 * summary['accuracy_mean']:.2f} % (std over folds " f"{100 * summary['accuracy_std']:.2f})")
     print(f"balanced accuracy: {100 * summary['balanced_accuracy_mean']:.2f} % "
           f"(std over folds {100 * summary['balanced_accuracy_std']:.2f})")
     largest = plain(result.classes[np.argmax([np.sum(y == c) for c in result.classes])])
-    print(f"majority class: {100 * summary['majority_rate']:.2f} % of the bags (the accuracy of always "
+    print(f"majority class: {100 * summary['majority_rate']:.2f} % of the bags (the accuracy " "of always "
           f"predicting class {largest})")
     if show_auc and summary["auc_mean"] is not None:
         print(f"AUC: {summary['auc_mean']:.4f} (std over folds {summary['auc_std']:.4f})")
@@ -78,8 +78,8 @@ def _print_cv(name, params, data_label, n_bags, y, args, result, summary, grid, 
         if min(n_xv) == max(n_xv):
             print(f"expansion vectors: {n_xv[0]}")
         else:
-            print(f"expansion vectors: {np.mean(n_xv):.1f} on average (min {min(n_xv)}, max {max(n_xv)})")
-    print(f"fit time: {summary['fit_time_mean'] * 1000:.1f} ms per fold (total {summary['fit_time_total']:.2f} s)")
+            print(f"expansion vectors: {np.mean(n_xv):.1f} on average (min {min(n_xv)}, max " f"{max(n_xv)})")
+    print(f"fit time: {summary['fit_time_mean'] * 1000:.1f} ms per fold (total " f"{summary['fit_time_total']:.2f} s)")
     if grid:
         print(f"grid search time: {summary['search_time_total']:.2f} s in all")
         from .._crossval import params_text
@@ -188,7 +188,7 @@ def _run_cv(args, argv, console, *, cls, params, bags, y, data_info, data_label,
             n_plots = sum(Path(p).suffix == ".png" for p in written)
             console.note(f"report written to {written[0]} and {written[1].name} with {n_plots} plot(s)")
         else:
-            console.note(f"report written to {written[0]} without plots: matplotlib is not installed ({PLOT_HINT})")
+            console.note(f"report written to {written[0]} without plots: matplotlib is not installed " f"({PLOT_HINT})")
     return 0
 
 

@@ -92,7 +92,7 @@ def load_data(path, fmt="auto", labels=None, need_labels=True, *, group_by=None,
     elif fmt == "parquet":
         bags, y, names = datasets.load_parquet(path, labels, return_bag_names=True)
         if y is None and need_labels:
-            raise CommandError(f"{path}: the table has no 'label' column: give the bag labels with --labels FILE.csv")
+            raise CommandError(f"{path}: the table has no 'label' column: give the bag labels with --labels " "FILE.csv")
         if labels is not None:
             _, groups = datasets.read_labels(labels, group_by=group_by, return_groups=True)
             if groups is not None:
@@ -104,7 +104,7 @@ def load_data(path, fmt="auto", labels=None, need_labels=True, *, group_by=None,
         if labels is not None:
             raise CommandError(f"--labels is for folders and Parquet tables; {path!r} ({fmt}) holds its labels")
         if group_by is not None:
-            raise CommandError(f"--group-by needs a label CSV (--labels), for a folder or a Parquet table; {path!r} "
+            raise CommandError("--group-by needs a label CSV (--labels), for a folder or a Parquet table; " f"{path!r} "
                                f"({fmt}) holds its labels")
         loader = {"mill": datasets.load_mill, "musk": datasets.load_musk_uci, "mat": datasets.load_andrews_mat,
                   "csv": datasets.load_mil_csv}[fmt]

@@ -186,7 +186,7 @@ def _add_cv(sub, parents):
                                     "grid search on each training part. Prints mean and std of the test "
                                     "accuracy and balanced accuracy over the folds, the majority-class rate, "
                                     "and the ROC AUC for two classes.")
-    cv.add_argument("data", metavar="DATA", help="data file (MILL .data, UCI clean*.data, Andrews .mat, mil .csv, .parquet) or folder of per-bag .npy / .h5 files (with --labels)")
+    cv.add_argument("data", metavar="DATA", help="data file (MILL .data, UCI clean*.data, Andrews .mat, mil .csv, .parquet) or folder " "of per-bag .npy / .h5 files (with --labels)")
     cv.add_argument("--grid", action="extend", nargs="+", metavar="KEY=V1,V2", type=_grid_item,
                     help="parameter values to search on each training part (inner stratified CV, best mean "
                          "accuracy, refit); repeatable, e.g. --grid C=0.1,1,10 gamma=0.1*scale,scale; 'auto': "
@@ -223,7 +223,7 @@ def _add_fit(sub, parents):
                                      "file holds that scaler, so that the file holds the model cv scored and "
                                      "predict standardises new bags the same way (--no-scale: raw features, "
                                      "as 'milsvm cv --no-scale').",
-                         epilog="example:\n  milsvm fit train.data --model ALSVM -p C=10 -p gamma=median -o model.json")
+                         epilog="example:\n  milsvm fit train.data --model ALSVM -p C=10 -p gamma=median -o " "model.json")
     fit.add_argument("data", metavar="DATA", help="training data file or folder (with --labels)")
     fit.add_argument("-o", "--output", required=True, metavar="MODEL.json", help="model file to write")
     fit.add_argument("--no-scale", dest="scale", action="store_false",
@@ -242,7 +242,7 @@ def _add_predict(sub, parents):
                                       "writes one line per instance, bag_name<TAB>instance<TAB>score<TAB>label, then "
                                       "x<TAB>y when the folder has patch coordinates "
                                       "(instance: its 0-based position in the bag; score: as the model pools it, "
-                                      "so that the bag's score is their mean, or their max for max pooling, or their sum for MILES). The "
+                                      "so that the bag's score is their mean, or their max for max pooling, or their sum " "for MILES). The "
                                       "labels of the data file are not used, except for the accuracy note on "
                                       "stderr.",
                           epilog="example:\n  milsvm predict model.json test.data -o predictions.tsv "

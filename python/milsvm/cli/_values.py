@@ -75,7 +75,7 @@ def _check_names(cls, names, option):
             close = difflib.get_close_matches(key, valid, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise UsageError(
-                f"{option}: {cls.__name__} has no parameter {key!r} (parameters: {', '.join(valid)}){hint}")
+                f"{option}: {cls.__name__} has no parameter {key!r} (parameters: " f"{', '.join(valid)}){hint}")
 
 
 def parse_params(cls, items):
@@ -207,7 +207,7 @@ def _grid_item(text):
     """An argparse ``type`` for ``--grid`` items: catches ``--grid C=1,10 DATA`` early."""
     if "=" not in text and text.strip() != "auto":
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not KEY=V1,V2,... or auto (give DATA before --grid, or end the --grid list with --)")
+            f"{text!r} is not KEY=V1,V2,... or auto (give DATA before --grid, or end the " "--grid list with --)")
     return text
 
 
@@ -284,7 +284,7 @@ def _check_report_dir(path):
     if not ancestor.is_dir():
         raise UsageError(f"--report: cannot create {str(path)!r}: {str(ancestor)!r} is not a directory")
     if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise UsageError(f"--report: cannot create {str(path)!r}: the directory {str(ancestor)!r} is not writable")
+        raise UsageError(f"--report: cannot create {str(path)!r}: the directory {str(ancestor)!r} is not " "writable")
 
 
 def _n_jobs(text):
