@@ -1,9 +1,9 @@
-"""The data loading and evaluation protocol shared by reproduce_fu_table1.py and reproduce_fu_table2.py (Fu et al.
-2013, section V-B): hyperparameters chosen by inner cross-validation on each training part,
-per-fold results tallied into per-seed accuracies, a resumable log of finished folds, and the
-printed comparison with the paper. Also what the other benches share: the data directory, the
-dense MILL parser, `standardise` (the bags on their training instances' mean / std) and `Report`
-(a printed report that is also written to a file).
+"""The data loading and evaluation protocol shared by reproduce_fu_table1.py and
+reproduce_fu_table2.py (Fu et al. 2013, section V-B): hyperparameters chosen by inner
+cross-validation on each training part, per-fold results tallied into per-seed accuracies, a
+resumable log of finished folds, and the printed comparison with the paper. Also what the other
+benches share: the data directory, the dense MILL parser, `standardise` (the bags on their training
+instances' mean / std) and `Report` (a printed report that is also written to a file).
 
 An outer fold's result is `(seed, fold, out, seconds)`, where `out` maps a row key
 `(method, n_xv)` (`n_xv` None for MI-Kernel) to a dict with at least `correct`, `n` (test bags),
@@ -176,7 +176,8 @@ def parse_protocol_args(parser):
 
 
 def skip_missing_methods(milsvm, methods, class_of):
-    """Removes from `methods`, with a note, those whose class `class_of[method]` this milsvm lacks."""
+    """Removes from `methods`, with a note, those whose class `class_of[method]` this milsvm
+    lacks."""
     for method in list(methods):
         if not hasattr(milsvm, class_of[method]):
             print(f"note: this milsvm has no milsvm.{class_of[method]}: skipping {method}")
@@ -258,8 +259,8 @@ def print_wins(pairs, per_seed, paper_of, note=""):
         verdict = "yes" if d.mean() > 0 else ("tie" if d.mean() == 0 else "NO")
         ps, pb = paper_of(sk), paper_of(bk)
         pdiff = f"{ps[0] - pb[0]:+.2f}" if ps and pb else "-"
-        print(f"  {label}: {verdict} ({d.mean():+.2f}, won/lost " f"{int(np.sum(d > 0))}/{int(np.sum(d < 0))}; "
-              f"paper {pdiff})")
+        print(f"  {label}: {verdict} ({d.mean():+.2f}, won/lost "
+            f"{int(np.sum(d > 0))}/{int(np.sum(d < 0))}; paper {pdiff})")
 
 
 def print_chosen(rows, chosen, unit):

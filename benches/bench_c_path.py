@@ -139,23 +139,24 @@ def main(argv=None):
         print(f"\n== {dataset}: {len(y)} bags, {bags.n_instances} instances", flush=True)
         if "fits" in args.parts:
             print("part 1, fits on the first outer training part (90%):")
-            print(f"  {'estimator':10s} {'independent s':>13s} {'path s':>8s} {'ratio':>6s}  " "max |decision difference|")
+            print(f"  {'estimator':10s} {'independent s':>13s} {'path s':>8s} {'ratio':>6s}  max "
+                "|decision difference|")
             for name in args.estimators:
                 t_ind, t_path, diff = part_fits(name, bags, y, Cs)
                 print(f"  {name:10s} {t_ind:13.3f} {t_path:8.3f} {t_ind / t_path:5.2f}x  {diff:.3g}", flush=True)
         if "cv" in args.parts:
             folds = CV_FOLDS[dataset]
             print(f"part 2, cross_validate, {folds} outer folds x 3 inner folds x {len(Cs)} C, " "scale=True:")
-            print(f"  {'estimator':10s} {'wall s (no path / path)':>24s} " f"{'inner search s':>18s} {'ratio':>6s}  "
-                  f"same C / max inner-acc diff / same outer acc; chosen C (path)")
+            print(f"  {'estimator':10s} {'wall s (no path / path)':>24s} {'inner search s':>18s} "
+                f"{'ratio':>6s}  same C / max inner-acc diff / same outer acc; chosen C (path)")
             for name in args.estimators:
                 if name in CV_SKIP.get(dataset, ()):
                     print(f"  {name:10s} skipped (too slow for one quiet run)", flush=True)
                     continue
                 wall_i, wall_p, s_i, s_p, same_c, inner_diff, outer_same, chosen = part_cv(name, bags, y, folds, Cs)
-                print(f"  {name:10s} {wall_i:11.2f} / {wall_p:9.2f} {s_i:8.2f} / {s_p:7.2f} " f"{s_i / s_p:5.2f}x  "
-                      f"{'yes' if same_c else 'NO'} / {inner_diff:.3g} / " f"{'yes' if outer_same else 'NO'}; "
-                      f"{[f'{c:g}' for c in chosen]}", flush=True)
+                print(f"  {name:10s} {wall_i:11.2f} / {wall_p:9.2f} {s_i:8.2f} / {s_p:7.2f} "
+                    f"{s_i / s_p:5.2f}x  {'yes' if same_c else 'NO'} / {inner_diff:.3g} / "
+                    f"{'yes' if outer_same else 'NO'}; {[f'{c:g}' for c in chosen]}", flush=True)
     print(f"\ntotal {time.perf_counter() - total:.1f} s")
 
 

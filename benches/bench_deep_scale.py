@@ -159,8 +159,9 @@ def run(args):
     meta = json.loads((d / "meta.json").read_text())
     data_gb = meta["n_instances"] * meta["n_features"] * 4 / 2**30
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
-    lines = [f"# {meta['n_instances']} training instances x {meta['n_features']} float32 " f"({data_gb:.2f} GiB) in "
-             f"{meta['n_bags']} bags, {meta['test_bags']} test bags; seed {meta['seed']}; " f"{time.strftime('%Y-%m-%d %H:%M')}",
+    lines = [f"# {meta['n_instances']} training instances x {meta['n_features']} float32 "
+        f"({data_gb:.2f} GiB) in {meta['n_bags']} bags, {meta['test_bags']} test bags; seed "
+        f"{meta['seed']}; {time.strftime('%Y-%m-%d %H:%M')}",
              f"{'method':<14} {'fit s':>8} {'test AUC':>9} {'peak RSS GiB':>12}  extra"]
     print(lines[0]), print(lines[1])
     for method in args.methods:
@@ -174,8 +175,8 @@ def run(args):
             continue
         try:
             r = json.loads(p.stdout.strip().splitlines()[-1])
-            line = (f"{method:<14} {r['fit_seconds']:8.1f} {r['test_auc']:9.4f} " f"{peak_rss_gb(p.stderr):12.2f}  "
-                    f"{r['extra']}")
+            line = (f"{method:<14} {r['fit_seconds']:8.1f} {r['test_auc']:9.4f} "
+                f"{peak_rss_gb(p.stderr):12.2f}  {r['extra']}")
         except (IndexError, json.JSONDecodeError):
             line = f"{method:<14} failed: {p.stderr.strip().splitlines()[-3:]}"
         print(line, flush=True)

@@ -76,7 +76,9 @@ def main():
                 n_differ += int(np.sum(pred[np.float64] != pred[np.float32]))
                 max_diff = max(max_diff, float(np.max(np.abs(scores[np.float64] - scores[np.float32]))))
             a64, a32 = 100 * np.mean(acc[np.float64]), 100 * np.mean(acc[np.float32])
-            out("  " f"{method:<10}{a64:>11.2f}{a32:>11.2f}{a32 - a64:>9.2f}{n_differ:>15d}{max_diff:>18.2e}"
+            out("  "
+                f"{method:<10}{a64:>11.2f}{a32:>11.2f}{a32 - a64:>9.2f}"
+                f"{n_differ:>15d}{max_diff:>18.2e}"
                 f"{secs[np.float64]:>11.2f}{secs[np.float32]:>11.2f}")
     if args.out:
         out.write(args.out)

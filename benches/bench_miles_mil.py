@@ -76,8 +76,8 @@ def main():
         results[(impl, n_jobs)] = run_side(python, impl, args, n_jobs, outdir)
     out = Report()
     out(f"MILES on MUSK2 ({len(y)} bags, {ptr[-1]} instances): milsvm vs the mil package " "(MILESMapping + LinearSVC l1),")
-    out(f"{args.folds}-fold StratifiedKFold(seed 0), standardised per fold, gamma = " f"{args.gamma_scale:g} x 1/(d Var), "
-        f"class_weight balanced, C in {args.Cs}")
+    out(f"{args.folds}-fold StratifiedKFold(seed 0), standardised per fold, gamma = "
+        f"{args.gamma_scale:g} x 1/(d Var), class_weight balanced, C in {args.Cs}")
     out()
     hdr = (f"{'side':18s} {'train s (all folds)':>19s} {'score s':>8s} {'peak RSS MB':>11s} " f"{'wall':>8s}  "
            + "  ".join(f"{'AUC C=' + format(c, 'g'):>13s}" for c in args.Cs) + "  concepts per C")
@@ -102,7 +102,8 @@ def main():
             + "  ".join(f"{a:>13s}" for a in aucs) + "  " + " / ".join(f"{v:.1f}" for v in nnz))
     out()
     out(f"AUC: mean over the {args.folds} folds of the test-fold AUC / AUC of the pooled " "out-of-fold scores. train s: embedding of the training bags plus one fit")
-    out("per C, summed over folds; score s: the test bags (mil maps them against every " "training instance,")
+    out("per C, summed over folds; score s: the test bags (mil maps them against every training "
+        "instance,")
     out("milsvm against the selected concepts only). (Nx): mil's training time over this row's.")
     out.write(args.out)
 

@@ -58,7 +58,8 @@ def main():
     ap.add_argument("--out", type=Path, default=HERE / "results" / "miles_solver.txt")
     args = ap.parse_args()
     out = Report()
-    out("MILES's 1-norm SVM, one embedding per fold (10-fold CV, seed 0, standardised, gamma " "= scale):")
+    out("MILES's 1-norm SVM, one embedding per fold (10-fold CV, seed 0, standardised, gamma = "
+        "scale):")
     out("simplex = milsvm (paper's hinge LP); highs-ds / highs-ipm = scipy linprog on the same LP;")
     out("l1-sqhinge = LinearSVC(penalty='l1', loss='squared_hinge', dual=False) (liblinear CD).")
     out()
@@ -103,15 +104,16 @@ def main():
                     st["auc"].append(roc_auc_score(y[test], f))
                     st["nnz"].append(int(np.sum(np.abs(w) > 1e-9)))
                     st["sec"].append(sec)
-        out(f"{name}: {len(y)} bags, embedding of a training part {np.mean(emb_sec):.2f} s " "(mean over folds); "
-            f"largest relative LP objective difference simplex vs HiGHS: {worst:.1e}")
+        out(f"{name}: {len(y)} bags, embedding of a training part {np.mean(emb_sec):.2f} s (mean "
+            f"over folds); largest relative LP objective difference simplex vs HiGHS: {worst:.1e}")
         hdr = f"  {'solver':11s} {'C':>5s} {'accuracy %':>10s} {'AUC':>6s} {'concepts':>8s} " f"{'solve s':>8s}"
         out.header(hdr, indent="  ")
         for s in solvers:
             for C in args.Cs:
                 st = stats[(s, C)]
-                out(f"  {s:11s} {C:5g} {100.0 * st['correct'] / len(y):10.1f} " f"{np.mean(st['auc']):6.3f} "
-                    f"{np.mean(st['nnz']):8.1f} {np.mean(st['sec']):8.3f}")
+                out(f"  {s:11s} {C:5g} {100.0 * st['correct'] / len(y):10.1f} "
+                    f"{np.mean(st['auc']):6.3f} {np.mean(st['nnz']):8.1f} "
+                    f"{np.mean(st['sec']):8.3f}")
         out()
     out.write(args.out)
 

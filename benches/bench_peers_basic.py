@@ -129,8 +129,8 @@ def main():
             r = evaluate(method, bags, y, grid)
             lit = LITERATURE.get((method, name), "n/a in /work/shared/papers")
             Cs = ",".join(f"{c:g}" for c in r["Cs"])
-            out(f"{name:9s} {method:6s} {r['acc']:6.1f} +- {r['acc_sd']:4.1f} " f"{r['auc']:6.3f} +- {r['auc_sd']:5.3f} "
-                f"{r['auc_pooled']:10.3f} {r['seconds']:8.1f}  C=[{Cs}]; {lit}")
+            out(f"{name:9s} {method:6s} {r['acc']:6.1f} +- {r['acc_sd']:4.1f} {r['auc']:6.3f} +- "
+                f"{r['auc_sd']:5.3f} {r['auc_pooled']:10.3f} {r['seconds']:8.1f}  C=[{Cs}]; {lit}")
     out.write(Path(args.out))
 
 

@@ -54,7 +54,8 @@ def numpy_bags(X, ptr, z, zn, beta, b, gamma):
 
 
 def per_call(fn, min_time=0.5, repeat=7):
-    """Median over `repeat` rounds of the mean time per call (each round at least min_time / repeat)."""
+    """Median over `repeat` rounds of the mean time per call (each round at least min_time /
+    repeat)."""
     fn()
     n = 1
     while True:
@@ -86,8 +87,8 @@ def main(argv=None):
     print(f"milsvm {milsvm.__version__}; numpy {np.__version__}; cores {os.cpu_count()}; "
           f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')!r} " f"OPENBLAS_L2_SIZE={os.environ.get('OPENBLAS_L2_SIZE')!r}")
     for lib in threadpool_info():
-        print(f"  BLAS: {lib.get('internal_api')} {lib.get('version')} " f"threads={lib.get('num_threads')} "
-              f"core={lib.get('architecture')}")
+        print(f"  BLAS: {lib.get('internal_api')} {lib.get('version')} "
+            f"threads={lib.get('num_threads')} core={lib.get('architecture')}")
 
     bags, y = load_musk1()
     X1 = np.concatenate(bags)
@@ -134,7 +135,8 @@ def main(argv=None):
 
     t_np_list = per_call(np_list, min_time=2.0)
     t_ours_list = per_call(lambda: est.decision_function(bags2), min_time=2.0)
-    print(f"\n(b) all of MUSK2 ({X.shape[0]} x {X.shape[1]}, {len(bags2)} bags), 10 XVs; max " f"rel. diff {err:.1e}")
+    print(f"\n(b) all of MUSK2 ({X.shape[0]} x {X.shape[1]}, {len(bags2)} bags), 10 XVs; max rel. "
+        f"diff {err:.1e}")
     print(f"  numpy (stacked X, offsets)           {fmt(t_np)}")
     print(f"  est.decision_function(Bags)          {fmt(t_ours)}   numpy / ours = " f"{t_np / t_ours:5.2f}  (aim >= 5)")
     print(f"  numpy GEMM X @ Z.T alone (floor)     {fmt(t_gemm)}   floor / ours = " f"{t_gemm / t_ours:5.2f}")

@@ -36,7 +36,8 @@ CHILD = textwrap.dedent("""
         est.fit(bags, y)
         print("finished", time.time() - t0, flush=True)
     except KeyboardInterrupt:
-        print("interrupted", time.time(), "fitted" if "model_" in est.__dict__ else "unfitted", flush=True)
+        state = "fitted" if "model_" in est.__dict__ else "unfitted"
+        print("interrupted", time.time(), state, flush=True)
 """)
 
 
@@ -59,7 +60,8 @@ def main(argv=None):
         if fields and fields[0] == "interrupted":
             latency = float(fields[1]) - sent
             worst = max(worst, latency)
-            print(f"SIGINT after {delay:.1f} s: KeyboardInterrupt {1000 * latency:.1f} ms " f"later, estimator {fields[2]}")
+            print(f"SIGINT after {delay:.1f} s: KeyboardInterrupt {1000 * latency:.1f} ms later, "
+                f"estimator {fields[2]}")
         else:
             print(f"SIGINT after {delay:.1f} s: no interrupt ({out.strip()} {err.strip()[-200:]})")
     print(f"largest latency: {1000 * worst:.1f} ms")

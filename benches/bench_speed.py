@@ -1,4 +1,5 @@
-"""Speed of milsvm (Rust core) against the NumPy reference (numpy_reference.py), one run, one machine.
+"""Speed of milsvm (Rust core) against the NumPy reference (numpy_reference.py), one run, one
+machine.
 
 Three measurements, all on z-scored features (mean/std of all instances), fixed
 gamma = 1 / (d * var) = 1/166 after standardisation, C = 1:
@@ -194,8 +195,8 @@ def bench_musk1(milsvm, table, args):
     Xte, ptr_te = subset(X, ptr, test)
     ytr, yte = y[train], y[test]
     Z0 = Xtr[np.random.default_rng(0).choice(Xtr.shape[0], 10, replace=False)].copy()
-    print(f"\n(a) MUSK1: {len(train)} training bags ({Xtr.shape[0]} instances), {len(test)} " "test bags, "
-          f"n_xv=10, max_iter=50, C={C}, gamma=1/166, tol={TOL}")
+    print(f"\n(a) MUSK1: {len(train)} training bags ({Xtr.shape[0]} instances), {len(test)} test "
+        f"bags, n_xv=10, max_iter=50, C={C}, gamma=1/166, tol={TOL}")
 
     for solver, reps in (("newton", args.reps), ("lbfgs", max(3, args.reps // 2 + 1))):
         times, res, times_r, est, note = fit_both(
@@ -232,7 +233,8 @@ def bench_musk1(milsvm, table, args):
 def bench_musk2_fit(milsvm, X, ptr, y, table, args):
     n_iter = args.musk2_iter
     Z0 = X[np.random.default_rng(0).choice(X.shape[0], 100, replace=False)].copy()
-    print(f"\n(b) MUSK2: all {len(y)} bags ({X.shape[0]} instances), n_xv=100, " f"max_iter={n_iter}, newton")
+    print(f"\n(b) MUSK2: all {len(y)} bags ({X.shape[0]} instances), n_xv=100, max_iter={n_iter}, "
+        "newton")
     times, res, times_r, est, note = fit_both(
         milsvm, X, ptr, y, Z0, args.reps_musk2, args.threads, n_xv=100, C=C, gamma=GAMMA,
         max_iter=n_iter, max_line_search=10, tol=TOL, solver="newton")
@@ -279,8 +281,8 @@ def bench_kernel_step(milsvm, X, ptr, table, args):
     W = A.copy()
     t_mm, _ = time_calls(lambda: (X @ Z.T, X.T @ W), reps, warmup=3)
     gf_mm = flops / t_mm.min() / 1e9
-    print(f"  numpy X @ Z.T + X.T @ W      : best {fmt_t(t_mm.min())}, median " f"{fmt_t(np.median(t_mm))}, "
-          f"{gf_mm:.2f} GFLOP/s")
+    print(f"  numpy X @ Z.T + X.T @ W      : best {fmt_t(t_mm.min())}, median "
+        f"{fmt_t(np.median(t_mm))}, {gf_mm:.2f} GFLOP/s")
 
     def numpy_step():
         K = ref.rbf(X, Z, GAMMA)
@@ -368,8 +370,8 @@ def main():
         except ImportError as exc:
             sys.exit(f"cannot import milsvm ({exc}); build it first or use --numpy-only")
 
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python " f"{platform.python_version()}, "
-          f"NumPy {np.__version__}")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}, NumPy {np.__version__}")
     print(f"NumPy BLAS before limits: {blas_summary()}")
     load = background_load()
     if load is not None:

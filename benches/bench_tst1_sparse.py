@@ -103,8 +103,9 @@ def mib(kb):
 
 
 def part_tst1(args):
-    print("(a) TST1: SparseMI(n_xv=10, n_basis=100, max_iter=50, random_state=0, " f"n_jobs={args.threads}), "
-          f"sparse CSR bags vs densified bags, each in its own process (min over {args.reps} fit(s))")
+    print("(a) TST1: SparseMI(n_xv=10, n_basis=100, max_iter=50, random_state=0, "
+        f"n_jobs={args.threads}), sparse CSR bags vs densified bags, each in its own process (min "
+        f"over {args.reps} fit(s))")
     res = {}
     for mode in ("sparse", "dense"):
         res[mode] = run_child(mode, args)
@@ -123,9 +124,9 @@ def part_tst1(args):
     abs_ratio = d["peak_kb"] / s["peak_kb"]
     agree = sum(a == b for a, b in zip(s["pred"], d["pred"])) / len(s["pred"])
     rel_g = abs(s["g"] - d["g"]) / abs(d["g"])
-    print(f"  dense / sparse: fit time {speed:.1f}x (target >= 20x: " f"{'met' if speed >= 20 else 'NOT met'}); "
-          f"memory increase {inc_ratio:.1f}x (target >= 10x: " f"{'met' if inc_ratio >= 10 else 'NOT met'}); "
-          f"absolute peak RSS {abs_ratio:.1f}x")
+    print(f"  dense / sparse: fit time {speed:.1f}x (target >= 20x: "
+        f"{'met' if speed >= 20 else 'NOT met'}); memory increase {inc_ratio:.1f}x (target >= "
+        f"10x: {'met' if inc_ratio >= 10 else 'NOT met'}); absolute peak RSS {abs_ratio:.1f}x")
     print(f"  agreement: final g relative difference {rel_g:.2e}, training predictions identical on "
           f"{100 * agree:.1f}% of bags")
     return res
@@ -140,9 +141,10 @@ def part_corel(args):
     bags, y = milsvm.datasets.load_mill(args.data / "corel" / "corel2000.data")
     B = milsvm.BagStandardScaler().fit(bags).transform(bags)
     d = B.n_features
-    print(f"\n(b) COREL-20: {len(B)} bags, {B.n_instances} instances, {d} features, " f"{len(np.unique(y))} classes; "
-          f"SparseMI(n_xv=100, C=10, gamma=1/{d}, max_iter=20, random_state=0), standardised; "
-          f"min over {args.reps} fit(s); load average {os.getloadavg()[0]:.2f} on " f"{os.cpu_count()} cores")
+    print(f"\n(b) COREL-20: {len(B)} bags, {B.n_instances} instances, {d} features, "
+        f"{len(np.unique(y))} classes; SparseMI(n_xv=100, C=10, gamma=1/{d}, max_iter=20, "
+        f"random_state=0), standardised; min over {args.reps} fit(s); load average "
+        f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     models, times = {}, {}
     for n_jobs in (1, 2):
         ts = []
@@ -157,7 +159,8 @@ def part_corel(args):
     a, b = models[1], models[2]
     same = (np.array_equal(a.xv_, b.xv_) and np.array_equal(a.coef_, b.coef_)
             and np.array_equal(a.intercept_, b.intercept_))
-    print(f"  speed-up n_jobs=2 / n_jobs=1: {times[1] / times[2]:.2f}x; models bitwise " f"identical: {same}")
+    print(f"  speed-up n_jobs=2 / n_jobs=1: {times[1] / times[2]:.2f}x; models bitwise identical: "
+        f"{same}")
     assert same, "n_jobs=1 and n_jobs=2 gave different models"
 
 

@@ -27,7 +27,8 @@ MODELS = ["sparse_mi_10xv", "mi_kernel"]
 
 
 def criterion_ns(name):
-    """Criterion's mean estimate (ns) of the benchmark whose id starts with ``one bag 5x166, name``."""
+    """Criterion's mean estimate (ns) of the benchmark whose id starts with ``one bag 5x166,
+    name``."""
     root = REPO / "target" / "criterion"
     for folder in root.iterdir():
         if folder.name.startswith("one bag 5x166") and f" {name} (" in folder.name:
@@ -60,7 +61,8 @@ def main():
             c_ns, allocs = float(fields[1]), float(fields[5])
             rust_mean, rust_median = criterion_ns(name)
             rows.append((name, c_ns, rust_median, rust_mean, c_ns / rust_median, allocs))
-    print("| model | C ns/bag (median) | Rust ns/bag (criterion median) | Rust mean | C / Rust " "| allocations per call (C) |")
+    print("| model | C ns/bag (median) | Rust ns/bag (criterion median) | Rust mean | C / Rust | "
+        "allocations per call (C) |")
     print("|---|---|---|---|---|---|")
     for name, c_ns, r_med, r_mean, ratio, allocs in rows:
         print(f"| {name} | {c_ns:.0f} | {r_med:.0f} | {r_mean:.0f} | {ratio:.3f} | {allocs:g} |")

@@ -13,8 +13,8 @@ It is the baseline of benches/bench_annealing_speed.py (import DIYmiSVM from her
 own, it fits MUSK1 once (features standardised, gamma = "median" of milsvm resolved by the caller
 or by --gamma) as a smoke test:
 
-    /work/venv/bin/python benches/diy_misvm.py                 # MUSK1, C=10, gamma from milsvm
-    /work/venv/bin/python benches/diy_misvm.py --gamma 0.0015
+    python benches/diy_misvm.py                 # MUSK1, C=10, gamma from milsvm
+    python benches/diy_misvm.py --gamma 0.0015
 
 Output: printed only (iterations, training accuracy, seconds).
 """

@@ -23,8 +23,8 @@ The paper's claims (its Figure 1 is a plot only; no numbers are given):
 
 Run (from the repository root):
 
-    /work/venv/bin/python benches/fig1_annealing_toy.py --runs 10
-    /work/venv/bin/python benches/fig1_annealing_toy.py --runs 30
+    python benches/fig1_annealing_toy.py --runs 10
+    python benches/fig1_annealing_toy.py --runs 30
 
 Output: benches/results/fig1_annealing_toy.txt (the table, also printed) and
 benches/results/fig1_annealing_toy.png (bag error and instance error vs f, one line per method).
@@ -105,9 +105,9 @@ def main():
 
     mean = res.mean(axis=1)
     se = res.std(axis=1, ddof=1) / np.sqrt(args.runs) if args.runs > 1 else np.zeros_like(mean)
-    lines = [f"Figure 1 of Gehler & Chapelle 2007 (2-D toy): {args.runs} runs per f, "
-             f"{args.n_train} training / {args.n_test} test bags, C = {args.C:g}, gamma = " f"{args.gamma:g} "
-             f"(sigma = {np.sqrt(1 / (2 * args.gamma)):g}); mean over runs (+- standard error, %)", ""]
+    lines = [f"Figure 1 of Gehler & Chapelle 2007 (2-D toy): {args.runs} runs per f, {args.n_train} "
+        f"training / {args.n_test} test bags, C = {args.C:g}, gamma = {args.gamma:g} (sigma = "
+        f"{np.sqrt(1 / (2 * args.gamma)):g}); mean over runs (+- standard error, %)", ""]
     for q, title in ((0, "test BAG error %"), (1, "test INSTANCE error %"), (2, "p_hat (training, %)")):
         lines.append(title + ("   [true: expected fraction ceil(f m)/m of positives in a positive bag, "
                               "m uniform on 1..10]" if q == 2 else ""))
@@ -145,15 +145,16 @@ def main():
                  f"better than mi-SVM at small f: {ie[lo, 1].mean():.1f} vs {ie[lo, 0].mean():.1f}, "
                  f"worse at large f: {ie[hi, 1].mean():.1f} vs {ie[hi, 0].mean():.1f}")
     lines.append(f"  annealed AL has a better BAG error than mi-SVM: mean over f {be[:, 1].mean():.1f} vs "
-                 f"{be[:, 0].mean():.1f} -> " f"{'agrees' if be[:, 1].mean() < be[:, 0].mean() else 'DISAGREES'} "
-                 f"(f where it holds: {int(np.sum(be[:, 1] < be[:, 0]))}/10)")
-    lines.append(f"  mi-SVM overestimates p, annealed AL underestimates it: p_hat mean over f "
-                 f"{100 * mean[:, 0, 2].mean():.0f}% vs {100 * mean[:, 1, 2].mean():.0f}% "
-                 "(true fraction ceil(f m)/m, mean over f: " f"{100 * np.mean([true_fraction(f) for f in FRACTIONS]):.0f}%)")
+        f"{be[:, 0].mean():.1f} -> "
+        f"{'agrees' if be[:, 1].mean() < be[:, 0].mean() else 'DISAGREES'} (f where it holds: "
+        f"{int(np.sum(be[:, 1] < be[:, 0]))}/10)")
+    lines.append("  mi-SVM overestimates p, annealed AL underestimates it: p_hat mean over f "
+        f"{100 * mean[:, 0, 2].mean():.0f}% vs {100 * mean[:, 1, 2].mean():.0f}% (true fraction "
+        f"ceil(f m)/m, mean over f: {100 * np.mean([true_fraction(f) for f in FRACTIONS]):.0f}%)")
     d_bag = np.abs(be[:, 2] - be[:, 3]).max()
     d_ins = np.abs(ie[:, 2] - ie[:, 3]).max()
-    lines.append(f"  AW annealed and not: similar. ours: largest |difference| over f: bag {d_bag:.1f} " "points, "
-                 f"instance {d_ins:.1f} points")
+    lines.append(f"  AW annealed and not: similar. ours: largest |difference| over f: bag {d_bag:.1f} "
+        f"points, instance {d_ins:.1f} points")
     lines.append("")
     lines.append(f"wall time {elapsed:.1f} s ({len(FRACTIONS) * args.runs * len(METHODS)} fits)")
     text = "\n".join(lines)

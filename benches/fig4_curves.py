@@ -144,11 +144,13 @@ def main():
         cost, grid, acc, info = curves(name, args)
         results[name] = (cost, grid, acc, info)
         p = info["params"]
-        print(f"\n{LABEL[name]}: {info['n_bags']} bags ({info['classes']} classes), train " f"{info['n_train']}; "
-              "SparseMI " f"{', '.join(f'{k}={v:.4g}' if isinstance(v, float) else f'{k}={v}' for k, v in p.items())}; "
-              f"{args.splits} split(s); full fit {info['fit_s']:.2f} s ({info['n_iter']} " "iterations); "
-              f"refits match the prefix of the path to {info['prefix_err']:.1e} (relative); "
-              f"{time.perf_counter() - t0:.1f} s in all")
+        params = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in p.items())
+        print(f"\n{LABEL[name]}: {info['n_bags']} bags ({info['classes']} classes), train "
+            f"{info['n_train']}; SparseMI "
+            f"{params}; "
+            f"{args.splits} split(s); full fit {info['fit_s']:.2f} s ({info['n_iter']} "
+            f"iterations); refits match the prefix of the path to {info['prefix_err']:.1e} "
+            f"(relative); {time.perf_counter() - t0:.1f} s in all")
         print(f"  {'t':>3} {'cost g':>14} {'rel. to t=0':>11} {'test acc %':>10}")
         for t in range(len(cost)):
             a = acc[list(grid).index(t)] if t in grid else None
@@ -169,8 +171,8 @@ def main():
     fig.tight_layout()
     fig.savefig(args.out / "fig4_curves.png", dpi=110)
     plt.close(fig)
-    print(f"\nwrote {', '.join(str(args.out / f'fig4_{n}.png') for n in results)} and " f"{args.out / 'fig4_curves.png'}; "
-          f"total {time.perf_counter() - t_all:.1f} s")
+    print(f"\nwrote {', '.join(str(args.out / f'fig4_{n}.png') for n in results)} and "
+        f"{args.out / 'fig4_curves.png'}; total {time.perf_counter() - t_all:.1f} s")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,8 @@ Use from other scripts:
     from numpy_reference import fit_sparse_mi, decision_function, stack_bags
     X, ptr = stack_bags(bags)
     model = fit_sparse_mi(X, ptr, y, n_xv=10, C=1.0, gamma=1 / X.shape[1])
-    scores = decision_function(X_test, ptr_test, model["Z"], model["beta"], model["b"], model["gamma"])
+    scores = decision_function(X_test, ptr_test, model["Z"], model["beta"], model["b"],
+                               model["gamma"])
 """
 
 from __future__ import annotations

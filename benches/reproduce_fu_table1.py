@@ -35,7 +35,8 @@ Run (from the repository root):
     python benches/reproduce_fu_table1.py --dataset musk1 --backend numpy    # reference impl.
     python benches/reproduce_fu_table1.py --dataset musk1 --backend numpy --quick
     python benches/reproduce_fu_table1.py --dataset musk2 --seeds 10 --n-jobs 2
-    python benches/reproduce_fu_table1.py --dataset corel10 --seeds 10 --methods SparseMI RSVM RS MIKernel
+    python benches/reproduce_fu_table1.py --dataset corel10 --seeds 10 \\
+        --methods SparseMI RSVM RS MIKernel
     python benches/reproduce_fu_table1.py --dataset corel20 --quick --n-xv 10 --C 10
 
 --methods: any of SparseMI RSVM RS MIKernel (default SparseMI RSVM; RS and MIKernel need a milsvm
@@ -311,7 +312,8 @@ def main():
     paper = PAPER_TABLE1[args.dataset]
     rows = configs(args)
     what = "10-fold CV" if args.dataset.startswith("musk") else "a 50/50 split"
-    print_table(f"\nTable I ({args.dataset.upper()}), accuracy % (mean +- std over {args.seeds} " f"seed(s) of {what})",
+    print_table(f"\nTable I ({args.dataset.upper()}), accuracy % (mean +- std over {args.seeds} seed(s) "
+        f"of {what})",
                 rows, per_seed, seconds, lambda key: paper.get(paper_key(*key)))
     for key, counts in nxv.items():
         p = PAPER_MIKERNEL_NXV[args.dataset]

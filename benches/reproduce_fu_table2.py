@@ -43,8 +43,10 @@ settings skips the folds already there, so a run of hours can be stopped and res
 Run (from the repository root):
 
     python benches/reproduce_fu_table2.py --dataset tst1 --quick          # smoke run
-    python benches/reproduce_fu_table2.py --dataset tst1 --seeds 10 --methods SparseMI RSVM RS MIKernel
-    python benches/reproduce_fu_table2.py --dataset tst2 --seeds 10 --methods SparseMI RSVM RS MIKernel
+    python benches/reproduce_fu_table2.py --dataset tst1 --seeds 10 \\
+        --methods SparseMI RSVM RS MIKernel
+    python benches/reproduce_fu_table2.py --dataset tst2 --seeds 10 \\
+        --methods SparseMI RSVM RS MIKernel
 
 --quick: one seed, fixed C (--C) and gamma (--gamma-scale x gamma_0), no inner CV.
 Outer splits run in parallel with joblib (--n-jobs, default: all cores; each worker gets 1 BLAS
@@ -194,11 +196,11 @@ def main():
     y = np.asarray(y)
     del bag_list
     X = bags.X
-    print(f"{args.dataset}: {len(bags)} bags ({int(np.sum(y == 1))} positive), {X.shape[0]} " "instances, "
-          f"{X.shape[1]} features, {X.nnz / X.shape[0]:.1f} nonzeros an instance "
-          f"({'sparse' if bags.is_sparse else 'dense'}); "
-          f"{args.seeds} seed(s) of {'a 50/50 split' if args.protocol == 'split' else '10-fold CV'}; "
-          f"scaling {args.scaling}; N_xv {args.n_xv}, SparseMI n_basis {args.n_basis}; "
+    print(f"{args.dataset}: {len(bags)} bags ({int(np.sum(y == 1))} positive), {X.shape[0]} "
+        f"instances, {X.shape[1]} features, {X.nnz / X.shape[0]:.1f} nonzeros an instance "
+        f"({'sparse' if bags.is_sparse else 'dense'}); {args.seeds} seed(s) of "
+        f"{'a 50/50 split' if args.protocol == 'split' else '10-fold CV'}; scaling "
+        f"{args.scaling}; N_xv {args.n_xv}, SparseMI n_basis {args.n_basis}; "
           + (f"quick: C = {args.C:g}, gamma = {args.gamma_scale:g} gamma_0, no inner CV" if args.quick else
              f"inner 3-fold CV over C {args.C_grid} x gamma {args.gamma_grid} gamma_0"))
 
@@ -244,8 +246,9 @@ def main():
     print(f"\ngamma_0 = 1/(d var) over the training instances: {np.mean(g0s):.4g} (mean over splits)")
     if not args.quick:
         print_chosen(rows, chosen, "gamma_0")
-    print(f"\nwall time {elapsed:.1f} s ({len(tasks)} outer splits, {len(done)} from the log, " f"{workers} parallel, "
-          f"{args.threads} milsvm thread(s) a fit; per split median " f"{np.median([r[3] for r in results]):.1f} s)")
+    print(f"\nwall time {elapsed:.1f} s ({len(tasks)} outer splits, {len(done)} from the log, "
+        f"{workers} parallel, {args.threads} milsvm thread(s) a fit; per split median "
+        f"{np.median([r[3] for r in results]):.1f} s)")
 
 
 if __name__ == "__main__":

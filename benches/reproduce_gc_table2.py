@@ -39,23 +39,24 @@ Protocol (paper, section 7):
 inner: one outer fold) with the run's settings; a rerun with the same settings reuses them, so a
 long run can be stopped and resumed. Each unit runs in a forked child stopped after
 --fit-timeout seconds (default 120): it is logged as a timeout, its grid point is left out of
-the selection and listed; a rerun with a larger --fit-timeout retries it. --estimate times one fit per method on fold 0 of each data
-set (C = 10; ALP with C2 = 1, p_star = 0.5; each in a subprocess stopped after
---estimate-timeout seconds) and prints the estimated sequential total of the requested run,
-without running it. Full-basis fits cost about O(n_instances^3): MUSK1 (476 instances) takes
-seconds a fit, Elephant (1391) and MUSK2 (6598) minutes, so run the expensive sets for the
-cheap methods only (say what was skipped).
+the selection and listed; a rerun with a larger --fit-timeout retries it. --estimate times one fit
+per method on fold 0 of each data set (C = 10; ALP with C2 = 1, p_star = 0.5; each in a subprocess
+stopped after --estimate-timeout seconds) and prints the estimated sequential total of the
+requested run, without running it. Full-basis fits cost about O(n_instances^3): MUSK1 (476
+instances) takes seconds a fit, Elephant (1391) and MUSK2 (6598) minutes, so run the expensive
+sets for the cheap methods only (say what was skipped).
 
 Run (from the repository root):
 
-    /work/venv/bin/python benches/reproduce_gc_table2.py --estimate --methods ALP --estimate-timeout 150
-    /work/venv/bin/python benches/reproduce_gc_table2.py --datasets musk1 --log benches/results/gc_table2_folds.jsonl
-    /work/venv/bin/python benches/reproduce_gc_table2.py --datasets elephant --methods MI-SVM AW0 mi-SVM AL0 AL \\
+    python benches/reproduce_gc_table2.py --estimate --methods ALP --estimate-timeout 150
+    python benches/reproduce_gc_table2.py --datasets musk1 \\
         --log benches/results/gc_table2_folds.jsonl
-    /work/venv/bin/python benches/reproduce_gc_table2.py --datasets musk1 --selection inner --log ...
+    python benches/reproduce_gc_table2.py --datasets elephant --methods MI-SVM AW0 mi-SVM AL0 AL \\
+        --log benches/results/gc_table2_folds.jsonl
+    python benches/reproduce_gc_table2.py --datasets musk1 --selection inner --log ...
     # the paper's Table 2 grid; report with sigma_emp first so that ties prefer it
-    /work/venv/bin/python benches/reproduce_gc_table2.py --sigma-factors 0.5 1 2 --datasets musk1 --log LOG
-    /work/venv/bin/python benches/reproduce_gc_table2.py --report-only --sigma-factors 1 0.5 2 --log LOG
+    python benches/reproduce_gc_table2.py --sigma-factors 0.5 1 2 --datasets musk1 --log LOG
+    python benches/reproduce_gc_table2.py --report-only --sigma-factors 1 0.5 2 --log LOG
 
 Output: per data set and method our CV error (%), the selected grid point, p_hat, the paper's
 number, the difference, and whether ALP <= AL (both AL columns); printed and written to
@@ -117,7 +118,7 @@ def point_key(point):
 
 
 def normalised_point_key(pk):
-    """Log lines written before --sigma-factors have no sigma_f in their point: they are factor 1."""
+    """Log lines written before --sigma-factors have no sigma_f in their point: factor 1."""
     return pk if pk == "inner" or "sigma_f=" in pk else pk + ",sigma_f=1"
 
 
@@ -298,7 +299,8 @@ def estimate(args, datasets):
 
     out = Report()
     out("estimated sequential cost (one fit per method on fold 0 of seed 0, C = 10, sigma factor "
-        f"{args.estimate_factor:g}; ALP: C2 = 1, p_star = 0.5; the total scales this by grid " "size x 10 folds x seeds"
+        f"{args.estimate_factor:g}; ALP: C2 = 1, p_star = 0.5; the total scales this by grid size "
+        "x 10 folds x seeds"
         + (" x (3 inner + 1/grid)" if args.selection == "inner" else "")
         + f"; a fit over {args.estimate_timeout:g} s is stopped)")
     per = {}
@@ -323,8 +325,9 @@ def estimate(args, datasets):
             else:
                 r = rec[0]
                 per[(ds, m)] = r["seconds"]
-                out(f"  {ds:<9} {m:<7} one fit {r['seconds']:7.2f} s ({r['n_solves']} " "solves, p_hat "
-                    f"{r['p_hat']:.2f}) x {n_fits} fits = {r['seconds'] * n_fits / 60:7.1f} min")
+                out(f"  {ds:<9} {m:<7} one fit {r['seconds']:7.2f} s ({r['n_solves']} solves, "
+                    f"p_hat {r['p_hat']:.2f}) x {n_fits} fits = {r['seconds'] * n_fits / 60:7.1f} "
+                    "min")
     return out, per
 
 
@@ -462,8 +465,8 @@ def main():
                 if "timeout" in r:
                     print(f"  TIMEOUT >{r['timeout']:g} s: {key}", flush=True)
                 if (i + 1) % 10 == 0 or i + 1 == len(todo):
-                    print(f"  {i + 1}/{len(todo)} done ({time.perf_counter() - t0:.0f} s; last " f"{key[0]} {key[1]} "
-                          f"fold {key[3]} {key[4]}: {r['seconds']:.1f} s)", flush=True)
+                    print(f"  {i + 1}/{len(todo)} done ({time.perf_counter() - t0:.0f} s; last "
+                        f"{key[0]} {key[1]} fold {key[3]} {key[4]}: {r['seconds']:.1f} s)", flush=True)
         else:
             gen = Parallel(n_jobs=args.n_jobs, return_as="generator")(delayed(work)(*job) for job in todo)
             for i, (key, r) in enumerate(gen):
@@ -474,22 +477,24 @@ def main():
     # ------------------------------------------------------------------ report
     out = Report()
 
-    out("Table 2 of Gehler & Chapelle 2007: 10-fold CV error % (stratified over bags, " f"{args.seeds} split "
-        "seed(s)), features standardised per fold, RBF sigma = f x sigma_emp (gamma = " "gamma_median / f^2), "
-        f"f in {[float(x) for x in args.sigma_factors]} (sigma_f in the point), grid C " f"{list(C_GRID)}"
-        f"; ALP also C2 {list(C2_GRID)} x p_star 0.1..1.0; selection: "
+    out("Table 2 of Gehler & Chapelle 2007: 10-fold CV error % (stratified over bags, "
+        f"{args.seeds} split seed(s)), features standardised per fold, RBF sigma = f x sigma_emp "
+        f"(gamma = gamma_median / f^2), f in {[float(x) for x in args.sigma_factors]} (sigma_f in "
+        f"the point), grid C {list(C_GRID)}; ALP also C2 {list(C2_GRID)} x p_star 0.1..1.0; "
+        "selection: "
         + ("best grid point on the CV error (the paper's; optimistic)" if args.selection == "best"
            else "nested 3-fold inner CV (honest)"))
     out("paper's MI-SVM and mi-SVM columns: Andrews et al. 2002 (hinge loss); ours: squared hinge")
     import milsvm
 
-    out("milsvm _core built " f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(Path(milsvm._core.__file__).stat().st_mtime))} "
+    built = time.gmtime(Path(milsvm._core.__file__).stat().st_mtime)
+    out(f"milsvm _core built {time.strftime('%Y-%m-%d %H:%M:%S', built)} "
         f"UTC (the log's fits may come from earlier builds: later lines of a unit win)")
     for ds in args.datasets:
         data = datas[ds]
         out()
-        out(f"{ds.upper()}: {len(data.y)} bags ({int(np.sum(data.y == 1))} positive), " f"{data.X.shape[0]} instances, "
-            f"{data.X.shape[1]} features")
+        out(f"{ds.upper()}: {len(data.y)} bags ({int(np.sum(data.y == 1))} positive), "
+            f"{data.X.shape[0]} instances, {data.X.shape[1]} features")
         hdr = (f"  {'method':<7} {'ours %':>7} {'paper %':>7} {'diff':>6} {'p_hat':>6}  {'point':<34} "
                f"{'fit s (all)':>11} {'warn':>4}  per-seed / notes")
         out.header(hdr, "  ")
@@ -508,9 +513,9 @@ def main():
             incomplete = []
 
             def records(seed, key):
-                """The ten fold records of a grid point's key (or "inner") for `seed`, their warnings
-                kept; None where one is missing (counted) or stopped at its time limit (listed; the
-                seconds of a grid point's timed-out fits count)."""
+                """The ten fold records of a grid point's key (or "inner") for `seed`, their
+                warnings kept; None where one is missing (counted) or stopped at its time limit
+                (listed; the seconds of a grid point's timed-out fits count)."""
                 nonlocal missing, secs
                 rs = [log.get((ds, m, seed, f, key)) for f in range(10)]
                 if any(r is None for r in rs):
@@ -547,7 +552,7 @@ def main():
                     if n_tied > 1:
                         notes.append(f"{n_tied} grid points tie")
                     if len(args.sigma_factors) > 1:
-                        # the best at each sigma factor alone (the paper's Table 1 used sigma_emp only)
+                        # the best at each sigma factor alone (the paper's Table 1: sigma_emp only)
                         for fac in args.sigma_factors:
                             sub = {k: v for k, v in errs.items() if k.endswith(f",sigma_f={fac:g}")}
                             if sub:
@@ -567,9 +572,9 @@ def main():
             nwarn, warn_texts = len(warns), {w[:80] for w in warns}
             paper = PAPER[ds][m]
             if not per_seed:
-                out(f"  {m:<7} {'-':>7} {paper:7.1f} {'-':>6} {'-':>6}  " f"{'not run / incomplete':<34} "
-                    f"{secs:11.1f} {nwarn:4d}  ({missing} fit(s) missing, {len(timeouts)} " "grid point(s) "
-                    f"with a timeout)")
+                out(f"  {m:<7} {'-':>7} {paper:7.1f} {'-':>6} {'-':>6}  "
+                    f"{'not run / incomplete':<34} {secs:11.1f} {nwarn:4d}  ({missing} fit(s) "
+                    f"missing, {len(timeouts)} grid point(s) with a timeout)")
                 if timeouts:
                     out("          timeouts: " + "; ".join(timeouts)[:600])
                 continue
@@ -582,8 +587,8 @@ def main():
 
                 pt = " ".join(f"{k}x{v}" for k, v in Counter(chosen).most_common(2))
             extra = ("paper p_hat " + f"{PAPER[ds]['ALP_p_hat']:.2f}" if m == "ALP" else "")
-            out(f"  {m:<7} {err:7.1f} {paper:7.1f} {err - paper:+6.1f} " f"{np.mean(p_hats):6.2f}  {pt[:34]:<34} "
-                f"{secs:11.1f} {nwarn:4d}  " + " ".join(f"{e:.1f}" for e in per_seed)
+            out(f"  {m:<7} {err:7.1f} {paper:7.1f} {err - paper:+6.1f} {np.mean(p_hats):6.2f}  "
+                f"{pt[:34]:<34} {secs:11.1f} {nwarn:4d}  " + " ".join(f"{e:.1f}" for e in per_seed)
                 + (f"  {extra}" if extra else "") + (f"  [{missing} fit(s) missing]" if missing else ""))
             if notes:
                 out("          best per sigma factor / ties: " + "; ".join(notes))
@@ -592,17 +597,18 @@ def main():
             if incomplete:
                 out("          selected among the complete grid points only: " + "; ".join(sorted(set(incomplete))))
             if timeouts:
-                out(f"          {len(timeouts)} grid point(s) left out, a fit stopped at its " "time limit "
-                    f"({', '.join(f'{x:g}' for x in sorted(limits))} s): " + "; ".join(timeouts)[:700])
+                out(f"          {len(timeouts)} grid point(s) left out, a fit stopped at its time "
+                    f"limit ({', '.join(f'{x:g}' for x in sorted(limits))} s): " + "; ".join(timeouts)[:700])
         if "ALP" in ours:
             for al in ("AL0", "AL"):
                 if al in ours:
-                    out(f"  ALP <= {al}? {'yes' if ours['ALP'] <= ours[al] else 'NO'} (ours " f"{ours['ALP']:.1f} vs "
-                        f"{ours[al]:.1f}; paper {PAPER[ds]['ALP']:.1f} vs {PAPER[ds][al]:.1f})")
+                    out(f"  ALP <= {al}? {'yes' if ours['ALP'] <= ours[al] else 'NO'} (ours "
+                        f"{ours['ALP']:.1f} vs {ours[al]:.1f}; paper {PAPER[ds]['ALP']:.1f} vs "
+                        f"{PAPER[ds][al]:.1f})")
         if ds in PAPER_T1:
             t = PAPER_T1[ds]
-            out(f"  (paper Table 1, AL-SVM first experiment: T=0 {t[0][0]} (p_hat " f"{t[0][1]}%), T=10C {t[1][0]} "
-                f"(p_hat {t[1][1]}%), ALP {t[2][0]} (p_hat {t[2][1]}%))")
+            out(f"  (paper Table 1, AL-SVM first experiment: T=0 {t[0][0]} (p_hat {t[0][1]}%), "
+                f"T=10C {t[1][0]} (p_hat {t[1][1]}%), ALP {t[2][0]} (p_hat {t[2][1]}%))")
     out()
     out(f"wall time of this invocation {time.perf_counter() - t_start:.1f} s")
     out.write(args.out)

@@ -14,7 +14,8 @@ Protocol:
     -8, -4, 0, 4, 8); the point with the best mean accuracy of a 3-fold stratified inner CV on
     the training part (StratifiedKFold(3, shuffle=True, random_state=1000*seed+fold); ties: the
     first in grid order) is refitted on the whole training part and tested;
-  * methods: SVMCC (milsvm.SVMCC, max_iter 80, tol 1e-4, its default lp_rule and bounds), NSK (milsvm.NSK(norm="l1")), sMIL
+  * methods: SVMCC (milsvm.SVMCC, max_iter 80, tol 1e-4, its default lp_rule and bounds), NSK
+    (milsvm.NSK(norm="l1")), sMIL
     (milsvm.sMIL); default class weights, n_jobs=1, every fit single-threaded;
   * kernels per data set as in the paper's Table 1: MUSK1 rbf, Elephant linear, TST1 linear
     (the same kernel for NSK and sMIL). The paper gives SVM-CC numbers only.
@@ -51,10 +52,10 @@ data set and method, the accuracy of each seed and their mean.
 
 Run (from the repository root; OMP_NUM_THREADS=1):
 
-    nice -n 10 /work/venv-bench2/bin/python benches/reproduce_yd_table1.py --grid-step 4 --datasets musk1
-    nice -n 10 /work/venv-bench2/bin/python benches/reproduce_yd_table1.py --grid-step 4 --datasets tst1 \\
+    nice -n 10 python benches/reproduce_yd_table1.py --grid-step 4 --datasets musk1
+    nice -n 10 python benches/reproduce_yd_table1.py --grid-step 4 --datasets tst1 \\
         --methods SVMCC sMIL
-    nice -n 10 /work/venv-bench2/bin/python benches/reproduce_yd_table1.py --grid-step 4 --datasets elephant \\
+    nice -n 10 python benches/reproduce_yd_table1.py --grid-step 4 --datasets elephant \\
         --run-folds 3
 
 Every finished outer fold is appended to --log (JSON lines, default
@@ -264,8 +265,9 @@ def main():
                         with open(args.log, "a") as f:
                             f.write(json.dumps(dict(settings=settings, dataset=name, method=m, fold=fold, result=r))
                                     + "\n")
-                        print(f"  seed {seed} {name} {m} fold {fold}: {r['correct']}/{r['n']} " f"C=2^{r['c_exp']} "
-                              f"gamma=2^{r['gamma_exp']} (grid exponents) {r['seconds']:.1f} s", flush=True)
+                        print(f"  seed {seed} {name} {m} fold {fold}: {r['correct']}/{r['n']} "
+                            f"C=2^{r['c_exp']} gamma=2^{r['gamma_exp']} (grid exponents) "
+                            f"{r['seconds']:.1f} s", flush=True)
 
     import milsvm
 
@@ -280,16 +282,17 @@ def main():
     for seed in args.seed:
         settings, opts = settings_of(args, seed)
         d = done[seed]
-        out(f"Yang & Deng Table 1 (SVM-CC), {args.folds}-fold stratified CV over bags (seed " f"{seed}); "
-            f"C = 2^i (rbf: {gdesc[args.gamma_scale]}), i, j in {exps}, by " f"{sdesc[args.inner]} on each training part")
+        out(f"Yang & Deng Table 1 (SVM-CC), {args.folds}-fold stratified CV over bags (seed "
+            f"{seed}); C = 2^i (rbf: {gdesc[args.gamma_scale]}), i, j in {exps}, by "
+            f"{sdesc[args.inner]} on each training part")
         out(("MUSK1/Elephant raw" if args.no_standardise else "MUSK1/Elephant standardised per training fold")
-            + f", TST1 raw sparse; SVMCC bounds {args.cc_bounds}, rbf bias {args.bias}, LP " f"rule {args.lp_rule}; "
-            f"milsvm {milsvm.__version__}, n_jobs=1")
+            + f", TST1 raw sparse; SVMCC bounds {args.cc_bounds}, rbf bias {args.bias}, LP rule "
+                f"{args.lp_rule}; milsvm {milsvm.__version__}, n_jobs=1")
         out(f"settings key: {json.dumps(settings)}")
         out("NSK (norm l1) and sMIL: same splits, same grid, same kernel; the paper reports " "SVM-CC only")
         out()
-        hdr = (f"{'dataset':<9} {'kernel':<6} {'method':<6} {'folds':>5} {'ours %':>7} " f"{'paper %':>7} {'diff':>6} "
-               f"{'time s':>7} {'warn':>5}  chosen (i, j) x count")
+        hdr = (f"{'dataset':<9} {'kernel':<6} {'method':<6} {'folds':>5} {'ours %':>7} "
+            f"{'paper %':>7} {'diff':>6} {'time s':>7} {'warn':>5}  chosen (i, j) x count")
         out(hdr)
         out("-" * len(hdr))
         for name in DATASETS:
@@ -312,14 +315,16 @@ def main():
                                 for (a, b), k in ch.most_common(5))
                 partial = "" if len(rs) == args.folds else f"  [partial: {len(rs)}/{args.folds} folds, {n} bags]"
                 out(f"{name:<9} {KERNEL[name]:<6} {m:<6} {len(rs):>5} {acc:7.1f} "
-                    f"{(f'{paper:.1f}' if paper else '-'):>7} " f"{(f'{acc - paper:+.1f}' if paper else '-'):>6} "
-                    f"{secs:7.1f} {nw:5d}  {chs}{partial}")
+                    f"{(f'{paper:.1f}' if paper else '-'):>7} "
+                    f"{(f'{acc - paper:+.1f}' if paper else '-'):>6} {secs:7.1f} {nw:5d}  "
+                    f"{chs}{partial}")
                 wt = sorted({w for _, r in rs for w in r["warnings_final"]})
                 if wt:
                     out("          final-fit warnings: " + " | ".join(wt)[:300])
         out()
     if len(args.seed) > 1:
-        out(f"Over the seeds (complete {args.folds}-fold runs only): accuracy % per seed, " "mean and standard deviation")
+        out(f"Over the seeds (complete {args.folds}-fold runs only): accuracy % per seed, mean "
+            "and standard deviation")
         for (name, m), sa in accs.items():
             a = np.array([x for _, x in sa])
             paper = PAPER[name] if m == "SVMCC" else None

@@ -147,13 +147,14 @@ def main():
             if signed is not None:
                 a_signed = second_stage_auc(tr, ytr, te, yte, signed[f"arr_{k}"], g, args.C)
             rows.append((own, a_ours, a_theirs, agree, a_signed))
-            print(f"{name} fold {k}: milsvm sAwMIL AUC {own:.3f}; SVC on milsvm's picks " f"{a_ours:.3f}, on "
-                  f"sawmil's picks {a_theirs:.3f}, on sawmil's with the paper's sign " f"{a_signed:.3f}; picks "
-                  f"agree on {100 * agree:.1f} % of the positive bags' instances " f"({int(ours.sum())} vs "
-                  f"{int(other.sum())} picked)")
+            print(f"{name} fold {k}: milsvm sAwMIL AUC {own:.3f}; SVC on milsvm's picks "
+                f"{a_ours:.3f}, on sawmil's picks {a_theirs:.3f}, on sawmil's with the paper's "
+                f"sign {a_signed:.3f}; picks agree on {100 * agree:.1f} % of the positive bags' "
+                f"instances ({int(ours.sum())} vs {int(other.sum())} picked)")
         m = np.mean(rows, axis=0)
-        print(f"{name} mean: milsvm sAwMIL {m[0]:.3f}; SVC on milsvm's picks {m[1]:.3f}, on " "sawmil's picks "
-              f"{m[2]:.3f}, on sawmil's with the paper's sign {m[4]:.3f}; agreement " f"{100 * m[3]:.1f} %")
+        print(f"{name} mean: milsvm sAwMIL {m[0]:.3f}; SVC on milsvm's picks {m[1]:.3f}, on "
+            f"sawmil's picks {m[2]:.3f}, on sawmil's with the paper's sign {m[4]:.3f}; agreement "
+            f"{100 * m[3]:.1f} %")
 
 
 if __name__ == "__main__":

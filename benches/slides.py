@@ -60,8 +60,8 @@ def cv_side_by_side(made, args, workdir):
         rows[name] = (ev["bags"][0]["auc"], ev["patients"]["repeats"][0]["auc"], ev["resampled"], seconds)
         print(f"  milsvm {' '.join(cmd)}")
     print()
-    print("| splits | pooled OOF AUC, slides [95 % CI] | pooled OOF AUC, patients (max of " "slides) [95 % CI] "
-          "| bootstrap resamples | CV time (s) |")
+    print("| splits | pooled OOF AUC, slides [95 % CI] | pooled OOF AUC, patients (max of slides) "
+        "[95 % CI] | bootstrap resamples | CV time (s) |")
     print("|---|---|---|---|---:|")
     for name, (slides, patients, unit, seconds) in rows.items():
         print(f"| {name} | {_interval(slides)} | {_interval(patients)} | {unit} | {seconds:.1f} |")
@@ -82,9 +82,10 @@ def witness_auroc(made, args):
     truth = [made.tumour[data.names[k]] for k in positive]
     pooled = roc_auc_score(np.concatenate(truth), np.concatenate(scores))
     per_slide = [roc_auc_score(t, s) for t, s in zip(truth, scores) if 0 < t.sum() < len(t)]
-    print("  instance AUROC of the heatmap scores vs the planted tumour patches, " f"{len(positive)} positive slides "
-          f"({int(sum(t.sum() for t in truth))} tumour of {sum(len(t) for t in truth)} " "patches): pooled "
-          f"{pooled:.3f}, mean per slide {np.mean(per_slide):.3f} (min {np.min(per_slide):.3f})")
+    print(f"  instance AUROC of the heatmap scores vs the planted tumour patches, {len(positive)} "
+        f"positive slides ({int(sum(t.sum() for t in truth))} tumour of "
+        f"{sum(len(t) for t in truth)} patches): pooled {pooled:.3f}, mean per slide "
+        f"{np.mean(per_slide):.3f} (min {np.min(per_slide):.3f})")
     return model
 
 
@@ -108,8 +109,9 @@ def heatmap_time(model, args, workdir):
                            names=data.names[k:k + 1], labels=data.y[k:k + 1], png=png)
             times.append(time.perf_counter() - start)
         what = "GeoJSON + PNG" if png else "GeoJSON only"
-        print(f"  heatmap of one slide ({what}), {min(sizes)}-{max(sizes)} patches: median " f"{np.median(times):.3f} s "
-              f"(min {np.min(times):.3f}, max {np.max(times):.3f}) over {len(times)} slides")
+        print(f"  heatmap of one slide ({what}), {min(sizes)}-{max(sizes)} patches: median "
+            f"{np.median(times):.3f} s (min {np.min(times):.3f}, max {np.max(times):.3f}) over "
+            f"{len(times)} slides")
 
 
 def bootstrap_time():
@@ -122,8 +124,8 @@ def bootstrap_time():
         start = time.perf_counter()
         bootstrap_interval(lambda w: weighted_auc(scores, y, w), y, n_resamples=2000, rng=np.random.default_rng(k))
         times.append(time.perf_counter() - start)
-    print("  bootstrap interval of the AUC, 2,000 resamples of 1,000 bags: median " f"{np.median(times):.3f} s "
-          f"(min {np.min(times):.3f}) over 5 runs")
+    print("  bootstrap interval of the AUC, 2,000 resamples of 1,000 bags: median "
+        f"{np.median(times):.3f} s (min {np.min(times):.3f}) over 5 runs")
 
 
 def main(argv=None):
@@ -153,9 +155,10 @@ def main(argv=None):
                         case_offset=args.case_offset, random_state=args.seed)
         made = milsvm.datasets.make_slide_folder(workdir / "clam", **settings)
         n_pos = int(made.y.sum())
-        print(f"make_slide_folder({', '.join(f'{k}={v!r}' for k, v in settings.items())}): " f"{len(made.slides)} slides "
-              f"({n_pos} positive) of {args.cases} patients")
-        print(f"milsvm {milsvm.__version__}; linear MISVM, C={args.C}, features standardised " "per training part")
+        print(f"make_slide_folder({', '.join(f'{k}={v!r}' for k, v in settings.items())}): "
+            f"{len(made.slides)} slides ({n_pos} positive) of {args.cases} patients")
+        print(f"milsvm {milsvm.__version__}; linear MISVM, C={args.C}, features standardised per "
+            "training part")
         print("\n1. pooled out-of-fold AUC, slide-level vs patient-level splits")
         cv_side_by_side(made, args, workdir)
         print("\n2. witness detection")

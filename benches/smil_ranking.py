@@ -305,8 +305,9 @@ def run(args):
                             r.update(train_y=ytr.tolist(), train_size=[int(b.shape[0]) for b in tr])
                         f.write(json.dumps(r) + "\n")
                 best = max(recs, key=lambda r: auc(yte, r["scores"]))
-                print(f"{name} {method} fold {k}: {len(recs)} C in " f"{sum(r['seconds'] for r in recs):.1f} s; "
-                      f"best AUC {auc(yte, best['scores']):.3f} at C={best['C']:g}", flush=True)
+                print(f"{name} {method} fold {k}: {len(recs)} C in "
+                    f"{sum(r['seconds'] for r in recs):.1f} s; best AUC "
+                    f"{auc(yte, best['scores']):.3f} at C={best['C']:g}", flush=True)
 
 
 # --------------------------------------------------------------------------------- report
@@ -384,13 +385,15 @@ def report(args):
                 edge = "*" if cb in (min(full), max(full)) else " "
                 mean_acc = {c: np.mean([v[1] for v in vals]) for c, vals in full.items()}
                 ca = max(mean_acc, key=mean_acc.get)
-                print(f"{name:<9} {method:<7} {key[2]:<36} {cells}   {cb:>6g}{edge} " f"{mean_auc[cb]:.3f}  "
-                      f"{100 * acc:5.1f}  {len(full[cb])}      {100 * mean_acc[ca]:5.1f} ({ca:g})")
+                print(f"{name:<9} {method:<7} {key[2]:<36} {cells}   {cb:>6g}{edge} "
+                    f"{mean_auc[cb]:.3f}  {100 * acc:5.1f}  {len(full[cb])}      "
+                    f"{100 * mean_acc[ca]:5.1f} ({ca:g})")
     print("* best C at an edge of the values run")
     pairs = [(a, b) for a, b in zip(args.pair[::2], args.pair[1::2])]
     if pairs:
-        print("\nAccuracy at threshold 0, paired over the folds (second side - first side), " "each side at its C "
-              "of best mean accuracy and at its C of best mean AUC: mean difference (standard error)")
+        print("\nAccuracy at threshold 0, paired over the folds (second side - first side), each "
+            "side at its C of best mean accuracy and at its C of best mean AUC: mean difference "
+            "(standard error)")
     for first, second in pairs:
         for name in sets:
             for method in METHODS:

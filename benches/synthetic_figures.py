@@ -113,7 +113,8 @@ def fit(B, y, init, gamma=GAMMA, c=C):
 
 
 def centre_distances(kind, xv):
-    """Distance of every XV to its nearest relevant centre, and of every centre to its nearest XV."""
+    """Distance of every XV to its nearest relevant centre, and of every centre to its nearest
+    XV."""
     centres = ORIGIN if kind == "binary" else CONCEPTS
     d = np.linalg.norm(xv[:, None, :] - centres[None, :, :], axis=2)
     return d.min(axis=1), d.min(axis=0)
@@ -130,7 +131,8 @@ def report(kind, title, clf, B, y):
     xv_to_centre, centre_to_xv = centre_distances(kind, clf.xv_)
     monotone = bool(np.all(np.diff(h) <= 0))
     print(f"--- {title}")
-    print(f"    n_iter = {clf.n_iter_}, g first = {h[0]:.3f}, g last = {h[-1]:.3f} " f"(non-increasing: {monotone})")
+    print(f"    n_iter = {clf.n_iter_}, g first = {h[0]:.3f}, g last = {h[-1]:.3f} (non-increasing: "
+        f"{monotone})")
     print(f"    training accuracy = {100 * acc:.1f}% ({int(round(acc * len(y)))}/{len(y)} bags)")
     for k, (z0, z) in enumerate(zip(clf.initial_xv_, clf.xv_)):
         if kind == "binary":

@@ -3,9 +3,9 @@
 Sources are MyST Markdown (``*.md``) and a few reStructuredText files; the API reference comes
 from the numpydoc docstrings (autodoc, autosummary, numpydoc), the gallery from
 ``docs/examples/plot_*.py`` (sphinx-gallery, executed at build time), and the generated pages
-(decision table, estimator catalogue, API lists, command-line reference) from ``_ext/milsvm_docs.py``.
-The guide and tutorial toctrees take every page of their folder (glob), so a page added there
-needs no edit here.
+(decision table, estimator catalogue, API lists, command-line reference) from
+``_ext/milsvm_docs.py``. The guide and tutorial toctrees take every page of their folder (glob), so
+a page added there needs no edit here.
 """
 
 import sys
@@ -69,7 +69,8 @@ def _skip_scikit_learn_members(app, what, name, obj, skip, options):
 
 def setup(app):
     app.connect("autodoc-skip-member", _skip_scikit_learn_members)
-# inherited members down to milsvm's own classes; scikit-learn's (get_params, score, ...) are documented there
+# inherited members down to milsvm's own classes; scikit-learn's (get_params, score, ...) are
+# documented there
 autodoc_default_options = {"members": True, "inherited-members": "BaseEstimator, ClassifierMixin, TransformerMixin"}
 numpydoc_show_class_members = False
 numpydoc_show_inherited_class_members = False

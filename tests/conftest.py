@@ -212,10 +212,10 @@ def assert_one_vs_rest(make, bags, y, per_problem=(), rtol=1e-10, atol=1e-10):
     """A multi-class fit of ``make()`` is one binary fit per class, with the same parameters.
 
     Column ``c`` of ``decision_function`` (and of every bag's ``instance_decision_function``,
-    where the estimator has one) equals the binary fit of class ``classes_[c]`` against the rest (labels 1 for that class,
-    0 for the others, so the class is the binary fit's positive class); so does entry ``c`` of
-    every attribute named in ``per_problem`` (a list over the classes in a multi-class fit,
-    the one problem's value in a binary fit). Returns the multi-class fit.
+    where the estimator has one) equals the binary fit of class ``classes_[c]`` against the rest
+    (labels 1 for that class, 0 for the others, so the class is the binary fit's positive class); so
+    does entry ``c`` of every attribute named in ``per_problem`` (a list over the classes in a
+    multi-class fit, the one problem's value in a binary fit). Returns the multi-class fit.
     """
     import warnings
 

@@ -2,11 +2,12 @@
 inner grid search with and without paths.
 
 Tolerances. ReducedSet, NSK, sMIL, SIL and STK paths reuse only what does not depend on ``C``
-(the set-kernel matrix, the instance or statistic kernel, the kernel-row cache) and start every solve where an independent fit does:
-their models equal independent fits bit for bit, as do MILES paths (the embedding computed once,
-every LP solved from the slack basis). MIKernel and RSVM start each Newton solve from
-the previous ``C``'s solution; Newton stops at a relative gradient of 1e-10 from either start and
-both reach the exact minimiser, so the decision values agree to 1e-7 of the largest score.
+(the set-kernel matrix, the instance or statistic kernel, the kernel-row cache) and start every
+solve where an independent fit does: their models equal independent fits bit for bit, as do MILES
+paths (the embedding computed once, every LP solved from the slack basis). MIKernel and RSVM start
+each Newton solve from the previous ``C``'s solution; Newton stops at a relative gradient of 1e-10
+from either start and both reach the exact minimiser, so the decision values agree to 1e-7 of the
+largest score.
 """
 
 import numpy as np

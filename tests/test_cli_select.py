@@ -21,7 +21,8 @@ ALL = list(_registry.ESTIMATORS.values())
 
 
 def write_toy(path, n_neg=12, n_pos=6, seed=0):
-    """Bags of three 2-D instances in MILL format; a positive bag holds one instance near (3, -3)."""
+    """Bags of three 2-D instances in MILL format; a positive bag holds one instance near (3,
+    -3)."""
     rng = np.random.default_rng(seed)
     lines = []
     for b in range(n_neg + n_pos):
@@ -250,7 +251,10 @@ def test_models_gives_meaning_valid_values_suggested_ranges_and_the_auto_grid(ca
     assert "valid: 'scale', 'median' or a finite number > 0" in out
     assert "valid: None or in (0, 1)" in out  # inner_tol
     flat = " ".join(out.split())
-    assert "--grid auto searches C in [0.1, 1.0, 10.0, 100.0] and gamma in ['0.1*scale', " "'scale', '10*scale']" in flat
+    assert (
+        "--grid auto searches C in [0.1, 1.0, 10.0, 100.0] and gamma in ['0.1*scale', 'scale', "
+        "'10*scale']" in flat
+    )
     one_class = " ".join(models_output("OneClassMISVM", capsys).split())
     assert "nu in [0.1, 0.25, 0.5, 0.75]" in one_class and "valid: in (0, 1]" in one_class
     svmcc = " ".join(models_output("SVMCC", capsys).split())

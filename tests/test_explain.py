@@ -1,7 +1,7 @@
 """``explain``: the key instances of every bag, for every estimator of the registry: the shares
-of mean pooling (and MILES's instance shares) sum to the bag score, the arg-max of max pooling is the bag score with its margin
-over the runner-up, the label is ``predict``'s, and on bags with one planted witness the witness
-is the top instance."""
+of mean pooling (and MILES's instance shares) sum to the bag score, the arg-max of max pooling is
+the bag score with its margin over the runner-up, the label is ``predict``'s, and on bags with one
+planted witness the witness is the top instance."""
 
 import numpy as np
 import pytest

@@ -185,7 +185,8 @@ def _python(path, n_features=None):
 
 
 def _mismatch(path, rust, python):
-    """Why the Rust result ``rust`` (a JSON object of read_data) differs from ``python``, or None."""
+    """Why the Rust result ``rust`` (a JSON object of read_data) differs from ``python``, or
+    None."""
     if python[0] == "error":
         want = "invalid data: " + python[1]
         if rust.get("error") != want:

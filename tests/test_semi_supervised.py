@@ -191,7 +191,8 @@ def test_restarts_keep_the_least_objective_and_are_reproducible(cls):
     assert len(np.unique(a.run_objectives_)) > 1
     c = fit_quietly(cls(C=10.0, restarts=5, random_state=4), bags, y)
     assert not np.array_equal(a.run_objectives_[1:], c.run_objectives_[1:])
-    # the model is the run of least objective; if a restart won, its model differs from the plain one
+    # the model is the run of least objective; if a restart won, its model differs from the plain
+    # one
     if np.argmin(a.run_objectives_) > 0:
         assert not np.allclose(a.decision_function(bags), plain.decision_function(bags))
     else:

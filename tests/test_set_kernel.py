@@ -60,7 +60,8 @@ def core(X, bag_ptr):
 
 
 def squared_hinge(K, t, C, ridge=0.0):
-    """``(alpha, b) -> (value, gradient)`` of 1/2 a^T (K + ridge I) a + C sum max(0, 1 - t (K a + b))^2."""
+    """``(alpha, b) -> (value, gradient)`` of 1/2 a^T (K + ridge I) a + C sum max(0, 1 - t (K a +
+    b))^2."""
     Kr = K + ridge * np.eye(len(K))
 
     def f(v):

@@ -248,10 +248,10 @@ class CVResult:
     ``folds`` holds one dict per outer fold, in order (repeat-major): ``repeat``, ``fold``
     (0-based), ``n_train``, ``n_test``, ``accuracy``, ``balanced_accuracy`` (scikit-learn's
     ``balanced_accuracy_score``: the mean recall of the classes in the test part), ``auc`` (None
-    unless binary with both classes in the test part), ``fit_time`` (seconds to fit the final model on the training
-    part), ``search_time`` (seconds of the inner grid-search fits, or None), ``params`` (the grid
-    values chosen, ``{}`` without a grid), ``inner_accuracy`` (their mean inner CV accuracy, or
-    None), ``n_xv`` (expansion vectors, or None) and ``warnings``.
+    unless binary with both classes in the test part), ``fit_time`` (seconds to fit the final model
+    on the training part), ``search_time`` (seconds of the inner grid-search fits, or None),
+    ``params`` (the grid values chosen, ``{}`` without a grid), ``inner_accuracy`` (their mean inner
+    CV accuracy, or None), ``n_xv`` (expansion vectors, or None) and ``warnings``.
     ``inner_score`` is the mean inner criterion of the chosen grid point (``inner_accuracy``
     repeats it when the criterion is the accuracy).
     ``first_model`` is the model fitted on the first training part if it was asked for.
@@ -366,8 +366,8 @@ def cross_validate(cls, params, bags, y, *, folds=10, repeats=1, seed=0, grid=No
         if groups is None:
             smallest = min(np.unique(y[train], return_counts=True)[1].min() for train, _ in splits)
             if inner_folds > smallest:
-                raise ValueError(f"{inner_folds} inner folds, but a training part holds only {smallest} " "bags of a "
-                                 f"class (use at most {smallest} inner folds)")
+                raise ValueError(f"{inner_folds} inner folds, but a training part holds only {smallest} bags "
+                    f"of a class (use at most {smallest} inner folds)")
         for train, _ in splits:
             parts = inner_splits(y[train], None if groups is None else groups[train], inner_folds=inner_folds,
                                  seed=seed)

@@ -9,7 +9,8 @@ __all__ = ["param", "attr", "SEARCH_RANGES", "VALID_VALUES"]
 #: a class may add or override entries in ``_search_ranges``), shown by ``milsvm models NAME``.
 SEARCH_RANGES = {
     "C": "0.1 ... 1000, log-spaced (e.g. --grid C=0.1,1,10,100,1000)",
-    "gamma": "0.1*scale ... 10*scale, log-spaced (--grid gamma=0.1*scale,scale,10*scale), or median",
+    "gamma": "0.1*scale ... 10*scale, log-spaced (--grid gamma=0.1*scale,scale,10*scale), "
+    "or median",
     "kernel": "rbf; linear for high-dimensional (e.g. sparse text) features",
     "class_weight": "None, or balanced when the classes have very different sizes",
     "nu": "0.05 ... 0.8 (e.g. --grid nu=0.1,0.25,0.5,0.75)",

@@ -231,8 +231,8 @@ class FitMixin:
         name = type(self).__name__
         cap = self.get_params(deep=False).get("max_iter")
         if cap is not None and not getattr(self, "converged_", True):
-            warnings.warn(f"{name} stopped at max_iter={cap} before its stopping rule was met; the " "model of the "
-                          "last iteration is kept", ConvergenceWarning, stacklevel=3)
+            warnings.warn(f"{name} stopped at max_iter={cap} before its stopping rule was met; the model of "
+                "the last iteration is kept", ConvergenceWarning, stacklevel=3)
         if not getattr(fit, "inner_converged", True):
             warnings.warn(f"{name}: an inner solve stopped at its iteration cap (inner_max_iter) before its "
                           "tolerance was met", ConvergenceWarning, stacklevel=3)

@@ -62,10 +62,10 @@ def _level0_size(coords, patch_size, where):
     if size is not None:
         return size
     if coords.patch_size is None:
-        raise ValueError(f"{where}: the coords have no patch_size attribute: give the patch size in " "level-0 pixels "
-                         "(patch_size=..., --patch-size)")
-    raise ValueError(f"{where}: the coords are at patch_level {coords.patch_level} without a downsample " "attribute: "
-                     "give the patch size in level-0 pixels (patch_size=..., --patch-size)")
+        raise ValueError(f"{where}: the coords have no patch_size attribute: give the patch size in level-0 "
+            "pixels (patch_size=..., --patch-size)")
+    raise ValueError(f"{where}: the coords are at patch_level {coords.patch_level} without a downsample "
+        "attribute: give the patch size in level-0 pixels (patch_size=..., --patch-size)")
 
 
 _FEATURE = ('{{"type":"Feature","id":"patch-{i}","geometry":{{"type":"Polygon","coordinates":'
@@ -221,8 +221,8 @@ def write_heatmaps(model, bags, coords, out_dir, *, names=None, labels=None, pat
     sizes = []
     for k in range(n):
         if coords[k] is None:
-            raise ValueError(f"{files[k]}: no patch coordinates (an HDF5 file needs a 'coords' dataset, a " ".npy bag "
-                             "a coords/<bag>.npy sidecar): a heatmap needs them")
+            raise ValueError(f"{files[k]}: no patch coordinates (an HDF5 file needs a 'coords' dataset, a .npy "
+                "bag a coords/<bag>.npy sidecar): a heatmap needs them")
         if len(coords[k].xy) != bags.bag_sizes[k]:
             raise ValueError(f"{files[k]}: {len(coords[k].xy)} coords rows, but the bag has {bags.bag_sizes[k]} "
                              "instances")

@@ -50,11 +50,11 @@ def _check_verbose(verbose):
 
 def _not_class_labels(y):
     """``None`` when the 1-D array of finite labels ``y`` holds class labels (integers,
-    booleans, strings, floats that are whole numbers within int64), else the target type scikit-learn's
-    ``type_of_target`` names it: ``"continuous"`` (other floats) or ``"unknown"`` (objects that
-    are not strings, complex numbers, other types). Written here because scikit-learn's function
-    discovers dataframe plugins on its first call, a cost paid by the first fit of every process
-    (the peers' first fits in ``benches/bench_peers.py`` measure it)."""
+    booleans, strings, floats that are whole numbers within int64), else the target type
+    scikit-learn's ``type_of_target`` names it: ``"continuous"`` (other floats) or ``"unknown"``
+    (objects that are not strings, complex numbers, other types). Written here because
+    scikit-learn's function discovers dataframe plugins on its first call, a cost paid by the first
+    fit of every process (the peers' first fits in ``benches/bench_peers.py`` measure it)."""
     kind = y.dtype.kind
     if kind == "O":
         return None if all(isinstance(v, str) for v in y) else "unknown"

@@ -163,8 +163,8 @@ class CompiledModelMixin:
         Parameters
         ----------
         bag : array-like of shape (n_instances, n_features)
-            One bag, one instance per row (a float64 or float32 array is read in place; a sparse matrix
-            goes through :meth:`decision_function`).
+            One bag, one instance per row (a float64 or float32 array is read in place; a sparse
+            matrix goes through :meth:`decision_function`).
 
         Returns
         -------
@@ -205,8 +205,8 @@ class CompiledModelMixin:
     def save(self, path):
         """Write the fitted model as versioned JSON: readable by :func:`milsvm.load` and by the
         Rust crate (``milsvm::Model::load``), with the class labels, the parameters, the
-        training record and, with ``probability``, the sigmoid (or the calibrated ensemble). :func:`milsvm.save` also
-        takes a pipeline with its scaler."""
+        training record and, with ``probability``, the sigmoid (or the calibrated ensemble).
+        :func:`milsvm.save` also takes a pipeline with its scaler."""
         write_atomically(path, self._model_json())
 
     def _model_json(self, scaler=None):
@@ -267,8 +267,8 @@ def save(model, path):
         steps = steps[1:]
     if len(steps) != 1 or not isinstance(steps[0], CompiledModelMixin):
         kinds = ", ".join(type(s).__name__ for s in steps)
-        raise TypeError("milsvm.save takes a milsvm estimator or a Pipeline of a BagStandardScaler and " "a milsvm "
-                        f"estimator, got {type(model).__name__} ({kinds})")
+        raise TypeError("milsvm.save takes a milsvm estimator or a Pipeline of a BagStandardScaler and a "
+            f"milsvm estimator, got {type(model).__name__} ({kinds})")
     estimator = steps[0]
     if scaler is not None and "n_features_in_" in estimator.__dict__ \
             and len(scaler[0]) != estimator.n_features_in_:
@@ -307,8 +307,8 @@ def load(path):
         )
     if model.pooling not in cls._poolings:
         raise ValueError(
-            f"{path}: field `pooling`: a {cls.__name__} model pools by " f"{' or '.join(cls._poolings)}, "
-            f"the file has {model.pooling!r}"
+            f"{path}: field `pooling`: a {cls.__name__} model pools by "
+                f"{' or '.join(cls._poolings)}, the file has {model.pooling!r}"
         )
     allowed = cls().get_params()
     params = {k: v for k, v in json.loads(model.params_json).items() if k in allowed}

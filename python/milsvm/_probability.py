@@ -51,8 +51,9 @@ def _check_probability(probability, labels, classes):
         if few:
             listed = ", ".join(f"{c!r}: {n}" for c, n in few)
             raise ValueError(
-                f"probability={probability!r} calibrates on a {CALIBRATION_FOLDS}-fold " "internal cross-validation "
-                f"and needs at least {CALIBRATION_FOLDS} bags of every class; too few bags " f"of class {listed}")
+                f"probability={probability!r} calibrates on a {CALIBRATION_FOLDS}-fold "
+                    f"internal cross-validation and needs at least {CALIBRATION_FOLDS} bags of "
+                    f"every class; too few bags of class {listed}")
     return probability
 
 

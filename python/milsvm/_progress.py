@@ -5,8 +5,9 @@
 * 2 or more: also one line per step with its objective (stdout).
 
 The core calls :class:`FitProgress` at every outer step ``(problem, step, max_steps, objective,
-temperature, expected_steps)`` from its fitting threads (never from the main thread, so a Ctrl-C never lands
-inside it: the core's fit stops and ``KeyboardInterrupt`` is raised by the fit call itself).
+temperature, expected_steps)`` from its fitting threads (never from the main thread, so a Ctrl-C
+never lands inside it: the core's fit stops and ``KeyboardInterrupt`` is raised by the fit call
+itself).
 """
 
 from __future__ import annotations

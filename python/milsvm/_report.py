@@ -206,8 +206,8 @@ def _plot_regions(path, model, bags, y, name, where):
                    edgecolor="k", linewidth=0.3, marker="o^sDv<>p"[k % 7], label=f"instances of class-{c} bags")
     ax.set_xlabel("feature 1")
     ax.set_ylabel("feature 2")
-    ax.set_title(f"{name}: decision regions of the model of fold {where}\n(every point scored as a " "one-instance "
-                 "bag)", fontsize="medium")
+    ax.set_title(f"{name}: decision regions of the model of fold {where}\n(every point scored as a "
+        "one-instance bag)", fontsize="medium")
     ax.legend(loc="best", fontsize="small")
     fig.savefig(path, dpi=100)
 
@@ -293,9 +293,9 @@ def _pooled_lines(info, evaluation):
     """The markdown of the pooled results, and that of the patient table."""
     unit = "patients" if evaluation["resampled"] == "patients" else "bags"
     lines = ["", "## Pooled out-of-fold results", "",
-             f"The out-of-fold scores of all the folds of a repeat, pooled; 95 % intervals by "
-             f"{evaluation['method']} over {unit}, stratified by label, B = " f"{evaluation['n_resamples']}, "
-             f"seeded by --seed.", "",
+             "The out-of-fold scores of all the folds of a repeat, pooled; 95 % intervals by "
+                 f"{evaluation['method']} over {unit}, stratified by label, B = "
+                 f"{evaluation['n_resamples']}, seeded by --seed.", "",
              "| level | repeat | ROC AUC | balanced accuracy |", "|---|---:|---|---|"]
     for level, rows in (("bags", evaluation["bags"]),
                         ("patients", (evaluation["patients"] or {}).get("repeats", []))):
@@ -304,22 +304,23 @@ def _pooled_lines(info, evaluation):
                          f"{_interval(row['balanced_accuracy'])} |")
     grouping = info.get("grouping") or {}
     if grouping.get("grouped"):
-        lines += ["", f"The splits are grouped by `{grouping['column']}` ({grouping['n_groups']} " "patients): no "
-                      "patient has bags on both sides of any outer or inner split."]
+        lines += ["", f"The splits are grouped by `{grouping['column']}` ({grouping['n_groups']} patients): "
+            "no patient has bags on both sides of any outer or inner split."]
     patients = evaluation["patients"]
     table = []
     if patients:
         table += ["", "## Patients", "",
-                  f"A patient's score is the {patients['case_score']} of its bags' out-of-fold " "scores (here the mean "
-                  "over the repeats), its label the largest of its bags' labels, its prediction " "that of the first "
-                  f"repeat. {patients['mixed_label_patients']} of {patients['n_patients']} " "patients have bags of "
-                  "different labels.", "",
+                  f"A patient's score is the {patients['case_score']} of its bags' "
+                      "out-of-fold scores (here the mean over the repeats), its label the "
+                      "largest of its bags' labels, its prediction that of the first repeat. "
+                      f"{patients['mixed_label_patients']} of {patients['n_patients']} patients "
+                      "have bags of different labels.", "",
                   "| patient | bags | label | mixed labels | score | predicted |", "|---|---:|---|---|---:|---|"]
         for row in patients["table"]:
             score = row["score"]
             score = f"{score:.4f}" if isinstance(score, float) else ", ".join(f"{v:.3f}" for v in score)
-            table.append(f"| {row['patient']} | {row['n_bags']} | {row['label']} | " f"{'yes' if row['mixed'] else ''} | "
-                         f"{score} | {row['predicted']} |")
+            table.append(f"| {row['patient']} | {row['n_bags']} | {row['label']} | "
+                f"{'yes' if row['mixed'] else ''} | {score} | {row['predicted']} |")
     return lines, table
 
 
@@ -427,15 +428,17 @@ def _header_lines(info):
         "",
         "| | |",
         "|---|---|",
-        f"| data | `{data['path']}` ({data['format']}): {data['n_bags']} bags, " f"{data['n_instances']} instances, "
-        f"{data['n_features']} features, classes {', '.join(map(str, data['classes']))} |",
+        f"| data | `{data['path']}` ({data['format']}): {data['n_bags']} bags, "
+            f"{data['n_instances']} instances, {data['n_features']} features, classes "
+            f"{', '.join(map(str, data['classes']))} |",
         f"| estimator | {info['estimator']}({_params_text(info['params'])}) |",
         f"| protocol | {info['folds']}-fold stratified CV, {info['repeats']} repeat(s), seed " f"{info['seed']}; features "
         + ("standardised per training fold" if info["scale"] else "used as they are") + " |",
     ]
     if info["grid"]:
         grid = "; ".join(f"{k} in {plain(list(v))!r}" for k, v in info["grid"].items())
-        lines.append(f"| grid search | {grid}; inner {info['inner_folds']}-fold stratified CV on " "every training part |")
+        lines.append(f"| grid search | {grid}; inner {info['inner_folds']}-fold stratified CV on every "
+            "training part |")
     return lines
 
 
@@ -446,12 +449,13 @@ def _results_lines(info, summary):
         "## Results",
         "",
         f"- accuracy: **{summary['accuracy_mean'] * 100:.2f} %** (std over folds " f"{summary['accuracy_std'] * 100:.2f})",
-        "- balanced accuracy (mean recall of the classes): " f"**{summary['balanced_accuracy_mean'] * 100:.2f} %** "
-        f"(std over folds {summary['balanced_accuracy_std'] * 100:.2f})",
+        "- balanced accuracy (mean recall of the classes): "
+            f"**{summary['balanced_accuracy_mean'] * 100:.2f} %** (std over folds "
+            f"{summary['balanced_accuracy_std'] * 100:.2f})",
     ]
     if summary.get("majority_rate") is not None:
-        lines.append(f"- majority class: {summary['majority_rate'] * 100:.2f} % of the bags (the " "accuracy of always "
-                     "predicting the largest class)")
+        lines.append(f"- majority class: {summary['majority_rate'] * 100:.2f} % of the bags (the accuracy "
+            "of always predicting the largest class)")
     if summary["auc_mean"] is not None:
         lines.append(f"- ROC AUC: **{summary['auc_mean']:.4f}** (std over folds {summary['auc_std']:.4f})")
     if info["repeats"] > 1:
@@ -473,17 +477,17 @@ def _fold_lines(info, result):
         "## Folds",
         "",
         "Folds are named by repeat and fold: r2 f3 is fold 3 of repeat 2."
-        + (" The chosen parameters are the grid point of best mean inner-CV accuracy on the " "fold's training "
-           "part (its inner accuracy beside it)." if info["grid"] else ""),
+        + (" The chosen parameters are the grid point of best mean inner-CV accuracy on the "
+                "fold's training part (its inner accuracy beside it)." if info["grid"] else ""),
         "",
-        "| fold | train bags | test bags | accuracy | balanced accuracy | AUC | fit time (s) " "| chosen parameters "
-        "| inner accuracy |",
+        "| fold | train bags | test bags | accuracy | balanced accuracy | AUC | fit time (s) "
+            "| chosen parameters | inner accuracy |",
         "|---|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
     for f in result.folds:
-        lines.append(f"| {fold_label(f['repeat'], f['fold'])} | {f['n_train']} | {f['n_test']} | " f"{f['accuracy']:.4f} | "
-                     f"{_fmt(f.get('balanced_accuracy'))} | {_fmt(f['auc'])} | {f['fit_time']:.3f} | "
-                     f"{_params_text(f['params'])} | {_fmt(f['inner_accuracy'])} |")
+        lines.append(f"| {fold_label(f['repeat'], f['fold'])} | {f['n_train']} | {f['n_test']} | "
+            f"{f['accuracy']:.4f} | {_fmt(f.get('balanced_accuracy'))} | {_fmt(f['auc'])} | "
+            f"{f['fit_time']:.3f} | {_params_text(f['params'])} | {_fmt(f['inner_accuracy'])} |")
     return lines
 
 
@@ -499,10 +503,10 @@ def _plot_lines(info, plots, images, estimator, histories, where):
             what = getattr(estimator, "_objective_name", None) or "objective"
             lines.append(f"![{what} of the fit of fold {where}]({images['objective'].name})")
             if getattr(estimator, "_objective_step", None) == "temperature":
-                lines += ["", "The annealed objective is drawn against the temperature, which falls " "from left to "
-                              "right. Its entropy term (T times a sum of p ln p, at most 0) shrinks as " "T falls, so "
-                              "the objective rises as the annealing proceeds: that is the schedule, not "
-                              "divergence."]
+                lines += ["", "The annealed objective is drawn against the temperature, which falls from "
+                    "left to right. Its entropy term (T times a sum of p ln p, at most 0) "
+                    "shrinks as T falls, so the objective rises as the annealing proceeds: that "
+                    "is the schedule, not divergence."]
         elif histories:
             lines.append(f"{info['estimator']} records a single objective value on fold {where} "
                          f"({histories[0][0]:.6g}): no history to plot.")
@@ -538,11 +542,17 @@ def _inline(text):
     return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", out)
 
 
-_STYLE = """body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1100px;margin:2em auto;
-padding:0 1em;color:#222;line-height:1.45}table{border-collapse:collapse;margin:1em 0;font-size:0.9em}
-td,th{border:1px solid #ccc;padding:0.25em 0.6em}th{background:#f2f2f2}td.num{text-align:right}
-pre{background:#f6f6f6;padding:0.6em;white-space:pre-wrap;word-break:break-all}img{max-width:100%;margin:0.5em 0}
-h1{font-size:1.6em}h2{font-size:1.25em;margin-top:1.6em;border-bottom:1px solid #ddd}"""
+_STYLE = (
+    "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1100px;"
+    "margin:2em auto;\n"
+    "padding:0 1em;color:#222;line-height:1.45}table{border-collapse:collapse;margin:1em 0;"
+    "font-size:0.9em}\n"
+    "td,th{border:1px solid #ccc;padding:0.25em 0.6em}th{background:#f2f2f2}"
+    "td.num{text-align:right}\n"
+    "pre{background:#f6f6f6;padding:0.6em;white-space:pre-wrap;word-break:break-all}"
+    "img{max-width:100%;margin:0.5em 0}\n"
+    "h1{font-size:1.6em}h2{font-size:1.25em;margin-top:1.6em;border-bottom:1px solid #ddd}"
+)
 
 
 def markdown_html(lines, directory):

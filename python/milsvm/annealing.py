@@ -81,10 +81,10 @@ class _AnnealingClassifier(ExpansionVectorsMixin, MILClassifier):
         else:
             basis = f"{self.n_xv_} basis vectors"
         if self.n_xv == "auto" and self.solver_ != "linear":
-            basis += (f" (n_xv='auto': the full basis up to {_core.AUTO_FULL_BASIS_MAX} training " "instances, "
-                      f"{_core.AUTO_N_XV} k-means centroids above)")
-        return (f"basis: {basis}; {self.n_iter_} rounds, {self.n_solves_} SVM solves " f"({self.solver_} solver), "
-                f"final objective {last}, p_hat {np.round(self.p_hat_, 4)}")
+            basis += (f" (n_xv='auto': the full basis up to {_core.AUTO_FULL_BASIS_MAX} training "
+                f"instances, {_core.AUTO_N_XV} k-means centroids above)")
+        return (f"basis: {basis}; {self.n_iter_} rounds, {self.n_solves_} SVM solves ({self.solver_} "
+            f"solver), final objective {last}, p_hat {np.round(self.p_hat_, 4)}")
 
 
 _COMMON_PARAMS = f"""

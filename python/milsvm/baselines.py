@@ -60,9 +60,10 @@ class SIL(SingleSVMClassifier):
 
 def _no_instance_scores(estimator):
     raise AttributeError(
-        f"{type(estimator).__name__} has no instance scores: it scores a bag by the " "per-feature minima and maxima "
-        "of its instances (one vector per bag), so a bag score is not a pooling of instance " "scores; "
-        "instance_decision_function, predict_instances and explain are not defined")
+        f"{type(estimator).__name__} has no instance scores: it scores a bag by the "
+            "per-feature minima and maxima of its instances (one vector per bag), so a bag score "
+            "is not a pooling of instance scores; instance_decision_function, predict_instances "
+            "and explain are not defined")
 
 
 class STK(SingleSVMClassifier):

@@ -46,7 +46,8 @@ class SVMCC(ExpansionVectorsMixin, MILClassifier):
         Cap on QP / LP rounds (the paper's 80).
     tol : float, default=1e-4
         Stop when the change of ``v`` (2-norm) falls below it (the paper's 1e-4).
-{param("inner_tol", inner_tol={"default": "1e-3", "none": " (the KKT tolerance of the SMO solving each QP)"})}
+{param("inner_tol",
+      inner_tol={"default": "1e-3", "none": " (the KKT tolerance of the SMO solving each QP)"})}
     lp_rule : {{"project", "max"}}, default="project"
         Which optimal ``v`` the LP step returns. ``"project"``: ``v_i`` unchanged while it is
         optimal, else its Euclidean projection onto the bag's optimal set

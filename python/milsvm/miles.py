@@ -13,8 +13,9 @@ __all__ = ["MILES"]
 
 
 class MILES(ExpansionVectorsMixin, MILClassifier):
-    __doc__ = f"""MILES: multiple-instance learning via embedded instance selection (Chen, Bi & Wang,
-    MILES: Multiple-Instance Learning via Embedded Instance Selection, IEEE TPAMI 28(12), 2006).
+    __doc__ = f"""MILES: multiple-instance learning via embedded instance selection (Chen, Bi &
+    Wang, MILES: Multiple-Instance Learning via Embedded Instance Selection, IEEE TPAMI 28(12),
+    2006).
 
     Every bag ``B`` is embedded by its similarity to each concept ``z_k``, the similarity of its
     most similar instance: ``s(z_k, B) = max_(x in B) exp(-gamma ||x - z_k||^2)`` (the paper's
@@ -118,5 +119,5 @@ class MILES(ExpansionVectorsMixin, MILClassifier):
         }
 
     def _fit_summary(self):
-        return (f"{self.n_selected_} of {self.n_concepts_} concepts selected, {self.n_iter_} " "simplex pivots, "
-                f"LP objective {self.objective_}")
+        return (f"{self.n_selected_} of {self.n_concepts_} concepts selected, {self.n_iter_} simplex "
+            f"pivots, LP objective {self.objective_}")

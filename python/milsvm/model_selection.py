@@ -118,8 +118,8 @@ def outer_splits(y, groups=None, *, folds=10, repeats=1, seed=0):
     if groups is None:
         labels, counts = np.unique(y, return_counts=True)
         if folds > counts.min():
-            raise ValueError(f"{folds} folds, but class {labels[counts.argmin()].item()!r} has only " f"{counts.min()} "
-                             f"bags (use at most {counts.min()} folds)")
+            raise ValueError(f"{folds} folds, but class {labels[counts.argmin()].item()!r} has only "
+                f"{counts.min()} bags (use at most {counts.min()} folds)")
         cv = RepeatedStratifiedKFold(n_splits=folds, n_repeats=repeats, random_state=seed)
         return list(cv.split(np.zeros(len(y)), y))
     codes = _group_codes(groups)

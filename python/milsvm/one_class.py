@@ -13,7 +13,8 @@ __all__ = ["OneClassMISVM"]
 
 
 class OneClassMISVM(ExpansionVectorsMixin, MILClassifier):
-    __doc__ = f"""One-class MI-SVM: the support of the positive bags' instances, with bag max constraints.
+    __doc__ = f"""One-class MI-SVM: the support of the positive bags' instances, with bag
+    max constraints.
 
     The one-class SVM ``min 1/2 ||w||^2 + 1/(nu l) sum xi - rho``, ``w . phi(x) >= rho - xi``
     over the ``l`` instances of the positive training bags (dual: ``0 <= a <= 1/(nu l)``,
@@ -23,9 +24,10 @@ class OneClassMISVM(ExpansionVectorsMixin, MILClassifier):
     starting with no pseudo-sample (``a = 0``, the plain one-class SVM), every bag's
     pseudo-sample is put on its currently maximal instances and the problem re-solved
     (warm-started) until no bag's maximal instances change, i.e. no max constraint is violated
-    (the report: 2-3 rounds), or ``max_iter`` rounds (then a ``ConvergenceWarning``). ``bag_constraints=False`` is the plain one-class SVM: the same
-    decision values as ``sklearn.svm.OneClassSVM(nu=nu, gamma=gamma)`` divided by ``nu l``
-    (LIBSVM scales the dual by ``nu l``).
+    (the report: 2-3 rounds), or ``max_iter`` rounds (then a ``ConvergenceWarning``).
+    ``bag_constraints=False`` is the plain one-class SVM: the same decision values as
+    ``sklearn.svm.OneClassSVM(nu=nu, gamma=gamma)`` divided by ``nu l`` (LIBSVM scales the dual by
+    ``nu l``).
 
     Scores: ``f(x) = sum_t coef_t k(xv_t, x) + intercept`` (``intercept = -rho``); a bag's score
     is the max over its instances; ``predict`` gives ``classes_[1]`` where it is > 0.

@@ -17,8 +17,8 @@ from ._docs import attr, param
 
 __all__ = ["stMIL", "MissSVM"]
 
-_CCCP = """    The CCCP: the two non-convex terms are bounded above by their linearisation at the current
-    iterate, tight there (``max(0, 1 - |f|) <= max(0, 1 - s f)`` with ``s = sign(f_k)``; for
+_CCCP = """    The CCCP: the two non-convex terms are bounded above by their linearisation at the
+    current iterate, tight there (``max(0, 1 - |f|) <= max(0, 1 - s f)`` with ``s = sign(f_k)``; for
     MissSVM also ``max(0, 1 - max_x f(x)) <= max(0, 1 - f(x*))`` with ``x*`` the bag's current
     maximiser, its *witness*), so each step minimises a convex surrogate, a hinge C-SVM solved by
     the crate's SMO (warm-started from the previous step, one kernel-row cache for the whole run),
@@ -112,8 +112,8 @@ class _CCCPClassifier(ExpansionVectorsMixin, MILClassifier):
 
 
 class stMIL(_CCCPClassifier):
-    __doc__ = f"""stMIL: the sparse transductive MIL SVM of Bunescu & Mooney (Multiple Instance Learning
-    for Sparse Positive Bags, ICML 2007): sMIL plus the transductive SVM's constraint
+    __doc__ = f"""stMIL: the sparse transductive MIL SVM of Bunescu & Mooney (Multiple Instance
+    Learning for Sparse Positive Bags, ICML 2007): sMIL plus the transductive SVM's constraint
     ``|f(x)| >= 1 - xi_x`` on every instance of a positive bag, solved by the CCCP (as Doran's
     ``misvm`` implements it; the transductive part as in Collobert et al., Large Scale
     Transductive SVMs, JMLR 2006).
@@ -173,13 +173,14 @@ class MissSVM(_CCCPClassifier):
 
 {_COSTS}
 
-{_CCCP} It starts (as ``misvm``) at ``w = 0, b = 0`` (the first entry of ``objective_history_``), where every
-    score is 0: the first step uses the mean subgradient there, each positive bag through its mean
-    and both signs of every unlabelled instance at half cost.
+{_CCCP} It starts (as ``misvm``) at ``w = 0, b = 0`` (the first entry of
+    ``objective_history_``), where every score is 0: the first step uses the mean subgradient
+    there, each positive bag through its mean and both signs of every unlabelled instance at half
+    cost.
 
     A bag is positive when one of its instances is (the paper's rule, as summarised): the bag
-    score is the **max** of the instance scores ``f(x) = sum_t coef_t k(xv_t, x) + b``. With the linear kernel ``xv_`` is the weight
-    vector ``w``. Multi-class problems are one-vs-rest.
+    score is the **max** of the instance scores ``f(x) = sum_t coef_t k(xv_t, x) + b``. With the
+    linear kernel ``xv_`` is the weight vector ``w``. Multi-class problems are one-vs-rest.
 
     Parameters
     ----------

@@ -69,8 +69,8 @@ class NSK(SingleSVMClassifier):
 
 
 class sMIL(SingleSVMClassifier):
-    __doc__ = f"""sMIL: the sparse-MIL SVM of Bunescu & Mooney (Multiple Instance Learning for Sparse
-    Positive Bags, ICML 2007, eq. 8-9).
+    __doc__ = f"""sMIL: the sparse-MIL SVM of Bunescu & Mooney (Multiple Instance Learning
+    for Sparse Positive Bags, ICML 2007, eq. 8-9).
 
     NSK with ``norm="l1"`` where every instance of a negative bag is a singleton bag and the
     margin target of a positive bag ``X`` is relaxed from 1 to ``(2 - |X|) / |X|`` (at least one

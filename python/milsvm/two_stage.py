@@ -16,8 +16,8 @@ from .set_kernel_svm import sMIL
 __all__ = ["sbMIL", "sAwMIL"]
 
 
-_STAGES = """    The two stages, on each binary problem (one-vs-rest beyond two classes, each problem
-    relabelled on its own):
+_STAGES = """    The two stages, on each binary problem (one-vs-rest beyond two classes, each
+    problem relabelled on its own):
 
     1. sMIL (:class:`milsvm.sMIL`, the same ``C``, ``kernel``, ``gamma``, ``class_weight``,
        ``inner_tol``, ``inner_max_iter``, its default ``bag_score``) on the training bags; its
@@ -105,8 +105,8 @@ class _TwoStage(SingleSVMClassifier):
 
 
 class sbMIL(_TwoStage):
-    __doc__ = f"""sbMIL: sparse balanced MIL (Bunescu & Mooney, Multiple Instance Learning for Sparse
-    Positive Bags, ICML 2007, section 3.2).
+    __doc__ = f"""sbMIL: sparse balanced MIL (Bunescu & Mooney, Multiple Instance Learning
+    for Sparse Positive Bags, ICML 2007, section 3.2).
 
     sMIL assumes sparse positive bags (at least one positive instance each), SIL dense ones
     (every instance positive); sbMIL sits between them through ``eta``, the expected fraction of

@@ -67,8 +67,8 @@ def _print_cv(name, params, data_label, n_bags, y, args, result, summary, grid, 
     print(f"balanced accuracy: {100 * summary['balanced_accuracy_mean']:.2f} % "
           f"(std over folds {100 * summary['balanced_accuracy_std']:.2f})")
     largest = plain(result.classes[np.argmax([np.sum(y == c) for c in result.classes])])
-    print(f"majority class: {100 * summary['majority_rate']:.2f} % of the bags (the accuracy " "of always "
-          f"predicting class {largest})")
+    print(f"majority class: {100 * summary['majority_rate']:.2f} % of the bags (the accuracy of "
+        f"always predicting class {largest})")
     if show_auc and summary["auc_mean"] is not None:
         print(f"AUC: {summary['auc_mean']:.4f} (std over folds {summary['auc_std']:.4f})")
     if repeats > 1:

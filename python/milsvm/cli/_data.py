@@ -104,8 +104,8 @@ def load_data(path, fmt="auto", labels=None, need_labels=True, *, group_by=None,
         if labels is not None:
             raise CommandError(f"--labels is for folders and Parquet tables; {path!r} ({fmt}) holds its labels")
         if group_by is not None:
-            raise CommandError("--group-by needs a label CSV (--labels), for a folder or a Parquet table; " f"{path!r} "
-                               f"({fmt}) holds its labels")
+            raise CommandError("--group-by needs a label CSV (--labels), for a folder or a Parquet table; "
+                f"{path!r} ({fmt}) holds its labels")
         loader = {"mill": datasets.load_mill, "musk": datasets.load_musk_uci, "mat": datasets.load_andrews_mat,
                   "csv": datasets.load_mil_csv}[fmt]
         bags, y, names = loader(path, return_bag_names=True)

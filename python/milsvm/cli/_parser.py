@@ -37,10 +37,10 @@ examples:
   milsvm cv musk1.data --model SparseMI -p n_xv=10 -p C=10
   milsvm cv data.csv --model misvm  # error: ambiguous (miSVM or MISVM)
   milsvm cv data.csv --model MISVM --grid C=0.1,1,10 --grid gamma=scale,0.01 --folds 5 --repeats 3
-  milsvm cv data.csv --model MISVM --grid auto --folds 5     # C and gamma: see 'milsvm models MISVM'
+  milsvm cv data.csv --model MISVM --grid auto --folds 5  # C and gamma: 'milsvm models MISVM'
   milsvm cv data.csv --model NSK --grid auto norm=l1,l2 gamma=0.1*scale,scale  # error: gamma twice
   milsvm cv tst1.mat --model NSK -p kernel=linear --n-jobs 2 --output result.json --report report/
-  milsvm cv h5_files/ --labels labels.csv --model MISVM -p kernel=linear --folds 5 --predictions oof.csv
+  milsvm cv h5_files/ --labels labels.csv --model MISVM -p kernel=linear --predictions oof.csv
 
 patients: with CLAM's case_id,slide_id,label (or --group-by COLUMN), the splits keep each
 patient's slides on one side when a patient has several (outer and inner; --no-group: split by
@@ -129,7 +129,7 @@ def _common_options():
 
 
 def _data_options():
-    """``--format``, ``--labels``, ``--group-by`` and ``--bag-by``, for the commands that read data."""
+    """``--format``, ``--labels``, ``--group-by`` and ``--bag-by`` (the commands that read data)."""
     data_opts = argparse.ArgumentParser(add_help=False)
     data_opts.add_argument("--format", choices=FORMATS, default="auto",
                            help="data file format (default: auto, from the extension and the first line; "
@@ -186,7 +186,8 @@ def _add_cv(sub, parents):
                                     "grid search on each training part. Prints mean and std of the test "
                                     "accuracy and balanced accuracy over the folds, the majority-class rate, "
                                     "and the ROC AUC for two classes.")
-    cv.add_argument("data", metavar="DATA", help="data file (MILL .data, UCI clean*.data, Andrews .mat, mil .csv, .parquet) or folder " "of per-bag .npy / .h5 files (with --labels)")
+    cv.add_argument("data", metavar="DATA", help="data file (MILL .data, UCI clean*.data, Andrews .mat, mil .csv, .parquet) or "
+        "folder of per-bag .npy / .h5 files (with --labels)")
     cv.add_argument("--grid", action="extend", nargs="+", metavar="KEY=V1,V2", type=_grid_item,
                     help="parameter values to search on each training part (inner stratified CV, best mean "
                          "accuracy, refit); repeatable, e.g. --grid C=0.1,1,10 gamma=0.1*scale,scale; 'auto': "
@@ -223,7 +224,8 @@ def _add_fit(sub, parents):
                                      "file holds that scaler, so that the file holds the model cv scored and "
                                      "predict standardises new bags the same way (--no-scale: raw features, "
                                      "as 'milsvm cv --no-scale').",
-                         epilog="example:\n  milsvm fit train.data --model ALSVM -p C=10 -p gamma=median -o " "model.json")
+                         epilog="example:\n  milsvm fit train.data --model ALSVM -p C=10 -p "
+                             "gamma=median -o model.json")
     fit.add_argument("data", metavar="DATA", help="training data file or folder (with --labels)")
     fit.add_argument("-o", "--output", required=True, metavar="MODEL.json", help="model file to write")
     fit.add_argument("--no-scale", dest="scale", action="store_false",
@@ -234,17 +236,18 @@ def _add_fit(sub, parents):
 def _add_predict(sub, parents):
     pred = sub.add_parser("predict", parents=parents, formatter_class=_Formatter,
                           help="predict the bags of a data file with a saved model",
-                          description="Score and classify every bag of a data file with a model saved by "
-                                      "'milsvm fit' (or milsvm.save), through its scaler if it has one. Writes one "
-                                      "line per bag, in file order: bag_name<TAB>score<TAB>label. The score is "
-                                      "the decision function (binary: > 0 means the larger class label; "
-                                      "multi-class: the score of the predicted class). --instances FILE also "
-                                      "writes one line per instance, bag_name<TAB>instance<TAB>score<TAB>label, then "
-                                      "x<TAB>y when the folder has patch coordinates "
-                                      "(instance: its 0-based position in the bag; score: as the model pools it, "
-                                      "so that the bag's score is their mean, or their max for max pooling, or their sum " "for MILES). The "
-                                      "labels of the data file are not used, except for the accuracy note on "
-                                      "stderr.",
+                          description="Score and classify every bag of a data file with a "
+                              "model saved by 'milsvm fit' (or milsvm.save), through its scaler "
+                              "if it has one. Writes one line per bag, in file order: "
+                              "bag_name<TAB>score<TAB>label. The score is the decision function "
+                              "(binary: > 0 means the larger class label; multi-class: the score "
+                              "of the predicted class). --instances FILE also writes one line "
+                              "per instance, bag_name<TAB>instance<TAB>score<TAB>label, then "
+                              "x<TAB>y when the folder has patch coordinates (instance: its "
+                              "0-based position in the bag; score: as the model pools it, so "
+                              "that the bag's score is their mean, or their max for max pooling, "
+                              "or their sum for MILES). The labels of the data file are not "
+                              "used, except for the accuracy note on stderr.",
                           epilog="example:\n  milsvm predict model.json test.data -o predictions.tsv "
                                  "--instances instances.tsv")
     pred.add_argument("model_file", metavar="MODEL.json", help="model file written by 'milsvm fit'")

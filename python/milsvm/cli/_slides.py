@@ -115,11 +115,11 @@ def resolve_groups(args, details, y, console):
     n_groups = int(len(np.unique(np.asarray(groups, dtype=str))))
     grouped = several and not args.no_group
     if grouped:
-        print(f"splits grouped by {column}: {len(y)} bags of {n_groups} patients, no patient " "on both sides of any "
-              "outer or inner split (--no-group: split by slide)")
+        print(f"splits grouped by {column}: {len(y)} bags of {n_groups} patients, no patient on "
+            "both sides of any outer or inner split (--no-group: split by slide)")
     elif several:
-        console.note(f"warning: --no-group: the slides of one {column} fall on both sides of the " "splits, so the "
-                     "results are optimistic for new patients")
+        console.note(f"warning: --no-group: the slides of one {column} fall on both sides of the splits, "
+            "so the results are optimistic for new patients")
     return groups, grouped, {"column": column, "grouped": grouped, "n_groups": n_groups}
 
 
@@ -145,8 +145,9 @@ def print_pooled(evaluation, grouped, repeats):
         auc = f"AUC {interval_text(row['auc'])}, " if row["auc"] is not None else ""
         print(f"  patients{where}: {auc}balanced accuracy " f"{interval_text(row['balanced_accuracy'], percent=True)}")
     mixed = patients["mixed_label_patients"]
-    print(f"  ({patients['n_patients']} patients; a patient's score is the " f"{patients['case_score']} of its bags' "
-          f"scores, its label the largest of theirs; {mixed} patient(s) have bags of different " "labels)")
+    print(f"  ({patients['n_patients']} patients; a patient's score is the {patients['case_score']} "
+        f"of its bags' scores, its label the largest of theirs; {mixed} patient(s) have bags of "
+        "different labels)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -159,13 +160,15 @@ def add_heatmap_parser(sub, parents, formatter, run):
     heat = sub.add_parser(
         "heatmap", parents=parents, formatter_class=formatter,
         help="GeoJSON (QuPath) and PNG heatmaps of the instance scores of every slide",
-        description="Score every patch of every slide of a folder with a saved model and write, per " "slide, "
-                    "DIR/<slide>.geojson (one detection per patch, its square in level-0 pixels, with the "
-                    "properties score, share and QuPath's objectType, classification and measurements) and "
-                    "DIR/<slide>.png (the patches coloured by score, a colour bar, and the bag's score " "and label in "
-                    "the title). The slides need patch coordinates: CLAM's 'coords' dataset (with patch_size) "
-                    "or, for .npy bags, coords/<slide>.npy.",
-        epilog="example:\n  milsvm heatmap model.json features/h5_files --labels labels.csv --out " "heatmaps/")
+        description="Score every patch of every slide of a folder with a saved model and "
+            "write, per slide, DIR/<slide>.geojson (one detection per patch, its square in "
+            "level-0 pixels, with the properties score, share and QuPath's objectType, "
+            "classification and measurements) and DIR/<slide>.png (the patches coloured by "
+            "score, a colour bar, and the bag's score and label in the title). The slides need "
+            "patch coordinates: CLAM's 'coords' dataset (with patch_size) or, for .npy bags, "
+            "coords/<slide>.npy.",
+        epilog="example:\n  milsvm heatmap model.json features/h5_files --labels labels.csv "
+            "--out heatmaps/")
     heat.add_argument("model_file", metavar="MODEL.json", help="model file written by 'milsvm fit'")
     heat.add_argument("data", metavar="DATA", help="folder of per-slide .h5 or .npy files")
     heat.add_argument("--out", required=True, metavar="DIR", help="folder to write (created if needed)")

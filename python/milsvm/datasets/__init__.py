@@ -51,8 +51,9 @@ Layout
 ------
 ``_text`` (line reading and number parsing shared by the text readers), ``mill``, ``musk``,
 ``mat``, ``csv``, ``folder`` (``.npy`` and HDF5 folders), ``parquet`` (one module per file
-format), ``labels`` (label CSVs, the pairing of files and labels, the dtype rule) and ``generators``; the public names are
-re-exported here, so ``milsvm.datasets.load_mill`` and the like are the interface.
+format), ``labels`` (label CSVs, the pairing of files and labels, the dtype rule) and
+``generators``; the public names are re-exported here, so ``milsvm.datasets.load_mill`` and the like
+are the interface.
 """
 
 from __future__ import annotations

@@ -32,7 +32,8 @@ def _bag_files(folder, suffixes, what):
         stem, suffix = os.path.splitext(entry)
         if suffix.lower() in suffixes and os.path.isfile(os.path.join(folder, entry)):
             if stem in files:
-                raise ValueError(f"{folder}: two files for bag {stem!r}: " f"{os.path.basename(files[stem])!r} and {entry!r}")
+                raise ValueError(f"{folder}: two files for bag {stem!r}: {os.path.basename(files[stem])!r} and "
+                    f"{entry!r}")
             files[stem] = os.path.join(folder, entry)
     if not files:
         raise ValueError(f"{folder}: no {what} files ({' / '.join(suffixes)}) in the folder")

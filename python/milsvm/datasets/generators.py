@@ -437,8 +437,8 @@ def make_embedding_bags(
     Exactly ``round(positive_fraction * n_bags)`` bags are positive, in random order. The tissue
     centres and the witness direction are drawn from ``random_state`` too, so a test set must
     come from the same call (draw training and test bags together and split them): two calls
-    with different seeds are two different problems. The data are drawn in ``dtype`` directly (no float64 intermediate for float32), bag by bag, so the
-    peak memory is the data's own size.
+    with different seeds are two different problems. The data are drawn in ``dtype`` directly (no
+    float64 intermediate for float32), bag by bag, so the peak memory is the data's own size.
 
     Parameters
     ----------
