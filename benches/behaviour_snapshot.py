@@ -25,12 +25,10 @@ import sys
 import warnings
 from pathlib import Path
 
+import milsvm
 import numpy as np
 import scipy.sparse as sp
-
-import milsvm
 from milsvm.datasets import load_musk1
-
 
 # the toy sets of the test suite
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

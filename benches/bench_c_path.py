@@ -37,12 +37,11 @@ import argparse
 import time
 from pathlib import Path
 
-import numpy as np
-from sklearn.model_selection import StratifiedKFold
-
 import milsvm
+import numpy as np
 from milsvm import _crossval
 from milsvm.cli import load_data
+from sklearn.model_selection import StratifiedKFold
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 if not DATA.exists():

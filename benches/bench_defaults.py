@@ -25,9 +25,8 @@ from pathlib import Path
 
 
 def data(name):
-    import numpy as np
-
     import milsvm
+    import numpy as np
     from milsvm.datasets import make_embedding_bags
 
     if name == "musk2":
@@ -40,9 +39,8 @@ def data(name):
 
 
 def one(name, dataset):
-    from sklearn.exceptions import ConvergenceWarning
-
     import milsvm
+    from sklearn.exceptions import ConvergenceWarning
 
     bags, y = data(dataset)
     cls = milsvm._registry.ESTIMATORS[name]

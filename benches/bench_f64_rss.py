@@ -11,9 +11,8 @@ place near the data alone.
 
 import time
 
-import numpy as np
-
 import milsvm
+import numpy as np
 
 
 def main():

@@ -25,9 +25,8 @@ import numpy as np
 from sklearn.model_selection import StratifiedKFold
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
-
 import milsvm  # noqa: E402
+from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
 
 METHODS = {
     "SparseMI": lambda: milsvm.SparseMI(n_xv=10, C=10.0, random_state=0),

@@ -22,13 +22,12 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.metrics import roc_auc_score
-
 import milsvm
 import milsvm.datasets as D
+import numpy as np
 from _protocol import DEFAULT_DATA, Report
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import roc_auc_score
 
 
 def diy_mi_svm(bags, y, C=1.0, max_rounds=20):

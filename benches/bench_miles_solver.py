@@ -36,7 +36,6 @@ from sklearn.svm import LinearSVC
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
-
 from milsvm import _core  # noqa: E402
 
 DATASETS = {"MUSK1": DEFAULT_DATA / "musk1" / "musk1.data", "MUSK2": DEFAULT_DATA / "musk2" / "musk2.data"}

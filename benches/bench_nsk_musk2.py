@@ -163,9 +163,9 @@ def main():
     if args.child:
         child(args.child, args.C, args.gamma, args.n_jobs)
         return
-    from threadpoolctl import threadpool_info, threadpool_limits
     import milsvm
     import sklearn
+    from threadpoolctl import threadpool_info, threadpool_limits
 
     t_start = time.perf_counter()
     out = Report()

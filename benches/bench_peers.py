@@ -137,9 +137,8 @@ def child_env():
 def write_inputs(name, work, folds, inner_folds, seed):
     """The set's arrays (.npz) and splits (JSON) for the fold processes; returns their paths
     and the labels."""
-    from sklearn.model_selection import StratifiedKFold
-
     from milsvm.datasets import load_mill
+    from sklearn.model_selection import StratifiedKFold
 
     bags, y = load_mill(DEFAULT_DATA / SETS[name])
     y = np.asarray(y, dtype=int)
@@ -188,7 +187,7 @@ def run_fold(python, impl, method, data, splits, fold, args, work, floor=False):
     if out.exists():
         rec = json.loads(out.read_text())
     else:
-        tail = "\n".join(l for l in stderr.splitlines() if not l.startswith("\t"))[-1500:]
+        tail = "\n".join(line for line in stderr.splitlines() if not line.startswith("\t"))[-1500:]
         rec = dict(ok=False, error=f"process exited with {proc.returncode} and no result: {tail.strip()}")
     rec.setdefault("status", "ok" if rec.get("ok") else "crash")
     rec.update(wall_seconds=wall, peak_rss_kb=rss)
@@ -287,8 +286,8 @@ def main():
     if args.quick:
         args.folds, args.C, args.gamma_scales = 2, args.C[:1], args.gamma_scales[:1]
 
-    from milsvm._registry import ESTIMATORS
     import milsvm
+    from milsvm._registry import ESTIMATORS
 
     work = args.work or Path(tempfile.mkdtemp(prefix="bench_peers_"))
     work.mkdir(parents=True, exist_ok=True)

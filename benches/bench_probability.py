@@ -23,15 +23,14 @@ import time
 import warnings
 from pathlib import Path
 
+import milsvm
+import milsvm.datasets
 import numpy as np
+from _protocol import DEFAULT_DATA, Report
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import log_loss
 from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import make_pipeline
-
-import milsvm
-import milsvm.datasets
-from _protocol import DEFAULT_DATA, Report
 
 #: name -> (file, estimators as (label, factory))
 SETS = {

@@ -29,11 +29,10 @@ import os
 import time
 from pathlib import Path
 
-import numpy as np
-from threadpoolctl import threadpool_info
-
 import milsvm
+import numpy as np
 from milsvm.datasets import load_mill, load_musk1
+from threadpoolctl import threadpool_info
 
 MUSK2 = Path(os.environ.get("MILSVM_DATA", "../shared/data")) / "musk2" / "musk2.data"
 

@@ -66,12 +66,11 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", type=Path, default=HERE / "results" / "smo_vs_libsvm.txt")
     args = ap.parse_args()
+    import milsvm
     import sklearn
     import threadpoolctl
-    from sklearn.svm import SVC
-
-    import milsvm
     from milsvm import _core
+    from sklearn.svm import SVC
 
     t_start = time.perf_counter()
     out = Report()

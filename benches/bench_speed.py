@@ -45,7 +45,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy_reference as ref  # noqa: E402
 from _protocol import DEFAULT_DATA, load_mill_dense  # noqa: E402
 
-
 GAMMA = 1.0 / 166.0
 C = 1.0
 TOL = 1e-6  # outer-loop relative-decrease tolerance, the same on both sides

@@ -59,11 +59,10 @@ def child(mode, args):
     """One TST1 fit in this process; prints a JSON line with times and memory."""
     import gc
 
-    import numpy as np
-    import scipy.sparse  # noqa: F401
-
     import milsvm
     import milsvm.datasets
+    import numpy as np
+    import scipy.sparse  # noqa: F401
 
     base_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     base_rss = _rss_kb()
@@ -133,10 +132,9 @@ def part_tst1(args):
 
 
 def part_corel(args):
-    import numpy as np
-
     import milsvm
     import milsvm.datasets
+    import numpy as np
 
     bags, y = milsvm.datasets.load_mill(args.data / "corel" / "corel2000.data")
     B = milsvm.BagStandardScaler().fit(bags).transform(bags)

@@ -833,9 +833,8 @@ class ModelTarget:
     """
 
     def __init__(self):
-        import scipy.sparse as sp
-
         import milsvm
+        import scipy.sparse as sp
         from milsvm.datasets import make_center_ring_bags, make_four_gaussians_bags
 
         bags, y = make_center_ring_bags(n_bags=12, bag_size=(2, 4), random_state=0)

@@ -26,10 +26,9 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import milsvm  # noqa: E402
 import reproduce_gc_table2 as R  # noqa: E402
 from _protocol import Report, standardise  # noqa: E402
-
-import milsvm  # noqa: E402
 
 out = Report()
 

@@ -15,12 +15,11 @@ import argparse
 import time
 import warnings
 
-import numpy as np
-from sklearn.model_selection import StratifiedKFold
-
 import milsvm
 import milsvm.datasets
+import numpy as np
 from _protocol import DEFAULT_DATA
+from sklearn.model_selection import StratifiedKFold
 
 SETS = {"musk1": "musk1/musk1.data", "elephant": "elephant/elephant.data", "musk2": "musk2/musk2.data",
         "tst1": "tst1/tst1.data", "tst2": "tst2/tst2.data"}

@@ -398,7 +398,9 @@ def selftest():
 
     # exact line search vs a brute-force scan of phi(t) along a random direction
     d = rng.normal(size=len(Z) + 1)
-    phi = lambda t: objective(KZr, M, y, C, beta + t * d[:-1], b + t * d[-1])[0]
+    def phi(t):
+        return objective(KZr, M, y, C, beta + t * d[:-1], b + t * d[-1])[0]
+
     if phi(1e-6) > phi(0.0):
         d = -d
     t_star = _exact_line_search(KZr, beta, d[:-1], M @ beta + b, M @ d[:-1] + d[-1], y, C)

@@ -90,12 +90,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import milsvm  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy.spatial.distance import pdist  # noqa: E402
 from scipy.stats import wilcoxon  # noqa: E402
 from sklearn.metrics import roc_auc_score  # noqa: E402
-
-import milsvm  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 METHODS = ("OCSVM", "OCMISVM", "NSK")
@@ -259,9 +258,9 @@ def report_main(res, diag, args, seconds):
             "Wilcoxon p")
         for s in "ab":
             for a, b in DIFFS:
-                m, sd, med, w, t, l, p = paired_summary(res[s][metric][a] - res[s][metric][b])
+                m, sd, med, w, t, lo, p = paired_summary(res[s][metric][a] - res[s][metric][b])
                 add(f"  ({s}) {a + ' - ' + b:<18} {m:+8.4f} +- {sd:.4f}   median {med:+8.4f}   "
-                    f"W/T/L {w:2d}/{t:2d}/{l:2d}   p {fmt_p(p)}")
+                    f"W/T/L {w:2d}/{t:2d}/{lo:2d}   p {fmt_p(p)}")
         add("")
     add("OCMISVM diagnostics (per scenario, over runs)")
     for s in "ab":

@@ -36,10 +36,9 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _protocol import DEFAULT_DATA, Report, standardise  # noqa: E402
-
 import milsvm  # noqa: E402
 import milsvm.datasets  # noqa: E402
+from _protocol import DEFAULT_DATA, Report, standardise  # noqa: E402
 
 #: Per set: file, kernel, whether to standardise.
 SETS = {

@@ -67,9 +67,19 @@ from threadpoolctl import threadpool_limits
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _protocol import (FoldLog, add_protocol_args, choose_by_inner_cv, load_mill_dense,  # noqa: E402
-                       parse_protocol_args, print_chosen, print_table, print_wins, run_outer_parts,
-                       skip_missing_methods, tally)
+from _protocol import (  # noqa: E402
+    FoldLog,
+    add_protocol_args,
+    choose_by_inner_cv,
+    load_mill_dense,
+    parse_protocol_args,
+    print_chosen,
+    print_table,
+    print_wins,
+    run_outer_parts,
+    skip_missing_methods,
+    tally,
+)
 
 # Table I of Fu et al. 2013 (002_*.txt): accuracy mean and std in %, over 10 repetitions.
 # N_xv = None: the first block (SparseMI with N_xv tuned by CV from {10, 50, 100, 500, 1000},
@@ -296,7 +306,7 @@ def main():
           + (f"{int(np.sum(data.y == classes[1]))} positive" if len(classes) == 2 else
              f"{len(data) // len(classes)} a class") + f"), {data.X.shape[0]} instances, "
           f"{data.X.shape[1]} features; backend {args.backend}; {args.seeds} seed(s) of {protocol}; "
-          + ("quick: C = %g, gamma = %g/d, no inner CV" % (args.C, args.gamma_scale) if args.quick else
+          + (f"quick: C = {args.C:g}, gamma = {args.gamma_scale:g}/d, no inner CV" if args.quick else
              f"inner 3-fold CV over C {args.C_grid} x gamma {args.gamma_grid}/d"))
 
     tasks = []

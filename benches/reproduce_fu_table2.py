@@ -68,8 +68,18 @@ from threadpoolctl import threadpool_limits
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _protocol import (FoldLog, add_protocol_args, choose_by_inner_cv, parse_protocol_args,  # noqa: E402
-                       print_chosen, print_table, print_wins, run_outer_parts, skip_missing_methods, tally)
+from _protocol import (  # noqa: E402
+    FoldLog,
+    add_protocol_args,
+    choose_by_inner_cv,
+    parse_protocol_args,
+    print_chosen,
+    print_table,
+    print_wins,
+    run_outer_parts,
+    skip_missing_methods,
+    tally,
+)
 
 # Table II of Fu et al. 2013: accuracy % (mean, std) over 10 repetitions; XV counts where given.
 PAPER_TABLE2 = {
@@ -223,7 +233,7 @@ def main():
 
     print_table(f"\nTable II ({args.dataset.upper()}), accuracy % (mean +- std over {args.seeds} seed(s))",
                 rows, per_seed, seconds, paper_of)
-    for key, counts in nxv.items():
+    for counts in nxv.values():
         p = PAPER_NXV[args.dataset]["MI-Kernel"]
         print(f"  MIKernel XVs (instances of support bags): ours {np.mean(counts):.1f} +- "
               f"{np.std(counts, ddof=1) if len(counts) > 1 else 0:.1f}, paper {p[0]:.1f} +- " f"{p[1]:.1f}")

@@ -52,9 +52,8 @@ from sklearn.model_selection import StratifiedKFold
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
-
 import milsvm  # noqa: E402
+from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
 
 DATASETS = {
     "MUSK1": DEFAULT_DATA / "musk1" / "musk1.data",

@@ -47,9 +47,8 @@ from sklearn.model_selection import StratifiedKFold
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
-
 import milsvm  # noqa: E402
+from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
 
 #: data set -> (file, sparse text)
 DATASETS = {

@@ -7,16 +7,21 @@ the estimator contract."""
 import json
 import pickle
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.optimize as so
+from conftest import (
+    assert_one_vs_rest,
+    assert_refuses_bad_bags,
+    easy_bags,
+    random_bags,
+    slsqp_minimum,
+)
 from hypothesis import given
 from hypothesis import strategies as st
-from sklearn.base import clone
-
-import milsvm
 from milsvm import _core
-from conftest import assert_one_vs_rest, assert_refuses_bad_bags, easy_bags, random_bags, slsqp_minimum
+from sklearn.base import clone
 
 ESTIMATORS = [milsvm.ALSVM, milsvm.AWSVM, milsvm.ALPSVM, milsvm.miSVM, milsvm.MISVM]
 

@@ -18,16 +18,15 @@ optimum; ``||w - w*||^2 <= 2 gap``) is below 1e-9 relative.
 import json
 import warnings
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import assert_one_vs_rest, bag_sets, three_class_bags
 from hypothesis import given
 from hypothesis import strategies as st
-from sklearn.svm import SVC
-
-import milsvm
 from milsvm import _core
-from conftest import assert_one_vs_rest, bag_sets, three_class_bags
+from sklearn.svm import SVC
 
 TOL = 1e-10  # both solvers run to a tight tolerance
 

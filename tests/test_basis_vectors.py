@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
 from conftest import random_bags
 from milsvm import Bags, SparseMI, _core
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from milsvm._registry import ESTIMATORS
 
 BENCHES = Path(__file__).resolve().parents[1] / "benches"

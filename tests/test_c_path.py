@@ -10,16 +10,14 @@ from either start and both reach the exact minimiser, so the decision values agr
 largest score.
 """
 
+import milsvm
 import numpy as np
 import pytest
+from conftest import easy_bags, three_class_bags
 from hypothesis import given
 from hypothesis import strategies as st
-
-import milsvm
 from milsvm import _core
 from milsvm._registry import ESTIMATORS
-
-from conftest import easy_bags, three_class_bags
 
 CS = [10.0, 0.1, 1.0, 100.0, 1.0]
 

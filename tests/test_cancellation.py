@@ -12,12 +12,11 @@ import subprocess
 import sys
 import textwrap
 
+import milsvm
 import numpy as np
 import pytest
-
-import milsvm
-from milsvm import _core
 from conftest import easy_bags
+from milsvm import _core
 
 LONG_FIT = textwrap.dedent("""
     import sys, numpy as np, milsvm

@@ -18,15 +18,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.pipeline import make_pipeline
-
-import milsvm
-from milsvm import _registry
-
 from conftest import SMALL_FITS, marked_bags, quiet_fit
+from milsvm import _registry
+from sklearn.pipeline import make_pipeline
 
 REPO = Path(__file__).resolve().parents[1]
 HEADER_DIR = REPO / "capi" / "include"

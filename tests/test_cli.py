@@ -11,15 +11,14 @@ import re
 import subprocess
 import sys
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.io
 import scipy.sparse as sp
-from sklearn.pipeline import make_pipeline
-
-import milsvm
 from milsvm import cli
 from milsvm.cli import main
+from sklearn.pipeline import make_pipeline
 
 ALL = list(cli.ESTIMATORS)
 
@@ -284,7 +283,7 @@ N_SUBPROCESS_CASES = 5
 
 def test_errors_are_one_line_without_traceback(toy_mill_file, tmp_path):
     cases = error_cases(toy_mill_file, tmp_path)[:N_SUBPROCESS_CASES]
-    for (args, code, fragments), proc in zip(cases, run_many([c[0] for c in cases])):
+    for (_, code, fragments), proc in zip(cases, run_many([c[0] for c in cases])):
         assert_one_error_line(proc, code, *fragments)
 
 
@@ -380,9 +379,8 @@ def test_cv_same_results_whatever_n_jobs(toy_mill_file, tmp_path, capsys):
 
 
 def test_inner_grid_search_chooses_as_gridsearchcv(toy_mill_file):
-    from sklearn.model_selection import GridSearchCV, RepeatedStratifiedKFold, StratifiedKFold
-
     from milsvm._crossval import cross_validate, make_model
+    from sklearn.model_selection import GridSearchCV, RepeatedStratifiedKFold, StratifiedKFold
 
     bags, y = milsvm.datasets.load_mill(toy_mill_file)
     bags = milsvm.as_bags(bags)
@@ -614,7 +612,7 @@ def test_every_format_gives_the_same_predictions(toy_formats, tmp_path, capsys):
         assert main(["predict", str(model), str(path), "-o", str(out)]) == 0
         outputs[fmt] = read_predictions(out)
     reference = outputs["mill"]
-    for fmt, (names, scores, labels) in outputs.items():
+    for _names, scores, labels in outputs.values():
         np.testing.assert_allclose(scores, reference[1], rtol=1e-12)
         assert labels == reference[2]
     assert outputs["mat"][0] == [str(k) for k in range(1, 13)] and outputs["csv"][0] == reference[0]

@@ -9,10 +9,9 @@ import inspect
 import json
 import re
 
+import milsvm
 import numpy as np
 import pytest
-
-import milsvm
 from milsvm import _core, _registry, cli
 from milsvm._base import MILClassifier
 from milsvm.cli import main

@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-
 from milsvm._convert import jsonable, plain
 
 

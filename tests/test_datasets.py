@@ -21,7 +21,6 @@ import scipy.io
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from milsvm import datasets
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -35,7 +34,7 @@ def data_file(relative):
     return path
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cached(loader_name, relative):
     return getattr(datasets, loader_name)(DATA / relative)
 
@@ -539,7 +538,7 @@ def check_bags_2d(bags, y, n_bags, sizes=None):
 
 def check_instance_labels(bags, y, z):
     assert len(z) == len(bags)
-    for bag, label, zi in zip(bags, y, z):
+    for bag, zi in zip(bags, z):
         assert zi.shape == (bag.shape[0],) and np.issubdtype(zi.dtype, np.integer)
 
 

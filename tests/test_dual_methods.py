@@ -5,18 +5,17 @@ estimator contract."""
 import pickle
 import warnings
 
+import milsvm
+import milsvm.datasets
 import numpy as np
 import pytest
 import scipy.optimize as so
 import scipy.sparse as sp
+from conftest import assert_one_vs_rest, easy_bags, random_bags
 from hypothesis import example, given
 from hypothesis import strategies as st
 from sklearn.base import clone
 from sklearn.svm import SVC
-
-import milsvm
-import milsvm.datasets
-from conftest import assert_one_vs_rest, easy_bags, random_bags
 
 
 def rbf(a, b, gamma):

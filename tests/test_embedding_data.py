@@ -4,12 +4,11 @@ CSVs), the command line on a folder, and ``make_embedding_bags`` (issue 18, item
 Every file is written by the test itself, small; the readers must keep float32 float32 and name
 the file in every refusal."""
 
+import milsvm
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-import milsvm
 from milsvm import datasets
 from milsvm.cli import main
 

@@ -1,18 +1,16 @@
 """The scikit-learn contract and the behaviour of SparseMI / RSVM."""
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import assert_clone_and_pickle, easy_bags, random_bags, three_class_bags
+from milsvm import RSVM, Bags, BagStandardScaler, SparseMI
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.pipeline import make_pipeline
-
-import milsvm
-from conftest import assert_clone_and_pickle, easy_bags, random_bags, three_class_bags
-from milsvm import RSVM, Bags, BagStandardScaler, SparseMI
-
 
 ESTIMATORS = [SparseMI(n_xv=4, max_iter=10, random_state=0), RSVM(n_xv=4, random_state=0)]
 

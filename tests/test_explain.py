@@ -3,12 +3,11 @@ of mean pooling (and MILES's instance shares) sum to the bag score, the arg-max 
 the bag score with its margin over the runner-up, the label is ``predict``'s, and on bags with one
 planted witness the witness is the top instance."""
 
+import milsvm
 import numpy as np
 import pytest
-
-import milsvm
-from milsvm import _registry
 from conftest import easy_bags, fit_quietly, make_fast, three_class_bags
+from milsvm import _registry
 
 ALL = list(_registry.ESTIMATORS.values())
 #: STK scores a bag by its min/max statistics: no instance scores, nothing to explain.

@@ -5,14 +5,14 @@ the dtype rule; the model file records the training dtype; the scaler keeps floa
 
 import json
 
+import milsvm
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-
-import milsvm
+from conftest import easy_bags, fit_quietly, make_fast
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from milsvm import _registry
 from milsvm._bags import as_bags
-from conftest import easy_bags, fit_quietly, make_fast
 
 ALL = list(_registry.ESTIMATORS.values())
 

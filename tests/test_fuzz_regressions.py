@@ -17,14 +17,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.io
 import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import milsvm
 from milsvm import datasets
 
 FUZZ_DATA = Path(__file__).resolve().parent / "data" / "fuzz"

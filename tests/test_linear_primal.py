@@ -2,14 +2,13 @@
 Newton-CG): the same classifier as the kernel route (dual SMO over every instance) on
 hypothesis-generated bags, dense and sparse, for every method; the model file; the refusals."""
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import fit_quietly, random_bags
 from hypothesis import given
 from hypothesis import strategies as st
-
-import milsvm
-from conftest import fit_quietly, random_bags
 
 METHODS = [milsvm.miSVM, milsvm.MISVM, milsvm.ALSVM, milsvm.AWSVM, milsvm.ALPSVM]
 

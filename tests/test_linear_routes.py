@@ -5,13 +5,13 @@ linear-kernel model collapses its expansion into one weight vector per output.""
 
 import warnings
 
+import milsvm
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-from sklearn.exceptions import ConvergenceWarning
-
-import milsvm
 from conftest import easy_bags, random_bags, three_class_bags
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.exceptions import ConvergenceWarning
 
 
 def dense_bags(seed, n_bags=16, d=4):

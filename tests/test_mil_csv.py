@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import scipy.io
 import scipy.sparse as sp
-
 from milsvm import datasets
 
 

@@ -3,19 +3,25 @@ SVM's simplex against scipy's HiGHS (``linprog``) on hypothesis-generated proble
 model against the embedding and the LP it is made of, the paper's instance classification, the
 Rust predictor against Python, bad input, thread-count independence and scikit-learn's tools."""
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.optimize as so
 import scipy.sparse as sp
+from conftest import (
+    assert_clone_and_pickle,
+    assert_one_vs_rest,
+    assert_refuses_bad_bags,
+    bag_sets,
+    easy_bags,
+    random_bags,
+    three_class_bags,
+)
 from hypothesis import given
 from hypothesis import strategies as st
+from milsvm import _core
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
-
-import milsvm
-from milsvm import _core
-from conftest import (assert_clone_and_pickle, assert_one_vs_rest, assert_refuses_bad_bags, bag_sets, easy_bags,
-                      random_bags, three_class_bags)
 
 
 def stacked(bags):

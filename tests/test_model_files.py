@@ -12,14 +12,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.exceptions import NotFittedError
-
-import milsvm
-
 from conftest import marked_bags
+from sklearn.exceptions import NotFittedError
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -10,15 +10,13 @@ import json
 import re
 from pathlib import Path
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.pipeline import make_pipeline
-
-import milsvm
-from milsvm import _registry
-
 from conftest import SMALL_FITS, marked_bags, quiet_fit
+from milsvm import _registry
+from sklearn.pipeline import make_pipeline
 
 jsonschema = pytest.importorskip("jsonschema")
 

@@ -5,12 +5,11 @@ import numpy as np
 import pytest
 import scipy.optimize
 import scipy.sparse as sp
+from conftest import bag_sets
 from hypothesis import given
 from hypothesis import strategies as st
-from sklearn.base import clone
-
-from conftest import bag_sets
 from milsvm import _core
+from sklearn.base import clone
 
 
 def rbf(X, Z, gamma):
@@ -188,7 +187,9 @@ def test_features_constant_over_the_training_instances_change_no_bit_of_the_fit(
     for k, c in enumerate(constants):
         wide = np.insert(wide, (k * 2) % (wide.shape[1] + 1), c, axis=1)
     dtype = np.float32 if f32 else np.float64
-    as_list = lambda A: [A[ptr[i]:ptr[i + 1]].astype(dtype) for i in range(len(ptr) - 1)]
+    def as_list(A):
+        return [A[ptr[i]:ptr[i + 1]].astype(dtype) for i in range(len(ptr) - 1)]
+
     est = getattr(milsvm, name)(C=10.0, gamma=0.4)
     narrow_fit, wide_fit = clone(est).fit(as_list(X), y), clone(est).fit(as_list(wide), y)
     attr = "coef_" if name == "MIKernel" else "dual_coef_"

@@ -6,13 +6,12 @@ registry as the one list of estimators."""
 import inspect
 import warnings
 
+import milsvm
 import numpy as np
 import pytest
-from sklearn.exceptions import ConvergenceWarning
-
-import milsvm
-from milsvm import _core, _registry
 from conftest import easy_bags, fit_quietly, make_fast, three_class_bags
+from milsvm import _core, _registry
+from sklearn.exceptions import ConvergenceWarning
 
 ALL = list(_registry.ESTIMATORS.values())
 TWO_CLASS = [c for c in ALL if c._multiclass]
@@ -76,7 +75,7 @@ def test_class_weight_on_every_two_class_estimator(cls):
 def test_gamma_median_on_every_estimator(cls):
     bags, y = easy_bags(4)
     est = fit_quietly(make(cls, gamma="median"), bags, y)
-    X = np.concatenate(bags if cls is not milsvm.OneClassMISVM else [b for b, l in zip(bags, y) if l == 1])
+    X = np.concatenate(bags if cls is not milsvm.OneClassMISVM else [b for b, label in zip(bags, y) if label == 1])
     if cls is milsvm.STK:  # the kernel sees the bags' min/max statistic vectors
         X = np.array([np.concatenate([b.min(axis=0), b.max(axis=0)]) for b in bags])
     assert est.gamma_ == pytest.approx(_core.kernel_width(np.ascontiguousarray(X), "median"), rel=1e-12)

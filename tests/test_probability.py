@@ -5,20 +5,19 @@ calibration's worth on held-out MUSK1 bags."""
 
 import warnings
 
+import milsvm
 import numpy as np
 import pytest
+from conftest import make_fast, three_class_bags
 from hypothesis import given
 from hypothesis import strategies as st
+from milsvm import _core, _registry
+from milsvm._base import calibration_folds
 from scipy.optimize import minimize
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import brier_score_loss, log_loss
 from sklearn.model_selection import train_test_split
-
-import milsvm
-from milsvm import _core, _registry
-from milsvm._base import calibration_folds
-from conftest import make_fast, three_class_bags
 
 ALL = list(_registry.ESTIMATORS.values())
 make = make_fast

@@ -5,10 +5,9 @@ stderr only when it is a terminal."""
 import io
 import re
 
+import milsvm
 import numpy as np
 import pytest
-
-import milsvm
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
@@ -109,7 +108,7 @@ def test_annealing_forecasts_its_steps_for_the_bar():
                               lambda *args: seen.append(args))
     schedule = int(np.ceil(np.log(10.0 / 1e-4) / np.log(1.5))) + 1
     assert len(seen) == fit.n_iter[0]
-    for problem, step, cap, objective, temperature, expected in seen:
+    for _, step, cap, _, _, expected in seen:
         assert cap == 200 and step + 1 <= expected <= min(schedule, cap) or expected == step == cap
     assert seen[-1][5] in (fit.n_iter[0], fit.n_iter[0] + 1)
 

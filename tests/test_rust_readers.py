@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
 from milsvm import datasets
 
 REPO = Path(__file__).resolve().parents[1]

@@ -4,16 +4,15 @@ model's, restarts (the model is the run of least objective, reproducible by ``ra
 the MI constraint on separable data, bad input, model files, the compiled predictor against
 NumPy, thread independence and scikit-learn's clone / GridSearchCV."""
 
+import milsvm
 import numpy as np
 import pytest
+from conftest import assert_clone_and_pickle, easy_bags, fit_quietly, random_bags, three_class_bags
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
-
-import milsvm
-from conftest import assert_clone_and_pickle, easy_bags, fit_quietly, random_bags, three_class_bags
 
 CLASSES = [milsvm.stMIL, milsvm.MissSVM]
 ids = [c.__name__ for c in CLASSES]

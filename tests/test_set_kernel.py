@@ -9,22 +9,27 @@ input validation.
 
 import json
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import (
+    assert_clone_and_pickle,
+    assert_refuses_bad_bags,
+    bag_sets,
+    easy_bags,
+    random_bags,
+    three_class_bags,
+)
 from hypothesis import given
 from hypothesis import strategies as st
+from milsvm import Bags, BagStandardScaler, MIKernel, ReducedSet, _core
 from scipy.optimize import minimize
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.pipeline import make_pipeline
-
-import milsvm
-from conftest import (assert_clone_and_pickle, assert_refuses_bad_bags, bag_sets, easy_bags, random_bags,
-                      three_class_bags)
-from milsvm import BagStandardScaler, Bags, MIKernel, ReducedSet, _core
 
 # ---------------------------------------------------------------------------------------------
 # References
@@ -543,7 +548,7 @@ def test_bad_input_names_the_problem(cls):
 
 def test_core_rejects_inconsistent_set_kernel_models():
     bags, y = easy_bags()
-    clf = MIKernel().fit(bags, y)
+    MIKernel().fit(bags, y)
     T = milsvm.as_bags(bags)
     with pytest.raises(ValueError, match="inconsistent"):
         _core.mi_kernel_decision_function(T.core_instances(), T.bag_ptr, T.core_instances(), T.bag_ptr,

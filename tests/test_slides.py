@@ -6,20 +6,29 @@ import csv
 import json
 import math
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.stats
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from sklearn.metrics import balanced_accuracy_score, roc_auc_score
-
-import milsvm
 from milsvm import datasets
-from milsvm._bootstrap import bootstrap_interval, resample_weights, weighted_auc, weighted_balanced_accuracy
+from milsvm._bootstrap import (
+    bootstrap_interval,
+    resample_weights,
+    weighted_auc,
+    weighted_balanced_accuracy,
+)
 from milsvm._crossval import cross_validate
 from milsvm._heatmap import write_heatmaps
 from milsvm.cli import main
-from milsvm.model_selection import RepeatedStratifiedGroupKFold, inner_splits, needs_grouping, outer_splits
+from milsvm.model_selection import (
+    RepeatedStratifiedGroupKFold,
+    inner_splits,
+    needs_grouping,
+    outer_splits,
+)
+from sklearn.metrics import balanced_accuracy_score, roc_auc_score
 
 h5py = pytest.importorskip("h5py")
 
@@ -201,7 +210,7 @@ def test_no_case_on_both_sides_of_any_split(slides):
         np.testing.assert_array_equal(a, c)
         np.testing.assert_array_equal(b, d)
     train = again[0][0]
-    for (a, b), (c, d) in zip(result.inner[0], inner_splits(data.y[train], groups[train], inner_folds=2, seed=1)):
+    for (a, _), (c, _) in zip(result.inner[0], inner_splits(data.y[train], groups[train], inner_folds=2, seed=1)):
         np.testing.assert_array_equal(a, train[c])
     # the repeats shuffle differently
     assert not all(np.array_equal(a[1], b[1]) for a, b in zip(again[:3], again[3:]))
@@ -231,7 +240,7 @@ def test_ungrouped_splits_are_the_stratified_ones():
     y = np.array([0, 1] * 10)
     ours = outer_splits(y, None, folds=5, repeats=2, seed=4)
     theirs = list(RepeatedStratifiedKFold(n_splits=5, n_repeats=2, random_state=4).split(np.zeros(20), y))
-    for (a, b), (c, d) in zip(ours, theirs):
+    for (_, b), (_, d) in zip(ours, theirs):
         np.testing.assert_array_equal(b, d)
 
 

@@ -10,13 +10,12 @@ import json
 import warnings
 from pathlib import Path
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.metrics import roc_auc_score
-
-import milsvm
 from conftest import easy_bags
+from sklearn.metrics import roc_auc_score
 
 DATA = Path(__file__).resolve().parent / "data"
 

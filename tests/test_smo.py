@@ -5,12 +5,11 @@ independence, and refusals of bad input."""
 
 import numpy as np
 import pytest
+from conftest import slsqp_minimum
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sklearn.svm import SVC
-
-from conftest import slsqp_minimum
 from milsvm import _core
+from sklearn.svm import SVC
 
 
 def rbf(X, Z, gamma):
@@ -30,8 +29,12 @@ def reference(K, y, u, p, d, delta):
     reference is never an infeasible point's (possibly too low) value or a default."""
     n = len(y)
     Q = np.outer(y, y) * K + np.diag(d)
-    fun = lambda a: 0.5 * a @ Q @ a - p @ a
-    jac = lambda a: Q @ a - p
+    def fun(a):
+        return 0.5 * a @ Q @ a - p @ a
+
+    def jac(a):
+        return Q @ a - p
+
     bounds = [(0.0, None if np.isinf(b) else b) for b in u]
     cons = [{"type": "eq", "fun": lambda a: y @ a - delta, "jac": lambda a: y}]
     upper = np.where(np.isinf(u), np.inf, u)

@@ -11,9 +11,8 @@ import subprocess
 import sys
 import textwrap
 
-import numpy as np
-
 import milsvm
+import numpy as np
 from conftest import easy_bags
 
 HEADER = textwrap.dedent("""

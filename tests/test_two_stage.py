@@ -17,20 +17,31 @@
 import json
 import warnings
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import (
+    assert_clone_and_pickle,
+    assert_one_vs_rest,
+    assert_refuses_bad_bags,
+    bag_sets,
+    easy_bags,
+    three_class_bags,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.svm import SVC
-
-import milsvm
-from conftest import assert_clone_and_pickle, assert_one_vs_rest, assert_refuses_bad_bags, bag_sets, easy_bags
-from conftest import three_class_bags
-from test_baselines import assert_close_to_svc, assert_duality_gap_closed, bias_shift, dual_objective, split
+from test_baselines import (
+    assert_close_to_svc,
+    assert_duality_gap_closed,
+    bias_shift,
+    dual_objective,
+    split,
+)
 
 TOL = 1e-10
 METHODS = [milsvm.sbMIL, milsvm.sAwMIL]

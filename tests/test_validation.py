@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings, strategies as st
-from hypothesis.extra.numpy import arrays
-
-from milsvm import RSVM, Bags, SparseMI, _core
 from conftest import random_bags
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from milsvm import RSVM, Bags, SparseMI, _core
 
 BAGS, Y = random_bags(0, n_bags=6, d=3)
 
@@ -83,8 +83,8 @@ def test_label_types_are_scikit_learns(y):
     """Which label arrays are class labels: the same answer as scikit-learn's
     ``type_of_target`` ("binary" or "multiclass"; object arrays of anything but strings are
     refused here, where scikit-learn looks at the first element only)."""
-    from sklearn.utils.multiclass import type_of_target
     from milsvm._base import _not_class_labels
+    from sklearn.utils.multiclass import type_of_target
     mine = _not_class_labels(y) is None
     if y.dtype == object and not all(isinstance(v, str) for v in y):
         assert not mine

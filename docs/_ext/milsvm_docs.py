@@ -20,9 +20,9 @@ Run by ``conf.py`` before Sphinx reads the sources; each writes one file under `
 from __future__ import annotations
 
 import inspect
-import re
 import io
 import os
+import re
 from contextlib import redirect_stdout
 from pathlib import Path
 

@@ -10,9 +10,8 @@ path; ``p_`` the final label probabilities of every training instance.
 """
 
 import matplotlib.pyplot as plt
-import numpy as np
-
 import milsvm
+import numpy as np
 from milsvm.datasets import make_annealing_toy
 
 bags, y, inst = make_annealing_toy(fraction_positive=0.3, n_bags=100, random_state=1,

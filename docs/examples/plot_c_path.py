@@ -12,11 +12,10 @@ with independent fits.
 import time
 
 import matplotlib.pyplot as plt
-import numpy as np
-from sklearn.model_selection import train_test_split
-
 import milsvm
+import numpy as np
 from milsvm.datasets import load_musk1
+from sklearn.model_selection import train_test_split
 
 bags, y = load_musk1()
 scaler = milsvm.BagStandardScaler().fit(bags)

@@ -10,9 +10,8 @@ pooling (mean or max) shapes them.
 """
 
 import matplotlib.pyplot as plt
-import numpy as np
-
 import milsvm
+import numpy as np
 from milsvm.datasets import make_annealing_toy
 
 bags, y = make_annealing_toy(fraction_positive=0.5, n_bags=100, random_state=0)

@@ -14,11 +14,10 @@ the test AUROC. (``benches/bench_deep_scale.py`` runs the same at up to 3.2 mill
 import time
 
 import matplotlib.pyplot as plt
-import numpy as np
-from sklearn.metrics import roc_auc_score
-
 import milsvm
+import numpy as np
 from milsvm.datasets import make_embedding_bags
+from sklearn.metrics import roc_auc_score
 
 sizes = [2_000, 8_000, 32_000, 96_000]
 rows = []

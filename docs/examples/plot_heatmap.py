@@ -14,10 +14,9 @@ is scored tile by tile.
 """
 
 import matplotlib.pyplot as plt
+import milsvm
 import numpy as np
 from sklearn.metrics import roc_auc_score
-
-import milsvm
 
 rng = np.random.default_rng(0)
 side, n_features, n_tissues = 32, 64, 5

@@ -10,14 +10,13 @@ Brier score.
 """
 
 import matplotlib.pyplot as plt
+import milsvm
 import numpy as np
+from milsvm.datasets import load_musk1
 from sklearn.calibration import calibration_curve
 from sklearn.metrics import brier_score_loss, log_loss
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
-
-import milsvm
-from milsvm.datasets import load_musk1
 
 bags, y = load_musk1()
 idx_train, idx_test = train_test_split(np.arange(len(bags)), test_size=0.5, stratify=y, random_state=0)

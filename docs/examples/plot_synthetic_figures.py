@@ -16,9 +16,8 @@ start to its end, and the objective ``g(Z)`` per iteration.
 """
 
 import matplotlib.pyplot as plt
-import numpy as np
-
 import milsvm
+import numpy as np
 from milsvm.datasets import make_center_ring_bags, make_four_gaussians_bags
 
 # %%

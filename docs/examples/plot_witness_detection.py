@@ -10,11 +10,10 @@ on top of each positive bag; mean-pooling ones spread the evidence over the bag.
 """
 
 import matplotlib.pyplot as plt
-import numpy as np
-from sklearn.metrics import roc_auc_score
-
 import milsvm
+import numpy as np
 from milsvm.datasets import make_embedding_bags
+from sklearn.metrics import roc_auc_score
 
 bags, y, inst = make_embedding_bags(n_bags=120, mean_bag_size=40, n_features=32, witness_rate=0.1,
                                     random_state=0, return_instance_labels=True)

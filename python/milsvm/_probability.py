@@ -117,7 +117,8 @@ class ProbabilityMixin:
                     members[k].append(fitted._model().with_calibration(_sigmoids(s, labels[test])))
         if mode == "ensemble":
             return [lambda model, m=m: model.with_ensemble(m) for m in members]
-        return [lambda model, ab=_sigmoids(scores[k], labels): model.with_calibration(ab)
+        # each function binds its own sigmoids (a default argument, evaluated once per value)
+        return [lambda model, ab=_sigmoids(scores[k], labels): model.with_calibration(ab)  # noqa: B008
                 for k in range(n_values)]
 
     @available_if(_has_probability)

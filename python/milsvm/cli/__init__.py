@@ -134,7 +134,7 @@ from __future__ import annotations
 import os  # noqa: F401  (tests patch ``milsvm.cli.os.access``)
 import sys
 
-from ._data import FOLDER_FORMATS, FORMATS, detect_format, load_data
+from ._data import detect_format, load_data
 from ._output import _Console, _warnings_as_lines
 from ._parser import build_parser
 from ._values import (
@@ -154,7 +154,7 @@ from ._values import (
 )
 
 __all__ = ["main", "ESTIMATORS", "resolve_estimator", "parse_value", "parse_params", "parse_grid", "load_data",
-           "check_values", "scale_multiple", "scale_width", "resolve_scale_multiples"]
+           "detect_format", "check_values", "scale_multiple", "scale_width", "resolve_scale_multiples"]
 
 
 def _one_line(exc):

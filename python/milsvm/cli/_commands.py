@@ -134,8 +134,8 @@ def _run_cv(args, argv, console, *, cls, params, bags, y, data_info, data_label,
     _print_cv(cls.__name__, params, data_label, len(y), y, args, result, summary, grid, show_auc)
     evaluation = columns = rows = None
     if pooled:
-        from ._slides import print_pooled
         from .._oof import pooled_evaluation, prediction_table
+        from ._slides import print_pooled
 
         names = [str(k) for k in range(len(y))] if names is None else names
         from ..model_selection import needs_grouping
@@ -313,7 +313,6 @@ def cmd_fit(args, argv, console):
     """``milsvm fit``: the model ``cv`` scores (standardised on the training instances unless
     ``--no-scale``), fitted on every bag and saved with its scaler."""
     from .._crossval import final_estimator, make_model
-
     from ._slides import check_group_column
 
     cls, params, _ = _prepare(args)
@@ -389,7 +388,7 @@ def cmd_predict(args, argv, console):
         from .._crossval import final_estimator
 
         try:
-            final_estimator(model).instance_decision_function
+            final_estimator(model).instance_decision_function  # noqa: B018 (its AttributeError says why)
         except AttributeError as exc:
             raise CommandError(f"--instances: {exc}") from None
     bags, y, names, _, details = load_data(args.data, args.format, args.labels, need_labels=False,

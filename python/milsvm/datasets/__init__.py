@@ -58,10 +58,15 @@ are the interface.
 
 from __future__ import annotations
 
+from .coords import PatchCoords  # noqa: F401 (the class of the coordinates the readers return)
 from .csv import load_mil_csv
 from .folder import load_h5_folder, load_npy_folder
-from .generators import make_annealing_toy, make_center_ring_bags, make_embedding_bags, make_four_gaussians_bags
-from .coords import PatchCoords  # noqa: F401 (the class of the coordinates the readers return)
+from .generators import (
+    make_annealing_toy,
+    make_center_ring_bags,
+    make_embedding_bags,
+    make_four_gaussians_bags,
+)
 from .labels import label_columns, read_labels
 from .mat import load_andrews_mat
 from .mill import load_mill
