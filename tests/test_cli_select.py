@@ -357,7 +357,7 @@ def test_objective_axis_per_estimator(cls):
     import warnings
 
     from conftest import easy_bags
-    from milsvm._report import _histories, _objective_axis
+    from milsvm._report_plots import _histories, _objective_axis
 
     bags, y = easy_bags(3, n_bags=12)
     with warnings.catch_warnings():
