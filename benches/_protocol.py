@@ -26,6 +26,13 @@ DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 if not DEFAULT_DATA.exists():
     DEFAULT_DATA = Path("/work/shared/data")
 
+#: The MILL files of MUSK1, MUSK2 and Elephant, by name.
+CLASSIC_DATASETS = {
+    "MUSK1": DEFAULT_DATA / "musk1" / "musk1.data",
+    "MUSK2": DEFAULT_DATA / "musk2" / "musk2.data",
+    "Elephant": DEFAULT_DATA / "elephant" / "elephant.data",
+}
+
 
 def load_mill_dense(path):
     """Minimal parser of the dense MILL format `inst,bag,label,f1,...` (contiguous bags).

@@ -53,13 +53,9 @@ from sklearn.model_selection import StratifiedKFold
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import milsvm  # noqa: E402
-from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
+from _protocol import CLASSIC_DATASETS, Report, load_mill_dense, standardise  # noqa: E402
 
-DATASETS = {
-    "MUSK1": DEFAULT_DATA / "musk1" / "musk1.data",
-    "MUSK2": DEFAULT_DATA / "musk2" / "musk2.data",
-    "Elephant": DEFAULT_DATA / "elephant" / "elephant.data",
-}
+DATASETS = CLASSIC_DATASETS
 
 #: Published MILES accuracies (%): (Fu et al. 2013 Table I, Chen et al. 2006).
 PUBLISHED = {

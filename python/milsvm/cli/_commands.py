@@ -32,6 +32,12 @@ from ._values import (
 )
 
 
+def _data_info(path, fmt, bags, y):
+    """The ``data`` object of ``milsvm cv``'s JSON result."""
+    return {"path": path, "format": fmt, "n_bags": len(bags), "n_instances": int(bags.n_instances),
+            "n_features": int(bags.n_features), "classes": np.unique(y).tolist()}
+
+
 def cmd_demo(args, argv, console):
     """``milsvm demo``."""
     from ..datasets import load_musk1
@@ -40,9 +46,7 @@ def cmd_demo(args, argv, console):
     bags = as_bags(bags)
     params = {"n_xv": args.n_xv, "C": args.C, "random_state": args.seed}
     args.folds, args.repeats, args.inner_folds, args.scale = 10, 1, 3, True
-    data_info = {"path": "MUSK1 (bundled)", "format": "musk", "n_bags": len(bags),
-                 "n_instances": int(bags.n_instances), "n_features": int(bags.n_features),
-                 "classes": np.unique(y).tolist()}
+    data_info = _data_info("MUSK1 (bundled)", "musk", bags, y)
     return _run_cv(args, argv, console, cls=ESTIMATORS["SparseMI"], params=params, bags=bags, y=y, data_info=data_info,
                    data_label="MUSK1 (bundled)", grid={}, show_auc=False)
 
@@ -135,8 +139,7 @@ def cmd_cv(args, argv, console):
         check_values(cls, params, grid, classes=np.unique(y))
     if any(scale_multiple(v) is not None for v in grid.get("gamma", [])):
         grid = resolve_scale_multiples(grid, scale_width(bags, args.scale))
-    data_info = {"path": args.data, "format": fmt, "n_bags": len(bags), "n_instances": int(bags.n_instances),
-                 "n_features": int(bags.n_features), "classes": np.unique(y).tolist()}
+    data_info = _data_info(args.data, fmt, bags, y)
     return _run_cv(args, argv, console, cls=cls, params=params, bags=bags, y=y, data_info=data_info,
                    data_label=args.data, grid=grid, names=list(names), groups=groups, grouping=grouping, pooled=True)
 
