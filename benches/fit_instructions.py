@@ -67,8 +67,11 @@ def time_fits(methods, n_fits, name):
             t = time.perf_counter()
             getattr(milsvm, method)(C=10.0, gamma=gamma, n_jobs=1).fit(bags, y)
             ts.append(time.perf_counter() - t)
-        print(f"{name} {method}: best {min(ts) * 1e3:.2f} ms, median {np.median(ts) * 1e3:.2f} ms "
-              f"({n_fits} fits, {milsvm.__file__})", flush=True)
+        print(
+            f"{name} {method}: best {min(ts) * 1e3:.2f} ms, median {np.median(ts) * 1e3:.2f} ms "
+            f"({n_fits} fits, {milsvm.__file__})",
+            flush=True,
+        )
 
 
 def core_events(path):
@@ -97,7 +100,10 @@ def main():
         for path in sys.argv[2:]:
             names, totals, core = core_events(path)
             t = dict(zip(names, totals))
-            print(f"{path}: core Ir {t['Ir'] / 1e6:.1f} M, D1 read misses " f"{t.get('D1mr', 0) / 1e6:.2f} M")
+            print(
+                f"{path}: core Ir {t['Ir'] / 1e6:.1f} M, D1 read misses "
+                f"{t.get('D1mr', 0) / 1e6:.2f} M"
+            )
             for ir, f, _ in core[:6]:
                 print(f"    {ir / 1e6:8.1f} M Ir  {f[:90]}")
     else:

@@ -12,6 +12,8 @@ from milsvm import _registry
 ALL = list(_registry.ESTIMATORS.values())
 #: STK scores a bag by its min/max statistics: no instance scores, nothing to explain.
 EXPLAINED = [c for c in ALL if hasattr(make_fast(c), "explain")]
+
+
 def fit(cls, bags, y, **params):
     return fit_quietly(make_fast(cls, **params), bags, y)
 

@@ -42,6 +42,8 @@ for ax, (name, est) in zip(axes.ravel(), estimators.items()):
     ax.add_patch(plt.Circle((0, 0), 1.5, fill=False, ls="--", color="k"))
     ax.set_title(f"{name}: train acc. {est.score(bags, y):.2f}")
     ax.set_aspect("equal")
-fig.suptitle("Instances of positive (red) and negative (blue) bags; dashed: the true positive region")
+fig.suptitle(
+    "Instances of positive (red) and negative (blue) bags; dashed: the true positive region"
+)
 fig.tight_layout()
 plt.show()

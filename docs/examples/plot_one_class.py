@@ -20,7 +20,11 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 rng = np.random.default_rng(0)
-witness_mean, negative_mean, other_mean = np.array([2.0, 2.0]), np.array([-1.0, 0.0]), np.array([1.0, -2.0])
+witness_mean, negative_mean, other_mean = (
+    np.array([2.0, 2.0]),
+    np.array([-1.0, 0.0]),
+    np.array([1.0, -2.0]),
+)
 
 
 def make(n_bags, setting):
@@ -53,7 +57,9 @@ for setting in ("same", "different"):
         }
         for name, est in models.items():
             est.fit(train, y_train)
-            aucs[name].append(roc_auc_score(truth, np.concatenate(est.instance_decision_function(test))))
+            aucs[name].append(
+                roc_auc_score(truth, np.concatenate(est.instance_decision_function(test)))
+            )
     results[setting] = aucs
     print(setting, {k: round(float(np.mean(v)), 3) for k, v in aucs.items()})
 

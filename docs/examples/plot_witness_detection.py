@@ -15,8 +15,14 @@ import numpy as np
 from milsvm.datasets import make_embedding_bags
 from sklearn.metrics import roc_auc_score
 
-bags, y, inst = make_embedding_bags(n_bags=120, mean_bag_size=40, n_features=32, witness_rate=0.1,
-                                    random_state=0, return_instance_labels=True)
+bags, y, inst = make_embedding_bags(
+    n_bags=120,
+    mean_bag_size=40,
+    n_features=32,
+    witness_rate=0.1,
+    random_state=0,
+    return_instance_labels=True,
+)
 train, test = np.arange(0, 120, 2), np.arange(1, 120, 2)
 # standardise with the training instances (a pipeline would too, but here we want the estimators'
 # own instance scores)

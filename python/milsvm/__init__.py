@@ -28,5 +28,14 @@ from .two_stage import *  # noqa: F401,F403
 from ._registry import ESTIMATORS as _ESTIMATORS
 # isort: on
 
-__all__ = ["Bags", "as_bags", "BagStandardScaler", *_ESTIMATORS, "Model", "load", "save", "write_heatmaps",
-           "__version__"]
+__all__ = [
+    "Bags",
+    "as_bags",
+    "BagStandardScaler",
+    *_ESTIMATORS,
+    "Model",
+    "load",
+    "save",
+    "write_heatmaps",
+    "__version__",
+]

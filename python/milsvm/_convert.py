@@ -47,7 +47,10 @@ def _json(value, strict):
     if isinstance(value, dict):
         if strict:
             raise _NotJSON
-        return {k if isinstance(k, (str, int, float, bool)) else str(k): _json(v, strict) for k, v in value.items()}
+        return {
+            k if isinstance(k, (str, int, float, bool)) else str(k): _json(v, strict)
+            for k, v in value.items()
+        }
     if isinstance(value, np.ndarray) and strict:
         if value.dtype.kind not in "biuf":
             raise _NotJSON

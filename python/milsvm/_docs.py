@@ -90,7 +90,10 @@ def _indent(text):
 def param(*names, **formats):
     """The shared descriptions of ``names``, each formatted with ``formats`` (``default``,
     ``none``), for a ``Parameters`` section."""
-    return "\n".join(_indent(_PARAMS[n].format(**{"default": "", "none": "", **formats.get(n, {})})) for n in names)
+    return "\n".join(
+        _indent(_PARAMS[n].format(**{"default": "", "none": "", **formats.get(n, {})}))
+        for n in names
+    )
 
 
 def attr(*names):
@@ -99,7 +102,16 @@ def attr(*names):
 
 
 #: The shared parameters of the estimators fitted by one SMO solve (NSK, sMIL, SIL, STK).
-SMO_PARAMS = param("class_weight", "inner_tol", "inner_max_iter", "probability", "n_jobs", "verbose",
-                   inner_tol={"default": "1e-3"},
-                   inner_max_iter={"default": "None", "none": " (None: the solver's default; a "
-                                   "``ConvergenceWarning`` when it is hit)"})
+SMO_PARAMS = param(
+    "class_weight",
+    "inner_tol",
+    "inner_max_iter",
+    "probability",
+    "n_jobs",
+    "verbose",
+    inner_tol={"default": "1e-3"},
+    inner_max_iter={
+        "default": "None",
+        "none": " (None: the solver's default; a ``ConvergenceWarning`` when it is hit)",
+    },
+)

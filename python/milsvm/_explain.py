@@ -101,6 +101,16 @@ def explain_bags(instance_scores, bag_scores, classes, pooling):
             top = int(ranking[0])
             margin = None
         label = plain(label)
-        out.append(BagExplanation(label=label, score=pooled, pooling=kind, instance_scores=s,
-                                  contributions=contributions, ranking=ranking, top=top, margin=margin))
+        out.append(
+            BagExplanation(
+                label=label,
+                score=pooled,
+                pooling=kind,
+                instance_scores=s,
+                contributions=contributions,
+                ranking=ranking,
+                top=top,
+                margin=margin,
+            )
+        )
     return out

@@ -30,22 +30,28 @@ def class_weight_vector(class_weight, classes):
         known = set(np.asarray(classes).tolist())
         unknown = [plain(k) for k in class_weight if plain(k) not in known]
         if unknown:
-            raise ValueError(f"class_weight names labels that are not in y: {unknown!r} "
-                             f"(classes: {np.asarray(classes).tolist()!r})")
+            raise ValueError(
+                f"class_weight names labels that are not in y: {unknown!r} "
+                f"(classes: {np.asarray(classes).tolist()!r})"
+            )
         keys = np.asarray(classes).tolist()
     out = []
     for c in keys:
         w = class_weight.get(c, 1.0)
         if isinstance(w, bool) or not isinstance(w, numbers.Real):
-            raise TypeError(f"class_weight[{plain(c)!r}] must be a real number, got {plain(w)!r} "
-                            f"({type(w).__name__})")
+            raise TypeError(
+                f"class_weight[{plain(c)!r}] must be a real number, got {plain(w)!r} "
+                f"({type(w).__name__})"
+            )
         out.append(float(w))
     return out
 
 
 def _check_verbose(verbose):
     if isinstance(verbose, bool) or not isinstance(verbose, numbers.Integral):
-        raise TypeError(f"verbose must be an integer, got {plain(verbose)!r} ({type(verbose).__name__})")
+        raise TypeError(
+            f"verbose must be an integer, got {plain(verbose)!r} ({type(verbose).__name__})"
+        )
 
 
 def _not_class_labels(y):
@@ -79,10 +85,14 @@ def encode_labels(y, n_bags, *, multiclass, name):
         raise ValueError("y has a non-finite label (NaN or infinity)")
     kind = _not_class_labels(y)
     if kind is not None:
-        raise ValueError(f"y must hold class labels (binary or multi-class), got target type {kind!r}")
+        raise ValueError(
+            f"y must hold class labels (binary or multi-class), got target type {kind!r}"
+        )
     classes, encoded = np.unique(y, return_inverse=True)
     if len(classes) < 2:
-        raise ValueError(f"y holds a single class ({plain(classes[0])!r}); at least two classes are needed")
+        raise ValueError(
+            f"y holds a single class ({plain(classes[0])!r}); at least two classes are needed"
+        )
     if len(classes) > 2 and not multiclass:
         raise ValueError(f"{name} is binary, but y holds {len(classes)} classes")
     return classes, encoded.astype(np.int64)

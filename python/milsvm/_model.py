@@ -40,7 +40,9 @@ def threads(n_jobs):
     if n_jobs is None:
         return None
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral):
-        raise TypeError(f"n_jobs must be None or an integer, got {n_jobs!r} ({type(n_jobs).__name__})")
+        raise TypeError(
+            f"n_jobs must be None or an integer, got {n_jobs!r} ({type(n_jobs).__name__})"
+        )
     return int(n_jobs)
 
 
@@ -115,7 +117,9 @@ class CompiledModelMixin:
         or (n_bags, n_classes) for multi-class problems.
         """
         bags = self._check_bags(bags)
-        scores = self._model().decision_function(bags.core_instances(), bags.bag_ptr, threads(self.n_jobs))
+        scores = self._model().decision_function(
+            bags.core_instances(), bags.bag_ptr, threads(self.n_jobs)
+        )
         return scores[:, 0] if scores.shape[1] == 1 else scores
 
     def instance_decision_function(self, bags):
@@ -144,7 +148,9 @@ class CompiledModelMixin:
             n_classes) for multi-class ones.
         """
         bags = self._check_bags(bags)
-        scores = self._model().bag_instance_scores(bags.core_instances(), bags.bag_ptr, threads(self.n_jobs))
+        scores = self._model().bag_instance_scores(
+            bags.core_instances(), bags.bag_ptr, threads(self.n_jobs)
+        )
         scores = scores[:, 0] if scores.shape[1] == 1 else scores
         return np.split(scores, bags.bag_ptr[1:-1])
 
@@ -154,7 +160,11 @@ class CompiledModelMixin:
         largest score. One array per bag."""
         out = []
         for s in self.instance_decision_function(bags):
-            out.append(self.classes_[(s > 0).astype(int)] if s.ndim == 1 else self.classes_[np.argmax(s, axis=1)])
+            out.append(
+                self.classes_[(s > 0).astype(int)]
+                if s.ndim == 1
+                else self.classes_[np.argmax(s, axis=1)]
+            )
         return out
 
     def decision_function_bag(self, bag):
@@ -181,7 +191,10 @@ class CompiledModelMixin:
         else:
             x = np.asarray(bag, dtype=np.float64)
             if x.ndim != 2:
-                raise ValueError(f"a bag must be a 2-D array (n_instances, n_features), got {x.ndim} " "dimension(s)")
+                raise ValueError(
+                    f"a bag must be a 2-D array (n_instances, n_features), got {x.ndim} "
+                    "dimension(s)"
+                )
         scores = model.decision_function_bag(x)
         return scores[0] if len(scores) == 1 else np.asarray(scores)
 
@@ -218,8 +231,12 @@ class CompiledModelMixin:
         info = self._saved_info()
         if scaler is not None:
             mean, scale, scaler_params = scaler
-            model = model.with_scaler((np.asarray(mean, dtype=np.float64).tolist(),
-                                       np.asarray(scale, dtype=np.float64).tolist()))
+            model = model.with_scaler(
+                (
+                    np.asarray(mean, dtype=np.float64).tolist(),
+                    np.asarray(scale, dtype=np.float64).tolist(),
+                )
+            )
             info[_SCALER_INFO] = scaler_params
         return model.to_json(
             estimator=type(self).__name__,
@@ -258,8 +275,11 @@ def save(model, path):
 
     from .preprocessing import BagStandardScaler
 
-    steps = [step for _, step in model.steps if step not in (None, "passthrough")] \
-        if isinstance(model, Pipeline) else [model]
+    steps = (
+        [step for _, step in model.steps if step not in (None, "passthrough")]
+        if isinstance(model, Pipeline)
+        else [model]
+    )
     scaler = None
     if len(steps) == 2 and isinstance(steps[0], BagStandardScaler):
         check_is_fitted(steps[0])
@@ -267,13 +287,20 @@ def save(model, path):
         steps = steps[1:]
     if len(steps) != 1 or not isinstance(steps[0], CompiledModelMixin):
         kinds = ", ".join(type(s).__name__ for s in steps)
-        raise TypeError("milsvm.save takes a milsvm estimator or a Pipeline of a BagStandardScaler and a "
-            f"milsvm estimator, got {type(model).__name__} ({kinds})")
+        raise TypeError(
+            "milsvm.save takes a milsvm estimator or a Pipeline of a BagStandardScaler and a "
+            f"milsvm estimator, got {type(model).__name__} ({kinds})"
+        )
     estimator = steps[0]
-    if scaler is not None and "n_features_in_" in estimator.__dict__ \
-            and len(scaler[0]) != estimator.n_features_in_:
-        raise ValueError(f"the scaler was fitted on {len(scaler[0])} features, the estimator on "
-                         f"{estimator.n_features_in_}")
+    if (
+        scaler is not None
+        and "n_features_in_" in estimator.__dict__
+        and len(scaler[0]) != estimator.n_features_in_
+    ):
+        raise ValueError(
+            f"the scaler was fitted on {len(scaler[0])} features, the estimator on "
+            f"{estimator.n_features_in_}"
+        )
     write_atomically(path, estimator._model_json(scaler))
 
 
@@ -308,14 +335,19 @@ def load(path):
     if model.pooling not in cls._poolings:
         raise ValueError(
             f"{path}: field `pooling`: a {cls.__name__} model pools by "
-                f"{' or '.join(cls._poolings)}, the file has {model.pooling!r}"
+            f"{' or '.join(cls._poolings)}, the file has {model.pooling!r}"
         )
     allowed = cls().get_params()
     params = {k: v for k, v in json.loads(model.params_json).items() if k in allowed}
     if "n_jobs" in params:  # the one stored parameter prediction uses
         n_jobs = params["n_jobs"]
-        if not (n_jobs is None or (type(n_jobs) is int and (n_jobs == -1 or 1 <= n_jobs <= 1 << 16))):
-            raise ValueError(f"{path}: field `params.n_jobs`: expected null, -1 or a thread count, got " f"{n_jobs!r}")
+        if not (
+            n_jobs is None or (type(n_jobs) is int and (n_jobs == -1 or 1 <= n_jobs <= 1 << 16))
+        ):
+            raise ValueError(
+                f"{path}: field `params.n_jobs`: expected null, -1 or a thread count, got "
+                f"{n_jobs!r}"
+            )
     est = cls(**params)
     if model.classes_json is None:
         est.classes_ = np.arange(model.n_classes)
@@ -341,7 +373,9 @@ def _pipeline(est, model, scaler_params):
     from .preprocessing import BagStandardScaler
 
     allowed = BagStandardScaler().get_params()
-    scaler = BagStandardScaler(**{k: v for k, v in scaler_params.items() if k in allowed and isinstance(v, bool)})
+    scaler = BagStandardScaler(
+        **{k: v for k, v in scaler_params.items() if k in allowed and isinstance(v, bool)}
+    )
     scaler.mean_, scaler.scale_ = (np.array(a) for a in model.scaler)
     scaler.n_features_in_ = model.n_features
     est._set_model(model.with_scaler(None))

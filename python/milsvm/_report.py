@@ -49,35 +49,58 @@ def _fmt(value, digits=4):
 def _pooled_lines(info, evaluation):
     """The markdown of the pooled results, and that of the patient table."""
     unit = "patients" if evaluation["resampled"] == "patients" else "bags"
-    lines = ["", "## Pooled out-of-fold results", "",
-             "The out-of-fold scores of all the folds of a repeat, pooled; 95 % intervals by "
-                 f"{evaluation['method']} over {unit}, stratified by label, B = "
-                 f"{evaluation['n_resamples']}, seeded by --seed.", "",
-             "| level | repeat | ROC AUC | balanced accuracy |", "|---|---:|---|---|"]
-    for level, rows in (("bags", evaluation["bags"]),
-                        ("patients", (evaluation["patients"] or {}).get("repeats", []))):
+    lines = [
+        "",
+        "## Pooled out-of-fold results",
+        "",
+        "The out-of-fold scores of all the folds of a repeat, pooled; 95 % intervals by "
+        f"{evaluation['method']} over {unit}, stratified by label, B = "
+        f"{evaluation['n_resamples']}, seeded by --seed.",
+        "",
+        "| level | repeat | ROC AUC | balanced accuracy |",
+        "|---|---:|---|---|",
+    ]
+    for level, rows in (
+        ("bags", evaluation["bags"]),
+        ("patients", (evaluation["patients"] or {}).get("repeats", [])),
+    ):
         for row in rows:
-            lines.append(f"| {level} | {row['repeat'] + 1} | {_interval(row['auc'])} | "
-                         f"{_interval(row['balanced_accuracy'])} |")
+            lines.append(
+                f"| {level} | {row['repeat'] + 1} | {_interval(row['auc'])} | "
+                f"{_interval(row['balanced_accuracy'])} |"
+            )
     grouping = info.get("grouping") or {}
     if grouping.get("grouped"):
-        lines += ["", f"The splits are grouped by `{grouping['column']}` ({grouping['n_groups']} patients): "
-            "no patient has bags on both sides of any outer or inner split."]
+        lines += [
+            "",
+            f"The splits are grouped by `{grouping['column']}` ({grouping['n_groups']} patients): "
+            "no patient has bags on both sides of any outer or inner split.",
+        ]
     patients = evaluation["patients"]
     table = []
     if patients:
-        table += ["", "## Patients", "",
-                  f"A patient's score is the {patients['case_score']} of its bags' "
-                      "out-of-fold scores (here the mean over the repeats), its label the "
-                      "largest of its bags' labels, its prediction that of the first repeat. "
-                      f"{patients['mixed_label_patients']} of {patients['n_patients']} patients "
-                      "have bags of different labels.", "",
-                  "| patient | bags | label | mixed labels | score | predicted |", "|---|---:|---|---|---:|---|"]
+        table += [
+            "",
+            "## Patients",
+            "",
+            f"A patient's score is the {patients['case_score']} of its bags' "
+            "out-of-fold scores (here the mean over the repeats), its label the "
+            "largest of its bags' labels, its prediction that of the first repeat. "
+            f"{patients['mixed_label_patients']} of {patients['n_patients']} patients "
+            "have bags of different labels.",
+            "",
+            "| patient | bags | label | mixed labels | score | predicted |",
+            "|---|---:|---|---|---:|---|",
+        ]
         for row in patients["table"]:
             score = row["score"]
-            score = f"{score:.4f}" if isinstance(score, float) else ", ".join(f"{v:.3f}" for v in score)
-            table.append(f"| {row['patient']} | {row['n_bags']} | {row['label']} | "
-                f"{'yes' if row['mixed'] else ''} | {score} | {row['predicted']} |")
+            score = (
+                f"{score:.4f}" if isinstance(score, float) else ", ".join(f"{v:.3f}" for v in score)
+            )
+            table.append(
+                f"| {row['patient']} | {row['n_bags']} | {row['label']} | "
+                f"{'yes' if row['mixed'] else ''} | {score} | {row['predicted']} |"
+            )
     return lines, table
 
 
@@ -124,15 +147,30 @@ def write_report(directory, info, result, summary, bags, y, evaluation=None, pre
         where += f" (chosen: {_params_text(first['params'])})"
     images = {}
     if plots:
-        images = _write_plots(directory, info, result, summary, bags, y, evaluation, predictions, estimator,
-                              histories, where)
+        images = _write_plots(
+            directory,
+            info,
+            result,
+            summary,
+            bags,
+            y,
+            evaluation,
+            predictions,
+            estimator,
+            histories,
+            where,
+        )
     written = list(images.values())
     lines = _header_lines(info) + _results_lines(info, summary)
     patient_part = []
     if evaluation is not None:
         pooled_part, patient_part = _pooled_lines(info, evaluation)
         lines += pooled_part
-        for key, alt in (("roc", "ROC curves"), ("pr", "Precision-recall curves"), ("calibration", "Calibration")):
+        for key, alt in (
+            ("roc", "ROC curves"),
+            ("pr", "Precision-recall curves"),
+            ("calibration", "Calibration"),
+        ):
             if key in images:
                 lines += ["", f"![{alt}]({images[key].name})"]
     lines += _fold_lines(info, result)
@@ -160,16 +198,20 @@ def _header_lines(info):
         "| | |",
         "|---|---|",
         f"| data | `{data['path']}` ({data['format']}): {data['n_bags']} bags, "
-            f"{data['n_instances']} instances, {data['n_features']} features, classes "
-            f"{', '.join(map(str, data['classes']))} |",
+        f"{data['n_instances']} instances, {data['n_features']} features, classes "
+        f"{', '.join(map(str, data['classes']))} |",
         f"| estimator | {info['estimator']}({_params_text(info['params'])}) |",
-        f"| protocol | {info['folds']}-fold stratified CV, {info['repeats']} repeat(s), seed " f"{info['seed']}; features "
-        + ("standardised per training fold" if info["scale"] else "used as they are") + " |",
+        f"| protocol | {info['folds']}-fold stratified CV, {info['repeats']} repeat(s), seed "
+        f"{info['seed']}; features "
+        + ("standardised per training fold" if info["scale"] else "used as they are")
+        + " |",
     ]
     if info["grid"]:
         grid = "; ".join(f"{k} in {plain(list(v))!r}" for k, v in info["grid"].items())
-        lines.append(f"| grid search | {grid}; inner {info['inner_folds']}-fold stratified CV on every "
-            "training part |")
+        lines.append(
+            f"| grid search | {grid}; inner {info['inner_folds']}-fold stratified CV on every "
+            "training part |"
+        )
     return lines
 
 
@@ -179,16 +221,21 @@ def _results_lines(info, summary):
         "",
         "## Results",
         "",
-        f"- accuracy: **{summary['accuracy_mean'] * 100:.2f} %** (std over folds " f"{summary['accuracy_std'] * 100:.2f})",
+        f"- accuracy: **{summary['accuracy_mean'] * 100:.2f} %** (std over folds "
+        f"{summary['accuracy_std'] * 100:.2f})",
         "- balanced accuracy (mean recall of the classes): "
-            f"**{summary['balanced_accuracy_mean'] * 100:.2f} %** (std over folds "
-            f"{summary['balanced_accuracy_std'] * 100:.2f})",
+        f"**{summary['balanced_accuracy_mean'] * 100:.2f} %** (std over folds "
+        f"{summary['balanced_accuracy_std'] * 100:.2f})",
     ]
     if summary.get("majority_rate") is not None:
-        lines.append(f"- majority class: {summary['majority_rate'] * 100:.2f} % of the bags (the accuracy "
-            "of always predicting the largest class)")
+        lines.append(
+            f"- majority class: {summary['majority_rate'] * 100:.2f} % of the bags (the accuracy "
+            "of always predicting the largest class)"
+        )
     if summary["auc_mean"] is not None:
-        lines.append(f"- ROC AUC: **{summary['auc_mean']:.4f}** (std over folds {summary['auc_std']:.4f})")
+        lines.append(
+            f"- ROC AUC: **{summary['auc_mean']:.4f}** (std over folds {summary['auc_std']:.4f})"
+        )
     if info["repeats"] > 1:
         means = ", ".join(f"{m * 100:.2f}" for m in summary["repeat_accuracy_means"])
         lines.append(f"- accuracy of each repeat (%): {means}")
@@ -208,17 +255,23 @@ def _fold_lines(info, result):
         "## Folds",
         "",
         "Folds are named by repeat and fold: r2 f3 is fold 3 of repeat 2."
-        + (" The chosen parameters are the grid point of best mean inner-CV accuracy on the "
-                "fold's training part (its inner accuracy beside it)." if info["grid"] else ""),
+        + (
+            " The chosen parameters are the grid point of best mean inner-CV accuracy on the "
+            "fold's training part (its inner accuracy beside it)."
+            if info["grid"]
+            else ""
+        ),
         "",
         "| fold | train bags | test bags | accuracy | balanced accuracy | AUC | fit time (s) "
-            "| chosen parameters | inner accuracy |",
+        "| chosen parameters | inner accuracy |",
         "|---|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
     for f in result.folds:
-        lines.append(f"| {fold_label(f['repeat'], f['fold'])} | {f['n_train']} | {f['n_test']} | "
+        lines.append(
+            f"| {fold_label(f['repeat'], f['fold'])} | {f['n_train']} | {f['n_test']} | "
             f"{f['accuracy']:.4f} | {_fmt(f.get('balanced_accuracy'))} | {_fmt(f['auc'])} | "
-            f"{f['fit_time']:.3f} | {_params_text(f['params'])} | {_fmt(f['inner_accuracy'])} |")
+            f"{f['fit_time']:.3f} | {_params_text(f['params'])} | {_fmt(f['inner_accuracy'])} |"
+        )
     return lines
 
 
@@ -234,18 +287,27 @@ def _plot_lines(info, plots, images, estimator, histories, where):
             what = getattr(estimator, "_objective_name", None) or "objective"
             lines.append(f"![{what} of the fit of fold {where}]({images['objective'].name})")
             if getattr(estimator, "_objective_step", None) == "temperature":
-                lines += ["", "The annealed objective is drawn against the temperature, which falls from "
+                lines += [
+                    "",
+                    "The annealed objective is drawn against the temperature, which falls from "
                     "left to right. Its entropy term (T times a sum of p ln p, at most 0) "
                     "shrinks as T falls, so the objective rises as the annealing proceeds: that "
-                    "is the schedule, not divergence."]
+                    "is the schedule, not divergence.",
+                ]
         elif histories:
-            lines.append(f"{info['estimator']} records a single objective value on fold {where} "
-                         f"({histories[0][0]:.6g}): no history to plot.")
+            lines.append(
+                f"{info['estimator']} records a single objective value on fold {where} "
+                f"({histories[0][0]:.6g}): no history to plot."
+            )
         else:
-            lines.append(f"{info['estimator']} records no objective history (`objective_history_`).")
+            lines.append(
+                f"{info['estimator']} records no objective history (`objective_history_`)."
+            )
         lines.append("")
         if "regions" in images:
-            lines.append(f"![Decision regions of the model of fold {where}]({images['regions'].name})")
+            lines.append(
+                f"![Decision regions of the model of fold {where}]({images['regions'].name})"
+            )
         else:
             lines.append("Decision regions are drawn for two-feature dense data only.")
     return lines

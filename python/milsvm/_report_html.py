@@ -42,7 +42,7 @@ def markdown_html(lines, directory):
             end = k + 1
             while end < len(lines) and not lines[end].startswith("```"):
                 end += 1
-            body.append("<pre>" + html.escape("\n".join(lines[k + 1:end])) + "</pre>")
+            body.append("<pre>" + html.escape("\n".join(lines[k + 1 : end])) + "</pre>")
             k = end + 1
             continue
         if line.startswith("|"):
@@ -55,8 +55,12 @@ def markdown_html(lines, directory):
             if any(rows[0]):  # the report's key-value table has an empty header row
                 out.append("<tr>" + "".join(f"<th>{_inline(c)}</th>" for c in rows[0]) + "</tr>")
             for row in rows[2:]:
-                cells = "".join(f"<td class=\"num\">{_inline(c)}</td>" if j < len(align) and align[j]
-                                else f"<td>{_inline(c)}</td>" for j, c in enumerate(row))
+                cells = "".join(
+                    f'<td class="num">{_inline(c)}</td>'
+                    if j < len(align) and align[j]
+                    else f"<td>{_inline(c)}</td>"
+                    for j, c in enumerate(row)
+                )
                 out.append(f"<tr>{cells}</tr>")
             body.append("\n".join(out + ["</table>"]))
             k = end
@@ -65,13 +69,17 @@ def markdown_html(lines, directory):
             end = k
             while end < len(lines) and lines[end].startswith("- "):
                 end += 1
-            body.append("<ul>" + "".join(f"<li>{_inline(item[2:])}</li>" for item in lines[k:end]) + "</ul>")
+            body.append(
+                "<ul>" + "".join(f"<li>{_inline(item[2:])}</li>" for item in lines[k:end]) + "</ul>"
+            )
             k = end
             continue
         image = re.fullmatch(r"!\[(.*)\]\((.+)\)", line)
         if image:
             data = base64.b64encode((Path(directory) / image.group(2)).read_bytes()).decode("ascii")
-            body.append(f'<img alt="{html.escape(image.group(1))}" src="data:image/png;base64,{data}">')
+            body.append(
+                f'<img alt="{html.escape(image.group(1))}" src="data:image/png;base64,{data}">'
+            )
         elif line.startswith("## "):
             body.append(f"<h2>{_inline(line[3:])}</h2>")
         elif line.startswith("# "):
@@ -79,6 +87,9 @@ def markdown_html(lines, directory):
         elif line.strip():
             body.append(f"<p>{_inline(line)}</p>")
         k += 1
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>milsvm cross-validation report</title><style>{_STYLE}</style></head><body>\n"
-            + "\n".join(body) + "\n</body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>milsvm cross-validation report</title><style>{_STYLE}</style></head><body>\n"
+        + "\n".join(body)
+        + "\n</body></html>\n"
+    )

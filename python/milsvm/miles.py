@@ -96,11 +96,34 @@ class MILES(ExpansionVectorsMixin, MILClassifier):
     _c_path = True
     _poolings = ("xv_max",)
     _progress_unit = "step"
-    _info_attrs = ("n_iter_", "converged_", "objective_", "n_selected_", "n_concepts_", "selected_", "gamma_")
-    _search_ranges = {"n_concepts": "None (every instance, the paper); 100 ... 2000 for large data sets"}
+    _info_attrs = (
+        "n_iter_",
+        "converged_",
+        "objective_",
+        "n_selected_",
+        "n_concepts_",
+        "selected_",
+        "gamma_",
+    )
+    _search_ranges = {
+        "n_concepts": "None (every instance, the paper); 100 ... 2000 for large data sets"
+    }
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", n_concepts=None, concept_init="kmeans", class_weight=None,
-                 inner_tol=1e-9, inner_max_iter=None, random_state=None, probability=False, n_jobs=None, verbose=0):
+    def __init__(
+        self,
+        C=1.0,
+        kernel="rbf",
+        gamma="scale",
+        n_concepts=None,
+        concept_init="kmeans",
+        class_weight=None,
+        inner_tol=1e-9,
+        inner_max_iter=None,
+        random_state=None,
+        probability=False,
+        n_jobs=None,
+        verbose=0,
+    ):
         self._store(locals())
 
     def _progress_total(self, params):
@@ -119,5 +142,7 @@ class MILES(ExpansionVectorsMixin, MILClassifier):
         }
 
     def _fit_summary(self):
-        return (f"{self.n_selected_} of {self.n_concepts_} concepts selected, {self.n_iter_} simplex "
-            f"pivots, LP objective {self.objective_}")
+        return (
+            f"{self.n_selected_} of {self.n_concepts_} concepts selected, {self.n_iter_} simplex "
+            f"pivots, LP objective {self.objective_}"
+        )

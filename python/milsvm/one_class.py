@@ -42,8 +42,15 @@ class OneClassMISVM(ExpansionVectorsMixin, MILClassifier):
         Add the per-bag max constraints (Figure 2).
     max_iter : int, default=20
         Cap on the activation rounds.
-{param("inner_tol", "probability", "n_jobs", "verbose",
-      inner_tol={"default": "1e-3", "none": " (the KKT tolerance of the SMO)"})}
+{
+        param(
+            "inner_tol",
+            "probability",
+            "n_jobs",
+            "verbose",
+            inner_tol={"default": "1e-3", "none": " (the KKT tolerance of the SMO)"},
+        )
+    }
 
     Attributes
     ----------
@@ -81,8 +88,18 @@ class OneClassMISVM(ExpansionVectorsMixin, MILClassifier):
     _objective_step = "round"
     _default_grid = {"nu": [0.1, 0.25, 0.5, 0.75], "gamma": ["0.1*scale", "scale", "10*scale"]}
 
-    def __init__(self, nu=0.5, kernel="rbf", gamma="scale", bag_constraints=True, max_iter=20, inner_tol=1e-3,
-                 probability=False, n_jobs=None, verbose=0):
+    def __init__(
+        self,
+        nu=0.5,
+        kernel="rbf",
+        gamma="scale",
+        bag_constraints=True,
+        max_iter=20,
+        inner_tol=1e-3,
+        probability=False,
+        n_jobs=None,
+        verbose=0,
+    ):
         self._store(locals())
 
     def fit(self, bags, y):

@@ -51,10 +51,21 @@ _PARAMS = f"""{param("C", "kernel", "gamma", "class_weight", kernel={"default": 
         positive bag), drawn from ``random_state``; the run whose final objective is lowest gives
         the model. Each restart costs about one more fit; on the benchmarks (benches/RESULTS.md)
         5 restarts often found a lower objective and a better model.
-{param("inner_tol", "inner_max_iter", "random_state", "probability", "n_jobs", "verbose",
-       inner_tol={"default": "1e-3", "none": " (the KKT tolerance of the SMO solving each step)"},
-       inner_max_iter={"default": "None", "none": " (None: the solver's default; a "
-                       "``ConvergenceWarning`` when it is hit)"})}"""
+{
+    param(
+        "inner_tol",
+        "inner_max_iter",
+        "random_state",
+        "probability",
+        "n_jobs",
+        "verbose",
+        inner_tol={"default": "1e-3", "none": " (the KKT tolerance of the SMO solving each step)"},
+        inner_max_iter={
+            "default": "None",
+            "none": " (None: the solver's default; a ``ConvergenceWarning`` when it is hit)",
+        },
+    )
+}"""
 
 _ATTRS = f"""{attr("xv_", "coef_", "intercept_")}
     objective_history_ : ndarray
@@ -88,9 +99,23 @@ class _CCCPClassifier(ExpansionVectorsMixin, MILClassifier):
     _objective_step = "iteration"
     _objective_start = 0
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight=None, transductive_weight=1.0, max_iter=50,
-                 tol=1e-6, restarts=0, inner_tol=1e-3, inner_max_iter=None, random_state=None, probability=False,
-                 n_jobs=None, verbose=0):
+    def __init__(
+        self,
+        C=1.0,
+        kernel="rbf",
+        gamma="scale",
+        class_weight=None,
+        transductive_weight=1.0,
+        max_iter=50,
+        tol=1e-6,
+        restarts=0,
+        inner_tol=1e-3,
+        inner_max_iter=None,
+        random_state=None,
+        probability=False,
+        n_jobs=None,
+        verbose=0,
+    ):
         self._store(locals())
 
     def _progress_total(self, params):

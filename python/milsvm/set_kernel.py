@@ -33,9 +33,17 @@ class MIKernel(MILClassifier):
 {param("C", "kernel", "gamma", "class_weight", kernel={"default": "rbf"})}
     solver : {{"newton", "lbfgs"}}, default="newton"
         Solver of the squared-hinge problem; both reach the same optimum.
-{param("inner_tol", "inner_max_iter", "probability", "n_jobs", "verbose",
-       inner_tol={"default": "None", "none": "; None: 1e-10 for newton, 1e-8 for lbfgs"},
-       inner_max_iter={"default": "1000"})}
+{
+        param(
+            "inner_tol",
+            "inner_max_iter",
+            "probability",
+            "n_jobs",
+            "verbose",
+            inner_tol={"default": "None", "none": "; None: 1e-10 for newton, 1e-8 for lbfgs"},
+            inner_max_iter={"default": "1000"},
+        )
+    }
 
     Attributes
     ----------
@@ -64,8 +72,19 @@ class MIKernel(MILClassifier):
     _c_path = True
     _info_attrs = ("coef_", "intercept_", "support_", "n_xv_", "objective_", "n_iter_", "gamma_")
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight=None, solver="newton", inner_tol=None,
-                 inner_max_iter=1000, probability=False, n_jobs=None, verbose=0):
+    def __init__(
+        self,
+        C=1.0,
+        kernel="rbf",
+        gamma="scale",
+        class_weight=None,
+        solver="newton",
+        inner_tol=None,
+        inner_max_iter=1000,
+        probability=False,
+        n_jobs=None,
+        verbose=0,
+    ):
         self._store(locals())
 
     def _fitted(self, fit, bags, binary):
@@ -143,9 +162,22 @@ class ReducedSet(ExpansionVectorsMixin, MILClassifier):
     _search_ranges = {"n_xv": "5 ... 100 (the model's size: larger predicts more slowly)"}
     _info_attrs = ("n_iter_", "residual_history_", "dense_n_xv_", "gamma_")
 
-    def __init__(self, n_xv=10, C=1.0, gamma="scale", kernel="rbf", class_weight=None, inner_max_iter=100,
-                 n_restarts=5, inner_tol=1e-6, solver="newton", random_state=None, probability=False,
-                 n_jobs=None, verbose=0):
+    def __init__(
+        self,
+        n_xv=10,
+        C=1.0,
+        gamma="scale",
+        kernel="rbf",
+        class_weight=None,
+        inner_max_iter=100,
+        n_restarts=5,
+        inner_tol=1e-6,
+        solver="newton",
+        random_state=None,
+        probability=False,
+        n_jobs=None,
+        verbose=0,
+    ):
         self._store(locals())
 
     def _fitted(self, fit, bags, binary):

@@ -34,8 +34,14 @@ from ._values import (
 
 def _data_info(path, fmt, bags, y):
     """The ``data`` object of ``milsvm cv``'s JSON result."""
-    return {"path": path, "format": fmt, "n_bags": len(bags), "n_instances": int(bags.n_instances),
-            "n_features": int(bags.n_features), "classes": np.unique(y).tolist()}
+    return {
+        "path": path,
+        "format": fmt,
+        "n_bags": len(bags),
+        "n_instances": int(bags.n_instances),
+        "n_features": int(bags.n_features),
+        "classes": np.unique(y).tolist(),
+    }
 
 
 def cmd_demo(args, argv, console):
@@ -47,8 +53,19 @@ def cmd_demo(args, argv, console):
     params = {"n_xv": args.n_xv, "C": args.C, "random_state": args.seed}
     args.folds, args.repeats, args.inner_folds, args.scale = 10, 1, 3, True
     data_info = _data_info("MUSK1 (bundled)", "musk", bags, y)
-    return _run_cv(args, argv, console, cls=ESTIMATORS["SparseMI"], params=params, bags=bags, y=y, data_info=data_info,
-                   data_label="MUSK1 (bundled)", grid={}, show_auc=False)
+    return _run_cv(
+        args,
+        argv,
+        console,
+        cls=ESTIMATORS["SparseMI"],
+        params=params,
+        bags=bags,
+        y=y,
+        data_info=data_info,
+        data_label="MUSK1 (bundled)",
+        grid={},
+        show_auc=False,
+    )
 
 
 def cmd_models(args, argv, console):
@@ -77,13 +94,22 @@ def cmd_models(args, argv, console):
         if valid:
             print(textwrap.indent(textwrap.fill(f"valid: {valid}", 92), "      "))
         if param.name in search:
-            print(textwrap.indent(textwrap.fill(f"suggested search: {search[param.name]}", 92), "      "))
+            print(
+                textwrap.indent(
+                    textwrap.fill(f"suggested search: {search[param.name]}", 92), "      "
+                )
+            )
     grid = cls._grid_for({})
     searched = " and ".join(f"{k} in {_values_text(v)}" for k, v in grid.items())
     print()
-    print(textwrap.fill(f"--grid auto searches {searched}; k*scale is k times the 'scale' kernel width "
-                        "1 / (n_features * X.var()) of the data's instances (standardised unless --no-scale). "
-                        "gamma is left out with -p kernel=linear.", 96))
+    print(
+        textwrap.fill(
+            f"--grid auto searches {searched}; k*scale is k times the 'scale' kernel width "
+            "1 / (n_features * X.var()) of the data's instances (standardised unless --no-scale). "
+            "gamma is left out with -p kernel=linear.",
+            96,
+        )
+    )
     return 0
 
 
@@ -107,17 +133,25 @@ def _prepare(args):
     if both:
         if any(item.strip() == "auto" for item in items or []):
             searched = " and ".join(f"{k} in {_values_text(v)}" for k, v in grid.items())
-            raise UsageError(f"{', '.join(both)} given both by -p and by --grid auto, which searches {searched} "
-                             f"for {cls.__name__} (drop -p {both[0]}=..., or list the grid without 'auto')")
+            raise UsageError(
+                f"{', '.join(both)} given both by -p and by --grid auto, which searches {searched} "
+                f"for {cls.__name__} (drop -p {both[0]}=..., or list the grid without 'auto')"
+            )
         raise UsageError(f"{', '.join(both)} given both by -p and by --grid")
-    if "random_state" in cls().get_params() and "random_state" not in params and "random_state" not in grid:
+    if (
+        "random_state" in cls().get_params()
+        and "random_state" not in params
+        and "random_state" not in grid
+    ):
         params["random_state"] = args.seed
     check_values(cls, params, grid)
     return cls, params, grid
 
 
 def _has_class_weight_dict(params, grid):
-    return isinstance(params.get("class_weight"), dict) or any(isinstance(v, dict) for v in grid.get("class_weight", []))
+    return isinstance(params.get("class_weight"), dict) or any(
+        isinstance(v, dict) for v in grid.get("class_weight", [])
+    )
 
 
 def cmd_cv(args, argv, console):
@@ -129,8 +163,14 @@ def cmd_cv(args, argv, console):
     _check_writable(args.output, "--output")
     _check_writable(args.predictions, "--predictions")
     _check_report_dir(args.report)
-    raw, y, names, fmt, details = load_data(args.data, args.format, args.labels, group_by=args.group_by,
-                                            bag_by=args.bag_by, details=True)
+    raw, y, names, fmt, details = load_data(
+        args.data,
+        args.format,
+        args.labels,
+        group_by=args.group_by,
+        bag_by=args.bag_by,
+        details=True,
+    )
     if args.scoring == "roc_auc" and len(np.unique(y)) != 2:
         raise UsageError(f"--scoring roc_auc is for two classes; the data have {len(np.unique(y))}")
     groups, _, grouping = resolve_groups(args, details, y, console)
@@ -140,8 +180,22 @@ def cmd_cv(args, argv, console):
     if any(scale_multiple(v) is not None for v in grid.get("gamma", [])):
         grid = resolve_scale_multiples(grid, scale_width(bags, args.scale))
     data_info = _data_info(args.data, fmt, bags, y)
-    return _run_cv(args, argv, console, cls=cls, params=params, bags=bags, y=y, data_info=data_info,
-                   data_label=args.data, grid=grid, names=list(names), groups=groups, grouping=grouping, pooled=True)
+    return _run_cv(
+        args,
+        argv,
+        console,
+        cls=cls,
+        params=params,
+        bags=bags,
+        y=y,
+        data_info=data_info,
+        data_label=args.data,
+        grid=grid,
+        names=list(names),
+        groups=groups,
+        grouping=grouping,
+        pooled=True,
+    )
 
 
 def cmd_fit(args, argv, console):
@@ -153,23 +207,34 @@ def cmd_fit(args, argv, console):
     cls, params, _ = _prepare(args)
     check_group_column(args, UsageError)
     _check_writable(args.output, "--output")
-    bags, y, _, _ = load_data(args.data, args.format, args.labels, group_by=args.group_by, bag_by=args.bag_by)
+    bags, y, _, _ = load_data(
+        args.data, args.format, args.labels, group_by=args.group_by, bag_by=args.bag_by
+    )
     if _has_class_weight_dict(params, {}):  # the labels a class_weight dict names
         check_values(cls, params, {}, classes=np.unique(y))
     model = make_model(cls, params, args.scale)
     est = final_estimator(model)
-    if "verbose" in est.get_params() and "verbose" not in params and not args.quiet and sys.stderr.isatty():
+    if (
+        "verbose" in est.get_params()
+        and "verbose" not in params
+        and not args.quiet
+        and sys.stderr.isatty()
+    ):
         est.set_params(verbose=1)  # the estimator's own progress bar (iterations / temperatures)
     start = time.perf_counter()
     try:
         model.fit(bags, y)
     except Exception as exc:
-        raise CommandError(f"{_describe(cls.__name__, params)} failed: {' '.join(str(exc).split())}") from None
+        raise CommandError(
+            f"{_describe(cls.__name__, params)} failed: {' '.join(str(exc).split())}"
+        ) from None
     seconds = time.perf_counter() - start
     save(model, args.output)
     scaled = "standardised features" if args.scale else "raw features (--no-scale)"
-    print(f"fitted {_describe(cls.__name__, params)} on {len(y)} bags ({scaled}) in {seconds:.2f} s; "
-          f"training accuracy {100 * model.score(bags, y):.2f} %; saved to {args.output}")
+    print(
+        f"fitted {_describe(cls.__name__, params)} on {len(y)} bags ({scaled}) in {seconds:.2f} s; "
+        f"training accuracy {100 * model.score(bags, y):.2f} %; saved to {args.output}"
+    )
     return 0
 
 
@@ -185,17 +250,23 @@ def _instance_lines(model, bags, names, coords=None):
         bags = model[:-1].transform(bags)
     lines = []
     coords = [None] * len(names) if coords is None else coords
-    for name, scores, labels, where in zip(names, est.instance_decision_function(bags), est.predict_instances(bags),
-                                           coords):
+    for name, scores, labels, where in zip(
+        names, est.instance_decision_function(bags), est.predict_instances(bags), coords
+    ):
         if scores.ndim == 2:
             scores = scores[np.arange(len(scores)), np.searchsorted(est.classes_, labels)]
         if where is None:
-            lines.extend(f"{name}\t{p}\t{float(s)!r}\t{label}\n" for p, (s, label) in enumerate(zip(scores, labels)))
+            lines.extend(
+                f"{name}\t{p}\t{float(s)!r}\t{label}\n"
+                for p, (s, label) in enumerate(zip(scores, labels))
+            )
             continue
         xy = where.xy
         tags = [""] * len(xy) if where.slide is None else [f"\t{t}" for t in where.slide]
-        lines.extend(f"{name}\t{p}\t{float(s)!r}\t{label}\t{xy[p, 0]}\t{xy[p, 1]}{tags[p]}\n"
-                     for p, (s, label) in enumerate(zip(scores, labels)))
+        lines.extend(
+            f"{name}\t{p}\t{float(s)!r}\t{label}\t{xy[p, 0]}\t{xy[p, 1]}{tags[p]}\n"
+            for p, (s, label) in enumerate(zip(scores, labels))
+        )
     return "".join(lines)
 
 
@@ -206,7 +277,9 @@ def _load_model(path):
     try:
         return load(path)
     except (ValueError, KeyError, TypeError) as exc:
-        raise CommandError(f"{path}: not a milsvm model file ({' '.join(str(exc).split())})") from None
+        raise CommandError(
+            f"{path}: not a milsvm model file ({' '.join(str(exc).split())})"
+        ) from None
 
 
 def cmd_predict(args, argv, console):
@@ -226,13 +299,22 @@ def cmd_predict(args, argv, console):
             final_estimator(model).instance_decision_function  # noqa: B018 (its AttributeError says why)
         except AttributeError as exc:
             raise CommandError(f"--instances: {exc}") from None
-    bags, y, names, _, details = load_data(args.data, args.format, args.labels, need_labels=False,
-                                           group_by=args.group_by, bag_by=args.bag_by, details=True)
+    bags, y, names, _, details = load_data(
+        args.data,
+        args.format,
+        args.labels,
+        need_labels=False,
+        group_by=args.group_by,
+        bag_by=args.bag_by,
+        details=True,
+    )
     scores = np.asarray(model.decision_function(bags))
     labels = model.predict(bags)
     if scores.ndim == 2:  # multi-class: the score of the predicted class
         scores = scores[np.arange(len(scores)), np.searchsorted(model.classes_, labels)]
-    lines = "".join(f"{name}\t{float(s)!r}\t{label}\n" for name, s, label in zip(names, scores, labels))
+    lines = "".join(
+        f"{name}\t{float(s)!r}\t{label}\n" for name, s, label in zip(names, scores, labels)
+    )
     if args.instances:
         coords = details.coords if details is not None and details.has_coords() else None
         write_atomically(args.instances, _instance_lines(model, as_bags(bags), names, coords))
@@ -256,7 +338,23 @@ def cmd_heatmap(args, argv, console):
             raise UsageError(str(exc).replace("--report", option, 1)) from None
 
     def load_folder(path, fmt, labels, need_labels, details):
-        return load_data(path, fmt, labels, need_labels, group_by=args.group_by, bag_by=args.bag_by, details=details)
+        return load_data(
+            path,
+            fmt,
+            labels,
+            need_labels,
+            group_by=args.group_by,
+            bag_by=args.bag_by,
+            details=details,
+        )
 
-    return run(args, argv, console, load_data=load_folder, load_model=_load_model, check_dir=check_dir,
-               command_error=CommandError, usage_error=UsageError)
+    return run(
+        args,
+        argv,
+        console,
+        load_data=load_folder,
+        load_model=_load_model,
+        check_dir=check_dir,
+        command_error=CommandError,
+        usage_error=UsageError,
+    )

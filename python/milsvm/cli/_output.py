@@ -18,10 +18,14 @@ def _check_writable(path, option):
         return
     parent = Path(path).resolve().parent
     if not parent.is_dir():
-        raise CommandError(f"{option}: cannot write {str(path)!r}: directory {str(parent)!r} does not exist")
+        raise CommandError(
+            f"{option}: cannot write {str(path)!r}: directory {str(parent)!r} does not exist"
+        )
     if Path(path).is_dir():
         raise CommandError(f"{option}: {str(path)!r} is a directory")
-    if not os.access(parent, os.W_OK | os.X_OK) or (Path(path).exists() and not os.access(path, os.W_OK)):
+    if not os.access(parent, os.W_OK | os.X_OK) or (
+        Path(path).exists() and not os.access(path, os.W_OK)
+    ):
         raise CommandError(f"{option}: cannot write {str(path)!r}: permission denied")
 
 
@@ -53,7 +57,14 @@ class _Console:
             except ImportError:  # pragma: no cover - tqdm is a dependency
                 bar = None
             else:
-                bar = tqdm(total=total, desc=desc, unit="fit", file=sys.stderr, leave=False, dynamic_ncols=True)
+                bar = tqdm(
+                    total=total,
+                    desc=desc,
+                    unit="fit",
+                    file=sys.stderr,
+                    leave=False,
+                    dynamic_ncols=True,
+                )
         try:
             yield (bar.update if bar is not None else None)
         finally:
