@@ -9,7 +9,8 @@ __all__ = ["param", "attr", "SEARCH_RANGES", "VALID_VALUES"]
 #: a class may add or override entries in ``_search_ranges``), shown by ``milsvm models NAME``.
 SEARCH_RANGES = {
     "C": "0.1 ... 1000, log-spaced (e.g. --grid C=0.1,1,10,100,1000)",
-    "gamma": "0.1*scale ... 10*scale, log-spaced (--grid gamma=0.1*scale,scale,10*scale), or median",
+    "gamma": "0.1*scale ... 10*scale, log-spaced (--grid gamma=0.1*scale,scale,10*scale), "
+    "or median",
     "kernel": "rbf; linear for high-dimensional (e.g. sparse text) features",
     "class_weight": "None, or balanced when the classes have very different sizes",
     "nu": "0.05 ... 0.8 (e.g. --grid nu=0.1,0.25,0.5,0.75)",
@@ -89,7 +90,10 @@ def _indent(text):
 def param(*names, **formats):
     """The shared descriptions of ``names``, each formatted with ``formats`` (``default``,
     ``none``), for a ``Parameters`` section."""
-    return "\n".join(_indent(_PARAMS[n].format(**{"default": "", "none": "", **formats.get(n, {})})) for n in names)
+    return "\n".join(
+        _indent(_PARAMS[n].format(**{"default": "", "none": "", **formats.get(n, {})}))
+        for n in names
+    )
 
 
 def attr(*names):
@@ -98,7 +102,16 @@ def attr(*names):
 
 
 #: The shared parameters of the estimators fitted by one SMO solve (NSK, sMIL, SIL, STK).
-SMO_PARAMS = param("class_weight", "inner_tol", "inner_max_iter", "probability", "n_jobs", "verbose",
-                   inner_tol={"default": "1e-3"},
-                   inner_max_iter={"default": "None", "none": " (None: the solver's default; a "
-                                   "``ConvergenceWarning`` when it is hit)"})
+SMO_PARAMS = param(
+    "class_weight",
+    "inner_tol",
+    "inner_max_iter",
+    "probability",
+    "n_jobs",
+    "verbose",
+    inner_tol={"default": "1e-3"},
+    inner_max_iter={
+        "default": "None",
+        "none": " (None: the solver's default; a ``ConvergenceWarning`` when it is hit)",
+    },
+)
