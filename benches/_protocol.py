@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-# The benchmark data: shared/data beside the repository (see its README for the formats).
-DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
-if not DEFAULT_DATA.exists():
-    DEFAULT_DATA = Path("/work/shared/data")
+from _common import data_dir
+
+# The benchmark data (the driver's --data, $MILSVM_DATA or shared/data beside the repository).
+DEFAULT_DATA = data_dir()
 
 
 def load_mill_dense(path):
