@@ -39,6 +39,12 @@ def data_dir() -> Path:
     return Path(given).expanduser().resolve() if given else REPO.parent / "shared" / "data"
 
 
+def sibling_python(venv: str, env: str) -> str:
+    """The Python of a peer's virtual environment: ``$<env>`` when set, else ``<venv>/bin/python``
+    beside the repository (peers never share milsvm's environment)."""
+    return os.environ.get(env) or str(REPO.parent / venv / "bin" / "python")
+
+
 def commit() -> str:
     """The repository's commit (short hash, ``+`` when the work tree differs), or ``unknown``."""
     try:

@@ -1,4 +1,4 @@
-"""The data loading and evaluation protocol shared by reproduce_fu_table1.py and reproduce_fu_table2.py (Fu et al.
+"""The data loading and evaluation protocol shared by benches/papers.py fu-table1 and benches/papers.py fu-table2 (Fu et al.
 2013, section V-B): hyperparameters chosen by inner cross-validation on each training part,
 per-fold results tallied into per-seed accuracies, a resumable log of finished folds, and the
 printed comparison with the paper. Also what the other benches share: the data directory, the

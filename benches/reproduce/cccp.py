@@ -12,9 +12,9 @@ fits whose model came from a restart.
 
 Usage::
 
-    python benches/reproduce_cccp.py                      # every set
-    python benches/reproduce_cccp.py --datasets musk1 elephant
-    python benches/reproduce_cccp.py --quick              # 3 outer folds, MUSK1 only
+    python benches/papers.py cccp                      # every set
+    python benches/papers.py cccp --datasets musk1 elephant
+    python benches/papers.py cccp --quick              # 3 outer folds, MUSK1 only
 
 The papers' own numbers for these sets are not printed: neither paper's text (nor a table that
 quotes them) could be read from this project's sources or its search corpora (see

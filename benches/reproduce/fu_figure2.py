@@ -37,8 +37,8 @@ Because g(Z) is non-convex, success depends on the start. The script therefore a
 
 Run from the repository root (about 10 s; figures go to benches/out/, which is git-ignored):
 
-    python benches/synthetic_figures.py
-    python benches/synthetic_figures.py --no-sweep --out-dir /tmp/figs
+    python benches/papers.py fu-figure2
+    python benches/papers.py fu-figure2 --no-sweep --out-dir /tmp/figs
 """
 
 from __future__ import annotations

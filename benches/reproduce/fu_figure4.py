@@ -5,7 +5,7 @@ sparse input).
 
 Protocol: --splits stratified random 50/50 train/test splits (the paper: 10; default 1), fixed C
 and gamma (no CV; --C-musk1 etc.), dense features standardised on the training instances, TST1
-raw TF-IDF (see reproduce_fu_table2.py for why). For each split, SparseMI is fitted once with
+raw TF-IDF (see benches/papers.py fu-table2 for why). For each split, SparseMI is fitted once with
 max_iter = T (--T, default 50; tol = 0, random_state = the split seed): its objective_history_
 gives the cost at t = 0..T. The descent is deterministic, so a fit with max_iter = t is the prefix
 of that path: the test accuracy at t is taken from refits with max_iter = t on a coarse grid
@@ -19,10 +19,10 @@ axis, test accuracy dashed with markers on the right axis.
 
 Run (from the repository root):
 
-    python benches/fig4_curves.py                     # 1 split, T = 50, all three data sets
-    python benches/fig4_curves.py --splits 10         # as the paper
-    python benches/fig4_curves.py --quick             # T = 10, acc at 0 1 2 5 10 (smoke run)
-    python benches/fig4_curves.py --datasets musk1 tst1
+    python benches/papers.py fu-figure4                     # 1 split, T = 50, all three data sets
+    python benches/papers.py fu-figure4 --splits 10         # as the paper
+    python benches/papers.py fu-figure4 --quick             # T = 10, acc at 0 1 2 5 10 (smoke run)
+    python benches/papers.py fu-figure4 --datasets musk1 tst1
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Protocol (paper, section V-B; spec/ALGORITHMS.md section 2):
   * MUSK1 / MUSK2: 10-fold stratified CV over bags, repeated over --seeds split seeds (the paper:
     10 repetitions); the accuracy of one repetition is the fraction of all bags classified
     correctly across the 10 test folds.
-    COREL-10 / COREL-20 (/work/shared/data/corel/corel2000.data; COREL-10 = the bags of classes
+    COREL-10 / COREL-20 (corel/corel2000.data of the data folder; COREL-10 = the bags of classes
     0..9, 1000 bags; COREL-20 = all 2000 bags, 20 classes): one stratified random 50% train / 50%
     test split per seed (the paper: 10 splits); the accuracy of a repetition is the test accuracy.
     We print the mean and standard deviation over the seeds.
@@ -31,12 +31,12 @@ settings skips the folds already there, so a run of hours can be stopped and res
 
 Run (from the repository root):
 
-    python benches/reproduce_fu_table1.py --dataset musk1                    # milsvm backend
-    python benches/reproduce_fu_table1.py --dataset musk1 --backend numpy    # reference impl.
-    python benches/reproduce_fu_table1.py --dataset musk1 --backend numpy --quick
-    python benches/reproduce_fu_table1.py --dataset musk2 --seeds 10 --n-jobs 2
-    python benches/reproduce_fu_table1.py --dataset corel10 --seeds 10 --methods SparseMI RSVM RS MIKernel
-    python benches/reproduce_fu_table1.py --dataset corel20 --quick --n-xv 10 --C 10
+    python benches/papers.py fu-table1 --dataset musk1                    # milsvm backend
+    python benches/papers.py fu-table1 --dataset musk1 --backend numpy    # reference impl.
+    python benches/papers.py fu-table1 --dataset musk1 --backend numpy --quick
+    python benches/papers.py fu-table1 --dataset musk2 --seeds 10 --n-jobs 2
+    python benches/papers.py fu-table1 --dataset corel10 --seeds 10 --methods SparseMI RSVM RS MIKernel
+    python benches/papers.py fu-table1 --dataset corel20 --quick --n-xv 10 --C 10
 
 --methods: any of SparseMI RSVM RS MIKernel (default SparseMI RSVM; RS and MIKernel need a milsvm
 that has milsvm.ReducedSet / milsvm.MIKernel, and are skipped with a message otherwise; the numpy

@@ -11,7 +11,7 @@ experiment setup", i.e. section V-B for the sets other than MUSK):
   * C and gamma chosen by 3-fold stratified CV on the training part, for each method separately,
     from C in {0.1, 1, 10, 100} x gamma in {0.25, 1, 4} x gamma_0 (--C-grid, --gamma-grid), where
     gamma_0 = 1 / (d * var(X_train)) is scikit-learn's "scale" over the training instances (it
-    equals 1/d for standardised data, the unit of reproduce_fu_table1.py; on raw TST1 it is about
+    equals 1/d for standardised data, the unit of benches/papers.py fu-table1; on raw TST1 it is about
     11, i.e. about 1 / mean ||x||^2). Ties go to the first grid point.
   * SparseMI: N_xv = 10 XVs, each a combination of Q = 100 basis vectors drawn at random from the
     training instances, random initial coefficients (section IV-E; `n_basis=100`), s_max = 10,
@@ -42,9 +42,9 @@ settings skips the folds already there, so a run of hours can be stopped and res
 
 Run (from the repository root):
 
-    python benches/reproduce_fu_table2.py --dataset tst1 --quick          # smoke run
-    python benches/reproduce_fu_table2.py --dataset tst1 --seeds 10 --methods SparseMI RSVM RS MIKernel
-    python benches/reproduce_fu_table2.py --dataset tst2 --seeds 10 --methods SparseMI RSVM RS MIKernel
+    python benches/papers.py fu-table2 --dataset tst1 --quick          # smoke run
+    python benches/papers.py fu-table2 --dataset tst1 --seeds 10 --methods SparseMI RSVM RS MIKernel
+    python benches/papers.py fu-table2 --dataset tst2 --seeds 10 --methods SparseMI RSVM RS MIKernel
 
 --quick: one seed, fixed C (--C) and gamma (--gamma-scale x gamma_0), no inner CV.
 Outer splits run in parallel with joblib (--n-jobs, default: all cores; each worker gets 1 BLAS

@@ -23,8 +23,8 @@ The paper's claims (its Figure 1 is a plot only; no numbers are given):
 
 Run (from the repository root):
 
-    /work/venv/bin/python benches/fig1_annealing_toy.py --runs 10
-    /work/venv/bin/python benches/fig1_annealing_toy.py --runs 30
+    python benches/papers.py gc-figure1 --runs 10
+    python benches/papers.py gc-figure1 --runs 30
 
 Output: benches/results/fig1_annealing_toy.txt (the table, also printed) and
 benches/results/fig1_annealing_toy.png (bag error and instance error vs f, one line per method).

@@ -48,14 +48,14 @@ cheap methods only (say what was skipped).
 
 Run (from the repository root):
 
-    /work/venv/bin/python benches/reproduce_gc_table2.py --estimate --methods ALP --estimate-timeout 150
-    /work/venv/bin/python benches/reproduce_gc_table2.py --datasets musk1 --log benches/results/gc_table2_folds.jsonl
-    /work/venv/bin/python benches/reproduce_gc_table2.py --datasets elephant --methods MI-SVM AW0 mi-SVM AL0 AL \\
+    python benches/papers.py gc-table2 --estimate --methods ALP --estimate-timeout 150
+    python benches/papers.py gc-table2 --datasets musk1 --log benches/results/gc_table2_folds.jsonl
+    python benches/papers.py gc-table2 --datasets elephant --methods MI-SVM AW0 mi-SVM AL0 AL \\
         --log benches/results/gc_table2_folds.jsonl
-    /work/venv/bin/python benches/reproduce_gc_table2.py --datasets musk1 --selection inner --log ...
+    python benches/papers.py gc-table2 --datasets musk1 --selection inner --log ...
     # the paper's Table 2 grid; report with sigma_emp first so that ties prefer it
-    /work/venv/bin/python benches/reproduce_gc_table2.py --sigma-factors 0.5 1 2 --datasets musk1 --log LOG
-    /work/venv/bin/python benches/reproduce_gc_table2.py --report-only --sigma-factors 1 0.5 2 --log LOG
+    python benches/papers.py gc-table2 --sigma-factors 0.5 1 2 --datasets musk1 --log LOG
+    python benches/papers.py gc-table2 --report-only --sigma-factors 1 0.5 2 --log LOG
 
 Output: per data set and method our CV error (%), the selected grid point, p_hat, the paper's
 number, the difference, and whether ALP <= AL (both AL columns); printed and written to
@@ -123,7 +123,7 @@ def normalised_point_key(pk):
 
 
 def median_gamma(bags):
-    """milsvm's gamma="median" (src/params.rs, Gamma::Median) in numpy: 1 / (2 sigma^2), sigma the
+    """milsvm's gamma="median" (src/params/kernel_choice.rs, Gamma::Median) in numpy: 1 / (2 sigma^2), sigma the
     median Euclidean distance over pairs i < j of at most 2000 evenly spaced training instances
     (rows i * n // m of the stacked bags), distances from the Gram matrix; 1 when sigma is 0."""
     X = np.vstack(bags).astype(np.float64)

@@ -2,7 +2,7 @@
 cross-validation, accuracy and AUC, printed beside the published numbers.
 
 Protocol (the one Fu et al. 2013 used for their MILES column, section V-B of
-/work/shared/papers/002; close to the paper's own, which chose its lambda and sigma by
+../shared/papers/002; close to the paper's own, which chose its lambda and sigma by
 cross-validation on the training part): StratifiedKFold(10, shuffle=True, random_state=seed) over
 the bags for each seed of --seeds; each training part's bags standardised with the mean / std of
 its instances (``_protocol.standardise``) and the test part with the same; every training
@@ -17,16 +17,16 @@ The paper's (lambda, mu) and this C: ``C = 1 / lambda`` with class weights (mu, 
 (the paper's MUSK setting) is ``C = 0.5 / lambda`` with no class weights, which is what runs
 here. The paper's grid, lambda in 0.1 ... 0.6, is C in 0.83 ... 5 in these units.
 
-Published numbers: Fu et al. 2013 (TNNLS, Table I; /work/shared/papers/002, also 000 Table 1)
+Published numbers: Fu et al. 2013 (TNNLS, Table I; ../shared/papers/002, also 000 Table 1)
 ran MILES with this protocol: MUSK1 85.73 +- 1.05 %, MUSK2 87.64 +- 1.23 % (10 repeats), 40.8
 and 42.5 selected concepts. Chen et al. 2006's own drug-activity table gives MUSK1 86.3 % and
 MUSK2 87.7 % (as recalled: the paper's text could not be retrieved from the sources available
 here, so these two figures are not re-read). No source here reports MILES on Elephant (nor on
-Fox and Tiger, which are not in /work/shared/data).
+Fox and Tiger, which are not in the data folder).
 
 Run (from the repository root; about 10-20 minutes on two shared cores):
 
-    python benches/reproduce_miles.py --seeds 0 1 2
+    python benches/papers.py miles --seeds 0 1 2
 
 Output: printed and written to benches/results/miles.txt, the folds to
 benches/results/miles_folds.jsonl.

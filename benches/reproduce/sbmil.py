@@ -10,11 +10,11 @@ kernel. On each training part (C, eta) is chosen by a 3-fold inner StratifiedKFo
 --C-grid x --eta-grid by accuracy (ties: the first in grid order; sMIL: C only), then the model is
 fitted on the whole training part and scored on the test part. AUC from the bag scores
 (decision_function) of each test part: the mean and standard deviation over the folds, and the
-pooled out-of-fold AUC. n_jobs=1 (two cores shared with other sessions), so times are
+pooled out-of-fold AUC. n_jobs=1 (two cores shared with other jobs), so times are
 single-thread and indicative only.
 
 Published numbers: the text of Bunescu & Mooney (ICML 2007) was not available to us (not in
-/work/shared/papers; not found by the search tool), so none of its numbers is printed. The
+../shared/papers; not found by the search tool), so none of its numbers is printed. The
 ``sawmil`` package's documentation (0.2.1: README, docs/, example.ipynb) reports no sAwMIL number
 on any of these sets: its MUSK example (OpenML "musk", i.e. MUSK2, one 70/30 split) reports the
 Matthews correlation of NSK (0.556) and sMIL (0.504) with a linear + RBF sum kernel that milsvm
@@ -23,7 +23,7 @@ methods) is in RESULTS.md ("SIL and STK", the same outer folds).
 
 Run (from the repository root), one data set at a time:
 
-    python benches/reproduce_sbmil.py --datasets MUSK1 --out benches/results/sbmil_musk1.txt
+    python benches/papers.py sbmil --datasets MUSK1 --out benches/results/sbmil_musk1.txt
 
 Output: printed and written to --out.
 """

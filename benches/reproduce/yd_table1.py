@@ -51,10 +51,10 @@ data set and method, the accuracy of each seed and their mean.
 
 Run (from the repository root; OMP_NUM_THREADS=1):
 
-    nice -n 10 /work/venv-bench2/bin/python benches/reproduce_yd_table1.py --grid-step 4 --datasets musk1
-    nice -n 10 /work/venv-bench2/bin/python benches/reproduce_yd_table1.py --grid-step 4 --datasets tst1 \\
+    nice -n 10 python benches/papers.py yd-table1 --grid-step 4 --datasets musk1
+    nice -n 10 python benches/papers.py yd-table1 --grid-step 4 --datasets tst1 \\
         --methods SVMCC sMIL
-    nice -n 10 /work/venv-bench2/bin/python benches/reproduce_yd_table1.py --grid-step 4 --datasets elephant \\
+    nice -n 10 python benches/papers.py yd-table1 --grid-step 4 --datasets elephant \\
         --run-folds 3
 
 Every finished outer fold is appended to --log (JSON lines, default

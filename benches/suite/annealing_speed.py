@@ -1,5 +1,5 @@
 """Speed and memory of milsvm's annealing family (ALSVM, AWSVM, ALPSVM, miSVM, MISVM) against the
-do-it-yourself mi-SVM (a relabelling loop around sklearn.svm.SVC, benches/diy_misvm.py).
+do-it-yourself mi-SVM (a relabelling loop around sklearn.svm.SVC, benches/speed.py diy-misvm).
 
 Protocol:
   (a) MUSK2, 90% training part: StratifiedKFold(10, shuffle=True, random_state=0) over bags, the
@@ -33,10 +33,10 @@ Children run with OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=MKL_NUM_THREADS=1 (the ma
 
 Run (from the repository root):
 
-    /work/venv/bin/python benches/bench_annealing_speed.py                 # (a), (b), (c)
-    /work/venv/bin/python benches/bench_annealing_speed.py --parts a b
-    /work/venv/bin/python benches/bench_annealing_speed.py --parts a --n-jobs 2       # milsvm on 2 threads
-    /work/venv/bin/python benches/bench_annealing_speed.py --single ALSVM --gamma 0.0016   # one child
+    python benches/speed.py annealing                 # (a), (b), (c)
+    python benches/speed.py annealing --parts a b
+    python benches/speed.py annealing --parts a --n-jobs 2       # milsvm on 2 threads
+    python benches/speed.py annealing --single ALSVM --gamma 0.0016   # one child
 
 Output: printed and written to benches/results/annealing_speed.txt (--out).
 """
@@ -339,7 +339,7 @@ def main():
     import milsvm
 
     core = milsvm._core.__file__
-    out(f"bench_annealing_speed.py, milsvm {getattr(milsvm, '__version__', '?')} (_core built "
+    out(f"benches/speed.py annealing, milsvm {getattr(milsvm, '__version__', '?')} (_core built "
         f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(os.path.getmtime(core)))} UTC), "
         f"{time.strftime('%Y-%m-%d %H:%M:%S')}, {os.cpu_count()} cores, n_jobs = {args.n_jobs} in part (a), "
         f"1 elsewhere")

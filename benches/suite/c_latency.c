@@ -2,7 +2,7 @@
  * Latency of the C library (libmilsvm_c): nanoseconds per call of milsvm_score_bag_f64 on one
  * bag, with a warm thread, timed by clock_gettime(CLOCK_MONOTONIC); and the heap allocations per
  * call, counted by interposing malloc and its relatives (every allocation of the process goes
- * through the definitions below). Driven by benches/c_latency.py.
+ * through the definitions below). Driven by benches/serving.py c.
  *
  *   c_latency MODEL BAG_F64 N_FEATURES CALLS REPEATS
  *

@@ -3,14 +3,14 @@
 1. ``cargo bench --bench serve`` (criterion) times ``Predictor::score_bag`` on the bag for a
    10-XV SparseMI model and the MI-Kernel model, and writes both models and the bag to a folder
    (``MILSVM_SERVE_EXPORT``);
-2. ``cargo build --release -p milsvm-capi`` builds ``libmilsvm_c``, and ``benches/c_latency.c``
+2. ``cargo build --release -p milsvm-capi`` builds ``libmilsvm_c``, and ``benches/suite/c_latency.c``
    is compiled against it;
 3. the C program times ``milsvm_score_bag_f64`` on the same bag and models (median of repeats of
    a timed loop, ``clock_gettime``) and counts the heap allocations per call.
 
 Prints a Markdown table: ns per bag from C and from Rust, their ratio, allocations per call.
 
-    python benches/c_latency.py [--calls 20000] [--repeats 31]
+    python benches/serving.py c [--calls 20000] [--repeats 31]
 """
 
 import argparse

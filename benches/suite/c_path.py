@@ -23,11 +23,11 @@ Estimators run with ``n_jobs=1``. NumPy runs in the timed code (scaling, scoring
 without the machine's OpenBLAS overrides:
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/time -v \\
-        python benches/bench_c_path.py > benches/results/c_path.txt
+        python benches/speed.py c-path > benches/results/c_path.txt
 
-SIL and STK (their paths came later, session 34) were run apart:
+SIL and STK were run apart:
 
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/time -v python benches/bench_c_path.py \\
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/time -v python benches/speed.py c-path \\
         --estimators SIL STK --datasets musk1 elephant > benches/results/c_path_sil_stk.txt
 """
 

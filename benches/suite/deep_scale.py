@@ -5,12 +5,12 @@ test AUC, peak RSS beside the data's own size).
 Three steps, each a subcommand:
 
     # 1. the data: training bags (X.npy, sizes.npy, y.npy) and test bags of the same draw
-    python benches/bench_deep_scale.py make --dir /tmp/deep1m --n-bags 1000 --test-bags 200 \
+    python benches/scale.py deep make --dir /tmp/deep1m --n-bags 1000 --test-bags 200 \
         --mean-bag-size 1000 --n-features 512
     # 2. one fit (what the driver runs under /usr/bin/time -v)
-    python benches/bench_deep_scale.py fit --dir /tmp/deep1m --method MISVM-linear
+    python benches/scale.py deep fit --dir /tmp/deep1m --method MISVM-linear
     # 3. the driver: every method in its own process, one at a time, a table
-    python benches/bench_deep_scale.py run --dir /tmp/deep1m --methods MISVM-linear miSVM-linear \
+    python benches/scale.py deep run --dir /tmp/deep1m --methods MISVM-linear miSVM-linear \
         ALSVM-linear SparseMI DIY --out benches/results/deep_scale_1m.txt
 
 The bags are ``milsvm.datasets.make_embedding_bags(n_bags + test_bags, ...)`` (seed 0, defaults

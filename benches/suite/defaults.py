@@ -7,7 +7,7 @@ features): ``make_embedding_bags(548, mean_bag_size=19, n_features=38, dtype=flo
 (seed 0), standardised as ``milsvm cv`` does. ``--data musk2`` uses MUSK2 instead (102 bags,
 6,598 instances, 166 features).
 
-    python benches/bench_defaults.py [--data synthetic|musk2] [--timeout 300] \
+    python benches/scale.py defaults [--data synthetic|musk2] [--timeout 300] \
         [--out benches/results/defaults.txt]
 
 The aim: no default fit takes more than about 30 s here.

@@ -9,12 +9,12 @@ Algorithm (DIYmiSVM.fit):
     of largest score positive; stop when no label changes;
   * bag score = max instance score; predict = classes_[1] where the bag score > 0.
 
-It is the baseline of benches/bench_annealing_speed.py (import DIYmiSVM from here). Run on its
+It is the baseline of benches/speed.py annealing (import DIYmiSVM from here). Run on its
 own, it fits MUSK1 once (features standardised, gamma = "median" of milsvm resolved by the caller
 or by --gamma) as a smoke test:
 
-    /work/venv/bin/python benches/diy_misvm.py                 # MUSK1, C=10, gamma from milsvm
-    /work/venv/bin/python benches/diy_misvm.py --gamma 0.0015
+    python benches/speed.py diy-misvm                 # MUSK1, C=10, gamma from milsvm
+    python benches/speed.py diy-misvm --gamma 0.0015
 
 Output: printed only (iterations, training accuracy, seconds).
 """

@@ -3,7 +3,7 @@ float64 bags read in place"): linear MISVM on 200 bags of 1,000 x 512 float64 in
 (781 MiB, generated in place, without temporaries), one positive witness per positive bag.
 Run it under ``/usr/bin/time -v`` for the peak RSS::
 
-    /usr/bin/time -v python benches/bench_f64_rss.py
+    /usr/bin/time -v python benches/scale.py f64-rss
 
 A fit that copies the bags into the core peaks near twice the data; one that reads them in
 place near the data alone.

@@ -10,7 +10,7 @@ set) whose predicted label differs between the two runs.
 
 Usage::
 
-    python benches/bench_float32_cv.py --out benches/results/float32_cv.txt
+    python benches/studies.py float32 --out benches/results/float32_cv.txt
 """
 
 from __future__ import annotations

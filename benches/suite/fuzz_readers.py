@@ -2,8 +2,8 @@
 
 Usage::
 
-    PYTHONPATH=python nice -n 10 python benches/fuzz_readers.py --seconds 150
-    python benches/fuzz_readers.py --targets mill,model --seconds 30 --seed 1
+    PYTHONPATH=python nice -n 10 python benches/serving.py fuzz --seconds 150
+    python benches/serving.py fuzz --targets mill,model --seconds 30 --seed 1
 
 For every target the fuzzer starts from *seeds* (small slices of the real benchmark files in
 ``shared/data/``, or model files saved by fitted estimators), applies 1-4 structure-aware
@@ -1132,7 +1132,7 @@ def main(argv=None):
         targets.remove("csv")
 
     lines = [
-        "command: " + " ".join(["python", "benches/fuzz_readers.py", *(argv or sys.argv[1:])]),
+        "command: " + " ".join(["python", "benches/serving.py", "fuzz", *(argv or sys.argv[1:])]),
         f"started: {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}",
         f"milsvm: {milsvm.__version__} from {Path(milsvm.__file__).parent}; "
         f"numpy {np.__version__}; scipy {__import__('scipy').__version__}; "

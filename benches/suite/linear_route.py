@@ -8,7 +8,7 @@ synthetic embedding bags, the test AUC on 100 held-out bags of the same draw
 (``make_embedding_bags``, seed 0, default separation).
 The kernel route is skipped above ``--kernel-max`` instances (its cost grows as n^2).
 
-    python benches/bench_linear_route.py [--sizes 20000 100000] [--kernel-max 20000]
+    python benches/speed.py linear-route [--sizes 20000 100000] [--kernel-max 20000]
         [--out benches/results/linear_route.txt]
 
 Run it alone (it holds the data in float64: 100k x 512 is 0.4 GB) and under

@@ -5,7 +5,7 @@ part of each benchmark set (10-fold stratified over bags, seed 0), standardised 
 ``n_jobs=1``; printed: fit seconds, accuracy on that fold's test part, the last objective.
 ``--inner-tol`` sets the kernel route's tolerance (default: the estimator's, 1e-3).
 
-    python benches/linear_route_standardised.py [--sets musk1 elephant musk2 tst1 tst2]
+    python benches/speed.py linear-standardised [--sets musk1 elephant musk2 tst1 tst2]
         [--methods MISVM miSVM ALSVM] [--raw] [--inner-tol 1e-5]
 
 benches/RESULTS.md, "The linear route on standardised sparse text".

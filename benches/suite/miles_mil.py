@@ -2,8 +2,9 @@
 mapping plus scikit-learn's ``LinearSVC(penalty="l1")``), on the same folds: training time, peak
 RSS and test AUC.
 
-Each side runs in its own process under ``/usr/bin/time -v`` (``benches/miles_mil_worker.py``):
-mil in its own virtual environment (--mil-python, default /work/venv-mil/bin/python; mil is
+Each side runs in its own process under ``/usr/bin/time -v`` (``benches/suite/miles_mil_worker.py``):
+mil in its own virtual environment (--mil-python, default $MILSVM_MIL_PYTHON, else
+../venv-mil/bin/python beside the repository; mil is
 never a dependency of milsvm), milsvm in this one, once on one thread and once on two. Folds:
 StratifiedKFold(10, shuffle=True, random_state=0) over the 102 bags; per fold the training bags
 standardised, gamma = 1 / (d Var[X_train]) on both sides (mil's sigma2 = 1 / gamma),
@@ -19,7 +20,7 @@ OPENBLAS_L2_SIZE for this command.
 
 Run (from the repository root):
 
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benches/bench_miles_mil.py
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benches/peers.py miles-mil
 
 Output: printed and written to benches/results/miles_vs_mil.txt (raw JSON of each side beside it).
 """
@@ -39,7 +40,7 @@ from sklearn.model_selection import StratifiedKFold
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _common import RESULTS  # noqa: E402
+from _common import RESULTS, sibling_python  # noqa: E402
 from _protocol import DEFAULT_DATA, Report, load_mill_dense  # noqa: E402
 
 
@@ -59,7 +60,7 @@ def run_side(python, impl, args, n_jobs, outdir):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA / "musk2" / "musk2.data")
-    ap.add_argument("--mil-python", default="/work/venv-mil/bin/python")
+    ap.add_argument("--mil-python", default=sibling_python("venv-mil", "MILSVM_MIL_PYTHON"))
     ap.add_argument("--gamma-scale", type=float, default=1.0)
     ap.add_argument("--Cs", type=float, nargs="+", default=[0.1, 1.0, 10.0])
     ap.add_argument("--folds", type=int, default=10)

@@ -1,4 +1,4 @@
-"""One side of ``bench_miles_mil.py``, run in its own process (and virtual environment) under
+"""One side of ``benches/peers.py miles-mil``, run in its own process (and virtual environment) under
 ``/usr/bin/time -v``: MILES on MUSK2 over given folds, either by milsvm or by the ``mil`` package's
 pipeline (PyPI ``mil`` 1.0.5: ``mil.bag_representation.MILESMapping`` plus scikit-learn's
 ``LinearSVC(penalty="l1", dual=False, class_weight="balanced", max_iter=10000)``, the classifier

@@ -14,7 +14,7 @@ The LP objectives of the simplex and HiGHS are compared (largest relative differ
 
 Run (from the repository root):
 
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benches/bench_miles_solver.py
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benches/speed.py miles-solver
 
 Output: printed and written to benches/results/miles_solver.txt.
 """

@@ -26,7 +26,7 @@ seconds (default 300).
 
 Run (from the repository root):
 
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /work/venv/bin/python benches/bench_nsk_musk2.py
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benches/speed.py nsk
 
 Output: printed and written to benches/results/nsk_musk2.txt (--out).
 """

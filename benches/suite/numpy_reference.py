@@ -1,8 +1,8 @@
 """Plain NumPy/SciPy reference implementation of SparseMI (Fu et al. 2011/2013).
 
 Binary labels, dense instances, Gaussian kernel k(x, z) = exp(-gamma ||x - z||^2).
-It is the speed baseline of ``bench_speed.py`` and the accuracy cross-check of
-``reproduce_fu_table1.py`` (``--backend numpy``); the formulas follow
+It is the speed baseline of ``benches/speed.py numpy`` and the accuracy cross-check of
+``benches/papers.py fu-table1`` (``--backend numpy``); the formulas follow
 ``spec/ALGORITHMS.md`` section 2:
 
     Q(beta, b; Z) = 1/2 beta^T (K_Z + 1e-8 I) beta + C sum_i max(0, 1 - y_i F_i)^2,
@@ -14,7 +14,7 @@ Instances are stacked: X (N x d) holds the instances of all bags, bag i being th
 
 Run the self-test (finite-difference gradient checks, Newton vs L-BFGS, monotone history):
 
-    python benches/numpy_reference.py --selftest
+    python benches/suite/numpy_reference.py --selftest
 
 Use from other scripts:
 

@@ -72,7 +72,7 @@ under the plain one-class SVM (violated constraints at the start), and any warni
 
 Run (from the repository root, PYTHONPATH=python; about 5 s, 25 s with the sweep, one core):
 
-    nice -n 10 python benches/one_class_synthetic.py --runs 30 --seed 0 --sweep \\
+    nice -n 10 python benches/studies.py one-class --runs 30 --seed 0 --sweep \\
         --out benches/results/one_class_synthetic.txt
 
 Output: the table to --out (printed too) and the box plot of per-run differences (two panels,

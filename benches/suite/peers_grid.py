@@ -9,7 +9,7 @@ random_state=--seed)`` over the bags, written with the inner folds to
 ``<work>/splits_<set>.json``, which every fold process reads. The data go to the peers as the
 very arrays milsvm's reader (``milsvm.datasets.load_mill``) returned, in ``<work>/<set>.npz``.
 
-One protocol for both sides (``benches/peers/runner.py``, the one file each side runs):
+One protocol for both sides (``benches/suite/peers/runner.py``, the one file each side runs):
 - the bags of each training part standardised with its instances' mean / std, the test part
   with the same (``_protocol.standardise``);
 - Gaussian kernel ``exp(-gamma ||x - x'||^2)`` on the instances (STK: on the bags' min/max
@@ -65,11 +65,12 @@ alike) and the row says so. ``--budget`` (seconds per implementation and pair, n
 default): once an implementation's fold processes have taken more, its later folds are not run
 and the pair is compared on the folds both sides finished (the rows say "[k/10 folds]").
 
-The peers live in their own venv (``--peer-python``, default ``/work/venv-peers/bin/python``);
-how to build it: ``benches/peers/README.md``. Run from the repository root with milsvm's venv:
+The peers live in their own venv (``--peer-python``, default ``$MILSVM_PEER_PYTHON``, else
+``../venv-peers/bin/python`` beside the repository);
+how to build it: ``benches/suite/peers/README.md``. Run from the repository root with milsvm's venv:
 
-    python benches/bench_peers.py --quick                       # smoke run: 2 folds, one C
-    python benches/bench_peers.py --sets MUSK1 Elephant --methods SIL STK NSK sMIL miSVM MISVM
+    python benches/peers.py grid --quick                       # smoke run: 2 folds, one C
+    python benches/peers.py grid --sets MUSK1 Elephant --methods SIL STK NSK sMIL miSVM MISVM
 
 Output: printed, and ``--out`` (default ``benches/results/peers``) + ``.txt`` / ``.json``.
 """
@@ -91,7 +92,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _common import RESULTS  # noqa: E402
+from _common import RESULTS, sibling_python  # noqa: E402
 from _protocol import DEFAULT_DATA, Report  # noqa: E402
 
 RUNNER = HERE / "peers" / "runner.py"
@@ -275,7 +276,7 @@ def main():
                     help="seconds per implementation and pair: once its fold processes have taken more, "
                          "its later folds are not run and the pair is compared on the folds both finished")
     ap.add_argument("--quick", action="store_true", help="smoke run: 2 folds, the first C and gamma only")
-    ap.add_argument("--peer-python", default="/work/venv-peers/bin/python")
+    ap.add_argument("--peer-python", default=sibling_python("venv-peers", "MILSVM_PEER_PYTHON"))
     ap.add_argument("--milsvm-python", default=sys.executable)
     ap.add_argument("--milsvm-c-path", action="store_true",
                     help="milsvm's inner grid the way milsvm cv runs it: the C values of each inner split as "

@@ -12,14 +12,14 @@ bag scores (decision_function) of each test part; reported as the mean and stand
 over the ten folds, with the pooled out-of-fold AUC beside it. n_jobs=1 (two cores shared with
 other benchmarks), so times are single-thread.
 
-Literature (only what /work/shared/papers holds): Gehler & Chapelle 2007 (004, section 5) report
+Literature (only what ../shared/papers holds): Gehler & Chapelle 2007 (004, section 5) report
 85.6 % on MUSK1 for "a SVM decision function obtained by ignoring the ambiguity of the pattern
 labels", i.e. SIL, as Ray & Craven 2005 found; no STK numbers and no SIL numbers for MUSK2 or
 Elephant are in our sources (Gaertner et al. 2002, where STK's are, is not among them).
 
 Run (from the repository root):
 
-    /work/venv-peers/bin/python benches/bench_peers_basic.py
+    ../venv-peers/bin/python benches/peers.py sil-stk
 
 Output: printed and written to benches/results/peers_basic.txt (--out).
 """
@@ -53,7 +53,7 @@ DATASETS = {
     "Elephant": DEFAULT_DATA / "elephant" / "elephant.data",
 }
 
-#: Accuracies (%) reported in the papers of /work/shared/papers, by (method, data set).
+#: Accuracies (%) reported in the papers of ../shared/papers, by (method, data set).
 LITERATURE = {("SIL", "MUSK1"): "85.6 (Gehler & Chapelle 2007, sec. 5)"}
 
 
@@ -128,7 +128,7 @@ def main():
         bags, y = load(DATASETS[name])
         for method in args.methods.split(","):
             r = evaluate(method, bags, y, grid)
-            lit = LITERATURE.get((method, name), "n/a in /work/shared/papers")
+            lit = LITERATURE.get((method, name), "n/a in ../shared/papers")
             Cs = ",".join(f"{c:g}" for c in r["Cs"])
             out(f"{name:9s} {method:6s} {r['acc']:6.1f} +- {r['acc_sd']:4.1f} {r['auc']:6.3f} +- {r['auc_sd']:5.3f} "
                 f"{r['auc_pooled']:10.3f} {r['seconds']:8.1f}  C=[{Cs}]; {lit}")

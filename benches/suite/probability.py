@@ -12,7 +12,7 @@ together: log-loss, and the Brier score (the mean over bags of the squared dista
 probability vector and the one-hot label; for two classes, twice scikit-learn's
 ``brier_score_loss``).
 
-    python benches/bench_probability.py [--sets musk1 musk2 elephant tst1 corel]
+    python benches/studies.py probability [--sets musk1 musk2 elephant tst1 corel]
         [--modes platt ensemble] [--out benches/results/probability.txt]
 """
 

@@ -17,7 +17,7 @@ Gaussian kernel. The formula both sides compute is
 Run from the repository root, with the machine's NumPy slow-down variables unset for this
 command only:
 
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benches/bench_serving.py
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benches/serving.py python
 
 Prints the BLAS in use (threadpoolctl), medians over many calls, and the ratios.
 """

@@ -6,8 +6,8 @@ the time it sent it. The latency is the difference (one machine clock, ``time.ti
 several delays, so that the signal lands in different phases of the fit (Gram rows, SMO
 iterations, probability updates).
 
-    python benches/bench_sigint.py                       # ALPSVM(C=10, gamma="median"), 8 delays
-    python benches/bench_sigint.py --estimator "NSK(C=10)" --delays 0.3 0.6 1.0
+    python benches/serving.py sigint                       # ALPSVM(C=10, gamma="median"), 8 delays
+    python benches/serving.py sigint --estimator "NSK(C=10)" --delays 0.3 0.6 1.0
 
 Output: one line per delay and the largest latency.
 """

@@ -19,8 +19,8 @@ Measures, on one synthetic CLAM folder (settings printed, all from the command l
 
 Usage::
 
-    python benches/slides.py                       # the defaults below
-    python benches/slides.py --cases 60 --seed 0 --out /tmp/slides-bench
+    python benches/scale.py slides                       # the defaults below
+    python benches/scale.py slides --cases 60 --seed 0 --out /tmp/slides-bench
 
 The CV runs go through ``milsvm.cli.main`` (the command a user runs) with ``-o`` JSON output.
 """

@@ -20,7 +20,7 @@ agreement of the training predictions, iterations.
 
 Run (from the repository root; NumPy's Gram with the machine's OpenBLAS variables unset):
 
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE nice -n 5 /work/venv/bin/python benches/bench_smo.py
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE nice -n 5 python benches/speed.py smo
 
 Output: printed and written to benches/results/smo_vs_libsvm.txt (--out).
 """

@@ -24,10 +24,10 @@
 
 Run (from the repository root):
 
-    python benches/bench_tst1_sparse.py                 # both parts
-    python benches/bench_tst1_sparse.py --skip-corel    # (a) only
-    python benches/bench_tst1_sparse.py --skip-tst1 --reps 3
-    python benches/bench_tst1_sparse.py --child sparse  # one child alone (prints one JSON line)
+    python benches/speed.py sparse                 # both parts
+    python benches/speed.py sparse --skip-corel    # (a) only
+    python benches/speed.py sparse --skip-tst1 --reps 3
+    python benches/speed.py sparse --child sparse  # one child alone (prints one JSON line)
 """
 
 from __future__ import annotations

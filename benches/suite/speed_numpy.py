@@ -1,4 +1,4 @@
-"""Speed of milsvm (Rust core) against the NumPy reference (numpy_reference.py), one run, one machine.
+"""Speed of milsvm (Rust core) against the NumPy reference (benches/suite/numpy_reference.py), one run, one machine.
 
 Three measurements, all on z-scored features (mean/std of all instances), fixed
 gamma = 1 / (d * var) = 1/166 after standardisation, C = 1:
@@ -16,9 +16,9 @@ gamma = 1 / (d * var) = 1/166 after standardisation, C = 1:
 
 Run (from the repository root):
 
-    python benches/bench_speed.py                  # both sides (needs the built milsvm package)
-    python benches/bench_speed.py --numpy-only     # NumPy side alone
-    python benches/bench_speed.py --threads 1      # n_jobs for milsvm, BLAS threads for NumPy
+    python benches/speed.py numpy                  # both sides (needs the built milsvm package)
+    python benches/speed.py numpy --numpy-only     # NumPy side alone
+    python benches/speed.py numpy --threads 1      # n_jobs for milsvm, BLAS threads for NumPy
 
 --threads (default: all cores) is passed to milsvm as n_jobs and also caps NumPy's BLAS threads
 (threadpoolctl), so both sides get the same number of cores; --numpy-threads overrides the NumPy

@@ -77,7 +77,7 @@ recorded run took 38 minutes wall and 75 minutes in tasks on two cores that othe
 (load average 4-11); a one-seed trial on a smaller grid took 2 minutes, so expect 15-20 minutes
 on two idle cores. ``--seeds 3`` or ``--train-bags 50 100`` make it shorter.
 
-    nice -n 10 python benches/witness_detection.py --out benches/results/witness_detection.txt
+    nice -n 10 python benches/studies.py witness --out benches/results/witness_detection.txt
 
 ``--quick`` (a few seconds): one seed, f = 0.3 and 50 training bags only, 100 digit test
 bags, no grid search (C = 1, nu = 0.5, gamma = 1 x the base width), one process; it writes a
@@ -439,7 +439,7 @@ def main(argv=None):
                   f"seed {r['seed']} {r['name']}: {status} ({r['task_s']:.1f} s)", flush=True)
     wall = time.perf_counter() - t0
 
-    lines = ["Witness detection: instance-level AUROC against known instance labels (benches/witness_detection.py;"
+    lines = ["Witness detection: instance-level AUROC against known instance labels (benches/studies.py witness;"
              " protocol in its docstring)",
              "command: python " + " ".join([str(Path(sys.argv[0]).as_posix())] + sys.argv[1:]) if argv is None
              else "command: (called from Python) " + " ".join(argv),

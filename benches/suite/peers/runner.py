@@ -1,7 +1,7 @@
 """One outer fold of the peer comparison, for one side: milsvm or a peer implementation.
 
-Run by ``benches/bench_peers.py`` in a subprocess (under ``/usr/bin/time -v``, for the peak
-RSS): milsvm's side with the milsvm venv's python, the peers' with ``/work/venv-peers``'s, so
+Run by ``benches/peers.py grid`` in a subprocess (under ``/usr/bin/time -v``, for the peak
+RSS): milsvm's side with the milsvm venv's python, the peers' with ``../venv-peers``'s, so
 that no peer is ever a dependency of milsvm. Both sides run this same file, so the protocol
 (the splits, the standardisation, the gamma rule, the inner-CV selection, the timing and the
 scoring) is one code path; only the estimator differs (``make_estimator``).
