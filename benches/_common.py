@@ -48,10 +48,20 @@ def sibling_python(venv: str, env: str) -> str:
 def commit() -> str:
     """The repository's commit (short hash, ``+`` when the work tree differs), or ``unknown``."""
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=REPO, capture_output=True, text=True, check=True).stdout
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+" if dirty.strip() else "")
@@ -95,16 +105,24 @@ def run_driver(description: str, benchmarks: dict[str, Benchmark], argv=None) ->
     listing = "\n".join(f"  {name:<22} {b.summary}" for name, b in benchmarks.items())
     prog = Path(sys.argv[0]).name
     parser = argparse.ArgumentParser(
-        prog=prog, description=description,
+        prog=prog,
+        description=description,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=f"benchmarks:\n{listing}\n\n`{prog} NAME --help` gives the options of NAME.")
-    parser.add_argument("--data", type=Path,
-                        help=f"the data folder (default: ${DATA_ENV}, else ../shared/data "
-                             "beside the repository)")
-    parser.add_argument("--smoke", action="store_true",
-                        help="run the smallest configuration of each benchmark that has one")
-    parser.add_argument("name", nargs="?", choices=sorted(benchmarks), metavar="NAME",
-                        help="the benchmark to run")
+        epilog=f"benchmarks:\n{listing}\n\n`{prog} NAME --help` gives the options of NAME.",
+    )
+    parser.add_argument(
+        "--data",
+        type=Path,
+        help=f"the data folder (default: ${DATA_ENV}, else ../shared/data beside the repository)",
+    )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="run the smallest configuration of each benchmark that has one",
+    )
+    parser.add_argument(
+        "name", nargs="?", choices=sorted(benchmarks), metavar="NAME", help="the benchmark to run"
+    )
     parser.add_argument("rest", nargs=argparse.REMAINDER, help="the options of NAME")
     args = parser.parse_args(argv)
     if args.data is not None:
@@ -124,10 +142,15 @@ def run_driver(description: str, benchmarks: dict[str, Benchmark], argv=None) ->
             sys.path.insert(0, str(folder))
     for name, rest in runs:
         if not any(flag in rest for flag in ("-h", "--help")):
-            import milsvm
-
-            print(f"# {prog} {name}: commit {commit()}, milsvm {milsvm.__version__}, "
-                  f"data {os.environ[DATA_ENV]}", flush=True)
+            try:
+                from milsvm import __version__ as version
+            except ImportError:  # a peer's environment runs the peer's side
+                version = "not installed"
+            print(
+                f"# {prog} {name}: commit {commit()}, milsvm {version}, "
+                f"data {os.environ[DATA_ENV]}",
+                flush=True,
+            )
         module = importlib.import_module(benchmarks[name].module)
         saved = sys.argv
         sys.argv = [f"{prog} {name}", *rest]
@@ -138,6 +161,9 @@ def run_driver(description: str, benchmarks: dict[str, Benchmark], argv=None) ->
             sys.argv = saved
         if isinstance(status, int) and status:  # some main()s return their results
             return status
-        print(f"# {prog} {name}: {seconds():.1f} s wall, peak RSS {peak_rss_mib():.0f} MiB "
-              f"(children {peak_rss_mib(children=True):.0f} MiB)", flush=True)
+        print(
+            f"# {prog} {name}: {seconds():.1f} s wall, peak RSS {peak_rss_mib():.0f} MiB "
+            f"(children {peak_rss_mib(children=True):.0f} MiB)",
+            flush=True,
+        )
     return 0

@@ -10,8 +10,11 @@ BENCHMARKS = {
     "fu-figure2": Benchmark("fu_figure2", "Fu et al. 2013, Fig. 2: SparseMI on 2-D synthetic sets"),
     "fu-figure4": Benchmark("fu_figure4", "Fu et al. 2013, Fig. 4: convergence curves"),
     "gc-table2": Benchmark("gc_table2", "Gehler & Chapelle 2007, Table 2: the annealing family"),
-    "gc-figure1": Benchmark("gc_figure1", "Gehler & Chapelle 2007, Figure 1: the 2-D toy",
-              smoke=('--runs', '1', '--out-prefix', '/tmp/milsvm-smoke-gc-figure1')),
+    "gc-figure1": Benchmark(
+        "gc_figure1",
+        "Gehler & Chapelle 2007, Figure 1: the 2-D toy",
+        smoke=("--runs", "1", "--out-prefix", "/tmp/milsvm-smoke-gc-figure1"),
+    ),
     "yd-table1": Benchmark("yd_table1", "Yang & Deng, Table 1: SVM-CC with NSK and sMIL"),
     "miles": Benchmark("miles", "MILES (Chen, Bi & Wang 2006) beside the published numbers"),
     "sbmil": Benchmark("sbmil", "sbMIL and sAwMIL with sMIL, 10-fold CV"),

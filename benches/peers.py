@@ -5,9 +5,17 @@ mil), each in its own virtual environment, on the same folds: fit time, peak RSS
 from _common import Benchmark, run_driver
 
 BENCHMARKS = {
-    "grid": Benchmark("peers_grid", "every method against its peers, fixed C or an inner grid over C"),
-    "sil-stk": Benchmark("peers_sil_stk", "SIL and STK accuracy and AUC beside the published numbers",
-              smoke=('--datasets', 'MUSK1', '--grid', '10', '--out', '/tmp/milsvm-smoke-sil-stk.txt')),
+    "grid": Benchmark(
+        "peers_grid", "every method against its peers, fixed C or an inner grid over C"
+    ),
+    "sil-stk": Benchmark(
+        "peers_sil_stk",
+        "SIL and STK accuracy and AUC beside the published numbers",
+        smoke=("--datasets", "MUSK1", "--grid", "10", "--out", "/tmp/milsvm-smoke-sil-stk.txt"),
+    ),
+    "sbmil-misvm": Benchmark(
+        "sbmil_misvm", "sbMIL's second-stage labels and scores against misvm's"
+    ),
     "miles-mil": Benchmark("miles_mil", "MILES on MUSK2 against the mil package's pipeline"),
 }
 

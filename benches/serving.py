@@ -8,8 +8,11 @@ BENCHMARKS = {
     "python": Benchmark("serving_python", "scoring a bag from Python against NumPy"),
     "c": Benchmark("c_latency", "one MUSK1 bag from C against the Rust Predictor"),
     "sigint": Benchmark("sigint", "how long a fit takes to stop after Ctrl-C"),
-    "fuzz": Benchmark("fuzz_readers", "fuzzing the MILL, MUSK, .mat, model and CSV readers",
-              smoke=('--targets', 'mill', '--seconds', '3', '--findings-dir', '/tmp/milsvm-smoke-fuzz')),
+    "fuzz": Benchmark(
+        "fuzz_readers",
+        "fuzzing the MILL, MUSK, .mat, model and CSV readers",
+        smoke=("--targets", "mill", "--seconds", "3", "--findings-dir", "/tmp/milsvm-smoke-fuzz"),
+    ),
 }
 
 if __name__ == "__main__":

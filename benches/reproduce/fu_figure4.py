@@ -37,10 +37,11 @@ import numpy as np
 from sklearn.model_selection import StratifiedShuffleSplit
 
 HERE = Path(__file__).resolve().parent
-OUT = BENCHES / "out"
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
 from _common import BENCHES  # noqa: E402
 from _protocol import DEFAULT_DATA  # noqa: E402
+
+OUT = BENCHES / "out"
 
 LABEL = {"musk1": "MUSK1", "corel20": "COREL-20", "tst1": "TST1"}
 

@@ -1,14 +1,15 @@
 """Peak memory of a fit on float64 bags (RESULTS.md, "Kernel rows from their transposes, and
 float64 bags read in place"): linear MISVM on 200 bags of 1,000 x 512 float64 instances
 (781 MiB, generated in place, without temporaries), one positive witness per positive bag.
-Run it under ``/usr/bin/time -v`` for the peak RSS::
+The driver prints the peak RSS at the end (or run it under ``/usr/bin/time -v``)::
 
-    /usr/bin/time -v python benches/scale.py f64-rss
+    python benches/scale.py f64-rss
 
 A fit that copies the bags into the core peaks near twice the data; one that reads them in
 place near the data alone.
 """
 
+import argparse
 import time
 
 import numpy as np
@@ -17,7 +18,12 @@ import milsvm
 
 
 def main():
-    n_bags, per, d = 200, 1000, 512
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bags", type=int, default=200, help="number of bags (default 200)")
+    ap.add_argument("--bag-size", type=int, default=1000, help="instances a bag (default 1000)")
+    ap.add_argument("--features", type=int, default=512, help="features (default 512)")
+    args = ap.parse_args()
+    n_bags, per, d = args.bags, args.bag_size, args.features
     X = np.random.default_rng(0).standard_normal((n_bags * per, d))
     y = np.arange(n_bags) % 2
     for i in np.flatnonzero(y):
