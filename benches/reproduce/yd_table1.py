@@ -36,7 +36,7 @@ logged under its own settings, the defaults reproduce the protocol above):
   * --lp-rule project | max | ref-max | ref-keep | ref-project (SVMCC only): project (default) and
     max = milsvm.SVMCC with that `lp_rule` (project: v kept while optimal, else projected onto the
     LP's optimal face; max: v on the best instance, milsvm's only rule before `lp_rule` existed);
-    ref-* fit benches/svmcc_lp_rules.py's Python reference (libsvm QP) with its rule max, keep or
+    ref-* fit svmcc_lp_rules.py's Python reference (beside this file) (libsvm QP) with its rule max, keep or
     project (see that file: the LP's optimum in v is not unique, the paper's linprog returned
     some point of the optimal face). Every library run records its rule as `cc_lp_rule` in the
     settings key (logs without it were written by the library before `lp_rule`, which used max);
