@@ -1,5 +1,5 @@
-"""The data loading and evaluation protocol shared by benches/papers.py fu-table1 and benches/papers.py fu-table2 (Fu et al.
-2013, section V-B): hyperparameters chosen by inner cross-validation on each training part,
+"""The data loading and evaluation protocol shared by the reproductions of Fu et al. 2013
+(``papers.py fu-table1`` and ``fu-table2``; section V-B of the paper): hyperparameters chosen by inner cross-validation on each training part,
 per-fold results tallied into per-seed accuracies, a resumable log of finished folds, and the
 printed comparison with the paper. Also what the other benches share: the data directory, the
 dense MILL parser, `standardise` (the bags on their training instances' mean / std) and `Report`

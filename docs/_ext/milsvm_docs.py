@@ -167,7 +167,7 @@ _LINK = re.compile(r"(?<!!)\[((?:[^\[\]]|\[[^\]]*\])*)\]\(([^)\s]+)\)")
 
 def results_page(repo: Path) -> str:
     """``benches/RESULTS.md`` for the benchmarks page: its title dropped (the page has its own),
-    links to raw outputs under ``benches/`` made download links (checked: a missing file fails
+    links to raw outputs under ``benches/results/`` made download links (checked: a missing file fails
     the build), links to other repository files written as their path (they are not pages of
     this site), links within the page and to the web kept."""
     source = repo / "benches" / "RESULTS.md"
@@ -183,9 +183,11 @@ def results_page(repo: Path) -> str:
         if target.startswith(("#", "http://", "https://", "mailto:")):
             return match.group(0)
         path = (source.parent / target.split("#")[0]).resolve()
-        if path.is_file() and repo in path.parents:
+        if path.is_file() and (source.parent / "results") in path.parents:
             return f"[{label}](path:../{path.relative_to(repo).as_posix()})"
         shown = path.relative_to(repo).as_posix() if repo in path.parents or path == repo else target
+        if label.strip("`") == target:  # the link's text is its target: show the repository path
+            return f"`{shown}`"
         return label if "`" in label else f"{label} (`{shown}`)"
 
     return _LINK.sub(link, text)
@@ -212,7 +214,7 @@ def bench_drivers(repo: Path) -> str:
             summary = " ".join(module.__doc__.split())
             rows = [f"| `python benches/{name}.py {key}` | {_cell(b.summary)} |"
                     for key, b in module.BENCHMARKS.items()]
-            parts.append(f"### `{name}.py`\n\n{summary}\n\n| command | what |\n|---|---|\n"
+            parts.append(f"## `{name}.py`\n\n{summary}\n\n| command | what |\n|---|---|\n"
                          + "\n".join(rows) + "\n")
         return "\n".join(parts)
     finally:
