@@ -136,6 +136,8 @@ def run_driver(description: str, benchmarks: dict[str, Benchmark], argv=None) ->
     else:
         parser.print_help()
         return 2
+    # before any import: a child's peak RSS counts the parent's pages at fork time
+    measured = commit()
     # the benchmark modules import _common, _protocol and their neighbours
     for folder in (BENCHES, BENCHES / "suite", BENCHES / "reproduce"):
         if str(folder) not in sys.path:
@@ -147,7 +149,7 @@ def run_driver(description: str, benchmarks: dict[str, Benchmark], argv=None) ->
             except ImportError:  # a peer's environment runs the peer's side
                 version = "not installed"
             print(
-                f"# {prog} {name}: commit {commit()}, milsvm {version}, "
+                f"# {prog} {name}: commit {measured}, milsvm {version}, "
                 f"data {os.environ[DATA_ENV]}",
                 flush=True,
             )
