@@ -5,7 +5,7 @@
 //! Run: `cargo bench --bench serve` (aim: under 1 us per bag for the 10-XV model). With
 //! `MILSVM_SERVE_EXPORT=DIR`, the two models and the bag are also written to `DIR`
 //! (`sparse_mi_10xv.json`, `mi_kernel.json`, `bag.f64`: 5 x 166 raw doubles), for the C
-//! library's timing of the same bag and models (`benches/c_latency.py`).
+//! library's timing of the same bag and models (`benches/serving.py c`).
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use milsvm::model::{BagView, Predictor, Workspace};

@@ -1,4 +1,4 @@
-"""Regression tests from fuzzing the file readers (``benches/fuzz_readers.py``), and a fast
+"""Regression tests from fuzzing the file readers (``benches/serving.py fuzz``), and a fast
 property test that the readers answer garbage with ``ValueError`` only.
 
 Every input here once made a reader crash the interpreter (segmentation fault), raise an

@@ -1,4 +1,4 @@
-"""Smoke test of ``benches/witness_detection.py --quick`` on two estimators (about a second):
+"""Smoke test of ``benches/studies.py witness --quick`` on two estimators (about a second):
 the script runs against the installed milsvm, and its tables hold a finite AUROC per setting."""
 
 import re
@@ -6,16 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benches" / "witness_detection.py"
+DRIVER = [str(Path(__file__).resolve().parents[1] / "benches" / "studies.py"), "witness"]
 
 
 def test_witness_detection_quick_runs():
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--estimators", "MISVM", "NSK"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = subprocess.run([sys.executable, *DRIVER, "--quick", "--estimators", "MISVM", "NSK"],
+                          capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "== toy, f = 0.3" in out and "== digits, 50 training bags" in out

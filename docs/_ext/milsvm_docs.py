@@ -14,7 +14,9 @@ Run by ``conf.py`` before Sphinx reads the sources; each writes one file under `
 - ``guide_toctree.md``: the guide's table of contents, every page of ``docs/guide/`` in it
   (``guide/index.md``);
 - ``results.md``: ``benches/RESULTS.md`` with its links made to work on the site
-  (``benchmarks.md``).
+  (``benchmarks.md``);
+- ``bench_drivers.md``: the benchmark drivers of ``benches/`` and the benchmarks each names, from
+  their ``BENCHMARKS`` (``benchmarks.md``).
 """
 
 from __future__ import annotations
@@ -184,7 +186,7 @@ _LINK = re.compile(r"(?<!!)\[((?:[^\[\]]|\[[^\]]*\])*)\]\(([^)\s]+)\)")
 
 def results_page(repo: Path) -> str:
     """``benches/RESULTS.md`` for the benchmarks page: its title dropped (the page has its own),
-    links to raw outputs under ``benches/`` made download links (checked: a missing file fails
+    links to raw outputs under ``benches/results/`` made download links (checked: a missing file fails
     the build), links to other repository files written as their path (they are not pages of
     this site), links within the page and to the web kept."""
     source = repo / "benches" / "RESULTS.md"
@@ -200,14 +202,42 @@ def results_page(repo: Path) -> str:
         if target.startswith(("#", "http://", "https://", "mailto:")):
             return match.group(0)
         path = (source.parent / target.split("#")[0]).resolve()
-        if path.is_file() and repo in path.parents:
+        if path.is_file() and (source.parent / "results") in path.parents:
             return f"[{label}](path:../{path.relative_to(repo).as_posix()})"
-        shown = (
-            path.relative_to(repo).as_posix() if repo in path.parents or path == repo else target
-        )
+        shown = path.relative_to(repo).as_posix() if repo in path.parents or path == repo else target
+        if label.strip("`") == target:  # the link's text is its target: show the repository path
+            return f"`{shown}`"
         return label if "`" in label else f"{label} (`{shown}`)"
 
     return _LINK.sub(link, text)
+
+
+#: The benchmark drivers of benches/, in the order the benchmarks page lists them.
+BENCH_DRIVERS = ["papers", "peers", "speed", "scale", "studies", "serving"]
+
+
+def bench_drivers(repo: Path) -> str:
+    """One table per driver of ``benches/``: each benchmark's command and what it measures, read
+    from the driver's ``BENCHMARKS`` (a driver imports only the standard library)."""
+    import importlib.util
+    import sys
+
+    benches = repo / "benches"
+    sys.path.insert(0, str(benches))
+    try:
+        parts = []
+        for name in BENCH_DRIVERS:
+            spec = importlib.util.spec_from_file_location(f"_bench_driver_{name}", benches / f"{name}.py")
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            summary = " ".join(module.__doc__.split())
+            rows = [f"| `python benches/{name}.py {key}` | {_cell(b.summary)} |"
+                    for key, b in module.BENCHMARKS.items()]
+            parts.append(f"## `{name}.py`\n\n{summary}\n\n| command | what |\n|---|---|\n"
+                         + "\n".join(rows) + "\n")
+        return "\n".join(parts)
+    finally:
+        sys.path.remove(str(benches))
 
 
 #: The guide's pages in reading order; any other page of docs/guide/ follows them, by name.
@@ -245,6 +275,7 @@ def generate(docs: Path) -> None:
     _write(out / "cli.md", cli_reference())
     _write(out / "models.md", models_listing())
     _write(out / "results.md", results_page(docs.resolve().parent))
+    _write(out / "bench_drivers.md", bench_drivers(docs.resolve().parent))
     _write(out / "guide_toctree.md", guide_toctree(docs))
 
 

@@ -7,7 +7,7 @@ clusters, a few tumour patches per positive slide: :func:`milsvm.datasets.make_e
 With ``kernel="linear"`` the annealing family fits the weight vector in the input space
 (Newton-CG, ``solver_ == "linear"``), so the fit grows with the number of stored values, not with
 its square, and float32 stays float32. We time linear MISVM and miSVM as the data grow, and check
-the test AUROC. (``benches/bench_deep_scale.py`` runs the same at up to 3.2 million instances of
+the test AUROC. (``benches/scale.py deep`` runs the same at up to 3.2 million instances of
 1024 features.)
 """
 

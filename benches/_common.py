@@ -1,0 +1,171 @@
+"""What every benchmark driver shares: where the data and the results are, the commit measured,
+the time and peak memory of a run, and the command line of a driver.
+
+A driver (``peers.py``, ``speed.py``, ``scale.py``, ``studies.py``, ``serving.py``, ``papers.py``)
+names its benchmarks; each benchmark is a module of ``suite/`` or ``reproduce/`` with a ``main()``
+reading its own options. ``python benches/DRIVER.py --help`` lists them,
+``python benches/DRIVER.py NAME --help`` gives the options of one, and
+``python benches/DRIVER.py --smoke`` runs each driver's smallest configuration.
+
+The data folder (the benchmark sets in the layout of ``shared/data``: ``musk1/``, ``musk2/``,
+``elephant/``, ``corel/``, ``tst/``) is, first to last: the driver's ``--data``, the environment
+variable ``MILSVM_DATA``, ``../shared/data`` beside the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import os
+import resource
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+#: This folder, the repository above it and the folder of the current outputs.
+BENCHES = Path(__file__).resolve().parent
+REPO = BENCHES.parent
+RESULTS = BENCHES / "results"
+#: The environment variable naming the data folder (children of a benchmark inherit it).
+DATA_ENV = "MILSVM_DATA"
+
+
+def data_dir() -> Path:
+    """The data folder: ``$MILSVM_DATA`` when set, else ``shared/data`` beside the repository."""
+    given = os.environ.get(DATA_ENV)
+    return Path(given).expanduser().resolve() if given else REPO.parent / "shared" / "data"
+
+
+def sibling_python(venv: str, env: str) -> str:
+    """The Python of a peer's virtual environment: ``$<env>`` when set, else ``<venv>/bin/python``
+    beside the repository (peers never share milsvm's environment)."""
+    return os.environ.get(env) or str(REPO.parent / venv / "bin" / "python")
+
+
+def commit() -> str:
+    """The repository's commit (short hash, ``+`` when the work tree differs), or ``unknown``."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+" if dirty.strip() else "")
+
+
+def peak_rss_mib(children: bool = False) -> float:
+    """Peak resident memory of this process (or of its waited-for children), in MiB."""
+    who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
+    return resource.getrusage(who).ru_maxrss / 1024.0  # Linux reports KiB
+
+
+@contextlib.contextmanager
+def timed():
+    """``with timed() as t: ...`` then ``t()`` is the wall-clock seconds of the block."""
+    start = time.perf_counter()
+    end = []
+    yield lambda: (end[0] if end else time.perf_counter()) - start
+    end.append(time.perf_counter())
+
+
+def output_path(out, default_name: str) -> Path:
+    """Where a benchmark writes: ``out`` when given, else ``results/<default_name>``."""
+    return Path(out) if out else RESULTS / default_name
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One benchmark of a driver: the module (``suite.x`` or ``reproduce.x``) whose ``main()``
+    runs it, what it measures, and the arguments of its smallest configuration (``None``: the
+    driver's smoke run leaves it out, for instance because it needs the peers' environment)."""
+
+    module: str
+    summary: str
+    smoke: tuple[str, ...] | None = None
+
+
+def run_driver(description: str, benchmarks: dict[str, Benchmark], argv=None) -> int:
+    """The command line of a driver: ``[--data DIR] NAME [options of NAME]``, ``--list`` or
+    ``--smoke``. Prints the commit and milsvm's version first, the wall time and peak RSS
+    (this process and its children) last."""
+    listing = "\n".join(f"  {name:<22} {b.summary}" for name, b in benchmarks.items())
+    prog = Path(sys.argv[0]).name
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"benchmarks:\n{listing}\n\n`{prog} NAME --help` gives the options of NAME.",
+    )
+    parser.add_argument(
+        "--data",
+        type=Path,
+        help=f"the data folder (default: ${DATA_ENV}, else ../shared/data beside the repository)",
+    )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="run the smallest configuration of each benchmark that has one",
+    )
+    parser.add_argument(
+        "name", nargs="?", choices=sorted(benchmarks), metavar="NAME", help="the benchmark to run"
+    )
+    parser.add_argument("rest", nargs=argparse.REMAINDER, help="the options of NAME")
+    args = parser.parse_args(argv)
+    if args.data is not None:
+        os.environ[DATA_ENV] = str(args.data.expanduser().resolve())
+    if not args.data and DATA_ENV not in os.environ:
+        os.environ[DATA_ENV] = str(data_dir())
+    if args.smoke:
+        runs = [(n, list(b.smoke)) for n, b in benchmarks.items() if b.smoke is not None]
+    elif args.name:
+        runs = [(args.name, args.rest)]
+    else:
+        parser.print_help()
+        return 2
+    # before any import: a child's peak RSS counts the parent's pages at fork time
+    measured = commit()
+    # the benchmark modules import _common, _protocol and their neighbours
+    for folder in (BENCHES, BENCHES / "suite", BENCHES / "reproduce"):
+        if str(folder) not in sys.path:
+            sys.path.insert(0, str(folder))
+    for name, rest in runs:
+        if not any(flag in rest for flag in ("-h", "--help")):
+            try:
+                from milsvm import __version__ as version
+            except ImportError:  # a peer's environment runs the peer's side
+                version = "not installed"
+            print(
+                f"# {prog} {name}: commit {measured}, milsvm {version}, "
+                f"data {os.environ[DATA_ENV]}",
+                flush=True,
+            )
+        module = importlib.import_module(benchmarks[name].module)
+        saved = sys.argv
+        sys.argv = [f"{prog} {name}", *rest]
+        try:
+            with timed() as seconds:
+                status = module.main()
+        finally:
+            sys.argv = saved
+        if isinstance(status, int) and status:  # some main()s return their results
+            return status
+        print(
+            f"# {prog} {name}: {seconds():.1f} s wall, peak RSS {peak_rss_mib():.0f} MiB "
+            f"(children {peak_rss_mib(children=True):.0f} MiB)",
+            flush=True,
+        )
+    return 0
