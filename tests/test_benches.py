@@ -32,8 +32,12 @@ def common(monkeypatch):
 
 @pytest.mark.parametrize("name", DRIVERS)
 def test_driver_help_lists_its_benchmarks(name, common):
-    proc = subprocess.run([sys.executable, str(BENCHES / f"{name}.py"), "--help"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, str(BENCHES / f"{name}.py"), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     benchmarks = _driver(name).BENCHMARKS
     assert benchmarks
@@ -62,8 +66,13 @@ def test_every_benchmark_answers_help(name):
                 raise AssertionError(key + " --help did not stop")
             print("HELP-OK", key, flush=True)
         """)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300, cwd=BENCHES.parent)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=BENCHES.parent,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     done = {line.split()[1] for line in proc.stdout.splitlines() if line.startswith("HELP-OK")}
     assert done == set(_driver(name).BENCHMARKS)
@@ -91,7 +100,8 @@ def test_driver_data_option_reaches_the_benchmark(common, monkeypatch, tmp_path,
     given.mkdir()
     other.mkdir()
     probe = tmp_path / "probe_data_bench.py"
-    probe.write_text(textwrap.dedent("""
+    probe.write_text(
+        textwrap.dedent("""
         import os
         import sys
 
@@ -101,7 +111,8 @@ def test_driver_data_option_reaches_the_benchmark(common, monkeypatch, tmp_path,
             import _protocol
             print("PROBE", _common.data_dir(), _protocol.DEFAULT_DATA, os.environ["MILSVM_DATA"],
                   sys.argv[1:])
-        """))
+        """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv(common.DATA_ENV, str(other))
     benchmarks = {"probe": common.Benchmark("probe_data_bench", "a probe")}
@@ -120,7 +131,8 @@ def test_driver_data_option_reaches_the_benchmark(common, monkeypatch, tmp_path,
 def test_peer_python_from_env_else_beside_the_repository(common, monkeypatch):
     monkeypatch.delenv("MILSVM_PEER_PYTHON", raising=False)
     assert common.sibling_python("venv-peers", "MILSVM_PEER_PYTHON") == str(
-        BENCHES.parent.parent / "venv-peers" / "bin" / "python")
+        BENCHES.parent.parent / "venv-peers" / "bin" / "python"
+    )
     monkeypatch.setenv("MILSVM_PEER_PYTHON", "/opt/peers/bin/python")
     assert common.sibling_python("venv-peers", "MILSVM_PEER_PYTHON") == "/opt/peers/bin/python"
 

@@ -14,10 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import milsvm
 import numpy as np
 import pytest
-
-import milsvm
 from milsvm.datasets import load_slide_folder, make_slide_folder
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,9 +31,26 @@ def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("clam")
     made = make_slide_folder(root / "clam", n_cases=8, n_patches=(40, 80), random_state=0)
     model = root / "model.json"
-    subprocess.run([sys.executable, "-m", "milsvm", "fit", str(made.features_dir), "--labels",
-                    str(made.labels), "--model", "MISVM", "-p", "kernel=linear", "-o", str(model)],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "milsvm",
+            "fit",
+            str(made.features_dir),
+            "--labels",
+            str(made.labels),
+            "--model",
+            "MISVM",
+            "-p",
+            "kernel=linear",
+            "-o",
+            str(model),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     data = load_slide_folder(made.features_dir, made.labels)
     fitted = milsvm.load(model)
     files, expected = [], {}
@@ -68,12 +84,27 @@ def test_c_program_scores_equal_python(served, tmp_path):
         subprocess.run([CARGO, "build", "--locked", "-p", "milsvm-capi"], cwd=REPO, check=True)
         library = REPO / "target" / "debug"
     program = tmp_path / "score_npy"
-    subprocess.run([CC, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror",
-                    f"-I{REPO / 'capi' / 'include'}", str(REPO / "examples" / "c" / "score_npy.c"),
-                    f"-L{library}", "-lmilsvm_c", f"-Wl,-rpath,{library}", "-o", str(program)],
-                   check=True)
-    proc = subprocess.run([str(program), str(model), *map(str, files)], capture_output=True,
-                          text=True, timeout=60)
+    subprocess.run(
+        [
+            CC,
+            "-std=c11",
+            "-O2",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            f"-I{REPO / 'capi' / 'include'}",
+            str(REPO / "examples" / "c" / "score_npy.c"),
+            f"-L{library}",
+            "-lmilsvm_c",
+            f"-Wl,-rpath,{library}",
+            "-o",
+            str(program),
+        ],
+        check=True,
+    )
+    proc = subprocess.run(
+        [str(program), str(model), *map(str, files)], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     check_output(proc.stdout, expected)
     # a file that is not a 2-D float .npy array is refused with a message
@@ -88,8 +119,9 @@ def test_rust_example_scores_equal_python(served, tmp_path):
     model, files, expected = served
     subprocess.run([CARGO, "build", "--locked", "--example", "score_npy"], cwd=REPO, check=True)
     program = REPO / "target" / "debug" / "examples" / "score_npy"
-    proc = subprocess.run([str(program), str(model), *map(str, files)], capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [str(program), str(model), *map(str, files)], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     check_output(proc.stdout, expected)
     bad = tmp_path / "bad.npy"

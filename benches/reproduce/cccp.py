@@ -37,10 +37,9 @@ from sklearn.model_selection import StratifiedKFold
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _protocol import DEFAULT_DATA, Report, standardise  # noqa: E402
-
 import milsvm  # noqa: E402
 import milsvm.datasets  # noqa: E402
+from _protocol import DEFAULT_DATA, Report, standardise  # noqa: E402
 
 #: Per set: file, kernel, whether to standardise.
 SETS = {
@@ -86,10 +85,15 @@ def run_set(name, methods, folds, out):
     path, kernel, scale = SETS[name]
     bags, y = milsvm.datasets.load_mill(DEFAULT_DATA / path)
     y = np.asarray(y)
-    out(f"\n{name}: {len(bags)} bags, {sum(b.shape[0] for b in bags)} instances, {bags[0].shape[1]} features, "
-        f"kernel={kernel}, C by inner 3-fold CV over {GRID}")
-    out.header(f"  {'method':10s} {'accuracy':>15s} {'AUC':>15s} {'fit s (mean)':>13s} {'CCCP steps':>11s} "
-               f"{'restart won':>12s}  C chosen", indent="  ")
+    out(
+        f"\n{name}: {len(bags)} bags, {sum(b.shape[0] for b in bags)} instances, {bags[0].shape[1]} features, "
+        f"kernel={kernel}, C by inner 3-fold CV over {GRID}"
+    )
+    out.header(
+        f"  {'method':10s} {'accuracy':>15s} {'AUC':>15s} {'fit s (mean)':>13s} {'CCCP steps':>11s} "
+        f"{'restart won':>12s}  C chosen",
+        indent="  ",
+    )
     outer = StratifiedKFold(10, shuffle=True, random_state=0)
     splits = list(outer.split(np.zeros(len(y)), y))[:folds]
     for m in methods:
@@ -112,9 +116,11 @@ def run_set(name, methods, folds, out):
             chosen.append(C)
         cs = ",".join(f"{c:g}" for c in sorted(set(chosen)))
         w = f"{np.mean(won):12.1f}" if m.endswith("-r5") else f"{'':12s}"
-        out(f"  {m:10s} {100 * np.mean(acc):7.1f} ± {100 * np.std(acc):5.1f} {np.mean(auc):7.3f} ± {np.std(auc):5.3f} "
+        out(
+            f"  {m:10s} {100 * np.mean(acc):7.1f} ± {100 * np.std(acc):5.1f} {np.mean(auc):7.3f} ± {np.std(auc):5.3f} "
             f"{np.mean(secs):13.3f} {np.mean(steps):11.1f} {w}  {cs}   ({time.perf_counter() - t_set:.0f} s with the "
-            f"inner CV)")
+            f"inner CV)"
+        )
 
 
 def main():
@@ -127,8 +133,10 @@ def main():
     out = Report()
     folds = 3 if args.quick else 10
     sets = ["musk1"] if args.quick else args.datasets
-    out(f"reproduce_cccp: {folds} outer folds (of a 10-fold split, seed 0); mean ± std over folds; fit time of "
-        f"the final fit per fold (machine shared, timings noisy)")
+    out(
+        f"reproduce_cccp: {folds} outer folds (of a 10-fold split, seed 0); mean ± std over folds; fit time of "
+        f"the final fit per fold (machine shared, timings noisy)"
+    )
     t0 = time.perf_counter()
     for name in sets:
         run_set(name, args.methods, folds, out)

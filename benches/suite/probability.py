@@ -24,14 +24,14 @@ import time
 import warnings
 from pathlib import Path
 
+import milsvm
+import milsvm.datasets
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import log_loss
 from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import make_pipeline
 
-import milsvm
-import milsvm.datasets
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
 from _common import RESULTS  # noqa: E402
@@ -50,15 +50,24 @@ SETS = {
 def estimators(name):
     """The estimators run on a set: rbf on the dense sets, linear on the text set."""
     if name == "tst1":
-        return [("NSK linear C=1", lambda p: milsvm.NSK(C=1.0, kernel="linear", probability=p)),
-                # the dual route, as when the table was measured: the default linear route takes
-                # about 55 s a fit on these standardised rows (RESULTS.md, "The linear route on
-                # standardised sparse text")
-                ("MISVM linear C=1", lambda p: milsvm.MISVM(C=1.0, kernel="linear", solver="kernel",
-                                                            probability=p))]
-    out = [("NSK C=10", lambda p: milsvm.NSK(C=10.0, probability=p)),
-           ("MISVM C=10", lambda p: milsvm.MISVM(C=10.0, probability=p)),
-           ("SparseMI n_xv=10 C=10", lambda p: milsvm.SparseMI(n_xv=10, C=10.0, random_state=0, probability=p))]
+        return [
+            ("NSK linear C=1", lambda p: milsvm.NSK(C=1.0, kernel="linear", probability=p)),
+            # the dual route, as when the table was measured: the default linear route takes
+            # about 55 s a fit on these standardised rows (RESULTS.md, "The linear route on
+            # standardised sparse text")
+            (
+                "MISVM linear C=1",
+                lambda p: milsvm.MISVM(C=1.0, kernel="linear", solver="kernel", probability=p),
+            ),
+        ]
+    out = [
+        ("NSK C=10", lambda p: milsvm.NSK(C=10.0, probability=p)),
+        ("MISVM C=10", lambda p: milsvm.MISVM(C=10.0, probability=p)),
+        (
+            "SparseMI n_xv=10 C=10",
+            lambda p: milsvm.SparseMI(n_xv=10, C=10.0, random_state=0, probability=p),
+        ),
+    ]
     return out[:2] if name == "corel" else out
 
 
@@ -103,11 +112,15 @@ def run(name, modes, out):
             plain[test] = plain_probabilities(pipe.decision_function(held))
             correct += int(np.sum(pipe.predict(held) == y[test]))
         seconds = time.perf_counter() - start
-        ll = (log_loss(index, calibrated, labels=range(len(classes))),
-              log_loss(index, np.clip(plain, 1e-15, 1), labels=range(len(classes))))
+        ll = (
+            log_loss(index, calibrated, labels=range(len(classes))),
+            log_loss(index, np.clip(plain, 1e-15, 1), labels=range(len(classes))),
+        )
         br = (brier(calibrated, index), brier(plain, index))
-        out(f"{name:<9} {label:<22} {mode:<8} {100 * correct / len(y):6.1f} %  {ll[0]:8.4f} {ll[1]:8.4f}  "
-            f"{br[0]:8.4f} {br[1]:8.4f}  {'yes' if ll[0] < ll[1] and br[0] < br[1] else 'NO':>6}  {seconds:6.1f}")
+        out(
+            f"{name:<9} {label:<22} {mode:<8} {100 * correct / len(y):6.1f} %  {ll[0]:8.4f} {ll[1]:8.4f}  "
+            f"{br[0]:8.4f} {br[1]:8.4f}  {'yes' if ll[0] < ll[1] and br[0] < br[1] else 'NO':>6}  {seconds:6.1f}"
+        )
 
 
 def main():
@@ -117,10 +130,14 @@ def main():
     parser.add_argument("--out", type=Path, default=RESULTS / "probability.txt")
     args = parser.parse_args()
     out = Report()
-    out("Held-out probabilities, 10-fold CV (seed 0): calibrated (platt: probability=True; ensemble: "
-        "probability=\"ensemble\") vs plain 1/(1+exp(-F))")
-    out.header(f"{'set':<9} {'estimator':<22} {'mode':<8} {'accuracy':>8}  {'logloss':>8} {'plain':>8}  {'Brier':>8} {'plain':>8}  "
-               f"{'better':>6}  {'s':>6}")
+    out(
+        "Held-out probabilities, 10-fold CV (seed 0): calibrated (platt: probability=True; ensemble: "
+        'probability="ensemble") vs plain 1/(1+exp(-F))'
+    )
+    out.header(
+        f"{'set':<9} {'estimator':<22} {'mode':<8} {'accuracy':>8}  {'logloss':>8} {'plain':>8}  {'Brier':>8} {'plain':>8}  "
+        f"{'better':>6}  {'s':>6}"
+    )
     for name in args.sets:
         run(name, args.modes, out)
     out.write(args.out)

@@ -25,8 +25,8 @@ Prints the BLAS in use (threadpoolctl), medians over many calls, and the ratios.
 from __future__ import annotations
 
 import argparse
-import sys
 import os
+import sys
 import time
 from pathlib import Path
 

@@ -204,7 +204,9 @@ def results_page(repo: Path) -> str:
         path = (source.parent / target.split("#")[0]).resolve()
         if path.is_file() and (source.parent / "results") in path.parents:
             return f"[{label}](path:../{path.relative_to(repo).as_posix()})"
-        shown = path.relative_to(repo).as_posix() if repo in path.parents or path == repo else target
+        shown = (
+            path.relative_to(repo).as_posix() if repo in path.parents or path == repo else target
+        )
         if label.strip("`") == target:  # the link's text is its target: show the repository path
             return f"`{shown}`"
         return label if "`" in label else f"{label} (`{shown}`)"
@@ -227,14 +229,21 @@ def bench_drivers(repo: Path) -> str:
     try:
         parts = []
         for name in BENCH_DRIVERS:
-            spec = importlib.util.spec_from_file_location(f"_bench_driver_{name}", benches / f"{name}.py")
+            spec = importlib.util.spec_from_file_location(
+                f"_bench_driver_{name}", benches / f"{name}.py"
+            )
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
             summary = " ".join(module.__doc__.split())
-            rows = [f"| `python benches/{name}.py {key}` | {_cell(b.summary)} |"
-                    for key, b in module.BENCHMARKS.items()]
-            parts.append(f"## `{name}.py`\n\n{summary}\n\n| command | what |\n|---|---|\n"
-                         + "\n".join(rows) + "\n")
+            rows = [
+                f"| `python benches/{name}.py {key}` | {_cell(b.summary)} |"
+                for key, b in module.BENCHMARKS.items()
+            ]
+            parts.append(
+                f"## `{name}.py`\n\n{summary}\n\n| command | what |\n|---|---|\n"
+                + "\n".join(rows)
+                + "\n"
+            )
         return "\n".join(parts)
     finally:
         sys.path.remove(str(benches))
