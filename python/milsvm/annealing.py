@@ -95,9 +95,10 @@ _COMMON_PARAMS = f"""
         thousand instances, minutes or more for tens of thousands). An int: a reduced basis of
         that many vectors chosen by ``xv_init`` (for large data: the SVM step is the primal,
         exact Newton, and costs ``O(n_instances * n_xv^2)``). ``"auto"``: every training
-        instance up to 5000 of them, else a reduced basis of 500 k-means centroids; the choice
-        made is ``n_xv_`` and is said by ``verbose``. With ``kernel="linear"`` the basis does
-        not apply (``w`` is fitted directly; see ``solver``) unless ``n_xv`` is an int.
+        instance up to {_core.AUTO_FULL_BASIS_MAX} of them, else a reduced basis of
+        {_core.AUTO_N_XV} k-means centroids; the choice made is ``n_xv_`` and is said by
+        ``verbose``. With ``kernel="linear"`` the basis does not apply (``w`` is fitted
+        directly; see ``solver``) unless ``n_xv`` is an int.
     xv_init : {{"kmeans", "random"}} or array of shape (n_xv, n_features), default="kmeans"
         The reduced basis: k-means centroids of the training instances (k-means++ seeding and
         up to 20 Lloyd iterations, in the core), distinct random training instances, or the
