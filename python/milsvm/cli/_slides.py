@@ -34,7 +34,7 @@ def add_group_options(parser):
 
 def add_cv_options(cv):
     """The ``cv`` options of patient-level CV, predictions and intervals."""
-    from ._crossval import SCORINGS
+    from .._crossval import SCORINGS
 
     cv.add_argument("--no-group", action="store_true",
                     help="split slides, not patients, even when a patient has several slides (a warning says "
@@ -74,7 +74,7 @@ def check_group_column(args, usage_error):
         return
     if not getattr(args, "labels", None):
         raise usage_error(f"{wanted[0][0]} {wanted[0][1]} needs --labels FILE.csv with that column")
-    from .datasets import label_columns
+    from ..datasets import label_columns
 
     try:
         header = label_columns(args.labels)
@@ -105,7 +105,7 @@ def resolve_groups(args, details, y, console):
     """``(groups, grouped, info)``: the patient of every bag (or None), whether ``cv`` splits by
     patient, and the JSON record of it. Prints the line saying the splits are grouped, or warns
     with ``--no-group``."""
-    from .model_selection import needs_grouping
+    from ..model_selection import needs_grouping
 
     groups = None if details is None else details.groups
     column = None if details is None else details.group_column
@@ -125,7 +125,7 @@ def resolve_groups(args, details, y, console):
 
 def print_pooled(evaluation, grouped, repeats):
     """The pooled out-of-fold results with their intervals (stdout)."""
-    from ._oof import interval_text
+    from .._oof import interval_text
 
     unit = "patients" if evaluation["resampled"] == "patients" else "bags"
     print(f"pooled out-of-fold results, 95 % intervals by {evaluation['method']} over {unit} "
@@ -182,7 +182,7 @@ def add_heatmap_parser(sub, parents, formatter, run):
 
 def cmd_heatmap(args, argv, console, *, load_data, load_model, check_dir, command_error, usage_error):
     """``milsvm heatmap``."""
-    from ._heatmap import write_heatmaps
+    from .._heatmap import write_heatmaps
 
     if args.patch_size is not None and not (np.isfinite(args.patch_size) and args.patch_size > 0):
         raise usage_error(f"--patch-size must be a positive number of pixels, got {args.patch_size}")
