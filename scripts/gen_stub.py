@@ -121,29 +121,31 @@ class Types:
         self.aliases = aliases
         self.classes = classes
 
-    def py(self, rust, owner=None):
+    def py(self, rust, owner=None, arg=False):
+        """The Python type of the Rust type ``rust`` (of a method of class ``owner``); ``arg``: of
+        a parameter, where a Rust ``Vec`` takes any sequence."""
         t = re.sub(r"'\w+\s*", "", " ".join(rust.split())).replace("&", "").replace("mut ", "").replace("$crate::python::", "")
         t = re.sub(r"^(\w+::)+", "", t.strip()).strip()
         t = re.sub(r"<\s*,\s*", "<", t).replace(", >", ">").replace("<>", "")
         if t.startswith("(") and t.endswith(")"):
             inner = split_top(t[1:-1])
-            return "None" if not inner else f"Tuple[{', '.join(self.py(p, owner) for p in inner)}]"
+            return "None" if not inner else f"Tuple[{', '.join(self.py(p, owner, arg) for p in inner)}]"
         m = re.fullmatch(r"(\w+)(?:<(.*)>)?", t)
         if not m:
             raise ValueError(f"cannot map the Rust type {rust!r}")
         head, args = m.group(1), split_top(m.group(2) or "")
         if head in _WRAPPERS:
-            return self.py(args[-1], owner)
+            return self.py(args[-1], owner, arg)
         if head == "Option":
-            return f"Optional[{self.py(args[0], owner)}]"
+            return f"Optional[{self.py(args[0], owner, arg)}]"
         if head == "Vec":
-            return f"List[{self.py(args[0], owner)}]"
+            return f"{'Sequence' if arg else 'List'}[{self.py(args[0], owner, arg)}]"
         if re.fullmatch(r"Py(Readonly)?Array[12]?", head):
             return f"NDArray[{_DTYPES[args[0]]}]"
         if head == "Self":
             return owner
         if head in self.aliases:
-            return self.py(self.aliases[head], owner)
+            return self.py(self.aliases[head], owner, arg)
         if head in self.classes:
             return self.classes[head]
         if head in _SCALARS:
@@ -250,7 +252,7 @@ class Source:
             return fn["annotations"][name]
         if name not in fn["params"]:
             raise ValueError(f"no Rust parameter {name!r}")
-        return self.types.py(fn["params"][name], owner)
+        return self.types.py(fn["params"][name], owner, arg=True)
 
     def return_type(self, fn, owner=None):
         return fn["ret_note"] or self.types.py(fn["returns"], owner)
@@ -275,12 +277,14 @@ def _signature(obj, fn, source, owner=None, method=False):
     if method and not fn["static"]:
         out.append("self")
     for p in sig.parameters.values():
+        if p.name == "self":
+            continue
         if p.kind is p.KEYWORD_ONLY and not star:
             out.append("*")
             star = True
         text = f"{p.name}: {source.param_type(fn, p.name, owner)}"
         if p.default is not p.empty:
-            text += f" = {p.default!r}"
+            text += " = " + (f'"{p.default}"' if isinstance(p.default, str) else repr(p.default))
         out.append(text)
     missing = set(fn["params"]) - {"py", "slf", "self"} - set(sig.parameters)
     missing = {m for m in missing if not fn["params"][m].startswith("Python<")}
@@ -293,7 +297,7 @@ def _signature(obj, fn, source, owner=None, method=False):
 def _def(name, obj, fn, source, indent=0, owner=None, method=False):
     pad = " " * indent
     head = f"{pad}def {name}{_signature(obj, fn, source, owner, method)}:"
-    doc = _doc(obj, indent + 4)
+    doc = [] if name == "__init__" else _doc(obj, indent + 4)
     if len(head) > 110:
         sig = _signature(obj, fn, source, owner, method)
         params, ret = sig[1:].rsplit(") -> ", 1)
@@ -323,13 +327,15 @@ def generate(core, source):
                 out += [f"    {field}: {source.types.py(rust, n)}"]
                 out += _doc(getattr(cls, field), 4)
             continue
-        members = [m for m in vars(cls) if not m.startswith("_")]
+        members = [m for (owner, m) in source.methods if owner == n and not m.startswith("_")]
+        exposed = {m for m in vars(cls) if not m.startswith("_")}
+        if set(members) != exposed:
+            raise ValueError(f"{n}: the Rust methods {sorted(set(members) - exposed)} are not exposed, "
+                             f"{sorted(exposed - set(members))} have no Rust declaration")
         if (n, "__init__") in source.methods:
             out += _def("__init__", cls, source.methods[(n, "__init__")], source, 4, n, method=True)
         for m in members:
-            fn = source.methods.get((n, m))
-            if fn is None:
-                raise ValueError(f"{n}.{m} has no Rust declaration under src/python/")
+            fn = source.methods[(n, m)]
             if fn["getter"]:
                 out += ["    @property", f"    def {m}(self) -> {source.return_type(fn, n)}:"]
                 doc = _doc(getattr(cls, m), 8)
@@ -339,15 +345,17 @@ def generate(core, source):
                     out += ["    @staticmethod"]
                 out += _def(m, getattr(cls, m), fn, source, 4, n, method=True)
     out += [""]
+    aliases = []
     for n in functions:
         obj = getattr(core, n)
         if obj.__name__ != n:
-            out += ["", f"{n} = {obj.__name__}"]
+            aliases += [f"{n} = {obj.__name__}"]
             continue
         fn = source.functions.get(n)
         if fn is None:
             raise ValueError(f"milsvm._core.{n} has no Rust declaration under src/python/")
         out += [""] + _def(n, obj, fn, source)
+    out += ["", "# the same functions under a second name"] + aliases
     return "\n".join(out).rstrip("\n") + "\n"
 
 
