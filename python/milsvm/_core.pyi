@@ -27,6 +27,9 @@ Specs = List[Tuple[str, Any, Optional[str]]]
 
 AUTO_FULL_BASIS_MAX: int
 AUTO_N_XV: int
+LBFGS_TOL: float
+LINEAR_TOL: float
+NEWTON_TOL: float
 __version__: str
 
 

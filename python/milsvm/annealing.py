@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from . import _core
 from ._base import ExpansionVectorsMixin, MILClassifier
-from ._docs import attr, param
+from ._docs import attr, number, param
 
 __all__ = ["ALSVM", "AWSVM", "ALPSVM", "miSVM", "MISVM"]
 
@@ -118,8 +118,10 @@ _COMMON_PARAMS = f"""
         AWSVM / ALPSVM with a tighter
         ``inner_tol``, such as 1e-5, which the annealing needs on kernel values this large).
 {param("class_weight", "inner_tol", "inner_max_iter", "random_state", "probability", "n_jobs", "verbose",
-       inner_tol={"default": "None", "none": "; None: 1e-3 for the dual (full basis), 1e-10 for the primal "
-                  "(reduced basis), 1e-6 (relative gradient) for the linear primal"},
+       inner_tol={"default": "None",
+                  "none": f"; None: 1e-3 for the dual (full basis), {number(_core.NEWTON_TOL)} for the "
+                          f"primal (reduced basis), {number(_core.LINEAR_TOL)} (relative gradient) for the "
+                          "linear primal"},
        inner_max_iter={"default": "1000", "none": " (Newton steps of the primal solvers)"})}"""
 
 _COMMON_ATTRIBUTES = f"""

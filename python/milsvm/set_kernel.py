@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import ExpansionVectorsMixin, MILClassifier
-from ._docs import attr, param
+from ._docs import INNER_TOL_BY_SOLVER, attr, param
 
 __all__ = ["MIKernel", "ReducedSet"]
 
@@ -33,7 +33,7 @@ class MIKernel(MILClassifier):
     solver : {{"newton", "lbfgs"}}, default="newton"
         Solver of the squared-hinge problem; both reach the same optimum.
 {param("inner_tol", "inner_max_iter", "probability", "n_jobs", "verbose",
-       inner_tol={"default": "None", "none": "; None: 1e-10 for newton, 1e-8 for lbfgs"},
+       inner_tol={"default": "None", "none": INNER_TOL_BY_SOLVER},
        inner_max_iter={"default": "1000"})}
 
     Attributes

@@ -297,8 +297,12 @@ pub(crate) fn kernel_width(x: &Bound<'_, PyAny>, gamma: &Bound<'_, PyAny>) -> Py
     Ok(g.resolve(&instances(x)?))
 }
 
-/// Adds the ground-floor functions (kernels, solvers, the kernel width) to the module.
+/// Adds the ground-floor functions (kernels, solvers, the kernel width) to the module, and the
+/// default tolerances of the inner solvers (`inner_tol=None`), which the docstrings quote.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("NEWTON_TOL", InnerSolver::Newton.default_tol())?;
+    m.add("LBFGS_TOL", InnerSolver::Lbfgs.default_tol())?;
+    m.add("LINEAR_TOL", crate::solver::linear::LINEAR_TOL)?;
     m.add_function(wrap_pyfunction!(kernel_bag_means_py, m)?)?;
     m.add("kernel_bag_means", m.getattr("kernel_bag_means_py")?)?;
     m.add_function(wrap_pyfunction!(kernel_basis_grad, m)?)?;
