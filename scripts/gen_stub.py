@@ -49,7 +49,9 @@ Progress = Callable[..., None]
 #: Stacked instances: a 2-D float64 (or float32) array, or a CSR tuple
 #: ``(data, indices, indptr, n_cols)``.
 Instances = Union[
-    NDArray[np.float64], NDArray[np.float32], Tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64], int]
+    NDArray[np.float64],
+    NDArray[np.float32],
+    Tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64], int],
 ]
 #: A CSR basis as a model returns it: ``(data, indices, indptr, (n_rows, n_cols))``.
 CsrParts = Tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64], Tuple[int, int]]
@@ -60,11 +62,30 @@ Params = Dict[str, Any]
 Specs = List[Tuple[str, Any, Optional[str]]]
 '''
 
-_DTYPES = {"f64": "np.float64", "f32": "np.float32", "i64": "np.int64", "usize": "np.uint64", "bool": "np.bool_"}
+_DTYPES = {
+    "f64": "np.float64",
+    "f32": "np.float32",
+    "i64": "np.int64",
+    "usize": "np.uint64",
+    "bool": "np.bool_",
+}
 _SCALARS = {
-    "f64": "float", "f32": "float", "usize": "int", "u64": "int", "i64": "int", "i32": "int", "u32": "int",
-    "bool": "bool", "str": "str", "String": "str", "PathBuf": "Union[str, os.PathLike[str]]", "()": "None",
-    "PyAny": "Any", "PyDict": "Dict[str, Any]", "PyList": "List[Any]", "PyTuple": "Tuple[Any, ...]",
+    "f64": "float",
+    "f32": "float",
+    "usize": "int",
+    "u64": "int",
+    "i64": "int",
+    "i32": "int",
+    "u32": "int",
+    "bool": "bool",
+    "str": "str",
+    "String": "str",
+    "PathBuf": "Union[str, os.PathLike[str]]",
+    "()": "None",
+    "PyAny": "Any",
+    "PyDict": "Dict[str, Any]",
+    "PyList": "List[Any]",
+    "PyTuple": "Tuple[Any, ...]",
 }
 _WRAPPERS = ("PyResult", "Bound", "Py", "PyRef", "Borrowed")
 
@@ -124,12 +145,21 @@ class Types:
     def py(self, rust, owner=None, arg=False):
         """The Python type of the Rust type ``rust`` (of a method of class ``owner``); ``arg``: of
         a parameter, where a Rust ``Vec`` takes any sequence."""
-        t = re.sub(r"'\w+\s*", "", " ".join(rust.split())).replace("&", "").replace("mut ", "").replace("$crate::python::", "")
+        t = (
+            re.sub(r"'\w+\s*", "", " ".join(rust.split()))
+            .replace("&", "")
+            .replace("mut ", "")
+            .replace("$crate::python::", "")
+        )
         t = re.sub(r"^(\w+::)+", "", t.strip()).strip()
         t = re.sub(r"<\s*,\s*", "<", t).replace(", >", ">").replace("<>", "")
         if t.startswith("(") and t.endswith(")"):
             inner = split_top(t[1:-1])
-            return "None" if not inner else f"Tuple[{', '.join(self.py(p, owner, arg) for p in inner)}]"
+            return (
+                "None"
+                if not inner
+                else f"Tuple[{', '.join(self.py(p, owner, arg) for p in inner)}]"
+            )
         m = re.fullmatch(r"(\w+)(?:<(.*)>)?", t)
         if not m:
             raise ValueError(f"cannot map the Rust type {rust!r}")
@@ -171,20 +201,26 @@ class Source:
         self._bindings()
 
     def _aliases(self, text):
-        for m in re.finditer(r"^(?:pub(?:\(crate\))? )?type (\w+)(?:<[^>]*>)? = (.*?);$", text, re.M | re.S):
+        for m in re.finditer(
+            r"^(?:pub(?:\(crate\))? )?type (\w+)(?:<[^>]*>)? = (.*?);$", text, re.M | re.S
+        ):
             self.aliases[m.group(1)] = " ".join(m.group(2).split())
 
     def _classes(self, text):
-        for m in re.finditer(r'^    "(\w+)" (\w+)\(\w+, \w+: [\w:]+\) \{', text, re.M):  # fit_record!
+        for m in re.finditer(
+            r'^    "(\w+)" (\w+)\(\w+, \w+: [\w:]+\) \{', text, re.M
+        ):  # fit_record!
             self.classes[m.group(2)] = m.group(1)
-            body = text[m.end():matching(text, m.end() - 1) - 1]
+            body = text[m.end() : matching(text, m.end() - 1) - 1]
             self.fields[m.group(1)] = re.findall(r"^\s*(\w+): (.+?) = ", body, re.M)
-        for m in re.finditer(r"#\[pyclass\(name = \"(\w+)\"[^\]]*\]\s*pub\(crate\) struct (\w+)", text):
+        for m in re.finditer(
+            r"#\[pyclass\(name = \"(\w+)\"[^\]]*\]\s*pub\(crate\) struct (\w+)", text
+        ):
             self.classes[m.group(2)] = m.group(1)
-            if "get_all" not in text[m.start():text.index("]", m.start())]:
+            if "get_all" not in text[m.start() : text.index("]", m.start())]:
                 continue
             body_start = text.index("{", m.end())
-            body = text[body_start + 1:matching(text, body_start) - 1]
+            body = text[body_start + 1 : matching(text, body_start) - 1]
             self.fields[m.group(1)] = re.findall(r"^\s*(\w+): (.+),$", body, re.M)
 
     def _functions(self, text):
@@ -194,15 +230,17 @@ class Source:
         for m in re.finditer(r"#\[pymethods\]\s*impl (\w+) \{", text):
             end = matching(text, m.end() - 1)
             methods.append((m.end(), end, self.classes[m.group(1)]))
-        for m in re.finditer(r"((?:[ \t]*(?:#\[.*?\]|///.*)\n)*)[ \t]*(?:pub(?:\(crate\))? )?fn (\$?\w+)\s*(<[^(]*?>)?\(",
-                             text):
+        attributes = r"((?:[ \t]*(?:#\[.*?\]|///.*)\n)*)"
+        for m in re.finditer(
+            attributes + r"[ \t]*(?:pub(?:\(crate\))? )?fn (\$?\w+)\s*(<[^(]*?>)?\(", text
+        ):
             attrs, name = m.group(1), m.group(2)
             owner = next((cls for lo, hi, cls in methods if lo <= m.start() < hi), None)
             if owner is None and "#[pyfunction]" not in attrs:
                 continue
             close = matching(text, m.end() - 1)
-            params = split_top(text[m.end():close - 1])
-            rest = text[close:text.index("{", close)].strip()
+            params = split_top(text[m.end() : close - 1])
+            rest = text[close : text.index("{", close)].strip()
             returns = rest[2:].strip() if rest.startswith("->") else "()"
             pyname = re.search(r'name = "(\w+)"', attrs)
             annotations, ret_note = {}, None
@@ -210,7 +248,7 @@ class Source:
             if at >= 0:
                 open_ = at + len("signature = ")
                 close_ = matching(attrs, open_)
-                for item in split_top(attrs[open_ + 1:close_ - 1]):
+                for item in split_top(attrs[open_ + 1 : close_ - 1]):
                     a = re.match(r'(\w+)\s*:\s*"([^"]*)"', item)
                     if a:
                         annotations[a.group(1)] = a.group(2)
@@ -218,9 +256,15 @@ class Source:
                 ret_note = r and r.group(1)
             note = re.search(r"Python type: `([^`]*)`", attrs)
             entry = {
-                "params": {p.split(":")[0].strip(): p.split(":", 1)[1].strip() for p in params if ":" in p},
-                "returns": returns, "annotations": annotations, "ret_note": ret_note or (note and note.group(1)),
-                "getter": "#[getter]" in attrs, "static": "#[staticmethod]" in attrs, "new": "#[new]" in attrs,
+                "params": {
+                    p.split(":")[0].strip(): p.split(":", 1)[1].strip() for p in params if ":" in p
+                },
+                "returns": returns,
+                "annotations": annotations,
+                "ret_note": ret_note or (note and note.group(1)),
+                "getter": "#[getter]" in attrs,
+                "static": "#[staticmethod]" in attrs,
+                "new": "#[new]" in attrs,
                 "owner": owner,
             }
             key = pyname.group(1) if pyname else name
@@ -234,13 +278,20 @@ class Source:
         macro's templates with ``$result`` filled in."""
         for text in self.text.values():
             for m in re.finditer(r"^fit_bindings!\(", text, re.M):
-                body = text[m.end():matching(text, m.end() - 1) - 1]
-                body = "\n".join(line for line in body.splitlines() if not line.strip().startswith("///"))
+                body = text[m.end() : matching(text, m.end() - 1) - 1]
+                body = "\n".join(
+                    line for line in body.splitlines() if not line.strip().startswith("///")
+                )
                 items = split_top(body)
                 fit, check, specs, _params, result = items[:5]
                 path = next((i.split()[1] for i in items[5:] if i.startswith("path ")), None)
                 result = self.classes[result.strip()]
-                for tmpl, name in (("$fit", fit), ("$check", check), ("$specs", specs), ("$path", path)):
+                for tmpl, name in (
+                    ("$fit", fit),
+                    ("$check", check),
+                    ("$specs", specs),
+                    ("$path", path),
+                ):
                     if name is None:
                         continue
                     entry = dict(self.functions[tmpl])
@@ -267,7 +318,11 @@ def _doc(obj, indent):
     pad = " " * indent
     if len(lines) == 1:
         return [f'{pad}"""{lines[0]}"""']
-    return [f'{pad}"""{lines[0]}'] + [(pad + line) if line else "" for line in lines[1:]] + [f'{pad}"""']
+    return (
+        [f'{pad}"""{lines[0]}']
+        + [(pad + line) if line else "" for line in lines[1:]]
+        + [f'{pad}"""']
+    )
 
 
 def _signature(obj, fn, source, owner=None, method=False):
@@ -289,7 +344,8 @@ def _signature(obj, fn, source, owner=None, method=False):
     missing = set(fn["params"]) - {"py", "slf", "self"} - set(sig.parameters)
     missing = {m for m in missing if not fn["params"][m].startswith("Python<")}
     if missing:
-        raise ValueError(f"{getattr(obj, '__name__', obj)}: Rust parameters {sorted(missing)} not in the signature")
+        name = getattr(obj, "__name__", obj)
+        raise ValueError(f"{name}: Rust parameters {sorted(missing)} not in the signature")
     ret = "None" if fn["new"] else source.return_type(fn, owner)
     return f"({', '.join(out)}) -> {ret}"
 
@@ -301,7 +357,11 @@ def _def(name, obj, fn, source, indent=0, owner=None, method=False):
     if len(head) > 110:
         sig = _signature(obj, fn, source, owner, method)
         params, ret = sig[1:].rsplit(") -> ", 1)
-        head = f"{pad}def {name}(\n" + "".join(f"{pad}    {p},\n" for p in split_top(params)) + f"{pad}) -> {ret}:"
+        head = (
+            f"{pad}def {name}(\n"
+            + "".join(f"{pad}    {p},\n" for p in split_top(params))
+            + f"{pad}) -> {ret}:"
+        )
     return [head] + doc + [f"{pad}    ..."] if doc else [head + " ..."]
 
 
@@ -309,7 +369,11 @@ def generate(core, source):
     """The stub's text for the compiled module ``core``."""
     out = [PRELUDE.rstrip("\n"), ""]
     names = [n for n in sorted(vars(core)) if not n.startswith("__") or n == "__version__"]
-    consts = [n for n in names if isinstance(getattr(core, n), (int, float, str)) and not inspect.isclass(getattr(core, n))]
+    consts = [
+        n
+        for n in names
+        if isinstance(getattr(core, n), (int, float, str)) and not inspect.isclass(getattr(core, n))
+    ]
     classes = [n for n in names if inspect.isclass(getattr(core, n))]
     functions = [n for n in names if callable(getattr(core, n)) and n not in classes]
     unknown = set(names) - set(consts) - set(classes) - set(functions)
@@ -330,8 +394,10 @@ def generate(core, source):
         members = [m for (owner, m) in source.methods if owner == n and not m.startswith("_")]
         exposed = {m for m in vars(cls) if not m.startswith("_")}
         if set(members) != exposed:
-            raise ValueError(f"{n}: the Rust methods {sorted(set(members) - exposed)} are not exposed, "
-                             f"{sorted(exposed - set(members))} have no Rust declaration")
+            raise ValueError(
+                f"{n}: the Rust methods {sorted(set(members) - exposed)} are not exposed, "
+                f"{sorted(exposed - set(members))} have no Rust declaration"
+            )
         if (n, "__init__") in source.methods:
             out += _def("__init__", cls, source.methods[(n, "__init__")], source, 4, n, method=True)
         for m in members:
@@ -361,7 +427,9 @@ def generate(core, source):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="fail when the checked-in stub is stale")
+    parser.add_argument(
+        "--check", action="store_true", help="fail when the checked-in stub is stale"
+    )
     args = parser.parse_args(argv)
     from milsvm import _core
 
@@ -369,9 +437,17 @@ def main(argv=None):
     if args.check:
         old = STUB.read_text()
         if old != text:
-            sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), text.splitlines(True),
-                                                       "_core.pyi (checked in)", "_core.pyi (generated)"))
-            print("python/milsvm/_core.pyi is stale: run python scripts/gen_stub.py", file=sys.stderr)
+            sys.stdout.writelines(
+                difflib.unified_diff(
+                    old.splitlines(True),
+                    text.splitlines(True),
+                    "_core.pyi (checked in)",
+                    "_core.pyi (generated)",
+                )
+            )
+            print(
+                "python/milsvm/_core.pyi is stale: run python scripts/gen_stub.py", file=sys.stderr
+            )
             return 1
         return 0
     STUB.write_text(text)

@@ -15,7 +15,9 @@ Progress = Callable[..., None]
 #: Stacked instances: a 2-D float64 (or float32) array, or a CSR tuple
 #: ``(data, indices, indptr, n_cols)``.
 Instances = Union[
-    NDArray[np.float64], NDArray[np.float32], Tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64], int]
+    NDArray[np.float64],
+    NDArray[np.float32],
+    Tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64], int],
 ]
 #: A CSR basis as a model returns it: ``(data, indices, indptr, (n_rows, n_cols))``.
 CsrParts = Tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64], Tuple[int, int]]
