@@ -1,9 +1,9 @@
-"""The data loading and evaluation protocol shared by reproduce_fu_table1.py and reproduce_fu_table2.py (Fu et al.
-2013, section V-B): hyperparameters chosen by inner cross-validation on each training part,
-per-fold results tallied into per-seed accuracies, a resumable log of finished folds, and the
-printed comparison with the paper. Also what the other benches share: the data directory, the
-dense MILL parser, `standardise` (the bags on their training instances' mean / std) and `Report`
-(a printed report that is also written to a file).
+"""The data loading and evaluation protocol shared by reproduce_fu_table1.py and
+reproduce_fu_table2.py (Fu et al. 2013, section V-B): hyperparameters chosen by inner
+cross-validation on each training part, per-fold results tallied into per-seed accuracies, a
+resumable log of finished folds, and the printed comparison with the paper. Also what the other
+benches share: the data directory, the dense MILL parser, `standardise` (the bags on their training
+instances' mean / std) and `Report` (a printed report that is also written to a file).
 
 An outer fold's result is `(seed, fold, out, seconds)`, where `out` maps a row key
 `(method, n_xv)` (`n_xv` None for MI-Kernel) to a dict with at least `correct`, `n` (test bags),
@@ -25,6 +25,13 @@ import numpy as np
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 if not DEFAULT_DATA.exists():
     DEFAULT_DATA = Path("/work/shared/data")
+
+#: The MILL files of MUSK1, MUSK2 and Elephant, by name.
+CLASSIC_DATASETS = {
+    "MUSK1": DEFAULT_DATA / "musk1" / "musk1.data",
+    "MUSK2": DEFAULT_DATA / "musk2" / "musk2.data",
+    "Elephant": DEFAULT_DATA / "elephant" / "elephant.data",
+}
 
 
 def load_mill_dense(path):
@@ -50,9 +57,10 @@ def standardise(train_bags, test_bags):
     Xtr = np.vstack(train_bags)
     mu, sd = Xtr.mean(0), Xtr.std(0)
     sd[sd == 0] = 1.0
-    return ([np.ascontiguousarray((b - mu) / sd) for b in train_bags],
-            [np.ascontiguousarray((b - mu) / sd) for b in test_bags])
-
+    return (
+        [np.ascontiguousarray((b - mu) / sd) for b in train_bags],
+        [np.ascontiguousarray((b - mu) / sd) for b in test_bags],
+    )
 
 
 class Report:
@@ -123,8 +131,11 @@ class FoldLog:
             if got.keys() & wanted:
                 rows.setdefault(key, {}).update(got)
                 seconds[key] = seconds.get(key, 0.0) + rec["seconds"]
-        return [(seed, fold, {k: out[k] for k in wanted}, seconds[seed, fold])
-                for (seed, fold), out in rows.items() if wanted <= set(out)]
+        return [
+            (seed, fold, {k: out[k] for k in wanted}, seconds[seed, fold])
+            for (seed, fold), out in rows.items()
+            if wanted <= set(out)
+        ]
 
     def wrap(self, fn):
         """fn, with its result `(seed, fold, out, seconds)` appended to the log and announced."""
@@ -135,7 +146,9 @@ class FoldLog:
         def run(*args, **kwargs):
             seed, fold, out, secs = fn(*args, **kwargs)
             rows = [[m, n, r] for (m, n), r in out.items()]
-            line = json.dumps(dict(settings=settings, seed=seed, fold=fold, rows=rows, seconds=secs))
+            line = json.dumps(
+                dict(settings=settings, seed=seed, fold=fold, rows=rows, seconds=secs)
+            )
             with open(path, "a") as f:  # one short write a line: appends from workers do not mix
                 f.write(line + "\n")
             print(f"  seed {seed} fold {fold} done in {secs:.0f} s", flush=True)
@@ -149,21 +162,45 @@ def add_protocol_args(parser, quick_C, c_grid, gamma_scales, gamma_unit, part):
     --gamma-scale), the inner-CV grid (--C-grid, and --gamma-grid in units of `gamma_unit`),
     SparseMI's --tol, --n-jobs, --data and the resumable --log (`part`: what an outer part is
     called, "fold" or "split")."""
-    parser.add_argument("--quick", action="store_true",
-                        help="1 seed, fixed C / gamma, no inner CV (smoke run)")
+    parser.add_argument(
+        "--quick", action="store_true", help="1 seed, fixed C / gamma, no inner CV (smoke run)"
+    )
     parser.add_argument("--C", type=float, default=quick_C, help="C in --quick mode")
-    parser.add_argument("--gamma-scale", type=float, default=1.0,
-                        help=f"gamma = this x {gamma_unit} in --quick mode")
-    parser.add_argument("--C-grid", type=float, nargs="+", default=list(c_grid), dest="C_grid",
-                        help="C values of the inner CV grid")
-    parser.add_argument("--gamma-grid", type=float, nargs="+", default=list(gamma_scales),
-                        help=f"gamma values of the inner CV grid, in units of {gamma_unit}")
-    parser.add_argument("--tol", type=float, default=1e-6, help="SparseMI relative-decrease tolerance")
-    parser.add_argument("--n-jobs", type=int, default=os.cpu_count(), help=f"parallel outer {part}s")
+    parser.add_argument(
+        "--gamma-scale",
+        type=float,
+        default=1.0,
+        help=f"gamma = this x {gamma_unit} in --quick mode",
+    )
+    parser.add_argument(
+        "--C-grid",
+        type=float,
+        nargs="+",
+        default=list(c_grid),
+        dest="C_grid",
+        help="C values of the inner CV grid",
+    )
+    parser.add_argument(
+        "--gamma-grid",
+        type=float,
+        nargs="+",
+        default=list(gamma_scales),
+        help=f"gamma values of the inner CV grid, in units of {gamma_unit}",
+    )
+    parser.add_argument(
+        "--tol", type=float, default=1e-6, help="SparseMI relative-decrease tolerance"
+    )
+    parser.add_argument(
+        "--n-jobs", type=int, default=os.cpu_count(), help=f"parallel outer {part}s"
+    )
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--log", type=Path, default=None,
-                        help=f"append each finished outer {part} to this JSON-lines file and skip "
-                             f"the {part}s already in it (long runs survive an interruption)")
+    parser.add_argument(
+        "--log",
+        type=Path,
+        default=None,
+        help=f"append each finished outer {part} to this JSON-lines file and skip "
+        f"the {part}s already in it (long runs survive an interruption)",
+    )
 
 
 def parse_protocol_args(parser):
@@ -176,7 +213,8 @@ def parse_protocol_args(parser):
 
 
 def skip_missing_methods(milsvm, methods, class_of):
-    """Removes from `methods`, with a note, those whose class `class_of[method]` this milsvm lacks."""
+    """Removes from `methods`, with a note, those whose class `class_of[method]` this milsvm
+    lacks."""
     for method in list(methods):
         if not hasattr(milsvm, class_of[method]):
             print(f"note: this milsvm has no milsvm.{class_of[method]}: skipping {method}")
@@ -204,7 +242,8 @@ def run_outer_parts(run, data_args, tasks, log, rows, args, part):
     args.threads = max(1, args.n_jobs // workers)
     t0 = time.perf_counter()
     results = done + Parallel(n_jobs=workers, verbose=0)(
-        delayed(log.wrap(run))(*data_args, tr, te, seed, fold, args) for tr, te, seed, fold in todo)
+        delayed(log.wrap(run))(*data_args, tr, te, seed, fold, args) for tr, te, seed, fold in todo
+    )
     return results, done, workers, time.perf_counter() - t0
 
 
@@ -220,8 +259,10 @@ def tally(results, n_seeds):
             seconds[key] += r["seconds"]
             if "n_xv" in r:
                 nxv.setdefault(key, []).append(r["n_xv"])
-    per_seed = {key: np.array([100.0 * c / n for c, n in (by_seed[s] for s in range(n_seeds))])
-                for key, by_seed in acc.items()}
+    per_seed = {
+        key: np.array([100.0 * c / n for c, n in (by_seed[s] for s in range(n_seeds))])
+        for key, by_seed in acc.items()
+    }
     return per_seed, chosen, seconds, nxv
 
 
@@ -234,7 +275,10 @@ def print_table(title, rows, per_seed, seconds, paper_of):
     """One line per row key: ours (mean +- std over seeds), the paper's, the difference, the
     seconds spent and the per-seed accuracies. paper_of(key) -> (mean, std) or None."""
     print(title)
-    header = f"{'method':<10} {'N_xv':>5}  {'ours':>15}  {'paper':>15}  {'diff':>6}  {'time s':>7}  per seed"
+    header = (
+        f"{'method':<10} {'N_xv':>5}  {'ours':>15}  {'paper':>15}  {'diff':>6}  {'time s':>7}  "
+        "per seed"
+    )
     print(header)
     print("-" * len(header))
     for key in rows:
@@ -243,23 +287,30 @@ def print_table(title, rows, per_seed, seconds, paper_of):
         std = f"{a.std(ddof=1):4.2f}" if len(a) > 1 else "   -"
         p = paper_of(key)
         diff = f"{a.mean() - p[0]:+6.2f}" if p else "-"
-        print(f"{method:<10} {'-' if n_xv is None else n_xv:>5}  {a.mean():6.2f} +- {std}  "
-              f"{fmt_pm(*p) if p else '-':>15}  {diff:>6}  {seconds[key]:7.1f}  "
-              + " ".join(f"{x:.1f}" for x in a))
+        print(
+            f"{method:<10} {'-' if n_xv is None else n_xv:>5}  {a.mean():6.2f} +- {std}  "
+            f"{fmt_pm(*p) if p else '-':>15}  {diff:>6}  {seconds[key]:7.1f}  "
+            + " ".join(f"{x:.1f}" for x in a)
+        )
 
 
 def print_wins(pairs, per_seed, paper_of, note=""):
     """Is SparseMI better than each baseline? pairs: list of (label, sparse_key, base_key);
     ours as the mean difference in points and seeds won/lost, beside the paper's difference."""
-    print("\nIs SparseMI better than the baselines?" + note
-          + "\n  (ours: mean difference in points, seeds won/lost; paper: its difference)")
+    print(
+        "\nIs SparseMI better than the baselines?"
+        + note
+        + "\n  (ours: mean difference in points, seeds won/lost; paper: its difference)"
+    )
     for label, sk, bk in pairs:
         d = per_seed[sk] - per_seed[bk]
         verdict = "yes" if d.mean() > 0 else ("tie" if d.mean() == 0 else "NO")
         ps, pb = paper_of(sk), paper_of(bk)
         pdiff = f"{ps[0] - pb[0]:+.2f}" if ps and pb else "-"
-        print(f"  {label}: {verdict} ({d.mean():+.2f}, won/lost {int(np.sum(d > 0))}/{int(np.sum(d < 0))}; "
-              f"paper {pdiff})")
+        print(
+            f"  {label}: {verdict} ({d.mean():+.2f}, won/lost "
+            f"{int(np.sum(d > 0))}/{int(np.sum(d < 0))}; paper {pdiff})"
+        )
 
 
 def print_chosen(rows, chosen, unit):
@@ -267,5 +318,7 @@ def print_chosen(rows, chosen, unit):
     print(f"\nchosen (C, gamma / {unit}) over the outer folds:")
     for key in rows:
         method, n_xv = key
-        print(f"  {method:<9} {'-' if n_xv is None else n_xv:>4}: "
-              + ", ".join(f"({c:g}, {g:g}) x{k}" for (c, g), k in chosen[key].most_common()))
+        print(
+            f"  {method:<9} {'-' if n_xv is None else n_xv:>4}: "
+            + ", ".join(f"({c:g}, {g:g}) x{k}" for (c, g), k in chosen[key].most_common())
+        )

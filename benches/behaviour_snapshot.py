@@ -25,12 +25,10 @@ import sys
 import warnings
 from pathlib import Path
 
+import milsvm
 import numpy as np
 import scipy.sparse as sp
-
-import milsvm
 from milsvm.datasets import load_musk1
-
 
 # the toy sets of the test suite
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -80,11 +78,28 @@ def configurations():
     return [
         ("sparsemi_musk", M.SparseMI(n_xv=6, C=10, max_iter=8, random_state=0, n_jobs=1), musk),
         ("sparsemi_three", M.SparseMI(n_xv=4, C=10, max_iter=5, random_state=1, n_jobs=1), three),
-        ("sparsemi_kmeans", M.SparseMI(n_xv=4, init="kmeans", max_iter=3, random_state=0, n_jobs=1), easy),
-        ("sparsemi_svm", M.SparseMI(n_xv=4, init="svm", max_iter=3, random_state=0, n_jobs=1), easy),
-        ("sparsemi_bv", M.SparseMI(n_xv=3, n_basis=8, max_iter=4, random_state=0, n_jobs=1), sparse),
-        ("sparsemi_linear_lbfgs", M.SparseMI(n_xv=3, kernel="linear", solver="lbfgs", max_iter=3,
-                                             random_state=0, n_jobs=1), easy),
+        (
+            "sparsemi_kmeans",
+            M.SparseMI(n_xv=4, init="kmeans", max_iter=3, random_state=0, n_jobs=1),
+            easy,
+        ),
+        (
+            "sparsemi_svm",
+            M.SparseMI(n_xv=4, init="svm", max_iter=3, random_state=0, n_jobs=1),
+            easy,
+        ),
+        (
+            "sparsemi_bv",
+            M.SparseMI(n_xv=3, n_basis=8, max_iter=4, random_state=0, n_jobs=1),
+            sparse,
+        ),
+        (
+            "sparsemi_linear_lbfgs",
+            M.SparseMI(
+                n_xv=3, kernel="linear", solver="lbfgs", max_iter=3, random_state=0, n_jobs=1
+            ),
+            easy,
+        ),
         ("rsvm_musk", M.RSVM(n_xv=8, C=10, random_state=2, n_jobs=1), musk),
         ("mikernel_musk", M.MIKernel(C=10, n_jobs=1), musk),
         ("mikernel_three_linear", M.MIKernel(C=1, kernel="linear", n_jobs=1), three),
@@ -100,7 +115,11 @@ def configurations():
         ("alsvm_nxv", M.ALSVM(C=10, n_xv=20, random_state=0, n_jobs=1), musk),
         ("awsvm_musk", M.AWSVM(C=10, gamma="median", n_jobs=1), musk),
         ("alpsvm_easy", M.ALPSVM(C=10, C2=2.0, p_star=0.4, n_jobs=1), easy),
-        ("alpsvm_nxv_random", M.ALPSVM(C=10, n_xv=10, xv_init="random", random_state=3, n_jobs=1), easy),
+        (
+            "alpsvm_nxv_random",
+            M.ALPSVM(C=10, n_xv=10, xv_init="random", random_state=3, n_jobs=1),
+            easy,
+        ),
         ("misvm_musk", M.miSVM(C=10, gamma="median", n_jobs=1), musk),
         ("misvm_three_weighted", M.miSVM(C=10, class_weight="balanced", n_jobs=1), three),
         ("bigmisvm_musk", M.MISVM(C=10, gamma="median", n_jobs=1), musk),
@@ -110,7 +129,11 @@ def configurations():
         ("svmcc_three", M.SVMCC(C=1, kernel="rbf", n_jobs=1), three),
         ("svmcc_sparse", M.SVMCC(C=1, n_jobs=1), sparse),
         ("oneclass_musk", M.OneClassMISVM(nu=0.3, n_jobs=1), musk),
-        ("oneclass_plain", M.OneClassMISVM(nu=0.5, bag_constraints=False, gamma="median", n_jobs=1), easy),
+        (
+            "oneclass_plain",
+            M.OneClassMISVM(nu=0.5, bag_constraints=False, gamma="median", n_jobs=1),
+            easy,
+        ),
         ("sil_musk", M.SIL(C=10, n_jobs=1), musk),
         ("sil_sparse_linear", M.SIL(kernel="linear", n_jobs=1), sparse),
         ("stk_musk", M.STK(C=10, n_jobs=1), musk),
@@ -149,7 +172,9 @@ def fit_all(models_dir=None, params=None):
         out[f"{name}/decision"] = np.asarray(est.decision_function(bags), dtype=np.float64)
         if hasattr(est, "instance_decision_function"):
             inst = est.instance_decision_function(bags)
-            out[f"{name}/instances"] = np.concatenate([np.atleast_1d(s).reshape(len(s), -1) for s in inst])
+            out[f"{name}/instances"] = np.concatenate(
+                [np.atleast_1d(s).reshape(len(s), -1) for s in inst]
+            )
         if models_dir is not None and hasattr(est, "save"):
             path = Path(models_dir) / f"{name}.json"
             try:
@@ -165,8 +190,13 @@ def main(argv=None):
     ap.add_argument("--write", type=Path, help="fit and store the scores")
     ap.add_argument("--compare", type=Path, help="fit and compare with stored scores")
     ap.add_argument("--models", type=Path, help="also save every fitted model into this folder")
-    ap.add_argument("--params", action="append", default=[], metavar="NAME=JSON",
-                    help="parameters set on every configuration of estimator NAME")
+    ap.add_argument(
+        "--params",
+        action="append",
+        default=[],
+        metavar="NAME=JSON",
+        help="parameters set on every configuration of estimator NAME",
+    )
     args = ap.parse_args(argv)
     if args.models:
         args.models.mkdir(parents=True, exist_ok=True)

@@ -33,10 +33,10 @@ Children run with OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=MKL_NUM_THREADS=1 (the ma
 
 Run (from the repository root):
 
-    /work/venv/bin/python benches/bench_annealing_speed.py                 # (a), (b), (c)
-    /work/venv/bin/python benches/bench_annealing_speed.py --parts a b
-    /work/venv/bin/python benches/bench_annealing_speed.py --parts a --n-jobs 2       # milsvm on 2 threads
-    /work/venv/bin/python benches/bench_annealing_speed.py --single ALSVM --gamma 0.0016   # one child
+    python benches/bench_annealing_speed.py                 # (a), (b), (c)
+    python benches/bench_annealing_speed.py --parts a b
+    python benches/bench_annealing_speed.py --parts a --n-jobs 2       # milsvm on 2 threads
+    python benches/bench_annealing_speed.py --single ALSVM --gamma 0.0016   # one child
 
 Output: printed and written to benches/results/annealing_speed.txt (--out).
 """
@@ -72,7 +72,7 @@ SCALE_SIZES = [1000, 2000, 10000]
 
 
 def split_bags(X, ptr, idx):
-    return [X[ptr[i]:ptr[i + 1]] for i in idx]
+    return [X[ptr[i] : ptr[i + 1]] for i in idx]
 
 
 def musk2_train(data_dir):
@@ -94,7 +94,7 @@ def synthetic(n_bags, seed=0, m=10, d=50):
         k = rng.randint(1, 4)
         rows = i * m + rng.choice(m, k, replace=False)
         X[np.ix_(rows, np.arange(5))] += 1.5
-    return [X[i * m:(i + 1) * m] for i in range(n_bags)], y
+    return [X[i * m : (i + 1) * m] for i in range(n_bags)], y
 
 
 # ----------------------------------------------------------------------------------------------
@@ -106,7 +106,9 @@ def make(method, C, gamma, n_jobs=1):
     import milsvm
     from diy_misvm import DIYmiSVM
 
-    kw = dict(C=C, gamma=gamma, n_jobs=n_jobs, n_xv=None)  # full basis unless the method says otherwise
+    kw = dict(
+        C=C, gamma=gamma, n_jobs=n_jobs, n_xv=None
+    )  # full basis unless the method says otherwise
     if method == "miSVM":
         return milsvm.miSVM(**kw)
     if method == "MISVM":
@@ -118,7 +120,7 @@ def make(method, C, gamma, n_jobs=1):
     if method == "ALPSVM":
         return milsvm.ALPSVM(C2=1.0, p_star=0.5, **kw)
     if method.startswith("miSVM_xv"):
-        kw["n_xv"] = int(method[len("miSVM_xv"):])
+        kw["n_xv"] = int(method[len("miSVM_xv") :])
         return milsvm.miSVM(random_state=0, **kw)
     if method == "DIY":
         return DIYmiSVM(C=C, gamma=gamma)
@@ -132,10 +134,16 @@ def fit_record(est, bags, y):
         t0 = time.perf_counter()
         est.fit(bags, y)
         secs = time.perf_counter() - t0
-    rec = dict(seconds=secs, fit_time=getattr(est, "fit_time_", secs), n_iter=int(est.n_iter_),
-               n_solves=int(getattr(est, "n_solves_", est.n_iter_)), p_hat=float(est.p_hat_),
-               converged=bool(est.converged_), warnings=[f"{w.category.__name__}: {w.message}" for w in caught],
-               train_acc=float(np.mean(np.asarray(est.predict(bags)) == np.asarray(y))))
+    rec = dict(
+        seconds=secs,
+        fit_time=getattr(est, "fit_time_", secs),
+        n_iter=int(est.n_iter_),
+        n_solves=int(getattr(est, "n_solves_", est.n_iter_)),
+        p_hat=float(est.p_hat_),
+        converged=bool(est.converged_),
+        warnings=[f"{w.category.__name__}: {w.message}" for w in caught],
+        train_acc=float(np.mean(np.asarray(est.predict(bags)) == np.asarray(y))),
+    )
     if hasattr(est, "gamma_"):
         rec["gamma"] = float(est.gamma_)
     return rec
@@ -147,8 +155,11 @@ def resolve_gamma_musk2(data_dir):
     bags, y = musk2_train(data_dir)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return float(milsvm.miSVM(C=10, gamma="median", n_xv=50, max_iter=1, random_state=0, n_jobs=1)
-                     .fit(bags, y).gamma_)
+        return float(
+            milsvm.miSVM(C=10, gamma="median", n_xv=50, max_iter=1, random_state=0, n_jobs=1)
+            .fit(bags, y)
+            .gamma_
+        )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -183,8 +194,14 @@ def run_child(extra, timeout):
     cmd = ["/usr/bin/time", "-v", PY, str(Path(__file__).resolve())] + extra
     t0 = time.perf_counter()
     # a new session, so that a timeout kills /usr/bin/time AND the python child under it
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                         start_new_session=True)
+    p = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
     try:
         stdout, stderr = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -214,18 +231,24 @@ def part_a(args, out):
     gamma = resolve_gamma_musk2(args.data)
     bags, y = musk2_train(args.data)
     n_inst = sum(len(b) for b in bags)
-    out(f"(a) MUSK2 fold-0 training part: {len(bags)} bags ({int(np.sum(y))} positive), {n_inst} instances, "
-        f"{bags[0].shape[1]} features; C = 10, gamma = median = {gamma:.6g}; one subprocess per fit, "
-        f"timeout {args.timeout_a:g} s")
+    out(
+        f"(a) MUSK2 fold-0 training part: {len(bags)} bags ({int(np.sum(y))} positive), {n_inst} "
+        f"instances, {bags[0].shape[1]} features; C = 10, gamma = median = {gamma:.6g}; one "
+        f"subprocess per fit, timeout {args.timeout_a:g} s"
+    )
     base, base_rss, _, st = run_child(["--single", "baseline"], 120)
     out(f"    baseline child (imports + data, no fit): peak RSS {base_rss:.0f} MB ({st})")
-    hdr = (f"    {'method':<13} {'fit s':>8} {'core s':>8} {'rounds':>6} {'solves':>6} {'p_hat':>6} "
-           f"{'train acc':>9} {'peak RSS MB':>11}  notes")
+    hdr = (
+        f"    {'method':<13} {'fit s':>8} {'core s':>8} {'rounds':>6} {'solves':>6} {'p_hat':>6} "
+        f"{'train acc':>9} {'peak RSS MB':>11}  notes"
+    )
     out.header(hdr, "    ")
     recs = {}
     for method in args.methods_a:
-        rec, rss, wall, status = run_child(["--single", method, "--gamma", repr(gamma), "--n-jobs",
-                                            str(args.n_jobs)], args.timeout_a)
+        rec, rss, wall, status = run_child(
+            ["--single", method, "--gamma", repr(gamma), "--n-jobs", str(args.n_jobs)],
+            args.timeout_a,
+        )
         if rec is None:
             out(f"    {method:<13} {status.splitlines()[0] if status else status}")
             if status.startswith("failed"):
@@ -234,18 +257,27 @@ def part_a(args, out):
             continue
         recs[method] = rec
         warn = "; ".join(sorted(set(rec["warnings"])))
-        out(f"    {method:<13} {rec['seconds']:8.2f} {rec['fit_time']:8.2f} {rec['n_iter']:6d} {rec['n_solves']:6d} "
-            f"{rec['p_hat']:6.3f} {rec['train_acc']:9.3f} {rss:11.0f}  "
+        out(
+            f"    {method:<13} {rec['seconds']:8.2f} {rec['fit_time']:8.2f} {rec['n_iter']:6d} "
+            f"{rec['n_solves']:6d} {rec['p_hat']:6.3f} {rec['train_acc']:9.3f} {rss:11.0f}  "
             f"{'converged' if rec['converged'] else 'NOT converged'}"
-            + (f"; gamma_ {rec['gamma']:.6g}" if "gamma" in rec and abs(rec['gamma'] - gamma) > 1e-12 * gamma else "")
-            + (f"; {warn}" if warn else ""))
+            + (
+                f"; gamma_ {rec['gamma']:.6g}"
+                if "gamma" in rec and abs(rec["gamma"] - gamma) > 1e-12 * gamma
+                else ""
+            )
+            + (f"; {warn}" if warn else "")
+        )
     diy = recs.get("DIY")
     if diy:
         out("    fit-time ratio DIY / ours (> 1: ours faster):")
         for method in args.methods_a:
             r = recs.get(method)
             if method != "DIY":
-                out(f"      {method:<13} " + (f"{diy['seconds'] / r['seconds']:8.2f}" if r else "   n/a (no fit)"))
+                out(
+                    f"      {method:<13} "
+                    + (f"{diy['seconds'] / r['seconds']:8.2f}" if r else "   n/a (no fit)")
+                )
 
 
 def part_b(args, out):
@@ -253,22 +285,30 @@ def part_b(args, out):
     from diy_misvm import DIYmiSVM
 
     X, ptr, y = load_mill_dense(args.data / "musk1" / "musk1.data")
-    out(f"(b) MUSK1 10-fold CV repeated over {args.b_repeats} split seeds (StratifiedKFold seeds 0..; "
-        f"standardised per fold), C = 10, gamma = median per fold; n_xv = 200 for the reduced miSVM (MUSK1 "
-        f"has 476 instances: 500 is impossible), its k-means seeded with the split seed")
+    out(
+        f"(b) MUSK1 10-fold CV repeated over {args.b_repeats} split seeds (StratifiedKFold seeds "
+        "0..; standardised per fold), C = 10, gamma = median per fold; n_xv = 200 for the "
+        "reduced miSVM (MUSK1 has 476 instances: 500 is impossible), its k-means seeded with the "
+        "split seed"
+    )
     rows = ["miSVM full", "miSVM n_xv=200", "DIY (SVC)"]
     acc = {r: [] for r in rows}
     secs = {r: 0.0 for r in rows}
     warns = {r: 0 for r in rows}
     p_hat = {r: [] for r in rows}
     for seed in range(args.b_repeats):
-        folds = list(StratifiedKFold(10, shuffle=True, random_state=seed).split(np.zeros(len(y)), y))
+        folds = list(
+            StratifiedKFold(10, shuffle=True, random_state=seed).split(np.zeros(len(y)), y)
+        )
         correct = {r: 0 for r in rows}
         for tr, te in folds:
             trb, teb = standardise(split_bags(X, ptr, tr), split_bags(X, ptr, te))
-            ests = {"miSVM full": milsvm.miSVM(C=10, gamma="median", n_jobs=1),
-                    "miSVM n_xv=200": milsvm.miSVM(C=10, gamma="median", n_xv=200, random_state=seed,
-                                                   n_jobs=1)}
+            ests = {
+                "miSVM full": milsvm.miSVM(C=10, gamma="median", n_jobs=1),
+                "miSVM n_xv=200": milsvm.miSVM(
+                    C=10, gamma="median", n_xv=200, random_state=seed, n_jobs=1
+                ),
+            }
             for r, est in ests.items():
                 rec = fit_record(est, trb, y[tr])
                 secs[r] += rec["seconds"]
@@ -283,23 +323,35 @@ def part_b(args, out):
             correct["DIY (SVC)"] += int(np.sum(diy.predict(teb) == y[te]))
         for r in rows:
             acc[r].append(100 * correct[r] / len(y))
-    out(f"    {'method':<16} {'accuracy % (mean +- std over seeds)':>36} {'per seed':>30} {'fit s (sum)':>11} "
-        f"{'p_hat':>6} {'warnings':>8}")
+    out(
+        f"    {'method':<16} {'accuracy % (mean +- std over seeds)':>36} {'per seed':>30} "
+        f"{'fit s (sum)':>11} {'p_hat':>6} {'warnings':>8}"
+    )
     for r in rows:
         per = " ".join(f"{a:.1f}" for a in acc[r])
-        out(f"    {r:<16} {np.mean(acc[r]):29.1f} +- {np.std(acc[r]):4.1f} {per:>30} {secs[r]:11.2f} "
-            f"{np.mean(p_hat[r]):6.3f} {warns[r]:8d}")
-    out("    (for reference: Andrews et al. 2002 mi-SVM MUSK1 87.4% = 12.6% error; Gehler & Chapelle's "
-        "AL-SVM T=1e-8 85.7%)")
+        out(
+            f"    {r:<16} {np.mean(acc[r]):29.1f} +- {np.std(acc[r]):4.1f} {per:>30} "
+            f"{secs[r]:11.2f} {np.mean(p_hat[r]):6.3f} {warns[r]:8d}"
+        )
+    out(
+        "    (for reference: Andrews et al. 2002 mi-SVM MUSK1 87.4% = 12.6% error; Gehler & "
+        "Chapelle's AL-SVM T=1e-8 85.7%)"
+    )
 
 
 def part_c(args, out):
-    out(f"(c) scale: ALSVM(n_xv=200, C=1, gamma='scale', n_jobs=1), bags of 10 instances, 50 features; "
-        f"subprocess + /usr/bin/time -v, timeout {args.timeout_c:g} s")
-    out(f"    {'bags':>6} {'instances':>9} {'fit s':>8} {'core s':>8} {'temps':>5} {'solves':>6} {'p_hat':>6} "
-        f"{'train acc':>9} {'peak RSS MB':>11}  notes")
+    out(
+        "(c) scale: ALSVM(n_xv=200, C=1, gamma='scale', n_jobs=1), bags of 10 instances, 50 "
+        f"features; subprocess + /usr/bin/time -v, timeout {args.timeout_c:g} s"
+    )
+    out(
+        f"    {'bags':>6} {'instances':>9} {'fit s':>8} {'core s':>8} {'temps':>5} {'solves':>6} "
+        f"{'p_hat':>6} {'train acc':>9} {'peak RSS MB':>11}  notes"
+    )
     for n in args.sizes:
-        rec, rss, wall, status = run_child(["--single", "scale", "--n-bags", str(n)], args.timeout_c)
+        rec, rss, wall, status = run_child(
+            ["--single", "scale", "--n-bags", str(n)], args.timeout_c
+        )
         if rec is None:
             out(f"    {n:6d} {10 * n:9d} {status.splitlines()[0]}")
             if status.startswith("failed"):
@@ -307,25 +359,36 @@ def part_c(args, out):
             out("    (larger sizes skipped)")
             break
         warn = "; ".join(sorted(set(rec["warnings"])))
-        out(f"    {n:6d} {10 * n:9d} {rec['seconds']:8.2f} {rec['fit_time']:8.2f} {rec['n_iter']:5d} "
-            f"{rec['n_solves']:6d} {rec['p_hat']:6.3f} {rec['train_acc']:9.3f} {rss:11.0f}  "
-            f"{'converged' if rec['converged'] else 'NOT converged'}" + (f"; {warn}" if warn else ""))
+        out(
+            f"    {n:6d} {10 * n:9d} {rec['seconds']:8.2f} {rec['fit_time']:8.2f} "
+            f"{rec['n_iter']:5d} {rec['n_solves']:6d} {rec['p_hat']:6.3f} {rec['train_acc']:9.3f} "
+            f"{rss:11.0f}  {'converged' if rec['converged'] else 'NOT converged'}"
+            + (f"; {warn}" if warn else "")
+        )
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--parts", nargs="+", default=["a", "b", "c"], choices=["a", "b", "c"])
     parser.add_argument("--methods-a", nargs="+", default=METHODS_A, choices=METHODS_A)
-    parser.add_argument("--sizes", type=int, nargs="+", default=SCALE_SIZES, help="bags for part (c)")
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", default=SCALE_SIZES, help="bags for part (c)"
+    )
     parser.add_argument("--timeout-a", type=float, default=120.0)
     parser.add_argument("--timeout-c", type=float, default=300.0)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--out", type=Path, default=HERE / "results" / "annealing_speed.txt")
     # child mode
-    parser.add_argument("--single", default=None, help="child: fit one METHOD (or 'baseline', 'scale')")
+    parser.add_argument(
+        "--single", default=None, help="child: fit one METHOD (or 'baseline', 'scale')"
+    )
     parser.add_argument("--gamma", type=float, default=None)
     parser.add_argument("--b-repeats", type=int, default=5, help="split seeds of part (b)")
-    parser.add_argument("--n-jobs", type=int, default=1, help="milsvm's n_jobs in part (a) (DIY: 1 thread)")
+    parser.add_argument(
+        "--n-jobs", type=int, default=1, help="milsvm's n_jobs in part (a) (DIY: 1 thread)"
+    )
     parser.add_argument("--n-bags", type=int, default=1000)
     args = parser.parse_args()
     if args.single:
@@ -338,10 +401,12 @@ def main():
     import milsvm
 
     core = milsvm._core.__file__
-    out(f"bench_annealing_speed.py, milsvm {getattr(milsvm, '__version__', '?')} (_core built "
+    out(
+        f"bench_annealing_speed.py, milsvm {getattr(milsvm, '__version__', '?')} (_core built "
         f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(os.path.getmtime(core)))} UTC), "
-        f"{time.strftime('%Y-%m-%d %H:%M:%S')}, {os.cpu_count()} cores, n_jobs = {args.n_jobs} in part (a), "
-        f"1 elsewhere")
+        f"{time.strftime('%Y-%m-%d %H:%M:%S')}, {os.cpu_count()} cores, n_jobs = {args.n_jobs} in "
+        "part (a), 1 elsewhere"
+    )
     for part, fn in (("a", part_a), ("b", part_b), ("c", part_c)):
         if part in args.parts:
             t1 = time.perf_counter()

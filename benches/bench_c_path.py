@@ -37,18 +37,21 @@ import argparse
 import time
 from pathlib import Path
 
-import numpy as np
-from sklearn.model_selection import StratifiedKFold
-
 import milsvm
+import numpy as np
 from milsvm import _crossval
 from milsvm.cli import load_data
+from sklearn.model_selection import StratifiedKFold
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 if not DATA.exists():
     DATA = Path("/work/shared/data")
 
-FILES = {"musk1": "musk1/musk1.data", "musk2": "musk2/musk2.data", "elephant": "elephant/elephant.data"}
+FILES = {
+    "musk1": "musk1/musk1.data",
+    "musk2": "musk2/musk2.data",
+    "elephant": "elephant/elephant.data",
+}
 
 #: Parameters besides C; every estimator also gets n_jobs=1.
 ESTIMATORS = {
@@ -103,8 +106,18 @@ def cv_run(cls, params, bags, y, folds, Cs, path_tasks):
         _crossval._c_groups = lambda cls, candidates, fixed: [[c] for c in range(len(candidates))]
     try:
         start = time.perf_counter()
-        result = _crossval.cross_validate(cls, params, bags, y, folds=folds, seed=0, grid={"C": Cs}, inner_folds=3,
-                                          scale=True, n_jobs=1)
+        result = _crossval.cross_validate(
+            cls,
+            params,
+            bags,
+            y,
+            folds=folds,
+            seed=0,
+            grid={"C": Cs},
+            inner_folds=3,
+            scale=True,
+            n_jobs=1,
+        )
         wall = time.perf_counter() - start
     finally:
         _crossval._c_groups = saved
@@ -119,43 +132,67 @@ def part_cv(name, bags, y, folds, Cs):
     search_i = sum(f["search_time"] for f in res_i.folds)
     search_p = sum(f["search_time"] for f in res_p.folds)
     same_c = all(a["params"] == b["params"] for a, b in zip(res_i.folds, res_p.folds))
-    inner_diff = max(abs(a["inner_accuracy"] - b["inner_accuracy"]) for a, b in zip(res_i.folds, res_p.folds))
+    inner_diff = max(
+        abs(a["inner_accuracy"] - b["inner_accuracy"]) for a, b in zip(res_i.folds, res_p.folds)
+    )
     outer_same = all(a["accuracy"] == b["accuracy"] for a, b in zip(res_i.folds, res_p.folds))
     chosen = [f["params"]["C"] for f in res_p.folds]
     return wall_i, wall_p, search_i, search_p, same_c, inner_diff, outer_same, chosen
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--datasets", nargs="+", default=["musk1", "elephant", "musk2"], choices=list(FILES))
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--datasets", nargs="+", default=["musk1", "elephant", "musk2"], choices=list(FILES)
+    )
     ap.add_argument("--estimators", nargs="+", default=list(ESTIMATORS), choices=list(ESTIMATORS))
     ap.add_argument("--parts", nargs="+", default=["fits", "cv"], choices=["fits", "cv"])
     args = ap.parse_args(argv)
-    Cs = [2.0 ** k for k in range(-4, 9)]
-    print(f"C grid: 2^-4 .. 2^8 ({len(Cs)} values); n_jobs=1; milsvm {milsvm.__version__}", flush=True)
+    Cs = [2.0**k for k in range(-4, 9)]
+    print(
+        f"C grid: 2^-4 .. 2^8 ({len(Cs)} values); n_jobs=1; milsvm {milsvm.__version__}", flush=True
+    )
     total = time.perf_counter()
     for dataset in args.datasets:
         bags, y = load(dataset)
         print(f"\n== {dataset}: {len(y)} bags, {bags.n_instances} instances", flush=True)
         if "fits" in args.parts:
             print("part 1, fits on the first outer training part (90%):")
-            print(f"  {'estimator':10s} {'independent s':>13s} {'path s':>8s} {'ratio':>6s}  max |decision difference|")
+            print(
+                f"  {'estimator':10s} {'independent s':>13s} {'path s':>8s} {'ratio':>6s}  max "
+                "|decision difference|"
+            )
             for name in args.estimators:
                 t_ind, t_path, diff = part_fits(name, bags, y, Cs)
-                print(f"  {name:10s} {t_ind:13.3f} {t_path:8.3f} {t_ind / t_path:5.2f}x  {diff:.3g}", flush=True)
+                print(
+                    f"  {name:10s} {t_ind:13.3f} {t_path:8.3f} {t_ind / t_path:5.2f}x  {diff:.3g}",
+                    flush=True,
+                )
         if "cv" in args.parts:
             folds = CV_FOLDS[dataset]
-            print(f"part 2, cross_validate, {folds} outer folds x 3 inner folds x {len(Cs)} C, scale=True:")
-            print(f"  {'estimator':10s} {'wall s (no path / path)':>24s} {'inner search s':>18s} {'ratio':>6s}  "
-                  f"same C / max inner-acc diff / same outer acc; chosen C (path)")
+            print(
+                f"part 2, cross_validate, {folds} outer folds x 3 inner folds x {len(Cs)} C, "
+                "scale=True:"
+            )
+            print(
+                f"  {'estimator':10s} {'wall s (no path / path)':>24s} {'inner search s':>18s} "
+                f"{'ratio':>6s}  same C / max inner-acc diff / same outer acc; chosen C (path)"
+            )
             for name in args.estimators:
                 if name in CV_SKIP.get(dataset, ()):
                     print(f"  {name:10s} skipped (too slow for one quiet run)", flush=True)
                     continue
-                wall_i, wall_p, s_i, s_p, same_c, inner_diff, outer_same, chosen = part_cv(name, bags, y, folds, Cs)
-                print(f"  {name:10s} {wall_i:11.2f} / {wall_p:9.2f} {s_i:8.2f} / {s_p:7.2f} {s_i / s_p:5.2f}x  "
-                      f"{'yes' if same_c else 'NO'} / {inner_diff:.3g} / {'yes' if outer_same else 'NO'}; "
-                      f"{[f'{c:g}' for c in chosen]}", flush=True)
+                wall_i, wall_p, s_i, s_p, same_c, inner_diff, outer_same, chosen = part_cv(
+                    name, bags, y, folds, Cs
+                )
+                print(
+                    f"  {name:10s} {wall_i:11.2f} / {wall_p:9.2f} {s_i:8.2f} / {s_p:7.2f} "
+                    f"{s_i / s_p:5.2f}x  {'yes' if same_c else 'NO'} / {inner_diff:.3g} / "
+                    f"{'yes' if outer_same else 'NO'}; {[f'{c:g}' for c in chosen]}",
+                    flush=True,
+                )
     print(f"\ntotal {time.perf_counter() - total:.1f} s")
 
 

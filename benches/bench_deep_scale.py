@@ -49,19 +49,27 @@ def make(args):
     d = Path(args.dir)
     d.mkdir(parents=True, exist_ok=True)
     n_total = args.n_bags + args.test_bags
-    bags, y = make_embedding_bags(n_total, mean_bag_size=args.mean_bag_size, n_features=args.n_features,
-                                  random_state=args.seed)
-    n_instances = sum(len(b) for b in bags[:args.n_bags])
+    bags, y = make_embedding_bags(
+        n_total,
+        mean_bag_size=args.mean_bag_size,
+        n_features=args.n_features,
+        random_state=args.seed,
+    )
+    n_instances = sum(len(b) for b in bags[: args.n_bags])
     for name, lo, hi in (("", 0, args.n_bags), ("test_", args.n_bags, n_total)):
         sizes = np.array([len(b) for b in bags[lo:hi]], dtype=np.int64)
         lab = y[lo:hi]
-        out = np.lib.format.open_memmap(d / f"{name}X.npy", mode="w+", dtype=np.float32,
-                                        shape=(int(sizes.sum()), args.n_features))
+        out = np.lib.format.open_memmap(
+            d / f"{name}X.npy",
+            mode="w+",
+            dtype=np.float32,
+            shape=(int(sizes.sum()), args.n_features),
+        )
         row = 0
         for i in range(lo, hi):
             # each bag is released once written, so that the peak stays near the data's size
             b, bags[i] = bags[i], None
-            out[row:row + len(b)] = b
+            out[row : row + len(b)] = b
             row += len(b)
             if i % 100 == 99:
                 out.flush()
@@ -69,9 +77,14 @@ def make(args):
         del out
         np.save(d / f"{name}sizes.npy", sizes)
         np.save(d / f"{name}y.npy", lab)
-    meta = {"n_bags": args.n_bags, "test_bags": args.test_bags, "mean_bag_size": args.mean_bag_size,
-            "n_features": args.n_features, "seed": args.seed,
-            "n_instances": int(n_instances)}
+    meta = {
+        "n_bags": args.n_bags,
+        "test_bags": args.test_bags,
+        "mean_bag_size": args.mean_bag_size,
+        "n_features": args.n_features,
+        "seed": args.seed,
+        "n_instances": int(n_instances),
+    }
     (d / "meta.json").write_text(json.dumps(meta))
     print(json.dumps(meta))
 
@@ -120,7 +133,7 @@ def diy(bags, y, test, C=1.0, max_rounds=20):
         labels = new
     Xt = np.asarray(test.X, dtype=np.float64)
     ft = svc.decision_function(Xt)
-    return np.array([ft[test.bag_ptr[i]:test.bag_ptr[i + 1]].max() for i in range(len(test))])
+    return np.array([ft[test.bag_ptr[i] : test.bag_ptr[i + 1]].max() for i in range(len(test))])
 
 
 def fit(args):
@@ -146,7 +159,9 @@ def fit(args):
         if hasattr(est, "solver_"):
             extra += f" solver={est.solver_}"
     auc = roc_auc_score(yt, scores)
-    print(json.dumps({"method": args.method, "fit_seconds": seconds, "test_auc": auc, "extra": extra}))
+    print(
+        json.dumps({"method": args.method, "fit_seconds": seconds, "test_auc": auc, "extra": extra})
+    )
 
 
 def peak_rss_gb(stderr):
@@ -158,13 +173,28 @@ def run(args):
     d = Path(args.dir)
     meta = json.loads((d / "meta.json").read_text())
     data_gb = meta["n_instances"] * meta["n_features"] * 4 / 2**30
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
-    lines = [f"# {meta['n_instances']} training instances x {meta['n_features']} float32 ({data_gb:.2f} GiB) in "
-             f"{meta['n_bags']} bags, {meta['test_bags']} test bags; seed {meta['seed']}; {time.strftime('%Y-%m-%d %H:%M')}",
-             f"{'method':<14} {'fit s':>8} {'test AUC':>9} {'peak RSS GiB':>12}  extra"]
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+    }
+    lines = [
+        f"# {meta['n_instances']} training instances x {meta['n_features']} float32 "
+        f"({data_gb:.2f} GiB) in {meta['n_bags']} bags, {meta['test_bags']} test bags; seed "
+        f"{meta['seed']}; {time.strftime('%Y-%m-%d %H:%M')}",
+        f"{'method':<14} {'fit s':>8} {'test AUC':>9} {'peak RSS GiB':>12}  extra",
+    ]
     print(lines[0]), print(lines[1])
     for method in args.methods:
-        cmd = ["/usr/bin/time", "-v", sys.executable, __file__, "fit", "--dir", str(d), "--method", method]
+        cmd = [
+            "/usr/bin/time",
+            "-v",
+            sys.executable,
+            __file__,
+            "fit",
+            "--dir",
+            str(d),
+            "--method",
+            method,
+        ]
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
         except subprocess.TimeoutExpired:
@@ -174,8 +204,10 @@ def run(args):
             continue
         try:
             r = json.loads(p.stdout.strip().splitlines()[-1])
-            line = (f"{method:<14} {r['fit_seconds']:8.1f} {r['test_auc']:9.4f} {peak_rss_gb(p.stderr):12.2f}  "
-                    f"{r['extra']}")
+            line = (
+                f"{method:<14} {r['fit_seconds']:8.1f} {r['test_auc']:9.4f} "
+                f"{peak_rss_gb(p.stderr):12.2f}  {r['extra']}"
+            )
         except (IndexError, json.JSONDecodeError):
             line = f"{method:<14} failed: {p.stderr.strip().splitlines()[-3:]}"
         print(line, flush=True)

@@ -25,9 +25,8 @@ from pathlib import Path
 
 
 def data(name):
-    import numpy as np
-
     import milsvm
+    import numpy as np
     from milsvm.datasets import make_embedding_bags
 
     if name == "musk2":
@@ -35,14 +34,15 @@ def data(name):
 
         bags, y = load("musk2")
     else:
-        bags, y = make_embedding_bags(548, mean_bag_size=19, n_features=38, dtype=np.float64, random_state=0)
+        bags, y = make_embedding_bags(
+            548, mean_bag_size=19, n_features=38, dtype=np.float64, random_state=0
+        )
     return milsvm.BagStandardScaler().fit_transform(bags), y
 
 
 def one(name, dataset):
-    from sklearn.exceptions import ConvergenceWarning
-
     import milsvm
+    from sklearn.exceptions import ConvergenceWarning
 
     bags, y = data(dataset)
     cls = milsvm._registry.ESTIMATORS[name]
@@ -55,7 +55,11 @@ def one(name, dataset):
     seconds = time.perf_counter() - start
     chose = {k: getattr(est, k) for k in ("basis_", "solver_", "n_iter_") if hasattr(est, k)}
     chose = {k: (v if isinstance(v, (str, int, float)) else str(v)) for k, v in chose.items()}
-    print(json.dumps({"estimator": name, "seconds": seconds, "n_instances": int(bags.n_instances), **chose}))
+    print(
+        json.dumps(
+            {"estimator": name, "seconds": seconds, "n_instances": int(bags.n_instances), **chose}
+        )
+    )
 
 
 def main():
@@ -71,14 +75,21 @@ def main():
     import milsvm
 
     names = args.only or list(milsvm._registry.ESTIMATORS)
-    lines = [f"# default fits on {args.data}, {time.strftime('%Y-%m-%d %H:%M')}, timeout {args.timeout:.0f} s"]
+    lines = [
+        f"# default fits on {args.data}, {time.strftime('%Y-%m-%d %H:%M')}, timeout "
+        f"{args.timeout:.0f} s"
+    ]
     print(lines[0], flush=True)
     for name in names:
         cmd = [sys.executable, __file__, "--data", args.data, "--one", name]
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, cwd=Path(__file__).parent)
+            p = subprocess.run(
+                cmd, capture_output=True, text=True, timeout=args.timeout, cwd=Path(__file__).parent
+            )
             r = json.loads(p.stdout.strip().splitlines()[-1])
-            extra = " ".join(f"{k}={v}" for k, v in r.items() if k not in ("estimator", "seconds", "n_instances"))
+            extra = " ".join(
+                f"{k}={v}" for k, v in r.items() if k not in ("estimator", "seconds", "n_instances")
+            )
             line = f"{name:<14} {r['seconds']:8.1f} s  ({r['n_instances']} instances)  {extra}"
         except subprocess.TimeoutExpired:
             line = f"{name:<14} timed out after {args.timeout:.0f} s"

@@ -11,9 +11,8 @@ place near the data alone.
 
 import time
 
-import numpy as np
-
 import milsvm
+import numpy as np
 
 
 def main():
@@ -25,8 +24,10 @@ def main():
     bags = milsvm.Bags.from_instances(X, [per] * n_bags)
     start = time.perf_counter()
     est = milsvm.MISVM(kernel="linear", C=1.0).fit(bags, y)
-    print(f"data {X.nbytes / 2**20:.0f} MiB, fit {time.perf_counter() - start:.1f} s, "
-          f"training accuracy {np.mean(est.predict(bags) == y):.3f}")
+    print(
+        f"data {X.nbytes / 2**20:.0f} MiB, fit {time.perf_counter() - start:.1f} s, "
+        f"training accuracy {np.mean(est.predict(bags) == y):.3f}"
+    )
 
 
 if __name__ == "__main__":

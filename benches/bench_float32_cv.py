@@ -25,9 +25,8 @@ import numpy as np
 from sklearn.model_selection import StratifiedKFold
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
-
 import milsvm  # noqa: E402
+from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
 
 METHODS = {
     "SparseMI": lambda: milsvm.SparseMI(n_xv=10, C=10.0, random_state=0),
@@ -45,14 +44,19 @@ def main():
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     out = Report()
-    out("float32 vs float64: 10-fold CV (stratified, seed 0), instances standardised on each "
-        "training part in float64, then rounded to float32 for the float32 run")
+    out(
+        "float32 vs float64: 10-fold CV (stratified, seed 0), instances standardised on each "
+        "training part in float64, then rounded to float32 for the float32 run"
+    )
     for name in args.sets:
         X, ptr, y = load_mill_dense(args.data / name / f"{name}.data")
-        bags = [X[ptr[i]:ptr[i + 1]] for i in range(len(y))]
+        bags = [X[ptr[i] : ptr[i + 1]] for i in range(len(y))]
         out(f"\n{name}: {len(y)} bags, {len(X)} instances, {X.shape[1]} features")
-        out.header(f"  {'method':<10}{'acc f64 %':>11}{'acc f32 %':>11}{'diff pt':>9}"
-                   f"{'labels differ':>15}{'max |score diff|':>18}{'fit s f64':>11}{'fit s f32':>11}", "  ")
+        out.header(
+            f"  {'method':<10}{'acc f64 %':>11}{'acc f32 %':>11}{'diff pt':>9}"
+            f"{'labels differ':>15}{'max |score diff|':>18}{'fit s f64':>11}{'fit s f32':>11}",
+            "  ",
+        )
         folds = list(StratifiedKFold(10, shuffle=True, random_state=0).split(np.zeros(len(y)), y))
         for method in args.methods:
             acc = {np.float64: [], np.float32: []}
@@ -74,10 +78,16 @@ def main():
                     pred[dtype] = est.predict(te_b)
                     acc[dtype].append(np.mean(pred[dtype] == y[te]))
                 n_differ += int(np.sum(pred[np.float64] != pred[np.float32]))
-                max_diff = max(max_diff, float(np.max(np.abs(scores[np.float64] - scores[np.float32]))))
+                max_diff = max(
+                    max_diff, float(np.max(np.abs(scores[np.float64] - scores[np.float32])))
+                )
             a64, a32 = 100 * np.mean(acc[np.float64]), 100 * np.mean(acc[np.float32])
-            out(f"  {method:<10}{a64:>11.2f}{a32:>11.2f}{a32 - a64:>9.2f}{n_differ:>15d}{max_diff:>18.2e}"
-                f"{secs[np.float64]:>11.2f}{secs[np.float32]:>11.2f}")
+            out(
+                "  "
+                f"{method:<10}{a64:>11.2f}{a32:>11.2f}{a32 - a64:>9.2f}"
+                f"{n_differ:>15d}{max_diff:>18.2e}"
+                f"{secs[np.float64]:>11.2f}{secs[np.float32]:>11.2f}"
+            )
     if args.out:
         out.write(args.out)
 

@@ -22,13 +22,12 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.metrics import roc_auc_score
-
 import milsvm
 import milsvm.datasets as D
+import numpy as np
 from _protocol import DEFAULT_DATA, Report
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import roc_auc_score
 
 
 def diy_mi_svm(bags, y, C=1.0, max_rounds=20):
@@ -77,22 +76,39 @@ def run_set(name, bags, y, test, yt, kernel_max, out, methods=("miSVM", "MISVM")
             ker_s, ratio = f"{ker_t:8.2f}", f"{ker_t / lin_t:6.1f}x"
         else:
             diff, ker_s, ratio = "-", "       -", "      -"
-        out(f"{name:<16} {n:>8} {m:<6} {lin_t:8.2f} {ker_s}  {ratio}  {diff:>8}  {auc:6.3f}  rounds {lin.n_iter_}")
+        out(
+            f"{name:<16} {n:>8} {m:<6} {lin_t:8.2f} {ker_s}  {ratio}  {diff:>8}  {auc:6.3f}  "
+            f"rounds {lin.n_iter_}"
+        )
     return n
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[20000, 100000],
-                        help="instances of the embedding sets (bags of 1000 on average, 512-d float32)")
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=[20000, 100000],
+        help="instances of the embedding sets (bags of 1000 on average, 512-d float32)",
+    )
     parser.add_argument("--kernel-max", type=int, default=20000)
-    parser.add_argument("--diy", action="store_true", help="also run the DIY LinearSVC loop on the embedding sets")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "linear_route.txt")
+    parser.add_argument(
+        "--diy", action="store_true", help="also run the DIY LinearSVC loop on the embedding sets"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=Path(__file__).parent / "results" / "linear_route.txt"
+    )
     args = parser.parse_args()
     out = Report()
-    out("Linear route (w in R^d, Newton-CG) vs kernel route (dual SMO over the instances), kernel='linear', C=1")
-    out.header(f"{'set':<16} {'inst.':>8} {'method':<6} {'linear s':>8} {'kernel s':>8}  {'ratio':>7}  "
-               f"{'max diff':>8}  {'AUC':>6}")
+    out(
+        "Linear route (w in R^d, Newton-CG) vs kernel route (dual SMO over the instances), "
+        "kernel='linear', C=1"
+    )
+    out.header(
+        f"{'set':<16} {'inst.':>8} {'method':<6} {'linear s':>8} {'kernel s':>8}  {'ratio':>7}  "
+        f"{'max diff':>8}  {'AUC':>6}"
+    )
     for name, path in (("musk2", "musk2/musk2.data"), ("tst1 (sparse)", "tst1/tst1.data")):
         bags, y = D.load_mill(DEFAULT_DATA / path)
         if name == "musk2":
@@ -100,8 +116,9 @@ def main():
         run_set(name, bags, y, None, None, args.kernel_max, out)
     for size in args.sizes:
         # one draw (one witness direction), split into training bags and 100 test bags
-        every, labels = D.make_embedding_bags(size // 1000 + 100, mean_bag_size=1000, n_features=512,
-                                              random_state=0)
+        every, labels = D.make_embedding_bags(
+            size // 1000 + 100, mean_bag_size=1000, n_features=512, random_state=0
+        )
         k = size // 1000
         bags, y, test, yt = every[:k], labels[:k], every[k:], labels[k:]
         name = f"embed {size // 1000}k x512"
@@ -113,8 +130,10 @@ def main():
                 score = diy_mi_svm(bags, y)
             t = time.perf_counter() - start
             n = sum(b.shape[0] for b in bags)
-            out(f"{name:<16} {n:>8} DIY    {t:8.2f} (LinearSVC mi-SVM loop)            "
-                f"{roc_auc_score(yt, score(test)):6.3f}")
+            out(
+                f"{name:<16} {n:>8} DIY    {t:8.2f} (LinearSVC mi-SVM loop)            "
+                f"{roc_auc_score(yt, score(test)):6.3f}"
+            )
     out.write(args.out)
 
 

@@ -44,9 +44,26 @@ from _protocol import DEFAULT_DATA, Report, load_mill_dense  # noqa: E402
 
 def run_side(python, impl, args, n_jobs, outdir):
     out = outdir / f"miles_vs_mil_{impl}_{n_jobs}t.json"
-    cmd = ["/usr/bin/time", "-v", python, str(HERE / "miles_mil_worker.py"), "--impl", impl, "--data", str(args.data),
-           "--splits", str(outdir / "miles_vs_mil_splits.json"), "--gamma-scale", str(args.gamma_scale),
-           "--Cs", *map(str, args.Cs), "--n-jobs", str(n_jobs), "--out", str(out)]
+    cmd = [
+        "/usr/bin/time",
+        "-v",
+        python,
+        str(HERE / "miles_mil_worker.py"),
+        "--impl",
+        impl,
+        "--data",
+        str(args.data),
+        "--splits",
+        str(outdir / "miles_vs_mil_splits.json"),
+        "--gamma-scale",
+        str(args.gamma_scale),
+        "--Cs",
+        *map(str, args.Cs),
+        "--n-jobs",
+        str(n_jobs),
+        "--out",
+        str(out),
+    ]
     run = subprocess.run(cmd, capture_output=True, text=True)
     if run.returncode != 0:
         raise RuntimeError(f"{impl} failed:\n{run.stderr[-3000:]}")
@@ -66,21 +83,38 @@ def main():
     args = ap.parse_args()
     outdir = args.out.parent
     _, ptr, y = load_mill_dense(args.data)
-    splits = [[tr.tolist(), te.tolist()]
-              for tr, te in StratifiedKFold(args.folds, shuffle=True, random_state=0).split(np.zeros(len(y)), y)]
+    splits = [
+        [tr.tolist(), te.tolist()]
+        for tr, te in StratifiedKFold(args.folds, shuffle=True, random_state=0).split(
+            np.zeros(len(y)), y
+        )
+    ]
     (outdir / "miles_vs_mil_splits.json").write_text(json.dumps(splits))
-    sides = [("mil", args.mil_python, 1), ("milsvm", sys.executable, 1), ("milsvm", sys.executable, 2)]
+    sides = [
+        ("mil", args.mil_python, 1),
+        ("milsvm", sys.executable, 1),
+        ("milsvm", sys.executable, 2),
+    ]
     results = {}
     for impl, python, n_jobs in sides:
         print(f"running {impl} ({n_jobs} thread(s)) ...", flush=True)
         results[(impl, n_jobs)] = run_side(python, impl, args, n_jobs, outdir)
     out = Report()
-    out(f"MILES on MUSK2 ({len(y)} bags, {ptr[-1]} instances): milsvm vs the mil package (MILESMapping + LinearSVC l1),")
-    out(f"{args.folds}-fold StratifiedKFold(seed 0), standardised per fold, gamma = {args.gamma_scale:g} x 1/(d Var), "
-        f"class_weight balanced, C in {args.Cs}")
+    out(
+        f"MILES on MUSK2 ({len(y)} bags, {ptr[-1]} instances): milsvm vs the mil package "
+        "(MILESMapping + LinearSVC l1),"
+    )
+    out(
+        f"{args.folds}-fold StratifiedKFold(seed 0), standardised per fold, gamma = "
+        f"{args.gamma_scale:g} x 1/(d Var), class_weight balanced, C in {args.Cs}"
+    )
     out()
-    hdr = (f"{'side':18s} {'train s (all folds)':>19s} {'score s':>8s} {'peak RSS MB':>11s} {'wall':>8s}  "
-           + "  ".join(f"{'AUC C=' + format(c, 'g'):>13s}" for c in args.Cs) + "  concepts per C")
+    hdr = (
+        f"{'side':18s} {'train s (all folds)':>19s} {'score s':>8s} {'peak RSS MB':>11s} "
+        f"{'wall':>8s}  "
+        + "  ".join(f"{'AUC C=' + format(c, 'g'):>13s}" for c in args.Cs)
+        + "  concepts per C"
+    )
     out.header(hdr)
     base = None
     for (impl, n_jobs), (res, rss, wall) in results.items():
@@ -98,11 +132,21 @@ def main():
         name = f"{impl} {n_jobs}t"
         base = fit_s if impl == "mil" else base
         ratio = f" ({base / fit_s:.0f}x)" if impl != "mil" and base else ""
-        out(f"{name:18s} {fit_s:12.2f}{ratio:>7s} {score_s:8.2f} {rss:11.0f} {wall:>8s}  "
-            + "  ".join(f"{a:>13s}" for a in aucs) + "  " + " / ".join(f"{v:.1f}" for v in nnz))
+        out(
+            f"{name:18s} {fit_s:12.2f}{ratio:>7s} {score_s:8.2f} {rss:11.0f} {wall:>8s}  "
+            + "  ".join(f"{a:>13s}" for a in aucs)
+            + "  "
+            + " / ".join(f"{v:.1f}" for v in nnz)
+        )
     out()
-    out(f"AUC: mean over the {args.folds} folds of the test-fold AUC / AUC of the pooled out-of-fold scores. train s: embedding of the training bags plus one fit")
-    out("per C, summed over folds; score s: the test bags (mil maps them against every training instance,")
+    out(
+        f"AUC: mean over the {args.folds} folds of the test-fold AUC / AUC of the pooled "
+        "out-of-fold scores. train s: embedding of the training bags plus one fit"
+    )
+    out(
+        "per C, summed over folds; score s: the test bags (mil maps them against every training "
+        "instance,"
+    )
     out("milsvm against the selected concepts only). (Nx): mil's training time over this row's.")
     out.write(args.out)
 

@@ -36,10 +36,12 @@ from sklearn.svm import LinearSVC
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
-
 from milsvm import _core  # noqa: E402
 
-DATASETS = {"MUSK1": DEFAULT_DATA / "musk1" / "musk1.data", "MUSK2": DEFAULT_DATA / "musk2" / "musk2.data"}
+DATASETS = {
+    "MUSK1": DEFAULT_DATA / "musk1" / "musk1.data",
+    "MUSK2": DEFAULT_DATA / "musk2" / "musk2.data",
+}
 
 
 def highs(E, y, cost, method):
@@ -48,7 +50,7 @@ def highs(E, y, cost, method):
     c = np.concatenate([np.ones(2 * n), [0.0, 0.0], cost])
     r = so.linprog(c, A_ub=A, b_ub=-np.ones(m), bounds=(0, None), method=method)
     x = r.x
-    return x[:n] - x[n:2 * n], x[2 * n] - x[2 * n + 1], r.fun
+    return x[:n] - x[n : 2 * n], x[2 * n] - x[2 * n + 1], r.fun
 
 
 def main():
@@ -58,18 +60,27 @@ def main():
     ap.add_argument("--out", type=Path, default=HERE / "results" / "miles_solver.txt")
     args = ap.parse_args()
     out = Report()
-    out("MILES's 1-norm SVM, one embedding per fold (10-fold CV, seed 0, standardised, gamma = scale):")
+    out(
+        "MILES's 1-norm SVM, one embedding per fold (10-fold CV, seed 0, standardised, gamma = "
+        "scale):"
+    )
     out("simplex = milsvm (paper's hinge LP); highs-ds / highs-ipm = scipy linprog on the same LP;")
     out("l1-sqhinge = LinearSVC(penalty='l1', loss='squared_hinge', dual=False) (liblinear CD).")
     out()
     solvers = ["simplex", "highs-ds", "highs-ipm", "l1-sqhinge"]
     for name in args.datasets:
         X, ptr, y = load_mill_dense(DATASETS[name])
-        bags = [X[ptr[i]:ptr[i + 1]] for i in range(len(ptr) - 1)]
-        stats = {(s, C): {"correct": 0, "auc": [], "nnz": [], "sec": []} for s in solvers for C in args.Cs}
+        bags = [X[ptr[i] : ptr[i + 1]] for i in range(len(ptr) - 1)]
+        stats = {
+            (s, C): {"correct": 0, "auc": [], "nnz": [], "sec": []}
+            for s in solvers
+            for C in args.Cs
+        }
         worst = 0.0
         emb_sec = []
-        for train, test in StratifiedKFold(10, shuffle=True, random_state=0).split(np.zeros(len(y)), y):
+        for train, test in StratifiedKFold(10, shuffle=True, random_state=0).split(
+            np.zeros(len(y)), y
+        ):
             tr, te = standardise([bags[i] for i in train], [bags[i] for i in test])
             Xtr, Xte = np.vstack(tr), np.vstack(te)
             ptr_tr = np.concatenate([[0], np.cumsum([len(b) for b in tr])]).astype(np.int64)
@@ -93,8 +104,9 @@ def main():
                     else:
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore")
-                            svc = LinearSVC(penalty="l1", loss="squared_hinge", dual=False, C=C,
-                                            max_iter=10000).fit(E, y[train])
+                            svc = LinearSVC(
+                                penalty="l1", loss="squared_hinge", dual=False, C=C, max_iter=10000
+                            ).fit(E, y[train])
                         w, b = svc.coef_[0], svc.intercept_[0]
                     sec = time.perf_counter() - t0
                     f = Et @ w + b
@@ -103,15 +115,23 @@ def main():
                     st["auc"].append(roc_auc_score(y[test], f))
                     st["nnz"].append(int(np.sum(np.abs(w) > 1e-9)))
                     st["sec"].append(sec)
-        out(f"{name}: {len(y)} bags, embedding of a training part {np.mean(emb_sec):.2f} s (mean over folds); "
-            f"largest relative LP objective difference simplex vs HiGHS: {worst:.1e}")
-        hdr = f"  {'solver':11s} {'C':>5s} {'accuracy %':>10s} {'AUC':>6s} {'concepts':>8s} {'solve s':>8s}"
+        out(
+            f"{name}: {len(y)} bags, embedding of a training part {np.mean(emb_sec):.2f} s (mean "
+            f"over folds); largest relative LP objective difference simplex vs HiGHS: {worst:.1e}"
+        )
+        hdr = (
+            f"  {'solver':11s} {'C':>5s} {'accuracy %':>10s} {'AUC':>6s} {'concepts':>8s} "
+            f"{'solve s':>8s}"
+        )
         out.header(hdr, indent="  ")
         for s in solvers:
             for C in args.Cs:
                 st = stats[(s, C)]
-                out(f"  {s:11s} {C:5g} {100.0 * st['correct'] / len(y):10.1f} {np.mean(st['auc']):6.3f} "
-                    f"{np.mean(st['nnz']):8.1f} {np.mean(st['sec']):8.3f}")
+                out(
+                    f"  {s:11s} {C:5g} {100.0 * st['correct'] / len(y):10.1f} "
+                    f"{np.mean(st['auc']):6.3f} {np.mean(st['nnz']):8.1f} "
+                    f"{np.mean(st['sec']):8.3f}"
+                )
         out()
     out.write(args.out)
 

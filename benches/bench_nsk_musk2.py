@@ -15,8 +15,8 @@ Both timed end to end (fit + prediction of the test bags from the standardised b
 --repeats (default 3), once per --threads count (milsvm's n_jobs and NumPy's BLAS threads set
 to it with threadpoolctl; libsvm is single-threaded); reported: times, ratio, test accuracies,
 the max |diff| of the test decision values, and the floor: NumPy's product X X^T of the training
-instances in the same run (NSK needs the upper half of it). The NSK objective is the libsvm one, so the decision values should agree to
-the solvers' tolerance.
+instances in the same run (NSK needs the upper half of it). The NSK objective is the libsvm one, so
+the decision values should agree to the solvers' tolerance.
 
 Also SVMCC(kernel="rbf", C, gamma) on the same part, n_jobs 1 and 2: fit time and peak RSS. Each of
 the three fits also runs once in a subprocess of this script under /usr/bin/time -v (the
@@ -26,7 +26,7 @@ seconds (default 300).
 
 Run (from the repository root):
 
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /work/venv/bin/python benches/bench_nsk_musk2.py
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benches/bench_nsk_musk2.py
 
 Output: printed and written to benches/results/nsk_musk2.txt (--out).
 """
@@ -61,7 +61,9 @@ def data():
 
     bags, y = load_mill(DATA)
     y = np.asarray(y)
-    tr, te = next(iter(StratifiedKFold(10, shuffle=True, random_state=0).split(np.zeros(len(y)), y)))
+    tr, te = next(
+        iter(StratifiedKFold(10, shuffle=True, random_state=0).split(np.zeros(len(y)), y))
+    )
     trb, teb = [bags[i] for i in tr], [bags[i] for i in te]
     X = np.vstack(trb)
     mu, sd = X.mean(0), X.std(0)
@@ -75,14 +77,18 @@ def averaging(bags, n_cols=None):
 
     sizes = np.array([len(b) for b in bags])
     rows = np.repeat(np.arange(len(bags)), sizes)
-    return sp.csr_matrix((np.repeat(1.0 / sizes, sizes), (rows, np.arange(sizes.sum()))),
-                         shape=(len(bags), sizes.sum()))
+    return sp.csr_matrix(
+        (np.repeat(1.0 / sizes, sizes), (rows, np.arange(sizes.sum()))),
+        shape=(len(bags), sizes.sum()),
+    )
 
 
 def run_nsk(trb, ytr, teb, C, gamma, n_jobs=1):
     import milsvm
 
-    m = milsvm.NSK(C=C, kernel="rbf", gamma=gamma, norm="l1", inner_tol=1e-3, n_jobs=n_jobs).fit(trb, ytr)
+    m = milsvm.NSK(C=C, kernel="rbf", gamma=gamma, norm="l1", inner_tol=1e-3, n_jobs=n_jobs).fit(
+        trb, ytr
+    )
     return m.decision_function(teb), m.predict(teb), m
 
 
@@ -121,8 +127,12 @@ def child(what, C, gamma, n_jobs=1):
             m.fit(trb, ytr)
             res["fit_s"] = time.perf_counter() - t0
             pred = m.predict(teb)
-        res.update(n_iter=m.n_iter_, converged=m.converged_, n_xv=int(len(m.xv_)),
-                   warnings=[str(x.message)[:120] for x in w])
+        res.update(
+            n_iter=m.n_iter_,
+            converged=m.converged_,
+            n_xv=int(len(m.xv_)),
+            warnings=[str(x.message)[:120] for x in w],
+        )
     else:
         pred = None
     res["seconds"] = time.perf_counter() - t
@@ -132,8 +142,20 @@ def child(what, C, gamma, n_jobs=1):
 
 
 def measured(what, C, gamma, timeout, n_jobs=1):
-    cmd = ["/usr/bin/time", "-v", sys.executable, __file__, "--child", what, "--C", str(C), "--gamma", str(gamma),
-           "--n-jobs", str(n_jobs)]
+    cmd = [
+        "/usr/bin/time",
+        "-v",
+        sys.executable,
+        __file__,
+        "--child",
+        what,
+        "--C",
+        str(C),
+        "--gamma",
+        str(gamma),
+        "--n-jobs",
+        str(n_jobs),
+    ]
     t = time.perf_counter()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -141,7 +163,9 @@ def measured(what, C, gamma, timeout, n_jobs=1):
         return dict(timeout=timeout, wall=time.perf_counter() - t)
     wall = time.perf_counter() - t
     rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)
-    res = next((json.loads(line[7:]) for line in p.stdout.splitlines() if line.startswith("RESULT ")), None)
+    res = next(
+        (json.loads(line[7:]) for line in p.stdout.splitlines() if line.startswith("RESULT ")), None
+    )
     if res is None:
         return dict(error=p.stderr[-500:], wall=wall)
     res.update(rss_mb=int(rss.group(1)) / 1024 if rss else float("nan"), wall=wall)
@@ -156,26 +180,40 @@ def main():
     ap.add_argument("--svmcc-timeout", type=float, default=300.0)
     ap.add_argument("--child", choices=["none", "nsk", "diy", "svmcc"])
     ap.add_argument("--n-jobs", type=int, default=1, help="(child) milsvm's n_jobs")
-    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2],
-                    help="thread counts of the end-to-end comparison (milsvm n_jobs = NumPy's BLAS threads)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        nargs="+",
+        default=[1, 2],
+        help="thread counts of the end-to-end comparison (milsvm n_jobs = NumPy's BLAS threads)",
+    )
     ap.add_argument("--out", type=Path, default=HERE / "results" / "nsk_musk2.txt")
     args = ap.parse_args()
     if args.child:
         child(args.child, args.C, args.gamma, args.n_jobs)
         return
-    from threadpoolctl import threadpool_info, threadpool_limits
     import milsvm
     import sklearn
+    from threadpoolctl import threadpool_info, threadpool_limits
 
     t_start = time.perf_counter()
     out = Report()
 
     trb, ytr, teb, yte = data()
     ntr = sum(len(b) for b in trb)
-    out(f"MUSK2 fold 0 of StratifiedKFold(10, shuffle, rs 0): train {len(trb)} bags / {ntr} instances, test "
-        f"{len(teb)} bags; standardised; rbf gamma={args.gamma:g}, C={args.C:g}")
-    blas = [(p["internal_api"], p.get("architecture")) for p in threadpool_info() if p["user_api"] == "blas"]
-    out(f"milsvm {milsvm.__version__}, scikit-learn {sklearn.__version__}, numpy {np.__version__}, BLAS {blas}")
+    out(
+        f"MUSK2 fold 0 of StratifiedKFold(10, shuffle, rs 0): train {len(trb)} bags / {ntr} "
+        f"instances, test {len(teb)} bags; standardised; rbf gamma={args.gamma:g}, C={args.C:g}"
+    )
+    blas = [
+        (p["internal_api"], p.get("architecture"))
+        for p in threadpool_info()
+        if p["user_api"] == "blas"
+    ]
+    out(
+        f"milsvm {milsvm.__version__}, scikit-learn {sklearn.__version__}, numpy "
+        f"{np.__version__}, BLAS {blas}"
+    )
     Xtr = np.vstack(trb)
     for nt in args.threads:
         with threadpool_limits(limits=nt):
@@ -183,28 +221,49 @@ def main():
             times = {"nsk": [], "diy": [], "gemm": []}
             res = {}
             for _ in range(args.repeats):
-                for name, fn in (("nsk", lambda: run_nsk(trb, ytr, teb, args.C, args.gamma, n_jobs=nt)),
-                                 ("diy", lambda: run_diy(trb, ytr, teb, args.C, args.gamma)),
-                                 ("gemm", lambda: Xtr @ Xtr.T)):
+                for name, fn in (
+                    ("nsk", lambda: run_nsk(trb, ytr, teb, args.C, args.gamma, n_jobs=nt)),
+                    ("diy", lambda: run_diy(trb, ytr, teb, args.C, args.gamma)),
+                    ("gemm", lambda: Xtr @ Xtr.T),
+                ):
                     t = time.perf_counter()
                     res[name] = fn()
                     times[name].append(time.perf_counter() - t)
             (fn_, pn, nsk), (fd, pd, svc) = res["nsk"], res["diy"]
             tn, td, tg = (np.median(times[k]) for k in ("nsk", "diy", "gemm"))
-            out(f"{nt} thread(s) (milsvm n_jobs = {nt}, BLAS limited to {nt}): NSK end to end (fit + predict test "
-                f"bags), median of {args.repeats}:")
+            out(
+                f"{nt} thread(s) (milsvm n_jobs = {nt}, BLAS limited to {nt}): NSK end to end "
+                f"(fit + predict test bags), median of {args.repeats}:"
+            )
             out(f"  {'route':<34} {'time s':>7} {'runs':<22} {'test acc':>8} {'n SV':>5}")
-            out(f"  {'milsvm NSK(norm=l1)':<34} {tn:7.3f} {' '.join(f'{x:.3f}' for x in times['nsk']):<22} "
-                f"{np.mean(pn == yte):8.3f} {nsk.n_support_:5d}")
-            out(f"  {'rbf_kernel + A K A^T + SVC(precomp)':<34} {td:7.3f} "
-                f"{' '.join(f'{x:.3f}' for x in times['diy']):<22} {np.mean(pd == yte):8.3f} {len(svc.support_):5d}")
-            out(f"  DIY / milsvm {td / tn:.2f}x; max |diff| of test decision values {np.max(np.abs(fn_ - fd)):.2e}; "
-                f"predictions agree on {np.mean(pn == pd):.3f} of the test bags")
-            out(f"  floor: NumPy's Gram product X X^T ({ntr} x {Xtr.shape[1]}) {tg:.3f} s, half of it {tg / 2:.3f} s; "
-                f"milsvm NSK = {tn / (tg / 2):.2f} x the half product")
+            out(
+                f"  {'milsvm NSK(norm=l1)':<34} {tn:7.3f} "
+                f"{' '.join(f'{x:.3f}' for x in times['nsk']):<22} {np.mean(pn == yte):8.3f} "
+                f"{nsk.n_support_:5d}"
+            )
+            out(
+                f"  {'rbf_kernel + A K A^T + SVC(precomp)':<34} {td:7.3f} "
+                f"{' '.join(f'{x:.3f}' for x in times['diy']):<22} {np.mean(pd == yte):8.3f} "
+                f"{len(svc.support_):5d}"
+            )
+            out(
+                f"  DIY / milsvm {td / tn:.2f}x; max |diff| of test decision values "
+                f"{np.max(np.abs(fn_ - fd)):.2e}; predictions agree on {np.mean(pn == pd):.3f} of "
+                "the test bags"
+            )
+            out(
+                f"  floor: NumPy's Gram product X X^T ({ntr} x {Xtr.shape[1]}) {tg:.3f} s, half "
+                f"of it {tg / 2:.3f} s; milsvm NSK = {tn / (tg / 2):.2f} x the half product"
+            )
     out()
-    out("one fit in a subprocess under /usr/bin/time -v (peak RSS includes Python + data; baseline = load only):")
-    out(f"  {'what':<9} {'peak RSS MB':>11} {'fit s':>7} {'run s':>7} {'wall s':>7} {'test acc':>8}  notes")
+    out(
+        "one fit in a subprocess under /usr/bin/time -v (peak RSS includes Python + data; "
+        "baseline = load only):"
+    )
+    out(
+        f"  {'what':<9} {'peak RSS MB':>11} {'fit s':>7} {'run s':>7} {'wall s':>7} "
+        f"{'test acc':>8}  notes"
+    )
     for what, nj in (("none", 1), ("nsk", 1), ("diy", 1), ("svmcc", 1), ("svmcc", 2)):
         r = measured(what, args.C, args.gamma, args.svmcc_timeout if what == "svmcc" else 600, nj)
         is_svmcc = what == "svmcc"
@@ -217,11 +276,16 @@ def main():
             continue
         notes = ""
         if is_svmcc:
-            notes = (f"n_iter {r['n_iter']}, converged {r['converged']}, {r['n_xv']} expansion vectors"
-                     + (f"; warnings: {' | '.join(r['warnings'])}" if r["warnings"] else ""))
+            notes = (
+                f"n_iter {r['n_iter']}, converged {r['converged']}, {r['n_xv']} expansion vectors"
+                + (f"; warnings: {' | '.join(r['warnings'])}" if r["warnings"] else "")
+            )
         fit = f"{r['fit_s']:7.2f}" if "fit_s" in r else f"{'-':>7}"
         acc = f"{r['acc']:8.3f}" if "acc" in r else f"{'-':>8}"
-        out(f"  {what:<9} {r['rss_mb']:11.0f} {fit} {r['seconds']:7.2f} {r['wall']:7.2f} {acc}  {notes}")
+        out(
+            f"  {what:<9} {r['rss_mb']:11.0f} {fit} {r['seconds']:7.2f} {r['wall']:7.2f} {acc}  "
+            f"{notes}"
+        )
     out("  (run s: fit + predict inside the child; fit s: SVMCC.fit alone)")
     out()
     out(f"wall time {time.perf_counter() - t_start:.1f} s")

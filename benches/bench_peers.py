@@ -130,16 +130,17 @@ CLEAN_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
 def child_env():
     env = {k: v for k, v in os.environ.items() if k not in CLEAN_ENV}
-    env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONWARNINGS="ignore")
+    env.update(
+        OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONWARNINGS="ignore"
+    )
     return env
 
 
 def write_inputs(name, work, folds, inner_folds, seed):
     """The set's arrays (.npz) and splits (JSON) for the fold processes; returns their paths
     and the labels."""
-    from sklearn.model_selection import StratifiedKFold
-
     from milsvm.datasets import load_mill
+    from sklearn.model_selection import StratifiedKFold
 
     bags, y = load_mill(DEFAULT_DATA / SETS[name])
     y = np.asarray(y, dtype=int)
@@ -150,11 +151,19 @@ def write_inputs(name, work, folds, inner_folds, seed):
     split_list = []
     for tr, te in outer.split(np.zeros(len(y)), y):
         inner = StratifiedKFold(inner_folds, shuffle=True, random_state=seed)
-        split_list.append(dict(train=tr.tolist(), test=te.tolist(),
-                               inner=[[tr[a].tolist(), tr[b].tolist()] for a, b in inner.split(tr, y[tr])]))
+        split_list.append(
+            dict(
+                train=tr.tolist(),
+                test=te.tolist(),
+                inner=[[tr[a].tolist(), tr[b].tolist()] for a, b in inner.split(tr, y[tr])],
+            )
+        )
     splits = work / f"splits_{name}.json"
-    splits.write_text(json.dumps(dict(set=name, seed=seed, n_folds=folds, inner_folds=inner_folds,
-                                      folds=split_list)))
+    splits.write_text(
+        json.dumps(
+            dict(set=name, seed=seed, n_folds=folds, inner_folds=inner_folds, folds=split_list)
+        )
+    )
     return data, splits, ptr, y
 
 
@@ -164,14 +173,39 @@ def run_fold(python, impl, method, data, splits, fold, args, work, floor=False):
     floor: the runner's --floor (all but the fit), for the RSS floor of that side."""
     out = work / f"{impl}_{method}_{data.stem}_{fold}{'_floor' if floor else ''}.json"
     out.unlink(missing_ok=True)
-    cmd = ["/usr/bin/time", "-v", python, str(RUNNER), "--impl", impl, "--method", method, "--data", str(data),
-           "--splits", str(splits), "--fold", str(fold), "--C", *map(str, args.C),
-           "--gamma-scales", *map(str, args.gamma_scales), "--out", str(out)] + (["--floor"] if floor else [])
+    cmd = [
+        "/usr/bin/time",
+        "-v",
+        python,
+        str(RUNNER),
+        "--impl",
+        impl,
+        "--method",
+        method,
+        "--data",
+        str(data),
+        "--splits",
+        str(splits),
+        "--fold",
+        str(fold),
+        "--C",
+        *map(str, args.C),
+        "--gamma-scales",
+        *map(str, args.gamma_scales),
+        "--out",
+        str(out),
+    ] + (["--floor"] if floor else [])
     if args.milsvm_c_path and impl == "milsvm":
         cmd.append("--c-path")
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(),
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env(),
+        start_new_session=True,
+    )
     try:
         stdout, stderr = proc.communicate(timeout=args.timeout)
         timed_out = False
@@ -183,13 +217,20 @@ def run_fold(python, impl, method, data, splits, fold, args, work, floor=False):
     m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", stderr)
     rss = int(m.group(1)) if m else None
     if timed_out:
-        return dict(ok=False, status="timeout", error=f"no result after {args.timeout:g} s (killed)",
-                    wall_seconds=wall, peak_rss_kb=rss)
+        return dict(
+            ok=False,
+            status="timeout",
+            error=f"no result after {args.timeout:g} s (killed)",
+            wall_seconds=wall,
+            peak_rss_kb=rss,
+        )
     if out.exists():
         rec = json.loads(out.read_text())
     else:
-        tail = "\n".join(l for l in stderr.splitlines() if not l.startswith("\t"))[-1500:]
-        rec = dict(ok=False, error=f"process exited with {proc.returncode} and no result: {tail.strip()}")
+        tail = "\n".join(line for line in stderr.splitlines() if not line.startswith("\t"))[-1500:]
+        rec = dict(
+            ok=False, error=f"process exited with {proc.returncode} and no result: {tail.strip()}"
+        )
     rec.setdefault("status", "ok" if rec.get("ok") else "crash")
     rec.update(wall_seconds=wall, peak_rss_kb=rss)
     return rec
@@ -206,16 +247,20 @@ def run_side(python, impl, method, data, splits, n_folds, args, work, say):
         folds.append(rec)
         spent += rec["wall_seconds"]
         if rec["ok"]:
-            say(f"    {impl:<7} fold {k}: AUC {auc(rec):.3f}, fit {rec['fit_seconds']:.2f} s, "
-                f"C={rec['C']:g}, gamma={rec['gamma']:.4g}, RSS {rss_mb(rec['peak_rss_kb'])} MB")
+            say(
+                f"    {impl:<7} fold {k}: AUC {auc(rec):.3f}, fit {rec['fit_seconds']:.2f} s, "
+                f"C={rec['C']:g}, gamma={rec['gamma']:.4g}, RSS {rss_mb(rec['peak_rss_kb'])} MB"
+            )
         else:
             say(f"    {impl:<7} fold {k}: {rec['status'].upper()}: {rec['error'][:400]}")
             if k + 1 < n_folds:
                 say(f"    {impl:<7} folds {k + 1}..{n_folds - 1} not run (they would fail alike)")
             break
         if args.budget and spent > args.budget and k + 1 < n_folds:
-            say(f"    {impl:<7} folds {k + 1}..{n_folds - 1} not run: --budget {args.budget:g} s spent "
-                f"({spent:.0f} s); the pair is compared on folds 0..{k}")
+            say(
+                f"    {impl:<7} folds {k + 1}..{n_folds - 1} not run: --budget {args.budget:g} s "
+                f"spent ({spent:.0f} s); the pair is compared on folds 0..{k}"
+            )
             break
     return folds
 
@@ -234,21 +279,30 @@ def summarise(records, n_folds):
     """Per-implementation summary over its folds (None fields when it did not finish)."""
     floor, folds = records[0], records[1:]
     ok = [r for r in folds if r["ok"]]
-    s = dict(n_ok=len(ok), n_folds=n_folds,
-             peak_rss_mb=max((r["peak_rss_kb"] or 0) for r in folds) / 1024 if folds else None,
-             floor_rss_mb=(floor["peak_rss_kb"] or 0) / 1024 if floor.get("ok") else None)
+    s = dict(
+        n_ok=len(ok),
+        n_folds=n_folds,
+        peak_rss_mb=max((r["peak_rss_kb"] or 0) for r in folds) / 1024 if folds else None,
+        floor_rss_mb=(floor["peak_rss_kb"] or 0) / 1024 if floor.get("ok") else None,
+    )
     if ok:  # all folds, or the folds before --budget stopped it or a fold failed
         a = np.array([auc(r) for r in ok])
         acc = np.array([np.mean(np.array(r["pred"]) == np.array(r["y"])) for r in ok])
-        s.update(auc=a.tolist(), auc_mean=float(a.mean()), auc_std=float(a.std(ddof=1)) if len(a) > 1 else 0.0,
-                 acc_mean=float(acc.mean()), acc_std=float(acc.std(ddof=1)) if len(acc) > 1 else 0.0,
-                 fit_seconds=float(sum(r["fit_seconds"] for r in ok)),
-                 fit_list=[r["fit_seconds"] for r in ok],
-                 select_seconds=float(sum(r["select_seconds"] for r in ok)),
-                 select_list=[r["select_seconds"] for r in ok],
-                 inner_fit_list=[r.get("inner_fit_seconds", 0.0) for r in ok],
-                 chosen=[(r["C"], r["gamma_scale"]) for r in ok], version=ok[0].get("version"),
-                 given=ok[0].get("given"))
+        s.update(
+            auc=a.tolist(),
+            auc_mean=float(a.mean()),
+            auc_std=float(a.std(ddof=1)) if len(a) > 1 else 0.0,
+            acc_mean=float(acc.mean()),
+            acc_std=float(acc.std(ddof=1)) if len(acc) > 1 else 0.0,
+            fit_seconds=float(sum(r["fit_seconds"] for r in ok)),
+            fit_list=[r["fit_seconds"] for r in ok],
+            select_seconds=float(sum(r["select_seconds"] for r in ok)),
+            select_list=[r["select_seconds"] for r in ok],
+            inner_fit_list=[r.get("inner_fit_seconds", 0.0) for r in ok],
+            chosen=[(r["C"], r["gamma_scale"]) for r in ok],
+            version=ok[0].get("version"),
+            given=ok[0].get("given"),
+        )
     bad = next((r for r in folds if not r["ok"]), None)
     if bad is not None:
         s.update(status=bad["status"], error=bad["error"], failed_fold=len(ok))
@@ -256,53 +310,93 @@ def summarise(records, n_folds):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--sets", nargs="+", default=["MUSK1", "Elephant", "MUSK2"], choices=list(SETS))
     ap.add_argument("--methods", nargs="+", default=list(PEERS), choices=list(PEERS))
-    ap.add_argument("--peers", nargs="+", default=["misvm", "sawmil", "mil"], choices=["misvm", "sawmil", "mil"],
-                    help="which peer packages to run")
+    ap.add_argument(
+        "--peers",
+        nargs="+",
+        default=["misvm", "sawmil", "mil"],
+        choices=["misvm", "sawmil", "mil"],
+        help="which peer packages to run",
+    )
     ap.add_argument("--folds", type=int, default=10)
     ap.add_argument("--inner-folds", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--C", type=float, nargs="+", default=[10.0],
-                    help="C: one value = fixed; several = chosen by inner CV (default 10)")
-    ap.add_argument("--gamma-scales", type=float, nargs="+", default=[1.0],
-                    help="gamma in units of scale: one value = fixed; several = inner CV (default 1)")
-    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per fold process (default 600)")
-    ap.add_argument("--budget", type=float, default=None,
-                    help="seconds per implementation and pair: once its fold processes have taken more, "
-                         "its later folds are not run and the pair is compared on the folds both finished")
-    ap.add_argument("--quick", action="store_true", help="smoke run: 2 folds, the first C and gamma only")
+    ap.add_argument(
+        "--C",
+        type=float,
+        nargs="+",
+        default=[10.0],
+        help="C: one value = fixed; several = chosen by inner CV (default 10)",
+    )
+    ap.add_argument(
+        "--gamma-scales",
+        type=float,
+        nargs="+",
+        default=[1.0],
+        help="gamma in units of scale: one value = fixed; several = inner CV (default 1)",
+    )
+    ap.add_argument(
+        "--timeout", type=float, default=600.0, help="seconds per fold process (default 600)"
+    )
+    ap.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        help="seconds per implementation and pair: once its fold processes have taken more, "
+        "its later folds are not run and the pair is compared on the folds both finished",
+    )
+    ap.add_argument(
+        "--quick", action="store_true", help="smoke run: 2 folds, the first C and gamma only"
+    )
     ap.add_argument("--peer-python", default="/work/venv-peers/bin/python")
     ap.add_argument("--milsvm-python", default=sys.executable)
-    ap.add_argument("--milsvm-c-path", action="store_true",
-                    help="milsvm's inner grid the way milsvm cv runs it: the C values of each inner split as "
-                         "one fit_path, for the estimators with a path (the peers have none: one fit per C)")
-    ap.add_argument("--peers-without-milsvm", action="store_true",
-                    help="also run the peers of a method this milsvm build lacks (to check them)")
-    ap.add_argument("--work", type=Path, default=None, help="folder for the .npz / splits (default: a temp dir)")
+    ap.add_argument(
+        "--milsvm-c-path",
+        action="store_true",
+        help="milsvm's inner grid the way milsvm cv runs it: the C values of each inner split as "
+        "one fit_path, for the estimators with a path (the peers have none: one fit per C)",
+    )
+    ap.add_argument(
+        "--peers-without-milsvm",
+        action="store_true",
+        help="also run the peers of a method this milsvm build lacks (to check them)",
+    )
+    ap.add_argument(
+        "--work", type=Path, default=None, help="folder for the .npz / splits (default: a temp dir)"
+    )
     ap.add_argument("--out", type=Path, default=HERE / "results" / "peers")
     args = ap.parse_args()
     if args.quick:
         args.folds, args.C, args.gamma_scales = 2, args.C[:1], args.gamma_scales[:1]
 
-    from milsvm._registry import ESTIMATORS
     import milsvm
+    from milsvm._registry import ESTIMATORS
 
     work = args.work or Path(tempfile.mkdtemp(prefix="bench_peers_"))
     work.mkdir(parents=True, exist_ok=True)
     out = Report()
     say = out
-    selection = ("fixed" if len(args.C) * len(args.gamma_scales) == 1
-                 else f"chosen by {args.inner_folds}-fold inner CV (accuracy)")
-    say(f"milsvm {milsvm.__version__} against misvm / sawmil / mil: {args.folds}-fold stratified CV "
-        f"(seed {args.seed}), standardised per training part, rbf, C in {args.C}, gamma in "
-        f"{args.gamma_scales} x scale, {selection}; one single-threaded process per fold, "
-        f"timeout {args.timeout:g} s")
+    selection = (
+        "fixed"
+        if len(args.C) * len(args.gamma_scales) == 1
+        else f"chosen by {args.inner_folds}-fold inner CV (accuracy)"
+    )
+    say(
+        f"milsvm {milsvm.__version__} against misvm / sawmil / mil: {args.folds}-fold stratified "
+        f"CV (seed {args.seed}), standardised per training part, rbf, C in {args.C}, gamma in "
+        f"{args.gamma_scales} x scale, {selection}; one single-threaded process per fold, timeout "
+        f"{args.timeout:g} s"
+    )
     say(f"command: {' '.join([Path(sys.argv[0]).name] + sys.argv[1:])}")
     if args.milsvm_c_path:
-        say("milsvm's inner grid: the C values of each inner split as one fit_path where the estimator has one")
+        say(
+            "milsvm's inner grid: the C values of each inner split as one fit_path where the "
+            "estimator has one"
+        )
     say(f"splits and arrays: {work}")
     results = []
     for name in args.sets:
@@ -321,11 +415,26 @@ def main():
             say(f"  {method}:")
             if have:
                 row["milsvm"] = summarise(
-                    run_side(args.milsvm_python, "milsvm", method, data, splits, args.folds, args, work, say),
-                    args.folds)
+                    run_side(
+                        args.milsvm_python,
+                        "milsvm",
+                        method,
+                        data,
+                        splits,
+                        args.folds,
+                        args,
+                        work,
+                        say,
+                    ),
+                    args.folds,
+                )
             for peer in peers:
                 row["peers"][peer] = summarise(
-                    run_side(args.peer_python, peer, method, data, splits, args.folds, args, work, say), args.folds)
+                    run_side(
+                        args.peer_python, peer, method, data, splits, args.folds, args, work, say
+                    ),
+                    args.folds,
+                )
             results.append(row)
             print_pair(row, say)
             save(args, results, partial=True)  # a long run interrupted keeps its finished pairs
@@ -341,11 +450,26 @@ def main():
 def save(args, results, partial):
     """The raw results as JSON (``partial``: the run is not over; written after every pair)."""
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(dict(
-        settings=dict(sets=args.sets, methods=args.methods, folds=args.folds, inner_folds=args.inner_folds,
-                      seed=args.seed, C=args.C, gamma_scales=args.gamma_scales, timeout=args.timeout,
-                      argv=sys.argv[1:]),
-        partial=partial, results=results), indent=1))
+    args.out.with_suffix(".json").write_text(
+        json.dumps(
+            dict(
+                settings=dict(
+                    sets=args.sets,
+                    methods=args.methods,
+                    folds=args.folds,
+                    inner_folds=args.inner_folds,
+                    seed=args.seed,
+                    C=args.C,
+                    gamma_scales=args.gamma_scales,
+                    timeout=args.timeout,
+                    argv=sys.argv[1:],
+                ),
+                partial=partial,
+                results=results,
+            ),
+            indent=1,
+        )
+    )
 
 
 def ratio(ours, theirs, key="fit_list"):
@@ -358,7 +482,10 @@ def ratio(ours, theirs, key="fit_list"):
 
 def selected(ours, theirs):
     """Whether both sides chose by inner CV (a grid), so that the selection seconds compare."""
-    return bool(ours.get("inner_fit_list")) and min(ours["inner_fit_list"] + theirs.get("inner_fit_list", [0])) > 0
+    return (
+        bool(ours.get("inner_fit_list"))
+        and min(ours["inner_fit_list"] + theirs.get("inner_fit_list", [0])) > 0
+    )
 
 
 def same_choice(ours, theirs):
@@ -381,8 +508,10 @@ def fmt_side(s):
         return "not in this build"
     if "auc_mean" not in s:
         return f"{s['status'].upper()} at fold {s['failed_fold']}"
-    return (f"AUC {s['auc_mean']:.3f} +- {s['auc_std']:.3f}, acc {100 * s['acc_mean']:.1f} %, fit "
-            f"{s['fit_seconds']:.1f} s, RSS {s['peak_rss_mb']:.0f} MB{folds_note(s)}")
+    return (
+        f"AUC {s['auc_mean']:.3f} +- {s['auc_std']:.3f}, acc {100 * s['acc_mean']:.1f} %, fit "
+        f"{s['fit_seconds']:.1f} s, RSS {s['peak_rss_mb']:.0f} MB{folds_note(s)}"
+    )
 
 
 #: AUC differences smaller than this are called ties (different solver tolerances move the
@@ -397,24 +526,43 @@ def paired(ours, theirs):
     d = np.array(ours["auc"][:k]) - np.array(theirs["auc"][:k])
     se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
     m = d.mean()
-    verdict = ("tie" if abs(m) < AUC_TIE else "higher" if m > 0 else "within noise" if m >= -2 * se else "BELOW")
+    verdict = (
+        "tie"
+        if abs(m) < AUC_TIE
+        else "higher"
+        if m > 0
+        else "within noise"
+        if m >= -2 * se
+        else "BELOW"
+    )
     return float(m), float(se), verdict
 
 
 def print_pair(row, say):
     ours = row.get("milsvm")
-    say(f"  -> milsvm: {fmt_side(ours)}"
-        + (f"; RSS floor {ours['floor_rss_mb']:.0f} MB" if ours and ours.get("floor_rss_mb") else ""))
+    say(
+        f"  -> milsvm: {fmt_side(ours)}"
+        + (
+            f"; RSS floor {ours['floor_rss_mb']:.0f} MB"
+            if ours and ours.get("floor_rss_mb")
+            else ""
+        )
+    )
     for peer, s in row["peers"].items():
         line = f"  -> {peer}: {fmt_side(s)}"
         if ours and "auc_mean" in ours and "auc_mean" in s:
             dm, se, verdict = paired(ours, s)
-            line += f"; AUC diff {dm:+.3f} (se {se:.3f}, {verdict}), fit time ratio {ratio(ours, s):.1f}x"
+            line += (
+                f"; AUC diff {dm:+.3f} (se {se:.3f}, {verdict}), fit time ratio "
+                f"{ratio(ours, s):.1f}x"
+            )
             if selected(ours, s):
                 same, k = same_choice(ours, s)
-                line += (f"; inner CV: fit time ratio {ratio(ours, s, 'inner_fit_list'):.1f}x, selection "
-                         f"(fits, scoring, the protocol's standardisation) {ratio(ours, s, 'select_list'):.1f}x, "
-                         f"same grid point on {same}/{k} folds")
+                line += (
+                    f"; inner CV: fit time ratio {ratio(ours, s, 'inner_fit_list'):.1f}x, "
+                    "selection (fits, scoring, the protocol's standardisation) "
+                    f"{ratio(ours, s, 'select_list'):.1f}x, same grid point on {same}/{k} folds"
+                )
         if s.get("floor_rss_mb"):
             line += f"; RSS floor {s['floor_rss_mb']:.0f} MB"
         if "error" in s and s.get("error"):
@@ -423,8 +571,10 @@ def print_pair(row, say):
 
 
 def table(results, say):
-    hdr = (f"{'set':<9} {'method':<8} {'impl':<13} {'AUC':>15} {'acc %':>12} {'fit s':>8} {'peer/ours':>9} "
-           f"{'inner':>8} {'RSS MB':>11}  AUC diff (se)")
+    hdr = (
+        f"{'set':<9} {'method':<8} {'impl':<13} {'AUC':>15} {'acc %':>12} {'fit s':>8} "
+        f"{'peer/ours':>9} {'inner':>8} {'RSS MB':>11}  AUC diff (se)"
+    )
     say(hdr)
     say("-" * (len(hdr) + 16))
     for row in results:
@@ -435,8 +585,10 @@ def table(results, say):
                 say(f"{head} not in this build")
                 continue
             if "auc_mean" not in s:
-                say(f"{head} {s.get('status', '?').upper()} at fold {s.get('failed_fold')}: "
-                    f"{(s.get('error') or '')[:200]}")
+                say(
+                    f"{head} {s.get('status', '?').upper()} at fold {s.get('failed_fold')}: "
+                    f"{(s.get('error') or '')[:200]}"
+                )
                 continue
             rat = diff = sel = ""
             floor = f"{s['floor_rss_mb']:.0f}" if s.get("floor_rss_mb") else "?"
@@ -445,8 +597,11 @@ def table(results, say):
                 sel = f"{ratio(ours, s, 'inner_fit_list'):7.1f}x" if selected(ours, s) else ""
                 dm, se, verdict = paired(ours, s)
                 diff = f"{dm:+.3f} ({se:.3f}) {verdict}"
-            say(f"{head} {s['auc_mean']:.3f} +- {s['auc_std']:.3f} {100 * s['acc_mean']:5.1f} +- "
-                f"{100 * s['acc_std']:4.1f} {s['fit_seconds']:8.2f} {rat:>9} {sel:>8} {s['peak_rss_mb']:5.0f} ({floor:>3})  {diff}{folds_note(s)}")
+            say(
+                f"{head} {s['auc_mean']:.3f} +- {s['auc_std']:.3f} {100 * s['acc_mean']:5.1f} +- "
+                f"{100 * s['acc_std']:4.1f} {s['fit_seconds']:8.2f} {rat:>9} {sel:>8} "
+                f"{s['peak_rss_mb']:5.0f} ({floor:>3})  {diff}{folds_note(s)}"
+            )
 
 
 if __name__ == "__main__":

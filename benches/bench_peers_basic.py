@@ -42,15 +42,10 @@ from sklearn.model_selection import StratifiedKFold
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
-
 import milsvm  # noqa: E402
+from _protocol import CLASSIC_DATASETS, Report, load_mill_dense, standardise  # noqa: E402
 
-DATASETS = {
-    "MUSK1": DEFAULT_DATA / "musk1" / "musk1.data",
-    "MUSK2": DEFAULT_DATA / "musk2" / "musk2.data",
-    "Elephant": DEFAULT_DATA / "elephant" / "elephant.data",
-}
+DATASETS = CLASSIC_DATASETS
 
 #: Accuracies (%) reported in the papers of /work/shared/papers, by (method, data set).
 LITERATURE = {("SIL", "MUSK1"): "85.6 (Gehler & Chapelle 2007, sec. 5)"}
@@ -58,7 +53,7 @@ LITERATURE = {("SIL", "MUSK1"): "85.6 (Gehler & Chapelle 2007, sec. 5)"}
 
 def load(path):
     X, ptr, y = load_mill_dense(path)
-    return [X[ptr[i]:ptr[i + 1]] for i in range(len(ptr) - 1)], np.asarray(y)
+    return [X[ptr[i] : ptr[i + 1]] for i in range(len(ptr) - 1)], np.asarray(y)
 
 
 def make(method, C):
@@ -102,26 +97,37 @@ def evaluate(method, bags, y, grid):
         aucs.append(roc_auc_score(y[test], f))
         Cs.append(C)
     return {
-        "acc": 100 * np.mean(accs), "acc_sd": 100 * np.std(accs),
-        "auc": np.mean(aucs), "auc_sd": np.std(aucs), "auc_pooled": roc_auc_score(y, oof),
-        "Cs": Cs, "seconds": time.perf_counter() - start,
+        "acc": 100 * np.mean(accs),
+        "acc_sd": 100 * np.std(accs),
+        "auc": np.mean(aucs),
+        "auc_sd": np.std(aucs),
+        "auc_pooled": roc_auc_score(y, oof),
+        "Cs": Cs,
+        "seconds": time.perf_counter() - start,
     }
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--grid", default="0.1,1,10,100", help="C values for the inner CV (one value: fixed C)")
+    ap.add_argument(
+        "--grid", default="0.1,1,10,100", help="C values for the inner CV (one value: fixed C)"
+    )
     ap.add_argument("--datasets", default=",".join(DATASETS))
     ap.add_argument("--methods", default="SIL,STK")
     ap.add_argument("--out", default=str(HERE / "results" / "peers_basic.txt"))
     args = ap.parse_args()
     grid = [float(v) for v in args.grid.split(",")]
     out = Report()
-    out("SIL and STK: 10-fold stratified CV (seed 0), standardised per training part, rbf, gamma='scale',")
+    out(
+        "SIL and STK: 10-fold stratified CV (seed 0), standardised per training part, rbf, "
+        "gamma='scale',"
+    )
     out(f"C by 3-fold inner CV from {grid}; milsvm {milsvm.__version__}, n_jobs=1")
     out()
-    hdr = f"{'data':9s} {'method':6s} {'accuracy %':>13s} {'AUC (folds)':>14s} {'AUC pooled':>10s} " \
-          f"{'seconds':>8s}  C chosen per fold; literature accuracy %"
+    hdr = (
+        f"{'data':9s} {'method':6s} {'accuracy %':>13s} {'AUC (folds)':>14s} {'AUC pooled':>10s} "
+        f"{'seconds':>8s}  C chosen per fold; literature accuracy %"
+    )
     out.header(hdr)
     for name in args.datasets.split(","):
         bags, y = load(DATASETS[name])
@@ -129,8 +135,10 @@ def main():
             r = evaluate(method, bags, y, grid)
             lit = LITERATURE.get((method, name), "n/a in /work/shared/papers")
             Cs = ",".join(f"{c:g}" for c in r["Cs"])
-            out(f"{name:9s} {method:6s} {r['acc']:6.1f} +- {r['acc_sd']:4.1f} {r['auc']:6.3f} +- {r['auc_sd']:5.3f} "
-                f"{r['auc_pooled']:10.3f} {r['seconds']:8.1f}  C=[{Cs}]; {lit}")
+            out(
+                f"{name:9s} {method:6s} {r['acc']:6.1f} +- {r['acc_sd']:4.1f} {r['auc']:6.3f} +- "
+                f"{r['auc_sd']:5.3f} {r['auc_pooled']:10.3f} {r['seconds']:8.1f}  C=[{Cs}]; {lit}"
+            )
     out.write(Path(args.out))
 
 

@@ -23,15 +23,14 @@ import time
 import warnings
 from pathlib import Path
 
+import milsvm
+import milsvm.datasets
 import numpy as np
+from _protocol import DEFAULT_DATA, Report
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import log_loss
 from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import make_pipeline
-
-import milsvm
-import milsvm.datasets
-from _protocol import DEFAULT_DATA, Report
 
 #: name -> (file, estimators as (label, factory))
 SETS = {
@@ -46,15 +45,24 @@ SETS = {
 def estimators(name):
     """The estimators run on a set: rbf on the dense sets, linear on the text set."""
     if name == "tst1":
-        return [("NSK linear C=1", lambda p: milsvm.NSK(C=1.0, kernel="linear", probability=p)),
-                # the dual route, as when the table was measured: the default linear route takes
-                # about 55 s a fit on these standardised rows (RESULTS.md, "The linear route on
-                # standardised sparse text")
-                ("MISVM linear C=1", lambda p: milsvm.MISVM(C=1.0, kernel="linear", solver="kernel",
-                                                            probability=p))]
-    out = [("NSK C=10", lambda p: milsvm.NSK(C=10.0, probability=p)),
-           ("MISVM C=10", lambda p: milsvm.MISVM(C=10.0, probability=p)),
-           ("SparseMI n_xv=10 C=10", lambda p: milsvm.SparseMI(n_xv=10, C=10.0, random_state=0, probability=p))]
+        return [
+            ("NSK linear C=1", lambda p: milsvm.NSK(C=1.0, kernel="linear", probability=p)),
+            # the dual route, as when the table was measured: the default linear route takes
+            # about 55 s a fit on these standardised rows (RESULTS.md, "The linear route on
+            # standardised sparse text")
+            (
+                "MISVM linear C=1",
+                lambda p: milsvm.MISVM(C=1.0, kernel="linear", solver="kernel", probability=p),
+            ),
+        ]
+    out = [
+        ("NSK C=10", lambda p: milsvm.NSK(C=10.0, probability=p)),
+        ("MISVM C=10", lambda p: milsvm.MISVM(C=10.0, probability=p)),
+        (
+            "SparseMI n_xv=10 C=10",
+            lambda p: milsvm.SparseMI(n_xv=10, C=10.0, random_state=0, probability=p),
+        ),
+    ]
     return out[:2] if name == "corel" else out
 
 
@@ -99,24 +107,35 @@ def run(name, modes, out):
             plain[test] = plain_probabilities(pipe.decision_function(held))
             correct += int(np.sum(pipe.predict(held) == y[test]))
         seconds = time.perf_counter() - start
-        ll = (log_loss(index, calibrated, labels=range(len(classes))),
-              log_loss(index, np.clip(plain, 1e-15, 1), labels=range(len(classes))))
+        ll = (
+            log_loss(index, calibrated, labels=range(len(classes))),
+            log_loss(index, np.clip(plain, 1e-15, 1), labels=range(len(classes))),
+        )
         br = (brier(calibrated, index), brier(plain, index))
-        out(f"{name:<9} {label:<22} {mode:<8} {100 * correct / len(y):6.1f} %  {ll[0]:8.4f} {ll[1]:8.4f}  "
-            f"{br[0]:8.4f} {br[1]:8.4f}  {'yes' if ll[0] < ll[1] and br[0] < br[1] else 'NO':>6}  {seconds:6.1f}")
+        out(
+            f"{name:<9} {label:<22} {mode:<8} {100 * correct / len(y):6.1f} %  {ll[0]:8.4f} "
+            f"{ll[1]:8.4f}  {br[0]:8.4f} {br[1]:8.4f}  "
+            f"{'yes' if ll[0] < ll[1] and br[0] < br[1] else 'NO':>6}  {seconds:6.1f}"
+        )
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "probability.txt")
+    parser.add_argument(
+        "--out", type=Path, default=Path(__file__).parent / "results" / "probability.txt"
+    )
     args = parser.parse_args()
     out = Report()
-    out("Held-out probabilities, 10-fold CV (seed 0): calibrated (platt: probability=True; ensemble: "
-        "probability=\"ensemble\") vs plain 1/(1+exp(-F))")
-    out.header(f"{'set':<9} {'estimator':<22} {'mode':<8} {'accuracy':>8}  {'logloss':>8} {'plain':>8}  {'Brier':>8} {'plain':>8}  "
-               f"{'better':>6}  {'s':>6}")
+    out(
+        "Held-out probabilities, 10-fold CV (seed 0): calibrated (platt: probability=True; "
+        'ensemble: probability="ensemble") vs plain 1/(1+exp(-F))'
+    )
+    out.header(
+        f"{'set':<9} {'estimator':<22} {'mode':<8} {'accuracy':>8}  {'logloss':>8} {'plain':>8}  "
+        f"{'Brier':>8} {'plain':>8}  {'better':>6}  {'s':>6}"
+    )
     for name in args.sets:
         run(name, args.modes, out)
     out.write(args.out)

@@ -29,11 +29,10 @@ import os
 import time
 from pathlib import Path
 
-import numpy as np
-from threadpoolctl import threadpool_info
-
 import milsvm
+import numpy as np
 from milsvm.datasets import load_mill, load_musk1
+from threadpoolctl import threadpool_info
 
 MUSK2 = Path(os.environ.get("MILSVM_DATA", "../shared/data")) / "musk2" / "musk2.data"
 
@@ -54,7 +53,8 @@ def numpy_bags(X, ptr, z, zn, beta, b, gamma):
 
 
 def per_call(fn, min_time=0.5, repeat=7):
-    """Median over `repeat` rounds of the mean time per call (each round at least min_time / repeat)."""
+    """Median over `repeat` rounds of the mean time per call (each round at least min_time /
+    repeat)."""
     fn()
     n = 1
     while True:
@@ -79,15 +79,24 @@ def fmt(t):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n-jobs", type=int, default=None, help="threads for milsvm's batch path (default: all)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--n-jobs", type=int, default=None, help="threads for milsvm's batch path (default: all)"
+    )
     args = parser.parse_args(argv)
 
-    print(f"milsvm {milsvm.__version__}; numpy {np.__version__}; cores {os.cpu_count()}; "
-          f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')!r} OPENBLAS_L2_SIZE={os.environ.get('OPENBLAS_L2_SIZE')!r}")
+    print(
+        f"milsvm {milsvm.__version__}; numpy {np.__version__}; cores {os.cpu_count()}; "
+        f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')!r} "
+        f"OPENBLAS_L2_SIZE={os.environ.get('OPENBLAS_L2_SIZE')!r}"
+    )
     for lib in threadpool_info():
-        print(f"  BLAS: {lib.get('internal_api')} {lib.get('version')} threads={lib.get('num_threads')} "
-              f"core={lib.get('architecture')}")
+        print(
+            f"  BLAS: {lib.get('internal_api')} {lib.get('version')} "
+            f"threads={lib.get('num_threads')} core={lib.get('architecture')}"
+        )
 
     bags, y = load_musk1()
     X1 = np.concatenate(bags)
@@ -109,11 +118,22 @@ def main(argv=None):
     t_fast = per_call(lambda: est.decision_function_bag(bag))
     t_gen = per_call(lambda: est.decision_function([bag]))
     t_model = per_call(lambda: est.model_.decision_function_bag(bag))
-    print(f"\n(a) one MUSK1 bag ({bag.shape[0]} x {bag.shape[1]}), 10 XVs; |ours - numpy| = {abs(ours - ref):.1e}")
+    print(
+        f"\n(a) one MUSK1 bag ({bag.shape[0]} x {bag.shape[1]}), 10 XVs; |ours - numpy| = "
+        f"{abs(ours - ref):.1e}"
+    )
     print(f"  numpy (10 lines)                     {fmt(t_np)}")
-    print(f"  est.decision_function_bag(bag)       {fmt(t_fast)}   numpy / ours = {t_np / t_fast:5.2f}  (aim >= 2)")
-    print(f"  est.model_.decision_function_bag     {fmt(t_model)}   numpy / ours = {t_np / t_model:5.2f}")
-    print(f"  est.decision_function([bag])         {fmt(t_gen)}   numpy / ours = {t_np / t_gen:5.2f}")
+    print(
+        f"  est.decision_function_bag(bag)       {fmt(t_fast)}   numpy / ours = "
+        f"{t_np / t_fast:5.2f}  (aim >= 2)"
+    )
+    print(
+        f"  est.model_.decision_function_bag     {fmt(t_model)}   numpy / ours = "
+        f"{t_np / t_model:5.2f}"
+    )
+    print(
+        f"  est.decision_function([bag])         {fmt(t_gen)}   numpy / ours = {t_np / t_gen:5.2f}"
+    )
 
     # (b) all of MUSK2
     bags2, _ = load_mill(MUSK2)
@@ -134,12 +154,24 @@ def main(argv=None):
 
     t_np_list = per_call(np_list, min_time=2.0)
     t_ours_list = per_call(lambda: est.decision_function(bags2), min_time=2.0)
-    print(f"\n(b) all of MUSK2 ({X.shape[0]} x {X.shape[1]}, {len(bags2)} bags), 10 XVs; max rel. diff {err:.1e}")
+    print(
+        f"\n(b) all of MUSK2 ({X.shape[0]} x {X.shape[1]}, {len(bags2)} bags), 10 XVs; max rel. "
+        f"diff {err:.1e}"
+    )
     print(f"  numpy (stacked X, offsets)           {fmt(t_np)}")
-    print(f"  est.decision_function(Bags)          {fmt(t_ours)}   numpy / ours = {t_np / t_ours:5.2f}  (aim >= 5)")
-    print(f"  numpy GEMM X @ Z.T alone (floor)     {fmt(t_gemm)}   floor / ours = {t_gemm / t_ours:5.2f}")
+    print(
+        f"  est.decision_function(Bags)          {fmt(t_ours)}   numpy / ours = "
+        f"{t_np / t_ours:5.2f}  (aim >= 5)"
+    )
+    print(
+        f"  numpy GEMM X @ Z.T alone (floor)     {fmt(t_gemm)}   floor / ours = "
+        f"{t_gemm / t_ours:5.2f}"
+    )
     print(f"  numpy from a list of bags            {fmt(t_np_list)}")
-    print(f"  est.decision_function(list of bags)  {fmt(t_ours_list)}   numpy / ours = {t_np_list / t_ours_list:5.2f}")
+    print(
+        f"  est.decision_function(list of bags)  {fmt(t_ours_list)}   numpy / ours = "
+        f"{t_np_list / t_ours_list:5.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -36,20 +36,31 @@ CHILD = textwrap.dedent("""
         est.fit(bags, y)
         print("finished", time.time() - t0, flush=True)
     except KeyboardInterrupt:
-        print("interrupted", time.time(), "fitted" if "model_" in est.__dict__ else "unfitted", flush=True)
+        state = "fitted" if "model_" in est.__dict__ else "unfitted"
+        print("interrupted", time.time(), state, flush=True)
 """)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/musk2/musk2.data")
+    ap.add_argument(
+        "--data",
+        type=Path,
+        default=Path(__file__).resolve().parents[2] / "shared/data/musk2/musk2.data",
+    )
     ap.add_argument("--estimator", default='ALPSVM(C=10, gamma="median")')
-    ap.add_argument("--delays", type=float, nargs="+", default=[0.5, 0.9, 1.3, 1.7, 2.1, 2.5, 2.9, 3.3])
+    ap.add_argument(
+        "--delays", type=float, nargs="+", default=[0.5, 0.9, 1.3, 1.7, 2.1, 2.5, 2.9, 3.3]
+    )
     args = ap.parse_args(argv)
     worst = 0.0
     for delay in args.delays:
-        proc = subprocess.Popen([sys.executable, "-c", CHILD, str(args.data), args.estimator],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(args.data), args.estimator],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         proc.stdout.readline()  # "start"
         time.sleep(delay)
         sent = time.time()
@@ -59,7 +70,10 @@ def main(argv=None):
         if fields and fields[0] == "interrupted":
             latency = float(fields[1]) - sent
             worst = max(worst, latency)
-            print(f"SIGINT after {delay:.1f} s: KeyboardInterrupt {1000 * latency:.1f} ms later, estimator {fields[2]}")
+            print(
+                f"SIGINT after {delay:.1f} s: KeyboardInterrupt {1000 * latency:.1f} ms later, "
+                f"estimator {fields[2]}"
+            )
         else:
             print(f"SIGINT after {delay:.1f} s: no interrupt ({out.strip()} {err.strip()[-200:]})")
     print(f"largest latency: {1000 * worst:.1f} ms")

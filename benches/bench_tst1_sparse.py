@@ -59,11 +59,10 @@ def child(mode, args):
     """One TST1 fit in this process; prints a JSON line with times and memory."""
     import gc
 
-    import numpy as np
-    import scipy.sparse  # noqa: F401
-
     import milsvm
     import milsvm.datasets
+    import numpy as np
+    import scipy.sparse  # noqa: F401
 
     base_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     base_rss = _rss_kb()
@@ -76,22 +75,49 @@ def child(mode, args):
     data_rss = _rss_kb()
     times = []
     for _ in range(args.reps):
-        est = milsvm.SparseMI(n_xv=10, n_basis=100, max_iter=50, random_state=0, n_jobs=args.threads)
+        est = milsvm.SparseMI(
+            n_xv=10, n_basis=100, max_iter=50, random_state=0, n_jobs=args.threads
+        )
         t0 = time.perf_counter()
         est.fit(bags, y)
         times.append(time.perf_counter() - t0)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     pred = np.asarray(est.predict(bags))
-    print(json.dumps(dict(
-        mode=mode, fit_s=min(times), fit_times=times, prep_s=prep, base_peak_kb=base_peak, base_rss_kb=base_rss,
-        data_rss_kb=data_rss, peak_kb=peak, n_iter=int(est.n_iter_), g0=float(est.objective_history_[0]),
-        g=float(est.objective_history_[-1]), train_acc=float(np.mean(pred == y)), pred=pred.tolist(),
-        n_features=int(est.n_features_in_))))
+    print(
+        json.dumps(
+            dict(
+                mode=mode,
+                fit_s=min(times),
+                fit_times=times,
+                prep_s=prep,
+                base_peak_kb=base_peak,
+                base_rss_kb=base_rss,
+                data_rss_kb=data_rss,
+                peak_kb=peak,
+                n_iter=int(est.n_iter_),
+                g0=float(est.objective_history_[0]),
+                g=float(est.objective_history_[-1]),
+                train_acc=float(np.mean(pred == y)),
+                pred=pred.tolist(),
+                n_features=int(est.n_features_in_),
+            )
+        )
+    )
 
 
 def run_child(mode, args):
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", mode, "--reps", str(args.reps),
-           "--threads", str(args.threads), "--data", str(args.data)]
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child",
+        mode,
+        "--reps",
+        str(args.reps),
+        "--threads",
+        str(args.threads),
+        "--data",
+        str(args.data),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"child {mode} failed ({proc.returncode}):\n{proc.stderr}")
@@ -103,68 +129,96 @@ def mib(kb):
 
 
 def part_tst1(args):
-    print(f"(a) TST1: SparseMI(n_xv=10, n_basis=100, max_iter=50, random_state=0, n_jobs={args.threads}), "
-          f"sparse CSR bags vs densified bags, each in its own process (min over {args.reps} fit(s))")
+    print(
+        "(a) TST1: SparseMI(n_xv=10, n_basis=100, max_iter=50, random_state=0, "
+        f"n_jobs={args.threads}), sparse CSR bags vs densified bags, each in its own process (min "
+        f"over {args.reps} fit(s))"
+    )
     res = {}
     for mode in ("sparse", "dense"):
         res[mode] = run_child(mode, args)
     s, d = res["sparse"], res["dense"]
-    header = (f"  {'input':<7} {'fit s':>8} {'load s':>7} {'peak RSS MiB':>13} {'baseline':>9} "
-              f"{'increase':>9}  {'iters':>5} {'g':>12} {'train acc':>9}")
+    header = (
+        f"  {'input':<7} {'fit s':>8} {'load s':>7} {'peak RSS MiB':>13} {'baseline':>9} "
+        f"{'increase':>9}  {'iters':>5} {'g':>12} {'train acc':>9}"
+    )
     print(header)
     print("  " + "-" * (len(header) - 2))
     for mode in ("sparse", "dense"):
         r = res[mode]
         inc = r["peak_kb"] - r["base_peak_kb"]
-        print(f"  {mode:<7} {r['fit_s']:8.3f} {r['prep_s']:7.2f} {mib(r['peak_kb']):13.1f} "
-              f"{mib(r['base_peak_kb']):9.1f} {mib(inc):9.1f}  {r['n_iter']:>5} {r['g']:12.6g} {r['train_acc']:9.4f}")
+        print(
+            f"  {mode:<7} {r['fit_s']:8.3f} {r['prep_s']:7.2f} {mib(r['peak_kb']):13.1f} "
+            f"{mib(r['base_peak_kb']):9.1f} {mib(inc):9.1f}  {r['n_iter']:>5} {r['g']:12.6g} "
+            f"{r['train_acc']:9.4f}"
+        )
     speed = d["fit_s"] / s["fit_s"]
     inc_ratio = (d["peak_kb"] - d["base_peak_kb"]) / max(1, s["peak_kb"] - s["base_peak_kb"])
     abs_ratio = d["peak_kb"] / s["peak_kb"]
     agree = sum(a == b for a, b in zip(s["pred"], d["pred"])) / len(s["pred"])
     rel_g = abs(s["g"] - d["g"]) / abs(d["g"])
-    print(f"  dense / sparse: fit time {speed:.1f}x (target >= 20x: {'met' if speed >= 20 else 'NOT met'}); "
-          f"memory increase {inc_ratio:.1f}x (target >= 10x: {'met' if inc_ratio >= 10 else 'NOT met'}); "
-          f"absolute peak RSS {abs_ratio:.1f}x")
-    print(f"  agreement: final g relative difference {rel_g:.2e}, training predictions identical on "
-          f"{100 * agree:.1f}% of bags")
+    print(
+        f"  dense / sparse: fit time {speed:.1f}x (target >= 20x: "
+        f"{'met' if speed >= 20 else 'NOT met'}); memory increase {inc_ratio:.1f}x (target >= "
+        f"10x: {'met' if inc_ratio >= 10 else 'NOT met'}); absolute peak RSS {abs_ratio:.1f}x"
+    )
+    print(
+        f"  agreement: final g relative difference {rel_g:.2e}, training predictions identical on "
+        f"{100 * agree:.1f}% of bags"
+    )
     return res
 
 
 def part_corel(args):
-    import numpy as np
-
     import milsvm
     import milsvm.datasets
+    import numpy as np
 
     bags, y = milsvm.datasets.load_mill(args.data / "corel" / "corel2000.data")
     B = milsvm.BagStandardScaler().fit(bags).transform(bags)
     d = B.n_features
-    print(f"\n(b) COREL-20: {len(B)} bags, {B.n_instances} instances, {d} features, {len(np.unique(y))} classes; "
-          f"SparseMI(n_xv=100, C=10, gamma=1/{d}, max_iter=20, random_state=0), standardised; "
-          f"min over {args.reps} fit(s); load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    print(
+        f"\n(b) COREL-20: {len(B)} bags, {B.n_instances} instances, {d} features, "
+        f"{len(np.unique(y))} classes; SparseMI(n_xv=100, C=10, gamma=1/{d}, max_iter=20, "
+        f"random_state=0), standardised; min over {args.reps} fit(s); load average "
+        f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+    )
     models, times = {}, {}
     for n_jobs in (1, 2):
         ts = []
         for _ in range(args.reps):
-            est = milsvm.SparseMI(n_xv=100, C=10.0, gamma=1.0 / d, max_iter=20, random_state=0, n_jobs=n_jobs)
+            est = milsvm.SparseMI(
+                n_xv=100, C=10.0, gamma=1.0 / d, max_iter=20, random_state=0, n_jobs=n_jobs
+            )
             t0 = time.perf_counter()
             est.fit(B, y)
             ts.append(time.perf_counter() - t0)
         models[n_jobs], times[n_jobs] = est, min(ts)
-        print(f"  n_jobs={n_jobs}: fit {times[n_jobs]:.3f} s ({est.n_iter_} iterations, "
-              f"g {est.objective_history_[0]:.6g} -> {est.objective_history_[-1]:.6g})")
+        print(
+            f"  n_jobs={n_jobs}: fit {times[n_jobs]:.3f} s ({est.n_iter_} iterations, "
+            f"g {est.objective_history_[0]:.6g} -> {est.objective_history_[-1]:.6g})"
+        )
     a, b = models[1], models[2]
-    same = (np.array_equal(a.xv_, b.xv_) and np.array_equal(a.coef_, b.coef_)
-            and np.array_equal(a.intercept_, b.intercept_))
-    print(f"  speed-up n_jobs=2 / n_jobs=1: {times[1] / times[2]:.2f}x; models bitwise identical: {same}")
+    same = (
+        np.array_equal(a.xv_, b.xv_)
+        and np.array_equal(a.coef_, b.coef_)
+        and np.array_equal(a.intercept_, b.intercept_)
+    )
+    print(
+        f"  speed-up n_jobs=2 / n_jobs=1: {times[1] / times[2]:.2f}x; models bitwise identical: "
+        f"{same}"
+    )
     assert same, "n_jobs=1 and n_jobs=2 gave different models"
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--child", choices=["sparse", "dense"], help=argparse.SUPPRESS)
-    parser.add_argument("--reps", type=int, default=1, help="fits per measurement (the minimum time is kept)")
+    parser.add_argument(
+        "--reps", type=int, default=1, help="fits per measurement (the minimum time is kept)"
+    )
     parser.add_argument("--threads", type=int, default=1, help="milsvm n_jobs of the TST1 fits")
     parser.add_argument("--skip-tst1", action="store_true")
     parser.add_argument("--skip-corel", action="store_true")

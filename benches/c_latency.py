@@ -27,7 +27,8 @@ MODELS = ["sparse_mi_10xv", "mi_kernel"]
 
 
 def criterion_ns(name):
-    """Criterion's mean estimate (ns) of the benchmark whose id starts with ``one bag 5x166, name``."""
+    """Criterion's mean estimate (ns) of the benchmark whose id starts with ``one bag 5x166,
+    name``."""
     root = REPO / "target" / "criterion"
     for folder in root.iterdir():
         if folder.name.startswith("one bag 5x166") and f" {name} (" in folder.name:
@@ -39,28 +40,62 @@ def criterion_ns(name):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--calls", type=int, default=20000, help="calls per timed repeat")
-    ap.add_argument("--repeats", type=int, default=31, help="timed repeats (the median is reported)")
+    ap.add_argument(
+        "--repeats", type=int, default=31, help="timed repeats (the median is reported)"
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         env = {**os.environ, "MILSVM_SERVE_EXPORT": str(tmp)}
-        subprocess.run(["cargo", "bench", "--locked", "--bench", "serve", "--", "one bag"], cwd=REPO, env=env,
-                       check=True)
-        subprocess.run(["cargo", "build", "--locked", "--release", "-p", "milsvm-capi"], cwd=REPO, check=True)
+        subprocess.run(
+            ["cargo", "bench", "--locked", "--bench", "serve", "--", "one bag"],
+            cwd=REPO,
+            env=env,
+            check=True,
+        )
+        subprocess.run(
+            ["cargo", "build", "--locked", "--release", "-p", "milsvm-capi"], cwd=REPO, check=True
+        )
         lib = REPO / "target" / "release"
         exe = tmp / "c_latency"
         cc = shutil.which(os.environ.get("CC", "cc"))
-        subprocess.run([cc, "-O2", f"-I{REPO / 'capi' / 'include'}", str(REPO / "benches" / "c_latency.c"),
-                        f"-L{lib}", "-lmilsvm_c", f"-Wl,-rpath,{lib}", "-o", str(exe)], check=True)
+        subprocess.run(
+            [
+                cc,
+                "-O2",
+                f"-I{REPO / 'capi' / 'include'}",
+                str(REPO / "benches" / "c_latency.c"),
+                f"-L{lib}",
+                "-lmilsvm_c",
+                f"-Wl,-rpath,{lib}",
+                "-o",
+                str(exe),
+            ],
+            check=True,
+        )
         rows = []
         for name in MODELS:
-            out = subprocess.run([str(exe), str(tmp / f"{name}.json"), str(tmp / "bag.f64"), "166",
-                                  str(args.calls), str(args.repeats)], capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [
+                    str(exe),
+                    str(tmp / f"{name}.json"),
+                    str(tmp / "bag.f64"),
+                    "166",
+                    str(args.calls),
+                    str(args.repeats),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             fields = out.stdout.split()
             c_ns, allocs = float(fields[1]), float(fields[5])
             rust_mean, rust_median = criterion_ns(name)
             rows.append((name, c_ns, rust_median, rust_mean, c_ns / rust_median, allocs))
-    print("| model | C ns/bag (median) | Rust ns/bag (criterion median) | Rust mean | C / Rust | allocations per call (C) |")
+    print(
+        "| model | C ns/bag (median) | Rust ns/bag (criterion median) | Rust mean | C / Rust | "
+        "allocations per call (C) |"
+    )
     print("|---|---|---|---|---|---|")
     for name, c_ns, r_med, r_mean, ratio, allocs in rows:
         print(f"| {name} | {c_ns:.0f} | {r_med:.0f} | {r_mean:.0f} | {ratio:.3f} | {allocs:g} |")

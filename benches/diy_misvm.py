@@ -13,8 +13,8 @@ It is the baseline of benches/bench_annealing_speed.py (import DIYmiSVM from her
 own, it fits MUSK1 once (features standardised, gamma = "median" of milsvm resolved by the caller
 or by --gamma) as a smoke test:
 
-    /work/venv/bin/python benches/diy_misvm.py                 # MUSK1, C=10, gamma from milsvm
-    /work/venv/bin/python benches/diy_misvm.py --gamma 0.0015
+    python benches/diy_misvm.py                 # MUSK1, C=10, gamma from milsvm
+    python benches/diy_misvm.py --gamma 0.0015
 
 Output: printed only (iterations, training accuracy, seconds).
 """
@@ -60,7 +60,7 @@ class DIYmiSVM:
         in_pos = pos[bag_of]
         labels = np.where(in_pos, 1, -1)
         self.converged_ = False
-        for it in range(1, self.max_iter + 1):
+        for it in range(1, self.max_iter + 1):  # noqa: B007 (the count is read after the loop)
             svc = SVC(kernel="rbf", C=self.C, gamma=self.gamma, cache_size=self.cache_size)
             svc.fit(X, labels)
             f = svc.decision_function(X)
@@ -77,7 +77,9 @@ class DIYmiSVM:
         self.svc_ = svc
         self.n_iter_ = it
         self.labels_ = labels
-        self.p_hat_ = float(np.mean([np.mean(labels[ptr[i]:ptr[i + 1]] > 0) for i in np.flatnonzero(pos)]))
+        self.p_hat_ = float(
+            np.mean([np.mean(labels[ptr[i] : ptr[i + 1]] > 0) for i in np.flatnonzero(pos)])
+        )
         self.fit_time_ = time.perf_counter() - t0
         return self
 
@@ -98,25 +100,31 @@ def main():
     sys.path.insert(0, str(here))
     from _protocol import DEFAULT_DATA, load_mill_dense
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--dataset", default="musk1")
     parser.add_argument("--C", type=float, default=10.0)
-    parser.add_argument("--gamma", type=float, default=None, help="default: milsvm's 'median' gamma_")
+    parser.add_argument(
+        "--gamma", type=float, default=None, help="default: milsvm's 'median' gamma_"
+    )
     args = parser.parse_args()
     X, ptr, y = load_mill_dense(DEFAULT_DATA / args.dataset / f"{args.dataset}.data")
     sd = X.std(0)
     sd[sd == 0] = 1
     X = (X - X.mean(0)) / sd
-    bags = [X[ptr[i]:ptr[i + 1]] for i in range(len(y))]
+    bags = [X[ptr[i] : ptr[i + 1]] for i in range(len(y))]
     gamma = args.gamma
     if gamma is None:
         import milsvm
 
         gamma = milsvm.miSVM(C=args.C, gamma="median", n_jobs=1).fit(bags, y).gamma_
     m = DIYmiSVM(C=args.C, gamma=gamma).fit(bags, y)
-    print(f"{args.dataset}: DIY mi-SVM C={args.C:g} gamma={gamma:.6g}: {m.n_iter_} rounds "
-          f"(converged {m.converged_}), p_hat {m.p_hat_:.3f}, training bag accuracy "
-          f"{np.mean(m.predict(bags) == y):.3f}, {m.fit_time_:.2f} s")
+    print(
+        f"{args.dataset}: DIY mi-SVM C={args.C:g} gamma={gamma:.6g}: {m.n_iter_} rounds "
+        f"(converged {m.converged_}), p_hat {m.p_hat_:.3f}, training bag accuracy "
+        f"{np.mean(m.predict(bags) == y):.3f}, {m.fit_time_:.2f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -23,8 +23,8 @@ The paper's claims (its Figure 1 is a plot only; no numbers are given):
 
 Run (from the repository root):
 
-    /work/venv/bin/python benches/fig1_annealing_toy.py --runs 10
-    /work/venv/bin/python benches/fig1_annealing_toy.py --runs 30
+    python benches/fig1_annealing_toy.py --runs 10
+    python benches/fig1_annealing_toy.py --runs 30
 
 Output: benches/results/fig1_annealing_toy.txt (the table, also printed) and
 benches/results/fig1_annealing_toy.png (bag error and instance error vs f, one line per method).
@@ -56,8 +56,12 @@ def make_estimators(C, gamma, n_jobs):
     from milsvm import ALSVM, AWSVM
 
     kw = dict(C=C, gamma=gamma, n_jobs=n_jobs)
-    return [ALSVM(T0=1e-8, init="labels", **kw), ALSVM(T0=None, **kw),
-            AWSVM(T0=1e-8, **kw), AWSVM(T0=None, **kw)]
+    return [
+        ALSVM(T0=1e-8, init="labels", **kw),
+        ALSVM(T0=None, **kw),
+        AWSVM(T0=1e-8, **kw),
+        AWSVM(T0=None, **kw),
+    ]
 
 
 def one_run(f, k, run, args):
@@ -66,8 +70,9 @@ def one_run(f, k, run, args):
 
     base = 100000 * run + 1000 * k
     tr_bags, tr_y = make_annealing_toy(f, args.n_train, random_state=base + 1)
-    te_bags, te_y, te_z = make_annealing_toy(f, args.n_test, random_state=base + 2,
-                                             return_instance_labels=True)
+    te_bags, te_y, te_z = make_annealing_toy(
+        f, args.n_test, random_state=base + 2, return_instance_labels=True
+    )
     z = np.concatenate(te_z)
     rows = []
     for est in make_estimators(args.C, args.gamma, args.n_jobs):
@@ -83,8 +88,12 @@ def one_run(f, k, run, args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=50, help="independent runs per f (the paper: 50)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--runs", type=int, default=50, help="independent runs per f (the paper: 50)"
+    )
     parser.add_argument("--n-train", type=int, default=30)
     parser.add_argument("--n-test", type=int, default=100)
     parser.add_argument("--C", type=float, default=100.0)
@@ -105,20 +114,44 @@ def main():
 
     mean = res.mean(axis=1)
     se = res.std(axis=1, ddof=1) / np.sqrt(args.runs) if args.runs > 1 else np.zeros_like(mean)
-    lines = [f"Figure 1 of Gehler & Chapelle 2007 (2-D toy): {args.runs} runs per f, "
-             f"{args.n_train} training / {args.n_test} test bags, C = {args.C:g}, gamma = {args.gamma:g} "
-             f"(sigma = {np.sqrt(1 / (2 * args.gamma)):g}); mean over runs (+- standard error, %)", ""]
-    for q, title in ((0, "test BAG error %"), (1, "test INSTANCE error %"), (2, "p_hat (training, %)")):
-        lines.append(title + ("   [true: expected fraction ceil(f m)/m of positives in a positive bag, "
-                              "m uniform on 1..10]" if q == 2 else ""))
-        lines.append(f"{'f':>4}  " + "  ".join(f"{s:>15}" for s in SHORT) + ("   true" if q == 2 else ""))
+    lines = [
+        f"Figure 1 of Gehler & Chapelle 2007 (2-D toy): {args.runs} runs per f, {args.n_train} "
+        f"training / {args.n_test} test bags, C = {args.C:g}, gamma = {args.gamma:g} (sigma = "
+        f"{np.sqrt(1 / (2 * args.gamma)):g}); mean over runs (+- standard error, %)",
+        "",
+    ]
+    for q, title in (
+        (0, "test BAG error %"),
+        (1, "test INSTANCE error %"),
+        (2, "p_hat (training, %)"),
+    ):
+        lines.append(
+            title
+            + (
+                "   [true: expected fraction ceil(f m)/m of positives in a positive bag, "
+                "m uniform on 1..10]"
+                if q == 2
+                else ""
+            )
+        )
+        lines.append(
+            f"{'f':>4}  " + "  ".join(f"{s:>15}" for s in SHORT) + ("   true" if q == 2 else "")
+        )
         for k, f in enumerate(FRACTIONS):
-            cells = [f"{100 * mean[k, m, q]:6.1f} +- {100 * se[k, m, q]:4.1f}" for m in range(len(METHODS))]
-            lines.append(f"{f:4.1f}  " + "  ".join(f"{c:>15}" for c in cells)
-                         + (f"  {100 * true_fraction(f):5.1f}" if q == 2 else ""))
+            cells = [
+                f"{100 * mean[k, m, q]:6.1f} +- {100 * se[k, m, q]:4.1f}"
+                for m in range(len(METHODS))
+            ]
+            lines.append(
+                f"{f:4.1f}  "
+                + "  ".join(f"{c:>15}" for c in cells)
+                + (f"  {100 * true_fraction(f):5.1f}" if q == 2 else "")
+            )
         lines.append("")
     # objective comparison (DA should reach a lower objective)
-    lines.append("final objective: fraction of runs where the annealed fit is lower than the T=1e-8 fit")
+    lines.append(
+        "final objective: fraction of runs where the annealed fit is lower than the T=1e-8 fit"
+    )
     lines.append(f"{'f':>4}  {'AL: T=10C < T=1e-8':>20}  {'AW: T=10C < T=1e-8':>20}")
     for k, f in enumerate(FRACTIONS):
         al = np.mean(res[k, :, 1, 3] < res[k, :, 0, 3])
@@ -127,33 +160,51 @@ def main():
     lines.append("")
     fit_s = res[..., 4].sum(axis=(0, 1))
     nwarn = res[..., 5].sum(axis=(0, 1)).astype(int)
-    lines.append("total fit seconds per method: " + ", ".join(f"{s} {t:.1f}" for s, t in zip(SHORT, fit_s)))
-    lines.append("warnings (ConvergenceWarning etc.) per method: " + ", ".join(f"{s} {n}" for s, n in zip(SHORT, nwarn)))
+    lines.append(
+        "total fit seconds per method: " + ", ".join(f"{s} {t:.1f}" for s, t in zip(SHORT, fit_s))
+    )
+    lines.append(
+        "warnings (ConvergenceWarning etc.) per method: "
+        + ", ".join(f"{s} {n}" for s, n in zip(SHORT, nwarn))
+    )
     lines.append("")
     # the paper's claims vs ours
     lo, hi = slice(0, 3), slice(7, 10)  # f in 0.1-0.3 and 0.8-1.0
     ie = 100 * mean[:, :, 1]
     be = 100 * mean[:, :, 0]
-    lines.append("paper's qualitative claims (Figure 1 / section 5) vs ours "
-                 "(small f = 0.1-0.3, large f = 0.8-1.0, instance error %):")
-    lines.append(f"  mi-SVM (AL T=1e-8): low instance error at large f, high at small f. ours: small f "
-                 f"{ie[lo, 0].mean():.1f}, large f {ie[hi, 0].mean():.1f} -> "
-                 f"{'agrees' if ie[lo, 0].mean() > ie[hi, 0].mean() else 'DISAGREES'}")
-    lines.append(f"  annealed AL (T0=10C): the reverse. ours: small f {ie[lo, 1].mean():.1f}, large f "
-                 f"{ie[hi, 1].mean():.1f} -> "
-                 f"{'agrees' if ie[lo, 1].mean() < ie[hi, 1].mean() else 'DISAGREES'}; "
-                 f"better than mi-SVM at small f: {ie[lo, 1].mean():.1f} vs {ie[lo, 0].mean():.1f}, "
-                 f"worse at large f: {ie[hi, 1].mean():.1f} vs {ie[hi, 0].mean():.1f}")
-    lines.append(f"  annealed AL has a better BAG error than mi-SVM: mean over f {be[:, 1].mean():.1f} vs "
-                 f"{be[:, 0].mean():.1f} -> {'agrees' if be[:, 1].mean() < be[:, 0].mean() else 'DISAGREES'} "
-                 f"(f where it holds: {int(np.sum(be[:, 1] < be[:, 0]))}/10)")
-    lines.append(f"  mi-SVM overestimates p, annealed AL underestimates it: p_hat mean over f "
-                 f"{100 * mean[:, 0, 2].mean():.0f}% vs {100 * mean[:, 1, 2].mean():.0f}% "
-                 f"(true fraction ceil(f m)/m, mean over f: {100 * np.mean([true_fraction(f) for f in FRACTIONS]):.0f}%)")
+    lines.append(
+        "paper's qualitative claims (Figure 1 / section 5) vs ours "
+        "(small f = 0.1-0.3, large f = 0.8-1.0, instance error %):"
+    )
+    lines.append(
+        f"  mi-SVM (AL T=1e-8): low instance error at large f, high at small f. ours: small f "
+        f"{ie[lo, 0].mean():.1f}, large f {ie[hi, 0].mean():.1f} -> "
+        f"{'agrees' if ie[lo, 0].mean() > ie[hi, 0].mean() else 'DISAGREES'}"
+    )
+    lines.append(
+        f"  annealed AL (T0=10C): the reverse. ours: small f {ie[lo, 1].mean():.1f}, large f "
+        f"{ie[hi, 1].mean():.1f} -> "
+        f"{'agrees' if ie[lo, 1].mean() < ie[hi, 1].mean() else 'DISAGREES'}; "
+        f"better than mi-SVM at small f: {ie[lo, 1].mean():.1f} vs {ie[lo, 0].mean():.1f}, "
+        f"worse at large f: {ie[hi, 1].mean():.1f} vs {ie[hi, 0].mean():.1f}"
+    )
+    lines.append(
+        f"  annealed AL has a better BAG error than mi-SVM: mean over f {be[:, 1].mean():.1f} vs "
+        f"{be[:, 0].mean():.1f} -> "
+        f"{'agrees' if be[:, 1].mean() < be[:, 0].mean() else 'DISAGREES'} (f where it holds: "
+        f"{int(np.sum(be[:, 1] < be[:, 0]))}/10)"
+    )
+    lines.append(
+        "  mi-SVM overestimates p, annealed AL underestimates it: p_hat mean over f "
+        f"{100 * mean[:, 0, 2].mean():.0f}% vs {100 * mean[:, 1, 2].mean():.0f}% (true fraction "
+        f"ceil(f m)/m, mean over f: {100 * np.mean([true_fraction(f) for f in FRACTIONS]):.0f}%)"
+    )
     d_bag = np.abs(be[:, 2] - be[:, 3]).max()
     d_ins = np.abs(ie[:, 2] - ie[:, 3]).max()
-    lines.append(f"  AW annealed and not: similar. ours: largest |difference| over f: bag {d_bag:.1f} points, "
-                 f"instance {d_ins:.1f} points")
+    lines.append(
+        f"  AW annealed and not: similar. ours: largest |difference| over f: bag {d_bag:.1f} "
+        f"points, instance {d_ins:.1f} points"
+    )
     lines.append("")
     lines.append(f"wall time {elapsed:.1f} s ({len(FRACTIONS) * args.runs * len(METHODS)} fits)")
     text = "\n".join(lines)
@@ -169,8 +220,15 @@ def main():
     styles = ["o-", "s--", "^-", "v--"]
     for ax, q, title in ((axes[0], 0, "bag error"), (axes[1], 1, "instance (pattern) error")):
         for m, name in enumerate(METHODS):
-            ax.errorbar(FRACTIONS, 100 * mean[:, m, q], yerr=100 * se[:, m, q], fmt=styles[m], label=name,
-                        capsize=2, ms=4)
+            ax.errorbar(
+                FRACTIONS,
+                100 * mean[:, m, q],
+                yerr=100 * se[:, m, q],
+                fmt=styles[m],
+                label=name,
+                capsize=2,
+                ms=4,
+            )
         ax.set_xlabel("fraction f of positives in a positive bag")
         ax.set_ylabel(f"test {title} %")
         ax.set_title(f"{title}, mean over {args.runs} runs")

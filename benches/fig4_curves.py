@@ -48,7 +48,11 @@ def load(name, data_dir):
     import milsvm
     import milsvm.datasets
 
-    path = {"musk1": "musk1/musk1.data", "corel20": "corel/corel2000.data", "tst1": "tst1/tst1.data"}[name]
+    path = {
+        "musk1": "musk1/musk1.data",
+        "corel20": "corel/corel2000.data",
+        "tst1": "tst1/tst1.data",
+    }[name]
     bags, y = milsvm.datasets.load_mill(data_dir / path)
     return milsvm.as_bags(bags), np.asarray(y)
 
@@ -71,28 +75,47 @@ def curves(name, args):
     grid = sorted({t for t in args.acc_iters if t <= T} | {0, T})
     costs, accs, prefix_err, fit_s = [], [], 0.0, 0.0
     for split in range(args.splits):
-        tr, te = next(StratifiedShuffleSplit(1, test_size=0.5, random_state=split).split(np.zeros(len(y)), y))
+        tr, te = next(
+            StratifiedShuffleSplit(1, test_size=0.5, random_state=split).split(np.zeros(len(y)), y)
+        )
         train, test = bags[tr], bags[te]
         if not train.is_sparse:
             sc = milsvm.BagStandardScaler().fit(train)
             train, test = sc.transform(train), sc.transform(test)
         kw = params(name, args, train.n_features)
         t0 = time.perf_counter()
-        full = milsvm.SparseMI(max_iter=T, tol=0.0, random_state=split, n_jobs=args.n_jobs, **kw).fit(train, y[tr])
+        full = milsvm.SparseMI(
+            max_iter=T, tol=0.0, random_state=split, n_jobs=args.n_jobs, **kw
+        ).fit(train, y[tr])
         fit_s += time.perf_counter() - t0
         h = full.objective_history_
         # pad a path that stopped early (no decreasing step) with its last value
         costs.append(np.concatenate([h, np.full(T + 1 - len(h), h[-1])]))
         acc = []
         for t in grid:
-            est = full if t == T else milsvm.SparseMI(max_iter=t, tol=0.0, random_state=split,
-                                                      n_jobs=args.n_jobs, **kw).fit(train, y[tr])
+            est = (
+                full
+                if t == T
+                else milsvm.SparseMI(
+                    max_iter=t, tol=0.0, random_state=split, n_jobs=args.n_jobs, **kw
+                ).fit(train, y[tr])
+            )
             n = min(len(est.objective_history_), len(h))
-            prefix_err = max(prefix_err, float(np.max(np.abs(est.objective_history_[:n] - h[:n]) / np.abs(h[:n]))))
+            prefix_err = max(
+                prefix_err,
+                float(np.max(np.abs(est.objective_history_[:n] - h[:n]) / np.abs(h[:n]))),
+            )
             acc.append(100.0 * np.mean(est.predict(test) == y[te]))
         accs.append(acc)
-    info = dict(n_bags=len(y), n_train=len(tr), classes=len(np.unique(y)), params=kw, n_iter=full.n_iter_,
-                prefix_err=prefix_err, fit_s=fit_s / args.splits)
+    info = dict(
+        n_bags=len(y),
+        n_train=len(tr),
+        classes=len(np.unique(y)),
+        params=kw,
+        n_iter=full.n_iter_,
+        prefix_err=prefix_err,
+        fit_s=fit_s / args.splits,
+    )
     return np.mean(costs, axis=0), np.array(grid), np.mean(accs, axis=0), info
 
 
@@ -112,13 +135,24 @@ def plot(ax, name, cost, grid, acc, info):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--datasets", nargs="+", choices=list(LABEL), default=list(LABEL))
     parser.add_argument("--splits", type=int, default=1, help="50/50 splits averaged (paper: 10)")
-    parser.add_argument("--T", type=int, default=50, help="outer iterations of the full path (paper: 50)")
-    parser.add_argument("--acc-iters", type=int, nargs="+", default=[0, 1, 2, 5, 10, 20, 30, 50],
-                        help="iterations at which the test accuracy is measured (by a refit)")
-    parser.add_argument("--quick", action="store_true", help="T = 10, accuracy at 0 1 2 5 10, 1 split")
+    parser.add_argument(
+        "--T", type=int, default=50, help="outer iterations of the full path (paper: 50)"
+    )
+    parser.add_argument(
+        "--acc-iters",
+        type=int,
+        nargs="+",
+        default=[0, 1, 2, 5, 10, 20, 30, 50],
+        help="iterations at which the test accuracy is measured (by a refit)",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="T = 10, accuracy at 0 1 2 5 10, 1 split"
+    )
     parser.add_argument("--C-musk1", type=float, default=10.0)
     parser.add_argument("--C-corel20", type=float, default=10.0)
     parser.add_argument("--C-tst1", type=float, default=10.0)
@@ -144,11 +178,17 @@ def main():
         cost, grid, acc, info = curves(name, args)
         results[name] = (cost, grid, acc, info)
         p = info["params"]
-        print(f"\n{LABEL[name]}: {info['n_bags']} bags ({info['classes']} classes), train {info['n_train']}; "
-              f"SparseMI {', '.join(f'{k}={v:.4g}' if isinstance(v, float) else f'{k}={v}' for k, v in p.items())}; "
-              f"{args.splits} split(s); full fit {info['fit_s']:.2f} s ({info['n_iter']} iterations); "
-              f"refits match the prefix of the path to {info['prefix_err']:.1e} (relative); "
-              f"{time.perf_counter() - t0:.1f} s in all")
+        params = ", ".join(
+            f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in p.items()
+        )
+        print(
+            f"\n{LABEL[name]}: {info['n_bags']} bags ({info['classes']} classes), train "
+            f"{info['n_train']}; SparseMI "
+            f"{params}; "
+            f"{args.splits} split(s); full fit {info['fit_s']:.2f} s ({info['n_iter']} "
+            f"iterations); refits match the prefix of the path to {info['prefix_err']:.1e} "
+            f"(relative); {time.perf_counter() - t0:.1f} s in all"
+        )
         print(f"  {'t':>3} {'cost g':>14} {'rel. to t=0':>11} {'test acc %':>10}")
         for t in range(len(cost)):
             a = acc[list(grid).index(t)] if t in grid else None
@@ -164,13 +204,18 @@ def main():
     fig, axes = plt.subplots(1, len(results), figsize=(5 * len(results), 3.8), squeeze=False)
     for ax, (name, (cost, grid, acc, info)) in zip(axes[0], results.items()):
         plot(ax, name, cost, grid, acc, info)
-    fig.suptitle(f"SparseMI: cost (solid) and test accuracy (dashed) per iteration, "
-                 f"mean of {args.splits} 50/50 split(s)", fontsize=11)
+    fig.suptitle(
+        f"SparseMI: cost (solid) and test accuracy (dashed) per iteration, "
+        f"mean of {args.splits} 50/50 split(s)",
+        fontsize=11,
+    )
     fig.tight_layout()
     fig.savefig(args.out / "fig4_curves.png", dpi=110)
     plt.close(fig)
-    print(f"\nwrote {', '.join(str(args.out / f'fig4_{n}.png') for n in results)} and {args.out / 'fig4_curves.png'}; "
-          f"total {time.perf_counter() - t_all:.1f} s")
+    print(
+        f"\nwrote {', '.join(str(args.out / f'fig4_{n}.png') for n in results)} and "
+        f"{args.out / 'fig4_curves.png'}; total {time.perf_counter() - t_all:.1f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -33,10 +33,9 @@ def first_part(name):
     """The first training part of the peers' ten folds of ``name`` (standardised), its labels
     and the scale value of gamma."""
     import numpy as np
-    from sklearn.model_selection import StratifiedKFold
-
-    from milsvm.cli import load_data
     from _protocol import DEFAULT_DATA, standardise
+    from milsvm.cli import load_data
+    from sklearn.model_selection import StratifiedKFold
 
     path = DEFAULT_DATA / ("elephant/elephant.data" if name == "elephant" else "musk1/musk1.data")
     bags, y = load_data(str(path))[:2]
@@ -58,9 +57,8 @@ def fit(method, n_fits, name):
 def time_fits(methods, n_fits, name):
     import time
 
-    import numpy as np
-
     import milsvm
+    import numpy as np
 
     bags, y, gamma = first_part(name)
     for method in methods.split(","):
@@ -69,8 +67,11 @@ def time_fits(methods, n_fits, name):
             t = time.perf_counter()
             getattr(milsvm, method)(C=10.0, gamma=gamma, n_jobs=1).fit(bags, y)
             ts.append(time.perf_counter() - t)
-        print(f"{name} {method}: best {min(ts) * 1e3:.2f} ms, median {np.median(ts) * 1e3:.2f} ms "
-              f"({n_fits} fits, {milsvm.__file__})", flush=True)
+        print(
+            f"{name} {method}: best {min(ts) * 1e3:.2f} ms, median {np.median(ts) * 1e3:.2f} ms "
+            f"({n_fits} fits, {milsvm.__file__})",
+            flush=True,
+        )
 
 
 def core_events(path):
@@ -99,8 +100,11 @@ def main():
         for path in sys.argv[2:]:
             names, totals, core = core_events(path)
             t = dict(zip(names, totals))
-            print(f"{path}: core Ir {t['Ir'] / 1e6:.1f} M, D1 read misses {t.get('D1mr', 0) / 1e6:.2f} M")
-            for ir, f, v in core[:6]:
+            print(
+                f"{path}: core Ir {t['Ir'] / 1e6:.1f} M, D1 read misses "
+                f"{t.get('D1mr', 0) / 1e6:.2f} M"
+            )
+            for ir, f, _ in core[:6]:
                 print(f"    {ir / 1e6:8.1f} M Ir  {f[:90]}")
     else:
         sys.exit(__doc__)

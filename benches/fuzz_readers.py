@@ -113,15 +113,18 @@ def _check_dataset(bags, y, *, binary=False):
             raise Finding("bad-dtype", f"bag {i} has dtype {bag.dtype}")
         values = bag.data if sp.issparse(bag) else bag
         if sp.issparse(bag) and (bag.format != "csr" or not bag.has_sorted_indices):
-            raise Finding("bad-sparse", f"bag {i}: format {bag.format}, sorted indices "
-                                        f"{bag.has_sorted_indices}")
+            raise Finding(
+                "bad-sparse",
+                f"bag {i}: format {bag.format}, sorted indices {bag.has_sorted_indices}",
+            )
         if not np.all(np.isfinite(values)):
             raise Finding("non-finite-values", f"bag {i} has NaN or infinite values")
         if n_features is None:
             n_features = bag.shape[1]
         elif bag.shape[1] != n_features:
-            raise Finding("ragged-features", f"bag {i} has {bag.shape[1]} features, bag 0 "
-                                             f"{n_features}")
+            raise Finding(
+                "ragged-features", f"bag {i} has {bag.shape[1]} features, bag 0 {n_features}"
+            )
     return n_features
 
 
@@ -164,7 +167,7 @@ def _compare_rows(bags, rows, bag_keys, labels, y, *, sparse_rows):
             row = rows[r + k]
             if sparse_rows:
                 # Compare the nonzeros (a sparse file may declare a huge feature index).
-                got = bag.getrow(k) if sp.issparse(bag) else sp.csr_matrix(bag[k:k + 1])
+                got = bag.getrow(k) if sp.issparse(bag) else sp.csr_matrix(bag[k : k + 1])
                 got_items = dict(zip((got.indices + 1).tolist(), got.data.tolist()))
                 want = {j: v for j, v in row.items() if v != 0.0}
                 if got_items != want or max(want, default=0) > bag.shape[1]:
@@ -260,7 +263,9 @@ def _check_text_reader(name, path, data, reference, *, binary=False):
     _check_dataset(bags, y, binary=binary)
     ref = reference(data)
     if ref is None:
-        raise Finding("accepted-malformed", f"{name} accepted what the strict parse rejects: {data[:400]!r}")
+        raise Finding(
+            "accepted-malformed", f"{name} accepted what the strict parse rejects: {data[:400]!r}"
+        )
     keys, labels, rows = ref[:3]
     _compare_rows(bags, rows, keys, labels, y, sparse_rows=len(ref) > 3 and ref[3])
     return "accepted"
@@ -288,10 +293,14 @@ def check_mat(path, data):
     mat = scipy.io.loadmat(io.BytesIO(data))
     n_rows = mat["features"].shape[0]
     if sum(b.shape[0] for b in bags) != n_rows:
-        raise Finding("wrong-instance-count", f"{sum(b.shape[0] for b in bags)} instances "
-                                              f"loaded, 'features' has {n_rows} rows")
-    ids = np.asarray(mat["bag_ids"].toarray() if hasattr(mat["bag_ids"], "toarray")
-                     else mat["bag_ids"], dtype=float).ravel()
+        raise Finding(
+            "wrong-instance-count",
+            f"{sum(b.shape[0] for b in bags)} instances loaded, 'features' has {n_rows} rows",
+        )
+    ids = np.asarray(
+        mat["bag_ids"].toarray() if hasattr(mat["bag_ids"], "toarray") else mat["bag_ids"],
+        dtype=float,
+    ).ravel()
     if len(np.unique(ids)) != len(bags):
         raise Finding("wrong-bag-count", f"{len(bags)} bags, {len(np.unique(ids))} bag ids")
     return "accepted"
@@ -310,8 +319,9 @@ def _reference_mil_csv(data):
     if not lines:
         return None
     try:
-        rows = [[f.strip() for f in next(csv.reader([line], skipinitialspace=True))]
-                for line in lines]
+        rows = [
+            [f.strip() for f in next(csv.reader([line], skipinitialspace=True))] for line in lines
+        ]
     except csv.Error:
         return None
     first = rows[0]
@@ -321,8 +331,11 @@ def _reference_mil_csv(data):
         v = _number(text)
         return v is not None and float(v).is_integer()
 
-    if len(first) >= 3 and not is_int_label(first[0]) and not any(
-            _number(f) is not None for f in first[2:]):
+    if (
+        len(first) >= 3
+        and not is_int_label(first[0])
+        and not any(_number(f) is not None for f in first[2:])
+    ):
         a, b = first[0].lower(), first[1].lower()
         bags = {"bag", "bags", "bag_id", "bagid", "bag id", "bag-id", "bag_name", "bag name"}
         labels = {"label", "labels", "bag_label", "bag label", "y", "class", "target"}
@@ -380,21 +393,27 @@ def check_model(path, data):
         raise
     except ValueError as exc:
         if "not finite" not in str(exc):
-            raise Finding("loaded-model-unusable:ValueError",
-                          "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))) from None
+            raise Finding(
+                "loaded-model-unusable:ValueError",
+                "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+            ) from None
         return "accepted"  # finite values whose scores overflow: a clear refusal at use
     except BaseException as exc:  # noqa: BLE001 - every failure of a loaded model is a finding
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
-        raise Finding(f"loaded-model-unusable:{type(exc).__name__}",
-                      "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))) from None
+        raise Finding(
+            f"loaded-model-unusable:{type(exc).__name__}",
+            "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+        ) from None
     if scores.shape[0] != 2 or not np.all(np.isfinite(scores)):
         raise Finding("loaded-model-bad-scores", f"scores {scores!r}")
     if len(classes) < 2 or not np.isin(labels, classes).all():
         raise Finding("loaded-model-bad-classes", f"classes {classes!r}, predictions {labels!r}")
     if scores.ndim == 2 and scores.shape[1] != len(classes):
-        raise Finding("loaded-model-bad-classes", f"{scores.shape[1]} score columns for "
-                                                  f"{len(classes)} classes")
+        raise Finding(
+            "loaded-model-bad-classes",
+            f"{scores.shape[1]} score columns for {len(classes)} classes",
+        )
     return "accepted"
 
 
@@ -442,8 +461,10 @@ def _worker(conn, mem_limit_bytes, tmp_root=None):
             # part") has returned something other than what the file says.
             if outcome == "accepted" and caught:
                 w = caught[0]
-                raise Finding(f"warning:{w.category.__name__}@{Path(w.filename).name}:{w.lineno}",
-                              str(w.message))
+                raise Finding(
+                    f"warning:{w.category.__name__}@{Path(w.filename).name}:{w.lineno}",
+                    str(w.message),
+                )
             conn.send((outcome, None, None))
         except Finding as f:
             conn.send(("finding", f.kind, f.detail))
@@ -452,8 +473,13 @@ def _worker(conn, mem_limit_bytes, tmp_root=None):
                 raise
             tb = traceback.extract_tb(exc.__traceback__)
             where = f"{Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else "?"
-            conn.send(("finding", f"exception:{type(exc).__name__}@{where}",
-                       "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))))
+            conn.send(
+                (
+                    "finding",
+                    f"exception:{type(exc).__name__}@{where}",
+                    "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+                )
+            )
 
 
 class Runner:
@@ -469,8 +495,9 @@ class Runner:
 
     def _start(self):
         self.conn, child = self.ctx.Pipe()
-        self.proc = self.ctx.Process(target=_worker, args=(child, self.mem_limit, self.tmp_root),
-                                    daemon=True)
+        self.proc = self.ctx.Process(
+            target=_worker, args=(child, self.mem_limit, self.tmp_root), daemon=True
+        )
         self.proc.start()
         child.close()
 
@@ -516,17 +543,99 @@ class Runner:
 # ============================================================================================
 
 WEIRD_NUMBERS = [
-    "nan", "NaN", "-nan", "inf", "-inf", "Infinity", "-Infinity", "1e309", "-1e309", "1e-400",
-    "1e308", "-1.7976931348623157e308", "4.9e-324", "9" * 400, "-" + "9" * 40, "0x10", "1_000",
-    "1e", "e5", ".", "+", "-", "--1", "+-1", "1.2.3", "1e5.5", " ", "", "\t", "0", "-0", "+0.0",
-    "١٢", "１", "½", "\u00a01", "1\u2028", "1\x00", "\x00", "\x1c1", "1\x0b", "NULL", "None",
-    "true", "'1'", '"1"', "[1]", "1;2", "1 2", "1e+", "0b1", "1j", "∞", "\ufeff1", "1\r", "\r",
-    "2", "-1", "1.0", "0.", "1.", "3", "1e0", "+1", "10000000000000000000000", "-2147483649",
+    "nan",
+    "NaN",
+    "-nan",
+    "inf",
+    "-inf",
+    "Infinity",
+    "-Infinity",
+    "1e309",
+    "-1e309",
+    "1e-400",
+    "1e308",
+    "-1.7976931348623157e308",
+    "4.9e-324",
+    "9" * 400,
+    "-" + "9" * 40,
+    "0x10",
+    "1_000",
+    "1e",
+    "e5",
+    ".",
+    "+",
+    "-",
+    "--1",
+    "+-1",
+    "1.2.3",
+    "1e5.5",
+    " ",
+    "",
+    "\t",
+    "0",
+    "-0",
+    "+0.0",
+    "١٢",
+    "１",
+    "½",
+    "\u00a01",
+    "1\u2028",
+    "1\x00",
+    "\x00",
+    "\x1c1",
+    "1\x0b",
+    "NULL",
+    "None",
+    "true",
+    "'1'",
+    '"1"',
+    "[1]",
+    "1;2",
+    "1 2",
+    "1e+",
+    "0b1",
+    "1j",
+    "∞",
+    "\ufeff1",
+    "1\r",
+    "\r",
+    "2",
+    "-1",
+    "1.0",
+    "0.",
+    "1.",
+    "3",
+    "1e0",
+    "+1",
+    "10000000000000000000000",
+    "-2147483649",
 ]
 
-WEIRD_NAMES = ["", " ", "é", "名字", "\x00", "a\tb", "\u202e", "x" * 5000, "🎉", "\ud7ff", "\x7f",
-               "\r", "bag\\n", "'", '"', '"a,b"', '""', '"1"', '"', "label", "bag_id", "y",
-               "x" * 200000]
+WEIRD_NAMES = [
+    "",
+    " ",
+    "é",
+    "名字",
+    "\x00",
+    "a\tb",
+    "\u202e",
+    "x" * 5000,
+    "🎉",
+    "\ud7ff",
+    "\x7f",
+    "\r",
+    "bag\\n",
+    "'",
+    '"',
+    '"a,b"',
+    '""',
+    '"1"',
+    '"',
+    "label",
+    "bag_id",
+    "y",
+    "x" * 200000,
+]
 
 
 def _pick(rng, seq):
@@ -578,15 +687,50 @@ def _mutate_lines(rng, lines, *, sparse_ok=True):
         fields = fields[: rng.randrange(1, 4)]
     elif op == 10:  # change the label / bag name field
         j = rng.randrange(min(3, len(fields)))
-        fields[j] = _pick(rng, ["2", "-1", "1.5", "1e0", "", "true", "+1", "0.", "1.",
-                                "99999999999999999999", "nan", "x"] + WEIRD_NAMES)
+        fields[j] = _pick(
+            rng,
+            [
+                "2",
+                "-1",
+                "1.5",
+                "1e0",
+                "",
+                "true",
+                "+1",
+                "0.",
+                "1.",
+                "99999999999999999999",
+                "nan",
+                "x",
+            ]
+            + WEIRD_NAMES,
+        )
     elif op == 11:  # append extra fields
         fields += [_weird_token(rng) for _ in range(rng.randrange(1, 4))]
     elif op == 12 and sparse_ok:  # sparse index trouble
         j = rng.randrange(len(fields))
-        fields[j] = _pick(rng, ["0:1", "-1:1", "1:1", "1.0:1", "1e3:2", ":", "1:", ":1", "1:2:3",
-                                "18446744073709551616:1", "9223372036854775807:1",
-                                "100000000000:1", "1:nan", "1:inf", "a:1", "1 :1", "١:1"])
+        fields[j] = _pick(
+            rng,
+            [
+                "0:1",
+                "-1:1",
+                "1:1",
+                "1.0:1",
+                "1e3:2",
+                ":",
+                "1:",
+                ":1",
+                "1:2:3",
+                "18446744073709551616:1",
+                "9223372036854775807:1",
+                "100000000000:1",
+                "1:nan",
+                "1:inf",
+                "a:1",
+                "1 :1",
+                "١:1",
+            ],
+        )
     elif op == 13 and sparse_ok:  # dense/sparse mix: convert a field or line to the other form
         if ":" in lines[i]:
             fields = [f.split(":")[-1] for f in fields]
@@ -615,7 +759,7 @@ def _mutate_lines(rng, lines, *, sparse_ok=True):
     elif op == 20:  # very long line
         fields += fields[3:] * rng.randrange(1, 20)
     else:  # delete everything after a line
-        del lines[i + 1:]
+        del lines[i + 1 :]
         return
     lines[i] = ",".join(fields)
 
@@ -632,17 +776,18 @@ def _mutate_bytes(rng, data):
     elif op == 1:
         data[p] = _pick(rng, [0, 0xFF, 0x80, 0xC3, 0xED, 0x0D, 0x0A, 0x2C, 0x3A, 0x22])
     elif op == 2:
-        del data[p: p + rng.randrange(1, 64)]
+        del data[p : p + rng.randrange(1, 64)]
     elif op == 3:
         data[p:p] = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 16)))
     elif op == 4:
         data = data[:p]
     elif op == 5:
-        data[p:p] = _pick(rng, [b"\xef\xbb\xbf", b"\xff\xfe", b"\xed\xa0\x80", b"\xc3", b"\x00",
-                                b"\r\n", b"\r"])
+        data[p:p] = _pick(
+            rng, [b"\xef\xbb\xbf", b"\xff\xfe", b"\xed\xa0\x80", b"\xc3", b"\x00", b"\r\n", b"\r"]
+        )
     elif op == 6:
         q = rng.randrange(len(data))
-        data[p:p] = data[q: q + rng.randrange(1, 256)]
+        data[p:p] = data[q : q + rng.randrange(1, 256)]
     else:
         data = data.replace(b"\n", b"\r\n")
     return bytes(data)
@@ -759,16 +904,27 @@ class MatTarget:
             feats = feats[:, np.unique(feats.indices)[:40]] if rel.startswith("tst1") else feats
             labels = mat["labels"]
             labels = labels.toarray() if sp.issparse(labels) else np.asarray(labels)
-            self.real.append({"features": feats.tocsc(), "labels": sp.csc_matrix(
-                labels.ravel()[keep][None, :]), "bag_ids": ids[keep][None, :].astype(float)})
+            self.real.append(
+                {
+                    "features": feats.tocsc(),
+                    "labels": sp.csc_matrix(labels.ravel()[keep][None, :]),
+                    "bag_ids": ids[keep][None, :].astype(float),
+                }
+            )
 
     def _variable(self, rng, n, kind):
         sp = self.sp
         r = rng.random()
         if kind == "features":
             if r < 0.2:
-                return sp.csc_matrix(np.round(np.random.default_rng(rng.randrange(9)).normal(
-                    size=(n, rng.randrange(1, 5))), 2))
+                return sp.csc_matrix(
+                    np.round(
+                        np.random.default_rng(rng.randrange(9)).normal(
+                            size=(n, rng.randrange(1, 5))
+                        ),
+                        2,
+                    )
+                )
             if r < 0.4:
                 return np.random.default_rng(rng.randrange(9)).normal(size=(n, rng.randrange(1, 5)))
         else:
@@ -778,17 +934,38 @@ class MatTarget:
                 else:
                     vec = np.sort(np.array([float(rng.randrange(1, 4)) for _ in range(n)]))
                 return vec[None, :] if rng.random() < 0.5 else vec[:, None]
-        return _pick(rng, [
-            np.array([]), np.zeros((0, 3)), np.zeros((n, 0)), np.zeros((2, 2, 2)),
-            np.array([[np.nan] * n]), np.array([[np.inf] * n]), np.full((1, n), 1e308),
-            "text", np.array(["a", "b"]), {"field": np.ones(3)}, np.array([1 + 2j] * n),
-            np.ones((1, n), dtype=bool), np.ones((1, n), dtype=np.int8),
-            np.ones((1, n), dtype=np.uint64) * (2**63), np.arange(n + 1.0)[None, :],
-            np.ones((n, n)), np.array([[1.5] * n]), np.array([[2.0] * n]),
-            sp.csc_matrix((1, n)), sp.csc_matrix((n, 1)), np.empty((1, n), dtype=object),
-            np.array([[-(2**60)] * n], dtype=np.int64), np.array(7.0), 7, [],
-            np.ones((n, 3), dtype=np.float32), np.full((n, 2), -0.0),
-        ])
+        return _pick(
+            rng,
+            [
+                np.array([]),
+                np.zeros((0, 3)),
+                np.zeros((n, 0)),
+                np.zeros((2, 2, 2)),
+                np.array([[np.nan] * n]),
+                np.array([[np.inf] * n]),
+                np.full((1, n), 1e308),
+                "text",
+                np.array(["a", "b"]),
+                {"field": np.ones(3)},
+                np.array([1 + 2j] * n),
+                np.ones((1, n), dtype=bool),
+                np.ones((1, n), dtype=np.int8),
+                np.ones((1, n), dtype=np.uint64) * (2**63),
+                np.arange(n + 1.0)[None, :],
+                np.ones((n, n)),
+                np.array([[1.5] * n]),
+                np.array([[2.0] * n]),
+                sp.csc_matrix((1, n)),
+                sp.csc_matrix((n, 1)),
+                np.empty((1, n), dtype=object),
+                np.array([[-(2**60)] * n], dtype=np.int64),
+                np.array(7.0),
+                7,
+                [],
+                np.ones((n, 3), dtype=np.float32),
+                np.full((n, 2), -0.0),
+            ],
+        )
 
     def generate(self, rng):
         if rng.random() < 0.35:
@@ -810,13 +987,23 @@ class MatTarget:
                 mat[key] = self._variable(rng, rng.randrange(0, 9), key)
         buf = io.BytesIO()
         try:
-            self.savemat(buf, mat, format=_pick(rng, ["5", "5", "5", "4"]),
-                         do_compression=rng.random() < 0.3,
-                         oned_as=_pick(rng, ["row", "column"]))
+            self.savemat(
+                buf,
+                mat,
+                format=_pick(rng, ["5", "5", "5", "4"]),
+                do_compression=rng.random() < 0.3,
+                oned_as=_pick(rng, ["row", "column"]),
+            )
         except Exception:  # noqa: BLE001 - savemat cannot write this combination: try plainer
             buf = io.BytesIO()
-            self.savemat(buf, {"features": np.ones((2, 2)), "labels": np.ones((1, 2)),
-                               "bag_ids": np.ones((1, 2))})
+            self.savemat(
+                buf,
+                {
+                    "features": np.ones((2, 2)),
+                    "labels": np.ones((1, 2)),
+                    "bag_ids": np.ones((1, 2)),
+                },
+            )
         data = buf.getvalue()
         if rng.random() < 0.3:
             for _ in range(rng.randrange(1, 4)):
@@ -833,17 +1020,17 @@ class ModelTarget:
     """
 
     def __init__(self):
-        import scipy.sparse as sp
-
         import milsvm
+        import scipy.sparse as sp
         from milsvm.datasets import make_center_ring_bags, make_four_gaussians_bags
 
         bags, y = make_center_ring_bags(n_bags=12, bag_size=(2, 4), random_state=0)
         bags3, y3 = make_four_gaussians_bags(n_bags=12, bag_size=(2, 4), random_state=0)
         y3 = np.array(["red", "green", "blue"])[y3]
         rng = np.random.default_rng(0)
-        sparse_bags = [sp.csr_matrix(rng.random((3, 30)) * (rng.random((3, 30)) < 0.2))
-                       for _ in range(12)]
+        sparse_bags = [
+            sp.csr_matrix(rng.random((3, 30)) * (rng.random((3, 30)) < 0.2)) for _ in range(12)
+        ]
         self.seeds = []
         seed_dir = tempfile.TemporaryDirectory(prefix="milsvm-fuzz-seeds-")
         tmp = seed_dir.name
@@ -853,8 +1040,11 @@ class ModelTarget:
                 continue
             fits = [(cls(), bags, y)]
             if name == "SparseMI":
-                fits += [(cls(kernel="linear"), bags, y), (cls(), bags3, y3),
-                         (cls(n_basis=3), sparse_bags, y)]  # sparse basis vectors
+                fits += [
+                    (cls(kernel="linear"), bags, y),
+                    (cls(), bags3, y3),
+                    (cls(n_basis=3), sparse_bags, y),
+                ]  # sparse basis vectors
             for est, X, labels in fits:
                 if "n_xv" in est.get_params():
                     est.set_params(n_xv=2)
@@ -905,13 +1095,22 @@ class ModelTarget:
 
     def _array_nodes(self, doc):
         """Paths of the array objects: ``{"data": [...], "dim"|"shape": [...], ...}``."""
-        return [p for p, v in self._paths(doc) if isinstance(v, dict) and "data" in v
-                and ("dim" in v or "shape" in v)]
+        return [
+            p
+            for p, v in self._paths(doc)
+            if isinstance(v, dict) and "data" in v and ("dim" in v or "shape" in v)
+        ]
 
     def _number_lists(self, doc):
         """Paths of the lists of numbers (array data, intercepts, classes, histories)."""
-        return [p for p, v in self._paths(doc) if p and isinstance(v, list) and v
-                and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)]
+        return [
+            p
+            for p, v in self._paths(doc)
+            if p
+            and isinstance(v, list)
+            and v
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
+        ]
 
     def _mutate(self, rng, doc):
         paths = [p for p, _ in self._paths(doc) if p]
@@ -919,9 +1118,34 @@ class ModelTarget:
         if op == 0 and paths:  # remove a field
             self._delete(doc, _pick(rng, paths))
         elif op == 1 and paths:  # retype a field
-            self._set(doc, _pick(rng, paths), _pick(rng, [
-                None, True, 0, -1, 1.5, "x", "", [], {}, [1, 2], {"a": 1}, float("nan"),
-                float("inf"), 10**30, -(10**30), "rbf", [[1.0]], "1", 2**64]))
+            self._set(
+                doc,
+                _pick(rng, paths),
+                _pick(
+                    rng,
+                    [
+                        None,
+                        True,
+                        0,
+                        -1,
+                        1.5,
+                        "x",
+                        "",
+                        [],
+                        {},
+                        [1, 2],
+                        {"a": 1},
+                        float("nan"),
+                        float("inf"),
+                        10**30,
+                        -(10**30),
+                        "rbf",
+                        [[1.0]],
+                        "1",
+                        2**64,
+                    ],
+                ),
+            )
         elif op == 2:  # array shape inconsistent with its data
             nodes = self._array_nodes(doc)
             if nodes:
@@ -932,8 +1156,21 @@ class ModelTarget:
                 if sub == 0 and dim:
                     dim[rng.randrange(len(dim))] += _pick(rng, [-1, 1, 1000])
                 elif sub == 1:
-                    dim = _pick(rng, [[], [0], [0, 0], [1, 2, 3], [2**32, 2**32], [2**62, 4],
-                                      [-1, 2], [2**64], [1.5, 2], ["2", 2]])
+                    dim = _pick(
+                        rng,
+                        [
+                            [],
+                            [0],
+                            [0, 0],
+                            [1, 2, 3],
+                            [2**32, 2**32],
+                            [2**62, 4],
+                            [-1, 2],
+                            [2**64],
+                            [1.5, 2],
+                            ["2", 2],
+                        ],
+                    )
                 elif sub == 2 and node["data"]:
                     node["data"] = node["data"][: rng.randrange(len(node["data"]))]
                 elif sub == 3:
@@ -947,8 +1184,23 @@ class ModelTarget:
             if lists:
                 values = self._get(doc, _pick(rng, lists))
                 values[rng.randrange(len(values))] = _pick(
-                    rng, [float("nan"), float("inf"), -float("inf"), 1e308, -1e308, 5e-324,
-                          10**400, 2**63, -(2**63) - 1, "1.0", None, [1.0], True])
+                    rng,
+                    [
+                        float("nan"),
+                        float("inf"),
+                        -float("inf"),
+                        1e308,
+                        -1e308,
+                        5e-324,
+                        10**400,
+                        2**63,
+                        -(2**63) - 1,
+                        "1.0",
+                        None,
+                        [1.0],
+                        True,
+                    ],
+                )
         elif op == 4:  # huge but consistent arrays (memory and time)
             nodes = self._array_nodes(doc)
             if nodes:
@@ -956,33 +1208,77 @@ class ModelTarget:
                 key = self._shape_key(node)
                 dim = list(node[key])
                 ints = all(isinstance(d, int) and not isinstance(d, bool) for d in dim)
-                if (dim and ints and 0 < math.prod(dim) * 5000 <= 5_000_000
-                        and "indptr" not in node):
+                if dim and ints and 0 < math.prod(dim) * 5000 <= 5_000_000 and "indptr" not in node:
                     dim[0] = dim[0] * _pick(rng, [100, 5000])
                     node[key] = dim
                     data = node["data"] or [0.0]
                     node["data"] = (data * (math.prod(dim) // len(data) + 1))[: math.prod(dim)]
         elif op == 5:  # version / format
             key = _pick(rng, ["version", "format"])
-            doc[key] = _pick(rng, [0, 1, 2, 3, 4, 999, -1, "2", "3", None, 2.0, 3.5,
-                                   "milsvm-model", "other", 2**70])
+            doc[key] = _pick(
+                rng,
+                [0, 1, 2, 3, 4, 999, -1, "2", "3", None, 2.0, 3.5, "milsvm-model", "other", 2**70],
+            )
         elif op == 6:  # unknown names: kernel, pooling, layout, estimator ...
-            strings = [p for p, v in self._paths(doc) if p and isinstance(v, str)
-                       and p[0] != "params"]
+            strings = [
+                p for p, v in self._paths(doc) if p and isinstance(v, str) and p[0] != "params"
+            ]
             if strings:
-                self._set(doc, _pick(rng, strings), _pick(rng, [
-                    "sigmoid", "poly", "RBF", "", "max", "mean", "min", "normalized-mean",
-                    "linear", "rbf", "csr", "csc", "dense", "SparseMI", "NSK", "MIKernel",
-                    "BaseEstimator", "Model", "milsvm-model", "\u0000", "é" * 3]))
+                self._set(
+                    doc,
+                    _pick(rng, strings),
+                    _pick(
+                        rng,
+                        [
+                            "sigmoid",
+                            "poly",
+                            "RBF",
+                            "",
+                            "max",
+                            "mean",
+                            "min",
+                            "normalized-mean",
+                            "linear",
+                            "rbf",
+                            "csr",
+                            "csc",
+                            "dense",
+                            "SparseMI",
+                            "NSK",
+                            "MIKernel",
+                            "BaseEstimator",
+                            "Model",
+                            "milsvm-model",
+                            "\u0000",
+                            "é" * 3,
+                        ],
+                    ),
+                )
         elif op == 7:  # wrong classes
-            doc["classes"] = _pick(rng, [[], [0], [0, 1, 2], [1, 1], [[0], [1]], None, "01",
-                                         [0.5, float("nan")], [None, None], ["a", 1],
-                                         list(range(1000)), [{"a": 1}, 2], 0])
+            doc["classes"] = _pick(
+                rng,
+                [
+                    [],
+                    [0],
+                    [0, 1, 2],
+                    [1, 1],
+                    [[0], [1]],
+                    None,
+                    "01",
+                    [0.5, float("nan")],
+                    [None, None],
+                    ["a", 1],
+                    list(range(1000)),
+                    [{"a": 1}, 2],
+                    0,
+                ],
+            )
         elif op == 8:  # n_classes, wherever it is
             where = [p for p, _ in self._paths(doc) if p and p[-1] == "n_classes"]
             if where:
-                self._set(doc, _pick(rng, where), _pick(rng, [0, 1, 3, 100, -2, 2**40, None,
-                                                               "2", 2.0]))
+                self._set(
+                    doc, _pick(rng, where), _pick(rng, [0, 1, 3, 100, -2, 2**40, None, "2", 2.0])
+                )
         elif op == 9:  # splice a field from another seed (wrong model for the estimator)
             other = _pick(rng, self.seeds)
             key = _pick(rng, list(other))
@@ -990,20 +1286,41 @@ class ModelTarget:
         elif op == 10:  # params for another estimator / bad values
             doc.setdefault("params", {})
             if isinstance(doc["params"], dict):
-                doc["params"][_pick(rng, ["C", "gamma", "n_xv", "n_jobs", "kernel", "bogus",
-                                          "class_weight", "norm", "tol"])] = _pick(
-                    rng, [-1, 0, "x", None, float("nan"), 10**30, [1], {"1": 2}, "median"])
+                doc["params"][
+                    _pick(
+                        rng,
+                        [
+                            "C",
+                            "gamma",
+                            "n_xv",
+                            "n_jobs",
+                            "kernel",
+                            "bogus",
+                            "class_weight",
+                            "norm",
+                            "tol",
+                        ],
+                    )
+                ] = _pick(rng, [-1, 0, "x", None, float("nan"), 10**30, [1], {"1": 2}, "median"])
         elif op == 11:  # gamma and other scalars: out of range
-            scalars = [p for p, v in self._paths(doc) if p and p[0] != "params"
-                       and isinstance(v, float)]
+            scalars = [
+                p for p, v in self._paths(doc) if p and p[0] != "params" and isinstance(v, float)
+            ]
             if scalars:
-                self._set(doc, _pick(rng, scalars), _pick(rng, [
-                    -1.0, 0.0, float("nan"), float("inf"), 1e308, 5e-324, -0.0]))
+                self._set(
+                    doc,
+                    _pick(rng, scalars),
+                    _pick(rng, [-1.0, 0.0, float("nan"), float("inf"), 1e308, 5e-324, -0.0]),
+                )
         elif op == 12:  # extra fields
-            node = doc if rng.random() < 0.5 else _pick(rng, [v for _, v in self._paths(doc)
-                                                               if isinstance(v, dict)])
+            node = (
+                doc
+                if rng.random() < 0.5
+                else _pick(rng, [v for _, v in self._paths(doc) if isinstance(v, dict)])
+            )
             node[_pick(rng, ["extra", "xv2", "__proto__", "", "indptr", "indices"])] = _pick(
-                rng, [1, [], {}, [0, 5, 2]])
+                rng, [1, [], {}, [0, 5, 2]]
+            )
         elif op == 13:  # sparse basis: corrupt index arrays
             lists = [p for p in self._number_lists(doc) if p[-1] in ("indptr", "indices")]
             if lists:
@@ -1024,8 +1341,15 @@ class ModelTarget:
         for _ in range(rng.randrange(1, 4)):
             try:
                 doc = self._mutate(rng, doc)
-            except (TypeError, KeyError, IndexError, ValueError, AttributeError, OverflowError,
-                    MemoryError):
+            except (
+                TypeError,
+                KeyError,
+                IndexError,
+                ValueError,
+                AttributeError,
+                OverflowError,
+                MemoryError,
+            ):
                 pass  # an earlier mutation changed the node's type: keep the document as it is
             if not isinstance(doc, dict):
                 break
@@ -1097,25 +1421,32 @@ def fuzz(target, seconds, seed, timeout, mem_limit, keep, log, out=OUT):
     runner.close()
     tmp_root.cleanup()
     elapsed = time.monotonic() - start
-    return {"target": target, "seconds": elapsed, "executions": execs, **outcomes,
-            "kinds": kinds}
+    return {"target": target, "seconds": elapsed, "executions": execs, **outcomes, "kinds": kinds}
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--targets", default="mill,musk_uci,mat,model,csv",
-                    help="comma-separated targets (csv is skipped if load_mil_csv is absent)")
+    ap.add_argument(
+        "--targets",
+        default="mill,musk_uci,mat,model,csv",
+        help="comma-separated targets (csv is skipped if load_mil_csv is absent)",
+    )
     ap.add_argument("--seconds", type=float, default=150.0, help="fuzzing time per target")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=10.0, help="per-input timeout (s)")
-    ap.add_argument("--mem-limit-mb", type=int, default=3072,
-                    help="address-space limit of the worker (0: none)")
+    ap.add_argument(
+        "--mem-limit-mb", type=int, default=3072, help="address-space limit of the worker (0: none)"
+    )
     ap.add_argument("--keep", type=int, default=3, help="inputs kept per distinct finding")
-    ap.add_argument("--findings-dir", type=Path, default=OUT,
-                    help="where the inputs of findings go (default: benches/results/"
-                         "fuzz_findings)")
-    ap.add_argument("--out", type=Path, default=None,
-                    help="also write the log and the summary to this file")
+    ap.add_argument(
+        "--findings-dir",
+        type=Path,
+        default=OUT,
+        help="where the inputs of findings go (default: benches/results/fuzz_findings)",
+    )
+    ap.add_argument(
+        "--out", type=Path, default=None, help="also write the log and the summary to this file"
+    )
     args = ap.parse_args(argv)
 
     import milsvm
@@ -1144,25 +1475,41 @@ def main(argv=None):
     results = []
     for t in targets:
         log(f"== {t}: {args.seconds:g} s")
-        res = fuzz(t, args.seconds, args.seed, args.timeout, args.mem_limit_mb * 2**20,
-                   args.keep, log, args.findings_dir)
+        res = fuzz(
+            t,
+            args.seconds,
+            args.seed,
+            args.timeout,
+            args.mem_limit_mb * 2**20,
+            args.keep,
+            log,
+            args.findings_dir,
+        )
         results.append(res)
-        log(f"  {t}: {res['executions']} executions in {res['seconds']:.0f} s, "
+        log(
+            f"  {t}: {res['executions']} executions in {res['seconds']:.0f} s, "
             f"{res['accepted']} accepted, {res['rejected']} rejected, "
-            f"{res['finding']} findings")
+            f"{res['finding']} findings"
+        )
         for kind, n in sorted(res["kinds"].items(), key=lambda kv: -kv[1]):
             log(f"    {n:6d}  {kind}")
 
     total_s = sum(r["seconds"] for r in results)
     log("\n== summary")
-    log(f"{'target':10s} {'seconds':>8s} {'executions':>11s} {'accepted':>9s} "
-        f"{'rejected':>9s} {'findings':>9s} {'distinct':>9s}")
+    log(
+        f"{'target':10s} {'seconds':>8s} {'executions':>11s} {'accepted':>9s} "
+        f"{'rejected':>9s} {'findings':>9s} {'distinct':>9s}"
+    )
     for r in results:
-        log(f"{r['target']:10s} {r['seconds']:8.0f} {r['executions']:11d} {r['accepted']:9d} "
-            f"{r['rejected']:9d} {r['finding']:9d} {len(r['kinds']):9d}")
-    log(f"{'total':10s} {total_s:8.0f} {sum(r['executions'] for r in results):11d} "
+        log(
+            f"{r['target']:10s} {r['seconds']:8.0f} {r['executions']:11d} {r['accepted']:9d} "
+            f"{r['rejected']:9d} {r['finding']:9d} {len(r['kinds']):9d}"
+        )
+    log(
+        f"{'total':10s} {total_s:8.0f} {sum(r['executions'] for r in results):11d} "
         f"{sum(r['accepted'] for r in results):9d} {sum(r['rejected'] for r in results):9d} "
-        f"{sum(r['finding'] for r in results):9d}")
+        f"{sum(r['finding'] for r in results):9d}"
+    )
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text("\n".join(lines) + "\n")

@@ -26,10 +26,9 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import milsvm  # noqa: E402
 import reproduce_gc_table2 as R  # noqa: E402
 from _protocol import Report, standardise  # noqa: E402
-
-import milsvm  # noqa: E402
 
 out = Report()
 
@@ -43,9 +42,11 @@ def main():
     ytr, yte = d.y[tr], d.y[te]
     g = R.median_gamma(trb)
     n_pos = int(np.sum(ytr == 1))
-    out(f"MUSK2 fold 0: {len(trb)} training bags ({n_pos} positive, "
+    out(
+        f"MUSK2 fold 0: {len(trb)} training bags ({n_pos} positive, "
         f"{sum(len(b) for b, y in zip(trb, ytr) if y == 1)} instances in positive bags, "
-        f"{sum(len(b) for b in trb)} in all), gamma_median {g:.6g}; C = 10")
+        f"{sum(len(b) for b in trb)} in all), gamma_median {g:.6g}; C = 10"
+    )
     out()
     out("Part 1: AL-SVM (T0 = 10 C, decay 1.5, eps 1e-4) stopped after k temperatures")
     for f in (1.0, 0.5):
@@ -55,10 +56,13 @@ def main():
             S = est.instance_decision_function(trb)
             fp = sum(np.max(s) < 0 for s, y in zip(S, ytr) if y == 1)
             fn = sum(np.max(s) > 0 for s, y in zip(S, ytr) if y != 1)
-            out(f"  sigma {f:g} sigma_emp  k {len(est.temperatures_):2d}  T {est.temperatures_[-1]:9.4g}  "
-                f"p_hat {est.p_hat_:.3f}  mean p {P.mean():.3f}  pos bags max f < 0: {fp:2d}/{n_pos}  "
-                f"neg bags max f > 0: {fn}  objective {est.objective_history_[-1]:10.4g}"
-                + ("  (stopping rule met)" if est.converged_ else ""))
+            out(
+                f"  sigma {f:g} sigma_emp  k {len(est.temperatures_):2d}  T "
+                f"{est.temperatures_[-1]:9.4g}  p_hat {est.p_hat_:.3f}  mean p {P.mean():.3f}  "
+                f"pos bags max f < 0: {fp:2d}/{n_pos}  neg bags max f > 0: {fn}  objective "
+                f"{est.objective_history_[-1]:10.4g}"
+                + ("  (stopping rule met)" if est.converged_ else "")
+            )
             if est.converged_:
                 break
     out()
@@ -83,15 +87,20 @@ def main():
         tea = np.mean(np.asarray(est.predict(teb)) == yte)
         S = est.instance_decision_function(trb)
         fp = sum(np.max(s) < 0 for s, y in zip(S, ytr) if y == 1)
-        out(f"  {name:<42} train {tra:.3f} test {tea:.3f} p_hat {est.p_hat_:.3f} pos bags max f < 0: "
-            f"{fp:2d}/{n_pos}  objective {est.objective_history_[-1]:8.2f}  temperatures "
-            f"{len(est.temperatures_):3d}  solves {est.n_solves_:3d}  {secs:5.1f} s")
+        out(
+            f"  {name:<42} train {tra:.3f} test {tea:.3f} p_hat {est.p_hat_:.3f} pos bags max f < "
+            f"0: {fp:2d}/{n_pos}  objective {est.objective_history_[-1]:8.2f}  temperatures "
+            f"{len(est.temperatures_):3d}  solves {est.n_solves_:3d}  {secs:5.1f} s"
+        )
         if detail and name.startswith("AL default"):
             for k, (p, s, y) in enumerate(zip(est.p_, S, ytr)):
                 if y == 1 and np.max(s) < 0:
                     j = int(np.argmax(p))
-                    out(f"      bag {k:2d}: m {len(p):3d}  sum p {p.sum():.2f}  n(p > 1/2) {(p > 0.5).sum()}  "
-                        f"max p {p[j]:.3f} at score {s[j]:+.3f}; max score {np.max(s):+.3f}")
+                    out(
+                        f"      bag {k:2d}: m {len(p):3d}  sum p {p.sum():.2f}  n(p > 1/2) "
+                        f"{(p > 0.5).sum()}  max p {p[j]:.3f} at score {s[j]:+.3f}; max score "
+                        f"{np.max(s):+.3f}"
+                    )
     out.write(HERE / "results" / "gc_al_musk2_diagnosis.txt")
 
 

@@ -15,15 +15,19 @@ import argparse
 import time
 import warnings
 
-import numpy as np
-from sklearn.model_selection import StratifiedKFold
-
 import milsvm
 import milsvm.datasets
+import numpy as np
 from _protocol import DEFAULT_DATA
+from sklearn.model_selection import StratifiedKFold
 
-SETS = {"musk1": "musk1/musk1.data", "elephant": "elephant/elephant.data", "musk2": "musk2/musk2.data",
-        "tst1": "tst1/tst1.data", "tst2": "tst2/tst2.data"}
+SETS = {
+    "musk1": "musk1/musk1.data",
+    "elephant": "elephant/elephant.data",
+    "musk2": "musk2/musk2.data",
+    "tst1": "tst1/tst1.data",
+    "tst2": "tst2/tst2.data",
+}
 
 
 def main():
@@ -46,13 +50,19 @@ def main():
         for method in args.methods:
             row = []
             for solver in ["linear", "kernel"]:
-                extra = {"inner_tol": args.inner_tol} if solver == "kernel" and args.inner_tol else {}
-                est = getattr(milsvm, method)(C=1.0, kernel="linear", solver=solver, n_jobs=1, **extra)
+                extra = (
+                    {"inner_tol": args.inner_tol} if solver == "kernel" and args.inner_tol else {}
+                )
+                est = getattr(milsvm, method)(
+                    C=1.0, kernel="linear", solver=solver, n_jobs=1, **extra
+                )
                 t = time.perf_counter()
                 est.fit(train, y[tr])
                 seconds = time.perf_counter() - t
                 acc = np.mean(est.predict(test) == y[te])
-                row.append(f"{solver} {seconds:7.2f} s acc {acc:.3f} obj {est.objective_history_[-1]:.6g}")
+                row.append(
+                    f"{solver} {seconds:7.2f} s acc {acc:.3f} obj {est.objective_history_[-1]:.6g}"
+                )
             print(f"{name:8} n={n:6} d={d:6} {method:6} | " + " | ".join(row), flush=True)
 
 

@@ -41,7 +41,7 @@ def main():
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     X, ptr, y = load_mill_dense(args.data)
-    bags = [X[ptr[i]:ptr[i + 1]] for i in range(len(ptr) - 1)]
+    bags = [X[ptr[i] : ptr[i + 1]] for i in range(len(ptr) - 1)]
     splits = json.loads(args.splits.read_text())
     folds = []
     for train, test in splits:
@@ -60,8 +60,11 @@ def main():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 for C in args.Cs:
-                    models.append(LinearSVC(penalty="l1", C=C, dual=False, class_weight="balanced",
-                                            max_iter=10000).fit(E, ytr))
+                    models.append(
+                        LinearSVC(
+                            penalty="l1", C=C, dual=False, class_weight="balanced", max_iter=10000
+                        ).fit(E, ytr)
+                    )
             fit_s = time.perf_counter() - t0
             t0 = time.perf_counter()
             Et = mapping.transform(te)
@@ -74,15 +77,23 @@ def main():
             t0 = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                models = milsvm.MILES(gamma=gamma, class_weight="balanced", n_jobs=args.n_jobs).fit_path(
-                    tr, ytr, args.Cs)
+                models = milsvm.MILES(
+                    gamma=gamma, class_weight="balanced", n_jobs=args.n_jobs
+                ).fit_path(tr, ytr, args.Cs)
             fit_s = time.perf_counter() - t0
             t0 = time.perf_counter()
             scores = [m.decision_function(te).tolist() for m in models]
             nnz = [int(m.n_selected_) for m in models]
             score_s = time.perf_counter() - t0
-        folds.append({"fit_seconds": fit_s, "score_seconds": score_s, "scores": scores, "nnz": nnz,
-                      "test": [int(i) for i in test]})
+        folds.append(
+            {
+                "fit_seconds": fit_s,
+                "score_seconds": score_s,
+                "scores": scores,
+                "nnz": nnz,
+                "test": [int(i) for i in test],
+            }
+        )
         print(f"{args.impl}: fold {len(folds)} fit {fit_s:.2f} s", file=sys.stderr, flush=True)
     args.out.write_text(json.dumps({"impl": args.impl, "Cs": args.Cs, "folds": folds}))
 

@@ -21,7 +21,8 @@ Use from other scripts:
     from numpy_reference import fit_sparse_mi, decision_function, stack_bags
     X, ptr = stack_bags(bags)
     model = fit_sparse_mi(X, ptr, y, n_xv=10, C=1.0, gamma=1 / X.shape[1])
-    scores = decision_function(X_test, ptr_test, model["Z"], model["beta"], model["b"], model["gamma"])
+    scores = decision_function(X_test, ptr_test, model["Z"], model["beta"], model["b"],
+                               model["gamma"])
 """
 
 from __future__ import annotations
@@ -208,8 +209,9 @@ def _solve_lbfgs(KZr, M, y, C, beta, b, tol):
         np.append(beta, b),
         jac=True,
         method="L-BFGS-B",
-        options=dict(maxiter=20000, maxfun=40000, maxcor=20, ftol=1e-16,
-                     gtol=tol * g_scale / np.sqrt(n + 1)),
+        options=dict(
+            maxiter=20000, maxfun=40000, maxcor=20, ftol=1e-16, gtol=tol * g_scale / np.sqrt(n + 1)
+        ),
     )
     return res.x[:n].copy(), float(res.x[n]), float(res.fun)
 
@@ -261,9 +263,22 @@ def _inner_at(X, bag_ptr, Z, y, C, gamma, solver, warm, inner_tol):
     return beta, b, g, K, KZ
 
 
-def fit_sparse_mi(bags_or_X, bag_ptr, y, n_xv=10, C=1.0, gamma="scale", max_iter=50,
-                  max_line_search=10, tol=1e-6, solver="newton", random_state=0, init_Z=None,
-                  inner_tol=1e-10, step_init="distance"):
+def fit_sparse_mi(
+    bags_or_X,
+    bag_ptr,
+    y,
+    n_xv=10,
+    C=1.0,
+    gamma="scale",
+    max_iter=50,
+    max_line_search=10,
+    tol=1e-6,
+    solver="newton",
+    random_state=0,
+    init_Z=None,
+    inner_tol=1e-10,
+    step_init="distance",
+):
     """SparseMI, Algorithm 1 of Fu et al. (as in ALGORITHMS.md). max_iter=0 gives RSVM.
 
     bags_or_X: a list of bags (bag_ptr=None) or stacked instances with bag_ptr.
@@ -305,12 +320,13 @@ def fit_sparse_mi(bags_or_X, bag_ptr, y, n_xv=10, C=1.0, gamma="scale", max_iter
     for _ in range(max_iter):
         G = gradient_Z(X, bag_ptr, Z, beta, b, y, C, gamma, K, KZ)
         if n_iter == 0 and step_init == "distance_over_grad":
-            lam = lam / max(np.sqrt((G ** 2).sum(axis=1)).max(), 1e-300)
+            lam = lam / max(np.sqrt((G**2).sum(axis=1)).max(), 1e-300)
         accepted = False
         for s in range(1, max_line_search + 1):
             Z_new = Z - lam * G
-            beta_n, b_n, g_n, K_n, KZ_n = _inner_at(X, bag_ptr, Z_new, y, C, gamma, solver,
-                                                    (beta, b), inner_tol)
+            beta_n, b_n, g_n, K_n, KZ_n = _inner_at(
+                X, bag_ptr, Z_new, y, C, gamma, solver, (beta, b), inner_tol
+            )
             n_inner += 1
             if g_n < g:
                 accepted = True
@@ -327,8 +343,16 @@ def fit_sparse_mi(bags_or_X, bag_ptr, y, n_xv=10, C=1.0, gamma="scale", max_iter
         n_iter += 1
         if decrease < tol * abs(history[-2]):
             break
-    return dict(Z=Z, beta=beta, b=b, gamma=gamma, history=history, n_iter=n_iter,
-                n_inner_solves=n_inner, step=lam)
+    return dict(
+        Z=Z,
+        beta=beta,
+        b=b,
+        gamma=gamma,
+        history=history,
+        n_iter=n_iter,
+        n_inner_solves=n_inner,
+        step=lam,
+    )
 
 
 def decision_function(bags_X, bag_ptr, Z, beta, b, gamma):
@@ -346,15 +370,19 @@ def _random_problem(seed, m=14, d=4, n_xv=5):
     rng = np.random.default_rng(seed)
     sizes = rng.integers(1, 7, size=m)
     y = np.where(np.arange(m) % 2 == 0, 1.0, -1.0)
-    bags = [rng.normal(size=(n, d)) + 0.8 * y[i] * (rng.random((n, 1)) < 0.5)
-            for i, n in enumerate(sizes)]
+    bags = [
+        rng.normal(size=(n, d)) + 0.8 * y[i] * (rng.random((n, 1)) < 0.5)
+        for i, n in enumerate(sizes)
+    ]
     X, ptr = stack_bags(bags)
     Z = X[rng.choice(X.shape[0], n_xv, replace=False)] + 0.1 * rng.normal(size=(n_xv, d))
     return X, ptr, y, Z
 
 
 def _rel(a, b):
-    return float(np.linalg.norm(np.ravel(a) - np.ravel(b)) / max(np.linalg.norm(np.ravel(b)), 1e-300))
+    return float(
+        np.linalg.norm(np.ravel(a) - np.ravel(b)) / max(np.linalg.norm(np.ravel(b)), 1e-300)
+    )
 
 
 def selftest():
@@ -372,9 +400,12 @@ def selftest():
     K = rbf(X, Z, gamma)
     K_loop = np.array([[np.exp(-gamma * np.sum((x - z) ** 2)) for z in Z] for x in X])
     M = bag_means(K, ptr)
-    M_loop = np.array([K_loop[ptr[i]:ptr[i + 1]].mean(0) for i in range(len(ptr) - 1)])
-    report("rbf / bag_means vs loops", _rel(K, K_loop) < 1e-12 and _rel(M, M_loop) < 1e-12,
-           f"rel err {max(_rel(K, K_loop), _rel(M, M_loop)):.1e}")
+    M_loop = np.array([K_loop[ptr[i] : ptr[i + 1]].mean(0) for i in range(len(ptr) - 1)])
+    report(
+        "rbf / bag_means vs loops",
+        _rel(K, K_loop) < 1e-12 and _rel(M, M_loop) < 1e-12,
+        f"rel err {max(_rel(K, K_loop), _rel(M, M_loop)):.1e}",
+    )
 
     # dQ/dbeta and dQ/db by central differences, at a point with active and inactive bags
     KZ = rbf(Z, Z, gamma)
@@ -387,23 +418,38 @@ def selftest():
     n_act = int(np.sum(y * F < 1))
     _, g_beta, g_b = objective(KZr, M, y, C, beta, b)
     h = 1e-6
-    fd_beta = np.array([(objective(KZr, M, y, C, beta + h * e, b)[0]
-                         - objective(KZr, M, y, C, beta - h * e, b)[0]) / (2 * h)
-                        for e in np.eye(len(beta))])
-    fd_b = (objective(KZr, M, y, C, beta, b + h)[0] - objective(KZr, M, y, C, beta, b - h)[0]) / (2 * h)
+    fd_beta = np.array(
+        [
+            (
+                objective(KZr, M, y, C, beta + h * e, b)[0]
+                - objective(KZr, M, y, C, beta - h * e, b)[0]
+            )
+            / (2 * h)
+            for e in np.eye(len(beta))
+        ]
+    )
+    fd_b = (objective(KZr, M, y, C, beta, b + h)[0] - objective(KZr, M, y, C, beta, b - h)[0]) / (
+        2 * h
+    )
     e1, e2 = _rel(g_beta, fd_beta), _rel(g_b, fd_b)
     report("dQ/dbeta finite differences", e1 < 1e-5, f"rel err {e1:.1e} ({n_act}/{len(y)} active)")
     report("dQ/db finite differences", e2 < 1e-5, f"rel err {e2:.1e}")
 
     # exact line search vs a brute-force scan of phi(t) along a random direction
     d = rng.normal(size=len(Z) + 1)
-    phi = lambda t: objective(KZr, M, y, C, beta + t * d[:-1], b + t * d[-1])[0]
+
+    def phi(t):
+        return objective(KZr, M, y, C, beta + t * d[:-1], b + t * d[-1])[0]
+
     if phi(1e-6) > phi(0.0):
         d = -d
     t_star = _exact_line_search(KZr, beta, d[:-1], M @ beta + b, M @ d[:-1] + d[-1], y, C)
     grid = np.linspace(0.0, 4.0 * max(t_star, 1e-3), 40001)
     t_grid = grid[np.argmin([phi(t) for t in grid])]
-    ls_ok = abs(t_star - t_grid) <= 2 * (grid[1] - grid[0]) and phi(t_star) <= min(phi(t_grid), phi(0.0)) + 1e-12
+    ls_ok = (
+        abs(t_star - t_grid) <= 2 * (grid[1] - grid[0])
+        and phi(t_star) <= min(phi(t_grid), phi(0.0)) + 1e-12
+    )
     report("exact line search vs brute-force scan", ls_ok, f"t* {t_star:.6f}, scan {t_grid:.6f}")
 
     # Newton vs L-BFGS on the inner problem
@@ -422,7 +468,11 @@ def selftest():
     _, _, g_l = solve_inner(KZ, M, y, C, "lbfgs")
     _, go, gb = objective(KZr, M, y, C, beta_o, b_o)
     gn = np.linalg.norm(np.append(go, gb))
-    report("newton optimality (gradient norm)", gn < 1e-8, f"|grad| {gn:.1e}, g {g0:.6g} vs lbfgs {g_l:.6g}")
+    report(
+        "newton optimality (gradient norm)",
+        gn < 1e-8,
+        f"|grad| {gn:.1e}, g {g0:.6g} vs lbfgs {g_l:.6g}",
+    )
 
     # dg/dZ by re-solving the inner problem at Z +- h e_kj (C = 2: all bags active at the
     # optimum; C = 100: about half of them active)
@@ -442,8 +492,11 @@ def selftest():
                 fd[k, j] = (vals[0] - vals[1]) / (2 * h)
         e3 = _rel(G, fd)
         n_act = int(np.sum(y * (M @ beta_o + b_o) < 1))
-        report(f"dg/dZ finite differences, C={Cg:g} (re-solved inner)", e3 < 1e-5,
-               f"rel err {e3:.1e} ({n_act}/{len(y)} active)")
+        report(
+            f"dg/dZ finite differences, C={Cg:g} (re-solved inner)",
+            e3 < 1e-5,
+            f"rel err {e3:.1e} ({n_act}/{len(y)} active)",
+        )
 
     # Algorithm 1: history non-increasing, both solvers; RSVM = max_iter 0
     for solver in ("newton", "lbfgs"):
@@ -451,24 +504,34 @@ def selftest():
         res = fit_sparse_mi(Xs, ps, ys, n_xv=6, C=1.0, gamma=0.3, max_iter=30, solver=solver)
         hist = np.array(res["history"])
         mono = np.all(np.diff(hist) <= 0) and len(hist) == res["n_iter"] + 1
-        report(f"history non-increasing ({solver})", mono and res["n_iter"] > 0,
-               f"g {hist[0]:.4f} -> {hist[-1]:.4f} in {res['n_iter']} iterations")
+        report(
+            f"history non-increasing ({solver})",
+            mono and res["n_iter"] > 0,
+            f"g {hist[0]:.4f} -> {hist[-1]:.4f} in {res['n_iter']} iterations",
+        )
     rs = fit_sparse_mi(Xs, ps, ys, n_xv=6, C=1.0, gamma=0.3, max_iter=0)
-    report("max_iter=0 (RSVM) does not move Z", rs["n_iter"] == 0 and len(rs["history"]) == 1,
-           f"g {rs['history'][0]:.4f}")
+    report(
+        "max_iter=0 (RSVM) does not move Z",
+        rs["n_iter"] == 0 and len(rs["history"]) == 1,
+        f"g {rs['history'][0]:.4f}",
+    )
 
     # decision_function agrees with F from the fit
     f1 = decision_function(Xs, ps, res["Z"], res["beta"], res["b"], res["gamma"])
-    bags = [Xs[ps[i]:ps[i + 1]] for i in range(len(ps) - 1)]
+    bags = [Xs[ps[i] : ps[i + 1]] for i in range(len(ps) - 1)]
     f2 = decision_function(bags, None, res["Z"], res["beta"], res["b"], res["gamma"])
-    report("decision_function (stacked == list)", _rel(f1, f2) < 1e-14, f"rel diff {_rel(f1, f2):.1e}")
+    report(
+        "decision_function (stacked == list)", _rel(f1, f2) < 1e-14, f"rel diff {_rel(f1, f2):.1e}"
+    )
 
     print("ALL PASS" if ok else "SOME CHECKS FAILED")
     return ok
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--selftest", action="store_true", help="run the self-test")
     args = parser.parse_args()
     if args.selftest:

@@ -90,12 +90,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import milsvm  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy.spatial.distance import pdist  # noqa: E402
 from scipy.stats import wilcoxon  # noqa: E402
 from sklearn.metrics import roc_auc_score  # noqa: E402
-
-import milsvm  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 METHODS = ("OCSVM", "OCMISVM", "NSK")
@@ -104,8 +103,9 @@ METRICS = ("all", "posbags")
 METRIC_TEXT = {"all": "all test instances", "posbags": "instances of positive test bags"}
 
 
-def make_bags(rng, n_pos, n_neg, *, dim=4, bag_size=25, witness_rate=0.3, sep=2.0, pos_std=0.5,
-              neg_std=1.0):
+def make_bags(
+    rng, n_pos, n_neg, *, dim=4, bag_size=25, witness_rate=0.3, sep=2.0, pos_std=0.5, neg_std=1.0
+):
     """Draw ``n_pos`` positive and ``n_neg`` negative bags for both scenarios at once.
 
     Returns ``(bags_a, bags_b, y, inst_labels)``: the bags of scenario (a) (negatives of positive
@@ -166,23 +166,31 @@ def fit_and_score(train, y, test, *, nu, gamma_factor, train_labels):
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
             if name == "NSK":
-                model = milsvm.NSK(C=1.0, kernel="rbf", gamma=g_nsk, norm="l1", n_jobs=1).fit(train, y)
+                model = milsvm.NSK(C=1.0, kernel="rbf", gamma=g_nsk, norm="l1", n_jobs=1).fit(
+                    train, y
+                )
                 scores[name] = np.asarray(model.decision_function([x[None, :] for x in X_test]))
             else:
-                model = milsvm.OneClassMISVM(nu=nu, kernel="rbf", gamma=g_oc, bag_constraints=name == "OCMISVM",
-                                             n_jobs=1).fit(train, y)
+                model = milsvm.OneClassMISVM(
+                    nu=nu, kernel="rbf", gamma=g_oc, bag_constraints=name == "OCMISVM", n_jobs=1
+                ).fit(train, y)
                 scores[name] = np.concatenate(model.instance_decision_function(test))
             caught[name] = [str(x.message) for x in w]
         if name == "OCSVM":
             train_scores = model.instance_decision_function(pos_train)
             info["violated_at_start"] = int(sum(s.max() < 0 for s in train_scores))
-            info["argmax_positive"] = float(np.mean([lab[np.argmax(s)] for s, lab in zip(train_scores, pos_labels)]))
+            info["argmax_positive"] = float(
+                np.mean([lab[np.argmax(s)] for s, lab in zip(train_scores, pos_labels)])
+            )
         if name == "OCMISVM":
             info["rounds"] = model.n_iter_
             info["binding_bags"] = int(np.sum(model.bag_dual_coef_ > 0))
             final = model.instance_decision_function(pos_train)
-            info["binding_argmax_positive"] = [int(lab[np.argmax(f)]) for f, lab, a in
-                                               zip(final, pos_labels, model.bag_dual_coef_) if a > 0]
+            info["binding_argmax_positive"] = [
+                int(lab[np.argmax(f)])
+                for f, lab, a in zip(final, pos_labels, model.bag_dual_coef_)
+                if a > 0
+            ]
             info["converged"] = model.converged_
         info[f"gamma_{name}"] = float(model.gamma_)
         info[f"const_{name}"] = bool(np.ptp(scores[name]) == 0)
@@ -196,8 +204,18 @@ def auroc(labels, scores, mask=None):
     return float(roc_auc_score(labels, scores))
 
 
-def run_study(runs, seed, *, nu=0.9, gamma_factor=1.0, witness_rate=0.3, gen_kw=None, n_train=20, n_test=30,
-              verbose=False):
+def run_study(
+    runs,
+    seed,
+    *,
+    nu=0.9,
+    gamma_factor=1.0,
+    witness_rate=0.3,
+    gen_kw=None,
+    n_train=20,
+    n_test=30,
+    verbose=False,
+):
     """All runs of one setting: ``res[scenario][metric][method]`` arrays of shape (runs,), and
     the per-run diagnostics ``diag[scenario]`` (list of dicts)."""
     gen_kw = dict(gen_kw or {})
@@ -205,19 +223,31 @@ def run_study(runs, seed, *, nu=0.9, gamma_factor=1.0, witness_rate=0.3, gen_kw=
     diag = {s: [] for s in "ab"}
     for r in range(runs):
         rng = np.random.default_rng([seed, r])
-        tr_a, tr_b, y_tr, lab_tr = make_bags(rng, n_train, n_train, witness_rate=witness_rate, **gen_kw)
-        te_a, te_b, y_te, lab_te = make_bags(rng, n_test, n_test, witness_rate=witness_rate, **gen_kw)
+        tr_a, tr_b, y_tr, lab_tr = make_bags(
+            rng, n_train, n_train, witness_rate=witness_rate, **gen_kw
+        )
+        te_a, te_b, y_te, lab_te = make_bags(
+            rng, n_test, n_test, witness_rate=witness_rate, **gen_kw
+        )
         inst = np.concatenate(lab_te)
         in_pos_bag = np.concatenate([np.full(len(lab), t == 1) for lab, t in zip(lab_te, y_te)])
         for s, train, test in (("a", tr_a, te_a), ("b", tr_b, te_b)):
-            scores, info = fit_and_score(train, y_tr, test, nu=nu, gamma_factor=gamma_factor, train_labels=lab_tr)
+            scores, info = fit_and_score(
+                train, y_tr, test, nu=nu, gamma_factor=gamma_factor, train_labels=lab_tr
+            )
             for k in METHODS:
                 res[s]["all"][k][r] = auroc(inst, scores[k])
                 res[s]["posbags"][k][r] = auroc(inst, scores[k], in_pos_bag)
             diag[s].append(info)
         if verbose:
-            print(f"  run {r:2d}: " + "  ".join(
-                f"{s}: " + " ".join(f"{k} {res[s]['all'][k][r]:.3f}" for k in METHODS) for s in "ab"), flush=True)
+            print(
+                f"  run {r:2d}: "
+                + "  ".join(
+                    f"{s}: " + " ".join(f"{k} {res[s]['all'][k][r]:.3f}" for k in METHODS)
+                    for s in "ab"
+                ),
+                flush=True,
+            )
     return res, diag
 
 
@@ -227,7 +257,15 @@ def paired_summary(d):
     p = None
     if np.any(d != 0):
         p = float(wilcoxon(d, zero_method="wilcox", alternative="two-sided").pvalue)
-    return float(d.mean()), float(d.std(ddof=1)) if len(d) > 1 else 0.0, float(np.median(d)), wins, ties, losses, p
+    return (
+        float(d.mean()),
+        float(d.std(ddof=1)) if len(d) > 1 else 0.0,
+        float(np.median(d)),
+        wins,
+        ties,
+        losses,
+        p,
+    )
 
 
 def fmt_p(p):
@@ -237,27 +275,49 @@ def fmt_p(p):
 def report_main(res, diag, args, seconds):
     lines = []
     add = lines.append
-    add("One-class MI-SVM, synthetic study (Vijayanarasimhan, section 5): instance-level AUROC on held-out bags")
-    add(f"runs {args.runs}, seed {args.seed}; per run {args.train_bags}+{args.train_bags} training bags, "
-        f"{args.test_bags}+{args.test_bags} test bags of {args.bag_size} instances, witness rate {args.witness_rate}, "
-        f"dim {args.dim}, positives N(0, {args.pos_std}^2 I), negatives N({args.sep} e_1, {args.neg_std}^2 I); "
-        f"scenario (b): negatives of positive bags N({args.sep} e_2, {args.neg_std}^2 I)")
-    add(f"fixed hyperparameters: rbf, gamma='median' (each method's training instances), one-class nu = {args.nu}, "
-        "NSK C = 1 norm l1; NSK instance score = the instance as a singleton bag")
+    add(
+        "One-class MI-SVM, synthetic study (Vijayanarasimhan, section 5): instance-level AUROC "
+        "on held-out bags"
+    )
+    add(
+        f"runs {args.runs}, seed {args.seed}; per run {args.train_bags}+{args.train_bags} "
+        f"training bags, {args.test_bags}+{args.test_bags} test bags of {args.bag_size} "
+        f"instances, witness rate {args.witness_rate}, dim {args.dim}, positives N(0, "
+        f"{args.pos_std}^2 I), negatives N({args.sep} e_1, {args.neg_std}^2 I); scenario (b): "
+        f"negatives of positive bags N({args.sep} e_2, {args.neg_std}^2 I)"
+    )
+    add(
+        "fixed hyperparameters: rbf, gamma='median' (each method's training instances), "
+        f"one-class nu = {args.nu}, NSK C = 1 norm l1; NSK instance score = the instance as a "
+        "singleton bag"
+    )
     add("")
     for metric in METRICS:
         add(f"AUROC over {METRIC_TEXT[metric]} (mean +- std over runs)")
         add(f"{'scenario':<44}" + "".join(f"{k:>16}" for k in METHODS))
-        for s, text in (("a", "(a) pos-bag negatives ~ negative bags"), ("b", "(b) pos-bag negatives ~ third distr.")):
-            add(f"{text:<44}" + "".join(f"{res[s][metric][k].mean():9.3f} +- {res[s][metric][k].std(ddof=1):.3f}"
-                                        for k in METHODS))
+        for s, text in (
+            ("a", "(a) pos-bag negatives ~ negative bags"),
+            ("b", "(b) pos-bag negatives ~ third distr."),
+        ):
+            add(
+                f"{text:<44}"
+                + "".join(
+                    f"{res[s][metric][k].mean():9.3f} +- {res[s][metric][k].std(ddof=1):.3f}"
+                    for k in METHODS
+                )
+            )
         add("")
-        add(f"per-run differences ({METRIC_TEXT[metric]}): mean +- std, median, wins/ties/losses, Wilcoxon p")
+        add(
+            f"per-run differences ({METRIC_TEXT[metric]}): mean +- std, median, wins/ties/losses, "
+            "Wilcoxon p"
+        )
         for s in "ab":
             for a, b in DIFFS:
-                m, sd, med, w, t, l, p = paired_summary(res[s][metric][a] - res[s][metric][b])
-                add(f"  ({s}) {a + ' - ' + b:<18} {m:+8.4f} +- {sd:.4f}   median {med:+8.4f}   "
-                    f"W/T/L {w:2d}/{t:2d}/{l:2d}   p {fmt_p(p)}")
+                m, sd, med, w, t, lo, p = paired_summary(res[s][metric][a] - res[s][metric][b])
+                add(
+                    f"  ({s}) {a + ' - ' + b:<18} {m:+8.4f} +- {sd:.4f}   median {med:+8.4f}   "
+                    f"W/T/L {w:2d}/{t:2d}/{lo:2d}   p {fmt_p(p)}"
+                )
         add("")
     add("OCMISVM diagnostics (per scenario, over runs)")
     for s in "ab":
@@ -268,31 +328,48 @@ def report_main(res, diag, args, seconds):
         amax = np.mean([d["argmax_positive"] for d in diag[s]])
         same = int(np.sum(res[s]["all"]["OCMISVM"] == res[s]["all"]["OCSVM"]))
         bind_pos = [v for d in diag[s] for v in d["binding_argmax_positive"]]
-        add(f"  ({s}) rounds {rounds.min()}-{rounds.max()} (mean {rounds.mean():.2f}); positive training bags with "
-            f"max f < 0 under the plain OCSVM: mean {start.mean():.2f} of {args.train_bags} (max {start.max()}); "
-            f"bag duals > 0 at the end: mean {binding.mean():.2f} (max {binding.max()}); "
-            f"runs where OCMISVM = OCSVM exactly (test AUROC): {same}"
-            f"/{args.runs}; all converged: {conv}")
-        add(f"      top-scored instance of a positive training bag (plain OCSVM) is a positive: {amax:.2f} "
-            f"(witness rate {args.witness_rate}); bags with a binding max constraint whose top instance (final "
-            f"model) is a positive: {sum(bind_pos)}/{len(bind_pos)}")
-        g = {k: np.array([d[f'gamma_{k}'] for d in diag[s]]) for k in METHODS}
-        add(f"      gamma (median rule): one-class {g['OCSVM'].mean():.4f} (range {g['OCSVM'].min():.4f}-"
-            f"{g['OCSVM'].max():.4f}), NSK {g['NSK'].mean():.4f}")
-        const = {k: sum(d[f'const_{k}'] for d in diag[s]) for k in METHODS}
-        warns = {k: sorted({m for d in diag[s] for m in d['warnings'][k]}) for k in METHODS}
-        add(f"      constant-score runs: {const}; warnings: "
-            + ("none" if not any(warns.values()) else "; ".join(f"{k}: {v}" for k, v in warns.items() if v)))
+        add(
+            f"  ({s}) rounds {rounds.min()}-{rounds.max()} (mean {rounds.mean():.2f}); positive "
+            f"training bags with max f < 0 under the plain OCSVM: mean {start.mean():.2f} of "
+            f"{args.train_bags} (max {start.max()}); bag duals > 0 at the end: mean "
+            f"{binding.mean():.2f} (max {binding.max()}); runs where OCMISVM = OCSVM exactly "
+            f"(test AUROC): {same}/{args.runs}; all converged: {conv}"
+        )
+        add(
+            "      top-scored instance of a positive training bag (plain OCSVM) is a positive: "
+            f"{amax:.2f} (witness rate {args.witness_rate}); bags with a binding max constraint "
+            f"whose top instance (final model) is a positive: {sum(bind_pos)}/{len(bind_pos)}"
+        )
+        g = {k: np.array([d[f"gamma_{k}"] for d in diag[s]]) for k in METHODS}
+        add(
+            f"      gamma (median rule): one-class {g['OCSVM'].mean():.4f} (range "
+            f"{g['OCSVM'].min():.4f}-{g['OCSVM'].max():.4f}), NSK {g['NSK'].mean():.4f}"
+        )
+        const = {k: sum(d[f"const_{k}"] for d in diag[s]) for k in METHODS}
+        warns = {k: sorted({m for d in diag[s] for m in d["warnings"][k]}) for k in METHODS}
+        add(
+            f"      constant-score runs: {const}; warnings: "
+            + (
+                "none"
+                if not any(warns.values())
+                else "; ".join(f"{k}: {v}" for k, v in warns.items() if v)
+            )
+        )
     add("")
     add(f"time: {seconds:.1f} s wall")
     return lines
 
 
 def report_sweep(rows, args, seconds):
-    lines = ["", f"Sensitivity check (--sweep, {args.sweep_runs} runs each, seed {args.seed + 1}; "
-                 "test AUROC over all test instances, mean over runs; d = OCMISVM - other, W/L = wins/losses)"]
-    head = (f"{'w':>5} {'nu':>5} {'gam x':>6} {'sc':>3} {'OCSVM':>7} {'OCMISVM':>8} {'NSK':>7}  "
-            f"{'d vs OCSVM':>11} {'W/L':>6} {'binding':>8}  {'d vs NSK':>9} {'W/L':>6}")
+    lines = [
+        "",
+        f"Sensitivity check (--sweep, {args.sweep_runs} runs each, seed {args.seed + 1}; test "
+        "AUROC over all test instances, mean over runs; d = OCMISVM - other, W/L = wins/losses)",
+    ]
+    head = (
+        f"{'w':>5} {'nu':>5} {'gam x':>6} {'sc':>3} {'OCSVM':>7} {'OCMISVM':>8} {'NSK':>7}  "
+        f"{'d vs OCSVM':>11} {'W/L':>6} {'binding':>8}  {'d vs NSK':>9} {'W/L':>6}"
+    )
     lines.append(head)
     for (w, nu, gf), (res, diag) in rows:
         for s in "ab":
@@ -300,11 +377,15 @@ def report_sweep(rows, args, seconds):
             d1 = r["OCMISVM"] - r["OCSVM"]
             d2 = r["OCMISVM"] - r["NSK"]
             binding = np.mean([d["binding_bags"] for d in diag[s]])
-            lines.append(f"{w:5.2f} {nu:5.2f} {gf:6g} {s:>3} {r['OCSVM'].mean():7.3f} {r['OCMISVM'].mean():8.3f} "
-                         f"{r['NSK'].mean():7.3f}  {d1.mean():+11.4f} "
-                         f"{int(np.sum(d1 > 0)):>2}/{int(np.sum(d1 < 0)):<3} "
-                         f"{binding:8.2f}  {d2.mean():+9.4f} {int(np.sum(d2 > 0)):>2}/{int(np.sum(d2 < 0)):<3}")
-    lines.append("('binding' = mean number of positive training bags whose max constraint has a dual > 0)")
+            lines.append(
+                f"{w:5.2f} {nu:5.2f} {gf:6g} {s:>3} {r['OCSVM'].mean():7.3f} "
+                f"{r['OCMISVM'].mean():8.3f} {r['NSK'].mean():7.3f}  {d1.mean():+11.4f} "
+                f"{int(np.sum(d1 > 0)):>2}/{int(np.sum(d1 < 0)):<3} {binding:8.2f}  "
+                f"{d2.mean():+9.4f} {int(np.sum(d2 > 0)):>2}/{int(np.sum(d2 < 0)):<3}"
+            )
+    lines.append(
+        "('binding' = mean number of positive training bags whose max constraint has a dual > 0)"
+    )
     lines.append(f"sweep time: {seconds:.1f} s wall")
     return lines
 
@@ -313,8 +394,10 @@ def plot(res, path, args):
     """Two scenario panels (columns a and b), like the report's Figures 3-4; the two differences
     live on very different scales, so each gets its own row (shared y within a row)."""
     fig, axes = plt.subplots(2, 2, figsize=(9.5, 7.5), sharey="row")
-    titles = {"a": "(a) negatives of positive bags ~ negative bags",
-              "b": "(b) negatives of positive bags ~ third distribution"}
+    titles = {
+        "a": "(a) negatives of positive bags ~ negative bags",
+        "b": "(b) negatives of positive bags ~ third distribution",
+    }
     ticks = ["all test\ninstances", "positive test\nbags' instances"]
     colours = {"OCSVM": "#4c72b0", "NSK": "#dd8452"}
     jitter = np.random.default_rng(0)
@@ -322,9 +405,15 @@ def plot(res, path, args):
         for col, s in enumerate("ab"):
             ax = axes[row, col]
             data = [res[s][metric][a] - res[s][metric][b] for metric in METRICS]
-            bp = ax.boxplot(data, patch_artist=True, widths=0.5, showmeans=True, showfliers=False,
-                            medianprops=dict(color="k"),
-                            meanprops=dict(marker="D", markerfacecolor="k", markeredgecolor="k", markersize=4))
+            bp = ax.boxplot(
+                data,
+                patch_artist=True,
+                widths=0.5,
+                showmeans=True,
+                showfliers=False,
+                medianprops=dict(color="k"),
+                meanprops=dict(marker="D", markerfacecolor="k", markeredgecolor="k", markersize=4),
+            )
             for patch, alpha in zip(bp["boxes"], (0.8, 0.4)):
                 patch.set_facecolor(colours[b])
                 patch.set_alpha(alpha)
@@ -338,8 +427,11 @@ def plot(res, path, args):
                 ax.set_title(titles[s], fontsize=10)
             if col == 0:
                 ax.set_ylabel(f"AUROC({a}) - AUROC({b})", fontsize=9)
-    fig.suptitle(f"Per-run differences in instance-level AUROC on held-out bags, {args.runs} runs "
-                 f"(box: quartiles, whiskers: 1.5 IQR, diamond: mean, dots: runs)", fontsize=10)
+    fig.suptitle(
+        f"Per-run differences in instance-level AUROC on held-out bags, {args.runs} runs "
+        f"(box: quartiles, whiskers: 1.5 IQR, diamond: mean, dots: runs)",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
@@ -349,8 +441,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", type=Path, default=HERE / "results" / "one_class_synthetic.txt",
-                    help="table file; the box plot goes beside it with suffix .png")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=HERE / "results" / "one_class_synthetic.txt",
+        help="table file; the box plot goes beside it with suffix .png",
+    )
     ap.add_argument("--nu", type=float, default=0.9)
     ap.add_argument("--dim", type=int, default=4)
     ap.add_argument("--bag-size", type=int, default=25)
@@ -358,16 +454,34 @@ def main(argv=None):
     ap.add_argument("--sep", type=float, default=2.0)
     ap.add_argument("--pos-std", type=float, default=0.5)
     ap.add_argument("--neg-std", type=float, default=1.0)
-    ap.add_argument("--train-bags", type=int, default=20, help="positive (and as many negative) training bags")
-    ap.add_argument("--test-bags", type=int, default=30, help="positive (and as many negative) test bags")
+    ap.add_argument(
+        "--train-bags", type=int, default=20, help="positive (and as many negative) training bags"
+    )
+    ap.add_argument(
+        "--test-bags", type=int, default=30, help="positive (and as many negative) test bags"
+    )
     ap.add_argument("--sweep", action="store_true", help="also run the sensitivity check")
     ap.add_argument("--sweep-runs", type=int, default=10)
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
-    gen_kw = dict(dim=args.dim, bag_size=args.bag_size, sep=args.sep, pos_std=args.pos_std, neg_std=args.neg_std)
+    gen_kw = dict(
+        dim=args.dim,
+        bag_size=args.bag_size,
+        sep=args.sep,
+        pos_std=args.pos_std,
+        neg_std=args.neg_std,
+    )
     t0 = time.perf_counter()
-    res, diag = run_study(args.runs, args.seed, nu=args.nu, witness_rate=args.witness_rate, gen_kw=gen_kw,
-                          n_train=args.train_bags, n_test=args.test_bags, verbose=args.verbose)
+    res, diag = run_study(
+        args.runs,
+        args.seed,
+        nu=args.nu,
+        witness_rate=args.witness_rate,
+        gen_kw=gen_kw,
+        n_train=args.train_bags,
+        n_test=args.test_bags,
+        verbose=args.verbose,
+    )
     lines = report_main(res, diag, args, time.perf_counter() - t0)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     png = args.out.with_suffix(".png")
@@ -379,9 +493,21 @@ def main(argv=None):
         for w in (0.1, 0.3):
             for nu in (0.5, 0.9, 0.99):
                 for gf in (1.0, 8.0):
-                    rows.append(((w, nu, gf), run_study(args.sweep_runs, args.seed + 1, nu=nu, gamma_factor=gf,
-                                                        witness_rate=w, gen_kw=gen_kw, n_train=args.train_bags,
-                                                        n_test=args.test_bags)))
+                    rows.append(
+                        (
+                            (w, nu, gf),
+                            run_study(
+                                args.sweep_runs,
+                                args.seed + 1,
+                                nu=nu,
+                                gamma_factor=gf,
+                                witness_rate=w,
+                                gen_kw=gen_kw,
+                                n_train=args.train_bags,
+                                n_test=args.test_bags,
+                            ),
+                        )
+                    )
         lines += report_sweep(rows, args, time.perf_counter() - t1)
     text = "\n".join(lines) + "\n"
     print(text, end="")

@@ -1,5 +1,5 @@
-"""10-fold cross-validation of the CCCP estimators, stMIL (Bunescu & Mooney 2007) and MissSVM (Zhou &
-Xu 2007), with sMIL and SIL beside them as the convex baselines they start from or relate to:
+"""10-fold cross-validation of the CCCP estimators, stMIL (Bunescu & Mooney 2007) and MissSVM (Zhou
+& Xu 2007), with sMIL and SIL beside them as the convex baselines they start from or relate to:
 accuracy, bag-level AUC and fit time on MUSK1, MUSK2, Elephant (rbf kernel, instances standardised
 on each training part) and TST1, TST2 (linear kernel, sparse instances as read).
 
@@ -36,10 +36,9 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _protocol import DEFAULT_DATA, Report, standardise  # noqa: E402
-
 import milsvm  # noqa: E402
 import milsvm.datasets  # noqa: E402
+from _protocol import DEFAULT_DATA, Report, standardise  # noqa: E402
 
 #: Per set: file, kernel, whether to standardise.
 SETS = {
@@ -85,10 +84,15 @@ def run_set(name, methods, folds, out):
     path, kernel, scale = SETS[name]
     bags, y = milsvm.datasets.load_mill(DEFAULT_DATA / path)
     y = np.asarray(y)
-    out(f"\n{name}: {len(bags)} bags, {sum(b.shape[0] for b in bags)} instances, {bags[0].shape[1]} features, "
-        f"kernel={kernel}, C by inner 3-fold CV over {GRID}")
-    out.header(f"  {'method':10s} {'accuracy':>15s} {'AUC':>15s} {'fit s (mean)':>13s} {'CCCP steps':>11s} "
-               f"{'restart won':>12s}  C chosen", indent="  ")
+    out(
+        f"\n{name}: {len(bags)} bags, {sum(b.shape[0] for b in bags)} instances, "
+        f"{bags[0].shape[1]} features, kernel={kernel}, C by inner 3-fold CV over {GRID}"
+    )
+    out.header(
+        f"  {'method':10s} {'accuracy':>15s} {'AUC':>15s} {'fit s (mean)':>13s} "
+        f"{'CCCP steps':>11s} {'restart won':>12s}  C chosen",
+        indent="  ",
+    )
     outer = StratifiedKFold(10, shuffle=True, random_state=0)
     splits = list(outer.split(np.zeros(len(y)), y))[:folds]
     for m in methods:
@@ -111,9 +115,11 @@ def run_set(name, methods, folds, out):
             chosen.append(C)
         cs = ",".join(f"{c:g}" for c in sorted(set(chosen)))
         w = f"{np.mean(won):12.1f}" if m.endswith("-r5") else f"{'':12s}"
-        out(f"  {m:10s} {100 * np.mean(acc):7.1f} ± {100 * np.std(acc):5.1f} {np.mean(auc):7.3f} ± {np.std(auc):5.3f} "
-            f"{np.mean(secs):13.3f} {np.mean(steps):11.1f} {w}  {cs}   ({time.perf_counter() - t_set:.0f} s with the "
-            f"inner CV)")
+        out(
+            f"  {m:10s} {100 * np.mean(acc):7.1f} ± {100 * np.std(acc):5.1f} {np.mean(auc):7.3f} "
+            f"± {np.std(auc):5.3f} {np.mean(secs):13.3f} {np.mean(steps):11.1f} {w}  {cs}   "
+            f"({time.perf_counter() - t_set:.0f} s with the inner CV)"
+        )
 
 
 def main():
@@ -126,8 +132,10 @@ def main():
     out = Report()
     folds = 3 if args.quick else 10
     sets = ["musk1"] if args.quick else args.datasets
-    out(f"reproduce_cccp: {folds} outer folds (of a 10-fold split, seed 0); mean ± std over folds; fit time of "
-        f"the final fit per fold (machine shared, timings noisy)")
+    out(
+        f"reproduce_cccp: {folds} outer folds (of a 10-fold split, seed 0); mean ± std over "
+        "folds; fit time of the final fit per fold (machine shared, timings noisy)"
+    )
     t0 = time.perf_counter()
     for name in sets:
         run_set(name, args.methods, folds, out)

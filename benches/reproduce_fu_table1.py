@@ -35,7 +35,8 @@ Run (from the repository root):
     python benches/reproduce_fu_table1.py --dataset musk1 --backend numpy    # reference impl.
     python benches/reproduce_fu_table1.py --dataset musk1 --backend numpy --quick
     python benches/reproduce_fu_table1.py --dataset musk2 --seeds 10 --n-jobs 2
-    python benches/reproduce_fu_table1.py --dataset corel10 --seeds 10 --methods SparseMI RSVM RS MIKernel
+    python benches/reproduce_fu_table1.py --dataset corel10 --seeds 10 \\
+        --methods SparseMI RSVM RS MIKernel
     python benches/reproduce_fu_table1.py --dataset corel20 --quick --n-xv 10 --C 10
 
 --methods: any of SparseMI RSVM RS MIKernel (default SparseMI RSVM; RS and MIKernel need a milsvm
@@ -66,9 +67,19 @@ from threadpoolctl import threadpool_limits
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _protocol import (FoldLog, add_protocol_args, choose_by_inner_cv, load_mill_dense,  # noqa: E402
-                       parse_protocol_args, print_chosen, print_table, print_wins, run_outer_parts,
-                       skip_missing_methods, tally)
+from _protocol import (  # noqa: E402
+    FoldLog,
+    add_protocol_args,
+    choose_by_inner_cv,
+    load_mill_dense,
+    parse_protocol_args,
+    print_chosen,
+    print_table,
+    print_wins,
+    run_outer_parts,
+    skip_missing_methods,
+    tally,
+)
 
 # Table I of Fu et al. 2013 (002_*.txt): accuracy mean and std in %, over 10 repetitions.
 # N_xv = None: the first block (SparseMI with N_xv tuned by CV from {10, 50, 100, 500, 1000},
@@ -76,33 +87,65 @@ from _protocol import (FoldLog, add_protocol_args, choose_by_inner_cv, load_mill
 # instances of its support bags, counts in PAPER_MIKERNEL_NXV).
 PAPER_TABLE1 = {
     "musk1": {
-        ("SparseMI", 10): (88.44, 1.49), ("SparseMI", 50): (89.98, 1.19), ("SparseMI", 100): (90.40, 1.25),
-        ("RSVM", 10): (74.66, 3.47), ("RSVM", 50): (87.23, 2.05), ("RSVM", 100): (89.02, 2.14),
-        ("RS", 10): (88.68, 2.36), ("RS", 50): (89.61, 1.10), ("RS", 100): (90.18, 1.33),
-        ("SparseMI", None): (90.12, 1.05), ("MI-Kernel", None): (89.93, 1.33),
+        ("SparseMI", 10): (88.44, 1.49),
+        ("SparseMI", 50): (89.98, 1.19),
+        ("SparseMI", 100): (90.40, 1.25),
+        ("RSVM", 10): (74.66, 3.47),
+        ("RSVM", 50): (87.23, 2.05),
+        ("RSVM", 100): (89.02, 2.14),
+        ("RS", 10): (88.68, 2.36),
+        ("RS", 50): (89.61, 1.10),
+        ("RS", 100): (90.18, 1.33),
+        ("SparseMI", None): (90.12, 1.05),
+        ("MI-Kernel", None): (89.93, 1.33),
     },
     "musk2": {
-        ("SparseMI", 10): (88.52, 1.40), ("SparseMI", 50): (88.02, 2.91), ("SparseMI", 100): (87.98, 3.23),
-        ("RSVM", 10): (77.70, 3.50), ("RSVM", 50): (86.71, 2.00), ("RSVM", 100): (88.26, 2.05),
-        ("RS", 10): (86.39, 2.59), ("RS", 50): (89.92, 1.81), ("RS", 100): (89.16, 1.88),
-        ("SparseMI", None): (88.52, 1.40), ("MI-Kernel", None): (90.26, 1.33),
+        ("SparseMI", 10): (88.52, 1.40),
+        ("SparseMI", 50): (88.02, 2.91),
+        ("SparseMI", 100): (87.98, 3.23),
+        ("RSVM", 10): (77.70, 3.50),
+        ("RSVM", 50): (86.71, 2.00),
+        ("RSVM", 100): (88.26, 2.05),
+        ("RS", 10): (86.39, 2.59),
+        ("RS", 50): (89.92, 1.81),
+        ("RS", 100): (89.16, 1.88),
+        ("SparseMI", None): (88.52, 1.40),
+        ("MI-Kernel", None): (90.26, 1.33),
     },
     "corel10": {
-        ("SparseMI", 10): (80.10, 1.31), ("SparseMI", 50): (84.19, 1.20), ("SparseMI", 100): (84.31, 1.32),
-        ("RSVM", 10): (69.25, 2.17), ("RSVM", 50): (76.94, 1.64), ("RSVM", 100): (77.63, 1.58),
-        ("RS", 10): (75.13, 2.30), ("RS", 50): (79.87, 1.72), ("RS", 100): (78.81, 2.04),
-        ("SparseMI", None): (84.63, 1.29), ("MI-Kernel", None): (84.30, 1.48),
+        ("SparseMI", 10): (80.10, 1.31),
+        ("SparseMI", 50): (84.19, 1.20),
+        ("SparseMI", 100): (84.31, 1.32),
+        ("RSVM", 10): (69.25, 2.17),
+        ("RSVM", 50): (76.94, 1.64),
+        ("RSVM", 100): (77.63, 1.58),
+        ("RS", 10): (75.13, 2.30),
+        ("RS", 50): (79.87, 1.72),
+        ("RS", 100): (78.81, 2.04),
+        ("SparseMI", None): (84.63, 1.29),
+        ("MI-Kernel", None): (84.30, 1.48),
     },
     "corel20": {
-        ("SparseMI", 10): (62.49, 1.23), ("SparseMI", 50): (71.66, 1.13), ("SparseMI", 100): (72.22, 1.39),
-        ("RSVM", 10): (48.53, 2.80), ("RSVM", 50): (62.54, 1.45), ("RSVM", 100): (63.82, 1.57),
-        ("RS", 10): (55.20, 1.80), ("RS", 50): (66.27, 1.51), ("RS", 100): (65.35, 1.31),
-        ("SparseMI", None): (72.97, 1.12), ("MI-Kernel", None): (73.19, 1.04),
+        ("SparseMI", 10): (62.49, 1.23),
+        ("SparseMI", 50): (71.66, 1.13),
+        ("SparseMI", 100): (72.22, 1.39),
+        ("RSVM", 10): (48.53, 2.80),
+        ("RSVM", 50): (62.54, 1.45),
+        ("RSVM", 100): (63.82, 1.57),
+        ("RS", 10): (55.20, 1.80),
+        ("RS", 50): (66.27, 1.51),
+        ("RS", 100): (65.35, 1.31),
+        ("SparseMI", None): (72.97, 1.12),
+        ("MI-Kernel", None): (73.19, 1.04),
     },
 }
 # MI-Kernel's number of XVs in Table I (mean +- std over the repetitions)
-PAPER_MIKERNEL_NXV = {"musk1": (362.4, 3.4), "musk2": (3531.2, 135.6), "corel10": (1692.6, 214.4),
-                      "corel20": (3664.8, 144.6)}
+PAPER_MIKERNEL_NXV = {
+    "musk1": (362.4, 3.4),
+    "musk2": (3531.2, 135.6),
+    "corel10": (1692.6, 214.4),
+    "corel20": (3664.8, 144.6),
+}
 
 C_GRID = (0.1, 1.0, 10.0, 100.0)
 GAMMA_SCALES = (0.25, 1.0, 4.0)  # times 1/d
@@ -126,7 +169,7 @@ class BagData:
         return len(self.y)
 
     def subset(self, idx):
-        parts = [self.X[self.bag_ptr[i]:self.bag_ptr[i + 1]] for i in idx]
+        parts = [self.X[self.bag_ptr[i] : self.bag_ptr[i + 1]] for i in idx]
         sizes = [len(p) for p in parts]
         ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         return BagData(np.ascontiguousarray(np.vstack(parts)), ptr, self.y[idx])
@@ -135,7 +178,7 @@ class BagData:
         return BagData(np.ascontiguousarray((self.X - mu) / sd), self.bag_ptr, self.y)
 
     def bags(self):
-        return [self.X[self.bag_ptr[i]:self.bag_ptr[i + 1]] for i in range(len(self.y))]
+        return [self.X[self.bag_ptr[i] : self.bag_ptr[i + 1]] for i in range(len(self.y))]
 
 
 def load_dataset(name, data_dir):
@@ -152,8 +195,14 @@ def outer_splits(name, data, seed):
     """(train, test) bag indices of one repetition: 10 stratified folds for MUSK, one stratified
     50/50 split for the other sets (the paper's protocol)."""
     if name.startswith("musk"):
-        return list(StratifiedKFold(10, shuffle=True, random_state=seed).split(np.zeros(len(data)), data.y))
-    return list(StratifiedShuffleSplit(1, test_size=0.5, random_state=seed).split(np.zeros(len(data)), data.y))
+        return list(
+            StratifiedKFold(10, shuffle=True, random_state=seed).split(np.zeros(len(data)), data.y)
+        )
+    return list(
+        StratifiedShuffleSplit(1, test_size=0.5, random_state=seed).split(
+            np.zeros(len(data)), data.y
+        )
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -167,17 +216,36 @@ def fit_predict(backend, method, n_xv, C, gamma, random_state, train, test, tol,
     if backend == "numpy":
         import numpy_reference as ref
 
-        model = ref.fit_sparse_mi(train.X, train.bag_ptr, train.y, n_xv=n_xv, C=C, gamma=gamma,
-                                  max_iter=max_iter, max_line_search=10, tol=tol,
-                                  solver="newton", random_state=random_state)
-        f = ref.decision_function(test.X, test.bag_ptr, model["Z"], model["beta"], model["b"], gamma)
+        model = ref.fit_sparse_mi(
+            train.X,
+            train.bag_ptr,
+            train.y,
+            n_xv=n_xv,
+            C=C,
+            gamma=gamma,
+            max_iter=max_iter,
+            max_line_search=10,
+            tol=tol,
+            solver="newton",
+            random_state=random_state,
+        )
+        f = ref.decision_function(
+            test.X, test.bag_ptr, model["Z"], model["beta"], model["b"], gamma
+        )
         return (f > 0).astype(int), {}
 
     import milsvm
 
     if method == "SparseMI":
-        est = milsvm.SparseMI(n_xv=n_xv, C=C, gamma=gamma, max_iter=50, max_line_search=10,
-                              tol=tol, random_state=random_state)
+        est = milsvm.SparseMI(
+            n_xv=n_xv,
+            C=C,
+            gamma=gamma,
+            max_iter=50,
+            max_line_search=10,
+            tol=tol,
+            random_state=random_state,
+        )
     elif method == "RSVM":
         est = milsvm.RSVM(n_xv=n_xv, C=C, gamma=gamma, random_state=random_state)
     elif method == "RS":
@@ -227,29 +295,46 @@ def run_outer_fold(data, train_idx, test_idx, seed, fold, args):
         else:
             grid = [(c, s / d) for c, s in itertools.product(args.C_grid, args.gamma_grid)]
             skf = StratifiedKFold(3, shuffle=True, random_state=1000 * seed + fold)
-            inner = [(train.subset(a), train.subset(b))
-                     for a, b in skf.split(np.zeros(len(train)), train.y)]
+            inner = [
+                (train.subset(a), train.subset(b))
+                for a, b in skf.split(np.zeros(len(train)), train.y)
+            ]
 
         def fp(method, n_xv, C, gamma, tr, te):
-            return fit_predict(args.backend, method, n_xv, C, gamma, rs, tr, te, args.tol, args.threads)
+            return fit_predict(
+                args.backend, method, n_xv, C, gamma, rs, tr, te, args.tol, args.threads
+            )
 
         out = {}
         for method, n_xv in configs(args):
             t1 = time.perf_counter()
             C, gamma = choose_by_inner_cv(
-                grid, inner, lambda pt, tr, va: np.mean(fp(method, n_xv, *pt, tr, va)[0] == va.y))
+                grid, inner, lambda pt, tr, va: np.mean(fp(method, n_xv, *pt, tr, va)[0] == va.y)
+            )
             pred, info = fp(method, n_xv, C, gamma, train, test)
-            out[(method, n_xv)] = dict(correct=int(np.sum(pred == test.y)), n=len(test),
-                                       C=C, gamma_scale=round(gamma * d, 4),
-                                       seconds=time.perf_counter() - t1, **info)
+            out[(method, n_xv)] = dict(
+                correct=int(np.sum(pred == test.y)),
+                n=len(test),
+                C=C,
+                gamma_scale=round(gamma * d, 4),
+                seconds=time.perf_counter() - t1,
+                **info,
+            )
         return seed, fold, out, time.perf_counter() - t0
 
 
 def settings(args):
     """The arguments a logged fold must share with this run to be reused."""
-    return dict(dataset=args.dataset, backend=args.backend, quick=args.quick, C=args.C,
-                gamma_scale=args.gamma_scale, C_grid=list(args.C_grid),
-                gamma_grid=list(args.gamma_grid), tol=args.tol)
+    return dict(
+        dataset=args.dataset,
+        backend=args.backend,
+        quick=args.quick,
+        C=args.C,
+        gamma_scale=args.gamma_scale,
+        C_grid=list(args.C_grid),
+        gamma_grid=list(args.gamma_grid),
+        tol=args.tol,
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -262,14 +347,27 @@ def paper_key(method, n_xv):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", choices=["musk1", "musk2", "corel10", "corel20"], default="musk1")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--dataset", choices=["musk1", "musk2", "corel10", "corel20"], default="musk1"
+    )
     parser.add_argument("--backend", choices=["milsvm", "numpy"], default="milsvm")
-    parser.add_argument("--seeds", type=int, default=3,
-                        help="number of repetitions = split seeds 0..seeds-1 (the paper: 10)")
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=3,
+        help="number of repetitions = split seeds 0..seeds-1 (the paper: 10)",
+    )
     parser.add_argument("--methods", nargs="+", default=["SparseMI", "RSVM"], choices=list(METHODS))
-    parser.add_argument("--n-xv", type=int, nargs="+", default=[10, 50, 100],
-                        help="N_xv values to run (MIKernel ignores it)")
+    parser.add_argument(
+        "--n-xv",
+        type=int,
+        nargs="+",
+        default=[10, 50, 100],
+        help="N_xv values to run (MIKernel ignores it)",
+    )
     add_protocol_args(parser, 1.0, C_GRID, GAMMA_SCALES, "1/d", "fold")
     args = parse_protocol_args(parser)
     if args.backend == "milsvm":
@@ -281,7 +379,9 @@ def main():
     else:
         dropped = [m for m in args.methods if m not in ("SparseMI", "RSVM")]
         if dropped:
-            print(f"note: the numpy backend has SparseMI and RSVM only: skipping {', '.join(dropped)}")
+            print(
+                f"note: the numpy backend has SparseMI and RSVM only: skipping {', '.join(dropped)}"
+            )
         args.methods = [m for m in args.methods if m in ("SparseMI", "RSVM")]
         if args.dataset.startswith("corel"):
             sys.exit("the numpy backend is binary only: use --backend milsvm for COREL")
@@ -290,55 +390,87 @@ def main():
 
     data = load_dataset(args.dataset, args.data)
     classes = np.unique(data.y)
-    protocol = ("10-fold CV" if args.dataset.startswith("musk") else "50/50 stratified split")
-    print(f"{args.dataset}: {len(data)} bags ({len(classes)} classes, "
-          + (f"{int(np.sum(data.y == classes[1]))} positive" if len(classes) == 2 else
-             f"{len(data) // len(classes)} a class") + f"), {data.X.shape[0]} instances, "
-          f"{data.X.shape[1]} features; backend {args.backend}; {args.seeds} seed(s) of {protocol}; "
-          + ("quick: C = %g, gamma = %g/d, no inner CV" % (args.C, args.gamma_scale) if args.quick else
-             f"inner 3-fold CV over C {args.C_grid} x gamma {args.gamma_grid}/d"))
+    protocol = "10-fold CV" if args.dataset.startswith("musk") else "50/50 stratified split"
+    print(
+        f"{args.dataset}: {len(data)} bags ({len(classes)} classes, "
+        + (
+            f"{int(np.sum(data.y == classes[1]))} positive"
+            if len(classes) == 2
+            else f"{len(data) // len(classes)} a class"
+        )
+        + f"), {data.X.shape[0]} instances, "
+        f"{data.X.shape[1]} features; backend {args.backend}; {args.seeds} seed(s) of {protocol}; "
+        + (
+            f"quick: C = {args.C:g}, gamma = {args.gamma_scale:g}/d, no inner CV"
+            if args.quick
+            else f"inner 3-fold CV over C {args.C_grid} x gamma {args.gamma_grid}/d"
+        )
+    )
 
     tasks = []
     for seed in range(args.seeds):
         for fold, (tr, te) in enumerate(outer_splits(args.dataset, data, seed)):
             tasks.append((tr, te, seed, fold))
     log = FoldLog(args.log, settings(args))
-    results, done, workers, elapsed = run_outer_parts(run_outer_fold, (data,), tasks, log, configs(args), args,
-                                                      "fold")
+    results, done, workers, elapsed = run_outer_parts(
+        run_outer_fold, (data,), tasks, log, configs(args), args, "fold"
+    )
 
     # accuracy of each seed = correct bags over all test folds of that seed
     per_seed, chosen, seconds, nxv = tally(results, args.seeds)
     paper = PAPER_TABLE1[args.dataset]
     rows = configs(args)
     what = "10-fold CV" if args.dataset.startswith("musk") else "a 50/50 split"
-    print_table(f"\nTable I ({args.dataset.upper()}), accuracy % (mean +- std over {args.seeds} seed(s) of {what})",
-                rows, per_seed, seconds, lambda key: paper.get(paper_key(*key)))
+    print_table(
+        f"\nTable I ({args.dataset.upper()}), accuracy % (mean +- std over {args.seeds} seed(s) "
+        f"of {what})",
+        rows,
+        per_seed,
+        seconds,
+        lambda key: paper.get(paper_key(*key)),
+    )
     for key, counts in nxv.items():
         p = PAPER_MIKERNEL_NXV[args.dataset]
-        print(f"  {key[0]} XVs (instances of support bags): ours {np.mean(counts):.1f} +- "
-              f"{np.std(counts, ddof=1) if len(counts) > 1 else 0:.1f} over {len(counts)} fit(s), "
-              f"paper {p[0]:.1f} +- {p[1]:.1f}")
+        print(
+            f"  {key[0]} XVs (instances of support bags): ours {np.mean(counts):.1f} +- "
+            f"{np.std(counts, ddof=1) if len(counts) > 1 else 0:.1f} over {len(counts)} fit(s), "
+            f"paper {p[0]:.1f} +- {p[1]:.1f}"
+        )
 
     if "SparseMI" in args.methods:
-        pairs = [(f"SparseMI > {base:<4} N_xv={n_xv}", ("SparseMI", n_xv), (base, n_xv))
-                 for base in ("RS", "RSVM") if base in args.methods for n_xv in args.n_xv]
+        pairs = [
+            (f"SparseMI > {base:<4} N_xv={n_xv}", ("SparseMI", n_xv), (base, n_xv))
+            for base in ("RS", "RSVM")
+            if base in args.methods
+            for n_xv in args.n_xv
+        ]
         if pairs:
-            print_wins(pairs, per_seed, lambda key: paper.get(paper_key(*key)),
-                       " (paper: in most cases, the gap largest at N_xv = 10)")
+            print_wins(
+                pairs,
+                per_seed,
+                lambda key: paper.get(paper_key(*key)),
+                " (paper: in most cases, the gap largest at N_xv = 10)",
+            )
 
     run = {paper_key(*k) for k in rows}
     others = [(k, v) for k, v in paper.items() if k not in run]
     if others:
-        print("\npaper's other rows (not run here): "
-              + "; ".join(f"{m}{' (N_xv tuned)' if n is None and m == 'SparseMI' else ''}"
-                          f"{'' if n is None else ' N_xv=' + str(n)}: {v[0]:.2f} +- {v[1]:.2f}"
-                          for (m, n), v in others))
+        print(
+            "\npaper's other rows (not run here): "
+            + "; ".join(
+                f"{m}{' (N_xv tuned)' if n is None and m == 'SparseMI' else ''}"
+                f"{'' if n is None else ' N_xv=' + str(n)}: {v[0]:.2f} +- {v[1]:.2f}"
+                for (m, n), v in others
+            )
+        )
     if not args.quick:
         print_chosen(rows, chosen, "(1/d)")
     fold_times = [r[3] for r in results]
-    print(f"\nwall time {elapsed:.1f} s ({len(tasks)} outer folds/splits, {len(done)} from the log, "
-          f"{workers} parallel, {args.threads} milsvm thread(s) a fit; per fold median "
-          f"{np.median(fold_times):.1f} s)")
+    print(
+        f"\nwall time {elapsed:.1f} s ({len(tasks)} outer folds/splits, {len(done)} from the log, "
+        f"{workers} parallel, {args.threads} milsvm thread(s) a fit; per fold median "
+        f"{np.median(fold_times):.1f} s)"
+    )
 
 
 if __name__ == "__main__":

@@ -43,8 +43,10 @@ settings skips the folds already there, so a run of hours can be stopped and res
 Run (from the repository root):
 
     python benches/reproduce_fu_table2.py --dataset tst1 --quick          # smoke run
-    python benches/reproduce_fu_table2.py --dataset tst1 --seeds 10 --methods SparseMI RSVM RS MIKernel
-    python benches/reproduce_fu_table2.py --dataset tst2 --seeds 10 --methods SparseMI RSVM RS MIKernel
+    python benches/reproduce_fu_table2.py --dataset tst1 --seeds 10 \\
+        --methods SparseMI RSVM RS MIKernel
+    python benches/reproduce_fu_table2.py --dataset tst2 --seeds 10 \\
+        --methods SparseMI RSVM RS MIKernel
 
 --quick: one seed, fixed C (--C) and gamma (--gamma-scale x gamma_0), no inner CV.
 Outer splits run in parallel with joblib (--n-jobs, default: all cores; each worker gets 1 BLAS
@@ -66,15 +68,37 @@ from threadpoolctl import threadpool_limits
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _protocol import (FoldLog, add_protocol_args, choose_by_inner_cv, parse_protocol_args,  # noqa: E402
-                       print_chosen, print_table, print_wins, run_outer_parts, skip_missing_methods, tally)
+from _protocol import (  # noqa: E402
+    FoldLog,
+    add_protocol_args,
+    choose_by_inner_cv,
+    parse_protocol_args,
+    print_chosen,
+    print_table,
+    print_wins,
+    run_outer_parts,
+    skip_missing_methods,
+    tally,
+)
 
 # Table II of Fu et al. 2013: accuracy % (mean, std) over 10 repetitions; XV counts where given.
 PAPER_TABLE2 = {
-    "tst1": {"SparseMI": (94.60, 0.69), "RSVM": (81.35, 2.66), "RS": (88.30, 4.36),
-             "MI-Kernel": (94.85, 0.44), "MI-SVM": (94.88, 0.60), "MILES": (95.65, 0.61)},
-    "tst2": {"SparseMI": (76.38, 0.69), "RSVM": (66.72, 2.14), "RS": (66.25, 3.68),
-             "MI-Kernel": (77.00, 1.44), "MI-SVM": (81.08, 1.16), "MILES": (83.58, 1.47)},
+    "tst1": {
+        "SparseMI": (94.60, 0.69),
+        "RSVM": (81.35, 2.66),
+        "RS": (88.30, 4.36),
+        "MI-Kernel": (94.85, 0.44),
+        "MI-SVM": (94.88, 0.60),
+        "MILES": (95.65, 0.61),
+    },
+    "tst2": {
+        "SparseMI": (76.38, 0.69),
+        "RSVM": (66.72, 2.14),
+        "RS": (66.25, 3.68),
+        "MI-Kernel": (77.00, 1.44),
+        "MI-SVM": (81.08, 1.16),
+        "MILES": (83.58, 1.47),
+    },
 }
 PAPER_NXV = {  # number of XVs (mean, std) of the dense methods
     "tst1": {"MI-Kernel": (1935.8, 24.4), "MI-SVM": (496.6, 7.1), "MILES": (999.8, 0.2)},
@@ -101,12 +125,25 @@ def make_estimator(method, args, C, gamma, random_state, threads):
     import milsvm
 
     if method == "SparseMI":
-        return milsvm.SparseMI(n_xv=args.n_xv, n_basis=args.n_basis, C=C, gamma=gamma, max_iter=50,
-                               max_line_search=10, tol=args.tol, random_state=random_state, n_jobs=threads)
+        return milsvm.SparseMI(
+            n_xv=args.n_xv,
+            n_basis=args.n_basis,
+            C=C,
+            gamma=gamma,
+            max_iter=50,
+            max_line_search=10,
+            tol=args.tol,
+            random_state=random_state,
+            n_jobs=threads,
+        )
     if method == "RSVM":
-        return milsvm.RSVM(n_xv=args.n_xv, C=C, gamma=gamma, random_state=random_state, n_jobs=threads)
+        return milsvm.RSVM(
+            n_xv=args.n_xv, C=C, gamma=gamma, random_state=random_state, n_jobs=threads
+        )
     if method == "RS":
-        return milsvm.ReducedSet(n_xv=args.n_xv, C=C, gamma=gamma, random_state=random_state, n_jobs=threads)
+        return milsvm.ReducedSet(
+            n_xv=args.n_xv, C=C, gamma=gamma, random_state=random_state, n_jobs=threads
+        )
     if method == "MIKernel":
         return milsvm.MIKernel(C=C, gamma=gamma, n_jobs=threads)
     raise ValueError(method)
@@ -131,7 +168,10 @@ def run_outer(bags, y, train_idx, test_idx, seed, fold, args):
         else:
             grid = list(itertools.product(args.C_grid, args.gamma_grid))
             skf = StratifiedKFold(3, shuffle=True, random_state=rs)
-            inner = [((train[a], ytr[a]), (train[b], ytr[b])) for a, b in skf.split(np.zeros(len(ytr)), ytr)]
+            inner = [
+                ((train[a], ytr[a]), (train[b], ytr[b]))
+                for a, b in skf.split(np.zeros(len(ytr)), ytr)
+            ]
 
         out = {}
         for method in args.methods:
@@ -145,8 +185,14 @@ def run_outer(bags, y, train_idx, test_idx, seed, fold, args):
             C, s = choose_by_inner_cv(grid, inner, accuracy)
             est = make_estimator(method, args, C, s * g0, rs, args.threads).fit(train, ytr)
             pred = est.predict(test)
-            r = dict(correct=int(np.sum(pred == yte)), n=len(yte), C=C, gamma_scale=s, gamma_0=g0,
-                     seconds=time.perf_counter() - t1)
+            r = dict(
+                correct=int(np.sum(pred == yte)),
+                n=len(yte),
+                C=C,
+                gamma_scale=s,
+                gamma_0=g0,
+                seconds=time.perf_counter() - t1,
+            )
             if method == "MIKernel":
                 r["n_xv"] = int(est.n_xv_)
             out[row_key(method, args)] = r
@@ -160,22 +206,53 @@ def row_key(method, args):
 
 def settings(args):
     """The arguments a logged split must share with this run to be reused."""
-    return dict(dataset=args.dataset, protocol=args.protocol, n_xv=args.n_xv, n_basis=args.n_basis,
-                scaling=args.scaling, quick=args.quick, C=args.C, gamma_scale=args.gamma_scale,
-                C_grid=list(args.C_grid), gamma_grid=list(args.gamma_grid), tol=args.tol)
+    return dict(
+        dataset=args.dataset,
+        protocol=args.protocol,
+        n_xv=args.n_xv,
+        n_basis=args.n_basis,
+        scaling=args.scaling,
+        quick=args.quick,
+        C=args.C,
+        gamma_scale=args.gamma_scale,
+        C_grid=list(args.C_grid),
+        gamma_grid=list(args.gamma_grid),
+        tol=args.tol,
+    )
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--dataset", choices=["tst1", "tst2"], default="tst1")
-    parser.add_argument("--seeds", type=int, default=3, help="repetitions = split seeds 0..seeds-1 (paper: 10)")
-    parser.add_argument("--protocol", choices=["split", "cv10"], default="split",
-                        help="split: one stratified 50/50 split per seed (the paper's); cv10: 10-fold CV")
-    parser.add_argument("--methods", nargs="+", default=["SparseMI", "RSVM", "RS", "MIKernel"], choices=list(METHODS))
-    parser.add_argument("--n-xv", type=int, default=10, help="XVs of SparseMI, RSVM and RS (paper: 10)")
-    parser.add_argument("--n-basis", type=int, default=100, help="basis vectors of SparseMI (paper: 100)")
-    parser.add_argument("--scaling", choices=["none", "std"], default="none",
-                        help="none: raw TF-IDF (default); std: divide each feature by its training std")
+    parser.add_argument(
+        "--seeds", type=int, default=3, help="repetitions = split seeds 0..seeds-1 (paper: 10)"
+    )
+    parser.add_argument(
+        "--protocol",
+        choices=["split", "cv10"],
+        default="split",
+        help="split: one stratified 50/50 split per seed (the paper's); cv10: 10-fold CV",
+    )
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        default=["SparseMI", "RSVM", "RS", "MIKernel"],
+        choices=list(METHODS),
+    )
+    parser.add_argument(
+        "--n-xv", type=int, default=10, help="XVs of SparseMI, RSVM and RS (paper: 10)"
+    )
+    parser.add_argument(
+        "--n-basis", type=int, default=100, help="basis vectors of SparseMI (paper: 100)"
+    )
+    parser.add_argument(
+        "--scaling",
+        choices=["none", "std"],
+        default="none",
+        help="none: raw TF-IDF (default); std: divide each feature by its training std",
+    )
     add_protocol_args(parser, 10.0, C_GRID, GAMMA_SCALES, "gamma_0", "split")
     args = parse_protocol_args(parser)
 
@@ -194,24 +271,33 @@ def main():
     y = np.asarray(y)
     del bag_list
     X = bags.X
-    print(f"{args.dataset}: {len(bags)} bags ({int(np.sum(y == 1))} positive), {X.shape[0]} instances, "
-          f"{X.shape[1]} features, {X.nnz / X.shape[0]:.1f} nonzeros an instance "
-          f"({'sparse' if bags.is_sparse else 'dense'}); "
-          f"{args.seeds} seed(s) of {'a 50/50 split' if args.protocol == 'split' else '10-fold CV'}; "
-          f"scaling {args.scaling}; N_xv {args.n_xv}, SparseMI n_basis {args.n_basis}; "
-          + (f"quick: C = {args.C:g}, gamma = {args.gamma_scale:g} gamma_0, no inner CV" if args.quick else
-             f"inner 3-fold CV over C {args.C_grid} x gamma {args.gamma_grid} gamma_0"))
+    print(
+        f"{args.dataset}: {len(bags)} bags ({int(np.sum(y == 1))} positive), {X.shape[0]} "
+        f"instances, {X.shape[1]} features, {X.nnz / X.shape[0]:.1f} nonzeros an instance "
+        f"({'sparse' if bags.is_sparse else 'dense'}); {args.seeds} seed(s) of "
+        f"{'a 50/50 split' if args.protocol == 'split' else '10-fold CV'}; scaling "
+        f"{args.scaling}; N_xv {args.n_xv}, SparseMI n_basis {args.n_basis}; "
+        + (
+            f"quick: C = {args.C:g}, gamma = {args.gamma_scale:g} gamma_0, no inner CV"
+            if args.quick
+            else f"inner 3-fold CV over C {args.C_grid} x gamma {args.gamma_grid} gamma_0"
+        )
+    )
 
     tasks = []
     for seed in range(args.seeds):
         if args.protocol == "split":
-            splits = StratifiedShuffleSplit(1, test_size=0.5, random_state=seed).split(np.zeros(len(y)), y)
+            splits = StratifiedShuffleSplit(1, test_size=0.5, random_state=seed).split(
+                np.zeros(len(y)), y
+            )
         else:
             splits = StratifiedKFold(10, shuffle=True, random_state=seed).split(np.zeros(len(y)), y)
         tasks.extend((tr, te, seed, fold) for fold, (tr, te) in enumerate(splits))
     log = FoldLog(args.log, settings(args))
     rows = [row_key(m, args) for m in args.methods]
-    results, done, workers, elapsed = run_outer_parts(run_outer, (bags, y), tasks, log, rows, args, "split")
+    results, done, workers, elapsed = run_outer_parts(
+        run_outer, (bags, y), tasks, log, rows, args, "split"
+    )
 
     per_seed, chosen, seconds, nxv = tally(results, args.seeds)
     paper = PAPER_TABLE2[args.dataset]
@@ -219,33 +305,62 @@ def main():
     def paper_of(key):
         return paper.get(PAPER_NAME.get(key[0], key[0]))
 
-    print_table(f"\nTable II ({args.dataset.upper()}), accuracy % (mean +- std over {args.seeds} seed(s))",
-                rows, per_seed, seconds, paper_of)
-    for key, counts in nxv.items():
+    print_table(
+        f"\nTable II ({args.dataset.upper()}), accuracy % (mean +- std over {args.seeds} seed(s))",
+        rows,
+        per_seed,
+        seconds,
+        paper_of,
+    )
+    for counts in nxv.values():
         p = PAPER_NXV[args.dataset]["MI-Kernel"]
-        print(f"  MIKernel XVs (instances of support bags): ours {np.mean(counts):.1f} +- "
-              f"{np.std(counts, ddof=1) if len(counts) > 1 else 0:.1f}, paper {p[0]:.1f} +- {p[1]:.1f}")
+        print(
+            f"  MIKernel XVs (instances of support bags): ours {np.mean(counts):.1f} +- "
+            f"{np.std(counts, ddof=1) if len(counts) > 1 else 0:.1f}, paper {p[0]:.1f} +- "
+            f"{p[1]:.1f}"
+        )
 
     sparse = row_key("SparseMI", args)
     if sparse in per_seed:
-        pairs = [(f"SparseMI > {m:<8}", sparse, row_key(m, args))
-                 for m in ("RS", "RSVM", "MIKernel") if m in args.methods]
+        pairs = [
+            (f"SparseMI > {m:<8}", sparse, row_key(m, args))
+            for m in ("RS", "RSVM", "MIKernel")
+            if m in args.methods
+        ]
         if pairs:
-            print_wins(pairs, per_seed, paper_of,
-                       " (paper: better than RS and RSVM on every TST set; comparable to MI-Kernel, "
-                       "with far fewer XVs)")
+            print_wins(
+                pairs,
+                per_seed,
+                paper_of,
+                " (paper: better than RS and RSVM on every TST set; comparable to MI-Kernel, "
+                "with far fewer XVs)",
+            )
 
     others = [k for k in paper if k not in {PAPER_NAME.get(m, m) for m in args.methods}]
     if others:
-        print("\npaper's other rows (not run here): " + "; ".join(
-            f"{k}: {paper[k][0]:.2f} +- {paper[k][1]:.2f}"
-            + (f" ({PAPER_NXV[args.dataset][k][0]:g} XVs)" if k in PAPER_NXV[args.dataset] else "") for k in others))
+        print(
+            "\npaper's other rows (not run here): "
+            + "; ".join(
+                f"{k}: {paper[k][0]:.2f} +- {paper[k][1]:.2f}"
+                + (
+                    f" ({PAPER_NXV[args.dataset][k][0]:g} XVs)"
+                    if k in PAPER_NXV[args.dataset]
+                    else ""
+                )
+                for k in others
+            )
+        )
     g0s = [r["gamma_0"] for _, _, out, _ in results for r in out.values()]
-    print(f"\ngamma_0 = 1/(d var) over the training instances: {np.mean(g0s):.4g} (mean over splits)")
+    print(
+        f"\ngamma_0 = 1/(d var) over the training instances: {np.mean(g0s):.4g} (mean over splits)"
+    )
     if not args.quick:
         print_chosen(rows, chosen, "gamma_0")
-    print(f"\nwall time {elapsed:.1f} s ({len(tasks)} outer splits, {len(done)} from the log, {workers} parallel, "
-          f"{args.threads} milsvm thread(s) a fit; per split median {np.median([r[3] for r in results]):.1f} s)")
+    print(
+        f"\nwall time {elapsed:.1f} s ({len(tasks)} outer splits, {len(done)} from the log, "
+        f"{workers} parallel, {args.threads} milsvm thread(s) a fit; per split median "
+        f"{np.median([r[3] for r in results]):.1f} s)"
+    )
 
 
 if __name__ == "__main__":

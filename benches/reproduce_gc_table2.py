@@ -39,23 +39,24 @@ Protocol (paper, section 7):
 inner: one outer fold) with the run's settings; a rerun with the same settings reuses them, so a
 long run can be stopped and resumed. Each unit runs in a forked child stopped after
 --fit-timeout seconds (default 120): it is logged as a timeout, its grid point is left out of
-the selection and listed; a rerun with a larger --fit-timeout retries it. --estimate times one fit per method on fold 0 of each data
-set (C = 10; ALP with C2 = 1, p_star = 0.5; each in a subprocess stopped after
---estimate-timeout seconds) and prints the estimated sequential total of the requested run,
-without running it. Full-basis fits cost about O(n_instances^3): MUSK1 (476 instances) takes
-seconds a fit, Elephant (1391) and MUSK2 (6598) minutes, so run the expensive sets for the
-cheap methods only (say what was skipped).
+the selection and listed; a rerun with a larger --fit-timeout retries it. --estimate times one fit
+per method on fold 0 of each data set (C = 10; ALP with C2 = 1, p_star = 0.5; each in a subprocess
+stopped after --estimate-timeout seconds) and prints the estimated sequential total of the
+requested run, without running it. Full-basis fits cost about O(n_instances^3): MUSK1 (476
+instances) takes seconds a fit, Elephant (1391) and MUSK2 (6598) minutes, so run the expensive
+sets for the cheap methods only (say what was skipped).
 
 Run (from the repository root):
 
-    /work/venv/bin/python benches/reproduce_gc_table2.py --estimate --methods ALP --estimate-timeout 150
-    /work/venv/bin/python benches/reproduce_gc_table2.py --datasets musk1 --log benches/results/gc_table2_folds.jsonl
-    /work/venv/bin/python benches/reproduce_gc_table2.py --datasets elephant --methods MI-SVM AW0 mi-SVM AL0 AL \\
+    python benches/reproduce_gc_table2.py --estimate --methods ALP --estimate-timeout 150
+    python benches/reproduce_gc_table2.py --datasets musk1 \\
         --log benches/results/gc_table2_folds.jsonl
-    /work/venv/bin/python benches/reproduce_gc_table2.py --datasets musk1 --selection inner --log ...
+    python benches/reproduce_gc_table2.py --datasets elephant --methods MI-SVM AW0 mi-SVM AL0 AL \\
+        --log benches/results/gc_table2_folds.jsonl
+    python benches/reproduce_gc_table2.py --datasets musk1 --selection inner --log ...
     # the paper's Table 2 grid; report with sigma_emp first so that ties prefer it
-    /work/venv/bin/python benches/reproduce_gc_table2.py --sigma-factors 0.5 1 2 --datasets musk1 --log LOG
-    /work/venv/bin/python benches/reproduce_gc_table2.py --report-only --sigma-factors 1 0.5 2 --log LOG
+    python benches/reproduce_gc_table2.py --sigma-factors 0.5 1 2 --datasets musk1 --log LOG
+    python benches/reproduce_gc_table2.py --report-only --sigma-factors 1 0.5 2 --log LOG
 
 Output: per data set and method our CV error (%), the selected grid point, p_hat, the paper's
 number, the difference, and whether ALP <= AL (both AL columns); printed and written to
@@ -86,15 +87,42 @@ DATASETS = ["musk1", "musk2", "elephant"]
 METHODS = ["MI-SVM", "AW0", "AW", "mi-SVM", "AL0", "AL", "ALP"]
 # Table 2 of the paper: CV error %. AW-SVM / AL-SVM: (T=1e-8, T=10C). ALP: (error, p_hat)
 PAPER = {
-    "musk1": {"MI-SVM": 22.1, "AW0": 14.3, "AW": 20.6, "mi-SVM": 12.6, "AL0": 14.3, "AL": 20.6, "ALP": 13.7,
-              "ALP_p_hat": 1.0},
-    "musk2": {"MI-SVM": 15.7, "AW0": 16.2, "AW": 20.8, "mi-SVM": 16.4, "AL0": 17.4, "AL": 13.8, "ALP": 13.8,
-              "ALP_p_hat": 0.28},
-    "elephant": {"MI-SVM": 18.6, "AW0": 18.0, "AW": 19.0, "mi-SVM": 17.8, "AL0": 20.5, "AL": 29.0, "ALP": 16.5,
-                 "ALP_p_hat": 0.58},
+    "musk1": {
+        "MI-SVM": 22.1,
+        "AW0": 14.3,
+        "AW": 20.6,
+        "mi-SVM": 12.6,
+        "AL0": 14.3,
+        "AL": 20.6,
+        "ALP": 13.7,
+        "ALP_p_hat": 1.0,
+    },
+    "musk2": {
+        "MI-SVM": 15.7,
+        "AW0": 16.2,
+        "AW": 20.8,
+        "mi-SVM": 16.4,
+        "AL0": 17.4,
+        "AL": 13.8,
+        "ALP": 13.8,
+        "ALP_p_hat": 0.28,
+    },
+    "elephant": {
+        "MI-SVM": 18.6,
+        "AW0": 18.0,
+        "AW": 19.0,
+        "mi-SVM": 17.8,
+        "AL0": 20.5,
+        "AL": 29.0,
+        "ALP": 16.5,
+        "ALP_p_hat": 0.58,
+    },
 }
 # Table 1 of the paper (first experiment, AL-SVM only; p_hat in %): T=0, T=10C, ALP
-PAPER_T1 = {"musk1": ((14.3, 100), (20.6, 38), (14.3, 99)), "elephant": ((24.0, 91), (30.5, 14), (16.5, 58))}
+PAPER_T1 = {
+    "musk1": ((14.3, 100), (20.6, 38), (14.3, 99)),
+    "elephant": ((24.0, 91), (30.5, 14), (16.5, 58)),
+}
 C_GRID = (1.0, 10.0)
 C2_GRID = (1.0, 10.0)
 PSTAR_GRID = tuple(round(0.1 * k, 1) for k in range(1, 11))
@@ -106,7 +134,10 @@ def grid_of(method, sigma_factors=(1.0,)):
     first factor listed (report with `--sigma-factors 1 0.5 2` to prefer sigma_emp, the paper's
     usual choice, on ties)."""
     if method == "ALP":
-        base = [dict(C=c, C2=c2, p_star=p) for c, c2, p in itertools.product(C_GRID, C2_GRID, PSTAR_GRID)]
+        base = [
+            dict(C=c, C2=c2, p_star=p)
+            for c, c2, p in itertools.product(C_GRID, C2_GRID, PSTAR_GRID)
+        ]
     else:
         base = [dict(C=c) for c in C_GRID]
     return [dict(b, sigma_f=float(f)) for f in sigma_factors for b in base]
@@ -117,7 +148,7 @@ def point_key(point):
 
 
 def normalised_point_key(pk):
-    """Log lines written before --sigma-factors have no sigma_f in their point: they are factor 1."""
+    """Log lines written before --sigma-factors have no sigma_f in their point: factor 1."""
     return pk if pk == "inner" or "sigma_f=" in pk else pk + ",sigma_f=1"
 
 
@@ -171,7 +202,7 @@ class Data:
         self.X, self.ptr, self.y = X, ptr, y
 
     def bags(self, idx):
-        return [self.X[self.ptr[i]:self.ptr[i + 1]] for i in idx]
+        return [self.X[self.ptr[i] : self.ptr[i + 1]] for i in idx]
 
 
 def load(name, data_dir):
@@ -179,7 +210,9 @@ def load(name, data_dir):
 
 
 def folds_of(data, seed):
-    return list(StratifiedKFold(10, shuffle=True, random_state=seed).split(np.zeros(len(data.y)), data.y))
+    return list(
+        StratifiedKFold(10, shuffle=True, random_state=seed).split(np.zeros(len(data.y)), data.y)
+    )
 
 
 def fit_eval(method, point, trb, ytr, teb, yte):
@@ -195,9 +228,17 @@ def fit_eval(method, point, trb, ytr, teb, yte):
         est.fit(trb, ytr)
         secs = time.perf_counter() - t0
     pred = np.asarray(est.predict(teb))
-    return dict(correct=int(np.sum(pred == yte)), n=len(yte), p_hat=float(est.p_hat_), seconds=secs,
-                n_iter=int(est.n_iter_), n_solves=int(est.n_solves_), converged=bool(est.converged_),
-                gamma=float(est.gamma_), warnings=sorted({f"{w.category.__name__}: {w.message}" for w in caught}))
+    return dict(
+        correct=int(np.sum(pred == yte)),
+        n=len(yte),
+        p_hat=float(est.p_hat_),
+        seconds=secs,
+        n_iter=int(est.n_iter_),
+        n_solves=int(est.n_solves_),
+        converged=bool(est.converged_),
+        gamma=float(est.gamma_),
+        warnings=sorted({f"{w.category.__name__}: {w.message}" for w in caught}),
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -223,7 +264,13 @@ class Log:
                     continue
                 rec = json.loads(line)
                 if self.matches(rec["settings"]):
-                    key = (rec["dataset"], rec["method"], rec["seed"], rec["fold"], normalised_point_key(rec["point"]))
+                    key = (
+                        rec["dataset"],
+                        rec["method"],
+                        rec["seed"],
+                        rec["fold"],
+                        normalised_point_key(rec["point"]),
+                    )
                     self.mem[key] = rec["result"]
 
     def matches(self, other):
@@ -233,7 +280,9 @@ class Log:
         mine_f = mine.pop("sigma_factors")
         if other != mine:
             return False
-        return mine["selection"] == "best" or [float(x) for x in theirs_f] == [float(x) for x in mine_f]
+        return mine["selection"] == "best" or [float(x) for x in theirs_f] == [
+            float(x) for x in mine_f
+        ]
 
     def get(self, key):
         return self.mem.get(key)
@@ -242,8 +291,17 @@ class Log:
         self.mem[key] = result
         if self.path is not None:
             ds, m, s, f, p = key
-            line = json.dumps(dict(settings=self.settings, dataset=ds, method=m, seed=s, fold=f, point=p,
-                                   result=result))
+            line = json.dumps(
+                dict(
+                    settings=self.settings,
+                    dataset=ds,
+                    method=m,
+                    seed=s,
+                    fold=f,
+                    point=p,
+                    result=result,
+                )
+            )
             with open(self.path, "a") as fh:
                 fh.write(line + "\n")
 
@@ -263,7 +321,11 @@ def unit_inner(data, tr, te, method, seed, fold, sigma_factors=(1.0,)):
     trb, teb = standardise(data.bags(tr), data.bags(te))
     ytr = data.y[tr]
     grid = grid_of(method, sigma_factors)
-    inner = list(StratifiedKFold(3, shuffle=True, random_state=1000 * seed + fold).split(np.zeros(len(ytr)), ytr))
+    inner = list(
+        StratifiedKFold(3, shuffle=True, random_state=1000 * seed + fold).split(
+            np.zeros(len(ytr)), ytr
+        )
+    )
     scores = []
     for point in grid:
         acc = []
@@ -297,10 +359,13 @@ def estimate(args, datasets):
     import subprocess
 
     out = Report()
-    out("estimated sequential cost (one fit per method on fold 0 of seed 0, C = 10, sigma factor "
-        f"{args.estimate_factor:g}; ALP: C2 = 1, p_star = 0.5; the total scales this by grid size x 10 folds x seeds"
+    out(
+        "estimated sequential cost (one fit per method on fold 0 of seed 0, C = 10, sigma factor "
+        f"{args.estimate_factor:g}; ALP: C2 = 1, p_star = 0.5; the total scales this by grid size "
+        "x 10 folds x seeds"
         + (" x (3 inner + 1/grid)" if args.selection == "inner" else "")
-        + f"; a fit over {args.estimate_timeout:g} s is stopped)")
+        + f"; a fit over {args.estimate_timeout:g} s is stopped)"
+    )
     per = {}
     for ds in datasets:
         for m in args.methods:
@@ -308,23 +373,42 @@ def estimate(args, datasets):
             n_fits = n_grid * 10 * args.seeds
             if args.selection == "inner":
                 n_fits = (n_grid * 3 + 1) * 10 * args.seeds
-            cmd = [sys.executable, str(Path(__file__).resolve()), "--estimate-one", ds, m, "--data", str(args.data),
-                   "--estimate-factor", str(args.estimate_factor)]
+            cmd = [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--estimate-one",
+                ds,
+                m,
+                "--data",
+                str(args.data),
+                "--estimate-factor",
+                str(args.estimate_factor),
+            ]
             try:
-                p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.estimate_timeout)
+                p = subprocess.run(
+                    cmd, capture_output=True, text=True, timeout=args.estimate_timeout
+                )
                 rec = [json.loads(x[7:]) for x in p.stdout.splitlines() if x.startswith("RESULT ")]
             except subprocess.TimeoutExpired:
                 rec = None
             if not rec:
-                why = (f"timeout >{args.estimate_timeout:g} s" if rec is None else
-                       "failed: " + (p.stderr.strip().splitlines() or ["?"])[-1])
-                out(f"  {ds:<9} {m:<7} one fit {why} x {n_fits} fits = > "
-                    f"{args.estimate_timeout * n_fits / 60:.0f} min")
+                why = (
+                    f"timeout >{args.estimate_timeout:g} s"
+                    if rec is None
+                    else "failed: " + (p.stderr.strip().splitlines() or ["?"])[-1]
+                )
+                out(
+                    f"  {ds:<9} {m:<7} one fit {why} x {n_fits} fits = > "
+                    f"{args.estimate_timeout * n_fits / 60:.0f} min"
+                )
             else:
                 r = rec[0]
                 per[(ds, m)] = r["seconds"]
-                out(f"  {ds:<9} {m:<7} one fit {r['seconds']:7.2f} s ({r['n_solves']} solves, p_hat "
-                    f"{r['p_hat']:.2f}) x {n_fits} fits = {r['seconds'] * n_fits / 60:7.1f} min")
+                out(
+                    f"  {ds:<9} {m:<7} one fit {r['seconds']:7.2f} s ({r['n_solves']} solves, "
+                    f"p_hat {r['p_hat']:.2f}) x {n_fits} fits = {r['seconds'] * n_fits / 60:7.1f} "
+                    "min"
+                )
     return out, per
 
 
@@ -334,34 +418,78 @@ def estimate(args, datasets):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--datasets", nargs="+", default=DATASETS, choices=DATASETS)
     parser.add_argument("--methods", nargs="+", default=METHODS, choices=METHODS)
     parser.add_argument("--seeds", type=int, default=1, help="split seeds 0..seeds-1")
     parser.add_argument("--selection", choices=["best", "inner"], default="best")
     parser.add_argument("--n-jobs", type=int, default=1, help="parallel fits (joblib processes)")
-    parser.add_argument("--run-C", type=float, nargs="+", default=list(C_GRID),
-                        help="run only the grid points with these C (best selection; the report "
-                             "selects among the grid points complete in the log and says which are not)")
-    parser.add_argument("--run-C2", type=float, nargs="+", default=list(C2_GRID),
-                        help="ALP: run only the grid points with these C2 (like --run-C)")
-    parser.add_argument("--run-pstar", type=float, nargs="+", default=list(PSTAR_GRID),
-                        help="ALP: run only the grid points with these p_star (like --run-C)")
-    parser.add_argument("--sigma-factors", type=float, nargs="+", default=[1.0],
-                        help="factors f on sigma_emp in the grid (gamma = gamma_median / f^2, gamma_median "
-                             "resolved per training fold as milsvm's gamma='median'); the paper's: 0.5 1 2")
-    parser.add_argument("--run-sigma", type=float, nargs="+", default=None,
-                        help="run only the grid points with these sigma factors (like --run-C)")
-    parser.add_argument("--estimate-factor", type=float, default=1.0,
-                        help="--estimate: the sigma factor of the timed fit")
-    parser.add_argument("--fit-timeout", type=float, default=120.0,
-                        help="seconds per unit (one fit; inner: one outer fold), run in a forked child; "
-                             "a unit over it is logged as a timeout and its grid point left out (0: no limit)")
+    parser.add_argument(
+        "--run-C",
+        type=float,
+        nargs="+",
+        default=list(C_GRID),
+        help="run only the grid points with these C (best selection; the report "
+        "selects among the grid points complete in the log and says which are not)",
+    )
+    parser.add_argument(
+        "--run-C2",
+        type=float,
+        nargs="+",
+        default=list(C2_GRID),
+        help="ALP: run only the grid points with these C2 (like --run-C)",
+    )
+    parser.add_argument(
+        "--run-pstar",
+        type=float,
+        nargs="+",
+        default=list(PSTAR_GRID),
+        help="ALP: run only the grid points with these p_star (like --run-C)",
+    )
+    parser.add_argument(
+        "--sigma-factors",
+        type=float,
+        nargs="+",
+        default=[1.0],
+        help="factors f on sigma_emp in the grid (gamma = gamma_median / f^2, gamma_median "
+        "resolved per training fold as milsvm's gamma='median'); the paper's: 0.5 1 2",
+    )
+    parser.add_argument(
+        "--run-sigma",
+        type=float,
+        nargs="+",
+        default=None,
+        help="run only the grid points with these sigma factors (like --run-C)",
+    )
+    parser.add_argument(
+        "--estimate-factor",
+        type=float,
+        default=1.0,
+        help="--estimate: the sigma factor of the timed fit",
+    )
+    parser.add_argument(
+        "--fit-timeout",
+        type=float,
+        default=120.0,
+        help="seconds per unit (one fit; inner: one outer fold), run in a forked child; "
+        "a unit over it is logged as a timeout and its grid point left out (0: no limit)",
+    )
     parser.add_argument("--estimate", action="store_true", help="time one fit per method and stop")
-    parser.add_argument("--estimate-timeout", type=float, default=300.0, help="seconds per estimate fit")
-    parser.add_argument("--estimate-one", nargs=2, default=None, metavar=("DATASET", "METHOD"),
-                        help=argparse.SUPPRESS)
-    parser.add_argument("--report-only", action="store_true", help="print the tables from the log; fit nothing")
+    parser.add_argument(
+        "--estimate-timeout", type=float, default=300.0, help="seconds per estimate fit"
+    )
+    parser.add_argument(
+        "--estimate-one",
+        nargs=2,
+        default=None,
+        metavar=("DATASET", "METHOD"),
+        help=argparse.SUPPRESS,
+    )
+    parser.add_argument(
+        "--report-only", action="store_true", help="print the tables from the log; fit nothing"
+    )
     parser.add_argument("--log", type=Path, default=None)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--out", type=Path, default=None)
@@ -370,7 +498,11 @@ def main():
         estimate_one(args)
         return
     if args.out is None:
-        stem = "gc_table2" if set(args.datasets) == set(DATASETS) else "gc_table2_" + "_".join(args.datasets)
+        stem = (
+            "gc_table2"
+            if set(args.datasets) == set(DATASETS)
+            else "gc_table2_" + "_".join(args.datasets)
+        )
         if args.selection == "inner":
             stem += "_inner"
         if args.estimate:
@@ -383,8 +515,15 @@ def main():
         report.write(args.out)
         return
 
-    settings = dict(selection=args.selection, gamma="median", C_grid=list(C_GRID), C2_grid=list(C2_GRID),
-                    pstar_grid=list(PSTAR_GRID), standardise=True, sigma_factors=list(args.sigma_factors))
+    settings = dict(
+        selection=args.selection,
+        gamma="median",
+        C_grid=list(C_GRID),
+        C2_grid=list(C2_GRID),
+        pstar_grid=list(PSTAR_GRID),
+        standardise=True,
+        sigma_factors=list(args.sigma_factors),
+    )
     run_sigma = args.sigma_factors if args.run_sigma is None else args.run_sigma
     log = Log(args.log, settings)
     t_start = time.perf_counter()
@@ -399,22 +538,37 @@ def main():
                 for m in args.methods:
                     if args.selection == "best":
                         for point in grid_of(m, args.sigma_factors):
-                            if point["C"] not in args.run_C or point["sigma_f"] not in run_sigma or (
-                                    m == "ALP" and (point["C2"] not in args.run_C2 or
-                                                    point["p_star"] not in args.run_pstar)):
+                            if (
+                                point["C"] not in args.run_C
+                                or point["sigma_f"] not in run_sigma
+                                or (
+                                    m == "ALP"
+                                    and (
+                                        point["C2"] not in args.run_C2
+                                        or point["p_star"] not in args.run_pstar
+                                    )
+                                )
+                            ):
                                 continue
                             key = (ds, m, seed, fold, point_key(point))
                             prev = log.get(key)
-                            if prev is None or prev.get("timeout", np.inf) < (args.fit_timeout or np.inf):
+                            if prev is None or prev.get("timeout", np.inf) < (
+                                args.fit_timeout or np.inf
+                            ):
                                 todo.append((key, tr, te, m, point))
                     else:
                         key = (ds, m, seed, fold, "inner")
                         prev = log.get(key)
-                        if prev is None or prev.get("timeout", np.inf) < (args.fit_timeout or np.inf):
+                        if prev is None or prev.get("timeout", np.inf) < (
+                            args.fit_timeout or np.inf
+                        ):
                             todo.append((key, tr, te, m, None))
     n_done = len(log.mem)
-    print(f"{len(todo)} unit(s) to run ({n_done} matching unit(s) in the log); selection {args.selection}",
-          flush=True)
+    print(
+        f"{len(todo)} unit(s) to run ({n_done} matching unit(s) in the log); selection "
+        f"{args.selection}",
+        flush=True,
+    )
 
     def work_direct(key, tr, te, m, point):
         data = datas[key[0]]
@@ -462,36 +616,56 @@ def main():
                 if "timeout" in r:
                     print(f"  TIMEOUT >{r['timeout']:g} s: {key}", flush=True)
                 if (i + 1) % 10 == 0 or i + 1 == len(todo):
-                    print(f"  {i + 1}/{len(todo)} done ({time.perf_counter() - t0:.0f} s; last {key[0]} {key[1]} "
-                          f"fold {key[3]} {key[4]}: {r['seconds']:.1f} s)", flush=True)
+                    print(
+                        f"  {i + 1}/{len(todo)} done ({time.perf_counter() - t0:.0f} s; last "
+                        f"{key[0]} {key[1]} fold {key[3]} {key[4]}: {r['seconds']:.1f} s)",
+                        flush=True,
+                    )
         else:
-            gen = Parallel(n_jobs=args.n_jobs, return_as="generator")(delayed(work)(*job) for job in todo)
+            gen = Parallel(n_jobs=args.n_jobs, return_as="generator")(
+                delayed(work)(*job) for job in todo
+            )
             for i, (key, r) in enumerate(gen):
                 log.put(key, r)
                 if (i + 1) % 10 == 0 or i + 1 == len(todo):
-                    print(f"  {i + 1}/{len(todo)} done ({time.perf_counter() - t0:.0f} s)", flush=True)
+                    print(
+                        f"  {i + 1}/{len(todo)} done ({time.perf_counter() - t0:.0f} s)", flush=True
+                    )
 
     # ------------------------------------------------------------------ report
     out = Report()
 
-    out(f"Table 2 of Gehler & Chapelle 2007: 10-fold CV error % (stratified over bags, {args.seeds} split "
-        f"seed(s)), features standardised per fold, RBF sigma = f x sigma_emp (gamma = gamma_median / f^2), "
-        f"f in {[float(x) for x in args.sigma_factors]} (sigma_f in the point), grid C {list(C_GRID)}"
-        f"; ALP also C2 {list(C2_GRID)} x p_star 0.1..1.0; selection: "
-        + ("best grid point on the CV error (the paper's; optimistic)" if args.selection == "best"
-           else "nested 3-fold inner CV (honest)"))
+    out(
+        "Table 2 of Gehler & Chapelle 2007: 10-fold CV error % (stratified over bags, "
+        f"{args.seeds} split seed(s)), features standardised per fold, RBF sigma = f x sigma_emp "
+        f"(gamma = gamma_median / f^2), f in {[float(x) for x in args.sigma_factors]} (sigma_f in "
+        f"the point), grid C {list(C_GRID)}; ALP also C2 {list(C2_GRID)} x p_star 0.1..1.0; "
+        "selection: "
+        + (
+            "best grid point on the CV error (the paper's; optimistic)"
+            if args.selection == "best"
+            else "nested 3-fold inner CV (honest)"
+        )
+    )
     out("paper's MI-SVM and mi-SVM columns: Andrews et al. 2002 (hinge loss); ours: squared hinge")
     import milsvm
 
-    out(f"milsvm _core built {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(Path(milsvm._core.__file__).stat().st_mtime))} "
-        f"UTC (the log's fits may come from earlier builds: later lines of a unit win)")
+    built = time.gmtime(Path(milsvm._core.__file__).stat().st_mtime)
+    out(
+        f"milsvm _core built {time.strftime('%Y-%m-%d %H:%M:%S', built)} "
+        f"UTC (the log's fits may come from earlier builds: later lines of a unit win)"
+    )
     for ds in args.datasets:
         data = datas[ds]
         out()
-        out(f"{ds.upper()}: {len(data.y)} bags ({int(np.sum(data.y == 1))} positive), {data.X.shape[0]} instances, "
-            f"{data.X.shape[1]} features")
-        hdr = (f"  {'method':<7} {'ours %':>7} {'paper %':>7} {'diff':>6} {'p_hat':>6}  {'point':<34} "
-               f"{'fit s (all)':>11} {'warn':>4}  per-seed / notes")
+        out(
+            f"{ds.upper()}: {len(data.y)} bags ({int(np.sum(data.y == 1))} positive), "
+            f"{data.X.shape[0]} instances, {data.X.shape[1]} features"
+        )
+        hdr = (
+            f"  {'method':<7} {'ours %':>7} {'paper %':>7} {'diff':>6} {'p_hat':>6}  {'point':<34} "
+            f"{'fit s (all)':>11} {'warn':>4}  per-seed / notes"
+        )
         out.header(hdr, "  ")
         ours = {}
         for m in args.methods:
@@ -508,9 +682,9 @@ def main():
             incomplete = []
 
             def records(seed, key):
-                """The ten fold records of a grid point's key (or "inner") for `seed`, their warnings
-                kept; None where one is missing (counted) or stopped at its time limit (listed; the
-                seconds of a grid point's timed-out fits count)."""
+                """The ten fold records of a grid point's key (or "inner") for `seed`, their
+                warnings kept; None where one is missing (counted) or stopped at its time limit
+                (listed; the seconds of a grid point's timed-out fits count)."""
                 nonlocal missing, secs
                 rs = [log.get((ds, m, seed, f, key)) for f in range(10)]
                 if any(r is None for r in rs):
@@ -518,7 +692,9 @@ def main():
                     return None
                 if any("timeout" in r for r in rs):
                     limits.update(r["timeout"] for r in rs if "timeout" in r)
-                    timeouts.append(f"{key} fold(s) {[f for f, r in enumerate(rs) if 'timeout' in r]}")
+                    timeouts.append(
+                        f"{key} fold(s) {[f for f, r in enumerate(rs) if 'timeout' in r]}"
+                    )
                     if key != "inner":
                         secs += sum(r["seconds"] for r in rs)
                     return None
@@ -533,26 +709,32 @@ def main():
                         rs = records(seed, pk)
                         if rs is None:
                             continue
-                        errs[pk] = (100.0 * (1 - sum(r["correct"] for r in rs) / sum(r["n"] for r in rs)),
-                                    float(np.mean([r["p_hat"] for r in rs])))
+                        errs[pk] = (
+                            100.0 * (1 - sum(r["correct"] for r in rs) / sum(r["n"] for r in rs)),
+                            float(np.mean([r["p_hat"] for r in rs])),
+                        )
                         secs += sum(r["seconds"] for r in rs)
                     if not errs:
                         continue
                     if len(errs) < len(grid):
-                        incomplete.append(f"{len(errs)}/{len(grid)} grid points complete "
-                                          f"({len(timeouts)} with a timeout, "
-                                          f"{len(grid) - len(errs) - len(timeouts)} not run)")
+                        incomplete.append(
+                            f"{len(errs)}/{len(grid)} grid points complete "
+                            f"({len(timeouts)} with a timeout, "
+                            f"{len(grid) - len(errs) - len(timeouts)} not run)"
+                        )
                     best = min(errs, key=lambda k: errs[k][0])  # ties: first in grid order
                     n_tied = sum(e[0] == errs[best][0] for e in errs.values())
                     if n_tied > 1:
                         notes.append(f"{n_tied} grid points tie")
                     if len(args.sigma_factors) > 1:
-                        # the best at each sigma factor alone (the paper's Table 1 used sigma_emp only)
+                        # the best at each sigma factor alone (the paper's Table 1: sigma_emp only)
                         for fac in args.sigma_factors:
                             sub = {k: v for k, v in errs.items() if k.endswith(f",sigma_f={fac:g}")}
                             if sub:
                                 kb = min(sub, key=lambda k: sub[k][0])
-                                notes.append(f"f={fac:g}: {sub[kb][0]:.1f} (p_hat {sub[kb][1]:.2f})")
+                                notes.append(
+                                    f"f={fac:g}: {sub[kb][0]:.1f} (p_hat {sub[kb][1]:.2f})"
+                                )
                     per_seed.append(errs[best][0])
                     p_hats.append(errs[best][1])
                     chosen.append(best)
@@ -560,16 +742,20 @@ def main():
                     rs = records(seed, "inner")
                     if rs is None:
                         continue
-                    per_seed.append(100.0 * (1 - sum(r["correct"] for r in rs) / sum(r["n"] for r in rs)))
+                    per_seed.append(
+                        100.0 * (1 - sum(r["correct"] for r in rs) / sum(r["n"] for r in rs))
+                    )
                     p_hats.append(float(np.mean([r["p_hat"] for r in rs])))
                     secs += sum(r["seconds_total"] for r in rs)
                     chosen.extend(r["point"] for r in rs)
             nwarn, warn_texts = len(warns), {w[:80] for w in warns}
             paper = PAPER[ds][m]
             if not per_seed:
-                out(f"  {m:<7} {'-':>7} {paper:7.1f} {'-':>6} {'-':>6}  {'not run / incomplete':<34} "
-                    f"{secs:11.1f} {nwarn:4d}  ({missing} fit(s) missing, {len(timeouts)} grid point(s) "
-                    f"with a timeout)")
+                out(
+                    f"  {m:<7} {'-':>7} {paper:7.1f} {'-':>6} {'-':>6}  "
+                    f"{'not run / incomplete':<34} {secs:11.1f} {nwarn:4d}  ({missing} fit(s) "
+                    f"missing, {len(timeouts)} grid point(s) with a timeout)"
+                )
                 if timeouts:
                     out("          timeouts: " + "; ".join(timeouts)[:600])
                 continue
@@ -581,28 +767,43 @@ def main():
                 from collections import Counter
 
                 pt = " ".join(f"{k}x{v}" for k, v in Counter(chosen).most_common(2))
-            extra = ("paper p_hat " + f"{PAPER[ds]['ALP_p_hat']:.2f}" if m == "ALP" else "")
-            out(f"  {m:<7} {err:7.1f} {paper:7.1f} {err - paper:+6.1f} {np.mean(p_hats):6.2f}  {pt[:34]:<34} "
-                f"{secs:11.1f} {nwarn:4d}  " + " ".join(f"{e:.1f}" for e in per_seed)
-                + (f"  {extra}" if extra else "") + (f"  [{missing} fit(s) missing]" if missing else ""))
+            extra = "paper p_hat " + f"{PAPER[ds]['ALP_p_hat']:.2f}" if m == "ALP" else ""
+            out(
+                f"  {m:<7} {err:7.1f} {paper:7.1f} {err - paper:+6.1f} {np.mean(p_hats):6.2f}  "
+                f"{pt[:34]:<34} {secs:11.1f} {nwarn:4d}  "
+                + " ".join(f"{e:.1f}" for e in per_seed)
+                + (f"  {extra}" if extra else "")
+                + (f"  [{missing} fit(s) missing]" if missing else "")
+            )
             if notes:
                 out("          best per sigma factor / ties: " + "; ".join(notes))
             if warn_texts:
                 out("          warnings: " + " | ".join(sorted(warn_texts))[:300])
             if incomplete:
-                out("          selected among the complete grid points only: " + "; ".join(sorted(set(incomplete))))
+                out(
+                    "          selected among the complete grid points only: "
+                    + "; ".join(sorted(set(incomplete)))
+                )
             if timeouts:
-                out(f"          {len(timeouts)} grid point(s) left out, a fit stopped at its time limit "
-                    f"({', '.join(f'{x:g}' for x in sorted(limits))} s): " + "; ".join(timeouts)[:700])
+                out(
+                    f"          {len(timeouts)} grid point(s) left out, a fit stopped at its time "
+                    f"limit ({', '.join(f'{x:g}' for x in sorted(limits))} s): "
+                    + "; ".join(timeouts)[:700]
+                )
         if "ALP" in ours:
             for al in ("AL0", "AL"):
                 if al in ours:
-                    out(f"  ALP <= {al}? {'yes' if ours['ALP'] <= ours[al] else 'NO'} (ours {ours['ALP']:.1f} vs "
-                        f"{ours[al]:.1f}; paper {PAPER[ds]['ALP']:.1f} vs {PAPER[ds][al]:.1f})")
+                    out(
+                        f"  ALP <= {al}? {'yes' if ours['ALP'] <= ours[al] else 'NO'} (ours "
+                        f"{ours['ALP']:.1f} vs {ours[al]:.1f}; paper {PAPER[ds]['ALP']:.1f} vs "
+                        f"{PAPER[ds][al]:.1f})"
+                    )
         if ds in PAPER_T1:
             t = PAPER_T1[ds]
-            out(f"  (paper Table 1, AL-SVM first experiment: T=0 {t[0][0]} (p_hat {t[0][1]}%), T=10C {t[1][0]} "
-                f"(p_hat {t[1][1]}%), ALP {t[2][0]} (p_hat {t[2][1]}%))")
+            out(
+                f"  (paper Table 1, AL-SVM first experiment: T=0 {t[0][0]} (p_hat {t[0][1]}%), "
+                f"T=10C {t[1][0]} (p_hat {t[1][1]}%), ALP {t[2][0]} (p_hat {t[2][1]}%))"
+            )
     out()
     out(f"wall time of this invocation {time.perf_counter() - t_start:.1f} s")
     out.write(args.out)

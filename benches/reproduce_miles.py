@@ -52,15 +52,10 @@ from sklearn.model_selection import StratifiedKFold
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
-
 import milsvm  # noqa: E402
+from _protocol import CLASSIC_DATASETS, Report, load_mill_dense, standardise  # noqa: E402
 
-DATASETS = {
-    "MUSK1": DEFAULT_DATA / "musk1" / "musk1.data",
-    "MUSK2": DEFAULT_DATA / "musk2" / "musk2.data",
-    "Elephant": DEFAULT_DATA / "elephant" / "elephant.data",
-}
+DATASETS = CLASSIC_DATASETS
 
 #: Published MILES accuracies (%): (Fu et al. 2013 Table I, Chen et al. 2006).
 PUBLISHED = {
@@ -72,7 +67,7 @@ PUBLISHED = {
 
 def load(path):
     X, ptr, y = load_mill_dense(path)
-    return [X[ptr[i]:ptr[i + 1]] for i in range(len(ptr) - 1)], np.asarray(y)
+    return [X[ptr[i] : ptr[i + 1]] for i in range(len(ptr) - 1)], np.asarray(y)
 
 
 def scale_width(bags):
@@ -112,11 +107,21 @@ def run_fold(name, bags, y, train, test, seed, fold, Cs, gscales):
     fit_seconds = time.perf_counter() - t0
     f = est.decision_function(te)
     return {
-        "data": name, "seed": seed, "fold": fold, "C": Cs[ci], "gamma_scale": gscales[gi],
-        "correct": int(np.sum((f > 0).astype(int) == y[test])), "n": len(test),
-        "auc": float(roc_auc_score(y[test], f)), "n_selected": int(est.n_selected_),
-        "n_concepts": int(est.n_concepts_), "pivots": int(est.n_iter_), "fit_seconds": fit_seconds,
-        "seconds": time.perf_counter() - start, "scores": f.tolist(), "test": [int(i) for i in test],
+        "data": name,
+        "seed": seed,
+        "fold": fold,
+        "C": Cs[ci],
+        "gamma_scale": gscales[gi],
+        "correct": int(np.sum((f > 0).astype(int) == y[test])),
+        "n": len(test),
+        "auc": float(roc_auc_score(y[test], f)),
+        "n_selected": int(est.n_selected_),
+        "n_concepts": int(est.n_concepts_),
+        "pivots": int(est.n_iter_),
+        "fit_seconds": fit_seconds,
+        "seconds": time.perf_counter() - start,
+        "scores": f.tolist(),
+        "test": [int(i) for i in test],
     }
 
 
@@ -124,16 +129,29 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--C-grid", type=float, nargs="+", default=[0.3, 1.0, 3.0, 10.0, 30.0], dest="C_grid")
-    ap.add_argument("--gamma-grid", type=float, nargs="+", default=[0.3, 1.0, 3.0],
-                    help="gamma values in units of the 'scale' width of the training part")
+    ap.add_argument(
+        "--C-grid", type=float, nargs="+", default=[0.3, 1.0, 3.0, 10.0, 30.0], dest="C_grid"
+    )
+    ap.add_argument(
+        "--gamma-grid",
+        type=float,
+        nargs="+",
+        default=[0.3, 1.0, 3.0],
+        help="gamma values in units of the 'scale' width of the training part",
+    )
     ap.add_argument("--n-jobs", type=int, default=2, help="outer folds in parallel (processes)")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "miles.txt")
     ap.add_argument("--folds-out", type=Path, default=HERE / "results" / "miles_folds.jsonl")
     args = ap.parse_args()
     out = Report()
-    out("MILES: 10-fold stratified CV per seed, standardised per training part, every training instance a concept,")
-    out(f"(C, gamma) by 3-fold inner CV over C {args.C_grid} x gamma {args.gamma_grid} x scale; seeds {args.seeds};")
+    out(
+        "MILES: 10-fold stratified CV per seed, standardised per training part, every training "
+        "instance a concept,"
+    )
+    out(
+        f"(C, gamma) by 3-fold inner CV over C {args.C_grid} x gamma {args.gamma_grid} x scale; "
+        f"seeds {args.seeds};"
+    )
     out(f"milsvm {milsvm.__version__}, n_jobs=1 per fit, {args.n_jobs} folds in parallel")
     out()
     rows = []
@@ -146,34 +164,52 @@ def main():
             for fold, (train, test) in enumerate(outer.split(np.zeros(len(y)), y)):
                 tasks.append((train, test, seed, fold))
         rows += Parallel(n_jobs=args.n_jobs)(
-            delayed(run_fold)(name, bags, y, tr, te, s, f, args.C_grid, args.gamma_grid) for tr, te, s, f in tasks)
+            delayed(run_fold)(name, bags, y, tr, te, s, f, args.C_grid, args.gamma_grid)
+            for tr, te, s, f in tasks
+        )
         print(f"{name} done, {time.perf_counter() - start:.0f} s", flush=True)
     with open(args.folds_out, "w") as fh:
         for r in rows:
             fh.write(json.dumps(r) + "\n")
-    hdr = (f"{'data':9s} {'accuracy % (seeds)':>20s} {'AUC (folds)':>15s} {'concepts':>9s} {'of':>6s} "
-           f"{'fit s':>6s}  Fu et al. 2013 Table I | Chen et al. 2006")
+    hdr = (
+        f"{'data':9s} {'accuracy % (seeds)':>20s} {'AUC (folds)':>15s} {'concepts':>9s} {'of':>6s} "
+        f"{'fit s':>6s}  Fu et al. 2013 Table I | Chen et al. 2006"
+    )
     out.header(hdr)
     for name in args.datasets:
         rs = [r for r in rows if r["data"] == name]
-        per_seed = [100.0 * sum(r["correct"] for r in rs if r["seed"] == s) / sum(r["n"] for r in rs if r["seed"] == s)
-                    for s in args.seeds]
+        per_seed = [
+            100.0
+            * sum(r["correct"] for r in rs if r["seed"] == s)
+            / sum(r["n"] for r in rs if r["seed"] == s)
+            for s in args.seeds
+        ]
         aucs = [r["auc"] for r in rs]
         fu, chen = PUBLISHED[name]
-        out(f"{name:9s} {np.mean(per_seed):10.2f} +- {np.std(per_seed):5.2f} {np.mean(aucs):7.3f} +- "
-            f"{np.std(aucs):5.3f} {np.mean([r['n_selected'] for r in rs]):9.1f} "
-            f"{np.mean([r['n_concepts'] for r in rs]):6.0f} {np.mean([r['fit_seconds'] for r in rs]):6.2f}  {fu} | {chen}")
+        out(
+            f"{name:9s} {np.mean(per_seed):10.2f} +- {np.std(per_seed):5.2f} {np.mean(aucs):7.3f} "
+            f"+- {np.std(aucs):5.3f} {np.mean([r['n_selected'] for r in rs]):9.1f} "
+            f"{np.mean([r['n_concepts'] for r in rs]):6.0f} "
+            f"{np.mean([r['fit_seconds'] for r in rs]):6.2f}  {fu} | {chen}"
+        )
     out()
     out("per seed (accuracy %):")
     for name in args.datasets:
         rs = [r for r in rows if r["data"] == name]
-        accs = [100.0 * sum(r["correct"] for r in rs if r["seed"] == s) / sum(r["n"] for r in rs if r["seed"] == s)
-                for s in args.seeds]
+        accs = [
+            100.0
+            * sum(r["correct"] for r in rs if r["seed"] == s)
+            / sum(r["n"] for r in rs if r["seed"] == s)
+            for s in args.seeds
+        ]
         chosen = {}
         for r in rs:
             key = (r["C"], r["gamma_scale"])
             chosen[key] = chosen.get(key, 0) + 1
-        top = ", ".join(f"C={c:g}/g={g:g}x{n}" for (c, g), n in sorted(chosen.items(), key=lambda kv: -kv[1])[:4])
+        top = ", ".join(
+            f"C={c:g}/g={g:g}x{n}"
+            for (c, g), n in sorted(chosen.items(), key=lambda kv: -kv[1])[:4]
+        )
         out(f"  {name:9s} " + " ".join(f"{a:6.2f}" for a in accs) + f"   chosen: {top}")
     out()
     out(f"total {time.perf_counter() - start:.0f} s")

@@ -47,9 +47,8 @@ from sklearn.model_selection import StratifiedKFold
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
-
 import milsvm  # noqa: E402
+from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
 
 #: data set -> (file, sparse text)
 DATASETS = {
@@ -77,7 +76,7 @@ def load(name):
         bags, y = load_mill(path)
         return list(bags), np.asarray(y).astype(int), True
     X, ptr, y = load_mill_dense(path)
-    return [X[ptr[i]:ptr[i + 1]] for i in range(len(ptr) - 1)], np.asarray(y), False
+    return [X[ptr[i] : ptr[i + 1]] for i in range(len(ptr) - 1)], np.asarray(y), False
 
 
 def make(method, point, sparse):
@@ -104,8 +103,18 @@ def choose(method, grid, sparse, bags, y):
     parts = list(inner.split(np.zeros(len(y)), y))
     scores = []
     for point in grid:
-        acc = [np.mean((fit_score(method, point, sparse, [bags[i] for i in tr], y[tr],
-                                  [bags[i] for i in va]) > 0).astype(int) == y[va]) for tr, va in parts]
+        acc = [
+            np.mean(
+                (
+                    fit_score(
+                        method, point, sparse, [bags[i] for i in tr], y[tr], [bags[i] for i in va]
+                    )
+                    > 0
+                ).astype(int)
+                == y[va]
+            )
+            for tr, va in parts
+        ]
         scores.append(np.mean(acc))
     return grid[int(np.argmax(scores))]
 
@@ -123,44 +132,66 @@ def evaluate(method, bags, y, sparse, grid, seed):
         accs.append(np.mean((f > 0).astype(int) == y[test]))
         aucs.append(roc_auc_score(y[test], f))
         chosen[point] += 1
-    return {"acc": 100 * np.mean(accs), "acc_sd": 100 * np.std(accs), "auc": np.mean(aucs),
-            "auc_sd": np.std(aucs), "auc_pooled": roc_auc_score(y, oof), "chosen": chosen,
-            "seconds": time.perf_counter() - start}
+    return {
+        "acc": 100 * np.mean(accs),
+        "acc_sd": 100 * np.std(accs),
+        "auc": np.mean(aucs),
+        "auc_sd": np.std(aucs),
+        "auc_pooled": roc_auc_score(y, oof),
+        "chosen": chosen,
+        "seconds": time.perf_counter() - start,
+    }
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--datasets", default="MUSK1,MUSK2,Elephant,TST1,TST2")
     ap.add_argument("--methods", default="sbMIL,sAwMIL,sMIL")
-    ap.add_argument("--C-grid", default=None, dest="C_grid",
-                    help="C values of the inner CV (default 0.1,1,10,100; 1,10,100,1000 for the text sets)")
+    ap.add_argument(
+        "--C-grid",
+        default=None,
+        dest="C_grid",
+        help="C values of the inner CV (default 0.1,1,10,100; 1,10,100,1000 for the text sets)",
+    )
     ap.add_argument("--eta-grid", default="0.1,0.3,0.5,0.7,0.9", dest="eta_grid")
     ap.add_argument("--seed", type=int, default=0, help="seed of the outer folds")
     ap.add_argument("--out", default=str(HERE / "results" / "sbmil.txt"))
     args = ap.parse_args()
     etas = [float(v) for v in args.eta_grid.split(",")]
     out = Report()
-    out(f"sbMIL / sAwMIL / sMIL: 10-fold stratified CV (seed {args.seed}); dense sets standardised per training "
-        "part, rbf, gamma='scale'; text sets raw CSR, linear kernel;")
+    out(
+        f"sbMIL / sAwMIL / sMIL: 10-fold stratified CV (seed {args.seed}); dense sets "
+        "standardised per training part, rbf, gamma='scale'; text sets raw CSR, linear kernel;"
+    )
     c_text = args.C_grid or f"{DENSE_C} (text sets: {TEXT_C})"
-    out(f"(C, eta) by 3-fold inner CV (accuracy) from C = {c_text} x eta = {args.eta_grid} (sMIL: C); "
-        f"milsvm {milsvm.__version__}, n_jobs=1")
+    out(
+        f"(C, eta) by 3-fold inner CV (accuracy) from C = {c_text} x eta = {args.eta_grid} (sMIL: "
+        f"C); milsvm {milsvm.__version__}, n_jobs=1"
+    )
     out()
-    hdr = (f"{'data':9s} {'method':7s} {'accuracy %':>13s} {'AUC (folds)':>15s} {'AUC pooled':>10s} {'seconds':>8s}"
-           "  (C, eta) chosen x folds; published")
+    hdr = (
+        f"{'data':9s} {'method':7s} {'accuracy %':>13s} {'AUC (folds)':>15s} {'AUC pooled':>10s} "
+        f"{'seconds':>8s}  (C, eta) chosen x folds; published"
+    )
     out.header(hdr)
     for name in args.datasets.split(","):
         bags, y, sparse = load(name)
         default = TEXT_C if sparse else DENSE_C
         cs = [float(v) for v in (args.C_grid or default).split(",")]
         for method in args.methods.split(","):
-            grid = [(c, None) for c in cs] if method == "sMIL" else [(c, e) for c in cs for e in etas]
+            grid = (
+                [(c, None) for c in cs] if method == "sMIL" else [(c, e) for c in cs for e in etas]
+            )
             r = evaluate(method, bags, y, sparse, grid, args.seed)
             pub = PUBLISHED.get((method, name), "none in our sources")
-            chosen = ", ".join(f"({c:g}{'' if e is None else f', {e:g}'}) x{k}"
-                               for (c, e), k in r["chosen"].most_common())
-            out(f"{name:9s} {method:7s} {r['acc']:6.1f} +- {r['acc_sd']:4.1f} {r['auc']:7.3f} +- {r['auc_sd']:5.3f} "
-                f"{r['auc_pooled']:10.3f} {r['seconds']:8.1f}  {chosen}; {pub}")
+            chosen = ", ".join(
+                f"({c:g}{'' if e is None else f', {e:g}'}) x{k}"
+                for (c, e), k in r["chosen"].most_common()
+            )
+            out(
+                f"{name:9s} {method:7s} {r['acc']:6.1f} +- {r['acc_sd']:4.1f} {r['auc']:7.3f} +- "
+                f"{r['auc_sd']:5.3f} {r['auc_pooled']:10.3f} {r['seconds']:8.1f}  {chosen}; {pub}"
+            )
     out.write(Path(args.out))
 
 

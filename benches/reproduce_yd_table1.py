@@ -14,7 +14,8 @@ Protocol:
     -8, -4, 0, 4, 8); the point with the best mean accuracy of a 3-fold stratified inner CV on
     the training part (StratifiedKFold(3, shuffle=True, random_state=1000*seed+fold); ties: the
     first in grid order) is refitted on the whole training part and tested;
-  * methods: SVMCC (milsvm.SVMCC, max_iter 80, tol 1e-4, its default lp_rule and bounds), NSK (milsvm.NSK(norm="l1")), sMIL
+  * methods: SVMCC (milsvm.SVMCC, max_iter 80, tol 1e-4, its default lp_rule and bounds), NSK
+    (milsvm.NSK(norm="l1")), sMIL
     (milsvm.sMIL); default class weights, n_jobs=1, every fit single-threaded;
   * kernels per data set as in the paper's Table 1: MUSK1 rbf, Elephant linear, TST1 linear
     (the same kernel for NSK and sMIL). The paper gives SVM-CC numbers only.
@@ -51,10 +52,10 @@ data set and method, the accuracy of each seed and their mean.
 
 Run (from the repository root; OMP_NUM_THREADS=1):
 
-    nice -n 10 /work/venv-bench2/bin/python benches/reproduce_yd_table1.py --grid-step 4 --datasets musk1
-    nice -n 10 /work/venv-bench2/bin/python benches/reproduce_yd_table1.py --grid-step 4 --datasets tst1 \\
+    nice -n 10 python benches/reproduce_yd_table1.py --grid-step 4 --datasets musk1
+    nice -n 10 python benches/reproduce_yd_table1.py --grid-step 4 --datasets tst1 \\
         --methods SVMCC sMIL
-    nice -n 10 /work/venv-bench2/bin/python benches/reproduce_yd_table1.py --grid-step 4 --datasets elephant \\
+    nice -n 10 python benches/reproduce_yd_table1.py --grid-step 4 --datasets elephant \\
         --run-folds 3
 
 Every finished outer fold is appended to --log (JSON lines, default
@@ -99,9 +100,9 @@ def load(name):
 
 def gamma_of(j, d, scale):
     if scale == "over-d":
-        return 2.0 ** j / d
+        return 2.0**j / d
     if scale == "raw":
-        return 2.0 ** j
+        return 2.0**j
     if scale == "sigma":
         return 2.0 ** (-2 * j)
     raise ValueError(scale)
@@ -112,8 +113,8 @@ def grid(kernel, d, step, scale="over-d"):
     if 8 not in exps:
         exps.append(8)
     if kernel == "linear":
-        return [dict(C=2.0 ** i) for i in exps]
-    return [dict(C=2.0 ** i, gamma=gamma_of(j, d, scale)) for i in exps for j in exps]
+        return [dict(C=2.0**i) for i in exps]
+    return [dict(C=2.0**i, gamma=gamma_of(j, d, scale)) for i in exps for j in exps]
 
 
 def exps_of(point, grid_points, step):
@@ -138,13 +139,20 @@ def make(method, kernel, point, opts=None):
     if is_ref(method, opts):
         from svmcc_lp_rules import RefSVMCC
 
-        return RefSVMCC(C=point["C"], kernel=kernel, gamma=point.get("gamma", 0.0),
-                        lp_rule=opts["lp_rule"][len("ref-"):], bounds=opts.get("cc_bounds", "paper"),
-                        bias=opts.get("bias", "qp"))
+        return RefSVMCC(
+            C=point["C"],
+            kernel=kernel,
+            gamma=point.get("gamma", 0.0),
+            lp_rule=opts["lp_rule"][len("ref-") :],
+            bounds=opts.get("cc_bounds", "paper"),
+            bias=opts.get("bias", "qp"),
+        )
 
     kw = dict(kernel=kernel, n_jobs=1, **point)
     if method == "SVMCC":
-        return milsvm.SVMCC(lp_rule=opts.get("lp_rule", "project"), bounds=opts.get("cc_bounds", "paper"), **kw)
+        return milsvm.SVMCC(
+            lp_rule=opts.get("lp_rule", "project"), bounds=opts.get("cc_bounds", "paper"), **kw
+        )
     if method == "NSK":
         return milsvm.NSK(norm="l1", **kw)
     if method == "sMIL":
@@ -157,7 +165,12 @@ def fit_score(method, kernel, point, trb, ytr, teb, yte, opts=None):
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         m = make(method, kernel, point, opts).fit(trb, ytr)
-        if method == "SVMCC" and kernel == "rbf" and opts.get("bias") == "lp" and not is_ref(method, opts):
+        if (
+            method == "SVMCC"
+            and kernel == "rbf"
+            and opts.get("bias") == "lp"
+            and not is_ref(method, opts)
+        ):
             score = m.decision_function(teb) - m.intercept_ + m.lp_intercept_
             pred = np.where(score > 0, m.classes_[1], m.classes_[0])
         else:
@@ -179,10 +192,14 @@ def run_fold(name, bags, y, tr, te, method, kernel, step, seed, fold, opts=None)
     if sel == "tune10":
         from sklearn.model_selection import StratifiedShuffleSplit
 
-        inner = list(StratifiedShuffleSplit(1, test_size=0.1, random_state=rs).split(np.zeros(len(ytr)), ytr))
+        inner = list(
+            StratifiedShuffleSplit(1, test_size=0.1, random_state=rs).split(np.zeros(len(ytr)), ytr)
+        )
     else:
         k = 10 if sel == "cv10" else 3
-        inner = list(StratifiedKFold(k, shuffle=True, random_state=rs).split(np.zeros(len(ytr)), ytr))
+        inner = list(
+            StratifiedKFold(k, shuffle=True, random_state=rs).split(np.zeros(len(ytr)), ytr)
+        )
     nwarn = 0
     if len(g) == 1:
         best = g[0]
@@ -191,8 +208,16 @@ def run_fold(name, bags, y, tr, te, method, kernel, step, seed, fold, opts=None)
         for p in g:
             accs = []
             for a, b in inner:
-                c, n, w = fit_score(method, kernel, p, [trb[i] for i in a], ytr[a], [trb[i] for i in b], ytr[b],
-                                    opts)
+                c, n, w = fit_score(
+                    method,
+                    kernel,
+                    p,
+                    [trb[i] for i in a],
+                    ytr[a],
+                    [trb[i] for i in b],
+                    ytr[b],
+                    opts,
+                )
                 accs.append(c / n)
                 nwarn += len(w)
             scores.append(float(np.mean(accs)))
@@ -200,20 +225,32 @@ def run_fold(name, bags, y, tr, te, method, kernel, step, seed, fold, opts=None)
     t1 = time.perf_counter()
     c, n, w = fit_score(method, kernel, best, trb, ytr, teb, yte, opts)
     ci, gj = exps_of(best, g, step)
-    return dict(correct=c, n=n, C=best["C"], gamma_d=best.get("gamma", 0.0) * d, gamma=best.get("gamma", 0.0),
-                c_exp=ci, gamma_exp=gj, warnings_inner=nwarn, warnings_final=w,
-                seconds=time.perf_counter() - t0, seconds_final=time.perf_counter() - t1)
+    return dict(
+        correct=c,
+        n=n,
+        C=best["C"],
+        gamma_d=best.get("gamma", 0.0) * d,
+        gamma=best.get("gamma", 0.0),
+        c_exp=ci,
+        gamma_exp=gj,
+        warnings_inner=nwarn,
+        warnings_final=w,
+        seconds=time.perf_counter() - t0,
+        seconds_final=time.perf_counter() - t1,
+    )
 
 
 def settings_of(args, seed):
     """The key of a run's fold-log lines: the protocol and every option that changes a result."""
     settings = dict(folds=args.folds, grid_step=args.grid_step, seed=seed)
-    defaults = dict(gamma_scale="over-d", no_standardise=False, cc_bounds="paper", bias="qp", inner="cv3")
+    defaults = dict(
+        gamma_scale="over-d", no_standardise=False, cc_bounds="paper", bias="qp", inner="cv3"
+    )
     opts = {k: getattr(args, k) for k in defaults}
     settings.update({k: v for k, v in opts.items() if v != defaults[k]})
     opts["lp_rule"] = args.lp_rule
     if args.lp_rule.startswith("ref-"):
-        settings["lp_rule"] = args.lp_rule[len("ref-"):]  # the reference runs' key of old
+        settings["lp_rule"] = args.lp_rule[len("ref-") :]  # the reference runs' key of old
     else:
         settings["cc_lp_rule"] = args.lp_rule
     return settings, opts
@@ -225,54 +262,113 @@ def main():
     ap.add_argument("--methods", nargs="+", default=METHODS, choices=METHODS)
     ap.add_argument("--folds", type=int, default=10, help="outer CV folds (default 10)")
     ap.add_argument("--run-folds", type=int, default=None, help="run only the first N outer folds")
-    ap.add_argument("--grid-step", type=int, default=1, help="use every k-th exponent of -8..8 (default 1)")
-    ap.add_argument("--seed", type=int, nargs="+", default=[0], help="outer split seed(s), run in turn")
+    ap.add_argument(
+        "--grid-step", type=int, default=1, help="use every k-th exponent of -8..8 (default 1)"
+    )
+    ap.add_argument(
+        "--seed", type=int, nargs="+", default=[0], help="outer split seed(s), run in turn"
+    )
     ap.add_argument("--log", type=Path, default=HERE / "results" / "yd_table1_folds.jsonl")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "yd_table1.txt")
     ap.add_argument("--report-only", action="store_true")
-    ap.add_argument("--gamma-scale", choices=["over-d", "raw", "sigma"], default="over-d",
-                    help="rbf grid: gamma = 2^j/d (default), 2^j, or 1/sigma^2 with sigma = 2^j")
-    ap.add_argument("--no-standardise", action="store_true", help="keep MUSK1 / Elephant features raw")
-    ap.add_argument("--cc-bounds", choices=["paper", "split", "equal"], default="paper",
-                    help="SVMCC bounds: section 3's per kernel (default), the C1/C2 split, or C1 = C2 = C")
-    ap.add_argument("--bias", choices=["qp", "lp"], default="qp", help="SVMCC rbf: decision bias from the QP or the LP")
-    ap.add_argument("--lp-rule", choices=["project", "max", "ref-max", "ref-keep", "ref-project"], default="project",
-                    help="SVMCC: milsvm.SVMCC's lp_rule, or ref-RULE: the Python reference with that rule")
-    ap.add_argument("--inner", choices=["cv3", "cv10", "tune10"], default="cv3",
-                    help="selection: 3- or 10-fold inner CV, or one 10%% tuning set")
+    ap.add_argument(
+        "--gamma-scale",
+        choices=["over-d", "raw", "sigma"],
+        default="over-d",
+        help="rbf grid: gamma = 2^j/d (default), 2^j, or 1/sigma^2 with sigma = 2^j",
+    )
+    ap.add_argument(
+        "--no-standardise", action="store_true", help="keep MUSK1 / Elephant features raw"
+    )
+    ap.add_argument(
+        "--cc-bounds",
+        choices=["paper", "split", "equal"],
+        default="paper",
+        help="SVMCC bounds: section 3's per kernel (default), the C1/C2 split, or C1 = C2 = C",
+    )
+    ap.add_argument(
+        "--bias",
+        choices=["qp", "lp"],
+        default="qp",
+        help="SVMCC rbf: decision bias from the QP or the LP",
+    )
+    ap.add_argument(
+        "--lp-rule",
+        choices=["project", "max", "ref-max", "ref-keep", "ref-project"],
+        default="project",
+        help="SVMCC: milsvm.SVMCC's lp_rule, or ref-RULE: the Python reference with that rule",
+    )
+    ap.add_argument(
+        "--inner",
+        choices=["cv3", "cv10", "tune10"],
+        default="cv3",
+        help="selection: 3- or 10-fold inner CV, or one 10%% tuning set",
+    )
     args = ap.parse_args()
     t_start = time.perf_counter()
-    lines = [json.loads(line) for line in args.log.read_text().splitlines()] if args.log.exists() else []
+    lines = (
+        [json.loads(line) for line in args.log.read_text().splitlines()]
+        if args.log.exists()
+        else []
+    )
     done = {}  # seed -> {(dataset, method, fold): result}
     for seed in args.seed:
         settings, opts = settings_of(args, seed)
-        done[seed] = {(r["dataset"], r["method"], r["fold"]): r["result"] for r in lines if r["settings"] == settings}
+        done[seed] = {
+            (r["dataset"], r["method"], r["fold"]): r["result"]
+            for r in lines
+            if r["settings"] == settings
+        }
     datas = {}
     if not args.report_only:
         for seed in args.seed:
             settings, opts = settings_of(args, seed)
             for name in args.datasets:
                 bags, y = datas.setdefault(name, load(name))
-                folds = list(StratifiedKFold(args.folds, shuffle=True, random_state=seed).split(np.zeros(len(y)), y))
+                folds = list(
+                    StratifiedKFold(args.folds, shuffle=True, random_state=seed).split(
+                        np.zeros(len(y)), y
+                    )
+                )
                 nrun = len(folds) if args.run_folds is None else min(args.run_folds, len(folds))
                 for fold, (tr, te) in enumerate(folds[:nrun]):
                     for m in args.methods:
                         if (name, m, fold) in done[seed]:
                             continue
-                        r = run_fold(name, bags, y, tr, te, m, KERNEL[name], args.grid_step, seed, fold, opts)
+                        r = run_fold(
+                            name, bags, y, tr, te, m, KERNEL[name], args.grid_step, seed, fold, opts
+                        )
                         done[seed][(name, m, fold)] = r
                         with open(args.log, "a") as f:
-                            f.write(json.dumps(dict(settings=settings, dataset=name, method=m, fold=fold, result=r))
-                                    + "\n")
-                        print(f"  seed {seed} {name} {m} fold {fold}: {r['correct']}/{r['n']} C=2^{r['c_exp']} "
-                              f"gamma=2^{r['gamma_exp']} (grid exponents) {r['seconds']:.1f} s", flush=True)
+                            f.write(
+                                json.dumps(
+                                    dict(
+                                        settings=settings,
+                                        dataset=name,
+                                        method=m,
+                                        fold=fold,
+                                        result=r,
+                                    )
+                                )
+                                + "\n"
+                            )
+                        print(
+                            f"  seed {seed} {name} {m} fold {fold}: {r['correct']}/{r['n']} "
+                            f"C=2^{r['c_exp']} gamma=2^{r['gamma_exp']} (grid exponents) "
+                            f"{r['seconds']:.1f} s",
+                            flush=True,
+                        )
 
     import milsvm
 
     out = Report()
 
     exps = list(range(-8, 9, args.grid_step))
-    gdesc = {"over-d": "gamma = 2^j / d", "raw": "gamma = 2^j", "sigma": "gamma = 1/sigma^2, sigma = 2^j"}
+    gdesc = {
+        "over-d": "gamma = 2^j / d",
+        "raw": "gamma = 2^j",
+        "sigma": "gamma = 1/sigma^2, sigma = 2^j",
+    }
     sdesc = {"cv3": "3-fold inner CV", "cv10": "10-fold inner CV", "tune10": "a 10% tuning set"}
     from collections import Counter
 
@@ -280,16 +376,30 @@ def main():
     for seed in args.seed:
         settings, opts = settings_of(args, seed)
         d = done[seed]
-        out(f"Yang & Deng Table 1 (SVM-CC), {args.folds}-fold stratified CV over bags (seed {seed}); "
-            f"C = 2^i (rbf: {gdesc[args.gamma_scale]}), i, j in {exps}, by {sdesc[args.inner]} on each training part")
-        out(("MUSK1/Elephant raw" if args.no_standardise else "MUSK1/Elephant standardised per training fold")
-            + f", TST1 raw sparse; SVMCC bounds {args.cc_bounds}, rbf bias {args.bias}, LP rule {args.lp_rule}; "
-            f"milsvm {milsvm.__version__}, n_jobs=1")
+        out(
+            f"Yang & Deng Table 1 (SVM-CC), {args.folds}-fold stratified CV over bags (seed "
+            f"{seed}); C = 2^i (rbf: {gdesc[args.gamma_scale]}), i, j in {exps}, by "
+            f"{sdesc[args.inner]} on each training part"
+        )
+        out(
+            (
+                "MUSK1/Elephant raw"
+                if args.no_standardise
+                else "MUSK1/Elephant standardised per training fold"
+            )
+            + f", TST1 raw sparse; SVMCC bounds {args.cc_bounds}, rbf bias {args.bias}, LP rule "
+            f"{args.lp_rule}; milsvm {milsvm.__version__}, n_jobs=1"
+        )
         out(f"settings key: {json.dumps(settings)}")
-        out("NSK (norm l1) and sMIL: same splits, same grid, same kernel; the paper reports SVM-CC only")
+        out(
+            "NSK (norm l1) and sMIL: same splits, same grid, same kernel; the paper reports "
+            "SVM-CC only"
+        )
         out()
-        hdr = (f"{'dataset':<9} {'kernel':<6} {'method':<6} {'folds':>5} {'ours %':>7} {'paper %':>7} {'diff':>6} "
-               f"{'time s':>7} {'warn':>5}  chosen (i, j) x count")
+        hdr = (
+            f"{'dataset':<9} {'kernel':<6} {'method':<6} {'folds':>5} {'ours %':>7} "
+            f"{'paper %':>7} {'diff':>6} {'time s':>7} {'warn':>5}  chosen (i, j) x count"
+        )
         out(hdr)
         out("-" * len(hdr))
         for name in DATASETS:
@@ -305,27 +415,48 @@ def main():
                 paper = PAPER[name] if m == "SVMCC" else None
                 secs = sum(r["seconds"] for _, r in rs)
                 nw = sum(r["warnings_inner"] + len(r["warnings_final"]) for _, r in rs)
-                ch = Counter((r.get("c_exp", round(np.log2(r["C"]))),
-                              r.get("gamma_exp", round(np.log2(r["gamma_d"])) if r["gamma_d"] > 0 else None))
-                             for _, r in rs)
-                chs = ", ".join(f"({a},{b})x{k}" if KERNEL[name] == "rbf" else f"i={a} x{k}"
-                                for (a, b), k in ch.most_common(5))
-                partial = "" if len(rs) == args.folds else f"  [partial: {len(rs)}/{args.folds} folds, {n} bags]"
-                out(f"{name:<9} {KERNEL[name]:<6} {m:<6} {len(rs):>5} {acc:7.1f} "
-                    f"{(f'{paper:.1f}' if paper else '-'):>7} {(f'{acc - paper:+.1f}' if paper else '-'):>6} "
-                    f"{secs:7.1f} {nw:5d}  {chs}{partial}")
+                ch = Counter(
+                    (
+                        r.get("c_exp", round(np.log2(r["C"]))),
+                        r.get(
+                            "gamma_exp", round(np.log2(r["gamma_d"])) if r["gamma_d"] > 0 else None
+                        ),
+                    )
+                    for _, r in rs
+                )
+                chs = ", ".join(
+                    f"({a},{b})x{k}" if KERNEL[name] == "rbf" else f"i={a} x{k}"
+                    for (a, b), k in ch.most_common(5)
+                )
+                partial = (
+                    ""
+                    if len(rs) == args.folds
+                    else f"  [partial: {len(rs)}/{args.folds} folds, {n} bags]"
+                )
+                out(
+                    f"{name:<9} {KERNEL[name]:<6} {m:<6} {len(rs):>5} {acc:7.1f} "
+                    f"{(f'{paper:.1f}' if paper else '-'):>7} "
+                    f"{(f'{acc - paper:+.1f}' if paper else '-'):>6} {secs:7.1f} {nw:5d}  "
+                    f"{chs}{partial}"
+                )
                 wt = sorted({w for _, r in rs for w in r["warnings_final"]})
                 if wt:
                     out("          final-fit warnings: " + " | ".join(wt)[:300])
         out()
     if len(args.seed) > 1:
-        out(f"Over the seeds (complete {args.folds}-fold runs only): accuracy % per seed, mean and standard deviation")
+        out(
+            f"Over the seeds (complete {args.folds}-fold runs only): accuracy % per seed, mean "
+            "and standard deviation"
+        )
         for (name, m), sa in accs.items():
             a = np.array([x for _, x in sa])
             paper = PAPER[name] if m == "SVMCC" else None
             per = ", ".join(f"{x:.1f} (seed {sd})" for sd, x in sa)
-            out(f"  {name:<9} {m:<6} {per}; mean {a.mean():.1f} +- {a.std(ddof=1) if len(a) > 1 else 0.0:.1f}"
-                + (f" (paper {paper:.1f}, diff {a.mean() - paper:+.1f})" if paper else ""))
+            out(
+                f"  {name:<9} {m:<6} {per}; mean {a.mean():.1f} +- "
+                f"{a.std(ddof=1) if len(a) > 1 else 0.0:.1f}"
+                + (f" (paper {paper:.1f}, diff {a.mean() - paper:+.1f})" if paper else "")
+            )
         out()
     out(f"wall time of this invocation {time.perf_counter() - t_start:.1f} s")
     out.write(args.out)

@@ -43,7 +43,7 @@ def folds(work, name):
     labels, test bags, test labels and the harness's gamma (scale over the training part)."""
     data = np.load(work / f"{name}.npz")
     X, ptr, y = data["X"], data["bag_ptr"], data["y"].astype(int)
-    bags = [np.ascontiguousarray(X[ptr[i]:ptr[i + 1]]) for i in range(len(ptr) - 1)]
+    bags = [np.ascontiguousarray(X[ptr[i] : ptr[i + 1]]) for i in range(len(ptr) - 1)]
     for fold in json.loads((work / f"splits_{name}.json").read_text())["folds"]:
         train, test = np.array(fold["train"]), np.array(fold["test"])
         tr, te = standardise([bags[i] for i in train], [bags[i] for i in test])
@@ -117,16 +117,22 @@ def main():
     ap.add_argument("--sets", nargs="+", default=["MUSK1", "Elephant"])
     ap.add_argument("--C", type=float, default=10.0)
     ap.add_argument("--eta", type=float, default=0.1)
-    ap.add_argument("--paper-sign", action="store_true",
-                    help="sawmil side: its sMIL with the paper's linear term (paper_sign_stage1); picks "
-                         "written to sawmil_paper_sign_picks_<set>.npz, which the milsvm side also reads")
+    ap.add_argument(
+        "--paper-sign",
+        action="store_true",
+        help="sawmil side: its sMIL with the paper's linear term (paper_sign_stage1); picks "
+        "written to sawmil_paper_sign_picks_<set>.npz, which the milsvm side also reads",
+    )
     args = ap.parse_args()
     if args.paper_sign:
         paper_sign_stage1()
     for name in args.sets:
         path = args.work / f"sawmil_{'paper_sign_' if args.paper_sign else ''}picks_{name}.npz"
         if args.side == "sawmil":
-            picks = [sawmil_picks(tr, ytr, g, args.C, args.eta) for tr, ytr, _, _, g in folds(args.work, name)]
+            picks = [
+                sawmil_picks(tr, ytr, g, args.C, args.eta)
+                for tr, ytr, _, _, g in folds(args.work, name)
+            ]
             np.savez(path, *picks)
             print(f"{name}: sawmil's picks of {len(picks)} folds written to {path}")
             continue
@@ -147,13 +153,18 @@ def main():
             if signed is not None:
                 a_signed = second_stage_auc(tr, ytr, te, yte, signed[f"arr_{k}"], g, args.C)
             rows.append((own, a_ours, a_theirs, agree, a_signed))
-            print(f"{name} fold {k}: milsvm sAwMIL AUC {own:.3f}; SVC on milsvm's picks {a_ours:.3f}, on "
-                  f"sawmil's picks {a_theirs:.3f}, on sawmil's with the paper's sign {a_signed:.3f}; picks "
-                  f"agree on {100 * agree:.1f} % of the positive bags' instances ({int(ours.sum())} vs "
-                  f"{int(other.sum())} picked)")
+            print(
+                f"{name} fold {k}: milsvm sAwMIL AUC {own:.3f}; SVC on milsvm's picks "
+                f"{a_ours:.3f}, on sawmil's picks {a_theirs:.3f}, on sawmil's with the paper's "
+                f"sign {a_signed:.3f}; picks agree on {100 * agree:.1f} % of the positive bags' "
+                f"instances ({int(ours.sum())} vs {int(other.sum())} picked)"
+            )
         m = np.mean(rows, axis=0)
-        print(f"{name} mean: milsvm sAwMIL {m[0]:.3f}; SVC on milsvm's picks {m[1]:.3f}, on sawmil's picks "
-              f"{m[2]:.3f}, on sawmil's with the paper's sign {m[4]:.3f}; agreement {100 * m[3]:.1f} %")
+        print(
+            f"{name} mean: milsvm sAwMIL {m[0]:.3f}; SVC on milsvm's picks {m[1]:.3f}, on "
+            f"sawmil's picks {m[2]:.3f}, on sawmil's with the paper's sign {m[4]:.3f}; agreement "
+            f"{100 * m[3]:.1f} %"
+        )
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ as a number). misvm solves its QPs with cvxopt (default tolerances); milsvm with
 Two steps, the first in a Python that has misvm (and cvxopt), the second in milsvm's:
 
     /work/venv-peers/bin/python benches/sbmil_vs_misvm.py --side misvm --npz /tmp/misvm_sbmil.npz
-    python benches/sbmil_vs_misvm.py --npz /tmp/misvm_sbmil.npz --out benches/results/sbmil_vs_misvm.txt
+    python benches/sbmil_vs_misvm.py --npz /tmp/misvm_sbmil.npz \\
+        --out benches/results/sbmil_vs_misvm.txt
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ C, ETAS = 10.0, (0.1, 0.3, 0.7)
 
 def musk1():
     X, ptr, y = load_mill_dense(DEFAULT_DATA / "musk1" / "musk1.data")
-    bags = [X[ptr[i]:ptr[i + 1]] for i in range(len(ptr) - 1)]
+    bags = [X[ptr[i] : ptr[i + 1]] for i in range(len(ptr) - 1)]
     bags, _ = standardise(bags, bags[:1])
     return bags, np.asarray(y)
 
@@ -62,12 +63,18 @@ def milsvm_side(npz, out_path):
     gamma = float(ref["gamma"])
     sizes = np.array([len(b) for b in bags])
     # misvm stacks the instances of the negative bags first, then those of the positive bags
-    order = np.concatenate([np.flatnonzero(np.repeat(y == 0, sizes)), np.flatnonzero(np.repeat(y == 1, sizes))])
+    order = np.concatenate(
+        [np.flatnonzero(np.repeat(y == 0, sizes)), np.flatnonzero(np.repeat(y == 1, sizes))]
+    )
     out = Report()
-    out(f"sbMIL on MUSK1 (standardised), C={C:g}, gamma={gamma:.6g}: milsvm (SMO, inner_tol=1e-8) against misvm "
-        "(cvxopt; scale_C=False, kernel='rbf_av')")
-    out.header(f"{'eta':>4}  {'labels differ':>13}  {'positives':>9}  {'max |f diff|':>12}  {'w/o biases':>10}  "
-               f"{'b milsvm':>9}  {'b misvm':>9}  {'same bag labels':>15}")
+    out(
+        f"sbMIL on MUSK1 (standardised), C={C:g}, gamma={gamma:.6g}: milsvm (SMO, inner_tol=1e-8) "
+        "against misvm (cvxopt; scale_C=False, kernel='rbf_av')"
+    )
+    out.header(
+        f"{'eta':>4}  {'labels differ':>13}  {'positives':>9}  {'max |f diff|':>12}  "
+        f"{'w/o biases':>10}  {'b milsvm':>9}  {'b misvm':>9}  {'same bag labels':>15}"
+    )
     for eta in ETAS:
         est = milsvm.sbMIL(C=C, gamma=gamma, eta=eta, inner_tol=1e-8).fit(bags, y)
         ours, theirs = est.instance_labels_[order], ref[f"labels_{eta}"]
@@ -75,8 +82,11 @@ def milsvm_side(npz, out_path):
         fm = ref[f"inst_{eta}"]
         raw = np.abs((f - est.intercept_) - (fm - ref[f"b_{eta}"])).max()
         same = np.mean((est.decision_function(bags) > 0) == (ref[f"bag_{eta}"] > 0))
-        out(f"{eta:4g}  {int((ours != theirs).sum()):>6} of {len(ours):<4}  {int((ours > 0).sum()):>9}  "
-            f"{np.abs(f - fm).max():12.2e}  {raw:10.2e}  {est.intercept_:9.4f}  {ref[f'b_{eta}']:9.4f}  {same:15.3f}")
+        out(
+            f"{eta:4g}  {int((ours != theirs).sum()):>6} of {len(ours):<4}  "
+            f"{int((ours > 0).sum()):>9}  {np.abs(f - fm).max():12.2e}  {raw:10.2e}  "
+            f"{est.intercept_:9.4f}  {ref[f'b_{eta}']:9.4f}  {same:15.3f}"
+        )
     out.write(Path(out_path))
 
 

@@ -130,7 +130,8 @@ def prepare(args):
         if args.check:
             ref_bags, ref_y = _parse_mill(args.data / rel)
             assert np.array_equal(ref_y, y) and all(
-                abs(a - b).max() == 0 for a, b in zip(bags, ref_bags)), f"{name}: the readers differ"
+                abs(a - b).max() == 0 for a, b in zip(bags, ref_bags)
+            ), f"{name}: the readers differ"
             print(f"{name}: milsvm's reader and the plain parser agree")
             continue
         y = np.asarray(y, dtype=int)
@@ -138,14 +139,23 @@ def prepare(args):
         arrays = dict(bag_ptr=ptr, y=y)
         if sp.issparse(bags[0]):
             X = sp.vstack(bags).tocsr()
-            arrays.update(data=X.data, indices=X.indices, indptr=X.indptr, shape=np.array(X.shape),
-                          Z=gram_basis(X))
+            arrays.update(
+                data=X.data,
+                indices=X.indices,
+                indptr=X.indptr,
+                shape=np.array(X.shape),
+                Z=gram_basis(X),
+            )
         else:
             arrays["X"] = np.vstack(bags).astype(np.float64)
         np.savez(args.work / f"{name}.npz", **arrays)
         folds = StratifiedKFold(args.folds, shuffle=True, random_state=args.seed)
-        splits = [dict(train=tr.tolist(), test=te.tolist()) for tr, te in folds.split(np.zeros(len(y)), y)]
-        (args.work / f"splits_{name}.json").write_text(json.dumps(dict(seed=args.seed, folds=splits)))
+        splits = [
+            dict(train=tr.tolist(), test=te.tolist()) for tr, te in folds.split(np.zeros(len(y)), y)
+        ]
+        (args.work / f"splits_{name}.json").write_text(
+            json.dumps(dict(seed=args.seed, folds=splits))
+        )
         print(f"{name}: {len(y)} bags, {ptr[-1]} instances, kernel {kernel}", flush=True)
 
 
@@ -163,7 +173,7 @@ def load_set(work, name, impl):
         X = sp.csr_matrix((d["data"], d["indices"], d["indptr"]), shape=tuple(d["shape"]))
     else:
         X = d["Z"]
-    bags = [X[ptr[i]:ptr[i + 1]] for i in range(len(ptr) - 1)]
+    bags = [X[ptr[i] : ptr[i + 1]] for i in range(len(ptr) - 1)]
     return bags, y, kernel
 
 
@@ -203,9 +213,15 @@ def fit_milsvm(method, Cs, kernel, gamma, tr, ytr, te):
         fitted = milsvm.sMIL(C=Cs[0], **common).fit_path(tr, ytr, Cs)
         seconds = (time.perf_counter() - t0) / len(Cs)
         for C, est in zip(Cs, fitted):
-            rec = dict(C=C, seconds=seconds, scores=np.asarray(est.decision_function(te)).tolist(),
-                       pred=np.asarray(est.predict(te)).astype(int).tolist(), pooling=est.model_.pooling,
-                       test_mean=milsvm_plain_means(est, te), train_mean=milsvm_plain_means(est, tr))
+            rec = dict(
+                C=C,
+                seconds=seconds,
+                scores=np.asarray(est.decision_function(te)).tolist(),
+                pred=np.asarray(est.predict(te)).astype(int).tolist(),
+                pooling=est.model_.pooling,
+                test_mean=milsvm_plain_means(est, te),
+                train_mean=milsvm_plain_means(est, tr),
+            )
             if hasattr(est, "bag_score"):
                 rec["bag_score"] = est.bag_score
             out.append(rec)
@@ -215,8 +231,14 @@ def fit_milsvm(method, Cs, kernel, gamma, tr, ytr, te):
         t0 = time.perf_counter()
         est = cls(C=C, eta=ETA, **common).fit(tr, ytr)
         seconds = time.perf_counter() - t0
-        out.append(dict(C=C, seconds=seconds, scores=np.asarray(est.decision_function(te)).tolist(),
-                        pred=np.asarray(est.predict(te)).astype(int).tolist()))
+        out.append(
+            dict(
+                C=C,
+                seconds=seconds,
+                scores=np.asarray(est.decision_function(te)).tolist(),
+                pred=np.asarray(est.predict(te)).astype(int).tolist(),
+            )
+        )
     return out
 
 
@@ -243,8 +265,14 @@ def fit_peer(impl, method, Cs, kernel, gamma, tr, ytr, te):
             import misvm
 
             k = ("rbf" if kernel == "rbf" else "linear") + "_av"
-            est = getattr(misvm, method)(kernel=k, C=C, gamma=gamma, scale_C=False, verbose=False,
-                                         **({"eta": ETA} if method == "sbMIL" else {}))
+            est = getattr(misvm, method)(
+                kernel=k,
+                C=C,
+                gamma=gamma,
+                scale_C=False,
+                verbose=False,
+                **({"eta": ETA} if method == "sbMIL" else {}),
+            )
             est.fit(tr, np.where(ytr > 0, 1.0, -1.0))
             seconds = time.perf_counter() - t0
             s = np.asarray(est.predict(te), dtype=float).ravel()
@@ -255,7 +283,9 @@ def fit_peer(impl, method, Cs, kernel, gamma, tr, ytr, te):
 
             _stage1_on_osqp()
             kern = RBF(gamma=gamma) if kernel == "rbf" else Linear()
-            est = sawmil.sAwMIL(C=C, kernel=kern, solver="osqp", scale_C=False, normalizer="none", eta=ETA)
+            est = sawmil.sAwMIL(
+                C=C, kernel=kern, solver="osqp", scale_C=False, normalizer="none", eta=ETA
+            )
             est.fit([Bag(X=b, y=float(t)) for b, t in zip(tr, ytr)])
             seconds = time.perf_counter() - t0
             tb = [Bag(X=b, y=0.0) for b in te]
@@ -273,8 +303,9 @@ def run(args):
         for line in path.read_text().splitlines():
             r = json.loads(line)
             done.add((r["set"], r["method"], r["fold"], r["C"]))
-    methods = args.methods or (METHODS if args.impl == "milsvm" else
-                               [m for m in METHODS if PEER_OF[m] == args.impl])
+    methods = args.methods or (
+        METHODS if args.impl == "milsvm" else [m for m in METHODS if PEER_OF[m] == args.impl]
+    )
     for name in args.sets:
         bags, y, kernel = load_set(args.work, name, args.impl)
         folds = json.loads((args.work / f"splits_{name}.json").read_text())["folds"]
@@ -299,14 +330,24 @@ def run(args):
                         recs = fit_peer(args.impl, method, Cs, kernel, gamma, tr, ytr, te)
                 with path.open("a") as f:
                     for r in recs:
-                        r.update(set=name, method=method, fold=k, y=yte.tolist(), gamma=gamma,
-                                 test_size=[int(b.shape[0]) for b in te])
+                        r.update(
+                            set=name,
+                            method=method,
+                            fold=k,
+                            y=yte.tolist(),
+                            gamma=gamma,
+                            test_size=[int(b.shape[0]) for b in te],
+                        )
                         if "train_mean" in r:
                             r.update(train_y=ytr.tolist(), train_size=[int(b.shape[0]) for b in tr])
                         f.write(json.dumps(r) + "\n")
                 best = max(recs, key=lambda r: auc(yte, r["scores"]))
-                print(f"{name} {method} fold {k}: {len(recs)} C in {sum(r['seconds'] for r in recs):.1f} s; "
-                      f"best AUC {auc(yte, best['scores']):.3f} at C={best['C']:g}", flush=True)
+                print(
+                    f"{name} {method} fold {k}: {len(recs)} C in "
+                    f"{sum(r['seconds'] for r in recs):.1f} s; best AUC "
+                    f"{auc(yte, best['scores']):.3f} at C={best['C']:g}",
+                    flush=True,
+                )
 
 
 # --------------------------------------------------------------------------------- report
@@ -344,10 +385,14 @@ def rules(r):
     tm, ty = np.array(r["train_mean"]), np.array(r["train_y"])
     out = {}
     t_med = 0.5 * (np.median(tm[ty == 1]) + np.median(tm[ty == 0]))
-    for key, s in (("smil_mean", m + 1 - 1 / n), ("mean", m), ("mean+class_medians", m - t_med),
-                   ("mean+avg_shift", m + 1 - np.mean(1 / ntr)),
-                   ("mean+median_shift", m + 1 - 1 / np.median(ntr)),
-                   ("mean+learnt", m - learnt_threshold(tm, ty))):
+    for key, s in (
+        ("smil_mean", m + 1 - 1 / n),
+        ("mean", m),
+        ("mean+class_medians", m - t_med),
+        ("mean+avg_shift", m + 1 - np.mean(1 / ntr)),
+        ("mean+median_shift", m + 1 - 1 / np.median(ntr)),
+        ("mean+learnt", m - learnt_threshold(tm, ty)),
+    ):
         out[key] = (s, (s > 0).astype(int))
     return out
 
@@ -364,11 +409,19 @@ def report(args):
             for side, (s, p) in sides.items():
                 a = auc(r["y"], s)
                 acc = float(np.mean(np.asarray(p) == np.asarray(r["y"])))
-                rows.setdefault((r["set"], r["method"], side), {}).setdefault(r["C"], []).append((a, acc, r["fold"]))
+                rows.setdefault((r["set"], r["method"], side), {}).setdefault(r["C"], []).append(
+                    (a, acc, r["fold"])
+                )
     sets = [s for s in args.sets if any(k[0] == s for k in rows)]
-    hdr = f"{'set':<9} {'method':<7} {'side':<36} " + " ".join(f"{c:>7g}" for c in args.C) + \
-        "   best C   AUC    acc%  folds  best acc% (C)"
-    print("AUC (mean over the outer folds) per C; best C = the C of best mean AUC; acc% at threshold 0 there;")
+    hdr = (
+        f"{'set':<9} {'method':<7} {'side':<36} "
+        + " ".join(f"{c:>7g}" for c in args.C)
+        + "   best C   AUC    acc%  folds  best acc% (C)"
+    )
+    print(
+        "AUC (mean over the outer folds) per C; best C = the C of best mean AUC; acc% at "
+        "threshold 0 there;"
+    )
     print("best acc% = the best mean accuracy at threshold 0 over the C values, and its C")
     print(hdr)
     print("-" * len(hdr))
@@ -376,21 +429,31 @@ def report(args):
         for method in METHODS:
             for key in sorted(k for k in rows if k[0] == name and k[1] == method):
                 per_c = rows[key]
-                full = {c: v for c, v in per_c.items() if len(v) == max(len(x) for x in per_c.values())}
+                full = {
+                    c: v for c, v in per_c.items() if len(v) == max(len(x) for x in per_c.values())
+                }
                 mean_auc = {c: np.mean([v[0] for v in vals]) for c, vals in full.items()}
-                cells = " ".join(f"{mean_auc[c]:7.3f}" if c in mean_auc else f"{'-':>7}" for c in args.C)
+                cells = " ".join(
+                    f"{mean_auc[c]:7.3f}" if c in mean_auc else f"{'-':>7}" for c in args.C
+                )
                 cb = max(mean_auc, key=mean_auc.get)
                 acc = np.mean([v[1] for v in full[cb]])
                 edge = "*" if cb in (min(full), max(full)) else " "
                 mean_acc = {c: np.mean([v[1] for v in vals]) for c, vals in full.items()}
                 ca = max(mean_acc, key=mean_acc.get)
-                print(f"{name:<9} {method:<7} {key[2]:<36} {cells}   {cb:>6g}{edge} {mean_auc[cb]:.3f}  "
-                      f"{100 * acc:5.1f}  {len(full[cb])}      {100 * mean_acc[ca]:5.1f} ({ca:g})")
+                print(
+                    f"{name:<9} {method:<7} {key[2]:<36} {cells}   {cb:>6g}{edge} "
+                    f"{mean_auc[cb]:.3f}  {100 * acc:5.1f}  {len(full[cb])}      "
+                    f"{100 * mean_acc[ca]:5.1f} ({ca:g})"
+                )
     print("* best C at an edge of the values run")
     pairs = [(a, b) for a, b in zip(args.pair[::2], args.pair[1::2])]
     if pairs:
-        print("\nAccuracy at threshold 0, paired over the folds (second side - first side), each side at its C "
-              "of best mean accuracy and at its C of best mean AUC: mean difference (standard error)")
+        print(
+            "\nAccuracy at threshold 0, paired over the folds (second side - first side), each "
+            "side at its C of best mean accuracy and at its C of best mean AUC: mean difference "
+            "(standard error)"
+        )
     for first, second in pairs:
         for name in sets:
             for method in METHODS:
@@ -407,31 +470,46 @@ def report(args):
                     d = np.array([best[1][k] - best[0][k] for k in folds])
                     se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
                     out.append(f"{100 * d.mean():+5.1f} ({100 * se:.1f})")
-                print(f"{name:<9} {method:<7} {second} - {first}: at best-accuracy C {out[0]}, "
-                      f"at best-AUC C {out[1]}")
+                print(
+                    f"{name:<9} {method:<7} {second} - {first}: at best-accuracy C {out[0]}, "
+                    f"at best-AUC C {out[1]}"
+                )
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("prepare", help="the arrays and the folds (milsvm's venv)")
     p.add_argument("--data", type=Path, required=True, help="the data folder (shared/data)")
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--check", action="store_true", help="only compare milsvm's reader with the plain parser")
+    p.add_argument(
+        "--check", action="store_true", help="only compare milsvm's reader with the plain parser"
+    )
     r = sub.add_parser("run", help="one side's fits")
     r.add_argument("--impl", required=True, choices=["milsvm", "misvm", "sawmil"])
     r.add_argument("--label", default="", help="appended to the output name (e.g. before / after)")
     r.add_argument("--methods", nargs="+", choices=METHODS)
     r.add_argument("--n-folds", type=int, default=99, help="run only the first folds")
     q = sub.add_parser("report", help="the tables")
-    q.add_argument("--no-rules", dest="rules", action="store_false",
-                   help="leave out the candidate rules of milsvm's sMIL")
-    q.add_argument("--pair", nargs="+", default=["milsvm-before", "milsvm-after"],
-                   help="sides to compare in pairs (first second ...): paired accuracy differences")
+    q.add_argument(
+        "--no-rules",
+        dest="rules",
+        action="store_false",
+        help="leave out the candidate rules of milsvm's sMIL",
+    )
+    q.add_argument(
+        "--pair",
+        nargs="+",
+        default=["milsvm-before", "milsvm-after"],
+        help="sides to compare in pairs (first second ...): paired accuracy differences",
+    )
     for s in (p, r, q):
-        s.add_argument("--work", type=Path, required=True, help="folder of the arrays, folds and results")
+        s.add_argument(
+            "--work", type=Path, required=True, help="folder of the arrays, folds and results"
+        )
         s.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
         s.add_argument("--C", type=float, nargs="+", default=DEFAULT_C)
     args = ap.parse_args()

@@ -74,10 +74,26 @@ def _project_onto_face(v, s, t):
 
 
 class RefSVMCC:
-    def __init__(self, C=1.0, kernel="rbf", gamma=1.0, lp_rule="max", bounds="paper", bias="qp", max_iter=80,
-                 tol=1e-4, svc_tol=1e-5):
+    def __init__(
+        self,
+        C=1.0,
+        kernel="rbf",
+        gamma=1.0,
+        lp_rule="max",
+        bounds="paper",
+        bias="qp",
+        max_iter=80,
+        tol=1e-4,
+        svc_tol=1e-5,
+    ):
         self.C, self.kernel, self.gamma, self.lp_rule = C, kernel, gamma, lp_rule
-        self.bounds, self.bias, self.max_iter, self.tol, self.svc_tol = bounds, bias, max_iter, tol, svc_tol
+        self.bounds, self.bias, self.max_iter, self.tol, self.svc_tol = (
+            bounds,
+            bias,
+            max_iter,
+            tol,
+            svc_tol,
+        )
 
     def fit(self, bags, y):
         import milsvm
@@ -105,18 +121,21 @@ class RefSVMCC:
         for _ in range(self.max_iter):
             self.n_iter_ += 1
             for k, i in enumerate(pos):
-                A[k, ptr[i]:ptr[i + 1]] = v[k]
+                A[k, ptr[i] : ptr[i + 1]] = v[k]
             Ac = A.tocsr()
             Kc = np.asarray(Ac @ (Ac @ K).T)
-            svc = SVC(kernel="precomputed", C=1.0, class_weight={1: c1, 0: c2}, tol=self.svc_tol).fit(Kc, labels)
+            svc = SVC(
+                kernel="precomputed", C=1.0, class_weight={1: c1, 0: c2}, tol=self.svc_tol
+            ).fit(Kc, labels)
             ya = np.zeros(m)
             ya[svc.support_] = svc.dual_coef_[0]
             beta = np.asarray(Ac.T @ ya).ravel()
             g = K @ beta
-            ps = [g[ptr[i]:ptr[i + 1]] for i in pos]
+            ps = [g[ptr[i] : ptr[i + 1]] for i in pos]
             gn = g[neg_inst]
-            vmax, b_lp = milsvm._core.svmcc_lp_step([s.tolist() for s in ps], [c1] * n_pb, gn.tolist(), [c2] * n_ni,
-                                                    lp_rule="max")
+            vmax, b_lp = milsvm._core.svmcc_lp_step(
+                [s.tolist() for s in ps], [c1] * n_pb, gn.tolist(), [c2] * n_ni, lp_rule="max"
+            )
             new_v = []
             for vk, s, vm in zip(v, ps, vmax):
                 vm = np.asarray(vm)
@@ -146,7 +165,7 @@ class RefSVMCC:
         X = sp.vstack(bags).tocsr() if sp.issparse(bags[0]) else np.vstack(bags)
         ptr = np.concatenate([[0], np.cumsum([b.shape[0] for b in bags])])
         g = _gram(X, self.X_, self.kernel, self.gamma) @ self.beta_ + self.b_
-        return np.array([g[ptr[i]:ptr[i + 1]].max() for i in range(len(bags))])
+        return np.array([g[ptr[i] : ptr[i + 1]].max() for i in range(len(bags))])
 
     def predict(self, bags):
         return np.where(self.decision_function(bags) > 0, self.classes_[1], self.classes_[0])

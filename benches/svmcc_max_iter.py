@@ -14,7 +14,8 @@ For one data set and split seed already logged by reproduce_yd_table1.py, it rep
 Run (from the repository root; OMP_NUM_THREADS=1), after the reproduce_yd_table1.py run it reads:
 
     python benches/svmcc_max_iter.py --dataset elephant --seed 0 --max-iter 80 400 2000 \\
-        --log benches/results/yd_table1_lp_folds.jsonl --out benches/results/svmcc_max_iter_elephant.txt
+        --log benches/results/yd_table1_lp_folds.jsonl \\
+        --out benches/results/svmcc_max_iter_elephant.txt
 """
 
 from __future__ import annotations
@@ -52,10 +53,16 @@ def main():
 
     caps = sorted(set(args.max_iter) | {80})
     settings = dict(folds=args.folds, grid_step=1, seed=args.seed, cc_lp_rule=args.lp_rule)
-    logged = {r["fold"]: r["result"] for r in map(json.loads, args.log.read_text().splitlines())
-              if r["settings"] == settings and r["dataset"] == args.dataset and r["method"] == "SVMCC"}
+    logged = {
+        r["fold"]: r["result"]
+        for r in map(json.loads, args.log.read_text().splitlines())
+        if r["settings"] == settings and r["dataset"] == args.dataset and r["method"] == "SVMCC"
+    }
     if len(logged) != args.folds:
-        sys.exit(f"{args.log}: {len(logged)} of {args.folds} folds logged for {args.dataset} under {settings}")
+        sys.exit(
+            f"{args.log}: {len(logged)} of {args.folds} folds logged for {args.dataset} under "
+            f"{settings}"
+        )
     kernel = KERNEL[args.dataset]
     bags, y = load(args.dataset)
     out = Report()
@@ -63,17 +70,25 @@ def main():
     n_inner = args.folds * npoints * 3
     w_inner = sum(r["warnings_inner"] for r in logged.values())
     w_final = sum(len(r["warnings_final"]) for r in logged.values())
-    out(f"SVM-CC max_iter on {args.dataset} ({kernel}), seed {args.seed}, LP rule {args.lp_rule}, bounds paper; "
-        f"run read from {args.log.name}, settings {json.dumps(settings)}")
-    out(f"fits that stopped at max_iter=80 in that run: inner CV {w_inner} of {n_inner} "
-        f"({100.0 * w_inner / n_inner:.1f} %), final fits {w_final} of {args.folds}")
+    out(
+        f"SVM-CC max_iter on {args.dataset} ({kernel}), seed {args.seed}, LP rule {args.lp_rule}, "
+        f"bounds paper; run read from {args.log.name}, settings {json.dumps(settings)}"
+    )
+    out(
+        f"fits that stopped at max_iter=80 in that run: inner CV {w_inner} of {n_inner} "
+        f"({100.0 * w_inner / n_inner:.1f} %), final fits {w_final} of {args.folds}"
+    )
     out()
     out("final fit at the chosen point, refitted with each cap (selection unchanged)")
-    hdr = (f"{'fold':>4} {'C':>9} {'gamma':>9} {'cap':>5} {'rounds':>6} {'conv':>5} {'dv last-20 min':>14} "
-           f"{'max':>9} {'correct':>7} {'differ':>6} {'s':>6}")
+    hdr = (
+        f"{'fold':>4} {'C':>9} {'gamma':>9} {'cap':>5} {'rounds':>6} {'conv':>5} "
+        f"{'dv last-20 min':>14} {'max':>9} {'correct':>7} {'differ':>6} {'s':>6}"
+    )
     out(hdr)
     out("-" * len(hdr))
-    folds = list(StratifiedKFold(args.folds, shuffle=True, random_state=args.seed).split(np.zeros(len(y)), y))
+    folds = list(
+        StratifiedKFold(args.folds, shuffle=True, random_state=args.seed).split(np.zeros(len(y)), y)
+    )
     tot = {c: [0, 0, 0, 0] for c in caps}  # correct, n, differing predictions, converged fits
     for fold, (tr, te) in enumerate(folds):
         r = logged[fold]
@@ -89,7 +104,9 @@ def main():
             t0 = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                m = milsvm.SVMCC(kernel=kernel, lp_rule=args.lp_rule, max_iter=cap, n_jobs=1, **point)
+                m = milsvm.SVMCC(
+                    kernel=kernel, lp_rule=args.lp_rule, max_iter=cap, n_jobs=1, **point
+                )
                 m.fit(trb, y[tr])
             pred = m.predict(teb)
             secs = time.perf_counter() - t0
@@ -103,14 +120,18 @@ def main():
             t[1] += len(te)
             t[2] += differ
             t[3] += int(m.converged_)
-            out(f"{fold:>4} {point['C']:>9.4g} {point.get('gamma', 0.0):>9.3g} {cap:>5} {m.n_iter_:>6} "
-                f"{str(bool(m.converged_)):>5} {tail.min():>14.2e} {tail.max():>9.2e} {correct:>4}/{len(te):<2} "
-                f"{differ:>6} {secs:>6.2f}")
+            out(
+                f"{fold:>4} {point['C']:>9.4g} {point.get('gamma', 0.0):>9.3g} {cap:>5} "
+                f"{m.n_iter_:>6} {str(bool(m.converged_)):>5} {tail.min():>14.2e} "
+                f"{tail.max():>9.2e} {correct:>4}/{len(te):<2} {differ:>6} {secs:>6.2f}"
+            )
     out()
     for cap in caps:
         c, n, dif, conv = tot[cap]
-        out(f"max_iter={cap:<5}: accuracy {100.0 * c / n:.1f} % ({c}/{n}); converged {conv}/{args.folds} final fits; "
-            f"{dif} test predictions differ from max_iter=80")
+        out(
+            f"max_iter={cap:<5}: accuracy {100.0 * c / n:.1f} % ({c}/{n}); converged "
+            f"{conv}/{args.folds} final fits; {dif} test predictions differ from max_iter=80"
+        )
     if args.out:
         out.write(args.out)
 

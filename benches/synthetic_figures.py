@@ -51,11 +51,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.colors import ListedColormap  # noqa: E402
-
 import milsvm  # noqa: E402
 import milsvm.datasets  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.colors import ListedColormap  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -65,7 +64,12 @@ MAX_ITER = 50
 SUCCESS_RADIUS = 0.3  # an XV "ends at" a centre when it is within this distance
 
 ORIGIN = np.zeros((1, 2))
-MU = {1: np.array([-2.0, 2.0]), 2: np.array([2.0, 2.0]), 3: np.array([2.0, -2.0]), 4: np.array([-2.0, -2.0])}
+MU = {
+    1: np.array([-2.0, 2.0]),
+    2: np.array([2.0, 2.0]),
+    3: np.array([2.0, -2.0]),
+    4: np.array([-2.0, -2.0]),
+}
 CONCEPTS = np.array([MU[1], MU[3]])  # the relevant centres of the 3-class set
 
 INIT_BINARY = np.array([[2.0, 0.0]])
@@ -95,10 +99,14 @@ CLASS_NAMES = {
 def load(kind):
     """Return (Bags, y, X, instance bag labels, instance is-witness flags)."""
     if kind == "binary":
-        bags, y, inst = milsvm.datasets.make_center_ring_bags(random_state=0, return_instance_labels=True)
+        bags, y, inst = milsvm.datasets.make_center_ring_bags(
+            random_state=0, return_instance_labels=True
+        )
         witness = np.concatenate(inst) == 1  # centre instances
     else:
-        bags, y, inst = milsvm.datasets.make_four_gaussians_bags(random_state=0, return_instance_labels=True)
+        bags, y, inst = milsvm.datasets.make_four_gaussians_bags(
+            random_state=0, return_instance_labels=True
+        )
         witness = np.concatenate(inst) != 2  # mu1 / mu3 instances
     sizes = np.array([len(b) for b in bags])
     X = np.vstack(bags)
@@ -108,12 +116,15 @@ def load(kind):
 
 def fit(B, y, init, gamma=GAMMA, c=C):
     init = np.asarray(init, dtype=np.float64)
-    clf = milsvm.SparseMI(n_xv=len(init), init=init, C=c, gamma=gamma, max_iter=MAX_ITER, random_state=0)
+    clf = milsvm.SparseMI(
+        n_xv=len(init), init=init, C=c, gamma=gamma, max_iter=MAX_ITER, random_state=0
+    )
     return clf.fit(B, y)
 
 
 def centre_distances(kind, xv):
-    """Distance of every XV to its nearest relevant centre, and of every centre to its nearest XV."""
+    """Distance of every XV to its nearest relevant centre, and of every centre to its nearest
+    XV."""
     centres = ORIGIN if kind == "binary" else CONCEPTS
     d = np.linalg.norm(xv[:, None, :] - centres[None, :, :], axis=2)
     return d.min(axis=1), d.min(axis=0)
@@ -130,7 +141,10 @@ def report(kind, title, clf, B, y):
     xv_to_centre, centre_to_xv = centre_distances(kind, clf.xv_)
     monotone = bool(np.all(np.diff(h) <= 0))
     print(f"--- {title}")
-    print(f"    n_iter = {clf.n_iter_}, g first = {h[0]:.3f}, g last = {h[-1]:.3f} (non-increasing: {monotone})")
+    print(
+        f"    n_iter = {clf.n_iter_}, g first = {h[0]:.3f}, g last = {h[-1]:.3f} (non-increasing: "
+        f"{monotone})"
+    )
     print(f"    training accuracy = {100 * acc:.1f}% ({int(round(acc * len(y)))}/{len(y)} bags)")
     for k, (z0, z) in enumerate(zip(clf.initial_xv_, clf.xv_)):
         if kind == "binary":
@@ -138,10 +152,16 @@ def report(kind, title, clf, B, y):
         else:
             d1, d3 = np.linalg.norm(z - MU[1]), np.linalg.norm(z - MU[3])
             where = f"distance to mu1 {d1:.3f}, to mu3 {d3:.3f} (nearest {min(d1, d3):.3f})"
-        print(f"    XV {k}: initial ({z0[0]:+.3f}, {z0[1]:+.3f}) -> final ({z[0]:+.3f}, {z[1]:+.3f}); {where}")
+        print(
+            f"    XV {k}: initial ({z0[0]:+.3f}, {z0[1]:+.3f}) -> final ({z[0]:+.3f}, "
+            f"{z[1]:+.3f}); {where}"
+        )
     if kind == "multi":
         print(f"    nearest XV to mu1: {centre_to_xv[0]:.3f}, to mu3: {centre_to_xv[1]:.3f}")
-    print(f"    success (100% accuracy and every centre within {SUCCESS_RADIUS} of an XV): {succeeded(kind, clf, B, y)}")
+    print(
+        f"    success (100% accuracy and every centre within {SUCCESS_RADIUS} of an XV): "
+        f"{succeeded(kind, clf, B, y)}"
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -159,9 +179,13 @@ def scatter_data(ax, kind, X, inst_class, witness):
     colours = CLASS_COLOURS[kind]
     for c, name in enumerate(CLASS_NAMES[kind]):
         m = inst_class == c
-        ax.scatter(X[m & ~witness, 0], X[m & ~witness, 1], s=7, c=colours[c], alpha=0.55, lw=0, label=name)
+        ax.scatter(
+            X[m & ~witness, 0], X[m & ~witness, 1], s=7, c=colours[c], alpha=0.55, lw=0, label=name
+        )
         if np.any(m & witness):
-            ax.scatter(X[m & witness, 0], X[m & witness, 1], s=22, c=colours[c], edgecolors="k", lw=0.6)
+            ax.scatter(
+                X[m & witness, 0], X[m & witness, 1], s=22, c=colours[c], edgecolors="k", lw=0.6
+            )
     ax.scatter([], [], s=22, c="w", edgecolors="k", lw=0.6, label="witness instance")
 
 
@@ -187,17 +211,41 @@ def draw_row(axes, kind, clf, B, y, X, inst_class, witness, title):
     G = milsvm.Bags.from_instances(grid, np.ones(len(grid), dtype=np.int64))
     pred = np.searchsorted(clf.classes_, clf.predict(G)).reshape(gx.shape)
     n_classes = len(clf.classes_)
-    ax.contourf(gx, gy, pred, levels=np.arange(n_classes + 1) - 0.5, cmap=ListedColormap(REGION_COLOURS[kind]))
+    ax.contourf(
+        gx,
+        gy,
+        pred,
+        levels=np.arange(n_classes + 1) - 0.5,
+        cmap=ListedColormap(REGION_COLOURS[kind]),
+    )
     if kind == "binary":
-        ax.contour(gx, gy, clf.decision_function(G).reshape(gx.shape), levels=[0.0], colors="k", linewidths=0.8)
+        ax.contour(
+            gx,
+            gy,
+            clf.decision_function(G).reshape(gx.shape),
+            levels=[0.0],
+            colors="k",
+            linewidths=0.8,
+        )
     scatter_data(ax, kind, X, inst_class, witness)
     for z0, z in zip(init, final):
         # clip the arrow head to the axes so an XV that left the data stays visible as a direction
         zc = np.array([np.clip(z[0], *xlim), np.clip(z[1], *ylim)])
-        ax.annotate("", xy=zc, xytext=z0, arrowprops=dict(arrowstyle="->", lw=1.8, color="k"), zorder=6)
+        ax.annotate(
+            "", xy=zc, xytext=z0, arrowprops=dict(arrowstyle="->", lw=1.8, color="k"), zorder=6
+        )
         ax.scatter(*z0, marker="+", s=250, lw=2, c="0.35", zorder=6)
     inside = np.all((final >= [xlim[0], ylim[0]]) & (final <= [xlim[1], ylim[1]]), axis=1)
-    ax.scatter(final[inside, 0], final[inside, 1], marker="X", s=170, c="gold", edgecolors="k", lw=1.2, zorder=7)
+    ax.scatter(
+        final[inside, 0],
+        final[inside, 1],
+        marker="X",
+        s=170,
+        c="gold",
+        edgecolors="k",
+        lw=1.2,
+        zorder=7,
+    )
     ax.scatter([], [], marker="+", s=100, lw=2, c="0.35", label="initial XV")
     ax.scatter([], [], marker="X", s=100, c="gold", edgecolors="k", lw=1.2, label="final XV")
     ax.set_title(f"final XVs and decision regions (train acc {100 * acc:.0f}%)")
@@ -218,8 +266,13 @@ def draw_row(axes, kind, clf, B, y, X, inst_class, witness, title):
 
 
 def figure(rows, path, suptitle):
-    fig, axes = plt.subplots(len(rows), 3, figsize=(17, 6.2 * len(rows)), squeeze=False,
-                             gridspec_kw={"width_ratios": [1, 1, 0.9]})
+    fig, axes = plt.subplots(
+        len(rows),
+        3,
+        figsize=(17, 6.2 * len(rows)),
+        squeeze=False,
+        gridspec_kw={"width_ratios": [1, 1, 0.9]},
+    )
     for ax_row, row in zip(axes, rows):
         draw_row(ax_row, *row)
     fig.suptitle(suptitle, y=1.0 + 0.02 / len(rows))
@@ -237,7 +290,11 @@ def figure(rows, path, suptitle):
 def sweep_starts(kind):
     if kind == "binary":
         angles = 2 * np.pi * np.arange(16) / 16 + 0.1
-        return [np.array([[r * np.cos(a), r * np.sin(a)]]) for r in (1.0, 2.0, 2.5, 3.0, 4.0) for a in angles]
+        return [
+            np.array([[r * np.cos(a), r * np.sin(a)]])
+            for r in (1.0, 2.0, 2.5, 3.0, 4.0)
+            for a in angles
+        ]
     rng = np.random.default_rng(1)
     starts = []
     while len(starts) < 40:
@@ -257,7 +314,9 @@ def sweep(kind, B, y):
             ok = np.array([succeeded(kind, fit(B, y, s, gamma, c), B, y) for s in starts])
             detail = ""
             if kind == "binary":
-                detail = "  by radius: " + " / ".join(str(int(v)) for v in ok.reshape(5, 16).sum(axis=1))
+                detail = "  by radius: " + " / ".join(
+                    str(int(v)) for v in ok.reshape(5, 16).sum(axis=1)
+                )
             print(f"    gamma={gamma:<4} C={c:<6g} {ok.sum():3d}/{len(ok)}{detail}")
 
 
@@ -268,7 +327,10 @@ def main():
     args = parser.parse_args()
     args.out_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    print(f"SparseMI, Gaussian kernel gamma={GAMMA} (sigma=1), C={C:g}, max_iter={MAX_ITER}, s_max=10, tol=1e-6")
+    print(
+        f"SparseMI, Gaussian kernel gamma={GAMMA} (sigma=1), C={C:g}, max_iter={MAX_ITER}, "
+        "s_max=10, tol=1e-6"
+    )
 
     data = {kind: load(kind) for kind in ("binary", "multi")}
     failures = []
@@ -280,16 +342,22 @@ def main():
         print(f"\n=== {label}: {len(y)} bags, {len(X)} instances")
         clf = fit(B, y, init)
         report(kind, "poor initialisation (figure)", clf, B, y)
-        figure([(kind, clf, B, y, X, inst_class, witness, label)], args.out_dir / name,
-               f"Fu et al. 2013, Fig. 2{label[:3]}: SparseMI from a poor initialisation "
-               f"(gamma={GAMMA}, C={C:g})")
+        figure(
+            [(kind, clf, B, y, X, inst_class, witness, label)],
+            args.out_dir / name,
+            f"Fu et al. 2013, Fig. 2{label[:3]}: SparseMI from a poor initialisation "
+            f"(gamma={GAMMA}, C={C:g})",
+        )
         clf_fail = fit(B, y, fail)
         report(kind, "another poor initialisation (failure example)", clf_fail, B, y)
         failures.append((kind, clf_fail, B, y, X, inst_class, witness, f"{label}, other start"))
 
     print()
-    figure(failures, args.out_dir / "fig2_failures.png",
-           f"Starts that end in local minima of g(Z) (gamma={GAMMA}, C={C:g})")
+    figure(
+        failures,
+        args.out_dir / "fig2_failures.png",
+        f"Starts that end in local minima of g(Z) (gamma={GAMMA}, C={C:g})",
+    )
 
     if not args.no_sweep:
         for kind in ("binary", "multi"):

@@ -255,8 +255,9 @@ def run_task(kind, setting, seed, name, data, quick):
     out = dict(kind=kind, setting=setting, seed=seed, name=name)
     t_start = time.perf_counter()
     try:
-        point, cv_s, inner_failed = choose(name, kind, seed, tr_bags, tr_y,
-                                           grid_points(name, kind, base, quick))
+        point, cv_s, inner_failed = choose(
+            name, kind, seed, tr_bags, tr_y, grid_points(name, kind, base, quick)
+        )
         est = make_estimator(name, kind, seed, point)
         t0 = time.perf_counter()
         caught = fit_quiet(est, tr_bags, tr_y)
@@ -268,9 +269,14 @@ def run_task(kind, setting, seed, name, data, quick):
         out.update(
             bag=roc_auc_score(te_y, bag_scores),
             inst=roc_auc_score(z, s),
-            inst_pos=roc_auc_score(z[in_pos], s[in_pos]) if 0 < z[in_pos].sum() < in_pos.sum() else np.nan,
-            fit_s=fit_s, cv_s=cv_s, inner_failed=inner_failed,
-            point=(point[0], round(point[1] / base, 6)), pooling=est.model_.pooling,
+            inst_pos=roc_auc_score(z[in_pos], s[in_pos])
+            if 0 < z[in_pos].sum() < in_pos.sum()
+            else np.nan,
+            fit_s=fit_s,
+            cv_s=cv_s,
+            inner_failed=inner_failed,
+            point=(point[0], round(point[1] / base, 6)),
+            pooling=est.model_.pooling,
             warnings=sorted(set(m.split(":")[0] for m in caught)),
             const=bool(np.ptp(s) == 0),
         )
@@ -306,10 +312,15 @@ def setting_label(kind, setting):
 
 def data_stats(data):
     tr_bags, tr_y, tr_z, te_bags, te_y, te_z = data
+
     def one(bags, y, z):
         sizes = np.array([len(b) for b in bags])
         wit = np.mean([zz.mean() for zz, t in zip(z, y) if t == 1])
-        return f"{len(bags)} bags, {sizes.sum()} instances, {int(y.sum())} positive, witness rate {wit:.2f}"
+        return (
+            f"{len(bags)} bags, {sizes.sum()} instances, {int(y.sum())} positive, witness rate "
+            f"{wit:.2f}"
+        )
+
     return f"train {one(tr_bags, tr_y, tr_z)}; test {one(te_bags, te_y, te_z)}"
 
 
@@ -320,8 +331,10 @@ def report(results, settings, names, seeds, stats):
     by = {}
     for r in results:
         by.setdefault((r["kind"], r["setting"], r["name"]), []).append(r)
-    head = (f"{'estimator':<14} {'pool':<10} {'bag AUROC':>14} {'inst AUROC':>14} {'inst AUROC pos':>15} "
-            f"{'fit s':>12} {'CV s':>8}  {'chosen (C|nu, gamma x)':<26} notes")
+    head = (
+        f"{'estimator':<14} {'pool':<10} {'bag AUROC':>14} {'inst AUROC':>14} "
+        f"{'inst AUROC pos':>15} {'fit s':>12} {'CV s':>8}  {'chosen (C|nu, gamma x)':<26} notes"
+    )
     for kind, setting in settings:
         add(f"== {setting_label(kind, setting)}; {len(seeds)} seeds")
         for line in stats[kind, setting]:
@@ -348,20 +361,26 @@ def report(results, settings, names, seeds, stats):
                 notes.append(f"constant scores in {const}/{len(ok)}")
             chosen = Counter(r["point"] for r in ok).most_common(2)
             ch = ", ".join(f"({c:g}, {g:g})x{k}" for (c, g), k in chosen)
-            add(f"{name:<14} {ok[0]['pooling']:<10} {pm([r['bag'] for r in ok]):>14} "
+            add(
+                f"{name:<14} {ok[0]['pooling']:<10} {pm([r['bag'] for r in ok]):>14} "
                 f"{pm([r['inst'] for r in ok]):>14} {pm([r['inst_pos'] for r in ok]):>15} "
-                f"{pm_time([r['fit_s'] for r in ok]):>12} {np.mean([r['cv_s'] for r in ok]):8.1f}  {ch:<26} "
-                + "; ".join(notes))
+                f"{pm_time([r['fit_s'] for r in ok]):>12} {np.mean([r['cv_s'] for r in ok]):8.1f} "
+                f" {ch:<26} " + "; ".join(notes)
+            )
         add("")
     # summary tables: one column per setting
     cols = [(k, s) for k, s in settings]
     short = [f"f={s}" if k == "toy" else f"n={s}" for k, s in cols]
-    for key, title in (("inst_pos", "instance AUROC within positive test bags (witness finding)"),
-                       ("inst", "instance AUROC over all test instances"),
-                       ("bag", "bag AUROC"),
-                       ("fit_s", "fit seconds (final fit, one thread)")):
-        add(f"== summary: {title}, mean over seeds (toy columns f = fraction of positives; digits "
-            "columns n = training bags)")
+    for key, title in (
+        ("inst_pos", "instance AUROC within positive test bags (witness finding)"),
+        ("inst", "instance AUROC over all test instances"),
+        ("bag", "bag AUROC"),
+        ("fit_s", "fit seconds (final fit, one thread)"),
+    ):
+        add(
+            f"== summary: {title}, mean over seeds (toy columns f = fraction of positives; digits "
+            "columns n = training bags)"
+        )
         hdr = f"{'estimator':<14}" + "".join(f"{c:>9}" for c in short)
         add(hdr)
         add("-" * len(hdr))
@@ -370,8 +389,13 @@ def report(results, settings, names, seeds, stats):
             for k, s in cols:
                 vals = [r[key] for r in by.get((k, s, name), []) if "error" not in r]
                 vals = [v for v in vals if np.isfinite(v)]
-                cells.append(f"{np.mean(vals):9.3f}" if vals and key != "fit_s" else
-                             f"{np.mean(vals):9.2f}" if vals else f"{'fail':>9}")
+                cells.append(
+                    f"{np.mean(vals):9.3f}"
+                    if vals and key != "fit_s"
+                    else f"{np.mean(vals):9.2f}"
+                    if vals
+                    else f"{'fail':>9}"
+                )
             add(f"{name:<14}" + "".join(cells))
         add("")
     return lines
@@ -384,23 +408,38 @@ def report(results, settings, names, seeds, stats):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true",
-                    help="one seed, f = 0.3 and 50 training bags, no grid search, one process")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="one seed, f = 0.3 and 50 training bags, no grid search, one process",
+    )
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--fractions", type=float, nargs="*", default=[0.1, 0.3, 0.5, 0.7])
     ap.add_argument("--train-bags", type=int, nargs="*", default=[50, 100, 200])
     ap.add_argument("--digit-test-bags", type=int, default=500)
-    ap.add_argument("--estimators", nargs="+", default=None, help="a subset of the registry (default: all)")
+    ap.add_argument(
+        "--estimators", nargs="+", default=None, help="a subset of the registry (default: all)"
+    )
     ap.add_argument("--n-jobs", type=int, default=2, help="worker processes (one thread a fit)")
-    ap.add_argument("--out", type=Path, default=None,
-                    help="table file (default: benches/results/witness_detection.txt; --quick: none)")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="table file (default: benches/results/witness_detection.txt; --quick: none)",
+    )
     args = ap.parse_args(argv)
 
     from milsvm._registry import ESTIMATORS, resolve
 
     names = [resolve(n).__name__ for n in args.estimators] if args.estimators else list(ESTIMATORS)
     if args.quick:
-        args.seeds, args.fractions, args.train_bags, args.digit_test_bags, args.n_jobs = 1, [0.3], [50], 100, 1
+        args.seeds, args.fractions, args.train_bags, args.digit_test_bags, args.n_jobs = (
+            1,
+            [0.3],
+            [50],
+            100,
+            1,
+        )
     out_path = args.out if args.out or args.quick else HERE / "results" / "witness_detection.txt"
     seeds = list(range(args.seeds))
 
@@ -416,9 +455,17 @@ def main(argv=None):
         stats[kind, setting] = [f"seed 0: {data_stats(data[kind, setting, 0])}"]
 
     # the largest problems first (the slowest tasks), for a balanced parallel run
-    tasks = [(kind, setting, s, name) for kind, setting in settings[::-1] for s in seeds for name in names]
-    print(f"{len(tasks)} tasks ({len(names)} estimators, {len(settings)} settings, {len(seeds)} seeds), "
-          f"{args.n_jobs} process(es)", flush=True)
+    tasks = [
+        (kind, setting, s, name)
+        for kind, setting in settings[::-1]
+        for s in seeds
+        for name in names
+    ]
+    print(
+        f"{len(tasks)} tasks ({len(names)} estimators, {len(settings)} settings, {len(seeds)} "
+        f"seeds), {args.n_jobs} process(es)",
+        flush=True,
+    )
     if args.n_jobs == 1:
         results = []
         for kind, setting, s, name in tasks:
@@ -429,28 +476,41 @@ def main(argv=None):
         results = []
         gen = Parallel(n_jobs=args.n_jobs, return_as="generator_unordered")(
             delayed(run_task)(kind, setting, s, name, data[kind, setting, s], args.quick)
-            for kind, setting, s, name in tasks)
+            for kind, setting, s, name in tasks
+        )
         for r in gen:
             results.append(r)
-            status = r.get("error") or (f"bag {r['bag']:.3f} inst {r['inst']:.3f} pos {r['inst_pos']:.3f} "
-                                        f"fit {r['fit_s']:.2f} s")
-            print(f"  [{len(results)}/{len(tasks)} {time.perf_counter() - t0:6.0f} s] {r['kind']} {r['setting']} "
-                  f"seed {r['seed']} {r['name']}: {status} ({r['task_s']:.1f} s)", flush=True)
+            status = r.get("error") or (
+                f"bag {r['bag']:.3f} inst {r['inst']:.3f} pos {r['inst_pos']:.3f} "
+                f"fit {r['fit_s']:.2f} s"
+            )
+            print(
+                f"  [{len(results)}/{len(tasks)} {time.perf_counter() - t0:6.0f} s] {r['kind']} "
+                f"{r['setting']} seed {r['seed']} {r['name']}: {status} ({r['task_s']:.1f} s)",
+                flush=True,
+            )
     wall = time.perf_counter() - t0
 
-    lines = ["Witness detection: instance-level AUROC against known instance labels (benches/witness_detection.py;"
-             " protocol in its docstring)",
-             "command: python " + " ".join([str(Path(sys.argv[0]).as_posix())] + sys.argv[1:]) if argv is None
-             else "command: (called from Python) " + " ".join(argv),
-             f"seeds {seeds}; grid search {'off (--quick)' if args.quick else 'by 3-fold bag-level CV on bag AUROC'};"
-             f" {args.n_jobs} worker process(es), one thread a fit; mean ± std over seeds",
-             "columns: bag AUROC (test bags), inst AUROC (all test instances), inst AUROC pos (instances of positive"
-             " test bags only), fit s (final fit), CV s (inner fits of the grid search, mean over seeds), chosen "
-             "grid point (most frequent two: C or nu, gamma over the base width; xK = K seeds)",
-             ""]
+    lines = [
+        "Witness detection: instance-level AUROC against known instance labels "
+        "(benches/witness_detection.py; protocol in its docstring)",
+        "command: python " + " ".join([str(Path(sys.argv[0]).as_posix())] + sys.argv[1:])
+        if argv is None
+        else "command: (called from Python) " + " ".join(argv),
+        f"seeds {seeds}; grid search "
+        f"{'off (--quick)' if args.quick else 'by 3-fold bag-level CV on bag AUROC'}; "
+        f"{args.n_jobs} worker process(es), one thread a fit; mean ± std over seeds",
+        "columns: bag AUROC (test bags), inst AUROC (all test instances), inst AUROC "
+        "pos (instances of positive test bags only), fit s (final fit), CV s (inner "
+        "fits of the grid search, mean over seeds), chosen grid point (most frequent "
+        "two: C or nu, gamma over the base width; xK = K seeds)",
+        "",
+    ]
     lines += report(results, settings, names, seeds, stats)
-    lines.append(f"total: {wall:.0f} s wall, {sum(r['task_s'] for r in results):.0f} s in tasks "
-                 f"(milsvm {__import__('milsvm').__version__}, {os.cpu_count()} cores)")
+    lines.append(
+        f"total: {wall:.0f} s wall, {sum(r['task_s'] for r in results):.0f} s in tasks "
+        f"(milsvm {__import__('milsvm').__version__}, {os.cpu_count()} cores)"
+    )
     text = "\n".join(lines) + "\n"
     print(text, end="")
     if out_path is not None:

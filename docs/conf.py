@@ -3,9 +3,9 @@
 Sources are MyST Markdown (``*.md``) and a few reStructuredText files; the API reference comes
 from the numpydoc docstrings (autodoc, autosummary, numpydoc), the gallery from
 ``docs/examples/plot_*.py`` (sphinx-gallery, executed at build time), and the generated pages
-(decision table, estimator catalogue, API lists, command-line reference) from ``_ext/milsvm_docs.py``.
-The guide and tutorial toctrees take every page of their folder (glob), so a page added there
-needs no edit here.
+(decision table, estimator catalogue, API lists, command-line reference) from
+``_ext/milsvm_docs.py``. The guide and tutorial toctrees take every page of their folder (glob), so
+a page added there needs no edit here.
 """
 
 import sys
@@ -44,7 +44,13 @@ root_doc = "index"
 templates_path = ["_templates"]
 # examples/ holds the gallery's sources (sphinx-gallery renders them into auto_examples/);
 # _generated/ holds the generated fragments, included by the pages that show them
-exclude_patterns = ["_build", "examples", "_generated", "**/.ipynb_checkpoints", "sg_execution_times.rst"]
+exclude_patterns = [
+    "_build",
+    "examples",
+    "_generated",
+    "**/.ipynb_checkpoints",
+    "sg_execution_times.rst",
+]
 
 # MyST: ```{directive} and ::: fences, definition lists, $math$, anchors for ## and ### headings
 myst_enable_extensions = ["colon_fence", "deflist", "dollarmath", "substitution"]
@@ -55,8 +61,12 @@ myst_substitutions = milsvm_docs.core_constants()
 # API reference
 # the autosummary lists are generated fragments, included by api/index.md: name them for the
 # stub generation (their toctree paths, ../api/generated, hold from either place)
-autosummary_generate = ["api/index.md", "_generated/api_estimators.rst", "_generated/api_core.rst",
-                        "_generated/api_modules.rst"]
+autosummary_generate = [
+    "api/index.md",
+    "_generated/api_estimators.rst",
+    "_generated/api_core.rst",
+    "_generated/api_modules.rst",
+]
 autodoc_typehints = "none"
 autodoc_member_order = "groupwise"
 
@@ -71,8 +81,14 @@ def _skip_scikit_learn_members(app, what, name, obj, skip, options):
 
 def setup(app):
     app.connect("autodoc-skip-member", _skip_scikit_learn_members)
-# inherited members down to milsvm's own classes; scikit-learn's (get_params, score, ...) are documented there
-autodoc_default_options = {"members": True, "inherited-members": "BaseEstimator, ClassifierMixin, TransformerMixin"}
+
+
+# inherited members down to milsvm's own classes; scikit-learn's (get_params, score, ...) are
+# documented there
+autodoc_default_options = {
+    "members": True,
+    "inherited-members": "BaseEstimator, ClassifierMixin, TransformerMixin",
+}
 numpydoc_show_class_members = False
 numpydoc_show_inherited_class_members = False
 numpydoc_class_members_toctree = False
@@ -111,4 +127,6 @@ html_theme_options = {
 }
 html_context = {"default_mode": "light"}
 # top-level pages without subpages: no (empty) section navigation on the left
-html_sidebars = {page: [] for page in ("index", "getting-started", "cli", "rust", "benchmarks", "about")}
+html_sidebars = {
+    page: [] for page in ("index", "getting-started", "cli", "rust", "benchmarks", "about")
+}

@@ -30,7 +30,9 @@ class _Page(HTMLParser):
                 continue
             if name in ("id", "name") and (name == "id" or tag == "a"):
                 self.ids.add(value)
-            elif (name == "href" and tag in ("a", "link", "area")) or (name == "src" and tag in ("img", "script")):
+            elif (name == "href" and tag in ("a", "link", "area")) or (
+                name == "src" and tag in ("img", "script")
+            ):
                 self.links.append(value)
 
 
@@ -46,7 +48,11 @@ def broken_links(root: Path, skip: list[str]) -> list[str]:
     root = root.resolve()
     cache: dict = {}
     problems = []
-    pages = [p for p in sorted(root.rglob("*.html")) if not any(p.relative_to(root).parts[0] == s for s in skip)]
+    pages = [
+        p
+        for p in sorted(root.rglob("*.html"))
+        if not any(p.relative_to(root).parts[0] == s for s in skip)
+    ]
     for page in pages:
         for link in _parse(page, cache).links:
             parts = urlsplit(link)
@@ -68,15 +74,22 @@ def broken_links(root: Path, skip: list[str]) -> list[str]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("site", type=Path)
-    parser.add_argument("--skip", action="append", default=[],
-                        help="a top-level folder of the site whose pages are not checked (e.g. rust: "
-                             "rustdoc checks its own links); links into it are checked for the file only")
+    parser.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        help="a top-level folder of the site whose pages are not checked (e.g. rust: "
+        "rustdoc checks its own links); links into it are checked for the file only",
+    )
     args = parser.parse_args(argv)
     problems = broken_links(args.site, args.skip)
     for p in problems:
         print(f"broken link: {p}", file=sys.stderr)
     n_pages = sum(1 for _ in args.site.rglob("*.html"))
-    print(f"{len(problems)} broken internal links in {n_pages} pages" + (f" ({', '.join(args.skip)} skipped)" if args.skip else ""))
+    print(
+        f"{len(problems)} broken internal links in {n_pages} pages"
+        + (f" ({', '.join(args.skip)} skipped)" if args.skip else "")
+    )
     return 1 if problems else 0
 
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: the no-diary check (scripts/check_no_diary.sh), Rust formatting and
+# The whole test suite: the no-diary check (scripts/check_no_diary.sh), Python formatting and
+# lints (scripts/lint_python.sh, ruff), Rust formatting and
 # lints (with and without the `python` feature, and of the C library `capi/`), the Rust tests
 # (no Python), the C library's build, then the wheel built once (scripts/build_wheel.sh) and
 # installed into a fresh virtual environment with no Rust on PATH, the type stub checked against
@@ -12,6 +13,8 @@ cd "$(dirname "$0")/.."
 
 echo "== no measurement diary in the code and docs"
 bash scripts/check_no_diary.sh
+echo "== Python style (scripts/lint_python.sh: ruff format --check, ruff check)"
+bash scripts/lint_python.sh
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy (core)"

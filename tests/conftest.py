@@ -20,9 +20,12 @@ SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 #: Small settings per estimator so that every fit on the toy sets takes milliseconds.
 FAST = {
-    "SparseMI": {"n_xv": 3, "max_iter": 5, "random_state": 0}, "RSVM": {"n_xv": 3, "random_state": 0},
+    "SparseMI": {"n_xv": 3, "max_iter": 5, "random_state": 0},
+    "RSVM": {"n_xv": 3, "random_state": 0},
     "ReducedSet": {"n_xv": 3, "random_state": 0},
-    "ALSVM": {"max_iter": 20}, "AWSVM": {"max_iter": 20}, "ALPSVM": {"max_iter": 20},
+    "ALSVM": {"max_iter": 20},
+    "AWSVM": {"max_iter": 20},
+    "ALPSVM": {"max_iter": 20},
 }
 
 
@@ -204,18 +207,23 @@ def _assert_same(a, b, rtol, atol, what):
         for k, (u, v) in enumerate(zip(a, b)):
             _assert_same(u, v, rtol, atol, f"{what}[{k}]")
     else:
-        np.testing.assert_allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float), rtol=rtol, atol=atol,
-                                   err_msg=what)
+        np.testing.assert_allclose(
+            np.asarray(a, dtype=float),
+            np.asarray(b, dtype=float),
+            rtol=rtol,
+            atol=atol,
+            err_msg=what,
+        )
 
 
 def assert_one_vs_rest(make, bags, y, per_problem=(), rtol=1e-10, atol=1e-10):
     """A multi-class fit of ``make()`` is one binary fit per class, with the same parameters.
 
     Column ``c`` of ``decision_function`` (and of every bag's ``instance_decision_function``,
-    where the estimator has one) equals the binary fit of class ``classes_[c]`` against the rest (labels 1 for that class,
-    0 for the others, so the class is the binary fit's positive class); so does entry ``c`` of
-    every attribute named in ``per_problem`` (a list over the classes in a multi-class fit,
-    the one problem's value in a binary fit). Returns the multi-class fit.
+    where the estimator has one) equals the binary fit of class ``classes_[c]`` against the rest
+    (labels 1 for that class, 0 for the others, so the class is the binary fit's positive class); so
+    does entry ``c`` of every attribute named in ``per_problem`` (a list over the classes in a
+    multi-class fit, the one problem's value in a binary fit). Returns the multi-class fit.
     """
     import warnings
 
@@ -230,12 +238,25 @@ def assert_one_vs_rest(make, bags, y, per_problem=(), rtol=1e-10, atol=1e-10):
         for c, label in enumerate(multi.classes_):
             binary = make().fit(bags, (y == label).astype(np.int64))
             assert binary.classes_.tolist() == [0, 1]
-            _assert_same(scores[:, c], binary.decision_function(bags), rtol, atol, f"decision_function[:, {c}]")
+            _assert_same(
+                scores[:, c],
+                binary.decision_function(bags),
+                rtol,
+                atol,
+                f"decision_function[:, {c}]",
+            )
             if has_instances:
-                _assert_same([s[:, c] for s in inst], binary.instance_decision_function(bags), rtol, atol,
-                             f"instance_decision_function[:, {c}]")
+                _assert_same(
+                    [s[:, c] for s in inst],
+                    binary.instance_decision_function(bags),
+                    rtol,
+                    atol,
+                    f"instance_decision_function[:, {c}]",
+                )
             for name in per_problem:
-                _assert_same(getattr(multi, name)[c], getattr(binary, name), rtol, atol, f"{name}[{c}]")
+                _assert_same(
+                    getattr(multi, name)[c], getattr(binary, name), rtol, atol, f"{name}[{c}]"
+                )
     return multi
 
 
@@ -253,8 +274,15 @@ def slsqp_minimum(fun, jac, starts, bounds, constraints, feasible, ftol, maxiter
     for x in starts:
         best = np.inf
         for _ in range(restarts):
-            r = so.minimize(fun, x, jac=jac, method="SLSQP", bounds=bounds, constraints=constraints,
-                            options={"ftol": ftol, "maxiter": maxiter})
+            r = so.minimize(
+                fun,
+                x,
+                jac=jac,
+                method="SLSQP",
+                bounds=bounds,
+                constraints=constraints,
+                options={"ftol": ftol, "maxiter": maxiter},
+            )
             messages.append(r.message)
             if not feasible(r.x) or fun(r.x) >= best - 1e-15 * (1 + abs(best)):
                 break

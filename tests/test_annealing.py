@@ -7,16 +7,21 @@ the estimator contract."""
 import json
 import pickle
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.optimize as so
+from conftest import (
+    assert_one_vs_rest,
+    assert_refuses_bad_bags,
+    easy_bags,
+    random_bags,
+    slsqp_minimum,
+)
 from hypothesis import given
 from hypothesis import strategies as st
-from sklearn.base import clone
-
-import milsvm
 from milsvm import _core
-from conftest import assert_one_vs_rest, assert_refuses_bad_bags, easy_bags, random_bags, slsqp_minimum
+from sklearn.base import clone
 
 ESTIMATORS = [milsvm.ALSVM, milsvm.AWSVM, milsvm.ALPSVM, milsvm.miSVM, milsvm.MISVM]
 
@@ -46,7 +51,9 @@ def alp_gradient(p, t, T, c2, p_star):
 
 
 def aw_objective(p, t, T):
-    return float(np.sum(p * t) + T * np.sum(np.where(p > 0, p * np.log(np.where(p > 0, p, 1)), 0.0)))
+    return float(
+        np.sum(p * t) + T * np.sum(np.where(p > 0, p * np.log(np.where(p > 0, p, 1)), 0.0))
+    )
 
 
 def aw_gradient(p, t, T):
@@ -67,17 +74,34 @@ def scipy_min(objective, gradient, m, simplex):
     if m == 1:
         return objective(np.ones(1))
     lo, hi = 1e-12, 1 - 1e-12
-    cons = {"type": "eq" if simplex else "ineq", "fun": lambda p: np.sum(p) - 1.0, "jac": lambda p: np.ones(m)}
+    cons = {
+        "type": "eq" if simplex else "ineq",
+        "fun": lambda p: np.sum(p) - 1.0,
+        "jac": lambda p: np.ones(m),
+    }
 
     def feasible(x):
         s = np.sum(x)
         in_box = np.all(x >= lo - 1e-12) and np.all(x <= hi + 1e-12)
         return in_box and (abs(s - 1.0) <= 1e-9 if simplex else s >= 1.0 - 1e-9)
 
-    starts = [np.full(m, max(1.0 / m, 0.5 if not simplex else 1.0 / m)), np.full(m, 1.0 / m), np.full(m, 0.9)]
+    starts = [
+        np.full(m, max(1.0 / m, 0.5 if not simplex else 1.0 / m)),
+        np.full(m, 1.0 / m),
+        np.full(m, 0.9),
+    ]
     starts = [x / x.sum() if simplex else x for x in starts]
-    return slsqp_minimum(objective, gradient, starts, [(lo, hi)] * m, [cons], feasible, ftol=1e-13, maxiter=500,
-                         restarts=20)
+    return slsqp_minimum(
+        objective,
+        gradient,
+        starts,
+        [(lo, hi)] * m,
+        [cons],
+        feasible,
+        ftol=1e-13,
+        maxiter=500,
+        restarts=20,
+    )
 
 
 def assert_minimal(ours, ref, t):
@@ -100,7 +124,11 @@ def test_al_update_minimises_its_bag_objective(t, T):
     p = _core.probability_update("al", t, T)
     assert np.all((p >= 0) & (p <= 1)) and p.sum() >= 1 - 1e-12
     ours = al_objective(p, t, T)
-    assert_minimal(ours, scipy_min(lambda q: al_objective(q, t, T), lambda q: al_gradient(q, t, T), len(t), False), t)
+    assert_minimal(
+        ours,
+        scipy_min(lambda q: al_objective(q, t, T), lambda q: al_gradient(q, t, T), len(t), False),
+        t,
+    )
     # the closed form: p = sigmoid((lambda - t) / T), lambda = 0 or the root of sum p = 1
     inner = (p > 1e-9) & (p < 1 - 1e-9)  # entries where the logit is well conditioned
     if len(t) > 1 and inner.any():
@@ -118,7 +146,11 @@ def test_aw_update_is_the_softmax_and_minimises(t, T):
     expected = np.exp(-(t - t.min()) / T)
     np.testing.assert_allclose(p, expected / expected.sum(), rtol=1e-12, atol=1e-300)
     ours = aw_objective(p, t, T)
-    assert_minimal(ours, scipy_min(lambda q: aw_objective(q, t, T), lambda q: aw_gradient(q, t, T), len(t), True), t)
+    assert_minimal(
+        ours,
+        scipy_min(lambda q: aw_objective(q, t, T), lambda q: aw_gradient(q, t, T), len(t), True),
+        t,
+    )
 
 
 @given(bag_t, temps, st.sampled_from([0.0, 1.0, 10.0]), st.sampled_from([0.1, 0.5, 1.0]))
@@ -127,8 +159,12 @@ def test_alp_update_minimises_its_bag_objective(t, T, c2, p_star):
     p = _core.probability_update("alp", t, T, c2, p_star)
     assert np.all((p >= 0) & (p <= 1)) and p.sum() >= 1 - 1e-12
     ours = alp_objective(p, t, T, c2, p_star)
-    ref = scipy_min(lambda q: alp_objective(q, t, T, c2, p_star), lambda q: alp_gradient(q, t, T, c2, p_star),
-                    len(t), False)
+    ref = scipy_min(
+        lambda q: alp_objective(q, t, T, c2, p_star),
+        lambda q: alp_gradient(q, t, T, c2, p_star),
+        len(t),
+        False,
+    )
     assert_minimal(ours, ref, t)
 
 
@@ -140,9 +176,15 @@ def test_alp_update_minimises_a_steep_penalty_case():
     t = np.array([9.0, 9.0, 10.0, 10.0, 19.0, 19.0, 1.19140625])
     T, c2, p_star = 1.0, 10.0, 1.0
     p = _core.probability_update("alp", t, T, c2, p_star)
-    ref = scipy_min(lambda q: alp_objective(q, t, T, c2, p_star), lambda q: alp_gradient(q, t, T, c2, p_star),
-                    len(t), False)
-    assert ref == pytest.approx(66.78207714918, rel=1e-9)  # the KKT point: sum p = 6.05, no active constraint
+    ref = scipy_min(
+        lambda q: alp_objective(q, t, T, c2, p_star),
+        lambda q: alp_gradient(q, t, T, c2, p_star),
+        len(t),
+        False,
+    )
+    assert ref == pytest.approx(
+        66.78207714918, rel=1e-9
+    )  # the KKT point: sum p = 6.05, no active constraint
     assert_minimal(alp_objective(p, t, T, c2, p_star), ref, t)
 
 
@@ -186,7 +228,15 @@ def test_alp_cold_update_is_the_zero_temperature_minimiser(t, c2, p_star, tie):
 @pytest.mark.parametrize("kind", ["al", "aw", "alp"])
 @pytest.mark.parametrize("T", [0.0, 1e-300, 1e-8, 1.0, 1e300])
 @pytest.mark.parametrize(
-    "t", [[1e300, -1e300, 3.0], [np.inf, 1.0, 2.0], [np.inf, np.inf], [-np.inf, 0.0], [2.0, 2.0, 2.0], [5.0]]
+    "t",
+    [
+        [1e300, -1e300, 3.0],
+        [np.inf, 1.0, 2.0],
+        [np.inf, np.inf],
+        [-np.inf, 0.0],
+        [2.0, 2.0, 2.0],
+        [5.0],
+    ],
 )
 def test_updates_stay_finite_and_feasible_at_the_extremes(kind, T, t):
     t = np.array(t, dtype=float)
@@ -209,11 +259,15 @@ def test_temperature_limits():
     np.testing.assert_array_equal(_core.probability_update("al", t, 1e-12), [1, 1, 0, 0])
     np.testing.assert_array_equal(_core.probability_update("aw", np.abs(t), 1e-12), [0, 0, 1, 0])
     # no positive at T -> 0: the smallest t takes the whole mass
-    np.testing.assert_allclose(_core.probability_update("al", np.array([1.0, 0.2, 3.0]), 1e-12), [0, 1, 0], atol=1e-12)
+    np.testing.assert_allclose(
+        _core.probability_update("al", np.array([1.0, 0.2, 3.0]), 1e-12), [0, 1, 0], atol=1e-12
+    )
     # one-instance bag: p = 1 whatever T
     assert _core.probability_update("al", np.array([50.0]), 1.0)[0] == 1.0
     # ALP with C2 = 0 is AL
-    np.testing.assert_allclose(_core.probability_update("alp", t, 0.7, 0.0, 0.3), _core.probability_update("al", t, 0.7))
+    np.testing.assert_allclose(
+        _core.probability_update("alp", t, 0.7, 0.0, 0.3), _core.probability_update("al", t, 0.7)
+    )
 
 
 def scaled(bags):
@@ -224,7 +278,9 @@ def test_misvm_heuristics_equal_zero_temperature_annealing():
     bags, y = easy_bags(seed=1, n_bags=20)
     mi = milsvm.miSVM(C=10, gamma=0.5).fit(bags, y)
     al = milsvm.ALSVM(C=10, gamma=0.5, T0=1e-8, init="labels").fit(bags, y)
-    np.testing.assert_allclose(mi.decision_function(bags), al.decision_function(bags), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(
+        mi.decision_function(bags), al.decision_function(bags), rtol=1e-6, atol=1e-8
+    )
     for a, b in zip(mi.p_, al.p_):
         np.testing.assert_allclose(a, b, atol=1e-6)
     # MI-SVM against AW-SVM at T0 = 1e-8, with C small enough that no instance reaches the margin
@@ -232,7 +288,9 @@ def test_misvm_heuristics_equal_zero_temperature_annealing():
     big = milsvm.MISVM(C=0.05, gamma=0.5).fit(bags, y)
     aw = milsvm.AWSVM(C=0.05, gamma=0.5, T0=1e-8).fit(bags, y)
     assert np.max(np.concatenate(big.instance_decision_function(bags))) < 1
-    np.testing.assert_allclose(big.decision_function(bags), aw.decision_function(bags), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(
+        big.decision_function(bags), aw.decision_function(bags), rtol=1e-6, atol=1e-8
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -271,7 +329,14 @@ def primal_svm(k_reg, k_xz, c_pos, c_neg, start):
         d = 2 * c_pos * (mp > 0) + 2 * c_neg * (mn > 0)
         return R + A.T @ (d[:, None] * A)
 
-    r = so.minimize(fun, start, jac=jac, hess=hess, method="trust-exact", options={"gtol": 1e-13, "maxiter": 1000})
+    r = so.minimize(
+        fun,
+        start,
+        jac=jac,
+        hess=hess,
+        method="trust-exact",
+        options={"gtol": 1e-13, "maxiter": 1000},
+    )
     # trust-exact may stop at the rounding level of a kink ("bad approximation"); the optimum
     # is then certified by the gradient, small against the loss gradient's scale
     scale = 1.0 + np.abs(A).sum(0).max() * (c_pos + c_neg).max()
@@ -303,9 +368,11 @@ def andrews_reference(bags, y, Z, gamma, C, method, max_iter, class_weight=None,
         weight = {1: len(y) / (2 * pos.sum()), 0: len(y) / (2 * (~pos).sum())}
     cost = C * np.repeat([weight[int(v)] for v in pos], np.diff(ptr))
     neg = np.repeat(~pos, np.diff(ptr))
-    p = np.zeros(len(X)) if method == "mi" else neg.astype(float)  # MI: a negative instance weighs 1
+    p = (
+        np.zeros(len(X)) if method == "mi" else neg.astype(float)
+    )  # MI: a negative instance weighs 1
     for i in np.flatnonzero(pos):
-        p[ptr[i]:ptr[i + 1]] = 1.0 if method == "mi" else 1.0 / (ptr[i + 1] - ptr[i])
+        p[ptr[i] : ptr[i + 1]] = 1.0 if method == "mi" else 1.0 / (ptr[i + 1] - ptr[i])
     w = np.zeros(len(Z) + 1)
 
     def train(p, w):
@@ -339,8 +406,14 @@ def andrews_reference(bags, y, Z, gamma, C, method, max_iter, class_weight=None,
         p = q
     if not converged:
         w, _, f = train(p, w)
-    return {"p": np.split(p, ptr[1:-1]), "f": np.split(f, ptr[1:-1]), "history": np.array(history),
-            "rounds": len(history), "converged": converged, "margin": margin}
+    return {
+        "p": np.split(p, ptr[1:-1]),
+        "f": np.split(f, ptr[1:-1]),
+        "history": np.array(history),
+        "rounds": len(history),
+        "converged": converged,
+        "margin": margin,
+    }
 
 
 @given(
@@ -351,7 +424,9 @@ def andrews_reference(bags, y, Z, gamma, C, method, max_iter, class_weight=None,
     max_iter=st.sampled_from([1, 2, 50]),
     class_weight=st.sampled_from([None, "balanced"]),
 )
-def test_heuristics_follow_andrews_loops_over_a_fixed_basis(seed, method, C, gamma, max_iter, class_weight):
+def test_heuristics_follow_andrews_loops_over_a_fixed_basis(
+    seed, method, C, gamma, max_iter, class_weight
+):
     """miSVM / MISVM over a given basis Z (``n_xv=k, xv_init=Z``) against the plain NumPy/SciPy
     loops of :func:`andrews_reference`: the same final instance labels (mi-SVM) or witnesses
     (MI-SVM), instance and bag scores to 1e-6, objective after every round to 1e-8 relative,
@@ -377,7 +452,9 @@ def test_heuristics_follow_andrews_loops_over_a_fixed_basis(seed, method, C, gam
     cls = milsvm.miSVM if method == "mi" else milsvm.MISVM
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the ConvergenceWarning of a capped run
-        est = cls(C=C, gamma=gamma, n_xv=k, xv_init=Z, max_iter=max_iter, class_weight=class_weight).fit(bags, y)
+        est = cls(
+            C=C, gamma=gamma, n_xv=k, xv_init=Z, max_iter=max_iter, class_weight=class_weight
+        ).fit(bags, y)
     np.testing.assert_array_equal(est.xv_, Z)
     assert est.n_iter_ == ref["rounds"] and est.converged_ == ref["converged"]
     np.testing.assert_allclose(est.objective_history_, ref["history"], rtol=1e-8, atol=1e-10)
@@ -386,7 +463,9 @@ def test_heuristics_follow_andrews_loops_over_a_fixed_basis(seed, method, C, gam
     scores = est.instance_decision_function(bags)
     for ours, theirs in zip(scores, ref["f"]):
         np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(est.decision_function(bags), [f.max() for f in ref["f"]], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        est.decision_function(bags), [f.max() for f in ref["f"]], rtol=1e-6, atol=1e-6
+    )
 
 
 @pytest.mark.parametrize("cls", ESTIMATORS)
@@ -432,8 +511,14 @@ def test_annealing_objective_and_temperatures():
 
 def test_edge_bags_one_instance_positive_bags_sizes_and_duplicates():
     rng = np.random.default_rng(0)
-    bags = [np.array([[2.0, 2.0]]), rng.normal(size=(40, 2)), np.array([[2.1, 1.9]] * 3 + [[-1.0, 0.0]]),
-            rng.normal(size=(1, 2)) - 1, rng.normal(size=(7, 2)) - 1, np.array([[-1.0, -1.0], [-1.0, -1.0]])]
+    bags = [
+        np.array([[2.0, 2.0]]),
+        rng.normal(size=(40, 2)),
+        np.array([[2.1, 1.9]] * 3 + [[-1.0, 0.0]]),
+        rng.normal(size=(1, 2)) - 1,
+        rng.normal(size=(7, 2)) - 1,
+        np.array([[-1.0, -1.0], [-1.0, -1.0]]),
+    ]
     bags[1][0] = [2.0, 2.1]
     y = np.array([1, 1, 1, 0, 0, 0])
     for cls in ESTIMATORS:
@@ -484,8 +569,12 @@ def test_multiclass_columns_are_the_binary_fits(cls, params):
     bags, y = multiclass_bags()
     rng = np.random.default_rng(11)
     bags = [b + rng.normal(scale=0.8, size=b.shape) for b in bags]
-    assert_one_vs_rest(lambda: cls(C=10, gamma=0.5, **params), bags, y,
-                       per_problem=("p_", "p_hat_", "objective_history_", "temperatures_"))
+    assert_one_vs_rest(
+        lambda: cls(C=10, gamma=0.5, **params),
+        bags,
+        y,
+        per_problem=("p_", "p_hat_", "objective_history_", "temperatures_"),
+    )
 
 
 def test_class_weight():
@@ -497,8 +586,12 @@ def test_class_weight():
     bal = milsvm.miSVM(C=1, gamma=0.5, class_weight="balanced").fit(bags, y)
     assert not np.allclose(plain.decision_function(bags), bal.decision_function(bags))
     n, npos = len(y), int(y.sum())
-    given = milsvm.miSVM(C=1, gamma=0.5, class_weight={0: n / (2 * (n - npos)), 1: n / (2 * npos)}).fit(bags, y)
-    np.testing.assert_allclose(given.decision_function(bags), bal.decision_function(bags), rtol=1e-10)
+    given = milsvm.miSVM(
+        C=1, gamma=0.5, class_weight={0: n / (2 * (n - npos)), 1: n / (2 * npos)}
+    ).fit(bags, y)
+    np.testing.assert_allclose(
+        given.decision_function(bags), bal.decision_function(bags), rtol=1e-10
+    )
     with pytest.raises(ValueError, match="class_weight"):
         milsvm.miSVM(class_weight={7: 1.0}).fit(bags, y)
     with pytest.raises(ValueError, match="class_weight"):
@@ -552,7 +645,9 @@ def test_clone_pickle_save_load(cls, tmp_path):
     m.save(path)
     loaded = milsvm.load(path)
     assert type(loaded) is cls
-    np.testing.assert_allclose(loaded.decision_function(bags), m.decision_function(bags), rtol=1e-12)
+    np.testing.assert_allclose(
+        loaded.decision_function(bags), m.decision_function(bags), rtol=1e-12
+    )
     np.testing.assert_array_equal(loaded.predict(bags), m.predict(bags))
 
 
@@ -595,7 +690,9 @@ def test_n_xv_auto_takes_the_full_basis_on_small_sets_and_a_reduced_one_above():
     assert auto.n_xv_ == 500 and auto.xv_.shape == (500, 2)
     same = milsvm.miSVM(n_xv=500, max_iter=2, random_state=0).fit(big, yb)
     np.testing.assert_array_equal(auto.decision_function(big), same.decision_function(big))
-    assert json.loads(auto.model_.to_json(info=json.dumps(auto._saved_info())))["info"]["n_xv_"] == 500
+    assert (
+        json.loads(auto.model_.to_json(info=json.dumps(auto._saved_info())))["info"]["n_xv_"] == 500
+    )
     # the linear kernel fits w directly under "auto"
     assert milsvm.MISVM(kernel="linear").fit(big, yb).solver_ == "linear"
     # a given basis under "auto" is used with its own size
@@ -612,4 +709,7 @@ def test_n_xv_auto_is_said_in_verbose_mode(capsys):
     bags = [rng.normal(size=(3, 2)) + 2.0 * (i % 2) for i in range(12)]
     milsvm.MISVM(verbose=1).fit(bags, np.arange(12) % 2)
     out = capsys.readouterr().out
-    assert "basis: every training instance (n_xv='auto': the full basis up to 5000 training instances" in out
+    assert (
+        "basis: every training instance (n_xv='auto': the full basis up to 5000 training instances"
+        in out
+    )

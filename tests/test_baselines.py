@@ -18,22 +18,21 @@ optimum; ``||w - w*||^2 <= 2 gap``) is below 1e-9 relative.
 import json
 import warnings
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import assert_one_vs_rest, bag_sets, three_class_bags
 from hypothesis import given
 from hypothesis import strategies as st
-from sklearn.svm import SVC
-
-import milsvm
 from milsvm import _core
-from conftest import assert_one_vs_rest, bag_sets, three_class_bags
+from sklearn.svm import SVC
 
 TOL = 1e-10  # both solvers run to a tight tolerance
 
 
 def split(X, bag_ptr):
-    return [X[bag_ptr[i]:bag_ptr[i + 1]] for i in range(len(bag_ptr) - 1)]
+    return [X[bag_ptr[i] : bag_ptr[i + 1]] for i in range(len(bag_ptr) - 1)]
 
 
 def gram(A, B, kernel, gamma):
@@ -96,7 +95,10 @@ def assert_duality_gap_closed(est, points, y, bounds, kernel):
     dual = -(0.5 * aQa - a.sum())
     assert est.objective_ == pytest.approx(-dual, rel=1e-9, abs=1e-12)
     primal = 0.5 * aQa + bounds @ np.maximum(0.0, 1.0 - ys * (v + est.intercept_))
-    assert -1e-9 * max(1.0, abs(primal)) <= primal - dual <= 1e-9 * max(1.0, abs(primal)), (primal, dual)
+    assert -1e-9 * max(1.0, abs(primal)) <= primal - dual <= 1e-9 * max(1.0, abs(primal)), (
+        primal,
+        dual,
+    )
 
 
 def point_bounds(C, weights, y):
@@ -122,7 +124,9 @@ def test_sil_equals_svc_on_the_instances_max_pooled(data, kernel, C, gamma, weig
     X, bag_ptr, labels = data
     bags = split(X, bag_ptr)
     y_inst = np.repeat(labels, np.diff(bag_ptr))
-    est = milsvm.SIL(C=C, kernel=kernel, gamma=gamma, class_weight=weights, inner_tol=TOL).fit(bags, labels)
+    est = milsvm.SIL(C=C, kernel=kernel, gamma=gamma, class_weight=weights, inner_tol=TOL).fit(
+        bags, labels
+    )
     bounds = point_bounds(C, weights, y_inst)
     assert_duality_gap_closed(est, X, y_inst, bounds, kernel)
     ours = np.concatenate(est.instance_decision_function(bags))
@@ -143,24 +147,35 @@ def test_sil_equals_svc_on_the_instances_max_pooled(data, kernel, C, gamma, weig
     assert est.objective_ <= ref_obj + 1e-9 * max(1.0, abs(ref_obj))
     # unseen bags: the max of the instance scores
     test = [b + 0.5 for b in bags[:3]]
-    assert_close_to_svc(est.decision_function(test), [svc.decision_function(b).max() for b in test], shift)
+    assert_close_to_svc(
+        est.decision_function(test), [svc.decision_function(b).max() for b in test], shift
+    )
 
 
 def test_sil_sparse_equals_dense_and_the_predictor_is_the_batch_path():
     rng = np.random.default_rng(0)
-    bags = [np.where(rng.random((n, 6)) < 0.5, rng.normal(size=(n, 6)), 0.0) for n in rng.integers(1, 5, 14)]
+    bags = [
+        np.where(rng.random((n, 6)) < 0.5, rng.normal(size=(n, 6)), 0.0)
+        for n in rng.integers(1, 5, 14)
+    ]
     y = np.arange(14) % 2
     dense = milsvm.SIL(C=2.0, gamma=0.2, inner_tol=1e-9).fit(bags, y)
     sparse = milsvm.SIL(C=2.0, gamma=0.2, inner_tol=1e-9).fit([sp.csr_matrix(b) for b in bags], y)
-    np.testing.assert_allclose(sparse.decision_function(bags), dense.decision_function(bags), atol=1e-9)
-    for bag, want in zip(bags, dense.decision_function(bags)):  # the batch path is a GEMM beyond 32 XVs
+    np.testing.assert_allclose(
+        sparse.decision_function(bags), dense.decision_function(bags), atol=1e-9
+    )
+    for bag, want in zip(
+        bags, dense.decision_function(bags)
+    ):  # the batch path is a GEMM beyond 32 XVs
         assert dense.decision_function_bag(bag) == pytest.approx(want, rel=1e-12, abs=1e-13)
     assert dense.model_.pooling == "max" and dense.model_.bag_features == "instances"
 
 
 def test_sil_multiclass_is_one_vs_rest():
     bags, y = three_class_bags(n_bags=24)
-    assert_one_vs_rest(lambda: milsvm.SIL(C=10.0, inner_tol=1e-9), bags, y, per_problem=("n_support_",))
+    assert_one_vs_rest(
+        lambda: milsvm.SIL(C=10.0, inner_tol=1e-9), bags, y, per_problem=("n_support_",)
+    )
 
 
 def test_sil_explains_by_the_arg_max_instance():
@@ -182,12 +197,16 @@ def test_stk_equals_svc_on_the_min_max_statistics(data, kernel, C, gamma, weight
     X, bag_ptr, labels = data
     bags = split(X, bag_ptr)
     S = statistics(bags)
-    est = milsvm.STK(C=C, kernel=kernel, gamma=gamma, class_weight=weights, inner_tol=TOL).fit(bags, labels)
+    est = milsvm.STK(C=C, kernel=kernel, gamma=gamma, class_weight=weights, inner_tol=TOL).fit(
+        bags, labels
+    )
     bounds = point_bounds(C, weights, labels)
     assert_duality_gap_closed(est, S, labels, bounds, kernel)
     ours = est.decision_function(bags)
     linear = kernel == "linear"
-    svc = SVC(C=C, kernel=kernel, gamma=gamma, class_weight=weights, tol=1e-3 if linear else TOL).fit(S, labels)
+    svc = SVC(
+        C=C, kernel=kernel, gamma=gamma, class_weight=weights, tol=1e-3 if linear else TOL
+    ).fit(S, labels)
     if linear:
         scale = max(1.0, np.abs(ours).max())
         np.testing.assert_allclose(ours, svc.decision_function(S), atol=1e-2 * scale)
@@ -212,10 +231,15 @@ def test_stk_equals_svc_on_the_min_max_statistics(data, kernel, C, gamma, weight
     np.testing.assert_allclose(est.decision_function(test), by_hand, rtol=1e-10, atol=1e-10)
 
 
-@given(data=bag_sets(max_bags=12, max_d=4, max_size=5, n_classes=3),
-       dtype=st.sampled_from([np.float64, np.float32]), C=st.sampled_from([0.1, 1.0, 10.0]),
-       transposed=st.booleans())
-def test_stk_reads_a_list_of_bags_where_they_lie_and_fits_the_stacked_model(data, dtype, C, transposed):
+@given(
+    data=bag_sets(max_bags=12, max_d=4, max_size=5, n_classes=3),
+    dtype=st.sampled_from([np.float64, np.float32]),
+    C=st.sampled_from([0.1, 1.0, 10.0]),
+    transposed=st.booleans(),
+)
+def test_stk_reads_a_list_of_bags_where_they_lie_and_fits_the_stacked_model(
+    data, dtype, C, transposed
+):
     # bags given one by one (separate arrays, not rows of one matrix) are summarised where they
     # lie (``Bags.parts``, ``_core.fit_stk_bags``); the model is the one of the same bags stacked,
     # bit for bit, for single fits and paths, binary and one-vs-rest, any strides
@@ -227,11 +251,17 @@ def test_stk_reads_a_list_of_bags_where_they_lie_and_fits_the_stacked_model(data
     for y in (labels % 2, labels):
         est = milsvm.STK(C=C).fit(bags, y)
         ref = milsvm.STK(C=C).fit(stacked, y)
-        np.testing.assert_array_equal(est.decision_function(stacked), ref.decision_function(stacked))
+        np.testing.assert_array_equal(
+            est.decision_function(stacked), ref.decision_function(stacked)
+        )
         np.testing.assert_array_equal(est.xv_, ref.xv_)
         assert est.model_.input_dtype == ref.model_.input_dtype == np.dtype(dtype).name
-        for a, b in zip(milsvm.STK().fit_path(bags, y, [C, 1.0]), milsvm.STK().fit_path(stacked, y, [C, 1.0])):
-            np.testing.assert_array_equal(a.decision_function(stacked), b.decision_function(stacked))
+        for a, b in zip(
+            milsvm.STK().fit_path(bags, y, [C, 1.0]), milsvm.STK().fit_path(stacked, y, [C, 1.0])
+        ):
+            np.testing.assert_array_equal(
+                a.decision_function(stacked), b.decision_function(stacked)
+            )
 
 
 def test_stk_refuses_bad_bags_given_one_by_one():
@@ -241,7 +271,9 @@ def test_stk_refuses_bad_bags_given_one_by_one():
     for bad in (np.nan, np.inf):
         broken = [b.copy() for b in bags]
         broken[5][2, 1] = bad
-        with pytest.raises(ValueError, match=r"bag 5 has a non-finite value \(NaN or infinity\) in instance 2"):
+        with pytest.raises(
+            ValueError, match=r"bag 5 has a non-finite value \(NaN or infinity\) in instance 2"
+        ):
             milsvm.STK().fit(broken, y)
     params = {"C": 1.0}
     labels = y.astype(np.int64)
@@ -257,7 +289,10 @@ def test_stk_refuses_bad_bags_given_one_by_one():
 
 def test_stk_statistics_of_sparse_bags_count_unstored_values_as_zeros():
     rng = np.random.default_rng(1)
-    bags = [np.where(rng.random((n, 5)) < 0.4, rng.normal(size=(n, 5)) + 1.0, 0.0) for n in rng.integers(1, 5, 16)]
+    bags = [
+        np.where(rng.random((n, 5)) < 0.4, rng.normal(size=(n, 5)) + 1.0, 0.0)
+        for n in rng.integers(1, 5, 16)
+    ]
     # a feature stored in no instance of a bag, and one stored in every instance but negative
     bags[0][:, 2] = 0.0
     bags[1][:, 3] = -np.abs(bags[1][:, 3]) - 1.0
@@ -266,24 +301,34 @@ def test_stk_statistics_of_sparse_bags_count_unstored_values_as_zeros():
     dense = milsvm.STK(C=5.0, gamma=0.3, inner_tol=1e-9).fit(bags, y)
     sparse = milsvm.STK(C=5.0, gamma=0.3, inner_tol=1e-9).fit(sparse_bags, y)
     np.testing.assert_allclose(sparse.xv_, dense.xv_, rtol=0, atol=0)
-    np.testing.assert_array_equal(dense.decision_function(sparse_bags), dense.decision_function(bags))
-    np.testing.assert_allclose(sparse.decision_function(bags), dense.decision_function(bags), atol=1e-12)
+    np.testing.assert_array_equal(
+        dense.decision_function(sparse_bags), dense.decision_function(bags)
+    )
+    np.testing.assert_allclose(
+        sparse.decision_function(bags), dense.decision_function(bags), atol=1e-12
+    )
     svc = SVC(C=5.0, gamma=0.3, tol=TOL).fit(statistics(bags), y)
-    assert_close_to_svc(milsvm.STK(C=5.0, gamma=0.3, inner_tol=TOL).fit(sparse_bags, y).decision_function(bags),
-                        svc.decision_function(statistics(bags)))
+    assert_close_to_svc(
+        milsvm.STK(C=5.0, gamma=0.3, inner_tol=TOL).fit(sparse_bags, y).decision_function(bags),
+        svc.decision_function(statistics(bags)),
+    )
 
 
 def test_stk_gamma_is_resolved_on_the_statistic_vectors():
     bags, y = three_class_bags(n_bags=24)
     S = statistics(bags)
-    assert milsvm.STK().fit(bags, y).gamma_ == pytest.approx(1.0 / (S.shape[1] * S.var()), rel=1e-12)
+    assert milsvm.STK().fit(bags, y).gamma_ == pytest.approx(
+        1.0 / (S.shape[1] * S.var()), rel=1e-12
+    )
     median = milsvm.STK(gamma="median").fit(bags, y).gamma_
     assert median == pytest.approx(_core.kernel_width(np.ascontiguousarray(S), "median"), rel=1e-12)
 
 
 def test_stk_multiclass_is_one_vs_rest():
     bags, y = three_class_bags(n_bags=24)
-    multi = assert_one_vs_rest(lambda: milsvm.STK(C=10.0, inner_tol=1e-9), bags, y, per_problem=("n_support_",))
+    multi = assert_one_vs_rest(
+        lambda: milsvm.STK(C=10.0, inner_tol=1e-9), bags, y, per_problem=("n_support_",)
+    )
     assert multi.score(bags, y) == 1.0
 
 
@@ -327,8 +372,9 @@ def test_stk_model_file_records_the_statistics_and_rejects_inconsistent_ones(tmp
     core = milsvm.Model.load(path)
     assert core.bag_features == "min_max" and core.n_features == est.n_features_in_
     raw = milsvm.as_bags(bags)
-    np.testing.assert_array_equal(core.decision_function(raw.core_instances(), raw.bag_ptr)[:, 0],
-                                  est.decision_function(bags))
+    np.testing.assert_array_equal(
+        core.decision_function(raw.core_instances(), raw.bag_ptr)[:, 0], est.decision_function(bags)
+    )
 
     def rejected(edit, match):
         d = json.loads(path.read_text())
@@ -374,5 +420,7 @@ def test_sil_and_stk_fit_musk1_well(musk1):
     for est, floor in ((milsvm.SIL(C=10.0), 0.7), (milsvm.STK(C=10.0), 0.7)):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            acc = cross_val_score(make_pipeline(milsvm.BagStandardScaler(), est), bags, y, cv=cv).mean()
+            acc = cross_val_score(
+                make_pipeline(milsvm.BagStandardScaler(), est), bags, y, cv=cv
+            ).mean()
         assert acc >= floor, (type(est).__name__, acc)

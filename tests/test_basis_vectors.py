@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
 from conftest import random_bags
 from milsvm import Bags, SparseMI, _core
 
@@ -22,9 +21,22 @@ def sparse_problem(seed=0, n_bags=30, d=200):
 
 
 def core_fit(bags, y, **kw):
-    b = Bags.from_instances(sp.vstack(bags).tocsr() if sp.issparse(bags[0]) else np.concatenate(bags), [x.shape[0] for x in bags])
-    params = dict(n_xv=3, C=5.0, kernel="rbf", gamma=0.5, max_iter=10, max_line_search=10, tol=0.0,
-                  solver="newton", seed=0, n_jobs=None)
+    b = Bags.from_instances(
+        sp.vstack(bags).tocsr() if sp.issparse(bags[0]) else np.concatenate(bags),
+        [x.shape[0] for x in bags],
+    )
+    params = dict(
+        n_xv=3,
+        C=5.0,
+        kernel="rbf",
+        gamma=0.5,
+        max_iter=10,
+        max_line_search=10,
+        tol=0.0,
+        solver="newton",
+        seed=0,
+        n_jobs=None,
+    )
     params.update(kw)
     return _core.fit_sparse_mi(b.core_instances(), b.bag_ptr, np.asarray(y, dtype=np.int64), params)
 
@@ -62,13 +74,17 @@ def test_sparse_bv_mode_fits_predicts_and_keeps_xv_sparse():
     assert clf.score(bags, y) >= 0.9
     # prediction on new CSR bags equals prediction on their dense copies
     dense = [b.toarray() for b in bags]
-    np.testing.assert_allclose(clf.decision_function(bags), clf.decision_function(dense), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        clf.decision_function(bags), clf.decision_function(dense), rtol=1e-10, atol=1e-12
+    )
 
 
 def test_dense_and_csr_input_give_the_same_bv_model():
     bags, y = sparse_problem(1)
     a = SparseMI(n_xv=2, n_basis=10, random_state=3, max_iter=10).fit(bags, y)
-    b = SparseMI(n_xv=2, n_basis=10, random_state=3, max_iter=10).fit([x.toarray() for x in bags], y)
+    b = SparseMI(n_xv=2, n_basis=10, random_state=3, max_iter=10).fit(
+        [x.toarray() for x in bags], y
+    )
     np.testing.assert_allclose(a.xv_.toarray(), b.xv_, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(a.objective_history_, b.objective_history_, rtol=1e-10)
 
@@ -80,7 +96,9 @@ def test_initialisations_are_deterministic(init, bv):
     params = dict(n_xv=3, init=init, max_iter=3, random_state=7, n_basis=8 if bv else None)
     a = SparseMI(**params).fit(bags, y)
     b = SparseMI(**params).fit(bags, y)
-    xa, xb = (m.initial_xv_.toarray() if sp.issparse(m.initial_xv_) else m.initial_xv_ for m in (a, b))
+    xa, xb = (
+        m.initial_xv_.toarray() if sp.issparse(m.initial_xv_) else m.initial_xv_ for m in (a, b)
+    )
     np.testing.assert_array_equal(xa, xb)
     np.testing.assert_array_equal(a.objective_history_, b.objective_history_)
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from milsvm._registry import ESTIMATORS
 
 BENCHES = Path(__file__).resolve().parents[1] / "benches"
@@ -21,7 +20,9 @@ DATA = BENCHES.parent.parent / "shared" / "data" / "musk1" / "musk1.data"
 if not DATA.exists():
     DATA = Path("/work/shared/data/musk1/musk1.data")
 
-needs_time = pytest.mark.skipif(not Path("/usr/bin/time").exists(), reason="needs /usr/bin/time (GNU time)")
+needs_time = pytest.mark.skipif(
+    not Path("/usr/bin/time").exists(), reason="needs /usr/bin/time (GNU time)"
+)
 needs_data = pytest.mark.skipif(not DATA.exists(), reason="needs shared/data/musk1")
 
 
@@ -50,9 +51,25 @@ def test_harness_gamma_is_milsvm_scale(method):
 
 def _run(tmp_path, *extra, timeout=300):
     out = tmp_path / "peers"
-    proc = subprocess.run([sys.executable, str(DRIVER), "--quick", "--sets", "MUSK1", "--methods", "STK",
-                           "--work", str(tmp_path / "work"), "--out", str(out), *extra],
-                          capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(DRIVER),
+            "--quick",
+            "--sets",
+            "MUSK1",
+            "--methods",
+            "STK",
+            "--work",
+            str(tmp_path / "work"),
+            "--out",
+            str(out),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(out.with_suffix(".json").read_text())["results"], proc.stdout
 
@@ -72,8 +89,15 @@ def test_missing_peer_is_a_crash_row_and_milsvm_side_runs(tmp_path):
 @needs_time
 @needs_data
 def test_timeout_is_a_row(tmp_path):
-    results, stdout = _run(tmp_path, "--peers", "misvm", "--peer-python", shutil.which("false") or "/bin/false",
-                           "--timeout", "0.05")
+    results, stdout = _run(
+        tmp_path,
+        "--peers",
+        "misvm",
+        "--peer-python",
+        shutil.which("false") or "/bin/false",
+        "--timeout",
+        "0.05",
+    )
     (row,) = results
     assert row["milsvm"]["status"] == "timeout" and "killed" in row["milsvm"]["error"]
     assert "TIMEOUT" in stdout
@@ -87,10 +111,31 @@ def test_grid_times_the_inner_fits_and_records_the_choices(tmp_path, route):
     ``--milsvm-c-path`` one ``fit_path`` per inner split): the inner fits' seconds are recorded
     apart (and within the selection's), and the choice is a point of the grid."""
     out = tmp_path / "peers"
-    proc = subprocess.run([sys.executable, str(DRIVER), "--sets", "MUSK1", "--methods", "STK", "--folds", "2",
-                           "--C", "1", "10", "--peer-python", str(tmp_path / "no-such-python"),
-                           "--work", str(tmp_path / "work"), "--out", str(out), *route],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(DRIVER),
+            "--sets",
+            "MUSK1",
+            "--methods",
+            "STK",
+            "--folds",
+            "2",
+            "--C",
+            "1",
+            "10",
+            "--peer-python",
+            str(tmp_path / "no-such-python"),
+            "--work",
+            str(tmp_path / "work"),
+            "--out",
+            str(out),
+            *route,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (row,) = json.loads(out.with_suffix(".json").read_text())["results"]
     ours = row["milsvm"]
@@ -106,10 +151,18 @@ def test_ratios_and_choices_compare_the_folds_both_finished():
         import bench_peers
     finally:
         sys.path.pop(0)
-    ours = dict(fit_list=[1.0, 2.0, 4.0], inner_fit_list=[1.0, 1.0, 1.0], select_list=[2.0, 2.0, 2.0],
-                chosen=[(1, 1), (10, 1), (10, 1)])
-    theirs = dict(fit_list=[10.0, 10.0], inner_fit_list=[5.0, 7.0], select_list=[3.0, 5.0],
-                  chosen=[(1, 1), (100, 1)])
+    ours = dict(
+        fit_list=[1.0, 2.0, 4.0],
+        inner_fit_list=[1.0, 1.0, 1.0],
+        select_list=[2.0, 2.0, 2.0],
+        chosen=[(1, 1), (10, 1), (10, 1)],
+    )
+    theirs = dict(
+        fit_list=[10.0, 10.0],
+        inner_fit_list=[5.0, 7.0],
+        select_list=[3.0, 5.0],
+        chosen=[(1, 1), (100, 1)],
+    )
     assert bench_peers.ratio(ours, theirs) == pytest.approx(20.0 / 3.0)
     assert bench_peers.ratio(ours, theirs, "inner_fit_list") == pytest.approx(6.0)
     assert bench_peers.ratio(ours, theirs, "select_list") == pytest.approx(2.0)

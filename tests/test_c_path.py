@@ -2,23 +2,22 @@
 inner grid search with and without paths.
 
 Tolerances. ReducedSet, NSK, sMIL, SIL and STK paths reuse only what does not depend on ``C``
-(the set-kernel matrix, the instance or statistic kernel, the kernel-row cache) and start every solve where an independent fit does:
-their models equal independent fits bit for bit, as do MILES paths (the embedding computed once,
-every LP solved from the slack basis). MIKernel and RSVM start each Newton solve from
-the previous ``C``'s solution; Newton stops at a relative gradient of 1e-10 from either start and
-both reach the exact minimiser, so the decision values agree to 1e-7 of the largest score.
+(the set-kernel matrix, the instance or statistic kernel, the kernel-row cache) and start every
+solve where an independent fit does: their models equal independent fits bit for bit, as do MILES
+paths (the embedding computed once, every LP solved from the slack basis). MIKernel and RSVM start
+each Newton solve from the previous ``C``'s solution; Newton stops at a relative gradient of 1e-10
+from either start and both reach the exact minimiser, so the decision values agree to 1e-7 of the
+largest score.
 """
 
+import milsvm
 import numpy as np
 import pytest
+from conftest import easy_bags, three_class_bags
 from hypothesis import given
 from hypothesis import strategies as st
-
-import milsvm
 from milsvm import _core
 from milsvm._registry import ESTIMATORS
-
-from conftest import easy_bags, three_class_bags
 
 CS = [10.0, 0.1, 1.0, 100.0, 1.0]
 
@@ -50,7 +49,9 @@ def noisy_bags(seed=0, n_bags=30):
 def assert_scores_close(a, b, tol, what):
     scale = max(1.0, float(np.max(np.abs(b))))
     err = float(np.max(np.abs(a - b)))
-    assert err <= tol * scale, f"{what}: path and independent fit differ by {err:g} (scale {scale:g})"
+    assert err <= tol * scale, (
+        f"{what}: path and independent fit differ by {err:g} (scale {scale:g})"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(PATHS))
@@ -65,7 +66,9 @@ def test_path_equals_independent_fits(name):
         assert "model_" not in est.__dict__  # the estimator itself is left as it was
         for e, c in zip(fitted, CS):
             alone = cls(**params, C=c).fit(bags, y)
-            assert_scores_close(e.decision_function(bags), alone.decision_function(bags), tol, f"{name} C={c}")
+            assert_scores_close(
+                e.decision_function(bags), alone.decision_function(bags), tol, f"{name} C={c}"
+            )
             assert e.get_params() == alone.get_params()
             assert e.fit_time_ > 0
 
@@ -77,7 +80,12 @@ def test_paths_equal_independent_fits_on_any_values(cs, seed):
         fitted = cls().fit_path(bags, y, cs)
         for e, c in zip(fitted, cs):
             alone = cls(C=c).fit(bags, y)
-            assert_scores_close(e.decision_function(bags), alone.decision_function(bags), tol, f"{cls.__name__} C={c}")
+            assert_scores_close(
+                e.decision_function(bags),
+                alone.decision_function(bags),
+                tol,
+                f"{cls.__name__} C={c}",
+            )
 
 
 @pytest.mark.parametrize("name", sorted(PATHS))
@@ -119,8 +127,17 @@ def test_path_flag_matches_the_core():
         assert hasattr(_core, ESTIMATORS[name]._core_fit + "_path"), name
 
 
-@pytest.mark.parametrize("cs, error", [([], ValueError), ([1.0, 0.0], ValueError), ([float("nan")], ValueError),
-                                       (["1"], TypeError), ([True], TypeError), (1.0, TypeError)])
+@pytest.mark.parametrize(
+    "cs, error",
+    [
+        ([], ValueError),
+        ([1.0, 0.0], ValueError),
+        ([float("nan")], ValueError),
+        (["1"], TypeError),
+        ([True], TypeError),
+        (1.0, TypeError),
+    ],
+)
 def test_bad_values_are_refused(cs, error):
     bags, y = easy_bags(0, n_bags=8)
     with pytest.raises(error):
@@ -152,8 +169,19 @@ def test_cv_choices_are_the_same_with_and_without_paths(name, monkeypatch):
     for path in (True, False):
         monkeypatch.setattr(cls, "_c_path", path)
         seen = []
-        runs.append(cross_validate(cls, params, bags, y, folds=3, seed=4, grid=grid, inner_folds=3,
-                                   progress=seen.append))
+        runs.append(
+            cross_validate(
+                cls,
+                params,
+                bags,
+                y,
+                folds=3,
+                seed=4,
+                grid=grid,
+                inner_folds=3,
+                progress=seen.append,
+            )
+        )
         counts.append(sum(seen))
     with_path, without = runs
     for a, b in zip(with_path.folds, without.folds):
@@ -173,7 +201,9 @@ def test_path_calibration_equals_each_values_own(name):
     fitted = cls(probability=True).fit_path(bags, y, cs)
     for e, c in zip(fitted, cs):
         alone = cls(**{**e.get_params(), "C": c}).fit(bags, y)
-        np.testing.assert_allclose(e.predict_proba(bags), alone.predict_proba(bags), rtol=0, atol=1e-6)
+        np.testing.assert_allclose(
+            e.predict_proba(bags), alone.predict_proba(bags), rtol=0, atol=1e-6
+        )
 
 
 def test_cv_inner_fits_skip_the_calibration(monkeypatch):
@@ -186,13 +216,25 @@ def test_cv_inner_fits_skip_the_calibration(monkeypatch):
     bags = milsvm.as_bags(bags)
     calls = []
     original = MILClassifier._calibrations
-    monkeypatch.setattr(MILClassifier, "_calibrations", lambda self, *a: calls.append(1) or original(self, *a))
+    monkeypatch.setattr(
+        MILClassifier, "_calibrations", lambda self, *a: calls.append(1) or original(self, *a)
+    )
     runs = []
     for path in (True, False):
         monkeypatch.setattr(milsvm.NSK, "_c_path", path)
         calls.clear()
-        runs.append(cross_validate(milsvm.NSK, {"probability": True}, bags, y, folds=3, seed=4,
-                                   grid={"C": [0.1, 1.0, 10.0]}, inner_folds=3))
+        runs.append(
+            cross_validate(
+                milsvm.NSK,
+                {"probability": True},
+                bags,
+                y,
+                folds=3,
+                seed=4,
+                grid={"C": [0.1, 1.0, 10.0]},
+                inner_folds=3,
+            )
+        )
         assert len(calls) == 3  # the outer refits only
     for a, b in zip(*(r.folds for r in runs)):
         assert a["params"] == b["params"] and a["inner_accuracy"] == b["inner_accuracy"]

@@ -12,12 +12,11 @@ import subprocess
 import sys
 import textwrap
 
+import milsvm
 import numpy as np
 import pytest
-
-import milsvm
-from milsvm import _core
 from conftest import easy_bags
+from milsvm import _core
 
 LONG_FIT = textwrap.dedent("""
     import sys, numpy as np, milsvm
@@ -49,20 +48,25 @@ def run_and_interrupt(args, wait_for="start"):
     return proc.returncode, out, err
 
 
-@pytest.mark.parametrize("cls, params", [
-    ("SparseMI", "n_xv=100, max_iter=100000, tol=0, random_state=0"),
-    ("ALSVM", "C=10, max_iter=100000, eps=1e-12, decay=1.0001"),
-    ("NSK", "C=10"),
-    ("SVMCC", "C=10, kernel='rbf', max_iter=100000, tol=1e-300"),
-    # n_jobs=1 runs on the calling thread, whose own checks look for the signal
-    ("SparseMI", "n_xv=100, max_iter=100000, tol=0, random_state=0, n_jobs=1"),
-    ("ALSVM", "C=10, max_iter=100000, eps=1e-12, decay=1.0001, n_jobs=1"),
-    ("NSK", "C=10, n_jobs=1"),
-])
+@pytest.mark.parametrize(
+    "cls, params",
+    [
+        ("SparseMI", "n_xv=100, max_iter=100000, tol=0, random_state=0"),
+        ("ALSVM", "C=10, max_iter=100000, eps=1e-12, decay=1.0001"),
+        ("NSK", "C=10"),
+        ("SVMCC", "C=10, kernel='rbf', max_iter=100000, tol=1e-300"),
+        # n_jobs=1 runs on the calling thread, whose own checks look for the signal
+        ("SparseMI", "n_xv=100, max_iter=100000, tol=0, random_state=0, n_jobs=1"),
+        ("ALSVM", "C=10, max_iter=100000, eps=1e-12, decay=1.0001, n_jobs=1"),
+        ("NSK", "C=10, n_jobs=1"),
+    ],
+)
 def test_sigint_stops_a_fit_with_keyboard_interrupt_and_leaves_nothing_fitted(cls, params):
     code = LONG_FIT.format(cls=cls, params=params)
     if cls == "NSK":  # one long SMO solve: a large bag set and a tight tolerance
-        code = code.replace("range(400)", "range(3000)").replace("np.arange(400)", "np.arange(3000)")
+        code = code.replace("range(400)", "range(3000)").replace(
+            "np.arange(400)", "np.arange(3000)"
+        )
         code = code.replace("C=10", "C=1e6, inner_tol=1e-12")
     rc, out, err = run_and_interrupt([sys.executable, "-c", code])
     assert out.split() == ["interrupted", "False", "False"], (out, err)
@@ -79,8 +83,13 @@ def test_an_exception_in_the_progress_callback_stops_the_fit_and_propagates():
         raise RuntimeError("stop here")
 
     with pytest.raises(RuntimeError, match="stop here"):
-        _core.fit_sparse_mi(b.core_instances(), b.bag_ptr, np.asarray(y, dtype=np.int64),
-                            {"n_xv": 3, "max_iter": 50, "tol": 0.0}, callback)
+        _core.fit_sparse_mi(
+            b.core_instances(),
+            b.bag_ptr,
+            np.asarray(y, dtype=np.int64),
+            {"n_xv": 3, "max_iter": 50, "tol": 0.0},
+            callback,
+        )
     assert len(calls) == 1
 
 
@@ -109,8 +118,23 @@ def test_every_cli_command_exits_130_with_one_line(command, tmp_path):
     data = tmp_path / "big.data"
     data.write_text("\n".join(lines) + "\n")
     model = tmp_path / "model.json"
-    args = [sys.executable, "-m", "milsvm", command, str(data), "--model", "ALSVM", "-p", "C=10",
-            "-p", "max_iter=100000", "-p", "eps=1e-12", "-p", "decay=1.0001"]
+    args = [
+        sys.executable,
+        "-m",
+        "milsvm",
+        command,
+        str(data),
+        "--model",
+        "ALSVM",
+        "-p",
+        "C=10",
+        "-p",
+        "max_iter=100000",
+        "-p",
+        "eps=1e-12",
+        "-p",
+        "decay=1.0001",
+    ]
     args += ["--folds", "2"] if command == "cv" else ["-o", str(model)]
     # the CLI prints nothing before the fit; wait until the data is read by watching stderr is not
     # possible without output, so a child wrapper prints "start" when the fit begins

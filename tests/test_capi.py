@@ -18,22 +18,22 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.pipeline import make_pipeline
-
-import milsvm
-from milsvm import _registry
-
 from conftest import SMALL_FITS, marked_bags, quiet_fit
+from milsvm import _registry
+from sklearn.pipeline import make_pipeline
 
 REPO = Path(__file__).resolve().parents[1]
 HEADER_DIR = REPO / "capi" / "include"
 SOURCE = REPO / "tests" / "c" / "milsvm_check.c"
 CC = shutil.which(os.environ.get("CC", "cc"))
 
-pytestmark = pytest.mark.skipif(CC is None, reason="no C compiler (cc) on PATH: the C API tests need one")
+pytestmark = pytest.mark.skipif(
+    CC is None, reason="no C compiler (cc) on PATH: the C API tests need one"
+)
 
 #: Every registered estimator (NSK with its l2 norm here).
 ESTIMATORS = {**SMALL_FITS, "NSK": dict(C=10.0, norm="l2")}
@@ -55,15 +55,33 @@ def library():
 
 def compile_check(library, out, extra=()):
     """``tests/c/milsvm_check.c`` compiled and linked against ``libmilsvm_c``."""
-    cmd = [CC, "-std=gnu11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pthread", *extra,
-           f"-I{HEADER_DIR}", str(SOURCE), f"-L{library}", "-lmilsvm_c", f"-Wl,-rpath,{library}", "-o", str(out)]
+    cmd = [
+        CC,
+        "-std=gnu11",
+        "-O1",
+        "-g",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-pthread",
+        *extra,
+        f"-I{HEADER_DIR}",
+        str(SOURCE),
+        f"-L{library}",
+        "-lmilsvm_c",
+        f"-Wl,-rpath,{library}",
+        "-o",
+        str(out),
+    ]
     subprocess.run(cmd, check=True)
     return out
 
 
 @pytest.fixture(scope="module")
 def check_program(library, tmp_path_factory):
-    return compile_check(library, tmp_path_factory.mktemp("c") / "milsvm_check", ["-DMILSVM_COUNT_ALLOCS"])
+    return compile_check(
+        library, tmp_path_factory.mktemp("c") / "milsvm_check", ["-DMILSVM_COUNT_ALLOCS"]
+    )
 
 
 def write_inputs(bags, folder):
@@ -79,7 +97,9 @@ def write_inputs(bags, folder):
 
 def run_c(program, *args, env=None):
     done = subprocess.run([str(program), *map(str, args)], capture_output=True, text=True, env=env)
-    assert done.returncode == 0, f"{program.name} {args[0]} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
+    assert done.returncode == 0, (
+        f"{program.name} {args[0]} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
+    )
     return done
 
 
@@ -94,11 +114,15 @@ def c_scores(program, model_path, bags, folder):
 def python_values(est, bags):
     """Python's values for the same bags: bag scores (float64 and float32 input), instance
     scores, probabilities."""
+
     def flat(a):
         return np.ascontiguousarray(np.asarray(a, dtype=np.float64)).ravel()
 
     bags32 = [np.asarray(b, dtype=np.float32) for b in bags]
-    want = {"scores64": flat(est.decision_function(bags)), "scores32": flat(est.decision_function(bags32))}
+    want = {
+        "scores64": flat(est.decision_function(bags)),
+        "scores32": flat(est.decision_function(bags32)),
+    }
     final = est[-1] if hasattr(est, "steps") else est
     if hasattr(est, "instance_decision_function"):  # not STK, nor a pipeline
         for key, these in (("inst64", bags), ("inst32", bags32)):
@@ -113,7 +137,10 @@ def assert_bits(got, want, what):
     """Equal doubles, bit for bit (the same bytes)."""
     assert got.shape == want.shape, f"{what}: {got.shape} values from C, {want.shape} from Python"
     same = got.view(np.uint64) == want.view(np.uint64)
-    assert same.all(), f"{what}: {np.count_nonzero(~same)} values differ, e.g. C {got[~same][:3]} vs Python {want[~same][:3]}"
+    assert same.all(), (
+        f"{what}: {np.count_nonzero(~same)} values differ, e.g. C {got[~same][:3]} vs Python "
+        f"{want[~same][:3]}"
+    )
 
 
 def check_model(program, est, bags, folder, path=None):
@@ -161,8 +188,14 @@ def test_multiclass_model(check_program, tmp_path):
 def test_scaler_pipeline_with_probabilities(check_program, tmp_path):
     bags, y = marked_bags(0, n_bags=30)
     bags = [b * [1.0, 50.0, 0.01] + [0.0, 100.0, -3.0] for b in bags]
-    pipe = quiet_fit(make_pipeline(milsvm.BagStandardScaler(), milsvm.SparseMI(n_xv=3, C=10.0, probability=True,
-                                                                            random_state=0)), bags, y)
+    pipe = quiet_fit(
+        make_pipeline(
+            milsvm.BagStandardScaler(),
+            milsvm.SparseMI(n_xv=3, C=10.0, probability=True, random_state=0),
+        ),
+        bags,
+        y,
+    )
     got = check_model(check_program, pipe, bags[:12], tmp_path)
     assert {"proba64", "proba32"} <= set(got)
     assert json.loads((tmp_path / "model.json").read_text())["scaler"] is not None
@@ -183,7 +216,9 @@ def test_csr_basis(check_program, tmp_path):
     for label in y:
         bag = sp.random(3, 40, density=0.1, random_state=rng, format="csr")
         if label:
-            bag = sp.vstack([bag, sp.csr_matrix(([4.0, 4.0], ([0, 0], [0, 1])), shape=(1, 40))]).tocsr()
+            bag = sp.vstack(
+                [bag, sp.csr_matrix(([4.0, 4.0], ([0, 0], [0, 1])), shape=(1, 40))]
+            ).tocsr()
         bags.append(bag)
     est = quiet_fit(milsvm.SparseMI(n_xv=3, n_basis=8, C=10.0, max_iter=3, random_state=0), bags, y)
     assert est.model_.is_sparse
@@ -203,14 +238,30 @@ def test_eight_threads_give_the_same_bits(check_program, tmp_path):
 
 def test_no_allocation_per_call_once_warm(check_program, tmp_path):
     bags, y = marked_bags(0, n_bags=30)
-    for est in (quiet_fit(milsvm.MIKernel(C=10.0, probability=True), bags, y),
-                quiet_fit(make_pipeline(milsvm.BagStandardScaler(), milsvm.NSK(C=10.0, norm="l2",
-                                                                            probability="ensemble")), bags, y),
-                quiet_fit(milsvm.MILES(C=10.0), bags, y),
-                quiet_fit(milsvm.STK(C=10.0), bags, y)):
+    for est in (
+        quiet_fit(milsvm.MIKernel(C=10.0, probability=True), bags, y),
+        quiet_fit(
+            make_pipeline(
+                milsvm.BagStandardScaler(), milsvm.NSK(C=10.0, norm="l2", probability="ensemble")
+            ),
+            bags,
+            y,
+        ),
+        quiet_fit(milsvm.MILES(C=10.0), bags, y),
+        quiet_fit(milsvm.STK(C=10.0), bags, y),
+    ):
         milsvm.save(est, tmp_path / "m.json")
         paths, d = write_inputs(bags, tmp_path)
-        done = run_c(check_program, "allocs", tmp_path / "m.json", paths["x64"], paths["x32"], paths["ptr"], d, 50)
+        done = run_c(
+            check_program,
+            "allocs",
+            tmp_path / "m.json",
+            paths["x64"],
+            paths["x32"],
+            paths["ptr"],
+            d,
+            50,
+        )
         found = re.search(r"calls (\d+) allocations (\d+) load_allocations (\d+)", done.stdout)
         calls, allocs, at_load = map(int, found.groups())
         # loading allocates (so the counter sees the library's allocations); scoring does not
@@ -273,7 +324,9 @@ def test_every_bad_input_gives_its_code_and_message(check_program, tmp_path):
     assert len(set(codes.values())) == len(codes) and codes["MILSVM_OK"] == 0
     rows = errors_run(check_program, tmp_path)
     for name, (code, words) in BAD_CALLS.items():
-        assert rows[name][0] == codes[code], f"{name}: code {rows[name][0]}, expected {code} ({rows[name][1]})"
+        assert rows[name][0] == codes[code], (
+            f"{name}: code {rows[name][0]}, expected {code} ({rows[name][1]})"
+        )
         assert words in rows[name][1], f"{name}: message {rows[name][1]!r} lacks {words!r}"
     assert rows["null_queries"] == (0, "0 0 0")
     assert re.fullmatch(r"\d+\.\d+\.\d+", rows["version"][1])
@@ -295,15 +348,27 @@ def bad_files(folder):
         files[name] = (path, code, words)
 
     write("truncated", text[: len(text) // 2], "MILSVM_ERR_PARSE", "not valid JSON")
-    write("newer_version", json.dumps({**doc, "version": doc["version"] + 1}), "MILSVM_ERR_VERSION",
-          "unsupported model file version")
+    write(
+        "newer_version",
+        json.dumps({**doc, "version": doc["version"] + 1}),
+        "MILSVM_ERR_VERSION",
+        "unsupported model file version",
+    )
     nan = json.loads(text)
     nan["coef"]["data"][0] = float("nan")  # json writes a bare NaN, as Python's json would
     write("nan_coefficient", json.dumps(nan), "MILSVM_ERR_PARSE", "coef.data")
-    write("huge_coefficient", text.replace(repr(doc["coef"]["data"][0]), "1e999", 1), "MILSVM_ERR_PARSE",
-          "number out of range")
-    write("bad_shape", json.dumps({**doc, "coef": {"shape": [1, 2], "data": [0.0, 1.0]}}),
-          "MILSVM_ERR_INVALID_MODEL", "coef")
+    write(
+        "huge_coefficient",
+        text.replace(repr(doc["coef"]["data"][0]), "1e999", 1),
+        "MILSVM_ERR_PARSE",
+        "number out of range",
+    )
+    write(
+        "bad_shape",
+        json.dumps({**doc, "coef": {"shape": [1, 2], "data": [0.0, 1.0]}}),
+        "MILSVM_ERR_INVALID_MODEL",
+        "coef",
+    )
     write("not_utf8", b"\xff" + text.encode(), "MILSVM_ERR_PARSE", "UTF-8")
     write("empty", "", "MILSVM_ERR_EMPTY", "empty")
     files["missing"] = (folder / "missing.json", "MILSVM_ERR_IO", "missing.json")
@@ -313,7 +378,9 @@ def bad_files(folder):
 def test_bad_model_files_are_refused_with_their_code(check_program, tmp_path):
     codes = header_codes()
     good, files = bad_files(tmp_path)
-    rows = parse_report(run_c(check_program, "load", good, *(p for p, _, _ in files.values())).stdout)
+    rows = parse_report(
+        run_c(check_program, "load", good, *(p for p, _, _ in files.values())).stdout
+    )
     assert rows[str(good)] == (0, "")
     for name, (path, code, words) in files.items():
         got = rows[str(path)]
@@ -323,20 +390,35 @@ def test_bad_model_files_are_refused_with_their_code(check_program, tmp_path):
 
 def sanitizer_inputs(folder):
     bags, y = marked_bags(0, n_bags=24)
-    pipe = quiet_fit(make_pipeline(milsvm.BagStandardScaler(), milsvm.NSK(C=10.0, norm="l2", probability="ensemble")),
-                     bags, y)
+    pipe = quiet_fit(
+        make_pipeline(
+            milsvm.BagStandardScaler(), milsvm.NSK(C=10.0, norm="l2", probability="ensemble")
+        ),
+        bags,
+        y,
+    )
     milsvm.save(pipe, folder / "pipe.json")
     paths, d = write_inputs(bags, folder)
     return bags, paths, d
 
 
 def test_address_sanitizer_finds_no_leak_and_no_invalid_access(library, tmp_path):
-    program = compile_check(library, tmp_path / "milsvm_check_asan", ["-fsanitize=address", "-fno-omit-frame-pointer"])
+    program = compile_check(
+        library, tmp_path / "milsvm_check_asan", ["-fsanitize=address", "-fno-omit-frame-pointer"]
+    )
     bags, paths, d = sanitizer_inputs(tmp_path)
     _, files = bad_files(tmp_path)
     env = {**os.environ, "ASAN_OPTIONS": "detect_leaks=1:halt_on_error=1:exitcode=23"}
     runs = [
-        ("score", tmp_path / "pipe.json", paths["x64"], paths["x32"], paths["ptr"], d, tmp_path / "asan"),
+        (
+            "score",
+            tmp_path / "pipe.json",
+            paths["x64"],
+            paths["x32"],
+            paths["ptr"],
+            d,
+            tmp_path / "asan",
+        ),
         ("threads", tmp_path / "pipe.json", paths["x64"], paths["ptr"], d, 5),
         ("load", *(p for p, _, _ in files.values())),
     ]
@@ -344,17 +426,34 @@ def test_address_sanitizer_finds_no_leak_and_no_invalid_access(library, tmp_path
     errors_folder.mkdir()
     errors_run(program, errors_folder)  # under the sanitizer's defaults: it fails on any report
     for args in runs:
-        done = subprocess.run([str(program), *map(str, args)], capture_output=True, text=True, env=env)
-        assert done.returncode == 0 and "ERROR: AddressSanitizer" not in done.stderr \
-            and "ERROR: LeakSanitizer" not in done.stderr, f"{args[0]}: {done.returncode}\n{done.stderr[-4000:]}"
+        done = subprocess.run(
+            [str(program), *map(str, args)], capture_output=True, text=True, env=env
+        )
+        assert (
+            done.returncode == 0
+            and "ERROR: AddressSanitizer" not in done.stderr
+            and "ERROR: LeakSanitizer" not in done.stderr
+        ), f"{args[0]}: {done.returncode}\n{done.stderr[-4000:]}"
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed (optional)")
 def test_valgrind_finds_no_leak_and_no_invalid_access(library, tmp_path):
     check_program = compile_check(library, tmp_path / "milsvm_check_plain")  # glibc's own malloc
     bags, paths, d = sanitizer_inputs(tmp_path)
-    cmd = ["valgrind", "--quiet", "--error-exitcode=31", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
-           str(check_program), "score", tmp_path / "pipe.json", paths["x64"], paths["x32"], paths["ptr"], d,
-           tmp_path / "vg"]
+    cmd = [
+        "valgrind",
+        "--quiet",
+        "--error-exitcode=31",
+        "--leak-check=full",
+        "--errors-for-leak-kinds=definite,indirect",
+        str(check_program),
+        "score",
+        tmp_path / "pipe.json",
+        paths["x64"],
+        paths["x32"],
+        paths["ptr"],
+        d,
+        tmp_path / "vg",
+    ]
     done = subprocess.run(list(map(str, cmd)), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-4000:]

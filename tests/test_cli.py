@@ -11,15 +11,14 @@ import re
 import subprocess
 import sys
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.io
 import scipy.sparse as sp
-from sklearn.pipeline import make_pipeline
-
-import milsvm
 from milsvm import cli
 from milsvm.cli import main
+from sklearn.pipeline import make_pipeline
 
 ALL = list(cli.ESTIMATORS)
 
@@ -76,20 +75,35 @@ def toy_mill_file(tmp_path):
 @pytest.fixture
 def three_class_file(tmp_path):
     path = tmp_path / "three.data"
-    path.write_text("".join(f"{i},{b},{c},{x[0]:.17g},{x[1]:.17g}\n" for i, b, c, x in toy_lines(18, 1, 3)))
+    path.write_text(
+        "".join(f"{i},{b},{c},{x[0]:.17g},{x[1]:.17g}\n" for i, b, c, x in toy_lines(18, 1, 3))
+    )
     return path
 
 
 def run(*args, env=None):
     """``python -m milsvm ARGS`` in a subprocess (PYTHONPATH inherited)."""
-    return subprocess.run([sys.executable, "-m", "milsvm", *map(str, args)], capture_output=True, text=True,
-                          env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "milsvm", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
 def run_many(cases, env=None):
     """Run several commands concurrently; returns their CompletedProcess-like results."""
-    procs = [subprocess.Popen([sys.executable, "-m", "milsvm", *map(str, args)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=env) for args in cases]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "milsvm", *map(str, args)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for args in cases
+    ]
     out = []
     for p in procs:
         stdout, stderr = p.communicate(timeout=120)
@@ -112,7 +126,9 @@ def blocked_env(tmp_path, *modules):
     block = tmp_path / "blocked"
     for name in modules:
         (block / name).mkdir(parents=True)
-        (block / name / "__init__.py").write_text(f"raise ImportError('{name} is blocked for this test')\n")
+        (block / name / "__init__.py").write_text(
+            f"raise ImportError('{name} is blocked for this test')\n"
+        )
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(block), env.get("PYTHONPATH")]))
     return env
@@ -126,8 +142,10 @@ def blocked_env(tmp_path, *modules):
 def test_demo_prints_accuracy_xvs_and_time(capsys):
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0] == ("SparseMI(n_xv=10, C=10.0, random_state=0) on MUSK1 (bundled): 92 bags, "
-                                   "10-fold CV, features standardised per training fold")
+    assert out.splitlines()[0] == (
+        "SparseMI(n_xv=10, C=10.0, random_state=0) on MUSK1 (bundled): 92 bags, "
+        "10-fold CV, features standardised per training fold"
+    )
     acc = float(re.search(r"accuracy: ([\d.]+) %", out).group(1))
     assert 80.0 <= acc <= 100.0
     assert "expansion vectors: 10" in out
@@ -146,12 +164,38 @@ def test_help_documents_every_option(capsys):
     for command in ("demo", "models", "cv", "fit", "predict", "exit status"):
         assert command in top
     cv = help_text(capsys, "cv")
-    for option in ("--model", "--param", "--grid", "--inner-folds", "--folds", "--repeats", "--seed", "--n-jobs",
-                   "--scheduler", "--output", "--report", "--no-scale", "--format", "--quiet", "--debug"):
+    for option in (
+        "--model",
+        "--param",
+        "--grid",
+        "--inner-folds",
+        "--folds",
+        "--repeats",
+        "--seed",
+        "--n-jobs",
+        "--scheduler",
+        "--output",
+        "--report",
+        "--no-scale",
+        "--format",
+        "--quiet",
+        "--debug",
+    ):
         assert option in cv, option
-    for key in ("milsvm-cv/1", "fold_results", "accuracy_mean", "auc_std", "inner_accuracy", "fit_time",
-                "search_time", "balanced_accuracy", "balanced_accuracy_mean", "balanced_accuracy_std",
-                "majority_rate", "--grid auto"):
+    for key in (
+        "milsvm-cv/1",
+        "fold_results",
+        "accuracy_mean",
+        "auc_std",
+        "inner_accuracy",
+        "fit_time",
+        "search_time",
+        "balanced_accuracy",
+        "balanced_accuracy_mean",
+        "balanced_accuracy_std",
+        "majority_rate",
+        "--grid auto",
+    ):
         assert key in cv, key
     fit = help_text(capsys, "fit")
     for option in ("--model", "--param", "--seed", "--output", "--format"):
@@ -163,7 +207,9 @@ def test_help_documents_every_option(capsys):
 
 def test_python_m_milsvm_and_milsvm_cli():
     for module in ("milsvm", "milsvm.cli"):
-        out = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True)
+        out = subprocess.run(
+            [sys.executable, "-m", module, "--help"], capture_output=True, text=True
+        )
         assert out.returncode == 0 and "demo" in out.stdout and out.stderr == ""
 
 
@@ -184,14 +230,26 @@ def test_models_lists_every_estimator_and_parameters(capsys):
 def test_every_estimator_of_the_package_has_a_name():
     from sklearn.base import ClassifierMixin
 
-    classes = {n for n in milsvm.__all__ if isinstance(getattr(milsvm, n), type)
-               and issubclass(getattr(milsvm, n), ClassifierMixin)}
+    classes = {
+        n
+        for n in milsvm.__all__
+        if isinstance(getattr(milsvm, n), type) and issubclass(getattr(milsvm, n), ClassifierMixin)
+    }
     assert set(ALL) == classes
 
 
-@pytest.mark.parametrize("name, expected", [("SparseMI", "SparseMI"), ("sparsemi", "SparseMI"),
-                                            ("SPARSEMI", "SparseMI"), ("miSVM", "miSVM"), ("MISVM", "MISVM"),
-                                            ("oneclassmisvm", "OneClassMISVM"), ("smil", "sMIL")])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("SparseMI", "SparseMI"),
+        ("sparsemi", "SparseMI"),
+        ("SPARSEMI", "SparseMI"),
+        ("miSVM", "miSVM"),
+        ("MISVM", "MISVM"),
+        ("oneclassmisvm", "OneClassMISVM"),
+        ("smil", "sMIL"),
+    ],
+)
 def test_name_resolution(name, expected):
     assert cli.resolve_estimator(name).__name__ == expected
 
@@ -208,9 +266,23 @@ def test_unknown_name_lists_all_names():
     assert all(name in str(info.value) for name in ALL)
 
 
-@pytest.mark.parametrize("text, value", [("10", 10), ("-3", -3), ("0.5", 0.5), ("1e-3", 1e-3), ("None", None),
-                                         ("none", None), ("true", True), ("False", False), ("rbf", "rbf"),
-                                         ("'10'", "10"), ("{0: 1, 1: 5}", {0: 1, 1: 5}), ("scale", "scale")])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("10", 10),
+        ("-3", -3),
+        ("0.5", 0.5),
+        ("1e-3", 1e-3),
+        ("None", None),
+        ("none", None),
+        ("true", True),
+        ("False", False),
+        ("rbf", "rbf"),
+        ("'10'", "10"),
+        ("{0: 1, 1: 5}", {0: 1, 1: 5}),
+        ("scale", "scale"),
+    ],
+)
 def test_parse_value(text, value):
     assert cli.parse_value(text) == value and type(cli.parse_value(text)) is type(value)
 
@@ -229,7 +301,10 @@ def test_parse_grid_splits_outside_brackets():
 
 
 def test_parse_params_last_wins_and_unknown_names():
-    assert cli.parse_params(milsvm.RSVM, ["C=1", "C=2", "gamma=scale"]) == {"C": 2, "gamma": "scale"}
+    assert cli.parse_params(milsvm.RSVM, ["C=1", "C=2", "gamma=scale"]) == {
+        "C": 2,
+        "gamma": "scale",
+    }
     with pytest.raises(cli.UsageError, match="RSVM has no parameter 'nu'"):
         cli.parse_params(milsvm.RSVM, ["nu=0.5"])
     with pytest.raises(cli.UsageError, match="is not KEY=VALUE"):
@@ -252,27 +327,49 @@ def error_cases(data, tmp_path):
         (["cv", data, "--model", "misvm"], 2, ["ambiguous", "miSVM", "MISVM"]),
         (["cv", tmp_path / "absent.data"], 1, ["absent.data", "does not exist"]),
         (["cv", bad, "--folds", "2"], 1, [f"{bad}, line 2", "'oops' is not a number"]),
-        (["cv", data, "--folds", "2", "-p", "C=-1"], 2, ["-p C=-1", "C must be a finite number > 0, got -1"]),
+        (
+            ["cv", data, "--folds", "2", "-p", "C=-1"],
+            2,
+            ["-p C=-1", "C must be a finite number > 0, got -1"],
+        ),
         (["cv", data, "--grid", "C"], 2, ["--grid", "'C' is not KEY=V1,V2"]),
         (["fit", data], 2, ["-o/--output"]),
         (["predict", not_model, data], 1, ["not a milsvm model file"]),
         # in-process from here
-        (["fit", data, "-p", "C=abc", "-o", tmp_path / "m.json"], 2, ["-p C='abc'", "C must be a real number"]),
-        (["cv", data, "-p", "nxv=3"], 2, ["SparseMI has no parameter 'nxv'", "did you mean 'n_xv'"]),
+        (
+            ["fit", data, "-p", "C=abc", "-o", tmp_path / "m.json"],
+            2,
+            ["-p C='abc'", "C must be a real number"],
+        ),
+        (
+            ["cv", data, "-p", "nxv=3"],
+            2,
+            ["SparseMI has no parameter 'nxv'", "did you mean 'n_xv'"],
+        ),
         (["cv", data, "-p", "C"], 2, ["'C' is not KEY=VALUE"]),
         (["cv", data, "--grid", "C=1,,2"], 2, ["empty value"]),
         (["cv", data, "--grid", "nu=1,2"], 2, ["--grid: SparseMI has no parameter 'nu'"]),
         (["cv", data, "--grid", "C=1,2", "-p", "C=3"], 2, ["C given both by -p and by --grid"]),
         (["cv", data, "--folds", "1"], 2, ["--folds", "at least 2"]),
-        (["cv", data, "--folds", "7"], 1, ["7 folds, but class 0 has only 6 bags (use at most 6 folds)"]),
-        (["cv", data, "--folds", "3", "--grid", "C=1,2", "--inner-folds", "5"], 1,
-         ["5 inner folds, but a training part holds only 4 bags of a class"]),
+        (
+            ["cv", data, "--folds", "7"],
+            1,
+            ["7 folds, but class 0 has only 6 bags (use at most 6 folds)"],
+        ),
+        (
+            ["cv", data, "--folds", "3", "--grid", "C=1,2", "--inner-folds", "5"],
+            1,
+            ["5 inner folds, but a training part holds only 4 bags of a class"],
+        ),
         (["cv", data, "--n-jobs", "0"], 2, ["--n-jobs"]),
         (["cv", data, "--format", "xls"], 2, ["invalid choice: 'xls'"]),
         (["cv", data, "--bogus"], 2, ["unrecognized arguments: --bogus"]),
         (["cv", tmp_path], 1, ["holds no .npy or .h5 files"]),
-        (["cv", data, "-o", tmp_path / "no" / "r.json", "--folds", "2"], 1,
-         ["--output: cannot write", "does not exist"]),
+        (
+            ["cv", data, "-o", tmp_path / "no" / "r.json", "--folds", "2"],
+            1,
+            ["--output: cannot write", "does not exist"],
+        ),
         (["fit", data, "-o", tmp_path], 1, ["--output", "is a directory"]),
         (["predict", tmp_path / "absent.json", data], 1, ["model file", "does not exist"]),
         (["models", "foo"], 2, ["unknown model 'foo'"]),
@@ -284,7 +381,7 @@ N_SUBPROCESS_CASES = 5
 
 def test_errors_are_one_line_without_traceback(toy_mill_file, tmp_path):
     cases = error_cases(toy_mill_file, tmp_path)[:N_SUBPROCESS_CASES]
-    for (args, code, fragments), proc in zip(cases, run_many([c[0] for c in cases])):
+    for (_, code, fragments), proc in zip(cases, run_many([c[0] for c in cases])):
         assert_one_error_line(proc, code, *fragments)
 
 
@@ -315,43 +412,137 @@ def test_debug_raises_instead_of_one_line(toy_mill_file):
 
 def test_cv_json_schema_grid_and_repeats(toy_mill_file, tmp_path):
     out = tmp_path / "result.json"
-    args = ["cv", str(toy_mill_file), "--model", "rsvm", "-p", "n_xv=2", "--grid", "C=0.1,10", "gamma=scale,0.5",
-            "--folds", "3", "--repeats", "2", "--seed", "7", "--inner-folds", "2", "-o", str(out)]
+    args = [
+        "cv",
+        str(toy_mill_file),
+        "--model",
+        "rsvm",
+        "-p",
+        "n_xv=2",
+        "--grid",
+        "C=0.1,10",
+        "gamma=scale,0.5",
+        "--folds",
+        "3",
+        "--repeats",
+        "2",
+        "--seed",
+        "7",
+        "--inner-folds",
+        "2",
+        "-o",
+        str(out),
+    ]
     proc = run(*args)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text())
-    assert set(doc) == {"schema", "milsvm_version", "command", "data", "estimator", "params", "grid", "inner_folds",
-                        "scale", "folds", "repeats", "seed", "n_jobs", "scoring", "grouping", "fold_results", "summary",
-                        "evaluation", "predictions"}
+    assert set(doc) == {
+        "schema",
+        "milsvm_version",
+        "command",
+        "data",
+        "estimator",
+        "params",
+        "grid",
+        "inner_folds",
+        "scale",
+        "folds",
+        "repeats",
+        "seed",
+        "n_jobs",
+        "scoring",
+        "grouping",
+        "fold_results",
+        "summary",
+        "evaluation",
+        "predictions",
+    }
     assert doc["schema"] == "milsvm-cv/1" and doc["milsvm_version"] == milsvm.__version__
-    assert doc["scoring"] == "accuracy" and doc["grouping"] == {"column": None, "grouped": False, "n_groups": None}
+    assert doc["scoring"] == "accuracy" and doc["grouping"] == {
+        "column": None,
+        "grouped": False,
+        "n_groups": None,
+    }
     ev = doc["evaluation"]
-    assert [r["repeat"] for r in ev["bags"]] == [0, 1] and ev["resampled"] == "bags" and ev["patients"] is None
-    assert len(doc["predictions"]) == 24 and set(doc["predictions"][0]) == {"repeat", "fold", "bag", "group", "label",
-                                                                            "score"}
+    assert (
+        [r["repeat"] for r in ev["bags"]] == [0, 1]
+        and ev["resampled"] == "bags"
+        and ev["patients"] is None
+    )
+    assert len(doc["predictions"]) == 24 and set(doc["predictions"][0]) == {
+        "repeat",
+        "fold",
+        "bag",
+        "group",
+        "label",
+        "score",
+    }
     assert doc["command"] == ["milsvm", *args]
-    assert doc["data"] == {"path": str(toy_mill_file), "format": "mill", "n_bags": 12, "n_instances": 36,
-                           "n_features": 2, "classes": [0, 1]}
+    assert doc["data"] == {
+        "path": str(toy_mill_file),
+        "format": "mill",
+        "n_bags": 12,
+        "n_instances": 36,
+        "n_features": 2,
+        "classes": [0, 1],
+    }
     assert doc["estimator"] == "RSVM" and doc["params"] == {"n_xv": 2, "random_state": 7}
     assert doc["grid"] == {"C": [0.1, 10], "gamma": ["scale", 0.5]} and doc["inner_folds"] == 2
-    assert (doc["scale"], doc["folds"], doc["repeats"], doc["seed"], doc["n_jobs"]) == (True, 3, 2, 7, 1)
+    assert (doc["scale"], doc["folds"], doc["repeats"], doc["seed"], doc["n_jobs"]) == (
+        True,
+        3,
+        2,
+        7,
+        1,
+    )
     folds = doc["fold_results"]
     assert [(f["repeat"], f["fold"]) for f in folds] == [(r, k) for r in range(2) for k in range(3)]
     for f in folds:
-        assert set(f) == {"repeat", "fold", "n_train", "n_test", "accuracy", "balanced_accuracy", "auc", "fit_time",
-                          "search_time", "params", "inner_accuracy", "inner_score", "n_xv", "warnings"}
+        assert set(f) == {
+            "repeat",
+            "fold",
+            "n_train",
+            "n_test",
+            "accuracy",
+            "balanced_accuracy",
+            "auc",
+            "fit_time",
+            "search_time",
+            "params",
+            "inner_accuracy",
+            "inner_score",
+            "n_xv",
+            "warnings",
+        }
         assert f["n_train"] + f["n_test"] == 12 and f["n_test"] == 4
-        assert 0 <= f["accuracy"] <= 1 and 0 <= f["auc"] <= 1 and f["fit_time"] >= 0 and f["search_time"] > 0
+        assert (
+            0 <= f["accuracy"] <= 1
+            and 0 <= f["auc"] <= 1
+            and f["fit_time"] >= 0
+            and f["search_time"] > 0
+        )
         assert f["params"]["C"] in (0.1, 10) and f["params"]["gamma"] in ("scale", 0.5)
         assert 0 <= f["inner_accuracy"] <= 1 and f["n_xv"] == 2 and isinstance(f["warnings"], list)
     acc = np.array([f["accuracy"] for f in folds])
     auc = np.array([f["auc"] for f in folds])
     balanced = np.array([f["balanced_accuracy"] for f in folds])
     s = doc["summary"]
-    assert set(s) == {"accuracy_mean", "accuracy_std", "balanced_accuracy_mean", "balanced_accuracy_std",
-                      "majority_rate", "auc_mean", "auc_std", "fit_time_mean", "fit_time_total", "search_time_total",
-                      "repeat_accuracy_means"}
-    assert s["accuracy_mean"] == pytest.approx(acc.mean()) and s["accuracy_std"] == pytest.approx(acc.std())
+    assert set(s) == {
+        "accuracy_mean",
+        "accuracy_std",
+        "balanced_accuracy_mean",
+        "balanced_accuracy_std",
+        "majority_rate",
+        "auc_mean",
+        "auc_std",
+        "fit_time_mean",
+        "fit_time_total",
+        "search_time_total",
+        "repeat_accuracy_means",
+    }
+    assert s["accuracy_mean"] == pytest.approx(acc.mean()) and s["accuracy_std"] == pytest.approx(
+        acc.std()
+    )
     assert s["balanced_accuracy_mean"] == pytest.approx(balanced.mean())
     assert s["balanced_accuracy_std"] == pytest.approx(balanced.std())
     assert s["majority_rate"] == 0.5  # 6 bags of each class
@@ -359,7 +550,10 @@ def test_cv_json_schema_grid_and_repeats(toy_mill_file, tmp_path):
     assert s["repeat_accuracy_means"] == pytest.approx([acc[:3].mean(), acc[3:].mean()])
     assert s["fit_time_total"] == pytest.approx(sum(f["fit_time"] for f in folds))
     assert s["search_time_total"] == pytest.approx(sum(f["search_time"] for f in folds))
-    assert f"accuracy: {100 * s['accuracy_mean']:.2f} % (std over folds {100 * s['accuracy_std']:.2f})" in proc.stdout
+    assert (
+        f"accuracy: {100 * s['accuracy_mean']:.2f} % (std over folds {100 * s['accuracy_std']:.2f})"
+        in proc.stdout
+    )
     assert f"AUC: {s['auc_mean']:.4f}" in proc.stdout
     assert f"balanced accuracy: {100 * s['balanced_accuracy_mean']:.2f} %" in proc.stdout
     assert "majority class: 50.00 % of the bags" in proc.stdout
@@ -371,36 +565,81 @@ def test_cv_same_results_whatever_n_jobs(toy_mill_file, tmp_path, capsys):
     docs = []
     for n_jobs in ("1", "2"):
         out = tmp_path / f"r{n_jobs}.json"
-        assert main(["cv", str(toy_mill_file), "--model", "MISVM", "--grid", "C=0.1,10", "--folds", "3",
-                     "--inner-folds", "2", "--repeats", "2", "--n-jobs", n_jobs, "-q", "-o", str(out)]) == 0
+        assert (
+            main(
+                [
+                    "cv",
+                    str(toy_mill_file),
+                    "--model",
+                    "MISVM",
+                    "--grid",
+                    "C=0.1,10",
+                    "--folds",
+                    "3",
+                    "--inner-folds",
+                    "2",
+                    "--repeats",
+                    "2",
+                    "--n-jobs",
+                    n_jobs,
+                    "-q",
+                    "-o",
+                    str(out),
+                ]
+            )
+            == 0
+        )
         docs.append(json.loads(out.read_text()))
-    strip = [[{k: v for k, v in f.items() if not k.endswith("_time")} for f in d["fold_results"]] for d in docs]
+    strip = [
+        [{k: v for k, v in f.items() if not k.endswith("_time")} for f in d["fold_results"]]
+        for d in docs
+    ]
     assert strip[0] == strip[1]
     assert docs[1]["n_jobs"] == 2
 
 
 def test_inner_grid_search_chooses_as_gridsearchcv(toy_mill_file):
-    from sklearn.model_selection import GridSearchCV, RepeatedStratifiedKFold, StratifiedKFold
-
     from milsvm._crossval import cross_validate, make_model
+    from sklearn.model_selection import GridSearchCV, RepeatedStratifiedKFold, StratifiedKFold
 
     bags, y = milsvm.datasets.load_mill(toy_mill_file)
     bags = milsvm.as_bags(bags)
     grid = {"C": [0.01, 1.0, 100.0], "gamma": [0.1, 2.0]}
     result = cross_validate(milsvm.MISVM, {}, bags, y, folds=3, seed=3, grid=grid, inner_folds=3)
-    splits = RepeatedStratifiedKFold(n_splits=3, n_repeats=1, random_state=3).split(np.zeros(len(y)), y)
+    splits = RepeatedStratifiedKFold(n_splits=3, n_repeats=1, random_state=3).split(
+        np.zeros(len(y)), y
+    )
     for fold, (train, _) in zip(result.folds, splits):
-        search = GridSearchCV(make_model(milsvm.MISVM, {}, True), {f"model__{k}": v for k, v in grid.items()},
-                              cv=StratifiedKFold(3, shuffle=True, random_state=3))
+        search = GridSearchCV(
+            make_model(milsvm.MISVM, {}, True),
+            {f"model__{k}": v for k, v in grid.items()},
+            cv=StratifiedKFold(3, shuffle=True, random_state=3),
+        )
         search.fit(bags[train], y[train])
-        assert fold["params"] == {k[len("model__"):]: v for k, v in search.best_params_.items()}
+        assert fold["params"] == {k[len("model__") :]: v for k, v in search.best_params_.items()}
         assert fold["inner_accuracy"] == pytest.approx(search.best_score_)
 
 
 def test_cv_three_classes_has_no_auc(three_class_file, tmp_path, capsys):
     out = tmp_path / "r.json"
-    assert main(["cv", str(three_class_file), "--model", "sparsemi", "-p", "n_xv=3", "--folds", "3", "-q",
-                 "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "cv",
+                str(three_class_file),
+                "--model",
+                "sparsemi",
+                "-p",
+                "n_xv=3",
+                "--folds",
+                "3",
+                "-q",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     stdout = capsys.readouterr().out
     assert "3 classes" in stdout and "AUC" not in stdout
     doc = json.loads(out.read_text())
@@ -409,7 +648,23 @@ def test_cv_three_classes_has_no_auc(three_class_file, tmp_path, capsys):
 
 def test_no_scale(toy_mill_file, tmp_path, capsys):
     out = tmp_path / "r.json"
-    assert main(["cv", str(toy_mill_file), "--model", "nsk", "--folds", "2", "--no-scale", "-q", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "cv",
+                str(toy_mill_file),
+                "--model",
+                "nsk",
+                "--folds",
+                "2",
+                "--no-scale",
+                "-q",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert "features used as they are" in capsys.readouterr().out
     assert json.loads(out.read_text())["scale"] is False
 
@@ -433,8 +688,23 @@ def test_every_estimator_cross_validates(name, toy_mill_file, tmp_path, capsys):
 
     out = tmp_path / "r.json"
     spelled = name if name in ("miSVM", "MISVM") else name.lower()
-    assert main(["cv", str(toy_mill_file), "--model", spelled, *pflags(FAST[name]), "--folds", "2", "-q",
-                 "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "cv",
+                str(toy_mill_file),
+                "--model",
+                spelled,
+                *pflags(FAST[name]),
+                "--folds",
+                "2",
+                "-q",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     doc = json.loads(out.read_text())
     assert doc["estimator"] == name and len(doc["fold_results"]) == 2
     assert 0.0 <= doc["summary"]["accuracy_mean"] <= 1.0
@@ -455,7 +725,9 @@ def test_every_estimator_cross_validates(name, toy_mill_file, tmp_path, capsys):
         accuracy = float(np.mean(predicted == y[test]))
         assert (fold["n_train"], fold["n_test"]) == (len(train), len(test))
         assert fold["accuracy"] == accuracy
-        assert fold["balanced_accuracy"] == pytest.approx(balanced_accuracy_score(y[test], predicted), abs=1e-15)
+        assert fold["balanced_accuracy"] == pytest.approx(
+            balanced_accuracy_score(y[test], predicted), abs=1e-15
+        )
         auc = roc_auc_score(y[test] == model.classes_[1], model.decision_function(test_bags))
         assert fold["auc"] == pytest.approx(auc, abs=1e-12)
         xv = getattr(model[-1], "xv_", None)  # the support-vector counts differ between folds
@@ -477,14 +749,31 @@ def read_predictions(path):
     return [r[0] for r in rows], np.array([float(r[1]) for r in rows]), [r[2] for r in rows]
 
 
-FIT_CASES = [pytest.param(name, FAST[name]) for name in ALL] + [pytest.param("NSK", {"norm": "l2", "C": 10}, id="NSK-l2")]
+FIT_CASES = [pytest.param(name, FAST[name]) for name in ALL] + [
+    pytest.param("NSK", {"norm": "l2", "C": 10}, id="NSK-l2")
+]
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("name, params", FIT_CASES)
 def test_fit_then_predict_reproduces_the_estimator(name, params, toy_mill_file, tmp_path, capsys):
     model, preds = tmp_path / "model.json", tmp_path / "pred.tsv"
-    assert main(["fit", str(toy_mill_file), "--model", name, *pflags(params), "--seed", "3", "-o", str(model)]) == 0
+    assert (
+        main(
+            [
+                "fit",
+                str(toy_mill_file),
+                "--model",
+                name,
+                *pflags(params),
+                "--seed",
+                "3",
+                "-o",
+                str(model),
+            ]
+        )
+        == 0
+    )
     assert main(["predict", str(model), str(toy_mill_file), "-o", str(preds), "-q"]) == 0
     names, scores, labels = read_predictions(preds)
 
@@ -502,11 +791,42 @@ def test_fit_then_predict_reproduces_the_estimator(name, params, toy_mill_file, 
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-def test_fit_no_scale_saves_the_raw_estimator_and_predict_writes_instance_lines(toy_mill_file, tmp_path, capsys):
+def test_fit_no_scale_saves_the_raw_estimator_and_predict_writes_instance_lines(
+    toy_mill_file, tmp_path, capsys
+):
     model, preds, inst = tmp_path / "model.json", tmp_path / "pred.tsv", tmp_path / "inst.tsv"
-    assert main(["fit", str(toy_mill_file), "--model", "MISVM", "-p", "C=10", "--no-scale", "-o", str(model)]) == 0
+    assert (
+        main(
+            [
+                "fit",
+                str(toy_mill_file),
+                "--model",
+                "MISVM",
+                "-p",
+                "C=10",
+                "--no-scale",
+                "-o",
+                str(model),
+            ]
+        )
+        == 0
+    )
     assert "(raw features (--no-scale))" in capsys.readouterr().out
-    assert main(["predict", str(model), str(toy_mill_file), "-o", str(preds), "--instances", str(inst), "-q"]) == 0
+    assert (
+        main(
+            [
+                "predict",
+                str(model),
+                str(toy_mill_file),
+                "-o",
+                str(preds),
+                "--instances",
+                str(inst),
+                "-q",
+            ]
+        )
+        == 0
+    )
     bags, y, bag_names = milsvm.datasets.load_mill(toy_mill_file, return_bag_names=True)
     est = milsvm.MISVM(C=10).fit(bags, y)
     loaded = milsvm.load(model)
@@ -527,9 +847,14 @@ def test_fit_no_scale_saves_the_raw_estimator_and_predict_writes_instance_lines(
     assert max(first) == pytest.approx(read_predictions(preds)[1][0], rel=1e-12)
 
 
-def test_predict_instances_of_a_model_without_instance_scores_is_refused_before_any_work(toy_mill_file, tmp_path, capsys):
+def test_predict_instances_of_a_model_without_instance_scores_is_refused_before_any_work(
+    toy_mill_file, tmp_path, capsys
+):
     model, inst = tmp_path / "stk.json", tmp_path / "inst.tsv"
-    assert main(["fit", str(toy_mill_file), "--model", "STK", "-p", "C=10", "-o", str(model), "-q"]) == 0
+    assert (
+        main(["fit", str(toy_mill_file), "--model", "STK", "-p", "C=10", "-o", str(model), "-q"])
+        == 0
+    )
     capsys.readouterr()
     assert main(["predict", str(model), str(toy_mill_file), "--instances", str(inst), "-q"]) == 1
     err = capsys.readouterr().err
@@ -540,10 +865,30 @@ def test_predict_instances_of_a_model_without_instance_scores_is_refused_before_
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_predict_subprocess_writes_name_score_label_lines(toy_mill_file, tmp_path, capsys):
     model = tmp_path / "m.json"
-    assert main(["fit", str(toy_mill_file), "--model", "ALSVM", "-p", "C=10", "-p", "max_iter=5", "-q",
-                 "-o", str(model)]) == 0
-    assert re.match(r"fitted ALSVM\(C=10, max_iter=5, random_state=0\) on 12 bags \(standardised features\) in [\d.]+ s; "
-                    r"training accuracy [\d.]+ %; saved to ", capsys.readouterr().out)
+    assert (
+        main(
+            [
+                "fit",
+                str(toy_mill_file),
+                "--model",
+                "ALSVM",
+                "-p",
+                "C=10",
+                "-p",
+                "max_iter=5",
+                "-q",
+                "-o",
+                str(model),
+            ]
+        )
+        == 0
+    )
+    assert re.match(
+        r"fitted ALSVM\(C=10, max_iter=5, random_state=0\) on 12 bags \(standardised "
+        r"features\) in [\d.]+ s; "
+        r"training accuracy [\d.]+ %; saved to ",
+        capsys.readouterr().out,
+    )
     proc = run("predict", model, toy_mill_file)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
@@ -554,7 +899,9 @@ def test_predict_subprocess_writes_name_score_label_lines(toy_mill_file, tmp_pat
     assert re.fullmatch(r"milsvm: accuracy against the file's labels: [\d.]+ %\n", proc.stderr)
 
 
-def test_predict_multiclass_prints_the_score_of_the_predicted_class(three_class_file, tmp_path, capsys):
+def test_predict_multiclass_prints_the_score_of_the_predicted_class(
+    three_class_file, tmp_path, capsys
+):
     model, preds = tmp_path / "m.json", tmp_path / "p.tsv"
     assert main(["fit", str(three_class_file), "-p", "n_xv=3", "-o", str(model)]) == 0
     assert main(["predict", str(model), str(three_class_file), "-o", str(preds)]) == 0
@@ -585,15 +932,30 @@ def test_predict_with_the_wrong_number_of_features_is_one_line(toy_mill_file, tm
 def toy_formats(tmp_path):
     """The toy bags in the four formats, as {format: path}."""
     rows = toy_lines()
-    paths = {"mill": tmp_path / "toy.data", "musk": tmp_path / "clean_toy.data", "csv": tmp_path / "toy.csv",
-             "mat": tmp_path / "toy.mat"}
-    paths["mill"].write_text("".join(f"{i},{b},{c},{x[0]:.17g},{x[1]:.17g}\n" for i, b, c, x in rows))
-    paths["musk"].write_text("".join(f"{b},{i},{x[0]:.17g},{x[1]:.17g},{c}.\n" for i, b, c, x in rows))
-    paths["csv"].write_text("label,bag_id,f1,f2\n"
-                            + "".join(f"{c},{b},{x[0]:.17g},{x[1]:.17g}\n" for i, b, c, x in rows))
-    scipy.io.savemat(paths["mat"], {"features": sp.csr_matrix(np.array([x for *_, x in rows])),
-                                    "labels": np.array([[2 * c - 1 for _, _, c, _ in rows]]),
-                                    "bag_ids": np.array([[int(b[3:]) + 1 for _, b, _, _ in rows]])})
+    paths = {
+        "mill": tmp_path / "toy.data",
+        "musk": tmp_path / "clean_toy.data",
+        "csv": tmp_path / "toy.csv",
+        "mat": tmp_path / "toy.mat",
+    }
+    paths["mill"].write_text(
+        "".join(f"{i},{b},{c},{x[0]:.17g},{x[1]:.17g}\n" for i, b, c, x in rows)
+    )
+    paths["musk"].write_text(
+        "".join(f"{b},{i},{x[0]:.17g},{x[1]:.17g},{c}.\n" for i, b, c, x in rows)
+    )
+    paths["csv"].write_text(
+        "label,bag_id,f1,f2\n"
+        + "".join(f"{c},{b},{x[0]:.17g},{x[1]:.17g}\n" for i, b, c, x in rows)
+    )
+    scipy.io.savemat(
+        paths["mat"],
+        {
+            "features": sp.csr_matrix(np.array([x for *_, x in rows])),
+            "labels": np.array([[2 * c - 1 for _, _, c, _ in rows]]),
+            "bag_ids": np.array([[int(b[3:]) + 1 for _, b, _, _ in rows]]),
+        },
+    )
     return paths
 
 
@@ -607,14 +969,17 @@ def test_format_detection(toy_formats, tmp_path):
 
 def test_every_format_gives_the_same_predictions(toy_formats, tmp_path, capsys):
     model = tmp_path / "m.json"
-    assert main(["fit", str(toy_formats["mill"]), "--model", "rsvm", "-p", "n_xv=3", "-o", str(model)]) == 0
+    assert (
+        main(["fit", str(toy_formats["mill"]), "--model", "rsvm", "-p", "n_xv=3", "-o", str(model)])
+        == 0
+    )
     outputs = {}
     for fmt, path in toy_formats.items():
         out = tmp_path / f"{fmt}.tsv"
         assert main(["predict", str(model), str(path), "-o", str(out)]) == 0
         outputs[fmt] = read_predictions(out)
     reference = outputs["mill"]
-    for fmt, (names, scores, labels) in outputs.items():
+    for _names, scores, labels in outputs.values():
         np.testing.assert_allclose(scores, reference[1], rtol=1e-12)
         assert labels == reference[2]
     assert outputs["mat"][0] == [str(k) for k in range(1, 13)] and outputs["csv"][0] == reference[0]
@@ -624,7 +989,9 @@ def test_format_can_be_forced(toy_formats, tmp_path, capsys):
     renamed = tmp_path / "toy_csv.txt"
     renamed.write_text(toy_formats["csv"].read_text())
     assert main(["cv", str(renamed), "--format", "csv", "--folds", "2", "-p", "n_xv=2", "-q"]) == 0
-    assert main(["cv", str(renamed), "--folds", "2", "-q"]) == 1  # read as MILL: the header is not data
+    assert (
+        main(["cv", str(renamed), "--folds", "2", "-q"]) == 1
+    )  # read as MILL: the header is not data
     assert "line 1" in capsys.readouterr().err
 
 
@@ -642,8 +1009,9 @@ def run_on_terminal(args):
 
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
-    proc = subprocess.Popen([sys.executable, "-m", "milsvm", *map(str, args)], stdout=subprocess.DEVNULL,
-                            stderr=slave)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "milsvm", *map(str, args)], stdout=subprocess.DEVNULL, stderr=slave
+    )
     os.close(slave)
     chunks = []
     while True:
@@ -662,18 +1030,45 @@ def run_on_terminal(args):
 def test_progress_bar_on_a_terminal_only_and_not_with_quiet(toy_mill_file):
     args = ["cv", toy_mill_file, "--folds", "3", "--grid", "C=1,10", "-p", "n_xv=2"]
     code, err = run_on_terminal(args)
-    assert code == 0 and "cv SparseMI" in err and "/21" in err  # 3 folds x (2 candidates x 3 inner + 1)
+    assert (
+        code == 0 and "cv SparseMI" in err and "/21" in err
+    )  # 3 folds x (2 candidates x 3 inner + 1)
     code, err = run_on_terminal([*args, "--quiet"])
-    assert code == 0 and err == ""  # and no bar when stderr is a pipe: see test_cv_json_schema_grid_and_repeats
+    assert (
+        code == 0 and err == ""
+    )  # and no bar when stderr is a pipe: see test_cv_json_schema_grid_and_repeats
 
 
 def test_report_markdown_and_plots(toy_mill_file, tmp_path, capsys):
     report = tmp_path / "report"
-    assert main(["cv", str(toy_mill_file), "--folds", "3", "--grid", "C=1,10", "-p", "n_xv=2",
-                 "--report", str(report)]) == 0
+    assert (
+        main(
+            [
+                "cv",
+                str(toy_mill_file),
+                "--folds",
+                "3",
+                "--grid",
+                "C=1,10",
+                "-p",
+                "n_xv=2",
+                "--report",
+                str(report),
+            ]
+        )
+        == 0
+    )
     text = (report / "report.md").read_text()
-    for fragment in ("# milsvm cross-validation report", "## Results", "## Folds", "| r1 f3 | 8 | 4 |",
-                     "grid search", "SparseMI(n_xv=2, random_state=0)", "balanced accuracy", "majority class"):
+    for fragment in (
+        "# milsvm cross-validation report",
+        "## Results",
+        "## Folds",
+        "| r1 f3 | 8 | 4 |",
+        "grid search",
+        "SparseMI(n_xv=2, random_state=0)",
+        "balanced accuracy",
+        "majority class",
+    ):
         assert fragment in text
     pytest.importorskip("matplotlib")
     for png in ("accuracy.png", "objective.png", "decision_regions.png", "roc.png", "pr.png"):
@@ -685,16 +1080,44 @@ def test_report_markdown_and_plots(toy_mill_file, tmp_path, capsys):
 def test_report_without_objective_history_or_2d(three_class_file, tmp_path, capsys):
     pytest.importorskip("matplotlib")
     report = tmp_path / "report"
-    assert main(["cv", str(three_class_file), "--model", "nsk", "--folds", "3", "-q", "--report", str(report)]) == 0
-    assert sorted(p.name for p in report.iterdir()) == ["accuracy.png", "decision_regions.png", "report.html",
-                                                        "report.md"]
+    assert (
+        main(
+            [
+                "cv",
+                str(three_class_file),
+                "--model",
+                "nsk",
+                "--folds",
+                "3",
+                "-q",
+                "--report",
+                str(report),
+            ]
+        )
+        == 0
+    )
+    assert sorted(p.name for p in report.iterdir()) == [
+        "accuracy.png",
+        "decision_regions.png",
+        "report.html",
+        "report.md",
+    ]
     assert "NSK records no objective history" in (report / "report.md").read_text()
 
 
 def test_report_without_matplotlib_says_how_to_get_the_plots(toy_mill_file, tmp_path):
     report = tmp_path / "report"
-    proc = run("cv", toy_mill_file, "--folds", "2", "-p", "n_xv=2", "--report", report,
-               env=blocked_env(tmp_path, "matplotlib"))
+    proc = run(
+        "cv",
+        toy_mill_file,
+        "--folds",
+        "2",
+        "-p",
+        "n_xv=2",
+        "--report",
+        report,
+        env=blocked_env(tmp_path, "matplotlib"),
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and "pip install milsvm[plot]" in lines[0]
@@ -703,6 +1126,13 @@ def test_report_without_matplotlib_says_how_to_get_the_plots(toy_mill_file, tmp_
 
 
 def test_scheduler_without_dask_is_one_line(toy_mill_file, tmp_path):
-    proc = run("cv", toy_mill_file, "--folds", "2", "--scheduler", "tcp://127.0.0.1:8786",
-               env=blocked_env(tmp_path, "dask", "distributed"))
+    proc = run(
+        "cv",
+        toy_mill_file,
+        "--folds",
+        "2",
+        "--scheduler",
+        "tcp://127.0.0.1:8786",
+        env=blocked_env(tmp_path, "dask", "distributed"),
+    )
     assert_one_error_line(proc, 1, "pip install milsvm[dask]")

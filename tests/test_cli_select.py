@@ -9,10 +9,9 @@ import inspect
 import json
 import re
 
+import milsvm
 import numpy as np
 import pytest
-
-import milsvm
 from milsvm import _core, _registry, cli
 from milsvm._base import MILClassifier
 from milsvm.cli import main
@@ -21,7 +20,8 @@ ALL = list(_registry.ESTIMATORS.values())
 
 
 def write_toy(path, n_neg=12, n_pos=6, seed=0):
-    """Bags of three 2-D instances in MILL format; a positive bag holds one instance near (3, -3)."""
+    """Bags of three 2-D instances in MILL format; a positive bag holds one instance near (3,
+    -3)."""
     rng = np.random.default_rng(seed)
     lines = []
     for b in range(n_neg + n_pos):
@@ -67,8 +67,26 @@ def test_cv_prints_and_writes_balanced_accuracy_and_majority_rate(toy, tmp_path,
     from sklearn.metrics import balanced_accuracy_score
 
     out = tmp_path / "r.json"
-    assert main(["cv", str(toy), "-m", "NSK", "-p", "C=10", "--folds", "3", "--repeats", "2", "-q",
-                 "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "cv",
+                str(toy),
+                "-m",
+                "NSK",
+                "-p",
+                "C=10",
+                "--folds",
+                "3",
+                "--repeats",
+                "2",
+                "-q",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     stdout = capsys.readouterr().out
     doc = json.loads(out.read_text())
     folds, s = doc["fold_results"], doc["summary"]
@@ -78,23 +96,30 @@ def test_cv_prints_and_writes_balanced_accuracy_and_majority_rate(toy, tmp_path,
     assert s["majority_rate"] == pytest.approx(12 / 18)
     lines = stdout.splitlines()
     accuracy = next(k for k, line in enumerate(lines) if line.startswith("accuracy: "))
-    assert lines[accuracy + 1] == (f"balanced accuracy: {100 * s['balanced_accuracy_mean']:.2f} % "
-                                   f"(std over folds {100 * s['balanced_accuracy_std']:.2f})")
-    assert lines[accuracy + 2] == ("majority class: 66.67 % of the bags (the accuracy of always predicting "
-                                   "class 0)")
+    assert lines[accuracy + 1] == (
+        f"balanced accuracy: {100 * s['balanced_accuracy_mean']:.2f} % "
+        f"(std over folds {100 * s['balanced_accuracy_std']:.2f})"
+    )
+    assert lines[accuracy + 2] == (
+        "majority class: 66.67 % of the bags (the accuracy of always predicting class 0)"
+    )
     assert lines[accuracy + 3].startswith("AUC: ")
     # per fold: scikit-learn's balanced accuracy of the fold's predictions
     from milsvm._crossval import cross_validate
 
     bags, y = milsvm.datasets.load_mill(toy)
-    result = cross_validate(milsvm.NSK, {"C": 10}, milsvm.as_bags(bags), y, folds=3, keep_first_model=True)
+    result = cross_validate(
+        milsvm.NSK, {"C": 10}, milsvm.as_bags(bags), y, folds=3, keep_first_model=True
+    )
     assert result.majority_rate == pytest.approx(2 / 3)
     model = result.first_model
     from sklearn.model_selection import StratifiedKFold
 
     _, test = next(StratifiedKFold(3, shuffle=True, random_state=0).split(np.zeros(len(y)), y))
     predicted = model.predict(milsvm.as_bags(bags)[test])
-    assert result.folds[0]["balanced_accuracy"] == pytest.approx(balanced_accuracy_score(y[test], predicted))
+    assert result.folds[0]["balanced_accuracy"] == pytest.approx(
+        balanced_accuracy_score(y[test], predicted)
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -108,14 +133,20 @@ REFUSED = [
     (["-p", "gamma=auto"], ["gamma must be 'scale', 'median' or a finite number > 0"]),
     (["-p", "gamma=0.1*scale"], ["-p gamma='0.1*scale'", "gamma must be"]),  # k*scale: grids only
     (["-p", "init=kmean"], ["-p init='kmean'", "init must be one of 'random', 'kmeans', 'svm'"]),
-    (["-p", "probability=maybe"], ["probability must be True, False or \"ensemble\""]),
+    (["-p", "probability=maybe"], ['probability must be True, False or "ensemble"']),
     (["-p", "verbose=1.5"], ["verbose must be an integer"]),
     (["-p", "class_weight={0: 1, 1: -2}"], ["class_weight must hold finite class weights > 0"]),
     (["-p", "random_state=abc"], ["-p random_state='abc'"]),
     (["--grid", "C=1,-1"], ["--grid C=-1:", "C must be a finite number > 0, got -1"]),
     (["--grid", "C=1,10", "n_xv=2,0"], ["--grid n_xv=0:", "n_xv must be an integer >= 1"]),
-    (["--grid", "gamma=scale,0*scale"], ["--grid gamma=0*scale", "multiple of scale must be a finite number > 0"]),
-    (["--grid", "kernel=rbf,poly"], ["--grid kernel=poly", "kernel must be one of 'rbf', 'linear'"]),
+    (
+        ["--grid", "gamma=scale,0*scale"],
+        ["--grid gamma=0*scale", "multiple of scale must be a finite number > 0"],
+    ),
+    (
+        ["--grid", "kernel=rbf,poly"],
+        ["--grid kernel=poly", "kernel must be one of 'rbf', 'linear'"],
+    ),
     (["-m", "ALSVM", "-p", "decay=1"], ["-p decay=1", "decay must be a finite number > 1"]),
     (["-m", "ALPSVM", "--grid", "p_star=0.5,2"], ["--grid p_star=2", "p_star must lie in [0, 1]"]),
     (["-m", "OneClassMISVM", "-p", "nu=0"], ["-p nu=0", "nu must lie in (0, 1]"]),
@@ -136,9 +167,15 @@ def test_refused_values_exit_2_before_the_data_is_read(extra, fragments, tmp_pat
 
 
 def test_class_weight_labels_are_checked_against_the_data_before_any_fit(toy, capsys, no_fit):
-    status, err = status_and_error(["cv", toy, "--folds", "2", "-p", "class_weight={0: 1, 7: 2}"], capsys)
-    assert status == 2 and "class_weight names labels that are not in y: [7] (classes: [0, 1])" in err
-    status, err = status_and_error(["cv", toy, "--folds", "2", "--grid", "class_weight=None,{5: 2}"], capsys)
+    status, err = status_and_error(
+        ["cv", toy, "--folds", "2", "-p", "class_weight={0: 1, 7: 2}"], capsys
+    )
+    assert (
+        status == 2 and "class_weight names labels that are not in y: [7] (classes: [0, 1])" in err
+    )
+    status, err = status_and_error(
+        ["cv", toy, "--folds", "2", "--grid", "class_weight=None,{5: 2}"], capsys
+    )
     assert status == 2 and "--grid class_weight={5: 2}" in err
 
 
@@ -156,8 +193,16 @@ def test_check_params_accepts_the_defaults_and_refuses_as_fit_does(cls):
     cls()._check_params()
     cls()._check_params(classes=np.array([0, 1]))
     bags, y = easy_bags(1, n_bags=12)
-    bad = [{"n_jobs": "many"}, {"kernel": "poly"}, {"gamma": -1.0}, {"inner_tol": -1.0}, {"verbose": "x"},
-           {"class_weight": {0: 1, 1: 0.0}} if "class_weight" in cls().get_params() else {"probability": 1}]
+    bad = [
+        {"n_jobs": "many"},
+        {"kernel": "poly"},
+        {"gamma": -1.0},
+        {"inner_tol": -1.0},
+        {"verbose": "x"},
+        {"class_weight": {0: 1, 1: 0.0}}
+        if "class_weight" in cls().get_params()
+        else {"probability": 1},
+    ]
     first = next(iter(inspect.signature(cls).parameters))  # C, nu or n_xv: a positive number each
     bad.append({first: -3})
     for params in bad:
@@ -169,24 +214,36 @@ def test_check_params_accepts_the_defaults_and_refuses_as_fit_does(cls):
 
 
 def test_core_check_functions_match_the_fits():
-    names = {n[len("fit_"):] for n in dir(_core) if n.startswith("fit_") and not n.endswith("_hyperparameters")
-             and not n.endswith("_path") and n != "fit_sigmoid"}
-    assert names == {n[len("check_"):] for n in dir(_core) if n.startswith("check_")}
+    names = {
+        n[len("fit_") :]
+        for n in dir(_core)
+        if n.startswith("fit_")
+        and not n.endswith("_hyperparameters")
+        and not n.endswith("_path")
+        and n != "fit_sigmoid"
+    }
+    assert names == {n[len("check_") :] for n in dir(_core) if n.startswith("check_")}
     # a C path (fit_X_path) takes the parameters of its fit, checked by check_X
-    paths = {n[len("fit_"):-len("_path")] for n in dir(_core) if n.startswith("fit_") and n.endswith("_path")}
+    paths = {
+        n[len("fit_") : -len("_path")]
+        for n in dir(_core)
+        if n.startswith("fit_") and n.endswith("_path")
+    }
     assert paths and paths <= names
     assert _core.check_nsk({"C": 2.0, "norm": "l2"}) is None
     with pytest.raises(TypeError, match="C must be a real number, got 'abc'"):
         _core.check_nsk({"C": "abc"})
-    with pytest.raises(ValueError, match="NskParams has no parameter \"nu\""):
+    with pytest.raises(ValueError, match='NskParams has no parameter "nu"'):
         _core.check_nsk({"nu": 0.5})
 
 
 def test_messages_show_plain_values():
     from milsvm._crossval import FitError, cross_validate, describe
 
-    assert describe("X", {"C": np.float64(1.5), "n": np.int64(3), "w": {np.int64(0): np.float32(2)}}) == \
-        "X(C=1.5, n=3, w={0: 2.0})"
+    assert (
+        describe("X", {"C": np.float64(1.5), "n": np.int64(3), "w": {np.int64(0): np.float32(2)}})
+        == "X(C=1.5, n=3, w={0: 2.0})"
+    )
     from conftest import easy_bags
 
     bags, y = easy_bags(2, n_bags=12)
@@ -209,23 +266,32 @@ def test_report_directory_is_checked_before_the_cv(toy, tmp_path, capsys, monkey
     a_file.write_text("x")
     status, err = status_and_error(["cv", toy, "--folds", "2", "--report", a_file], capsys)
     assert status == 2 and "exists and is not a directory" in err
-    status, err = status_and_error(["cv", toy, "--folds", "2", "--report", a_file / "sub" / "dir"], capsys)
+    status, err = status_and_error(
+        ["cv", toy, "--folds", "2", "--report", a_file / "sub" / "dir"], capsys
+    )
     assert status == 2 and "--report: cannot create" in err and "is not a directory" in err
-    monkeypatch.setattr(cli.os, "access", lambda path, mode: False)  # as a user without write rights
-    status, err = status_and_error(["cv", toy, "--folds", "2", "--report", tmp_path / "new"], capsys)
+    monkeypatch.setattr(
+        cli.os, "access", lambda path, mode: False
+    )  # as a user without write rights
+    status, err = status_and_error(
+        ["cv", toy, "--folds", "2", "--report", tmp_path / "new"], capsys
+    )
     assert status == 2 and "cannot create" in err and "is not writable" in err
     status, err = status_and_error(["cv", toy, "--folds", "2", "--report", tmp_path], capsys)
     assert status == 2 and "is not writable" in err
     assert not (tmp_path / "new").exists()
 
 
-@pytest.mark.parametrize("args, suggestion", [
-    (["cv", "{toy}", "-m", "sparsmi"], "did you mean SparseMI"),
-    (["cv", "{toy}", "--model", "AWSMV"], "did you mean AWSVM"),
-    (["fit", "{toy}", "-m", "onclassmisvm", "-o", "m.json"], "did you mean OneClassMISVM"),
-    (["models", "nks"], "did you mean NSK"),
-    (["models", "svmc"], "did you mean SVMCC"),
-])
+@pytest.mark.parametrize(
+    "args, suggestion",
+    [
+        (["cv", "{toy}", "-m", "sparsmi"], "did you mean SparseMI"),
+        (["cv", "{toy}", "--model", "AWSMV"], "did you mean AWSVM"),
+        (["fit", "{toy}", "-m", "onclassmisvm", "-o", "m.json"], "did you mean OneClassMISVM"),
+        (["models", "nks"], "did you mean NSK"),
+        (["models", "svmc"], "did you mean SVMCC"),
+    ],
+)
 def test_model_names_suggest_the_closest(args, suggestion, toy, capsys, no_fit):
     status, err = status_and_error([a.format(toy=toy) for a in args], capsys)
     assert status == 2 and suggestion in err and "choose one of SparseMI" in err
@@ -250,7 +316,10 @@ def test_models_gives_meaning_valid_values_suggested_ranges_and_the_auto_grid(ca
     assert "valid: 'scale', 'median' or a finite number > 0" in out
     assert "valid: None or in (0, 1)" in out  # inner_tol
     flat = " ".join(out.split())
-    assert "--grid auto searches C in [0.1, 1.0, 10.0, 100.0] and gamma in ['0.1*scale', 'scale', '10*scale']" in flat
+    assert (
+        "--grid auto searches C in [0.1, 1.0, 10.0, 100.0] and gamma in ['0.1*scale', 'scale', "
+        "'10*scale']" in flat
+    )
     one_class = " ".join(models_output("OneClassMISVM", capsys).split())
     assert "nu in [0.1, 0.25, 0.5, 0.75]" in one_class and "valid: in (0, 1]" in one_class
     svmcc = " ".join(models_output("SVMCC", capsys).split())
@@ -263,7 +332,9 @@ def test_models_shows_every_declared_range(cls, capsys):
     ranges = {name: rng for name, _, rng in getattr(_core, f"{cls._core_fit}_hyperparameters")()}
     for name, param in inspect.signature(cls).parameters.items():
         if ranges.get(name) and name not in ("gamma", "n_jobs"):
-            block = re.split(r"\n  (?=\S)", out.split(f"\n  {name}={param.default!r}\n", 1)[1], maxsplit=1)[0]
+            block = re.split(
+                r"\n  (?=\S)", out.split(f"\n  {name}={param.default!r}\n", 1)[1], maxsplit=1
+            )[0]
             assert "valid: " in " ".join(block.split()), name
 
 
@@ -285,8 +356,14 @@ def test_every_default_grid_passes_its_estimators_check(cls):
 
 def test_grid_auto_conflicts_are_usage_errors(toy, capsys, no_fit):
     for args, fragment in [
-        (["--grid", "auto", "C=1,2"], "C given both by 'auto' and explicitly; 'auto' searches C in [0.1, 1.0"),
-        (["-p", "C=3", "--grid", "auto"], "C given both by -p and by --grid auto, which searches C in"),
+        (
+            ["--grid", "auto", "C=1,2"],
+            "C given both by 'auto' and explicitly; 'auto' searches C in [0.1, 1.0",
+        ),
+        (
+            ["-p", "C=3", "--grid", "auto"],
+            "C given both by -p and by --grid auto, which searches C in",
+        ),
         (["--grid", "auto", "auto"], "'auto' is given twice"),
         (["--grid", "automatic"], "'automatic' is not KEY=V1,V2,... or auto"),
     ]:
@@ -298,7 +375,9 @@ def test_scale_multiples():
     assert cli.scale_multiple("0.1*scale") == 0.1 and cli.scale_multiple(" 10 * SCALE ") == 10.0
     assert cli.scale_multiple("scale") is None and cli.scale_multiple(0.1) is None
     assert cli.scale_multiple("x*scale") is None
-    grid = cli.resolve_scale_multiples({"C": [1], "gamma": ["0.1*scale", "scale", "3*scale", 0.5]}, 1 / 166)
+    grid = cli.resolve_scale_multiples(
+        {"C": [1], "gamma": ["0.1*scale", "scale", "3*scale", 0.5]}, 1 / 166
+    )
     assert grid == {"C": [1], "gamma": [0.000602, "scale", 0.0181, 0.5]}
 
 
@@ -306,12 +385,38 @@ def test_cv_grid_auto_with_another_key(toy, tmp_path, capsys):
     """``--grid auto`` beside a grid item of another parameter: gamma's ``k*scale`` values are
     k times the "scale" width of the standardised instances (variance 1, two features: 1/2)."""
     out = tmp_path / "r.json"
-    assert main(["cv", str(toy), "-m", "NSK", "--grid", "auto", "norm=l1,l2", "--folds", "2", "--inner-folds", "2",
-                 "-q", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "cv",
+                str(toy),
+                "-m",
+                "NSK",
+                "--grid",
+                "auto",
+                "norm=l1,l2",
+                "--folds",
+                "2",
+                "--inner-folds",
+                "2",
+                "-q",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     stdout = capsys.readouterr().out
     doc = json.loads(out.read_text())
-    assert doc["grid"] == {"C": [0.1, 1.0, 10.0, 100.0], "gamma": [0.05, "scale", 5.0], "norm": ["l1", "l2"]}
-    assert "grid search: C in [0.1, 1.0, 10.0, 100.0]; gamma in [0.05, 'scale', 5.0]; norm in ['l1', 'l2']" in stdout
+    assert doc["grid"] == {
+        "C": [0.1, 1.0, 10.0, 100.0],
+        "gamma": [0.05, "scale", 5.0],
+        "norm": ["l1", "l2"],
+    }
+    assert (
+        "grid search: C in [0.1, 1.0, 10.0, 100.0]; gamma in [0.05, 'scale', 5.0]; norm in "
+        "['l1', 'l2']" in stdout
+    )
     assert all(f["params"]["gamma"] in (0.05, "scale", 5.0) for f in doc["fold_results"])
     bags, _ = milsvm.datasets.load_mill(toy)
     assert cli.scale_width(milsvm.as_bags(bags), True) == pytest.approx(0.5)
@@ -326,8 +431,30 @@ def test_cv_grid_auto_with_another_key(toy, tmp_path, capsys):
 
 def test_report_names_folds_majority_objective_and_chosen_points(toy, tmp_path, capsys):
     report = tmp_path / "report"
-    assert main(["cv", str(toy), "-m", "ALSVM", "-p", "max_iter=8", "--grid", "C=1,10", "--folds", "2",
-                 "--repeats", "2", "--inner-folds", "2", "-q", "--report", str(report)]) == 0
+    assert (
+        main(
+            [
+                "cv",
+                str(toy),
+                "-m",
+                "ALSVM",
+                "-p",
+                "max_iter=8",
+                "--grid",
+                "C=1,10",
+                "--folds",
+                "2",
+                "--repeats",
+                "2",
+                "--inner-folds",
+                "2",
+                "-q",
+                "--report",
+                str(report),
+            ]
+        )
+        == 0
+    )
     text = (report / "report.md").read_text()
     assert "| fold | train bags | test bags | accuracy | balanced accuracy | AUC |" in text
     rows = re.findall(r"^\| (r\d f\d) \| .* \| (C=\d+) \| [\d.]+ \|$", text, flags=re.M)
@@ -342,8 +469,27 @@ def test_report_names_folds_majority_objective_and_chosen_points(toy, tmp_path, 
 
 def test_report_of_a_single_objective_value(toy, tmp_path, capsys):
     report = tmp_path / "report"
-    assert main(["cv", str(toy), "-m", "RSVM", "-p", "n_xv=2", "--folds", "2", "-q", "--report", str(report)]) == 0
-    assert "RSVM records a single objective value on fold r1 f1" in (report / "report.md").read_text()
+    assert (
+        main(
+            [
+                "cv",
+                str(toy),
+                "-m",
+                "RSVM",
+                "-p",
+                "n_xv=2",
+                "--folds",
+                "2",
+                "-q",
+                "--report",
+                str(report),
+            ]
+        )
+        == 0
+    )
+    assert (
+        "RSVM records a single objective value on fold r1 f1" in (report / "report.md").read_text()
+    )
     assert not (report / "objective.png").exists()
 
 
@@ -354,7 +500,7 @@ def test_objective_axis_per_estimator(cls):
     import warnings
 
     from conftest import easy_bags
-    from milsvm._report import _histories, _objective_axis
+    from milsvm._report_plots import _histories, _objective_axis
 
     bags, y = easy_bags(3, n_bags=12)
     with warnings.catch_warnings():

@@ -21,7 +21,6 @@ import scipy.io
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from milsvm import datasets
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -35,7 +34,7 @@ def data_file(relative):
     return path
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cached(loader_name, relative):
     return getattr(datasets, loader_name)(DATA / relative)
 
@@ -287,20 +286,48 @@ def assert_error(loader, path, line, phrase, **kwargs):
 MILL_ERRORS = {
     "too_few_fields": ("i1,b1,0,1,2\ni2,b1\n", 2, "too few fields"),
     "dense_line_without_features": ("i1,b1,0,1,2\ni2,b1,0\n", 2, "too few fields"),
-    "non_numeric_dense_value": ("i1,b1,0,1,2\ni2,b1,0,3,4\ni3,b1,0,5,abc\n", 3, r"feature 2 .*'abc' is not a number"),
+    "non_numeric_dense_value": (
+        "i1,b1,0,1,2\ni2,b1,0,3,4\ni3,b1,0,5,abc\n",
+        3,
+        r"feature 2 .*'abc' is not a number",
+    ),
     # blank lines are skipped but counted
-    "non_numeric_dense_value_after_blank_lines": ("i1,b1,0,1,2\n\n\ni2,b1,0,1..5,4\n", 4, "not a number"),
+    "non_numeric_dense_value_after_blank_lines": (
+        "i1,b1,0,1,2\n\n\ni2,b1,0,1..5,4\n",
+        4,
+        "not a number",
+    ),
     "colon_in_dense_file": ("i1,b1,0,1,2\ni2,b1,0,1:2,4\n", 2, "not a number"),
     "bad_index_value_pair": ("i1,b1,1,3:0.5\ni2,b1,1,4-0.5\n", 2, "not of the form index:value"),
-    "sparse_index_not_integer": ("i1,b1,1,3:0.5\ni2,b1,1,1.5:0.5\n", 2, "index '1.5' is not an integer"),
+    "sparse_index_not_integer": (
+        "i1,b1,1,3:0.5\ni2,b1,1,1.5:0.5\n",
+        2,
+        "index '1.5' is not an integer",
+    ),
     "sparse_value_not_numeric": ("i1,b1,1,3:0.5\ni2,b1,1,2:x\n", 2, "value 'x' is not a number"),
     "sparse_index_below_one": ("i1,b1,1,3:0.5\ni2,b2,0,1:1\ni3,b2,0,0:0.5\n", 3, "index 0 is < 1"),
-    "sparse_duplicate_index": ("i1,b1,1,3:0.5\ni2,b1,1,2:1,5:1,2:3\n", 2, "index 2 appears more than once"),
+    "sparse_duplicate_index": (
+        "i1,b1,1,3:0.5\ni2,b1,1,2:1,5:1,2:3\n",
+        2,
+        "index 2 appears more than once",
+    ),
     "label_not_integer": ("i1,b1,1,1\ni2,b2,pos,2\n", 2, "label 'pos' .*is not an integer"),
     "label_fractional": ("i1,b1,0.5,1\n", 1, "label '0.5' .*is not an integer"),
-    "label_differs_within_bag": ("i1,b1,1,1\ni2,b1,1,2\ni3,b1,0,3\n", 3, "differs from the label 1 of bag 'b1'"),
-    "inconsistent_number_of_dense_features": ("i1,b1,1,1,2\ni2,b1,1,3,4\ni3,b2,0,5,6,7\n", 3, "3 feature values, but line 1 has 2"),
-    "bag_not_contiguous": ("i1,b1,1,1\ni2,b2,0,2\ni3,b1,1,3\n", 3, "bag 'b1' reappears .*first seen on line 1"),
+    "label_differs_within_bag": (
+        "i1,b1,1,1\ni2,b1,1,2\ni3,b1,0,3\n",
+        3,
+        "differs from the label 1 of bag 'b1'",
+    ),
+    "inconsistent_number_of_dense_features": (
+        "i1,b1,1,1,2\ni2,b1,1,3,4\ni3,b2,0,5,6,7\n",
+        3,
+        "3 feature values, but line 1 has 2",
+    ),
+    "bag_not_contiguous": (
+        "i1,b1,1,1\ni2,b2,0,2\ni3,b1,1,3\n",
+        3,
+        "bag 'b1' reappears .*first seen on line 1",
+    ),
     "non_finite_dense-nan": ("i1,b1,1,1,2\ni2,b1,1,nan,2\n", 2, "feature 1 .*not finite"),
     "non_finite_dense-inf": ("i1,b1,1,1,2\ni2,b1,1,inf,2\n", 2, "feature 1 .*not finite"),
     "non_finite_dense--inf": ("i1,b1,1,1,2\ni2,b1,1,-inf,2\n", 2, "feature 1 .*not finite"),
@@ -412,9 +439,11 @@ def test_andrews_mat_sparse_features(tmp_path):
 
 
 def _mat(features=None, labels=None, bag_ids=None):
-    content = {"features": np.ones((3, 2)) if features is None else features,
-               "labels": np.ones(3) if labels is None else labels,
-               "bag_ids": np.ones(3) if bag_ids is None else bag_ids}
+    content = {
+        "features": np.ones((3, 2)) if features is None else features,
+        "labels": np.ones(3) if labels is None else labels,
+        "bag_ids": np.ones(3) if bag_ids is None else bag_ids,
+    }
     return content
 
 
@@ -428,8 +457,14 @@ def _mat(features=None, labels=None, bag_ids=None):
         (_mat(features=np.full((3, 2), np.nan)), "NaN"),
         (_mat(bag_ids=np.array([1.0, np.inf, 1.0])), "'bag_ids' contains NaN"),
     ],
-    ids=["missing-field", "labels-length", "bag-ids-length", "label-value", "nan-feature",
-         "inf-bag-id"],
+    ids=[
+        "missing-field",
+        "labels-length",
+        "bag-ids-length",
+        "label-value",
+        "nan-feature",
+        "inf-bag-id",
+    ],
 )
 def test_andrews_mat_errors(tmp_path, content, phrase):
     path = tmp_path / "bad.mat"
@@ -462,8 +497,13 @@ def mi_data(draw, sparse):
         n = draw(st.integers(1, 4))
         bags.append(
             np.array(
-                draw(st.lists(st.lists(values, min_size=n_features, max_size=n_features),
-                              min_size=n, max_size=n)),
+                draw(
+                    st.lists(
+                        st.lists(values, min_size=n_features, max_size=n_features),
+                        min_size=n,
+                        max_size=n,
+                    )
+                ),
                 dtype=np.float64,
             )
         )
@@ -539,7 +579,7 @@ def check_bags_2d(bags, y, n_bags, sizes=None):
 
 def check_instance_labels(bags, y, z):
     assert len(z) == len(bags)
-    for bag, label, zi in zip(bags, y, z):
+    for bag, zi in zip(bags, z):
         assert zi.shape == (bag.shape[0],) and np.issubdtype(zi.dtype, np.integer)
 
 
@@ -562,8 +602,9 @@ def test_center_ring_shapes_balance_and_witnesses():
 
 
 def test_center_ring_options():
-    bags, y = datasets.make_center_ring_bags(n_bags=7, bag_size=3, radius=5.0, noise=0.0,
-                                             random_state=1)
+    bags, y = datasets.make_center_ring_bags(
+        n_bags=7, bag_size=3, radius=5.0, noise=0.0, random_state=1
+    )
     check_bags_2d(bags, y, 7, (3, 3))
     assert np.bincount(y).tolist() == [4, 3]
     for bag, label in zip(bags, y):
@@ -704,8 +745,9 @@ def test_generators_property(n_bags, lo, extra, seed):
         (datasets.make_center_ring_bags, 2),
         (datasets.make_four_gaussians_bags, 3),
     ):
-        bags, y, z = make(n_bags=n_bags, bag_size=(lo, lo + extra), random_state=seed,
-                          return_instance_labels=True)
+        bags, y, z = make(
+            n_bags=n_bags, bag_size=(lo, lo + extra), random_state=seed, return_instance_labels=True
+        )
         check_bags_2d(bags, y, n_bags, (lo, lo + extra))
         counts = np.bincount(y, minlength=n_classes)
         assert counts.sum() == n_bags and counts.max() - counts.min() <= 1

@@ -5,18 +5,17 @@ estimator contract."""
 import pickle
 import warnings
 
+import milsvm
+import milsvm.datasets
 import numpy as np
 import pytest
 import scipy.optimize as so
 import scipy.sparse as sp
+from conftest import assert_one_vs_rest, easy_bags, random_bags
 from hypothesis import example, given
 from hypothesis import strategies as st
 from sklearn.base import clone
 from sklearn.svm import SVC
-
-import milsvm
-import milsvm.datasets
-from conftest import assert_one_vs_rest, easy_bags, random_bags
 
 
 def rbf(a, b, gamma):
@@ -31,7 +30,9 @@ def assert_saved_and_pickled(est, bags, path):
     back = milsvm.load(path)
     assert isinstance(back, type(est))
     assert np.allclose(back.decision_function(bags), est.decision_function(bags))
-    assert np.allclose(pickle.loads(pickle.dumps(est)).decision_function(bags), est.decision_function(bags))
+    assert np.allclose(
+        pickle.loads(pickle.dumps(est)).decision_function(bags), est.decision_function(bags)
+    )
     return back
 
 
@@ -109,7 +110,9 @@ def test_nsk_multiclass_one_vs_rest():
     scores = est.decision_function(bags)
     assert scores.shape == (len(bags), len(np.unique(y)))
     assert est.score(bags, y) > 0.7
-    assert_one_vs_rest(lambda: milsvm.NSK(C=10.0), bags, y, per_problem=("dual_coef_", "objective_", "n_support_"))
+    assert_one_vs_rest(
+        lambda: milsvm.NSK(C=10.0), bags, y, per_problem=("dual_coef_", "objective_", "n_support_")
+    )
 
 
 def test_nsk_easy_bags_save_load_pickle(tmp_path):
@@ -168,10 +171,15 @@ def smil_reference(bags, y, C, gamma):
     K = set_gram(units, units, "rbf", gamma)
     Q = uy[:, None] * uy[None, :] * K
     n = len(uy)
-    r = so.minimize(lambda a: 0.5 * a @ Q @ a - p @ a, np.full(n, 0.0), jac=lambda a: Q @ a - p,
-                    method="SLSQP", bounds=[(0, C)] * n,
-                    constraints=[{"type": "eq", "fun": lambda a: uy @ a, "jac": lambda a: uy}],
-                    options={"ftol": 1e-14, "maxiter": 2000})
+    r = so.minimize(
+        lambda a: 0.5 * a @ Q @ a - p @ a,
+        np.full(n, 0.0),
+        jac=lambda a: Q @ a - p,
+        method="SLSQP",
+        bounds=[(0, C)] * n,
+        constraints=[{"type": "eq", "fun": lambda a: uy @ a, "jac": lambda a: uy}],
+        options={"ftol": 1e-14, "maxiter": 2000},
+    )
     return r.fun, r.x, units, uy, K
 
 
@@ -201,7 +209,9 @@ def test_smil_easy_and_contract(tmp_path):
     assert est.score(bags, y) == 1.0
     assert est.model_.pooling == "mean"
     mean = est.decision_function(bags)
-    np.testing.assert_allclose(mean, [np.mean(est.model_.instance_decision_function(b)) for b in bags], rtol=1e-10)
+    np.testing.assert_allclose(
+        mean, [np.mean(est.model_.instance_decision_function(b)) for b in bags], rtol=1e-10
+    )
     assert_saved_and_pickled(est, bags, tmp_path / "s.json")
     with pytest.raises(ValueError, match="C must be"):
         milsvm.sMIL(C=-2).fit(bags, y)
@@ -218,13 +228,13 @@ def lp_reference(pos_scores, cp, neg_scores, cn):
     nv, npb, nn = sum(sizes), len(sizes), len(neg_scores)
     n = nv + 1 + npb + nn  # v, b, xi_pos, xi_neg
     c = np.zeros(n)
-    c[nv + 1:nv + 1 + npb] = cp
-    c[nv + 1 + npb:] = cn
+    c[nv + 1 : nv + 1 + npb] = cp
+    c[nv + 1 + npb :] = cn
     A, rhs = [], []
     off = 0
     for i, s in enumerate(pos_scores):  # -(sum_j v_ij g_ij) - b - xi_i <= -1
         row = np.zeros(n)
-        row[off:off + len(s)] = -np.asarray(s)
+        row[off : off + len(s)] = -np.asarray(s)
         row[nv] = -1
         row[nv + 1 + i] = -1
         A.append(row)
@@ -239,10 +249,12 @@ def lp_reference(pos_scores, cp, neg_scores, cn):
     Aeq = np.zeros((npb, n))
     off = 0
     for i, m in enumerate(sizes):
-        Aeq[i, off:off + m] = 1
+        Aeq[i, off : off + m] = 1
         off += m
     bounds = [(0, None)] * nv + [(None, None)] + [(0, None)] * (npb + nn)
-    r = so.linprog(c, A_ub=np.array(A), b_ub=rhs, A_eq=Aeq, b_eq=np.ones(npb), bounds=bounds, method="highs")
+    r = so.linprog(
+        c, A_ub=np.array(A), b_ub=rhs, A_eq=Aeq, b_eq=np.ones(npb), bounds=bounds, method="highs"
+    )
     assert r.status == 0
     return r.fun
 
@@ -322,13 +334,17 @@ def test_svmcc_lp_step_matches_linprog(pos_scores, neg_scores, seed):
     cn = rng.choice([0.3, 1.0, 1.7], size=len(neg_scores))
     v0 = random_simplex_points(rng, [len(s) for s in pos_scores])
     ref = lp_reference(pos_scores, cp, neg_scores, cn)
-    vm, bm = milsvm._core.svmcc_lp_step(pos_scores, cp.tolist(), neg_scores, cn.tolist(), lp_rule="max")
+    vm, bm = milsvm._core.svmcc_lp_step(
+        pos_scores, cp.tolist(), neg_scores, cn.tolist(), lp_rule="max"
+    )
     v, b = milsvm._core.svmcc_lp_step(pos_scores, cp.tolist(), neg_scores, cn.tolist(), v=v0)
     assert b == bm
     for rule_v in (vm, v):
         for vi in rule_v:
             assert abs(sum(vi) - 1) < 1e-12 and min(vi) >= 0
-        assert lp_value(rule_v, b, pos_scores, cp, neg_scores, cn) <= ref + 1e-7 * max(1.0, abs(ref))
+        assert lp_value(rule_v, b, pos_scores, cp, neg_scores, cn) <= ref + 1e-7 * max(
+            1.0, abs(ref)
+        )
     for vi, s in zip(vm, pos_scores):
         assert np.dot(vi, s) >= max(s) - 1e-12
     for vi, old, s in zip(v, v0, pos_scores):
@@ -349,16 +365,27 @@ def test_svmcc_lp_step_refuses_bad_input():
 
 # 9: block products for the combinations. Bounds (section 3): paper = split for rbf (Algorithm 2),
 # C1 = C2 = C for linear (Algorithm 1)
-@pytest.mark.parametrize("seed, max_size, kernel, bounds", [
-    (5, 4, "rbf", "paper"), (6, 9, "rbf", "paper"), (5, 4, "rbf", "equal"), (5, 4, "linear", "paper"),
-    (6, 4, "linear", "split")])
+@pytest.mark.parametrize(
+    "seed, max_size, kernel, bounds",
+    [
+        (5, 4, "rbf", "paper"),
+        (6, 9, "rbf", "paper"),
+        (5, 4, "rbf", "equal"),
+        (5, 4, "linear", "paper"),
+        (6, 4, "linear", "split"),
+    ],
+)
 def test_svmcc_qp_step_equals_svc_on_the_combination_gram(seed, max_size, kernel, bounds):
     bags, y = random_bags(seed, n_bags=12, d=3, max_size=max_size)
     C, gamma = 3.0, 0.5
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = milsvm.SVMCC(C=C, kernel=kernel, gamma=gamma, max_iter=1, inner_tol=1e-9, bounds=bounds).fit(bags, y)
-    units = [b for b, t in zip(bags, y) if t == 1] + [r[None, :] for b, t in zip(bags, y) if t == 0 for r in b]
+        est = milsvm.SVMCC(
+            C=C, kernel=kernel, gamma=gamma, max_iter=1, inner_tol=1e-9, bounds=bounds
+        ).fit(bags, y)
+    units = [b for b, t in zip(bags, y) if t == 1] + [
+        r[None, :] for b, t in zip(bags, y) if t == 0 for r in b
+    ]
     uy = np.array([1] * int(np.sum(y == 1)) + [0] * (len(units) - int(np.sum(y == 1))))
     n_pb, n_neg = int(np.sum(uy == 1)), int(np.sum(uy == 0))
     split = bounds == "split" or (bounds == "paper" and kernel == "rbf")
@@ -408,9 +435,18 @@ def test_svmcc_multiclass_and_warning():
     assert len(est.v_) == 3
     # every column (and every per-problem record) is the binary SVM-CC of its class against
     # the rest, with either kernel
-    records = ("v_", "positive_bags_", "lp_intercept_", "qp_intercept_", "objective_history_", "dv_history_")
+    records = (
+        "v_",
+        "positive_bags_",
+        "lp_intercept_",
+        "qp_intercept_",
+        "objective_history_",
+        "dv_history_",
+    )
     for kernel in ("rbf", "linear"):
-        assert_one_vs_rest(lambda: milsvm.SVMCC(C=10.0, kernel=kernel), bags, y, per_problem=records)
+        assert_one_vs_rest(
+            lambda: milsvm.SVMCC(C=10.0, kernel=kernel), bags, y, per_problem=records
+        )
     with pytest.warns(Warning, match="max_iter"):
         milsvm.SVMCC(C=10.0, kernel="rbf", max_iter=1).fit(*easy_bags(3))
 
@@ -427,7 +463,9 @@ def test_one_class_without_bag_constraints_equals_sklearn(nu, seed):
 
     bags, y = random_bags(seed, n_bags=16, d=3, max_size=5)
     gamma = 0.6
-    est = milsvm.OneClassMISVM(nu=nu, gamma=gamma, bag_constraints=False, inner_tol=1e-9).fit(bags, y)
+    est = milsvm.OneClassMISVM(nu=nu, gamma=gamma, bag_constraints=False, inner_tol=1e-9).fit(
+        bags, y
+    )
     X = np.vstack([b for b, t in zip(bags, y) if t == 1])
     ref = OneClassSVM(nu=nu, gamma=gamma, tol=1e-12).fit(X)
     test = np.vstack(bags)
@@ -480,8 +518,14 @@ def test_one_class_cap_warns_and_linear_kernel():
 
 @pytest.mark.parametrize(
     "est",
-    [milsvm.NSK(C=10.0), milsvm.NSK(C=10.0, norm="l2"), milsvm.sMIL(C=10.0), milsvm.SVMCC(C=10.0),
-     milsvm.SVMCC(C=10.0, kernel="rbf"), milsvm.OneClassMISVM(nu=0.3)],
+    [
+        milsvm.NSK(C=10.0),
+        milsvm.NSK(C=10.0, norm="l2"),
+        milsvm.sMIL(C=10.0),
+        milsvm.SVMCC(C=10.0),
+        milsvm.SVMCC(C=10.0, kernel="rbf"),
+        milsvm.OneClassMISVM(nu=0.3),
+    ],
 )
 def test_contract_cross_validation_string_labels_and_bags_container(est):
     from sklearn.model_selection import cross_val_score
@@ -543,8 +587,12 @@ def test_smil_multiclass_one_vs_rest(class_weight):
     assert est.decision_function(bags).shape == (30, 3)
     # every column is the binary sMIL of its class against the rest (balanced weights are
     # computed per binary problem, so they agree too)
-    assert_one_vs_rest(lambda: milsvm.sMIL(C=10.0, class_weight=class_weight), bags, y,
-                       per_problem=("dual_coef_", "objective_", "n_support_"))
+    assert_one_vs_rest(
+        lambda: milsvm.sMIL(C=10.0, class_weight=class_weight),
+        bags,
+        y,
+        per_problem=("dual_coef_", "objective_", "n_support_"),
+    )
 
 
 @pytest.mark.parametrize("lp_rule", ["project", "max"])
@@ -556,7 +604,9 @@ def test_svmcc_objective_is_non_increasing(kernel, seed, lp_rule):
     bags, y = random_bags(seed, n_bags=16, d=3, max_size=5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = milsvm.SVMCC(C=5.0, kernel=kernel, gamma=0.5, inner_tol=1e-9, lp_rule=lp_rule).fit(bags, y)
+        est = milsvm.SVMCC(C=5.0, kernel=kernel, gamma=0.5, inner_tol=1e-9, lp_rule=lp_rule).fit(
+            bags, y
+        )
     h = est.objective_history_
     assert len(h) == est.n_iter_ and len(est.dv_history_) == est.n_iter_
     assert np.all(np.diff(h) <= 1e-7 * max(1.0, abs(h[0])))

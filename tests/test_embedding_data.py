@@ -4,12 +4,11 @@ CSVs), the command line on a folder, and ``make_embedding_bags`` (issue 18, item
 Every file is written by the test itself, small; the readers must keep float32 float32 and name
 the file in every refusal."""
 
+import milsvm
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-import milsvm
 from milsvm import datasets
 from milsvm.cli import main
 
@@ -25,7 +24,10 @@ def write_npy_folder(folder, bags, y=None, header=True, text_labels=False):
     if y is None:
         return None
     path = folder.parent / "labels.csv"
-    rows = [f"slide_{k},{('tumor' if v else 'normal') if text_labels else int(v)}" for k, v in enumerate(y)]
+    rows = [
+        f"slide_{k},{('tumor' if v else 'normal') if text_labels else int(v)}"
+        for k, v in enumerate(y)
+    ]
     path.write_text(("bag_id,label\n" if header else "") + "\n".join(rows) + "\n")
     return path
 
@@ -69,8 +71,15 @@ def test_npy_folder_without_labels_is_sorted_by_bag_id(tmp_path, small):
     assert y is None and names == sorted(names) and len(got) == len(bags)
 
 
-@pytest.mark.parametrize("dtype, expected", [(np.float16, np.float32), (np.int32, np.float64), (np.bool_, np.float64),
-                                             (np.float64, np.float64)])
+@pytest.mark.parametrize(
+    "dtype, expected",
+    [
+        (np.float16, np.float32),
+        (np.int32, np.float64),
+        (np.bool_, np.float64),
+        (np.float64, np.float64),
+    ],
+)
 def test_the_dtype_rule(tmp_path, dtype, expected):
     folder = tmp_path / "npy"
     folder.mkdir()
@@ -95,7 +104,9 @@ def test_npy_refusals_name_the_file(tmp_path):
     with pytest.raises(ValueError, match=r"b\.npy: a bag must be a 2-D array"):
         datasets.load_npy_folder(folder, {"a": 0, "b": 1})
     np.save(folder / "b.npy", np.ones((2, 4), dtype=np.complex64))
-    with pytest.raises(TypeError, match=r"b\.npy: features must be real numbers, got dtype complex64"):
+    with pytest.raises(
+        TypeError, match=r"b\.npy: features must be real numbers, got dtype complex64"
+    ):
         datasets.load_npy_folder(folder, {"a": 0, "b": 1})
     (folder / "b.npy").write_bytes(b"")
     with pytest.raises(ValueError, match=r"b\.npy: the file is empty"):
@@ -129,21 +140,26 @@ def test_label_csv_layouts(tmp_path):
     plain.write_text("a,1\nb,0\n\nc,1.0\n")
     assert datasets.read_labels(plain) == {"a": 1, "b": 0, "c": 1}
     clam = tmp_path / "clam.csv"
-    clam.write_text("case_id,slide_id,label\ncase1,slide_1.h5,tumor_tissue\ncase1,slide_2.h5,normal_tissue\n")
+    clam.write_text(
+        "case_id,slide_id,label\ncase1,slide_1.h5,tumor_tissue\ncase1,slide_2.h5,normal_tissue\n"
+    )
     assert datasets.read_labels(clam) == {"slide_1": "tumor_tissue", "slide_2": "normal_tissue"}
     swapped = tmp_path / "swapped.csv"
     swapped.write_text("Label,Bag\n1,x\n0,y\n")
     assert datasets.read_labels(swapped) == {"x": 1, "y": 0}
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", r"the label file is empty"),
-    ("bag_id,label\n", r"has a header and no labels"),
-    ("a,1\nb\n", r"line 2: expected 2 comma-separated fields, got 1"),
-    ("a,1\na,0\n", r"line 2: bag 'a' is labelled twice"),
-    ("a,\n", r"line 1: empty label for bag 'a'"),
-    ("foo,label\na,1\n", r"must name a bag id column"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", r"the label file is empty"),
+        ("bag_id,label\n", r"has a header and no labels"),
+        ("a,1\nb\n", r"line 2: expected 2 comma-separated fields, got 1"),
+        ("a,1\na,0\n", r"line 2: bag 'a' is labelled twice"),
+        ("a,\n", r"line 1: empty label for bag 'a'"),
+        ("foo,label\na,1\n", r"must name a bag id column"),
+    ],
+)
 def test_label_csv_refusals_name_file_and_line(tmp_path, text, message):
     path = tmp_path / "labels.csv"
     path.write_text(text)
@@ -169,7 +185,9 @@ def test_text_labels_train_an_estimator(tmp_path, small):
 def test_h5_folder_round_trip(tmp_path, small):
     bags, y = small
     write_h5_folder(tmp_path / "h5", bags)
-    got, gy = datasets.load_h5_folder(tmp_path / "h5", {f"slide_{k}": int(v) for k, v in enumerate(y)})
+    got, gy = datasets.load_h5_folder(
+        tmp_path / "h5", {f"slide_{k}": int(v) for k, v in enumerate(y)}
+    )
     for a, b in zip(got, bags):
         assert a.dtype == np.float32
         np.testing.assert_array_equal(a, b)
@@ -179,7 +197,9 @@ def test_h5_refusals_name_the_file(tmp_path, small):
     bags, y = small
     write_h5_folder(tmp_path / "h5", bags[:2])
     labels = {"slide_0": 0, "slide_1": 1}
-    with pytest.raises(ValueError, match=r"slide_0\.h5: no dataset 'feats' \(the file has: 'coords', 'features'\)"):
+    with pytest.raises(
+        ValueError, match=r"slide_0\.h5: no dataset 'feats' \(the file has: 'coords', 'features'\)"
+    ):
         datasets.load_h5_folder(tmp_path / "h5", labels, dataset="feats")
     (tmp_path / "h5" / "slide_1.h5").write_bytes(b"")
     with pytest.raises(ValueError, match=r"slide_1\.h5: the file is empty"):
@@ -201,10 +221,14 @@ def parquet_table(bags, y, layout):
     if layout == "list":
         features = pa.FixedSizeListArray.from_arrays(pa.array(X.ravel()), X.shape[1])
         return pa.table({"bag_id": ids, "label": labels, "features": features})
-    return pa.table({"bag_id": ids, "label": labels, **{f"f{j}": X[:, j] for j in range(X.shape[1])}})
+    return pa.table(
+        {"bag_id": ids, "label": labels, **{f"f{j}": X[:, j] for j in range(X.shape[1])}}
+    )
 
 
-@given(seed=st.integers(0, 10_000), layout=st.sampled_from(["list", "columns"]), shuffle=st.booleans())
+@given(
+    seed=st.integers(0, 10_000), layout=st.sampled_from(["list", "columns"]), shuffle=st.booleans()
+)
 def test_parquet_round_trip(tmp_path_factory, seed, layout, shuffle):
     bags, y = datasets.make_embedding_bags(6, mean_bag_size=5, n_features=3, random_state=seed)
     table = parquet_table(bags, y, layout)
@@ -228,14 +252,18 @@ def test_parquet_refusals_name_the_file(tmp_path, small):
     bags, y = small
     table = parquet_table(bags[:3], y[:3], "columns")
     path = tmp_path / "t.parquet"
-    mixed = table.set_column(1, "label", pa.array(np.r_[1, np.zeros(table.num_rows - 1, dtype=np.int64)]))
+    mixed = table.set_column(
+        1, "label", pa.array(np.r_[1, np.zeros(table.num_rows - 1, dtype=np.int64)])
+    )
     pq.write_table(mixed, path)
     with pytest.raises(ValueError, match=r"t\.parquet: the rows of bag 'slide_0' carry 2 labels"):
         datasets.load_parquet(path)
     pq.write_table(table, path)
     with pytest.raises(ValueError, match=r"t\.parquet: no bag column 'slide'"):
         datasets.load_parquet(path, bag_column="slide")
-    with pytest.raises(ValueError, match=r"1 labelled bag\(s\) have no file in .*t\.parquet: 'ghost'"):
+    with pytest.raises(
+        ValueError, match=r"1 labelled bag\(s\) have no file in .*t\.parquet: 'ghost'"
+    ):
         datasets.load_parquet(path, {"slide_0": 1, "slide_1": 0, "slide_2": 1, "ghost": 0})
     with pytest.raises(ValueError, match=r"1 bag\(s\) of .*t\.parquet have no label: 'slide_2'"):
         datasets.load_parquet(path, {"slide_0": 1, "slide_1": 0})
@@ -256,12 +284,44 @@ def test_parquet_refusals_name_the_file(tmp_path, small):
 def test_cli_cv_fit_predict_on_a_folder(tmp_path, capsys, small):
     bags, y = small
     labels = write_npy_folder(tmp_path / "npy", bags, y)
-    assert main(["cv", str(tmp_path / "npy"), "--labels", str(labels), "--model", "NSK", "-p", "kernel=linear",
-                 "--folds", "3", "-q"]) == 0
+    assert (
+        main(
+            [
+                "cv",
+                str(tmp_path / "npy"),
+                "--labels",
+                str(labels),
+                "--model",
+                "NSK",
+                "-p",
+                "kernel=linear",
+                "--folds",
+                "3",
+                "-q",
+            ]
+        )
+        == 0
+    )
     assert "accuracy" in capsys.readouterr().out
     model = tmp_path / "m.json"
-    assert main(["fit", str(tmp_path / "npy"), "--labels", str(labels), "--model", "NSK", "-p", "kernel=linear",
-                 "-o", str(model), "-q"]) == 0
+    assert (
+        main(
+            [
+                "fit",
+                str(tmp_path / "npy"),
+                "--labels",
+                str(labels),
+                "--model",
+                "NSK",
+                "-p",
+                "kernel=linear",
+                "-o",
+                str(model),
+                "-q",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["predict", str(model), str(tmp_path / "npy"), "-q"]) == 0  # no labels needed
     lines = capsys.readouterr().out.splitlines()
@@ -285,8 +345,14 @@ def test_cli_folder_refusals(tmp_path, capsys, small):
 
 
 def test_make_embedding_bags_shape_and_determinism():
-    bags, y, inst = datasets.make_embedding_bags(200, mean_bag_size=50, n_features=4, witness_rate=0.1,
-                                                 random_state=3, return_instance_labels=True)
+    bags, y, inst = datasets.make_embedding_bags(
+        200,
+        mean_bag_size=50,
+        n_features=4,
+        witness_rate=0.1,
+        random_state=3,
+        return_instance_labels=True,
+    )
     sizes = np.array([len(b) for b in bags])
     assert abs(sizes.mean() / 50 - 1) < 0.1  # lognormal with the requested mean
     assert y.sum() == 100 and all(b.dtype == np.float32 and b.shape[1] == 4 for b in bags)
@@ -294,29 +360,41 @@ def test_make_embedding_bags_shape_and_determinism():
     assert all(i.sum() >= 1 for i, label in zip(inst, y) if label == 1)
     assert all(i.sum() == 0 for i, label in zip(inst, y) if label == 0)
     assert abs(rates.mean() - 0.1) < 0.03
-    again = datasets.make_embedding_bags(200, mean_bag_size=50, n_features=4, witness_rate=0.1, random_state=3)
+    again = datasets.make_embedding_bags(
+        200, mean_bag_size=50, n_features=4, witness_rate=0.1, random_state=3
+    )
     assert all(np.array_equal(a, b) for a, b in zip(bags, again[0]))
-    fixed, _ = datasets.make_embedding_bags(5, mean_bag_size=7, n_features=2, bag_size_sigma=0, dtype=np.float64,
-                                            random_state=0)
+    fixed, _ = datasets.make_embedding_bags(
+        5, mean_bag_size=7, n_features=2, bag_size_sigma=0, dtype=np.float64, random_state=0
+    )
     assert [len(b) for b in fixed] == [7] * 5 and fixed[0].dtype == np.float64
 
 
 def test_make_embedding_bags_witnesses_are_separable_along_one_direction():
-    bags, y, inst = datasets.make_embedding_bags(40, mean_bag_size=100, n_features=16, separation=6.0,
-                                                 random_state=0, return_instance_labels=True)
+    bags, y, inst = datasets.make_embedding_bags(
+        40,
+        mean_bag_size=100,
+        n_features=16,
+        separation=6.0,
+        random_state=0,
+        return_instance_labels=True,
+    )
     X, labels = np.concatenate(bags).astype(np.float64), np.concatenate(inst)
     direction = X[labels == 1].mean(0) - X[labels == 0].mean(0)
     assert 5.0 < np.linalg.norm(direction) < 7.0  # the shift, up to sampling noise
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"n_bags": 1}, "n_bags must be an integer >= 2"),
-    ({"witness_rate": 0.0}, "witness_rate must be > 0.0"),
-    ({"witness_rate": 1.5}, "witness_rate must be <= 1.0"),
-    ({"separation": -1.0}, "separation must be > 0.0"),
-    ({"dtype": np.int32}, "dtype must be float32 or float64"),
-    ({"n_bags": 3, "positive_fraction": 0.1}, "leaves a class without bags"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"n_bags": 1}, "n_bags must be an integer >= 2"),
+        ({"witness_rate": 0.0}, "witness_rate must be > 0.0"),
+        ({"witness_rate": 1.5}, "witness_rate must be <= 1.0"),
+        ({"separation": -1.0}, "separation must be > 0.0"),
+        ({"dtype": np.int32}, "dtype must be float32 or float64"),
+        ({"n_bags": 3, "positive_fraction": 0.1}, "leaves a class without bags"),
+    ],
+)
 def test_make_embedding_bags_refusals(kwargs, message):
     with pytest.raises(ValueError, match=message):
         datasets.make_embedding_bags(**kwargs)

@@ -1,18 +1,16 @@
 """The scikit-learn contract and the behaviour of SparseMI / RSVM."""
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import assert_clone_and_pickle, easy_bags, random_bags, three_class_bags
+from milsvm import RSVM, Bags, BagStandardScaler, SparseMI
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.pipeline import make_pipeline
-
-import milsvm
-from conftest import assert_clone_and_pickle, easy_bags, random_bags, three_class_bags
-from milsvm import RSVM, Bags, BagStandardScaler, SparseMI
-
 
 ESTIMATORS = [SparseMI(n_xv=4, max_iter=10, random_state=0), RSVM(n_xv=4, random_state=0)]
 
@@ -133,7 +131,13 @@ def rsvm_inner_optimum(bags, y, xv, gamma, C, ridge=1e-8):
             d = -2.0 * C * np.maximum(0.0, 1.0 - s * (M @ w[:-1] + w[-1])) * s
             return np.concatenate([H @ w[:-1] + M.T @ d, [d.sum()]])
 
-        r = so.minimize(f, np.zeros(len(xv) + 1), jac=grad, method="BFGS", options={"gtol": 1e-12, "maxiter": 10_000})
+        r = so.minimize(
+            f,
+            np.zeros(len(xv) + 1),
+            jac=grad,
+            method="BFGS",
+            options={"gtol": 1e-12, "maxiter": 10_000},
+        )
         total += r.fun
     return total
 
@@ -153,7 +157,9 @@ def test_solvers_give_the_same_model(n_classes):
     np.testing.assert_array_equal(lbfgs.predict(bags), newton.predict(bags))
     np.testing.assert_allclose(lbfgs.coef_, newton.coef_, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(lbfgs.intercept_, newton.intercept_, rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(lbfgs.decision_function(bags), newton.decision_function(bags), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        lbfgs.decision_function(bags), newton.decision_function(bags), rtol=1e-6, atol=1e-6
+    )
     independent = rsvm_inner_optimum(bags, y, newton.xv_, newton.gamma_, 2.0)
     assert newton.objective_history_[0] == pytest.approx(independent, rel=1e-8)
     assert lbfgs.objective_history_[0] == pytest.approx(independent, rel=1e-8)
@@ -165,12 +171,22 @@ def test_dense_sparse_and_bags_container_give_the_same_model():
         b[np.abs(b) < 0.6] = 0.0
     sparse_bags = [sp.csr_matrix(b) for b in bags]
     stacked = Bags.from_instances(np.concatenate(bags), [len(b) for b in bags])
-    stacked_sparse = Bags.from_instances(sp.csr_matrix(np.concatenate(bags)), [len(b) for b in bags])
-    models = [SparseMI(n_xv=4, max_iter=10, random_state=0).fit(b, y) for b in (bags, sparse_bags, stacked, stacked_sparse)]
+    stacked_sparse = Bags.from_instances(
+        sp.csr_matrix(np.concatenate(bags)), [len(b) for b in bags]
+    )
+    models = [
+        SparseMI(n_xv=4, max_iter=10, random_state=0).fit(b, y)
+        for b in (bags, sparse_bags, stacked, stacked_sparse)
+    ]
     for m in models[1:]:
         np.testing.assert_allclose(m.xv_, models[0].xv_, rtol=1e-8, atol=1e-10)
         np.testing.assert_allclose(m.coef_, models[0].coef_, rtol=1e-7, atol=1e-9)
-    np.testing.assert_allclose(models[1].decision_function(sparse_bags), models[0].decision_function(bags), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(
+        models[1].decision_function(sparse_bags),
+        models[0].decision_function(bags),
+        rtol=1e-8,
+        atol=1e-10,
+    )
 
 
 def test_grid_search_and_cross_val_score_over_bags():
@@ -178,7 +194,11 @@ def test_grid_search_and_cross_val_score_over_bags():
     pipe = make_pipeline(BagStandardScaler(), SparseMI(n_xv=3, max_iter=5, random_state=0))
     scores = cross_val_score(pipe, bags, y, cv=StratifiedKFold(3, shuffle=True, random_state=0))
     assert scores.mean() > 0.9
-    gs = GridSearchCV(SparseMI(n_xv=3, max_iter=5, random_state=0), {"C": [0.1, 10.0], "gamma": ["scale", 0.5]}, cv=3)
+    gs = GridSearchCV(
+        SparseMI(n_xv=3, max_iter=5, random_state=0),
+        {"C": [0.1, 10.0], "gamma": ["scale", 0.5]},
+        cv=3,
+    )
     gs.fit(bags, y)
     assert gs.best_params_["C"] in (0.1, 10.0)
     assert gs.score(bags, y) > 0.9
@@ -202,7 +222,9 @@ def test_multiclass_shares_expansion_vectors():
     # binary RSVMs draws the same XVs, so its scores equal the multi-class RSVM's columns
     ovr = OneVsRestClassifier(RSVM(n_xv=4, C=10, random_state=0)).fit(bags, y)
     multi = RSVM(n_xv=4, C=10, random_state=0).fit(bags, y)
-    np.testing.assert_allclose(ovr.decision_function(bags), multi.decision_function(bags), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(
+        ovr.decision_function(bags), multi.decision_function(bags), rtol=1e-9, atol=1e-9
+    )
     np.testing.assert_array_equal(ovr.predict(bags), multi.predict(bags))
 
 
@@ -218,7 +240,9 @@ def test_rsvm_is_sparse_mi_without_iterations():
 def test_musk1_accuracy_is_in_the_papers_range(musk1):
     bags, y = musk1
     pipe = make_pipeline(BagStandardScaler(), SparseMI(n_xv=10, C=10.0, random_state=0))
-    acc = cross_val_score(pipe, bags, y, cv=StratifiedKFold(10, shuffle=True, random_state=0)).mean()
+    acc = cross_val_score(
+        pipe, bags, y, cv=StratifiedKFold(10, shuffle=True, random_state=0)
+    ).mean()
     assert acc > 0.8, acc
 
 

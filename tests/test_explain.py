@@ -1,18 +1,19 @@
 """``explain``: the key instances of every bag, for every estimator of the registry: the shares
-of mean pooling (and MILES's instance shares) sum to the bag score, the arg-max of max pooling is the bag score with its margin
-over the runner-up, the label is ``predict``'s, and on bags with one planted witness the witness
-is the top instance."""
-
-import numpy as np
-import pytest
+of mean pooling (and MILES's instance shares) sum to the bag score, the arg-max of max pooling is
+the bag score with its margin over the runner-up, the label is ``predict``'s, and on bags with one
+planted witness the witness is the top instance."""
 
 import milsvm
-from milsvm import _registry
+import numpy as np
+import pytest
 from conftest import easy_bags, fit_quietly, make_fast, three_class_bags
+from milsvm import _registry
 
 ALL = list(_registry.ESTIMATORS.values())
 #: STK scores a bag by its min/max statistics: no instance scores, nothing to explain.
 EXPLAINED = [c for c in ALL if hasattr(make_fast(c), "explain")]
+
+
 def fit(cls, bags, y, **params):
     return fit_quietly(make_fast(cls, **params), bags, y)
 

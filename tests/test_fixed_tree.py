@@ -8,11 +8,10 @@ That a split of the bags into groups gives the bits of the whole is tested in Ru
 
 import warnings
 
+import milsvm
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import milsvm
 from milsvm.datasets import make_embedding_bags
 
 

@@ -5,14 +5,14 @@ the dtype rule; the model file records the training dtype; the scaler keeps floa
 
 import json
 
+import milsvm
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-
-import milsvm
+from conftest import easy_bags, fit_quietly, make_fast
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from milsvm import _registry
 from milsvm._bags import as_bags
-from conftest import easy_bags, fit_quietly, make_fast
 
 ALL = list(_registry.ESTIMATORS.values())
 
@@ -78,8 +78,12 @@ def test_a_fit_holds_no_second_copy_of_a_contiguous_matrix(dtype):
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-c", _NO_COPY_FIT.format(dtype=dtype)], capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", _NO_COPY_FIT.format(dtype=dtype)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert float(proc.stdout) < 0.2, proc.stdout
 
@@ -104,7 +108,8 @@ def test_every_kind_of_bag_list_gives_the_same_bags():
     plain = [rng.normal(size=(n, 4)) for n in (3, 1, 2)]
     want = np.concatenate(plain)
     variants = [
-        plain, tuple(plain),
+        plain,
+        tuple(plain),
         [plain[0].view(type("Sub", (np.ndarray,), {}))] + plain[1:],
         [plain[0].astype(">f8")] + plain[1:],
         [plain[0].tolist()] + plain[1:],
@@ -135,11 +140,16 @@ def test_float32_arrays_of_any_layout_give_the_same_fit(layout):
         Y = np.ndarray(X.shape, dtype=np.float32, buffer=raw[1:].data)
         Y[:] = X
     assert np.array_equal(X, Y)
-    ref = milsvm.SparseMI(n_xv=3, max_iter=2, random_state=0).fit(milsvm.Bags.from_instances(X, sizes), y)
-    est = milsvm.SparseMI(n_xv=3, max_iter=2, random_state=0).fit(milsvm.Bags.from_instances(Y, sizes), y)
+    ref = milsvm.SparseMI(n_xv=3, max_iter=2, random_state=0).fit(
+        milsvm.Bags.from_instances(X, sizes), y
+    )
+    est = milsvm.SparseMI(n_xv=3, max_iter=2, random_state=0).fit(
+        milsvm.Bags.from_instances(Y, sizes), y
+    )
     np.testing.assert_array_equal(est.decision_function(b32), ref.decision_function(b32))
     np.testing.assert_array_equal(
-        est.decision_function(milsvm.Bags.from_instances(Y, sizes)), ref.decision_function(b32))
+        est.decision_function(milsvm.Bags.from_instances(Y, sizes)), ref.decision_function(b32)
+    )
 
 
 def test_the_dtype_rule():
@@ -161,7 +171,9 @@ def test_non_finite_float32_values_are_refused():
         milsvm.SparseMI(n_xv=2).fit(b32, y)
     b32[5][1, 2] = np.inf
     with pytest.raises(ValueError, match="non-finite"):
-        milsvm.MISVM(kernel="linear").fit(milsvm.Bags.from_instances(np.concatenate(b32), [len(b) for b in b32]), y)
+        milsvm.MISVM(kernel="linear").fit(
+            milsvm.Bags.from_instances(np.concatenate(b32), [len(b) for b in b32]), y
+        )
 
 
 def test_the_model_file_records_the_training_dtype(tmp_path):
@@ -190,7 +202,9 @@ def test_the_scaler_keeps_float32_and_the_saved_pipeline_scores_as_python(tmp_pa
     X = np.concatenate(b32)
     want = (X - sc32.mean_.astype(np.float32)) / sc32.scale_.astype(np.float32)
     np.testing.assert_array_equal(out.X, want)
-    pipe = make_pipeline(milsvm.BagStandardScaler(), milsvm.SparseMI(n_xv=3, max_iter=2, random_state=0))
+    pipe = make_pipeline(
+        milsvm.BagStandardScaler(), milsvm.SparseMI(n_xv=3, max_iter=2, random_state=0)
+    )
     pipe.fit(b32, y)
     milsvm.save(pipe, tmp_path / "p.json")
     # the Rust predictor standardises the raw float32 bags itself
@@ -199,7 +213,9 @@ def test_the_scaler_keeps_float32_and_the_saved_pipeline_scores_as_python(tmp_pa
     np.testing.assert_array_equal(loaded.decision_function(b32), pipe.decision_function(b32))
     bags = as_bags(b32)
     np.testing.assert_array_equal(
-        model.decision_function(bags.core_instances(), bags.bag_ptr)[:, 0], pipe.decision_function(b32))
+        model.decision_function(bags.core_instances(), bags.bag_ptr)[:, 0],
+        pipe.decision_function(b32),
+    )
     assert model.decision_function_bag(b32[3])[0] == pipe.decision_function([b32[3]])[0]
 
 
@@ -209,7 +225,9 @@ def test_scaler_moments_match_a_float64_reference(seed, d):
     from milsvm.preprocessing import _moments
 
     rng = np.random.default_rng(seed)
-    X = (rng.normal(size=(int(rng.integers(1, 300)), d)) * rng.uniform(0.1, 50, d) + rng.normal(0, 100, d))
+    X = rng.normal(size=(int(rng.integers(1, 300)), d)) * rng.uniform(0.1, 50, d) + rng.normal(
+        0, 100, d
+    )
     X = X.astype(np.float32)
     mean, var = _moments(X)
     X64 = X.astype(np.float64)

@@ -17,14 +17,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.io
 import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import milsvm
 from milsvm import datasets
 
 FUZZ_DATA = Path(__file__).resolve().parent / "data" / "fuzz"
@@ -57,7 +56,10 @@ def load_in_subprocess(loader, path):
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
     proc = subprocess.run(
         [sys.executable, "-c", code, str(path)],
-        capture_output=True, text=True, timeout=120, env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
     return proc.returncode, proc.stdout + proc.stderr
 
@@ -70,15 +72,21 @@ def load_in_subprocess(loader, path):
 def test_mill_label_beyond_int64_is_a_value_error(tmp_path):
     # Was: OverflowError from np.asarray(labels, dtype=int64).
     path = write(tmp_path, "i1,b1,99999999999999999999,1.0,2.0\ni2,b2,0,3.0,4.0\n")
-    with pytest.raises(ValueError, match=r"line 1: the label '99999999999999999999' \(field 3\) "
-                                         r"is out of range"):
+    with pytest.raises(
+        ValueError,
+        match=r"line 1: the label '99999999999999999999' \(field 3\) "
+        r"is out of range",
+    ):
         datasets.load_mill(path)
 
 
 def test_mil_csv_label_beyond_int64_is_a_value_error():
     # Was: OverflowError from np.asarray(labels, dtype=int64) (found by the csv target).
-    with pytest.raises(ValueError, match=r"line 3: the label '-1000.*' \(field 1\) is out of "
-                                         r"range"):
+    with pytest.raises(
+        ValueError,
+        match=r"line 3: the label '-1000.*' \(field 1\) is out of "
+        r"range",
+    ):
         datasets.load_mil_csv(FUZZ_DATA / "csv_label_overflow.csv")
 
 
@@ -151,8 +159,15 @@ def test_mat_v4_sparse_is_read():
 def _sparse_mat_bytes(compress=False):
     buf = io.BytesIO()
     features = sp.csc_matrix(np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 4.0]]))
-    scipy.io.savemat(buf, {"features": features, "labels": np.array([[1.0, 1.0, -1.0]]),
-                           "bag_ids": np.array([[1.0, 1.0, 2.0]])}, do_compression=compress)
+    scipy.io.savemat(
+        buf,
+        {
+            "features": features,
+            "labels": np.array([[1.0, 1.0, -1.0]]),
+            "bag_ids": np.array([[1.0, 1.0, 2.0]]),
+        },
+        do_compression=compress,
+    )
     return bytearray(buf.getvalue())
 
 
@@ -193,12 +208,19 @@ def test_mat_structure_check_accepts_valid_files(tmp_path):
     # Compressed and plain, with cells, structs, strings and complex values beside the data.
     for compress in (False, True):
         path = tmp_path / f"ok{compress}.mat"
-        scipy.io.savemat(path, {
-            "features": sp.csc_matrix(np.eye(3)), "labels": np.array([[1.0, -1.0, -1.0]]),
-            "bag_ids": np.array([[1, 2, 2]]), "note": "made by hand",
-            "cell": np.array([np.ones(2), "x"], dtype=object), "s": {"a": 1.0, "b": [1, 2]},
-            "z": np.array([1 + 2j]),
-        }, do_compression=compress)
+        scipy.io.savemat(
+            path,
+            {
+                "features": sp.csc_matrix(np.eye(3)),
+                "labels": np.array([[1.0, -1.0, -1.0]]),
+                "bag_ids": np.array([[1, 2, 2]]),
+                "note": "made by hand",
+                "cell": np.array([np.ones(2), "x"], dtype=object),
+                "s": {"a": 1.0, "b": [1, 2]},
+                "z": np.array([1 + 2j]),
+            },
+            do_compression=compress,
+        )
         bags, y = datasets.load_andrews_mat(path)
         assert [b.shape for b in bags] == [(1, 3), (2, 3)] and y.tolist() == [1, 0]
 
@@ -206,8 +228,11 @@ def test_mat_structure_check_accepts_valid_files(tmp_path):
 @pytest.mark.parametrize("key", ["features", "labels", "bag_ids"])
 def test_mat_complex_variable_is_rejected(tmp_path, key):
     # Was: a ComplexWarning and the imaginary part silently dropped.
-    content = {"features": np.ones((2, 2)), "labels": np.array([[1.0, -1.0]]),
-               "bag_ids": np.array([[1.0, 2.0]])}
+    content = {
+        "features": np.ones((2, 2)),
+        "labels": np.array([[1.0, -1.0]]),
+        "bag_ids": np.array([[1.0, 2.0]]),
+    }
     content[key] = content[key] * (1 + 1j)
     path = tmp_path / "complex.mat"
     scipy.io.savemat(path, content)
@@ -219,11 +244,36 @@ def test_mat_complex_variable_is_rejected(tmp_path, key):
 # Property: garbage in, ValueError out
 # --------------------------------------------------------------------------------------------
 
-_TOKENS = ["1", "0", "-2.5", "1e3", "nan", "inf", "", " ", "x", "1:2", "0:1", "3:", ":",
-           "1.", "9" * 30, "\x00", "é", "１", "\x1c1", "1_0", "b1", "b2", "+", "\t"]
+_TOKENS = [
+    "1",
+    "0",
+    "-2.5",
+    "1e3",
+    "nan",
+    "inf",
+    "",
+    " ",
+    "x",
+    "1:2",
+    "0:1",
+    "3:",
+    ":",
+    "1.",
+    "9" * 30,
+    "\x00",
+    "é",
+    "１",
+    "\x1c1",
+    "1_0",
+    "b1",
+    "b2",
+    "+",
+    "\t",
+]
 _text_files = st.lists(
     st.lists(st.sampled_from(_TOKENS), min_size=0, max_size=7).map(",".join),
-    min_size=0, max_size=6,
+    min_size=0,
+    max_size=6,
 ).flatmap(lambda lines: st.sampled_from(["\n", "\r\n", "\r"]).map(lambda nl: nl.join(lines)))
 _garbage = st.one_of(
     st.binary(max_size=300),
@@ -260,11 +310,19 @@ def test_text_readers_raise_only_value_error(data):
 def _mat_files(draw):
     """A .mat file of random variables (some of the right names), possibly cut or garbled."""
     n = draw(st.integers(0, 4))
-    values = st.sampled_from([
-        np.ones((n, 2)), np.zeros((0, 2)), np.full((1, n), np.nan), np.array([[1.0, -1.0]]),
-        sp.csc_matrix(np.eye(max(n, 1))), "text", np.array([1 + 1j] * max(n, 1)),
-        np.ones((2, 2, 2)), np.arange(n, dtype=np.int8)[None, :],
-    ])
+    values = st.sampled_from(
+        [
+            np.ones((n, 2)),
+            np.zeros((0, 2)),
+            np.full((1, n), np.nan),
+            np.array([[1.0, -1.0]]),
+            sp.csc_matrix(np.eye(max(n, 1))),
+            "text",
+            np.array([1 + 1j] * max(n, 1)),
+            np.ones((2, 2, 2)),
+            np.arange(n, dtype=np.int8)[None, :],
+        ]
+    )
     names = st.sampled_from(["features", "labels", "bag_ids", "other"])
     content = draw(st.dictionaries(names, values, max_size=3))
     buf = io.BytesIO()
@@ -285,27 +343,45 @@ def test_mat_reader_raises_only_value_error(data):
     _only_value_errors(datasets.load_andrews_mat, data, ".mat")
 
 
-
 _json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.sampled_from(["format", "version", "model", "classes", "estimator",
-                                       "params", "kernel", "xv", "dim", "data", "x"]),
-                      children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "format",
+                    "version",
+                    "model",
+                    "classes",
+                    "estimator",
+                    "params",
+                    "kernel",
+                    "xv",
+                    "dim",
+                    "data",
+                    "x",
+                ]
+            ),
+            children,
+            max_size=4,
+        )
+    ),
     max_leaves=12,
 )
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.one_of(st.binary(max_size=200),
-                 _json_values.map(lambda v: json.dumps(v).encode())))
+@given(st.one_of(st.binary(max_size=200), _json_values.map(lambda v: json.dumps(v).encode())))
 def test_model_loader_raises_only_value_error_on_garbage(data):
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "model.json")
         with open(path, "wb") as fh:
             fh.write(data)
         # the loader's ValueError names the file; undecodable bytes are a UnicodeDecodeError
-        with pytest.raises((ValueError, TypeError), match=rf"^{re.escape(path)}: |codec can't decode"):
+        with pytest.raises(
+            (ValueError, TypeError), match=rf"^{re.escape(path)}: |codec can't decode"
+        ):
             milsvm.load(path)
 
 
@@ -346,8 +422,10 @@ def test_model_file_is_rejected_or_usable(name):
     if d > 10**6:  # probe a huge-width model with sparse bags
         import scipy.sparse as sp
 
-        probe = [sp.csr_matrix((rng.normal(size=2), ([0, 1], [0, d - 1])), shape=(2, d)),
-                 sp.csr_matrix(([1.0], ([0], [d // 2])), shape=(1, d))]
+        probe = [
+            sp.csr_matrix((rng.normal(size=2), ([0, 1], [0, d - 1])), shape=(2, d)),
+            sp.csr_matrix(([1.0], ([0], [d // 2])), shape=(1, d)),
+        ]
     else:
         probe = [rng.normal(size=(3, d)), rng.normal(size=(1, d))]
     try:

@@ -2,14 +2,13 @@
 Newton-CG): the same classifier as the kernel route (dual SMO over every instance) on
 hypothesis-generated bags, dense and sparse, for every method; the model file; the refusals."""
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import fit_quietly, random_bags
 from hypothesis import given
 from hypothesis import strategies as st
-
-import milsvm
-from conftest import fit_quietly, random_bags
 
 METHODS = [milsvm.miSVM, milsvm.MISVM, milsvm.ALSVM, milsvm.AWSVM, milsvm.ALPSVM]
 
@@ -44,9 +43,12 @@ def test_the_kernel_route_keeps_sparse_support_instances_sparse():
     bags, y = random_bags(3, n_bags=12, d=5, max_size=4, sparse=True)
     est = fit_quietly(milsvm.MISVM(kernel="rbf", C=1.0, solver="kernel"), bags, y)
     assert est.model_.is_sparse
-    dense = fit_quietly(milsvm.MISVM(kernel="rbf", C=1.0, solver="kernel"),
-                        [b.toarray() for b in bags], y)
-    np.testing.assert_allclose(est.decision_function(bags), dense.decision_function(bags), rtol=1e-12, atol=1e-12)
+    dense = fit_quietly(
+        milsvm.MISVM(kernel="rbf", C=1.0, solver="kernel"), [b.toarray() for b in bags], y
+    )
+    np.testing.assert_allclose(
+        est.decision_function(bags), dense.decision_function(bags), rtol=1e-12, atol=1e-12
+    )
 
 
 def test_multiclass_linear_route_and_model_file(tmp_path):
@@ -57,14 +59,19 @@ def test_multiclass_linear_route_and_model_file(tmp_path):
     assert est.solver_ == "linear" and est.xv_.shape == (3, 3)
     path = tmp_path / "m.json"
     milsvm.save(est, path)
-    np.testing.assert_allclose(milsvm.load(path).decision_function(bags), est.decision_function(bags), rtol=1e-12)
+    np.testing.assert_allclose(
+        milsvm.load(path).decision_function(bags), est.decision_function(bags), rtol=1e-12
+    )
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"solver": "linear"}, "solver='linear' needs kernel='linear'"),
-    ({"solver": "linear", "kernel": "linear", "n_xv": 2}, "takes no reduced basis"),
-    ({"solver": "primal"}, "solver"),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"solver": "linear"}, "solver='linear' needs kernel='linear'"),
+        ({"solver": "linear", "kernel": "linear", "n_xv": 2}, "takes no reduced basis"),
+        ({"solver": "primal"}, "solver"),
+    ],
+)
 def test_linear_route_refusals(params, message):
     bags, y = random_bags(0, n_bags=6, d=3)
     with pytest.raises(ValueError, match=message):

@@ -5,13 +5,13 @@ linear-kernel model collapses its expansion into one weight vector per output.""
 
 import warnings
 
+import milsvm
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-from sklearn.exceptions import ConvergenceWarning
-
-import milsvm
 from conftest import easy_bags, random_bags, three_class_bags
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.exceptions import ConvergenceWarning
 
 
 def dense_bags(seed, n_bags=16, d=4):
@@ -38,12 +38,16 @@ def smil_objective(est, bags, y):
 @given(st.integers(0, 10_000), st.sampled_from([0.1, 1.0, 10.0]))
 def test_smil_linear_route_reaches_the_smo_optimum(seed, C):
     bags, y = dense_bags(seed)
-    lin = milsvm.sMIL(kernel="linear", C=C, solver="linear", inner_tol=1e-9, inner_max_iter=100_000).fit(bags, y)
+    lin = milsvm.sMIL(
+        kernel="linear", C=C, solver="linear", inner_tol=1e-9, inner_max_iter=100_000
+    ).fit(bags, y)
     ker = milsvm.sMIL(kernel="linear", C=C, solver="kernel", inner_tol=1e-9).fit(bags, y)
     assert lin.xv_.shape == ker.xv_.shape == (1, 4)
     a, b = smil_objective(lin, bags, y), smil_objective(ker, bags, y)
     assert a == pytest.approx(b, rel=1e-6, abs=1e-9)
-    np.testing.assert_allclose(lin.decision_function(bags), ker.decision_function(bags), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        lin.decision_function(bags), ker.decision_function(bags), rtol=1e-4, atol=1e-5
+    )
 
 
 def test_svmcc_linear_route_matches_the_smo_route():
@@ -54,7 +58,9 @@ def test_svmcc_linear_route_matches_the_smo_route():
         lin = milsvm.SVMCC(solver="linear", **kw).fit(bags, y)
         ker = milsvm.SVMCC(solver="kernel", **kw).fit(bags, y)
     np.testing.assert_allclose(lin.objective_history_, ker.objective_history_, rtol=1e-5)
-    np.testing.assert_allclose(lin.decision_function(bags), ker.decision_function(bags), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        lin.decision_function(bags), ker.decision_function(bags), rtol=1e-4, atol=1e-5
+    )
     assert lin.n_iter_ == ker.n_iter_
 
 

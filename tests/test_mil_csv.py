@@ -1,14 +1,12 @@
 """Tests of ``milsvm.datasets.load_mil_csv`` (the CSV layout of the ``mil`` package) and of the
 loaders' ``return_bag_names`` option."""
 
-
 import re
 
 import numpy as np
 import pytest
 import scipy.io
 import scipy.sparse as sp
-
 from milsvm import datasets
 
 
@@ -35,8 +33,6 @@ def assert_same(bags_a, bags_b):
         np.testing.assert_array_equal(a, b)
 
 
-
-
 @pytest.mark.parametrize("header", [None, "label,bag_id," + ",".join(f"f{i}" for i in range(166))])
 def test_mil_layout_equals_the_bundled_musk1(tmp_path, header):
     path, bags, y = musk1_as_mil_csv(tmp_path, header)
@@ -48,7 +44,9 @@ def test_mil_layout_equals_the_bundled_musk1(tmp_path, header):
 
 
 def test_header_may_put_the_bag_id_first(tmp_path):
-    path, bags, y = musk1_as_mil_csv(tmp_path, "Bag_ID,Label," + ",".join(f"x{i}" for i in range(166)), True)
+    path, bags, y = musk1_as_mil_csv(
+        tmp_path, "Bag_ID,Label," + ",".join(f"x{i}" for i in range(166)), True
+    )
     got, got_y = datasets.load_mil_csv(path)
     assert_same(got, bags)
     np.testing.assert_array_equal(got_y, y)
@@ -59,7 +57,9 @@ def test_rows_of_a_bag_need_not_be_contiguous(tmp_path):
     bags, y, names = datasets.load_mil_csv(path, return_bag_names=True)
     assert names == ["a", "b", "c"]
     np.testing.assert_array_equal(y, [1, 0, 0])
-    assert_same(bags, [np.array([[1.0, 2], [5, 6]]), np.array([[3.0, 4], [9, 10]]), np.array([[7.0, 8]])])
+    assert_same(
+        bags, [np.array([[1.0, 2], [5, 6]]), np.array([[3.0, 4], [9, 10]]), np.array([[7.0, 8]])]
+    )
 
 
 def test_quoted_fields_and_integer_labels_written_as_floats(tmp_path):
@@ -116,8 +116,14 @@ def test_return_bag_names_of_the_other_loaders(tmp_path):
     assert datasets.load_musk_uci(uci, return_bag_names=True)[2] == ["M1", "M2"]
 
     mat = tmp_path / "d.mat"
-    scipy.io.savemat(mat, {"features": sp.csr_matrix(np.arange(8.0).reshape(4, 2)),
-                           "labels": np.array([[1, 1, -1, -1]]), "bag_ids": np.array([[2, 2, 7, 7]])})
+    scipy.io.savemat(
+        mat,
+        {
+            "features": sp.csr_matrix(np.arange(8.0).reshape(4, 2)),
+            "labels": np.array([[1, 1, -1, -1]]),
+            "bag_ids": np.array([[2, 2, 7, 7]]),
+        },
+    )
     bags, y, names = datasets.load_andrews_mat(mat, return_bag_names=True)
     assert names == ["2", "7"] and y.tolist() == [1, 0]
 

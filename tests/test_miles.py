@@ -3,19 +3,25 @@ SVM's simplex against scipy's HiGHS (``linprog``) on hypothesis-generated proble
 model against the embedding and the LP it is made of, the paper's instance classification, the
 Rust predictor against Python, bad input, thread-count independence and scikit-learn's tools."""
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.optimize as so
 import scipy.sparse as sp
+from conftest import (
+    assert_clone_and_pickle,
+    assert_one_vs_rest,
+    assert_refuses_bad_bags,
+    bag_sets,
+    easy_bags,
+    random_bags,
+    three_class_bags,
+)
 from hypothesis import given
 from hypothesis import strategies as st
+from milsvm import _core
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
-
-import milsvm
-from milsvm import _core
-from conftest import (assert_clone_and_pickle, assert_one_vs_rest, assert_refuses_bad_bags, bag_sets, easy_bags,
-                      random_bags, three_class_bags)
 
 
 def stacked(bags):
@@ -36,7 +42,12 @@ def embedding_reference(X, bag_ptr, Z, kernel, gamma):
 
 def csr_tuple(A):
     A = sp.csr_matrix(A)
-    return (A.data.astype(np.float64), A.indices.astype(np.int64), A.indptr.astype(np.int64), A.shape[1])
+    return (
+        A.data.astype(np.float64),
+        A.indices.astype(np.int64),
+        A.indptr.astype(np.int64),
+        A.shape[1],
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -44,8 +55,14 @@ def csr_tuple(A):
 # --------------------------------------------------------------------------------------------
 
 
-@given(bag_sets(max_bags=10, max_d=5, max_size=6), st.integers(1, 12), st.sampled_from(["rbf", "linear"]),
-       st.floats(0.05, 3.0), st.booleans(), st.booleans())
+@given(
+    bag_sets(max_bags=10, max_d=5, max_size=6),
+    st.integers(1, 12),
+    st.sampled_from(["rbf", "linear"]),
+    st.floats(0.05, 3.0),
+    st.booleans(),
+    st.booleans(),
+)
 def test_embedding_equals_numpy(data, n_z, kernel, gamma, sparse_x, sparse_z):
     X, bag_ptr, _ = data
     rng = np.random.default_rng(n_z)
@@ -164,7 +181,9 @@ def test_the_model_is_the_embedding_and_the_lp(kernel, class_weight):
     weight = np.ones(len(y)) if class_weight is None else np.where(y == 1, 0.7, 0.3)
     w, b, obj, dual, _, converged = _core.solve_l1_svm(E, yy, C * weight)
     assert est.converged_ and converged
-    assert est.objective_ == obj and est.objective_ == pytest.approx(highs_l1_svm(E, yy, C * weight), rel=1e-9)
+    assert est.objective_ == obj and est.objective_ == pytest.approx(
+        highs_l1_svm(E, yy, C * weight), rel=1e-9
+    )
     assert est.n_concepts_ == len(x) and est.n_selected_ == np.count_nonzero(w)
     np.testing.assert_array_equal(est.selected_, np.flatnonzero(w))
     np.testing.assert_array_equal(est.xv_, x[est.selected_])
@@ -176,7 +195,9 @@ def test_the_model_is_the_embedding_and_the_lp(kernel, class_weight):
     test, _ = easy_bags(2, n_bags=10)
     xt, pt = stacked(test)
     Et = embedding_reference(xt, pt, est.xv_, kernel, 0.4)
-    np.testing.assert_allclose(est.decision_function(test), Et @ est.coef_ + b, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        est.decision_function(test), Et @ est.coef_ + b, rtol=1e-12, atol=1e-12
+    )
     assert est.score(bags, y) >= 0.9
 
 
@@ -235,8 +256,15 @@ def test_rust_predictor_equals_python_and_the_one_bag_path():
         assert est.decision_function_bag(bag) == f  # a small basis: the same kernel both ways
     # a basis above the one-bag threshold (32): the batch path's blocked product, to rounding
     rng = np.random.default_rng(0)
-    many = milsvm.Model(rng.normal(size=(80, 2)), rng.normal(size=(1, 80)), np.array([0.3]), "rbf", 0.7, 2,
-                        pooling="xv_max")
+    many = milsvm.Model(
+        rng.normal(size=(80, 2)),
+        rng.normal(size=(1, 80)),
+        np.array([0.3]),
+        "rbf",
+        0.7,
+        2,
+        pooling="xv_max",
+    )
     want = [many.decision_function_bag(np.ascontiguousarray(b))[0] for b in bags]
     np.testing.assert_allclose(many.decision_function(x, ptr)[:, 0], want, rtol=1e-12, atol=1e-12)
     Z = np.asarray(many.xv)
@@ -276,9 +304,13 @@ def test_sparse_bags_give_the_dense_fit():
     d = milsvm.MILES(C=10.0, gamma=0.3).fit(dense, y)
     assert sp.issparse(s.xv_)
     assert s.objective_ == pytest.approx(d.objective_, rel=1e-10)
-    np.testing.assert_allclose(s.decision_function(dense), s.decision_function(bags), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        s.decision_function(dense), s.decision_function(bags), rtol=1e-12, atol=1e-12
+    )
     np.testing.assert_array_equal(s.predict(bags), d.predict(bags))
-    r = milsvm.MILES(C=10.0, gamma=0.3, n_concepts=10, concept_init="random", random_state=1).fit(bags, y)
+    r = milsvm.MILES(C=10.0, gamma=0.3, n_concepts=10, concept_init="random", random_state=1).fit(
+        bags, y
+    )
     assert sp.issparse(r.xv_) and r.n_concepts_ == 10
 
 
@@ -308,8 +340,14 @@ def test_thread_count_independence():
 
 def test_multi_class_is_one_vs_rest_on_one_embedding():
     bags, y = three_class_bags(n_bags=30)
-    multi = assert_one_vs_rest(lambda: milsvm.MILES(C=10.0), bags, y, per_problem=("objective_", "n_selected_"),
-                               rtol=1e-12, atol=1e-12)
+    multi = assert_one_vs_rest(
+        lambda: milsvm.MILES(C=10.0),
+        bags,
+        y,
+        per_problem=("objective_", "n_selected_"),
+        rtol=1e-12,
+        atol=1e-12,
+    )
     assert multi.coef_.shape == (3, multi.xv_.shape[0]) and multi.score(bags, y) == 1.0
 
 
@@ -317,7 +355,10 @@ def test_bad_input_is_refused_with_a_clear_message():
     bags, y = easy_bags(9)
     assert_refuses_bad_bags(lambda: milsvm.MILES(C=10.0), bags, y)
     n = sum(len(b) for b in bags)
-    with pytest.raises(ValueError, match=rf"n_concepts \({n + 1}\) exceeds the number of training instances \({n}\)"):
+    with pytest.raises(
+        ValueError,
+        match=rf"n_concepts \({n + 1}\) exceeds the number of training instances \({n}\)",
+    ):
         milsvm.MILES(n_concepts=n + 1).fit(bags, y)
     with pytest.raises(ValueError, match="n_concepts must be"):
         milsvm.MILES(n_concepts=0).fit(bags, y)
@@ -348,8 +389,11 @@ def test_iteration_cap_warns():
 def test_sklearn_clone_pickle_and_grid_search():
     assert_clone_and_pickle(milsvm.MILES(gamma=0.5))
     bags, y = easy_bags(11, n_bags=30)
-    search = GridSearchCV(milsvm.MILES(), {"C": [0.01, 10.0], "gamma": [0.5, "scale"]},
-                          cv=StratifiedKFold(3, shuffle=True, random_state=0)).fit(bags, y)
+    search = GridSearchCV(
+        milsvm.MILES(),
+        {"C": [0.01, 10.0], "gamma": [0.5, "scale"]},
+        cv=StratifiedKFold(3, shuffle=True, random_state=0),
+    ).fit(bags, y)
     assert search.best_params_["C"] == 10.0 and search.best_score_ >= 0.9
     assert clone(search.best_estimator_).get_params() == search.best_estimator_.get_params()
 
@@ -392,7 +436,9 @@ def test_a_linear_model_keeps_its_concepts():
     by their embedding."""
     rng = np.random.default_rng(0)
     y = np.arange(40) % 2
-    bags = [rng.normal(size=(rng.integers(2, 6), 5)) + 1.5 * y[i] * np.eye(5)[i % 5] for i in range(40)]
+    bags = [
+        rng.normal(size=(rng.integers(2, 6), 5)) + 1.5 * y[i] * np.eye(5)[i % 5] for i in range(40)
+    ]
     est = milsvm.MILES(C=10.0, kernel="linear").fit(bags, y)
     assert est.n_selected_ >= 2
     x, _ = stacked(bags)
@@ -400,4 +446,6 @@ def test_a_linear_model_keeps_its_concepts():
     test = [rng.normal(size=(rng.integers(2, 6), 5)) for _ in range(10)]
     xt, pt = stacked(test)
     Et = embedding_reference(xt, pt, est.xv_, "linear", 1.0)
-    np.testing.assert_allclose(est.decision_function(test), Et @ est.coef_ + est.intercept_, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(
+        est.decision_function(test), Et @ est.coef_ + est.intercept_, rtol=1e-10, atol=1e-10
+    )

@@ -12,14 +12,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.exceptions import NotFittedError
-
-import milsvm
-
 from conftest import marked_bags
+from sklearn.exceptions import NotFittedError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -106,7 +104,11 @@ def test_save_load_pickle_serving_give_the_same_values(kind, n_classes, tmp_path
         else:
             np.testing.assert_allclose(est.decision_function_bag(bag), want, rtol=1e-12, atol=1e-14)
     doc = json.loads(path.read_text())
-    assert doc["format"] == "milsvm-model" and doc["version"] == 7 and doc["estimator"] == type(est).__name__
+    assert (
+        doc["format"] == "milsvm-model"
+        and doc["version"] == 7
+        and doc["estimator"] == type(est).__name__
+    )
     assert doc["classes"] == est.classes_.tolist()
 
 
@@ -117,7 +119,11 @@ def test_public_arrays_are_read_only_views_of_the_compiled_model():
         with pytest.raises(ValueError, match="read-only"):
             arr[0] = 1.0
     assert np.shares_memory(est.xv_, est.model_.xv)
-    assert isinstance(est.model_, milsvm.Model) and est.model_.n_xv == 3 and est.model_.pooling == "mean"
+    assert (
+        isinstance(est.model_, milsvm.Model)
+        and est.model_.n_xv == 3
+        and est.model_.pooling == "mean"
+    )
 
 
 def test_sparse_basis_is_saved_sparse(tmp_path):
@@ -127,7 +133,9 @@ def test_sparse_basis_is_saved_sparse(tmp_path):
     for label in y:
         bag = sp.random(3, 60, density=0.1, random_state=rng, format="csr")
         if label:
-            bag = sp.vstack([bag, sp.csr_matrix(([4.0, 4.0], ([0, 0], [0, 1])), shape=(1, 60))]).tocsr()
+            bag = sp.vstack(
+                [bag, sp.csr_matrix(([4.0, 4.0], ([0, 0], [0, 1])), shape=(1, 60))]
+            ).tocsr()
         bags.append(bag)
     est = milsvm.SparseMI(n_xv=3, n_basis=8, C=10.0, max_iter=3, random_state=0).fit(bags, y)
     assert sp.issparse(est.xv_) and est.model_.is_sparse
@@ -214,7 +222,9 @@ def test_load_rejects_non_finite_numbers_and_garbage(tmp_path):
             arrays = {k: np.array(v) for k, v in parts.items()}
             arrays[field].flat[-1] = bad
             with pytest.raises(ValueError, match=message):
-                milsvm.Model(arrays["xv"], arrays["coef"], arrays["intercept"], "rbf", model.gamma, 2)
+                milsvm.Model(
+                    arrays["xv"], arrays["coef"], arrays["intercept"], "rbf", model.gamma, 2
+                )
     csr = sp.csr_matrix(model.xv)
     data = csr.data.copy()
     data[-1] = np.nan
@@ -223,7 +233,9 @@ def test_load_rejects_non_finite_numbers_and_garbage(tmp_path):
     with pytest.raises(ValueError, match="instance [0-9]+ has a non-finite value"):
         milsvm.Model(sparse_xv, model.coef, model.intercept, "rbf", model.gamma, 2)
     # the unchanged parts build a model (so each refusal above is the non-finite value's)
-    milsvm.Model(np.array(model.xv), np.array(model.coef), np.array(model.intercept), "rbf", model.gamma, 2)
+    milsvm.Model(
+        np.array(model.xv), np.array(model.coef), np.array(model.intercept), "rbf", model.gamma, 2
+    )
     milsvm.Model((csr.data, *sparse_xv[1:]), model.coef, model.intercept, "rbf", model.gamma, 2)
 
     path.write_text("{not json")
@@ -257,7 +269,9 @@ def _write_mill(path, bags):
             dense = bag.toarray() if sp.issparse(bag) else bag
             for p, row in enumerate(dense):
                 if sp.issparse(bag):
-                    feats = ",".join(f"{j + 1}:{v!r}" for j, v in enumerate(row) if v != 0) or "1:0.0"
+                    feats = (
+                        ",".join(f"{j + 1}:{v!r}" for j, v in enumerate(row) if v != 0) or "1:0.0"
+                    )
                 else:
                     feats = ",".join(repr(float(v)) for v in row)
                 fh.write(f"b{i}_{p},bag{i},0,{feats}\n")
@@ -273,8 +287,14 @@ def _write_mil_csv(path, bags):
 
 
 def _cargo():
-    if shutil.which("cargo") is None or not (REPO / "Cargo.toml").is_file() or not (REPO / "examples").is_dir():
-        pytest.skip("needs cargo and the milsvm source tree (the Rust side of the cross-language test)")
+    if (
+        shutil.which("cargo") is None
+        or not (REPO / "Cargo.toml").is_file()
+        or not (REPO / "examples").is_dir()
+    ):
+        pytest.skip(
+            "needs cargo and the milsvm source tree (the Rust side of the cross-language test)"
+        )
 
 
 @pytest.mark.parametrize("kind, n_classes", list(cases()))
@@ -293,7 +313,10 @@ def test_rust_example_reproduces_python_decision_values(kind, n_classes, tmp_pat
     def score_bags(path):
         run = subprocess.run(
             ["cargo", "run", "--quiet", "--example", "score_bags", "--", str(model), str(path)],
-            cwd=REPO, capture_output=True, text=True, timeout=900,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=900,
             env={**os.environ, "CARGO_TERM_COLOR": "never"},
         )
         assert run.returncode == 0, run.stderr
@@ -324,18 +347,35 @@ def test_rust_example_applies_the_pipeline_and_the_sigmoid(n_classes, tmp_path):
     _cargo()
     bags, y = make_bags(5, n_bags=30, n_classes=n_classes)
     bags = [b * 7.0 + 2.0 for b in bags]  # far from standardised: the scaler matters
-    pipe = make_pipeline(milsvm.BagStandardScaler(), milsvm.NSK(C=10.0, probability=True)).fit(bags, y)
+    pipe = make_pipeline(milsvm.BagStandardScaler(), milsvm.NSK(C=10.0, probability=True)).fit(
+        bags, y
+    )
     model, data = tmp_path / "m.json", tmp_path / "d.data"
     milsvm.save(pipe, model)
     _write_mill(data, bags)
-    run = subprocess.run(["cargo", "run", "--quiet", "--example", "score_bags", "--", "--proba", str(model),
-                          str(data)], cwd=REPO, capture_output=True, text=True, timeout=900,
-                         env={**os.environ, "CARGO_TERM_COLOR": "never"})
+    run = subprocess.run(
+        [
+            "cargo",
+            "run",
+            "--quiet",
+            "--example",
+            "score_bags",
+            "--",
+            "--proba",
+            str(model),
+            str(data),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "CARGO_TERM_COLOR": "never"},
+    )
     assert run.returncode == 0, run.stderr
     lines = [line.split("\t") for line in run.stdout.strip().splitlines()]
     n_out = 1 if n_classes == 2 else n_classes
-    scores = np.array([[float(v) for v in f[1:1 + n_out]] for f in lines])
-    proba = np.array([[float(v) for v in f[2 + n_out:]] for f in lines])
+    scores = np.array([[float(v) for v in f[1 : 1 + n_out]] for f in lines])
+    proba = np.array([[float(v) for v in f[2 + n_out :]] for f in lines])
     want = np.atleast_2d(pipe.decision_function(bags).T).T.reshape(len(bags), -1)
     np.testing.assert_allclose(scores, want, rtol=1e-12, atol=1e-13)
     np.testing.assert_allclose(proba, pipe.predict_proba(bags), rtol=1e-12, atol=1e-15)
@@ -368,7 +408,9 @@ def test_models_written_before_still_load(name):
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
 @pytest.mark.parametrize("kind", ["SparseMI", "NSK-l2", "MISVM", "SVMCC", "STK", "MILES"])
-def test_a_saved_pipeline_loads_as_the_same_pipeline_and_the_core_applies_it(kind, sparse, tmp_path):
+def test_a_saved_pipeline_loads_as_the_same_pipeline_and_the_core_applies_it(
+    kind, sparse, tmp_path
+):
     from sklearn.pipeline import make_pipeline
 
     _, make, _ = next(k for k in KINDS if k[0] == kind)
@@ -393,7 +435,9 @@ def test_a_saved_pipeline_loads_as_the_same_pipeline_and_the_core_applies_it(kin
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
     for k, bag in enumerate(bags[:3]):
         if not sparse:
-            assert core.decision_function_bag(np.asarray(bag))[0] == pytest.approx(want[k], rel=1e-12, abs=1e-13)
+            assert core.decision_function_bag(np.asarray(bag))[0] == pytest.approx(
+                want[k], rel=1e-12, abs=1e-13
+            )
     # saving the loaded pipeline again writes the same file
     milsvm.save(back, tmp_path / "again.json")
     assert (tmp_path / "again.json").read_text() == path.read_text()
@@ -440,7 +484,12 @@ def test_load_names_the_field_of_a_non_finite_sigmoid_or_scale(tmp_path):
     path = tmp_path / "p.json"
     milsvm.save(pipe, path)
     doc = json.loads(path.read_text())
-    for field, key in (("calibration", "a"), ("calibration", "b"), ("scaler", "scale"), ("scaler", "mean")):
+    for field, key in (
+        ("calibration", "a"),
+        ("calibration", "b"),
+        ("scaler", "scale"),
+        ("scaler", "mean"),
+    ):
         for bad in (float("nan"), float("inf")):
             edited = json.loads(json.dumps(doc))
             edited[field][key][0] = bad

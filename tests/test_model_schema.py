@@ -10,15 +10,13 @@ import json
 import re
 from pathlib import Path
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.pipeline import make_pipeline
-
-import milsvm
-from milsvm import _registry
-
 from conftest import SMALL_FITS, marked_bags, quiet_fit
+from milsvm import _registry
+from sklearn.pipeline import make_pipeline
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -64,8 +62,13 @@ def test_every_estimators_file_is_valid(name, probability, tmp_path):
 def test_pipelines_multiclass_and_float32_files_are_valid(name, tmp_path):
     bags, y = marked_bags(0, n_bags=30, n_classes=3)
     bags = [b.astype(np.float32) for b in bags]
-    pipe = quiet_fit(make_pipeline(milsvm.BagStandardScaler(), _registry.ESTIMATORS[name](**FAST[name],
-                                                                                        probability=True)), bags, y)
+    pipe = quiet_fit(
+        make_pipeline(
+            milsvm.BagStandardScaler(), _registry.ESTIMATORS[name](**FAST[name], probability=True)
+        ),
+        bags,
+        y,
+    )
     doc = saved(pipe, tmp_path)
     assert doc["scaler"] is not None and doc["n_classes"] == 3 and doc["input_dtype"] == "float32"
     assert_valid(doc)
@@ -75,8 +78,10 @@ def test_a_csr_basis_is_valid(tmp_path):
     rng = np.random.default_rng(3)
     y = np.arange(20) % 2
     bags = [sp.random(3, 40, density=0.1, random_state=rng, format="csr") for _ in y]
-    bags = [sp.vstack([b, sp.csr_matrix(([4.0], ([0], [0])), shape=(1, 40))]).tocsr() if label else b
-            for b, label in zip(bags, y)]
+    bags = [
+        sp.vstack([b, sp.csr_matrix(([4.0], ([0], [0])), shape=(1, 40))]).tocsr() if label else b
+        for b, label in zip(bags, y)
+    ]
     est = quiet_fit(milsvm.SparseMI(n_xv=3, n_basis=8, C=10.0, max_iter=3, random_state=0), bags, y)
     doc = saved(est, tmp_path)
     assert doc["xv"]["layout"] == "csr"
@@ -91,15 +96,21 @@ def test_older_versions_still_read_are_valid():
         assert doc["version"] == 3
         assert_valid(doc)
     v2 = {
-        "format": "milsvm-model", "version": 2,
+        "format": "milsvm-model",
+        "version": 2,
         "model": {
             "kernel": {"name": "rbf", "gamma": 0.5},
             "xv": {"v": 1, "dim": [3, 2], "data": [0.0, 1.0, 1.0, 0.0, 1.0, 1.0]},
             "coef": {"v": 1, "dim": [1, 3], "data": [0.5, -1.0, 2.0]},
             "intercept": {"v": 1, "dim": [1], "data": [0.25]},
-            "n_classes": 2, "pooling": "max",
+            "n_classes": 2,
+            "pooling": "max",
         },
-        "estimator": "miSVM", "params": {"C": 1.0}, "classes": [0, 1], "n_iter": 4, "objective_history": [3.0, 2.0],
+        "estimator": "miSVM",
+        "params": {"C": 1.0},
+        "classes": [0, 1],
+        "n_iter": 4,
+        "objective_history": [3.0, 2.0],
     }
     assert_valid(v2)
     milsvm.Model.from_json(json.dumps(v2))  # the reader agrees
@@ -115,24 +126,43 @@ def good_document(tmp_path):
     return saved(quiet_fit(milsvm.NSK(C=10.0, probability="ensemble"), bags, y), tmp_path)
 
 
-@pytest.mark.parametrize("edit", [
-    lambda d: d.update(version=8),
-    lambda d: d.update(format="x"),
-    lambda d: d.update(pooling="median"),
-    lambda d: d.update(version=5, pooling="xv_max"),
-    lambda d: d.update(kernel={"name": "poly"}),
-    lambda d: d.update(kernel={"name": "rbf", "gamma": 0.0}),
-    lambda d: d.update(bag_features="mean"),
-    lambda d: d.update(input_dtype="float16"),
-    lambda d: d.update(n_classes=1),
-    lambda d: d.pop("coef"),
-    lambda d: d["coef"].update(shape=[1]),
-    lambda d: d["xv"].update(layout="coo"),
-    lambda d: d.update(classes=[[0], 1]),
-    lambda d: d.update(scaler={"mean": [0.0]}),
-    lambda d: d["ensemble"][0].pop("calibration"),
-], ids=["newer-version", "format", "pooling", "xv_max-before-v6", "kernel", "gamma", "bag_features", "dtype",
-        "n_classes", "no-coef", "coef-shape", "layout", "classes", "scaler", "member"])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: d.update(version=8),
+        lambda d: d.update(format="x"),
+        lambda d: d.update(pooling="median"),
+        lambda d: d.update(version=5, pooling="xv_max"),
+        lambda d: d.update(kernel={"name": "poly"}),
+        lambda d: d.update(kernel={"name": "rbf", "gamma": 0.0}),
+        lambda d: d.update(bag_features="mean"),
+        lambda d: d.update(input_dtype="float16"),
+        lambda d: d.update(n_classes=1),
+        lambda d: d.pop("coef"),
+        lambda d: d["coef"].update(shape=[1]),
+        lambda d: d["xv"].update(layout="coo"),
+        lambda d: d.update(classes=[[0], 1]),
+        lambda d: d.update(scaler={"mean": [0.0]}),
+        lambda d: d["ensemble"][0].pop("calibration"),
+    ],
+    ids=[
+        "newer-version",
+        "format",
+        "pooling",
+        "xv_max-before-v6",
+        "kernel",
+        "gamma",
+        "bag_features",
+        "dtype",
+        "n_classes",
+        "no-coef",
+        "coef-shape",
+        "layout",
+        "classes",
+        "scaler",
+        "member",
+    ],
+)
 def test_documents_the_reader_refuses_are_refused(edit, tmp_path):
     doc = good_document(tmp_path)
     assert_valid(doc)
@@ -162,4 +192,6 @@ def test_the_enumerations_are_the_cores():
     defs = SCHEMA["$defs"]
     assert defs["pooling"]["enum"] == core_names("mod.rs", "Pooling")
     assert [v for v in defs["input_dtype"]["enum"] if v] == core_names("mod.rs", "Dtype")
-    assert [v for v in defs["bag_features"]["enum"] if v] == core_names("bag_features.rs", "BagFeatures")
+    assert [v for v in defs["bag_features"]["enum"] if v] == core_names(
+        "bag_features.rs", "BagFeatures"
+    )

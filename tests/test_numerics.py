@@ -5,12 +5,11 @@ import numpy as np
 import pytest
 import scipy.optimize
 import scipy.sparse as sp
+from conftest import bag_sets
 from hypothesis import given
 from hypothesis import strategies as st
-from sklearn.base import clone
-
-from conftest import bag_sets
 from milsvm import _core
+from sklearn.base import clone
 
 
 def rbf(X, Z, gamma):
@@ -35,7 +34,9 @@ def scipy_objective(K, X, y, c):
         beta, b = theta[:n], theta[n]
         m = np.maximum(0.0, 1.0 - y * (X @ beta + b))
         dl = -2.0 * c * y * m
-        return 0.5 * beta @ K @ beta + np.sum(c * m**2), np.concatenate([K @ beta + X.T @ dl, [dl.sum()]])
+        return 0.5 * beta @ K @ beta + np.sum(c * m**2), np.concatenate(
+            [K @ beta + X.T @ dl, [dl.sum()]]
+        )
 
     return f
 
@@ -47,11 +48,20 @@ def test_squared_hinge_gradient_matches_finite_differences(seed):
     beta, b = rng.normal(size=K.shape[0]), float(rng.normal())
     v, gbeta, gb = _core.squared_hinge_value_grad(K, X, y, c, beta, b)
     h = 1e-6
-    fd = np.array([(_core.squared_hinge_value_grad(K, X, y, c, beta + h * e, b)[0]
-                    - _core.squared_hinge_value_grad(K, X, y, c, beta - h * e, b)[0]) / (2 * h)
-                   for e in np.eye(len(beta))])
-    fdb = (_core.squared_hinge_value_grad(K, X, y, c, beta, b + h)[0]
-           - _core.squared_hinge_value_grad(K, X, y, c, beta, b - h)[0]) / (2 * h)
+    fd = np.array(
+        [
+            (
+                _core.squared_hinge_value_grad(K, X, y, c, beta + h * e, b)[0]
+                - _core.squared_hinge_value_grad(K, X, y, c, beta - h * e, b)[0]
+            )
+            / (2 * h)
+            for e in np.eye(len(beta))
+        ]
+    )
+    fdb = (
+        _core.squared_hinge_value_grad(K, X, y, c, beta, b + h)[0]
+        - _core.squared_hinge_value_grad(K, X, y, c, beta, b - h)[0]
+    ) / (2 * h)
     g, gfd = np.append(gbeta, gb), np.append(fd, fdb)
     assert np.linalg.norm(g - gfd) <= 1e-5 * max(np.linalg.norm(g), 1e-3)
     # the value itself agrees with an independent NumPy evaluation
@@ -62,8 +72,13 @@ def test_squared_hinge_gradient_matches_finite_differences(seed):
 def test_inner_solvers_match_scipy(seed, solver):
     K, X, y, c = squared_hinge_problem(seed)
     f = scipy_objective(K, X, y, c)
-    ref = scipy.optimize.minimize(f, np.zeros(K.shape[0] + 1), jac=True, method="L-BFGS-B",
-                                  options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 20000})
+    ref = scipy.optimize.minimize(
+        f,
+        np.zeros(K.shape[0] + 1),
+        jac=True,
+        method="L-BFGS-B",
+        options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 20000},
+    )
     beta, b, value, _, _ = _core.solve_squared_hinge(K, X, y, c, solver=solver)
     assert value == pytest.approx(f(np.append(beta, b))[0], rel=1e-12)
     # ours is at least as low as scipy's, and not lower than 1e-8 relative below it
@@ -103,8 +118,10 @@ def _check_outer_gradient(X, bag_ptr, labels, kernel):
     for idx in np.ndindex(*Z.shape):
         E = np.zeros_like(Z)
         E[idx] = h
-        fd[idx] = (_core.sparse_mi_objective(X, bag_ptr, labels, Z + E, **args)[0]
-                   - _core.sparse_mi_objective(X, bag_ptr, labels, Z - E, **args)[0]) / (2 * h)
+        fd[idx] = (
+            _core.sparse_mi_objective(X, bag_ptr, labels, Z + E, **args)[0]
+            - _core.sparse_mi_objective(X, bag_ptr, labels, Z - E, **args)[0]
+        ) / (2 * h)
     scale = max(np.linalg.norm(grad), 1e-6 * max(abs(g), 1.0))
     assert np.linalg.norm(fd - grad) <= 1e-5 * scale + 1e-9, (fd, grad)
 
@@ -128,7 +145,9 @@ def test_kernel_gradient_matches_numpy():
     G = _core.kernel_basis_grad(X, Z, K, A, "rbf", 0.2)
     ref = np.stack([2 * 0.2 * ((A[:, k] * K[:, k])[:, None] * (X - Z[k])).sum(0) for k in range(3)])
     np.testing.assert_allclose(G, ref, rtol=1e-11, atol=1e-12)
-    np.testing.assert_allclose(_core.kernel_basis_grad(X, Z, X @ Z.T, A, "linear", 1.0), A.T @ X, rtol=1e-12)
+    np.testing.assert_allclose(
+        _core.kernel_basis_grad(X, Z, X @ Z.T, A, "linear", 1.0), A.T @ X, rtol=1e-12
+    )
 
 
 def csr_tuple(A):
@@ -173,9 +192,15 @@ def test_results_do_not_depend_on_thread_count():
             assert np.array_equal(a, b)
 
 
-@given(bag_sets(max_bags=10, max_d=4, max_size=5), st.lists(st.sampled_from([0.0, -0.0, 1.0, -2.5, 3.0]), min_size=1, max_size=3),
-       st.sampled_from(["NSK", "sMIL", "MIKernel", "SIL"]), st.booleans())
-def test_features_constant_over_the_training_instances_change_no_bit_of_the_fit(bag_set, constants, name, f32):
+@given(
+    bag_sets(max_bags=10, max_d=4, max_size=5),
+    st.lists(st.sampled_from([0.0, -0.0, 1.0, -2.5, 3.0]), min_size=1, max_size=3),
+    st.sampled_from(["NSK", "sMIL", "MIKernel", "SIL"]),
+    st.booleans(),
+)
+def test_features_constant_over_the_training_instances_change_no_bit_of_the_fit(
+    bag_set, constants, name, f32
+):
     """The Gaussian kernel matrix of the training instances leaves out features constant over
     them (the set-kernel Gram of NSK, sMIL and MI-Kernel; SIL's stored instance kernel): the fit
     on the data with constant features put among the others has the dual coefficients of the
@@ -188,10 +213,17 @@ def test_features_constant_over_the_training_instances_change_no_bit_of_the_fit(
     for k, c in enumerate(constants):
         wide = np.insert(wide, (k * 2) % (wide.shape[1] + 1), c, axis=1)
     dtype = np.float32 if f32 else np.float64
-    as_list = lambda A: [A[ptr[i]:ptr[i + 1]].astype(dtype) for i in range(len(ptr) - 1)]
+
+    def as_list(A):
+        return [A[ptr[i] : ptr[i + 1]].astype(dtype) for i in range(len(ptr) - 1)]
+
     est = getattr(milsvm, name)(C=10.0, gamma=0.4)
     narrow_fit, wide_fit = clone(est).fit(as_list(X), y), clone(est).fit(as_list(wide), y)
     attr = "coef_" if name == "MIKernel" else "dual_coef_"
     np.testing.assert_array_equal(getattr(wide_fit, attr), getattr(narrow_fit, attr))
-    np.testing.assert_allclose(wide_fit.decision_function(as_list(wide)), narrow_fit.decision_function(as_list(X)),
-                               rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(
+        wide_fit.decision_function(as_list(wide)),
+        narrow_fit.decision_function(as_list(X)),
+        rtol=1e-9,
+        atol=1e-9,
+    )

@@ -8,13 +8,12 @@ import inspect
 import re
 import warnings
 
+import milsvm
 import numpy as np
 import pytest
-from sklearn.exceptions import ConvergenceWarning
-
-import milsvm
-from milsvm import _core, _registry
 from conftest import easy_bags, fit_quietly, make_fast, three_class_bags
+from milsvm import _core, _registry
+from sklearn.exceptions import ConvergenceWarning
 
 ALL = list(_registry.ESTIMATORS.values())
 TWO_CLASS = [c for c in ALL if c._multiclass]
@@ -34,9 +33,28 @@ make = make_fast
 
 def test_the_registry_is_the_one_list():
     names = list(_registry.ESTIMATORS)
-    assert names == ["SparseMI", "RSVM", "MIKernel", "ReducedSet", "NSK", "sMIL", "ALSVM", "AWSVM", "ALPSVM",
-                     "miSVM", "MISVM", "SVMCC", "stMIL", "MissSVM", "OneClassMISVM", "SIL", "STK", "MILES",
-                     "sbMIL", "sAwMIL"]
+    assert names == [
+        "SparseMI",
+        "RSVM",
+        "MIKernel",
+        "ReducedSet",
+        "NSK",
+        "sMIL",
+        "ALSVM",
+        "AWSVM",
+        "ALPSVM",
+        "miSVM",
+        "MISVM",
+        "SVMCC",
+        "stMIL",
+        "MissSVM",
+        "OneClassMISVM",
+        "SIL",
+        "STK",
+        "MILES",
+        "sbMIL",
+        "sAwMIL",
+    ]
     assert set(names) <= set(milsvm.__all__)
     assert all(getattr(milsvm, n) is _registry.ESTIMATORS[n] for n in names)
     with pytest.raises(_registry.UnknownEstimator, match="did you mean SparseMI"):
@@ -45,9 +63,13 @@ def test_the_registry_is_the_one_list():
 
 @pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
 def test_every_parameter_is_declared_by_the_core_with_the_same_default(cls):
-    specs = {name: default for name, default, _ in getattr(_core, f"{cls._core_fit}_hyperparameters")()}
+    specs = {
+        name: default for name, default, _ in getattr(_core, f"{cls._core_fit}_hyperparameters")()
+    }
     fixed = cls._core_fixed
-    assert set(fixed) <= set(specs), f"{cls.__name__}._core_fixed names no parameter of {cls._core_fit}"
+    assert set(fixed) <= set(specs), (
+        f"{cls.__name__}._core_fixed names no parameter of {cls._core_fit}"
+    )
     # the parameters the class declares Python's own, and random_state, which reaches the core
     # as seed (MILClassifier._core_params)
     python_only = set(cls._python_only) | {"random_state"}
@@ -58,7 +80,9 @@ def test_every_parameter_is_declared_by_the_core_with_the_same_default(cls):
         if name in fixed or (cls._core_fit, name) in DEFAULTS_SPELLED_OUT:
             continue
         expected = METHOD_DEFAULTS.get((cls.__name__, name), specs[name])
-        assert param.default == expected, f"{cls.__name__}.{name}: {param.default!r} != {expected!r}"
+        assert param.default == expected, (
+            f"{cls.__name__}.{name}: {param.default!r} != {expected!r}"
+        )
     assert "seed" not in specs or "random_state" in inspect.signature(cls).parameters
 
 
@@ -66,10 +90,14 @@ def test_every_parameter_is_declared_by_the_core_with_the_same_default(cls):
 def test_class_weight_on_every_two_class_estimator(cls):
     bags, y = easy_bags(3, n_bags=24)
     plain = fit_quietly(make(cls, C=1.0), bags, y).decision_function(bags)
-    weighted = [fit_quietly(make(cls, C=1.0, class_weight=w), bags, y).decision_function(bags)
-                for w in ({0: 20.0}, {1: 0.01})]
+    weighted = [
+        fit_quietly(make(cls, C=1.0, class_weight=w), bags, y).decision_function(bags)
+        for w in ({0: 20.0}, {1: 0.01})
+    ]
     assert any(not np.allclose(plain, s) for s in weighted), "class_weight had no effect"
-    same = fit_quietly(make(cls, C=1.0, class_weight={0: 1.0, 1: 1.0}), bags, y).decision_function(bags)
+    same = fit_quietly(make(cls, C=1.0, class_weight={0: 1.0, 1: 1.0}), bags, y).decision_function(
+        bags
+    )
     np.testing.assert_array_equal(same, plain)
     with pytest.raises(ValueError, match="class_weight names labels that are not in y"):
         make(cls, class_weight={7: 2.0}).fit(bags, y)
@@ -79,10 +107,14 @@ def test_class_weight_on_every_two_class_estimator(cls):
 def test_gamma_median_on_every_estimator(cls):
     bags, y = easy_bags(4)
     est = fit_quietly(make(cls, gamma="median"), bags, y)
-    X = np.concatenate(bags if cls is not milsvm.OneClassMISVM else [b for b, l in zip(bags, y) if l == 1])
+    X = np.concatenate(
+        bags if cls is not milsvm.OneClassMISVM else [b for b, label in zip(bags, y) if label == 1]
+    )
     if cls is milsvm.STK:  # the kernel sees the bags' min/max statistic vectors
         X = np.array([np.concatenate([b.min(axis=0), b.max(axis=0)]) for b in bags])
-    assert est.gamma_ == pytest.approx(_core.kernel_width(np.ascontiguousarray(X), "median"), rel=1e-12)
+    assert est.gamma_ == pytest.approx(
+        _core.kernel_width(np.ascontiguousarray(X), "median"), rel=1e-12
+    )
     with pytest.raises(ValueError, match="gamma must be 'scale', 'median' or a finite number > 0"):
         make(cls, gamma="auto").fit(bags, y)
 
@@ -117,15 +149,22 @@ def test_instance_scores_through_a_pipeline():
     np.testing.assert_allclose([s.mean() for s in inst], pipe.decision_function(bags), rtol=1e-12)
 
 
-@pytest.mark.parametrize("cls", [c for c in ALL if "max_iter" in inspect.signature(c).parameters],
-                         ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    "cls",
+    [c for c in ALL if "max_iter" in inspect.signature(c).parameters],
+    ids=lambda c: c.__name__,
+)
 def test_max_iter_caps_the_outer_loop(cls):
     bags, y = easy_bags(7)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         est = make(cls, max_iter=1).fit(bags, y)
     assert est.n_iter_ <= 1
-    stopped = [w for w in caught if issubclass(w.category, ConvergenceWarning) and "max_iter=1" in str(w.message)]
+    stopped = [
+        w
+        for w in caught
+        if issubclass(w.category, ConvergenceWarning) and "max_iter=1" in str(w.message)
+    ]
     assert est.converged_ or stopped, "a capped outer loop must say so"
 
 
@@ -161,8 +200,10 @@ def test_the_docstring_states_the_signature_defaults(cls):
                 stated_value = ast.literal_eval(text)
             except (ValueError, SyntaxError):
                 stated_value = text
-            assert stated_value == default and type(stated_value) is type(default), \
-                f"{cls.__name__}.{name}: the docstring says default={text}, the signature {default!r}"
+            assert stated_value == default and type(stated_value) is type(default), (
+                f"{cls.__name__}.{name}: the docstring says default={text}, "
+                f"the signature {default!r}"
+            )
             stated += 1
     assert stated > 0
 
@@ -177,8 +218,12 @@ def test_the_type_stubs_match_the_compiled_core():
     declared = {n.name: n for n in stub.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     declared.update({n.target.id: n for n in stub.body if isinstance(n, ast.AnnAssign)})
     declared.update({t.id: n for n in stub.body if isinstance(n, ast.Assign) for t in n.targets})
-    declared = {k: v for k, v in declared.items() if not k.startswith("_") and k not in ("CsrParts", "Instances",
-                                                                                       "Params", "Specs", "Progress")}
+    declared = {
+        k: v
+        for k, v in declared.items()
+        if not k.startswith("_")
+        and k not in ("CsrParts", "Instances", "Params", "Specs", "Progress")
+    }
     public = {n for n in dir(_core) if not n.startswith("_")}
     assert set(declared) == public
     for name, node in declared.items():

@@ -5,20 +5,19 @@ calibration's worth on held-out MUSK1 bags."""
 
 import warnings
 
+import milsvm
 import numpy as np
 import pytest
+from conftest import make_fast, three_class_bags
 from hypothesis import given
 from hypothesis import strategies as st
+from milsvm import _core, _registry
+from milsvm._base import calibration_folds
 from scipy.optimize import minimize
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import brier_score_loss, log_loss
 from sklearn.model_selection import train_test_split
-
-import milsvm
-from milsvm import _core, _registry
-from milsvm._base import calibration_folds
-from conftest import make_fast, three_class_bags
 
 ALL = list(_registry.ESTIMATORS.values())
 make = make_fast
@@ -59,8 +58,9 @@ def test_the_same_probabilities_as_calibrated_classifier_cv_on_the_same_folds(cl
     np.testing.assert_allclose(got.sum(axis=1), 1.0, rtol=1e-15)
     np.testing.assert_array_equal(est.predict_log_proba(bags), np.log(got))
     # the model without probabilities is the one fitted on all bags, as the reference's
-    np.testing.assert_array_equal(est.decision_function(bags),
-                                  quietly(make(cls).fit, bags, y).decision_function(bags))
+    np.testing.assert_array_equal(
+        est.decision_function(bags), quietly(make(cls).fit, bags, y).decision_function(bags)
+    )
 
 
 @pytest.mark.parametrize("name", ["NSK", "SparseMI", "MISVM"])
@@ -71,7 +71,9 @@ def test_one_vs_rest_probabilities_are_coupled_as_calibrated_classifier_cv(name)
     bags = [b + rng.normal(0, 1.5, size=b.shape) for b in bags]  # overlap the classes
     est = quietly(make(cls, probability=True).fit, bags, y)
     folds = list(calibration_folds(est.get_params().get("random_state")).split(np.zeros(len(y)), y))
-    reference = quietly(CalibratedClassifierCV(make(cls), method="sigmoid", cv=folds, ensemble=False).fit, bags, y)
+    reference = quietly(
+        CalibratedClassifierCV(make(cls), method="sigmoid", cv=folds, ensemble=False).fit, bags, y
+    )
     got = est.predict_proba(bags)
     np.testing.assert_allclose(got, reference.predict_proba(bags), atol=2e-5)
     assert got.shape == (len(y), 3) and list(est.classes_) == ["a", "b", "c"]
@@ -82,7 +84,9 @@ def test_the_ensemble_equals_calibrated_classifier_cv_with_ensemble_true(cls):
     bags, y = overlapping_bags()
     est = quietly(make(cls, probability="ensemble").fit, bags, y)
     folds = list(calibration_folds(est.get_params().get("random_state")).split(np.zeros(len(y)), y))
-    reference = quietly(CalibratedClassifierCV(make(cls), method="sigmoid", cv=folds, ensemble=True).fit, bags, y)
+    reference = quietly(
+        CalibratedClassifierCV(make(cls), method="sigmoid", cv=folds, ensemble=True).fit, bags, y
+    )
     got = est.predict_proba(bags)
     np.testing.assert_allclose(got, reference.predict_proba(bags), atol=2e-5)
     np.testing.assert_allclose(got.sum(axis=1), 1.0, rtol=1e-15)
@@ -91,10 +95,15 @@ def test_the_ensemble_equals_calibrated_classifier_cv_with_ensemble_true(cls):
     assert len(members) == 5 and est.model_.calibration is None
     b = milsvm.as_bags(bags)
     for member, calibrated in zip(members, reference.calibrated_classifiers_):
-        np.testing.assert_allclose(member.decision_function(b.core_instances(), b.bag_ptr)[:, 0],
-                                   calibrated.estimator.decision_function(bags), rtol=1e-9, atol=1e-9)
-    np.testing.assert_array_equal(est.decision_function(bags),
-                                  quietly(make(cls).fit, bags, y).decision_function(bags))
+        np.testing.assert_allclose(
+            member.decision_function(b.core_instances(), b.bag_ptr)[:, 0],
+            calibrated.estimator.decision_function(bags),
+            rtol=1e-9,
+            atol=1e-9,
+        )
+    np.testing.assert_array_equal(
+        est.decision_function(bags), quietly(make(cls).fit, bags, y).decision_function(bags)
+    )
 
 
 @pytest.mark.parametrize("name", ["NSK", "MISVM"])
@@ -105,7 +114,9 @@ def test_the_one_vs_rest_ensemble_equals_calibrated_classifier_cv(name):
     cls = _registry.ESTIMATORS[name]
     est = quietly(make(cls, probability="ensemble").fit, bags, y)
     folds = list(calibration_folds(est.get_params().get("random_state")).split(np.zeros(len(y)), y))
-    reference = quietly(CalibratedClassifierCV(make(cls), method="sigmoid", cv=folds, ensemble=True).fit, bags, y)
+    reference = quietly(
+        CalibratedClassifierCV(make(cls), method="sigmoid", cv=folds, ensemble=True).fit, bags, y
+    )
     np.testing.assert_allclose(est.predict_proba(bags), reference.predict_proba(bags), atol=2e-5)
 
 
@@ -114,8 +125,11 @@ def test_the_ensemble_is_saved_with_its_pipeline_and_applied_by_the_rust_predict
 
     bags, y = overlapping_bags(5)
     bags = [10.0 * b + 3.0 for b in bags]  # off scale: the scaler matters
-    pipe = quietly(make_pipeline(milsvm.BagStandardScaler(), milsvm.MISVM(C=1.0, probability="ensemble")).fit,
-                   bags, y)
+    pipe = quietly(
+        make_pipeline(milsvm.BagStandardScaler(), milsvm.MISVM(C=1.0, probability="ensemble")).fit,
+        bags,
+        y,
+    )
     want = pipe.predict_proba(bags)
     milsvm.save(pipe, tmp_path / "p.json")
     back = milsvm.load(tmp_path / "p.json")
@@ -126,8 +140,20 @@ def test_the_ensemble_is_saved_with_its_pipeline_and_applied_by_the_rust_predict
     b = milsvm.as_bags(bags)
     np.testing.assert_array_equal(core.predict_proba(b.core_instances(), b.bag_ptr), want)
     # the closed form: the mean of each member's sigmoid of its own score of the raw bags
-    mean = np.mean([1 / (1 + np.exp(m.calibration[0][0] * m.decision_function(b.core_instances(), b.bag_ptr)[:, 0]
-                                    + m.calibration[1][0])) for m in core.ensemble], axis=0)
+    mean = np.mean(
+        [
+            1
+            / (
+                1
+                + np.exp(
+                    m.calibration[0][0] * m.decision_function(b.core_instances(), b.bag_ptr)[:, 0]
+                    + m.calibration[1][0]
+                )
+            )
+            for m in core.ensemble
+        ],
+        axis=0,
+    )
     np.testing.assert_allclose(want[:, 1], mean, rtol=1e-13)
     # the file refuses a member whose sigmoid does not fit, naming it
     import json
@@ -145,8 +171,12 @@ def test_a_path_calibrates_each_value_as_its_own_fit(name):
     est = make(_registry.ESTIMATORS[name], probability="ensemble")
     path = quietly(est.fit_path, bags, y, [0.5, 4.0])
     for fitted in path:
-        alone = quietly(make(_registry.ESTIMATORS[name], probability="ensemble", C=fitted.C).fit, bags, y)
-        np.testing.assert_allclose(fitted.predict_proba(bags), alone.predict_proba(bags), rtol=1e-7, atol=1e-9)
+        alone = quietly(
+            make(_registry.ESTIMATORS[name], probability="ensemble", C=fitted.C).fit, bags, y
+        )
+        np.testing.assert_allclose(
+            fitted.predict_proba(bags), alone.predict_proba(bags), rtol=1e-7, atol=1e-9
+        )
 
 
 def _platt_objective(ab, f, t):
@@ -173,13 +203,19 @@ def test_the_sigmoid_fit_equals_scipy_on_platts_objective(n, seed, separation):
 def test_probability_refuses_too_few_bags_and_bad_values():
     bags, y = overlapping_bags(n_bags=40)
     few = np.r_[np.flatnonzero(y == 0), np.flatnonzero(y == 1)[:4]]
-    with pytest.raises(ValueError, match=r"needs at least 5 bags of every class; too few bags of class 1: 4"):
+    with pytest.raises(
+        ValueError, match=r"needs at least 5 bags of every class; too few bags of class 1: 4"
+    ):
         milsvm.NSK(probability=True).fit([bags[i] for i in few], y[few])
     with pytest.raises(ValueError, match="needs at least 5 bags of every class"):
         milsvm.NSK(probability="ensemble").fit([bags[i] for i in few], y[few])
-    with pytest.raises(ValueError, match='probability must be True, False or "ensemble", got \'yes\''):
+    with pytest.raises(
+        ValueError, match="probability must be True, False or \"ensemble\", got 'yes'"
+    ):
         milsvm.NSK(probability="yes").fit(bags, y)
-    with pytest.raises(TypeError, match='probability must be True, False or "ensemble", got 1 \\(int\\)'):
+    with pytest.raises(
+        TypeError, match='probability must be True, False or "ensemble", got 1 \\(int\\)'
+    ):
         milsvm.NSK(probability=1).fit(bags, y)
     plain = milsvm.NSK().fit(bags, y)
     assert not hasattr(plain, "predict_proba") and not hasattr(plain, "predict_log_proba")
@@ -204,10 +240,14 @@ def test_probabilities_are_deterministic_and_saved(tmp_path):
     # the Rust predictor applies the sigmoid: the compiled model read by the core alone
     core = milsvm.Model.load(tmp_path / "m.json")
     b = milsvm.as_bags(bags)
-    np.testing.assert_array_equal(core.predict_proba(b.core_instances(), b.bag_ptr), one.predict_proba(bags))
+    np.testing.assert_array_equal(
+        core.predict_proba(b.core_instances(), b.bag_ptr), one.predict_proba(bags)
+    )
     a, c = core.calibration
     f = one.decision_function(bags)
-    np.testing.assert_allclose(one.predict_proba(bags)[:, 1], 1 / (1 + np.exp(a[0] * f + c[0])), rtol=1e-14)
+    np.testing.assert_allclose(
+        one.predict_proba(bags)[:, 1], 1 / (1 + np.exp(a[0] * f + c[0])), rtol=1e-14
+    )
 
 
 def test_held_out_log_loss_and_brier_beat_a_plain_sigmoid_on_musk1(musk1):

@@ -5,10 +5,9 @@ stderr only when it is a terminal."""
 import io
 import re
 
+import milsvm
 import numpy as np
 import pytest
-
-import milsvm
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
@@ -41,7 +40,9 @@ def test_sparse_mi_reports_every_iteration(capsys):
     assert lines[0].startswith("[SparseMI] step 1/6")
 
 
-@pytest.mark.parametrize("cls, n_classes", [(milsvm.ALSVM, 2), (milsvm.AWSVM, 2), (milsvm.miSVM, 2), (milsvm.ALSVM, 3)])
+@pytest.mark.parametrize(
+    "cls, n_classes", [(milsvm.ALSVM, 2), (milsvm.AWSVM, 2), (milsvm.miSVM, 2), (milsvm.ALSVM, 3)]
+)
 def test_annealing_reports_every_temperature_or_round(cls, n_classes, capsys):
     bags, y = bags_and_labels(n_classes)
     kw = {"max_iter": 10} if cls is milsvm.miSVM else {"max_iter": 8}
@@ -84,8 +85,13 @@ def test_verbose_must_be_an_int():
         milsvm.SparseMI(verbose="loud").fit(bags, y)
 
 
-@pytest.mark.parametrize("make", [lambda: milsvm.SVMCC(C=10.0, max_iter=6, verbose=2),
-                                  lambda: milsvm.OneClassMISVM(max_iter=4, verbose=2)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: milsvm.SVMCC(C=10.0, max_iter=6, verbose=2),
+        lambda: milsvm.OneClassMISVM(max_iter=4, verbose=2),
+    ],
+)
 def test_svmcc_and_one_class_report_every_round(make, capsys):
     bags, y = bags_and_labels()
     est = make().fit(bags, y)
@@ -105,11 +111,12 @@ def test_annealing_forecasts_its_steps_for_the_bar():
     seen = []
     b = as_bags(bags)
     params = {"method": "al", "C": 10.0, "eps": 1e-4, "decay": 1.5}
-    fit = _core.fit_annealing(b.core_instances(), b.bag_ptr, y.astype(np.int64), params,
-                              lambda *args: seen.append(args))
+    fit = _core.fit_annealing(
+        b.core_instances(), b.bag_ptr, y.astype(np.int64), params, lambda *args: seen.append(args)
+    )
     schedule = int(np.ceil(np.log(10.0 / 1e-4) / np.log(1.5))) + 1
     assert len(seen) == fit.n_iter[0]
-    for problem, step, cap, objective, temperature, expected in seen:
+    for _, step, cap, _, _, expected in seen:
         assert cap == 200 and step + 1 <= expected <= min(schedule, cap) or expected == step == cap
     assert seen[-1][5] in (fit.n_iter[0], fit.n_iter[0] + 1)
 
@@ -131,6 +138,7 @@ def test_the_bar_follows_the_forecast(monkeypatch):
             pass
 
     import tqdm.auto
+
     monkeypatch.setattr(tqdm.auto, "tqdm", Bar)
     monkeypatch.setattr("sys.stderr", type("T", (io.StringIO,), {"isatty": lambda self: True})())
     with FitProgress("ALSVM", 1, "step", 400) as p:  # two problems of cap 200

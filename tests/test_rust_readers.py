@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
 from milsvm import datasets
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,7 +29,7 @@ HAND_WRITTEN = [
     ("dense_crlf_cr.data", b"i1,b1,1,1,2\r\ni2,b1,1,3,4\ri3,b2,0,5,6\r\n"),
     ("dense_bom_spaces.data", "\ufeff i1 , b 1 , 1.0 ,1,2\n\x1ci2,b 1,+1,3,4\u2003\n"),
     ("dense_labels.data", "i,a,-9223372036854775808,1\ni,b,9223372036854775807,2\ni,c,1e3,3\n"),
-    ("names.data", "i,\"q\",1,1\ni,it's,0,2\ni,tab\there,0,3\ni,é\u00a0x,1,4\n"),
+    ("names.data", 'i,"q",1,1\ni,it\'s,0,2\ni,tab\there,0,3\ni,é\u00a0x,1,4\n'),
     ("invalid_utf8.data", b"i1,b\xff\xfe,1,1\ni2,b\xed\xa0\x80,0,2\ni3,c\xf0\x9f\x98,0,3\n"),
     ("nul.data", b"i1,b\x00,1,1\n"),
     ("exotic_numbers.data", "i,b,1,1.,.5,-0.0,1E-2,00012,INFINITY\n"),
@@ -84,7 +83,7 @@ HAND_WRITTEN = [
     ("plain.csv", "1,a,1,2\n0,b,3,4\n1,a,5,6\n\n0,c,7,8\r\n0,b,9,10\n"),
     ("header.csv", "label,bag_id,f1,f2\n1,a,1,2\n-1,b,3,4\n"),
     ("header_bag_first.csv", "Bag_ID,Label,x,y\na,1,1,2\nb,0,3,4\na,1,5,6\n"),
-    ("header_names.csv", "Y,\"Bag Name\",a,b\n1,a,1,2\n"),
+    ("header_names.csv", 'Y,"Bag Name",a,b\n1,a,1,2\n'),
     ("header_numeric.csv", "0,1,2,3\n1,a,1,2\n"),
     ("header_bad.csv", "foo,bar,f1\n1,a,1\n"),
     ("header_only.csv", "label,bag,f1\n\n"),
@@ -116,8 +115,14 @@ HAND_WRITTEN = [
 
 
 def _cargo():
-    if shutil.which("cargo") is None or not (REPO / "Cargo.toml").is_file() or not (REPO / "examples").is_dir():
-        pytest.skip("needs cargo and the milsvm source tree (the Rust side of the cross-language test)")
+    if (
+        shutil.which("cargo") is None
+        or not (REPO / "Cargo.toml").is_file()
+        or not (REPO / "examples").is_dir()
+    ):
+        pytest.skip(
+            "needs cargo and the milsvm source tree (the Rust side of the cross-language test)"
+        )
 
 
 def _write(path, content):
@@ -131,8 +136,10 @@ def _random_file(rng, csv):
     d = rng.randint(1, 3)
     lines = []
     if csv and rng.random() < 0.4:
-        lines.append(rng.choice([["label", "bag_id"], ["bag_id", "label"], ["Y", "bag"], ["foo", "bar"]])
-                     + [f"f{j}" for j in range(d)])
+        lines.append(
+            rng.choice([["label", "bag_id"], ["bag_id", "label"], ["Y", "bag"], ["foo", "bar"]])
+            + [f"f{j}" for j in range(d)]
+        )
     for b in range(rng.randint(1, 3)):
         label = rng.choice(["0", "1", "-1", "1.0", "2"])
         for i in range(rng.randint(1, 3)):
@@ -142,9 +149,43 @@ def _random_file(rng, csv):
             else:
                 feats = [rng.choice(["0.5", "1", "-2", "0", "1e-3", "-0.0"]) for _ in range(d)]
             lines.append(([label, f"b{b}"] if csv else [f"i{i}", f"b{b}", label]) + feats)
-    tokens = ["1", "0", "-2.5", "1e3", "nan", "inf", "", " ", "x", "1:2", "0:1", "3:", ":", "1.",
-              "9" * 30, "\x00", "é", "１", "\x1c1", "1_0", "b1", "b2", "+", "\t", "-1", "2:0",
-              "1:1e400", "9223372036854775808:1", '"', '"a,b"', '"x', "1.0", " 2 ", "label", "bag"]
+    tokens = [
+        "1",
+        "0",
+        "-2.5",
+        "1e3",
+        "nan",
+        "inf",
+        "",
+        " ",
+        "x",
+        "1:2",
+        "0:1",
+        "3:",
+        ":",
+        "1.",
+        "9" * 30,
+        "\x00",
+        "é",
+        "１",
+        "\x1c1",
+        "1_0",
+        "b1",
+        "b2",
+        "+",
+        "\t",
+        "-1",
+        "2:0",
+        "1:1e400",
+        "9223372036854775808:1",
+        '"',
+        '"a,b"',
+        '"x',
+        "1.0",
+        " 2 ",
+        "label",
+        "bag",
+    ]
     for _ in range(rng.randint(0, 3)):
         if not lines:
             break
@@ -185,7 +226,8 @@ def _python(path, n_features=None):
 
 
 def _mismatch(path, rust, python):
-    """Why the Rust result ``rust`` (a JSON object of read_data) differs from ``python``, or None."""
+    """Why the Rust result ``rust`` (a JSON object of read_data) differs from ``python``, or
+    None."""
     if python[0] == "error":
         want = "invalid data: " + python[1]
         if rust.get("error") != want:
@@ -195,7 +237,9 @@ def _mismatch(path, rust, python):
         return f"Python accepts, Rust refuses: {rust['error']!r}"
     _, bags, y, names = python
     if rust["bag_names"] != names or rust["labels"] != y.tolist():
-        return f"names / labels differ: {rust['bag_names']} {rust['labels']} != {names} {y.tolist()}"
+        return (
+            f"names / labels differ: {rust['bag_names']} {rust['labels']} != {names} {y.tolist()}"
+        )
     if rust["bag_ptr"] != np.concatenate([[0], np.cumsum([b.shape[0] for b in bags])]).tolist():
         return "bag sizes differ"
     if rust["n_features"] != bags[0].shape[1] or rust["sparse"] != sp.issparse(bags[0]):
@@ -203,8 +247,11 @@ def _mismatch(path, rust, python):
     bits = lambda values: np.asarray(values, dtype=np.float64).view(np.uint64)  # noqa: E731
     if rust["sparse"]:
         x = sp.vstack(bags, format="csr")
-        if (rust["indptr"] != x.indptr.tolist() or rust["indices"] != x.indices.tolist()
-                or not np.array_equal(bits(rust["data"]), bits(x.data))):
+        if (
+            rust["indptr"] != x.indptr.tolist()
+            or rust["indices"] != x.indices.tolist()
+            or not np.array_equal(bits(rust["data"]), bits(x.data))
+        ):
             return "sparse values differ"
     elif not np.array_equal(bits(rust["dense"]), bits(np.vstack(bags).ravel())):
         return "dense values differ"
@@ -214,8 +261,15 @@ def _mismatch(path, rust, python):
 def test_rust_readers_equal_python_readers(tmp_path):
     _cargo()
     files = [_write(tmp_path / name, content) for name, content in HAND_WRITTEN]
-    files += [p for p in (SHARED / "musk1" / "musk1.data", SHARED / "tst1" / "tst1.data",
-                          SHARED / "corel" / "corel2000.data") if p.is_file()]
+    files += [
+        p
+        for p in (
+            SHARED / "musk1" / "musk1.data",
+            SHARED / "tst1" / "tst1.data",
+            SHARED / "corel" / "corel2000.data",
+        )
+        if p.is_file()
+    ]
     files.append(FUZZ / "csv_label_overflow.csv")
     # the bundled MUSK1, as MILL and as mil-package CSV (with a header)
     bags, y, names = datasets.load_musk1(return_bag_names=True)
@@ -229,18 +283,38 @@ def test_rust_readers_equal_python_readers(tmp_path):
     files.append(_write(tmp_path / "musk1_bundled.csv", "\n".join(csv) + "\n"))
     rng = random.Random(19)
     for k in range(400):
-        files.append(_write(tmp_path / f"random{k}.{'csv' if k % 2 else 'data'}", _random_file(rng, k % 2)))
+        files.append(
+            _write(tmp_path / f"random{k}.{'csv' if k % 2 else 'data'}", _random_file(rng, k % 2))
+        )
     # n_features given (MILL only): all-zero sparse files, an index above it, a dense mismatch
-    with_d = [_write(tmp_path / name, text) for name, text in [
-        ("d_all_zero.data", "i,b,1\ni,c,0,\n"), ("d_sparse.data", "i,b,1,2:1\ni,c,0,3:1\n"),
-        ("d_above.data", "i,b,1,4:1\n"), ("d_dense_ok.data", "i,b,1,1,2,3\n"),
-        ("d_dense_mismatch.data", "i,b,1,1,2\n")]]
+    with_d = [
+        _write(tmp_path / name, text)
+        for name, text in [
+            ("d_all_zero.data", "i,b,1\ni,c,0,\n"),
+            ("d_sparse.data", "i,b,1,2:1\ni,c,0,3:1\n"),
+            ("d_above.data", "i,b,1,4:1\n"),
+            ("d_dense_ok.data", "i,b,1,1,2,3\n"),
+            ("d_dense_mismatch.data", "i,b,1,1,2\n"),
+        ]
+    ]
 
     def run(paths, *options):
         proc = subprocess.run(
-            ["cargo", "run", "--quiet", "--example", "read_data", "--", "--json", *options,
-             *map(str, paths)],
-            cwd=REPO, capture_output=True, text=True, timeout=900,
+            [
+                "cargo",
+                "run",
+                "--quiet",
+                "--example",
+                "read_data",
+                "--",
+                "--json",
+                *options,
+                *map(str, paths),
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=900,
             env={**os.environ, "CARGO_TERM_COLOR": "never"},
         )
         results = [json.loads(line) for line in proc.stdout.splitlines()]

@@ -14,13 +14,12 @@ through pickling exactly as on a real cluster.
 import logging
 import sys
 
+import milsvm
 import numpy as np
 import pytest
+from milsvm.datasets import make_center_ring_bags, make_four_gaussians_bags
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
 from sklearn.pipeline import make_pipeline
-
-import milsvm
-from milsvm.datasets import make_center_ring_bags, make_four_gaussians_bags
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +137,6 @@ def test_grid_search_on_dask_backend_matches_local(dask_client, ring_data, name)
 
 def test_score_bags_on_cluster_matches_decision_function(dask_client, ring_data):
     import dask.bag as db
-
     from milsvm.distributed import score_bags
 
     bags, y = ring_data
@@ -165,7 +163,6 @@ def test_score_bags_on_cluster_matches_decision_function(dask_client, ring_data)
 def test_score_bags_multiclass_and_bags_from_a_loader(dask_client):
     """Rows of a multi-class score matrix stay in order; bags can be built lazily on workers."""
     import dask.bag as db
-
     from milsvm.distributed import score_bags
 
     bags, y = make_four_gaussians_bags(n_bags=30, random_state=0)
@@ -186,7 +183,6 @@ def test_score_bags_local_scheduler_and_sparse_bags():
     dask = pytest.importorskip("dask")
     pytest.importorskip("dask.bag")
     import scipy.sparse as sp
-
     from milsvm.distributed import score_bags
 
     rng = np.random.default_rng(0)
@@ -210,9 +206,8 @@ def test_score_bags_local_scheduler_and_sparse_bags():
 
 def test_score_bags_rejects_bad_arguments(ring_data):
     pytest.importorskip("dask.bag")
-    from sklearn.exceptions import NotFittedError
-
     from milsvm.distributed import score_bags
+    from sklearn.exceptions import NotFittedError
 
     bags, y = ring_data
     with pytest.raises(NotFittedError):

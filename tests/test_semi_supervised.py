@@ -4,16 +4,15 @@ model's, restarts (the model is the run of least objective, reproducible by ``ra
 the MI constraint on separable data, bad input, model files, the compiled predictor against
 NumPy, thread independence and scikit-learn's clone / GridSearchCV."""
 
+import milsvm
 import numpy as np
 import pytest
+from conftest import assert_clone_and_pickle, easy_bags, fit_quietly, random_bags, three_class_bags
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
-
-import milsvm
-from conftest import assert_clone_and_pickle, easy_bags, fit_quietly, random_bags, three_class_bags
 
 CLASSES = [milsvm.stMIL, milsvm.MissSVM]
 ids = [c.__name__ for c in CLASSES]
@@ -74,20 +73,30 @@ def reference_optimum(terms, d):
     m = len(t)
 
     def obj(z):
-        return 0.5 * z[:d] @ z[:d] + c @ z[d + 1:]
+        return 0.5 * z[:d] @ z[:d] + c @ z[d + 1 :]
 
     def jac(z):
         g = np.zeros_like(z)
         g[:d] = z[:d]
-        g[d + 1:] = c
+        g[d + 1 :] = c
         return g
 
-    cons = [{"type": "ineq", "fun": lambda z: s * (rows @ z[:d] + z[d]) - t + z[d + 1:],
-             "jac": lambda z: np.hstack([s[:, None] * rows, s[:, None], np.eye(m)])},
-            {"type": "ineq", "fun": lambda z: z[d + 1:],
-             "jac": lambda z: np.hstack([np.zeros((m, d + 1)), np.eye(m)])}]
+    cons = [
+        {
+            "type": "ineq",
+            "fun": lambda z: s * (rows @ z[:d] + z[d]) - t + z[d + 1 :],
+            "jac": lambda z: np.hstack([s[:, None] * rows, s[:, None], np.eye(m)]),
+        },
+        {
+            "type": "ineq",
+            "fun": lambda z: z[d + 1 :],
+            "jac": lambda z: np.hstack([np.zeros((m, d + 1)), np.eye(m)]),
+        },
+    ]
     z0 = np.concatenate([np.zeros(d + 1), np.maximum(t, 0) + 1])
-    res = minimize(obj, z0, jac=jac, constraints=cons, method="SLSQP", options={"maxiter": 1000, "ftol": 1e-12})
+    res = minimize(
+        obj, z0, jac=jac, constraints=cons, method="SLSQP", options={"maxiter": 1000, "ftol": 1e-12}
+    )
     return res.fun
 
 
@@ -115,12 +124,26 @@ def objective(est, bags, y):
 @pytest.mark.parametrize("cls", CLASSES, ids=ids)
 @pytest.mark.parametrize("steps", [1, 2, 3])
 @settings(max_examples=12, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), tau=st.sampled_from([0.0, 0.5, 1.0, 3.0]),
-       C=st.sampled_from([0.1, 1.0, 10.0]), cw=st.sampled_from([None, {0: 1.0, 1: 0.3}, {0: 2.5, 1: 1.0}]))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    tau=st.sampled_from([0.0, 0.5, 1.0, 3.0]),
+    C=st.sampled_from([0.1, 1.0, 10.0]),
+    cw=st.sampled_from([None, {0: 1.0, 1: 0.3}, {0: 2.5, 1: 1.0}]),
+)
 def test_each_step_solves_its_surrogate_qp(cls, steps, seed, tau, C, cw):
     bags, y = random_bags(seed, n_bags=8, d=2, max_size=4)
-    est = fit_quietly(cls(C=C, kernel="linear", transductive_weight=tau, class_weight=cw, max_iter=steps,
-                          inner_tol=1e-9), bags, y)
+    est = fit_quietly(
+        cls(
+            C=C,
+            kernel="linear",
+            transductive_weight=tau,
+            class_weight=cw,
+            max_iter=steps,
+            inner_tol=1e-9,
+        ),
+        bags,
+        y,
+    )
     terms = surrogate_terms(est, bags, y)
     ours = surrogate_value(terms, est.xv_[0], est.intercept_)
     ref = reference_optimum(terms, 2)
@@ -130,12 +153,27 @@ def test_each_step_solves_its_surrogate_qp(cls, steps, seed, tau, C, cw):
 @pytest.mark.parametrize("cls", CLASSES, ids=ids)
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), tau=st.sampled_from([0.3, 1.0, 3.0]), C=st.sampled_from([1.0, 10.0, 100.0]),
-       restarts=st.sampled_from([0, 2]))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    tau=st.sampled_from([0.3, 1.0, 3.0]),
+    C=st.sampled_from([1.0, 10.0, 100.0]),
+    restarts=st.sampled_from([0, 2]),
+)
 def test_the_objective_never_increases(cls, kernel, seed, tau, C, restarts):
     bags, y = random_bags(seed, n_bags=10, d=3, max_size=5)
-    est = fit_quietly(cls(C=C, kernel=kernel, transductive_weight=tau, inner_tol=1e-10, tol=1e-12,
-                          restarts=restarts, random_state=seed), bags, y)
+    est = fit_quietly(
+        cls(
+            C=C,
+            kernel=kernel,
+            transductive_weight=tau,
+            inner_tol=1e-10,
+            tol=1e-12,
+            restarts=restarts,
+            random_state=seed,
+        ),
+        bags,
+        y,
+    )
     h = est.objective_history_
     if restarts == 0:
         assert len(h) == est.n_iter_ + 1
@@ -146,11 +184,25 @@ def test_the_objective_never_increases(cls, kernel, seed, tau, C, restarts):
 
 @pytest.mark.parametrize("cls", CLASSES, ids=ids)
 @settings(max_examples=10, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), tau=st.sampled_from([0.3, 1.0]), restarts=st.sampled_from([0, 3]))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    tau=st.sampled_from([0.3, 1.0]),
+    restarts=st.sampled_from([0, 3]),
+)
 def test_the_recorded_objective_is_the_models(cls, seed, tau, restarts):
     bags, y = random_bags(seed, n_bags=10, d=3, max_size=5)
-    est = fit_quietly(cls(C=10.0, kernel="linear", transductive_weight=tau, inner_tol=1e-10, restarts=restarts,
-                          random_state=seed), bags, y)
+    est = fit_quietly(
+        cls(
+            C=10.0,
+            kernel="linear",
+            transductive_weight=tau,
+            inner_tol=1e-10,
+            restarts=restarts,
+            random_state=seed,
+        ),
+        bags,
+        y,
+    )
     j = objective(est, bags, y)
     runs = est.run_objectives_
     assert runs.shape == (restarts + 1,)
@@ -168,8 +220,12 @@ def test_stmil_without_the_transductive_term_is_smil():
     # stMIL's positive bags weigh L_n / |X_p| each: sMIL's class weight does the same; stMIL
     # keeps the size-shifted bag score, sMIL's option bag_score="smil_mean"
     l_n = sum(len(b) for b, t in zip(bags, y) if t == 0)
-    sm = milsvm.sMIL(C=10.0, class_weight={0: 1.0, 1: l_n / np.sum(y == 1)}, inner_tol=1e-8,
-                     bag_score="smil_mean").fit(bags, y)
+    sm = milsvm.sMIL(
+        C=10.0,
+        class_weight={0: 1.0, 1: l_n / np.sum(y == 1)},
+        inner_tol=1e-8,
+        bag_score="smil_mean",
+    ).fit(bags, y)
     assert st_.n_iter_ == 1 and st_.converged_
     np.testing.assert_allclose(st_.decision_function(bags), sm.decision_function(bags), atol=1e-5)
 
@@ -191,7 +247,8 @@ def test_restarts_keep_the_least_objective_and_are_reproducible(cls):
     assert len(np.unique(a.run_objectives_)) > 1
     c = fit_quietly(cls(C=10.0, restarts=5, random_state=4), bags, y)
     assert not np.array_equal(a.run_objectives_[1:], c.run_objectives_[1:])
-    # the model is the run of least objective; if a restart won, its model differs from the plain one
+    # the model is the run of least objective; if a restart won, its model differs from the plain
+    # one
     if np.argmin(a.run_objectives_) > 0:
         assert not np.allclose(a.decision_function(bags), plain.decision_function(bags))
     else:
@@ -292,16 +349,19 @@ def test_multiclass_is_one_vs_rest(cls):
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=ids)
-@pytest.mark.parametrize("params, match", [
-    ({"transductive_weight": -1.0}, "transductive_weight"),
-    ({"transductive_weight": float("nan")}, "transductive_weight"),
-    ({"max_iter": 0}, "max_iter"),
-    ({"restarts": -1}, "restarts"),
-    ({"tol": 0.0}, "tol"),
-    ({"inner_tol": 1.5}, "inner_tol"),
-    ({"C": -1.0}, "C"),
-    ({"kernel": "poly"}, "kernel"),
-])
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"transductive_weight": -1.0}, "transductive_weight"),
+        ({"transductive_weight": float("nan")}, "transductive_weight"),
+        ({"max_iter": 0}, "max_iter"),
+        ({"restarts": -1}, "restarts"),
+        ({"tol": 0.0}, "tol"),
+        ({"inner_tol": 1.5}, "inner_tol"),
+        ({"C": -1.0}, "C"),
+        ({"kernel": "poly"}, "kernel"),
+    ],
+)
 def test_bad_parameters_are_refused(cls, params, match):
     bags, y = easy_bags()
     with pytest.raises(ValueError, match=match):
@@ -333,8 +393,14 @@ def test_hitting_max_iter_warns(cls):
     from sklearn.exceptions import ConvergenceWarning
 
     # a data set on which the CCCP takes more than one step
-    seed = next(s for s in range(100)
-                if fit_quietly(cls(C=100.0, tol=1e-300), *random_bags(s, n_bags=20, d=3, max_size=6)).n_iter_ > 1)
+    seed = next(
+        s
+        for s in range(100)
+        if fit_quietly(
+            cls(C=100.0, tol=1e-300), *random_bags(s, n_bags=20, d=3, max_size=6)
+        ).n_iter_
+        > 1
+    )
     bags, y = random_bags(seed, n_bags=20, d=3, max_size=6)
     with pytest.warns(ConvergenceWarning, match="max_iter=1"):
         est = cls(C=100.0, max_iter=1, tol=1e-300).fit(bags, y)

@@ -9,22 +9,27 @@ input validation.
 
 import json
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import (
+    assert_clone_and_pickle,
+    assert_refuses_bad_bags,
+    bag_sets,
+    easy_bags,
+    random_bags,
+    three_class_bags,
+)
 from hypothesis import given
 from hypothesis import strategies as st
+from milsvm import Bags, BagStandardScaler, MIKernel, ReducedSet, _core
 from scipy.optimize import minimize
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.pipeline import make_pipeline
-
-import milsvm
-from conftest import (assert_clone_and_pickle, assert_refuses_bad_bags, bag_sets, easy_bags, random_bags,
-                      three_class_bags)
-from milsvm import BagStandardScaler, Bags, MIKernel, ReducedSet, _core
 
 # ---------------------------------------------------------------------------------------------
 # References
@@ -51,7 +56,7 @@ def set_kernel_loop(bags_a, bags_b, k):
 
 
 def split(X, bag_ptr):
-    return [X[bag_ptr[i]:bag_ptr[i + 1]] for i in range(len(bag_ptr) - 1)]
+    return [X[bag_ptr[i] : bag_ptr[i + 1]] for i in range(len(bag_ptr) - 1)]
 
 
 def core(X, bag_ptr):
@@ -60,7 +65,8 @@ def core(X, bag_ptr):
 
 
 def squared_hinge(K, t, C, ridge=0.0):
-    """``(alpha, b) -> (value, gradient)`` of 1/2 a^T (K + ridge I) a + C sum max(0, 1 - t (K a + b))^2."""
+    """``(alpha, b) -> (value, gradient)`` of 1/2 a^T (K + ridge I) a + C sum max(0, 1 - t (K a +
+    b))^2."""
     Kr = K + ridge * np.eye(len(K))
 
     def f(v):
@@ -76,8 +82,15 @@ def scipy_minimum(K, t, C, ridge=0.0):
     f = squared_hinge(K, t, C, ridge)
     best = None
     for method in ("BFGS", "L-BFGS-B"):
-        res = minimize(f, np.zeros(len(K) + 1), jac=True, method=method,
-                       options={"gtol": 1e-13, "maxiter": 20000} if method == "BFGS" else {"ftol": 1e-16, "gtol": 1e-13, "maxiter": 20000})
+        res = minimize(
+            f,
+            np.zeros(len(K) + 1),
+            jac=True,
+            method=method,
+            options={"gtol": 1e-13, "maxiter": 20000}
+            if method == "BFGS"
+            else {"ftol": 1e-16, "gtol": 1e-13, "maxiter": 20000},
+        )
         if best is None or res.fun < best.fun:
             best = res
     return best
@@ -91,7 +104,7 @@ def separated_bags(seed=1):
     bags, y, k = [], [], 0
     for i in range(10):
         n = int(rng.integers(1, 4))
-        bags.append(grid[k:k + n] + rng.normal(0, 0.1, size=(n, 2)))
+        bags.append(grid[k : k + n] + rng.normal(0, 0.1, size=(n, 2)))
         k += n
         y.append(i % 2)
     return bags, np.array(y)
@@ -113,27 +126,42 @@ def test_set_kernel_matches_double_loop_dense_and_csr(data):
     Xb[np.abs(Xb) < 0.4] = 0.0
     pb = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     gamma = data.draw(st.floats(0.05, 3.0))
-    ref = set_kernel_loop(split(Xa, pa), split(Xb, pb), lambda x, z: np.exp(-gamma * np.sum((x - z) ** 2)))
+    ref = set_kernel_loop(
+        split(Xa, pa), split(Xb, pb), lambda x, z: np.exp(-gamma * np.sum((x - z) ** 2))
+    )
     K = _core.set_kernel_matrix(core(Xa, pa), pa, core(Xb, pb), pb, "rbf", gamma)
     np.testing.assert_allclose(K, ref, rtol=1e-12, atol=1e-14)
-    Ks = _core.set_kernel_matrix(core(sp.csr_matrix(Xa), pa), pa, core(sp.csr_matrix(Xb), pb), pb, "rbf", gamma)
+    Ks = _core.set_kernel_matrix(
+        core(sp.csr_matrix(Xa), pa), pa, core(sp.csr_matrix(Xb), pb), pb, "rbf", gamma
+    )
     np.testing.assert_allclose(Ks, ref, rtol=1e-12, atol=1e-14)
     Kl = _core.set_kernel_matrix(core(Xa, pa), pa, core(Xb, pb), pb, "linear", 1.0)
-    np.testing.assert_allclose(Kl, set_kernel_loop(split(Xa, pa), split(Xb, pb), np.dot), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        Kl, set_kernel_loop(split(Xa, pa), split(Xb, pb), np.dot), rtol=1e-12, atol=1e-12
+    )
 
 
 def test_set_kernel_is_identical_for_any_thread_count():
     bags, _ = random_bags(3, n_bags=220, d=5, max_size=6)  # several parallel row chunks
     B = milsvm.as_bags(bags)
-    out = [_core.set_kernel_matrix(B.core_instances(), B.bag_ptr, B.core_instances(), B.bag_ptr, "rbf", 0.3, n_jobs=j)
-           for j in (1, 2, 4)]
+    out = [
+        _core.set_kernel_matrix(
+            B.core_instances(), B.bag_ptr, B.core_instances(), B.bag_ptr, "rbf", 0.3, n_jobs=j
+        )
+        for j in (1, 2, 4)
+    ]
     for K in out[1:]:
         np.testing.assert_array_equal(K, out[0])
-    np.testing.assert_allclose(out[0][:5, :7], set_kernel_loop(bags[:5], bags[:7], lambda x, z: np.exp(-0.3 * np.sum((x - z) ** 2))),
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        out[0][:5, :7],
+        set_kernel_loop(bags[:5], bags[:7], lambda x, z: np.exp(-0.3 * np.sum((x - z) ** 2))),
+        rtol=1e-12,
+    )
     # a CSR copy of the same bags gives the same kernel up to rounding
     S = Bags(sp.csr_matrix(B.X), B.bag_ptr)
-    Ks = _core.set_kernel_matrix(S.core_instances(), S.bag_ptr, B.core_instances(), B.bag_ptr, "rbf", 0.3, n_jobs=2)
+    Ks = _core.set_kernel_matrix(
+        S.core_instances(), S.bag_ptr, B.core_instances(), B.bag_ptr, "rbf", 0.3, n_jobs=2
+    )
     np.testing.assert_allclose(Ks, out[0], rtol=1e-12, atol=1e-14)
 
 
@@ -152,16 +180,24 @@ def test_mi_kernel_reaches_scipys_optimum(seed, C):
     # the problem of Lemma 1 (no ridge): the reported objective is its minimum
     ref = scipy_minimum(K, t, C)
     assert clf.objective_[0] == pytest.approx(ref.fun, rel=1e-8)
-    assert clf.objective_[0] == pytest.approx(squared_hinge(K, t, C)(np.append(clf.coef_, clf.intercept_))[0], rel=1e-12)
+    assert clf.objective_[0] == pytest.approx(
+        squared_hinge(K, t, C)(np.append(clf.coef_, clf.intercept_))[0], rel=1e-12
+    )
     # the ridged problem the solver minimised
     B = milsvm.as_bags(bags)
-    out = _core.fit_mi_kernel(B.core_instances(), B.bag_ptr, y.astype(np.int64),
-                              {"C": C, "kernel": "rbf", "gamma": gamma, "solver": "newton"})
+    out = _core.fit_mi_kernel(
+        B.core_instances(),
+        B.bag_ptr,
+        y.astype(np.int64),
+        {"C": C, "kernel": "rbf", "gamma": gamma, "solver": "newton"},
+    )
     ref_ridge = scipy_minimum(K, t, C, ridge=1e-8)
     assert out.ridged_objective[0] == pytest.approx(ref_ridge.fun, rel=1e-8)
     # same bag scores as SciPy's minimiser (w is unique even where alpha is not)
     F_ref = K @ ref.x[:-1] + ref.x[-1]
-    np.testing.assert_allclose(clf.decision_function(bags), F_ref, atol=1e-5 * max(1.0, np.abs(F_ref).max()))
+    np.testing.assert_allclose(
+        clf.decision_function(bags), F_ref, atol=1e-5 * max(1.0, np.abs(F_ref).max())
+    )
     # the L-BFGS solver reaches the same optimum
     lb = MIKernel(C=C, gamma=gamma, solver="lbfgs").fit(bags, y)
     assert lb.objective_[0] == pytest.approx(ref.fun, rel=1e-6)
@@ -175,7 +211,9 @@ def test_mi_kernel_coefficients_are_the_dual_weights(bag_set, C):
     t = np.where(labels == 1, 1.0, -1.0)
     F = clf.decision_function(bags)
     # KKT of the squared-hinge SVM: coef_i = y_i alpha_i^dual = 2 C y_i max(0, 1 - y_i F_i)
-    np.testing.assert_allclose(clf.coef_, 2 * C * t * np.maximum(0.0, 1.0 - t * F), atol=1e-6 * C * (1 + np.abs(F).max()))
+    np.testing.assert_allclose(
+        clf.coef_, 2 * C * t * np.maximum(0.0, 1.0 - t * F), atol=1e-6 * C * (1 + np.abs(F).max())
+    )
     assert abs(clf.coef_.sum()) <= 1e-6 * C * len(t)  # dJ/db = 0
     # support = bags inside the margin; XVs = their instances (Fu et al. 2011, eq. 13)
     np.testing.assert_array_equal(clf.support_, np.flatnonzero(clf.coef_ != 0.0))
@@ -192,8 +230,16 @@ def test_mi_kernel_support_is_sparse_on_separable_data():
     # scores like the set-kernel SVM over the training bags
     assert clf.model_.n_xv == clf.n_xv_
     B = milsvm.as_bags(bags)
-    ref = _core.mi_kernel_decision_function(B.core_instances(), B.bag_ptr, B.core_instances(), B.bag_ptr,
-                                            clf.coef_[None, :], np.array([clf.intercept_]), "rbf", clf.gamma_)
+    ref = _core.mi_kernel_decision_function(
+        B.core_instances(),
+        B.bag_ptr,
+        B.core_instances(),
+        B.bag_ptr,
+        clf.coef_[None, :],
+        np.array([clf.intercept_]),
+        "rbf",
+        clf.gamma_,
+    )
     np.testing.assert_allclose(clf.decision_function(bags), ref[:, 0], rtol=1e-12, atol=1e-12)
 
 
@@ -210,9 +256,24 @@ def test_lemma1_mi_kernel_is_the_label_mean_svm_over_all_instances(seed):
     gamma, C = 0.5, 1.0
     B = milsvm.as_bags(bags)
     X = B.X
-    out = _core.fit_sparse_mi(X, B.bag_ptr, y.astype(np.int64),
-                              dict(n_xv=len(X), C=C, kernel="rbf", gamma=gamma, max_iter=0, max_line_search=1, tol=0.0,
-                                   solver="newton", seed=0, n_jobs=None, init_xv=X))
+    out = _core.fit_sparse_mi(
+        X,
+        B.bag_ptr,
+        y.astype(np.int64),
+        dict(
+            n_xv=len(X),
+            C=C,
+            kernel="rbf",
+            gamma=gamma,
+            max_iter=0,
+            max_line_search=1,
+            tol=0.0,
+            solver="newton",
+            seed=0,
+            n_jobs=None,
+            init_xv=X,
+        ),
+    )
     dense = out.model.decision_function(X, B.bag_ptr)[:, 0]
     clf = MIKernel(C=C, gamma=gamma).fit(bags, y)
     np.testing.assert_allclose(clf.decision_function(bags), dense, atol=1e-6)
@@ -265,7 +326,9 @@ def test_rs_residual_decreases_with_n_xv():
     np.testing.assert_array_equal(fits[-1].xv_[:8], fits[-2].xv_)
     # the coefficients are the optimal projection K_zz gamma = K_zx a
     Z = fits[-1].xv_
-    np.testing.assert_allclose(rbf(Z, Z, gamma) @ fits[-1].coef_, rbf(Z, X, gamma) @ a, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(
+        rbf(Z, Z, gamma) @ fits[-1].coef_, rbf(Z, X, gamma) @ a, rtol=1e-6, atol=1e-8
+    )
 
 
 def test_rs_with_the_support_instances_reproduces_mi_kernel():
@@ -288,8 +351,15 @@ def test_rs_with_the_support_instances_reproduces_mi_kernel():
     bags, y = random_bags(1, n_bags=12, d=2, max_size=3)
     mik = MIKernel(C=1.0, gamma=0.5).fit(bags, y)
     d = mik.decision_function(bags)
-    err = [np.abs(ReducedSet(n_xv=n, C=1.0, gamma=0.5, random_state=0).fit(bags, y).decision_function(bags) - d).max()
-           for n in (1, mik.n_xv_)]
+    err = [
+        np.abs(
+            ReducedSet(n_xv=n, C=1.0, gamma=0.5, random_state=0)
+            .fit(bags, y)
+            .decision_function(bags)
+            - d
+        ).max()
+        for n in (1, mik.n_xv_)
+    ]
     assert err[1] < 0.05 * np.abs(d).max() and err[1] < err[0] / 5, err
 
 
@@ -342,7 +412,9 @@ def test_rs_multiclass_approximates_the_binary_mi_kernels():
     assert np.all(np.diff(hist) <= 1e-12 * w2) and hist[-1] < 0.5 * hist[0]
     np.testing.assert_allclose(rs.coef_, G.T, rtol=1e-6, atol=1e-8)
     M = np.array([rbf(b, rs.xv_, g).mean(0) for b in bags])
-    np.testing.assert_allclose(rs.decision_function(bags), M @ rs.coef_.T + rs.intercept_, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        rs.decision_function(bags), M @ rs.coef_.T + rs.intercept_, rtol=1e-12, atol=1e-12
+    )
     for c, label in enumerate(rs.classes_):
         t = np.where(y == label, 1.0, -1.0)
         s = M @ rs.coef_[c]
@@ -360,8 +432,9 @@ def test_rs_predicts_through_the_shared_model_path(tmp_path):
     bags, y = easy_bags()
     rs = ReducedSet(n_xv=3, C=10.0, random_state=0).fit(bags, y)
     B = milsvm.as_bags(bags)
-    raw = _core.Model(rs.xv_, rs.coef_[None, :], np.array([rs.intercept_]), "rbf", rs.gamma_, 2).decision_function(
-        B.X, B.bag_ptr)
+    raw = _core.Model(
+        rs.xv_, rs.coef_[None, :], np.array([rs.intercept_]), "rbf", rs.gamma_, 2
+    ).decision_function(B.X, B.bag_ptr)
     np.testing.assert_array_equal(rs.decision_function(bags), raw[:, 0])
     # f(x) = sum_k coef_k k(xv_k, x) + b, bag score = mean
     f = [np.mean(rbf(b, rs.xv_, rs.gamma_) @ rs.coef_) + rs.intercept_ for b in bags]
@@ -413,7 +486,11 @@ def test_fitted_attributes():
     X = np.concatenate(bags)
     assert mik.coef_.shape == (len(bags),) and isinstance(mik.intercept_, float)
     assert mik.gamma_ == pytest.approx(1.0 / (X.shape[1] * X.var()))
-    assert mik.n_features_in_ == 2 and isinstance(mik.model_, milsvm.Model) and not hasattr(mik, "X_fit_")
+    assert (
+        mik.n_features_in_ == 2
+        and isinstance(mik.model_, milsvm.Model)
+        and not hasattr(mik, "X_fit_")
+    )
     assert mik.support_.dtype.kind == "i" and mik.n_xv_ <= len(X)
     rs = ReducedSet(n_xv=5, C=10.0, gamma=0.7, random_state=0).fit(bags, y)
     assert rs.xv_.shape == (5, 2) and rs.coef_.shape == (5,) and isinstance(rs.intercept_, float)
@@ -443,7 +520,9 @@ def test_multiclass_and_one_vs_rest_cross_check():
     # the one-vs-rest problems are independent and share only K_set: sklearn's OvR over binary
     # MI-Kernels gives the same scores
     ovr = OneVsRestClassifier(MIKernel(C=10.0, gamma=mik.gamma_)).fit(bags, y)
-    np.testing.assert_allclose(ovr.decision_function(bags), mik.decision_function(bags), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(
+        ovr.decision_function(bags), mik.decision_function(bags), rtol=1e-9, atol=1e-9
+    )
     np.testing.assert_array_equal(ovr.predict(bags), mik.predict(bags))
     # a bag is a support bag if any class uses it
     assert set(mik.support_) == set(np.flatnonzero(np.any(mik.coef_ != 0, axis=0)))
@@ -459,7 +538,13 @@ def test_multiclass_and_one_vs_rest_cross_check():
     assert accuracy(ovr_rs, bags, y) == 1.0
 
 
-@pytest.mark.parametrize("make", [lambda j: MIKernel(C=5.0, n_jobs=j), lambda j: ReducedSet(n_xv=5, C=5.0, random_state=2, n_jobs=j)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda j: MIKernel(C=5.0, n_jobs=j),
+        lambda j: ReducedSet(n_xv=5, C=5.0, random_state=2, n_jobs=j),
+    ],
+)
 def test_reproducible_for_any_thread_count(make):
     bags, y = random_bags(9, n_bags=120, d=4, max_size=8)
     fits = [make(j).fit(bags, y) for j in (1, 2, 4)]
@@ -475,16 +560,22 @@ def test_dense_sparse_and_bags_container_give_the_same_model():
     for b in bags:
         b[np.abs(b) < 0.6] = 0.0
     sparse_bags = [sp.csr_matrix(b) for b in bags]
-    stacked_sparse = Bags.from_instances(sp.csr_matrix(np.concatenate(bags)), [len(b) for b in bags])
+    stacked_sparse = Bags.from_instances(
+        sp.csr_matrix(np.concatenate(bags)), [len(b) for b in bags]
+    )
     ref = MIKernel(C=3.0).fit(bags, y)
     for data in (sparse_bags, stacked_sparse):
         m = MIKernel(C=3.0).fit(data, y)
         np.testing.assert_allclose(m.coef_, ref.coef_, rtol=1e-8, atol=1e-10)
-        np.testing.assert_allclose(m.decision_function(sparse_bags), ref.decision_function(bags), rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(
+            m.decision_function(sparse_bags), ref.decision_function(bags), rtol=1e-8, atol=1e-10
+        )
     rs = ReducedSet(n_xv=4, C=3.0, random_state=0)
     a, b = clone(rs).fit(bags, y), clone(rs).fit(sparse_bags, y)
     np.testing.assert_allclose(b.xv_, a.xv_, rtol=1e-6, atol=1e-8)
-    np.testing.assert_allclose(b.decision_function(sparse_bags), a.decision_function(bags), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(
+        b.decision_function(sparse_bags), a.decision_function(bags), rtol=1e-6, atol=1e-8
+    )
 
 
 def test_musk1_accuracy(musk1):
@@ -492,8 +583,13 @@ def test_musk1_accuracy(musk1):
     cv = StratifiedKFold(10, shuffle=True, random_state=0)
     pipe = make_pipeline(BagStandardScaler(), MIKernel(C=10.0, gamma=1 / 166))
     assert cross_val_score(pipe, bags, y, cv=cv).mean() > 0.8
-    pipe = make_pipeline(BagStandardScaler(), ReducedSet(n_xv=10, C=10.0, gamma=1 / 166, random_state=0))
-    assert cross_val_score(pipe, bags, y, cv=StratifiedKFold(3, shuffle=True, random_state=0)).mean() > 0.75
+    pipe = make_pipeline(
+        BagStandardScaler(), ReducedSet(n_xv=10, C=10.0, gamma=1 / 166, random_state=0)
+    )
+    assert (
+        cross_val_score(pipe, bags, y, cv=StratifiedKFold(3, shuffle=True, random_state=0)).mean()
+        > 0.75
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -501,27 +597,31 @@ def test_musk1_accuracy(musk1):
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("est, exc, match", [
-    (MIKernel(C=0.0), ValueError, "C must be"),
-    (MIKernel(C=-1.0), ValueError, "C must be"),
-    (MIKernel(C=float("nan")), ValueError, "C must be"),
-    (MIKernel(C="1"), TypeError, "C must be a real number"),
-    (MIKernel(gamma=-2.0), ValueError, "gamma"),
-    (MIKernel(gamma="auto"), ValueError, "gamma"),
-    (MIKernel(kernel="poly"), ValueError, "kernel must be"),
-    (MIKernel(solver="cg"), ValueError, "solver must be"),
-    (MIKernel(n_jobs=0), ValueError, "n_jobs"),
-    (MIKernel(n_jobs=1.5), TypeError, "n_jobs"),
-    (ReducedSet(kernel="linear"), ValueError, "rbf"),
-    (ReducedSet(n_xv=0), ValueError, "n_xv must be"),
-    (ReducedSet(n_xv=-3), ValueError, "n_xv"),
-    (ReducedSet(n_xv=2.5), TypeError, "n_xv must be an integer"),
-    (ReducedSet(n_restarts=0), ValueError, "n_restarts must be"),
-    (ReducedSet(inner_max_iter=-1), ValueError, "inner_max_iter"),
-    (ReducedSet(inner_max_iter=None), TypeError, "inner_max_iter"),
-    (ReducedSet(C=np.inf), ValueError, "C must be"),
-    (ReducedSet(gamma=0.0), ValueError, "gamma"),
-], ids=lambda v: v if isinstance(v, str) else None)
+@pytest.mark.parametrize(
+    "est, exc, match",
+    [
+        (MIKernel(C=0.0), ValueError, "C must be"),
+        (MIKernel(C=-1.0), ValueError, "C must be"),
+        (MIKernel(C=float("nan")), ValueError, "C must be"),
+        (MIKernel(C="1"), TypeError, "C must be a real number"),
+        (MIKernel(gamma=-2.0), ValueError, "gamma"),
+        (MIKernel(gamma="auto"), ValueError, "gamma"),
+        (MIKernel(kernel="poly"), ValueError, "kernel must be"),
+        (MIKernel(solver="cg"), ValueError, "solver must be"),
+        (MIKernel(n_jobs=0), ValueError, "n_jobs"),
+        (MIKernel(n_jobs=1.5), TypeError, "n_jobs"),
+        (ReducedSet(kernel="linear"), ValueError, "rbf"),
+        (ReducedSet(n_xv=0), ValueError, "n_xv must be"),
+        (ReducedSet(n_xv=-3), ValueError, "n_xv"),
+        (ReducedSet(n_xv=2.5), TypeError, "n_xv must be an integer"),
+        (ReducedSet(n_restarts=0), ValueError, "n_restarts must be"),
+        (ReducedSet(inner_max_iter=-1), ValueError, "inner_max_iter"),
+        (ReducedSet(inner_max_iter=None), TypeError, "inner_max_iter"),
+        (ReducedSet(C=np.inf), ValueError, "C must be"),
+        (ReducedSet(gamma=0.0), ValueError, "gamma"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
 def test_bad_params_name_the_problem(est, exc, match):
     bags, y = easy_bags()
     with pytest.raises(exc, match=match):
@@ -542,10 +642,20 @@ def test_bad_input_names_the_problem(cls):
 
 def test_core_rejects_inconsistent_set_kernel_models():
     bags, y = easy_bags()
-    clf = MIKernel().fit(bags, y)
+    MIKernel().fit(bags, y)
     T = milsvm.as_bags(bags)
     with pytest.raises(ValueError, match="inconsistent"):
-        _core.mi_kernel_decision_function(T.core_instances(), T.bag_ptr, T.core_instances(), T.bag_ptr,
-                                          np.ones((1, 3)), np.zeros(1), "rbf", 1.0)
+        _core.mi_kernel_decision_function(
+            T.core_instances(),
+            T.bag_ptr,
+            T.core_instances(),
+            T.bag_ptr,
+            np.ones((1, 3)),
+            np.zeros(1),
+            "rbf",
+            1.0,
+        )
     with pytest.raises(ValueError, match="gamma"):
-        _core.set_kernel_matrix(T.core_instances(), T.bag_ptr, T.core_instances(), T.bag_ptr, "rbf", -1.0)
+        _core.set_kernel_matrix(
+            T.core_instances(), T.bag_ptr, T.core_instances(), T.bag_ptr, "rbf", -1.0
+        )

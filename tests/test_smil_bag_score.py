@@ -10,13 +10,12 @@ import json
 import warnings
 from pathlib import Path
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.metrics import roc_auc_score
-
-import milsvm
 from conftest import easy_bags
+from sklearn.metrics import roc_auc_score
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -55,8 +54,10 @@ def threshold(plain, bags, y):
 def test_each_rule_against_numpy(kernel):
     bags, y = easy_bags(3, n_bags=30)
     test, _ = easy_bags(4, n_bags=20)
-    fits = {rule: fit(bags, y, C=10.0, kernel=kernel, bag_score=rule, inner_tol=1e-8)
-            for rule in ("mean_offset", "smil_mean", "mean")}
+    fits = {
+        rule: fit(bags, y, C=10.0, kernel=kernel, bag_score=rule, inner_tol=1e-8)
+        for rule in ("mean_offset", "smil_mean", "mean")
+    }
     plain = fits["mean"]
     # one solve: the rules differ in the bag score only
     for est in fits.values():
@@ -68,22 +69,32 @@ def test_each_rule_against_numpy(kernel):
     t = threshold(plain, bags, y)
     assert est.intercept_ == pytest.approx(plain.intercept_ - t, rel=0, abs=1e-14)
     n = np.array([len(b) for b in test])
-    np.testing.assert_allclose(est.decision_function(test), numpy_plain_means(est, test), rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(est.decision_function(test), plain.decision_function(test) - t,
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        est.decision_function(test), numpy_plain_means(est, test), rtol=1e-10, atol=1e-12
+    )
+    np.testing.assert_allclose(
+        est.decision_function(test), plain.decision_function(test) - t, rtol=1e-12, atol=1e-12
+    )
     # smil_mean: the same instance scores, each bag shifted by its own size
     old = fits["smil_mean"]
     assert old.model_.pooling == "smil_mean" and old.intercept_ == plain.intercept_
-    np.testing.assert_allclose(old.decision_function(test), numpy_plain_means(plain, test) + 1 - 1 / n,
-                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        old.decision_function(test),
+        numpy_plain_means(plain, test) + 1 - 1 / n,
+        rtol=1e-10,
+        atol=1e-12,
+    )
     # mean: the plain mean with the solver's bias
     assert plain.model_.pooling == "mean"
-    np.testing.assert_allclose(plain.decision_function(test), numpy_plain_means(plain, test), rtol=1e-10,
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        plain.decision_function(test), numpy_plain_means(plain, test), rtol=1e-10, atol=1e-12
+    )
     # instance scores: their mean over a bag is the bag score, for every rule
     for est in fits.values():
         inst = est.instance_decision_function(test)
-        np.testing.assert_allclose([np.mean(s) for s in inst], est.decision_function(test), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(
+            [np.mean(s) for s in inst], est.decision_function(test), rtol=1e-10, atol=1e-12
+        )
     # at threshold 0 the default classifies the training bags as well as the size shift, and
     # the plain mean calls too many negative
     acc = {rule: est.score(bags, y) for rule, est in fits.items()}
@@ -187,13 +198,17 @@ def test_files_written_before_the_parameter_keep_their_rule(tmp_path):
     ``"smil_mean"`` pooling) loads as the plain mean."""
     path = DATA / "models_v7" / "sMIL_smil_mean.json"
     doc = json.loads(path.read_text())
-    assert doc["version"] == 7 and doc["pooling"] == "smil_mean" and "bag_score" not in doc["params"]
+    assert (
+        doc["version"] == 7 and doc["pooling"] == "smil_mean" and "bag_score" not in doc["params"]
+    )
     bags, _ = easy_bags(6)
     n = np.array([len(b) for b in bags])
     old = milsvm.load(path)
     assert old.bag_score == "smil_mean" and old.model_.pooling == "smil_mean"
     means = numpy_plain_means(old, bags)
-    np.testing.assert_allclose(old.decision_function(bags), means + 1 - 1 / n, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        old.decision_function(bags), means + 1 - 1 / n, rtol=1e-10, atol=1e-12
+    )
     # refitting the loaded estimator keeps the rule
     yb = np.array([i % 2 for i in range(len(bags))])
     assert fit(bags, yb, **old.get_params()).model_.pooling == "smil_mean"

@@ -5,12 +5,11 @@ independence, and refusals of bad input."""
 
 import numpy as np
 import pytest
+from conftest import slsqp_minimum
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sklearn.svm import SVC
-
-from conftest import slsqp_minimum
 from milsvm import _core
+from sklearn.svm import SVC
 
 
 def rbf(X, Z, gamma):
@@ -30,17 +29,28 @@ def reference(K, y, u, p, d, delta):
     reference is never an infeasible point's (possibly too low) value or a default."""
     n = len(y)
     Q = np.outer(y, y) * K + np.diag(d)
-    fun = lambda a: 0.5 * a @ Q @ a - p @ a
-    jac = lambda a: Q @ a - p
+
+    def fun(a):
+        return 0.5 * a @ Q @ a - p @ a
+
+    def jac(a):
+        return Q @ a - p
+
     bounds = [(0.0, None if np.isinf(b) else b) for b in u]
     cons = [{"type": "eq", "fun": lambda a: y @ a - delta, "jac": lambda a: y}]
     upper = np.where(np.isinf(u), np.inf, u)
 
     def feasible(a):
-        return np.all(a >= -1e-12) and np.all(a <= upper + 1e-12) and abs(y @ a - delta) <= 1e-9 * max(1.0, a.sum())
+        return (
+            np.all(a >= -1e-12)
+            and np.all(a <= upper + 1e-12)
+            and abs(y @ a - delta) <= 1e-9 * max(1.0, a.sum())
+        )
 
     starts = [np.zeros(n), np.where(np.isinf(u), 1.0, u / 2)]
-    return slsqp_minimum(fun, jac, starts, bounds, cons, feasible, ftol=1e-14, maxiter=2000, restarts=10)
+    return slsqp_minimum(
+        fun, jac, starts, bounds, cons, feasible, ftol=1e-14, maxiter=2000, restarts=10
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -77,7 +87,9 @@ def test_matches_a_general_qp_solver(seed, n, squared, shared_points):
     ref = reference(Kp, y, u, p, d, 0.0)
     assert obj <= ref + 1e-6 * max(1.0, abs(ref))
     # both are feasible values of a convex QP: the reference found its minimum too
-    assert ref <= obj + 1e-6 * max(1.0, abs(ref)), f"the reference ({ref!r}) missed the minimum ({obj!r})"
+    assert ref <= obj + 1e-6 * max(1.0, abs(ref)), (
+        f"the reference ({ref!r}) missed the minimum ({obj!r})"
+    )
     # q_alpha is (Q a) without the diagonal term, in sample order.
     np.testing.assert_allclose(r["q_alpha"], y * (Kp @ (y * a)), atol=1e-9)
 
@@ -98,7 +110,10 @@ def test_plain_svm_matches_libsvm(C):
     a = np.zeros(len(y))
     a[svc.support_] = np.abs(svc.dual_coef_[0])
     ones, zeros = np.ones(len(y)), np.zeros(len(y))
-    ours, theirs = dual_objective(r["alpha"], K, y, ones, zeros), dual_objective(a, K, y, ones, zeros)
+    ours, theirs = (
+        dual_objective(r["alpha"], K, y, ones, zeros),
+        dual_objective(a, K, y, ones, zeros),
+    )
     assert ours == pytest.approx(theirs, rel=1e-6)
     assert r["b"] == pytest.approx(svc.intercept_[0], abs=1e-3)
 

@@ -11,9 +11,8 @@ import subprocess
 import sys
 import textwrap
 
-import numpy as np
-
 import milsvm
+import numpy as np
 from conftest import easy_bags
 
 HEADER = textwrap.dedent("""
@@ -28,9 +27,19 @@ HEADER = textwrap.dedent("""
 
 def run(body):
     """Runs HEADER + body in a fresh interpreter with one BLAS thread; returns its stdout."""
-    env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
-    out = subprocess.run([sys.executable, "-c", HEADER + textwrap.dedent(body)], capture_output=True, text=True,
-                         env=env, timeout=300)
+    env = {
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "PATH": "/usr/bin:/bin",
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", HEADER + textwrap.dedent(body)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout.split()
 

@@ -17,20 +17,31 @@
 import json
 import warnings
 
+import milsvm
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import (
+    assert_clone_and_pickle,
+    assert_one_vs_rest,
+    assert_refuses_bad_bags,
+    bag_sets,
+    easy_bags,
+    three_class_bags,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.svm import SVC
-
-import milsvm
-from conftest import assert_clone_and_pickle, assert_one_vs_rest, assert_refuses_bad_bags, bag_sets, easy_bags
-from conftest import three_class_bags
-from test_baselines import assert_close_to_svc, assert_duality_gap_closed, bias_shift, dual_objective, split
+from test_baselines import (
+    assert_close_to_svc,
+    assert_duality_gap_closed,
+    bias_shift,
+    dual_objective,
+    split,
+)
 
 TOL = 1e-10
 METHODS = [milsvm.sbMIL, milsvm.sAwMIL]
@@ -95,9 +106,13 @@ settings_cases = dict(
 # --------------------------------------------------------------------------------------------
 
 
-@given(data=bag_sets(max_bags=12, max_d=3, max_size=14), **{**settings_cases, "eta": st.sampled_from(
-    [0.02, 0.05, 0.13, 0.2, 0.37, 0.5, 0.9, 1.0])})
-def test_first_stage_is_smil_and_the_relabelling_follows_the_rule(data, cls, kernel, C, eta, weights):
+@given(
+    data=bag_sets(max_bags=12, max_d=3, max_size=14),
+    **{**settings_cases, "eta": st.sampled_from([0.02, 0.05, 0.13, 0.2, 0.37, 0.5, 0.9, 1.0])},
+)
+def test_first_stage_is_smil_and_the_relabelling_follows_the_rule(
+    data, cls, kernel, C, eta, weights
+):
     X, bag_ptr, y = data
     bags = split(X, bag_ptr)
     params = dict(C=C, kernel=kernel, gamma="scale", class_weight=weights, inner_tol=1e-6)
@@ -105,7 +120,9 @@ def test_first_stage_is_smil_and_the_relabelling_follows_the_rule(data, cls, ker
     smil = fit(milsvm.sMIL, bags, y, **params)
     # the first stage is sMIL fitted on its own, bit for bit
     assert isinstance(est.first_stage_, milsvm.sMIL)
-    np.testing.assert_array_equal(est.first_stage_.decision_function(bags), smil.decision_function(bags))
+    np.testing.assert_array_equal(
+        est.first_stage_.decision_function(bags), smil.decision_function(bags)
+    )
     np.testing.assert_array_equal(est.first_stage_.dual_coef_, smil.dual_coef_)
     assert est.gamma_ == smil.gamma_
     # the relabelling: the rule on sMIL's singleton scores
@@ -150,7 +167,9 @@ def test_the_eta_share_on_musk1(musk1, cls, eta):
 def test_second_stage_equals_svc_on_the_relabelled_instances(data, cls, kernel, C, eta, weights):
     X, bag_ptr, y = data
     bags = split(X, bag_ptr)
-    est = fit(cls, bags, y, C=C, kernel=kernel, gamma=0.3, eta=eta, class_weight=weights, inner_tol=TOL)
+    est = fit(
+        cls, bags, y, C=C, kernel=kernel, gamma=0.3, eta=eta, class_weight=weights, inner_tol=TOL
+    )
     labels = est.instance_labels_
     w = np.repeat([(weights or {}).get(int(v), 1.0) for v in y], np.diff(bag_ptr))
     bounds = C * w
@@ -177,7 +196,9 @@ def test_eta_one_is_sil(cls, kernel):
     bags, y = easy_bags(2, n_bags=20)
     est = fit(cls, bags, y, C=3.0, kernel=kernel, eta=1.0)
     sil = fit(milsvm.SIL, bags, y, C=3.0, kernel=kernel)
-    assert np.all(est.instance_labels_ == np.repeat(np.where(y == 1, 1.0, -1.0), [len(b) for b in bags]))
+    assert np.all(
+        est.instance_labels_ == np.repeat(np.where(y == 1, 1.0, -1.0), [len(b) for b in bags])
+    )
     np.testing.assert_array_equal(est.decision_function(bags), sil.decision_function(bags))
     np.testing.assert_array_equal(est.dual_coef_, sil.dual_coef_)
 
@@ -190,18 +211,33 @@ def test_the_two_rules_differ_where_the_package_and_misvm_do():
     L = sum(len(bag) for bag, label in zip(bags, y) if label == 1)
     assert a.n_positive_instances_ == 20  # P = 20 positive bags
     assert b.n_positive_instances_ == max(1, int(0.05 * L))
-    np.testing.assert_array_equal(a.first_stage_.decision_function(bags), b.first_stage_.decision_function(bags))
+    np.testing.assert_array_equal(
+        a.first_stage_.decision_function(bags), b.first_stage_.decision_function(bags)
+    )
 
 
 def test_sparse_input_equals_dense():
     rng = np.random.default_rng(0)
-    bags = [np.where(rng.random((n, 8)) < 0.4, rng.normal(size=(n, 8)), 0.0) for n in rng.integers(1, 6, 20)]
+    bags = [
+        np.where(rng.random((n, 8)) < 0.4, rng.normal(size=(n, 8)), 0.0)
+        for n in rng.integers(1, 6, 20)
+    ]
     y = np.arange(20) % 2
     for cls in METHODS:
         dense = fit(cls, bags, y, C=2.0, kernel="linear", eta=0.4, inner_tol=1e-9)
-        sparse = fit(cls, [sp.csr_matrix(b) for b in bags], y, C=2.0, kernel="linear", eta=0.4, inner_tol=1e-9)
+        sparse = fit(
+            cls,
+            [sp.csr_matrix(b) for b in bags],
+            y,
+            C=2.0,
+            kernel="linear",
+            eta=0.4,
+            inner_tol=1e-9,
+        )
         np.testing.assert_array_equal(sparse.instance_labels_, dense.instance_labels_)
-        np.testing.assert_allclose(sparse.decision_function(bags), dense.decision_function(bags), atol=1e-9)
+        np.testing.assert_allclose(
+            sparse.decision_function(bags), dense.decision_function(bags), atol=1e-9
+        )
         # a linear model is one weight vector w = sum_t coef_t x_t, dense whatever the input
         assert sparse.xv_.shape == (1, 8) and not sp.issparse(sparse.xv_)
         np.testing.assert_allclose(sparse.xv_, dense.xv_, atol=1e-9)
@@ -233,9 +269,12 @@ def test_bad_input_is_refused(cls):
 @pytest.mark.parametrize("cls", METHODS, ids=lambda c: c.__name__)
 def test_multiclass_is_one_vs_rest(cls):
     bags, y = three_class_bags(n_bags=24)
-    multi = assert_one_vs_rest(lambda: cls(C=10.0, kernel="rbf", eta=0.3, inner_tol=1e-9), bags, y,
-                               per_problem=("n_support_", "threshold_", "n_positive_instances_",
-                                            "instance_labels_"))
+    multi = assert_one_vs_rest(
+        lambda: cls(C=10.0, kernel="rbf", eta=0.3, inner_tol=1e-9),
+        bags,
+        y,
+        per_problem=("n_support_", "threshold_", "n_positive_instances_", "instance_labels_"),
+    )
     assert multi.score(bags, y) == 1.0
 
 
@@ -262,12 +301,17 @@ def test_model_file_round_trip(cls, tmp_path):
     path = tmp_path / "m.json"
     est.save(path)
     doc = json.loads(path.read_text())
-    assert doc["estimator"] == cls.__name__ and doc["pooling"] == "max" and doc["params"]["eta"] == 0.3
+    assert (
+        doc["estimator"] == cls.__name__ and doc["pooling"] == "max" and doc["params"]["eta"] == 0.3
+    )
     back = milsvm.load(path)
     assert type(back) is cls and back.eta == 0.3 and back.kernel == "rbf"
     np.testing.assert_array_equal(back.decision_function(bags), est.decision_function(bags))
     np.testing.assert_array_equal(back.predict(bags), est.predict(bags))
-    assert back.threshold_ == est.threshold_ and back.n_positive_instances_ == est.n_positive_instances_
+    assert (
+        back.threshold_ == est.threshold_
+        and back.n_positive_instances_ == est.n_positive_instances_
+    )
     assert not hasattr(back, "first_stage_")
     for bag, want in zip(bags, est.decision_function(bags)):  # the serving path
         assert back.decision_function_bag(bag) == pytest.approx(want, rel=1e-12, abs=1e-13)
@@ -277,7 +321,9 @@ def test_model_file_round_trip(cls, tmp_path):
 def test_clone_pickle_and_grid_search(cls):
     assert_clone_and_pickle(cls(eta=0.4))
     bags, y = easy_bags(1, n_bags=30)
-    search = GridSearchCV(cls(kernel="rbf"), {"C": [1.0, 10.0], "eta": [0.2, 0.6]}, cv=3).fit(bags, y)
+    search = GridSearchCV(cls(kernel="rbf"), {"C": [1.0, 10.0], "eta": [0.2, 0.6]}, cv=3).fit(
+        bags, y
+    )
     assert search.best_params_["eta"] in (0.2, 0.6) and search.best_score_ >= 0.9
     assert clone(search.best_estimator_).get_params()["eta"] == search.best_params_["eta"]
 
@@ -305,7 +351,9 @@ def test_explain_and_probability(cls):
 def test_registry_docs_and_defaults():
     from milsvm import _registry
 
-    assert _registry.resolve("sbmil") is milsvm.sbMIL and _registry.resolve("sawmil") is milsvm.sAwMIL
+    assert (
+        _registry.resolve("sbmil") is milsvm.sbMIL and _registry.resolve("sawmil") is milsvm.sAwMIL
+    )
     assert "Bunescu & Mooney" in milsvm.sbMIL.__doc__ and "misvm" in milsvm.sbMIL.__doc__
     assert "Savcisens" in milsvm.sAwMIL.__doc__ and "sawmil" in milsvm.sAwMIL.__doc__
     assert milsvm.sAwMIL().kernel == "linear" and milsvm.sbMIL().kernel == "rbf"

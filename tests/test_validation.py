@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings, strategies as st
-from hypothesis.extra.numpy import arrays
-
-from milsvm import RSVM, Bags, SparseMI, _core
 from conftest import random_bags
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from milsvm import RSVM, Bags, SparseMI, _core
 
 BAGS, Y = random_bags(0, n_bags=6, d=3)
 
@@ -68,23 +68,27 @@ def test_labels():
         fit(y=np.linspace(0, 1, len(BAGS)))
 
 
-@given(st.one_of(
-    arrays(np.int64, 6, elements=st.integers(-3, 3)),
-    arrays(np.float64, 6, elements=st.sampled_from([-1.0, 0.0, 1.0, 2.0, 0.5, 1e300, -2.5])),
-    arrays(np.float32, 6, elements=st.sampled_from([0.0, 1.0, 3.0, 0.25])),
-    arrays(np.bool_, 6),
-    arrays("U2", 6, elements=st.sampled_from(["a", "b", "c"])),
-    st.lists(st.one_of(st.sampled_from(["x", "y"]), st.integers(0, 2)), min_size=6, max_size=6)
-      .map(lambda v: np.array(v, dtype=object)),
-    arrays(np.complex128, 6, elements=st.sampled_from([1.0, 1j])),
-))
+@given(
+    st.one_of(
+        arrays(np.int64, 6, elements=st.integers(-3, 3)),
+        arrays(np.float64, 6, elements=st.sampled_from([-1.0, 0.0, 1.0, 2.0, 0.5, 1e300, -2.5])),
+        arrays(np.float32, 6, elements=st.sampled_from([0.0, 1.0, 3.0, 0.25])),
+        arrays(np.bool_, 6),
+        arrays("U2", 6, elements=st.sampled_from(["a", "b", "c"])),
+        st.lists(
+            st.one_of(st.sampled_from(["x", "y"]), st.integers(0, 2)), min_size=6, max_size=6
+        ).map(lambda v: np.array(v, dtype=object)),
+        arrays(np.complex128, 6, elements=st.sampled_from([1.0, 1j])),
+    )
+)
 @settings(max_examples=150, deadline=None)
 def test_label_types_are_scikit_learns(y):
     """Which label arrays are class labels: the same answer as scikit-learn's
     ``type_of_target`` ("binary" or "multiclass"; object arrays of anything but strings are
     refused here, where scikit-learn looks at the first element only)."""
-    from sklearn.utils.multiclass import type_of_target
     from milsvm._base import _not_class_labels
+    from sklearn.utils.multiclass import type_of_target
+
     mine = _not_class_labels(y) is None
     if y.dtype == object and not all(isinstance(v, str) for v in y):
         assert not mine
@@ -96,35 +100,42 @@ def test_label_types_are_scikit_learns(y):
     assert mine == theirs, (y, type_of_target(y) if theirs else None)
 
 
-@pytest.mark.parametrize("params, match", [
-    ({"C": 0.0}, "C must be a finite number > 0"),
-    ({"C": -1.0}, "C must be a finite number > 0"),
-    ({"C": float("nan")}, "C must be a finite number > 0"),
-    ({"n_xv": 0}, "n_xv must be an integer >= 1"),
-    ({"n_xv": -3}, "n_xv must be a non-negative integer"),
-    ({"n_xv": 1000}, "n_xv .* exceeds the number of training instances"),
-    ({"gamma": -0.5}, "gamma must be 'scale', 'median' or a finite number > 0"),
-    ({"gamma": "auto"}, "gamma must be 'scale'"),
-    ({"max_line_search": 0}, "max_line_search must be an integer >= 1"),
-    ({"tol": -1.0}, "tol must be a finite number >= 0"),
-    ({"solver": "sgd"}, "solver must be one of 'newton', 'lbfgs'"),
-    ({"kernel": "poly"}, "kernel must be one of 'rbf', 'linear'"),
-    ({"init": "magic"}, "init must be one of"),
-    ({"n_jobs": 0}, "n_jobs must be None, -1 or an integer >= 1"),
-])
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"C": 0.0}, "C must be a finite number > 0"),
+        ({"C": -1.0}, "C must be a finite number > 0"),
+        ({"C": float("nan")}, "C must be a finite number > 0"),
+        ({"n_xv": 0}, "n_xv must be an integer >= 1"),
+        ({"n_xv": -3}, "n_xv must be a non-negative integer"),
+        ({"n_xv": 1000}, "n_xv .* exceeds the number of training instances"),
+        ({"gamma": -0.5}, "gamma must be 'scale', 'median' or a finite number > 0"),
+        ({"gamma": "auto"}, "gamma must be 'scale'"),
+        ({"max_line_search": 0}, "max_line_search must be an integer >= 1"),
+        ({"tol": -1.0}, "tol must be a finite number >= 0"),
+        ({"solver": "sgd"}, "solver must be one of 'newton', 'lbfgs'"),
+        ({"kernel": "poly"}, "kernel must be one of 'rbf', 'linear'"),
+        ({"init": "magic"}, "init must be one of"),
+        ({"n_jobs": 0}, "n_jobs must be None, -1 or an integer >= 1"),
+    ],
+)
 def test_invalid_hyperparameters(params, match):
     with pytest.raises(ValueError, match=match):
         fit(**params)
 
 
-@pytest.mark.parametrize("params", [{"C": "big"}, {"n_xv": 2.5}, {"n_xv": True}, {"gamma": [1.0]}, {"max_iter": None}])
+@pytest.mark.parametrize(
+    "params", [{"C": "big"}, {"n_xv": 2.5}, {"n_xv": True}, {"gamma": [1.0]}, {"max_iter": None}]
+)
 def test_wrong_parameter_types(params):
     name = next(iter(params))
     with pytest.raises(TypeError, match=name):
         fit(**params)
 
 
-@pytest.mark.parametrize("bags", ["abc", 3, None, np.ones((4, 3)), {"a": 1}, sp.csr_matrix(np.ones((4, 3)))])
+@pytest.mark.parametrize(
+    "bags", ["abc", 3, None, np.ones((4, 3)), {"a": 1}, sp.csr_matrix(np.ones((4, 3)))]
+)
 def test_wrong_bag_container_types(bags):
     with pytest.raises(TypeError, match="bags must be"):
         fit(bags)
@@ -153,7 +164,13 @@ def test_core_functions_reject_bad_shapes_without_panicking():
     with pytest.raises(ValueError, match="negative"):
         _core.kernel_bag_means(X, np.array([0, -1, 4], dtype=np.int64), np.ones((2, 3)), "rbf", 1.0)
     with pytest.raises(ValueError, match="column index"):
-        _core.kernel_bag_means((np.ones(2), np.array([0, 7]), np.array([0, 1, 2]), 3), np.array([0, 2], dtype=np.int64), np.ones((1, 3)), "rbf", 1.0)
+        _core.kernel_bag_means(
+            (np.ones(2), np.array([0, 7]), np.array([0, 1, 2]), 3),
+            np.array([0, 2], dtype=np.int64),
+            np.ones((1, 3)),
+            "rbf",
+            1.0,
+        )
     with pytest.raises(ValueError, match="kernel must be"):
         _core.kernel_bag_means(X, np.array([0, 4], dtype=np.int64), np.ones((2, 3)), "poly", 1.0)
     with pytest.raises(ValueError, match="shapes"):
@@ -167,7 +184,8 @@ _LABEL_ARRAYS = st.one_of(
     arrays(np.bool_, st.integers(2, 40)),
     st.lists(st.sampled_from(["b", "a", "ab", "", "Z"]), min_size=2, max_size=40).map(np.array),
     st.lists(st.sampled_from(["b", "a", "ab", "Z"]), min_size=2, max_size=40).map(
-        lambda v: np.array(v, dtype=object)),
+        lambda v: np.array(v, dtype=object)
+    ),
 )
 
 

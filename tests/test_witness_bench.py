@@ -10,8 +10,12 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benches" / "witness_detection.py
 
 
 def test_witness_detection_quick_runs():
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--estimators", "MISVM", "NSK"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--estimators", "MISVM", "NSK"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "== toy, f = 0.3" in out and "== digits, 50 training bags" in out

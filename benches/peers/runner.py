@@ -47,7 +47,13 @@ MILSVM_PARAMS = {"NSK-l2": {"norm": "l2"}}
 #: misvm's kernel name per method: the set-kernel methods average the instance kernel over
 #: the two bags (misvm's "_av" normaliser, milsvm's NSK norm="l1", Bunescu & Mooney's sMIL);
 #: "NSK-l2" divides the summed kernel by the bags' feature-space norms (misvm's "_fs").
-MISVM_KERNEL = {"NSK": "rbf_av", "sMIL": "rbf_av", "sbMIL": "rbf_av", "stMIL": "rbf_av", "NSK-l2": "rbf_fs"}
+MISVM_KERNEL = {
+    "NSK": "rbf_av",
+    "sMIL": "rbf_av",
+    "sbMIL": "rbf_av",
+    "stMIL": "rbf_av",
+    "NSK-l2": "rbf_fs",
+}
 
 #: sawmil 0.2.1's ``normalizer`` per method. Measured on its Gram matrices (RESULTS.md, "Peer
 #: implementations"): "none" gives the SUMMED kernel (its docstring says the mean), "average"
@@ -171,8 +177,13 @@ class Adapter:
         import misvm
 
         # scale_C=False: C is the plain weight of each hinge term, as in milsvm (and libsvm).
-        self.given = dict(kernel=MISVM_KERNEL.get(self.method, "rbf"), C=self.C, gamma=self.gamma,
-                          scale_C=False, verbose=False)
+        self.given = dict(
+            kernel=MISVM_KERNEL.get(self.method, "rbf"),
+            C=self.C,
+            gamma=self.gamma,
+            scale_C=False,
+            verbose=False,
+        )
         self.given.update(EXTRA.get(self.method, {}))
         self.est = getattr(misvm, MILSVM_CLASS.get(self.method, self.method))(**self.given)
 
@@ -180,8 +191,13 @@ class Adapter:
         import sawmil
         from sawmil import RBF
 
-        common = dict(C=self.C, kernel=RBF(gamma=self.gamma), solver="osqp", scale_C=False,
-                      normalizer=SAWMIL_NORMALIZER.get(self.method, "none"))
+        common = dict(
+            C=self.C,
+            kernel=RBF(gamma=self.gamma),
+            solver="osqp",
+            scale_C=False,
+            normalizer=SAWMIL_NORMALIZER.get(self.method, "none"),
+        )
         if self.method in ("NSK", "sMIL", "NSK-l2"):
             self.est = getattr(sawmil, MILSVM_CLASS.get(self.method, self.method))(**common)
         elif self.method == "sAwMIL":
@@ -218,7 +234,9 @@ class Adapter:
             return np.asarray(self.est.predict(bags), dtype=float).ravel()
         if self.impl.startswith("sawmil"):
             return np.asarray(self.est.decision_function(_sawmil_bags(bags)), dtype=float).ravel()
-        return np.asarray(self.est.model.decision_function(self.est.mapping.transform(bags)), dtype=float)
+        return np.asarray(
+            self.est.model.decision_function(self.est.mapping.transform(bags)), dtype=float
+        )
 
     def predict(self, bags, scores=None):
         if self.impl == "milsvm":
@@ -268,7 +286,9 @@ def inner_path_scores(method, Cs, gs, itr_bags, y_itr, iva_bags, threads):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--impl", required=True, choices=["milsvm", "misvm", "sawmil", "sawmil-s1osqp", "mil"])
+    ap.add_argument(
+        "--impl", required=True, choices=["milsvm", "misvm", "sawmil", "sawmil-s1osqp", "mil"]
+    )
     ap.add_argument("--method", required=True)
     ap.add_argument("--data", type=Path, required=True, help=".npz with X, bag_ptr, y")
     ap.add_argument("--splits", type=Path, required=True, help="the splits JSON of the driver")
@@ -277,19 +297,25 @@ def main():
     ap.add_argument("--gamma-scales", type=float, nargs="+", required=True)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--c-path", action="store_true",
-                    help="milsvm only, with several C for an estimator with a path: fit the C values of "
-                         "each inner split and gamma as one fit_path (inner_path_scores)")
-    ap.add_argument("--floor", action="store_true",
-                    help="everything but the fits: read the data, standardise, import the library and build "
-                         "the estimator (the process's RSS floor)")
+    ap.add_argument(
+        "--c-path",
+        action="store_true",
+        help="milsvm only, with several C for an estimator with a path: fit the C values of "
+        "each inner split and gamma as one fit_path (inner_path_scores)",
+    )
+    ap.add_argument(
+        "--floor",
+        action="store_true",
+        help="everything but the fits: read the data, standardise, import the library and build "
+        "the estimator (the process's RSS floor)",
+    )
     args = ap.parse_args()
 
     rec = dict(impl=args.impl, method=args.method, fold=args.fold, ok=False)
     try:
         data = np.load(args.data)
         X, ptr, y = data["X"], data["bag_ptr"], data["y"].astype(int)
-        bags = [np.ascontiguousarray(X[ptr[i]:ptr[i + 1]]) for i in range(len(ptr) - 1)]
+        bags = [np.ascontiguousarray(X[ptr[i] : ptr[i + 1]]) for i in range(len(ptr) - 1)]
         fold = json.loads(args.splits.read_text())["folds"][args.fold]
         train, test = np.array(fold["train"]), np.array(fold["test"])
         take = lambda idx: [bags[i] for i in idx]  # noqa: E731
@@ -307,13 +333,19 @@ def main():
                 # Inner CV on the training part (the driver's inner folds, the same for every
                 # side): the grid point of best mean accuracy, ties to the first.
                 acc, inner_fit = [], 0.0
-                path = args.c_path and args.impl == "milsvm" and len(args.C) > 1 and _has_path(args.method)
+                path = (
+                    args.c_path
+                    and args.impl == "milsvm"
+                    and len(args.C) > 1
+                    and _has_path(args.method)
+                )
                 if path:
                     per_point = {}
                     for g in args.gamma_scales:
                         for itr, iva in fold["inner"]:
-                            preds, sec = inner_path_scores(args.method, args.C, g, take(itr), y[itr], take(iva),
-                                                           args.threads)
+                            preds, sec = inner_path_scores(
+                                args.method, args.C, g, take(itr), y[itr], take(iva), args.threads
+                            )
                             inner_fit += sec
                             for c, p in zip(args.C, preds):
                                 per_point.setdefault((c, g), []).append(np.mean(p == y[iva]))
@@ -322,8 +354,16 @@ def main():
                     for c, g in grid:
                         a = []
                         for itr, iva in fold["inner"]:
-                            _, p, sec, _, _ = fit_score(args.impl, args.method, c, g, take(itr), y[itr],
-                                                        take(iva), args.threads)
+                            _, p, sec, _, _ = fit_score(
+                                args.impl,
+                                args.method,
+                                c,
+                                g,
+                                take(itr),
+                                y[itr],
+                                take(iva),
+                                args.threads,
+                            )
                             a.append(np.mean(p == y[iva]))
                             inner_fit += sec
                         acc.append(float(np.mean(a)))
@@ -334,12 +374,24 @@ def main():
             else:
                 C, gs = grid[0]
             select_seconds = time.perf_counter() - t_sel
-            s, p, seconds, gamma, model = fit_score(args.impl, args.method, C, gs, take(train), y[train], take(test),
-                                                    args.threads)
-        rec.update(ok=True, scores=s.tolist(), pred=p.tolist(), y=y[test].tolist(), fit_seconds=seconds,
-                   select_seconds=select_seconds, C=C, gamma_scale=gs, gamma=gamma,
-                   given={k: (v if isinstance(v, (int, float, str, type(None))) else repr(v))
-                          for k, v in model.given.items()})
+            s, p, seconds, gamma, model = fit_score(
+                args.impl, args.method, C, gs, take(train), y[train], take(test), args.threads
+            )
+        rec.update(
+            ok=True,
+            scores=s.tolist(),
+            pred=p.tolist(),
+            y=y[test].tolist(),
+            fit_seconds=seconds,
+            select_seconds=select_seconds,
+            C=C,
+            gamma_scale=gs,
+            gamma=gamma,
+            given={
+                k: (v if isinstance(v, (int, float, str, type(None))) else repr(v))
+                for k, v in model.given.items()
+            },
+        )
         if args.impl == "milsvm":
             import milsvm
 

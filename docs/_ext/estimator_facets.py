@@ -67,8 +67,8 @@ FACETS = {
     "ALSVM": dict(
         family="Annealing (Gehler & Chapelle)",
         model="instance classifier, annealed instance labels; bag = max",
-        size=f"any: full basis to {_core.AUTO_FULL_BASIS_MAX:,} instances, {_core.AUTO_N_XV} centroids "
-        "above, or linear",
+        size=f"any: full basis to {_core.AUTO_FULL_BASIS_MAX:,} instances, "
+        f"{_core.AUTO_N_XV} centroids above, or linear",
         speed=MODERATE,
         instances="instance labels; the witness (max pooling)",
     ),

@@ -20,9 +20,9 @@ Run by ``conf.py`` before Sphinx reads the sources; each writes one file under `
 from __future__ import annotations
 
 import inspect
-import re
 import io
 import os
+import re
 from contextlib import redirect_stdout
 from pathlib import Path
 
@@ -45,12 +45,17 @@ def _estimators():
     if missing or extra:
         raise RuntimeError(
             f"docs/_ext/estimator_facets.py does not match the registry: no entry for {missing}, "
-            f"entries for unknown estimators {extra}")
+            f"entries for unknown estimators {extra}"
+        )
     return ESTIMATORS
 
 
 def _defaults(cls):
-    return {name: p.default for name, p in inspect.signature(cls.__init__).parameters.items() if name != "self"}
+    return {
+        name: p.default
+        for name, p in inspect.signature(cls.__init__).parameters.items()
+        if name != "self"
+    }
 
 
 def core_constants() -> dict:
@@ -58,8 +63,11 @@ def core_constants() -> dict:
     pages show them (thousands separated), for MyST's ``{{ NAME }}`` substitutions."""
     from milsvm import _core
 
-    return {name: f"{value:,}" for name, value in vars(_core).items()
-            if name.isupper() and isinstance(value, int) and not isinstance(value, bool)}
+    return {
+        name: f"{value:,}"
+        for name, value in vars(_core).items()
+        if name.isupper() and isinstance(value, int) and not isinstance(value, bool)
+    }
 
 
 def _cell(text: str) -> str:
@@ -73,7 +81,10 @@ def estimator_table() -> str:
     from milsvm._registry import summary
 
     when = ["| Estimator | Model | Data size | Speed | Instance scores |", "|---|---|---|---|---|"]
-    offers = ["| Estimator | Family | Kernels | Linear route | `C` path | Classes |", "|---|---|---|---|---|---|"]
+    offers = [
+        "| Estimator | Family | Kernels | Linear route | `C` path | Classes |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, cls in _estimators().items():
         facets, defaults = FACETS[name], _defaults(cls)
         kernel = defaults.get("kernel")
@@ -81,21 +92,29 @@ def estimator_table() -> str:
         linear = "yes (`solver`)" if "solver" in defaults else "no"
         classes = "2 or more" if cls._multiclass else "2"
         ref = f"{{class}}`~milsvm.{name}`"
-        when.append(f"| {ref} | {_cell(facets['model'])} | {_cell(facets['size'])} | {facets['speed']} | "
-                    f"{_cell(facets['instances'])} |")
-        offers.append(f"| {ref} | {_cell(facets['family'])} | {kernels} | {linear} | "
-                      f"{'yes' if cls._c_path else 'no'} | {classes} |")
+        when.append(
+            f"| {ref} | {_cell(facets['model'])} | {_cell(facets['size'])} | {facets['speed']} | "
+            f"{_cell(facets['instances'])} |"
+        )
+        offers.append(
+            f"| {ref} | {_cell(facets['family'])} | {kernels} | {linear} | "
+            f"{'yes' if cls._c_path else 'no'} | {classes} |"
+        )
         assert summary(cls)
     return "\n".join(when) + "\n\nWhat each offers:\n\n" + "\n".join(offers) + "\n"
 
 
 def api_estimators() -> str:
     names = "\n".join(f"   milsvm.{name}" for name in _estimators())
-    return f".. autosummary::\n   :toctree: ../api/generated\n   :template: estimator.rst\n\n{names}\n"
+    return (
+        f".. autosummary::\n   :toctree: ../api/generated\n   :template: estimator.rst\n\n{names}\n"
+    )
 
 
 def _autosummary(qualified) -> str:
-    return ".. autosummary::\n   :toctree: ../api/generated\n\n" + "".join(f"   {q}\n" for q in qualified)
+    return ".. autosummary::\n   :toctree: ../api/generated\n\n" + "".join(
+        f"   {q}\n" for q in qualified
+    )
 
 
 def api_core() -> str:
@@ -139,7 +158,10 @@ def api_modules() -> str:
     for module, names in public_modules():
         doc = (importlib.import_module(module).__doc__ or "").strip().split("\n\n")[0]
         title = f"``{module}``"
-        parts.append(f"{title}\n{'-' * len(title)}\n\n{doc}\n\n" + _autosummary(f"{module}.{n}" for n in names))
+        parts.append(
+            f"{title}\n{'-' * len(title)}\n\n{doc}\n\n"
+            + _autosummary(f"{module}.{n}" for n in names)
+        )
     return "\n".join(parts)
 
 
@@ -192,15 +214,27 @@ def results_page(repo: Path) -> str:
         path = (source.parent / target.split("#")[0]).resolve()
         if path.is_file() and repo in path.parents:
             return f"[{label}](path:../{path.relative_to(repo).as_posix()})"
-        shown = path.relative_to(repo).as_posix() if repo in path.parents or path == repo else target
+        shown = (
+            path.relative_to(repo).as_posix() if repo in path.parents or path == repo else target
+        )
         return label if "`" in label else f"{label} (`{shown}`)"
 
     return _LINK.sub(link, text)
 
 
 #: The guide's pages in reading order; any other page of docs/guide/ follows them, by name.
-GUIDE_ORDER = ["bags", "choosing", "estimators", "data", "model-selection", "probabilities", "explanations",
-               "serving", "scale-out", "performance"]
+GUIDE_ORDER = [
+    "bags",
+    "choosing",
+    "estimators",
+    "data",
+    "model-selection",
+    "probabilities",
+    "explanations",
+    "serving",
+    "scale-out",
+    "performance",
+]
 
 
 def guide_toctree(docs: Path) -> str:

@@ -10,13 +10,13 @@ path; ``p_`` the final label probabilities of every training instance.
 """
 
 import matplotlib.pyplot as plt
-import numpy as np
-
 import milsvm
+import numpy as np
 from milsvm.datasets import make_annealing_toy
 
-bags, y, inst = make_annealing_toy(fraction_positive=0.3, n_bags=100, random_state=1,
-                                   return_instance_labels=True)
+bags, y, inst = make_annealing_toy(
+    fraction_positive=0.3, n_bags=100, random_state=1, return_instance_labels=True
+)
 
 fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4))
 for name, est in {
@@ -25,7 +25,12 @@ for name, est in {
     "ALPSVM": milsvm.ALPSVM(C=10, gamma=1.0),
 }.items():
     est.fit(bags, y)
-    ax0.plot(est.temperatures_, est.objective_history_, marker=".", label=f"{name} ({len(est.temperatures_)} temperatures)")
+    ax0.plot(
+        est.temperatures_,
+        est.objective_history_,
+        marker=".",
+        label=f"{name} ({len(est.temperatures_)} temperatures)",
+    )
 ax0.set_xscale("log")
 ax0.invert_xaxis()
 ax0.set_xlabel("temperature T (falling to the right)")
@@ -37,8 +42,14 @@ ax0.set_title("The annealing path")
 al = milsvm.ALSVM(C=10, gamma=1.0).fit(bags, y)
 truth = np.concatenate([labels for labels, t in zip(inst, y) if t == 1])
 p_hat = np.concatenate([p for p, t in zip(al.p_, y) if t == 1])
-ax1.hist([p_hat[truth == 1], p_hat[truth == 0]], bins=20, range=(0, 1), stacked=True,
-         color=["tab:red", "tab:blue"], label=["witness", "background"])
+ax1.hist(
+    [p_hat[truth == 1], p_hat[truth == 0]],
+    bins=20,
+    range=(0, 1),
+    stacked=True,
+    color=["tab:red", "tab:blue"],
+    label=["witness", "background"],
+)
 ax1.set_xlabel("p (ALSVM's final probability of a positive label)")
 ax1.set_ylabel("instances of positive bags")
 ax1.legend()

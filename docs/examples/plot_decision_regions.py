@@ -10,9 +10,8 @@ pooling (mean or max) shapes them.
 """
 
 import matplotlib.pyplot as plt
-import numpy as np
-
 import milsvm
+import numpy as np
 from milsvm.datasets import make_annealing_toy
 
 bags, y = make_annealing_toy(fraction_positive=0.5, n_bags=100, random_state=0)
@@ -43,6 +42,8 @@ for ax, (name, est) in zip(axes.ravel(), estimators.items()):
     ax.add_patch(plt.Circle((0, 0), 1.5, fill=False, ls="--", color="k"))
     ax.set_title(f"{name}: train acc. {est.score(bags, y):.2f}")
     ax.set_aspect("equal")
-fig.suptitle("Instances of positive (red) and negative (blue) bags; dashed: the true positive region")
+fig.suptitle(
+    "Instances of positive (red) and negative (blue) bags; dashed: the true positive region"
+)
 fig.tight_layout()
 plt.show()

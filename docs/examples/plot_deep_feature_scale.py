@@ -14,29 +14,38 @@ the test AUROC. (``benches/bench_deep_scale.py`` runs the same at up to 3.2 mill
 import time
 
 import matplotlib.pyplot as plt
-import numpy as np
-from sklearn.metrics import roc_auc_score
-
 import milsvm
+import numpy as np
 from milsvm.datasets import make_embedding_bags
+from sklearn.metrics import roc_auc_score
 
 sizes = [2_000, 8_000, 32_000, 96_000]
 rows = []
 for n_instances in sizes:
     n_bags = 80
-    bags, y = make_embedding_bags(n_bags=n_bags, mean_bag_size=n_instances // n_bags, n_features=128,
-                                  witness_rate=0.05, random_state=0)
+    bags, y = make_embedding_bags(
+        n_bags=n_bags,
+        mean_bag_size=n_instances // n_bags,
+        n_features=128,
+        witness_rate=0.05,
+        random_state=0,
+    )
     assert bags[0].dtype == np.float32
     train, test = bags[::2], bags[1::2]
-    for name, est in {"MISVM": milsvm.MISVM(kernel="linear"), "miSVM": milsvm.miSVM(kernel="linear")}.items():
+    for name, est in {
+        "MISVM": milsvm.MISVM(kernel="linear"),
+        "miSVM": milsvm.miSVM(kernel="linear"),
+    }.items():
         start = time.perf_counter()
         est.fit(train, y[::2])
         seconds = time.perf_counter() - start
         auc = roc_auc_score(y[1::2], est.decision_function(test))
         total = sum(len(b) for b in bags)
         rows.append((name, total, seconds, auc))
-        print(f"{name:6s} {total:7d} instances x 128 (float32): fit {seconds:6.2f} s on half, "
-              f"test AUROC {auc:.3f}, solver {est.solver_}")
+        print(
+            f"{name:6s} {total:7d} instances x 128 (float32): fit {seconds:6.2f} s on half, "
+            f"test AUROC {auc:.3f}, solver {est.solver_}"
+        )
 
 # %%
 fig, ax = plt.subplots(figsize=(6.5, 4))

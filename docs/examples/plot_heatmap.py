@@ -14,10 +14,9 @@ is scored tile by tile.
 """
 
 import matplotlib.pyplot as plt
+import milsvm
 import numpy as np
 from sklearn.metrics import roc_auc_score
-
-import milsvm
 
 rng = np.random.default_rng(0)
 side, n_features, n_tissues = 32, 64, 5
@@ -52,8 +51,10 @@ print("held-out slide AUROC:", roc_auc_score(labels[40:], clf.decision_function(
 X, mask = slides[41]
 scores = clf.instance_decision_function([X])[0]
 explanation = clf.explain([X])[0]
-print(f"tile AUROC on this slide: {roc_auc_score(mask, scores):.3f}; witness tile {explanation.top}, "
-      f"in the tumour: {bool(mask[explanation.top])}")
+print(
+    f"tile AUROC on this slide: {roc_auc_score(mask, scores):.3f}; witness tile {explanation.top}, "
+    f"in the tumour: {bool(mask[explanation.top])}"
+)
 
 fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 4.6))
 ax0.imshow(mask.reshape(side, side), cmap="Greys")

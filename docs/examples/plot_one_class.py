@@ -15,13 +15,16 @@ the witnesses low. NSK, which sees the negative bags, does not fall into that tr
 """
 
 import matplotlib.pyplot as plt
+import milsvm
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-import milsvm
-
 rng = np.random.default_rng(0)
-witness_mean, negative_mean, other_mean = np.array([2.0, 2.0]), np.array([-1.0, 0.0]), np.array([1.0, -2.0])
+witness_mean, negative_mean, other_mean = (
+    np.array([2.0, 2.0]),
+    np.array([-1.0, 0.0]),
+    np.array([1.0, -2.0]),
+)
 
 
 def make(n_bags, setting):
@@ -43,7 +46,7 @@ def make(n_bags, setting):
 results = {}
 for setting in ("same", "different"):
     aucs = {"one-class SVM": [], "OneClassMISVM": [], "NSK": []}
-    for run in range(5):
+    for _ in range(5):
         train, y_train, _ = make(60, setting)
         test, _, inst = make(60, setting)
         truth = np.concatenate(inst)
@@ -54,7 +57,9 @@ for setting in ("same", "different"):
         }
         for name, est in models.items():
             est.fit(train, y_train)
-            aucs[name].append(roc_auc_score(truth, np.concatenate(est.instance_decision_function(test))))
+            aucs[name].append(
+                roc_auc_score(truth, np.concatenate(est.instance_decision_function(test)))
+            )
     results[setting] = aucs
     print(setting, {k: round(float(np.mean(v)), 3) for k, v in aucs.items()})
 

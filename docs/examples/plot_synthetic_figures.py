@@ -16,9 +16,8 @@ start to its end, and the objective ``g(Z)`` per iteration.
 """
 
 import matplotlib.pyplot as plt
-import numpy as np
-
 import milsvm
+import numpy as np
 from milsvm.datasets import make_center_ring_bags, make_four_gaussians_bags
 
 # %%
@@ -29,13 +28,18 @@ from milsvm.datasets import make_center_ring_bags, make_four_gaussians_bags
 
 sets = {
     "centre and ring": (make_center_ring_bags(random_state=0), np.array([[2.0, 0.0]])),
-    "four Gaussians": (make_four_gaussians_bags(random_state=0), np.array([[3.5, 0.0], [0.0, 2.5]])),
+    "four Gaussians": (
+        make_four_gaussians_bags(random_state=0),
+        np.array([[3.5, 0.0], [0.0, 2.5]]),
+    ),
 }
 fits = {}
 for name, ((bags, y), init) in sets.items():
     clf = milsvm.SparseMI(n_xv=len(init), init=init, gamma=0.5, C=10, max_iter=50, random_state=0)
     fits[name] = clf.fit(bags, y)
-    print(f"{name}: training accuracy {clf.score(bags, y):.3f}, XVs {np.round(clf.xv_, 2).tolist()}")
+    print(
+        f"{name}: training accuracy {clf.score(bags, y):.3f}, XVs {np.round(clf.xv_, 2).tolist()}"
+    )
 
 # %%
 # Decision regions, XV paths and the objective
@@ -51,7 +55,9 @@ for row, (name, ((bags, y), init)) in zip(axes, sets.items()):
     clf = fits[name]
     regions = clf.predict([p[None, :] for p in points]).reshape(gx.shape)
     ax = row[0]
-    ax.contourf(gx, gy, regions, levels=np.arange(len(clf.classes_) + 1) - 0.5, cmap="Pastel1", alpha=0.8)
+    ax.contourf(
+        gx, gy, regions, levels=np.arange(len(clf.classes_) + 1) - 0.5, cmap="Pastel1", alpha=0.8
+    )
     for label, colour in zip(clf.classes_, ["tab:blue", "tab:red", "tab:green"]):
         X = np.vstack([b for b, t in zip(bags, y) if t == label])
         ax.scatter(X[:, 0], X[:, 1], s=6, color=colour, label=f"bags of class {label}")

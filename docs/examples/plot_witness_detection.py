@@ -10,14 +10,19 @@ on top of each positive bag; mean-pooling ones spread the evidence over the bag.
 """
 
 import matplotlib.pyplot as plt
+import milsvm
 import numpy as np
+from milsvm.datasets import make_embedding_bags
 from sklearn.metrics import roc_auc_score
 
-import milsvm
-from milsvm.datasets import make_embedding_bags
-
-bags, y, inst = make_embedding_bags(n_bags=120, mean_bag_size=40, n_features=32, witness_rate=0.1,
-                                    random_state=0, return_instance_labels=True)
+bags, y, inst = make_embedding_bags(
+    n_bags=120,
+    mean_bag_size=40,
+    n_features=32,
+    witness_rate=0.1,
+    random_state=0,
+    return_instance_labels=True,
+)
 train, test = np.arange(0, 120, 2), np.arange(1, 120, 2)
 # standardise with the training instances (a pipeline would too, but here we want the estimators'
 # own instance scores)

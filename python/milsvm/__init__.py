@@ -12,7 +12,9 @@ from ._heatmap import write_heatmaps
 from ._model import Model, load, save
 from .preprocessing import BagStandardScaler
 
-# The estimator families: importing a module registers its estimators.
+# The estimator families: importing a module registers its estimators, in this order (the order
+# of __all__ and of `milsvm models`).
+# isort: off
 from .sparse_mi import *  # noqa: F401,F403
 from .set_kernel import *  # noqa: F401,F403
 from .set_kernel_svm import *  # noqa: F401,F403
@@ -24,6 +26,16 @@ from .baselines import *  # noqa: F401,F403
 from .miles import *  # noqa: F401,F403
 from .two_stage import *  # noqa: F401,F403
 from ._registry import ESTIMATORS as _ESTIMATORS
+# isort: on
 
-__all__ = ["Bags", "as_bags", "BagStandardScaler", *_ESTIMATORS, "Model", "load", "save", "write_heatmaps",
-           "__version__"]
+__all__ = [
+    "Bags",
+    "as_bags",
+    "BagStandardScaler",
+    *_ESTIMATORS,
+    "Model",
+    "load",
+    "save",
+    "write_heatmaps",
+    "__version__",
+]

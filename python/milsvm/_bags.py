@@ -89,9 +89,13 @@ class Bags:
             else:
                 raise TypeError(f"bag_sizes must hold integers, got dtype {sizes.dtype}")
         if np.any(sizes < 1):
-            raise ValueError(f"bag {int(np.argmax(sizes < 1))} is empty: every bag needs at least one instance")
+            raise ValueError(
+                f"bag {int(np.argmax(sizes < 1))} is empty: every bag needs at least one instance"
+            )
         if sizes.sum() != X.shape[0]:
-            raise ValueError(f"bag_sizes sum to {int(sizes.sum())}, but X has {X.shape[0]} instances")
+            raise ValueError(
+                f"bag_sizes sum to {int(sizes.sum())}, but X has {X.shape[0]} instances"
+            )
         bag_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         return cls(X, bag_ptr)
 
@@ -127,12 +131,16 @@ class Bags:
                 raise IndexError(f"bag index {key} out of range for {len(self)} bags")
             if self._X is None:
                 return self.parts[i]
-            return self.X[self.bag_ptr[i]:self.bag_ptr[i + 1]]
+            return self.X[self.bag_ptr[i] : self.bag_ptr[i + 1]]
         idx = np.arange(len(self))[key]
         ptr = np.concatenate([[0], np.cumsum(self.bag_sizes[idx])]).astype(np.int64)
         if self._X is None and len(idx):
             return Bags._of_parts([self.parts[i] for i in idx], ptr)
-        rows = np.concatenate([np.arange(self.bag_ptr[i], self.bag_ptr[i + 1]) for i in idx]) if len(idx) else np.zeros(0, int)
+        rows = (
+            np.concatenate([np.arange(self.bag_ptr[i], self.bag_ptr[i + 1]) for i in idx])
+            if len(idx)
+            else np.zeros(0, int)
+        )
         return Bags(self.X[rows], ptr)
 
     def __iter__(self):
@@ -141,7 +149,10 @@ class Bags:
 
     def __repr__(self):
         kind = "sparse" if self.is_sparse else "dense"
-        return f"Bags(n_bags={len(self)}, n_instances={self.n_instances}, n_features={self.n_features}, {kind})"
+        return (
+            f"Bags(n_bags={len(self)}, n_instances={self.n_instances}, "
+            f"n_features={self.n_features}, {kind})"
+        )
 
     @property
     def dtype(self):
@@ -177,7 +188,7 @@ def _all_finite(arr):
     if arr.size <= _FINITE_BLOCK or arr.ndim != 2:
         return bool(np.isfinite(arr).all())
     step = max(1, _FINITE_BLOCK // max(arr.shape[1], 1))
-    return all(np.isfinite(arr[i:i + step]).all() for i in range(0, arr.shape[0], step))
+    return all(np.isfinite(arr[i : i + step]).all() for i in range(0, arr.shape[0], step))
 
 
 def _as_matrix(A, what, check_finite=True):
@@ -260,7 +271,7 @@ def _consecutive_rows(mats):
     flat = root.reshape(-1)
     if start < 0 or start + n * d > flat.size or not np.shares_memory(flat[:1], root):
         return None
-    view = flat[start:start + n * d].reshape(n, d)
+    view = flat[start : start + n * d].reshape(n, d)
     return view if view.__array_interface__["data"][0] == address[0] else None
 
 
@@ -292,7 +303,11 @@ def as_bags(bags, *, n_features=None, check_finite=True):
         # a list or tuple is never sparse (issparse's first call in a process is costly: scipy's
         # abstract base classes)
         one_sparse_matrix = not isinstance(bags, (list, tuple)) and sp.issparse(bags)
-        if isinstance(bags, (str, bytes, dict)) or one_sparse_matrix or not hasattr(bags, "__len__"):
+        if (
+            isinstance(bags, (str, bytes, dict))
+            or one_sparse_matrix
+            or not hasattr(bags, "__len__")
+        ):
             raise TypeError(
                 "bags must be a list of 2-D arrays (one per bag) or a milsvm.Bags, "
                 f"got {type(bags).__name__}"
@@ -330,7 +345,9 @@ def as_bags(bags, *, n_features=None, check_finite=True):
                 X = np.concatenate(mats, axis=0)
         # stacked CSR values are few and their core check does not know the bags: always here
         if (check_finite or sparse) and not _all_finite(X.data if sparse else X):
-            bad = next(i for i, m in enumerate(mats) if not _all_finite(m.data if sp.issparse(m) else m))
+            bad = next(
+                i for i, m in enumerate(mats) if not _all_finite(m.data if sp.issparse(m) else m)
+            )
             raise ValueError(f"bag {bad} has a non-finite value (NaN or infinity)")
         out = Bags(X, ptr)
     return _checked(out, n_features)
@@ -344,5 +361,7 @@ def _checked(out, n_features):
     if out.n_features == 0:
         raise ValueError("bags have no features")
     if n_features is not None and out.n_features != n_features:
-        raise ValueError(f"bags have {out.n_features} features, but the model was fitted on {n_features}")
+        raise ValueError(
+            f"bags have {out.n_features} features, but the model was fitted on {n_features}"
+        )
     return out

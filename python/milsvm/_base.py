@@ -47,12 +47,20 @@ from ._model import CompiledModelMixin
 from ._prediction import PredictionMixin, predict_path
 from ._probability import ProbabilityMixin, calibration_folds
 
-__all__ = ["MILClassifier", "ExpansionVectorsMixin", "seed_of", "class_weight_vector", "encode_labels",
-           "calibration_folds", "predict_path"]
+__all__ = [
+    "MILClassifier",
+    "ExpansionVectorsMixin",
+    "seed_of",
+    "class_weight_vector",
+    "encode_labels",
+    "calibration_folds",
+    "predict_path",
+]
 
 
-class MILClassifier(FitMixin, PredictionMixin, ProbabilityMixin, CompiledModelMixin, ClassifierMixin,
-                    BaseEstimator):
+class MILClassifier(
+    FitMixin, PredictionMixin, ProbabilityMixin, CompiledModelMixin, ClassifierMixin, BaseEstimator
+):
     """Base of every milsvm estimator: the template ``fit``, prediction through the compiled
     model (``decision_function``, ``predict``, ``instance_decision_function``,
     ``predict_instances``, ``decision_function_bag``), ``score``, ``save`` (see the module

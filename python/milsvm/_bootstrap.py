@@ -20,7 +20,13 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["METHOD", "resample_weights", "weighted_auc", "weighted_balanced_accuracy", "bootstrap_interval"]
+__all__ = [
+    "METHOD",
+    "resample_weights",
+    "weighted_auc",
+    "weighted_balanced_accuracy",
+    "bootstrap_interval",
+]
 
 #: How the interval is computed, as printed and written.
 METHOD = "stratified bootstrap, percentile interval"
@@ -37,7 +43,9 @@ def resample_weights(strata, n_resamples, rng):
         members = np.flatnonzero(strata == value)
         m = len(members)
         draws = rng.integers(0, m, size=(n_resamples, m))
-        flat = np.bincount((draws + rows * m).ravel(), minlength=n_resamples * m).reshape(n_resamples, m)
+        flat = np.bincount((draws + rows * m).ravel(), minlength=n_resamples * m).reshape(
+            n_resamples, m
+        )
         counts[:, members] = flat
     return counts
 
@@ -77,10 +85,14 @@ def weighted_balanced_accuracy(y, predicted, weights):
             recalls.append(np.where(total > 0, hit / total, np.nan))
     recalls = np.array(recalls)
     present = ~np.isnan(recalls)
-    return np.where(present.any(axis=0), np.nansum(recalls, axis=0) / np.maximum(present.sum(axis=0), 1), np.nan)
+    return np.where(
+        present.any(axis=0), np.nansum(recalls, axis=0) / np.maximum(present.sum(axis=0), 1), np.nan
+    )
 
 
-def bootstrap_interval(statistic, strata, unit_of_bag=None, *, n_resamples=2000, confidence=0.95, rng=None):
+def bootstrap_interval(
+    statistic, strata, unit_of_bag=None, *, n_resamples=2000, confidence=0.95, rng=None
+):
     """The point estimate and percentile interval of ``statistic(weights)``.
 
     Parameters

@@ -20,24 +20,23 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["FitError", "CVResult", "cross_validate", "make_model", "describe", "params_text", "plain", "fold_label"]
+from ._convert import plain
+
+__all__ = [
+    "FitError",
+    "CVResult",
+    "cross_validate",
+    "make_model",
+    "describe",
+    "params_text",
+    "plain",
+    "fold_label",
+]
 
 
 class FitError(Exception):
     """A fit or an evaluation failed; the message names the estimator, its parameters and the
     fold."""
-
-
-def plain(value):
-    """``value`` with NumPy scalars and arrays made plain Python values (recursively through
-    dicts, lists and tuples), so that messages show ``3`` rather than ``np.int64(3)``."""
-    if isinstance(value, dict):
-        return {plain(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(plain(v) for v in value)
-    if isinstance(value, (np.generic, np.ndarray)):
-        return value.tolist()
-    return value
 
 
 def params_text(params):
@@ -102,7 +101,20 @@ def inner_score(scoring, model, bags, y):
     raise ValueError(f"scoring must be one of {', '.join(SCORINGS)}, got {scoring!r}")
 
 
-def _fit_task(cls, params, scale, bags, y, train, test, where, evaluate, keep_model, Cs=None, scoring="accuracy"):
+def _fit_task(
+    cls,
+    params,
+    scale,
+    bags,
+    y,
+    train,
+    test,
+    where,
+    evaluate,
+    keep_model,
+    Cs=None,
+    scoring="accuracy",
+):
     """Fit ``cls(**params)`` on ``bags[train]`` and score it on ``bags[test]``.
 
     Returns ``{"accuracy", "fit_time"}`` for an inner grid-search fit, and with ``evaluate`` also
@@ -128,14 +140,19 @@ def _fit_task(cls, params, scale, bags, y, train, test, where, evaluate, keep_mo
             fit_time = time.perf_counter() - start
             test_bags = bags[test]
             if not evaluate:
-                return {"accuracy": inner_score(scoring, model, test_bags, y[test]), "fit_time": fit_time}
+                return {
+                    "accuracy": inner_score(scoring, model, test_bags, y[test]),
+                    "fit_time": fit_time,
+                }
             scores = model.decision_function(test_bags)
             predicted = model.predict(test_bags)
             proba = model.predict_proba(test_bags) if hasattr(model, "predict_proba") else None
             accuracy = float(np.mean(predicted == y[test]))
         except Exception as exc:
             message = " ".join(str(exc).split()) or type(exc).__name__
-            raise FitError(f"{describe(cls.__name__, params)} failed on {where}: {message}") from None
+            raise FitError(
+                f"{describe(cls.__name__, params)} failed on {where}: {message}"
+            ) from None
     from sklearn.metrics import balanced_accuracy_score
 
     with warnings.catch_warnings():
@@ -154,7 +171,9 @@ def _fit_task(cls, params, scale, bags, y, train, test, where, evaluate, keep_mo
         "auc": auc,
         "fit_time": fit_time,
         "n_xv": None if xv is None else int(xv.shape[0]),
-        "warnings": sorted({f"{w.category.__name__}: {' '.join(str(w.message).split())}" for w in caught}),
+        "warnings": sorted(
+            {f"{w.category.__name__}: {' '.join(str(w.message).split())}" for w in caught}
+        ),
         "scores": np.asarray(scores, dtype=np.float64),
         "predicted": np.asarray(predicted),
         "proba": None if proba is None else np.asarray(proba, dtype=np.float64),
@@ -190,13 +209,19 @@ def _path_task(cls, params, scale, bags, y, train, test, where, Cs, scoring="acc
 
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    accuracy = [float(balanced_accuracy_score(y[test], labels))
-                                for labels in predict_path(fitted, test_bags)]
+                    accuracy = [
+                        float(balanced_accuracy_score(y[test], labels))
+                        for labels in predict_path(fitted, test_bags)
+                    ]
             else:
-                accuracy = [float(np.mean(labels == y[test])) for labels in predict_path(fitted, test_bags)]
+                accuracy = [
+                    float(np.mean(labels == y[test])) for labels in predict_path(fitted, test_bags)
+                ]
         except Exception as exc:
             message = " ".join(str(exc).split()) or type(exc).__name__
-            raise FitError(f"{describe(cls.__name__, {**params, 'C': list(Cs)})} failed on {where}: {message}") from None
+            raise FitError(
+                f"{describe(cls.__name__, {**params, 'C': list(Cs)})} failed on {where}: {message}"
+            ) from None
     return {"accuracy": accuracy, "fit_time": fit_time}
 
 
@@ -211,14 +236,25 @@ def _c_groups(cls, candidates, fixed, scoring="accuracy"):
     form one ``C`` path when ``cls`` fits paths (``_c_path``), ``C`` is a plain number in each and
     not fixed by ``fixed`` (the task parameters); every other candidate is a group of one. Groups
     are in order of their first candidate, each in ``ParameterGrid`` order."""
-    def plain(c):
-        return isinstance(c.get("C"), (int, float, np.integer, np.floating)) and not isinstance(c.get("C"), bool)
 
-    if not getattr(cls, "_c_path", False) or "C" in fixed or scoring not in ("accuracy", "balanced_accuracy"):
+    def numeric_c(c):
+        return isinstance(c.get("C"), (int, float, np.integer, np.floating)) and not isinstance(
+            c.get("C"), bool
+        )
+
+    if (
+        not getattr(cls, "_c_path", False)
+        or "C" in fixed
+        or scoring not in ("accuracy", "balanced_accuracy")
+    ):
         return [[c] for c in range(len(candidates))]
     groups = {}
     for c, cand in enumerate(candidates):
-        key = tuple(sorted((k, repr(v)) for k, v in cand.items() if k != "C")) if plain(cand) else ("single", c)
+        key = (
+            tuple(sorted((k, repr(v)) for k, v in cand.items() if k != "C"))
+            if numeric_c(cand)
+            else ("single", c)
+        )
         groups.setdefault(key, []).append(c)
     return list(groups.values())
 
@@ -258,10 +294,10 @@ class CVResult:
     ``folds`` holds one dict per outer fold, in order (repeat-major): ``repeat``, ``fold``
     (0-based), ``n_train``, ``n_test``, ``accuracy``, ``balanced_accuracy`` (scikit-learn's
     ``balanced_accuracy_score``: the mean recall of the classes in the test part), ``auc`` (None
-    unless binary with both classes in the test part), ``fit_time`` (seconds to fit the final model on the training
-    part), ``search_time`` (seconds of the inner grid-search fits, or None), ``params`` (the grid
-    values chosen, ``{}`` without a grid), ``inner_accuracy`` (their mean inner CV accuracy, or
-    None), ``n_xv`` (expansion vectors, or None) and ``warnings``.
+    unless binary with both classes in the test part), ``fit_time`` (seconds to fit the final model
+    on the training part), ``search_time`` (seconds of the inner grid-search fits, or None),
+    ``params`` (the grid values chosen, ``{}`` without a grid), ``inner_accuracy`` (their mean inner
+    CV accuracy, or None), ``n_xv`` (expansion vectors, or None) and ``warnings``.
     ``inner_score`` is the mean inner criterion of the chosen grid point (``inner_accuracy``
     repeats it when the criterion is the accuracy).
     ``first_model`` is the model fitted on the first training part if it was asked for.
@@ -289,7 +325,10 @@ class CVResult:
         majority-class rate (keys as in the ``summary`` of ``milsvm cv --output``)."""
         acc, auc, times = self._values("accuracy"), self._values("auc"), self._values("fit_time")
         balanced, search = self._values("balanced_accuracy"), self._values("search_time")
-        per_repeat = [float(np.mean([f["accuracy"] for f in self.folds if f["repeat"] == r])) for r in range(repeats)]
+        per_repeat = [
+            float(np.mean([f["accuracy"] for f in self.folds if f["repeat"] == r]))
+            for r in range(repeats)
+        ]
         return {
             "accuracy_mean": float(acc.mean()),
             "accuracy_std": float(acc.std()),
@@ -310,9 +349,25 @@ def n_fits(n_folds, grid_size, inner_folds):
     return n_folds * (1 + (grid_size * inner_folds if grid_size else 0))
 
 
-def cross_validate(cls, params, bags, y, *, folds=10, repeats=1, seed=0, grid=None, inner_folds=3, scale=True,
-                   n_jobs=1, task_params=None, keep_first_model=False, progress=None, groups=None,
-                   scoring="accuracy"):
+def cross_validate(
+    cls,
+    params,
+    bags,
+    y,
+    *,
+    folds=10,
+    repeats=1,
+    seed=0,
+    grid=None,
+    inner_folds=3,
+    scale=True,
+    n_jobs=1,
+    task_params=None,
+    keep_first_model=False,
+    progress=None,
+    groups=None,
+    scoring="accuracy",
+):
     """Repeated stratified k-fold CV of ``cls(**params)`` on bags, with an optional inner grid.
 
     Parameters
@@ -376,14 +431,22 @@ def cross_validate(cls, params, bags, y, *, folds=10, repeats=1, seed=0, grid=No
         if groups is None:
             smallest = min(np.unique(y[train], return_counts=True)[1].min() for train, _ in splits)
             if inner_folds > smallest:
-                raise ValueError(f"{inner_folds} inner folds, but a training part holds only {smallest} bags of a "
-                                 f"class (use at most {smallest} inner folds)")
+                raise ValueError(
+                    f"{inner_folds} inner folds, but a training part holds only {smallest} bags "
+                    f"of a class (use at most {smallest} inner folds)"
+                )
         for train, _ in splits:
-            parts = inner_splits(y[train], None if groups is None else groups[train], inner_folds=inner_folds,
-                                 seed=seed)
+            parts = inner_splits(
+                y[train],
+                None if groups is None else groups[train],
+                inner_folds=inner_folds,
+                seed=seed,
+            )
             inner.append([(train[a], train[b]) for a, b in parts])
-    where = [f"fold {k % folds + 1} of repeat {k // folds + 1}" if repeats > 1 else f"fold {k + 1}"
-             for k in range(len(splits))]
+    where = [
+        f"fold {k % folds + 1} of repeat {k // folds + 1}" if repeats > 1 else f"fold {k + 1}"
+        for k in range(len(splits))
+    ]
 
     chosen = [{} for _ in splits]
     inner_value = [None] * len(splits)
@@ -396,9 +459,19 @@ def cross_validate(cls, params, bags, y, *, folds=10, repeats=1, seed=0, grid=No
         for s in range(len(splits)):
             for i, (itrain, itest) in enumerate(inner[s]):
                 for group in c_groups:
-                    task = dict(cls=cls, params={**params, **candidates[group[0]], **extra}, scale=scale, bags=bags,
-                                y=y, train=itrain, test=itest, where=f"inner fold {i + 1} of {where[s]}",
-                                evaluate=False, keep_model=False, scoring=scoring)
+                    task = dict(
+                        cls=cls,
+                        params={**params, **candidates[group[0]], **extra},
+                        scale=scale,
+                        bags=bags,
+                        y=y,
+                        train=itrain,
+                        test=itest,
+                        where=f"inner fold {i + 1} of {where[s]}",
+                        evaluate=False,
+                        keep_model=False,
+                        scoring=scoring,
+                    )
                     if len(group) > 1:
                         del task["params"]["C"]
                         task["Cs"] = [candidates[c]["C"] for c in group]
@@ -410,7 +483,9 @@ def cross_validate(cls, params, bags, y, *, folds=10, repeats=1, seed=0, grid=No
             scores[s, i, group] = result["accuracy"]
             seconds[s] += result["fit_time"]
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # a criterion undefined on every inner fold
+            warnings.simplefilter(
+                "ignore", RuntimeWarning
+            )  # a criterion undefined on every inner fold
             means = np.nanmean(scores, axis=1)
         means = np.where(np.isnan(means), -np.inf, means)
         for s in range(len(splits)):
@@ -419,28 +494,60 @@ def cross_validate(cls, params, bags, y, *, folds=10, repeats=1, seed=0, grid=No
             inner_value[s] = float(means[s, best])
             search_time[s] = float(seconds[s])
 
-    tasks = [dict(cls=cls, params={**params, **chosen[s], **extra}, scale=scale, bags=bags, y=y, train=train,
-                  test=test, where=where[s], evaluate=True, keep_model=keep_first_model and s == 0)
-             for s, (train, test) in enumerate(splits)]
+    tasks = [
+        dict(
+            cls=cls,
+            params={**params, **chosen[s], **extra},
+            scale=scale,
+            bags=bags,
+            y=y,
+            train=train,
+            test=test,
+            where=where[s],
+            evaluate=True,
+            keep_model=keep_first_model and s == 0,
+        )
+        for s, (train, test) in enumerate(splits)
+    ]
     first_model = None
     results, predictions = [], []
     for s, ((train, test), out) in enumerate(zip(splits, run_tasks(tasks, n_jobs, progress))):
         if s == 0:
             first_model = out.pop("model", None)
-        predictions.append({"repeat": s // folds, "fold": s % folds, "test": np.asarray(test),
-                            "scores": out.pop("scores"), "predicted": out.pop("predicted"),
-                            "proba": out.pop("proba")})
-        results.append({
-            "repeat": s // folds, "fold": s % folds, "n_train": int(len(train)), "n_test": int(len(test)),
-            "accuracy": out["accuracy"], "balanced_accuracy": out["balanced_accuracy"], "auc": out["auc"],
-            "fit_time": out["fit_time"],
-            "search_time": search_time[s],
-            "params": dict(chosen[s]),
-            "inner_accuracy": inner_value[s] if scoring == "accuracy" else None,
-            "inner_score": inner_value[s],
-            "n_xv": out["n_xv"],
-            "warnings": out["warnings"],
-        })
-    return CVResult(folds=results, first_model=first_model, classes=labels,
-                    majority_rate=float(counts.max() / len(y)), predictions=predictions, splits=splits,
-                    inner=inner)
+        predictions.append(
+            {
+                "repeat": s // folds,
+                "fold": s % folds,
+                "test": np.asarray(test),
+                "scores": out.pop("scores"),
+                "predicted": out.pop("predicted"),
+                "proba": out.pop("proba"),
+            }
+        )
+        results.append(
+            {
+                "repeat": s // folds,
+                "fold": s % folds,
+                "n_train": int(len(train)),
+                "n_test": int(len(test)),
+                "accuracy": out["accuracy"],
+                "balanced_accuracy": out["balanced_accuracy"],
+                "auc": out["auc"],
+                "fit_time": out["fit_time"],
+                "search_time": search_time[s],
+                "params": dict(chosen[s]),
+                "inner_accuracy": inner_value[s] if scoring == "accuracy" else None,
+                "inner_score": inner_value[s],
+                "n_xv": out["n_xv"],
+                "warnings": out["warnings"],
+            }
+        )
+    return CVResult(
+        folds=results,
+        first_model=first_model,
+        classes=labels,
+        majority_rate=float(counts.max() / len(y)),
+        predictions=predictions,
+        splits=splits,
+        inner=inner,
+    )

@@ -12,19 +12,23 @@ __all__ = ["param", "attr", "number", "SEARCH_RANGES", "VALID_VALUES"]
 
 def number(x):
     """``x`` as the docs write a number the core owns (``1e-10``, ``1e-8``, ``5000``)."""
-    return re.sub(r"e([+-])0*(\d)", lambda m: "e" + m.group(1).replace("+", "") + m.group(2), f"{x:g}")
+    return re.sub(
+        r"e([+-])0*(\d)", lambda m: "e" + m.group(1).replace("+", "") + m.group(2), f"{x:g}"
+    )
 
 
 #: What ``inner_tol=None`` means for the estimators that choose the inner solver
 #: (``solver="newton"`` or ``"lbfgs"``): the core's default tolerance of each.
-INNER_TOL_BY_SOLVER = (f"; None: {number(_core.NEWTON_TOL)} for newton, {number(_core.LBFGS_TOL)} for "
-                       "lbfgs")
+INNER_TOL_BY_SOLVER = (
+    f"; None: {number(_core.NEWTON_TOL)} for newton, {number(_core.LBFGS_TOL)} for lbfgs"
+)
 
 #: A suggested search range per parameter name (one meaning per name across the estimators;
 #: a class may add or override entries in ``_search_ranges``), shown by ``milsvm models NAME``.
 SEARCH_RANGES = {
     "C": "0.1 ... 1000, log-spaced (e.g. --grid C=0.1,1,10,100,1000)",
-    "gamma": "0.1*scale ... 10*scale, log-spaced (--grid gamma=0.1*scale,scale,10*scale), or median",
+    "gamma": "0.1*scale ... 10*scale, log-spaced (--grid gamma=0.1*scale,scale,10*scale), "
+    "or median",
     "kernel": "rbf; linear for high-dimensional (e.g. sparse text) features",
     "class_weight": "None, or balanced when the classes have very different sizes",
     "nu": "0.05 ... 0.8 (e.g. --grid nu=0.1,0.25,0.5,0.75)",
@@ -104,7 +108,10 @@ def _indent(text):
 def param(*names, **formats):
     """The shared descriptions of ``names``, each formatted with ``formats`` (``default``,
     ``none``), for a ``Parameters`` section."""
-    return "\n".join(_indent(_PARAMS[n].format(**{"default": "", "none": "", **formats.get(n, {})})) for n in names)
+    return "\n".join(
+        _indent(_PARAMS[n].format(**{"default": "", "none": "", **formats.get(n, {})}))
+        for n in names
+    )
 
 
 def attr(*names):
@@ -113,7 +120,16 @@ def attr(*names):
 
 
 #: The shared parameters of the estimators fitted by one SMO solve (NSK, sMIL, SIL, STK).
-SMO_PARAMS = param("class_weight", "inner_tol", "inner_max_iter", "probability", "n_jobs", "verbose",
-                   inner_tol={"default": "1e-3"},
-                   inner_max_iter={"default": "None", "none": " (None: the solver's default; a "
-                                   "``ConvergenceWarning`` when it is hit)"})
+SMO_PARAMS = param(
+    "class_weight",
+    "inner_tol",
+    "inner_max_iter",
+    "probability",
+    "n_jobs",
+    "verbose",
+    inner_tol={"default": "1e-3"},
+    inner_max_iter={
+        "default": "None",
+        "none": " (None: the solver's default; a ``ConvergenceWarning`` when it is hit)",
+    },
+)

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._convert import plain
+
 __all__ = ["BagExplanation", "explain_bags"]
 
 
@@ -98,7 +100,17 @@ def explain_bags(instance_scores, bag_scores, classes, pooling):
             ranking = np.argsort(-direction * contributions, kind="stable")
             top = int(ranking[0])
             margin = None
-        label = label.item() if isinstance(label, np.generic) else label
-        out.append(BagExplanation(label=label, score=pooled, pooling=kind, instance_scores=s,
-                                  contributions=contributions, ranking=ranking, top=top, margin=margin))
+        label = plain(label)
+        out.append(
+            BagExplanation(
+                label=label,
+                score=pooled,
+                pooling=kind,
+                instance_scores=s,
+                contributions=contributions,
+                ranking=ranking,
+                top=top,
+                margin=margin,
+            )
+        )
     return out

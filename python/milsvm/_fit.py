@@ -42,7 +42,9 @@ class FitMixin:
             the internal folds give the calibration (see :meth:`predict_proba`).
         """
         job = self._fit_job(bags, y)
-        with FitProgress(job["name"], job["verbose"], self._progress_unit, job["total"]) as progress:
+        with FitProgress(
+            job["name"], job["verbose"], self._progress_unit, job["total"]
+        ) as progress:
             name, data = self._core_input(job["bags"])
             fit = getattr(_core, name)(*data, job["labels"], job["params"], progress.callback())
         self._install(job, fit, time.perf_counter() - job["start"])
@@ -94,21 +96,29 @@ class FitMixin:
             if isinstance(c, bool) or not isinstance(c, numbers.Real):
                 raise TypeError(f"Cs must hold real numbers, got {c!r} ({type(c).__name__})")
         if not Cs or not all(np.isfinite(c) and c > 0 for c in Cs):
-            raise ValueError(f"every C of a path must be a finite number > 0 (at least one), got {Cs!r}")
+            raise ValueError(
+                f"every C of a path must be a finite number > 0 (at least one), got {Cs!r}"
+            )
         Cs = [float(c) for c in Cs]
         estimators = [clone(self).set_params(C=c) for c in Cs]
         if not self._c_path:
             return [e.fit(bags, y) for e in estimators]
         job = self._fit_job(bags, y)
         job["params"]["C"] = Cs[0]  # ignored by the path; a valid value for the builder's check
-        with FitProgress(job["name"], job["verbose"], self._progress_unit, job["total"] * len(Cs)) as progress:
+        with FitProgress(
+            job["name"], job["verbose"], self._progress_unit, job["total"] * len(Cs)
+        ) as progress:
             name, data = self._core_input(job["bags"])
-            fits = getattr(_core, name + "_path")(*data, job["labels"], job["params"], Cs, progress.callback())
+            fits = getattr(_core, name + "_path")(
+                *data, job["labels"], job["params"], Cs, progress.callback()
+            )
         calibrations = [None] * len(Cs)
         if job["probability"]:
             # the internal folds' refits as paths too: the same models as each value's own
             # calibration (one fit_path per fold instead of one fit per fold and value)
-            calibrations = self._calibrations(job["bags"], job["classes"], job["labels"], job["probability"], Cs)
+            calibrations = self._calibrations(
+                job["bags"], job["classes"], job["labels"], job["probability"], Cs
+            )
             job["probability"] = False
         share = (time.perf_counter() - job["start"]) / len(Cs)
         for estimator, fit, calibrate in zip(estimators, fits, calibrations):
@@ -117,7 +127,10 @@ class FitMixin:
                 estimator.model_ = calibrate(estimator.model_)
             estimator._warn_unconverged(fit)
             if job["verbose"]:
-                print(f"[{job['name']}] C={estimator.C:g}: {estimator._fit_summary()}, {estimator.fit_time_:.3f} s")
+                print(
+                    f"[{job['name']}] C={estimator.C:g}: {estimator._fit_summary()}, "
+                    f"{estimator.fit_time_:.3f} s"
+                )
         return estimators
 
     def _fit_job(self, bags, y):
@@ -134,9 +147,17 @@ class FitMixin:
         probability = _check_probability(getattr(self, "probability", False), labels, classes)
         params = self._core_params(bags, classes, labels)
         n_problems = 1 if len(classes) == 2 else len(classes)
-        return {"name": name, "verbose": int(verbose), "bags": bags, "classes": classes, "labels": labels,
-                "probability": probability, "params": params,
-                "total": self._progress_total(params) * n_problems, "start": time.perf_counter()}
+        return {
+            "name": name,
+            "verbose": int(verbose),
+            "bags": bags,
+            "classes": classes,
+            "labels": labels,
+            "probability": probability,
+            "params": params,
+            "total": self._progress_total(params) * n_problems,
+            "start": time.perf_counter(),
+        }
 
     def _core_input(self, bags):
         """The core's fit binding for ``bags`` (its path: the name with ``_path``) and the
@@ -152,9 +173,11 @@ class FitMixin:
         state = {"classes_": classes, "model_": fit.model, "gamma_": float(fit.gamma)}
         state.update(self._fitted(fit, bags, len(classes) == 2))
         if bags.dtype == np.float32 and state["model_"].input_dtype != "float32":
-            state["model_"] = state["model_"].with_input_dtype("float32")  # recorded in the model file
+            state["model_"] = state["model_"].with_input_dtype(
+                "float32"
+            )  # recorded in the model file
         if job["probability"]:
-            calibrate, = self._calibrations(bags, classes, job["labels"], job["probability"])
+            (calibrate,) = self._calibrations(bags, classes, job["labels"], job["probability"])
             state["model_"] = calibrate(state["model_"])
         state["fit_time_"] = seconds + (time.perf_counter() - start)
         state["n_features_in_"] = state["model_"].n_features
@@ -194,7 +217,7 @@ class FitMixin:
         _check_verbose(getattr(self, "verbose", 0))
         _check_probability(getattr(self, "probability", False), None, classes)
         params = self._core_params(None, classes, None, check_only=True)
-        getattr(_core, "check_" + self._core_fit[len("fit_"):])(params)
+        getattr(_core, "check_" + self._core_fit[len("fit_") :])(params)
 
     def _core_params(self, bags, classes, labels, check_only=False):
         """The core's parameters: every constructor parameter under its own name (the core's
@@ -231,11 +254,19 @@ class FitMixin:
         name = type(self).__name__
         cap = self.get_params(deep=False).get("max_iter")
         if cap is not None and not getattr(self, "converged_", True):
-            warnings.warn(f"{name} stopped at max_iter={cap} before its stopping rule was met; the model of the "
-                          "last iteration is kept", ConvergenceWarning, stacklevel=3)
+            warnings.warn(
+                f"{name} stopped at max_iter={cap} before its stopping rule was met; the model of "
+                "the last iteration is kept",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
         if not getattr(fit, "inner_converged", True):
-            warnings.warn(f"{name}: an inner solve stopped at its iteration cap (inner_max_iter) before its "
-                          "tolerance was met", ConvergenceWarning, stacklevel=3)
+            warnings.warn(
+                f"{name}: an inner solve stopped at its iteration cap (inner_max_iter) before its "
+                "tolerance was met",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
 
     def _fit_summary(self):
         """The line ``verbose`` prints after a fit."""

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._convert import plain
+
 __all__ = ["write_heatmaps", "slide_explanations"]
 
 _POSITIVE_RGB = [200, 30, 30]
@@ -60,20 +62,22 @@ def _level0_size(coords, patch_size, where):
     if size is not None:
         return size
     if coords.patch_size is None:
-        raise ValueError(f"{where}: the coords have no patch_size attribute: give the patch size in level-0 pixels "
-                         "(patch_size=..., --patch-size)")
-    raise ValueError(f"{where}: the coords are at patch_level {coords.patch_level} without a downsample attribute: "
-                     "give the patch size in level-0 pixels (patch_size=..., --patch-size)")
+        raise ValueError(
+            f"{where}: the coords have no patch_size attribute: give the patch size in level-0 "
+            "pixels (patch_size=..., --patch-size)"
+        )
+    raise ValueError(
+        f"{where}: the coords are at patch_level {coords.patch_level} without a downsample "
+        "attribute: give the patch size in level-0 pixels (patch_size=..., --patch-size)"
+    )
 
 
-def _plain(value):
-    return value.item() if isinstance(value, np.generic) else value
-
-
-_FEATURE = ('{{"type":"Feature","id":"patch-{i}","geometry":{{"type":"Polygon","coordinates":'
-            '[[[{x},{y}],[{x1},{y}],[{x1},{y1}],[{x},{y1}],[{x},{y}]]]}},"properties":{{"objectType":"detection",'
-            '"classification":{{"name":{name},"color":{color}}},"measurements":{{"score":{s},"share":{h}}},'
-            '"score":{s},"share":{h},"instance":{i}}}}}')
+_FEATURE = (
+    '{{"type":"Feature","id":"patch-{i}","geometry":{{"type":"Polygon","coordinates":'
+    '[[[{x},{y}],[{x1},{y}],[{x1},{y1}],[{x},{y1}],[{x},{y}]]]}},"properties":{{"objectType":"detection",'
+    '"classification":{{"name":{name},"color":{color}}},"measurements":{{"score":{s},"share":{h}}},'
+    '"score":{s},"share":{h},"instance":{i}}}}}'
+)
 
 
 def _number_text(values):
@@ -93,13 +97,24 @@ def geojson_text(xy, size, scores, shares, labels, positive):
     x, y = _number_text(xy[:, 0]), _number_text(xy[:, 1])
     x1, y1 = _number_text(xy[:, 0] + size), _number_text(xy[:, 1] + size)
     style = {}
-    for label in dict.fromkeys(_plain(v) for v in labels):
+    for label in dict.fromkeys(plain(v) for v in labels):
         colour = _POSITIVE_RGB if label == positive else _NEGATIVE_RGB
         style[label] = (json.dumps(str(label)), json.dumps(colour, separators=(",", ":")))
     features = [
-        _FEATURE.format(i=i, x=x[i], y=y[i], x1=x1[i], y1=y1[i], name=style[lab][0], color=style[lab][1], s=repr(s),
-                        h=repr(h))
-        for i, (lab, s, h) in enumerate(zip((_plain(v) for v in labels), scores.tolist(), shares.tolist()))
+        _FEATURE.format(
+            i=i,
+            x=x[i],
+            y=y[i],
+            x1=x1[i],
+            y1=y1[i],
+            name=style[lab][0],
+            color=style[lab][1],
+            s=repr(s),
+            h=repr(h),
+        )
+        for i, (lab, s, h) in enumerate(
+            zip((plain(v) for v in labels), scores.tolist(), shares.tolist())
+        )
     ]
     return '{"type":"FeatureCollection","features":[' + ",".join(features) + "]}\n"
 
@@ -148,12 +163,24 @@ def _draw_png(path, xy, size, scores, title):
         rows, cols, shape = grid
         image = np.full(shape, np.nan)
         image[rows, cols] = scores
-        ax.imshow(image, cmap=cmap, norm=norm, interpolation="nearest",
-                  extent=(x0, x0 + shape[1] * size, y0 + shape[0] * size, y0))
+        ax.imshow(
+            image,
+            cmap=cmap,
+            norm=norm,
+            interpolation="nearest",
+            extent=(x0, x0 + shape[1] * size, y0 + shape[0] * size, y0),
+        )
     else:  # patches off a common grid: one square each
         corners = np.array([[0, 0], [size, 0], [size, size], [0, size]], dtype=np.float64)
-        ax.add_collection(PolyCollection(xy[:, None, :] + corners[None, :, :], array=scores, cmap=cmap, norm=norm,
-                                         edgecolors="none"))
+        ax.add_collection(
+            PolyCollection(
+                xy[:, None, :] + corners[None, :, :],
+                array=scores,
+                cmap=cmap,
+                norm=norm,
+                edgecolors="none",
+            )
+        )
     ax.set_xlim(x0, x1)
     ax.set_ylim(y1, y0)  # image coordinates: y grows downwards
     ax.set_aspect("equal", adjustable="box", anchor="C")
@@ -161,7 +188,11 @@ def _draw_png(path, xy, size, scores, title):
     ax.set_xlabel("x (level-0 pixels)")
     ax.set_ylabel("y (level-0 pixels)")
     ax.set_title(title, fontsize="medium")
-    fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), cax=cax, label="instance score (> 0: positive evidence)")
+    fig.colorbar(
+        ScalarMappable(norm=norm, cmap=cmap),
+        cax=cax,
+        label="instance score (> 0: positive evidence)",
+    )
     fig.savefig(path, dpi=100)
 
 
@@ -170,8 +201,19 @@ def _slug(name):
     return str(name).replace(os.sep, "_").replace("/", "_")
 
 
-def write_heatmaps(model, bags, coords, out_dir, *, names=None, labels=None, patch_size=None, png=True,
-                   files=None, h5=False):
+def write_heatmaps(
+    model,
+    bags,
+    coords,
+    out_dir,
+    *,
+    names=None,
+    labels=None,
+    patch_size=None,
+    png=True,
+    files=None,
+    h5=False,
+):
     """Write a GeoJSON file and a PNG image of the instance scores of every slide.
 
     Parameters
@@ -223,29 +265,37 @@ def write_heatmaps(model, bags, coords, out_dir, *, names=None, labels=None, pat
     sizes = []
     for k in range(n):
         if coords[k] is None:
-            raise ValueError(f"{files[k]}: no patch coordinates (an HDF5 file needs a 'coords' dataset, a .npy bag "
-                             "a coords/<bag>.npy sidecar): a heatmap needs them")
+            raise ValueError(
+                f"{files[k]}: no patch coordinates (an HDF5 file needs a 'coords' dataset, a .npy "
+                "bag a coords/<bag>.npy sidecar): a heatmap needs them"
+            )
         if len(coords[k].xy) != bags.bag_sizes[k]:
-            raise ValueError(f"{files[k]}: {len(coords[k].xy)} coords rows, but the bag has {bags.bag_sizes[k]} "
-                             "instances")
+            raise ValueError(
+                f"{files[k]}: {len(coords[k].xy)} coords rows, but the bag has {bags.bag_sizes[k]} "
+                "instances"
+            )
         sizes.append(_level0_size(coords[k], patch_size, files[k]))
     if png:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            raise ImportError("drawing heatmaps needs matplotlib: pip install milsvm[plot] (or png=False)") from None
+            raise ImportError(
+                "drawing heatmaps needs matplotlib: pip install milsvm[plot] (or png=False)"
+            ) from None
     if h5:
         try:
             import h5py
         except ImportError:
-            raise ImportError("writing CLAM block maps needs h5py: pip install milsvm[hdf5] (or h5=False)") from None
+            raise ImportError(
+                "writing CLAM block maps needs h5py: pip install milsvm[hdf5] (or h5=False)"
+            ) from None
     explanations, instance_labels = slide_explanations(model, bags)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     from ._crossval import final_estimator
 
     classes = final_estimator(model).classes_
-    positive = _plain(classes[-1])
+    positive = plain(classes[-1])
     written = []
     for k, (ex, ilab) in enumerate(zip(explanations, instance_labels)):
         c = coords[k]
@@ -256,8 +306,14 @@ def write_heatmaps(model, bags, coords, out_dir, *, names=None, labels=None, pat
         for slide, rows in parts:
             stem = _slug(slide)
             path = out / f"{stem}.geojson"
-            text = geojson_text(c.xy[rows], sizes[k], ex.instance_scores[rows], ex.contributions[rows],
-                                np.asarray(ilab)[rows], positive)
+            text = geojson_text(
+                c.xy[rows],
+                sizes[k],
+                ex.instance_scores[rows],
+                ex.contributions[rows],
+                np.asarray(ilab)[rows],
+                positive,
+            )
             from ._model import write_atomically
 
             write_atomically(path, text)
@@ -265,17 +321,23 @@ def write_heatmaps(model, bags, coords, out_dir, *, names=None, labels=None, pat
             if h5:
                 path = out / f"{stem}.h5"
                 with h5py.File(path, "w") as f:
-                    scores = f.create_dataset("attention_scores",
-                                              data=np.asarray(ex.instance_scores[rows], np.float32)[:, None])
-                    scores.attrs["milsvm"] = "instance scores (instance_decision_function), not attention"
+                    scores = f.create_dataset(
+                        "attention_scores",
+                        data=np.asarray(ex.instance_scores[rows], np.float32)[:, None],
+                    )
+                    scores.attrs["milsvm"] = (
+                        "instance scores (instance_decision_function), not attention"
+                    )
                     f.create_dataset("coords", data=np.asarray(c.xy[rows]))
                 written.append(path)
             if png:
                 title = f"{slide}: bag score {ex.score:.3f}, predicted {ex.label}"
                 if c.slide is not None:
-                    title = f"{slide} (bag {names[k]}): bag score {ex.score:.3f}, predicted {ex.label}"
+                    title = (
+                        f"{slide} (bag {names[k]}): bag score {ex.score:.3f}, predicted {ex.label}"
+                    )
                 if labels is not None:
-                    title += f", label {_plain(np.asarray(labels)[k])}"
+                    title += f", label {plain(np.asarray(labels)[k])}"
                 path = out / f"{stem}.png"
                 _draw_png(path, c.xy[rows], sizes[k], ex.instance_scores[rows], title)
                 written.append(path)

@@ -8,6 +8,8 @@ import numbers
 import numpy as np
 from sklearn.utils import check_random_state
 
+from ._convert import plain
+
 __all__ = ["seed_of", "class_weight_vector", "encode_labels"]
 
 
@@ -26,38 +28,39 @@ def class_weight_vector(class_weight, classes):
         keys = list(class_weight)
     else:
         known = set(np.asarray(classes).tolist())
-        unknown = [_plain(k) for k in class_weight if _plain(k) not in known]
+        unknown = [plain(k) for k in class_weight if plain(k) not in known]
         if unknown:
-            raise ValueError(f"class_weight names labels that are not in y: {unknown!r} "
-                             f"(classes: {np.asarray(classes).tolist()!r})")
+            raise ValueError(
+                f"class_weight names labels that are not in y: {unknown!r} "
+                f"(classes: {np.asarray(classes).tolist()!r})"
+            )
         keys = np.asarray(classes).tolist()
     out = []
     for c in keys:
         w = class_weight.get(c, 1.0)
         if isinstance(w, bool) or not isinstance(w, numbers.Real):
-            raise TypeError(f"class_weight[{_plain(c)!r}] must be a real number, got {_plain(w)!r} "
-                            f"({type(w).__name__})")
+            raise TypeError(
+                f"class_weight[{plain(c)!r}] must be a real number, got {plain(w)!r} "
+                f"({type(w).__name__})"
+            )
         out.append(float(w))
     return out
 
 
-def _plain(value):
-    """A NumPy scalar as the Python value it holds (for messages: ``3``, not ``np.int64(3)``)."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
 def _check_verbose(verbose):
     if isinstance(verbose, bool) or not isinstance(verbose, numbers.Integral):
-        raise TypeError(f"verbose must be an integer, got {_plain(verbose)!r} ({type(verbose).__name__})")
+        raise TypeError(
+            f"verbose must be an integer, got {plain(verbose)!r} ({type(verbose).__name__})"
+        )
 
 
 def _not_class_labels(y):
     """``None`` when the 1-D array of finite labels ``y`` holds class labels (integers,
-    booleans, strings, floats that are whole numbers within int64), else the target type scikit-learn's
-    ``type_of_target`` names it: ``"continuous"`` (other floats) or ``"unknown"`` (objects that
-    are not strings, complex numbers, other types). Written here because scikit-learn's function
-    discovers dataframe plugins on its first call, a cost paid by the first fit of every process
-    (the peers' first fits in ``benches/bench_peers.py`` measure it)."""
+    booleans, strings, floats that are whole numbers within int64), else the target type
+    scikit-learn's ``type_of_target`` names it: ``"continuous"`` (other floats) or ``"unknown"``
+    (objects that are not strings, complex numbers, other types). Written here because
+    scikit-learn's function discovers dataframe plugins on its first call, a cost paid by the first
+    fit of every process (the peers' first fits in ``benches/bench_peers.py`` measure it)."""
     kind = y.dtype.kind
     if kind == "O":
         return None if all(isinstance(v, str) for v in y) else "unknown"
@@ -82,13 +85,14 @@ def encode_labels(y, n_bags, *, multiclass, name):
         raise ValueError("y has a non-finite label (NaN or infinity)")
     kind = _not_class_labels(y)
     if kind is not None:
-        raise ValueError(f"y must hold class labels (binary or multi-class), got target type {kind!r}")
-    # the sorted distinct labels and their codes, as np.unique(y, return_inverse=True) gives
-    # them; its first call in a process costs several times this whole function's
-    classes = np.array(sorted(set(y.tolist())), dtype=y.dtype)
-    encoded = np.searchsorted(classes, y)
+        raise ValueError(
+            f"y must hold class labels (binary or multi-class), got target type {kind!r}"
+        )
+    classes, encoded = np.unique(y, return_inverse=True)
     if len(classes) < 2:
-        raise ValueError(f"y holds a single class ({_plain(classes[0])!r}); at least two classes are needed")
+        raise ValueError(
+            f"y holds a single class ({plain(classes[0])!r}); at least two classes are needed"
+        )
     if len(classes) > 2 and not multiclass:
         raise ValueError(f"{name} is binary, but y holds {len(classes)} classes")
     return classes, encoded.astype(np.int64)

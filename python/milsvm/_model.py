@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core, _registry
+from ._convert import jsonable
 
 __all__ = ["CompiledModelMixin", "load", "save", "Model", "write_atomically"]
 
@@ -39,7 +40,9 @@ def threads(n_jobs):
     if n_jobs is None:
         return None
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral):
-        raise TypeError(f"n_jobs must be None or an integer, got {n_jobs!r} ({type(n_jobs).__name__})")
+        raise TypeError(
+            f"n_jobs must be None or an integer, got {n_jobs!r} ({type(n_jobs).__name__})"
+        )
     return int(n_jobs)
 
 
@@ -56,24 +59,6 @@ def write_atomically(path, text):
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-
-
-def _jsonable(value):
-    """``value`` as plain JSON data (arrays become lists), or ``None`` if it cannot be."""
-    if isinstance(value, np.ndarray):
-        return value.tolist() if value.dtype.kind in "biuf" else None
-    if isinstance(value, (list, tuple)):
-        items = [_jsonable(v) for v in value]
-        return None if any(i is None for i in items) else items
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if isinstance(value, numbers.Real):
-        return float(value) if np.isfinite(value) else None
-    if isinstance(value, str):
-        return value
-    return None
 
 
 def _restored(value):
@@ -132,7 +117,9 @@ class CompiledModelMixin:
         or (n_bags, n_classes) for multi-class problems.
         """
         bags = self._check_bags(bags)
-        scores = self._model().decision_function(bags.core_instances(), bags.bag_ptr, threads(self.n_jobs))
+        scores = self._model().decision_function(
+            bags.core_instances(), bags.bag_ptr, threads(self.n_jobs)
+        )
         return scores[:, 0] if scores.shape[1] == 1 else scores
 
     def instance_decision_function(self, bags):
@@ -161,7 +148,9 @@ class CompiledModelMixin:
             n_classes) for multi-class ones.
         """
         bags = self._check_bags(bags)
-        scores = self._model().bag_instance_scores(bags.core_instances(), bags.bag_ptr, threads(self.n_jobs))
+        scores = self._model().bag_instance_scores(
+            bags.core_instances(), bags.bag_ptr, threads(self.n_jobs)
+        )
         scores = scores[:, 0] if scores.shape[1] == 1 else scores
         return np.split(scores, bags.bag_ptr[1:-1])
 
@@ -171,7 +160,11 @@ class CompiledModelMixin:
         largest score. One array per bag."""
         out = []
         for s in self.instance_decision_function(bags):
-            out.append(self.classes_[(s > 0).astype(int)] if s.ndim == 1 else self.classes_[np.argmax(s, axis=1)])
+            out.append(
+                self.classes_[(s > 0).astype(int)]
+                if s.ndim == 1
+                else self.classes_[np.argmax(s, axis=1)]
+            )
         return out
 
     def decision_function_bag(self, bag):
@@ -180,8 +173,8 @@ class CompiledModelMixin:
         Parameters
         ----------
         bag : array-like of shape (n_instances, n_features)
-            One bag, one instance per row (a float64 or float32 array is read in place; a sparse matrix
-            goes through :meth:`decision_function`).
+            One bag, one instance per row (a float64 or float32 array is read in place; a sparse
+            matrix goes through :meth:`decision_function`).
 
         Returns
         -------
@@ -198,14 +191,17 @@ class CompiledModelMixin:
         else:
             x = np.asarray(bag, dtype=np.float64)
             if x.ndim != 2:
-                raise ValueError(f"a bag must be a 2-D array (n_instances, n_features), got {x.ndim} dimension(s)")
+                raise ValueError(
+                    f"a bag must be a 2-D array (n_instances, n_features), got {x.ndim} "
+                    "dimension(s)"
+                )
         scores = model.decision_function_bag(x)
         return scores[0] if len(scores) == 1 else np.asarray(scores)
 
     def _saved_params(self):
         params = {}
         for key, value in self.get_params(deep=False).items():
-            v = _jsonable(value)
+            v = jsonable(value, strict=True)
             if v is not None or value is None:
                 params[key] = v
         return params
@@ -214,7 +210,7 @@ class CompiledModelMixin:
         info = {}
         for name in self._info_attrs:
             if hasattr(self, name):
-                v = _jsonable(getattr(self, name))
+                v = jsonable(getattr(self, name), strict=True)
                 if v is not None:
                     info[name] = v
         return info
@@ -222,21 +218,25 @@ class CompiledModelMixin:
     def save(self, path):
         """Write the fitted model as versioned JSON: readable by :func:`milsvm.load` and by the
         Rust crate (``milsvm::Model::load``), with the class labels, the parameters, the
-        training record and, with ``probability``, the sigmoid (or the calibrated ensemble). :func:`milsvm.save` also
-        takes a pipeline with its scaler."""
+        training record and, with ``probability``, the sigmoid (or the calibrated ensemble).
+        :func:`milsvm.save` also takes a pipeline with its scaler."""
         write_atomically(path, self._model_json())
 
     def _model_json(self, scaler=None):
         """The model file's text, with the ``(mean, scale, params)`` of a fitted scaler if any."""
         model = self._model()
-        classes = _jsonable(np.asarray(self.classes_))
+        classes = jsonable(np.asarray(self.classes_), strict=True)
         if classes is None:
             classes = [str(c) for c in self.classes_]
         info = self._saved_info()
         if scaler is not None:
             mean, scale, scaler_params = scaler
-            model = model.with_scaler((np.asarray(mean, dtype=np.float64).tolist(),
-                                       np.asarray(scale, dtype=np.float64).tolist()))
+            model = model.with_scaler(
+                (
+                    np.asarray(mean, dtype=np.float64).tolist(),
+                    np.asarray(scale, dtype=np.float64).tolist(),
+                )
+            )
             info[_SCALER_INFO] = scaler_params
         return model.to_json(
             estimator=type(self).__name__,
@@ -275,8 +275,11 @@ def save(model, path):
 
     from .preprocessing import BagStandardScaler
 
-    steps = [step for _, step in model.steps if step not in (None, "passthrough")] \
-        if isinstance(model, Pipeline) else [model]
+    steps = (
+        [step for _, step in model.steps if step not in (None, "passthrough")]
+        if isinstance(model, Pipeline)
+        else [model]
+    )
     scaler = None
     if len(steps) == 2 and isinstance(steps[0], BagStandardScaler):
         check_is_fitted(steps[0])
@@ -284,13 +287,20 @@ def save(model, path):
         steps = steps[1:]
     if len(steps) != 1 or not isinstance(steps[0], CompiledModelMixin):
         kinds = ", ".join(type(s).__name__ for s in steps)
-        raise TypeError(f"milsvm.save takes a milsvm estimator or a Pipeline of a BagStandardScaler and a milsvm "
-                        f"estimator, got {type(model).__name__} ({kinds})")
+        raise TypeError(
+            "milsvm.save takes a milsvm estimator or a Pipeline of a BagStandardScaler and a "
+            f"milsvm estimator, got {type(model).__name__} ({kinds})"
+        )
     estimator = steps[0]
-    if scaler is not None and "n_features_in_" in estimator.__dict__ \
-            and len(scaler[0]) != estimator.n_features_in_:
-        raise ValueError(f"the scaler was fitted on {len(scaler[0])} features, the estimator on "
-                         f"{estimator.n_features_in_}")
+    if (
+        scaler is not None
+        and "n_features_in_" in estimator.__dict__
+        and len(scaler[0]) != estimator.n_features_in_
+    ):
+        raise ValueError(
+            f"the scaler was fitted on {len(scaler[0])} features, the estimator on "
+            f"{estimator.n_features_in_}"
+        )
     write_atomically(path, estimator._model_json(scaler))
 
 
@@ -324,15 +334,20 @@ def load(path):
         )
     if model.pooling not in cls._poolings:
         raise ValueError(
-            f"{path}: field `pooling`: a {cls.__name__} model pools by {' or '.join(cls._poolings)}, "
-            f"the file has {model.pooling!r}"
+            f"{path}: field `pooling`: a {cls.__name__} model pools by "
+            f"{' or '.join(cls._poolings)}, the file has {model.pooling!r}"
         )
     allowed = cls().get_params()
     params = {k: v for k, v in json.loads(model.params_json).items() if k in allowed}
     if "n_jobs" in params:  # the one stored parameter prediction uses
         n_jobs = params["n_jobs"]
-        if not (n_jobs is None or (type(n_jobs) is int and (n_jobs == -1 or 1 <= n_jobs <= 1 << 16))):
-            raise ValueError(f"{path}: field `params.n_jobs`: expected null, -1 or a thread count, got {n_jobs!r}")
+        if not (
+            n_jobs is None or (type(n_jobs) is int and (n_jobs == -1 or 1 <= n_jobs <= 1 << 16))
+        ):
+            raise ValueError(
+                f"{path}: field `params.n_jobs`: expected null, -1 or a thread count, got "
+                f"{n_jobs!r}"
+            )
     est = cls(**params)
     if model.classes_json is None:
         est.classes_ = np.arange(model.n_classes)
@@ -358,7 +373,9 @@ def _pipeline(est, model, scaler_params):
     from .preprocessing import BagStandardScaler
 
     allowed = BagStandardScaler().get_params()
-    scaler = BagStandardScaler(**{k: v for k, v in scaler_params.items() if k in allowed and isinstance(v, bool)})
+    scaler = BagStandardScaler(
+        **{k: v for k, v in scaler_params.items() if k in allowed and isinstance(v, bool)}
+    )
     scaler.mean_, scaler.scale_ = (np.array(a) for a in model.scaler)
     scaler.n_features_in_ = model.n_features
     est._set_model(model.with_scaler(None))

@@ -17,18 +17,15 @@ import io
 import numpy as np
 
 from ._bootstrap import METHOD, bootstrap_interval, weighted_auc, weighted_balanced_accuracy
+from ._convert import plain
 
 __all__ = ["prediction_table", "pooled_evaluation", "write_predictions"]
-
-
-def _plain(value):
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def _score_columns(classes, scores):
     if np.ndim(scores) == 1:
         return ["score"]
-    return [f"score_{_plain(c)}" for c in classes]
+    return [f"score_{plain(c)}" for c in classes]
 
 
 def prediction_table(result, y, names, groups, classes):
@@ -40,13 +37,19 @@ def prediction_table(result, y, names, groups, classes):
     first = result.predictions[0]
     columns = ["repeat", "fold", "bag", "group", "label", *_score_columns(classes, first["scores"])]
     if first["proba"] is not None:
-        columns += [f"proba_{_plain(c)}" for c in classes]
+        columns += [f"proba_{plain(c)}" for c in classes]
     rows = []
     for p in result.predictions:
         scores = np.asarray(p["scores"])
         proba = p["proba"]
         for k, bag in enumerate(p["test"]):
-            row = [p["repeat"], p["fold"], names[bag], "" if groups is None else str(groups[bag]), _plain(y[bag])]
+            row = [
+                p["repeat"],
+                p["fold"],
+                names[bag],
+                "" if groups is None else str(groups[bag]),
+                plain(y[bag]),
+            ]
             row += [float(scores[k])] if scores.ndim == 1 else [float(v) for v in scores[k]]
             if proba is not None:
                 row += [float(v) for v in proba[k]]
@@ -117,17 +120,37 @@ def _metrics(scores, predicted, y, classes, strata, unit_of_bag, n_resamples, rn
     out = {}
     if len(classes) == 2 and np.ndim(scores) == 1:
         positive = y == classes[1]
-        out["auc"] = bootstrap_interval(lambda w: weighted_auc(scores, positive, w), strata, unit_of_bag,
-                                        n_resamples=n_resamples, rng=rng)
+        out["auc"] = bootstrap_interval(
+            lambda w: weighted_auc(scores, positive, w),
+            strata,
+            unit_of_bag,
+            n_resamples=n_resamples,
+            rng=rng,
+        )
     else:
         out["auc"] = None
-    out["balanced_accuracy"] = bootstrap_interval(lambda w: weighted_balanced_accuracy(y, predicted, w), strata,
-                                                  unit_of_bag, n_resamples=n_resamples, rng=rng)
+    out["balanced_accuracy"] = bootstrap_interval(
+        lambda w: weighted_balanced_accuracy(y, predicted, w),
+        strata,
+        unit_of_bag,
+        n_resamples=n_resamples,
+        rng=rng,
+    )
     return out
 
 
-def pooled_evaluation(result, y, groups, *, grouped, repeats, case_score="max", n_resamples=2000, seed=0,
-                      confidence=0.95):
+def pooled_evaluation(
+    result,
+    y,
+    groups,
+    *,
+    grouped,
+    repeats,
+    case_score="max",
+    n_resamples=2000,
+    seed=0,
+    confidence=0.95,
+):
     """The pooled out-of-fold results of every repeat, with bootstrap intervals.
 
     Parameters
@@ -169,15 +192,25 @@ def pooled_evaluation(result, y, groups, *, grouped, repeats, case_score="max", 
         strata, unit_of_bag, resampled = case["y"], case["codes"], "patients"
     else:
         strata, unit_of_bag, resampled = y, None, "bags"
-    out = {"method": METHOD, "confidence": confidence, "n_resamples": n_resamples, "resampled": resampled,
-           "bags": [], "patients": None}
+    out = {
+        "method": METHOD,
+        "confidence": confidence,
+        "n_resamples": n_resamples,
+        "resampled": resampled,
+        "bags": [],
+        "patients": None,
+    }
     per_case_scores, first_case_pred = [], None
     patient_rows = []
     for r in range(repeats):
         scores, predicted = _pooled(result, r, n)
         rng = np.random.default_rng([seed, r])
-        out["bags"].append({"repeat": r, **_metrics(scores, predicted, y, classes, strata, unit_of_bag,
-                                                    n_resamples, rng)})
+        out["bags"].append(
+            {
+                "repeat": r,
+                **_metrics(scores, predicted, y, classes, strata, unit_of_bag, n_resamples, rng),
+            }
+        )
         if case is not None:
             cs = _case_scores(scores, case["codes"], len(case["ids"]), case_score)
             cp = _labels_of(cs, classes)
@@ -185,21 +218,35 @@ def pooled_evaluation(result, y, groups, *, grouped, repeats, case_score="max", 
             if first_case_pred is None:
                 first_case_pred = cp
             rng = np.random.default_rng([seed, r, 1])
-            patient_rows.append({"repeat": r, **_metrics(cs, cp, case["y"], classes, case["y"], None,
-                                                         n_resamples, rng)})
+            patient_rows.append(
+                {
+                    "repeat": r,
+                    **_metrics(cs, cp, case["y"], classes, case["y"], None, n_resamples, rng),
+                }
+            )
     if case is not None:
         mean_scores = np.mean(per_case_scores, axis=0)
         counts = np.bincount(case["codes"], minlength=len(case["ids"]))
         table = []
         for k, cid in enumerate(case["ids"]):
             score = mean_scores[k]
-            table.append({"patient": str(cid), "n_bags": int(counts[k]), "label": _plain(case["y"][k]),
-                          "mixed": bool(case["mixed"][k]),
-                          "score": float(score) if np.ndim(score) == 0 else [float(v) for v in score],
-                          "predicted": _plain(first_case_pred[k])})
-        out["patients"] = {"case_score": case_score, "n_patients": int(len(case["ids"])),
-                           "mixed_label_patients": int(case["mixed"].sum()), "repeats": patient_rows,
-                           "table": table}
+            table.append(
+                {
+                    "patient": str(cid),
+                    "n_bags": int(counts[k]),
+                    "label": plain(case["y"][k]),
+                    "mixed": bool(case["mixed"][k]),
+                    "score": float(score) if np.ndim(score) == 0 else [float(v) for v in score],
+                    "predicted": plain(first_case_pred[k]),
+                }
+            )
+        out["patients"] = {
+            "case_score": case_score,
+            "n_patients": int(len(case["ids"])),
+            "mixed_label_patients": int(case["mixed"].sum()),
+            "repeats": patient_rows,
+            "table": table,
+        }
     return out
 
 
@@ -209,5 +256,7 @@ def interval_text(metric, digits=4, percent=False):
         return "-"
     scale, unit = (100.0, " %") if percent else (1.0, "")
     d = 2 if percent else digits
-    return (f"{scale * metric['value']:.{d}f}{unit} (95 % CI {scale * metric['low']:.{d}f} to "
-            f"{scale * metric['high']:.{d}f})")
+    return (
+        f"{scale * metric['value']:.{d}f}{unit} (95 % CI {scale * metric['low']:.{d}f} to "
+        f"{scale * metric['high']:.{d}f})"
+    )

@@ -64,8 +64,12 @@ class PredictionMixin:
         from ._explain import explain_bags
 
         bags = self._check_bags(bags)
-        return explain_bags(self.instance_decision_function(bags), self.decision_function(bags), self.classes_,
-                            self._model().pooling)
+        return explain_bags(
+            self.instance_decision_function(bags),
+            self.decision_function(bags),
+            self.classes_,
+            self._model().pooling,
+        )
 
 
 def predict_path(estimators, bags):
@@ -77,6 +81,7 @@ def predict_path(estimators, bags):
         return []
     first = estimators[0]
     bags = first._check_bags(bags)
-    scores = _core.decision_functions([e._model() for e in estimators], bags.core_instances(), bags.bag_ptr,
-                                      threads(first.n_jobs))
+    scores = _core.decision_functions(
+        [e._model() for e in estimators], bags.core_instances(), bags.bag_ptr, threads(first.n_jobs)
+    )
     return [e._labels(s[:, 0] if s.shape[1] == 1 else s) for e, s in zip(estimators, scores)]

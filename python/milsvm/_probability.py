@@ -10,7 +10,8 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.metaestimators import available_if
 
 from . import _core
-from ._inputs import _plain, seed_of
+from ._convert import plain
+from ._inputs import seed_of
 from ._model import threads
 
 #: Folds of the internal cross-validation behind ``probability=True``.
@@ -42,16 +43,20 @@ def _check_probability(probability, labels, classes):
     elif isinstance(probability, (bool, np.bool_)):
         probability = bool(probability)
     else:
-        raise TypeError(f'probability must be True, False or "ensemble", got {_plain(probability)!r} '
-                        f"({type(probability).__name__})")
+        raise TypeError(
+            f'probability must be True, False or "ensemble", got {plain(probability)!r} '
+            f"({type(probability).__name__})"
+        )
     if probability and labels is not None:
         counts = np.bincount(labels, minlength=len(classes))
-        few = [(_plain(classes[c]), int(n)) for c, n in enumerate(counts) if n < CALIBRATION_FOLDS]
+        few = [(plain(classes[c]), int(n)) for c, n in enumerate(counts) if n < CALIBRATION_FOLDS]
         if few:
             listed = ", ".join(f"{c!r}: {n}" for c, n in few)
             raise ValueError(
-                f"probability={probability!r} calibrates on a {CALIBRATION_FOLDS}-fold internal cross-validation "
-                f"and needs at least {CALIBRATION_FOLDS} bags of every class; too few bags of class {listed}")
+                f"probability={probability!r} calibrates on a {CALIBRATION_FOLDS}-fold "
+                f"internal cross-validation and needs at least {CALIBRATION_FOLDS} bags of "
+                f"every class; too few bags of class {listed}"
+            )
     return probability
 
 
@@ -71,8 +76,10 @@ def _sigmoids(scores, labels):
 def _has_probability(estimator):
     """``predict_proba`` exists only with ``probability=True`` (scikit-learn's ``SVC`` rule)."""
     if not getattr(estimator, "probability", False):
-        raise AttributeError(f"predict_proba is not available when probability=False "
-                             f"(fit {type(estimator).__name__} with probability=True)")
+        raise AttributeError(
+            f"predict_proba is not available when probability=False "
+            f"(fit {type(estimator).__name__} with probability=True)"
+        )
     return True
 
 
@@ -103,20 +110,32 @@ class ProbabilityMixin:
             held_out = bags[test]
             if Cs is None:
                 parts = [part.fit(bags[train], classes[labels[train]])]
-                scored = [parts[0]._model().decision_function(held_out.core_instances(), held_out.bag_ptr,
-                                                              threads(self.n_jobs))]
+                scored = [
+                    parts[0]
+                    ._model()
+                    .decision_function(
+                        held_out.core_instances(), held_out.bag_ptr, threads(self.n_jobs)
+                    )
+                ]
             else:
                 parts = part.fit_path(bags[train], classes[labels[train]], Cs)
-                scored = _core.decision_functions([e._model() for e in parts], held_out.core_instances(),
-                                                  held_out.bag_ptr, threads(self.n_jobs))
+                scored = _core.decision_functions(
+                    [e._model() for e in parts],
+                    held_out.core_instances(),
+                    held_out.bag_ptr,
+                    threads(self.n_jobs),
+                )
             for k, (fitted, s) in enumerate(zip(parts, scored)):
                 scores[k][test] = s
                 if mode == "ensemble":
                     members[k].append(fitted._model().with_calibration(_sigmoids(s, labels[test])))
         if mode == "ensemble":
             return [lambda model, m=m: model.with_ensemble(m) for m in members]
-        return [lambda model, ab=_sigmoids(scores[k], labels): model.with_calibration(ab)
-                for k in range(n_values)]
+        # each function binds its own sigmoids (a default argument, evaluated once per value)
+        return [
+            lambda model, ab=_sigmoids(scores[k], labels): model.with_calibration(ab)  # noqa: B008
+            for k in range(n_values)
+        ]
 
     @available_if(_has_probability)
     def predict_proba(self, bags):
@@ -149,7 +168,9 @@ class ProbabilityMixin:
             Columns in the order of ``classes_``.
         """
         bags = self._check_bags(bags)
-        return self._model().predict_proba(bags.core_instances(), bags.bag_ptr, threads(self.n_jobs))
+        return self._model().predict_proba(
+            bags.core_instances(), bags.bag_ptr, threads(self.n_jobs)
+        )
 
     @available_if(_has_probability)
     def predict_log_proba(self, bags):

@@ -5,8 +5,9 @@
 * 2 or more: also one line per step with its objective (stdout).
 
 The core calls :class:`FitProgress` at every outer step ``(problem, step, max_steps, objective,
-temperature, expected_steps)`` from its fitting threads (never from the main thread, so a Ctrl-C never lands
-inside it: the core's fit stops and ``KeyboardInterrupt`` is raised by the fit call itself).
+temperature, expected_steps)`` from its fitting threads (never from the main thread, so a Ctrl-C
+never lands inside it: the core's fit stops and ``KeyboardInterrupt`` is raised by the fit call
+itself).
 """
 
 from __future__ import annotations
@@ -43,10 +44,17 @@ class FitProgress:
         self.total = total
         self.saving = {}  # per problem: the steps below its cap it expects to stop at
         self.bar = None
-        if unit is not None and self.verbose >= 1 and sys.stderr is not None and sys.stderr.isatty():
+        if (
+            unit is not None
+            and self.verbose >= 1
+            and sys.stderr is not None
+            and sys.stderr.isatty()
+        ):
             from tqdm.auto import tqdm
 
-            self.bar = tqdm(total=total or None, unit=unit, desc=self.name, leave=False, file=sys.stderr)
+            self.bar = tqdm(
+                total=total or None, unit=unit, desc=self.name, leave=False, file=sys.stderr
+            )
 
     def callback(self):
         """The callback for the core, or ``None`` when nothing is reported."""
@@ -67,8 +75,15 @@ class FitProgress:
         if self.verbose >= 2:
             where = f"problem {problem}, " if problem else ""
             temp = "" if temperature is None else f" (T = {temperature:.4g})"
-            of = f"{max_steps}" if expected == max_steps else f"~{expected} expected, cap {max_steps}"
-            print(f"[{self.name}] {where}step {step}/{of}{temp}: objective {objective:.6g}", flush=True)
+            of = (
+                f"{max_steps}"
+                if expected == max_steps
+                else f"~{expected} expected, cap {max_steps}"
+            )
+            print(
+                f"[{self.name}] {where}step {step}/{of}{temp}: objective {objective:.6g}",
+                flush=True,
+            )
 
     def __enter__(self):
         return self

@@ -42,7 +42,11 @@ def parameter_docs(cls):
     import inspect
 
     doc = inspect.cleandoc(cls.__doc__ or "")
-    lines = doc.split("Parameters\n----------\n", 1)[-1].split("\n\n")[0].splitlines() if "Parameters" in doc else []
+    lines = (
+        doc.split("Parameters\n----------\n", 1)[-1].split("\n\n")[0].splitlines()
+        if "Parameters" in doc
+        else []
+    )
     out, names = {}, []
     for line in lines:
         if line and not line.startswith(" "):
@@ -72,9 +76,14 @@ def resolve(name):
         return ESTIMATORS[matches[0]]
     if matches:
         options = "; ".join(f"{m} is the {summary(ESTIMATORS[m])}" for m in matches)
-        raise UnknownEstimator(f"model name {name!r} is ambiguous: {options}; write the name in its exact case")
+        raise UnknownEstimator(
+            f"model name {name!r} is ambiguous: {options}; write the name in its exact case"
+        )
     lowered = {n.lower(): n for n in ESTIMATORS}
-    close = [lowered[c] for c in difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.6)]
+    close = [
+        lowered[c] for c in difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.6)
+    ]
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     raise UnknownEstimator(
-        f"unknown model {name!r}{hint} (choose one of {', '.join(ESTIMATORS)}, case-insensitive)")
+        f"unknown model {name!r}{hint} (choose one of {', '.join(ESTIMATORS)}, case-insensitive)"
+    )

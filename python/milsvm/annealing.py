@@ -24,10 +24,21 @@ class _AnnealingClassifier(ExpansionVectorsMixin, MILClassifier):
     fix the method (``_core_fixed``) and declare their parameters."""
 
     _poolings = ("max",)
-    _info_attrs = ("n_iter_", "n_solves_", "converged_", "p_hat_", "objective_history_", "temperatures_", "gamma_",
-                   "solver_", "n_xv_")
+    _info_attrs = (
+        "n_iter_",
+        "n_solves_",
+        "converged_",
+        "p_hat_",
+        "objective_history_",
+        "temperatures_",
+        "gamma_",
+        "solver_",
+        "n_xv_",
+    )
     _progress_unit = "step"
-    _search_ranges = {"n_xv": "'auto'; None (exact); 100 ... 1000 to make large data sets tractable"}
+    _search_ranges = {
+        "n_xv": "'auto'; None (exact); 100 ... 1000 to make large data sets tractable"
+    }
 
     def _core_params(self, bags, classes, labels, check_only=False):
         params = super()._core_params(bags, classes, labels, check_only=check_only)
@@ -49,7 +60,8 @@ class _AnnealingClassifier(ExpansionVectorsMixin, MILClassifier):
             n_xv = points.shape[0]
         if points.shape != (n_xv, bags.n_features):
             raise ValueError(
-                f"xv_init as an array must have shape ({n_xv}, {bags.n_features}), got {points.shape}"
+                f"xv_init as an array must have shape ({n_xv}, {bags.n_features}), got "
+                f"{points.shape}"
             )
         return np.ascontiguousarray(points)
 
@@ -71,8 +83,11 @@ class _AnnealingClassifier(ExpansionVectorsMixin, MILClassifier):
         }
 
     def _fit_summary(self):
-        histories = self.objective_history_ if isinstance(self.objective_history_, list) else [
-            self.objective_history_]
+        histories = (
+            self.objective_history_
+            if isinstance(self.objective_history_, list)
+            else [self.objective_history_]
+        )
         last = ", ".join(f"{h[-1]:.6g}" if len(h) else "nan" for h in histories)
         if self.solver_ == "linear":
             basis = "w in the input space"
@@ -81,10 +96,14 @@ class _AnnealingClassifier(ExpansionVectorsMixin, MILClassifier):
         else:
             basis = f"{self.n_xv_} basis vectors"
         if self.n_xv == "auto" and self.solver_ != "linear":
-            basis += (f" (n_xv='auto': the full basis up to {_core.AUTO_FULL_BASIS_MAX} training instances, "
-                      f"{_core.AUTO_N_XV} k-means centroids above)")
-        return (f"basis: {basis}; {self.n_iter_} rounds, {self.n_solves_} SVM solves ({self.solver_} solver), "
-                f"final objective {last}, p_hat {np.round(self.p_hat_, 4)}")
+            basis += (
+                f" (n_xv='auto': the full basis up to {_core.AUTO_FULL_BASIS_MAX} training "
+                f"instances, {_core.AUTO_N_XV} k-means centroids above)"
+            )
+        return (
+            f"basis: {basis}; {self.n_iter_} rounds, {self.n_solves_} SVM solves ({self.solver_} "
+            f"solver), final objective {last}, p_hat {np.round(self.p_hat_, 4)}"
+        )
 
 
 _COMMON_PARAMS = f"""
@@ -117,12 +136,24 @@ _COMMON_PARAMS = f"""
         ``benches/linear_route_standardised.py``); there pass ``solver="kernel"`` (for ALSVM /
         AWSVM / ALPSVM with a tighter
         ``inner_tol``, such as 1e-5, which the annealing needs on kernel values this large).
-{param("class_weight", "inner_tol", "inner_max_iter", "random_state", "probability", "n_jobs", "verbose",
-       inner_tol={"default": "None",
-                  "none": f"; None: 1e-3 for the dual (full basis), {number(_core.NEWTON_TOL)} for the "
-                          f"primal (reduced basis), {number(_core.LINEAR_TOL)} (relative gradient) for the "
-                          "linear primal"},
-       inner_max_iter={"default": "1000", "none": " (Newton steps of the primal solvers)"})}"""
+{
+    param(
+        "class_weight",
+        "inner_tol",
+        "inner_max_iter",
+        "random_state",
+        "probability",
+        "n_jobs",
+        "verbose",
+        inner_tol={
+            "default": "None",
+            "none": f"; None: 1e-3 for the dual (full basis), {number(_core.NEWTON_TOL)} for the "
+            f"primal (reduced basis), {number(_core.LINEAR_TOL)} (relative gradient) for the "
+            "linear primal",
+        },
+        inner_max_iter={"default": "1000", "none": " (Newton steps of the primal solvers)"},
+    )
+}"""
 
 _COMMON_ATTRIBUTES = f"""
     xv_ : ndarray of shape (n_xv, n_features)
@@ -195,9 +226,27 @@ class ALSVM(_AnnealingClassifier):
     _objective_name = "annealed objective: squared-hinge SVM + T sum [p ln p + (1-p) ln(1-p)]"
     _objective_step = "temperature"
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4, init="uniform",
-                 n_xv="auto", xv_init="kmeans", solver="auto", class_weight=None, max_iter=200, inner_tol=None, inner_max_iter=1000,
-                 random_state=None, probability=False, n_jobs=None, verbose=0):
+    def __init__(
+        self,
+        C=1.0,
+        kernel="rbf",
+        gamma="scale",
+        T0=None,
+        decay=1.5,
+        eps=1e-4,
+        init="uniform",
+        n_xv="auto",
+        xv_init="kmeans",
+        solver="auto",
+        class_weight=None,
+        max_iter=200,
+        inner_tol=None,
+        inner_max_iter=1000,
+        random_state=None,
+        probability=False,
+        n_jobs=None,
+        verbose=0,
+    ):
         self._store(locals())
 
 
@@ -227,9 +276,26 @@ class AWSVM(_AnnealingClassifier):
     _objective_name = "annealed objective: squared-hinge SVM + T sum p ln p"
     _objective_step = "temperature"
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4, n_xv="auto",
-                 xv_init="kmeans", solver="auto", class_weight=None, max_iter=200, inner_tol=None, inner_max_iter=1000,
-                 random_state=None, probability=False, n_jobs=None, verbose=0):
+    def __init__(
+        self,
+        C=1.0,
+        kernel="rbf",
+        gamma="scale",
+        T0=None,
+        decay=1.5,
+        eps=1e-4,
+        n_xv="auto",
+        xv_init="kmeans",
+        solver="auto",
+        class_weight=None,
+        max_iter=200,
+        inner_tol=None,
+        inner_max_iter=1000,
+        random_state=None,
+        probability=False,
+        n_jobs=None,
+        verbose=0,
+    ):
         self._store(locals())
 
 
@@ -258,22 +324,58 @@ class ALPSVM(ALSVM):
 
     _core_fit = "fit_annealing"
     _core_fixed = {"method": "alp"}
-    _objective_name = ("annealed objective: squared-hinge SVM + T sum [p ln p + (1-p) ln(1-p)] "
-                       "+ C2 sum (sum p - m p*)^2")
+    _objective_name = (
+        "annealed objective: squared-hinge SVM + T sum [p ln p + (1-p) ln(1-p)] "
+        "+ C2 sum (sum p - m p*)^2"
+    )
     _objective_step = "temperature"
 
-    def __init__(self, C=1.0, C2=1.0, p_star=0.5, kernel="rbf", gamma="scale", T0=None, decay=1.5, eps=1e-4,
-                 init="uniform", n_xv="auto", xv_init="kmeans", solver="auto", class_weight=None, max_iter=200, inner_tol=None,
-                 inner_max_iter=1000, random_state=None, probability=False, n_jobs=None, verbose=0):
+    def __init__(
+        self,
+        C=1.0,
+        C2=1.0,
+        p_star=0.5,
+        kernel="rbf",
+        gamma="scale",
+        T0=None,
+        decay=1.5,
+        eps=1e-4,
+        init="uniform",
+        n_xv="auto",
+        xv_init="kmeans",
+        solver="auto",
+        class_weight=None,
+        max_iter=200,
+        inner_tol=None,
+        inner_max_iter=1000,
+        random_state=None,
+        probability=False,
+        n_jobs=None,
+        verbose=0,
+    ):
         self._store(locals())
 
 
 class _Heuristic(_AnnealingClassifier):
     _core_fit = None
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", max_iter=50, n_xv="auto", xv_init="kmeans", solver="auto",
-                 class_weight=None, inner_tol=None, inner_max_iter=1000, random_state=None, probability=False,
-                 n_jobs=None, verbose=0):
+    def __init__(
+        self,
+        C=1.0,
+        kernel="rbf",
+        gamma="scale",
+        max_iter=50,
+        n_xv="auto",
+        xv_init="kmeans",
+        solver="auto",
+        class_weight=None,
+        inner_tol=None,
+        inner_max_iter=1000,
+        random_state=None,
+        probability=False,
+        n_jobs=None,
+        verbose=0,
+    ):
         self._store(locals())
 
 

@@ -10,7 +10,6 @@ from ._docs import SMO_PARAMS, attr, param
 __all__ = ["SIL", "STK"]
 
 
-
 _SMO_ATTRS = """    dual_coef_ : ndarray (list of them for multi-class)
         Dual variables ``a`` (not multiplied by the labels).
     objective_ : float or ndarray
@@ -53,16 +52,28 @@ class SIL(SingleSVMClassifier):
     _poolings = ("max",)
     _c_path = True
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight=None, inner_tol=1e-3, inner_max_iter=None,
-                 probability=False, n_jobs=None, verbose=0):
+    def __init__(
+        self,
+        C=1.0,
+        kernel="rbf",
+        gamma="scale",
+        class_weight=None,
+        inner_tol=1e-3,
+        inner_max_iter=None,
+        probability=False,
+        n_jobs=None,
+        verbose=0,
+    ):
         self._store(locals())
 
 
 def _no_instance_scores(estimator):
     raise AttributeError(
-        f"{type(estimator).__name__} has no instance scores: it scores a bag by the per-feature minima and maxima "
-        "of its instances (one vector per bag), so a bag score is not a pooling of instance scores; "
-        "instance_decision_function, predict_instances and explain are not defined")
+        f"{type(estimator).__name__} has no instance scores: it scores a bag by the "
+        "per-feature minima and maxima of its instances (one vector per bag), so a bag score "
+        "is not a pooling of instance scores; instance_decision_function, predict_instances "
+        "and explain are not defined"
+    )
 
 
 class STK(SingleSVMClassifier):
@@ -110,8 +121,18 @@ class STK(SingleSVMClassifier):
     _poolings = ("mean",)
     _c_path = True
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight=None, inner_tol=1e-3, inner_max_iter=None,
-                 probability=False, n_jobs=None, verbose=0):
+    def __init__(
+        self,
+        C=1.0,
+        kernel="rbf",
+        gamma="scale",
+        class_weight=None,
+        inner_tol=1e-3,
+        inner_max_iter=None,
+        probability=False,
+        n_jobs=None,
+        verbose=0,
+    ):
         self._store(locals())
 
     def _core_input(self, bags):
@@ -124,8 +145,10 @@ class STK(SingleSVMClassifier):
     def _loaded(self):
         super()._loaded()
         if self.model_.bag_features != "min_max":
-            raise ValueError(f"field `bag_features`: an STK model scores bags by their min/max statistics "
-                             f"(\"min_max\"), the file has {self.model_.bag_features!r}")
+            raise ValueError(
+                f"field `bag_features`: an STK model scores bags by their min/max statistics "
+                f'("min_max"), the file has {self.model_.bag_features!r}'
+            )
 
     # Properties that raise: ``hasattr`` is False and the message says why.
     @property

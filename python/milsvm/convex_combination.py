@@ -46,7 +46,15 @@ class SVMCC(ExpansionVectorsMixin, MILClassifier):
         Cap on QP / LP rounds (the paper's 80).
     tol : float, default=1e-4
         Stop when the change of ``v`` (2-norm) falls below it (the paper's 1e-4).
-{param("inner_tol", inner_tol={"default": "1e-3", "none": " (the KKT tolerance of the SMO solving each QP)"})}
+{
+        param(
+            "inner_tol",
+            inner_tol={
+                "default": "1e-3",
+                "none": " (the KKT tolerance of the SMO solving each QP)",
+            },
+        )
+    }
     lp_rule : {{"project", "max"}}, default="project"
         Which optimal ``v`` the LP step returns. ``"project"``: ``v_i`` unchanged while it is
         optimal, else its Euclidean projection onto the bag's optimal set
@@ -98,15 +106,35 @@ class SVMCC(ExpansionVectorsMixin, MILClassifier):
 
     _core_fit = "fit_svmcc"
     _poolings = ("max",)
-    _info_attrs = ("n_iter_", "converged_", "objective_history_", "dv_history_", "lp_intercept_", "qp_intercept_",
-                   "gamma_")
+    _info_attrs = (
+        "n_iter_",
+        "converged_",
+        "objective_history_",
+        "dv_history_",
+        "lp_intercept_",
+        "qp_intercept_",
+        "gamma_",
+    )
     _progress_unit = "round"
     _objective_name = "primal objective 1/2 ||w||^2 + sum c xi after the round's LP"
     _objective_step = "round"
 
-    def __init__(self, C=1.0, kernel="linear", gamma="scale", class_weight=None, max_iter=80, tol=1e-4,
-                 inner_tol=1e-3, lp_rule="project", bounds="paper", solver="auto", probability=False, n_jobs=None,
-                 verbose=0):
+    def __init__(
+        self,
+        C=1.0,
+        kernel="linear",
+        gamma="scale",
+        class_weight=None,
+        max_iter=80,
+        tol=1e-4,
+        inner_tol=1e-3,
+        lp_rule="project",
+        bounds="paper",
+        solver="auto",
+        probability=False,
+        n_jobs=None,
+        verbose=0,
+    ):
         self._store(locals())
 
     def _fitted(self, fit, bags, binary):

@@ -13,8 +13,9 @@ __all__ = ["MILES"]
 
 
 class MILES(ExpansionVectorsMixin, MILClassifier):
-    __doc__ = f"""MILES: multiple-instance learning via embedded instance selection (Chen, Bi & Wang,
-    MILES: Multiple-Instance Learning via Embedded Instance Selection, IEEE TPAMI 28(12), 2006).
+    __doc__ = f"""MILES: multiple-instance learning via embedded instance selection (Chen, Bi &
+    Wang, MILES: Multiple-Instance Learning via Embedded Instance Selection, IEEE TPAMI 28(12),
+    2006).
 
     Every bag ``B`` is embedded by its similarity to each concept ``z_k``, the similarity of its
     most similar instance: ``s(z_k, B) = max_(x in B) exp(-gamma ||x - z_k||^2)`` (the paper's
@@ -95,11 +96,34 @@ class MILES(ExpansionVectorsMixin, MILClassifier):
     _c_path = True
     _poolings = ("xv_max",)
     _progress_unit = "step"
-    _info_attrs = ("n_iter_", "converged_", "objective_", "n_selected_", "n_concepts_", "selected_", "gamma_")
-    _search_ranges = {"n_concepts": "None (every instance, the paper); 100 ... 2000 for large data sets"}
+    _info_attrs = (
+        "n_iter_",
+        "converged_",
+        "objective_",
+        "n_selected_",
+        "n_concepts_",
+        "selected_",
+        "gamma_",
+    )
+    _search_ranges = {
+        "n_concepts": "None (every instance, the paper); 100 ... 2000 for large data sets"
+    }
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", n_concepts=None, concept_init="kmeans", class_weight=None,
-                 inner_tol=1e-9, inner_max_iter=None, random_state=None, probability=False, n_jobs=None, verbose=0):
+    def __init__(
+        self,
+        C=1.0,
+        kernel="rbf",
+        gamma="scale",
+        n_concepts=None,
+        concept_init="kmeans",
+        class_weight=None,
+        inner_tol=1e-9,
+        inner_max_iter=None,
+        random_state=None,
+        probability=False,
+        n_jobs=None,
+        verbose=0,
+    ):
         self._store(locals())
 
     def _progress_total(self, params):
@@ -118,5 +142,7 @@ class MILES(ExpansionVectorsMixin, MILClassifier):
         }
 
     def _fit_summary(self):
-        return (f"{self.n_selected_} of {self.n_concepts_} concepts selected, {self.n_iter_} simplex pivots, "
-                f"LP objective {self.objective_}")
+        return (
+            f"{self.n_selected_} of {self.n_concepts_} concepts selected, {self.n_iter_} simplex "
+            f"pivots, LP objective {self.objective_}"
+        )

@@ -118,8 +118,10 @@ def outer_splits(y, groups=None, *, folds=10, repeats=1, seed=0):
     if groups is None:
         labels, counts = np.unique(y, return_counts=True)
         if folds > counts.min():
-            raise ValueError(f"{folds} folds, but class {labels[counts.argmin()].item()!r} has only {counts.min()} "
-                             f"bags (use at most {counts.min()} folds)")
+            raise ValueError(
+                f"{folds} folds, but class {labels[counts.argmin()].item()!r} has only "
+                f"{counts.min()} bags (use at most {counts.min()} folds)"
+            )
         cv = RepeatedStratifiedKFold(n_splits=folds, n_repeats=repeats, random_state=seed)
         return list(cv.split(np.zeros(len(y)), y))
     codes = _group_codes(groups)
@@ -138,8 +140,10 @@ def _check_group_folds(y, codes, folds, what, where):
     counts = np.bincount(top, minlength=len(classes))
     if folds > counts.min():
         c = int(np.argmin(counts))
-        raise ValueError(f"{folds} {what}, but {where}class {classes[c].item()!r} has only {counts[c]} patients "
-                         f"(groups) (use at most {counts[c]} {what}, or split by slide)")
+        raise ValueError(
+            f"{folds} {what}, but {where}class {classes[c].item()!r} has only {counts[c]} patients "
+            f"(groups) (use at most {counts[c]} {what}, or split by slide)"
+        )
 
 
 def inner_splits(y_train, groups_train=None, *, inner_folds=3, seed=0):

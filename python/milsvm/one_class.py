@@ -13,7 +13,8 @@ __all__ = ["OneClassMISVM"]
 
 
 class OneClassMISVM(ExpansionVectorsMixin, MILClassifier):
-    __doc__ = f"""One-class MI-SVM: the support of the positive bags' instances, with bag max constraints.
+    __doc__ = f"""One-class MI-SVM: the support of the positive bags' instances, with bag
+    max constraints.
 
     The one-class SVM ``min 1/2 ||w||^2 + 1/(nu l) sum xi - rho``, ``w . phi(x) >= rho - xi``
     over the ``l`` instances of the positive training bags (dual: ``0 <= a <= 1/(nu l)``,
@@ -23,9 +24,10 @@ class OneClassMISVM(ExpansionVectorsMixin, MILClassifier):
     starting with no pseudo-sample (``a = 0``, the plain one-class SVM), every bag's
     pseudo-sample is put on its currently maximal instances and the problem re-solved
     (warm-started) until no bag's maximal instances change, i.e. no max constraint is violated
-    (the report: 2-3 rounds), or ``max_iter`` rounds (then a ``ConvergenceWarning``). ``bag_constraints=False`` is the plain one-class SVM: the same
-    decision values as ``sklearn.svm.OneClassSVM(nu=nu, gamma=gamma)`` divided by ``nu l``
-    (LIBSVM scales the dual by ``nu l``).
+    (the report: 2-3 rounds), or ``max_iter`` rounds (then a ``ConvergenceWarning``).
+    ``bag_constraints=False`` is the plain one-class SVM: the same decision values as
+    ``sklearn.svm.OneClassSVM(nu=nu, gamma=gamma)`` divided by ``nu l`` (LIBSVM scales the dual by
+    ``nu l``).
 
     Scores: ``f(x) = sum_t coef_t k(xv_t, x) + intercept`` (``intercept = -rho``); a bag's score
     is the max over its instances; ``predict`` gives ``classes_[1]`` where it is > 0.
@@ -40,8 +42,15 @@ class OneClassMISVM(ExpansionVectorsMixin, MILClassifier):
         Add the per-bag max constraints (Figure 2).
     max_iter : int, default=20
         Cap on the activation rounds.
-{param("inner_tol", "probability", "n_jobs", "verbose",
-      inner_tol={"default": "1e-3", "none": " (the KKT tolerance of the SMO)"})}
+{
+        param(
+            "inner_tol",
+            "probability",
+            "n_jobs",
+            "verbose",
+            inner_tol={"default": "1e-3", "none": " (the KKT tolerance of the SMO)"},
+        )
+    }
 
     Attributes
     ----------
@@ -79,8 +88,18 @@ class OneClassMISVM(ExpansionVectorsMixin, MILClassifier):
     _objective_step = "round"
     _default_grid = {"nu": [0.1, 0.25, 0.5, 0.75], "gamma": ["0.1*scale", "scale", "10*scale"]}
 
-    def __init__(self, nu=0.5, kernel="rbf", gamma="scale", bag_constraints=True, max_iter=20, inner_tol=1e-3,
-                 probability=False, n_jobs=None, verbose=0):
+    def __init__(
+        self,
+        nu=0.5,
+        kernel="rbf",
+        gamma="scale",
+        bag_constraints=True,
+        max_iter=20,
+        inner_tol=1e-3,
+        probability=False,
+        n_jobs=None,
+        verbose=0,
+    ):
         self._store(locals())
 
     def fit(self, bags, y):

@@ -23,11 +23,11 @@ def _moments(X):
     n = X.shape[0]
     total = np.zeros(X.shape[1])
     for i in range(0, n, _BLOCK_ROWS):
-        total += X[i:i + _BLOCK_ROWS].sum(axis=0, dtype=np.float64)
+        total += X[i : i + _BLOCK_ROWS].sum(axis=0, dtype=np.float64)
     mean = total / n
     sq = np.zeros(X.shape[1])
     for i in range(0, n, _BLOCK_ROWS):
-        dev = X[i:i + _BLOCK_ROWS].astype(np.float64) - mean
+        dev = X[i : i + _BLOCK_ROWS].astype(np.float64) - mean
         sq += np.einsum("ij,ij->j", dev, dev)
     return mean, sq / n
 

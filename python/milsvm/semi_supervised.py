@@ -17,8 +17,8 @@ from ._docs import attr, param
 
 __all__ = ["stMIL", "MissSVM"]
 
-_CCCP = """    The CCCP: the two non-convex terms are bounded above by their linearisation at the current
-    iterate, tight there (``max(0, 1 - |f|) <= max(0, 1 - s f)`` with ``s = sign(f_k)``; for
+_CCCP = """    The CCCP: the two non-convex terms are bounded above by their linearisation at the
+    current iterate, tight there (``max(0, 1 - |f|) <= max(0, 1 - s f)`` with ``s = sign(f_k)``; for
     MissSVM also ``max(0, 1 - max_x f(x)) <= max(0, 1 - f(x*))`` with ``x*`` the bag's current
     maximiser, its *witness*), so each step minimises a convex surrogate, a hinge C-SVM solved by
     the crate's SMO (warm-started from the previous step, one kernel-row cache for the whole run),
@@ -51,10 +51,21 @@ _PARAMS = f"""{param("C", "kernel", "gamma", "class_weight", kernel={"default": 
         positive bag), drawn from ``random_state``; the run whose final objective is lowest gives
         the model. Each restart costs about one more fit; on the benchmarks (benches/RESULTS.md)
         5 restarts often found a lower objective and a better model.
-{param("inner_tol", "inner_max_iter", "random_state", "probability", "n_jobs", "verbose",
-       inner_tol={"default": "1e-3", "none": " (the KKT tolerance of the SMO solving each step)"},
-       inner_max_iter={"default": "None", "none": " (None: the solver's default; a "
-                       "``ConvergenceWarning`` when it is hit)"})}"""
+{
+    param(
+        "inner_tol",
+        "inner_max_iter",
+        "random_state",
+        "probability",
+        "n_jobs",
+        "verbose",
+        inner_tol={"default": "1e-3", "none": " (the KKT tolerance of the SMO solving each step)"},
+        inner_max_iter={
+            "default": "None",
+            "none": " (None: the solver's default; a ``ConvergenceWarning`` when it is hit)",
+        },
+    )
+}"""
 
 _ATTRS = f"""{attr("xv_", "coef_", "intercept_")}
     objective_history_ : ndarray
@@ -88,9 +99,23 @@ class _CCCPClassifier(ExpansionVectorsMixin, MILClassifier):
     _objective_step = "iteration"
     _objective_start = 0
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight=None, transductive_weight=1.0, max_iter=50,
-                 tol=1e-6, restarts=0, inner_tol=1e-3, inner_max_iter=None, random_state=None, probability=False,
-                 n_jobs=None, verbose=0):
+    def __init__(
+        self,
+        C=1.0,
+        kernel="rbf",
+        gamma="scale",
+        class_weight=None,
+        transductive_weight=1.0,
+        max_iter=50,
+        tol=1e-6,
+        restarts=0,
+        inner_tol=1e-3,
+        inner_max_iter=None,
+        random_state=None,
+        probability=False,
+        n_jobs=None,
+        verbose=0,
+    ):
         self._store(locals())
 
     def _progress_total(self, params):
@@ -112,8 +137,8 @@ class _CCCPClassifier(ExpansionVectorsMixin, MILClassifier):
 
 
 class stMIL(_CCCPClassifier):
-    __doc__ = f"""stMIL: the sparse transductive MIL SVM of Bunescu & Mooney (Multiple Instance Learning
-    for Sparse Positive Bags, ICML 2007): sMIL plus the transductive SVM's constraint
+    __doc__ = f"""stMIL: the sparse transductive MIL SVM of Bunescu & Mooney (Multiple Instance
+    Learning for Sparse Positive Bags, ICML 2007): sMIL plus the transductive SVM's constraint
     ``|f(x)| >= 1 - xi_x`` on every instance of a positive bag, solved by the CCCP (as Doran's
     ``misvm`` implements it; the transductive part as in Collobert et al., Large Scale
     Transductive SVMs, JMLR 2006).
@@ -173,13 +198,14 @@ class MissSVM(_CCCPClassifier):
 
 {_COSTS}
 
-{_CCCP} It starts (as ``misvm``) at ``w = 0, b = 0`` (the first entry of ``objective_history_``), where every
-    score is 0: the first step uses the mean subgradient there, each positive bag through its mean
-    and both signs of every unlabelled instance at half cost.
+{_CCCP} It starts (as ``misvm``) at ``w = 0, b = 0`` (the first entry of
+    ``objective_history_``), where every score is 0: the first step uses the mean subgradient
+    there, each positive bag through its mean and both signs of every unlabelled instance at half
+    cost.
 
     A bag is positive when one of its instances is (the paper's rule, as summarised): the bag
-    score is the **max** of the instance scores ``f(x) = sum_t coef_t k(xv_t, x) + b``. With the linear kernel ``xv_`` is the weight
-    vector ``w``. Multi-class problems are one-vs-rest.
+    score is the **max** of the instance scores ``f(x) = sum_t coef_t k(xv_t, x) + b``. With the
+    linear kernel ``xv_`` is the weight vector ``w``. Multi-class problems are one-vs-rest.
 
     Parameters
     ----------

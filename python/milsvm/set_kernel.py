@@ -13,7 +13,8 @@ __all__ = ["MIKernel", "ReducedSet"]
 
 
 class MIKernel(MILClassifier):
-    __doc__ = f"""Set-kernel SVM with the squared hinge (MI-Kernel, the dense baseline of Fu et al.).
+    __doc__ = f"""Set-kernel SVM with the squared hinge (MI-Kernel, the dense
+    baseline of Fu et al.).
 
     The SVM on the normalised set kernel
     ``k_set(X_i, X_j) = 1/(n_i n_j) sum_p sum_q k(x_ip, x_jq)`` (Gaertner et al. 2002). By Lemma 1
@@ -32,9 +33,17 @@ class MIKernel(MILClassifier):
 {param("C", "kernel", "gamma", "class_weight", kernel={"default": "rbf"})}
     solver : {{"newton", "lbfgs"}}, default="newton"
         Solver of the squared-hinge problem; both reach the same optimum.
-{param("inner_tol", "inner_max_iter", "probability", "n_jobs", "verbose",
-       inner_tol={"default": "None", "none": INNER_TOL_BY_SOLVER},
-       inner_max_iter={"default": "1000"})}
+{
+        param(
+            "inner_tol",
+            "inner_max_iter",
+            "probability",
+            "n_jobs",
+            "verbose",
+            inner_tol={"default": "None", "none": INNER_TOL_BY_SOLVER},
+            inner_max_iter={"default": "1000"},
+        )
+    }
 
     Attributes
     ----------
@@ -52,8 +61,8 @@ class MIKernel(MILClassifier):
         bags as expansion vectors with coefficients ``coef_i / n_i``, mean pooling. Prediction
         and ``save`` go through it; the training bags are not kept.
     objective_ : ndarray of shape (n_outputs,)
-        ``1/2 coef^T K_set coef + sum_i c_i max(0, 1 - y_i F_i)^2`` (``c_i = C w_i``) at the fitted model, per
-        one-vs-rest problem.
+        ``1/2 coef^T K_set coef + sum_i c_i max(0, 1 - y_i F_i)^2`` (``c_i = C w_i``) at the fitted
+        model, per one-vs-rest problem.
     n_iter_ : int
         Solver iterations (largest over the problems).
 {attr("gamma_", "classes_", "n_features_in_", "fit_time_")}
@@ -63,8 +72,19 @@ class MIKernel(MILClassifier):
     _c_path = True
     _info_attrs = ("coef_", "intercept_", "support_", "n_xv_", "objective_", "n_iter_", "gamma_")
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", class_weight=None, solver="newton", inner_tol=None,
-                 inner_max_iter=1000, probability=False, n_jobs=None, verbose=0):
+    def __init__(
+        self,
+        C=1.0,
+        kernel="rbf",
+        gamma="scale",
+        class_weight=None,
+        solver="newton",
+        inner_tol=None,
+        inner_max_iter=1000,
+        probability=False,
+        n_jobs=None,
+        verbose=0,
+    ):
         self._store(locals())
 
     def _fitted(self, fit, bags, binary):
@@ -80,7 +100,8 @@ class MIKernel(MILClassifier):
 
 
 class ReducedSet(ExpansionVectorsMixin, MILClassifier):
-    __doc__ = f"""Reduced-set approximation of MI-Kernel (RS, the post-processing baseline of Fu et al.).
+    __doc__ = f"""Reduced-set approximation of MI-Kernel (RS, the
+    post-processing baseline of Fu et al.).
 
     Fits :class:`MIKernel`, writes its weight vector as the instance expansion
     ``w = sum_t a_t phi(x_t)`` (``a_t = coef_i / n_i`` for instance ``t`` of bag ``i``) and
@@ -89,9 +110,10 @@ class ReducedSet(ExpansionVectorsMixin, MILClassifier):
     kernel): each new vector maximises the projection of the current residual. The iteration
     starts from ``n_restarts`` instances of the support bags: those with the largest projection
     among ``20 * n_restarts`` drawn at random (all of them when there are fewer); the best end
-    point wins. After each vector all coefficients are re-projected (``K_zz coef = K_zx a``). The bias is then refitted with the
-    coefficients fixed (exact minimiser of the squared-hinge label-mean loss). The result is the
-    model form of :class:`SparseMI` (``xv_``, ``coef_``, ``intercept_``).
+    point wins. After each vector all coefficients are re-projected (``K_zz coef = K_zx a``). The
+    bias is then refitted with the coefficients fixed (exact minimiser of the squared-hinge
+    label-mean loss). The result is the model form of :class:`SparseMI` (``xv_``, ``coef_``,
+    ``intercept_``).
 
     Multi-class (the paper does not say how RS treats it): the one-vs-rest weight vectors share
     the reduced-set vectors, each new vector maximising ``sum_c`` of the squared residual
@@ -140,9 +162,22 @@ class ReducedSet(ExpansionVectorsMixin, MILClassifier):
     _search_ranges = {"n_xv": "5 ... 100 (the model's size: larger predicts more slowly)"}
     _info_attrs = ("n_iter_", "residual_history_", "dense_n_xv_", "gamma_")
 
-    def __init__(self, n_xv=10, C=1.0, gamma="scale", kernel="rbf", class_weight=None, inner_max_iter=100,
-                 n_restarts=5, inner_tol=1e-6, solver="newton", random_state=None, probability=False,
-                 n_jobs=None, verbose=0):
+    def __init__(
+        self,
+        n_xv=10,
+        C=1.0,
+        gamma="scale",
+        kernel="rbf",
+        class_weight=None,
+        inner_max_iter=100,
+        n_restarts=5,
+        inner_tol=1e-6,
+        solver="newton",
+        random_state=None,
+        probability=False,
+        n_jobs=None,
+        verbose=0,
+    ):
         self._store(locals())
 
     def _fitted(self, fit, bags, binary):

@@ -12,7 +12,6 @@ from ._docs import SMO_PARAMS, attr, param
 __all__ = ["NSK", "sMIL"]
 
 
-
 _SMO_ATTRS = """    n_iter_ : int
         SMO iterations (largest over the problems).
     converged_ : bool
@@ -59,8 +58,19 @@ class NSK(SingleSVMClassifier):
     _c_path = True
     _poolings = ("mean", "normalized_mean")
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", norm="l1", class_weight=None, inner_tol=1e-3,
-                 inner_max_iter=None, probability=False, n_jobs=None, verbose=0):
+    def __init__(
+        self,
+        C=1.0,
+        kernel="rbf",
+        gamma="scale",
+        norm="l1",
+        class_weight=None,
+        inner_tol=1e-3,
+        inner_max_iter=None,
+        probability=False,
+        n_jobs=None,
+        verbose=0,
+    ):
         self._store(locals())
 
     def _loaded(self):
@@ -69,8 +79,8 @@ class NSK(SingleSVMClassifier):
 
 
 class sMIL(SingleSVMClassifier):
-    __doc__ = f"""sMIL: the sparse-MIL SVM of Bunescu & Mooney (Multiple Instance Learning for Sparse
-    Positive Bags, ICML 2007, eq. 8-9).
+    __doc__ = f"""sMIL: the sparse-MIL SVM of Bunescu & Mooney (Multiple Instance Learning
+    for Sparse Positive Bags, ICML 2007, eq. 8-9).
 
     NSK with ``norm="l1"`` where every instance of a negative bag is a singleton bag and the
     margin target of a positive bag ``X`` is relaxed from 1 to ``(2 - |X|) / |X|`` (at least one
@@ -140,8 +150,20 @@ class sMIL(SingleSVMClassifier):
     _c_path = True
     _poolings = ("mean", "smil_mean")
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", solver="auto", bag_score="mean_offset", class_weight=None,
-                 inner_tol=1e-3, inner_max_iter=None, probability=False, n_jobs=None, verbose=0):
+    def __init__(
+        self,
+        C=1.0,
+        kernel="rbf",
+        gamma="scale",
+        solver="auto",
+        bag_score="mean_offset",
+        class_weight=None,
+        inner_tol=1e-3,
+        inner_max_iter=None,
+        probability=False,
+        n_jobs=None,
+        verbose=0,
+    ):
         self._store(locals())
 
     def _loaded(self):

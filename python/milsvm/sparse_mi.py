@@ -37,15 +37,24 @@ class _LabelMeanClassifier(ExpansionVectorsMixin, MILClassifier):
             if init == "random" or check_only:
                 return params
             count = params["n_xv"] if n_basis is None else n_basis
-            points = _initial_points(init, bags, labels, count, params.get("kernel"), params.get("gamma"),
-                                     params.get("seed", 0))
+            points = _initial_points(
+                init,
+                bags,
+                labels,
+                count,
+                params.get("kernel"),
+                params.get("gamma"),
+                params.get("seed", 0),
+            )
         else:
             points = init if sp.issparse(init) else np.asarray(init, dtype=np.float64)
             count = params["n_xv"] if n_basis is None else n_basis
             if check_only:  # the number of features is not known yet
                 if points.ndim != 2 or points.shape[0] != count:
-                    raise ValueError(f"init as an array must have n_xv or n_basis rows ({count}), got shape "
-                                     f"{points.shape}")
+                    raise ValueError(
+                        f"init as an array must have n_xv or n_basis rows ({count}), got shape "
+                        f"{points.shape}"
+                    )
                 return params
             if points.ndim != 2 or points.shape != (count, bags.n_features):
                 raise ValueError(
@@ -53,18 +62,26 @@ class _LabelMeanClassifier(ExpansionVectorsMixin, MILClassifier):
                     f"(n_xv or n_basis rows, n_features columns), got {points.shape}"
                 )
         if n_basis is None:
-            params["init_xv"] = points.toarray() if sp.issparse(points) else np.ascontiguousarray(points)
+            params["init_xv"] = (
+                points.toarray() if sp.issparse(points) else np.ascontiguousarray(points)
+            )
         else:
             if not sp.issparse(points) and not np.all(np.isfinite(points)):
                 raise ValueError("init has a non-finite value")
-            params["init_basis"] = Bags(points, np.array([0, points.shape[0]], dtype=np.int64)).core_instances()
+            params["init_basis"] = Bags(
+                points, np.array([0, points.shape[0]], dtype=np.int64)
+            ).core_instances()
         return params
 
     def _fitted(self, fit, bags, binary):
         # basis-vector mode on sparse data: the XVs are sparse combinations of basis vectors
         init = getattr(self, "init", "random")
-        sparse_xv = (getattr(self, "n_basis", None) is not None and bags.is_sparse
-                     and isinstance(init, str) and init in ("random", "svm"))
+        sparse_xv = (
+            getattr(self, "n_basis", None) is not None
+            and bags.is_sparse
+            and isinstance(init, str)
+            and init in ("random", "svm")
+        )
         model = _sparse_basis_model(fit.model) if sparse_xv else fit.model
         initial = fit.initial_xv
         return {
@@ -83,16 +100,31 @@ class _LabelMeanClassifier(ExpansionVectorsMixin, MILClassifier):
 def _sparse_basis_model(model):
     """The same model with its basis stored as CSR (basis-vector mode on sparse data)."""
     csr = sp.csr_matrix(np.asarray(model.xv))
-    parts = (csr.data.astype(np.float64), csr.indices.astype(np.int64), csr.indptr.astype(np.int64), csr.shape[1])
-    return _core.Model(parts, np.asarray(model.coef), np.asarray(model.intercept), model.kernel,
-                       model.gamma if model.gamma is not None else 1.0, model.n_classes, model.pooling)
+    parts = (
+        csr.data.astype(np.float64),
+        csr.indices.astype(np.int64),
+        csr.indptr.astype(np.int64),
+        csr.shape[1],
+    )
+    return _core.Model(
+        parts,
+        np.asarray(model.coef),
+        np.asarray(model.intercept),
+        model.kernel,
+        model.gamma if model.gamma is not None else 1.0,
+        model.n_classes,
+        model.pooling,
+    )
 
 
 def _initial_points(init, bags, labels, count, kernel, gamma, seed):
     """Initial XVs / BVs of section V-D: k-means centroids or SVM-selected instances."""
     X = bags.X
     if count > bags.n_instances:
-        raise ValueError(f"init={init!r} needs {count} points, but there are {bags.n_instances} training instances")
+        raise ValueError(
+            f"init={init!r} needs {count} points, but there are {bags.n_instances} training "
+            "instances"
+        )
     if init == "kmeans":
         from sklearn.cluster import KMeans
 
@@ -101,13 +133,19 @@ def _initial_points(init, bags, labels, count, kernel, gamma, seed):
 
     # label-mean bag features against every training instance, in column blocks
     g = _core.kernel_width(bags.core_instances(), gamma)
-    norms = np.asarray(X.multiply(X).sum(1)).ravel() if sp.issparse(X) else np.einsum("ij,ij->i", X, X)
+    norms = (
+        np.asarray(X.multiply(X).sum(1)).ravel() if sp.issparse(X) else np.einsum("ij,ij->i", X, X)
+    )
     feats = np.empty((len(bags), X.shape[0]))
     for lo in range(0, X.shape[0], 1024):
         cols = slice(lo, min(lo + 1024, X.shape[0]))
         dot = X @ X[cols].T
         dot = dot.toarray() if sp.issparse(dot) else dot
-        K = dot if kernel == "linear" else np.exp(-g * np.maximum(norms[:, None] + norms[None, cols] - 2 * dot, 0))
+        K = (
+            dot
+            if kernel == "linear"
+            else np.exp(-g * np.maximum(norms[:, None] + norms[None, cols] - 2 * dot, 0))
+        )
         feats[:, cols] = np.add.reduceat(K, bags.bag_ptr[:-1], axis=0) / bags.bag_sizes[:, None]
     svm = LinearSVC(C=1.0, max_iter=10000, random_state=seed).fit(feats, labels)
     weight = np.abs(np.atleast_2d(svm.coef_)).max(axis=0)
@@ -147,9 +185,18 @@ class SparseMI(_LabelMeanClassifier):
         Stop when an outer iteration decreases ``g`` by less than this fraction.
     solver : {{"newton", "lbfgs"}}, default="newton"
         Inner solver: exact primal Newton (fast) or argmin's L-BFGS; both reach the same optimum.
-{param("inner_tol", "inner_max_iter", "random_state", "probability", "n_jobs", "verbose",
-       inner_tol={"default": "None", "none": INNER_TOL_BY_SOLVER},
-       inner_max_iter={"default": "1000"})}
+{
+        param(
+            "inner_tol",
+            "inner_max_iter",
+            "random_state",
+            "probability",
+            "n_jobs",
+            "verbose",
+            inner_tol={"default": "None", "none": INNER_TOL_BY_SOLVER},
+            inner_max_iter={"default": "1000"},
+        )
+    }
 
     Attributes
     ----------
@@ -166,9 +213,26 @@ class SparseMI(_LabelMeanClassifier):
 
     _core_fit = "fit_sparse_mi"
 
-    def __init__(self, n_xv=10, C=1.0, kernel="rbf", gamma="scale", class_weight=None, init="random", n_basis=None,
-                 max_iter=50, max_line_search=10, tol=1e-6, solver="newton", inner_tol=None, inner_max_iter=1000,
-                 random_state=None, probability=False, n_jobs=None, verbose=0):
+    def __init__(
+        self,
+        n_xv=10,
+        C=1.0,
+        kernel="rbf",
+        gamma="scale",
+        class_weight=None,
+        init="random",
+        n_basis=None,
+        max_iter=50,
+        max_line_search=10,
+        tol=1e-6,
+        solver="newton",
+        inner_tol=None,
+        inner_max_iter=1000,
+        random_state=None,
+        probability=False,
+        n_jobs=None,
+        verbose=0,
+    ):
         self._store(locals())
 
 
@@ -184,6 +248,19 @@ class RSVM(_LabelMeanClassifier):
     _core_fixed = {"max_iter": 0, "max_line_search": 1, "tol": 0.0}
     _c_path = True
 
-    def __init__(self, n_xv=10, C=1.0, kernel="rbf", gamma="scale", class_weight=None, solver="newton",
-                 inner_tol=None, inner_max_iter=1000, random_state=None, probability=False, n_jobs=None, verbose=0):
+    def __init__(
+        self,
+        n_xv=10,
+        C=1.0,
+        kernel="rbf",
+        gamma="scale",
+        class_weight=None,
+        solver="newton",
+        inner_tol=None,
+        inner_max_iter=1000,
+        random_state=None,
+        probability=False,
+        n_jobs=None,
+        verbose=0,
+    ):
         self._store(locals())

@@ -16,8 +16,8 @@ from .set_kernel_svm import sMIL
 __all__ = ["sbMIL", "sAwMIL"]
 
 
-_STAGES = """    The two stages, on each binary problem (one-vs-rest beyond two classes, each problem
-    relabelled on its own):
+_STAGES = """    The two stages, on each binary problem (one-vs-rest beyond two classes, each
+    problem relabelled on its own):
 
     1. sMIL (:class:`milsvm.sMIL`, the same ``C``, ``kernel``, ``gamma``, ``class_weight``,
        ``inner_tol``, ``inner_max_iter``, its default ``bag_score``) on the training bags; its
@@ -64,8 +64,11 @@ class _TwoStage(SingleSVMClassifier):
     _poolings = ("max",)
     _progress_unit = "stage"
     _info_attrs = SingleSVMClassifier._info_attrs + ("threshold_", "n_positive_instances_")
-    _default_grid = {"C": [0.1, 1.0, 10.0, 100.0], "gamma": ["0.1*scale", "scale", "10*scale"],
-                     "eta": [0.1, 0.3, 0.5]}
+    _default_grid = {
+        "C": [0.1, 1.0, 10.0, 100.0],
+        "gamma": ["0.1*scale", "scale", "10*scale"],
+        "eta": [0.1, 0.3, 0.5],
+    }
     _search_ranges = {"eta": "0.05 ... 1 (e.g. --grid eta=0.1,0.3,0.5,1); 1 gives SIL"}
 
     def _progress_total(self, params):
@@ -75,12 +78,14 @@ class _TwoStage(SingleSVMClassifier):
         state = super()._fitted(fit, bags, binary)
         labels = [np.asarray(v) for v in fit.instance_labels]
         counts = [int((v > 0).sum()) for v in labels]
-        state.update({
-            "first_stage_": self._first_stage(fit, binary),
-            "instance_labels_": labels[0] if binary else labels,
-            "threshold_": float(fit.threshold[0]) if binary else np.asarray(fit.threshold),
-            "n_positive_instances_": counts[0] if binary else np.asarray(counts),
-        })
+        state.update(
+            {
+                "first_stage_": self._first_stage(fit, binary),
+                "instance_labels_": labels[0] if binary else labels,
+                "threshold_": float(fit.threshold[0]) if binary else np.asarray(fit.threshold),
+                "n_positive_instances_": counts[0] if binary else np.asarray(counts),
+            }
+        )
         return state
 
     def _first_stage(self, fit, binary):
@@ -89,9 +94,15 @@ class _TwoStage(SingleSVMClassifier):
         smil = sMIL(**{k: params[k] for k in sMIL().get_params(deep=False) if k in params})
         smil.set_params(probability=False, verbose=0)
         first = fit.first_stage
-        smil.__dict__.update({"model_": first.model, "gamma_": float(first.gamma),
-                              "n_features_in_": first.model.n_features, "fit_time_": 0.0,
-                              **smil._fitted(first, None, binary)})
+        smil.__dict__.update(
+            {
+                "model_": first.model,
+                "gamma_": float(first.gamma),
+                "n_features_in_": first.model.n_features,
+                "fit_time_": 0.0,
+                **smil._fitted(first, None, binary),
+            }
+        )
         return smil
 
     def _install(self, job, fit, seconds):
@@ -100,13 +111,15 @@ class _TwoStage(SingleSVMClassifier):
         self.first_stage_.classes_ = self.classes_
 
     def _fit_summary(self):
-        return (f"{self.n_positive_instances_} instances relabelled positive; "
-                f"{self.n_iter_} SMO iterations, dual objective {self.objective_}")
+        return (
+            f"{self.n_positive_instances_} instances relabelled positive; "
+            f"{self.n_iter_} SMO iterations, dual objective {self.objective_}"
+        )
 
 
 class sbMIL(_TwoStage):
-    __doc__ = f"""sbMIL: sparse balanced MIL (Bunescu & Mooney, Multiple Instance Learning for Sparse
-    Positive Bags, ICML 2007, section 3.2).
+    __doc__ = f"""sbMIL: sparse balanced MIL (Bunescu & Mooney, Multiple Instance Learning
+    for Sparse Positive Bags, ICML 2007, section 3.2).
 
     sMIL assumes sparse positive bags (at least one positive instance each), SIL dense ones
     (every instance positive); sbMIL sits between them through ``eta``, the expected fraction of
@@ -145,8 +158,19 @@ class sbMIL(_TwoStage):
 
     _core_fixed = {"relabel": "sbmil"}
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", eta=0.1, class_weight=None, inner_tol=1e-3,
-                 inner_max_iter=None, probability=False, n_jobs=None, verbose=0):
+    def __init__(
+        self,
+        C=1.0,
+        kernel="rbf",
+        gamma="scale",
+        eta=0.1,
+        class_weight=None,
+        inner_tol=1e-3,
+        inner_max_iter=None,
+        probability=False,
+        n_jobs=None,
+        verbose=0,
+    ):
         self._store(locals())
 
 
@@ -189,6 +213,17 @@ class sAwMIL(_TwoStage):
 
     _core_fixed = {"relabel": "sawmil"}
 
-    def __init__(self, C=1.0, kernel="linear", gamma="scale", eta=0.1, class_weight=None, inner_tol=1e-3,
-                 inner_max_iter=None, probability=False, n_jobs=None, verbose=0):
+    def __init__(
+        self,
+        C=1.0,
+        kernel="linear",
+        gamma="scale",
+        eta=0.1,
+        class_weight=None,
+        inner_tol=1e-3,
+        inner_max_iter=None,
+        probability=False,
+        n_jobs=None,
+        verbose=0,
+    ):
         self._store(locals())

@@ -134,7 +134,7 @@ from __future__ import annotations
 import os  # noqa: F401  (tests patch ``milsvm.cli.os.access``)
 import sys
 
-from ._data import FOLDER_FORMATS, FORMATS, detect_format, load_data
+from ._data import detect_format, load_data
 from ._output import _Console, _warnings_as_lines
 from ._parser import build_parser
 from ._values import (
@@ -153,8 +153,20 @@ from ._values import (
     scale_width,
 )
 
-__all__ = ["main", "ESTIMATORS", "resolve_estimator", "parse_value", "parse_params", "parse_grid", "load_data",
-           "check_values", "scale_multiple", "scale_width", "resolve_scale_multiples"]
+__all__ = [
+    "main",
+    "ESTIMATORS",
+    "resolve_estimator",
+    "parse_value",
+    "parse_params",
+    "parse_grid",
+    "load_data",
+    "detect_format",
+    "check_values",
+    "scale_multiple",
+    "scale_width",
+    "resolve_scale_multiples",
+]
 
 
 def _one_line(exc):
@@ -191,6 +203,10 @@ def main(argv=None):
         from .._crossval import FitError
 
         known = (CommandError, FitError, ValueError, TypeError, OSError)
-        hint = "" if isinstance(exc, known) else f" ({type(exc).__name__}; run with --debug for the traceback)"
+        hint = (
+            ""
+            if isinstance(exc, known)
+            else f" ({type(exc).__name__}; run with --debug for the traceback)"
+        )
         print(f"milsvm: error: {_one_line(exc)}{hint}", file=sys.stderr)
         return EXIT_FAILURE

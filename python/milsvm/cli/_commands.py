@@ -3,21 +3,19 @@
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import numpy as np
 
 from .. import _registry
 from .._bags import as_bags
 from .._model import load, save, write_atomically
+from ._cv import _run_cv
 from ._data import load_data
-from ._output import _check_writable, _describe, _jsonable
+from ._output import _check_writable, _describe
 from ._values import (
     ESTIMATORS,
     CommandError,
@@ -34,173 +32,16 @@ from ._values import (
 )
 
 
-def _scheduler(address, console):
-    """``(client, backend context)`` for ``--scheduler``; dask is imported here only."""
-    try:
-        from dask.distributed import Client
-    except ImportError:
-        raise CommandError(
-            "--scheduler needs dask.distributed, which is not installed: pip install milsvm[dask]") from None
-    try:
-        client = Client(address)
-    except (OSError, TimeoutError, ValueError) as exc:
-        message = " ".join(str(exc).split())
-        raise CommandError(f"cannot connect to the Dask scheduler at {address!r}: {message}") from None
-    console.note(f"running on the Dask cluster at {address}")
-    import joblib
-
-    return client, joblib.parallel_backend("dask")
-
-
-def _print_cv(name, params, data_label, n_bags, y, args, result, summary, grid, show_auc=True):
-    folds, repeats = args.folds, args.repeats
-    plan = f"{folds}-fold CV" if repeats == 1 else f"{folds}-fold CV repeated {repeats} times"
-    n_classes = len(np.unique(y))
-    classes = "" if n_classes == 2 else f", {n_classes} classes"
-    scaling = "features standardised per training fold" if args.scale else "features used as they are"
-    print(f"{_describe(name, params)} on {data_label}: {n_bags} bags{classes}, {plan}, {scaling}")
-    if grid:
-        spec = "; ".join(f"{k} in {_values_text(v)}" for k, v in grid.items())
-        print(f"grid search: {spec} (inner {args.inner_folds}-fold CV on every training part)")
-    print(f"accuracy: {100 * summary['accuracy_mean']:.2f} % (std over folds {100 * summary['accuracy_std']:.2f})")
-    print(f"balanced accuracy: {100 * summary['balanced_accuracy_mean']:.2f} % "
-          f"(std over folds {100 * summary['balanced_accuracy_std']:.2f})")
-    largest = _plain_label(result.classes[np.argmax([np.sum(y == c) for c in result.classes])])
-    print(f"majority class: {100 * summary['majority_rate']:.2f} % of the bags (the accuracy of always "
-          f"predicting class {largest})")
-    if show_auc and summary["auc_mean"] is not None:
-        print(f"AUC: {summary['auc_mean']:.4f} (std over folds {summary['auc_std']:.4f})")
-    if repeats > 1:
-        print("accuracy of each repeat: " + ", ".join(f"{100 * m:.2f} %" for m in summary["repeat_accuracy_means"]))
-    n_xv = [f["n_xv"] for f in result.folds if f["n_xv"] is not None]
-    if n_xv:
-        if min(n_xv) == max(n_xv):
-            print(f"expansion vectors: {n_xv[0]}")
-        else:
-            print(f"expansion vectors: {np.mean(n_xv):.1f} on average (min {min(n_xv)}, max {max(n_xv)})")
-    print(f"fit time: {summary['fit_time_mean'] * 1000:.1f} ms per fold (total {summary['fit_time_total']:.2f} s)")
-    if grid:
-        print(f"grid search time: {summary['search_time_total']:.2f} s in all")
-        from .._crossval import params_text
-
-        counts = {}
-        for f in result.folds:
-            key = params_text(f["params"])
-            counts[key] = counts.get(key, 0) + 1
-        print("chosen parameters: " + "; ".join(f"{k} ({n} of {len(result.folds)} folds)" for k, n in counts.items()))
-
-
-def _plain_label(label):
-    return label.item() if isinstance(label, np.generic) else label
-
-
-def _report_warnings(console, result):
-    seen = {}
-    for f in result.folds:
-        for w in f["warnings"]:
-            seen[w] = seen.get(w, 0) + 1
-    for w, n in seen.items():
-        console.note(f"warning: {w} (in {n} of {len(result.folds)} folds)")
-
-
-def _run_cv(args, argv, console, *, cls, params, bags, y, data_info, data_label, grid, show_auc=True, names=None,
-            groups=None, grouping=None, pooled=False):
-    """The CV shared by ``cv`` and ``demo``: run, print, write JSON and report. With ``pooled``
-    (``cv``), also the pooled out-of-fold results with intervals, at the patient level when
-    ``groups`` are known, and the out-of-fold predictions (``--predictions``)."""
-    from .. import __version__
-    from .._crossval import cross_validate, n_fits
-
-    n_jobs = args.n_jobs
-    contexts = contextlib.ExitStack()
-    with contexts:
-        if getattr(args, "scheduler", None):
-            client, backend = _scheduler(args.scheduler, console)
-            contexts.callback(client.close)
-            contexts.enter_context(backend)
-            n_jobs = -1 if n_jobs is None else n_jobs
-        n_jobs = 1 if n_jobs is None else n_jobs
-        task_params = {}
-        if n_jobs != 1 and "n_jobs" in cls().get_params() and "n_jobs" not in {**params, **grid}:
-            task_params["n_jobs"] = 1  # one core thread per fit when the fits run in parallel
-        total = n_fits(args.folds * args.repeats, len(_grid_candidates(grid)), args.inner_folds)
-        grouped = bool(grouping and grouping["grouped"])
-        scoring = getattr(args, "scoring", "accuracy")
-        with console.progress(total, f"cv {cls.__name__}") as update:
-            result = cross_validate(
-                cls, params, bags, y, folds=args.folds, repeats=args.repeats, seed=args.seed, grid=grid or None,
-                inner_folds=args.inner_folds, scale=args.scale, n_jobs=n_jobs, task_params=task_params,
-                keep_first_model=bool(getattr(args, "report", None)), progress=update,
-                groups=groups if grouped else None, scoring=scoring,
-            )
-    summary = result.summary(args.repeats)
-    _print_cv(cls.__name__, params, data_label, len(y), y, args, result, summary, grid, show_auc)
-    evaluation = columns = rows = None
-    if pooled:
-        from ._slides import print_pooled
-        from .._oof import pooled_evaluation, prediction_table
-
-        names = [str(k) for k in range(len(y))] if names is None else names
-        from ..model_selection import needs_grouping
-
-        # patient-level results when some patient has several bags (else they repeat the bags')
-        patients = groups if needs_grouping(groups) else None
-        evaluation = pooled_evaluation(result, y, patients, grouped=grouped, repeats=args.repeats,
-                                       case_score=args.case_score, n_resamples=args.bootstrap, seed=args.seed)
-        print_pooled(evaluation, grouped, args.repeats)
-        columns, rows = prediction_table(result, y, names, groups, result.classes)
-    _report_warnings(console, result)
-
-    info = {
-        "schema": "milsvm-cv/1",
-        "milsvm_version": __version__,
-        "command": ["milsvm", *argv],
-        "data": data_info,
-        "estimator": cls.__name__,
-        "params": params,
-        "grid": grid or None,
-        "inner_folds": args.inner_folds if grid else None,
-        "scale": bool(args.scale),
-        "folds": args.folds,
-        "repeats": args.repeats,
-        "seed": args.seed,
-        "n_jobs": n_jobs,
+def _data_info(path, fmt, bags, y):
+    """The ``data`` object of ``milsvm cv``'s JSON result."""
+    return {
+        "path": path,
+        "format": fmt,
+        "n_bags": len(bags),
+        "n_instances": int(bags.n_instances),
+        "n_features": int(bags.n_features),
+        "classes": np.unique(y).tolist(),
     }
-    if pooled:
-        info["scoring"] = scoring
-        info["grouping"] = grouping or {"column": None, "grouped": False, "n_groups": None}
-    extra = {}
-    if evaluation is not None:
-        extra = {"evaluation": evaluation, "predictions": [dict(zip(columns, row)) for row in rows]}
-        if getattr(args, "predictions", None):
-            from .._oof import write_predictions
-
-            write_predictions(args.predictions, columns, rows)
-            console.note(f"out-of-fold predictions written to {args.predictions}")
-    if getattr(args, "output", None):
-        doc = _jsonable({**info, "fold_results": result.folds, "summary": summary, **extra})
-        write_atomically(args.output, json.dumps(doc, indent=2, allow_nan=False) + "\n")
-        console.note(f"results written to {args.output}")
-    if getattr(args, "report", None):
-        from .._report import PLOT_HINT, write_report
-
-        written, plots = write_report(args.report, _jsonable(info), result, summary, bags, y,
-                                      evaluation=_jsonable(evaluation) if evaluation else None,
-                                      predictions=(columns, rows) if evaluation else None)
-        if plots:
-            n_plots = sum(Path(p).suffix == ".png" for p in written)
-            console.note(f"report written to {written[0]} and {written[1].name} with {n_plots} plot(s)")
-        else:
-            console.note(f"report written to {written[0]} without plots: matplotlib is not installed ({PLOT_HINT})")
-    return 0
-
-
-def _grid_candidates(grid):
-    if not grid:
-        return []
-    from sklearn.model_selection import ParameterGrid
-
-    return list(ParameterGrid(grid))
 
 
 def cmd_demo(args, argv, console):
@@ -211,11 +52,20 @@ def cmd_demo(args, argv, console):
     bags = as_bags(bags)
     params = {"n_xv": args.n_xv, "C": args.C, "random_state": args.seed}
     args.folds, args.repeats, args.inner_folds, args.scale = 10, 1, 3, True
-    data_info = {"path": "MUSK1 (bundled)", "format": "musk", "n_bags": len(bags),
-                 "n_instances": int(bags.n_instances), "n_features": int(bags.n_features),
-                 "classes": np.unique(y).tolist()}
-    return _run_cv(args, argv, console, cls=ESTIMATORS["SparseMI"], params=params, bags=bags, y=y, data_info=data_info,
-                   data_label="MUSK1 (bundled)", grid={}, show_auc=False)
+    data_info = _data_info("MUSK1 (bundled)", "musk", bags, y)
+    return _run_cv(
+        args,
+        argv,
+        console,
+        cls=ESTIMATORS["SparseMI"],
+        params=params,
+        bags=bags,
+        y=y,
+        data_info=data_info,
+        data_label="MUSK1 (bundled)",
+        grid={},
+        show_auc=False,
+    )
 
 
 def cmd_models(args, argv, console):
@@ -244,13 +94,22 @@ def cmd_models(args, argv, console):
         if valid:
             print(textwrap.indent(textwrap.fill(f"valid: {valid}", 92), "      "))
         if param.name in search:
-            print(textwrap.indent(textwrap.fill(f"suggested search: {search[param.name]}", 92), "      "))
+            print(
+                textwrap.indent(
+                    textwrap.fill(f"suggested search: {search[param.name]}", 92), "      "
+                )
+            )
     grid = cls._grid_for({})
     searched = " and ".join(f"{k} in {_values_text(v)}" for k, v in grid.items())
     print()
-    print(textwrap.fill(f"--grid auto searches {searched}; k*scale is k times the 'scale' kernel width "
-                        "1 / (n_features * X.var()) of the data's instances (standardised unless --no-scale). "
-                        "gamma is left out with -p kernel=linear.", 96))
+    print(
+        textwrap.fill(
+            f"--grid auto searches {searched}; k*scale is k times the 'scale' kernel width "
+            "1 / (n_features * X.var()) of the data's instances (standardised unless --no-scale). "
+            "gamma is left out with -p kernel=linear.",
+            96,
+        )
+    )
     return 0
 
 
@@ -274,17 +133,25 @@ def _prepare(args):
     if both:
         if any(item.strip() == "auto" for item in items or []):
             searched = " and ".join(f"{k} in {_values_text(v)}" for k, v in grid.items())
-            raise UsageError(f"{', '.join(both)} given both by -p and by --grid auto, which searches {searched} "
-                             f"for {cls.__name__} (drop -p {both[0]}=..., or list the grid without 'auto')")
+            raise UsageError(
+                f"{', '.join(both)} given both by -p and by --grid auto, which searches {searched} "
+                f"for {cls.__name__} (drop -p {both[0]}=..., or list the grid without 'auto')"
+            )
         raise UsageError(f"{', '.join(both)} given both by -p and by --grid")
-    if "random_state" in cls().get_params() and "random_state" not in params and "random_state" not in grid:
+    if (
+        "random_state" in cls().get_params()
+        and "random_state" not in params
+        and "random_state" not in grid
+    ):
         params["random_state"] = args.seed
     check_values(cls, params, grid)
     return cls, params, grid
 
 
 def _has_class_weight_dict(params, grid):
-    return isinstance(params.get("class_weight"), dict) or any(isinstance(v, dict) for v in grid.get("class_weight", []))
+    return isinstance(params.get("class_weight"), dict) or any(
+        isinstance(v, dict) for v in grid.get("class_weight", [])
+    )
 
 
 def cmd_cv(args, argv, console):
@@ -296,8 +163,14 @@ def cmd_cv(args, argv, console):
     _check_writable(args.output, "--output")
     _check_writable(args.predictions, "--predictions")
     _check_report_dir(args.report)
-    raw, y, names, fmt, details = load_data(args.data, args.format, args.labels, group_by=args.group_by,
-                                            bag_by=args.bag_by, details=True)
+    raw, y, names, fmt, details = load_data(
+        args.data,
+        args.format,
+        args.labels,
+        group_by=args.group_by,
+        bag_by=args.bag_by,
+        details=True,
+    )
     if args.scoring == "roc_auc" and len(np.unique(y)) != 2:
         raise UsageError(f"--scoring roc_auc is for two classes; the data have {len(np.unique(y))}")
     groups, _, grouping = resolve_groups(args, details, y, console)
@@ -306,39 +179,62 @@ def cmd_cv(args, argv, console):
         check_values(cls, params, grid, classes=np.unique(y))
     if any(scale_multiple(v) is not None for v in grid.get("gamma", [])):
         grid = resolve_scale_multiples(grid, scale_width(bags, args.scale))
-    data_info = {"path": args.data, "format": fmt, "n_bags": len(bags), "n_instances": int(bags.n_instances),
-                 "n_features": int(bags.n_features), "classes": np.unique(y).tolist()}
-    return _run_cv(args, argv, console, cls=cls, params=params, bags=bags, y=y, data_info=data_info,
-                   data_label=args.data, grid=grid, names=list(names), groups=groups, grouping=grouping, pooled=True)
+    data_info = _data_info(args.data, fmt, bags, y)
+    return _run_cv(
+        args,
+        argv,
+        console,
+        cls=cls,
+        params=params,
+        bags=bags,
+        y=y,
+        data_info=data_info,
+        data_label=args.data,
+        grid=grid,
+        names=list(names),
+        groups=groups,
+        grouping=grouping,
+        pooled=True,
+    )
 
 
 def cmd_fit(args, argv, console):
     """``milsvm fit``: the model ``cv`` scores (standardised on the training instances unless
     ``--no-scale``), fitted on every bag and saved with its scaler."""
     from .._crossval import final_estimator, make_model
-
     from ._slides import check_group_column
 
     cls, params, _ = _prepare(args)
     check_group_column(args, UsageError)
     _check_writable(args.output, "--output")
-    bags, y, _, _ = load_data(args.data, args.format, args.labels, group_by=args.group_by, bag_by=args.bag_by)
+    bags, y, _, _ = load_data(
+        args.data, args.format, args.labels, group_by=args.group_by, bag_by=args.bag_by
+    )
     if _has_class_weight_dict(params, {}):  # the labels a class_weight dict names
         check_values(cls, params, {}, classes=np.unique(y))
     model = make_model(cls, params, args.scale)
     est = final_estimator(model)
-    if "verbose" in est.get_params() and "verbose" not in params and not args.quiet and sys.stderr.isatty():
+    if (
+        "verbose" in est.get_params()
+        and "verbose" not in params
+        and not args.quiet
+        and sys.stderr.isatty()
+    ):
         est.set_params(verbose=1)  # the estimator's own progress bar (iterations / temperatures)
     start = time.perf_counter()
     try:
         model.fit(bags, y)
     except Exception as exc:
-        raise CommandError(f"{_describe(cls.__name__, params)} failed: {' '.join(str(exc).split())}") from None
+        raise CommandError(
+            f"{_describe(cls.__name__, params)} failed: {' '.join(str(exc).split())}"
+        ) from None
     seconds = time.perf_counter() - start
     save(model, args.output)
     scaled = "standardised features" if args.scale else "raw features (--no-scale)"
-    print(f"fitted {_describe(cls.__name__, params)} on {len(y)} bags ({scaled}) in {seconds:.2f} s; "
-          f"training accuracy {100 * model.score(bags, y):.2f} %; saved to {args.output}")
+    print(
+        f"fitted {_describe(cls.__name__, params)} on {len(y)} bags ({scaled}) in {seconds:.2f} s; "
+        f"training accuracy {100 * model.score(bags, y):.2f} %; saved to {args.output}"
+    )
     return 0
 
 
@@ -354,17 +250,23 @@ def _instance_lines(model, bags, names, coords=None):
         bags = model[:-1].transform(bags)
     lines = []
     coords = [None] * len(names) if coords is None else coords
-    for name, scores, labels, where in zip(names, est.instance_decision_function(bags), est.predict_instances(bags),
-                                           coords):
+    for name, scores, labels, where in zip(
+        names, est.instance_decision_function(bags), est.predict_instances(bags), coords
+    ):
         if scores.ndim == 2:
             scores = scores[np.arange(len(scores)), np.searchsorted(est.classes_, labels)]
         if where is None:
-            lines.extend(f"{name}\t{p}\t{float(s)!r}\t{label}\n" for p, (s, label) in enumerate(zip(scores, labels)))
+            lines.extend(
+                f"{name}\t{p}\t{float(s)!r}\t{label}\n"
+                for p, (s, label) in enumerate(zip(scores, labels))
+            )
             continue
         xy = where.xy
         tags = [""] * len(xy) if where.slide is None else [f"\t{t}" for t in where.slide]
-        lines.extend(f"{name}\t{p}\t{float(s)!r}\t{label}\t{xy[p, 0]}\t{xy[p, 1]}{tags[p]}\n"
-                     for p, (s, label) in enumerate(zip(scores, labels)))
+        lines.extend(
+            f"{name}\t{p}\t{float(s)!r}\t{label}\t{xy[p, 0]}\t{xy[p, 1]}{tags[p]}\n"
+            for p, (s, label) in enumerate(zip(scores, labels))
+        )
     return "".join(lines)
 
 
@@ -375,7 +277,9 @@ def _load_model(path):
     try:
         return load(path)
     except (ValueError, KeyError, TypeError) as exc:
-        raise CommandError(f"{path}: not a milsvm model file ({' '.join(str(exc).split())})") from None
+        raise CommandError(
+            f"{path}: not a milsvm model file ({' '.join(str(exc).split())})"
+        ) from None
 
 
 def cmd_predict(args, argv, console):
@@ -392,16 +296,25 @@ def cmd_predict(args, argv, console):
         from .._crossval import final_estimator
 
         try:
-            final_estimator(model).instance_decision_function
+            final_estimator(model).instance_decision_function  # noqa: B018 (its AttributeError says why)
         except AttributeError as exc:
             raise CommandError(f"--instances: {exc}") from None
-    bags, y, names, _, details = load_data(args.data, args.format, args.labels, need_labels=False,
-                                           group_by=args.group_by, bag_by=args.bag_by, details=True)
+    bags, y, names, _, details = load_data(
+        args.data,
+        args.format,
+        args.labels,
+        need_labels=False,
+        group_by=args.group_by,
+        bag_by=args.bag_by,
+        details=True,
+    )
     scores = np.asarray(model.decision_function(bags))
     labels = model.predict(bags)
     if scores.ndim == 2:  # multi-class: the score of the predicted class
         scores = scores[np.arange(len(scores)), np.searchsorted(model.classes_, labels)]
-    lines = "".join(f"{name}\t{float(s)!r}\t{label}\n" for name, s, label in zip(names, scores, labels))
+    lines = "".join(
+        f"{name}\t{float(s)!r}\t{label}\n" for name, s, label in zip(names, scores, labels)
+    )
     if args.instances:
         coords = details.coords if details is not None and details.has_coords() else None
         write_atomically(args.instances, _instance_lines(model, as_bags(bags), names, coords))
@@ -425,7 +338,23 @@ def cmd_heatmap(args, argv, console):
             raise UsageError(str(exc).replace("--report", option, 1)) from None
 
     def load_folder(path, fmt, labels, need_labels, details):
-        return load_data(path, fmt, labels, need_labels, group_by=args.group_by, bag_by=args.bag_by, details=details)
+        return load_data(
+            path,
+            fmt,
+            labels,
+            need_labels,
+            group_by=args.group_by,
+            bag_by=args.bag_by,
+            details=details,
+        )
 
-    return run(args, argv, console, load_data=load_folder, load_model=_load_model, check_dir=check_dir,
-               command_error=CommandError, usage_error=UsageError)
+    return run(
+        args,
+        argv,
+        console,
+        load_data=load_folder,
+        load_model=_load_model,
+        check_dir=check_dir,
+        command_error=CommandError,
+        usage_error=UsageError,
+    )

@@ -26,10 +26,14 @@ def detect_format(path):
     module docstring)."""
     if os.path.isdir(path):
         suffixes = {Path(name).suffix.lower() for name in os.listdir(path)}
-        kinds = [kind for kind, ends in (("npy", {".npy"}), ("h5", {".h5", ".hdf5"})) if suffixes & ends]
+        kinds = [
+            kind for kind, ends in (("npy", {".npy"}), ("h5", {".h5", ".hdf5"})) if suffixes & ends
+        ]
         if len(kinds) != 1:
             found = "both .npy and HDF5 files" if kinds else "no .npy or .h5 files"
-            raise CommandError(f"data folder {path!r} holds {found}: give --format npy or --format h5")
+            raise CommandError(
+                f"data folder {path!r} holds {found}: give --format npy or --format h5"
+            )
         return kinds[0]
     suffix = Path(path).suffix.lower()
     if suffix == ".parquet":
@@ -48,7 +52,9 @@ def detect_format(path):
 FOLDER_FORMATS = ("npy", "h5")
 
 
-def load_data(path, fmt="auto", labels=None, need_labels=True, *, group_by=None, bag_by=None, details=False):
+def load_data(
+    path, fmt="auto", labels=None, need_labels=True, *, group_by=None, bag_by=None, details=False
+):
     """Read a data file or folder: ``(bags, y, bag_names, format)``, and with ``details`` a
     fifth item: the :class:`~milsvm.datasets.SlideData` of a folder (groups, coordinates,
     files; every bag checked for non-finite values, the error naming its file), the groups of
@@ -80,33 +86,54 @@ def load_data(path, fmt="auto", labels=None, need_labels=True, *, group_by=None,
     if os.path.isdir(path) != (fmt in FOLDER_FORMATS):
         if os.path.isdir(path):
             raise CommandError(f"data file {path!r} is a folder; --format {fmt} reads a file")
-        raise CommandError(f"data file {path!r} is not a folder; --format {fmt} reads a folder of bag files")
+        raise CommandError(
+            f"data file {path!r} is not a folder; --format {fmt} reads a folder of bag files"
+        )
     info = None
     if bag_by is not None and fmt not in FOLDER_FORMATS:
         raise CommandError(f"--bag-by is for folders of slides; {path!r} is read as {fmt}")
     if fmt in FOLDER_FORMATS:
         if labels is None and need_labels:
             raise CommandError(f"data folder {path!r}: give the bag labels with --labels FILE.csv")
-        info = datasets.load_slide_folder(path, labels, format=fmt, group_by=group_by, bag_by=bag_by)
+        info = datasets.load_slide_folder(
+            path, labels, format=fmt, group_by=group_by, bag_by=bag_by
+        )
         bags, y, names = info.bags, info.y, info.names
     elif fmt == "parquet":
         bags, y, names = datasets.load_parquet(path, labels, return_bag_names=True)
         if y is None and need_labels:
-            raise CommandError(f"{path}: the table has no 'label' column: give the bag labels with --labels FILE.csv")
+            raise CommandError(
+                f"{path}: the table has no 'label' column: give the bag labels with --labels "
+                "FILE.csv"
+            )
         if labels is not None:
             _, groups = datasets.read_labels(labels, group_by=group_by, return_groups=True)
             if groups is not None:
-                info = datasets.SlideData(bags=bags, y=y, names=names, groups=np.array([groups[n] for n in names],
-                                                                                   dtype=object),
-                                          group_column=group_by or "case_id", coords=[None] * len(bags),
-                                          files=[path] * len(bags), format="parquet")
+                info = datasets.SlideData(
+                    bags=bags,
+                    y=y,
+                    names=names,
+                    groups=np.array([groups[n] for n in names], dtype=object),
+                    group_column=group_by or "case_id",
+                    coords=[None] * len(bags),
+                    files=[path] * len(bags),
+                    format="parquet",
+                )
     else:
         if labels is not None:
-            raise CommandError(f"--labels is for folders and Parquet tables; {path!r} ({fmt}) holds its labels")
+            raise CommandError(
+                f"--labels is for folders and Parquet tables; {path!r} ({fmt}) holds its labels"
+            )
         if group_by is not None:
-            raise CommandError(f"--group-by needs a label CSV (--labels), for a folder or a Parquet table; {path!r} "
-                               f"({fmt}) holds its labels")
-        loader = {"mill": datasets.load_mill, "musk": datasets.load_musk_uci, "mat": datasets.load_andrews_mat,
-                  "csv": datasets.load_mil_csv}[fmt]
+            raise CommandError(
+                "--group-by needs a label CSV (--labels), for a folder or a Parquet table; "
+                f"{path!r} ({fmt}) holds its labels"
+            )
+        loader = {
+            "mill": datasets.load_mill,
+            "musk": datasets.load_musk_uci,
+            "mat": datasets.load_andrews_mat,
+            "csv": datasets.load_mil_csv,
+        }[fmt]
         bags, y, names = loader(path, return_bag_names=True)
     return (bags, y, names, fmt, info) if details else (bags, y, names, fmt)

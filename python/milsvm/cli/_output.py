@@ -1,16 +1,13 @@
-"""What the ``milsvm`` command writes: output files checked before any work, JSON-safe values,
-progress and notes on stderr."""
+"""What the ``milsvm`` command writes: output files checked before any work, progress and notes
+on stderr."""
 
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import sys
 import warnings
 from pathlib import Path
-
-import numpy as np
 
 from ._values import CommandError
 
@@ -21,26 +18,15 @@ def _check_writable(path, option):
         return
     parent = Path(path).resolve().parent
     if not parent.is_dir():
-        raise CommandError(f"{option}: cannot write {str(path)!r}: directory {str(parent)!r} does not exist")
+        raise CommandError(
+            f"{option}: cannot write {str(path)!r}: directory {str(parent)!r} does not exist"
+        )
     if Path(path).is_dir():
         raise CommandError(f"{option}: {str(path)!r} is a directory")
-    if not os.access(parent, os.W_OK | os.X_OK) or (Path(path).exists() and not os.access(path, os.W_OK)):
+    if not os.access(parent, os.W_OK | os.X_OK) or (
+        Path(path).exists() and not os.access(path, os.W_OK)
+    ):
         raise CommandError(f"{option}: cannot write {str(path)!r}: permission denied")
-
-
-def _jsonable(value):
-    """``value`` with numpy scalars/arrays, tuples and non-finite floats made JSON-safe."""
-    if isinstance(value, dict):
-        return {str(k) if not isinstance(k, (str, int, float, bool)) else k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return str(value)
 
 
 def _describe(name, params):
@@ -71,7 +57,14 @@ class _Console:
             except ImportError:  # pragma: no cover - tqdm is a dependency
                 bar = None
             else:
-                bar = tqdm(total=total, desc=desc, unit="fit", file=sys.stderr, leave=False, dynamic_ncols=True)
+                bar = tqdm(
+                    total=total,
+                    desc=desc,
+                    unit="fit",
+                    file=sys.stderr,
+                    leave=False,
+                    dynamic_ncols=True,
+                )
         try:
             yield (bar.update if bar is not None else None)
         finally:

@@ -37,10 +37,10 @@ examples:
   milsvm cv musk1.data --model SparseMI -p n_xv=10 -p C=10
   milsvm cv data.csv --model misvm  # error: ambiguous (miSVM or MISVM)
   milsvm cv data.csv --model MISVM --grid C=0.1,1,10 --grid gamma=scale,0.01 --folds 5 --repeats 3
-  milsvm cv data.csv --model MISVM --grid auto --folds 5     # C and gamma: see 'milsvm models MISVM'
+  milsvm cv data.csv --model MISVM --grid auto --folds 5  # C and gamma: 'milsvm models MISVM'
   milsvm cv data.csv --model NSK --grid auto norm=l1,l2 gamma=0.1*scale,scale  # error: gamma twice
   milsvm cv tst1.mat --model NSK -p kernel=linear --n-jobs 2 --output result.json --report report/
-  milsvm cv h5_files/ --labels labels.csv --model MISVM -p kernel=linear --folds 5 --predictions oof.csv
+  milsvm cv h5_files/ --labels labels.csv --model MISVM -p kernel=linear --predictions oof.csv
 
 patients: with CLAM's case_id,slide_id,label (or --group-by COLUMN), the splits keep each
 patient's slides on one side when a patient has several (outer and inner; --no-group: split by
@@ -104,9 +104,13 @@ value the estimator refuses); 130 interrupted. Errors are one line; --debug show
 def build_parser():
     """The ``argparse`` parser of the ``milsvm`` command."""
     common, data_opts, model_opts = _common_options(), _data_options(), _model_options()
-    parser = _Parser(prog="milsvm", formatter_class=_Formatter, epilog=_MAIN_EPILOG,
-                     description="Multiple-instance support vector machines: cross-validate, fit and predict "
-                                 "on multiple-instance data files.")
+    parser = _Parser(
+        prog="milsvm",
+        formatter_class=_Formatter,
+        epilog=_MAIN_EPILOG,
+        description="Multiple-instance support vector machines: cross-validate, fit and predict "
+        "on multiple-instance data files.",
+    )
     parser.add_argument("--version", action="version", version=f"milsvm {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -122,21 +126,32 @@ def build_parser():
 def _common_options():
     """``--quiet`` and ``--debug``, for every command."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("-q", "--quiet", action="store_true",
-                        help="no progress bar and no notes or warnings on stderr (errors are still shown)")
+    common.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress bar and no notes or warnings on stderr (errors are still shown)",
+    )
     common.add_argument("--debug", action="store_true", help="on error, show the Python traceback")
     return common
 
 
 def _data_options():
-    """``--format``, ``--labels``, ``--group-by`` and ``--bag-by``, for the commands that read data."""
+    """``--format``, ``--labels``, ``--group-by`` and ``--bag-by`` (the commands that read data)."""
     data_opts = argparse.ArgumentParser(add_help=False)
-    data_opts.add_argument("--format", choices=FORMATS, default="auto",
-                           help="data file format (default: auto, from the extension and the first line; "
-                                "npy or h5 for a folder, by the files in it)")
-    data_opts.add_argument("--labels", metavar="FILE.csv",
-                           help="bag labels of a data folder (npy, h5) or a Parquet table: a CSV of bag_id,label "
-                                "(or CLAM's case_id,slide_id,label with a header)")
+    data_opts.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="auto",
+        help="data file format (default: auto, from the extension and the first line; "
+        "npy or h5 for a folder, by the files in it)",
+    )
+    data_opts.add_argument(
+        "--labels",
+        metavar="FILE.csv",
+        help="bag labels of a data folder (npy, h5) or a Parquet table: a CSV of bag_id,label "
+        "(or CLAM's case_id,slide_id,label with a header)",
+    )
     add_group_options(data_opts)
     return data_opts
 
@@ -144,111 +159,204 @@ def _data_options():
 def _model_options():
     """``--model``, ``-p`` and ``--seed``, for the commands that fit."""
     model_opts = argparse.ArgumentParser(add_help=False)
-    model_opts.add_argument("-m", "--model", default="SparseMI", metavar="NAME",
-                            help="estimator name, case-insensitive (default: SparseMI); 'milsvm models' lists them")
-    model_opts.add_argument("-p", "--param", action="append", metavar="KEY=VALUE",
-                            help="estimator parameter, repeatable (e.g. -p C=10 -p gamma=scale)")
-    model_opts.add_argument("--seed", type=int, default=0,
-                            help="random seed: folds and the estimator's random_state unless given with -p "
-                                 "(default: 0)")
+    model_opts.add_argument(
+        "-m",
+        "--model",
+        default="SparseMI",
+        metavar="NAME",
+        help="estimator name, case-insensitive (default: SparseMI); 'milsvm models' lists them",
+    )
+    model_opts.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        metavar="KEY=VALUE",
+        help="estimator parameter, repeatable (e.g. -p C=10 -p gamma=scale)",
+    )
+    model_opts.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="random seed: folds and the estimator's random_state unless given with -p "
+        "(default: 0)",
+    )
     return model_opts
 
 
 def _add_demo(sub, parents):
-    demo = sub.add_parser("demo", parents=parents, formatter_class=_Formatter,
-                          help="SparseMI, 10-fold CV on the bundled MUSK1 (the README's main job)",
-                          description="SparseMI with 10-fold bag-level CV on the bundled MUSK1 (features "
-                                      "standardised per training fold); prints accuracy, expansion vectors and "
-                                      "fit time.")
-    demo.add_argument("--n-xv", type=_positive_int(1), default=10, help="expansion vectors (default: 10)")
+    demo = sub.add_parser(
+        "demo",
+        parents=parents,
+        formatter_class=_Formatter,
+        help="SparseMI, 10-fold CV on the bundled MUSK1 (the README's main job)",
+        description="SparseMI with 10-fold bag-level CV on the bundled MUSK1 (features "
+        "standardised per training fold); prints accuracy, expansion vectors and "
+        "fit time.",
+    )
+    demo.add_argument(
+        "--n-xv", type=_positive_int(1), default=10, help="expansion vectors (default: 10)"
+    )
     demo.add_argument("--C", type=float, default=10.0, help="loss weight C (default: 10)")
     demo.add_argument("--seed", type=int, default=0, help="folds and random_state (default: 0)")
-    demo.add_argument("--n-jobs", type=_n_jobs, default=None, help="folds run in parallel (default: 1)")
+    demo.add_argument(
+        "--n-jobs", type=_n_jobs, default=None, help="folds run in parallel (default: 1)"
+    )
     demo.set_defaults(run=cmd_demo)
 
 
 def _add_models(sub, parents):
-    models = sub.add_parser("models", parents=parents, formatter_class=_Formatter,
-                            help="list the estimators, or the parameters of one",
-                            description="Without NAME: every estimator name with a summary. With NAME: its "
-                                        "parameters (for -p and --grid) with their defaults, meanings, valid "
-                                        "values and suggested search ranges, and the grid of --grid auto.")
-    models.add_argument("name", nargs="?", metavar="NAME", help="an estimator name (case-insensitive)")
+    models = sub.add_parser(
+        "models",
+        parents=parents,
+        formatter_class=_Formatter,
+        help="list the estimators, or the parameters of one",
+        description="Without NAME: every estimator name with a summary. With NAME: its "
+        "parameters (for -p and --grid) with their defaults, meanings, valid "
+        "values and suggested search ranges, and the grid of --grid auto.",
+    )
+    models.add_argument(
+        "name", nargs="?", metavar="NAME", help="an estimator name (case-insensitive)"
+    )
     models.set_defaults(run=cmd_models)
 
 
 def _add_cv(sub, parents):
-    cv = sub.add_parser("cv", parents=parents, formatter_class=_Formatter,
-                        epilog=_CV_EPILOG, help="repeated stratified k-fold CV, optional inner grid search",
-                        description="Bag-level cross-validation of an estimator on a data file: stratified "
-                                    "k-fold on the bags (repeated with different shuffles), features "
-                                    "standardised with each training part (unless --no-scale), optional inner "
-                                    "grid search on each training part. Prints mean and std of the test "
-                                    "accuracy and balanced accuracy over the folds, the majority-class rate, "
-                                    "and the ROC AUC for two classes.")
-    cv.add_argument("data", metavar="DATA", help="data file (MILL .data, UCI clean*.data, Andrews .mat, mil .csv, .parquet) or folder of per-bag .npy / .h5 files (with --labels)")
-    cv.add_argument("--grid", action="extend", nargs="+", metavar="KEY=V1,V2", type=_grid_item,
-                    help="parameter values to search on each training part (inner stratified CV, best mean "
-                         "accuracy, refit); repeatable, e.g. --grid C=0.1,1,10 gamma=0.1*scale,scale; 'auto': "
-                         "the estimator's default grid (see below and 'milsvm models NAME')")
-    cv.add_argument("--inner-folds", type=_positive_int(2), default=3, metavar="K",
-                    help="folds of the inner grid-search CV (default: 3)")
-    cv.add_argument("--folds", type=_positive_int(2), default=10, metavar="K", help="outer folds (default: 10)")
-    cv.add_argument("--repeats", type=_positive_int(1), default=1, metavar="R",
-                    help="repeats of the k-fold split with different shuffles (default: 1)")
-    cv.add_argument("--no-scale", dest="scale", action="store_false",
-                    help="do not standardise the features per training fold")
-    cv.add_argument("--n-jobs", type=_n_jobs, default=None, metavar="N",
-                    help="fits run in parallel through joblib; -1: all cores (default: 1, or every Dask worker "
-                         "with --scheduler)")
-    cv.add_argument("--scheduler", metavar="ADDRESS",
-                    help="run the fits on a Dask cluster (dask.distributed.Client(ADDRESS), joblib's dask "
-                         "backend); needs pip install milsvm[dask]")
-    cv.add_argument("-o", "--output", metavar="FILE.json", help="write the results as JSON (schema below)")
-    cv.add_argument("--report", metavar="DIR",
-                    help="write DIR/report.md and PNG plots (accuracy per fold with the majority-class rate "
-                         "and the chosen grid points, the objective of the first fold's fit, decision regions "
-                         "of 2-D data); DIR is checked before the CV runs; plots need pip install milsvm[plot]")
+    cv = sub.add_parser(
+        "cv",
+        parents=parents,
+        formatter_class=_Formatter,
+        epilog=_CV_EPILOG,
+        help="repeated stratified k-fold CV, optional inner grid search",
+        description="Bag-level cross-validation of an estimator on a data file: stratified "
+        "k-fold on the bags (repeated with different shuffles), features "
+        "standardised with each training part (unless --no-scale), optional inner "
+        "grid search on each training part. Prints mean and std of the test "
+        "accuracy and balanced accuracy over the folds, the majority-class rate, "
+        "and the ROC AUC for two classes.",
+    )
+    cv.add_argument(
+        "data",
+        metavar="DATA",
+        help="data file (MILL .data, UCI clean*.data, Andrews .mat, mil .csv, .parquet) or "
+        "folder of per-bag .npy / .h5 files (with --labels)",
+    )
+    cv.add_argument(
+        "--grid",
+        action="extend",
+        nargs="+",
+        metavar="KEY=V1,V2",
+        type=_grid_item,
+        help="parameter values to search on each training part (inner stratified CV, best mean "
+        "accuracy, refit); repeatable, e.g. --grid C=0.1,1,10 gamma=0.1*scale,scale; 'auto': "
+        "the estimator's default grid (see below and 'milsvm models NAME')",
+    )
+    cv.add_argument(
+        "--inner-folds",
+        type=_positive_int(2),
+        default=3,
+        metavar="K",
+        help="folds of the inner grid-search CV (default: 3)",
+    )
+    cv.add_argument(
+        "--folds", type=_positive_int(2), default=10, metavar="K", help="outer folds (default: 10)"
+    )
+    cv.add_argument(
+        "--repeats",
+        type=_positive_int(1),
+        default=1,
+        metavar="R",
+        help="repeats of the k-fold split with different shuffles (default: 1)",
+    )
+    cv.add_argument(
+        "--no-scale",
+        dest="scale",
+        action="store_false",
+        help="do not standardise the features per training fold",
+    )
+    cv.add_argument(
+        "--n-jobs",
+        type=_n_jobs,
+        default=None,
+        metavar="N",
+        help="fits run in parallel through joblib; -1: all cores (default: 1, or every Dask worker "
+        "with --scheduler)",
+    )
+    cv.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run the fits on a Dask cluster (dask.distributed.Client(ADDRESS), joblib's dask "
+        "backend); needs pip install milsvm[dask]",
+    )
+    cv.add_argument(
+        "-o", "--output", metavar="FILE.json", help="write the results as JSON (schema below)"
+    )
+    cv.add_argument(
+        "--report",
+        metavar="DIR",
+        help="write DIR/report.md and PNG plots (accuracy per fold with the majority-class rate "
+        "and the chosen grid points, the objective of the first fold's fit, decision regions "
+        "of 2-D data); DIR is checked before the CV runs; plots need pip install milsvm[plot]",
+    )
     add_cv_options(cv)
     cv.set_defaults(run=cmd_cv)
 
 
 def _add_fit(sub, parents):
-    fit = sub.add_parser("fit", parents=parents, formatter_class=_Formatter,
-                         help="fit an estimator on a data file and save the model (JSON)",
-                         description="Fit an estimator on all bags of a data file and save the model as "
-                                     "versioned JSON, read by 'milsvm predict', milsvm.load and the Rust crate. "
-                                     "The features are standardised with the mean and standard deviation of the "
-                                     "training instances, as 'milsvm cv' does on each training part, and the "
-                                     "file holds that scaler, so that the file holds the model cv scored and "
-                                     "predict standardises new bags the same way (--no-scale: raw features, "
-                                     "as 'milsvm cv --no-scale').",
-                         epilog="example:\n  milsvm fit train.data --model ALSVM -p C=10 -p gamma=median -o model.json")
+    fit = sub.add_parser(
+        "fit",
+        parents=parents,
+        formatter_class=_Formatter,
+        help="fit an estimator on a data file and save the model (JSON)",
+        description="Fit an estimator on all bags of a data file and save the model as "
+        "versioned JSON, read by 'milsvm predict', milsvm.load and the Rust crate. "
+        "The features are standardised with the mean and standard deviation of the "
+        "training instances, as 'milsvm cv' does on each training part, and the "
+        "file holds that scaler, so that the file holds the model cv scored and "
+        "predict standardises new bags the same way (--no-scale: raw features, "
+        "as 'milsvm cv --no-scale').",
+        epilog="example:\n  milsvm fit train.data --model ALSVM -p C=10 -p "
+        "gamma=median -o model.json",
+    )
     fit.add_argument("data", metavar="DATA", help="training data file or folder (with --labels)")
-    fit.add_argument("-o", "--output", required=True, metavar="MODEL.json", help="model file to write")
-    fit.add_argument("--no-scale", dest="scale", action="store_false",
-                     help="do not standardise the features (the default standardises, as cv does)")
+    fit.add_argument(
+        "-o", "--output", required=True, metavar="MODEL.json", help="model file to write"
+    )
+    fit.add_argument(
+        "--no-scale",
+        dest="scale",
+        action="store_false",
+        help="do not standardise the features (the default standardises, as cv does)",
+    )
     fit.set_defaults(run=cmd_fit)
 
 
 def _add_predict(sub, parents):
-    pred = sub.add_parser("predict", parents=parents, formatter_class=_Formatter,
-                          help="predict the bags of a data file with a saved model",
-                          description="Score and classify every bag of a data file with a model saved by "
-                                      "'milsvm fit' (or milsvm.save), through its scaler if it has one. Writes one "
-                                      "line per bag, in file order: bag_name<TAB>score<TAB>label. The score is "
-                                      "the decision function (binary: > 0 means the larger class label; "
-                                      "multi-class: the score of the predicted class). --instances FILE also "
-                                      "writes one line per instance, bag_name<TAB>instance<TAB>score<TAB>label, then "
-                                      "x<TAB>y when the folder has patch coordinates "
-                                      "(instance: its 0-based position in the bag; score: as the model pools it, "
-                                      "so that the bag's score is their mean, or their max for max pooling, or their sum for MILES). The "
-                                      "labels of the data file are not used, except for the accuracy note on "
-                                      "stderr.",
-                          epilog="example:\n  milsvm predict model.json test.data -o predictions.tsv "
-                                 "--instances instances.tsv")
+    pred = sub.add_parser(
+        "predict",
+        parents=parents,
+        formatter_class=_Formatter,
+        help="predict the bags of a data file with a saved model",
+        description="Score and classify every bag of a data file with a "
+        "model saved by 'milsvm fit' (or milsvm.save), through its scaler "
+        "if it has one. Writes one line per bag, in file order: "
+        "bag_name<TAB>score<TAB>label. The score is the decision function "
+        "(binary: > 0 means the larger class label; multi-class: the score "
+        "of the predicted class). --instances FILE also writes one line "
+        "per instance, bag_name<TAB>instance<TAB>score<TAB>label, then "
+        "x<TAB>y when the folder has patch coordinates (instance: its "
+        "0-based position in the bag; score: as the model pools it, so "
+        "that the bag's score is their mean, or their max for max pooling, "
+        "or their sum for MILES). The labels of the data file are not "
+        "used, except for the accuracy note on stderr.",
+        epilog="example:\n  milsvm predict model.json test.data -o predictions.tsv "
+        "--instances instances.tsv",
+    )
     pred.add_argument("model_file", metavar="MODEL.json", help="model file written by 'milsvm fit'")
     pred.add_argument("data", metavar="DATA", help="data file or folder whose bags to predict")
-    pred.add_argument("-o", "--output", metavar="FILE", help="write the lines to FILE (default: stdout)")
-    pred.add_argument("--instances", metavar="FILE", help="also write one line per instance to FILE")
+    pred.add_argument(
+        "-o", "--output", metavar="FILE", help="write the lines to FILE (default: stdout)"
+    )
+    pred.add_argument(
+        "--instances", metavar="FILE", help="also write one line per instance to FILE"
+    )
     pred.set_defaults(run=cmd_predict)

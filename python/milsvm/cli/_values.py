@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .. import _registry
 from .._bags import as_bags
+from .._convert import plain
 
 #: The estimators by name (the package's registry, in registration order).
 ESTIMATORS = _registry.ESTIMATORS
@@ -23,14 +24,12 @@ EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
 
-
 class UsageError(Exception):
     """The command line is wrong (exit status 2)."""
 
 
 class CommandError(Exception):
     """The command could not be completed (exit status 1)."""
-
 
 
 def resolve_estimator(name):
@@ -74,7 +73,9 @@ def _check_names(cls, names, option):
             close = difflib.get_close_matches(key, valid, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise UsageError(
-                f"{option}: {cls.__name__} has no parameter {key!r} (parameters: {', '.join(valid)}){hint}")
+                f"{option}: {cls.__name__} has no parameter {key!r} (parameters: "
+                f"{', '.join(valid)}){hint}"
+            )
 
 
 def parse_params(cls, items):
@@ -129,7 +130,9 @@ def parse_grid(cls, items, params=None):
         key, sep, values = item.partition("=")
         key = key.strip()
         if not sep or not key or not values.strip():
-            raise UsageError(f"--grid: {item!r} is not KEY=V1,V2,... (one --grid item per parameter)")
+            raise UsageError(
+                f"--grid: {item!r} is not KEY=V1,V2,... (one --grid item per parameter)"
+            )
         if key in grid:
             raise UsageError(f"--grid: parameter {key!r} is given twice")
         parts = _split_values(values)
@@ -140,15 +143,15 @@ def parse_grid(cls, items, params=None):
     both = [key for key in grid if key in auto]
     if both:
         searched = " and ".join(f"{k} in {_values_text(v)}" for k, v in auto.items())
-        raise UsageError(f"--grid: {', '.join(both)} given both by 'auto' and explicitly; 'auto' searches "
-                         f"{searched} for {cls.__name__} (drop {both[0]}=..., or list every key without 'auto')")
+        raise UsageError(
+            f"--grid: {', '.join(both)} given both by 'auto' and explicitly; 'auto' searches "
+            f"{searched} for {cls.__name__} (drop {both[0]}=..., or list every key without 'auto')"
+        )
     return {**auto, **grid}
 
 
 def _values_text(values):
     """``[0.1, 1.0, 'scale']``: a list of values as plain Python reprs."""
-    from .._crossval import plain
-
     return repr(plain(list(values)))
 
 
@@ -186,7 +189,10 @@ def resolve_scale_multiples(grid, width):
     out = {}
     for key, values in grid.items():
         if key == "gamma":
-            values = [float(f"{k * width:.3g}") if (k := scale_multiple(v)) is not None else v for v in values]
+            values = [
+                float(f"{k * width:.3g}") if (k := scale_multiple(v)) is not None else v
+                for v in values
+            ]
         out[key] = values
     return out
 
@@ -208,7 +214,9 @@ def _grid_item(text):
     """An argparse ``type`` for ``--grid`` items: catches ``--grid C=1,10 DATA`` early."""
     if "=" not in text and text.strip() != "auto":
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not KEY=V1,V2,... or auto (give DATA before --grid, or end the --grid list with --)")
+            f"{text!r} is not KEY=V1,V2,... or auto (give DATA before --grid, or end the "
+            "--grid list with --)"
+        )
     return text
 
 
@@ -234,7 +242,9 @@ def check_values(cls, params, grid, classes=None):
     for value in grid.get("gamma", []):
         k = scale_multiple(value)
         if k is not None and not (math.isfinite(k) and k > 0):
-            raise UsageError(f"--grid gamma={value}: the multiple of scale must be a finite number > 0")
+            raise UsageError(
+                f"--grid gamma={value}: the multiple of scale must be a finite number > 0"
+            )
 
     def refusal(values):
         try:
@@ -244,10 +254,15 @@ def check_values(cls, params, grid, classes=None):
         return None
 
     def stand_in(point):  # a grid's "k*scale" (k checked above) is checked as "scale"
-        return {k: "scale" if k == "gamma" and scale_multiple(v) is not None else v for k, v in point.items()}
+        return {
+            k: "scale" if k == "gamma" and scale_multiple(v) is not None else v
+            for k, v in point.items()
+        }
 
     keys = list(grid)
-    points = [dict(zip(keys, combo)) for combo in itertools.product(*grid.values())] if grid else [{}]
+    points = (
+        [dict(zip(keys, combo)) for combo in itertools.product(*grid.values())] if grid else [{}]
+    )
     for point in points:
         problem = refusal({**params, **stand_in(point)})
         if problem is None:
@@ -264,8 +279,6 @@ def check_values(cls, params, grid, classes=None):
 
 def _value_text(value):
     """A value as written on the command line: strings bare, other values as Python reprs."""
-    from .._crossval import plain
-
     return value if isinstance(value, str) else repr(plain(value))
 
 
@@ -285,9 +298,14 @@ def _check_report_dir(path):
     while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent
     if not ancestor.is_dir():
-        raise UsageError(f"--report: cannot create {str(path)!r}: {str(ancestor)!r} is not a directory")
+        raise UsageError(
+            f"--report: cannot create {str(path)!r}: {str(ancestor)!r} is not a directory"
+        )
     if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise UsageError(f"--report: cannot create {str(path)!r}: the directory {str(ancestor)!r} is not writable")
+        raise UsageError(
+            f"--report: cannot create {str(path)!r}: the directory {str(ancestor)!r} is not "
+            "writable"
+        )
 
 
 def _n_jobs(text):
@@ -296,5 +314,7 @@ def _n_jobs(text):
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
     if value == 0:
-        raise argparse.ArgumentTypeError("must be a positive number of workers or negative (-1: all cores), not 0")
+        raise argparse.ArgumentTypeError(
+            "must be a positive number of workers or negative (-1: all cores), not 0"
+        )
     return value

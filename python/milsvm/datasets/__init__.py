@@ -51,16 +51,22 @@ Layout
 ------
 ``_text`` (line reading and number parsing shared by the text readers), ``mill``, ``musk``,
 ``mat``, ``csv``, ``folder`` (``.npy`` and HDF5 folders), ``parquet`` (one module per file
-format), ``labels`` (label CSVs, the pairing of files and labels, the dtype rule) and ``generators``; the public names are
-re-exported here, so ``milsvm.datasets.load_mill`` and the like are the interface.
+format), ``labels`` (label CSVs, the pairing of files and labels, the dtype rule) and
+``generators``; the public names are re-exported here, so ``milsvm.datasets.load_mill`` and the like
+are the interface.
 """
 
 from __future__ import annotations
 
+from .coords import PatchCoords  # noqa: F401 (the class of the coordinates the readers return)
 from .csv import load_mil_csv
 from .folder import load_h5_folder, load_npy_folder
-from .generators import make_annealing_toy, make_center_ring_bags, make_embedding_bags, make_four_gaussians_bags
-from .coords import PatchCoords  # noqa: F401 (the class of the coordinates the readers return)
+from .generators import (
+    make_annealing_toy,
+    make_center_ring_bags,
+    make_embedding_bags,
+    make_four_gaussians_bags,
+)
 from .labels import label_columns, read_labels
 from .mat import load_andrews_mat
 from .mill import load_mill

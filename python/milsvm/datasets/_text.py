@@ -17,7 +17,6 @@ import re
 import numpy as np
 import scipy.sparse as sp
 
-
 # --------------------------------------------------------------------------------------------
 # Text parsing helpers
 # --------------------------------------------------------------------------------------------
@@ -328,8 +327,10 @@ def _parse_sparse(name, linenos, rests, n_features=None):
         name,
         entry_lines,
         ~np.isfinite(val),
-        lambda p: f"the value of feature {idx[p]} is not finite ({float(val[p])!r}); NaN and "
-        "infinite values are not allowed",
+        lambda p: (
+            f"the value of feature {idx[p]} is not finite ({float(val[p])!r}); NaN and "
+            "infinite values are not allowed"
+        ),
     )
     if n_features is None:
         if idx.size == 0:
@@ -340,7 +341,9 @@ def _parse_sparse(name, linenos, rests, n_features=None):
         n_features = int(idx.max())
     else:
         _check_entries(
-            name, entry_lines, idx > n_features,
+            name,
+            entry_lines,
+            idx > n_features,
             lambda p: f"feature index {idx[p]} exceeds n_features={n_features}",
         )
 
@@ -351,7 +354,9 @@ def _parse_sparse(name, linenos, rests, n_features=None):
         c_sorted = cols[order]
         dup = (r_sorted[1:] == r_sorted[:-1]) & (c_sorted[1:] == c_sorted[:-1])
         _check_entries(
-            name, entry_lines[order], dup,
+            name,
+            entry_lines[order],
+            dup,
             lambda p: f"feature index {c_sorted[p] + 1} appears more than once",
         )
 

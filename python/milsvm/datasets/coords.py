@@ -71,7 +71,9 @@ def check_xy(array, n_rows, where):
     if array.ndim != 2 or array.shape[1] != 2:
         raise ValueError(f"{where}: coords must be an N x 2 array (x, y), got shape {array.shape}")
     if array.shape[0] != n_rows:
-        raise ValueError(f"{where}: {array.shape[0]} coords rows, but the features have {n_rows} rows")
+        raise ValueError(
+            f"{where}: {array.shape[0]} coords rows, but the features have {n_rows} rows"
+        )
     if array.dtype.kind in "iu":
         return array.astype(np.int64, copy=False)
     if array.dtype.kind != "f":
@@ -81,8 +83,10 @@ def check_xy(array, n_rows, where):
         raise ValueError(f"{where}: coords row {row} has a non-finite value (NaN or infinity)")
     if not np.array_equal(array, np.round(array)):
         row = int(np.argmax((array != np.round(array)).any(axis=1)))
-        raise ValueError(f"{where}: coords row {row} is not integer ({array[row].tolist()}): coords are pixel "
-                         "positions")
+        raise ValueError(
+            f"{where}: coords row {row} is not integer ({array[row].tolist()}): coords are pixel "
+            "positions"
+        )
     return array.astype(np.int64)
 
 
@@ -92,23 +96,41 @@ def _number(value, name, where, integer):
     if value.size == 0:
         raise ValueError(f"{where}: the attribute {name!r} is empty")
     flat = value.ravel().astype(np.float64) if value.dtype.kind in "iuf" else None
-    if flat is None or not np.isfinite(flat).all() or flat.min() <= (-1 if name == "patch_level" else 0):
-        raise ValueError(f"{where}: the attribute {name!r} must be a positive number, got {value.tolist()!r}")
+    if (
+        flat is None
+        or not np.isfinite(flat).all()
+        or flat.min() <= (-1 if name == "patch_level" else 0)
+    ):
+        raise ValueError(
+            f"{where}: the attribute {name!r} must be a positive number, got {value.tolist()!r}"
+        )
     if integer:
         if flat[0] != math.floor(flat[0]):
-            raise ValueError(f"{where}: the attribute {name!r} must be an integer, got {value.tolist()!r}")
+            raise ValueError(
+                f"{where}: the attribute {name!r} must be an integer, got {value.tolist()!r}"
+            )
         return int(flat[0])
     if not np.all(flat == flat[0]):
-        raise ValueError(f"{where}: the attribute {name!r} differs between the axes ({flat.tolist()}): "
-                         "square patches need one downsample")
+        raise ValueError(
+            f"{where}: the attribute {name!r} differs between the axes ({flat.tolist()}): "
+            "square patches need one downsample"
+        )
     return float(flat[0])
 
 
 def _attrs(attrs, where):
     """``(patch_size, patch_level, downsample)`` from a mapping of attributes (each or None)."""
-    size = _number(attrs["patch_size"], "patch_size", where, True) if "patch_size" in attrs else None
-    level = _number(attrs["patch_level"], "patch_level", where, True) if "patch_level" in attrs else None
-    down = _number(attrs["downsample"], "downsample", where, False) if "downsample" in attrs else None
+    size = (
+        _number(attrs["patch_size"], "patch_size", where, True) if "patch_size" in attrs else None
+    )
+    level = (
+        _number(attrs["patch_level"], "patch_level", where, True)
+        if "patch_level" in attrs
+        else None
+    )
+    down = (
+        _number(attrs["downsample"], "downsample", where, False) if "downsample" in attrs else None
+    )
     return size, level, down
 
 
@@ -134,7 +156,9 @@ def read_npy_coords(bag_path, n_rows):
     try:
         xy = np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
-        raise ValueError(f"{path}: not a readable .npy array ({' '.join(str(exc).split())})") from None
+        raise ValueError(
+            f"{path}: not a readable .npy array ({' '.join(str(exc).split())})"
+        ) from None
     xy = check_xy(xy, n_rows, path)
     attrs = {}
     for candidate in (os.path.join(side, stem + ".json"), os.path.join(side, "patch.json")):
@@ -143,9 +167,13 @@ def read_npy_coords(bag_path, n_rows):
                 with open(candidate, encoding="utf-8") as f:
                     attrs = json.load(f)
             except (OSError, ValueError) as exc:
-                raise ValueError(f"{candidate}: not a readable JSON object ({' '.join(str(exc).split())})") from None
+                raise ValueError(
+                    f"{candidate}: not a readable JSON object ({' '.join(str(exc).split())})"
+                ) from None
             if not isinstance(attrs, dict):
-                raise ValueError(f"{candidate}: expected a JSON object such as {{\"patch_size\": 256}}")
+                raise ValueError(
+                    f'{candidate}: expected a JSON object such as {{"patch_size": 256}}'
+                )
             size, level, down = _attrs(attrs, candidate)
             return PatchCoords(xy, size, level, down)
     return PatchCoords(xy)

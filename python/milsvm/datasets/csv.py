@@ -20,8 +20,12 @@ from ._text import (
 __all__ = ["load_mil_csv"]
 
 
-_CSV_BAG_COLUMNS = frozenset({"bag", "bags", "bag_id", "bagid", "bag id", "bag-id", "bag_name", "bag name"})
-_CSV_LABEL_COLUMNS = frozenset({"label", "labels", "bag_label", "bag label", "y", "class", "target"})
+_CSV_BAG_COLUMNS = frozenset(
+    {"bag", "bags", "bag_id", "bagid", "bag id", "bag-id", "bag_name", "bag name"}
+)
+_CSV_LABEL_COLUMNS = frozenset(
+    {"label", "labels", "bag_label", "bag label", "y", "class", "target"}
+)
 
 
 def _csv_fields(line):
@@ -40,7 +44,11 @@ def _is_number(text):
 def _csv_header(fields):
     """``None`` if ``fields`` (the first line) is data, else ``True`` if the header puts the
     bag id first (``bag_id,label,...``) and ``False`` if it puts the label first."""
-    if len(fields) < 3 or any(_is_number(f) for f in fields[2:]) or _parse_int_label(fields[0]) is not None:
+    if (
+        len(fields) < 3
+        or any(_is_number(f) for f in fields[2:])
+        or _parse_int_label(fields[0]) is not None
+    ):
         return None
     first, second = fields[0].lower(), fields[1].lower()
     if first in _CSV_BAG_COLUMNS and second in _CSV_LABEL_COLUMNS:
@@ -144,7 +152,9 @@ def load_mil_csv(path, *, return_bag_names=False):
         label = _parse_int_label(fields[label_col])
         if label is None:
             raise _line_error(
-                name, lineno, f"the label {fields[label_col]!r} (field {label_col + 1}) is not an integer"
+                name,
+                lineno,
+                f"the label {fields[label_col]!r} (field {label_col + 1}) is not an integer",
             )
         _check_label_range(name, lineno, label, fields[label_col], label_col + 1)
         bag = fields[bag_col]
@@ -174,7 +184,9 @@ def load_mil_csv(path, *, return_bag_names=False):
             )
         for j, value in enumerate(features):
             if "," in value or not value:
-                raise _line_error(name, lineno, f"feature {j + 1} (field {j + 3}): {value!r} is not a number")
+                raise _line_error(
+                    name, lineno, f"feature {j + 1} (field {j + 3}): {value!r} is not a number"
+                )
         rests.append(",".join(features))
 
     X = _parse_dense(name, linenos, rests, None, first_field=3)

@@ -32,15 +32,28 @@ def _bag_files(folder, suffixes, what):
         stem, suffix = os.path.splitext(entry)
         if suffix.lower() in suffixes and os.path.isfile(os.path.join(folder, entry)):
             if stem in files:
-                raise ValueError(f"{folder}: two files for bag {stem!r}: {os.path.basename(files[stem])!r} and {entry!r}")
+                raise ValueError(
+                    f"{folder}: two files for bag {stem!r}: {os.path.basename(files[stem])!r} and "
+                    f"{entry!r}"
+                )
             files[stem] = os.path.join(folder, entry)
     if not files:
         raise ValueError(f"{folder}: no {what} files ({' / '.join(suffixes)}) in the folder")
     return files
 
 
-def _load_folder(folder, suffixes, what, labels, read, return_bag_names, *, group_by=None, return_groups=False,
-                 return_coords=False):
+def _load_folder(
+    folder,
+    suffixes,
+    what,
+    labels,
+    read,
+    return_bag_names,
+    *,
+    group_by=None,
+    return_groups=False,
+    return_coords=False,
+):
     """The bags of the files of ``folder`` ending in ``suffixes``, each read by ``read(path)``
     (``(array, PatchCoords or None)``, the coordinates read only when ``return_coords``; or a
     ``ValueError`` naming the file), paired with
@@ -52,7 +65,9 @@ def _load_folder(folder, suffixes, what, labels, read, return_bag_names, *, grou
     else:
         table = _as_labels(labels)
         if group_by is not None:
-            raise ValueError(f"group_by={group_by!r} needs the labels as a CSV file with that column")
+            raise ValueError(
+                f"group_by={group_by!r} needs the labels as a CSV file with that column"
+            )
     ids, y = _pair(files, table, os.fspath(folder))
     bags, coords = [], []
     for bag_id in ids:
@@ -67,14 +82,24 @@ def _load_folder(folder, suffixes, what, labels, read, return_bag_names, *, grou
     if return_bag_names:
         out.append(list(ids))
     if return_groups:
-        out.append(None if groups_of is None else np.array([groups_of[b] for b in ids], dtype=object))
+        out.append(
+            None if groups_of is None else np.array([groups_of[b] for b in ids], dtype=object)
+        )
     if return_coords:
         out.append(coords)
     return tuple(out)
 
 
-def load_npy_folder(folder, labels=None, *, mmap=True, return_bag_names=False, group_by=None, return_groups=False,
-                    return_coords=False):
+def load_npy_folder(
+    folder,
+    labels=None,
+    *,
+    mmap=True,
+    return_bag_names=False,
+    group_by=None,
+    return_groups=False,
+    return_coords=False,
+):
     """Load a folder of ``.npy`` files, one bag per file.
 
     Parameters
@@ -125,20 +150,40 @@ def load_npy_folder(folder, labels=None, *, mmap=True, return_bag_names=False, g
     TypeError
         A file whose dtype is not real numbers.
     """
+
     def read(path, want_coords):
         try:
             array = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
         except (ValueError, OSError, EOFError) as exc:
-            raise ValueError(f"{path}: not a readable .npy array ({' '.join(str(exc).split())})") from None
+            raise ValueError(
+                f"{path}: not a readable .npy array ({' '.join(str(exc).split())})"
+            ) from None
         coords = read_npy_coords(path, array.shape[0]) if want_coords and array.ndim == 2 else None
         return array, coords
 
-    return _load_folder(folder, (".npy",), ".npy", labels, read, return_bag_names, group_by=group_by,
-                        return_groups=return_groups, return_coords=return_coords)
+    return _load_folder(
+        folder,
+        (".npy",),
+        ".npy",
+        labels,
+        read,
+        return_bag_names,
+        group_by=group_by,
+        return_groups=return_groups,
+        return_coords=return_coords,
+    )
 
 
-def load_h5_folder(folder, labels=None, *, dataset="features", return_bag_names=False, group_by=None,
-                   return_groups=False, return_coords=False):
+def load_h5_folder(
+    folder,
+    labels=None,
+    *,
+    dataset="features",
+    return_bag_names=False,
+    group_by=None,
+    return_groups=False,
+    return_coords=False,
+):
     """Load a folder of HDF5 files in CLAM's layout, one bag per file.
 
     Parameters
@@ -176,21 +221,40 @@ def load_h5_folder(folder, labels=None, *, dataset="features", return_bag_names=
     try:
         import h5py
     except ImportError:
-        raise ImportError("reading HDF5 bag files needs h5py: pip install h5py (or milsvm[hdf5])") from None
+        raise ImportError(
+            "reading HDF5 bag files needs h5py: pip install h5py (or milsvm[hdf5])"
+        ) from None
 
     def read(path, want_coords):
         try:
             handle = h5py.File(path, "r")
         except OSError as exc:
-            raise ValueError(f"{path}: not a readable HDF5 file ({' '.join(str(exc).split())})") from None
+            raise ValueError(
+                f"{path}: not a readable HDF5 file ({' '.join(str(exc).split())})"
+            ) from None
         with handle:
             if dataset not in handle or not isinstance(handle[dataset], h5py.Dataset):
                 found = sorted(k for k in handle.keys())
-                raise ValueError(f"{path}: no dataset {dataset!r} (the file has: "
-                                 f"{', '.join(repr(k) for k in found) or 'nothing'})")
+                raise ValueError(
+                    f"{path}: no dataset {dataset!r} (the file has: "
+                    f"{', '.join(repr(k) for k in found) or 'nothing'})"
+                )
             array = np.asarray(handle[dataset][()])
-            coords = read_h5_coords(handle, path, array.shape[0]) if want_coords and array.ndim == 2 else None
+            coords = (
+                read_h5_coords(handle, path, array.shape[0])
+                if want_coords and array.ndim == 2
+                else None
+            )
             return array, coords
 
-    return _load_folder(folder, (".h5", ".hdf5"), "HDF5", labels, read, return_bag_names, group_by=group_by,
-                        return_groups=return_groups, return_coords=return_coords)
+    return _load_folder(
+        folder,
+        (".h5", ".hdf5"),
+        "HDF5",
+        labels,
+        read,
+        return_bag_names,
+        group_by=group_by,
+        return_groups=return_groups,
+        return_coords=return_coords,
+    )

@@ -15,7 +15,12 @@ import numbers
 
 import numpy as np
 
-__all__ = ["make_center_ring_bags", "make_four_gaussians_bags", "make_annealing_toy", "make_embedding_bags"]
+__all__ = [
+    "make_center_ring_bags",
+    "make_four_gaussians_bags",
+    "make_annealing_toy",
+    "make_embedding_bags",
+]
 
 
 # --------------------------------------------------------------------------------------------
@@ -287,9 +292,7 @@ def make_four_gaussians_bags(
             component[:k] = concept[int(label)]
             z[:k] = label
         component[k:] = 1 + 2 * _integers(rng, 0, 2, size=n - k)  # mu_2 or mu_4
-        X = _FOUR_GAUSSIANS_MEANS[component] + rng.normal(
-            0.0, _FOUR_GAUSSIANS_SIGMA, size=(n, 2)
-        )
+        X = _FOUR_GAUSSIANS_MEANS[component] + rng.normal(0.0, _FOUR_GAUSSIANS_SIGMA, size=(n, 2))
         p = rng.permutation(n)
         bags.append(np.ascontiguousarray(X[p], dtype=np.float64))
         instance_labels.append(z[p])
@@ -437,8 +440,8 @@ def make_embedding_bags(
     Exactly ``round(positive_fraction * n_bags)`` bags are positive, in random order. The tissue
     centres and the witness direction are drawn from ``random_state`` too, so a test set must
     come from the same call (draw training and test bags together and split them): two calls
-    with different seeds are two different problems. The data are drawn in ``dtype`` directly (no float64 intermediate for float32), bag by bag, so the
-    peak memory is the data's own size.
+    with different seeds are two different problems. The data are drawn in ``dtype`` directly (no
+    float64 intermediate for float32), bag by bag, so the peak memory is the data's own size.
 
     Parameters
     ----------
@@ -490,16 +493,26 @@ def make_embedding_bags(
     witness_rate = _check_real("witness_rate", witness_rate, low=0.0, high=1.0)
     separation = _check_real("separation", separation, low=0.0)
     bag_size_sigma = _check_real("bag_size_sigma", bag_size_sigma, low=0.0, low_open=False)
-    positive_fraction = _check_real("positive_fraction", positive_fraction, low=0.0, high=1.0, high_open=True)
+    positive_fraction = _check_real(
+        "positive_fraction", positive_fraction, low=0.0, high=1.0, high_open=True
+    )
     dtype = np.dtype(dtype)
     if dtype not in (np.float32, np.float64):
         raise ValueError(f"dtype must be float32 or float64, got {dtype}")
     n_positive = int(round(positive_fraction * n_bags))
     if not 1 <= n_positive <= n_bags - 1:
-        raise ValueError(f"positive_fraction={positive_fraction} of {n_bags} bags leaves a class without bags")
-    rng = random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng(
-        _check_random_state(random_state).randint(0, 2**31 - 1) if not isinstance(random_state, (int, np.integer))
-        else random_state)
+        raise ValueError(
+            f"positive_fraction={positive_fraction} of {n_bags} bags leaves a class without bags"
+        )
+    rng = (
+        random_state
+        if isinstance(random_state, np.random.Generator)
+        else np.random.default_rng(
+            _check_random_state(random_state).randint(0, 2**31 - 1)
+            if not isinstance(random_state, (int, np.integer))
+            else random_state
+        )
+    )
     y = np.zeros(n_bags, dtype=np.int64)
     y[rng.permutation(n_bags)[:n_positive]] = 1
     centres = rng.standard_normal((n_tissue_types, n_features), dtype=dtype)
@@ -508,7 +521,11 @@ def make_embedding_bags(
     mu = math.log(mean_bag_size) - bag_size_sigma**2 / 2
     bags, instance_labels = [], []
     for label in y:
-        m = max(1, int(round(math.exp(rng.normal(mu, bag_size_sigma))))) if bag_size_sigma > 0 else mean_bag_size
+        m = (
+            max(1, int(round(math.exp(rng.normal(mu, bag_size_sigma)))))
+            if bag_size_sigma > 0
+            else mean_bag_size
+        )
         types = rng.choice(n_tissue_types, size=m, p=rng.dirichlet(np.ones(n_tissue_types)))
         bag = rng.standard_normal((m, n_features), dtype=dtype)
         bag += centres[types]

@@ -106,7 +106,9 @@ def read_labels(path, *, group_by=None, return_groups=False):
     labels, groups = {}, ({} if group_col is not None else None)
     for n, row in rows:
         if len(row) != width:
-            raise ValueError(f"{path}, line {n}: expected {width} comma-separated fields, got {len(row)}")
+            raise ValueError(
+                f"{path}, line {n}: expected {width} comma-separated fields, got {len(row)}"
+            )
         bag = _strip_suffix(row[bag_col])
         if not bag:
             raise ValueError(f"{path}, line {n}: empty bag id")
@@ -117,7 +119,9 @@ def read_labels(path, *, group_by=None, return_groups=False):
         labels[bag] = _parse_label(row[label_col])
         if group_col is not None:
             if not row[group_col]:
-                raise ValueError(f"{path}, line {n}: empty {header[group_col]!r} value for bag {bag!r}")
+                raise ValueError(
+                    f"{path}, line {n}: empty {header[group_col]!r} value for bag {bag!r}"
+                )
             groups[bag] = row[group_col]
     return (labels, groups) if return_groups else labels
 
@@ -131,8 +135,11 @@ def _read_rows(path):
     if not os.path.isfile(path):
         raise ValueError(f"label file {path!r} does not exist or is not a file")
     with open(path, newline="", encoding="utf-8") as f:
-        rows = [(n, [field.strip() for field in row]) for n, row in enumerate(csv.reader(f), 1)
-                if row and any(field.strip() for field in row)]
+        rows = [
+            (n, [field.strip() for field in row])
+            for n, row in enumerate(csv.reader(f), 1)
+            if row and any(field.strip() for field in row)
+        ]
     if not rows:
         raise ValueError(f"{path}: the label file is empty")
     first = [h.lower() for h in rows[0][1]]
@@ -166,12 +173,16 @@ def _group_column(header, bag_col, group_by, path):
         found = [lowered.index(c) for c in _GROUP_COLUMNS if c in lowered]
         return found[0] if found and found[0] != bag_col else None
     if header is None:
-        raise ValueError(f"{path}: the label file has no header, so it has no column {group_by!r} to group by "
-                         "(write a header such as case_id,slide_id,label)")
+        raise ValueError(
+            f"{path}: the label file has no header, so it has no column {group_by!r} to group by "
+            "(write a header such as case_id,slide_id,label)"
+        )
     lowered = [h.lower() for h in header]
     if group_by.strip().lower() not in lowered:
-        raise ValueError(f"{path}: no column {group_by!r} to group by (the columns are "
-                         f"{', '.join(repr(h) for h in header)})")
+        raise ValueError(
+            f"{path}: no column {group_by!r} to group by (the columns are "
+            f"{', '.join(repr(h) for h in header)})"
+        )
     return lowered.index(group_by.strip().lower())
 
 
@@ -194,7 +205,9 @@ def _as_labels(labels):
         return {_strip_suffix(str(k)): v for k, v in labels.items()}
     if isinstance(labels, (str, os.PathLike)):
         return read_labels(labels)
-    raise TypeError(f"labels must be a CSV path or a dict {{bag_id: label}}, got {type(labels).__name__}")
+    raise TypeError(
+        f"labels must be a CSV path or a dict {{bag_id: label}}, got {type(labels).__name__}"
+    )
 
 
 def _pair(files, labels, where):
@@ -210,17 +223,25 @@ def _pair(files, labels, where):
     no_file = [b for b in labels if b not in files]
     problems = []
     if no_file:
-        problems.append(f"{len(no_file)} labelled bag(s) have no file in {where}: {_listed(no_file)}")
+        problems.append(
+            f"{len(no_file)} labelled bag(s) have no file in {where}: {_listed(no_file)}"
+        )
     if no_label:
         if all(isinstance(files[b], (str, os.PathLike)) for b in no_label):
-            problems.append(f"{len(no_label)} file(s) have no label: {_listed([files[b] for b in no_label])}")
+            problems.append(
+                f"{len(no_label)} file(s) have no label: {_listed([files[b] for b in no_label])}"
+            )
         else:
             problems.append(f"{len(no_label)} bag(s) of {where} have no label: {_listed(no_label)}")
     if problems:
         raise ValueError("; ".join(problems))
     ids = list(labels)
     y = [labels[b] for b in ids]
-    y = np.asarray(y, dtype=np.int64) if all(isinstance(v, (int, np.integer)) for v in y) else np.asarray(y)
+    y = (
+        np.asarray(y, dtype=np.int64)
+        if all(isinstance(v, (int, np.integer)) for v in y)
+        else np.asarray(y)
+    )
     return ids, y
 
 
@@ -239,7 +260,9 @@ def _as_features(array, path):
     elif dtype not in (np.float32, np.float64):
         raise TypeError(f"{path}: features must be real numbers, got dtype {dtype}")
     if array.ndim != 2:
-        raise ValueError(f"{path}: a bag must be a 2-D array (instances x features), got shape {array.shape}")
+        raise ValueError(
+            f"{path}: a bag must be a 2-D array (instances x features), got shape {array.shape}"
+        )
     if array.shape[0] == 0:
         raise ValueError(f"{path}: the bag has no instances (shape {array.shape})")
     if array.shape[1] == 0:
@@ -252,5 +275,7 @@ def _check_widths(bags, paths):
     d = bags[0].shape[1]
     for bag, path in zip(bags, paths):
         if bag.shape[1] != d:
-            raise ValueError(f"{path}: {bag.shape[1]} features, but {paths[0]} has {d}: every bag must have "
-                             f"the same feature width")
+            raise ValueError(
+                f"{path}: {bag.shape[1]} features, but {paths[0]} has {d}: every bag must have "
+                f"the same feature width"
+            )

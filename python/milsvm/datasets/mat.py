@@ -125,8 +125,7 @@ def _mat5_subelements(body, order):
         mdtype = word
         if byte_count > n - pos - 8:
             raise _CorruptMat(
-                f"a data element of type {mdtype} claims {byte_count} bytes, "
-                f"{n - pos - 8} remain"
+                f"a data element of type {mdtype} claims {byte_count} bytes, {n - pos - 8} remain"
             )
         out.append((mdtype, body[pos + 8 : pos + 8 + byte_count]))
         pos += 8 + byte_count + (-byte_count) % 8
@@ -322,9 +321,7 @@ def load_andrews_mat(path, *, return_bag_names=False):
     else:
         features = np.asarray(features)
         if features.ndim != 2:
-            raise ValueError(
-                f"{name}: 'features' must be a 2-D matrix, got shape {features.shape}"
-            )
+            raise ValueError(f"{name}: 'features' must be a 2-D matrix, got shape {features.shape}")
         _check_real_dtype(name, "features", features.dtype)
         X = _as_float64(name, "features", features, lambda v: np.asarray(v, dtype=np.float64))
         values = X

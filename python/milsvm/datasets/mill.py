@@ -42,8 +42,7 @@ def _split_mill_line(name, lineno, line):
         raise _line_error(
             name,
             lineno,
-            f"too few fields ({len(parts)}); expected instance_name,bag_name,label,"
-            "features...",
+            f"too few fields ({len(parts)}); expected instance_name,bag_name,label,features...",
         )
     bag = parts[1].strip()
     if not bag:

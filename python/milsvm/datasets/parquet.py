@@ -18,17 +18,21 @@ def _feature_matrix(table, names, path):
     (fixed-size or not, every row the same length) or numeric columns (one per feature)."""
     import pyarrow as pa
 
-    if len(names) == 1 and (pa.types.is_list(table.schema.field(names[0]).type)
-                            or pa.types.is_fixed_size_list(table.schema.field(names[0]).type)
-                            or pa.types.is_large_list(table.schema.field(names[0]).type)):
+    if len(names) == 1 and (
+        pa.types.is_list(table.schema.field(names[0]).type)
+        or pa.types.is_fixed_size_list(table.schema.field(names[0]).type)
+        or pa.types.is_large_list(table.schema.field(names[0]).type)
+    ):
         column = table.column(names[0]).combine_chunks()
         if column.null_count:
             raise ValueError(f"{path}: column {names[0]!r} has {column.null_count} missing row(s)")
         lengths = np.asarray(column.value_lengths())
         if len(lengths) and np.any(lengths != lengths[0]):
             row = int(np.argmax(lengths != lengths[0]))
-            raise ValueError(f"{path}: column {names[0]!r} holds {lengths[0]} features in row 0 but "
-                             f"{lengths[row]} in row {row}")
+            raise ValueError(
+                f"{path}: column {names[0]!r} holds {lengths[0]} features in row 0 but "
+                f"{lengths[row]} in row {row}"
+            )
         flat = column.flatten()
         if flat.null_count:
             raise ValueError(f"{path}: column {names[0]!r} has missing feature values")
@@ -37,12 +41,20 @@ def _feature_matrix(table, names, path):
     columns = []
     for name in names:
         field = table.schema.field(name)
-        if not (pa.types.is_floating(field.type) or pa.types.is_integer(field.type) or pa.types.is_boolean(field.type)):
-            raise TypeError(f"{path}: feature column {name!r} has type {field.type}, not numbers "
-                            "(name the feature columns with feature_columns=)")
+        if not (
+            pa.types.is_floating(field.type)
+            or pa.types.is_integer(field.type)
+            or pa.types.is_boolean(field.type)
+        ):
+            raise TypeError(
+                f"{path}: feature column {name!r} has type {field.type}, not numbers "
+                "(name the feature columns with feature_columns=)"
+            )
         column = table.column(name)
         if column.null_count:
-            raise ValueError(f"{path}: feature column {name!r} has {column.null_count} missing value(s)")
+            raise ValueError(
+                f"{path}: feature column {name!r} has {column.null_count} missing value(s)"
+            )
         columns.append(column.to_numpy())
     dtype = np.result_type(*[c.dtype for c in columns])
     out = np.empty((table.num_rows, len(columns)), dtype=dtype)
@@ -51,8 +63,15 @@ def _feature_matrix(table, names, path):
     return out
 
 
-def load_parquet(path, labels=None, *, bag_column="bag_id", label_column="label", feature_columns=None,
-                 return_bag_names=False):
+def load_parquet(
+    path,
+    labels=None,
+    *,
+    bag_column="bag_id",
+    label_column="label",
+    feature_columns=None,
+    return_bag_names=False,
+):
     """Load a Parquet file with one row per instance.
 
     Parameters
@@ -94,7 +113,9 @@ def load_parquet(path, labels=None, *, bag_column="bag_id", label_column="label"
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise ImportError("reading Parquet needs pyarrow: pip install pyarrow (or milsvm[parquet])") from None
+        raise ImportError(
+            "reading Parquet needs pyarrow: pip install pyarrow (or milsvm[parquet])"
+        ) from None
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise ValueError(f"data file {path!r} does not exist or is not a file")
@@ -103,11 +124,15 @@ def load_parquet(path, labels=None, *, bag_column="bag_id", label_column="label"
     try:
         table = pq.read_table(path)
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... for a damaged file
-        raise ValueError(f"{path}: not a readable Parquet file ({' '.join(str(exc).split())})") from None
+        raise ValueError(
+            f"{path}: not a readable Parquet file ({' '.join(str(exc).split())})"
+        ) from None
     names = table.column_names
     if bag_column not in names:
-        raise ValueError(f"{path}: no bag column {bag_column!r} (the columns are {_listed(names, 10)}); "
-                         "name it with bag_column=")
+        raise ValueError(
+            f"{path}: no bag column {bag_column!r} (the columns are {_listed(names, 10)}); "
+            "name it with bag_column="
+        )
     has_labels = label_column in names
     if feature_columns is None:
         feature_columns = [n for n in names if n not in (bag_column, label_column)]
@@ -120,7 +145,9 @@ def load_parquet(path, labels=None, *, bag_column="bag_id", label_column="label"
         raise ValueError(f"{path}: no feature columns")
     if table.num_rows == 0:
         raise ValueError(f"{path}: the table has no rows")
-    bag_ids = np.asarray(table.column(bag_column).cast("string").to_numpy(zero_copy_only=False), dtype=object)
+    bag_ids = np.asarray(
+        table.column(bag_column).cast("string").to_numpy(zero_copy_only=False), dtype=object
+    )
     if any(b is None for b in bag_ids):
         raise ValueError(f"{path}: the bag column {bag_column!r} has missing values")
     X = _as_features(_feature_matrix(table, feature_columns, path), path)
@@ -134,20 +161,26 @@ def load_parquet(path, labels=None, *, bag_column="bag_id", label_column="label"
     counts = np.bincount(rank[inverse], minlength=len(ids))
     starts = np.concatenate([[0], np.cumsum(counts)])
     grouped = X[rows] if np.any(rows != np.arange(len(rows))) else X
-    bags_by_id = {b: grouped[starts[k]:starts[k + 1]] for k, b in enumerate(ids)}
+    bags_by_id = {b: grouped[starts[k] : starts[k + 1]] for k, b in enumerate(ids)}
     given = _as_labels(labels)
     if given is None and has_labels:
         column = table.column(label_column).to_pylist()
         ordered = [column[r] for r in rows]
         given = {}
         for k, b in enumerate(ids):
-            values = set(ordered[starts[k]:starts[k + 1]])
+            values = set(ordered[starts[k] : starts[k + 1]])
             if len(values) != 1 or None in values:
-                raise ValueError(f"{path}: the rows of bag {b!r} carry {len(values)} labels "
-                                 f"({_listed(sorted(map(str, values)))}); a bag has one label")
+                raise ValueError(
+                    f"{path}: the rows of bag {b!r} carry {len(values)} labels "
+                    f"({_listed(sorted(map(str, values)))}); a bag has one label"
+                )
             value = values.pop()
-            given[b] = int(value) if isinstance(value, (bool, int, np.integer)) or (
-                isinstance(value, float) and value == int(value)) else value
+            given[b] = (
+                int(value)
+                if isinstance(value, (bool, int, np.integer))
+                or (isinstance(value, float) and value == int(value))
+                else value
+            )
     pairs, y = _pair(bags_by_id, given, path)
     if given is None:  # no labels: bags in order of first row, not sorted
         pairs = ids

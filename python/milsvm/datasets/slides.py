@@ -73,16 +73,23 @@ class SlideData:
 def detect_folder_format(folder):
     """``"npy"`` or ``"h5"`` by the bag files in ``folder`` (a ValueError when it holds both
     kinds or neither)."""
-    suffixes = {os.path.splitext(name)[1].lower() for name in os.listdir(folder)
-                if os.path.isfile(os.path.join(folder, name))}
+    suffixes = {
+        os.path.splitext(name)[1].lower()
+        for name in os.listdir(folder)
+        if os.path.isfile(os.path.join(folder, name))
+    }
     kinds = [kind for kind, ends in _SUFFIXES.items() if suffixes & set(ends)]
     if len(kinds) != 1:
         found = "both .npy and HDF5 files" if kinds else "no .npy or .h5 files"
-        raise ValueError(f"data folder {os.fspath(folder)!r} holds {found}: give the format (npy or h5)")
+        raise ValueError(
+            f"data folder {os.fspath(folder)!r} holds {found}: give the format (npy or h5)"
+        )
     return kinds[0]
 
 
-def load_slide_folder(folder, labels=None, *, format="auto", group_by=None, bag_by=None, check_finite=True):
+def load_slide_folder(
+    folder, labels=None, *, format="auto", group_by=None, bag_by=None, check_finite=True
+):
     """Read a folder of per-slide bags with their groups and coordinates.
 
     Parameters
@@ -124,8 +131,14 @@ def load_slide_folder(folder, labels=None, *, format="auto", group_by=None, bag_
     csv_labels = labels if isinstance(labels, (str, os.PathLike)) else None
     if bag_by is not None and csv_labels is None:
         raise ValueError(f"bag_by={bag_by!r} needs the labels as a CSV file with that column")
-    bags, y, names, groups, coords = loader(folder, labels, return_bag_names=True, return_groups=True,
-                                            return_coords=True, group_by=group_by)
+    bags, y, names, groups, coords = loader(
+        folder,
+        labels,
+        return_bag_names=True,
+        return_groups=True,
+        return_coords=True,
+        group_by=group_by,
+    )
     paths = _bag_files(folder, _SUFFIXES[fmt], fmt)
     files = [paths[n] for n in names]
     if check_finite:
@@ -134,8 +147,17 @@ def load_slide_folder(folder, labels=None, *, format="auto", group_by=None, bag_
     column = None
     if groups is not None:
         column = group_by or _header_name(csv_labels, "case_id")
-    data = SlideData(bags=bags, y=y, names=list(names), groups=groups, group_column=column, coords=coords,
-                     files=files, format=fmt, slides=[[n] for n in names])
+    data = SlideData(
+        bags=bags,
+        y=y,
+        names=list(names),
+        groups=groups,
+        group_column=column,
+        coords=coords,
+        files=files,
+        format=fmt,
+        slides=[[n] for n in names],
+    )
     if bag_by is not None:
         _, cases = read_labels(csv_labels, group_by=bag_by, return_groups=True)
         data = _merge_cases(data, cases, _header_name(csv_labels, bag_by))
@@ -147,7 +169,9 @@ def check_finite_bag(bag, where):
     finite = np.isfinite(bag)
     if not finite.all():
         row = int(np.argmax(~finite.all(axis=1)))
-        raise ValueError(f"{where}: the features have a non-finite value (NaN or infinity) in row {row}")
+        raise ValueError(
+            f"{where}: the features have a non-finite value (NaN or infinity) in row {row}"
+        )
 
 
 def _header_name(path, name):
@@ -170,20 +194,35 @@ def _merge_cases(data, cases, column):
     for case in order:
         ks = members[case]
         bags.append(np.concatenate([np.asarray(data.bags[k]) for k in ks], axis=0))
-        y.append(max((data.y[k] for k in ks), key=lambda v: rank[v.item() if hasattr(v, "item") else v]))
+        y.append(
+            max((data.y[k] for k in ks), key=lambda v: rank[v.item() if hasattr(v, "item") else v])
+        )
         files.append(", ".join(data.files[k] for k in ks))
         slides.append([data.names[k] for k in ks])
         parts = [data.coords[k] for k in ks]
         if all(p is not None for p in parts):
             sizes = {(p.patch_size, p.patch_level, p.downsample) for p in parts}
             size, level, down = sizes.pop() if len(sizes) == 1 else (None, None, None)
-            tags = np.concatenate([np.full(len(p.xy), data.names[k], dtype=object) for p, k in zip(parts, ks)])
-            coords.append(PatchCoords(np.concatenate([p.xy for p in parts]), size, level, down, tags))
+            tags = np.concatenate(
+                [np.full(len(p.xy), data.names[k], dtype=object) for p, k in zip(parts, ks)]
+            )
+            coords.append(
+                PatchCoords(np.concatenate([p.xy for p in parts]), size, level, down, tags)
+            )
         else:
             coords.append(None)
     y = np.asarray(y, dtype=data.y.dtype)
-    return SlideData(bags=bags, y=y, names=order, groups=np.array(order, dtype=object), group_column=column,
-                     coords=coords, files=files, format=data.format, slides=slides)
+    return SlideData(
+        bags=bags,
+        y=y,
+        names=order,
+        groups=np.array(order, dtype=object),
+        group_column=column,
+        coords=coords,
+        files=files,
+        format=data.format,
+        slides=slides,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -233,9 +272,23 @@ def _grid_cells(rng, n_target):
     return np.column_stack([c[inside], r[inside]])
 
 
-def make_slide_folder(path, *, n_cases=60, slides_per_case=(1, 3), n_features=32, n_patches=(200, 600),
-                      tumour_fraction=(0.05, 0.15), slide_tumour_rate=0.8, signal=3.0, case_offset=3.0,
-                      n_tissues=4, positive_rate=0.5, patch_size=256, format="h5", random_state=None):
+def make_slide_folder(
+    path,
+    *,
+    n_cases=60,
+    slides_per_case=(1, 3),
+    n_features=32,
+    n_patches=(200, 600),
+    tumour_fraction=(0.05, 0.15),
+    slide_tumour_rate=0.8,
+    signal=3.0,
+    case_offset=3.0,
+    n_tissues=4,
+    positive_rate=0.5,
+    patch_size=256,
+    format="h5",
+    random_state=None,
+):
     """Write a synthetic folder of whole-slide bags in CLAM's layout.
 
     Every case (patient) is positive with probability ``positive_rate`` and has
@@ -305,7 +358,9 @@ def make_slide_folder(path, *, n_cases=60, slides_per_case=(1, 3), n_features=32
         import importlib.util
 
         if importlib.util.find_spec("h5py") is None:
-            raise ImportError("writing HDF5 slide files needs h5py: pip install h5py (or milsvm[hdf5])")
+            raise ImportError(
+                "writing HDF5 slide files needs h5py: pip install h5py (or milsvm[hdf5])"
+            )
     rng = _check_random_state(random_state)
     if not isinstance(rng, np.random.Generator):
         rng = np.random.default_rng(rng.randint(0, 2**31 - 1))
@@ -358,8 +413,14 @@ def make_slide_folder(path, *, n_cases=60, slides_per_case=(1, 3), n_features=32
         writer = csv.writer(f)
         writer.writerow(["case_id", "slide_id", "label"])
         writer.writerows(zip(cases, slides, ys))
-    return SlideFolder(features_dir=features_dir, labels=labels_path, slides=slides, cases=cases,
-                       y=np.asarray(ys, dtype=np.int64), tumour=tumour)
+    return SlideFolder(
+        features_dir=features_dir,
+        labels=labels_path,
+        slides=slides,
+        cases=cases,
+        y=np.asarray(ys, dtype=np.int64),
+        tumour=tumour,
+    )
 
 
 def _write_slide(folder, slide, X, xy, mask, patch_size, format):
