@@ -53,8 +53,10 @@ exclude_patterns = [
 ]
 
 # MyST: ```{directive} and ::: fences, definition lists, $math$, anchors for ## and ### headings
-myst_enable_extensions = ["colon_fence", "deflist", "dollarmath"]
+myst_enable_extensions = ["colon_fence", "deflist", "dollarmath", "substitution"]
 myst_heading_anchors = 3
+# the core's constants, written as {{ NAME }} in the pages (each number stated once, in Rust)
+myst_substitutions = milsvm_docs.core_constants()
 
 # API reference
 # the autosummary lists are generated fragments, included by api/index.md: name them for the

@@ -329,7 +329,7 @@ def test_models_gives_meaning_valid_values_suggested_ranges_and_the_auto_grid(ca
 @pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
 def test_models_shows_every_declared_range(cls, capsys):
     out = models_output(cls.__name__, capsys)
-    ranges = {name: rng for name, _, _, rng in getattr(_core, f"{cls._core_fit}_hyperparameters")()}
+    ranges = {name: rng for name, _, rng in getattr(_core, f"{cls._core_fit}_hyperparameters")()}
     for name, param in inspect.signature(cls).parameters.items():
         if ranges.get(name) and name not in ("gamma", "n_jobs"):
             block = re.split(

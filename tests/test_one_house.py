@@ -3,7 +3,9 @@ core declares (names, defaults), ``class_weight`` and ``gamma="median"`` on ever
 estimator, instance scores that pool back to the bag scores, one meaning of ``max_iter``, the
 registry as the one list of estimators."""
 
+import ast
 import inspect
+import re
 import warnings
 
 import milsvm
@@ -17,8 +19,6 @@ ALL = list(_registry.ESTIMATORS.values())
 TWO_CLASS = [c for c in ALL if c._multiclass]
 #: The estimators with instance scores (STK scores a bag by its min/max statistics: none).
 WITH_INSTANCE_SCORES = [c for c in ALL if hasattr(make_fast(c), "instance_decision_function")]
-#: Python parameters the core does not take by the same name (converted by the base or the class).
-PYTHON_ONLY = {"verbose", "random_state", "init", "xv_init", "probability"}
 #: Defaults that differ on purpose: the core's None means "the method's own cap", which the
 #: Python classes write out.
 DEFAULTS_SPELLED_OUT = {("fit_annealing", "max_iter")}
@@ -64,15 +64,17 @@ def test_the_registry_is_the_one_list():
 @pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
 def test_every_parameter_is_declared_by_the_core_with_the_same_default(cls):
     specs = {
-        name: default
-        for name, default, _, _ in getattr(_core, f"{cls._core_fit}_hyperparameters")()
+        name: default for name, default, _ in getattr(_core, f"{cls._core_fit}_hyperparameters")()
     }
     fixed = cls._core_fixed
     assert set(fixed) <= set(specs), (
         f"{cls.__name__}._core_fixed names no parameter of {cls._core_fit}"
     )
+    # the parameters the class declares Python's own, and random_state, which reaches the core
+    # as seed (MILClassifier._core_params)
+    python_only = set(cls._python_only) | {"random_state"}
     for name, param in inspect.signature(cls).parameters.items():
-        if name in PYTHON_ONLY:
+        if name in python_only:
             continue
         assert name in specs, f"{cls.__name__}.{name} is not a parameter of {cls._core_fit}"
         if name in fixed or (cls._core_fit, name) in DEFAULTS_SPELLED_OUT:
@@ -175,6 +177,37 @@ def test_type_and_value_errors_name_the_parameter(cls):
         make(cls, kernel="poly").fit(bags, y)
 
 
+@pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
+def test_the_docstring_states_the_signature_defaults(cls):
+    """Every ``name : type, default=value`` line of the ``Parameters`` section gives the default
+    of the signature (which the test above checks against the core's declaration)."""
+    doc = inspect.cleandoc(cls.__doc__)
+    if "Parameters\n----------\n" not in doc:  # RSVM: "the parameters of :class:`SparseMI`"
+        assert ":class:`" in doc, f"{cls.__name__} documents no parameters"
+        return
+    section = doc.split("Parameters\n----------\n", 1)[1].split("\n\n")[0]
+    signature = inspect.signature(cls).parameters
+    stated = 0
+    for line in section.splitlines():
+        head = re.match(r"^([\w, ]+) : .*, default=(.+)$", line)
+        if not head:
+            continue
+        for name in (n.strip() for n in head.group(1).split(",")):
+            assert name in signature, f"{cls.__name__} documents {name}, which is not a parameter"
+            text = head.group(2).strip()
+            default = signature[name].default
+            try:
+                stated_value = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                stated_value = text
+            assert stated_value == default and type(stated_value) is type(default), (
+                f"{cls.__name__}.{name}: the docstring says default={text}, "
+                f"the signature {default!r}"
+            )
+            stated += 1
+    assert stated > 0
+
+
 def test_the_type_stubs_match_the_compiled_core():
     """``_core.pyi`` declares exactly the public names of ``milsvm._core``, and every typed fit
     result declares the attributes the compiled class has."""
@@ -189,7 +222,7 @@ def test_the_type_stubs_match_the_compiled_core():
         k: v
         for k, v in declared.items()
         if not k.startswith("_")
-        and k not in ("FitFunction", "PathFunction", "Instances", "Params", "Specs", "Progress")
+        and k not in ("CsrParts", "Instances", "Params", "Specs", "Progress")
     }
     public = {n for n in dir(_core) if not n.startswith("_")}
     assert set(declared) == public

@@ -17,6 +17,8 @@ Columns:
 - ``instances``: what its instance scores mean, i.e. what :meth:`explain` and the heatmaps show.
 """
 
+from milsvm import _core
+
 FAST, MODERATE, SLOW = "fast", "moderate", "slow"
 
 FACETS = {
@@ -65,7 +67,8 @@ FACETS = {
     "ALSVM": dict(
         family="Annealing (Gehler & Chapelle)",
         model="instance classifier, annealed instance labels; bag = max",
-        size="any: full basis to 5,000 instances, 500 centroids above, or linear",
+        size=f"any: full basis to {_core.AUTO_FULL_BASIS_MAX:,} instances, "
+        f"{_core.AUTO_N_XV} centroids above, or linear",
         speed=MODERATE,
         instances="instance labels; the witness (max pooling)",
     ),

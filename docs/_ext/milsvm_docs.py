@@ -60,6 +60,18 @@ def _defaults(cls):
     }
 
 
+def core_constants() -> dict:
+    """The public constants of the compiled core (``AUTO_FULL_BASIS_MAX``, ...) by name, as the
+    pages show them (thousands separated), for MyST's ``{{ NAME }}`` substitutions."""
+    from milsvm import _core
+
+    return {
+        name: f"{value:,}"
+        for name, value in vars(_core).items()
+        if name.isupper() and isinstance(value, int) and not isinstance(value, bool)
+    }
+
+
 def _cell(text: str) -> str:
     return str(text).replace("|", "\\|")
 

@@ -3,7 +3,25 @@ spliced into the class docstrings (numpydoc layout, four-space indent)."""
 
 from __future__ import annotations
 
-__all__ = ["param", "attr", "SEARCH_RANGES", "VALID_VALUES"]
+import re
+
+from . import _core
+
+__all__ = ["param", "attr", "number", "SEARCH_RANGES", "VALID_VALUES"]
+
+
+def number(x):
+    """``x`` as the docs write a number the core owns (``1e-10``, ``1e-8``, ``5000``)."""
+    return re.sub(
+        r"e([+-])0*(\d)", lambda m: "e" + m.group(1).replace("+", "") + m.group(2), f"{x:g}"
+    )
+
+
+#: What ``inner_tol=None`` means for the estimators that choose the inner solver
+#: (``solver="newton"`` or ``"lbfgs"``): the core's default tolerance of each.
+INNER_TOL_BY_SOLVER = (
+    f"; None: {number(_core.NEWTON_TOL)} for newton, {number(_core.LBFGS_TOL)} for lbfgs"
+)
 
 #: A suggested search range per parameter name (one meaning per name across the estimators;
 #: a class may add or override entries in ``_search_ranges``), shown by ``milsvm models NAME``.

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from . import _core
 from ._base import ExpansionVectorsMixin, MILClassifier
-from ._docs import attr, param
+from ._docs import attr, number, param
 
 __all__ = ["ALSVM", "AWSVM", "ALPSVM", "miSVM", "MISVM"]
 
@@ -114,9 +114,10 @@ _COMMON_PARAMS = f"""
         thousand instances, minutes or more for tens of thousands). An int: a reduced basis of
         that many vectors chosen by ``xv_init`` (for large data: the SVM step is the primal,
         exact Newton, and costs ``O(n_instances * n_xv^2)``). ``"auto"``: every training
-        instance up to 5000 of them, else a reduced basis of 500 k-means centroids; the choice
-        made is ``n_xv_`` and is said by ``verbose``. With ``kernel="linear"`` the basis does
-        not apply (``w`` is fitted directly; see ``solver``) unless ``n_xv`` is an int.
+        instance up to {_core.AUTO_FULL_BASIS_MAX} of them, else a reduced basis of
+        {_core.AUTO_N_XV} k-means centroids; the choice made is ``n_xv_`` and is said by
+        ``verbose``. With ``kernel="linear"`` the basis does not apply (``w`` is fitted
+        directly; see ``solver``) unless ``n_xv`` is an int.
     xv_init : {{"kmeans", "random"}} or array of shape (n_xv, n_features), default="kmeans"
         The reduced basis: k-means centroids of the training instances (k-means++ seeding and
         up to 20 Lloyd iterations, in the core), distinct random training instances, or the
@@ -146,8 +147,9 @@ _COMMON_PARAMS = f"""
         "verbose",
         inner_tol={
             "default": "None",
-            "none": "; None: 1e-3 for the dual (full basis), 1e-10 for the primal "
-            "(reduced basis), 1e-6 (relative gradient) for the linear primal",
+            "none": f"; None: 1e-3 for the dual (full basis), {number(_core.NEWTON_TOL)} for the "
+            f"primal (reduced basis), {number(_core.LINEAR_TOL)} (relative gradient) for the "
+            "linear primal",
         },
         inner_max_iter={"default": "1000", "none": " (Newton steps of the primal solvers)"},
     )

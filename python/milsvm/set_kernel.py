@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import ExpansionVectorsMixin, MILClassifier
-from ._docs import attr, param
+from ._docs import INNER_TOL_BY_SOLVER, attr, param
 
 __all__ = ["MIKernel", "ReducedSet"]
 
@@ -40,7 +40,7 @@ class MIKernel(MILClassifier):
             "probability",
             "n_jobs",
             "verbose",
-            inner_tol={"default": "None", "none": "; None: 1e-10 for newton, 1e-8 for lbfgs"},
+            inner_tol={"default": "None", "none": INNER_TOL_BY_SOLVER},
             inner_max_iter={"default": "1000"},
         )
     }

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from . import _core
 from ._bags import Bags
 from ._base import ExpansionVectorsMixin, MILClassifier
-from ._docs import attr, param
+from ._docs import INNER_TOL_BY_SOLVER, attr, param
 
 __all__ = ["SparseMI", "RSVM"]
 
@@ -193,7 +193,7 @@ class SparseMI(_LabelMeanClassifier):
             "probability",
             "n_jobs",
             "verbose",
-            inner_tol={"default": "None", "none": "; None: 1e-10 for newton, 1e-8 for lbfgs"},
+            inner_tol={"default": "None", "none": INNER_TOL_BY_SOLVER},
             inner_max_iter={"default": "1000"},
         )
     }

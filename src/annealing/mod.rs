@@ -243,8 +243,9 @@ hyperparams! {
         max_alternations: usize = 50, check Range::AtLeast(1);
         /// Starting probabilities of AL-SVM / ALP-SVM.
         init: InitialLabels = InitialLabels::Uniform;
-        /// The basis: `"auto"` (every training instance up to 5000 of them, else 500 k-means
-        /// centroids), `None` (every training instance) or a reduced basis of this many vectors.
+        /// The basis: `"auto"` (every training instance up to [`AUTO_FULL_BASIS_MAX`] of them,
+        /// else [`AUTO_N_XV`] k-means centroids), `None` (every training instance) or a reduced
+        /// basis of this many vectors.
         n_xv: BasisSize = BasisSize::Auto, check Range::AtLeast(1);
         /// How `n_xv` basis vectors are chosen when `init_xv` is not given.
         xv_init: BasisInit = BasisInit::KMeans;

@@ -1,57 +1,35 @@
 //! Bindings of the annealing family (`src/annealing/`).
 
 use crate::annealing::{AnnealingFit, AnnealingParams};
-use crate::progress::StopReason;
 
 use super::*;
 
-/// A fitted annealing-family model (the Rust [`AnnealingFit`]; per binary problem where a
-/// list).
-#[pyclass(name = "AnnealingFit", module = "milsvm._core", frozen, get_all)]
-pub(crate) struct PyAnnealingFit {
-    /// The compiled model (max pooling).
-    model: Py<model::PyModel>,
-    /// The kernel width used.
-    gamma: f64,
-    /// Per problem: the final `p` of every training instance.
-    p: Vec<Py<PyArray1<f64>>>,
-    /// Per problem: the mean fraction of positives per positive bag.
-    p_hat: Vec<f64>,
-    /// Per problem: the objective at the end of each temperature (heuristics: round).
-    objective_history: Vec<Vec<f64>>,
-    /// Per problem: the temperatures visited (heuristics: empty).
-    temperatures: Vec<Vec<f64>>,
-    /// Per problem: temperatures (heuristics: rounds) run.
-    n_iter: Vec<usize>,
-    /// Per problem: SVM solves.
-    n_solves: Vec<usize>,
-    /// Per problem: whether the stopping rule was met before `max_iter`.
-    converged: Vec<bool>,
-    /// How the SVM step was solved: `"kernel"` or `"linear"`.
-    solver: String,
-    /// The size of the reduced basis used, or `None` (every training instance, or `w`).
-    n_xv: Option<usize>,
-}
-
-impl PyAnnealingFit {
-    fn new(py: Python<'_>, fit: AnnealingFit) -> PyResult<Self> {
-        Ok(Self {
-            model: Py::new(py, model::PyModel::wrap(fit.model)?)?,
-            gamma: fit.gamma,
-            p: fit
-                .p
-                .into_iter()
-                .map(|v| v.into_pyarray(py).unbind())
-                .collect(),
-            p_hat: fit.p_hat,
-            objective_history: fit.objective_history,
-            temperatures: fit.temperatures,
-            n_iter: fit.n_iter,
-            n_solves: fit.n_solves,
-            converged: fit.stop_reason.iter().map(StopReason::converged).collect(),
-            solver: fit.solver.as_str().to_string(),
-            n_xv: fit.n_xv,
-        })
+fit_record! {
+    /// A fitted annealing-family model (the Rust [`AnnealingFit`]; per binary problem where a
+    /// list).
+    "AnnealingFit" PyAnnealingFit(py, fit: AnnealingFit) {
+        /// The compiled model (max pooling).
+        model: Py<model::PyModel> = fit.model,
+        /// The kernel width used.
+        gamma: f64 = fit.gamma,
+        /// Per problem: the final `p` of every training instance.
+        p: Vec<Py<PyArray1<f64>>> = fit.p,
+        /// Per problem: the mean fraction of positives per positive bag.
+        p_hat: Vec<f64> = fit.p_hat,
+        /// Per problem: the objective at the end of each temperature (heuristics: round).
+        objective_history: Vec<Vec<f64>> = fit.objective_history,
+        /// Per problem: the temperatures visited (heuristics: empty).
+        temperatures: Vec<Vec<f64>> = fit.temperatures,
+        /// Per problem: temperatures (heuristics: rounds) run.
+        n_iter: Vec<usize> = fit.n_iter,
+        /// Per problem: SVM solves.
+        n_solves: Vec<usize> = fit.n_solves,
+        /// Per problem: whether the stopping rule was met before `max_iter`.
+        converged: Vec<bool> = fit.stop_reason,
+        /// How the SVM step was solved: `"kernel"` or `"linear"`.
+        solver: String = fit.solver.as_str().to_string(),
+        /// The size of the reduced basis used, or `None` (every training instance, or `w`).
+        n_xv: Option<usize> = fit.n_xv,
     }
 }
 

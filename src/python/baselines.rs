@@ -36,7 +36,7 @@ fit_bindings!(
 /// it lies (no stacked copy; [`StkValidParams::fit_statistics`]): the model of [`fit_stk`] on
 /// the same bags stacked, bit for bit.
 #[pyfunction]
-#[pyo3(signature = (bags, labels, params, progress=None))]
+#[pyo3(signature = (bags: "List[NDArray[Any]]", labels, params: "Params", progress: "Optional[Progress]" = None))]
 fn fit_stk_bags(
     py: Python<'_>,
     bags: &Bound<'_, PyList>,
@@ -54,7 +54,7 @@ fn fit_stk_bags(
 /// The `C` path of [`fit_stk_bags`]: one result per value of `cs`, in the order of `cs` (the
 /// `C` of `params` is ignored), each equal to its own fit bit for bit.
 #[pyfunction]
-#[pyo3(signature = (bags, labels, params, cs, progress=None))]
+#[pyo3(signature = (bags: "List[NDArray[Any]]", labels, params: "Params", cs, progress: "Optional[Progress]" = None))]
 fn fit_stk_bags_path(
     py: Python<'_>,
     bags: &Bound<'_, PyList>,

@@ -191,22 +191,19 @@ pub(crate) fn value_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound
     })
 }
 
-/// One declared hyperparameter for Python: `(name, default, doc, range)`, `range` the allowed
-/// values in words ([`crate::params::Range::describe`]) or None.
-pub(crate) type SpecTuple<'py> = (
-    &'static str,
-    Bound<'py, PyAny>,
-    &'static str,
-    Option<String>,
-);
+/// One declared hyperparameter for Python: `(name, default, range)`, `range` the allowed
+/// values in words ([`crate::params::Range::describe`]) or None. The field's doc comment stays
+/// in rustdoc: the Python text of a parameter is its estimator's docstring (DECISIONS.md, "One
+/// source per fact in the Python layer").
+pub(crate) type SpecTuple<'py> = (&'static str, Bound<'py, PyAny>, Option<String>);
 
-/// The declared hyperparameters of builder `P` as `(name, default, doc, range)` tuples.
+/// The declared hyperparameters of builder `P` as `(name, default, range)` tuples.
 pub(crate) fn specs_of<'py, P: Hyperparams>(py: Python<'py>) -> PyResult<Vec<SpecTuple<'py>>> {
     P::specs()
         .into_iter()
         .map(|s| {
             let range = s.range.map(|r| r.describe());
-            Ok((s.name, value_to_py(py, &s.default)?, s.doc, range))
+            Ok((s.name, value_to_py(py, &s.default)?, range))
         })
         .collect()
 }

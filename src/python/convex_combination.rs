@@ -1,52 +1,34 @@
 //! Bindings of SVM-CC (`src/convex_combination.rs`).
 
 use crate::convex_combination::{lp_step, LpRule, SvmCcFit, SvmCcParams};
-use crate::progress::StopReason;
 
 use super::*;
 
-/// A fitted SVM-CC (the Rust [`SvmCcFit`]; per binary problem where a list).
-#[pyclass(name = "SvmCcFit", module = "milsvm._core", frozen, get_all)]
-pub(crate) struct PySvmCcFit {
-    /// The compiled model (max pooling).
-    model: Py<model::PyModel>,
-    /// The kernel width used.
-    gamma: f64,
-    /// Per problem: the positive bags `v` refers to.
-    positive_bags: Vec<Vec<usize>>,
-    /// Per problem: the final `v` of every positive bag.
-    v: Vec<Vec<Vec<f64>>>,
-    /// Per problem: the LP's bias of the last round.
-    lp_intercept: Vec<f64>,
-    /// Per problem: the QP's bias of the last round.
-    qp_intercept: Vec<f64>,
-    /// Per problem: `1/2 ||w||^2 + sum c xi` after each round's LP.
-    objective_history: Vec<Vec<f64>>,
-    /// Per problem: `||v_new - v||_2` of each round.
-    dv_history: Vec<Vec<f64>>,
-    /// Per problem: rounds run.
-    n_iter: Vec<usize>,
-    /// Per problem: whether the change of `v` fell below `tol`.
-    converged: Vec<bool>,
-    /// Whether every SMO solve met its tolerance.
-    inner_converged: bool,
-}
-
-impl PySvmCcFit {
-    fn new(py: Python<'_>, fit: SvmCcFit) -> PyResult<Self> {
-        Ok(Self {
-            model: Py::new(py, model::PyModel::wrap(fit.model)?)?,
-            gamma: fit.gamma,
-            positive_bags: fit.positive_bags,
-            v: fit.v,
-            lp_intercept: fit.lp_intercept,
-            qp_intercept: fit.qp_intercept,
-            objective_history: fit.objective_history,
-            dv_history: fit.dv_history,
-            n_iter: fit.n_iter,
-            converged: fit.stop_reason.iter().map(StopReason::converged).collect(),
-            inner_converged: fit.smo_converged,
-        })
+fit_record! {
+    /// A fitted SVM-CC (the Rust [`SvmCcFit`]; per binary problem where a list).
+    "SvmCcFit" PySvmCcFit(py, fit: SvmCcFit) {
+        /// The compiled model (max pooling).
+        model: Py<model::PyModel> = fit.model,
+        /// The kernel width used.
+        gamma: f64 = fit.gamma,
+        /// Per problem: the positive bags `v` refers to.
+        positive_bags: Vec<Vec<usize>> = fit.positive_bags,
+        /// Per problem: the final `v` of every positive bag.
+        v: Vec<Vec<Vec<f64>>> = fit.v,
+        /// Per problem: the LP's bias of the last round.
+        lp_intercept: Vec<f64> = fit.lp_intercept,
+        /// Per problem: the QP's bias of the last round.
+        qp_intercept: Vec<f64> = fit.qp_intercept,
+        /// Per problem: `1/2 ||w||^2 + sum c xi` after each round's LP.
+        objective_history: Vec<Vec<f64>> = fit.objective_history,
+        /// Per problem: `||v_new - v||_2` of each round.
+        dv_history: Vec<Vec<f64>> = fit.dv_history,
+        /// Per problem: rounds run.
+        n_iter: Vec<usize> = fit.n_iter,
+        /// Per problem: whether the change of `v` fell below `tol`.
+        converged: Vec<bool> = fit.stop_reason,
+        /// Whether every SMO solve met its tolerance.
+        inner_converged: bool = fit.smo_converged,
     }
 }
 

@@ -10,7 +10,7 @@ type ArrayPair<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>);
 
 /// Kernel values `K (N x n_basis)` and bag means `M (n_bags x n_basis)`.
 #[pyfunction]
-#[pyo3(signature = (x, bag_ptr, z, kernel, gamma, n_jobs=None))]
+#[pyo3(signature = (x: "Instances", bag_ptr, z, kernel, gamma, n_jobs=None))]
 pub(crate) fn kernel_bag_means_py<'py>(
     py: Python<'py>,
     x: &Bound<'py, PyAny>,
@@ -38,7 +38,7 @@ pub(crate) fn kernel_bag_means_py<'py>(
 
 /// `G (n_basis x d)`, `G_k = sum_p A_pk d k(x_p, z_k) / d z_k`, given `K = k(X, Z)`.
 #[pyfunction]
-#[pyo3(signature = (x, z, k, a, kernel, gamma, n_jobs=None))]
+#[pyo3(signature = (x: "Instances", z, k, a, kernel, gamma, n_jobs=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn kernel_basis_grad<'py>(
     py: Python<'py>,
@@ -194,7 +194,7 @@ pub(crate) fn squared_hinge_value_grad<'py>(
 /// computed on demand, in parallel. Returns a dict: `alpha`, `q_alpha`, `b`, `objective`,
 /// `iterations`, `converged`, `kernel_rows` (rows computed on demand).
 #[pyfunction]
-#[pyo3(signature = (x, y, u, *, kernel="precomputed", gamma=1.0, p=None, d=None, point=None, delta=0.0, tol=1e-3, shrinking=true, cache_mb=200.0, store_mb=128.0, max_iter=None, n_jobs=None))]
+#[pyo3(signature = (x: "Instances", y, u, *, kernel="precomputed", gamma=1.0, p=None, d=None, point=None, delta=0.0, tol=1e-3, shrinking=true, cache_mb=200.0, store_mb=128.0, max_iter=None, n_jobs=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn solve_dual<'py>(
     py: Python<'py>,
@@ -289,6 +289,7 @@ pub(crate) fn solve_dual<'py>(
 /// The width `gamma` (`"scale"`, `"median"` or a number > 0) resolves to on the instances `x`
 /// (a 2-D float64 array or a CSR tuple), as every fit resolves it.
 #[pyfunction]
+#[pyo3(signature = (x: "Instances", gamma: "Union[str, float]"))]
 pub(crate) fn kernel_width(x: &Bound<'_, PyAny>, gamma: &Bound<'_, PyAny>) -> PyResult<f64> {
     use crate::params::{ParamType, Range};
     let value = value_of(gamma)?;
@@ -297,8 +298,12 @@ pub(crate) fn kernel_width(x: &Bound<'_, PyAny>, gamma: &Bound<'_, PyAny>) -> Py
     Ok(g.resolve(&instances(x)?))
 }
 
-/// Adds the ground-floor functions (kernels, solvers, the kernel width) to the module.
+/// Adds the ground-floor functions (kernels, solvers, the kernel width) to the module, and the
+/// default tolerances of the inner solvers (`inner_tol=None`), which the docstrings quote.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("NEWTON_TOL", InnerSolver::Newton.default_tol())?;
+    m.add("LBFGS_TOL", InnerSolver::Lbfgs.default_tol())?;
+    m.add("LINEAR_TOL", crate::solver::linear::LINEAR_TOL)?;
     m.add_function(wrap_pyfunction!(kernel_bag_means_py, m)?)?;
     m.add("kernel_bag_means", m.getattr("kernel_bag_means_py")?)?;
     m.add_function(wrap_pyfunction!(kernel_basis_grad, m)?)?;

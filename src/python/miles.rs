@@ -5,46 +5,27 @@ use crate::miles::{MilesFit, MilesParams};
 use crate::progress::Cancel;
 use crate::solver::l1_svm::{solve_l1_svm, L1SvmProblem, L1SvmSettings};
 
-/// A fitted MILES (the Rust [`MilesFit`]; per binary problem where a list).
-#[pyclass(name = "MilesFit", module = "milsvm._core", frozen, get_all)]
-pub(crate) struct PyMilesFit {
-    /// The compiled model (the selected concepts, `xv_max` pooling).
-    model: Py<model::PyModel>,
-    /// The kernel width used.
-    gamma: f64,
-    /// The number of candidate concepts.
-    n_concepts: usize,
-    /// The index of each selected concept among the candidates.
-    selected: Vec<usize>,
-    /// LP objective per problem.
-    objective: Vec<f64>,
-    /// Nonzero weights per problem.
-    n_selected: Vec<usize>,
-    /// Simplex pivots per problem.
-    n_iter: Vec<usize>,
-    /// Whether every LP met its optimality test.
-    inner_converged: bool,
-    /// Dual variables per problem (one per training bag).
-    dual: Vec<Py<PyArray1<f64>>>,
-}
-
-impl PyMilesFit {
-    pub(crate) fn new(py: Python<'_>, fit: MilesFit) -> PyResult<Self> {
-        Ok(Self {
-            model: Py::new(py, model::PyModel::wrap(fit.model)?)?,
-            gamma: fit.gamma,
-            n_concepts: fit.n_concepts,
-            selected: fit.selected,
-            objective: fit.objective,
-            n_selected: fit.n_selected,
-            n_iter: fit.n_iter,
-            inner_converged: fit.converged,
-            dual: fit
-                .dual
-                .into_iter()
-                .map(|a| a.into_pyarray(py).unbind())
-                .collect(),
-        })
+fit_record! {
+    /// A fitted MILES (the Rust [`MilesFit`]; per binary problem where a list).
+    "MilesFit" PyMilesFit(py, fit: MilesFit) {
+        /// The compiled model (the selected concepts, `xv_max` pooling).
+        model: Py<model::PyModel> = fit.model,
+        /// The kernel width used.
+        gamma: f64 = fit.gamma,
+        /// The number of candidate concepts.
+        n_concepts: usize = fit.n_concepts,
+        /// The index of each selected concept among the candidates.
+        selected: Vec<usize> = fit.selected,
+        /// LP objective per problem.
+        objective: Vec<f64> = fit.objective,
+        /// Nonzero weights per problem.
+        n_selected: Vec<usize> = fit.n_selected,
+        /// Simplex pivots per problem.
+        n_iter: Vec<usize> = fit.n_iter,
+        /// Whether every LP met its optimality test.
+        inner_converged: bool = fit.converged,
+        /// Dual variables per problem (one per training bag).
+        dual: Vec<Py<PyArray1<f64>>> = fit.dual,
     }
 }
 
@@ -62,7 +43,7 @@ fit_bindings!(
 /// The MILES embedding `E[i, k] = max_{x in bag i} k(z_k, x)` (`n_bags x n_concepts`) of the
 /// bags `(x, bag_ptr)` against the concepts `z` (each a 2-D float64 array or a CSR tuple).
 #[pyfunction]
-#[pyo3(signature = (x, bag_ptr, z, kernel, gamma, n_jobs=None))]
+#[pyo3(signature = (x: "Instances", bag_ptr, z: "Instances", kernel, gamma, n_jobs=None))]
 fn miles_embedding<'py>(
     py: Python<'py>,
     x: &Bound<'py, PyAny>,

@@ -101,7 +101,7 @@ fn with_rows<'py, T: Send>(
 /// offsets, the kernel values computed once over the union of their expansion vectors (the
 /// models of a C path; `milsvm::model::decision_functions`).
 #[pyfunction]
-#[pyo3(signature = (models, x, bag_ptr, n_jobs=None))]
+#[pyo3(signature = (models, x: "Instances", bag_ptr, n_jobs=None))]
 fn decision_functions<'py>(
     py: Python<'py>,
     models: Vec<Bound<'py, PyModel>>,
@@ -172,7 +172,7 @@ impl PyModel {
     /// float64 array or a CSR tuple `(data, indices, indptr, n_cols)`; `coef` of shape
     /// `(n_outputs, n_xv)`.
     #[new]
-    #[pyo3(signature = (xv, coef, intercept, kernel, gamma, n_classes, pooling="mean"))]
+    #[pyo3(signature = (xv: "Instances", coef, intercept, kernel, gamma, n_classes, pooling="mean"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         xv: &Bound<'_, PyAny>,
@@ -236,7 +236,7 @@ impl PyModel {
 
     /// Bag scores `(n_bags, n_outputs)` of stacked instances (a C-contiguous float64 array,
     /// read in place, or a CSR tuple) with bag offsets.
-    #[pyo3(signature = (x, bag_ptr, n_jobs=None))]
+    #[pyo3(signature = (x: "Instances", bag_ptr, n_jobs=None))]
     fn decision_function<'py>(
         &self,
         py: Python<'py>,
@@ -250,7 +250,7 @@ impl PyModel {
     /// Instance scores `(n_instances, n_outputs)` of stacked instances with bag offsets, as the
     /// model's pooling counts them (their mean, or max, or for `xv_max` their sum, over a bag
     /// is the bag's score; see the Rust `Predictor::bag_instance_scores`).
-    #[pyo3(signature = (x, bag_ptr, n_jobs=None))]
+    #[pyo3(signature = (x: "Instances", bag_ptr, n_jobs=None))]
     fn bag_instance_scores<'py>(
         &self,
         py: Python<'py>,
@@ -263,6 +263,7 @@ impl PyModel {
 
     /// The scores of one bag given as a 2-D float64 or float32 array (one instance per row), as
     /// a list of `n_outputs` floats, computed on the calling thread: the low-latency path.
+    #[pyo3(signature = (x: "Union[NDArray[np.float64], NDArray[np.float32]]"))]
     fn decision_function_bag(&self, x: &Bound<'_, PyAny>) -> PyResult<Vec<f64>> {
         let predictor = self.predictor()?;
         let mut out = vec![0.0; predictor.n_outputs()];
@@ -281,7 +282,7 @@ impl PyModel {
     }
 
     /// Instance scores `(n_instances, n_outputs)`.
-    #[pyo3(signature = (x, n_jobs=None))]
+    #[pyo3(signature = (x: "Instances", n_jobs=None))]
     fn instance_decision_function<'py>(
         &self,
         py: Python<'py>,
@@ -301,7 +302,7 @@ impl PyModel {
     /// sigmoid of each bag score and the coupling of `Calibration::probabilities` (binary
     /// models `[1 - p, p]`, one-vs-rest models normalised), or the mean of an ensemble's
     /// members' (`Predictor::predict_proba_rows`). `ValueError` if the model has neither.
-    #[pyo3(signature = (x, bag_ptr, n_jobs=None))]
+    #[pyo3(signature = (x: "Instances", bag_ptr, n_jobs=None))]
     fn predict_proba<'py>(
         &self,
         py: Python<'py>,
@@ -400,6 +401,8 @@ impl PyModel {
 
     /// The dense basis `(n_xv, n_features)` as a read-only view, or for a CSR basis the tuple
     /// `(data, indices, indptr, (n_xv, n_features))`.
+    ///
+    /// Python type: `Union[NDArray[np.float64], CsrParts]`.
     #[getter]
     fn xv<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();

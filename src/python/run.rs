@@ -321,7 +321,7 @@ pub(crate) fn check_with<P: Hyperparams>(params: &Bound<'_, PyDict>) -> PyResult
 /// fills the builder `$params` from the dict `params` and returns the typed result `$result`
 /// (built by its `new(py, fit)`); `$check(params)`, which runs the same parsing and the
 /// core's checks without data ([`check_with`]); and `$fit_hyperparameters()`, the builder's
-/// declared parameters as `(name, default, doc, range)` tuples; `register(m)` (or the name
+/// declared parameters as `(name, default, range)` tuples; `register(m)` (or the name
 /// given next) adds them and the result class. With `path $path` last (for a builder whose
 /// checked type implements [`FitPath`]), also `$path(x, bag_ptr, labels, params, cs,
 /// progress=None)`, the list of results at the values `cs` of `C` (a warm-started path).
@@ -337,7 +337,7 @@ macro_rules! fit_bindings {
     ) => {
         $(#[$doc])*
         #[pyfunction]
-        #[pyo3(signature = (x, bag_ptr, labels, params, progress=None))]
+        #[pyo3(signature = (x: "Instances", bag_ptr, labels, params: "Params", progress: "Optional[Progress]" = None))]
         pub(crate) fn $fit<'py>(
             py: Python<'py>,
             x: &Bound<'py, PyAny>,
@@ -357,7 +357,7 @@ macro_rules! fit_bindings {
             /// equal to independent fits up to the solver's tolerance (the `C` of `params` is
             /// ignored).
             #[pyfunction]
-            #[pyo3(signature = (x, bag_ptr, labels, params, cs, progress=None))]
+            #[pyo3(signature = (x: "Instances", bag_ptr, labels, params: "Params", cs, progress: "Optional[Progress]" = None))]
             pub(crate) fn $path<'py>(
                 py: Python<'py>,
                 x: &Bound<'py, PyAny>,
@@ -380,14 +380,16 @@ macro_rules! fit_bindings {
         /// raises the same `TypeError` or `ValueError`; returns None when they pass. Checks
         /// that need the data (`n_xv` against the instances, ...) stay in the fit.
         #[pyfunction]
+        #[pyo3(signature = (params: "Params"))]
         pub(crate) fn $check(params: &Bound<'_, PyDict>) -> PyResult<()> {
             $crate::python::run::check_with::<$params>(params)
         }
 
-        /// The hyperparameters the core declares for this fit: `(name, default, doc, range)`
+        /// The hyperparameters the core declares for this fit: `(name, default, range)`
         /// each, `range` the allowed values of a numeric parameter in words ("be a finite
         /// number > 0", "lie in (0, 1)") or None.
         #[pyfunction]
+        #[pyo3(signature = () -> "Specs")]
         pub(crate) fn $specs(py: Python<'_>) -> PyResult<Vec<$crate::python::convert::SpecTuple<'_>>> {
             $crate::python::convert::specs_of::<$params>(py)
         }

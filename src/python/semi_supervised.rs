@@ -3,60 +3,32 @@
 use super::*;
 use crate::semi_supervised::{CccpFit, CccpParams};
 
-/// A fitted stMIL or MissSVM (the Rust [`CccpFit`]; per binary problem where a list).
-#[pyclass(name = "CccpFit", module = "milsvm._core", frozen, get_all)]
-pub(crate) struct PyCccpFit {
-    /// The compiled model (stMIL: `smil_mean` pooling; MissSVM: `max`).
-    model: Py<model::PyModel>,
-    /// The kernel width used.
-    gamma: f64,
-    /// Per problem, of the run that gave the model: the objective at the start, then after
-    /// each CCCP step.
-    objective_history: Vec<Vec<f64>>,
-    /// Per problem: CCCP steps of that run.
-    n_iter: Vec<usize>,
-    /// Per problem: whether that run met a stopping rule before `max_iter`.
-    converged: Vec<bool>,
-    /// Per problem: the final objective of every run (the method's start, then each restart).
-    run_objectives: Vec<Vec<f64>>,
-    /// Per problem: the positive bags.
-    positive_bags: Vec<Vec<usize>>,
-    /// Per problem: the sign of every instance of the positive bags in the returned model's QP
-    /// (0: the start's rule).
-    signs: Vec<Vec<f64>>,
-    /// Per problem: the witness instance of every positive bag in the returned model's QP (-1:
-    /// the bag mean).
-    witnesses: Vec<Vec<i64>>,
-    /// Whether every SMO solve met its tolerance.
-    inner_converged: bool,
-}
-
-impl PyCccpFit {
-    fn new(py: Python<'_>, fit: CccpFit) -> PyResult<Self> {
-        Ok(Self {
-            model: Py::new(py, model::PyModel::wrap(fit.model)?)?,
-            gamma: fit.gamma,
-            objective_history: fit.objective_history,
-            n_iter: fit.n_iter,
-            converged: fit
-                .stop_reason
-                .iter()
-                .map(crate::progress::StopReason::converged)
-                .collect(),
-            run_objectives: fit.run_objectives,
-            positive_bags: fit.positive_bags,
-            signs: fit.signs,
-            witnesses: fit
-                .witnesses
-                .iter()
-                .map(|w| {
-                    w.iter()
-                        .map(|t| t.and_then(|t| i64::try_from(t).ok()).unwrap_or(-1))
-                        .collect()
-                })
-                .collect(),
-            inner_converged: fit.smo_converged,
-        })
+fit_record! {
+    /// A fitted stMIL or MissSVM (the Rust [`CccpFit`]; per binary problem where a list).
+    "CccpFit" PyCccpFit(py, fit: CccpFit) {
+        /// The compiled model (stMIL: `smil_mean` pooling; MissSVM: `max`).
+        model: Py<model::PyModel> = fit.model,
+        /// The kernel width used.
+        gamma: f64 = fit.gamma,
+        /// Per problem, of the run that gave the model: the objective at the start, then after
+        /// each CCCP step.
+        objective_history: Vec<Vec<f64>> = fit.objective_history,
+        /// Per problem: CCCP steps of that run.
+        n_iter: Vec<usize> = fit.n_iter,
+        /// Per problem: whether that run met a stopping rule before `max_iter`.
+        converged: Vec<bool> = fit.stop_reason,
+        /// Per problem: the final objective of every run (the method's start, then each restart).
+        run_objectives: Vec<Vec<f64>> = fit.run_objectives,
+        /// Per problem: the positive bags.
+        positive_bags: Vec<Vec<usize>> = fit.positive_bags,
+        /// Per problem: the sign of every instance of the positive bags in the returned model's QP
+        /// (0: the start's rule).
+        signs: Vec<Vec<f64>> = fit.signs,
+        /// Per problem: the witness instance of every positive bag in the returned model's QP (-1:
+        /// the bag mean).
+        witnesses: Vec<Vec<i64>> = fit.witnesses,
+        /// Whether every SMO solve met its tolerance.
+        inner_converged: bool = fit.smo_converged,
     }
 }
 

@@ -3,45 +3,29 @@
 use super::*;
 use crate::set_kernel::{MiKernelFit, MiKernelParams, ReducedSetFit, ReducedSetParams};
 
-/// A fitted MI-Kernel (the Rust [`MiKernelFit`]).
-#[pyclass(name = "MiKernelFit", module = "milsvm._core", frozen, get_all)]
-pub(crate) struct PyMiKernelFit {
-    /// The compiled model (the support bags' instances as expansion vectors, mean pooling).
-    model: Py<model::PyModel>,
-    /// The kernel width used.
-    gamma: f64,
-    /// Indices of the support bags.
-    support: Vec<usize>,
-    /// Expansion vectors: the instances of the support bags.
-    n_xv: usize,
-    /// Bag coefficients `alpha` (`n_outputs x n_bags`).
-    coef: Py<PyArray2<f64>>,
-    /// Bias of each output.
-    intercept: Py<PyArray1<f64>>,
-    /// Per output: the objective (without the ridge).
-    objective: Vec<f64>,
-    /// Per output: the minimum of the ridged problem.
-    ridged_objective: Vec<f64>,
-    /// Largest number of solver iterations.
-    n_iter: usize,
-    /// Whether every solve met its stopping rule.
-    inner_converged: bool,
-}
-
-impl PyMiKernelFit {
-    fn new(py: Python<'_>, fit: MiKernelFit) -> PyResult<Self> {
-        Ok(Self {
-            model: Py::new(py, model::PyModel::wrap(fit.model.to_model()?)?)?,
-            gamma: fit.gamma,
-            support: fit.model.support(),
-            n_xv: fit.model.n_xv(),
-            coef: fit.model.coef.into_pyarray(py).unbind(),
-            intercept: fit.model.intercept.into_pyarray(py).unbind(),
-            objective: fit.objective,
-            ridged_objective: fit.ridged_objective,
-            n_iter: fit.n_iter,
-            inner_converged: fit.converged,
-        })
+fit_record! {
+    /// A fitted MI-Kernel (the Rust [`MiKernelFit`]).
+    "MiKernelFit" PyMiKernelFit(py, fit: MiKernelFit) {
+        /// The compiled model (the support bags' instances as expansion vectors, mean pooling).
+        model: Py<model::PyModel> = fit.model.to_model()?,
+        /// The kernel width used.
+        gamma: f64 = fit.gamma,
+        /// Indices of the support bags.
+        support: Vec<usize> = fit.model.support(),
+        /// Expansion vectors: the instances of the support bags.
+        n_xv: usize = fit.model.n_xv(),
+        /// Bag coefficients `alpha` (`n_outputs x n_bags`).
+        coef: Py<PyArray2<f64>> = fit.model.coef,
+        /// Bias of each output.
+        intercept: Py<PyArray1<f64>> = fit.model.intercept,
+        /// Per output: the objective (without the ridge).
+        objective: Vec<f64> = fit.objective,
+        /// Per output: the minimum of the ridged problem.
+        ridged_objective: Vec<f64> = fit.ridged_objective,
+        /// Largest number of solver iterations.
+        n_iter: usize = fit.n_iter,
+        /// Whether every solve met its stopping rule.
+        inner_converged: bool = fit.converged,
     }
 }
 
@@ -59,7 +43,7 @@ fit_bindings!(
 /// Bag scores `(n_bags, n_outputs)` of a set-kernel model: `coef` (`n_outputs x n_train_bags`)
 /// over the training bags `(train_x, train_bag_ptr)`.
 #[pyfunction]
-#[pyo3(signature = (x, bag_ptr, train_x, train_bag_ptr, coef, intercept, kernel, gamma, n_jobs=None))]
+#[pyo3(signature = (x: "Instances", bag_ptr, train_x: "Instances", train_bag_ptr, coef, intercept, kernel, gamma, n_jobs=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn mi_kernel_decision_function<'py>(
     py: Python<'py>,
@@ -91,7 +75,7 @@ pub(crate) fn mi_kernel_decision_function<'py>(
 /// The set kernel `K[i, j] = mean_p mean_q k(x_ip, x'_jq)` between the bags of `(x, bag_ptr)`
 /// and of `(x2, bag_ptr2)`.
 #[pyfunction]
-#[pyo3(signature = (x, bag_ptr, x2, bag_ptr2, kernel, gamma, n_jobs=None))]
+#[pyo3(signature = (x: "Instances", bag_ptr, x2: "Instances", bag_ptr2, kernel, gamma, n_jobs=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn set_kernel_matrix<'py>(
     py: Python<'py>,
@@ -112,39 +96,25 @@ pub(crate) fn set_kernel_matrix<'py>(
     Ok(k.into_pyarray(py))
 }
 
-/// A fitted RS (the Rust [`ReducedSetFit`]).
-#[pyclass(name = "ReducedSetFit", module = "milsvm._core", frozen, get_all)]
-pub(crate) struct PyReducedSetFit {
-    /// The compiled model (the reduced-set vectors, mean pooling).
-    model: Py<model::PyModel>,
-    /// The kernel width used.
-    gamma: f64,
-    /// `sum_c ||w_c - sum_k gamma_ck phi(z_k)||^2` before the first vector and after each one.
-    residual_history: Vec<f64>,
-    /// Fixed-point iterations over all vectors.
-    fixed_point_iterations: usize,
-    /// Expansion vectors of the approximated MI-Kernel.
-    mi_kernel_n_xv: usize,
-    /// Bag coefficients of the approximated MI-Kernel (`n_outputs x n_bags`).
-    mi_kernel_coef: Py<PyArray2<f64>>,
-    /// Biases of the approximated MI-Kernel.
-    mi_kernel_intercept: Py<PyArray1<f64>>,
-    /// Whether every MI-Kernel solve met its stopping rule.
-    inner_converged: bool,
-}
-
-impl PyReducedSetFit {
-    fn new(py: Python<'_>, fit: ReducedSetFit) -> PyResult<Self> {
-        Ok(Self {
-            model: Py::new(py, model::PyModel::wrap(fit.model)?)?,
-            gamma: fit.gamma,
-            residual_history: fit.expansion.residual_history,
-            fixed_point_iterations: fit.expansion.fixed_point_iterations,
-            mi_kernel_n_xv: fit.mi_kernel.model.n_xv(),
-            mi_kernel_coef: fit.mi_kernel.model.coef.into_pyarray(py).unbind(),
-            mi_kernel_intercept: fit.mi_kernel.model.intercept.into_pyarray(py).unbind(),
-            inner_converged: fit.mi_kernel.converged,
-        })
+fit_record! {
+    /// A fitted RS (the Rust [`ReducedSetFit`]).
+    "ReducedSetFit" PyReducedSetFit(py, fit: ReducedSetFit) {
+        /// The compiled model (the reduced-set vectors, mean pooling).
+        model: Py<model::PyModel> = fit.model,
+        /// The kernel width used.
+        gamma: f64 = fit.gamma,
+        /// `sum_c ||w_c - sum_k gamma_ck phi(z_k)||^2` before the first vector and after each one.
+        residual_history: Vec<f64> = fit.expansion.residual_history,
+        /// Fixed-point iterations over all vectors.
+        fixed_point_iterations: usize = fit.expansion.fixed_point_iterations,
+        /// Expansion vectors of the approximated MI-Kernel.
+        mi_kernel_n_xv: usize = fit.mi_kernel.model.n_xv(),
+        /// Bag coefficients of the approximated MI-Kernel (`n_outputs x n_bags`).
+        mi_kernel_coef: Py<PyArray2<f64>> = fit.mi_kernel.model.coef,
+        /// Biases of the approximated MI-Kernel.
+        mi_kernel_intercept: Py<PyArray1<f64>> = fit.mi_kernel.model.intercept,
+        /// Whether every MI-Kernel solve met its stopping rule.
+        inner_converged: bool = fit.mi_kernel.converged,
     }
 }
 

@@ -4,41 +4,24 @@
 use super::*;
 use crate::set_kernel_svm::{NskFit, NskParams, SmilParams};
 
-/// A fitted NSK, sMIL, SIL or STK (the Rust [`crate::fit::SvmFit`]; per binary problem where
-/// a list).
-#[pyclass(name = "SvmFit", module = "milsvm._core", frozen, get_all)]
-pub(crate) struct PySvmFit {
-    /// The compiled model.
-    model: Py<model::PyModel>,
-    /// The kernel width used.
-    gamma: f64,
-    /// Dual objective `1/2 a^T Q a - p^T a` per problem.
-    objective: Vec<f64>,
-    /// Dual variables per problem (one per training point: bag, sMIL unit, SIL instance).
-    alpha: Vec<Py<PyArray1<f64>>>,
-    /// Support points per problem.
-    n_support: Vec<usize>,
-    /// Largest SMO iteration count.
-    n_iter: usize,
-    /// Whether every SMO solve met its tolerance.
-    inner_converged: bool,
-}
-
-impl PySvmFit {
-    pub(crate) fn new(py: Python<'_>, fit: NskFit) -> PyResult<Self> {
-        Ok(Self {
-            model: Py::new(py, model::PyModel::wrap(fit.model)?)?,
-            gamma: fit.gamma,
-            objective: fit.objective,
-            alpha: fit
-                .alpha
-                .into_iter()
-                .map(|a| a.into_pyarray(py).unbind())
-                .collect(),
-            n_support: fit.n_support,
-            n_iter: fit.n_iter,
-            inner_converged: fit.converged,
-        })
+fit_record! {
+    /// A fitted NSK, sMIL, SIL or STK (the Rust [`crate::fit::SvmFit`]; per binary problem where
+    /// a list).
+    "SvmFit" PySvmFit(py, fit: NskFit) {
+        /// The compiled model.
+        model: Py<model::PyModel> = fit.model,
+        /// The kernel width used.
+        gamma: f64 = fit.gamma,
+        /// Dual objective `1/2 a^T Q a - p^T a` per problem.
+        objective: Vec<f64> = fit.objective,
+        /// Dual variables per problem (one per training point: bag, sMIL unit, SIL instance).
+        alpha: Vec<Py<PyArray1<f64>>> = fit.alpha,
+        /// Support points per problem.
+        n_support: Vec<usize> = fit.n_support,
+        /// Largest SMO iteration count.
+        n_iter: usize = fit.n_iter,
+        /// Whether every SMO solve met its tolerance.
+        inner_converged: bool = fit.converged,
     }
 }
 

@@ -3,33 +3,21 @@
 use super::*;
 use crate::sparse_mi::{SparseMiFit, SparseMiParams};
 
-/// A fitted SparseMI / RSVM (the Rust [`SparseMiFit`]).
-#[pyclass(name = "SparseMiFit", module = "milsvm._core", frozen, get_all)]
-pub(crate) struct PySparseMiFit {
-    /// The compiled model.
-    model: Py<model::PyModel>,
-    /// The expansion vectors the descent started from.
-    initial_xv: Py<PyArray2<f64>>,
-    /// `g(Z)` at the start and after each accepted outer iteration.
-    objective_history: Vec<f64>,
-    /// Accepted outer iterations.
-    n_iter: usize,
-    /// The kernel width used.
-    gamma: f64,
-    /// Whether every final inner problem met its stopping rule.
-    inner_converged: bool,
-}
-
-impl PySparseMiFit {
-    fn new(py: Python<'_>, fit: SparseMiFit) -> PyResult<Self> {
-        Ok(Self {
-            model: Py::new(py, model::PyModel::wrap(fit.model)?)?,
-            initial_xv: fit.initial_xv.into_pyarray(py).unbind(),
-            objective_history: fit.objective_history,
-            n_iter: fit.n_iter,
-            gamma: fit.gamma,
-            inner_converged: fit.inner_converged,
-        })
+fit_record! {
+    /// A fitted SparseMI / RSVM (the Rust [`SparseMiFit`]).
+    "SparseMiFit" PySparseMiFit(py, fit: SparseMiFit) {
+        /// The compiled model.
+        model: Py<model::PyModel> = fit.model,
+        /// The expansion vectors the descent started from.
+        initial_xv: Py<PyArray2<f64>> = fit.initial_xv,
+        /// `g(Z)` at the start and after each accepted outer iteration.
+        objective_history: Vec<f64> = fit.objective_history,
+        /// Accepted outer iterations.
+        n_iter: usize = fit.n_iter,
+        /// The kernel width used.
+        gamma: f64 = fit.gamma,
+        /// Whether every final inner problem met its stopping rule.
+        inner_converged: bool = fit.inner_converged,
     }
 }
 
@@ -53,7 +41,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 
 /// `(g, dg/dZ)` of SparseMI at the expansion vectors `z` (for gradient checks).
 #[pyfunction]
-#[pyo3(signature = (x, bag_ptr, labels, z, c, kernel, gamma, solver="newton", inner_tol=1e-12))]
+#[pyo3(signature = (x: "Instances", bag_ptr, labels, z, c, kernel, gamma, solver="newton", inner_tol=1e-12))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn sparse_mi_objective<'py>(
     py: Python<'py>,

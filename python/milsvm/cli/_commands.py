@@ -83,7 +83,7 @@ def cmd_models(args, argv, console):
     from .._docs import SEARCH_RANGES, VALID_VALUES
 
     docs = _registry.parameter_docs(cls)
-    ranges = {name: rng for name, _, _, rng in getattr(_core, f"{cls._core_fit}_hyperparameters")()}
+    ranges = {name: rng for name, _, rng in getattr(_core, f"{cls._core_fit}_hyperparameters")()}
     search = {**SEARCH_RANGES, **cls._search_ranges}
     print("\nparameters (-p KEY=VALUE, --grid KEY=V1,V2,...), with their defaults:")
     for param in inspect.signature(cls).parameters.values():
