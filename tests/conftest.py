@@ -4,6 +4,9 @@ The tests import the *installed* milsvm (``scripts/test.sh`` builds the wheel in
 virtual environment and runs pytest from the repository root).
 """
 
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +18,64 @@ from hypothesis import strategies as st
 settings.register_profile("milsvm", deadline=None, max_examples=25, derandomize=True)
 settings.load_profile("milsvm")
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+def require_cargo():
+    """Skips the test without cargo or the source tree (the Rust side of a cross-language test)."""
+    if (
+        shutil.which("cargo") is None
+        or not (REPO / "Cargo.toml").is_file()
+        or not (REPO / "examples").is_dir()
+    ):
+        pytest.skip(
+            "needs cargo and the milsvm source tree (the Rust side of the cross-language test)"
+        )
+
+
+def cargo_example(name, *args):
+    """``cargo run --example name -- args`` in the source tree: its completed process, text
+    output (skips the test as :func:`require_cargo` does)."""
+    require_cargo()
+    return subprocess.run(
+        ["cargo", "run", "--quiet", "--example", name, "--", *map(str, args)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "CARGO_TERM_COLOR": "never"},
+    )
+
+
+#: Field tokens the reader fuzz tests build garbage text files from: numbers, words, sparse
+#: ``index:value`` pairs, separators and characters a reader may stumble on.
+READER_TOKENS = [
+    "1",
+    "0",
+    "-2.5",
+    "1e3",
+    "nan",
+    "inf",
+    "",
+    " ",
+    "x",
+    "1:2",
+    "0:1",
+    "3:",
+    ":",
+    "1.",
+    "9" * 30,
+    "\x00",
+    "é",
+    "１",
+    "\x1c1",
+    "1_0",
+    "b1",
+    "b2",
+    "+",
+    "\t",
+]
 
 
 #: Small settings per estimator so that every fit on the toy sets takes milliseconds.
