@@ -33,6 +33,11 @@ def write_toy(path, n_neg=12, n_pos=6, seed=0):
     return path
 
 
+def _quiet_cv(toy, *args):
+    """``milsvm cv -q`` on the toy file with ``args``; returns the exit status."""
+    return main(["cv", str(toy), "-q", *args])
+
+
 @pytest.fixture
 def toy(tmp_path):
     """18 bags: 12 negative, 6 positive (majority rate 2/3)."""
@@ -68,23 +73,7 @@ def test_cv_prints_and_writes_balanced_accuracy_and_majority_rate(toy, tmp_path,
 
     out = tmp_path / "r.json"
     assert (
-        main(
-            [
-                "cv",
-                str(toy),
-                "-m",
-                "NSK",
-                "-p",
-                "C=10",
-                "--folds",
-                "3",
-                "--repeats",
-                "2",
-                "-q",
-                "-o",
-                str(out),
-            ]
-        )
+        _quiet_cv(toy, "-m", "NSK", "-p", "C=10", "--folds", "3", "--repeats", "2", "-o", str(out))
         == 0
     )
     stdout = capsys.readouterr().out
@@ -386,23 +375,19 @@ def test_cv_grid_auto_with_another_key(toy, tmp_path, capsys):
     k times the "scale" width of the standardised instances (variance 1, two features: 1/2)."""
     out = tmp_path / "r.json"
     assert (
-        main(
-            [
-                "cv",
-                str(toy),
-                "-m",
-                "NSK",
-                "--grid",
-                "auto",
-                "norm=l1,l2",
-                "--folds",
-                "2",
-                "--inner-folds",
-                "2",
-                "-q",
-                "-o",
-                str(out),
-            ]
+        _quiet_cv(
+            toy,
+            "-m",
+            "NSK",
+            "--grid",
+            "auto",
+            "norm=l1,l2",
+            "--folds",
+            "2",
+            "--inner-folds",
+            "2",
+            "-o",
+            str(out),
         )
         == 0
     )
@@ -432,26 +417,22 @@ def test_cv_grid_auto_with_another_key(toy, tmp_path, capsys):
 def test_report_names_folds_majority_objective_and_chosen_points(toy, tmp_path, capsys):
     report = tmp_path / "report"
     assert (
-        main(
-            [
-                "cv",
-                str(toy),
-                "-m",
-                "ALSVM",
-                "-p",
-                "max_iter=8",
-                "--grid",
-                "C=1,10",
-                "--folds",
-                "2",
-                "--repeats",
-                "2",
-                "--inner-folds",
-                "2",
-                "-q",
-                "--report",
-                str(report),
-            ]
+        _quiet_cv(
+            toy,
+            "-m",
+            "ALSVM",
+            "-p",
+            "max_iter=8",
+            "--grid",
+            "C=1,10",
+            "--folds",
+            "2",
+            "--repeats",
+            "2",
+            "--inner-folds",
+            "2",
+            "--report",
+            str(report),
         )
         == 0
     )
@@ -470,22 +451,7 @@ def test_report_names_folds_majority_objective_and_chosen_points(toy, tmp_path, 
 def test_report_of_a_single_objective_value(toy, tmp_path, capsys):
     report = tmp_path / "report"
     assert (
-        main(
-            [
-                "cv",
-                str(toy),
-                "-m",
-                "RSVM",
-                "-p",
-                "n_xv=2",
-                "--folds",
-                "2",
-                "-q",
-                "--report",
-                str(report),
-            ]
-        )
-        == 0
+        _quiet_cv(toy, "-m", "RSVM", "-p", "n_xv=2", "--folds", "2", "--report", str(report)) == 0
     )
     assert (
         "RSVM records a single objective value on fold r1 f1" in (report / "report.md").read_text()
