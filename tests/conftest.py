@@ -4,6 +4,7 @@ The tests import the *installed* milsvm (``scripts/test.sh`` builds the wheel in
 virtual environment and runs pytest from the repository root).
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -20,6 +21,14 @@ settings.load_profile("milsvm")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+def cli_cv_json(data, out, *args):
+    """``milsvm cv DATA ARGS -q -o OUT``, which must succeed, and the JSON result it wrote."""
+    from milsvm.cli import main
+
+    assert main(["cv", str(data), *args, "-q", "-o", str(out)]) == 0
+    return json.loads(Path(out).read_text())
 
 
 def require_cargo():
@@ -169,6 +178,43 @@ def random_bags(seed, n_bags=8, d=3, max_size=5, sparse=False, density=0.5):
         bags.append(x)
     y = np.arange(n_bags) % 2
     return bags, y
+
+
+def sparse_looking_bags(seed, n_bags, d, density, max_size, shift=0.0):
+    """Dense bags of 1 to ``max_size - 1`` rows whose entries are ``N(shift, 1)`` with probability
+    ``density`` and zero otherwise (for the sparse-equals-dense tests), with alternating binary
+    labels {0, 1}."""
+    rng = np.random.default_rng(seed)
+    bags = [
+        np.where(rng.random((n, d)) < density, rng.normal(size=(n, d)) + shift, 0.0)
+        for n in rng.integers(1, max_size, n_bags)
+    ]
+    return bags, np.arange(n_bags) % 2
+
+
+def core_sparse_mi_fit(bags, y, **params):
+    """``_core.fit_sparse_mi`` on ``bags`` (dense or CSR) with small settings, which ``params``
+    override or extend (``n_basis``, ``init_xv``...)."""
+    from milsvm import Bags, _core
+
+    b = Bags.from_instances(
+        sp.vstack(bags).tocsr() if sp.issparse(bags[0]) else np.concatenate(bags),
+        [x.shape[0] for x in bags],
+    )
+    params = {
+        "n_xv": 3,
+        "C": 5.0,
+        "kernel": "rbf",
+        "gamma": 0.5,
+        "max_iter": 10,
+        "max_line_search": 10,
+        "tol": 0.0,
+        "solver": "newton",
+        "seed": 0,
+        "n_jobs": None,
+        **params,
+    }
+    return _core.fit_sparse_mi(b.core_instances(), b.bag_ptr, np.asarray(y, dtype=np.int64), params)
 
 
 def easy_bags(seed=0, n_bags=24):
