@@ -217,6 +217,17 @@ def core_sparse_mi_fit(bags, y, **params):
     return _core.fit_sparse_mi(b.core_instances(), b.bag_ptr, np.asarray(y, dtype=np.int64), params)
 
 
+def csr_tuple(A):
+    """``A`` as the ``(data, indices, indptr, n_cols)`` tuple that ``_core`` takes for CSR rows."""
+    A = sp.csr_matrix(A)
+    return (
+        A.data.astype(np.float64),
+        A.indices.astype(np.int64),
+        A.indptr.astype(np.int64),
+        A.shape[1],
+    )
+
+
 def easy_bags(seed=0, n_bags=24):
     """Positive bags hold an instance near (3, 3); negative bags only noise around (-1, -1)."""
     rng = np.random.default_rng(seed)
