@@ -4,6 +4,10 @@ The tests import the *installed* milsvm (``scripts/test.sh`` builds the wheel in
 virtual environment and runs pytest from the repository root).
 """
 
+import json
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +19,72 @@ from hypothesis import strategies as st
 settings.register_profile("milsvm", deadline=None, max_examples=25, derandomize=True)
 settings.load_profile("milsvm")
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+def cli_cv_json(data, out, *args):
+    """``milsvm cv DATA ARGS -q -o OUT``, which must succeed, and the JSON result it wrote."""
+    from milsvm.cli import main
+
+    assert main(["cv", str(data), *args, "-q", "-o", str(out)]) == 0
+    return json.loads(Path(out).read_text())
+
+
+def require_cargo():
+    """Skips the test without cargo or the source tree (the Rust side of a cross-language test)."""
+    if (
+        shutil.which("cargo") is None
+        or not (REPO / "Cargo.toml").is_file()
+        or not (REPO / "examples").is_dir()
+    ):
+        pytest.skip(
+            "needs cargo and the milsvm source tree (the Rust side of the cross-language test)"
+        )
+
+
+def cargo_example(name, *args):
+    """``cargo run --example name -- args`` in the source tree: its completed process, text
+    output (skips the test as :func:`require_cargo` does)."""
+    require_cargo()
+    return subprocess.run(
+        ["cargo", "run", "--quiet", "--example", name, "--", *map(str, args)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "CARGO_TERM_COLOR": "never"},
+    )
+
+
+#: Field tokens the reader fuzz tests build garbage text files from: numbers, words, sparse
+#: ``index:value`` pairs, separators and characters a reader may stumble on.
+READER_TOKENS = [
+    "1",
+    "0",
+    "-2.5",
+    "1e3",
+    "nan",
+    "inf",
+    "",
+    " ",
+    "x",
+    "1:2",
+    "0:1",
+    "3:",
+    ":",
+    "1.",
+    "9" * 30,
+    "\x00",
+    "é",
+    "１",
+    "\x1c1",
+    "1_0",
+    "b1",
+    "b2",
+    "+",
+    "\t",
+]
 
 
 #: Small settings per estimator so that every fit on the toy sets takes milliseconds.
@@ -109,6 +178,54 @@ def random_bags(seed, n_bags=8, d=3, max_size=5, sparse=False, density=0.5):
         bags.append(x)
     y = np.arange(n_bags) % 2
     return bags, y
+
+
+def sparse_looking_bags(seed, n_bags, d, density, max_size, shift=0.0):
+    """Dense bags of 1 to ``max_size - 1`` rows whose entries are ``N(shift, 1)`` with probability
+    ``density`` and zero otherwise (for the sparse-equals-dense tests), with alternating binary
+    labels {0, 1}."""
+    rng = np.random.default_rng(seed)
+    bags = [
+        np.where(rng.random((n, d)) < density, rng.normal(size=(n, d)) + shift, 0.0)
+        for n in rng.integers(1, max_size, n_bags)
+    ]
+    return bags, np.arange(n_bags) % 2
+
+
+def core_sparse_mi_fit(bags, y, **params):
+    """``_core.fit_sparse_mi`` on ``bags`` (dense or CSR) with small settings, which ``params``
+    override or extend (``n_basis``, ``init_xv``...)."""
+    from milsvm import Bags, _core
+
+    b = Bags.from_instances(
+        sp.vstack(bags).tocsr() if sp.issparse(bags[0]) else np.concatenate(bags),
+        [x.shape[0] for x in bags],
+    )
+    params = {
+        "n_xv": 3,
+        "C": 5.0,
+        "kernel": "rbf",
+        "gamma": 0.5,
+        "max_iter": 10,
+        "max_line_search": 10,
+        "tol": 0.0,
+        "solver": "newton",
+        "seed": 0,
+        "n_jobs": None,
+        **params,
+    }
+    return _core.fit_sparse_mi(b.core_instances(), b.bag_ptr, np.asarray(y, dtype=np.int64), params)
+
+
+def csr_tuple(A):
+    """``A`` as the ``(data, indices, indptr, n_cols)`` tuple that ``_core`` takes for CSR rows."""
+    A = sp.csr_matrix(A)
+    return (
+        A.data.astype(np.float64),
+        A.indices.astype(np.int64),
+        A.indptr.astype(np.int64),
+        A.shape[1],
+    )
 
 
 def easy_bags(seed=0, n_bags=24):

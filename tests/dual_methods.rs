@@ -5,10 +5,6 @@
 
 mod common;
 
-use clarabel::algebra::CscMatrix;
-use clarabel::solver::{
-    DefaultSettingsBuilder, DefaultSolver, IPSolver, SolverStatus, SupportedConeT,
-};
 use common::toy;
 use milsvm::convex_combination::{lp_step, project_onto_face, CcBounds, LpRule, SvmCcParams};
 use milsvm::one_class::OneClassParams;
@@ -151,7 +147,7 @@ fn projection_by_supports(v: &[f64], s: &[f64], t: f64) -> Option<Vec<f64>> {
 
 /// The optimal value of SVM-CC's LP with `w` fixed (variables `v`, `b`, `xi`; problem 23-28) by
 /// the interior-point solver Clarabel.
-fn lp_optimum_by_clarabel(sp: &[Vec<f64>], cp: &[f64], sn: &[f64], cn: &[f64]) -> f64 {
+fn svmcc_lp_optimum(sp: &[Vec<f64>], cp: &[f64], sn: &[f64], cn: &[f64]) -> f64 {
     let nv: usize = sp.iter().map(Vec::len).sum();
     let (np, nn) = (sp.len(), sn.len());
     let n = nv + 1 + np + nn; // v, b, xi_pos, xi_neg
@@ -196,27 +192,7 @@ fn lp_optimum_by_clarabel(sp: &[Vec<f64>], cp: &[f64], sn: &[f64], cn: &[f64]) -
         rows.push(r);
         rhs.push(0.0);
     }
-    let a = CscMatrix::from(rows.iter().map(|r| r.iter()));
-    let cones = [
-        SupportedConeT::ZeroConeT(np),
-        SupportedConeT::NonnegativeConeT(rows.len() - np),
-    ];
-    let settings = DefaultSettingsBuilder::default()
-        .verbose(false)
-        .tol_gap_abs(1e-11)
-        .tol_gap_rel(1e-11)
-        .tol_feas(1e-11)
-        .build()
-        .expect("settings");
-    let p = CscMatrix::zeros((n, n));
-    let mut solver = DefaultSolver::new(&p, &cost, &a, &rhs, &cones, settings).expect("an LP");
-    solver.solve();
-    let status = solver.solution.status;
-    assert!(
-        matches!(status, SolverStatus::Solved | SolverStatus::AlmostSolved),
-        "clarabel status {status:?}"
-    );
-    solver.solution.obj_val
+    common::lp_optimum_by_clarabel(&cost, &rows, &rhs, np)
 }
 
 #[test]
@@ -274,7 +250,7 @@ fn lp_step_project_is_optimal_and_the_projection() {
             assert_eq!(u, &max_weights(s));
         }
         // both are optimal for the LP: the value of (v, b) is the optimum
-        let optimum = lp_optimum_by_clarabel(&sp, &cp, &sn, &cn);
+        let optimum = svmcc_lp_optimum(&sp, &cp, &sn, &cn);
         for u in [&vm, &vp] {
             let value: f64 = sp
                 .iter()

@@ -5,10 +5,6 @@
 
 mod common;
 
-use clarabel::algebra::CscMatrix;
-use clarabel::solver::{
-    DefaultSettingsBuilder, DefaultSolver, IPSolver, SolverStatus, SupportedConeT,
-};
 use common::{to_csr, toy, TestResult};
 use milsvm::bags::{Instances, Rows};
 use milsvm::kernel::bag_max_kernel;
@@ -48,24 +44,7 @@ fn l1_svm_by_clarabel(x: &Array2<f64>, y: &[f64], cost: &[f64]) -> f64 {
         rows.push(r);
         rhs.push(0.0);
     }
-    let a = CscMatrix::from(rows.iter().map(|r| r.iter()));
-    let cones = [SupportedConeT::NonnegativeConeT(rows.len())];
-    let settings = DefaultSettingsBuilder::default()
-        .verbose(false)
-        .tol_gap_abs(1e-11)
-        .tol_gap_rel(1e-11)
-        .tol_feas(1e-11)
-        .build()
-        .expect("settings");
-    let p = CscMatrix::zeros((nv, nv));
-    let mut solver = DefaultSolver::new(&p, &c, &a, &rhs, &cones, settings).expect("an LP");
-    solver.solve();
-    let status = solver.solution.status;
-    assert!(
-        matches!(status, SolverStatus::Solved | SolverStatus::AlmostSolved),
-        "clarabel status {status:?}"
-    );
-    solver.solution.obj_val
+    common::lp_optimum_by_clarabel(&c, &rows, &rhs, 0)
 }
 
 #[test]

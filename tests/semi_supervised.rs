@@ -29,20 +29,15 @@ fn noisy(seed: u64, n_bags: usize) -> (Bags, Vec<usize>) {
 /// Both methods at `C = 10` with `restarts` and `seed`, on `threads` threads.
 fn fits(restarts: usize, seed: u64, threads: usize) -> milsvm::Result<[CccpFit; 2]> {
     let (bags, labels) = noisy(5, 30);
-    Ok([
-        CccpParams::stmil()
+    let fit = |method: CccpParams| {
+        method
             .c(10.0)
             .restarts(restarts)
             .seed(seed)
             .n_jobs(Some(threads))
-            .fit(&bags, &labels)?,
-        CccpParams::misssvm()
-            .c(10.0)
-            .restarts(restarts)
-            .seed(seed)
-            .n_jobs(Some(threads))
-            .fit(&bags, &labels)?,
-    ])
+            .fit(&bags, &labels)
+    };
+    Ok([fit(CccpParams::stmil())?, fit(CccpParams::misssvm())?])
 }
 
 #[test]
@@ -86,22 +81,16 @@ fn every_run_never_raises_the_objective() -> TestResult {
     let (bags, labels) = noisy(8, 24);
     for restarts in [0, 3] {
         for seed in 0..4 {
-            let runs = [
-                CccpParams::stmil()
+            let run = |method: CccpParams| {
+                method
                     .c(10.0)
                     .restarts(restarts)
                     .seed(seed)
                     .inner_tol(1e-10)
                     .tol(1e-12)
-                    .fit(&bags, &labels)?,
-                CccpParams::misssvm()
-                    .c(10.0)
-                    .restarts(restarts)
-                    .seed(seed)
-                    .inner_tol(1e-10)
-                    .tol(1e-12)
-                    .fit(&bags, &labels)?,
-            ];
+                    .fit(&bags, &labels)
+            };
+            let runs = [run(CccpParams::stmil())?, run(CccpParams::misssvm())?];
             for fit in runs {
                 let h = &fit.objective_history[0];
                 let scale = h[0].abs().max(1.0);

@@ -22,7 +22,7 @@ import milsvm
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from conftest import assert_one_vs_rest, bag_sets, three_class_bags
+from conftest import assert_one_vs_rest, bag_sets, sparse_looking_bags, three_class_bags
 from hypothesis import given
 from hypothesis import strategies as st
 from milsvm import _core
@@ -153,12 +153,7 @@ def test_sil_equals_svc_on_the_instances_max_pooled(data, kernel, C, gamma, weig
 
 
 def test_sil_sparse_equals_dense_and_the_predictor_is_the_batch_path():
-    rng = np.random.default_rng(0)
-    bags = [
-        np.where(rng.random((n, 6)) < 0.5, rng.normal(size=(n, 6)), 0.0)
-        for n in rng.integers(1, 5, 14)
-    ]
-    y = np.arange(14) % 2
+    bags, y = sparse_looking_bags(0, n_bags=14, d=6, density=0.5, max_size=5)
     dense = milsvm.SIL(C=2.0, gamma=0.2, inner_tol=1e-9).fit(bags, y)
     sparse = milsvm.SIL(C=2.0, gamma=0.2, inner_tol=1e-9).fit([sp.csr_matrix(b) for b in bags], y)
     np.testing.assert_allclose(
@@ -288,15 +283,10 @@ def test_stk_refuses_bad_bags_given_one_by_one():
 
 
 def test_stk_statistics_of_sparse_bags_count_unstored_values_as_zeros():
-    rng = np.random.default_rng(1)
-    bags = [
-        np.where(rng.random((n, 5)) < 0.4, rng.normal(size=(n, 5)) + 1.0, 0.0)
-        for n in rng.integers(1, 5, 16)
-    ]
+    bags, y = sparse_looking_bags(1, n_bags=16, d=5, density=0.4, max_size=5, shift=1.0)
     # a feature stored in no instance of a bag, and one stored in every instance but negative
     bags[0][:, 2] = 0.0
     bags[1][:, 3] = -np.abs(bags[1][:, 3]) - 1.0
-    y = np.arange(16) % 2
     sparse_bags = [sp.csr_matrix(b) for b in bags]
     dense = milsvm.STK(C=5.0, gamma=0.3, inner_tol=1e-9).fit(bags, y)
     sparse = milsvm.STK(C=5.0, gamma=0.3, inner_tol=1e-9).fit(sparse_bags, y)

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from conftest import random_bags
-from milsvm import Bags, SparseMI, _core
+from conftest import core_sparse_mi_fit, random_bags
+from milsvm import SparseMI
 
 
 def sparse_problem(seed=0, n_bags=30, d=200):
@@ -20,33 +20,12 @@ def sparse_problem(seed=0, n_bags=30, d=200):
     return bags, np.array(y)
 
 
-def core_fit(bags, y, **kw):
-    b = Bags.from_instances(
-        sp.vstack(bags).tocsr() if sp.issparse(bags[0]) else np.concatenate(bags),
-        [x.shape[0] for x in bags],
-    )
-    params = dict(
-        n_xv=3,
-        C=5.0,
-        kernel="rbf",
-        gamma=0.5,
-        max_iter=10,
-        max_line_search=10,
-        tol=0.0,
-        solver="newton",
-        seed=0,
-        n_jobs=None,
-    )
-    params.update(kw)
-    return _core.fit_sparse_mi(b.core_instances(), b.bag_ptr, np.asarray(y, dtype=np.int64), params)
-
-
 def test_identity_basis_reproduces_direct_mode():
     """With B = I (one basis vector per feature), Z = V and the two modes run the same descent."""
     bags, y = random_bags(1, n_bags=12, d=4)
     eye = np.eye(4)
-    bv = core_fit(bags, y, n_basis=4, init_basis=eye)
-    direct = core_fit(bags, y, init_xv=bv.initial_xv)
+    bv = core_sparse_mi_fit(bags, y, n_basis=4, init_basis=eye)
+    direct = core_sparse_mi_fit(bags, y, init_xv=bv.initial_xv)
     np.testing.assert_allclose(bv.objective_history, direct.objective_history, rtol=1e-9)
     np.testing.assert_allclose(bv.model.xv, direct.model.xv, rtol=1e-7, atol=1e-9)
 
@@ -55,11 +34,11 @@ def test_all_instances_as_basis_gives_the_direct_objective_at_the_same_start():
     """Q = all training instances: g(V0) in BV mode equals g(Z0 = V0 B) in direct mode."""
     bags, y = random_bags(2, n_bags=10, d=3)
     X = np.concatenate(bags)
-    bv = core_fit(bags, y, n_basis=len(X), init_basis=X, max_iter=0)
-    direct = core_fit(bags, y, init_xv=bv.initial_xv, max_iter=0)
+    bv = core_sparse_mi_fit(bags, y, n_basis=len(X), init_basis=X, max_iter=0)
+    direct = core_sparse_mi_fit(bags, y, init_xv=bv.initial_xv, max_iter=0)
     assert bv.objective_history[0] == pytest.approx(direct.objective_history[0], rel=1e-9)
     # and with iterations the BV descent decreases g as well
-    bv_fit = core_fit(bags, y, n_basis=len(X), init_basis=X, max_iter=10)
+    bv_fit = core_sparse_mi_fit(bags, y, n_basis=len(X), init_basis=X, max_iter=10)
     assert np.all(np.diff(bv_fit.objective_history) <= 0)
     assert bv_fit.objective_history[-1] < bv_fit.objective_history[0]
 

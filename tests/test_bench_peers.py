@@ -53,13 +53,14 @@ def test_harness_gamma_is_milsvm_scale(method):
     assert est.gamma_ == pytest.approx(runner.gamma_scale(method, bags), rel=1e-12)
 
 
-def _run(tmp_path, *extra, timeout=300):
+def _run(tmp_path, *extra, quick=True, timeout=300):
+    """The driver on MUSK1 with STK (``--quick`` unless told): its result rows and stdout."""
     out = tmp_path / "peers"
     proc = subprocess.run(
         [
             sys.executable,
             *DRIVER,
-            "--quick",
+            *(["--quick"] if quick else []),
             "--sets",
             "MUSK1",
             "--methods",
@@ -114,34 +115,19 @@ def test_grid_times_the_inner_fits_and_records_the_choices(tmp_path, route):
     """With several values of C, each fold chooses by inner CV (one fit per value, or with
     ``--milsvm-c-path`` one ``fit_path`` per inner split): the inner fits' seconds are recorded
     apart (and within the selection's), and the choice is a point of the grid."""
-    out = tmp_path / "peers"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            *DRIVER,
-            "--sets",
-            "MUSK1",
-            "--methods",
-            "STK",
-            "--folds",
-            "2",
-            "--C",
-            "1",
-            "10",
-            "--peer-python",
-            str(tmp_path / "no-such-python"),
-            "--work",
-            str(tmp_path / "work"),
-            "--out",
-            str(out),
-            *route,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    results, _ = _run(
+        tmp_path,
+        "--folds",
+        "2",
+        "--C",
+        "1",
+        "10",
+        "--peer-python",
+        str(tmp_path / "no-such-python"),
+        *route,
+        quick=False,
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (row,) = json.loads(out.with_suffix(".json").read_text())["results"]
+    (row,) = results
     ours = row["milsvm"]
     assert ours["n_ok"] == 2
     assert all(0 < f < s for f, s in zip(ours["inner_fit_list"], ours["select_list"]))

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import scipy.io
 import scipy.sparse as sp
+from conftest import cli_cv_json
 from milsvm import cli
 from milsvm.cli import main
 from sklearn.pipeline import make_pipeline
@@ -565,31 +566,24 @@ def test_cv_same_results_whatever_n_jobs(toy_mill_file, tmp_path, capsys):
     docs = []
     for n_jobs in ("1", "2"):
         out = tmp_path / f"r{n_jobs}.json"
-        assert (
-            main(
-                [
-                    "cv",
-                    str(toy_mill_file),
-                    "--model",
-                    "MISVM",
-                    "--grid",
-                    "C=0.1,10",
-                    "--folds",
-                    "3",
-                    "--inner-folds",
-                    "2",
-                    "--repeats",
-                    "2",
-                    "--n-jobs",
-                    n_jobs,
-                    "-q",
-                    "-o",
-                    str(out),
-                ]
+        docs.append(
+            cli_cv_json(
+                toy_mill_file,
+                out,
+                "--model",
+                "MISVM",
+                "--grid",
+                "C=0.1,10",
+                "--folds",
+                "3",
+                "--inner-folds",
+                "2",
+                "--repeats",
+                "2",
+                "--n-jobs",
+                n_jobs,
             )
-            == 0
         )
-        docs.append(json.loads(out.read_text()))
     strip = [
         [{k: v for k, v in f.items() if not k.endswith("_time")} for f in d["fold_results"]]
         for d in docs
@@ -622,51 +616,17 @@ def test_inner_grid_search_chooses_as_gridsearchcv(toy_mill_file):
 
 def test_cv_three_classes_has_no_auc(three_class_file, tmp_path, capsys):
     out = tmp_path / "r.json"
-    assert (
-        main(
-            [
-                "cv",
-                str(three_class_file),
-                "--model",
-                "sparsemi",
-                "-p",
-                "n_xv=3",
-                "--folds",
-                "3",
-                "-q",
-                "-o",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    doc = cli_cv_json(three_class_file, out, "--model", "sparsemi", "-p", "n_xv=3", "--folds", "3")
     stdout = capsys.readouterr().out
     assert "3 classes" in stdout and "AUC" not in stdout
-    doc = json.loads(out.read_text())
     assert doc["summary"]["auc_mean"] is None and all(f["auc"] is None for f in doc["fold_results"])
 
 
 def test_no_scale(toy_mill_file, tmp_path, capsys):
     out = tmp_path / "r.json"
-    assert (
-        main(
-            [
-                "cv",
-                str(toy_mill_file),
-                "--model",
-                "nsk",
-                "--folds",
-                "2",
-                "--no-scale",
-                "-q",
-                "-o",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    doc = cli_cv_json(toy_mill_file, out, "--model", "nsk", "--folds", "2", "--no-scale")
     assert "features used as they are" in capsys.readouterr().out
-    assert json.loads(out.read_text())["scale"] is False
+    assert doc["scale"] is False
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -688,24 +648,7 @@ def test_every_estimator_cross_validates(name, toy_mill_file, tmp_path, capsys):
 
     out = tmp_path / "r.json"
     spelled = name if name in ("miSVM", "MISVM") else name.lower()
-    assert (
-        main(
-            [
-                "cv",
-                str(toy_mill_file),
-                "--model",
-                spelled,
-                *pflags(FAST[name]),
-                "--folds",
-                "2",
-                "-q",
-                "-o",
-                str(out),
-            ]
-        )
-        == 0
-    )
-    doc = json.loads(out.read_text())
+    doc = cli_cv_json(toy_mill_file, out, "--model", spelled, *pflags(FAST[name]), "--folds", "2")
     assert doc["estimator"] == name and len(doc["fold_results"]) == 2
     assert 0.0 <= doc["summary"]["accuracy_mean"] <= 1.0
 

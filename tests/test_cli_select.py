@@ -6,12 +6,12 @@ suggested ranges; ``--grid auto``; the report's fold names, majority line, objec
 chosen grid points. Every run is in-process on tiny data with two or three folds."""
 
 import inspect
-import json
 import re
 
 import milsvm
 import numpy as np
 import pytest
+from conftest import cli_cv_json
 from milsvm import _core, _registry, cli
 from milsvm._base import MILClassifier
 from milsvm.cli import main
@@ -31,6 +31,11 @@ def write_toy(path, n_neg=12, n_pos=6, seed=0):
             lines.append(f"i{b}_{i},bag{b},{label},{x[0]:.17g},{x[1]:.17g}\n")
     path.write_text("".join(lines))
     return path
+
+
+def _quiet_cv(toy, *args):
+    """``milsvm cv -q`` on the toy file with ``args``; returns the exit status."""
+    return main(["cv", str(toy), "-q", *args])
 
 
 @pytest.fixture
@@ -67,28 +72,8 @@ def test_cv_prints_and_writes_balanced_accuracy_and_majority_rate(toy, tmp_path,
     from sklearn.metrics import balanced_accuracy_score
 
     out = tmp_path / "r.json"
-    assert (
-        main(
-            [
-                "cv",
-                str(toy),
-                "-m",
-                "NSK",
-                "-p",
-                "C=10",
-                "--folds",
-                "3",
-                "--repeats",
-                "2",
-                "-q",
-                "-o",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    doc = cli_cv_json(toy, out, "-m", "NSK", "-p", "C=10", "--folds", "3", "--repeats", "2")
     stdout = capsys.readouterr().out
-    doc = json.loads(out.read_text())
     folds, s = doc["fold_results"], doc["summary"]
     balanced = np.array([f["balanced_accuracy"] for f in folds])
     assert s["balanced_accuracy_mean"] == pytest.approx(balanced.mean(), abs=1e-15)
@@ -385,29 +370,10 @@ def test_cv_grid_auto_with_another_key(toy, tmp_path, capsys):
     """``--grid auto`` beside a grid item of another parameter: gamma's ``k*scale`` values are
     k times the "scale" width of the standardised instances (variance 1, two features: 1/2)."""
     out = tmp_path / "r.json"
-    assert (
-        main(
-            [
-                "cv",
-                str(toy),
-                "-m",
-                "NSK",
-                "--grid",
-                "auto",
-                "norm=l1,l2",
-                "--folds",
-                "2",
-                "--inner-folds",
-                "2",
-                "-q",
-                "-o",
-                str(out),
-            ]
-        )
-        == 0
+    doc = cli_cv_json(
+        toy, out, "-m", "NSK", "--grid", "auto", "norm=l1,l2", "--folds", "2", "--inner-folds", "2"
     )
     stdout = capsys.readouterr().out
-    doc = json.loads(out.read_text())
     assert doc["grid"] == {
         "C": [0.1, 1.0, 10.0, 100.0],
         "gamma": [0.05, "scale", 5.0],
@@ -432,26 +398,22 @@ def test_cv_grid_auto_with_another_key(toy, tmp_path, capsys):
 def test_report_names_folds_majority_objective_and_chosen_points(toy, tmp_path, capsys):
     report = tmp_path / "report"
     assert (
-        main(
-            [
-                "cv",
-                str(toy),
-                "-m",
-                "ALSVM",
-                "-p",
-                "max_iter=8",
-                "--grid",
-                "C=1,10",
-                "--folds",
-                "2",
-                "--repeats",
-                "2",
-                "--inner-folds",
-                "2",
-                "-q",
-                "--report",
-                str(report),
-            ]
+        _quiet_cv(
+            toy,
+            "-m",
+            "ALSVM",
+            "-p",
+            "max_iter=8",
+            "--grid",
+            "C=1,10",
+            "--folds",
+            "2",
+            "--repeats",
+            "2",
+            "--inner-folds",
+            "2",
+            "--report",
+            str(report),
         )
         == 0
     )
@@ -470,22 +432,7 @@ def test_report_names_folds_majority_objective_and_chosen_points(toy, tmp_path, 
 def test_report_of_a_single_objective_value(toy, tmp_path, capsys):
     report = tmp_path / "report"
     assert (
-        main(
-            [
-                "cv",
-                str(toy),
-                "-m",
-                "RSVM",
-                "-p",
-                "n_xv=2",
-                "--folds",
-                "2",
-                "-q",
-                "--report",
-                str(report),
-            ]
-        )
-        == 0
+        _quiet_cv(toy, "-m", "RSVM", "-p", "n_xv=2", "--folds", "2", "--report", str(report)) == 0
     )
     assert (
         "RSVM records a single objective value on fold r1 f1" in (report / "report.md").read_text()

@@ -284,44 +284,19 @@ def test_parquet_refusals_name_the_file(tmp_path, small):
 def test_cli_cv_fit_predict_on_a_folder(tmp_path, capsys, small):
     bags, y = small
     labels = write_npy_folder(tmp_path / "npy", bags, y)
-    assert (
-        main(
-            [
-                "cv",
-                str(tmp_path / "npy"),
-                "--labels",
-                str(labels),
-                "--model",
-                "NSK",
-                "-p",
-                "kernel=linear",
-                "--folds",
-                "3",
-                "-q",
-            ]
-        )
-        == 0
-    )
-    assert "accuracy" in capsys.readouterr().out
     model = tmp_path / "m.json"
-    assert (
-        main(
-            [
-                "fit",
-                str(tmp_path / "npy"),
-                "--labels",
-                str(labels),
-                "--model",
-                "NSK",
-                "-p",
-                "kernel=linear",
-                "-o",
-                str(model),
-                "-q",
-            ]
-        )
-        == 0
-    )
+    common = [
+        str(tmp_path / "npy"),
+        "--labels",
+        str(labels),
+        "--model",
+        "NSK",
+        "-p",
+        "kernel=linear",
+    ]
+    assert main(["cv", *common, "--folds", "3", "-q"]) == 0
+    assert "accuracy" in capsys.readouterr().out
+    assert main(["fit", *common, "-o", str(model), "-q"]) == 0
     capsys.readouterr()
     assert main(["predict", str(model), str(tmp_path / "npy"), "-q"]) == 0  # no labels needed
     lines = capsys.readouterr().out.splitlines()

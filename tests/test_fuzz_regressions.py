@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 import scipy.io
 import scipy.sparse as sp
+from conftest import READER_TOKENS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from milsvm import datasets
@@ -244,34 +245,8 @@ def test_mat_complex_variable_is_rejected(tmp_path, key):
 # Property: garbage in, ValueError out
 # --------------------------------------------------------------------------------------------
 
-_TOKENS = [
-    "1",
-    "0",
-    "-2.5",
-    "1e3",
-    "nan",
-    "inf",
-    "",
-    " ",
-    "x",
-    "1:2",
-    "0:1",
-    "3:",
-    ":",
-    "1.",
-    "9" * 30,
-    "\x00",
-    "é",
-    "１",
-    "\x1c1",
-    "1_0",
-    "b1",
-    "b2",
-    "+",
-    "\t",
-]
 _text_files = st.lists(
-    st.lists(st.sampled_from(_TOKENS), min_size=0, max_size=7).map(",".join),
+    st.lists(st.sampled_from(READER_TOKENS), min_size=0, max_size=7).map(",".join),
     min_size=0,
     max_size=6,
 ).flatmap(lambda lines: st.sampled_from(["\n", "\r\n", "\r"]).map(lambda nl: nl.join(lines)))

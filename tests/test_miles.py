@@ -13,6 +13,7 @@ from conftest import (
     assert_one_vs_rest,
     assert_refuses_bad_bags,
     bag_sets,
+    csr_tuple,
     easy_bags,
     random_bags,
     three_class_bags,
@@ -38,16 +39,6 @@ def embedding_reference(X, bag_ptr, Z, kernel, gamma):
     else:
         K = X @ Z.T
     return np.array([K[a:b].max(axis=0) for a, b in zip(bag_ptr[:-1], bag_ptr[1:])])
-
-
-def csr_tuple(A):
-    A = sp.csr_matrix(A)
-    return (
-        A.data.astype(np.float64),
-        A.indices.astype(np.int64),
-        A.indptr.astype(np.int64),
-        A.shape[1],
-    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -6,20 +6,15 @@ from a MILL file and from a CSV file.
 """
 
 import json
-import os
 import pickle
-import shutil
-import subprocess
 from pathlib import Path
 
 import milsvm
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from conftest import marked_bags
+from conftest import cargo_example, marked_bags, require_cargo
 from sklearn.exceptions import NotFittedError
-
-REPO = Path(__file__).resolve().parents[1]
 
 #: (id, estimator factory, multi-class) with parameters fast on the small sets below.
 KINDS = [
@@ -286,24 +281,13 @@ def _write_mil_csv(path, bags):
                 fh.write(f"0,bag{i}," + ",".join(repr(float(v)) for v in row) + "\n")
 
 
-def _cargo():
-    if (
-        shutil.which("cargo") is None
-        or not (REPO / "Cargo.toml").is_file()
-        or not (REPO / "examples").is_dir()
-    ):
-        pytest.skip(
-            "needs cargo and the milsvm source tree (the Rust side of the cross-language test)"
-        )
-
-
 @pytest.mark.parametrize("kind, n_classes", list(cases()))
 def test_rust_example_reproduces_python_decision_values(kind, n_classes, tmp_path):
     """Models of every kind trained in Python, saved, loaded in Rust by examples/score_bags.rs:
     the same decision values to 1e-12 relative and the same labels. Its lines are
     ``bag<TAB>score(s)<TAB>label`` (the column order of ``milsvm predict``), and the same bags
     written as a ``mil``-package CSV file give the same lines."""
-    _cargo()
+    require_cargo()
     est, bags, y = fitted(kind, n_classes)
     model, data, csv = tmp_path / "m.json", tmp_path / "d.data", tmp_path / "d.csv"
     est.save(model)
@@ -311,14 +295,7 @@ def test_rust_example_reproduces_python_decision_values(kind, n_classes, tmp_pat
     _write_mil_csv(csv, bags)
 
     def score_bags(path):
-        run = subprocess.run(
-            ["cargo", "run", "--quiet", "--example", "score_bags", "--", str(model), str(path)],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=900,
-            env={**os.environ, "CARGO_TERM_COLOR": "never"},
-        )
+        run = cargo_example("score_bags", model, path)
         assert run.returncode == 0, run.stderr
         return run.stdout
 
@@ -344,7 +321,7 @@ def test_rust_example_applies_the_pipeline_and_the_sigmoid(n_classes, tmp_path):
     example standardises the raw bags and prints the probabilities of ``predict_proba``."""
     from sklearn.pipeline import make_pipeline
 
-    _cargo()
+    require_cargo()
     bags, y = make_bags(5, n_bags=30, n_classes=n_classes)
     bags = [b * 7.0 + 2.0 for b in bags]  # far from standardised: the scaler matters
     pipe = make_pipeline(milsvm.BagStandardScaler(), milsvm.NSK(C=10.0, probability=True)).fit(
@@ -353,24 +330,7 @@ def test_rust_example_applies_the_pipeline_and_the_sigmoid(n_classes, tmp_path):
     model, data = tmp_path / "m.json", tmp_path / "d.data"
     milsvm.save(pipe, model)
     _write_mill(data, bags)
-    run = subprocess.run(
-        [
-            "cargo",
-            "run",
-            "--quiet",
-            "--example",
-            "score_bags",
-            "--",
-            "--proba",
-            str(model),
-            str(data),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, "CARGO_TERM_COLOR": "never"},
-    )
+    run = cargo_example("score_bags", "--proba", model, data)
     assert run.returncode == 0, run.stderr
     lines = [line.split("\t") for line in run.stdout.strip().splitlines()]
     n_out = 1 if n_classes == 2 else n_classes

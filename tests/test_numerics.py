@@ -4,8 +4,7 @@ against NumPy formulas, dense against CSR, and thread-count independence."""
 import numpy as np
 import pytest
 import scipy.optimize
-import scipy.sparse as sp
-from conftest import bag_sets
+from conftest import bag_sets, csr_tuple
 from hypothesis import given
 from hypothesis import strategies as st
 from milsvm import _core
@@ -148,11 +147,6 @@ def test_kernel_gradient_matches_numpy():
     np.testing.assert_allclose(
         _core.kernel_basis_grad(X, Z, X @ Z.T, A, "linear", 1.0), A.T @ X, rtol=1e-12
     )
-
-
-def csr_tuple(A):
-    A = sp.csr_matrix(A)
-    return (A.data.astype(float), A.indices.astype(np.int64), A.indptr.astype(np.int64), A.shape[1])
 
 
 @pytest.mark.parametrize("kernel", ["rbf", "linear"])

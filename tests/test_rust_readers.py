@@ -7,18 +7,14 @@ refuse with the same message.
 """
 
 import json
-import os
 import random
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
-import pytest
 import scipy.sparse as sp
+from conftest import READER_TOKENS, REPO, cargo_example, require_cargo
 from milsvm import datasets
 
-REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
 FUZZ = Path(__file__).resolve().parent / "data" / "fuzz"
 
@@ -114,17 +110,6 @@ HAND_WRITTEN = [
 ]
 
 
-def _cargo():
-    if (
-        shutil.which("cargo") is None
-        or not (REPO / "Cargo.toml").is_file()
-        or not (REPO / "examples").is_dir()
-    ):
-        pytest.skip(
-            "needs cargo and the milsvm source tree (the Rust side of the cross-language test)"
-        )
-
-
 def _write(path, content):
     path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
     return path
@@ -150,30 +135,7 @@ def _random_file(rng, csv):
                 feats = [rng.choice(["0.5", "1", "-2", "0", "1e-3", "-0.0"]) for _ in range(d)]
             lines.append(([label, f"b{b}"] if csv else [f"i{i}", f"b{b}", label]) + feats)
     tokens = [
-        "1",
-        "0",
-        "-2.5",
-        "1e3",
-        "nan",
-        "inf",
-        "",
-        " ",
-        "x",
-        "1:2",
-        "0:1",
-        "3:",
-        ":",
-        "1.",
-        "9" * 30,
-        "\x00",
-        "é",
-        "１",
-        "\x1c1",
-        "1_0",
-        "b1",
-        "b2",
-        "+",
-        "\t",
+        *READER_TOKENS,
         "-1",
         "2:0",
         "1:1e400",
@@ -259,7 +221,7 @@ def _mismatch(path, rust, python):
 
 
 def test_rust_readers_equal_python_readers(tmp_path):
-    _cargo()
+    require_cargo()
     files = [_write(tmp_path / name, content) for name, content in HAND_WRITTEN]
     files += [
         p
@@ -299,24 +261,7 @@ def test_rust_readers_equal_python_readers(tmp_path):
     ]
 
     def run(paths, *options):
-        proc = subprocess.run(
-            [
-                "cargo",
-                "run",
-                "--quiet",
-                "--example",
-                "read_data",
-                "--",
-                "--json",
-                *options,
-                *map(str, paths),
-            ],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=900,
-            env={**os.environ, "CARGO_TERM_COLOR": "never"},
-        )
+        proc = cargo_example("read_data", "--json", *options, *paths)
         results = [json.loads(line) for line in proc.stdout.splitlines()]
         assert len(results) == len(paths), proc.stderr
         assert proc.returncode == int(any("error" in r for r in results)), proc.stderr

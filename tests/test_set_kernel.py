@@ -17,6 +17,7 @@ from conftest import (
     assert_clone_and_pickle,
     assert_refuses_bad_bags,
     bag_sets,
+    core_sparse_mi_fit,
     easy_bags,
     random_bags,
     three_class_bags,
@@ -256,23 +257,8 @@ def test_lemma1_mi_kernel_is_the_label_mean_svm_over_all_instances(seed):
     gamma, C = 0.5, 1.0
     B = milsvm.as_bags(bags)
     X = B.X
-    out = _core.fit_sparse_mi(
-        X,
-        B.bag_ptr,
-        y.astype(np.int64),
-        dict(
-            n_xv=len(X),
-            C=C,
-            kernel="rbf",
-            gamma=gamma,
-            max_iter=0,
-            max_line_search=1,
-            tol=0.0,
-            solver="newton",
-            seed=0,
-            n_jobs=None,
-            init_xv=X,
-        ),
+    out = core_sparse_mi_fit(
+        bags, y, n_xv=len(X), C=C, gamma=gamma, max_iter=0, max_line_search=1, init_xv=X
     )
     dense = out.model.decision_function(X, B.bag_ptr)[:, 0]
     clf = MIKernel(C=C, gamma=gamma).fit(bags, y)

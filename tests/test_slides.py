@@ -35,6 +35,11 @@ h5py = pytest.importorskip("h5py")
 LINEAR = ["--model", "MISVM", "-p", "kernel='linear'", "-p", "C=1.0", "-p", "max_iter=5"]
 
 
+def _cv(slides, *args):
+    """`milsvm cv` over the slide folder with the small linear model; returns the exit status."""
+    return main(["cv", slides.features_dir, "--labels", slides.labels, *LINEAR, *args])
+
+
 @pytest.fixture(scope="module")
 def slides(tmp_path_factory):
     """A small synthetic CLAM folder: 24 cases of 1-3 slides."""
@@ -385,24 +390,18 @@ def test_grouped_bootstrap_draws_whole_patients():
 def test_cv_groups_by_case_and_writes_predictions(slides, tmp_path, capsys):
     out, preds = tmp_path / "cv.json", tmp_path / "oof.csv"
     assert (
-        main(
-            [
-                "cv",
-                slides.features_dir,
-                "--labels",
-                slides.labels,
-                *LINEAR,
-                "--folds",
-                "3",
-                "--repeats",
-                "2",
-                "--bootstrap",
-                "200",
-                "-o",
-                str(out),
-                "--predictions",
-                str(preds),
-            ]
+        _cv(
+            slides,
+            "--folds",
+            "3",
+            "--repeats",
+            "2",
+            "--bootstrap",
+            "200",
+            "-o",
+            str(out),
+            "--predictions",
+            str(preds),
         )
         == 0
     )
@@ -456,45 +455,23 @@ def test_cv_groups_by_case_and_writes_predictions(slides, tmp_path, capsys):
 
 
 def test_cv_no_group_warns_and_bag_by_makes_cases(slides, capsys):
-    assert (
-        main(
-            [
-                "cv",
-                slides.features_dir,
-                "--labels",
-                slides.labels,
-                *LINEAR,
-                "--folds",
-                "3",
-                "--no-group",
-                "--bootstrap",
-                "100",
-            ]
-        )
-        == 0
-    )
+    assert _cv(slides, "--folds", "3", "--no-group", "--bootstrap", "100") == 0
     captured = capsys.readouterr()
     assert (
         "splits grouped" not in captured.out
         and "--no-group: the slides of one case_id" in captured.err
     )
     assert (
-        main(
-            [
-                "cv",
-                slides.features_dir,
-                "--labels",
-                slides.labels,
-                *LINEAR,
-                "--folds",
-                "3",
-                "--bag-by",
-                "case_id",
-                "--bootstrap",
-                "100",
-                "--case-score",
-                "mean",
-            ]
+        _cv(
+            slides,
+            "--folds",
+            "3",
+            "--bag-by",
+            "case_id",
+            "--bootstrap",
+            "100",
+            "--case-score",
+            "mean",
         )
         == 0
     )
@@ -514,36 +491,10 @@ def test_cv_unknown_group_column_is_a_usage_error_before_any_work(slides, tmp_pa
 
 
 def test_cv_unwritable_outputs_are_found_before_the_cv(slides, tmp_path, capsys):
-    assert (
-        main(
-            [
-                "cv",
-                slides.features_dir,
-                "--labels",
-                slides.labels,
-                *LINEAR,
-                "--predictions",
-                str(tmp_path / "nowhere" / "p.csv"),
-            ]
-        )
-        == 1
-    )
+    assert _cv(slides, "--predictions", str(tmp_path / "nowhere" / "p.csv")) == 1
     assert "--predictions: cannot write" in capsys.readouterr().err
     (tmp_path / "file").write_text("")
-    assert (
-        main(
-            [
-                "cv",
-                slides.features_dir,
-                "--labels",
-                slides.labels,
-                *LINEAR,
-                "--report",
-                str(tmp_path / "file"),
-            ]
-        )
-        == 2
-    )
+    assert _cv(slides, "--report", str(tmp_path / "file")) == 2
 
 
 def test_cv_scoring_options(tmp_path, capsys):
@@ -638,23 +589,17 @@ def test_report_has_curves_patients_and_a_self_contained_html(slides, tmp_path):
     pytest.importorskip("matplotlib")
     report = tmp_path / "report"
     assert (
-        main(
-            [
-                "cv",
-                slides.features_dir,
-                "--labels",
-                slides.labels,
-                *LINEAR,
-                "-p",
-                "probability=True",
-                "--folds",
-                "3",
-                "--bootstrap",
-                "100",
-                "-q",
-                "--report",
-                str(report),
-            ]
+        _cv(
+            slides,
+            "-p",
+            "probability=True",
+            "--folds",
+            "3",
+            "--bootstrap",
+            "100",
+            "-q",
+            "--report",
+            str(report),
         )
         == 0
     )

@@ -27,6 +27,7 @@ from conftest import (
     assert_refuses_bad_bags,
     bag_sets,
     easy_bags,
+    sparse_looking_bags,
     three_class_bags,
 )
 from hypothesis import given
@@ -217,12 +218,7 @@ def test_the_two_rules_differ_where_the_package_and_misvm_do():
 
 
 def test_sparse_input_equals_dense():
-    rng = np.random.default_rng(0)
-    bags = [
-        np.where(rng.random((n, 8)) < 0.4, rng.normal(size=(n, 8)), 0.0)
-        for n in rng.integers(1, 6, 20)
-    ]
-    y = np.arange(20) % 2
+    bags, y = sparse_looking_bags(0, n_bags=20, d=8, density=0.4, max_size=6)
     for cls in METHODS:
         dense = fit(cls, bags, y, C=2.0, kernel="linear", eta=0.4, inner_tol=1e-9)
         sparse = fit(

@@ -117,25 +117,16 @@ def _labels_of(scores, classes):
 
 
 def _metrics(scores, predicted, y, classes, strata, unit_of_bag, n_resamples, rng):
+    def interval(metric):
+        return bootstrap_interval(metric, strata, unit_of_bag, n_resamples=n_resamples, rng=rng)
+
     out = {}
     if len(classes) == 2 and np.ndim(scores) == 1:
         positive = y == classes[1]
-        out["auc"] = bootstrap_interval(
-            lambda w: weighted_auc(scores, positive, w),
-            strata,
-            unit_of_bag,
-            n_resamples=n_resamples,
-            rng=rng,
-        )
+        out["auc"] = interval(lambda w: weighted_auc(scores, positive, w))
     else:
         out["auc"] = None
-    out["balanced_accuracy"] = bootstrap_interval(
-        lambda w: weighted_balanced_accuracy(y, predicted, w),
-        strata,
-        unit_of_bag,
-        n_resamples=n_resamples,
-        rng=rng,
-    )
+    out["balanced_accuracy"] = interval(lambda w: weighted_balanced_accuracy(y, predicted, w))
     return out
 
 

@@ -1,10 +1,14 @@
 //! Helpers shared by the Rust integration tests: each `tests/*.rs` file is a crate of its own and
-//! takes them with `mod common;`. Seeded generators, the toy bags, and the CSR form of a dense
-//! matrix.
+//! takes them with `mod common;`. Seeded generators, the toy bags, the CSR form of a dense
+//! matrix, and the reference LP optimum by Clarabel.
 
 // Every test crate uses a part of these helpers only.
 #![allow(dead_code)]
 
+use clarabel::algebra::CscMatrix;
+use clarabel::solver::{
+    DefaultSettingsBuilder, DefaultSolver, IPSolver, SolverStatus, SupportedConeT,
+};
 use milsvm::bags::Csr;
 use milsvm::Bags;
 use ndarray::Array2;
@@ -60,4 +64,33 @@ pub fn to_csr(x: &Array2<f64>, reversed: bool) -> Csr {
         indptr.push(data.len());
     }
     Csr::new(x.nrows(), x.ncols(), indptr, indices, data).expect("a valid CSR matrix")
+}
+
+/// The optimal value of the LP `min cost . x` subject to `rows[k] . x = rhs[k]` for the first
+/// `n_eq` rows and `rows[k] . x <= rhs[k]` for the others (dense rows), by the interior-point
+/// solver Clarabel to 1e-11: the reference the tests hold the crate's LP solvers to.
+pub fn lp_optimum_by_clarabel(cost: &[f64], rows: &[Vec<f64>], rhs: &[f64], n_eq: usize) -> f64 {
+    let n = cost.len();
+    let a = CscMatrix::from(rows.iter().map(|r| r.iter()));
+    let mut cones = Vec::new();
+    if n_eq > 0 {
+        cones.push(SupportedConeT::ZeroConeT(n_eq));
+    }
+    cones.push(SupportedConeT::NonnegativeConeT(rows.len() - n_eq));
+    let settings = DefaultSettingsBuilder::default()
+        .verbose(false)
+        .tol_gap_abs(1e-11)
+        .tol_gap_rel(1e-11)
+        .tol_feas(1e-11)
+        .build()
+        .expect("settings");
+    let p = CscMatrix::zeros((n, n));
+    let mut solver = DefaultSolver::new(&p, cost, &a, rhs, &cones, settings).expect("an LP");
+    solver.solve();
+    let status = solver.solution.status;
+    assert!(
+        matches!(status, SolverStatus::Solved | SolverStatus::AlmostSolved),
+        "clarabel status {status:?}"
+    );
+    solver.solution.obj_val
 }

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import textwrap
 
 import numpy as np
 
@@ -26,6 +27,31 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 # Generator helpers
 # --------------------------------------------------------------------------------------------
+
+
+#: The descriptions the 2-D generators share (numpydoc, four-space indent), spliced into their
+#: docstrings by :func:`_shared_docs` where a line ``<name>`` stands.
+_SHARED_DOCS = {
+    "bag_size": """bag_size : int or (int, int), default=(5, 10)
+    Bag size, or the inclusive range it is drawn from uniformly; sizes >= 1.""",
+    "random_state_to_bags": """random_state : int, RandomState, Generator or None, default=None
+    Seed or random generator (see :func:`sklearn.utils.check_random_state`; a
+    ``numpy.random.Generator`` is used as given).
+return_instance_labels : bool, default=False
+    Also return the instance labels.
+
+Returns
+-------
+bags : list of ndarray of shape (n_instances_i, 2)""",
+}
+
+
+def _shared_docs(func):
+    """``func`` with the :data:`_SHARED_DOCS` spliced into its docstring."""
+    if func.__doc__:  # None under ``python -OO``
+        for name, text in _SHARED_DOCS.items():
+            func.__doc__ = func.__doc__.replace(f"    <{name}>", textwrap.indent(text, "    "))
+    return func
 
 
 def _check_random_state(random_state):
@@ -121,6 +147,7 @@ def _finish(bags, y, instance_labels, return_instance_labels):
 # --------------------------------------------------------------------------------------------
 
 
+@_shared_docs
 def make_center_ring_bags(
     n_bags=100,
     bag_size=(5, 10),
@@ -153,22 +180,13 @@ def make_center_ring_bags(
     ----------
     n_bags : int, default=100
         Number of bags, >= 2.
-    bag_size : int or (int, int), default=(5, 10)
-        Bag size, or the inclusive range it is drawn from uniformly; sizes >= 1.
+    <bag_size>
     radius : float, default=2.0
         Radius of the ring, > 0.
     noise : float, default=0.15
         Standard deviation of the Gaussian noise of every coordinate, >= 0. The classes are
         separated as long as ``noise`` is well below ``radius / 2``.
-    random_state : int, RandomState, Generator or None, default=None
-        Seed or random generator (see :func:`sklearn.utils.check_random_state`; a
-        ``numpy.random.Generator`` is used as given).
-    return_instance_labels : bool, default=False
-        Also return the instance labels.
-
-    Returns
-    -------
-    bags : list of ndarray of shape (n_instances_i, 2)
+    <random_state_to_bags>
         The bags, float64.
     y : ndarray of shape (n_bags,), dtype int64
         1 for positive bags, 0 for negative ones.
@@ -217,6 +235,7 @@ _FOUR_GAUSSIANS_MEANS.setflags(write=False)
 _FOUR_GAUSSIANS_SIGMA = 0.25
 
 
+@_shared_docs
 def make_four_gaussians_bags(
     n_bags=150, bag_size=(5, 10), random_state=None, return_instance_labels=False
 ):
@@ -245,17 +264,8 @@ def make_four_gaussians_bags(
     ----------
     n_bags : int, default=150
         Number of bags, >= 3.
-    bag_size : int or (int, int), default=(5, 10)
-        Bag size, or the inclusive range it is drawn from uniformly; sizes >= 1.
-    random_state : int, RandomState, Generator or None, default=None
-        Seed or random generator (see :func:`sklearn.utils.check_random_state`; a
-        ``numpy.random.Generator`` is used as given).
-    return_instance_labels : bool, default=False
-        Also return the instance labels.
-
-    Returns
-    -------
-    bags : list of ndarray of shape (n_instances_i, 2)
+    <bag_size>
+    <random_state_to_bags>
         The bags, float64.
     y : ndarray of shape (n_bags,), dtype int64
         The class of every bag, in {0, 1, 2}.
@@ -323,6 +333,7 @@ def _sample_square_minus_disc(rng, n, half_width, radius):
     return out[:n]
 
 
+@_shared_docs
 def make_annealing_toy(
     fraction_positive=0.5, n_bags=100, random_state=None, return_instance_labels=False
 ):
@@ -354,15 +365,7 @@ def make_annealing_toy(
         Fraction ``f`` of positive instances in a positive bag, in (0, 1].
     n_bags : int, default=100
         Number of bags, >= 2 (the paper uses 30 training and 100 test bags).
-    random_state : int, RandomState, Generator or None, default=None
-        Seed or random generator (see :func:`sklearn.utils.check_random_state`; a
-        ``numpy.random.Generator`` is used as given).
-    return_instance_labels : bool, default=False
-        Also return the instance labels.
-
-    Returns
-    -------
-    bags : list of ndarray of shape (n_instances_i, 2)
+    <random_state_to_bags>
         The bags, float64, 1 to 10 instances each.
     y : ndarray of shape (n_bags,), dtype int64
         1 for positive bags, 0 for negative ones.
