@@ -296,8 +296,8 @@ def print_wins(pairs, per_seed, paper_of, note=""):
         ps, pb = paper_of(sk), paper_of(bk)
         pdiff = f"{ps[0] - pb[0]:+.2f}" if ps and pb else "-"
         print(
-            f"  {label}: {verdict} ({d.mean():+.2f}, won/lost {int(np.sum(d > 0))}/{int(np.sum(d < 0))}; "
-            f"paper {pdiff})"
+            f"  {label}: {verdict} ({d.mean():+.2f}, won/lost "
+            f"{int(np.sum(d > 0))}/{int(np.sum(d < 0))}; paper {pdiff})"
         )
 
 

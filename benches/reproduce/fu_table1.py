@@ -421,7 +421,8 @@ def main():
     rows = configs(args)
     what = "10-fold CV" if args.dataset.startswith("musk") else "a 50/50 split"
     print_table(
-        f"\nTable I ({args.dataset.upper()}), accuracy % (mean +- std over {args.seeds} seed(s) of {what})",
+        f"\nTable I ({args.dataset.upper()}), accuracy % (mean +- std over {args.seeds} seed(s) of "
+        f"{what})",
         rows,
         per_seed,
         seconds,

@@ -270,11 +270,11 @@ def main():
     del bag_list
     X = bags.X
     print(
-        f"{args.dataset}: {len(bags)} bags ({int(np.sum(y == 1))} positive), {X.shape[0]} instances, "
-        f"{X.shape[1]} features, {X.nnz / X.shape[0]:.1f} nonzeros an instance "
-        f"({'sparse' if bags.is_sparse else 'dense'}); "
-        f"{args.seeds} seed(s) of {'a 50/50 split' if args.protocol == 'split' else '10-fold CV'}; "
-        f"scaling {args.scaling}; N_xv {args.n_xv}, SparseMI n_basis {args.n_basis}; "
+        f"{args.dataset}: {len(bags)} bags ({int(np.sum(y == 1))} positive), {X.shape[0]} "
+        f"instances, {X.shape[1]} features, {X.nnz / X.shape[0]:.1f} nonzeros an instance "
+        f"({'sparse' if bags.is_sparse else 'dense'}); {args.seeds} seed(s) of "
+        f"{'a 50/50 split' if args.protocol == 'split' else '10-fold CV'}; scaling {args.scaling}; "
+        f"N_xv {args.n_xv}, SparseMI n_basis {args.n_basis}; "
         + (
             f"quick: C = {args.C:g}, gamma = {args.gamma_scale:g} gamma_0, no inner CV"
             if args.quick
@@ -314,7 +314,8 @@ def main():
         p = PAPER_NXV[args.dataset]["MI-Kernel"]
         print(
             f"  MIKernel XVs (instances of support bags): ours {np.mean(counts):.1f} +- "
-            f"{np.std(counts, ddof=1) if len(counts) > 1 else 0:.1f}, paper {p[0]:.1f} +- {p[1]:.1f}"
+            f"{np.std(counts, ddof=1) if len(counts) > 1 else 0:.1f}, paper {p[0]:.1f} +- "
+            f"{p[1]:.1f}"
         )
 
     sparse = row_key("SparseMI", args)
@@ -354,8 +355,9 @@ def main():
     if not args.quick:
         print_chosen(rows, chosen, "gamma_0")
     print(
-        f"\nwall time {elapsed:.1f} s ({len(tasks)} outer splits, {len(done)} from the log, {workers} parallel, "
-        f"{args.threads} milsvm thread(s) a fit; per split median {np.median([r[3] for r in results]):.1f} s)"
+        f"\nwall time {elapsed:.1f} s ({len(tasks)} outer splits, {len(done)} from the log, "
+        f"{workers} parallel, {args.threads} milsvm thread(s) a fit; per split median "
+        f"{np.median([r[3] for r in results]):.1f} s)"
     )
 
 

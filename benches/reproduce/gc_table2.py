@@ -361,7 +361,8 @@ def estimate(args, datasets):
     out = Report()
     out(
         "estimated sequential cost (one fit per method on fold 0 of seed 0, C = 10, sigma factor "
-        f"{args.estimate_factor:g}; ALP: C2 = 1, p_star = 0.5; the total scales this by grid size x 10 folds x seeds"
+        f"{args.estimate_factor:g}; ALP: C2 = 1, p_star = 0.5; the total scales this by grid size "
+        "x 10 folds x seeds"
         + (" x (3 inner + 1/grid)" if args.selection == "inner" else "")
         + f"; a fit over {args.estimate_timeout:g} s is stopped)"
     )
@@ -404,8 +405,9 @@ def estimate(args, datasets):
                 r = rec[0]
                 per[(ds, m)] = r["seconds"]
                 out(
-                    f"  {ds:<9} {m:<7} one fit {r['seconds']:7.2f} s ({r['n_solves']} solves, p_hat "
-                    f"{r['p_hat']:.2f}) x {n_fits} fits = {r['seconds'] * n_fits / 60:7.1f} min"
+                    f"  {ds:<9} {m:<7} one fit {r['seconds']:7.2f} s ({r['n_solves']} solves, "
+                    f"p_hat {r['p_hat']:.2f}) x {n_fits} fits = {r['seconds'] * n_fits / 60:7.1f} "
+                    "min"
                 )
     return out, per
 
@@ -563,7 +565,8 @@ def main():
                             todo.append((key, tr, te, m, None))
     n_done = len(log.mem)
     print(
-        f"{len(todo)} unit(s) to run ({n_done} matching unit(s) in the log); selection {args.selection}",
+        f"{len(todo)} unit(s) to run ({n_done} matching unit(s) in the log); selection "
+        f"{args.selection}",
         flush=True,
     )
 
@@ -614,8 +617,8 @@ def main():
                     print(f"  TIMEOUT >{r['timeout']:g} s: {key}", flush=True)
                 if (i + 1) % 10 == 0 or i + 1 == len(todo):
                     print(
-                        f"  {i + 1}/{len(todo)} done ({time.perf_counter() - t0:.0f} s; last {key[0]} {key[1]} "
-                        f"fold {key[3]} {key[4]}: {r['seconds']:.1f} s)",
+                        f"  {i + 1}/{len(todo)} done ({time.perf_counter() - t0:.0f} s; last "
+                        f"{key[0]} {key[1]} fold {key[3]} {key[4]}: {r['seconds']:.1f} s)",
                         flush=True,
                     )
         else:
@@ -633,10 +636,11 @@ def main():
     out = Report()
 
     out(
-        f"Table 2 of Gehler & Chapelle 2007: 10-fold CV error % (stratified over bags, {args.seeds} split "
-        f"seed(s)), features standardised per fold, RBF sigma = f x sigma_emp (gamma = gamma_median / f^2), "
-        f"f in {[float(x) for x in args.sigma_factors]} (sigma_f in the point), grid C {list(C_GRID)}"
-        f"; ALP also C2 {list(C2_GRID)} x p_star 0.1..1.0; selection: "
+        "Table 2 of Gehler & Chapelle 2007: 10-fold CV error % (stratified over bags, "
+        f"{args.seeds} split seed(s)), features standardised per fold, RBF sigma = f x sigma_emp "
+        f"(gamma = gamma_median / f^2), f in {[float(x) for x in args.sigma_factors]} (sigma_f in "
+        f"the point), grid C {list(C_GRID)}; ALP also C2 {list(C2_GRID)} x p_star 0.1..1.0; "
+        "selection: "
         + (
             "best grid point on the CV error (the paper's; optimistic)"
             if args.selection == "best"
@@ -647,15 +651,16 @@ def main():
     import milsvm
 
     out(
-        f"milsvm _core built {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(Path(milsvm._core.__file__).stat().st_mtime))} "
-        f"UTC (the log's fits may come from earlier builds: later lines of a unit win)"
+        "milsvm _core built "
+        f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(Path(milsvm._core.__file__).stat().st_mtime))} "
+        "UTC (the log's fits may come from earlier builds: later lines of a unit win)"
     )
     for ds in args.datasets:
         data = datas[ds]
         out()
         out(
-            f"{ds.upper()}: {len(data.y)} bags ({int(np.sum(data.y == 1))} positive), {data.X.shape[0]} instances, "
-            f"{data.X.shape[1]} features"
+            f"{ds.upper()}: {len(data.y)} bags ({int(np.sum(data.y == 1))} positive), "
+            f"{data.X.shape[0]} instances, {data.X.shape[1]} features"
         )
         hdr = (
             f"  {'method':<7} {'ours %':>7} {'paper %':>7} {'diff':>6} {'p_hat':>6}  {'point':<34} "
@@ -747,9 +752,9 @@ def main():
             paper = PAPER[ds][m]
             if not per_seed:
                 out(
-                    f"  {m:<7} {'-':>7} {paper:7.1f} {'-':>6} {'-':>6}  {'not run / incomplete':<34} "
-                    f"{secs:11.1f} {nwarn:4d}  ({missing} fit(s) missing, {len(timeouts)} grid point(s) "
-                    f"with a timeout)"
+                    f"  {m:<7} {'-':>7} {paper:7.1f} {'-':>6} {'-':>6}  "
+                    f"{'not run / incomplete':<34} {secs:11.1f} {nwarn:4d}  ({missing} fit(s) "
+                    f"missing, {len(timeouts)} grid point(s) with a timeout)"
                 )
                 if timeouts:
                     out("          timeouts: " + "; ".join(timeouts)[:600])
@@ -764,8 +769,8 @@ def main():
                 pt = " ".join(f"{k}x{v}" for k, v in Counter(chosen).most_common(2))
             extra = "paper p_hat " + f"{PAPER[ds]['ALP_p_hat']:.2f}" if m == "ALP" else ""
             out(
-                f"  {m:<7} {err:7.1f} {paper:7.1f} {err - paper:+6.1f} {np.mean(p_hats):6.2f}  {pt[:34]:<34} "
-                f"{secs:11.1f} {nwarn:4d}  "
+                f"  {m:<7} {err:7.1f} {paper:7.1f} {err - paper:+6.1f} {np.mean(p_hats):6.2f}  "
+                f"{pt[:34]:<34} {secs:11.1f} {nwarn:4d}  "
                 + " ".join(f"{e:.1f}" for e in per_seed)
                 + (f"  {extra}" if extra else "")
                 + (f"  [{missing} fit(s) missing]" if missing else "")
@@ -781,22 +786,23 @@ def main():
                 )
             if timeouts:
                 out(
-                    f"          {len(timeouts)} grid point(s) left out, a fit stopped at its time limit "
-                    f"({', '.join(f'{x:g}' for x in sorted(limits))} s): "
+                    f"          {len(timeouts)} grid point(s) left out, a fit stopped at its time "
+                    f"limit ({', '.join(f'{x:g}' for x in sorted(limits))} s): "
                     + "; ".join(timeouts)[:700]
                 )
         if "ALP" in ours:
             for al in ("AL0", "AL"):
                 if al in ours:
                     out(
-                        f"  ALP <= {al}? {'yes' if ours['ALP'] <= ours[al] else 'NO'} (ours {ours['ALP']:.1f} vs "
-                        f"{ours[al]:.1f}; paper {PAPER[ds]['ALP']:.1f} vs {PAPER[ds][al]:.1f})"
+                        f"  ALP <= {al}? {'yes' if ours['ALP'] <= ours[al] else 'NO'} (ours "
+                        f"{ours['ALP']:.1f} vs {ours[al]:.1f}; paper {PAPER[ds]['ALP']:.1f} vs "
+                        f"{PAPER[ds][al]:.1f})"
                     )
         if ds in PAPER_T1:
             t = PAPER_T1[ds]
             out(
-                f"  (paper Table 1, AL-SVM first experiment: T=0 {t[0][0]} (p_hat {t[0][1]}%), T=10C {t[1][0]} "
-                f"(p_hat {t[1][1]}%), ALP {t[2][0]} (p_hat {t[2][1]}%))"
+                f"  (paper Table 1, AL-SVM first experiment: T=0 {t[0][0]} (p_hat {t[0][1]}%), "
+                f"T=10C {t[1][0]} (p_hat {t[1][1]}%), ALP {t[2][0]} (p_hat {t[2][1]}%))"
             )
     out()
     out(f"wall time of this invocation {time.perf_counter() - t_start:.1f} s")

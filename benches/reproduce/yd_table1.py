@@ -353,8 +353,9 @@ def main():
                                 + "\n"
                             )
                         print(
-                            f"  seed {seed} {name} {m} fold {fold}: {r['correct']}/{r['n']} C=2^{r['c_exp']} "
-                            f"gamma=2^{r['gamma_exp']} (grid exponents) {r['seconds']:.1f} s",
+                            f"  seed {seed} {name} {m} fold {fold}: {r['correct']}/{r['n']} "
+                            f"C=2^{r['c_exp']} gamma=2^{r['gamma_exp']} (grid exponents) "
+                            f"{r['seconds']:.1f} s",
                             flush=True,
                         )
 
@@ -376,8 +377,9 @@ def main():
         settings, opts = settings_of(args, seed)
         d = done[seed]
         out(
-            f"Yang & Deng Table 1 (SVM-CC), {args.folds}-fold stratified CV over bags (seed {seed}); "
-            f"C = 2^i (rbf: {gdesc[args.gamma_scale]}), i, j in {exps}, by {sdesc[args.inner]} on each training part"
+            f"Yang & Deng Table 1 (SVM-CC), {args.folds}-fold stratified CV over bags (seed "
+            f"{seed}); C = 2^i (rbf: {gdesc[args.gamma_scale]}), i, j in {exps}, by "
+            f"{sdesc[args.inner]} on each training part"
         )
         out(
             (
@@ -385,17 +387,18 @@ def main():
                 if args.no_standardise
                 else "MUSK1/Elephant standardised per training fold"
             )
-            + f", TST1 raw sparse; SVMCC bounds {args.cc_bounds}, rbf bias {args.bias}, LP rule {args.lp_rule}; "
-            f"milsvm {milsvm.__version__}, n_jobs=1"
+            + f", TST1 raw sparse; SVMCC bounds {args.cc_bounds}, rbf bias {args.bias}, LP rule "
+            f"{args.lp_rule}; milsvm {milsvm.__version__}, n_jobs=1"
         )
         out(f"settings key: {json.dumps(settings)}")
         out(
-            "NSK (norm l1) and sMIL: same splits, same grid, same kernel; the paper reports SVM-CC only"
+            "NSK (norm l1) and sMIL: same splits, same grid, same kernel; the paper reports "
+            "SVM-CC only"
         )
         out()
         hdr = (
-            f"{'dataset':<9} {'kernel':<6} {'method':<6} {'folds':>5} {'ours %':>7} {'paper %':>7} {'diff':>6} "
-            f"{'time s':>7} {'warn':>5}  chosen (i, j) x count"
+            f"{'dataset':<9} {'kernel':<6} {'method':<6} {'folds':>5} {'ours %':>7} {'paper %':>7} "
+            f"{'diff':>6} {'time s':>7} {'warn':>5}  chosen (i, j) x count"
         )
         out(hdr)
         out("-" * len(hdr))
@@ -432,8 +435,9 @@ def main():
                 )
                 out(
                     f"{name:<9} {KERNEL[name]:<6} {m:<6} {len(rs):>5} {acc:7.1f} "
-                    f"{(f'{paper:.1f}' if paper else '-'):>7} {(f'{acc - paper:+.1f}' if paper else '-'):>6} "
-                    f"{secs:7.1f} {nw:5d}  {chs}{partial}"
+                    f"{(f'{paper:.1f}' if paper else '-'):>7} "
+                    f"{(f'{acc - paper:+.1f}' if paper else '-'):>6} {secs:7.1f} {nw:5d}  "
+                    f"{chs}{partial}"
                 )
                 wt = sorted({w for _, r in rs for w in r["warnings_final"]})
                 if wt:
@@ -441,14 +445,16 @@ def main():
         out()
     if len(args.seed) > 1:
         out(
-            f"Over the seeds (complete {args.folds}-fold runs only): accuracy % per seed, mean and standard deviation"
+            f"Over the seeds (complete {args.folds}-fold runs only): accuracy % per seed, mean and "
+            "standard deviation"
         )
         for (name, m), sa in accs.items():
             a = np.array([x for _, x in sa])
             paper = PAPER[name] if m == "SVMCC" else None
             per = ", ".join(f"{x:.1f} (seed {sd})" for sd, x in sa)
             out(
-                f"  {name:<9} {m:<6} {per}; mean {a.mean():.1f} +- {a.std(ddof=1) if len(a) > 1 else 0.0:.1f}"
+                f"  {name:<9} {m:<6} {per}; mean {a.mean():.1f} +- "
+                f"{a.std(ddof=1) if len(a) > 1 else 0.0:.1f}"
                 + (f" (paper {paper:.1f}, diff {a.mean() - paper:+.1f})" if paper else "")
             )
         out()

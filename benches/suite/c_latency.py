@@ -92,7 +92,8 @@ def main():
             rust_mean, rust_median = criterion_ns(name)
             rows.append((name, c_ns, rust_median, rust_mean, c_ns / rust_median, allocs))
     print(
-        "| model | C ns/bag (median) | Rust ns/bag (criterion median) | Rust mean | C / Rust | allocations per call (C) |"
+        "| model | C ns/bag (median) | Rust ns/bag (criterion median) | Rust mean | C / Rust | "
+        "allocations per call (C) |"
     )
     print("|---|---|---|---|---|---|")
     for name, c_ns, r_med, r_mean, ratio, allocs in rows:

@@ -70,7 +70,8 @@ def main(argv=None):
             latency = float(fields[1]) - sent
             worst = max(worst, latency)
             print(
-                f"SIGINT after {delay:.1f} s: KeyboardInterrupt {1000 * latency:.1f} ms later, estimator {fields[2]}"
+                f"SIGINT after {delay:.1f} s: KeyboardInterrupt {1000 * latency:.1f} ms later, "
+                f"estimator {fields[2]}"
             )
         else:
             print(f"SIGINT after {delay:.1f} s: no interrupt ({out.strip()} {err.strip()[-200:]})")
