@@ -1,7 +1,7 @@
-"""10-fold cross-validation of the CCCP estimators, stMIL (Bunescu & Mooney 2007) and MissSVM (Zhou &
-Xu 2007), with sMIL and SIL beside them as the convex baselines they start from or relate to:
-accuracy, bag-level AUC and fit time on MUSK1, MUSK2, Elephant (rbf kernel, instances standardised
-on each training part) and TST1, TST2 (linear kernel, sparse instances as read).
+"""10-fold cross-validation of the CCCP estimators, stMIL (Bunescu & Mooney 2007) and MissSVM
+(Zhou & Xu 2007), with sMIL and SIL beside them as the convex baselines they start from or relate
+to: accuracy, bag-level AUC and fit time on MUSK1, MUSK2, Elephant (rbf kernel, instances
+standardised on each training part) and TST1, TST2 (linear kernel, sparse instances as read).
 
 C is chosen per outer fold, for every method and every set, by a 3-fold inner cross-validation
 (accuracy) on the training part over the grid {1, 10, 100}. gamma is "scale" throughout,

@@ -11,8 +11,8 @@ experiment setup", i.e. section V-B for the sets other than MUSK):
   * C and gamma chosen by 3-fold stratified CV on the training part, for each method separately,
     from C in {0.1, 1, 10, 100} x gamma in {0.25, 1, 4} x gamma_0 (--C-grid, --gamma-grid), where
     gamma_0 = 1 / (d * var(X_train)) is scikit-learn's "scale" over the training instances (it
-    equals 1/d for standardised data, the unit of benches/papers.py fu-table1; on raw TST1 it is about
-    11, i.e. about 1 / mean ||x||^2). Ties go to the first grid point.
+    equals 1/d for standardised data, the unit of benches/papers.py fu-table1; on raw TST1 it is
+    about 11, i.e. about 1 / mean ||x||^2). Ties go to the first grid point.
   * SparseMI: N_xv = 10 XVs, each a combination of Q = 100 basis vectors drawn at random from the
     training instances, random initial coefficients (section IV-E; `n_basis=100`), s_max = 10,
     t_max = 50; the data stay sparse (CSR) throughout.
@@ -66,11 +66,11 @@ from threadpoolctl import threadpool_limits
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _protocol import (
+from _protocol import (  # noqa: E402
     FoldLog,
     add_protocol_args,
     choose_by_inner_cv,
-    parse_protocol_args,  # noqa: E402
+    parse_protocol_args,
     print_chosen,
     print_table,
     print_wins,
@@ -310,7 +310,7 @@ def main():
         seconds,
         paper_of,
     )
-    for key, counts in nxv.items():
+    for counts in nxv.values():
         p = PAPER_NXV[args.dataset]["MI-Kernel"]
         print(
             f"  MIKernel XVs (instances of support bags): ours {np.mean(counts):.1f} +- "

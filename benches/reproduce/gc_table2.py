@@ -39,12 +39,12 @@ Protocol (paper, section 7):
 inner: one outer fold) with the run's settings; a rerun with the same settings reuses them, so a
 long run can be stopped and resumed. Each unit runs in a forked child stopped after
 --fit-timeout seconds (default 120): it is logged as a timeout, its grid point is left out of
-the selection and listed; a rerun with a larger --fit-timeout retries it. --estimate times one fit per method on fold 0 of each data
-set (C = 10; ALP with C2 = 1, p_star = 0.5; each in a subprocess stopped after
---estimate-timeout seconds) and prints the estimated sequential total of the requested run,
-without running it. Full-basis fits cost about O(n_instances^3): MUSK1 (476 instances) takes
-seconds a fit, Elephant (1391) and MUSK2 (6598) minutes, so run the expensive sets for the
-cheap methods only (say what was skipped).
+the selection and listed; a rerun with a larger --fit-timeout retries it. --estimate times one
+fit per method on fold 0 of each data set (C = 10; ALP with C2 = 1, p_star = 0.5; each in a
+subprocess stopped after --estimate-timeout seconds) and prints the estimated sequential total of
+the requested run, without running it. Full-basis fits cost about O(n_instances^3): MUSK1 (476
+instances) takes seconds a fit, Elephant (1391) and MUSK2 (6598) minutes, so run the expensive sets
+for the cheap methods only (say what was skipped).
 
 Run (from the repository root):
 
@@ -148,14 +148,16 @@ def point_key(point):
 
 
 def normalised_point_key(pk):
-    """Log lines written before --sigma-factors have no sigma_f in their point: they are factor 1."""
+    """Log lines written before --sigma-factors have no sigma_f in their point: they are
+    factor 1."""
     return pk if pk == "inner" or "sigma_f=" in pk else pk + ",sigma_f=1"
 
 
 def median_gamma(bags):
-    """milsvm's gamma="median" (src/params/kernel_choice.rs, Gamma::Median) in numpy: 1 / (2 sigma^2), sigma the
-    median Euclidean distance over pairs i < j of at most 2000 evenly spaced training instances
-    (rows i * n // m of the stacked bags), distances from the Gram matrix; 1 when sigma is 0."""
+    """milsvm's gamma="median" (src/params/kernel_choice.rs, Gamma::Median) in numpy:
+    1 / (2 sigma^2), sigma the median Euclidean distance over pairs i < j of at most 2000 evenly
+    spaced training instances (rows i * n // m of the stacked bags), distances from the Gram
+    matrix; 1 when sigma is 0."""
     X = np.vstack(bags).astype(np.float64)
     n = X.shape[0]
     if n < 2:
@@ -650,10 +652,10 @@ def main():
     out("paper's MI-SVM and mi-SVM columns: Andrews et al. 2002 (hinge loss); ours: squared hinge")
     import milsvm
 
+    built = time.gmtime(Path(milsvm._core.__file__).stat().st_mtime)
     out(
-        "milsvm _core built "
-        f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(Path(milsvm._core.__file__).stat().st_mtime))} "
-        "UTC (the log's fits may come from earlier builds: later lines of a unit win)"
+        f"milsvm _core built {time.strftime('%Y-%m-%d %H:%M:%S', built)} UTC (the log's fits may "
+        "come from earlier builds: later lines of a unit win)"
     )
     for ds in args.datasets:
         data = datas[ds]
@@ -682,9 +684,9 @@ def main():
             incomplete = []
 
             def records(seed, key):
-                """The ten fold records of a grid point's key (or "inner") for `seed`, their warnings
-                kept; None where one is missing (counted) or stopped at its time limit (listed; the
-                seconds of a grid point's timed-out fits count)."""
+                """The ten fold records of a grid point's key (or "inner") for `seed`, their
+                warnings kept; None where one is missing (counted) or stopped at its time limit
+                (listed; the seconds of a grid point's timed-out fits count)."""
                 nonlocal missing, secs
                 rs = [log.get((ds, m, seed, f, key)) for f in range(10)]
                 if any(r is None for r in rs):
@@ -727,7 +729,8 @@ def main():
                     if n_tied > 1:
                         notes.append(f"{n_tied} grid points tie")
                     if len(args.sigma_factors) > 1:
-                        # the best at each sigma factor alone (the paper's Table 1 used sigma_emp only)
+                        # the best at each sigma factor alone (the paper's Table 1 used sigma_emp
+                        # only)
                         for fac in args.sigma_factors:
                             sub = {k: v for k, v in errs.items() if k.endswith(f",sigma_f={fac:g}")}
                             if sub:

@@ -14,8 +14,9 @@ Protocol:
     -8, -4, 0, 4, 8); the point with the best mean accuracy of a 3-fold stratified inner CV on
     the training part (StratifiedKFold(3, shuffle=True, random_state=1000*seed+fold); ties: the
     first in grid order) is refitted on the whole training part and tested;
-  * methods: SVMCC (milsvm.SVMCC, max_iter 80, tol 1e-4, its default lp_rule and bounds), NSK (milsvm.NSK(norm="l1")), sMIL
-    (milsvm.sMIL); default class weights, n_jobs=1, every fit single-threaded;
+  * methods: SVMCC (milsvm.SVMCC, max_iter 80, tol 1e-4, its default lp_rule and bounds), NSK
+    (milsvm.NSK(norm="l1")), sMIL (milsvm.sMIL); default class weights, n_jobs=1, every fit
+    single-threaded;
   * kernels per data set as in the paper's Table 1: MUSK1 rbf, Elephant linear, TST1 linear
     (the same kernel for NSK and sMIL). The paper gives SVM-CC numbers only.
 
@@ -36,10 +37,10 @@ logged under its own settings, the defaults reproduce the protocol above):
   * --lp-rule project | max | ref-max | ref-keep | ref-project (SVMCC only): project (default) and
     max = milsvm.SVMCC with that `lp_rule` (project: v kept while optimal, else projected onto the
     LP's optimal face; max: v on the best instance, milsvm's only rule before `lp_rule` existed);
-    ref-* fit svmcc_lp_rules.py's Python reference (beside this file) (libsvm QP) with its rule max, keep or
-    project (see that file: the LP's optimum in v is not unique, the paper's linprog returned
-    some point of the optimal face). Every library run records its rule as `cc_lp_rule` in the
-    settings key (logs without it were written by the library before `lp_rule`, which used max);
+    ref-* fit svmcc_lp_rules.py's Python reference (beside this file) (libsvm QP) with its rule
+    max, keep or project (see that file: the LP's optimum in v is not unique, the paper's linprog
+    returned some point of the optimal face). Every library run records its rule as `cc_lp_rule` in
+    the settings key (logs without it were written by the library before `lp_rule`, which used max);
     the reference runs keep their old key (`lp_rule`: max / keep / project);
   * --inner cv3 | cv10 | tune10: 3-fold (default) or 10-fold stratified inner CV on the training
     part, or the paper's wording read as Mangasarian & Wild's protocol: one stratified random

@@ -15,8 +15,8 @@ Both timed end to end (fit + prediction of the test bags from the standardised b
 --repeats (default 3), once per --threads count (milsvm's n_jobs and NumPy's BLAS threads set
 to it with threadpoolctl; libsvm is single-threaded); reported: times, ratio, test accuracies,
 the max |diff| of the test decision values, and the floor: NumPy's product X X^T of the training
-instances in the same run (NSK needs the upper half of it). The NSK objective is the libsvm one, so the decision values should agree to
-the solvers' tolerance.
+instances in the same run (NSK needs the upper half of it). The NSK objective is the libsvm one,
+so the decision values should agree to the solvers' tolerance.
 
 Also SVMCC(kernel="rbf", C, gamma) on the same part, n_jobs 1 and 2: fit time and peak RSS. Each of
 the three fits also runs once in a subprocess of this script under /usr/bin/time -v (the

@@ -316,10 +316,12 @@ def report_main(res, diag, args, seconds):
         )
         for s in "ab":
             for a, b in DIFFS:
-                m, sd, med, w, t, l, p = paired_summary(res[s][metric][a] - res[s][metric][b])
+                m, sd, med, wins, ties, losses, p = paired_summary(
+                    res[s][metric][a] - res[s][metric][b]
+                )
                 add(
                     f"  ({s}) {a + ' - ' + b:<18} {m:+8.4f} +- {sd:.4f}   median {med:+8.4f}   "
-                    f"W/T/L {w:2d}/{t:2d}/{l:2d}   p {fmt_p(p)}"
+                    f"W/T/L {wins:2d}/{ties:2d}/{losses:2d}   p {fmt_p(p)}"
                 )
         add("")
     add("OCMISVM diagnostics (per scenario, over runs)")

@@ -229,7 +229,7 @@ def run_fold(python, impl, method, data, splits, fold, args, work, floor=False):
     if out.exists():
         rec = json.loads(out.read_text())
     else:
-        tail = "\n".join(l for l in stderr.splitlines() if not l.startswith("\t"))[-1500:]
+        tail = "\n".join(line for line in stderr.splitlines() if not line.startswith("\t"))[-1500:]
         rec = dict(
             ok=False, error=f"process exited with {proc.returncode} and no result: {tail.strip()}"
         )
@@ -554,7 +554,10 @@ def print_pair(row, say):
         line = f"  -> {peer}: {fmt_side(s)}"
         if ours and "auc_mean" in ours and "auc_mean" in s:
             dm, se, verdict = paired(ours, s)
-            line += f"; AUC diff {dm:+.3f} (se {se:.3f}, {verdict}), fit time ratio {ratio(ours, s):.1f}x"
+            line += (
+                f"; AUC diff {dm:+.3f} (se {se:.3f}, {verdict}), fit time ratio "
+                f"{ratio(ours, s):.1f}x"
+            )
             if selected(ours, s):
                 same, k = same_choice(ours, s)
                 line += (

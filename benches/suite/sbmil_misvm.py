@@ -11,7 +11,8 @@ as a number). misvm solves its QPs with cvxopt (default tolerances); milsvm with
 Two steps, the first in a Python that has misvm (and cvxopt), the second in milsvm's:
 
     ../venv-peers/bin/python benches/peers.py sbmil-misvm --side misvm --npz /tmp/misvm_sbmil.npz
-    python benches/peers.py sbmil-misvm --npz /tmp/misvm_sbmil.npz --out benches/results/sbmil_vs_misvm.txt
+    python benches/peers.py sbmil-misvm --npz /tmp/misvm_sbmil.npz \\
+        --out benches/results/sbmil_vs_misvm.txt
 """
 
 from __future__ import annotations

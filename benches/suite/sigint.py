@@ -40,7 +40,12 @@ CHILD = textwrap.dedent("""
         est.fit(bags, y)
         print("finished", time.time() - t0, flush=True)
     except KeyboardInterrupt:
-        print("interrupted", time.time(), "fitted" if "model_" in est.__dict__ else "unfitted", flush=True)
+        print(
+            "interrupted",
+            time.time(),
+            "fitted" if "model_" in est.__dict__ else "unfitted",
+            flush=True,
+        )
 """)
 
 

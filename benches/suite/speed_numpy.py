@@ -1,4 +1,5 @@
-"""Speed of milsvm (Rust core) against the NumPy reference (benches/suite/numpy_reference.py), one run, one machine.
+"""Speed of milsvm (Rust core) against the NumPy reference (benches/suite/numpy_reference.py),
+one run, one machine.
 
 Three measurements, all on z-scored features (mean/std of all instances), fixed
 gamma = 1 / (d * var) = 1/166 after standardisation, C = 1:

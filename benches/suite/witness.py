@@ -317,7 +317,10 @@ def data_stats(data):
     def one(bags, y, z):
         sizes = np.array([len(b) for b in bags])
         wit = np.mean([zz.mean() for zz, t in zip(z, y) if t == 1])
-        return f"{len(bags)} bags, {sizes.sum()} instances, {int(y.sum())} positive, witness rate {wit:.2f}"
+        return (
+            f"{len(bags)} bags, {sizes.sum()} instances, {int(y.sum())} positive, witness rate "
+            f"{wit:.2f}"
+        )
 
     return f"train {one(tr_bags, tr_y, tr_z)}; test {one(te_bags, te_y, te_z)}"
 
