@@ -1,9 +1,9 @@
 """The data loading and evaluation protocol shared by the reproductions of Fu et al. 2013
-(``papers.py fu-table1`` and ``fu-table2``; section V-B of the paper): hyperparameters chosen by inner cross-validation on each training part,
-per-fold results tallied into per-seed accuracies, a resumable log of finished folds, and the
-printed comparison with the paper. Also what the other benches share: the data directory, the
-dense MILL parser, `standardise` (the bags on their training instances' mean / std) and `Report`
-(a printed report that is also written to a file).
+(``papers.py fu-table1`` and ``fu-table2``; section V-B of the paper): hyperparameters chosen by
+inner cross-validation on each training part, per-fold results tallied into per-seed accuracies,
+a resumable log of finished folds, and the printed comparison with the paper. Also what the other
+benches share: the data directory, the dense MILL parser, `standardise` (the bags on their training
+instances' mean / std) and `Report` (a printed report that is also written to a file).
 
 An outer fold's result is `(seed, fold, out, seconds)`, where `out` maps a row key
 `(method, n_xv)` (`n_xv` None for MI-Kernel) to a dict with at least `correct`, `n` (test bags),
@@ -205,7 +205,8 @@ def parse_protocol_args(parser):
 
 
 def skip_missing_methods(milsvm, methods, class_of):
-    """Removes from `methods`, with a note, those whose class `class_of[method]` this milsvm lacks."""
+    """Removes from `methods`, with a note, those whose class `class_of[method]` this milsvm
+    lacks."""
     for method in list(methods):
         if not hasattr(milsvm, class_of[method]):
             print(f"note: this milsvm has no milsvm.{class_of[method]}: skipping {method}")
@@ -266,7 +267,10 @@ def print_table(title, rows, per_seed, seconds, paper_of):
     """One line per row key: ours (mean +- std over seeds), the paper's, the difference, the
     seconds spent and the per-seed accuracies. paper_of(key) -> (mean, std) or None."""
     print(title)
-    header = f"{'method':<10} {'N_xv':>5}  {'ours':>15}  {'paper':>15}  {'diff':>6}  {'time s':>7}  per seed"
+    header = (
+        f"{'method':<10} {'N_xv':>5}  {'ours':>15}  {'paper':>15}  {'diff':>6}  {'time s':>7}  "
+        "per seed"
+    )
     print(header)
     print("-" * len(header))
     for key in rows:
@@ -296,8 +300,8 @@ def print_wins(pairs, per_seed, paper_of, note=""):
         ps, pb = paper_of(sk), paper_of(bk)
         pdiff = f"{ps[0] - pb[0]:+.2f}" if ps and pb else "-"
         print(
-            f"  {label}: {verdict} ({d.mean():+.2f}, won/lost {int(np.sum(d > 0))}/{int(np.sum(d < 0))}; "
-            f"paper {pdiff})"
+            f"  {label}: {verdict} ({d.mean():+.2f}, won/lost "
+            f"{int(np.sum(d > 0))}/{int(np.sum(d < 0))}; paper {pdiff})"
         )
 
 

@@ -1,7 +1,7 @@
-"""10-fold cross-validation of the CCCP estimators, stMIL (Bunescu & Mooney 2007) and MissSVM (Zhou &
-Xu 2007), with sMIL and SIL beside them as the convex baselines they start from or relate to:
-accuracy, bag-level AUC and fit time on MUSK1, MUSK2, Elephant (rbf kernel, instances standardised
-on each training part) and TST1, TST2 (linear kernel, sparse instances as read).
+"""10-fold cross-validation of the CCCP estimators, stMIL (Bunescu & Mooney 2007) and MissSVM
+(Zhou & Xu 2007), with sMIL and SIL beside them as the convex baselines they start from or relate
+to: accuracy, bag-level AUC and fit time on MUSK1, MUSK2, Elephant (rbf kernel, instances
+standardised on each training part) and TST1, TST2 (linear kernel, sparse instances as read).
 
 C is chosen per outer fold, for every method and every set, by a 3-fold inner cross-validation
 (accuracy) on the training part over the grid {1, 10, 100}. gamma is "scale" throughout,
@@ -86,12 +86,12 @@ def run_set(name, methods, folds, out):
     bags, y = milsvm.datasets.load_mill(DEFAULT_DATA / path)
     y = np.asarray(y)
     out(
-        f"\n{name}: {len(bags)} bags, {sum(b.shape[0] for b in bags)} instances, {bags[0].shape[1]} features, "
-        f"kernel={kernel}, C by inner 3-fold CV over {GRID}"
+        f"\n{name}: {len(bags)} bags, {sum(b.shape[0] for b in bags)} instances, "
+        f"{bags[0].shape[1]} features, kernel={kernel}, C by inner 3-fold CV over {GRID}"
     )
     out.header(
-        f"  {'method':10s} {'accuracy':>15s} {'AUC':>15s} {'fit s (mean)':>13s} {'CCCP steps':>11s} "
-        f"{'restart won':>12s}  C chosen",
+        f"  {'method':10s} {'accuracy':>15s} {'AUC':>15s} {'fit s (mean)':>13s} "
+        f"{'CCCP steps':>11s} {'restart won':>12s}  C chosen",
         indent="  ",
     )
     outer = StratifiedKFold(10, shuffle=True, random_state=0)
@@ -117,9 +117,9 @@ def run_set(name, methods, folds, out):
         cs = ",".join(f"{c:g}" for c in sorted(set(chosen)))
         w = f"{np.mean(won):12.1f}" if m.endswith("-r5") else f"{'':12s}"
         out(
-            f"  {m:10s} {100 * np.mean(acc):7.1f} ± {100 * np.std(acc):5.1f} {np.mean(auc):7.3f} ± {np.std(auc):5.3f} "
-            f"{np.mean(secs):13.3f} {np.mean(steps):11.1f} {w}  {cs}   ({time.perf_counter() - t_set:.0f} s with the "
-            f"inner CV)"
+            f"  {m:10s} {100 * np.mean(acc):7.1f} ± {100 * np.std(acc):5.1f} {np.mean(auc):7.3f} ± "
+            f"{np.std(auc):5.3f} {np.mean(secs):13.3f} {np.mean(steps):11.1f} {w}  {cs}   "
+            f"({time.perf_counter() - t_set:.0f} s with the inner CV)"
         )
 
 
@@ -134,8 +134,8 @@ def main():
     folds = 3 if args.quick else 10
     sets = ["musk1"] if args.quick else args.datasets
     out(
-        f"reproduce_cccp: {folds} outer folds (of a 10-fold split, seed 0); mean ± std over folds; fit time of "
-        f"the final fit per fold (machine shared, timings noisy)"
+        f"reproduce_cccp: {folds} outer folds (of a 10-fold split, seed 0); mean ± std over folds; "
+        "fit time of the final fit per fold (machine shared, timings noisy)"
     )
     t0 = time.perf_counter()
     for name in sets:

@@ -35,7 +35,8 @@ Run (from the repository root):
     python benches/papers.py fu-table1 --dataset musk1 --backend numpy    # reference impl.
     python benches/papers.py fu-table1 --dataset musk1 --backend numpy --quick
     python benches/papers.py fu-table1 --dataset musk2 --seeds 10 --n-jobs 2
-    python benches/papers.py fu-table1 --dataset corel10 --seeds 10 --methods SparseMI RSVM RS MIKernel
+    python benches/papers.py fu-table1 --dataset corel10 --seeds 10 \\
+        --methods SparseMI RSVM RS MIKernel
     python benches/papers.py fu-table1 --dataset corel20 --quick --n-xv 10 --C 10
 
 --methods: any of SparseMI RSVM RS MIKernel (default SparseMI RSVM; RS and MIKernel need a milsvm
@@ -66,11 +67,11 @@ from threadpoolctl import threadpool_limits
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _protocol import (
+from _protocol import (  # noqa: E402
     FoldLog,
     add_protocol_args,
     choose_by_inner_cv,
-    load_mill_dense,  # noqa: E402
+    load_mill_dense,
     parse_protocol_args,
     print_chosen,
     print_table,
@@ -400,7 +401,7 @@ def main():
         + f"), {data.X.shape[0]} instances, "
         f"{data.X.shape[1]} features; backend {args.backend}; {args.seeds} seed(s) of {protocol}; "
         + (
-            "quick: C = %g, gamma = %g/d, no inner CV" % (args.C, args.gamma_scale)
+            f"quick: C = {args.C:g}, gamma = {args.gamma_scale:g}/d, no inner CV"
             if args.quick
             else f"inner 3-fold CV over C {args.C_grid} x gamma {args.gamma_grid}/d"
         )
@@ -421,7 +422,8 @@ def main():
     rows = configs(args)
     what = "10-fold CV" if args.dataset.startswith("musk") else "a 50/50 split"
     print_table(
-        f"\nTable I ({args.dataset.upper()}), accuracy % (mean +- std over {args.seeds} seed(s) of {what})",
+        f"\nTable I ({args.dataset.upper()}), accuracy % (mean +- std over {args.seeds} seed(s) of "
+        f"{what})",
         rows,
         per_seed,
         seconds,

@@ -11,8 +11,8 @@ experiment setup", i.e. section V-B for the sets other than MUSK):
   * C and gamma chosen by 3-fold stratified CV on the training part, for each method separately,
     from C in {0.1, 1, 10, 100} x gamma in {0.25, 1, 4} x gamma_0 (--C-grid, --gamma-grid), where
     gamma_0 = 1 / (d * var(X_train)) is scikit-learn's "scale" over the training instances (it
-    equals 1/d for standardised data, the unit of benches/papers.py fu-table1; on raw TST1 it is about
-    11, i.e. about 1 / mean ||x||^2). Ties go to the first grid point.
+    equals 1/d for standardised data, the unit of benches/papers.py fu-table1; on raw TST1 it is
+    about 11, i.e. about 1 / mean ||x||^2). Ties go to the first grid point.
   * SparseMI: N_xv = 10 XVs, each a combination of Q = 100 basis vectors drawn at random from the
     training instances, random initial coefficients (section IV-E; `n_basis=100`), s_max = 10,
     t_max = 50; the data stay sparse (CSR) throughout.
@@ -66,11 +66,11 @@ from threadpoolctl import threadpool_limits
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _protocol import (
+from _protocol import (  # noqa: E402
     FoldLog,
     add_protocol_args,
     choose_by_inner_cv,
-    parse_protocol_args,  # noqa: E402
+    parse_protocol_args,
     print_chosen,
     print_table,
     print_wins,
@@ -270,11 +270,11 @@ def main():
     del bag_list
     X = bags.X
     print(
-        f"{args.dataset}: {len(bags)} bags ({int(np.sum(y == 1))} positive), {X.shape[0]} instances, "
-        f"{X.shape[1]} features, {X.nnz / X.shape[0]:.1f} nonzeros an instance "
-        f"({'sparse' if bags.is_sparse else 'dense'}); "
-        f"{args.seeds} seed(s) of {'a 50/50 split' if args.protocol == 'split' else '10-fold CV'}; "
-        f"scaling {args.scaling}; N_xv {args.n_xv}, SparseMI n_basis {args.n_basis}; "
+        f"{args.dataset}: {len(bags)} bags ({int(np.sum(y == 1))} positive), {X.shape[0]} "
+        f"instances, {X.shape[1]} features, {X.nnz / X.shape[0]:.1f} nonzeros an instance "
+        f"({'sparse' if bags.is_sparse else 'dense'}); {args.seeds} seed(s) of "
+        f"{'a 50/50 split' if args.protocol == 'split' else '10-fold CV'}; scaling {args.scaling}; "
+        f"N_xv {args.n_xv}, SparseMI n_basis {args.n_basis}; "
         + (
             f"quick: C = {args.C:g}, gamma = {args.gamma_scale:g} gamma_0, no inner CV"
             if args.quick
@@ -310,11 +310,12 @@ def main():
         seconds,
         paper_of,
     )
-    for key, counts in nxv.items():
+    for counts in nxv.values():
         p = PAPER_NXV[args.dataset]["MI-Kernel"]
         print(
             f"  MIKernel XVs (instances of support bags): ours {np.mean(counts):.1f} +- "
-            f"{np.std(counts, ddof=1) if len(counts) > 1 else 0:.1f}, paper {p[0]:.1f} +- {p[1]:.1f}"
+            f"{np.std(counts, ddof=1) if len(counts) > 1 else 0:.1f}, paper {p[0]:.1f} +- "
+            f"{p[1]:.1f}"
         )
 
     sparse = row_key("SparseMI", args)
@@ -354,8 +355,9 @@ def main():
     if not args.quick:
         print_chosen(rows, chosen, "gamma_0")
     print(
-        f"\nwall time {elapsed:.1f} s ({len(tasks)} outer splits, {len(done)} from the log, {workers} parallel, "
-        f"{args.threads} milsvm thread(s) a fit; per split median {np.median([r[3] for r in results]):.1f} s)"
+        f"\nwall time {elapsed:.1f} s ({len(tasks)} outer splits, {len(done)} from the log, "
+        f"{workers} parallel, {args.threads} milsvm thread(s) a fit; per split median "
+        f"{np.median([r[3] for r in results]):.1f} s)"
     )
 
 

@@ -119,9 +119,9 @@ def main():
     mean = res.mean(axis=1)
     se = res.std(axis=1, ddof=1) / np.sqrt(args.runs) if args.runs > 1 else np.zeros_like(mean)
     lines = [
-        f"Figure 1 of Gehler & Chapelle 2007 (2-D toy): {args.runs} runs per f, "
-        f"{args.n_train} training / {args.n_test} test bags, C = {args.C:g}, gamma = {args.gamma:g} "
-        f"(sigma = {np.sqrt(1 / (2 * args.gamma)):g}); mean over runs (+- standard error, %)",
+        f"Figure 1 of Gehler & Chapelle 2007 (2-D toy): {args.runs} runs per f, {args.n_train} "
+        f"training / {args.n_test} test bags, C = {args.C:g}, gamma = {args.gamma:g} (sigma = "
+        f"{np.sqrt(1 / (2 * args.gamma)):g}); mean over runs (+- standard error, %)",
         "",
     ]
     for q, title in (
@@ -194,19 +194,20 @@ def main():
     )
     lines.append(
         f"  annealed AL has a better BAG error than mi-SVM: mean over f {be[:, 1].mean():.1f} vs "
-        f"{be[:, 0].mean():.1f} -> {'agrees' if be[:, 1].mean() < be[:, 0].mean() else 'DISAGREES'} "
-        f"(f where it holds: {int(np.sum(be[:, 1] < be[:, 0]))}/10)"
+        f"{be[:, 0].mean():.1f} -> "
+        f"{'agrees' if be[:, 1].mean() < be[:, 0].mean() else 'DISAGREES'} (f where it holds: "
+        f"{int(np.sum(be[:, 1] < be[:, 0]))}/10)"
     )
     lines.append(
-        f"  mi-SVM overestimates p, annealed AL underestimates it: p_hat mean over f "
-        f"{100 * mean[:, 0, 2].mean():.0f}% vs {100 * mean[:, 1, 2].mean():.0f}% "
-        f"(true fraction ceil(f m)/m, mean over f: {100 * np.mean([true_fraction(f) for f in FRACTIONS]):.0f}%)"
+        "  mi-SVM overestimates p, annealed AL underestimates it: p_hat mean over f "
+        f"{100 * mean[:, 0, 2].mean():.0f}% vs {100 * mean[:, 1, 2].mean():.0f}% (true fraction "
+        f"ceil(f m)/m, mean over f: {100 * np.mean([true_fraction(f) for f in FRACTIONS]):.0f}%)"
     )
     d_bag = np.abs(be[:, 2] - be[:, 3]).max()
     d_ins = np.abs(ie[:, 2] - ie[:, 3]).max()
     lines.append(
-        f"  AW annealed and not: similar. ours: largest |difference| over f: bag {d_bag:.1f} points, "
-        f"instance {d_ins:.1f} points"
+        f"  AW annealed and not: similar. ours: largest |difference| over f: bag {d_bag:.1f} "
+        f"points, instance {d_ins:.1f} points"
     )
     lines.append("")
     lines.append(f"wall time {elapsed:.1f} s ({len(FRACTIONS) * args.runs * len(METHODS)} fits)")

@@ -39,12 +39,12 @@ Protocol (paper, section 7):
 inner: one outer fold) with the run's settings; a rerun with the same settings reuses them, so a
 long run can be stopped and resumed. Each unit runs in a forked child stopped after
 --fit-timeout seconds (default 120): it is logged as a timeout, its grid point is left out of
-the selection and listed; a rerun with a larger --fit-timeout retries it. --estimate times one fit per method on fold 0 of each data
-set (C = 10; ALP with C2 = 1, p_star = 0.5; each in a subprocess stopped after
---estimate-timeout seconds) and prints the estimated sequential total of the requested run,
-without running it. Full-basis fits cost about O(n_instances^3): MUSK1 (476 instances) takes
-seconds a fit, Elephant (1391) and MUSK2 (6598) minutes, so run the expensive sets for the
-cheap methods only (say what was skipped).
+the selection and listed; a rerun with a larger --fit-timeout retries it. --estimate times one
+fit per method on fold 0 of each data set (C = 10; ALP with C2 = 1, p_star = 0.5; each in a
+subprocess stopped after --estimate-timeout seconds) and prints the estimated sequential total of
+the requested run, without running it. Full-basis fits cost about O(n_instances^3): MUSK1 (476
+instances) takes seconds a fit, Elephant (1391) and MUSK2 (6598) minutes, so run the expensive sets
+for the cheap methods only (say what was skipped).
 
 Run (from the repository root):
 
@@ -148,14 +148,16 @@ def point_key(point):
 
 
 def normalised_point_key(pk):
-    """Log lines written before --sigma-factors have no sigma_f in their point: they are factor 1."""
+    """Log lines written before --sigma-factors have no sigma_f in their point: they are
+    factor 1."""
     return pk if pk == "inner" or "sigma_f=" in pk else pk + ",sigma_f=1"
 
 
 def median_gamma(bags):
-    """milsvm's gamma="median" (src/params/kernel_choice.rs, Gamma::Median) in numpy: 1 / (2 sigma^2), sigma the
-    median Euclidean distance over pairs i < j of at most 2000 evenly spaced training instances
-    (rows i * n // m of the stacked bags), distances from the Gram matrix; 1 when sigma is 0."""
+    """milsvm's gamma="median" (src/params/kernel_choice.rs, Gamma::Median) in numpy:
+    1 / (2 sigma^2), sigma the median Euclidean distance over pairs i < j of at most 2000 evenly
+    spaced training instances (rows i * n // m of the stacked bags), distances from the Gram
+    matrix; 1 when sigma is 0."""
     X = np.vstack(bags).astype(np.float64)
     n = X.shape[0]
     if n < 2:
@@ -361,7 +363,8 @@ def estimate(args, datasets):
     out = Report()
     out(
         "estimated sequential cost (one fit per method on fold 0 of seed 0, C = 10, sigma factor "
-        f"{args.estimate_factor:g}; ALP: C2 = 1, p_star = 0.5; the total scales this by grid size x 10 folds x seeds"
+        f"{args.estimate_factor:g}; ALP: C2 = 1, p_star = 0.5; the total scales this by grid size "
+        "x 10 folds x seeds"
         + (" x (3 inner + 1/grid)" if args.selection == "inner" else "")
         + f"; a fit over {args.estimate_timeout:g} s is stopped)"
     )
@@ -404,8 +407,9 @@ def estimate(args, datasets):
                 r = rec[0]
                 per[(ds, m)] = r["seconds"]
                 out(
-                    f"  {ds:<9} {m:<7} one fit {r['seconds']:7.2f} s ({r['n_solves']} solves, p_hat "
-                    f"{r['p_hat']:.2f}) x {n_fits} fits = {r['seconds'] * n_fits / 60:7.1f} min"
+                    f"  {ds:<9} {m:<7} one fit {r['seconds']:7.2f} s ({r['n_solves']} solves, "
+                    f"p_hat {r['p_hat']:.2f}) x {n_fits} fits = {r['seconds'] * n_fits / 60:7.1f} "
+                    "min"
                 )
     return out, per
 
@@ -563,7 +567,8 @@ def main():
                             todo.append((key, tr, te, m, None))
     n_done = len(log.mem)
     print(
-        f"{len(todo)} unit(s) to run ({n_done} matching unit(s) in the log); selection {args.selection}",
+        f"{len(todo)} unit(s) to run ({n_done} matching unit(s) in the log); selection "
+        f"{args.selection}",
         flush=True,
     )
 
@@ -614,8 +619,8 @@ def main():
                     print(f"  TIMEOUT >{r['timeout']:g} s: {key}", flush=True)
                 if (i + 1) % 10 == 0 or i + 1 == len(todo):
                     print(
-                        f"  {i + 1}/{len(todo)} done ({time.perf_counter() - t0:.0f} s; last {key[0]} {key[1]} "
-                        f"fold {key[3]} {key[4]}: {r['seconds']:.1f} s)",
+                        f"  {i + 1}/{len(todo)} done ({time.perf_counter() - t0:.0f} s; last "
+                        f"{key[0]} {key[1]} fold {key[3]} {key[4]}: {r['seconds']:.1f} s)",
                         flush=True,
                     )
         else:
@@ -633,10 +638,11 @@ def main():
     out = Report()
 
     out(
-        f"Table 2 of Gehler & Chapelle 2007: 10-fold CV error % (stratified over bags, {args.seeds} split "
-        f"seed(s)), features standardised per fold, RBF sigma = f x sigma_emp (gamma = gamma_median / f^2), "
-        f"f in {[float(x) for x in args.sigma_factors]} (sigma_f in the point), grid C {list(C_GRID)}"
-        f"; ALP also C2 {list(C2_GRID)} x p_star 0.1..1.0; selection: "
+        "Table 2 of Gehler & Chapelle 2007: 10-fold CV error % (stratified over bags, "
+        f"{args.seeds} split seed(s)), features standardised per fold, RBF sigma = f x sigma_emp "
+        f"(gamma = gamma_median / f^2), f in {[float(x) for x in args.sigma_factors]} (sigma_f in "
+        f"the point), grid C {list(C_GRID)}; ALP also C2 {list(C2_GRID)} x p_star 0.1..1.0; "
+        "selection: "
         + (
             "best grid point on the CV error (the paper's; optimistic)"
             if args.selection == "best"
@@ -646,16 +652,17 @@ def main():
     out("paper's MI-SVM and mi-SVM columns: Andrews et al. 2002 (hinge loss); ours: squared hinge")
     import milsvm
 
+    built = time.gmtime(Path(milsvm._core.__file__).stat().st_mtime)
     out(
-        f"milsvm _core built {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(Path(milsvm._core.__file__).stat().st_mtime))} "
-        f"UTC (the log's fits may come from earlier builds: later lines of a unit win)"
+        f"milsvm _core built {time.strftime('%Y-%m-%d %H:%M:%S', built)} UTC (the log's fits may "
+        "come from earlier builds: later lines of a unit win)"
     )
     for ds in args.datasets:
         data = datas[ds]
         out()
         out(
-            f"{ds.upper()}: {len(data.y)} bags ({int(np.sum(data.y == 1))} positive), {data.X.shape[0]} instances, "
-            f"{data.X.shape[1]} features"
+            f"{ds.upper()}: {len(data.y)} bags ({int(np.sum(data.y == 1))} positive), "
+            f"{data.X.shape[0]} instances, {data.X.shape[1]} features"
         )
         hdr = (
             f"  {'method':<7} {'ours %':>7} {'paper %':>7} {'diff':>6} {'p_hat':>6}  {'point':<34} "
@@ -677,9 +684,9 @@ def main():
             incomplete = []
 
             def records(seed, key):
-                """The ten fold records of a grid point's key (or "inner") for `seed`, their warnings
-                kept; None where one is missing (counted) or stopped at its time limit (listed; the
-                seconds of a grid point's timed-out fits count)."""
+                """The ten fold records of a grid point's key (or "inner") for `seed`, their
+                warnings kept; None where one is missing (counted) or stopped at its time limit
+                (listed; the seconds of a grid point's timed-out fits count)."""
                 nonlocal missing, secs
                 rs = [log.get((ds, m, seed, f, key)) for f in range(10)]
                 if any(r is None for r in rs):
@@ -722,7 +729,8 @@ def main():
                     if n_tied > 1:
                         notes.append(f"{n_tied} grid points tie")
                     if len(args.sigma_factors) > 1:
-                        # the best at each sigma factor alone (the paper's Table 1 used sigma_emp only)
+                        # the best at each sigma factor alone (the paper's Table 1 used sigma_emp
+                        # only)
                         for fac in args.sigma_factors:
                             sub = {k: v for k, v in errs.items() if k.endswith(f",sigma_f={fac:g}")}
                             if sub:
@@ -747,9 +755,9 @@ def main():
             paper = PAPER[ds][m]
             if not per_seed:
                 out(
-                    f"  {m:<7} {'-':>7} {paper:7.1f} {'-':>6} {'-':>6}  {'not run / incomplete':<34} "
-                    f"{secs:11.1f} {nwarn:4d}  ({missing} fit(s) missing, {len(timeouts)} grid point(s) "
-                    f"with a timeout)"
+                    f"  {m:<7} {'-':>7} {paper:7.1f} {'-':>6} {'-':>6}  "
+                    f"{'not run / incomplete':<34} {secs:11.1f} {nwarn:4d}  ({missing} fit(s) "
+                    f"missing, {len(timeouts)} grid point(s) with a timeout)"
                 )
                 if timeouts:
                     out("          timeouts: " + "; ".join(timeouts)[:600])
@@ -764,8 +772,8 @@ def main():
                 pt = " ".join(f"{k}x{v}" for k, v in Counter(chosen).most_common(2))
             extra = "paper p_hat " + f"{PAPER[ds]['ALP_p_hat']:.2f}" if m == "ALP" else ""
             out(
-                f"  {m:<7} {err:7.1f} {paper:7.1f} {err - paper:+6.1f} {np.mean(p_hats):6.2f}  {pt[:34]:<34} "
-                f"{secs:11.1f} {nwarn:4d}  "
+                f"  {m:<7} {err:7.1f} {paper:7.1f} {err - paper:+6.1f} {np.mean(p_hats):6.2f}  "
+                f"{pt[:34]:<34} {secs:11.1f} {nwarn:4d}  "
                 + " ".join(f"{e:.1f}" for e in per_seed)
                 + (f"  {extra}" if extra else "")
                 + (f"  [{missing} fit(s) missing]" if missing else "")
@@ -781,22 +789,23 @@ def main():
                 )
             if timeouts:
                 out(
-                    f"          {len(timeouts)} grid point(s) left out, a fit stopped at its time limit "
-                    f"({', '.join(f'{x:g}' for x in sorted(limits))} s): "
+                    f"          {len(timeouts)} grid point(s) left out, a fit stopped at its time "
+                    f"limit ({', '.join(f'{x:g}' for x in sorted(limits))} s): "
                     + "; ".join(timeouts)[:700]
                 )
         if "ALP" in ours:
             for al in ("AL0", "AL"):
                 if al in ours:
                     out(
-                        f"  ALP <= {al}? {'yes' if ours['ALP'] <= ours[al] else 'NO'} (ours {ours['ALP']:.1f} vs "
-                        f"{ours[al]:.1f}; paper {PAPER[ds]['ALP']:.1f} vs {PAPER[ds][al]:.1f})"
+                        f"  ALP <= {al}? {'yes' if ours['ALP'] <= ours[al] else 'NO'} (ours "
+                        f"{ours['ALP']:.1f} vs {ours[al]:.1f}; paper {PAPER[ds]['ALP']:.1f} vs "
+                        f"{PAPER[ds][al]:.1f})"
                     )
         if ds in PAPER_T1:
             t = PAPER_T1[ds]
             out(
-                f"  (paper Table 1, AL-SVM first experiment: T=0 {t[0][0]} (p_hat {t[0][1]}%), T=10C {t[1][0]} "
-                f"(p_hat {t[1][1]}%), ALP {t[2][0]} (p_hat {t[2][1]}%))"
+                f"  (paper Table 1, AL-SVM first experiment: T=0 {t[0][0]} (p_hat {t[0][1]}%), "
+                f"T=10C {t[1][0]} (p_hat {t[1][1]}%), ALP {t[2][0]} (p_hat {t[2][1]}%))"
             )
     out()
     out(f"wall time of this invocation {time.perf_counter() - t_start:.1f} s")

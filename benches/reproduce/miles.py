@@ -150,10 +150,12 @@ def main():
     args = ap.parse_args()
     out = Report()
     out(
-        "MILES: 10-fold stratified CV per seed, standardised per training part, every training instance a concept,"
+        "MILES: 10-fold stratified CV per seed, standardised per training part, every training "
+        "instance a concept,"
     )
     out(
-        f"(C, gamma) by 3-fold inner CV over C {args.C_grid} x gamma {args.gamma_grid} x scale; seeds {args.seeds};"
+        f"(C, gamma) by 3-fold inner CV over C {args.C_grid} x gamma {args.gamma_grid} x scale; "
+        f"seeds {args.seeds};"
     )
     out(f"milsvm {milsvm.__version__}, n_jobs=1 per fit, {args.n_jobs} folds in parallel")
     out()
@@ -190,9 +192,10 @@ def main():
         aucs = [r["auc"] for r in rs]
         fu, chen = PUBLISHED[name]
         out(
-            f"{name:9s} {np.mean(per_seed):10.2f} +- {np.std(per_seed):5.2f} {np.mean(aucs):7.3f} +- "
-            f"{np.std(aucs):5.3f} {np.mean([r['n_selected'] for r in rs]):9.1f} "
-            f"{np.mean([r['n_concepts'] for r in rs]):6.0f} {np.mean([r['fit_seconds'] for r in rs]):6.2f}  {fu} | {chen}"
+            f"{name:9s} {np.mean(per_seed):10.2f} +- {np.std(per_seed):5.2f} {np.mean(aucs):7.3f} "
+            f"+- {np.std(aucs):5.3f} {np.mean([r['n_selected'] for r in rs]):9.1f} "
+            f"{np.mean([r['n_concepts'] for r in rs]):6.0f} "
+            f"{np.mean([r['fit_seconds'] for r in rs]):6.2f}  {fu} | {chen}"
         )
     out()
     out("per seed (accuracy %):")

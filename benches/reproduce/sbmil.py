@@ -161,18 +161,18 @@ def main():
     etas = [float(v) for v in args.eta_grid.split(",")]
     out = Report()
     out(
-        f"sbMIL / sAwMIL / sMIL: 10-fold stratified CV (seed {args.seed}); dense sets standardised per training "
-        "part, rbf, gamma='scale'; text sets raw CSR, linear kernel;"
+        f"sbMIL / sAwMIL / sMIL: 10-fold stratified CV (seed {args.seed}); dense sets standardised "
+        "per training part, rbf, gamma='scale'; text sets raw CSR, linear kernel;"
     )
     c_text = args.C_grid or f"{DENSE_C} (text sets: {TEXT_C})"
     out(
-        f"(C, eta) by 3-fold inner CV (accuracy) from C = {c_text} x eta = {args.eta_grid} (sMIL: C); "
-        f"milsvm {milsvm.__version__}, n_jobs=1"
+        f"(C, eta) by 3-fold inner CV (accuracy) from C = {c_text} x eta = {args.eta_grid} (sMIL: "
+        f"C); milsvm {milsvm.__version__}, n_jobs=1"
     )
     out()
     hdr = (
-        f"{'data':9s} {'method':7s} {'accuracy %':>13s} {'AUC (folds)':>15s} {'AUC pooled':>10s} {'seconds':>8s}"
-        "  (C, eta) chosen x folds; published"
+        f"{'data':9s} {'method':7s} {'accuracy %':>13s} {'AUC (folds)':>15s} {'AUC pooled':>10s} "
+        f"{'seconds':>8s}  (C, eta) chosen x folds; published"
     )
     out.header(hdr)
     for name in args.datasets.split(","):
@@ -190,8 +190,8 @@ def main():
                 for (c, e), k in r["chosen"].most_common()
             )
             out(
-                f"{name:9s} {method:7s} {r['acc']:6.1f} +- {r['acc_sd']:4.1f} {r['auc']:7.3f} +- {r['auc_sd']:5.3f} "
-                f"{r['auc_pooled']:10.3f} {r['seconds']:8.1f}  {chosen}; {pub}"
+                f"{name:9s} {method:7s} {r['acc']:6.1f} +- {r['acc_sd']:4.1f} {r['auc']:7.3f} +- "
+                f"{r['auc_sd']:5.3f} {r['auc_pooled']:10.3f} {r['seconds']:8.1f}  {chosen}; {pub}"
             )
     out.write(Path(args.out))
 

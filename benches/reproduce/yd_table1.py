@@ -14,8 +14,9 @@ Protocol:
     -8, -4, 0, 4, 8); the point with the best mean accuracy of a 3-fold stratified inner CV on
     the training part (StratifiedKFold(3, shuffle=True, random_state=1000*seed+fold); ties: the
     first in grid order) is refitted on the whole training part and tested;
-  * methods: SVMCC (milsvm.SVMCC, max_iter 80, tol 1e-4, its default lp_rule and bounds), NSK (milsvm.NSK(norm="l1")), sMIL
-    (milsvm.sMIL); default class weights, n_jobs=1, every fit single-threaded;
+  * methods: SVMCC (milsvm.SVMCC, max_iter 80, tol 1e-4, its default lp_rule and bounds), NSK
+    (milsvm.NSK(norm="l1")), sMIL (milsvm.sMIL); default class weights, n_jobs=1, every fit
+    single-threaded;
   * kernels per data set as in the paper's Table 1: MUSK1 rbf, Elephant linear, TST1 linear
     (the same kernel for NSK and sMIL). The paper gives SVM-CC numbers only.
 
@@ -36,10 +37,10 @@ logged under its own settings, the defaults reproduce the protocol above):
   * --lp-rule project | max | ref-max | ref-keep | ref-project (SVMCC only): project (default) and
     max = milsvm.SVMCC with that `lp_rule` (project: v kept while optimal, else projected onto the
     LP's optimal face; max: v on the best instance, milsvm's only rule before `lp_rule` existed);
-    ref-* fit svmcc_lp_rules.py's Python reference (beside this file) (libsvm QP) with its rule max, keep or
-    project (see that file: the LP's optimum in v is not unique, the paper's linprog returned
-    some point of the optimal face). Every library run records its rule as `cc_lp_rule` in the
-    settings key (logs without it were written by the library before `lp_rule`, which used max);
+    ref-* fit svmcc_lp_rules.py's Python reference (beside this file) (libsvm QP) with its rule
+    max, keep or project (see that file: the LP's optimum in v is not unique, the paper's linprog
+    returned some point of the optimal face). Every library run records its rule as `cc_lp_rule` in
+    the settings key (logs without it were written by the library before `lp_rule`, which used max);
     the reference runs keep their old key (`lp_rule`: max / keep / project);
   * --inner cv3 | cv10 | tune10: 3-fold (default) or 10-fold stratified inner CV on the training
     part, or the paper's wording read as Mangasarian & Wild's protocol: one stratified random
@@ -353,8 +354,9 @@ def main():
                                 + "\n"
                             )
                         print(
-                            f"  seed {seed} {name} {m} fold {fold}: {r['correct']}/{r['n']} C=2^{r['c_exp']} "
-                            f"gamma=2^{r['gamma_exp']} (grid exponents) {r['seconds']:.1f} s",
+                            f"  seed {seed} {name} {m} fold {fold}: {r['correct']}/{r['n']} "
+                            f"C=2^{r['c_exp']} gamma=2^{r['gamma_exp']} (grid exponents) "
+                            f"{r['seconds']:.1f} s",
                             flush=True,
                         )
 
@@ -376,8 +378,9 @@ def main():
         settings, opts = settings_of(args, seed)
         d = done[seed]
         out(
-            f"Yang & Deng Table 1 (SVM-CC), {args.folds}-fold stratified CV over bags (seed {seed}); "
-            f"C = 2^i (rbf: {gdesc[args.gamma_scale]}), i, j in {exps}, by {sdesc[args.inner]} on each training part"
+            f"Yang & Deng Table 1 (SVM-CC), {args.folds}-fold stratified CV over bags (seed "
+            f"{seed}); C = 2^i (rbf: {gdesc[args.gamma_scale]}), i, j in {exps}, by "
+            f"{sdesc[args.inner]} on each training part"
         )
         out(
             (
@@ -385,17 +388,18 @@ def main():
                 if args.no_standardise
                 else "MUSK1/Elephant standardised per training fold"
             )
-            + f", TST1 raw sparse; SVMCC bounds {args.cc_bounds}, rbf bias {args.bias}, LP rule {args.lp_rule}; "
-            f"milsvm {milsvm.__version__}, n_jobs=1"
+            + f", TST1 raw sparse; SVMCC bounds {args.cc_bounds}, rbf bias {args.bias}, LP rule "
+            f"{args.lp_rule}; milsvm {milsvm.__version__}, n_jobs=1"
         )
         out(f"settings key: {json.dumps(settings)}")
         out(
-            "NSK (norm l1) and sMIL: same splits, same grid, same kernel; the paper reports SVM-CC only"
+            "NSK (norm l1) and sMIL: same splits, same grid, same kernel; the paper reports "
+            "SVM-CC only"
         )
         out()
         hdr = (
-            f"{'dataset':<9} {'kernel':<6} {'method':<6} {'folds':>5} {'ours %':>7} {'paper %':>7} {'diff':>6} "
-            f"{'time s':>7} {'warn':>5}  chosen (i, j) x count"
+            f"{'dataset':<9} {'kernel':<6} {'method':<6} {'folds':>5} {'ours %':>7} {'paper %':>7} "
+            f"{'diff':>6} {'time s':>7} {'warn':>5}  chosen (i, j) x count"
         )
         out(hdr)
         out("-" * len(hdr))
@@ -432,8 +436,9 @@ def main():
                 )
                 out(
                     f"{name:<9} {KERNEL[name]:<6} {m:<6} {len(rs):>5} {acc:7.1f} "
-                    f"{(f'{paper:.1f}' if paper else '-'):>7} {(f'{acc - paper:+.1f}' if paper else '-'):>6} "
-                    f"{secs:7.1f} {nw:5d}  {chs}{partial}"
+                    f"{(f'{paper:.1f}' if paper else '-'):>7} "
+                    f"{(f'{acc - paper:+.1f}' if paper else '-'):>6} {secs:7.1f} {nw:5d}  "
+                    f"{chs}{partial}"
                 )
                 wt = sorted({w for _, r in rs for w in r["warnings_final"]})
                 if wt:
@@ -441,14 +446,16 @@ def main():
         out()
     if len(args.seed) > 1:
         out(
-            f"Over the seeds (complete {args.folds}-fold runs only): accuracy % per seed, mean and standard deviation"
+            f"Over the seeds (complete {args.folds}-fold runs only): accuracy % per seed, mean and "
+            "standard deviation"
         )
         for (name, m), sa in accs.items():
             a = np.array([x for _, x in sa])
             paper = PAPER[name] if m == "SVMCC" else None
             per = ", ".join(f"{x:.1f} (seed {sd})" for sd, x in sa)
             out(
-                f"  {name:<9} {m:<6} {per}; mean {a.mean():.1f} +- {a.std(ddof=1) if len(a) > 1 else 0.0:.1f}"
+                f"  {name:<9} {m:<6} {per}; mean {a.mean():.1f} +- "
+                f"{a.std(ddof=1) if len(a) > 1 else 0.0:.1f}"
                 + (f" (paper {paper:.1f}, diff {a.mean() - paper:+.1f})" if paper else "")
             )
         out()

@@ -233,9 +233,9 @@ def part_a(args, out):
     bags, y = musk2_train(args.data)
     n_inst = sum(len(b) for b in bags)
     out(
-        f"(a) MUSK2 fold-0 training part: {len(bags)} bags ({int(np.sum(y))} positive), {n_inst} instances, "
-        f"{bags[0].shape[1]} features; C = 10, gamma = median = {gamma:.6g}; one subprocess per fit, "
-        f"timeout {args.timeout_a:g} s"
+        f"(a) MUSK2 fold-0 training part: {len(bags)} bags ({int(np.sum(y))} positive), {n_inst} "
+        f"instances, {bags[0].shape[1]} features; C = 10, gamma = median = {gamma:.6g}; one "
+        f"subprocess per fit, timeout {args.timeout_a:g} s"
     )
     base, base_rss, _, st = run_child(["--single", "baseline"], 120)
     out(f"    baseline child (imports + data, no fit): peak RSS {base_rss:.0f} MB ({st})")
@@ -259,8 +259,8 @@ def part_a(args, out):
         recs[method] = rec
         warn = "; ".join(sorted(set(rec["warnings"])))
         out(
-            f"    {method:<13} {rec['seconds']:8.2f} {rec['fit_time']:8.2f} {rec['n_iter']:6d} {rec['n_solves']:6d} "
-            f"{rec['p_hat']:6.3f} {rec['train_acc']:9.3f} {rss:11.0f}  "
+            f"    {method:<13} {rec['seconds']:8.2f} {rec['fit_time']:8.2f} {rec['n_iter']:6d} "
+            f"{rec['n_solves']:6d} {rec['p_hat']:6.3f} {rec['train_acc']:9.3f} {rss:11.0f}  "
             f"{'converged' if rec['converged'] else 'NOT converged'}"
             + (
                 f"; gamma_ {rec['gamma']:.6g}"
@@ -287,9 +287,10 @@ def part_b(args, out):
 
     X, ptr, y = load_mill_dense(args.data / "musk1" / "musk1.data")
     out(
-        f"(b) MUSK1 10-fold CV repeated over {args.b_repeats} split seeds (StratifiedKFold seeds 0..; "
-        f"standardised per fold), C = 10, gamma = median per fold; n_xv = 200 for the reduced miSVM (MUSK1 "
-        f"has 476 instances: 500 is impossible), its k-means seeded with the split seed"
+        f"(b) MUSK1 10-fold CV repeated over {args.b_repeats} split seeds (StratifiedKFold seeds "
+        "0..; standardised per fold), C = 10, gamma = median per fold; n_xv = 200 for the reduced "
+        "miSVM (MUSK1 has 476 instances: 500 is impossible), its k-means seeded with the split "
+        "seed"
     )
     rows = ["miSVM full", "miSVM n_xv=200", "DIY (SVC)"]
     acc = {r: [] for r in rows}
@@ -324,29 +325,29 @@ def part_b(args, out):
         for r in rows:
             acc[r].append(100 * correct[r] / len(y))
     out(
-        f"    {'method':<16} {'accuracy % (mean +- std over seeds)':>36} {'per seed':>30} {'fit s (sum)':>11} "
-        f"{'p_hat':>6} {'warnings':>8}"
+        f"    {'method':<16} {'accuracy % (mean +- std over seeds)':>36} {'per seed':>30} "
+        f"{'fit s (sum)':>11} {'p_hat':>6} {'warnings':>8}"
     )
     for r in rows:
         per = " ".join(f"{a:.1f}" for a in acc[r])
         out(
-            f"    {r:<16} {np.mean(acc[r]):29.1f} +- {np.std(acc[r]):4.1f} {per:>30} {secs[r]:11.2f} "
-            f"{np.mean(p_hat[r]):6.3f} {warns[r]:8d}"
+            f"    {r:<16} {np.mean(acc[r]):29.1f} +- {np.std(acc[r]):4.1f} {per:>30} "
+            f"{secs[r]:11.2f} {np.mean(p_hat[r]):6.3f} {warns[r]:8d}"
         )
     out(
-        "    (for reference: Andrews et al. 2002 mi-SVM MUSK1 87.4% = 12.6% error; Gehler & Chapelle's "
-        "AL-SVM T=1e-8 85.7%)"
+        "    (for reference: Andrews et al. 2002 mi-SVM MUSK1 87.4% = 12.6% error; Gehler & "
+        "Chapelle's AL-SVM T=1e-8 85.7%)"
     )
 
 
 def part_c(args, out):
     out(
-        f"(c) scale: ALSVM(n_xv=200, C=1, gamma='scale', n_jobs=1), bags of 10 instances, 50 features; "
-        f"subprocess + /usr/bin/time -v, timeout {args.timeout_c:g} s"
+        "(c) scale: ALSVM(n_xv=200, C=1, gamma='scale', n_jobs=1), bags of 10 instances, 50 "
+        f"features; subprocess + /usr/bin/time -v, timeout {args.timeout_c:g} s"
     )
     out(
-        f"    {'bags':>6} {'instances':>9} {'fit s':>8} {'core s':>8} {'temps':>5} {'solves':>6} {'p_hat':>6} "
-        f"{'train acc':>9} {'peak RSS MB':>11}  notes"
+        f"    {'bags':>6} {'instances':>9} {'fit s':>8} {'core s':>8} {'temps':>5} {'solves':>6} "
+        f"{'p_hat':>6} {'train acc':>9} {'peak RSS MB':>11}  notes"
     )
     for n in args.sizes:
         rec, rss, wall, status = run_child(
@@ -360,9 +361,9 @@ def part_c(args, out):
             break
         warn = "; ".join(sorted(set(rec["warnings"])))
         out(
-            f"    {n:6d} {10 * n:9d} {rec['seconds']:8.2f} {rec['fit_time']:8.2f} {rec['n_iter']:5d} "
-            f"{rec['n_solves']:6d} {rec['p_hat']:6.3f} {rec['train_acc']:9.3f} {rss:11.0f}  "
-            f"{'converged' if rec['converged'] else 'NOT converged'}"
+            f"    {n:6d} {10 * n:9d} {rec['seconds']:8.2f} {rec['fit_time']:8.2f} "
+            f"{rec['n_iter']:5d} {rec['n_solves']:6d} {rec['p_hat']:6.3f} {rec['train_acc']:9.3f} "
+            f"{rss:11.0f}  {'converged' if rec['converged'] else 'NOT converged'}"
             + (f"; {warn}" if warn else "")
         )
 
@@ -404,8 +405,8 @@ def main():
     out(
         f"benches/speed.py annealing, milsvm {getattr(milsvm, '__version__', '?')} (_core built "
         f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(os.path.getmtime(core)))} UTC), "
-        f"{time.strftime('%Y-%m-%d %H:%M:%S')}, {os.cpu_count()} cores, n_jobs = {args.n_jobs} in part (a), "
-        f"1 elsewhere"
+        f"{time.strftime('%Y-%m-%d %H:%M:%S')}, {os.cpu_count()} cores, n_jobs = {args.n_jobs} in "
+        "part (a), 1 elsewhere"
     )
     for part, fn in (("a", part_a), ("b", part_b), ("c", part_c)):
         if part in args.parts:

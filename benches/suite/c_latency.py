@@ -3,8 +3,8 @@
 1. ``cargo bench --bench serve`` (criterion) times ``Predictor::score_bag`` on the bag for a
    10-XV SparseMI model and the MI-Kernel model, and writes both models and the bag to a folder
    (``MILSVM_SERVE_EXPORT``);
-2. ``cargo build --release -p milsvm-capi`` builds ``libmilsvm_c``, and ``benches/suite/c_latency.c``
-   is compiled against it;
+2. ``cargo build --release -p milsvm-capi`` builds ``libmilsvm_c``, and
+   ``benches/suite/c_latency.c`` is compiled against it;
 3. the C program times ``milsvm_score_bag_f64`` on the same bag and models (median of repeats of
    a timed loop, ``clock_gettime``) and counts the heap allocations per call.
 
@@ -27,7 +27,8 @@ MODELS = ["sparse_mi_10xv", "mi_kernel"]
 
 
 def criterion_ns(name):
-    """Criterion's mean estimate (ns) of the benchmark whose id starts with ``one bag 5x166, name``."""
+    """Criterion's mean estimate (ns) of the benchmark whose id starts with
+    ``one bag 5x166, name``."""
     root = REPO / "target" / "criterion"
     for folder in root.iterdir():
         if folder.name.startswith("one bag 5x166") and f" {name} (" in folder.name:
@@ -92,7 +93,8 @@ def main():
             rust_mean, rust_median = criterion_ns(name)
             rows.append((name, c_ns, rust_median, rust_mean, c_ns / rust_median, allocs))
     print(
-        "| model | C ns/bag (median) | Rust ns/bag (criterion median) | Rust mean | C / Rust | allocations per call (C) |"
+        "| model | C ns/bag (median) | Rust ns/bag (criterion median) | Rust mean | C / Rust | "
+        "allocations per call (C) |"
     )
     print("|---|---|---|---|---|---|")
     for name, c_ns, r_med, r_mean, ratio, allocs in rows:

@@ -60,7 +60,7 @@ class DIYmiSVM:
         in_pos = pos[bag_of]
         labels = np.where(in_pos, 1, -1)
         self.converged_ = False
-        for it in range(1, self.max_iter + 1):
+        for it in range(1, self.max_iter + 1):  # noqa: B007 (read after the loop: n_iter_)
             svc = SVC(kernel="rbf", C=self.C, gamma=self.gamma, cache_size=self.cache_size)
             svc.fit(X, labels)
             f = svc.decision_function(X)

@@ -84,8 +84,8 @@ def main():
                 )
             a64, a32 = 100 * np.mean(acc[np.float64]), 100 * np.mean(acc[np.float32])
             out(
-                f"  {method:<10}{a64:>11.2f}{a32:>11.2f}{a32 - a64:>9.2f}{n_differ:>15d}{max_diff:>18.2e}"
-                f"{secs[np.float64]:>11.2f}{secs[np.float32]:>11.2f}"
+                f"  {method:<10}{a64:>11.2f}{a32:>11.2f}{a32 - a64:>9.2f}{n_differ:>15d}"
+                f"{max_diff:>18.2e}{secs[np.float64]:>11.2f}{secs[np.float32]:>11.2f}"
             )
     if args.out:
         out.write(args.out)

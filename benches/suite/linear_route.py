@@ -82,7 +82,8 @@ def run_set(name, bags, y, test, yt, kernel_max, out, methods=("miSVM", "MISVM")
         else:
             diff, ker_s, ratio = "-", "       -", "      -"
         out(
-            f"{name:<16} {n:>8} {m:<6} {lin_t:8.2f} {ker_s}  {ratio}  {diff:>8}  {auc:6.3f}  rounds {lin.n_iter_}"
+            f"{name:<16} {n:>8} {m:<6} {lin_t:8.2f} {ker_s}  {ratio}  {diff:>8}  {auc:6.3f}  "
+            f"rounds {lin.n_iter_}"
         )
     return n
 
@@ -104,7 +105,8 @@ def main():
     args = parser.parse_args()
     out = Report()
     out(
-        "Linear route (w in R^d, Newton-CG) vs kernel route (dual SMO over the instances), kernel='linear', C=1"
+        "Linear route (w in R^d, Newton-CG) vs kernel route (dual SMO over the instances), "
+        "kernel='linear', C=1"
     )
     out.header(
         f"{'set':<16} {'inst.':>8} {'method':<6} {'linear s':>8} {'kernel s':>8}  {'ratio':>7}  "

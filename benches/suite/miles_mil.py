@@ -2,10 +2,10 @@
 mapping plus scikit-learn's ``LinearSVC(penalty="l1")``), on the same folds: training time, peak
 RSS and test AUC.
 
-Each side runs in its own process under ``/usr/bin/time -v`` (``benches/suite/miles_mil_worker.py``):
-mil in its own virtual environment (--mil-python, default $MILSVM_MIL_PYTHON, else
-../venv-mil/bin/python beside the repository; mil is
-never a dependency of milsvm), milsvm in this one, once on one thread and once on two. Folds:
+Each side runs in its own process under ``/usr/bin/time -v``
+(``benches/suite/miles_mil_worker.py``): mil in its own virtual environment (--mil-python, default
+$MILSVM_MIL_PYTHON, else ../venv-mil/bin/python beside the repository; mil is never a dependency
+of milsvm), milsvm in this one, once on one thread and once on two. Folds:
 StratifiedKFold(10, shuffle=True, random_state=0) over the 102 bags; per fold the training bags
 standardised, gamma = 1 / (d Var[X_train]) on both sides (mil's sigma2 = 1 / gamma),
 ``class_weight="balanced"`` on both sides (mil's MILES sets it), one embedding of the training

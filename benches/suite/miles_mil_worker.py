@@ -1,9 +1,9 @@
-"""One side of ``benches/peers.py miles-mil``, run in its own process (and virtual environment) under
-``/usr/bin/time -v``: MILES on MUSK2 over given folds, either by milsvm or by the ``mil`` package's
-pipeline (PyPI ``mil`` 1.0.5: ``mil.bag_representation.MILESMapping`` plus scikit-learn's
+"""One side of ``benches/peers.py miles-mil``, run in its own process (and virtual environment)
+under ``/usr/bin/time -v``: MILES on MUSK2 over given folds, either by milsvm or by the ``mil``
+package's pipeline (PyPI ``mil`` 1.0.5: ``mil.bag_representation.MILESMapping`` plus scikit-learn's
 ``LinearSVC(penalty="l1", dual=False, class_weight="balanced", max_iter=10000)``, the classifier
-that ``mil.models.MILES`` builds; ``mil.models`` itself cannot be imported without TensorFlow,
-which its other models need, so the two pieces are called directly, with the same arguments).
+that ``mil.models.MILES`` builds; ``mil.models`` itself cannot be imported without TensorFlow, which
+its other models need, so the two pieces are called directly, with the same arguments).
 
 For each fold: the training bags standardised with their instances' mean / std and the test bags
 with the same; the Gaussian width gamma = --gamma-scale / (d Var[X_train]) (mil's sigma2 =

@@ -15,8 +15,8 @@ Both timed end to end (fit + prediction of the test bags from the standardised b
 --repeats (default 3), once per --threads count (milsvm's n_jobs and NumPy's BLAS threads set
 to it with threadpoolctl; libsvm is single-threaded); reported: times, ratio, test accuracies,
 the max |diff| of the test decision values, and the floor: NumPy's product X X^T of the training
-instances in the same run (NSK needs the upper half of it). The NSK objective is the libsvm one, so the decision values should agree to
-the solvers' tolerance.
+instances in the same run (NSK needs the upper half of it). The NSK objective is the libsvm one,
+so the decision values should agree to the solvers' tolerance.
 
 Also SVMCC(kernel="rbf", C, gamma) on the same part, n_jobs 1 and 2: fit time and peak RSS. Each of
 the three fits also runs once in a subprocess of this script under /usr/bin/time -v (the
@@ -203,8 +203,8 @@ def main():
     trb, ytr, teb, yte = data()
     ntr = sum(len(b) for b in trb)
     out(
-        f"MUSK2 fold 0 of StratifiedKFold(10, shuffle, rs 0): train {len(trb)} bags / {ntr} instances, test "
-        f"{len(teb)} bags; standardised; rbf gamma={args.gamma:g}, C={args.C:g}"
+        f"MUSK2 fold 0 of StratifiedKFold(10, shuffle, rs 0): train {len(trb)} bags / {ntr} "
+        f"instances, test {len(teb)} bags; standardised; rbf gamma={args.gamma:g}, C={args.C:g}"
     )
     blas = [
         (p["internal_api"], p.get("architecture"))
@@ -212,7 +212,8 @@ def main():
         if p["user_api"] == "blas"
     ]
     out(
-        f"milsvm {milsvm.__version__}, scikit-learn {sklearn.__version__}, numpy {np.__version__}, BLAS {blas}"
+        f"milsvm {milsvm.__version__}, scikit-learn {sklearn.__version__}, numpy {np.__version__}, "
+        f"BLAS {blas}"
     )
     Xtr = np.vstack(trb)
     for nt in args.threads:
@@ -232,32 +233,37 @@ def main():
             (fn_, pn, nsk), (fd, pd, svc) = res["nsk"], res["diy"]
             tn, td, tg = (np.median(times[k]) for k in ("nsk", "diy", "gemm"))
             out(
-                f"{nt} thread(s) (milsvm n_jobs = {nt}, BLAS limited to {nt}): NSK end to end (fit + predict test "
-                f"bags), median of {args.repeats}:"
+                f"{nt} thread(s) (milsvm n_jobs = {nt}, BLAS limited to {nt}): NSK end to end (fit "
+                f"+ predict test bags), median of {args.repeats}:"
             )
             out(f"  {'route':<34} {'time s':>7} {'runs':<22} {'test acc':>8} {'n SV':>5}")
             out(
-                f"  {'milsvm NSK(norm=l1)':<34} {tn:7.3f} {' '.join(f'{x:.3f}' for x in times['nsk']):<22} "
-                f"{np.mean(pn == yte):8.3f} {nsk.n_support_:5d}"
+                f"  {'milsvm NSK(norm=l1)':<34} {tn:7.3f} "
+                f"{' '.join(f'{x:.3f}' for x in times['nsk']):<22} {np.mean(pn == yte):8.3f} "
+                f"{nsk.n_support_:5d}"
             )
             out(
                 f"  {'rbf_kernel + A K A^T + SVC(precomp)':<34} {td:7.3f} "
-                f"{' '.join(f'{x:.3f}' for x in times['diy']):<22} {np.mean(pd == yte):8.3f} {len(svc.support_):5d}"
+                f"{' '.join(f'{x:.3f}' for x in times['diy']):<22} {np.mean(pd == yte):8.3f} "
+                f"{len(svc.support_):5d}"
             )
             out(
-                f"  DIY / milsvm {td / tn:.2f}x; max |diff| of test decision values {np.max(np.abs(fn_ - fd)):.2e}; "
-                f"predictions agree on {np.mean(pn == pd):.3f} of the test bags"
+                f"  DIY / milsvm {td / tn:.2f}x; max |diff| of test decision values "
+                f"{np.max(np.abs(fn_ - fd)):.2e}; predictions agree on {np.mean(pn == pd):.3f} of "
+                "the test bags"
             )
             out(
-                f"  floor: NumPy's Gram product X X^T ({ntr} x {Xtr.shape[1]}) {tg:.3f} s, half of it {tg / 2:.3f} s; "
-                f"milsvm NSK = {tn / (tg / 2):.2f} x the half product"
+                f"  floor: NumPy's Gram product X X^T ({ntr} x {Xtr.shape[1]}) {tg:.3f} s, half of "
+                f"it {tg / 2:.3f} s; milsvm NSK = {tn / (tg / 2):.2f} x the half product"
             )
     out()
     out(
-        "one fit in a subprocess under /usr/bin/time -v (peak RSS includes Python + data; baseline = load only):"
+        "one fit in a subprocess under /usr/bin/time -v (peak RSS includes Python + data; "
+        "baseline = load only):"
     )
     out(
-        f"  {'what':<9} {'peak RSS MB':>11} {'fit s':>7} {'run s':>7} {'wall s':>7} {'test acc':>8}  notes"
+        f"  {'what':<9} {'peak RSS MB':>11} {'fit s':>7} {'run s':>7} {'wall s':>7} "
+        f"{'test acc':>8}  notes"
     )
     for what, nj in (("none", 1), ("nsk", 1), ("diy", 1), ("svmcc", 1), ("svmcc", 2)):
         r = measured(what, args.C, args.gamma, args.svmcc_timeout if what == "svmcc" else 600, nj)
@@ -278,7 +284,8 @@ def main():
         fit = f"{r['fit_s']:7.2f}" if "fit_s" in r else f"{'-':>7}"
         acc = f"{r['acc']:8.3f}" if "acc" in r else f"{'-':>8}"
         out(
-            f"  {what:<9} {r['rss_mb']:11.0f} {fit} {r['seconds']:7.2f} {r['wall']:7.2f} {acc}  {notes}"
+            f"  {what:<9} {r['rss_mb']:11.0f} {fit} {r['seconds']:7.2f} {r['wall']:7.2f} {acc}  "
+            f"{notes}"
         )
     out("  (run s: fit + predict inside the child; fit s: SVMCC.fit alone)")
     out()

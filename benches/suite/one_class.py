@@ -280,17 +280,19 @@ def report_main(res, diag, args, seconds):
     lines = []
     add = lines.append
     add(
-        "One-class MI-SVM, synthetic study (Vijayanarasimhan, section 5): instance-level AUROC on held-out bags"
+        "One-class MI-SVM, synthetic study (Vijayanarasimhan, section 5): instance-level AUROC on "
+        "held-out bags"
     )
     add(
-        f"runs {args.runs}, seed {args.seed}; per run {args.train_bags}+{args.train_bags} training bags, "
-        f"{args.test_bags}+{args.test_bags} test bags of {args.bag_size} instances, witness rate {args.witness_rate}, "
-        f"dim {args.dim}, positives N(0, {args.pos_std}^2 I), negatives N({args.sep} e_1, {args.neg_std}^2 I); "
-        f"scenario (b): negatives of positive bags N({args.sep} e_2, {args.neg_std}^2 I)"
+        f"runs {args.runs}, seed {args.seed}; per run {args.train_bags}+{args.train_bags} training "
+        f"bags, {args.test_bags}+{args.test_bags} test bags of {args.bag_size} instances, witness "
+        f"rate {args.witness_rate}, dim {args.dim}, positives N(0, {args.pos_std}^2 I), negatives "
+        f"N({args.sep} e_1, {args.neg_std}^2 I); scenario (b): negatives of positive bags "
+        f"N({args.sep} e_2, {args.neg_std}^2 I)"
     )
     add(
-        f"fixed hyperparameters: rbf, gamma='median' (each method's training instances), one-class nu = {args.nu}, "
-        "NSK C = 1 norm l1; NSK instance score = the instance as a singleton bag"
+        "fixed hyperparameters: rbf, gamma='median' (each method's training instances), one-class "
+        f"nu = {args.nu}, NSK C = 1 norm l1; NSK instance score = the instance as a singleton bag"
     )
     add("")
     for metric in METRICS:
@@ -309,14 +311,17 @@ def report_main(res, diag, args, seconds):
             )
         add("")
         add(
-            f"per-run differences ({METRIC_TEXT[metric]}): mean +- std, median, wins/ties/losses, Wilcoxon p"
+            f"per-run differences ({METRIC_TEXT[metric]}): mean +- std, median, wins/ties/losses, "
+            "Wilcoxon p"
         )
         for s in "ab":
             for a, b in DIFFS:
-                m, sd, med, w, t, l, p = paired_summary(res[s][metric][a] - res[s][metric][b])
+                m, sd, med, wins, ties, losses, p = paired_summary(
+                    res[s][metric][a] - res[s][metric][b]
+                )
                 add(
                     f"  ({s}) {a + ' - ' + b:<18} {m:+8.4f} +- {sd:.4f}   median {med:+8.4f}   "
-                    f"W/T/L {w:2d}/{t:2d}/{l:2d}   p {fmt_p(p)}"
+                    f"W/T/L {wins:2d}/{ties:2d}/{losses:2d}   p {fmt_p(p)}"
                 )
         add("")
     add("OCMISVM diagnostics (per scenario, over runs)")
@@ -329,21 +334,21 @@ def report_main(res, diag, args, seconds):
         same = int(np.sum(res[s]["all"]["OCMISVM"] == res[s]["all"]["OCSVM"]))
         bind_pos = [v for d in diag[s] for v in d["binding_argmax_positive"]]
         add(
-            f"  ({s}) rounds {rounds.min()}-{rounds.max()} (mean {rounds.mean():.2f}); positive training bags with "
-            f"max f < 0 under the plain OCSVM: mean {start.mean():.2f} of {args.train_bags} (max {start.max()}); "
-            f"bag duals > 0 at the end: mean {binding.mean():.2f} (max {binding.max()}); "
-            f"runs where OCMISVM = OCSVM exactly (test AUROC): {same}"
-            f"/{args.runs}; all converged: {conv}"
+            f"  ({s}) rounds {rounds.min()}-{rounds.max()} (mean {rounds.mean():.2f}); positive "
+            f"training bags with max f < 0 under the plain OCSVM: mean {start.mean():.2f} of "
+            f"{args.train_bags} (max {start.max()}); bag duals > 0 at the end: mean "
+            f"{binding.mean():.2f} (max {binding.max()}); runs where OCMISVM = OCSVM exactly (test "
+            f"AUROC): {same}/{args.runs}; all converged: {conv}"
         )
         add(
-            f"      top-scored instance of a positive training bag (plain OCSVM) is a positive: {amax:.2f} "
-            f"(witness rate {args.witness_rate}); bags with a binding max constraint whose top instance (final "
-            f"model) is a positive: {sum(bind_pos)}/{len(bind_pos)}"
+            "      top-scored instance of a positive training bag (plain OCSVM) is a positive: "
+            f"{amax:.2f} (witness rate {args.witness_rate}); bags with a binding max constraint "
+            f"whose top instance (final model) is a positive: {sum(bind_pos)}/{len(bind_pos)}"
         )
         g = {k: np.array([d[f"gamma_{k}"] for d in diag[s]]) for k in METHODS}
         add(
-            f"      gamma (median rule): one-class {g['OCSVM'].mean():.4f} (range {g['OCSVM'].min():.4f}-"
-            f"{g['OCSVM'].max():.4f}), NSK {g['NSK'].mean():.4f}"
+            f"      gamma (median rule): one-class {g['OCSVM'].mean():.4f} (range "
+            f"{g['OCSVM'].min():.4f}-{g['OCSVM'].max():.4f}), NSK {g['NSK'].mean():.4f}"
         )
         const = {k: sum(d[f"const_{k}"] for d in diag[s]) for k in METHODS}
         warns = {k: sorted({m for d in diag[s] for m in d["warnings"][k]}) for k in METHODS}
@@ -363,8 +368,8 @@ def report_main(res, diag, args, seconds):
 def report_sweep(rows, args, seconds):
     lines = [
         "",
-        f"Sensitivity check (--sweep, {args.sweep_runs} runs each, seed {args.seed + 1}; "
-        "test AUROC over all test instances, mean over runs; d = OCMISVM - other, W/L = wins/losses)",
+        f"Sensitivity check (--sweep, {args.sweep_runs} runs each, seed {args.seed + 1}; test "
+        "AUROC over all test instances, mean over runs; d = OCMISVM - other, W/L = wins/losses)",
     ]
     head = (
         f"{'w':>5} {'nu':>5} {'gam x':>6} {'sc':>3} {'OCSVM':>7} {'OCMISVM':>8} {'NSK':>7}  "
@@ -378,10 +383,10 @@ def report_sweep(rows, args, seconds):
             d2 = r["OCMISVM"] - r["NSK"]
             binding = np.mean([d["binding_bags"] for d in diag[s]])
             lines.append(
-                f"{w:5.2f} {nu:5.2f} {gf:6g} {s:>3} {r['OCSVM'].mean():7.3f} {r['OCMISVM'].mean():8.3f} "
-                f"{r['NSK'].mean():7.3f}  {d1.mean():+11.4f} "
-                f"{int(np.sum(d1 > 0)):>2}/{int(np.sum(d1 < 0)):<3} "
-                f"{binding:8.2f}  {d2.mean():+9.4f} {int(np.sum(d2 > 0)):>2}/{int(np.sum(d2 < 0)):<3}"
+                f"{w:5.2f} {nu:5.2f} {gf:6g} {s:>3} {r['OCSVM'].mean():7.3f} "
+                f"{r['OCMISVM'].mean():8.3f} {r['NSK'].mean():7.3f}  {d1.mean():+11.4f} "
+                f"{int(np.sum(d1 > 0)):>2}/{int(np.sum(d1 < 0)):<3} {binding:8.2f}  "
+                f"{d2.mean():+9.4f} {int(np.sum(d2 > 0)):>2}/{int(np.sum(d2 < 0)):<3}"
             )
     lines.append(
         "('binding' = mean number of positive training bags whose max constraint has a dual > 0)"

@@ -229,7 +229,7 @@ def run_fold(python, impl, method, data, splits, fold, args, work, floor=False):
     if out.exists():
         rec = json.loads(out.read_text())
     else:
-        tail = "\n".join(l for l in stderr.splitlines() if not l.startswith("\t"))[-1500:]
+        tail = "\n".join(line for line in stderr.splitlines() if not line.startswith("\t"))[-1500:]
         rec = dict(
             ok=False, error=f"process exited with {proc.returncode} and no result: {tail.strip()}"
         )
@@ -260,8 +260,8 @@ def run_side(python, impl, method, data, splits, n_folds, args, work, say):
             break
         if args.budget and spent > args.budget and k + 1 < n_folds:
             say(
-                f"    {impl:<7} folds {k + 1}..{n_folds - 1} not run: --budget {args.budget:g} s spent "
-                f"({spent:.0f} s); the pair is compared on folds 0..{k}"
+                f"    {impl:<7} folds {k + 1}..{n_folds - 1} not run: --budget {args.budget:g} s "
+                f"spent ({spent:.0f} s); the pair is compared on folds 0..{k}"
             )
             break
     return folds
@@ -388,15 +388,16 @@ def main():
         else f"chosen by {args.inner_folds}-fold inner CV (accuracy)"
     )
     say(
-        f"milsvm {milsvm.__version__} against misvm / sawmil / mil: {args.folds}-fold stratified CV "
-        f"(seed {args.seed}), standardised per training part, rbf, C in {args.C}, gamma in "
-        f"{args.gamma_scales} x scale, {selection}; one single-threaded process per fold, "
-        f"timeout {args.timeout:g} s"
+        f"milsvm {milsvm.__version__} against misvm / sawmil / mil: {args.folds}-fold stratified "
+        f"CV (seed {args.seed}), standardised per training part, rbf, C in {args.C}, gamma in "
+        f"{args.gamma_scales} x scale, {selection}; one single-threaded process per fold, timeout "
+        f"{args.timeout:g} s"
     )
     say(f"command: {' '.join([Path(sys.argv[0]).name] + sys.argv[1:])}")
     if args.milsvm_c_path:
         say(
-            "milsvm's inner grid: the C values of each inner split as one fit_path where the estimator has one"
+            "milsvm's inner grid: the C values of each inner split as one fit_path where the "
+            "estimator has one"
         )
     say(f"splits and arrays: {work}")
     results = []
@@ -553,13 +554,16 @@ def print_pair(row, say):
         line = f"  -> {peer}: {fmt_side(s)}"
         if ours and "auc_mean" in ours and "auc_mean" in s:
             dm, se, verdict = paired(ours, s)
-            line += f"; AUC diff {dm:+.3f} (se {se:.3f}, {verdict}), fit time ratio {ratio(ours, s):.1f}x"
+            line += (
+                f"; AUC diff {dm:+.3f} (se {se:.3f}, {verdict}), fit time ratio "
+                f"{ratio(ours, s):.1f}x"
+            )
             if selected(ours, s):
                 same, k = same_choice(ours, s)
                 line += (
-                    f"; inner CV: fit time ratio {ratio(ours, s, 'inner_fit_list'):.1f}x, selection "
-                    f"(fits, scoring, the protocol's standardisation) {ratio(ours, s, 'select_list'):.1f}x, "
-                    f"same grid point on {same}/{k} folds"
+                    f"; inner CV: fit time ratio {ratio(ours, s, 'inner_fit_list'):.1f}x, "
+                    "selection (fits, scoring, the protocol's standardisation) "
+                    f"{ratio(ours, s, 'select_list'):.1f}x, same grid point on {same}/{k} folds"
                 )
         if s.get("floor_rss_mb"):
             line += f"; RSS floor {s['floor_rss_mb']:.0f} MB"
@@ -570,8 +574,8 @@ def print_pair(row, say):
 
 def table(results, say):
     hdr = (
-        f"{'set':<9} {'method':<8} {'impl':<13} {'AUC':>15} {'acc %':>12} {'fit s':>8} {'peer/ours':>9} "
-        f"{'inner':>8} {'RSS MB':>11}  AUC diff (se)"
+        f"{'set':<9} {'method':<8} {'impl':<13} {'AUC':>15} {'acc %':>12} {'fit s':>8} "
+        f"{'peer/ours':>9} {'inner':>8} {'RSS MB':>11}  AUC diff (se)"
     )
     say(hdr)
     say("-" * (len(hdr) + 16))
@@ -597,7 +601,8 @@ def table(results, say):
                 diff = f"{dm:+.3f} ({se:.3f}) {verdict}"
             say(
                 f"{head} {s['auc_mean']:.3f} +- {s['auc_std']:.3f} {100 * s['acc_mean']:5.1f} +- "
-                f"{100 * s['acc_std']:4.1f} {s['fit_seconds']:8.2f} {rat:>9} {sel:>8} {s['peak_rss_mb']:5.0f} ({floor:>3})  {diff}{folds_note(s)}"
+                f"{100 * s['acc_std']:4.1f} {s['fit_seconds']:8.2f} {rat:>9} {sel:>8} "
+                f"{s['peak_rss_mb']:5.0f} ({floor:>3})  {diff}{folds_note(s)}"
             )
 
 

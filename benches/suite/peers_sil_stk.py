@@ -124,7 +124,8 @@ def main():
     grid = [float(v) for v in args.grid.split(",")]
     out = Report()
     out(
-        "SIL and STK: 10-fold stratified CV (seed 0), standardised per training part, rbf, gamma='scale',"
+        "SIL and STK: 10-fold stratified CV (seed 0), standardised per training part, rbf, "
+        "gamma='scale',"
     )
     out(f"C by 3-fold inner CV from {grid}; milsvm {milsvm.__version__}, n_jobs=1")
     out()
@@ -140,8 +141,8 @@ def main():
             lit = LITERATURE.get((method, name), "n/a in ../shared/papers")
             Cs = ",".join(f"{c:g}" for c in r["Cs"])
             out(
-                f"{name:9s} {method:6s} {r['acc']:6.1f} +- {r['acc_sd']:4.1f} {r['auc']:6.3f} +- {r['auc_sd']:5.3f} "
-                f"{r['auc_pooled']:10.3f} {r['seconds']:8.1f}  C=[{Cs}]; {lit}"
+                f"{name:9s} {method:6s} {r['acc']:6.1f} +- {r['acc_sd']:4.1f} {r['auc']:6.3f} +- "
+                f"{r['auc_sd']:5.3f} {r['auc_pooled']:10.3f} {r['seconds']:8.1f}  C=[{Cs}]; {lit}"
             )
     out.write(Path(args.out))
 

@@ -118,8 +118,9 @@ def run(name, modes, out):
         )
         br = (brier(calibrated, index), brier(plain, index))
         out(
-            f"{name:<9} {label:<22} {mode:<8} {100 * correct / len(y):6.1f} %  {ll[0]:8.4f} {ll[1]:8.4f}  "
-            f"{br[0]:8.4f} {br[1]:8.4f}  {'yes' if ll[0] < ll[1] and br[0] < br[1] else 'NO':>6}  {seconds:6.1f}"
+            f"{name:<9} {label:<22} {mode:<8} {100 * correct / len(y):6.1f} %  {ll[0]:8.4f} "
+            f"{ll[1]:8.4f}  {br[0]:8.4f} {br[1]:8.4f}  "
+            f"{'yes' if ll[0] < ll[1] and br[0] < br[1] else 'NO':>6}  {seconds:6.1f}"
         )
 
 
@@ -131,12 +132,12 @@ def main():
     args = parser.parse_args()
     out = Report()
     out(
-        "Held-out probabilities, 10-fold CV (seed 0): calibrated (platt: probability=True; ensemble: "
-        'probability="ensemble") vs plain 1/(1+exp(-F))'
+        "Held-out probabilities, 10-fold CV (seed 0): calibrated (platt: probability=True; "
+        'ensemble: probability="ensemble") vs plain 1/(1+exp(-F))'
     )
     out.header(
-        f"{'set':<9} {'estimator':<22} {'mode':<8} {'accuracy':>8}  {'logloss':>8} {'plain':>8}  {'Brier':>8} {'plain':>8}  "
-        f"{'better':>6}  {'s':>6}"
+        f"{'set':<9} {'estimator':<22} {'mode':<8} {'accuracy':>8}  {'logloss':>8} {'plain':>8}  "
+        f"{'Brier':>8} {'plain':>8}  {'better':>6}  {'s':>6}"
     )
     for name in args.sets:
         run(name, args.modes, out)

@@ -11,7 +11,8 @@ as a number). misvm solves its QPs with cvxopt (default tolerances); milsvm with
 Two steps, the first in a Python that has misvm (and cvxopt), the second in milsvm's:
 
     ../venv-peers/bin/python benches/peers.py sbmil-misvm --side misvm --npz /tmp/misvm_sbmil.npz
-    python benches/peers.py sbmil-misvm --npz /tmp/misvm_sbmil.npz --out benches/results/sbmil_vs_misvm.txt
+    python benches/peers.py sbmil-misvm --npz /tmp/misvm_sbmil.npz \\
+        --out benches/results/sbmil_vs_misvm.txt
 """
 
 from __future__ import annotations
@@ -68,12 +69,12 @@ def milsvm_side(npz, out_path):
     )
     out = Report()
     out(
-        f"sbMIL on MUSK1 (standardised), C={C:g}, gamma={gamma:.6g}: milsvm (SMO, inner_tol=1e-8) against misvm "
-        "(cvxopt; scale_C=False, kernel='rbf_av')"
+        f"sbMIL on MUSK1 (standardised), C={C:g}, gamma={gamma:.6g}: milsvm (SMO, inner_tol=1e-8) "
+        "against misvm (cvxopt; scale_C=False, kernel='rbf_av')"
     )
     out.header(
-        f"{'eta':>4}  {'labels differ':>13}  {'positives':>9}  {'max |f diff|':>12}  {'w/o biases':>10}  "
-        f"{'b milsvm':>9}  {'b misvm':>9}  {'same bag labels':>15}"
+        f"{'eta':>4}  {'labels differ':>13}  {'positives':>9}  {'max |f diff|':>12}  "
+        f"{'w/o biases':>10}  {'b milsvm':>9}  {'b misvm':>9}  {'same bag labels':>15}"
     )
     for eta in ETAS:
         est = milsvm.sbMIL(C=C, gamma=gamma, eta=eta, inner_tol=1e-8).fit(bags, y)
@@ -83,8 +84,9 @@ def milsvm_side(npz, out_path):
         raw = np.abs((f - est.intercept_) - (fm - ref[f"b_{eta}"])).max()
         same = np.mean((est.decision_function(bags) > 0) == (ref[f"bag_{eta}"] > 0))
         out(
-            f"{eta:4g}  {int((ours != theirs).sum()):>6} of {len(ours):<4}  {int((ours > 0).sum()):>9}  "
-            f"{np.abs(f - fm).max():12.2e}  {raw:10.2e}  {est.intercept_:9.4f}  {ref[f'b_{eta}']:9.4f}  {same:15.3f}"
+            f"{eta:4g}  {int((ours != theirs).sum()):>6} of {len(ours):<4}  "
+            f"{int((ours > 0).sum()):>9}  {np.abs(f - fm).max():12.2e}  {raw:10.2e}  "
+            f"{est.intercept_:9.4f}  {ref[f'b_{eta}']:9.4f}  {same:15.3f}"
         )
     out.write(Path(out_path))
 

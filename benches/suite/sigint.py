@@ -40,7 +40,12 @@ CHILD = textwrap.dedent("""
         est.fit(bags, y)
         print("finished", time.time() - t0, flush=True)
     except KeyboardInterrupt:
-        print("interrupted", time.time(), "fitted" if "model_" in est.__dict__ else "unfitted", flush=True)
+        print(
+            "interrupted",
+            time.time(),
+            "fitted" if "model_" in est.__dict__ else "unfitted",
+            flush=True,
+        )
 """)
 
 
@@ -70,7 +75,8 @@ def main(argv=None):
             latency = float(fields[1]) - sent
             worst = max(worst, latency)
             print(
-                f"SIGINT after {delay:.1f} s: KeyboardInterrupt {1000 * latency:.1f} ms later, estimator {fields[2]}"
+                f"SIGINT after {delay:.1f} s: KeyboardInterrupt {1000 * latency:.1f} ms later, "
+                f"estimator {fields[2]}"
             )
         else:
             print(f"SIGINT after {delay:.1f} s: no interrupt ({out.strip()} {err.strip()[-200:]})")

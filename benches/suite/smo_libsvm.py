@@ -85,14 +85,14 @@ def main():
         "milsvm SMO (_core.solve_dual) vs libsvm (SVC kernel='precomputed') on the same K, tol 1e-3"
     )
     out(
-        f"milsvm {milsvm.__version__}, scikit-learn {sklearn.__version__}, numpy {np.__version__}, BLAS {blas}; "
-        f"20-d two Gaussians (mu=+-0.25), gamma=1/20; times: median of {args.repeats}"
+        f"milsvm {milsvm.__version__}, scikit-learn {sklearn.__version__}, numpy {np.__version__}, "
+        f"BLAS {blas}; 20-d two Gaussians (mu=+-0.25), gamma=1/20; times: median of {args.repeats}"
     )
     out()
     hdr = (
-        f"{'n':>6} {'C':>4} {'K s':>6} {'libsvm':>7} {'ours 1t':>7} {'ours 2t':>7} {'r1':>5} {'r2':>5} "
-        f"{'X 1t':>6} {'X 2t':>6} {'rX1':>5} {'rX2':>5} {'obj libsvm':>12} {'obj ours':>12} {'rel dobj':>9} "
-        f"{'agree':>6} {'it lib':>7} {'it ours':>7}"
+        f"{'n':>6} {'C':>4} {'K s':>6} {'libsvm':>7} {'ours 1t':>7} {'ours 2t':>7} {'r1':>5} "
+        f"{'r2':>5} {'X 1t':>6} {'X 2t':>6} {'rX1':>5} {'rX2':>5} {'obj libsvm':>12} "
+        f"{'obj ours':>12} {'rel dobj':>9} {'agree':>6} {'it lib':>7} {'it ours':>7}"
     )
     out.header(hdr)
     gamma = 1.0 / 20
@@ -127,19 +127,22 @@ def main():
             agree = np.mean(np.sign(f_ours) == np.sign(svc.decision_function(K)))
             base = med["lib"] + float(np.median(tk))
             out(
-                f"{n:6d} {C:4g} {np.median(tk):6.3f} {med['lib']:7.3f} {med['p1']:7.3f} {med['p2']:7.3f} "
-                f"{med['p1'] / med['lib']:5.2f} {med['p2'] / med['lib']:5.2f} {med['x1']:6.3f} {med['x2']:6.3f} "
-                f"{med['x1'] / base:5.2f} {med['x2'] / base:5.2f} {obj_lib:12.4f} {obj_ours:12.4f} "
-                f"{(obj_ours - obj_lib) / abs(obj_lib):9.1e} {agree:6.4f} {svc.n_iter_[0]:7d} {r['iterations']:7d}"
+                f"{n:6d} {C:4g} {np.median(tk):6.3f} {med['lib']:7.3f} {med['p1']:7.3f} "
+                f"{med['p2']:7.3f} {med['p1'] / med['lib']:5.2f} {med['p2'] / med['lib']:5.2f} "
+                f"{med['x1']:6.3f} {med['x2']:6.3f} {med['x1'] / base:5.2f} "
+                f"{med['x2'] / base:5.2f} {obj_lib:12.4f} {obj_ours:12.4f} "
+                f"{(obj_ours - obj_lib) / abs(obj_lib):9.1e} {agree:6.4f} {svc.n_iter_[0]:7d} "
+                f"{r['iterations']:7d}"
             )
             if not r["converged"]:
                 out("       note: milsvm's SMO did not converge")
         del K
     out()
     out(
-        "K s: NumPy's RBF Gram matrix; libsvm, ours 1t / 2t: the solve on K (1 or 2 threads); r1, r2 = ours / "
-        "libsvm; X 1t / 2t: ours from the instances (kernel rows computed and cached by the solver); "
-        "rX = X time / (K s + libsvm); obj: dual objectives on K; agree: training sign agreement"
+        "K s: NumPy's RBF Gram matrix; libsvm, ours 1t / 2t: the solve on K (1 or 2 threads); r1, "
+        "r2 = ours / libsvm; X 1t / 2t: ours from the instances (kernel rows computed and cached "
+        "by the solver); rX = X time / (K s + libsvm); obj: dual objectives on K; agree: training "
+        "sign agreement"
     )
     out(f"wall time {time.perf_counter() - t_start:.1f} s")
     out.write(args.out)

@@ -1,4 +1,5 @@
-"""Speed of milsvm (Rust core) against the NumPy reference (benches/suite/numpy_reference.py), one run, one machine.
+"""Speed of milsvm (Rust core) against the NumPy reference (benches/suite/numpy_reference.py),
+one run, one machine.
 
 Three measurements, all on z-scored features (mean/std of all instances), fixed
 gamma = 1 / (d * var) = 1/166 after standardisation, C = 1:
@@ -205,8 +206,8 @@ def bench_musk1(milsvm, table, args):
     ytr, yte = y[train], y[test]
     Z0 = Xtr[np.random.default_rng(0).choice(Xtr.shape[0], 10, replace=False)].copy()
     print(
-        f"\n(a) MUSK1: {len(train)} training bags ({Xtr.shape[0]} instances), {len(test)} test bags, "
-        f"n_xv=10, max_iter=50, C={C}, gamma=1/166, tol={TOL}"
+        f"\n(a) MUSK1: {len(train)} training bags ({Xtr.shape[0]} instances), {len(test)} test "
+        f"bags, n_xv=10, max_iter=50, C={C}, gamma=1/166, tol={TOL}"
     )
 
     for solver, reps in (("newton", args.reps), ("lbfgs", max(3, args.reps // 2 + 1))):
@@ -270,7 +271,8 @@ def bench_musk2_fit(milsvm, X, ptr, y, table, args):
     n_iter = args.musk2_iter
     Z0 = X[np.random.default_rng(0).choice(X.shape[0], 100, replace=False)].copy()
     print(
-        f"\n(b) MUSK2: all {len(y)} bags ({X.shape[0]} instances), n_xv=100, max_iter={n_iter}, newton"
+        f"\n(b) MUSK2: all {len(y)} bags ({X.shape[0]} instances), n_xv=100, max_iter={n_iter}, "
+        "newton"
     )
     times, res, times_r, est, note = fit_both(
         milsvm,
@@ -351,8 +353,8 @@ def bench_kernel_step(milsvm, X, ptr, table, args):
     t_mm, _ = time_calls(lambda: (X @ Z.T, X.T @ W), reps, warmup=3)
     gf_mm = flops / t_mm.min() / 1e9
     print(
-        f"  numpy X @ Z.T + X.T @ W      : best {fmt_t(t_mm.min())}, median {fmt_t(np.median(t_mm))}, "
-        f"{gf_mm:.2f} GFLOP/s"
+        f"  numpy X @ Z.T + X.T @ W      : best {fmt_t(t_mm.min())}, median "
+        f"{fmt_t(np.median(t_mm))}, {gf_mm:.2f} GFLOP/s"
     )
 
     def numpy_step():
@@ -470,8 +472,8 @@ def main():
             sys.exit(f"cannot import milsvm ({exc}); build it first or use --numpy-only")
 
     print(
-        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"NumPy {np.__version__}"
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}, NumPy {np.__version__}"
     )
     print(f"NumPy BLAS before limits: {blas_summary()}")
     load = background_load()

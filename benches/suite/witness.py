@@ -317,7 +317,10 @@ def data_stats(data):
     def one(bags, y, z):
         sizes = np.array([len(b) for b in bags])
         wit = np.mean([zz.mean() for zz, t in zip(z, y) if t == 1])
-        return f"{len(bags)} bags, {sizes.sum()} instances, {int(y.sum())} positive, witness rate {wit:.2f}"
+        return (
+            f"{len(bags)} bags, {sizes.sum()} instances, {int(y.sum())} positive, witness rate "
+            f"{wit:.2f}"
+        )
 
     return f"train {one(tr_bags, tr_y, tr_z)}; test {one(te_bags, te_y, te_z)}"
 
@@ -330,8 +333,8 @@ def report(results, settings, names, seeds, stats):
     for r in results:
         by.setdefault((r["kind"], r["setting"], r["name"]), []).append(r)
     head = (
-        f"{'estimator':<14} {'pool':<10} {'bag AUROC':>14} {'inst AUROC':>14} {'inst AUROC pos':>15} "
-        f"{'fit s':>12} {'CV s':>8}  {'chosen (C|nu, gamma x)':<26} notes"
+        f"{'estimator':<14} {'pool':<10} {'bag AUROC':>14} {'inst AUROC':>14} "
+        f"{'inst AUROC pos':>15} {'fit s':>12} {'CV s':>8}  {'chosen (C|nu, gamma x)':<26} notes"
     )
     for kind, setting in settings:
         add(f"== {setting_label(kind, setting)}; {len(seeds)} seeds")
@@ -362,8 +365,8 @@ def report(results, settings, names, seeds, stats):
             add(
                 f"{name:<14} {ok[0]['pooling']:<10} {pm([r['bag'] for r in ok]):>14} "
                 f"{pm([r['inst'] for r in ok]):>14} {pm([r['inst_pos'] for r in ok]):>15} "
-                f"{pm_time([r['fit_s'] for r in ok]):>12} {np.mean([r['cv_s'] for r in ok]):8.1f}  {ch:<26} "
-                + "; ".join(notes)
+                f"{pm_time([r['fit_s'] for r in ok]):>12} {np.mean([r['cv_s'] for r in ok]):8.1f}  "
+                f"{ch:<26} " + "; ".join(notes)
             )
         add("")
     # summary tables: one column per setting
@@ -460,8 +463,8 @@ def main(argv=None):
         for name in names
     ]
     print(
-        f"{len(tasks)} tasks ({len(names)} estimators, {len(settings)} settings, {len(seeds)} seeds), "
-        f"{args.n_jobs} process(es)",
+        f"{len(tasks)} tasks ({len(names)} estimators, {len(settings)} settings, {len(seeds)} "
+        f"seeds), {args.n_jobs} process(es)",
         flush=True,
     )
     if args.n_jobs == 1:
@@ -483,23 +486,25 @@ def main(argv=None):
                 f"fit {r['fit_s']:.2f} s"
             )
             print(
-                f"  [{len(results)}/{len(tasks)} {time.perf_counter() - t0:6.0f} s] {r['kind']} {r['setting']} "
-                f"seed {r['seed']} {r['name']}: {status} ({r['task_s']:.1f} s)",
+                f"  [{len(results)}/{len(tasks)} {time.perf_counter() - t0:6.0f} s] {r['kind']} "
+                f"{r['setting']} seed {r['seed']} {r['name']}: {status} ({r['task_s']:.1f} s)",
                 flush=True,
             )
     wall = time.perf_counter() - t0
 
     lines = [
-        "Witness detection: instance-level AUROC against known instance labels (benches/studies.py witness;"
-        " protocol in its docstring)",
+        "Witness detection: instance-level AUROC against known instance labels "
+        "(benches/studies.py witness; protocol in its docstring)",
         "command: python " + " ".join([str(Path(sys.argv[0]).as_posix())] + sys.argv[1:])
         if argv is None
         else "command: (called from Python) " + " ".join(argv),
-        f"seeds {seeds}; grid search {'off (--quick)' if args.quick else 'by 3-fold bag-level CV on bag AUROC'};"
-        f" {args.n_jobs} worker process(es), one thread a fit; mean ± std over seeds",
-        "columns: bag AUROC (test bags), inst AUROC (all test instances), inst AUROC pos (instances of positive"
-        " test bags only), fit s (final fit), CV s (inner fits of the grid search, mean over seeds), chosen "
-        "grid point (most frequent two: C or nu, gamma over the base width; xK = K seeds)",
+        f"seeds {seeds}; grid search "
+        f"{'off (--quick)' if args.quick else 'by 3-fold bag-level CV on bag AUROC'}; "
+        f"{args.n_jobs} worker process(es), one thread a fit; mean ± std over seeds",
+        "columns: bag AUROC (test bags), inst AUROC (all test instances), inst AUROC pos "
+        "(instances of positive test bags only), fit s (final fit), CV s (inner fits of the grid "
+        "search, mean over seeds), chosen grid point (most frequent two: C or nu, gamma over the "
+        "base width; xK = K seeds)",
         "",
     ]
     lines += report(results, settings, names, seeds, stats)

@@ -198,9 +198,9 @@ _LINK = re.compile(r"(?<!!)\[((?:[^\[\]]|\[[^\]]*\])*)\]\(([^)\s]+)\)")
 
 def results_page(repo: Path) -> str:
     """``benches/RESULTS.md`` for the benchmarks page: its title dropped (the page has its own),
-    links to raw outputs under ``benches/results/`` made download links (checked: a missing file fails
-    the build), links to other repository files written as their path (they are not pages of
-    this site), links within the page and to the web kept."""
+    links to raw outputs under ``benches/results/`` made download links (checked: a missing file
+    fails the build), links to other repository files written as their path (they are not pages
+    of this site), links within the page and to the web kept."""
     source = repo / "benches" / "RESULTS.md"
     if not source.exists():
         return "The benchmark results are in `benches/RESULTS.md` of the repository.\n"
