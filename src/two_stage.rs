@@ -86,6 +86,19 @@ choices! {
     }
 }
 
+choices! {
+    /// Which problem the first stage solves (the two differ in the positive bags' terms only;
+    /// `benches/RESULTS.md`, "sMIL's bag score against misvm and sawmil").
+    pub enum FirstStageProblem {
+        /// Bunescu & Mooney's sMIL (ICML 2007, eq. 8-9), the crate's [`SmilParams`]: a
+        /// positive bag is the mean of its instances, its linear term `(2 - n) / n`.
+        Paper = "paper",
+        /// The `sawmil` package's sMIL (0.2.1, its default `normalizer="none"`): the instance
+        /// kernel summed over a positive bag, its linear term `(n - 2) / n`.
+        Sawmil = "sawmil",
+    }
+}
+
 impl Relabel {
     /// The positives among the first-stage `scores` of the instances of `n_positive_bags`
     /// positive bags.
@@ -204,6 +217,10 @@ hyperparams! {
         inner_tol: f64 = 1e-3, check Range::Open01;
         /// SMO iteration cap of each solve (`None`: the solver's default).
         inner_max_iter: Option<usize> = None, check Range::AtLeast(1);
+        /// The first stage's problem ([`FirstStageProblem`]): `"paper"` (Bunescu & Mooney's sMIL) or
+        /// `"sawmil"` (the `sawmil` package's: summed kernel, the positive bags' linear term
+        /// negated).
+        first_stage_problem: FirstStageProblem = FirstStageProblem::Paper;
     }
     fit -> TwoStageFit;
 }
@@ -240,7 +257,10 @@ impl TwoStageValidParams {
             .inner_max_iter(self.inner_max_iter)
             .observer(self.observer.clone())
             .check()?;
-        let first = smil.fit_impl(setup)?;
+        let first = match self.first_stage_problem {
+            FirstStageProblem::Paper => smil.fit_impl(setup)?,
+            FirstStageProblem::Sawmil => smil.fit_sawmil_form(setup)?,
+        };
         let problems = setup.problems();
         // each stage reported per problem with its objectives
         let report = |step: usize, objective: &[f64]| {

@@ -6,7 +6,7 @@ use crate::semi_supervised::{CccpFit, CccpParams};
 /// A fitted stMIL or MissSVM (the Rust [`CccpFit`]; per binary problem where a list).
 #[pyclass(name = "CccpFit", module = "milsvm._core", frozen, get_all)]
 pub(crate) struct PyCccpFit {
-    /// The compiled model (stMIL: `smil_mean` pooling; MissSVM: `max`).
+    /// The compiled model (stMIL: the pooling of its `bag_score`; MissSVM: `max`).
     model: Py<model::PyModel>,
     /// The kernel width used.
     gamma: f64,
