@@ -47,7 +47,8 @@
 //!   two margins ([`Pooling::SmilMean`]). The shift depends on the bag's size, so it reorders
 //!   bags of different sizes: where `|f|` is small against 1 (small `C`) bags rank by size.
 //!   The crate's only rule before `bag_score`; kept as an option (it ranks better where the
-//!   bag size itself carries the label, e.g. on Elephant), and stMIL's rule.
+//!   bag size itself carries the label, e.g. on Elephant). stMIL takes the same parameter
+//!   ([`crate::semi_supervised`]).
 //! * `mean`: the plain mean with the solver's bias (the paper's `F`; `misvm`'s scores).
 //! * `mean_platt`: the plain mean minus the score where Platt's sigmoid fitted to the training
 //!   bags' plain means crosses 1/2 ([`smil_platt_threshold`]).
