@@ -57,7 +57,11 @@
 //! `y - K a y` over the free units, without the positive bags' margin target), and whose costs
 //! are `C` times the class weights (sawmil's default `scale_C=True` divides `C` by the number of
 //! negative instances and of positive bags: `class_weight` reaches such ratios). sawmil's QP is
-//! solved by Gurobi, OSQP or DAQP; here by the SMO to `inner_tol`.
+//! solved by Gurobi, OSQP or DAQP; here by the SMO to `inner_tol`. `first_stage_problem =
+//! "sawmil"` ([`FirstStageProblem`]) solves the package's first-stage problem instead (summed
+//! kernel, its sign): each side on the other's problem gives the other's AUC on MUSK1 and
+//! Elephant, and the paper's problem, the default, ranks better on MUSK2, TST1 and TST2
+//! (`benches/RESULTS.md`).
 
 use ndarray::Array2;
 
