@@ -23,8 +23,8 @@ The three subcommands, each in its own venv (the peers are never milsvm's depend
 
     python benches/smil_ranking.py prepare --data DATA --work W            # milsvm's venv
     python benches/smil_ranking.py run --impl milsvm --work W --label before  # milsvm's venv
-    /work/venv-peers/bin/python benches/smil_ranking.py run --impl misvm --work W
-    /work/venv-peers/bin/python benches/smil_ranking.py run --impl sawmil --work W
+    PEERS/bin/python benches/smil_ranking.py run --impl misvm --work W   # the peers' venv
+    PEERS/bin/python benches/smil_ranking.py run --impl sawmil --work W
     python benches/smil_ranking.py report --work W
 
 Protocol (that of ``benches/bench_peers.py`` where it applies): ``StratifiedKFold(--folds,
@@ -64,6 +64,7 @@ SETS = {
     "TST2": ("tst2/tst2.data", "linear"),
 }
 METHODS = ("sMIL", "sbMIL", "sAwMIL")
+EXTRA = ("stMIL",)  # milsvm only: its bag score measured with the same rules
 PEER_OF = {"sMIL": "misvm", "sbMIL": "misvm", "sAwMIL": "sawmil"}
 ETA = 0.1
 DEFAULT_C = [0.01, 0.1, 1.0, 10.0, 100.0, 1000.0]
@@ -200,19 +201,60 @@ def milsvm_plain_means(est, bags):
     return out
 
 
-def fit_milsvm(method, Cs, kernel, gamma, tr, ytr, te):
-    """One record per C: test scores, predictions, seconds (and sMIL's plain means)."""
+def inner_plain_means(method, Cs, common, tr, ytr, inner, seed):
+    """Out-of-fold plain means of the training bags, one row per ``C``: ``inner``-fold
+    stratified CV inside the training part, each held-out bag scored by the model fitted
+    without it (the scores a threshold sees on bags the solution did not place)."""
+    import milsvm
+    from sklearn.model_selection import StratifiedKFold
+
+    oof = np.zeros((len(Cs), len(tr)))
+    for fit_idx, out_idx in StratifiedKFold(inner, shuffle=True, random_state=seed).split(
+        np.zeros(len(ytr)), ytr
+    ):
+        sub, ysub = [tr[i] for i in fit_idx], ytr[fit_idx]
+        held = [tr[i] for i in out_idx]
+        if method == "sMIL":
+            fitted = milsvm.sMIL(C=Cs[0], **common).fit_path(sub, ysub, Cs)
+        else:
+            fitted = [getattr(milsvm, method)(C=C, **common).fit(sub, ysub) for C in Cs]
+        for j, est in enumerate(fitted):
+            oof[j, out_idx] = milsvm_plain_means(est, held)
+    return oof
+
+
+def fit_milsvm(
+    method,
+    Cs,
+    kernel,
+    gamma,
+    tr,
+    ytr,
+    te,
+    bag_score=None,
+    inner=0,
+    seed=0,
+    first_stage_problem=None,
+):
+    """One record per C: test scores, predictions, seconds (and for sMIL and stMIL the test and
+    training bags' plain means; with ``inner`` the training bags' out-of-fold plain means)."""
     import milsvm
 
     common = dict(kernel=kernel, n_jobs=1)
     if kernel == "rbf":
         common["gamma"] = gamma
     out = []
-    if method == "sMIL":
+    if method in ("sMIL", "stMIL"):
+        if method == "sMIL" and bag_score:
+            common["bag_score"] = bag_score
         t0 = time.perf_counter()
-        fitted = milsvm.sMIL(C=Cs[0], **common).fit_path(tr, ytr, Cs)
+        if method == "sMIL":
+            fitted = milsvm.sMIL(C=Cs[0], **common).fit_path(tr, ytr, Cs)
+        else:
+            fitted = [milsvm.stMIL(C=C, **common).fit(tr, ytr) for C in Cs]
         seconds = (time.perf_counter() - t0) / len(Cs)
-        for C, est in zip(Cs, fitted):
+        oof = inner_plain_means(method, Cs, common, tr, ytr, inner, seed) if inner else None
+        for j, (C, est) in enumerate(zip(Cs, fitted)):
             rec = dict(
                 C=C,
                 seconds=seconds,
@@ -224,9 +266,13 @@ def fit_milsvm(method, Cs, kernel, gamma, tr, ytr, te):
             )
             if hasattr(est, "bag_score"):
                 rec["bag_score"] = est.bag_score
+            if oof is not None:
+                rec["train_oof_mean"] = oof[j].tolist()
             out.append(rec)
         return out
     cls = getattr(milsvm, method)
+    if method == "sAwMIL" and first_stage_problem:
+        common["first_stage_problem"] = first_stage_problem
     for C in Cs:
         t0 = time.perf_counter()
         est = cls(C=C, eta=ETA, **common).fit(tr, ytr)
@@ -257,7 +303,60 @@ def _stage1_on_osqp():
     module.sMIL = Stage1OnOSQP
 
 
-def fit_peer(impl, method, Cs, kernel, gamma, tr, ytr, te):
+def _paper_sign_stage1():
+    """sawmil 0.2.1's first stage hands ``quadprog(H, f, ...)`` (``min 1/2 a^T H a + f^T a``)
+    the entry ``2/n - 1`` for a positive bag of ``n`` instances; Bunescu & Mooney's target
+    ``(2 - n)/n`` is the entry ``1 - 2/n``. The negative instances' entries (``-1``) are left
+    alone, every other entry is negated. Only the name ``quadprog`` in ``sawmil.smil`` is
+    rebound (as ``benches/sawmil_stage1_diagnosis.py --paper-sign`` does); no file changes."""
+    import sawmil.smil as module
+
+    if getattr(module.quadprog, "paper_sign", False):
+        return
+    solve = module.quadprog
+
+    def with_paper_sign(H, f, *args, **kwargs):
+        return solve(H, np.where(f == -1.0, f, -f), *args, **kwargs)
+
+    with_paper_sign.paper_sign = True
+    module.quadprog = with_paper_sign
+
+
+def _mean_kernel_stage1():
+    """sawmil 0.2.1 has no averaged set kernel: its ``normalizer="none"`` sums the instance
+    kernel over the two bags, ``"average"`` divides that sum by ``(|X| |Y|)^2``. The name
+    ``make_bag_kernel`` in ``sawmil.nsk`` (which its sMIL builds its bag kernel with) is rebound
+    to return the summed kernel divided by ``|X| |Y|``: sMIL's averaged kernel (Bunescu & Mooney
+    2007, eq. 5). No file changes."""
+    import sawmil.nsk as module
+    from sawmil.bag_kernels import BaseBagKernel
+
+    if getattr(module.make_bag_kernel, "mean", False):
+        return
+    make = module.make_bag_kernel
+
+    class MeanBagKernel(BaseBagKernel):
+        def __init__(self, summed):
+            self.summed = summed
+
+        def fit(self, bags):
+            self.summed.fit(bags)
+            return self
+
+        def __call__(self, bags_x, bags_y):
+            nx = np.array([b.n for b in bags_x], dtype=float)
+            ny = np.array([b.n for b in bags_y], dtype=float)
+            return self.summed(bags_x, bags_y) / np.outer(nx, ny)
+
+    def mean_bag_kernel(*args, **kwargs):
+        kwargs["normalizer"] = "none"
+        return MeanBagKernel(make(*args, **kwargs))
+
+    mean_bag_kernel.mean = True
+    module.make_bag_kernel = mean_bag_kernel
+
+
+def fit_peer(impl, method, Cs, kernel, gamma, tr, ytr, te, normalizer="none", paper_sign=False):
     out = []
     for C in Cs:
         t0 = time.perf_counter()
@@ -282,9 +381,14 @@ def fit_peer(impl, method, Cs, kernel, gamma, tr, ytr, te):
             from sawmil import RBF, Bag, Linear
 
             _stage1_on_osqp()
+            if paper_sign:
+                _paper_sign_stage1()
+            if normalizer == "mean":
+                _mean_kernel_stage1()
+                normalizer = "none"
             kern = RBF(gamma=gamma) if kernel == "rbf" else Linear()
             est = sawmil.sAwMIL(
-                C=C, kernel=kern, solver="osqp", scale_C=False, normalizer="none", eta=ETA
+                C=C, kernel=kern, solver="osqp", scale_C=False, normalizer=normalizer, eta=ETA
             )
             est.fit([Bag(X=b, y=float(t)) for b, t in zip(tr, ytr)])
             seconds = time.perf_counter() - t0
@@ -325,9 +429,32 @@ def run(args):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     if args.impl == "milsvm":
-                        recs = fit_milsvm(method, Cs, kernel, gamma, tr, ytr, te)
+                        recs = fit_milsvm(
+                            method,
+                            Cs,
+                            kernel,
+                            gamma,
+                            tr,
+                            ytr,
+                            te,
+                            args.bag_score,
+                            args.inner,
+                            args.seed + k,
+                            args.first_stage_problem,
+                        )
                     else:
-                        recs = fit_peer(args.impl, method, Cs, kernel, gamma, tr, ytr, te)
+                        recs = fit_peer(
+                            args.impl,
+                            method,
+                            Cs,
+                            kernel,
+                            gamma,
+                            tr,
+                            ytr,
+                            te,
+                            args.sawmil_normalizer,
+                            args.paper_sign,
+                        )
                 with path.open("a") as f:
                     for r in recs:
                         r.update(
@@ -377,24 +504,119 @@ def learnt_threshold(scores, y):
     return 0.5 * (s[i - 1] + s[i])
 
 
+def tied_best_threshold(scores, y):
+    """The threshold of best training accuracy, ties to the middle: among all the thresholds
+    (midpoints of gaps between sorted scores) where ``s > t`` is most often right, the midpoint
+    of the lowest and the highest."""
+    order = np.argsort(scores)
+    s, yy = np.asarray(scores, dtype=float)[order], np.asarray(y)[order]
+    neg_below = np.concatenate([[0], np.cumsum(yy == 0)])
+    pos_above = np.concatenate([[0], np.cumsum((yy == 1)[::-1])])[::-1]
+    correct = neg_below + pos_above
+    cands = np.flatnonzero(correct == correct.max())
+    edges = np.concatenate([[s[0] - 1.0], 0.5 * (s[:-1] + s[1:]), [s[-1] + 1.0]])
+    return 0.5 * (edges[cands.min()] + edges[cands.max()])
+
+
+def platt_threshold(scores, y, iters=100):
+    """Platt's sigmoid ``1 / (1 + exp(A s + B))`` fitted to the training bags' scores (his
+    smoothed targets, Newton's method); the score where it crosses 1/2, ``-B/A``."""
+    s, yy = np.asarray(scores, dtype=float), np.asarray(y)
+    n_pos, n_neg = (yy == 1).sum(), (yy != 1).sum()
+    t = np.where(yy == 1, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+    A, B = 0.0, np.log((n_neg + 1.0) / (n_pos + 1.0))
+    for _ in range(iters):
+        p = 1.0 / (1.0 + np.exp(np.clip(A * s + B, -500, 500)))
+        g = np.array([np.sum((t - p) * s), np.sum(t - p)])  # gradient of the log loss in (A, B)
+        w = p * (1 - p) + 1e-12
+        H = np.array(
+            [[np.sum(w * s * s), np.sum(w * s)], [np.sum(w * s), np.sum(w)]]
+        ) + 1e-12 * np.eye(2)
+        step = np.linalg.solve(H, g)
+        A, B = A - step[0], B - step[1]
+        if np.abs(step).max() < 1e-10:
+            break
+    return -B / A if A != 0 else 0.0
+
+
 def rules(r):
-    """Each candidate rule's (scores, predictions) of one milsvm sMIL record."""
+    """Each candidate rule's (scores, predictions) of one milsvm sMIL / stMIL record: every
+    rule but ``smil_mean`` is the plain mean ``m`` less one constant per fit (so one ranking)."""
     m = np.array(r["test_mean"])
     n = np.array(r["test_size"], dtype=float)
     ntr = np.array(r["train_size"], dtype=float)
     tm, ty = np.array(r["train_mean"]), np.array(r["train_y"])
-    out = {}
-    t_med = 0.5 * (np.median(tm[ty == 1]) + np.median(tm[ty == 0]))
-    for key, s in (
-        ("smil_mean", m + 1 - 1 / n),
-        ("mean", m),
-        ("mean+class_medians", m - t_med),
-        ("mean+avg_shift", m + 1 - np.mean(1 / ntr)),
-        ("mean+median_shift", m + 1 - 1 / np.median(ntr)),
-        ("mean+learnt", m - learnt_threshold(tm, ty)),
-    ):
-        out[key] = (s, (s > 0).astype(int))
+    out = {"smil_mean": m + 1 - 1 / n, "mean": m}
+    thresholds = {
+        "class_medians": 0.5 * (np.median(tm[ty == 1]) + np.median(tm[ty == 0])),
+        "class_means": 0.5 * (np.mean(tm[ty == 1]) + np.mean(tm[ty == 0])),
+        "avg_shift": -(1 - np.mean(1 / ntr)),
+        "median_shift": -(1 - 1 / np.median(ntr)),
+        "learnt": learnt_threshold(tm, ty),
+        "train_acc_mid": tied_best_threshold(tm, ty),
+        "platt": platt_threshold(tm, ty),
+    }
+    if "train_oof_mean" in r:
+        om = np.array(r["train_oof_mean"])
+        thresholds["inner_medians"] = 0.5 * (np.median(om[ty == 1]) + np.median(om[ty == 0]))
+        thresholds["inner_acc"] = tied_best_threshold(om, ty)
+        thresholds["inner_platt"] = platt_threshold(om, ty)
+    out.update({f"mean+{k}": m - t for k, t in thresholds.items()})
+    out = {k: (v, (v > 0).astype(int)) for k, v in out.items()}
+    # not a rule: the best threshold on the test bags themselves (their labels), the bound on the
+    # accuracy of every rule that keeps the plain mean's order
+    out["oracle (test labels)"] = (m, (m > tied_best_threshold(m, np.array(r["y"]))).astype(int))
     return out
+
+
+def rule_table(args):
+    """Per set and method: each rule's AUC at its best C, accuracy there, best accuracy over C
+    (each rule chooses its own C), and the paired accuracy difference against ``smil_mean``
+    over the folds (each at its C of best mean accuracy): mean and the folds' std."""
+    recs = {}
+    for path in args.files:
+        for line in Path(path).read_text().splitlines():
+            r = json.loads(line)
+            if r.get("pooling") != "smil_mean" or r["C"] not in args.C:
+                continue
+            for rule, (s, p) in rules(r).items():
+                a = auc(r["y"], s)
+                acc = float(np.mean(np.asarray(p) == np.asarray(r["y"])))
+                recs.setdefault((r["set"], r["method"]), {}).setdefault(rule, {}).setdefault(
+                    r["C"], {}
+                )[r["fold"]] = (a, acc)
+    for (name, method), by_rule in sorted(
+        recs.items(), key=lambda kv: (list(SETS).index(kv[0][0]), kv[0][1])
+    ):
+        print(
+            f"\n{name} {method}: rule, AUC at its best C (C), accuracy % there, "
+            "best accuracy % over C (C), paired accuracy difference against smil_mean "
+            "(each at its best-accuracy C; mean, std over folds)"
+        )
+        base = None
+        for rule in by_rule:
+            per_c = by_rule[rule]
+            nf = max(len(v) for v in per_c.values())
+            per_c = {c: v for c, v in per_c.items() if len(v) == nf}
+            ma = {c: np.mean([x[0] for x in v.values()]) for c, v in per_c.items()}
+            mc = {c: np.mean([x[1] for x in v.values()]) for c, v in per_c.items()}
+            ca, cc = max(ma, key=ma.get), max(mc, key=mc.get)
+            folds = {k: x[1] for k, x in per_c[cc].items()}
+            if rule == "smil_mean":
+                base = folds
+            d = np.array([folds[k] - base[k] for k in sorted(base)]) if base else np.zeros(1)
+            edge = "*" if cc in (min(per_c), max(per_c)) or ca in (min(per_c), max(per_c)) else " "
+            print(
+                f"  {rule:<20} {ma[ca]:.3f} ({ca:g}) {100 * mc[ca]:5.1f}   "
+                f"{100 * mc[cc]:5.1f} ({cc:g}){edge} "
+                f"  {100 * d.mean():+5.1f} "
+                f"(std {100 * d.std(ddof=1) if len(d) > 1 else 0:.1f}, n={nf})"
+                + (
+                    "   acc% per C: " + " ".join(f"{c:g}:{100 * mc[c]:.1f}" for c in sorted(mc))
+                    if args.per_c
+                    else ""
+                )
+            )
 
 
 def report(args):
@@ -426,7 +648,7 @@ def report(args):
     print(hdr)
     print("-" * len(hdr))
     for name in sets:
-        for method in METHODS:
+        for method in METHODS + EXTRA:
             for key in sorted(k for k in rows if k[0] == name and k[1] == method):
                 per_c = rows[key]
                 full = {
@@ -456,7 +678,7 @@ def report(args):
         )
     for first, second in pairs:
         for name in sets:
-            for method in METHODS:
+            for method in METHODS + EXTRA:
                 a, b = rows.get((name, method, first)), rows.get((name, method, second))
                 if not a or not b:
                     continue
@@ -491,8 +713,40 @@ def main():
     r = sub.add_parser("run", help="one side's fits")
     r.add_argument("--impl", required=True, choices=["milsvm", "misvm", "sawmil"])
     r.add_argument("--label", default="", help="appended to the output name (e.g. before / after)")
-    r.add_argument("--methods", nargs="+", choices=METHODS)
+    r.add_argument("--methods", nargs="+", choices=METHODS + EXTRA)
+    r.add_argument(
+        "--bag-score",
+        choices=["mean_offset", "smil_mean", "mean"],
+        help="milsvm's sMIL bag_score (default: the estimator's)",
+    )
+    r.add_argument(
+        "--inner",
+        type=int,
+        default=0,
+        help="milsvm's sMIL / stMIL: also record the training bags' out-of-fold plain means "
+        "from this many inner folds (the inner-CV threshold's input)",
+    )
+    r.add_argument(
+        "--first-stage-problem",
+        choices=["paper", "sawmil"],
+        help="milsvm's sAwMIL first_stage_problem (default: the estimator's)",
+    )
+    r.add_argument(
+        "--seed", type=int, default=0, help="the inner folds' seed (plus the outer fold's index)"
+    )
     r.add_argument("--n-folds", type=int, default=99, help="run only the first folds")
+    r.add_argument(
+        "--sawmil-normalizer",
+        default="none",
+        choices=["none", "average", "featurespace", "mean"],
+        help='sawmil\'s bag-kernel normaliser (its default "none" sums the kernel); '
+        '"mean": sMIL\'s averaged kernel, by a rebound kernel builder',
+    )
+    r.add_argument(
+        "--paper-sign",
+        action="store_true",
+        help="sawmil's first stage with Bunescu & Mooney's sign of the positive bags' linear term",
+    )
     q = sub.add_parser("report", help="the tables")
     q.add_argument(
         "--no-rules",
@@ -506,14 +760,19 @@ def main():
         default=["milsvm-before", "milsvm-after"],
         help="sides to compare in pairs (first second ...): paired accuracy differences",
     )
-    for s in (p, r, q):
+    t = sub.add_parser("rules", help="the bag-score rules' table from milsvm's smil_mean records")
+    t.add_argument(
+        "files", nargs="+", type=Path, help="milsvm jsonl files run with bag_score smil_mean"
+    )
+    t.add_argument("--per-c", action="store_true", help="also each rule's mean accuracy at every C")
+    for s in (p, r, q, t):
         s.add_argument(
             "--work", type=Path, required=True, help="folder of the arrays, folds and results"
         )
         s.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
         s.add_argument("--C", type=float, nargs="+", default=DEFAULT_C)
     args = ap.parse_args()
-    {"prepare": prepare, "run": run, "report": report}[args.cmd](args)
+    {"prepare": prepare, "run": run, "report": report, "rules": rule_table}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -122,4 +122,4 @@ pub use set_kernel_svm::{
 };
 pub use solver::InnerSolver;
 pub use sparse_mi::{SparseMiFit, SparseMiParams, SparseMiValidParams};
-pub use two_stage::{Relabel, TwoStageFit, TwoStageParams, TwoStageValidParams};
+pub use two_stage::{FirstStageProblem, Relabel, TwoStageFit, TwoStageParams, TwoStageValidParams};

@@ -57,7 +57,11 @@
 //! `y - K a y` over the free units, without the positive bags' margin target), and whose costs
 //! are `C` times the class weights (sawmil's default `scale_C=True` divides `C` by the number of
 //! negative instances and of positive bags: `class_weight` reaches such ratios). sawmil's QP is
-//! solved by Gurobi, OSQP or DAQP; here by the SMO to `inner_tol`.
+//! solved by Gurobi, OSQP or DAQP; here by the SMO to `inner_tol`. `first_stage_problem =
+//! "sawmil"` ([`FirstStageProblem`]) solves the package's first-stage problem instead (summed
+//! kernel, its sign): each side on the other's problem gives the other's AUC on MUSK1 and
+//! Elephant, and the paper's problem, the default, ranks better on MUSK2, TST1 and TST2
+//! (`benches/RESULTS.md`).
 
 use ndarray::Array2;
 
@@ -83,6 +87,19 @@ choices! {
         /// sAwMIL's (Savcisens & Eliassi-Rad, "The Trilemma of Truth in Large Language Models",
         /// arXiv:2506.23921, 2025; the `sawmil` package 0.2.1): the scores at or above the
         /// `(1 - eta)` quantile, at least `5 %` ([`sawmil_positives`]).
+        Sawmil = "sawmil",
+    }
+}
+
+choices! {
+    /// Which problem the first stage solves (the two differ in the positive bags' terms only;
+    /// `benches/RESULTS.md`, "sMIL's bag score against misvm and sawmil").
+    pub enum FirstStageProblem {
+        /// Bunescu & Mooney's sMIL (ICML 2007, eq. 8-9), the crate's [`SmilParams`]: a
+        /// positive bag is the mean of its instances, its linear term `(2 - n) / n`.
+        Paper = "paper",
+        /// The `sawmil` package's sMIL (0.2.1, its default `normalizer="none"`): the instance
+        /// kernel summed over a positive bag, its linear term `(n - 2) / n`.
         Sawmil = "sawmil",
     }
 }
@@ -205,6 +222,10 @@ hyperparams! {
         inner_tol: f64 = 1e-3, check Range::Open01;
         /// SMO iteration cap of each solve (`None`: the solver's default).
         inner_max_iter: Option<usize> = None, check Range::AtLeast(1);
+        /// The first stage's problem ([`FirstStageProblem`]): `"paper"` (Bunescu & Mooney's sMIL) or
+        /// `"sawmil"` (the `sawmil` package's: summed kernel, the positive bags' linear term
+        /// negated).
+        first_stage_problem: FirstStageProblem = FirstStageProblem::Paper;
     }
     fit -> TwoStageFit;
 }
@@ -241,7 +262,10 @@ impl TwoStageValidParams {
             .inner_max_iter(self.inner_max_iter)
             .observer(self.observer.clone())
             .check()?;
-        let first = smil.fit_impl(setup)?;
+        let first = match self.first_stage_problem {
+            FirstStageProblem::Paper => smil.fit_impl(setup)?,
+            FirstStageProblem::Sawmil => smil.fit_sawmil_form(setup)?,
+        };
         let problems = setup.problems();
         // each stage reported per problem with its objectives
         let report = |step: usize, objective: &[f64]| {

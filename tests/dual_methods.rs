@@ -472,3 +472,37 @@ fn smil_bag_scores_offset_the_mean_and_rank_by_content() -> Result<(), Error> {
     assert!(accuracy(&d, &test_labels) > 0.9);
     Ok(())
 }
+
+#[test]
+fn smil_platt_threshold_is_the_sigmoid_midpoint_or_else_the_class_medians() -> Result<(), Error> {
+    use milsvm::model::fit_sigmoid;
+    use milsvm::set_kernel_svm::{smil_platt_threshold, smil_threshold};
+    // overlapping classes: the score where Platt's sigmoid is 1/2, -b/a
+    let scores = [-1.5, -0.4, 0.3, -0.9, 0.8, 1.7, 0.1, 2.4];
+    let targets = [-1.0, -1.0, -1.0, -1.0, 1.0, 1.0, 1.0, 1.0];
+    let positive: Vec<bool> = targets.iter().map(|&t| t > 0.0).collect();
+    let (a, b) = fit_sigmoid(&scores, &positive)?;
+    assert!(a < 0.0);
+    let t = smil_platt_threshold(&scores, &targets)?;
+    assert_eq!(t, -b / a);
+    assert!((1.0 / (1.0 + (a * t + b).exp()) - 0.5).abs() < 1e-12);
+    assert!(t != smil_threshold(scores, &targets));
+    // scores that rank the classes the wrong way round: a > 0, no score above which a bag is
+    // more likely positive; the class medians' midpoint instead
+    let flipped: Vec<f64> = targets.iter().map(|&t| -t).collect();
+    let (a, _) = fit_sigmoid(
+        &scores,
+        &flipped.iter().map(|&t| t > 0.0).collect::<Vec<_>>(),
+    )?;
+    assert!(a > 0.0);
+    assert_eq!(
+        smil_platt_threshold(&scores, &flipped)?,
+        smil_threshold(scores, &flipped)
+    );
+    // every score equal: a = 0, the same fallback
+    assert_eq!(
+        smil_platt_threshold(&[0.5; 4], &[1.0, 1.0, -1.0, -1.0])?,
+        0.5
+    );
+    Ok(())
+}

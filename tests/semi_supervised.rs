@@ -124,7 +124,16 @@ fn one_declaration_with_a_constructor_per_method() -> TestResult {
     let [st, miss] =
         [CccpParams::stmil(), CccpParams::misssvm()].map(|p| p.c(10.0).fit(&bags, &labels));
     let (st, miss) = (st?, miss?);
-    assert_eq!(st.model.pooling, milsvm::Pooling::SmilMean);
+    // stMIL: sMIL's default bag score (the plain mean, its threshold in the bias)
+    assert_eq!(st.model.pooling, milsvm::Pooling::Mean);
     assert_eq!(miss.model.pooling, milsvm::Pooling::Max);
+    let shifted = CccpParams::stmil()
+        .c(10.0)
+        .bag_score(milsvm::SmilBagScore::SmilMean)
+        .fit(&bags, &labels)?;
+    assert_eq!(shifted.model.pooling, milsvm::Pooling::SmilMean);
+    // one solution, two bag rules: the same instance expansion, biases apart by the threshold
+    assert_eq!(shifted.model.coef, st.model.coef);
+    assert!(shifted.model.intercept[0] != st.model.intercept[0]);
     Ok(())
 }

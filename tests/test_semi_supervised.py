@@ -4,6 +4,8 @@ model's, restarts (the model is the run of least objective, reproducible by ``ra
 the MI constraint on separable data, bad input, model files, the compiled predictor against
 NumPy, thread independence and scikit-learn's clone / GridSearchCV."""
 
+import json
+
 import milsvm
 import numpy as np
 import pytest
@@ -16,6 +18,12 @@ from sklearn.model_selection import GridSearchCV
 
 CLASSES = [milsvm.stMIL, milsvm.MissSVM]
 ids = [c.__name__ for c in CLASSES]
+
+
+def solver_bias(cls):
+    """stMIL with the plain-mean bag score keeps the solver's bias (its default takes a
+    threshold off it): the parameters under which the objective can be read off the model."""
+    return {"bag_score": "mean"} if cls is milsvm.stMIL else {}
 
 
 def costs(est, bags, y):
@@ -107,8 +115,6 @@ def objective(est, bags, y):
     w = est.xv_[0]
     total = 0.5 * w @ w
     for i, fi in enumerate(f):
-        if isinstance(est, milsvm.stMIL):
-            fi = fi - (1 - 1 / len(fi))
         if y[i] != est.classes_[1]:
             total += c_neg * np.sum(np.maximum(0, 1 + fi))
         else:
@@ -140,6 +146,7 @@ def test_each_step_solves_its_surrogate_qp(cls, steps, seed, tau, C, cw):
             class_weight=cw,
             max_iter=steps,
             inner_tol=1e-9,
+            **solver_bias(cls),
         ),
         bags,
         y,
@@ -199,6 +206,7 @@ def test_the_recorded_objective_is_the_models(cls, seed, tau, restarts):
             inner_tol=1e-10,
             restarts=restarts,
             random_state=seed,
+            **solver_bias(cls),
         ),
         bags,
         y,
@@ -214,20 +222,41 @@ def test_the_recorded_objective_is_the_models(cls, seed, tau, restarts):
     assert runs.min() == pytest.approx((h[1:] if from_zero else h).min(), rel=1e-12)
 
 
-def test_stmil_without_the_transductive_term_is_smil():
+@pytest.mark.parametrize("bag_score", [None, "mean_offset", "smil_mean", "mean", "mean_platt"])
+def test_stmil_without_the_transductive_term_is_smil(bag_score):
+    """stMIL's positive bags weigh L_n / |X_p| each: sMIL's class weight does the same; each
+    bag score is sMIL's rule on the same solution, and stMIL's default is sMIL's."""
     bags, y = random_bags(3, n_bags=12, d=3)
-    st_ = milsvm.stMIL(C=10.0, transductive_weight=0.0, inner_tol=1e-8).fit(bags, y)
-    # stMIL's positive bags weigh L_n / |X_p| each: sMIL's class weight does the same; stMIL
-    # keeps the size-shifted bag score, sMIL's option bag_score="smil_mean"
+    rule = {} if bag_score is None else {"bag_score": bag_score}
+    st_ = milsvm.stMIL(C=10.0, transductive_weight=0.0, inner_tol=1e-8, **rule).fit(bags, y)
     l_n = sum(len(b) for b, t in zip(bags, y) if t == 0)
     sm = milsvm.sMIL(
-        C=10.0,
-        class_weight={0: 1.0, 1: l_n / np.sum(y == 1)},
-        inner_tol=1e-8,
-        bag_score="smil_mean",
+        C=10.0, class_weight={0: 1.0, 1: l_n / np.sum(y == 1)}, inner_tol=1e-8, **rule
     ).fit(bags, y)
     assert st_.n_iter_ == 1 and st_.converged_
+    assert st_.bag_score == sm.bag_score and st_.model_.pooling == sm.model_.pooling
     np.testing.assert_allclose(st_.decision_function(bags), sm.decision_function(bags), atol=1e-5)
+    np.testing.assert_allclose(st_.intercept_, sm.intercept_, atol=1e-5)
+
+
+def test_stmil_files_without_the_bag_score_keep_the_size_shift(tmp_path):
+    """stMIL's models were written with the ``"smil_mean"`` pooling and no ``bag_score`` before
+    stMIL took sMIL's rule: such a file loads with that rule and its scores."""
+    bags, y = random_bags(4, n_bags=12, d=3)
+    old = milsvm.stMIL(C=10.0, bag_score="smil_mean").fit(bags, y)
+    old.save(tmp_path / "m.json")
+    doc = json.loads((tmp_path / "m.json").read_text())
+    assert doc["pooling"] == "smil_mean"
+    del doc["params"]["bag_score"]
+    (tmp_path / "old.json").write_text(json.dumps(doc))
+    back = milsvm.load(tmp_path / "old.json")
+    assert back.bag_score == "smil_mean" and back.model_.pooling == "smil_mean"
+    np.testing.assert_array_equal(back.decision_function(bags), old.decision_function(bags))
+    new = milsvm.load(tmp_path / "m.json")
+    assert new.bag_score == "smil_mean"
+    default = milsvm.stMIL(C=10.0).fit(bags, y)
+    default.save(tmp_path / "d.json")
+    assert milsvm.load(tmp_path / "d.json").bag_score == "mean_offset"
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=ids)
@@ -304,7 +333,7 @@ def test_compiled_predictor_equals_numpy(cls, kernel):
     if cls is milsvm.MissSVM:
         want = [p.max() for p in parts]
     else:
-        want = [p.mean() + 1 - 1 / len(p) for p in parts]
+        want = [p.mean() for p in parts]  # the default bag score: its threshold is in intercept_
     np.testing.assert_allclose(est.decision_function(bags), want, rtol=1e-10, atol=1e-10)
 
 

@@ -180,7 +180,51 @@ def test_bad_rule_is_refused():
         milsvm.sMIL(bag_score="median").fit(bags, y)
 
 
-@pytest.mark.parametrize("rule", ["mean_offset", "smil_mean", "mean"])
+def platt_threshold(scores, y):
+    """Where Platt's sigmoid ``1 / (1 + exp(a s + b))`` fitted to ``scores`` (his smoothed
+    targets, plain Newton steps to convergence) is 1/2: ``-b / a``."""
+    n_pos, n_neg = (y == 1).sum(), (y != 1).sum()
+    t = np.where(y == 1, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+    a, b = 0.0, np.log((n_neg + 1.0) / (n_pos + 1.0))
+    for _ in range(200):
+        p = 1.0 / (1.0 + np.exp(a * scores + b))
+        g = np.array([np.sum((t - p) * scores), np.sum(t - p)])
+        w = p * (1.0 - p)
+        H = np.array(
+            [[np.sum(w * scores * scores), np.sum(w * scores)], [np.sum(w * scores), np.sum(w)]]
+        )
+        step = np.linalg.solve(H, g)
+        a, b = a - step[0], b - step[1]
+        if np.abs(step).max() < 1e-13:
+            break
+    return -b / a
+
+
+@pytest.mark.parametrize("C", [0.01, 1.0, 100.0])
+def test_platt_threshold_against_numpy(C):
+    """``"mean_platt"``: the plain mean less the score where Platt's sigmoid fitted to the
+    training bags' plain means is 1/2; the same ranking as the default, another threshold."""
+    bags, y = sized_bags(4)
+    test, yt = sized_bags(5)
+    est = fit(bags, y, C=C, gamma=0.5, bag_score="mean_platt")
+    plain = fit(bags, y, C=C, gamma=0.5, bag_score="mean")
+    default = fit(bags, y, C=C, gamma=0.5)
+    t = platt_threshold(plain.decision_function(bags), y)
+    assert est.model_.pooling == "mean"
+    # the crate's Newton stops at LIBSVM's gradient tolerance (1e-5): t to about 1e-7
+    assert est.intercept_ == pytest.approx(plain.intercept_ - t, rel=1e-6, abs=1e-7)
+    np.testing.assert_allclose(
+        est.decision_function(test), plain.decision_function(test) - t, rtol=1e-6, atol=1e-7
+    )
+    # one ranking for the three mean rules; the thresholds differ
+    order = np.argsort(plain.decision_function(test), kind="stable")
+    for other in (est, default):
+        assert np.all(np.diff(other.decision_function(test)[order]) >= -1e-12)
+    assert abs(t - threshold(plain, bags, y)) > 1e-6
+    assert est.score(test, yt) >= 0.8
+
+
+@pytest.mark.parametrize("rule", ["mean_offset", "smil_mean", "mean", "mean_platt"])
 def test_saved_models_keep_their_rule(tmp_path, rule):
     bags, y = easy_bags(5)
     est = fit(bags, y, C=10.0, bag_score=rule)

@@ -365,3 +365,93 @@ def test_fit_musk1_well(cls, musk1):
         warnings.simplefilter("ignore")
         acc = cross_val_score(make_pipeline(milsvm.BagStandardScaler(), est), bags, y, cv=cv).mean()
     assert acc >= 0.7, acc
+
+
+# --------------------------------------------------------------------------------------------
+# sAwMIL's first stage on the sawmil package's problem
+# --------------------------------------------------------------------------------------------
+
+
+def sawmil_form_reference(bags, y, C, kernel, gamma):
+    """The ``sawmil`` package's sMIL dual (0.2.1, ``normalizer="none"``) by SLSQP:
+    ``min 1/2 a^T Q a - p^T a``, ``y^T a = 0``, ``0 <= a <= C``, over the positive bags and the
+    negative instances, with the instance kernel summed over two units and ``p = (n - 2) / n``
+    for a positive bag of ``n`` instances (the package's ``f = 2/n - 1``), 1 for a negative
+    instance. Returns the objective, the units and ``a * y``."""
+    import scipy.optimize as so
+
+    units, uy, p = [], [], []
+    for b, label in zip(bags, y):
+        if label == 1:
+            units.append(b)
+            uy.append(1.0)
+            p.append((len(b) - 2.0) / len(b))
+        else:
+            units += [row[None, :] for row in b]
+            uy += [-1.0] * len(b)
+            p += [1.0] * len(b)
+    uy, p = np.array(uy), np.array(p)
+
+    def k(a, b):
+        if kernel == "linear":
+            return a @ b.T
+        d = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2 * a @ b.T
+        return np.exp(-gamma * np.maximum(d, 0))
+
+    K = np.array([[k(a, b).sum() for b in units] for a in units])
+    Q = uy[:, None] * uy[None, :] * K
+    r = so.minimize(
+        lambda a: 0.5 * a @ Q @ a - p @ a,
+        np.zeros(len(uy)),
+        jac=lambda a: Q @ a - p,
+        method="SLSQP",
+        bounds=[(0, C)] * len(uy),
+        constraints=[{"type": "eq", "fun": lambda a: uy @ a, "jac": lambda a: uy}],
+        options={"ftol": 1e-14, "maxiter": 2000},
+    )
+    return r.fun, units, r.x * uy, k
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_first_stage_on_the_sawmil_problem_matches_slsqp(seed, kernel):
+    """``first_stage_problem="sawmil"``: the first stage's dual objective and its instance
+    scores (without the bias, which neither rule sees) equal an SLSQP solution of the package's
+    problem, and the relabelling follows sAwMIL's rule on those scores. The paper's problem
+    (the default) gives other scores on the same bags."""
+    from conftest import random_bags
+
+    bags, y = random_bags(seed, n_bags=10, d=2, max_size=5)
+    for b, label in zip(bags, y):  # one witness per positive bag, so neither solution is zero
+        b[0] += 4.0 * label
+    C, gamma = 1.5, 0.7
+    params = dict(C=C, kernel=kernel, gamma=gamma, eta=0.3, inner_tol=1e-9)
+    est = fit(milsvm.sAwMIL, bags, y, first_stage_problem="sawmil", **params)
+    paper = fit(milsvm.sAwMIL, bags, y, **params)
+    ref_obj, units, ay, k = sawmil_form_reference(bags, y, C, kernel, gamma)
+    first = est.first_stage_
+    assert first.objective_ == pytest.approx(ref_obj, rel=1e-5, abs=1e-7)
+    inst = np.concatenate([b for b, label in zip(bags, y) if label == 1])
+    s = singleton_scores(first, bags, y)
+    s_ref = np.array([sum(c * k(u, row[None, :]).sum() for c, u in zip(ay, units)) for row in inst])
+    np.testing.assert_allclose(s - first.intercept_, s_ref, atol=1e-4)
+    want = reference_labels(milsvm.sAwMIL, bags, y, s, 0.3)
+    np.testing.assert_array_equal(est.instance_labels_, want)
+    assert (
+        np.abs(
+            singleton_scores(paper.first_stage_, bags, y) - paper.first_stage_.intercept_ - s_ref
+        ).max()
+        > 1e-2
+    )
+    assert milsvm.sAwMIL().first_stage_problem == "paper"
+
+
+def test_first_stage_problem_is_checked_and_saved(tmp_path):
+    bags, y = easy_bags(2)
+    with pytest.raises(ValueError, match="first_stage_problem"):
+        milsvm.sAwMIL(first_stage_problem="summed").fit(bags, y)
+    est = fit(milsvm.sAwMIL, bags, y, C=10.0, first_stage_problem="sawmil")
+    est.save(tmp_path / "m.json")
+    back = milsvm.load(tmp_path / "m.json")
+    assert back.first_stage_problem == "sawmil"
+    np.testing.assert_array_equal(back.decision_function(bags), est.decision_function(bags))

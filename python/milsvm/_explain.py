@@ -3,7 +3,7 @@
 Every estimator scores a bag by pooling instance scores (``instance_decision_function``):
 
 * mean pooling (SparseMI, RSVM, MI-Kernel, ReducedSet, NSK, sMIL, and the normalised and
-  shifted means of NSK ``norm="l2"`` and of stMIL / sMIL ``bag_score="smil_mean"``): the bag
+  shifted means of NSK ``norm="l2"`` and of stMIL / sMIL with ``bag_score="smil_mean"``): the bag
   score is the mean of the instance scores, so instance ``p`` of an ``n``-instance bag
   contributes its share ``s_p / n``, and the shares sum to the bag score;
 * max pooling (the annealing family, SVM-CC, the one-class MI-SVM): the bag score is the score

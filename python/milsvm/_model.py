@@ -129,7 +129,7 @@ class CompiledModelMixin:
 
         For most estimators this is the instance score ``f(x) = sum_k coef_k k(xv_k, x) + b``
         itself. NSK with ``norm="l2"`` divides the bias-free part by the bag's feature-space
-        norm, ``(f(x) - b) / sqrt(k_set(X, X)) + b``; the ``"smil_mean"`` pooling (stMIL, sMIL
+        norm, ``(f(x) - b) / sqrt(k_set(X, X)) + b``; the ``"smil_mean"`` pooling (stMIL and sMIL
         with ``bag_score="smil_mean"``) adds the bag's threshold shift ``1 - 1/|X|``. MILES
         (``"xv_max"`` pooling) gives each instance its share of the bag score: the terms
         ``coef_k k(xv_k, x)`` of the concepts whose max over the bag it attains, plus

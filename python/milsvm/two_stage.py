@@ -196,12 +196,19 @@ class sAwMIL(_TwoStage):
     class weights, where sawmil's ``scale_C=True`` divides ``C`` by the numbers of negative
     instances and of positive bags, ratios ``class_weight`` can give), and both QPs are solved
     by milsvm's SMO to ``inner_tol`` (sawmil: Gurobi, OSQP or DAQP).
+    ``first_stage_problem="sawmil"`` solves the package's first-stage problem instead: the instance
+    kernel summed over a positive bag (its default ``normalizer="none"``; sMIL averages it) and
+    the positive bags' linear term ``(n - 2) / n``. With the same ``C`` and kernel, each side
+    on the other's problem gives the other's AUC (docs/guide/smil-bag-scores.md).
 
     Parameters
     ----------
 {param("C", "kernel", "gamma", kernel={"default": "linear"})}
     eta : float, default=0.1
         The share of the positive bags' instances labelled positive, in (0, 1].
+    first_stage_problem : {{"paper", "sawmil"}}, default="paper"
+        The first stage's problem: Bunescu & Mooney's sMIL, or the ``sawmil`` package's (summed
+        kernel, the positive bags' linear term negated).
 {SMO_PARAMS}
 
     Attributes
@@ -219,6 +226,7 @@ class sAwMIL(_TwoStage):
         kernel="linear",
         gamma="scale",
         eta=0.1,
+        first_stage_problem="paper",
         class_weight=None,
         inner_tol=1e-3,
         inner_max_iter=None,

@@ -6,7 +6,7 @@ use crate::semi_supervised::{CccpFit, CccpParams};
 fit_record! {
     /// A fitted stMIL or MissSVM (the Rust [`CccpFit`]; per binary problem where a list).
     "CccpFit" PyCccpFit(py, fit: CccpFit) {
-        /// The compiled model (stMIL: `smil_mean` pooling; MissSVM: `max`).
+        /// The compiled model (stMIL: the pooling of its `bag_score`; MissSVM: `max`).
         model: Py<model::PyModel> = fit.model,
         /// The kernel width used.
         gamma: f64 = fit.gamma,
