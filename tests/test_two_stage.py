@@ -42,6 +42,7 @@ from test_baselines import (
     bias_shift,
     dual_objective,
     split,
+    svc_gap,
 )
 
 TOL = 1e-10
@@ -174,7 +175,7 @@ def test_second_stage_equals_svc_on_the_relabelled_instances(data, cls, kernel, 
     labels = est.instance_labels_
     w = np.repeat([(weights or {}).get(int(v), 1.0) for v in y], np.diff(bag_ptr))
     bounds = C * w
-    assert_duality_gap_closed(est, X, labels, bounds, kernel)
+    gap = assert_duality_gap_closed(est, X, labels, bounds, kernel)
     ours = np.concatenate(est.instance_decision_function(bags))
     if kernel == "linear":
         svc = SVC(C=C, kernel="linear").fit(X, labels, sample_weight=w)
@@ -184,11 +185,14 @@ def test_second_stage_equals_svc_on_the_relabelled_instances(data, cls, kernel, 
     svc = SVC(C=C, kernel="rbf", gamma=0.3, tol=TOL).fit(X, labels, sample_weight=w)
     inst = svc.decision_function(X)
     shift = bias_shift(est, svc, labels, bounds, ours - est.intercept_)
-    assert_close_to_svc(ours, inst, shift)
+    gaps = (gap, svc_gap(svc, X, labels, bounds, "rbf"))
+    assert_close_to_svc(ours, inst, shift, gaps)
     # the bag score is the max of the instance scores
-    assert_close_to_svc(est.decision_function(bags), [v.max() for v in split(inst, bag_ptr)], shift)
+    assert_close_to_svc(
+        est.decision_function(bags), [v.max() for v in split(inst, bag_ptr)], shift, gaps
+    )
     ref_obj = dual_objective(svc, X, labels, "rbf", 0.3)
-    assert est.objective_ <= ref_obj + 1e-9 * max(1.0, abs(ref_obj))
+    assert est.objective_ <= ref_obj + max(1e-9 * max(1.0, abs(ref_obj)), gap)
 
 
 @pytest.mark.parametrize("kernel", ["rbf", "linear"])
