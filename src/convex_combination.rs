@@ -63,11 +63,9 @@ use crate::kernel::Kernel;
 use crate::model::{Model, Pooling};
 use crate::params::{hyperparams, KernelKind, Range, SvmRoute};
 use crate::progress::{Progress, StopReason};
-use crate::smo::{DualSolution, InstanceGram, OnePerPoint, Smo, SmoParams};
+use crate::smo::{max_weights, ComboGram, DualSolution, InstanceGram, OnePerPoint, Smo, SmoParams};
+use crate::solver::hinge_bias;
 use crate::solver::linear_hinge::{row_scores, HingeLoss, LinearHinge};
-// `ComboGram` and `max_weights` live in `crate::smo` (SVM-CC, sMIL and the one-class MI-SVM share
-// them); re-exported so that their former paths `milsvm::convex_combination::*` still work.
-pub use crate::smo::{max_weights, ComboGram};
 
 choices! {
     /// Which optimal `v` SVM-CC's LP step returns: with `w` fixed the LP's optimum in `v` is in
@@ -227,10 +225,6 @@ fn simplex_projection(z: &[f64], sorted: &mut Vec<f64>, out: &mut Vec<f64>) {
     out.clear();
     out.extend(z.iter().map(|&x| (x - theta).max(0.0)));
 }
-
-/// The LP's bias (Yang & Deng, problem 23-28 with `w` and `v` fixed): see
-/// [`crate::solver::hinge_bias`].
-pub use crate::solver::hinge_bias;
 
 hyperparams! {
     /// Hyperparameters of SVM-CC (Yang & Deng, Algorithms 1-2), declared once and checked into

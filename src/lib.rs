@@ -98,7 +98,7 @@ pub mod two_stage;
 mod python;
 
 pub use annealing::{
-    AnnealingFit, AnnealingMethod, AnnealingParams, AnnealingValidParams, BasisSize, SvmRoute,
+    AnnealingFit, AnnealingMethod, AnnealingParams, AnnealingValidParams, BasisSize,
 };
 pub use bags::{Bags, Csr, Instances};
 pub use baselines::{PlainSvmFit, SilParams, SilValidParams, StkParams, StkValidParams};
@@ -110,7 +110,7 @@ pub use kernel::Kernel;
 pub use miles::{MilesFit, MilesParams, MilesValidParams};
 pub use model::{BagView, Model, Pooling, Predictor, Workspace};
 pub use one_class::{OneClassFit, OneClassParams, OneClassValidParams};
-pub use params::{Gamma, Hyperparams, KernelKind};
+pub use params::{Gamma, Hyperparams, KernelKind, SvmRoute};
 pub use progress::{Cancel, Observer, Progress, StopReason};
 pub use semi_supervised::{CccpFit, CccpMethod, CccpParams, CccpValidParams};
 pub use set_kernel::{

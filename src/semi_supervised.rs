@@ -138,7 +138,6 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::bags::{Bags, Rows};
 use crate::choice::choices;
-use crate::convex_combination::hinge_bias;
 use crate::error::{Error, Result};
 use crate::fit::{Problem, Setup};
 use crate::kernel::Kernel;
@@ -146,6 +145,7 @@ use crate::model::{Model, Pooling};
 use crate::params::{hyperparams, KernelKind, Range};
 use crate::progress::{Observer, Progress, StopReason};
 use crate::smo::{ComboGram, DualProblem, DualSolution, InstanceGram, Smo, SmoParams};
+use crate::solver::hinge_bias;
 
 choices! {
     /// Which formulation of the family a CCCP fit solves (module docs): the two differ in how a

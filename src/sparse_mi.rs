@@ -23,8 +23,9 @@ use crate::kernel::{
     kernel_matrix, Basis, Kernel,
 };
 use crate::model::Model;
-use crate::params::{check_columns, check_init_xv, check_init_xv_columns, hyperparams, Range};
-pub use crate::params::{Gamma, KernelKind};
+use crate::params::{
+    check_columns, check_init_xv, check_init_xv_columns, hyperparams, KernelKind, Range,
+};
 use crate::progress::Progress;
 use crate::solver::{InnerSolver, Solution, SquaredHinge};
 

@@ -7,7 +7,7 @@
 mod common;
 
 use common::{rng, to_csr, toy, TestResult};
-use milsvm::annealing::{AnnealingMethod, AnnealingParams, BasisSize, SvmRoute};
+use milsvm::annealing::{AnnealingMethod, AnnealingParams, BasisSize};
 use milsvm::bags::Instances;
 use milsvm::fit::ParamGuard;
 use milsvm::solver::linear::{mean_row, LinearSquaredHinge};
@@ -15,6 +15,7 @@ use milsvm::solver::{InnerSolver, Solution, SquaredHinge};
 use milsvm::Cancel;
 use milsvm::Fit;
 use milsvm::KernelKind;
+use milsvm::SvmRoute;
 use ndarray::Array2;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;

@@ -10,8 +10,8 @@ use milsvm::kernel::Kernel;
 use milsvm::set_kernel::{
     optimal_intercept, set_kernel, MiKernelParams, ReducedSetParams, SUPPORT_THRESHOLD,
 };
-use milsvm::sparse_mi::{Gamma, KernelKind};
 use milsvm::Error;
+use milsvm::{Gamma, KernelKind};
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -53,7 +53,9 @@ use crate::error::{invalid_param, Result};
 use crate::fit::Setup;
 use crate::kernel::{kernel_matrix, Basis};
 use crate::model::{Model, Pooling};
-use crate::params::{check_init_xv, check_init_xv_columns, hyperparams, KernelKind, Range};
+use crate::params::{
+    check_init_xv, check_init_xv_columns, hyperparams, KernelKind, Range, SvmRoute,
+};
 use crate::progress::StopReason;
 use crate::smo::{InstanceGram, SmoParams};
 use crate::solver::linear::{stack_weights, LINEAR_TOL};
@@ -118,8 +120,6 @@ choices! {
         BagLabels = "labels",
     }
 }
-
-pub use crate::params::SvmRoute;
 
 /// Training sets up to this many instances get the full basis under `n_xv = "auto"`.
 pub const AUTO_FULL_BASIS_MAX: usize = 5000;

@@ -18,7 +18,7 @@
 //!   [`crate::kernel::bag_max_kernel`], MILES's embedding of its training bags: that product
 //!   rounds its own way.
 
-use ndarray::Array2;
+use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 
 /// The largest dense basis scored bag by bag in the batch path; larger bases go through one
@@ -178,20 +178,12 @@ impl<'a> BagView<'a> {
     pub(super) fn of(rows: Rows<'a>, lo: usize, hi: usize) -> BagView<'a> {
         match rows {
             Rows::Dense(x) => {
-                let d = x.ncols();
-                let all = x.to_slice().unwrap_or(&[]);
-                BagView::Dense {
-                    data: &all[lo * d..hi * d],
-                    n_features: d,
-                }
+                let (data, n_features) = dense_rows_slice(x, lo, hi);
+                BagView::Dense { data, n_features }
             }
             Rows::Dense32(x) => {
-                let d = x.ncols();
-                let all = x.to_slice().unwrap_or(&[]);
-                BagView::Dense32 {
-                    data: &all[lo * d..hi * d],
-                    n_features: d,
-                }
+                let (data, n_features) = dense_rows_slice(x, lo, hi);
+                BagView::Dense32 { data, n_features }
             }
             Rows::Sparse(x) => {
                 let (a, b) = (x.indptr()[lo], x.indptr()[hi]);
@@ -204,6 +196,13 @@ impl<'a> BagView<'a> {
             }
         }
     }
+}
+
+/// Rows `lo..hi` of a standard-layout matrix as one slice, and the row length.
+fn dense_rows_slice<'a, T>(x: ArrayView2<'a, T>, lo: usize, hi: usize) -> (&'a [T], usize) {
+    let d = x.ncols();
+    let all = x.to_slice().unwrap_or(&[]);
+    (&all[lo * d..hi * d], d)
 }
 
 /// One instance of a [`BagView`].
