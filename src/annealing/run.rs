@@ -315,8 +315,9 @@ impl Relabelling for LocalLabels<'_, '_> {
 
 #[cfg(test)]
 mod grouped_tests {
-    use super::super::AnnealingParams;
     use super::*;
+    use crate::annealing::svm_step::LinearSvm;
+    use crate::annealing::AnnealingParams;
     use crate::bags::Instances;
     use crate::fit::ParamGuard;
     use crate::params::KernelKind;
@@ -449,7 +450,7 @@ mod grouped_tests {
                     targets: &targets,
                     costs: costs.clone(),
                 };
-                let svm = super::super::svm_step::LinearSvm {
+                let svm = LinearSvm {
                     x,
                     bag_ptr: &ptr,
                     mean: mean.clone(),
