@@ -188,6 +188,25 @@ where
     Tree::new(ptr, ptr, proto, |k, out: &mut T, _: &mut [()]| leaf(k, out)).sum(&mut vec![(); rows])
 }
 
+/// The canonical nodes of the bags `[lo, hi)` of `ptr` ([`Tree::partial_sums`]) with a leaf
+/// function that writes no output: one group's part of [`sum_bags`], for [`combine`].
+pub fn partial_bags<T, F>(ptr: &[usize], lo: usize, hi: usize, proto: T, leaf: F) -> Vec<Node<T>>
+where
+    T: TreeValue + Sync,
+    F: Fn(usize, &mut T) -> bool + Sync,
+{
+    let rows = ptr
+        .get(hi)
+        .copied()
+        .unwrap_or(0)
+        .saturating_sub(ptr.get(lo).copied().unwrap_or(0));
+    Tree::new(ptr, ptr, proto, |k, out: &mut T, _: &mut [()]| leaf(k, out)).partial_sums(
+        lo,
+        hi,
+        &mut vec![(); rows],
+    )
+}
+
 impl<'a, T, S, F> Tree<'a, T, S, F>
 where
     T: TreeValue + Sync,

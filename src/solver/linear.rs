@@ -49,16 +49,21 @@
 //! bits for any number of threads and for any partition of the bags into contiguous groups, each
 //! group computing its part of every sum.
 
+use std::borrow::Cow;
+
 use ndarray::{Array1, Array2};
 use rayon::prelude::*;
 
-use super::rows::{dense_row, on_rows, sum_rows, x_dot, xt_dot, xt_dot_pair, RowsRef, BLOCK_ROWS};
+use super::rows::{
+    dense_row, on_rows, sum_rows_nodes, x_dot, xt_dot_nodes, xt_dot_pair_nodes, Group, RowsRef,
+    BLOCK_ROWS,
+};
 use super::Cholesky;
 use crate::bags::Instances;
 use crate::error::Result;
 use crate::linalg::{faer_mut, faer_ref, Real, Simd};
 use crate::progress::Cancel;
-use crate::tree_sum::{sum_bags, Tree};
+use crate::tree_sum::{combine, partial_bags, sum_bags, Node, Tree, TreeValue};
 use faer::linalg::matmul::triangular::{self, BlockStructure};
 
 /// A line-search step below this says the quadratic model of the last Newton step was poor
@@ -93,8 +98,20 @@ pub struct LinearSquaredHinge<'a> {
 /// The mean row of `x` (one pass, summed in the tree over the bags of `bag_ptr`):
 /// [`LinearSquaredHinge::mean`].
 pub fn mean_row(x: &Instances, bag_ptr: &[usize]) -> Vec<f64> {
-    let rows = RowsRef::new(x);
-    Centred::new(rows, bag_ptr, x.n_rows(), x.n_features()).mu
+    let (n, d) = (x.n_rows(), x.n_features());
+    let n_bags = bag_ptr.len().saturating_sub(1);
+    if n == 0 || check_bag_ptr(bag_ptr, n).is_err() {
+        return vec![0.0; d];
+    }
+    let part = Part::new(
+        RowsRef::new(x),
+        bag_ptr,
+        0,
+        n_bags,
+        Cow::Borrowed(&[]),
+        Cow::Borrowed(&[]),
+    );
+    combine(n_bags, part.mean_nodes(1.0 / n as f64), vec![0.0; d]).unwrap_or_else(|_| vec![0.0; d])
 }
 
 /// A solution of [`LinearSquaredHinge`].
@@ -118,10 +135,13 @@ pub struct LinearSolution {
 }
 
 /// `(sum_j D_j x_jk, sum_j D_j x_jk^2)` for every feature `k` in one pass (the Jacobi
-/// preconditioner of the centred rows needs both), in the tree over the bags of `ptr`.
-fn weighted_columns(x: RowsRef, ptr: &[usize], dj: &[f64], d: usize) -> (Vec<f64>, Vec<f64>) {
-    sum_bags(
+/// preconditioner of the centred rows needs both): the group's nodes in the tree over the bags.
+fn weighted_columns(x: RowsRef, g: Group, dj: &[f64], d: usize) -> Vec<Node<(Vec<f64>, Vec<f64>)>> {
+    let ptr = g.ptr;
+    partial_bags(
         ptr,
+        g.lo,
+        g.hi,
         (vec![0.0; d], vec![0.0; d]),
         |k, acc: &mut (Vec<f64>, Vec<f64>)| {
             let (acc1, acc2) = acc;
@@ -158,15 +178,15 @@ fn weighted_columns(x: RowsRef, ptr: &[usize], dj: &[f64], d: usize) -> (Vec<f64
 
 /// The active rows `A` (`D_j > 0`) bag by bag: `active` in row order, bag `k`'s at
 /// `active[aptr[k]..aptr[k + 1]]`.
-struct ActiveRows<'a> {
-    ptr: &'a [usize],
+#[derive(Default)]
+struct ActiveRows {
     active: Vec<usize>,
     aptr: Vec<usize>,
 }
 
-impl<'a> ActiveRows<'a> {
+impl ActiveRows {
     /// The rows with `D_j > 0` of the bags of `ptr`.
-    fn new(ptr: &'a [usize], dj: &[f64]) -> Self {
+    fn new(ptr: &[usize], dj: &[f64]) -> Self {
         let active: Vec<usize> = (0..dj.len()).filter(|&j| dj[j] > 0.0).collect();
         let mut aptr = Vec::with_capacity(ptr.len());
         let mut at = 0;
@@ -176,31 +196,19 @@ impl<'a> ActiveRows<'a> {
             }
             aptr.push(at);
         }
-        Self { ptr, active, aptr }
+        Self { active, aptr }
     }
-}
-
-/// `(X_A^T D (X_A p_w + p_b), 1^T D (X_A p_w + p_b))` over the active rows `A`, one pass: each
-/// row's dot and its scaled addition while the row is in cache, `q` the active rows' values of
-/// `X_A p_w + p_b`; summed in the tree over the bags.
-fn hessian_product(
-    x: RowsRef,
-    a: &ActiveRows,
-    dj: &[f64],
-    p_w: &[f64],
-    p_b: f64,
-    simd: Simd,
-    q: &mut [f64],
-) -> (Vec<f64>, f64) {
-    hessian_tree(x, a, dj, p_w, p_b, simd).sum(q)
 }
 
 /// The value `(vector, bias)` of a Hessian-vector product.
 type HessValue = (Vec<f64>, f64);
 
-/// The tree of [`hessian_product`] (its output `q` on the active rows, bag by bag).
+/// `(X_A^T D (X_A p_w + p_b), 1^T D (X_A p_w + p_b))` over the active rows `A` of the bags of
+/// `ptr`, one pass: each row's dot and its scaled addition while the row is in cache, writing
+/// `q`, the active rows' values of `X_A p_w + p_b`; summed in the tree over the bags.
 fn hessian_tree<'b>(
     x: RowsRef<'b>,
+    ptr: &'b [usize],
     a: &'b ActiveRows,
     dj: &'b [f64],
     p_w: &'b [f64],
@@ -253,7 +261,7 @@ fn hessian_tree<'b>(
         );
         !rows.is_empty()
     };
-    Tree::new(a.ptr, &a.aptr, (vec![0.0; d], 0.0), leaf)
+    Tree::new(ptr, &a.aptr, (vec![0.0; d], 0.0), leaf)
 }
 
 /// Dense rows of at most this many features get the sketched-Hessian preconditioner (its
@@ -289,81 +297,48 @@ const WOODBURY_BIAS: f64 = 1.0;
 const WOODBURY_BLOCK: usize = 64;
 
 /// The preconditioner `M` of the conjugate gradients, applied as `z = M^{-1} r`.
-enum Preconditioner<'a> {
+enum Preconditioner {
     /// The diagonal of the Hessian (`w` part and bias entry).
     Jacobi { m_w: Vec<f64>, m_b: f64 },
     /// The Hessian of a sample of the active rows, scaled to all of them, factored.
     Sketch(Cholesky),
     /// The Hessian itself (bias entry raised by [`WOODBURY_BIAS`]), inverted through the
-    /// Woodbury identity over the active sparse rows ([`Preconditioner::woodbury`]).
-    Woodbury(Woodbury<'a>),
+    /// Woodbury identity over the active sparse rows ([`Woodbury`]), held by the row store.
+    Woodbury,
 }
 
-/// The parts of [`Preconditioner::Woodbury`]: the active rows `A`, `sqrt(D_j)` of each, and the
-/// Cholesky factor of `S = I + W B^{-1} W^T`.
-struct Woodbury<'a> {
-    x: RowsRef<'a>,
-    mu: &'a [f64],
-    /// The bags' row offsets and the active rows' offsets per bag ([`ActiveRows`]).
-    ptr: &'a [usize],
-    aptr: Vec<usize>,
-    active: Vec<usize>,
-    root_d: Vec<f64>,
-    s: Cholesky,
-    simd: Simd,
-}
-
-impl<'a> Preconditioner<'a> {
+impl Preconditioner {
     /// The sketched Hessian `M = [I 0; 0 0] + sum_{s in S} c_s u_s u_s^T`, `u_s = (x_s - mu, 1)`,
-    /// over a sample `S` of the active rows `A`: all of them with `c_s = D_s` when `|A| <= m`
-    /// (`m` from [`SKETCH_ACTIVE_PER_ROW`]; `M` is then the Hessian and a conjugate-gradient
-    /// step is a Newton step), else about `m` draws by systematic sampling with probability
-    /// proportional to `D_j`, each weighing `step = sum_A D / m`, bag by bag: the draws of a
-    /// bag are the points `(u_k + i) step` in the running sum of its rows' `D`, `u_k` in `[0, 1)`
-    /// a fixed hash of the bag's index (the sample of a bag depends on that bag and the total
-    /// alone, so that a split of the bags draws the same sample; the random start keeps each
-    /// row's expected count `D_j / step` however small the bags). An unbiased estimate of
-    /// `X^T D X` whose rows of large curvature, such as the few witnesses of a nearly separable
-    /// annealing step, are all in it). The subsampled-Hessian preconditioner of
-    /// Roosta-Khorasani & Mahoney's sub-sampled Newton methods; a row sample of a few times `d`
-    /// preserves `X^T D X` up to a small relative error when no row has a large leverage.
-    /// Dense rows of at most [`SKETCH_MAX_FEATURES`] features with an active row only (`None`
-    /// otherwise). The sample is fixed by `A` alone, and the product runs on one thread over the
-    /// sample in row order, so `M` is the same for any thread count.
-    fn sketch(x: RowsRef, mu: &[f64], a: &ActiveRows, dj: &[f64]) -> Option<Self> {
+    /// over a sample `S` of the active rows `A` ([`RowStore::sketch_rows`]): all of them with
+    /// `c_s = D_s` when `|A| <= m` (`m` from [`SKETCH_ACTIVE_PER_ROW`]; `M` is then the Hessian
+    /// and a conjugate-gradient step is a Newton step), else about `m` draws by systematic
+    /// sampling with probability proportional to `D_j`, each weighing `step = sum_A D / m`, bag
+    /// by bag: the draws of a bag are the points `(u_k + i) step` in the running sum of its
+    /// rows' `D`, `u_k` in `[0, 1)` a fixed hash of the bag's index (the sample of a bag depends
+    /// on that bag and the total alone, so that a split of the bags draws the same sample; the
+    /// random start keeps each row's expected count `D_j / step` however small the bags). An
+    /// unbiased estimate of `X^T D X` whose rows of large curvature, such as the few witnesses
+    /// of a nearly separable annealing step, are all in it). The subsampled-Hessian
+    /// preconditioner of Roosta-Khorasani & Mahoney's sub-sampled Newton methods; a row sample
+    /// of a few times `d` preserves `X^T D X` up to a small relative error when no row has a
+    /// large leverage. Dense rows of at most [`SKETCH_MAX_FEATURES`] features with an active row
+    /// only (`None` otherwise). The sample is fixed by `A` alone, and the product runs on one
+    /// thread over the sample in row order, so `M` is the same for any thread count and any
+    /// split of the bags.
+    fn sketch<S: RowStore>(store: &mut S, mu: &[f64], n_active: usize) -> Result<Option<Self>> {
         let d = mu.len();
-        let active = &a.active;
-        if active.is_empty() || d > SKETCH_MAX_FEATURES || matches!(x, RowsRef::Sparse(_)) {
-            return None;
+        if n_active == 0 || d > SKETCH_MAX_FEATURES || !store.dense() {
+            return Ok(None);
         }
-        let m = (active.len() / SKETCH_ACTIVE_PER_ROW).clamp(
+        let m = (n_active / SKETCH_ACTIVE_PER_ROW).clamp(
             SKETCH_MIN_ROWS_PER_UNKNOWN * (d + 1),
             SKETCH_MAX_ROWS_PER_UNKNOWN * (d + 1),
         );
-        // (row, weight) of the sample: all active rows when they are few, else systematic
-        // sampling with probability proportional to D_j (a row of weight above the step is
-        // taken as often as the step fits in it), each draw weighing sum D / m
-        let sample: Vec<(usize, f64)> = if active.len() <= m {
-            active.iter().map(|&j| (j, dj[j])).collect()
+        let sample = if n_active <= m {
+            store.sketch_rows(None)?
         } else {
-            let total = sum_rows(a.ptr, dj);
-            let step = total / m as f64;
-            let mut taken = Vec::with_capacity(m + m / 8);
-            for k in 0..a.ptr.len().saturating_sub(1) {
-                let (mut acc, mut next) = (0.0, unit_hash(k) * step);
-                for &j in &active[a.aptr[k]..a.aptr[k + 1]] {
-                    acc += dj[j];
-                    let mut copies = 0.0;
-                    while next < acc {
-                        copies += 1.0;
-                        next += step;
-                    }
-                    if copies > 0.0 {
-                        taken.push((j, copies * step));
-                    }
-                }
-            }
-            taken
+            let total = store.sum_d()?;
+            store.sketch_rows(Some(total / m as f64))?
         };
         // M's lower triangle, as sum of U^T U over blocks of the sample's rows
         // sqrt(weight) (x_s - mu, 1), added in block order
@@ -371,18 +346,11 @@ impl<'a> Preconditioner<'a> {
         let mut u = Array2::<f64>::zeros((SKETCH_BLOCK.min(sample.len()), d + 1));
         for block in sample.chunks(SKETCH_BLOCK) {
             let mut u = u.slice_mut(ndarray::s![..block.len(), ..]);
-            for (mut row, &(j, weight)) in u.rows_mut().into_iter().zip(block) {
+            for (mut row, (x, weight)) in u.rows_mut().into_iter().zip(block) {
                 let c = weight.sqrt();
-                on_rows!(
-                    x,
-                    dense | data,
-                    d | {
-                        for ((o, &v), &mv) in row.iter_mut().zip(dense_row(data, d, j)).zip(mu) {
-                            *o = c * (v.to_f64() - mv);
-                        }
-                    },
-                    sparse | _c | {}
-                );
+                for ((o, &v), &mv) in row.iter_mut().zip(x).zip(mu) {
+                    *o = c * (v - mv);
+                }
                 row[d] = c;
             }
             triangular::matmul(
@@ -405,9 +373,59 @@ impl<'a> Preconditioner<'a> {
         for k in 0..d {
             h[[k, k]] += 1.0;
         }
-        Cholesky::factor(&h).ok().map(Preconditioner::Sketch)
+        Ok(Cholesky::factor(&h).ok().map(Preconditioner::Sketch))
     }
 
+    /// The diagonal of the Hessian (the bias entry guarded: no loss term active),
+    /// `sum_j D_j (x_jk - mu_k)^2 = S2_k - 2 mu_k S1_k + mu_k^2 sum D`, one pass.
+    fn jacobi<S: RowStore>(store: &mut S, mu: &[f64]) -> Result<Self> {
+        let (sum_d, s1, mut m_w) = store.jacobi_sums()?;
+        for ((m, &s), &u) in m_w.iter_mut().zip(&s1).zip(mu) {
+            *m = 1.0 + (*m - 2.0 * u * s + u * u * sum_d).max(0.0);
+        }
+        let m_b = if sum_d > 0.0 { sum_d } else { 1.0 };
+        Ok(Preconditioner::Jacobi { m_w, m_b })
+    }
+
+    /// `M^{-1} (r_w, r_b)`.
+    fn apply<S: RowStore>(&self, store: &mut S, r_w: &[f64], r_b: f64) -> Result<(Vec<f64>, f64)> {
+        Ok(match self {
+            Preconditioner::Jacobi { m_w, m_b } => {
+                (r_w.iter().zip(m_w).map(|(r, m)| r / m).collect(), r_b / m_b)
+            }
+            Preconditioner::Sketch(chol) => {
+                let mut r = r_w.to_vec();
+                r.push(r_b);
+                match chol.solve(Array1::from_vec(r)) {
+                    Ok(z) => {
+                        let mut z = z.to_vec();
+                        let z_b = z.pop().unwrap_or(0.0);
+                        (z, z_b)
+                    }
+                    // a non-finite residual: left to the caller's checks, as Jacobi would
+                    Err(_) => (r_w.to_vec(), r_b),
+                }
+            }
+            Preconditioner::Woodbury => store.woodbury_apply(r_w, r_b)?,
+        })
+    }
+}
+
+/// The Woodbury preconditioner's parts: the active rows `A`, `sqrt(D_j)` of each, and the
+/// Cholesky factor of `S = I + W B^{-1} W^T`.
+struct Woodbury<'a> {
+    x: RowsRef<'a>,
+    mu: Vec<f64>,
+    /// The bags' row offsets and the active rows' offsets per bag ([`ActiveRows`]).
+    ptr: Vec<usize>,
+    aptr: Vec<usize>,
+    active: Vec<usize>,
+    root_d: Vec<f64>,
+    s: Cholesky,
+    simd: Simd,
+}
+
+impl<'a> Woodbury<'a> {
     /// The Hessian `H = [I 0; 0 0] + W^T W` with the bias entry raised by `beta =`
     /// [`WOODBURY_BIAS`], `M = B + W^T W`, `B = diag(1, ..., 1, beta)`, whose rows
     /// `w_j = sqrt(D_j) (x_j - mu, 1)` are the active rows: `M^{-1} r = B^{-1} (r - W^T S^{-1} W
@@ -418,11 +436,13 @@ impl<'a> Preconditioner<'a> {
     /// [`WOODBURY_MAX_ACTIVE`] active rows only (`None` otherwise): for rows that are wide,
     /// sparse and standardised (text), Jacobi's preconditioner leaves hundreds of conjugate
     /// gradients per Newton step (benches/RESULTS.md, "The linear route on standardised sparse
-    /// text"), while `M^{-1} H` is the identity up to rank one.
-    fn woodbury(
+    /// text"), while `M^{-1} H` is the identity up to rank one. It needs every active row
+    /// together, so a row store split into groups goes without it.
+    fn new(
         x: RowsRef<'a>,
-        mu: &'a [f64],
-        a: &ActiveRows<'a>,
+        mu: &[f64],
+        ptr: &[usize],
+        a: &ActiveRows,
         dj: &[f64],
         simd: Simd,
     ) -> Option<Self> {
@@ -469,136 +489,52 @@ impl<'a> Preconditioner<'a> {
             }
         }
         let s = Cholesky::factor(&s).ok()?;
-        Some(Preconditioner::Woodbury(Woodbury {
+        Some(Woodbury {
             x,
-            mu,
-            ptr: a.ptr,
+            mu: mu.to_vec(),
+            ptr: ptr.to_vec(),
             aptr: a.aptr.clone(),
             active: active.to_vec(),
             root_d,
             s,
             simd,
-        }))
-    }
-
-    /// The diagonal of the Hessian (the bias entry guarded: no loss term active),
-    /// `sum_j D_j (x_jk - mu_k)^2 = S2_k - 2 mu_k S1_k + mu_k^2 sum D`, one pass.
-    fn jacobi(x: RowsRef, ptr: &[usize], mu: &[f64], dj: &[f64]) -> Self {
-        let sum_d = sum_rows(ptr, dj);
-        let (s1, mut m_w) = weighted_columns(x, ptr, dj, mu.len());
-        for ((m, &s), &u) in m_w.iter_mut().zip(&s1).zip(mu) {
-            *m = 1.0 + (*m - 2.0 * u * s + u * u * sum_d).max(0.0);
-        }
-        let m_b = if sum_d > 0.0 { sum_d } else { 1.0 };
-        Preconditioner::Jacobi { m_w, m_b }
+        })
     }
 
     /// `M^{-1} (r_w, r_b)`.
     fn apply(&self, r_w: &[f64], r_b: f64) -> (Vec<f64>, f64) {
-        match self {
-            Preconditioner::Jacobi { m_w, m_b } => {
-                (r_w.iter().zip(m_w).map(|(r, m)| r / m).collect(), r_b / m_b)
-            }
-            Preconditioner::Sketch(chol) => {
-                let mut r = r_w.to_vec();
-                r.push(r_b);
-                match chol.solve(Array1::from_vec(r)) {
-                    Ok(z) => {
-                        let mut z = z.to_vec();
-                        let z_b = z.pop().unwrap_or(0.0);
-                        (z, z_b)
-                    }
-                    // a non-finite residual: left to the caller's checks, as Jacobi would
-                    Err(_) => (r_w.to_vec(), r_b),
-                }
-            }
-            Preconditioner::Woodbury(wb) => {
-                // v = W B^{-1} r, y = S^{-1} v, then B^{-1} (r - W^T y)
-                let shift = r_b / WOODBURY_BIAS - dot(wb.mu, r_w);
-                let v: Vec<f64> = wb
-                    .active
-                    .iter()
-                    .zip(&wb.root_d)
-                    .map(|(&j, &rd)| rd * (wb.x.row_dot(j, r_w, wb.simd) + shift))
-                    .collect();
-                let Ok(y) = wb.s.solve(Array1::from_vec(v)) else {
-                    return (r_w.to_vec(), r_b); // as for the sketch
-                };
-                // W^T y = (sum_i c_i x_i - (sum c) mu, sum c), c_i = sqrt(D_i) y_i, summed in
-                // the tree over the bags
-                let (wt_y, sum_c) = sum_bags(
-                    wb.ptr,
-                    (vec![0.0; r_w.len()], 0.0),
-                    |k, acc: &mut (Vec<f64>, f64)| {
-                        for i in wb.aptr[k]..wb.aptr[k + 1] {
-                            let c = wb.root_d[i] * y[i];
-                            wb.x.add_row(wb.active[i], c, &mut acc.0, wb.simd);
-                            acc.1 += c;
-                        }
-                        wb.aptr[k + 1] > wb.aptr[k]
-                    },
-                );
-                let z_w = r_w
-                    .iter()
-                    .zip(&wt_y)
-                    .zip(wb.mu)
-                    .map(|((&r, &t), &u)| r - t + sum_c * u)
-                    .collect();
-                (z_w, (r_b - sum_c) / WOODBURY_BIAS)
-            }
-        }
-    }
-}
-
-/// A solve's start: `w`, `b` and, when known, their scores `X w + b`.
-type Start<'s> = (&'s [f64], f64, Option<&'s [f64]>);
-
-/// The rows and their mean `mu`: products with the centred rows `x_j - mu` without forming
-/// them (module docs).
-struct Centred<'a> {
-    x: RowsRef<'a>,
-    /// The bags' row offsets (the leaves of the sums).
-    ptr: &'a [usize],
-    mu: Vec<f64>,
-}
-
-impl<'a> Centred<'a> {
-    /// The mean row of `x` (`n` rows, `d` features), one pass, blocks added in order.
-    fn new(x: RowsRef<'a>, ptr: &'a [usize], n: usize, d: usize) -> Self {
-        let mu = if n == 0 {
-            vec![0.0; d]
-        } else {
-            xt_dot(x, ptr, &vec![1.0 / n as f64; n], d)
+        // v = W B^{-1} r, y = S^{-1} v, then B^{-1} (r - W^T y)
+        let shift = r_b / WOODBURY_BIAS - dot(&self.mu, r_w);
+        let v: Vec<f64> = self
+            .active
+            .iter()
+            .zip(&self.root_d)
+            .map(|(&j, &rd)| rd * (self.x.row_dot(j, r_w, self.simd) + shift))
+            .collect();
+        let Ok(y) = self.s.solve(Array1::from_vec(v)) else {
+            return (r_w.to_vec(), r_b); // as for the sketch
         };
-        Self { x, ptr, mu }
-    }
-
-    /// `out_j = (x_j - mu) . v + c`.
-    fn x_dot(&self, v: &[f64], c: f64, simd: Simd, out: &mut [f64]) {
-        x_dot(self.x, v, simd, out);
-        let shift = c - dot(&self.mu, v);
-        out.iter_mut().for_each(|o| *o += shift);
-    }
-
-    /// `sum_j u_j (x_j - mu)`.
-    fn xt_dot(&self, u: &[f64]) -> Vec<f64> {
-        let out = xt_dot(self.x, self.ptr, u, self.mu.len());
-        self.centre(out, u)
-    }
-
-    /// [`Centred::xt_dot`] of `u` and of `v` in one pass over the rows.
-    fn xt_dot_pair(&self, u: &[f64], v: &[f64]) -> (Vec<f64>, Vec<f64>) {
-        let (xu, xv) = xt_dot_pair(self.x, self.ptr, u, v, self.mu.len());
-        (self.centre(xu, u), self.centre(xv, v))
-    }
-
-    /// `X^T u - (sum u) mu` from `X^T u`.
-    fn centre(&self, mut xt_u: Vec<f64>, u: &[f64]) -> Vec<f64> {
-        let s = sum_rows(self.ptr, u);
-        xt_u.iter_mut()
+        // W^T y = (sum_i c_i x_i - (sum c) mu, sum c), c_i = sqrt(D_i) y_i, summed in
+        // the tree over the bags
+        let (wt_y, sum_c) = sum_bags(
+            &self.ptr,
+            (vec![0.0; r_w.len()], 0.0),
+            |k, acc: &mut (Vec<f64>, f64)| {
+                for i in self.aptr[k]..self.aptr[k + 1] {
+                    let c = self.root_d[i] * y[i];
+                    self.x.add_row(self.active[i], c, &mut acc.0, self.simd);
+                    acc.1 += c;
+                }
+                self.aptr[k + 1] > self.aptr[k]
+            },
+        );
+        let z_w = r_w
+            .iter()
+            .zip(&wt_y)
             .zip(&self.mu)
-            .for_each(|(o, &m)| *o -= s * m);
-        xt_u
+            .map(|((&r, &t), &u)| r - t + sum_c * u)
+            .collect();
+        (z_w, (r_b - sum_c) / WOODBURY_BIAS)
     }
 }
 
@@ -616,81 +552,827 @@ fn unit_hash(k: usize) -> f64 {
     (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
-impl LinearSquaredHinge<'_> {
-    /// Whether row `j` has no loss term (both costs zero: the instances a relabelling step
-    /// leaves out). Its score does not enter `J`; the solve skips it in the steps and sets it
-    /// at the end.
-    #[inline]
-    fn no_loss(&self, j: usize) -> bool {
-        self.c_pos[j] <= 0.0 && self.c_neg[j] <= 0.0
+/// `X^T u - (sum u) mu` from `X^T u` and `sum u`: a product with the centred rows `x_j - mu`
+/// without forming them (module docs).
+fn centre(mut xt_u: Vec<f64>, sum_u: f64, mu: &[f64]) -> Vec<f64> {
+    xt_u.iter_mut().zip(mu).for_each(|(o, &m)| *o -= sum_u * m);
+    xt_u
+}
+
+/// The loss terms of one row at the score `fj` and costs `(cp, cn)`: `(loss, g_j, D_j)`.
+#[inline]
+fn row_loss(cp: f64, cn: f64, fj: f64) -> (f64, f64, f64) {
+    let (mut loss, mut gj, mut d) = (0.0, 0.0, 0.0);
+    let up = 1.0 - fj;
+    if cp > 0.0 && up > 0.0 {
+        loss += cp * up * up;
+        gj -= 2.0 * cp * up;
+        d += 2.0 * cp;
+    }
+    let dn = 1.0 + fj;
+    if cn > 0.0 && dn > 0.0 {
+        loss += cn * dn * dn;
+        gj += 2.0 * cn * dn;
+        d += 2.0 * cn;
+    }
+    (loss, gj, d)
+}
+
+/// The first gradient of a solve ([`RowStore::first_gradient`]): the loss, `X^T g`, `X^T g0`
+/// (`g0` the loss gradient at `w = 0, b' = 0`), `sum g` and `sum g0`.
+pub(crate) struct FirstGradient {
+    pub(crate) loss: f64,
+    pub(crate) xt_g: Vec<f64>,
+    pub(crate) xt_g0: Vec<f64>,
+    pub(crate) sum_g: f64,
+    pub(crate) sum_g0: f64,
+}
+
+/// The rows of a solve as the Newton-CG driver reaches them: each method is one round over the
+/// groups of bags that hold the rows, each group computing its part (every sum as its canonical
+/// nodes in the fixed tree over the bags, combined by [`combine`]; per-row state such as the
+/// scores `f`, the loss terms `g`, `D`, the active rows and the step's scores `z` kept by its
+/// group). The driver holds only `d`-vectors and scalars, so a solve gives the same bits
+/// however the bags are grouped: one group in process ([`Parts`]), several in tests, or the
+/// partitions of a Dask collection.
+pub(crate) trait RowStore {
+    /// Rows (instances) in all groups.
+    fn n_rows(&self) -> usize;
+    /// Features of every row.
+    fn n_features(&self) -> usize;
+    /// Whether the rows are dense (the sketch needs dense rows).
+    fn dense(&self) -> bool;
+    /// The mean row ([`mean_row`]).
+    fn mean(&mut self) -> Result<Vec<f64>>;
+    /// Sets the scores `f = X w + shift`.
+    fn set_scores(&mut self, w: &[f64], shift: f64) -> Result<()>;
+    /// The loss terms at the scores, and the first gradient's sums.
+    fn first_gradient(&mut self) -> Result<FirstGradient>;
+    /// Moves the scores along the last step (`f += t z`), then the loss terms there:
+    /// `(loss, X^T g, sum g)`.
+    fn accept(&mut self, t: f64) -> Result<(f64, Vec<f64>, f64)>;
+    /// Marks the active rows (`D_j > 0`) for a Newton step; their number.
+    fn activate(&mut self) -> Result<usize>;
+    /// `sum D` over the active rows.
+    fn sum_d(&mut self) -> Result<f64>;
+    /// The sketch's sample ([`Preconditioner::sketch`]), rows as `f64` with their weights, in
+    /// row order: every active row weighing `D_j` (`step` `None`), else the systematic draws
+    /// of `step`.
+    fn sketch_rows(&mut self, step: Option<f64>) -> Result<Vec<(Vec<f64>, f64)>>;
+    /// `(sum D, sum_j D_j x_j, sum_j D_j x_j^2)` ([`Preconditioner::jacobi`]).
+    fn jacobi_sums(&mut self) -> Result<(f64, Vec<f64>, Vec<f64>)>;
+    /// Factors the Woodbury preconditioner at the mean `mu`; whether this store has one.
+    fn woodbury(&mut self, mu: &[f64]) -> Result<bool>;
+    /// `M^{-1} (r_w, r_b)` of the Woodbury preconditioner.
+    fn woodbury_apply(&mut self, r_w: &[f64], r_b: f64) -> Result<(Vec<f64>, f64)>;
+    /// The Hessian-vector product of the active rows at `p_w` and `shift` (the centred bias),
+    /// the rows' `q` kept; `pending`: the step length of the previous `q`, added into the
+    /// step's scores first.
+    fn hessian(&mut self, p_w: &[f64], shift: f64, pending: Option<f64>)
+        -> Result<(Vec<f64>, f64)>;
+    /// The step's scores `z` (`pending` as in [`RowStore::hessian`]; the inactive rows with a
+    /// loss term by their dot with `s_w`, plus `shift`).
+    fn step_scores(&mut self, s_w: &[f64], shift: f64, pending: Option<f64>) -> Result<()>;
+    /// The loss's `(phi', phi'')` at `f + t z`.
+    fn line_terms(&mut self, t: f64) -> Result<(f64, f64)>;
+    /// The scores of the rows without a loss term, `X w + shift`.
+    fn finish_scores(&mut self, w: &[f64], shift: f64) -> Result<()>;
+}
+
+/// One group of contiguous bags `[lo, hi)` with its rows, its costs and the per-row state of a
+/// solve: the part of a [`RowStore`] that a group (a process, a Dask partition) computes.
+pub(crate) struct Part<'a> {
+    x: RowsRef<'a>,
+    /// One offset per bag of the whole data set into this group's rows ([`Group`]).
+    ptr: Vec<usize>,
+    lo: usize,
+    hi: usize,
+    n: usize,
+    d: usize,
+    c_pos: Cow<'a, [f64]>,
+    c_neg: Cow<'a, [f64]>,
+    f: Vec<f64>,
+    g: Vec<f64>,
+    dj: Vec<f64>,
+    z: Vec<f64>,
+    act: ActiveRows,
+    q: Vec<f64>,
+    z_active: Vec<f64>,
+    woodbury: Option<Woodbury<'a>>,
+    simd: Simd,
+}
+
+impl<'a> Part<'a> {
+    /// The bags `[lo, hi)` of a data set whose bags have the row offsets `bag_ptr` (all of
+    /// them), `x` and the costs holding this group's rows only.
+    fn new(
+        x: RowsRef<'a>,
+        bag_ptr: &[usize],
+        lo: usize,
+        hi: usize,
+        c_pos: Cow<'a, [f64]>,
+        c_neg: Cow<'a, [f64]>,
+    ) -> Self {
+        let (r0, r1) = (bag_ptr[lo], bag_ptr[hi]);
+        let ptr = bag_ptr.iter().map(|&p| p.clamp(r0, r1) - r0).collect();
+        let d = match x {
+            RowsRef::Dense { d, .. } | RowsRef::Dense32 { d, .. } => d,
+            RowsRef::Sparse(c) => c.n_cols(),
+        };
+        Self {
+            x,
+            ptr,
+            lo,
+            hi,
+            n: r1 - r0,
+            d,
+            c_pos,
+            c_neg,
+            f: Vec::new(),
+            g: Vec::new(),
+            dj: Vec::new(),
+            z: Vec::new(),
+            act: ActiveRows::default(),
+            q: Vec::new(),
+            z_active: Vec::new(),
+            woodbury: None,
+            simd: Simd::detect(),
+        }
     }
 
-    /// The loss terms of row `j` at the score `fj`: `(loss, g_j, D_j)`.
-    #[inline]
-    fn row_loss(&self, j: usize, fj: f64) -> (f64, f64, f64) {
-        let (cp, cn) = (self.c_pos[j], self.c_neg[j]);
-        let (mut loss, mut gj, mut d) = (0.0, 0.0, 0.0);
-        let up = 1.0 - fj;
-        if cp > 0.0 && up > 0.0 {
-            loss += cp * up * up;
-            gj -= 2.0 * cp * up;
-            d += 2.0 * cp;
+    fn group(&self) -> Group<'_> {
+        Group {
+            ptr: &self.ptr,
+            lo: self.lo,
+            hi: self.hi,
         }
-        let dn = 1.0 + fj;
-        if cn > 0.0 && dn > 0.0 {
-            loss += cn * dn * dn;
-            gj += 2.0 * cn * dn;
-            d += 2.0 * cn;
-        }
-        (loss, gj, d)
+    }
+
+    fn mean_nodes(&self, inv_n: f64) -> Vec<Node<Vec<f64>>> {
+        xt_dot_nodes(self.x, self.group(), &vec![inv_n; self.n], self.d)
+    }
+
+    fn set_scores(&mut self, w: &[f64], shift: f64) {
+        self.f = vec![0.0; self.n];
+        x_dot(self.x, w, self.simd, &mut self.f);
+        self.f.iter_mut().for_each(|o| *o += shift);
     }
 
     /// Loss gradient `g_j` and curvature `D_j` of every row at the scores `f`, and the loss
-    /// (summed in the tree over the bags).
-    fn loss_terms(&self, f: &[f64], g: &mut [f64], dj: &mut [f64]) -> f64 {
-        let ptr = self.bag_ptr;
-        let mut gd: Vec<(f64, f64)> = vec![(0.0, 0.0); f.len()];
-        let loss = Tree::new(ptr, ptr, 0.0, |k, acc: &mut f64, out: &mut [(f64, f64)]| {
+    /// (the group's nodes in the tree over the bags).
+    fn loss_nodes(&mut self) -> Vec<Node<f64>> {
+        let n = self.n;
+        self.g.resize(n, 0.0);
+        self.dj.resize(n, 0.0);
+        self.z.resize(n, 0.0);
+        let ptr = &self.ptr;
+        let (f, cp, cn) = (&self.f, &*self.c_pos, &*self.c_neg);
+        let mut gd: Vec<(f64, f64)> = vec![(0.0, 0.0); n];
+        let nodes = Tree::new(ptr, ptr, 0.0, |k, acc: &mut f64, out: &mut [(f64, f64)]| {
             for (o, j) in out.iter_mut().zip(ptr[k]..ptr[k + 1]) {
-                let (l, gj, d) = self.row_loss(j, f[j]);
+                let (l, gj, d) = row_loss(cp[j], cn[j], f[j]);
                 *acc += l;
                 *o = (gj, d);
             }
             ptr[k + 1] > ptr[k]
         })
-        .sum(&mut gd);
-        for ((gj, d), &(a, b)) in g.iter_mut().zip(dj.iter_mut()).zip(&gd) {
+        .partial_sums(self.lo, self.hi, &mut gd);
+        for ((gj, d), &(a, b)) in self.g.iter_mut().zip(self.dj.iter_mut()).zip(&gd) {
             (*gj, *d) = (a, b);
         }
-        loss
+        nodes
     }
 
-    /// Derivative and second derivative in `t` of the loss at the scores `f + t z` (summed in
-    /// the tree over the bags).
-    fn line_terms(&self, f: &[f64], z: &[f64], t: f64) -> (f64, f64) {
-        let ptr = self.bag_ptr;
-        sum_bags(ptr, (0.0, 0.0), |k, acc: &mut (f64, f64)| {
-            let mut touched = false;
-            for j in ptr[k]..ptr[k + 1] {
-                if z[j] == 0.0 {
-                    continue;
+    fn activate(&mut self) -> usize {
+        self.act = ActiveRows::new(&self.ptr, &self.dj);
+        let m = self.act.active.len();
+        self.q = vec![0.0; m];
+        self.z_active = vec![0.0; m];
+        self.woodbury = None;
+        m
+    }
+
+    fn row_f64(&self, j: usize) -> Vec<f64> {
+        on_rows!(
+            self.x,
+            dense | data,
+            d | dense_row(data, d, j).iter().map(|v| v.to_f64()).collect(),
+            sparse | _c | Vec::new()
+        )
+    }
+
+    fn sketch_rows(&self, step: Option<f64>) -> Vec<(Vec<f64>, f64)> {
+        let (a, dj) = (&self.act, &self.dj);
+        match step {
+            None => a.active.iter().map(|&j| (self.row_f64(j), dj[j])).collect(),
+            Some(step) => {
+                let mut taken = Vec::new();
+                for k in self.lo..self.hi {
+                    let (mut acc, mut next) = (0.0, unit_hash(k) * step);
+                    for &j in &a.active[a.aptr[k]..a.aptr[k + 1]] {
+                        acc += dj[j];
+                        let mut copies = 0.0;
+                        while next < acc {
+                            copies += 1.0;
+                            next += step;
+                        }
+                        if copies > 0.0 {
+                            taken.push((self.row_f64(j), copies * step));
+                        }
+                    }
                 }
-                touched = true;
-                let fj = f[j] + t * z[j];
-                let (cp, cn) = (self.c_pos[j], self.c_neg[j]);
-                if cp > 0.0 && fj < 1.0 {
-                    acc.0 -= 2.0 * cp * (1.0 - fj) * z[j];
-                    acc.1 += 2.0 * cp * z[j] * z[j];
-                }
-                if cn > 0.0 && fj > -1.0 {
-                    acc.0 += 2.0 * cn * (1.0 + fj) * z[j];
-                    acc.1 += 2.0 * cn * z[j] * z[j];
-                }
+                taken
             }
-            touched
+        }
+    }
+
+    fn hessian_nodes(
+        &mut self,
+        p_w: &[f64],
+        shift: f64,
+        pending: Option<f64>,
+    ) -> Vec<Node<HessValue>> {
+        self.add_pending(pending);
+        let tree = hessian_tree(
+            self.x, &self.ptr, &self.act, &self.dj, p_w, shift, self.simd,
+        );
+        tree.partial_sums(self.lo, self.hi, &mut self.q)
+    }
+
+    fn add_pending(&mut self, pending: Option<f64>) {
+        if let Some(alpha) = pending {
+            self.z_active
+                .iter_mut()
+                .zip(&self.q)
+                .for_each(|(zk, &qk)| *zk += alpha * qk);
+        }
+    }
+
+    /// The step's scores: gathered on the active rows, one dot per inactive row with a loss
+    /// term (a row without one has no say in J: 0 here, its score set by the end of the
+    /// solve).
+    fn step_scores(&mut self, s_w: &[f64], shift: f64, pending: Option<f64>) {
+        self.add_pending(pending);
+        let (x, simd) = (self.x, self.simd);
+        let (dj, cp, cn) = (&self.dj, &*self.c_pos, &*self.c_neg);
+        self.z
+            .par_chunks_mut(BLOCK_ROWS)
+            .enumerate()
+            .for_each(|(blk, out)| {
+                for (k, v) in out.iter_mut().enumerate() {
+                    let j = blk * BLOCK_ROWS + k;
+                    if dj[j] == 0.0 {
+                        *v = if cp[j] <= 0.0 && cn[j] <= 0.0 {
+                            0.0
+                        } else {
+                            x.row_dot(j, s_w, simd) + shift
+                        };
+                    }
+                }
+            });
+        for (&j, &v) in self.act.active.iter().zip(&self.z_active) {
+            self.z[j] = v;
+        }
+    }
+
+    /// Derivative and second derivative in `t` of the loss at the scores `f + t z`.
+    fn line_nodes(&self, t: f64) -> Vec<Node<(f64, f64)>> {
+        let ptr = &self.ptr;
+        let (f, z, cp, cn) = (&self.f, &self.z, &*self.c_pos, &*self.c_neg);
+        partial_bags(
+            ptr,
+            self.lo,
+            self.hi,
+            (0.0, 0.0),
+            |k, acc: &mut (f64, f64)| {
+                let mut touched = false;
+                for j in ptr[k]..ptr[k + 1] {
+                    if z[j] == 0.0 {
+                        continue;
+                    }
+                    touched = true;
+                    let fj = f[j] + t * z[j];
+                    let (cp, cn) = (cp[j], cn[j]);
+                    if cp > 0.0 && fj < 1.0 {
+                        acc.0 -= 2.0 * cp * (1.0 - fj) * z[j];
+                        acc.1 += 2.0 * cp * z[j] * z[j];
+                    }
+                    if cn > 0.0 && fj > -1.0 {
+                        acc.0 += 2.0 * cn * (1.0 + fj) * z[j];
+                        acc.1 += 2.0 * cn * z[j] * z[j];
+                    }
+                }
+                touched
+            },
+        )
+    }
+
+    fn finish_scores(&mut self, w: &[f64], shift: f64) {
+        let (x, simd) = (self.x, self.simd);
+        let (cp, cn) = (&*self.c_pos, &*self.c_neg);
+        self.f
+            .par_chunks_mut(BLOCK_ROWS)
+            .enumerate()
+            .for_each(|(blk, out)| {
+                for (k, v) in out.iter_mut().enumerate() {
+                    let j = blk * BLOCK_ROWS + k;
+                    if cp[j] <= 0.0 && cn[j] <= 0.0 {
+                        *v = x.row_dot(j, w, simd) + shift;
+                    }
+                }
+            });
+    }
+}
+
+/// The in-process [`RowStore`]: groups of contiguous bags, in order (one group for an
+/// ordinary fit; several in tests, which must give the same bits).
+pub(crate) struct Parts<'a> {
+    parts: Vec<Part<'a>>,
+    n_bags: usize,
+    d: usize,
+    dense: bool,
+}
+
+impl<'a> Parts<'a> {
+    /// The rows of `x` split at the bags `cuts` (from 0 to the number of bags, never
+    /// decreasing), with their costs. Several groups need dense rows (a group holds a slice of
+    /// them).
+    pub(crate) fn split(
+        x: &'a Instances,
+        bag_ptr: &[usize],
+        cuts: &[usize],
+        c_pos: &'a [f64],
+        c_neg: &'a [f64],
+    ) -> Result<Self> {
+        let n_bags = bag_ptr.len().saturating_sub(1);
+        check_bag_ptr(bag_ptr, x.n_rows())?;
+        if cuts.first() != Some(&0)
+            || cuts.last() != Some(&n_bags)
+            || cuts.windows(2).any(|w| w[0] > w[1])
+            || c_pos.len() != x.n_rows()
+            || c_neg.len() != x.n_rows()
+        {
+            return Err(crate::error::Error::InvalidData(format!(
+                "linear solver: groups must cut the {n_bags} bags from 0 to {n_bags}, never \
+                 decreasing, with one cost per row"
+            )));
+        }
+        let rows = RowsRef::new(x);
+        let d = x.n_features();
+        let mut parts = Vec::with_capacity(cuts.len().saturating_sub(1));
+        for w in cuts.windows(2) {
+            let (r0, r1) = (bag_ptr[w[0]], bag_ptr[w[1]]);
+            let sub = match rows {
+                RowsRef::Dense { data, d } => RowsRef::Dense {
+                    data: &data[r0 * d..r1 * d],
+                    d,
+                },
+                RowsRef::Dense32 { data, d } => RowsRef::Dense32 {
+                    data: &data[r0 * d..r1 * d],
+                    d,
+                },
+                RowsRef::Sparse(_) if cuts.len() == 2 => rows,
+                RowsRef::Sparse(_) => {
+                    return Err(crate::error::Error::InvalidData(
+                        "linear solver: sparse rows are solved in one group".into(),
+                    ))
+                }
+            };
+            parts.push(Part::new(
+                sub,
+                bag_ptr,
+                w[0],
+                w[1],
+                Cow::Borrowed(&c_pos[r0..r1]),
+                Cow::Borrowed(&c_neg[r0..r1]),
+            ));
+        }
+        Ok(Self {
+            parts,
+            n_bags,
+            d,
+            dense: !matches!(rows, RowsRef::Sparse(_)),
         })
     }
 
+    /// Every group's nodes of one sum, combined.
+    fn reduce<T: TreeValue>(
+        &mut self,
+        zero: T,
+        mut f: impl FnMut(&mut Part<'a>) -> Vec<Node<T>>,
+    ) -> Result<T> {
+        let mut nodes = Vec::new();
+        for p in &mut self.parts {
+            nodes.extend(f(p));
+        }
+        combine(self.n_bags, nodes, zero)
+    }
+
+    /// The scores of every row, in row order.
+    pub(crate) fn into_scores(self) -> Vec<f64> {
+        let mut parts = self.parts.into_iter();
+        let mut f = parts.next().map(|p| p.f).unwrap_or_default();
+        for p in parts {
+            f.extend(p.f);
+        }
+        f
+    }
+
+    /// Sets group `k`'s costs (its rows' `c+` and `c-`).
+    #[cfg(test)]
+    pub(crate) fn set_costs(&mut self, k: usize, c_pos: Vec<f64>, c_neg: Vec<f64>) {
+        self.parts[k].c_pos = Cow::Owned(c_pos);
+        self.parts[k].c_neg = Cow::Owned(c_neg);
+    }
+
+    /// Group `k`'s scores.
+    #[cfg(test)]
+    pub(crate) fn scores(&self, k: usize) -> &[f64] {
+        &self.parts[k].f
+    }
+
+    /// Sets the scores from known ones (row order).
+    fn keep_scores(&mut self, scores: &[f64]) {
+        let mut at = 0;
+        for p in &mut self.parts {
+            p.f = scores[at..at + p.n].to_vec();
+            at += p.n;
+        }
+    }
+}
+
+impl RowStore for Parts<'_> {
+    fn n_rows(&self) -> usize {
+        self.parts.iter().map(|p| p.n).sum()
+    }
+
+    fn n_features(&self) -> usize {
+        self.d
+    }
+
+    fn dense(&self) -> bool {
+        self.dense
+    }
+
+    fn mean(&mut self) -> Result<Vec<f64>> {
+        let n = self.n_rows();
+        if n == 0 {
+            return Ok(vec![0.0; self.d]);
+        }
+        let inv_n = 1.0 / n as f64;
+        self.reduce(vec![0.0; self.d], |p| p.mean_nodes(inv_n))
+    }
+
+    fn set_scores(&mut self, w: &[f64], shift: f64) -> Result<()> {
+        self.parts.iter_mut().for_each(|p| p.set_scores(w, shift));
+        Ok(())
+    }
+
+    fn first_gradient(&mut self) -> Result<FirstGradient> {
+        let d = self.d;
+        let loss = self.reduce(0.0, Part::loss_nodes)?;
+        let g0: Vec<Vec<f64>> = self
+            .parts
+            .iter()
+            .map(|p| {
+                p.c_pos
+                    .iter()
+                    .zip(p.c_neg.iter())
+                    .map(|(&cp, &cn)| 2.0 * (cn - cp))
+                    .collect()
+            })
+            .collect();
+        let mut at = 0;
+        let (xt_g, xt_g0) = self.reduce((vec![0.0; d], vec![0.0; d]), |p| {
+            at += 1;
+            xt_dot_pair_nodes(p.x, p.group(), &p.g, &g0[at - 1], d)
+        })?;
+        let sum_g = self.reduce(0.0, |p| sum_rows_nodes(p.group(), &p.g))?;
+        let mut at = 0;
+        let sum_g0 = self.reduce(0.0, |p| {
+            at += 1;
+            sum_rows_nodes(p.group(), &g0[at - 1])
+        })?;
+        Ok(FirstGradient {
+            loss,
+            xt_g,
+            xt_g0,
+            sum_g,
+            sum_g0,
+        })
+    }
+
+    fn accept(&mut self, t: f64) -> Result<(f64, Vec<f64>, f64)> {
+        for p in &mut self.parts {
+            let z = &p.z;
+            p.f.iter_mut().zip(z).for_each(|(fv, &zv)| *fv += t * zv);
+        }
+        let d = self.d;
+        let loss = self.reduce(0.0, Part::loss_nodes)?;
+        let xt_g = self.reduce(vec![0.0; d], |p| xt_dot_nodes(p.x, p.group(), &p.g, d))?;
+        let sum_g = self.reduce(0.0, |p| sum_rows_nodes(p.group(), &p.g))?;
+        Ok((loss, xt_g, sum_g))
+    }
+
+    fn activate(&mut self) -> Result<usize> {
+        Ok(self.parts.iter_mut().map(Part::activate).sum())
+    }
+
+    fn sum_d(&mut self) -> Result<f64> {
+        self.reduce(0.0, |p| sum_rows_nodes(p.group(), &p.dj))
+    }
+
+    fn sketch_rows(&mut self, step: Option<f64>) -> Result<Vec<(Vec<f64>, f64)>> {
+        Ok(self
+            .parts
+            .iter()
+            .flat_map(|p| p.sketch_rows(step))
+            .collect())
+    }
+
+    fn jacobi_sums(&mut self) -> Result<(f64, Vec<f64>, Vec<f64>)> {
+        let d = self.d;
+        let sum_d = self.sum_d()?;
+        let (s1, s2) = self.reduce((vec![0.0; d], vec![0.0; d]), |p| {
+            weighted_columns(p.x, p.group(), &p.dj, d)
+        })?;
+        Ok((sum_d, s1, s2))
+    }
+
+    fn woodbury(&mut self, mu: &[f64]) -> Result<bool> {
+        let [p] = self.parts.as_mut_slice() else {
+            return Ok(false);
+        };
+        p.woodbury = Woodbury::new(p.x, mu, &p.ptr, &p.act, &p.dj, p.simd);
+        Ok(p.woodbury.is_some())
+    }
+
+    fn woodbury_apply(&mut self, r_w: &[f64], r_b: f64) -> Result<(Vec<f64>, f64)> {
+        Ok(match self.parts.as_slice() {
+            [p] => match &p.woodbury {
+                Some(wb) => wb.apply(r_w, r_b),
+                None => (r_w.to_vec(), r_b),
+            },
+            _ => (r_w.to_vec(), r_b),
+        })
+    }
+
+    fn hessian(
+        &mut self,
+        p_w: &[f64],
+        shift: f64,
+        pending: Option<f64>,
+    ) -> Result<(Vec<f64>, f64)> {
+        self.reduce((vec![0.0; self.d], 0.0), |p| {
+            p.hessian_nodes(p_w, shift, pending)
+        })
+    }
+
+    fn step_scores(&mut self, s_w: &[f64], shift: f64, pending: Option<f64>) -> Result<()> {
+        self.parts
+            .iter_mut()
+            .for_each(|p| p.step_scores(s_w, shift, pending));
+        Ok(())
+    }
+
+    fn line_terms(&mut self, t: f64) -> Result<(f64, f64)> {
+        self.reduce((0.0, 0.0), |p| p.line_nodes(t))
+    }
+
+    fn finish_scores(&mut self, w: &[f64], shift: f64) -> Result<()> {
+        self.parts
+            .iter_mut()
+            .for_each(|p| p.finish_scores(w, shift));
+        Ok(())
+    }
+}
+
+/// A solve's start: `w`, `b` and, when known, their scores `X w + b`.
+type Start<'s> = (&'s [f64], f64, Option<&'s [f64]>);
+
+/// A solve's result before its scores are read from the store.
+pub(crate) struct Driven {
+    pub(crate) w: Vec<f64>,
+    pub(crate) b: f64,
+    pub(crate) value: f64,
+    pub(crate) n_iter: usize,
+    pub(crate) n_cg: usize,
+    pub(crate) converged: bool,
+}
+
+/// Newton-CG on the rows of `store` (module docs): from `warm` (`(w, b, scores kept)`: the
+/// store already holds the scores of `(w, b)`) to `|grad| <= tol |grad_0|`, at most `max_iter`
+/// Newton steps, the mean row `mean` when known.
+pub(crate) fn drive<S: RowStore>(
+    store: &mut S,
+    mean: Option<&[f64]>,
+    warm: Option<(&[f64], f64, bool)>,
+    tol: f64,
+    max_iter: usize,
+    cancel: &Cancel,
+) -> Result<Driven> {
+    let d = store.n_features();
+    let mu = match mean {
+        Some(mu) if mu.len() == d => mu.to_vec(),
+        _ => store.mean()?,
+    };
+    // `b` holds the centred bias `b' = b + mu . w` until the end
+    let (mut w, mut b) = match warm {
+        Some((w, b, _)) => (w.to_vec(), b + dot(&mu, w)),
+        None => (vec![0.0; d], 0.0),
+    };
+    if !matches!(warm, Some((_, _, true))) {
+        store.set_scores(&w, b - dot(&mu, &w))?;
+    }
+    // The gradient at w = 0, b' = 0 (the scale of the stopping rule), in the pass of the
+    // first gradient.
+    let first = store.first_gradient()?;
+    let mut loss = first.loss;
+    let grad0_w = centre(first.xt_g0, first.sum_g0, &mu);
+    let grad0 = (dot(&grad0_w, &grad0_w) + first.sum_g0.powi(2)).sqrt();
+    let mut xt_g = (centre(first.xt_g, first.sum_g, &mu), first.sum_g);
+    let (mut n_iter, mut converged) = (0, false);
+    // the previous line search's step (1: the Newton step was taken whole)
+    let mut last_t = 1.0;
+    let mut n_cg = 0;
+    // Woodbury's preconditioner for the rest of the solve (sparse rows; WOODBURY_AFTER_CG)
+    let mut woodbury = false;
+    loop {
+        cancel.check()?;
+        let (mut grad_w, grad_b) = std::mem::take(&mut xt_g);
+        grad_w.iter_mut().zip(&w).for_each(|(gw, &wv)| *gw += wv);
+        let gnorm = (dot(&grad_w, &grad_w) + grad_b * grad_b).sqrt();
+        if gnorm <= tol * grad0 || gnorm == 0.0 {
+            converged = true;
+            break;
+        }
+        if n_iter >= max_iter {
+            break;
+        }
+        n_iter += 1;
+        let forcing = if last_t < POOR_MODEL_STEP {
+            0.1
+        } else {
+            (gnorm / grad0.max(f64::MIN_POSITIVE)).sqrt().min(0.1)
+        };
+        // the step and its scores z = (X - 1 mu^T) s_w + s_b (exact line search on the
+        // piecewise-quadratic J(w + t s_w, b + t s_b))
+        let (s_w, s_b, cg) = newton_direction(store, &mu, &grad_w, grad_b, forcing, woodbury)?;
+        n_cg += cg;
+        woodbury |= cg > WOODBURY_AFTER_CG;
+        let (ws, ss) = (dot(&w, &s_w), dot(&s_w, &s_w));
+        let t = line_search(store, ws, ss)?;
+        if t == 0.0 {
+            break; // no descent left at machine precision
+        }
+        last_t = t;
+        w.iter_mut().zip(&s_w).for_each(|(wv, &sv)| *wv += t * sv);
+        b += t * s_b;
+        let (l, xg, sg) = store.accept(t)?;
+        loss = l;
+        xt_g = (centre(xg, sg, &mu), sg);
+    }
+    // the scores of the rows without a loss term, which the steps left behind
+    if n_iter > 0 {
+        store.finish_scores(&w, b - dot(&mu, &w))?;
+    }
+    let value = 0.5 * dot(&w, &w) + loss;
+    let b = b - dot(&mu, &w);
+    Ok(Driven {
+        w,
+        b,
+        value,
+        n_iter,
+        n_cg,
+        converged,
+    })
+}
+
+/// The Newton direction: `H s = -grad` by preconditioned conjugate gradients
+/// ([`Preconditioner`]: the sketch for narrow dense rows, with `woodbury` Woodbury's for
+/// sparse rows, else Jacobi's) to a relative residual `forcing`, and the number of their
+/// iterations; the store keeps the step's scores.
+fn newton_direction<S: RowStore>(
+    store: &mut S,
+    mu: &[f64],
+    grad_w: &[f64],
+    grad_b: f64,
+    forcing: f64,
+    woodbury: bool,
+) -> Result<(Vec<f64>, f64, usize)> {
+    let d = grad_w.len();
+    let n_active = store.activate()?;
+    let mut precond = Preconditioner::sketch(store, mu, n_active)?;
+    if precond.is_none() && woodbury && store.woodbury(mu)? {
+        precond = Some(Preconditioner::Woodbury);
+    }
+    let precond = match precond {
+        Some(p) => p,
+        None => Preconditioner::jacobi(store, mu)?,
+    };
+    // centred rows: q_j = (x_j - mu) . p_w + p_b = x_j . p_w + (p_b - mu . p_w), and
+    // sum_j D_j q_j (x_j - mu) = (sum_j D_j q_j x_j) - (sum_j D_j q_j) mu
+    let hess = |store: &mut S, p_w: &[f64], p_b: f64, pending| -> Result<(Vec<f64>, f64)> {
+        let shift = p_b - dot(mu, p_w);
+        let (mut h_w, h_b) = store.hessian(p_w, shift, pending)?;
+        h_w.iter_mut()
+            .zip(p_w)
+            .zip(mu)
+            .for_each(|((h, &p), &u)| *h += p - h_b * u);
+        Ok((h_w, h_b))
+    };
+    let (mut s_w, mut s_b) = (vec![0.0; d], 0.0);
+    // the step length of the last product's q, not yet added into the step's scores (the
+    // store gathers them on the active rows, sum_k alpha_k q_k)
+    let mut pending = None;
+    let mut r_w: Vec<f64> = grad_w.iter().map(|g| -g).collect();
+    let mut r_b = -grad_b;
+    let r0 = (dot(&r_w, &r_w) + r_b * r_b).sqrt();
+    let (mut z_w, mut z_b) = precond.apply(store, &r_w, r_b)?;
+    let (mut p_w, mut p_b) = (z_w.clone(), z_b);
+    let mut rz = dot(&r_w, &z_w) + r_b * z_b;
+    let mut n_cg = 0;
+    for _ in 0..MAX_CG {
+        n_cg += 1;
+        let (hp_w, hp_b) = hess(store, &p_w, p_b, pending.take())?;
+        let php = dot(&p_w, &hp_w) + p_b * hp_b;
+        if php <= 0.0 || !php.is_finite() {
+            break; // only the unpenalised bias without active rows: no curvature left
+        }
+        let alpha = rz / php;
+        s_w.iter_mut().zip(&p_w).for_each(|(s, &p)| *s += alpha * p);
+        s_b += alpha * p_b;
+        pending = Some(alpha);
+        r_w.iter_mut()
+            .zip(&hp_w)
+            .for_each(|(r, &h)| *r -= alpha * h);
+        r_b -= alpha * hp_b;
+        if (dot(&r_w, &r_w) + r_b * r_b).sqrt() <= forcing * r0 {
+            break;
+        }
+        (z_w, z_b) = precond.apply(store, &r_w, r_b)?;
+        let rz_new = dot(&r_w, &z_w) + r_b * z_b;
+        let beta = rz_new / rz;
+        rz = rz_new;
+        p_w.iter_mut()
+            .zip(&z_w)
+            .for_each(|(p, &z)| *p = z + beta * *p);
+        p_b = z_b + beta * p_b;
+    }
+    store.step_scores(&s_w, s_b - dot(mu, &s_w), pending.take())?;
+    Ok((s_w, s_b, n_cg))
+}
+
+/// The minimiser `t >= 0` of `J` along the direction: `phi'(t) = ws + t ss + loss'(t)`,
+/// found by Newton steps on `phi'` kept inside a bracket `[lo, hi]` (bisection otherwise).
+fn line_search<S: RowStore>(store: &mut S, ws: f64, ss: f64) -> Result<f64> {
+    let mut dphi = |t: f64| -> Result<(f64, f64)> {
+        let (l1, l2) = store.line_terms(t)?;
+        Ok((ws + t * ss + l1, ss + l2))
+    };
+    let (d0, _) = dphi(0.0)?;
+    if d0 >= 0.0 {
+        return Ok(0.0); // not a descent direction (the gradient is at rounding level)
+    }
+    let (mut lo, mut hi) = (0.0, 1.0);
+    let mut at_hi = dphi(hi)?;
+    let mut grow = 0;
+    while at_hi.0 < 0.0 && grow < 60 {
+        lo = hi;
+        hi *= 2.0;
+        at_hi = dphi(hi)?;
+        grow += 1;
+    }
+    if at_hi.0 < 0.0 {
+        return Ok(hi);
+    }
+    // Newton from t = 1 (the full Newton step, usually exact), safeguarded by the bracket.
+    let mut t = 1.0_f64.clamp(lo, hi);
+    for _ in 0..100 {
+        let (v, curv) = dphi(t)?;
+        if v == 0.0 {
+            return Ok(t);
+        }
+        if v < 0.0 {
+            lo = t;
+        } else {
+            hi = t;
+        }
+        let newton = if curv > 0.0 { t - v / curv } else { f64::NAN };
+        let next = if newton > lo && newton < hi {
+            newton
+        } else {
+            0.5 * (lo + hi)
+        };
+        if (next - t).abs() <= 1e-15 * t.abs().max(1.0) || hi - lo <= 1e-15 * hi {
+            return Ok(next);
+        }
+        t = next;
+    }
+    Ok(t)
+}
+
+impl LinearSquaredHinge<'_> {
     /// Minimises `J` from `warm` (`(w, b)`; `None`: zero) to `|grad| <= tol |grad_0|`, with at
     /// most `max_iter` Newton steps; checks `cancel` at every step.
     pub fn solve(
@@ -727,263 +1409,38 @@ impl LinearSquaredHinge<'_> {
         max_iter: usize,
         cancel: &Cancel,
     ) -> Result<LinearSolution> {
-        let (n, d) = (self.x.n_rows(), self.x.n_features());
-        check_bag_ptr(self.bag_ptr, n)?;
-        // The loops read dense rows as slices: a row-major copy once if the layout is another.
-        let x = RowsRef::new(self.x);
-        let simd = Simd::detect();
-        let centred = match self.mean {
-            Some(mu) if mu.len() == d => Centred {
-                x,
-                ptr: self.bag_ptr,
-                mu: mu.to_vec(),
-            },
-            _ => Centred::new(x, self.bag_ptr, n, d),
-        };
-        // `b` holds the centred bias `b' = b + mu . w` until the end
-        let (mut w, mut b) = match warm {
-            Some((w, b, _)) => (w.to_vec(), b + dot(&centred.mu, w)),
-            None => (vec![0.0; d], 0.0),
-        };
-        let mut f = match warm {
-            Some((_, _, Some(scores))) => scores.to_vec(),
-            _ => {
-                let mut f = vec![0.0; n];
-                centred.x_dot(&w, b, simd, &mut f);
-                f
-            }
-        };
-        let (mut g, mut dj) = (vec![0.0; n], vec![0.0; n]);
-        // The gradient at w = 0, b' = 0 (the scale of the stopping rule), in the pass of the
-        // first gradient.
-        let g0: Vec<f64> = (0..n)
-            .map(|j| 2.0 * (self.c_neg[j] - self.c_pos[j]))
-            .collect();
-        let mut loss = self.loss_terms(&f, &mut g, &mut dj);
-        let (xt_g, grad0_w) = centred.xt_dot_pair(&g, &g0);
-        let grad0 = (dot(&grad0_w, &grad0_w) + sum_rows(self.bag_ptr, &g0).powi(2)).sqrt();
-        let mut xt_g = Some(xt_g);
-        let (mut n_iter, mut converged) = (0, false);
-        // the previous line search's step (1: the Newton step was taken whole)
-        let mut last_t = 1.0;
-        let mut z = vec![0.0; n];
-        let mut n_cg = 0;
-        // Woodbury's preconditioner for the rest of the solve (sparse rows; WOODBURY_AFTER_CG)
-        let mut woodbury = false;
-        loop {
-            cancel.check()?;
-            let mut grad_w = xt_g.take().unwrap_or_else(|| centred.xt_dot(&g));
-            grad_w.iter_mut().zip(&w).for_each(|(gw, &wv)| *gw += wv);
-            let grad_b = sum_rows(self.bag_ptr, &g);
-            let gnorm = (dot(&grad_w, &grad_w) + grad_b * grad_b).sqrt();
-            if gnorm <= tol * grad0 || gnorm == 0.0 {
-                converged = true;
-                break;
-            }
-            if n_iter >= max_iter {
-                break;
-            }
-            n_iter += 1;
-            let forcing = if last_t < POOR_MODEL_STEP {
-                0.1
-            } else {
-                (gnorm / grad0.max(f64::MIN_POSITIVE)).sqrt().min(0.1)
-            };
-            // the step and its scores z = (X - 1 mu^T) s_w + s_b (exact line search on the
-            // piecewise-quadratic J(w + t s_w, b + t s_b))
-            let (s_w, s_b, cg) = self.newton_direction(
-                &centred, &dj, &grad_w, grad_b, forcing, simd, woodbury, &mut z,
-            );
-            n_cg += cg;
-            woodbury |= cg > WOODBURY_AFTER_CG;
-            let (ws, ss) = (dot(&w, &s_w), dot(&s_w, &s_w));
-            let t = self.line_search(&f, &z, ws, ss);
-            if t == 0.0 {
-                break; // no descent left at machine precision
-            }
-            last_t = t;
-            w.iter_mut().zip(&s_w).for_each(|(wv, &sv)| *wv += t * sv);
-            b += t * s_b;
-            f.iter_mut().zip(&z).for_each(|(fv, &zv)| *fv += t * zv);
-            loss = self.loss_terms(&f, &mut g, &mut dj);
-        }
-        // the scores of the rows without a loss term, which the steps left behind
-        if n_iter > 0 {
-            let shift = b - dot(&centred.mu, &w);
-            f.par_chunks_mut(BLOCK_ROWS)
-                .enumerate()
-                .for_each(|(blk, out)| {
-                    for (k, v) in out.iter_mut().enumerate() {
-                        let j = blk * BLOCK_ROWS + k;
-                        if self.no_loss(j) {
-                            *v = x.row_dot(j, &w, simd) + shift;
-                        }
-                    }
-                });
-        }
-        let value = 0.5 * dot(&w, &w) + loss;
-        let b = b - dot(&centred.mu, &w);
-        Ok(LinearSolution {
-            w: Array1::from(w),
-            b,
-            value,
-            scores: f,
-            n_iter,
-            n_cg,
-            converged,
-        })
+        let cuts = [0, self.bag_ptr.len().saturating_sub(1)];
+        self.run_in_groups(&cuts, warm, tol, max_iter, cancel)
     }
 
-    /// The Newton direction: `H s = -grad` by preconditioned conjugate gradients
-    /// ([`Preconditioner`]: the sketch for narrow dense rows, with `woodbury` Woodbury's for
-    /// sparse rows, else Jacobi's) to a relative residual `forcing`, and the number of their
-    /// iterations.
-    #[allow(clippy::too_many_arguments)]
-    fn newton_direction(
+    /// [`LinearSquaredHinge::run`] over the groups of bags `cuts` ([`Parts`]).
+    fn run_in_groups(
         &self,
-        centred: &Centred,
-        dj: &[f64],
-        grad_w: &[f64],
-        grad_b: f64,
-        forcing: f64,
-        simd: Simd,
-        woodbury: bool,
-        z: &mut [f64],
-    ) -> (Vec<f64>, f64, usize) {
-        let d = grad_w.len();
-        let (x, mu) = (centred.x, centred.mu.as_slice());
-        let act = ActiveRows::new(self.bag_ptr, dj);
-        let precond = Preconditioner::sketch(x, mu, &act, dj)
-            .or_else(|| {
-                woodbury
-                    .then(|| Preconditioner::woodbury(x, mu, &act, dj, simd))
-                    .flatten()
-            })
-            .unwrap_or_else(|| Preconditioner::jacobi(x, self.bag_ptr, mu, dj));
-        let active = &act.active;
-        // centred rows: q_j = (x_j - mu) . p_w + p_b = x_j . p_w + (p_b - mu . p_w), and
-        // sum_j D_j q_j (x_j - mu) = (sum_j D_j q_j x_j) - (sum_j D_j q_j) mu
-        let mut q = vec![0.0; active.len()];
-        let hess = |p_w: &[f64], p_b: f64, q: &mut [f64]| -> (Vec<f64>, f64) {
-            let shift = p_b - dot(mu, p_w);
-            let (mut h_w, h_b) = hessian_product(x, &act, dj, p_w, shift, simd, q);
-            h_w.iter_mut()
-                .zip(p_w)
-                .zip(mu)
-                .for_each(|((h, &p), &u)| *h += p - h_b * u);
-            (h_w, h_b)
+        cuts: &[usize],
+        warm: Option<Start>,
+        tol: f64,
+        max_iter: usize,
+        cancel: &Cancel,
+    ) -> Result<LinearSolution> {
+        let mut store = Parts::split(self.x, self.bag_ptr, cuts, self.c_pos, self.c_neg)?;
+        let kept = match warm {
+            Some((_, _, Some(scores))) => {
+                store.keep_scores(scores);
+                true
+            }
+            _ => false,
         };
-        let (mut s_w, mut s_b) = (vec![0.0; d], 0.0);
-        // the active rows' scores of the step, sum_k alpha_k q_k, gathered as the steps add up
-        let mut z_active = vec![0.0; active.len()];
-        let mut r_w: Vec<f64> = grad_w.iter().map(|g| -g).collect();
-        let mut r_b = -grad_b;
-        let r0 = (dot(&r_w, &r_w) + r_b * r_b).sqrt();
-        let (mut z_w, mut z_b) = precond.apply(&r_w, r_b);
-        let (mut p_w, mut p_b) = (z_w.clone(), z_b);
-        let mut rz = dot(&r_w, &z_w) + r_b * z_b;
-        let mut n_cg = 0;
-        for _ in 0..MAX_CG {
-            n_cg += 1;
-            let (hp_w, hp_b) = hess(&p_w, p_b, &mut q);
-            let php = dot(&p_w, &hp_w) + p_b * hp_b;
-            if php <= 0.0 || !php.is_finite() {
-                break; // only the unpenalised bias without active rows: no curvature left
-            }
-            let alpha = rz / php;
-            s_w.iter_mut().zip(&p_w).for_each(|(s, &p)| *s += alpha * p);
-            s_b += alpha * p_b;
-            z_active
-                .iter_mut()
-                .zip(&q)
-                .for_each(|(zk, &qk)| *zk += alpha * qk);
-            r_w.iter_mut()
-                .zip(&hp_w)
-                .for_each(|(r, &h)| *r -= alpha * h);
-            r_b -= alpha * hp_b;
-            if (dot(&r_w, &r_w) + r_b * r_b).sqrt() <= forcing * r0 {
-                break;
-            }
-            (z_w, z_b) = precond.apply(&r_w, r_b);
-            let rz_new = dot(&r_w, &z_w) + r_b * z_b;
-            let beta = rz_new / rz;
-            rz = rz_new;
-            p_w.iter_mut()
-                .zip(&z_w)
-                .for_each(|(p, &z)| *p = z + beta * *p);
-            p_b = z_b + beta * p_b;
-        }
-        // the step's scores: gathered on the active rows, one dot per inactive row with a
-        // loss term (a row without one has no say in J: 0 here, its score set by the end of the
-        // solve)
-        let shift = s_b - dot(mu, &s_w);
-        z.par_chunks_mut(BLOCK_ROWS)
-            .enumerate()
-            .for_each(|(blk, out)| {
-                for (k, v) in out.iter_mut().enumerate() {
-                    let j = blk * BLOCK_ROWS + k;
-                    if dj[j] == 0.0 {
-                        *v = if self.no_loss(j) {
-                            0.0
-                        } else {
-                            x.row_dot(j, &s_w, simd) + shift
-                        };
-                    }
-                }
-            });
-        for (&j, &v) in active.iter().zip(&z_active) {
-            z[j] = v;
-        }
-        (s_w, s_b, n_cg)
-    }
-
-    /// The minimiser `t >= 0` of `J` along the direction: `phi'(t) = ws + t ss + loss'(t)`,
-    /// found by Newton steps on `phi'` kept inside a bracket `[lo, hi]` (bisection otherwise).
-    fn line_search(&self, f: &[f64], z: &[f64], ws: f64, ss: f64) -> f64 {
-        let dphi = |t: f64| {
-            let (l1, l2) = self.line_terms(f, z, t);
-            (ws + t * ss + l1, ss + l2)
-        };
-        let (d0, _) = dphi(0.0);
-        if d0 >= 0.0 {
-            return 0.0; // not a descent direction (the gradient is at rounding level)
-        }
-        let (mut lo, mut hi) = (0.0, 1.0);
-        let mut at_hi = dphi(hi);
-        let mut grow = 0;
-        while at_hi.0 < 0.0 && grow < 60 {
-            lo = hi;
-            hi *= 2.0;
-            at_hi = dphi(hi);
-            grow += 1;
-        }
-        if at_hi.0 < 0.0 {
-            return hi;
-        }
-        // Newton from t = 1 (the full Newton step, usually exact), safeguarded by the bracket.
-        let mut t = 1.0_f64.clamp(lo, hi);
-        for _ in 0..100 {
-            let (v, curv) = dphi(t);
-            if v == 0.0 {
-                return t;
-            }
-            if v < 0.0 {
-                lo = t;
-            } else {
-                hi = t;
-            }
-            let newton = if curv > 0.0 { t - v / curv } else { f64::NAN };
-            let next = if newton > lo && newton < hi {
-                newton
-            } else {
-                0.5 * (lo + hi)
-            };
-            if (next - t).abs() <= 1e-15 * t.abs().max(1.0) || hi - lo <= 1e-15 * hi {
-                return next;
-            }
-            t = next;
-        }
-        t
+        let start = warm.map(|(w, b, _)| (w, b, kept));
+        let out = drive(&mut store, self.mean, start, tol, max_iter, cancel)?;
+        Ok(LinearSolution {
+            w: Array1::from(out.w),
+            b: out.b,
+            value: out.value,
+            scores: store.into_scores(),
+            n_iter: out.n_iter,
+            n_cg: out.n_cg,
+            converged: out.converged,
+        })
     }
 }
 
@@ -1050,8 +1507,7 @@ mod woodbury_tests {
             let act = ActiveRows::new(&ptr, &dj);
             let active = &act.active;
             let simd = Simd::detect();
-            let Some(p) = Preconditioner::woodbury(RowsRef::Sparse(&csr), &mu, &act, &dj, simd)
-            else {
+            let Some(p) = Woodbury::new(RowsRef::Sparse(&csr), &mu, &ptr, &act, &dj, simd) else {
                 panic!("no Woodbury preconditioner")
             };
             let mut m = Array2::<f64>::zeros((d + 1, d + 1));
@@ -1088,9 +1544,10 @@ mod woodbury_tests {
         let mu = vec![0.0; 2];
         let data = [1.0, 2.0, 3.0, 4.0];
         let dense = RowsRef::Dense { data: &data, d: 2 };
-        assert!(Preconditioner::woodbury(
+        assert!(Woodbury::new(
             dense,
             &mu,
+            &[0, 2],
             &ActiveRows::new(&[0, 2], &[1.0, 1.0]),
             &[1.0, 1.0],
             Simd::detect()
@@ -1154,7 +1611,7 @@ mod tree_tests {
             let act = ActiveRows::new(&ptr, &dj);
             let simd = Simd::detect();
             let mut q = vec![0.0; act.active.len()];
-            let whole = hessian_product(rows, &act, &dj, &p_w, 0.3, simd, &mut q);
+            let whole = hessian_tree(rows, &ptr, &act, &dj, &p_w, 0.3, simd).sum(&mut q);
             // against a plain sum: the tree adds in another order than the rows' order
             let mut plain = vec![0.0; 11];
             for &j in &act.active {
@@ -1164,7 +1621,7 @@ mod tree_tests {
             for (a, b) in whole.0.iter().zip(&plain) {
                 assert!((a - b).abs() <= 1e-10 * b.abs().max(1.0));
             }
-            let tree = hessian_tree(rows, &act, &dj, &p_w, 0.3, simd);
+            let tree = hessian_tree(rows, &ptr, &act, &dj, &p_w, 0.3, simd);
             for parts in [1, 2, 3, 5, 7] {
                 for shift in 0..3 {
                     let c = cuts(n_bags, parts, shift);
@@ -1225,6 +1682,86 @@ mod tree_tests {
             assert_eq!(bits(a.w.as_slice().unwrap()), bits(s.w.as_slice().unwrap()));
             assert_eq!(a.b.to_bits(), s.b.to_bits());
             assert_eq!(bits(&a.scores), bits(&s.scores));
+        }
+    }
+
+    /// A solve, and a warm solve at other costs from its scores, over 1, 2, 3, 5 and 7 groups
+    /// of bags (shifted cuts, an empty group among them): the bits of one group, for `f64` and
+    /// `f32` rows.
+    #[test]
+    fn a_solve_over_groups_of_bags_is_the_solve_in_one() {
+        let (mut x, ptr) = data(11, 600, 9, 6);
+        let n = x.nrows();
+        let n_bags = ptr.len() - 1;
+        let mut rng = ChaCha8Rng::seed_from_u64(12);
+        let c_pos: Vec<f64> = (0..n).map(|j| if j % 4 == 0 { 1.0 } else { 0.0 }).collect();
+        let c_neg: Vec<f64> = (0..n)
+            .map(|j| if j % 4 == 0 { 0.0 } else { rng.random::<f64>() })
+            .collect();
+        // other costs for the warm solve, some rows without a loss term
+        let c_pos2: Vec<f64> = c_pos.iter().map(|c| 2.0 * c).collect();
+        let c_neg2: Vec<f64> = (0..n)
+            .map(|j| if j % 7 == 3 { 0.0 } else { c_neg[j] })
+            .collect();
+        for j in (0..n).step_by(4) {
+            x[[j, 1]] += 1.2;
+        }
+        let x32 = Instances::from(crate::bags::DenseF32::from_array(
+            x.mapv(|v| v as f32).view(),
+        ));
+        let x64 = Instances::from(x);
+        for x in [&x64, &x32] {
+            let problem = |c_pos, c_neg| LinearSquaredHinge {
+                x,
+                bag_ptr: &ptr,
+                c_pos,
+                c_neg,
+                mean: None,
+            };
+            let cancel = Cancel::default();
+            let whole = problem(&c_pos, &c_neg)
+                .run(None, 1e-8, 50, &cancel)
+                .unwrap();
+            let start = (
+                whole.w.as_slice().unwrap(),
+                whole.b,
+                Some(whole.scores.as_slice()),
+            );
+            let warm = problem(&c_pos2, &c_neg2)
+                .run(Some(start), 1e-8, 50, &cancel)
+                .unwrap();
+            assert!(whole.n_iter > 1 && warm.n_iter > 0);
+            for parts in [1, 2, 3, 5, 7] {
+                for shift in 0..3 {
+                    let mut c = cuts(n_bags, parts, shift);
+                    if parts == 3 {
+                        c.insert(2, c[1]); // an empty group
+                    }
+                    let got = problem(&c_pos, &c_neg)
+                        .run_in_groups(&c, None, 1e-8, 50, &cancel)
+                        .unwrap();
+                    let start = (
+                        got.w.as_slice().unwrap(),
+                        got.b,
+                        Some(got.scores.as_slice()),
+                    );
+                    let got_warm = problem(&c_pos2, &c_neg2)
+                        .run_in_groups(&c, Some(start), 1e-8, 50, &cancel)
+                        .unwrap();
+                    for (a, b) in [(&whole, &got), (&warm, &got_warm)] {
+                        let what = format!("{parts} groups, shift {shift}");
+                        assert_eq!(
+                            bits(a.w.as_slice().unwrap()),
+                            bits(b.w.as_slice().unwrap()),
+                            "{what}"
+                        );
+                        assert_eq!(a.b.to_bits(), b.b.to_bits(), "{what}");
+                        assert_eq!(a.value.to_bits(), b.value.to_bits(), "{what}");
+                        assert_eq!(bits(&a.scores), bits(&b.scores), "{what}");
+                        assert_eq!((a.n_iter, a.n_cg), (b.n_iter, b.n_cg), "{what}");
+                    }
+                }
+            }
         }
     }
 }

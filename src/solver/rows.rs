@@ -7,7 +7,7 @@ use rayon::prelude::*;
 
 use crate::bags::{Csr, Instances};
 use crate::linalg::Simd;
-use crate::tree_sum::sum_bags;
+use crate::tree_sum::{partial_bags, Node};
 
 /// Rows per parallel task of the row-by-row passes (each row on its own: any size gives the same
 /// bits).
@@ -161,26 +161,40 @@ fn add_rows(x: RowsRef, u: &[f64], lo: usize, hi: usize, acc: &mut [f64], simd: 
     touched
 }
 
-/// `sum_j u_j x_j` over the rows with `u_j != 0`, in the fixed tree over the bags of `ptr`
-/// ([`crate::tree_sum`]).
-pub(super) fn xt_dot(x: RowsRef, ptr: &[usize], u: &[f64], d: usize) -> Vec<f64> {
+/// The bags `[lo, hi)` of a group of rows: `ptr` has one offset per bag of the whole data set
+/// (`n_bags + 1`) into the group's own rows, `0` before the group and its row count after it,
+/// so that every leaf outside the group is empty.
+#[derive(Clone, Copy)]
+pub(super) struct Group<'a> {
+    pub(super) ptr: &'a [usize],
+    pub(super) lo: usize,
+    pub(super) hi: usize,
+}
+
+/// `sum_j u_j x_j` over the rows with `u_j != 0`: the group's canonical nodes in the fixed tree
+/// over the bags ([`crate::tree_sum`]).
+pub(super) fn xt_dot_nodes(x: RowsRef, g: Group, u: &[f64], d: usize) -> Vec<Node<Vec<f64>>> {
     let simd = Simd::detect();
-    sum_bags(ptr, vec![0.0; d], |k, acc: &mut Vec<f64>| {
+    let ptr = g.ptr;
+    partial_bags(ptr, g.lo, g.hi, vec![0.0; d], |k, acc: &mut Vec<f64>| {
         add_rows(x, u, ptr[k], ptr[k + 1], acc, simd)
     })
 }
 
-/// [`xt_dot`] of `u` and of `v` in one pass over the rows.
-pub(super) fn xt_dot_pair(
+/// [`xt_dot_nodes`] of `u` and of `v` in one pass over the rows.
+pub(super) fn xt_dot_pair_nodes(
     x: RowsRef,
-    ptr: &[usize],
+    g: Group,
     u: &[f64],
     v: &[f64],
     d: usize,
-) -> (Vec<f64>, Vec<f64>) {
+) -> Vec<Node<(Vec<f64>, Vec<f64>)>> {
     let simd = Simd::detect();
-    sum_bags(
+    let ptr = g.ptr;
+    partial_bags(
         ptr,
+        g.lo,
+        g.hi,
         (vec![0.0; d], vec![0.0; d]),
         |k, acc: &mut (Vec<f64>, Vec<f64>)| {
             let (lo, hi) = (ptr[k], ptr[k + 1]);
@@ -191,9 +205,11 @@ pub(super) fn xt_dot_pair(
     )
 }
 
-/// `sum_j u_j` in the fixed tree over the bags of `ptr` (each bag's entries added in order).
-pub(crate) fn sum_rows(ptr: &[usize], u: &[f64]) -> f64 {
-    sum_bags(ptr, 0.0, |k, acc: &mut f64| {
+/// `sum_j u_j`: the group's canonical nodes in the fixed tree over the bags (each bag's entries
+/// added in order).
+pub(super) fn sum_rows_nodes(g: Group, u: &[f64]) -> Vec<Node<f64>> {
+    let ptr = g.ptr;
+    partial_bags(ptr, g.lo, g.hi, 0.0, |k, acc: &mut f64| {
         for &v in &u[ptr[k]..ptr[k + 1]] {
             *acc += v;
         }
