@@ -149,9 +149,9 @@ use crate::kernel::Kernel;
 use crate::model::{Model, Pooling};
 use crate::params::{hyperparams, KernelKind, Range};
 use crate::progress::{Observer, Progress, StopReason};
+use crate::set_kernel_svm::{apply_bag_score, SmilBagScore};
 use crate::smo::{ComboGram, DualProblem, DualSolution, InstanceGram, Smo, SmoParams};
 use crate::solver::hinge_bias;
-use crate::set_kernel_svm::{apply_bag_score, SmilBagScore};
 
 choices! {
     /// Which formulation of the family a CCCP fit solves (module docs): the two differ in how a
