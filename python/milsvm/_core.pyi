@@ -246,7 +246,7 @@ class AnnealingFit:
 class CccpFit:
     """A fitted stMIL or MissSVM (the Rust [`CccpFit`]; per binary problem where a list)."""
     model: Model
-    """The compiled model (stMIL: `smil_mean` pooling; MissSVM: `max`)."""
+    """The compiled model (stMIL: the pooling of its `bag_score`; MissSVM: `max`)."""
     gamma: float
     """The kernel width used."""
     objective_history: List[List[float]]
