@@ -31,17 +31,11 @@ use milsvm::Cancel;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+mod common;
+use common::arg;
+
 /// Seconds after which a coordinate-descent run is cancelled (reported as `> BUDGET`).
 const BUDGET: u64 = 120;
-
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// A standard normal draw (Box-Muller).
 fn normal(rng: &mut ChaCha8Rng) -> f64 {

@@ -17,14 +17,8 @@ use milsvm::model::{BagView, Model, Pooling, Predictor, Workspace};
 use milsvm::Kernel;
 use ndarray::{Array1, Array2};
 
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+mod common;
+use common::arg;
 
 /// The median seconds of `runs` calls of `f` after `warm` calls.
 fn median_seconds(warm: usize, runs: usize, mut f: impl FnMut()) -> f64 {

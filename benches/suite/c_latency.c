@@ -1,8 +1,8 @@
 /*
  * Latency of the C library (libmilsvm_c): nanoseconds per call of milsvm_score_bag_f64 on one
  * bag, with a warm thread, timed by clock_gettime(CLOCK_MONOTONIC); and the heap allocations per
- * call, counted by interposing malloc and its relatives (every allocation of the process goes
- * through the definitions below). Driven by benches/serving.py c.
+ * call, counted by interposing malloc and its relatives (tests/c/count_allocs.h, shared with the
+ * C library's allocation test). Driven by benches/serving.py c.
  *
  *   c_latency MODEL BAG_F64 N_FEATURES CALLS REPEATS
  *
@@ -12,26 +12,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "count_allocs.h" /* tests/c/: every heap allocation of the process, counted */
 #include "milsvm.h"
-
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
-extern void __libc_free(void *);
-static size_t n_allocs;
-static void counted(void) { __atomic_fetch_add(&n_allocs, 1, __ATOMIC_RELAXED); }
-void *malloc(size_t n) { counted(); return __libc_malloc(n); }
-void *calloc(size_t n, size_t m) { counted(); return __libc_calloc(n, m); }
-void *realloc(void *p, size_t n) { counted(); return __libc_realloc(p, n); }
-void *memalign(size_t a, size_t n) { counted(); return __libc_memalign(a, n); }
-void *aligned_alloc(size_t a, size_t n) { counted(); return __libc_memalign(a, n); }
-int posix_memalign(void **p, size_t a, size_t n) {
-    counted();
-    *p = __libc_memalign(a, n);
-    return *p ? 0 : 12;
-}
-void free(void *p) { __libc_free(p); }
 
 static double now_ns(void) {
     struct timespec t;
@@ -67,7 +49,7 @@ int main(int argc, char **argv) {
     double *scores = malloc(milsvm_model_n_outputs(model) * sizeof(double)), sink = 0.0;
     double *ns = malloc((size_t)repeats * sizeof(double));
     for (long i = 0; i < calls; i++) milsvm_score_bag_f64(model, x, n, d, scores); /* warm-up */
-    size_t start = __atomic_load_n(&n_allocs, __ATOMIC_RELAXED);
+    size_t start = allocations();
     for (long r = 0; r < repeats; r++) {
         double t0 = now_ns();
         for (long i = 0; i < calls; i++) {
@@ -76,7 +58,7 @@ int main(int argc, char **argv) {
         }
         ns[r] = (now_ns() - t0) / (double)calls;
     }
-    size_t allocs = __atomic_load_n(&n_allocs, __ATOMIC_RELAXED) - start;
+    size_t allocs = allocations() - start;
     qsort(ns, (size_t)repeats, sizeof(double), by_value);
     printf("ns_per_bag %.1f min %.1f allocs_per_call %g calls %ld sink %g\n", ns[repeats / 2], ns[0],
            (double)allocs / (double)(calls * repeats), calls * repeats, sink);

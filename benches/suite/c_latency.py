@@ -64,6 +64,7 @@ def main():
                 cc,
                 "-O2",
                 f"-I{REPO / 'capi' / 'include'}",
+                f"-I{REPO / 'tests' / 'c'}",
                 str(Path(__file__).with_suffix(".c")),
                 f"-L{lib}",
                 "-lmilsvm_c",
