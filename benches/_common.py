@@ -18,7 +18,9 @@ import argparse
 import contextlib
 import importlib
 import os
+import re
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -47,21 +49,15 @@ def sibling_python(venv: str, env: str) -> str:
 
 def commit() -> str:
     """The repository's commit (short hash, ``+`` when the work tree differs), or ``unknown``."""
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=True,
+
+    def git(*args):
+        return subprocess.run(
+            ["git", *args], cwd=REPO, capture_output=True, text=True, check=True
         ).stdout
+
+    try:
+        head = git("rev-parse", "--short", "HEAD").strip()
+        dirty = git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+" if dirty.strip() else "")
@@ -80,6 +76,69 @@ def timed():
     end = []
     yield lambda: (end[0] if end else time.perf_counter()) - start
     end.append(time.perf_counter())
+
+
+def add_list(parser, flag, kind, default, help=None, **kwargs):
+    """An option of one or more values of type `kind` (``nargs="+"``), by default `default` (a
+    list, or None)."""
+    default = None if default is None else list(default)
+    parser.add_argument(flag, type=kind, nargs="+", default=default, help=help, **kwargs)
+
+
+def add_choice(parser, flag, choices, help):
+    """An option of one of `choices` (space-separated), by default the first."""
+    choices = choices.split()
+    parser.add_argument(flag, choices=choices, default=choices[0], help=help)
+
+
+def picked(args, names: str) -> dict:
+    """The options `names` (separated by spaces) of parsed `args`, as a dict in that order (the
+    settings a run logs)."""
+    return {name: getattr(args, name) for name in names.split()}
+
+
+def child_command(file, *args) -> list[str]:
+    """The command line that runs the benchmark module `file` again in a child process of this
+    Python (to measure one fit's memory alone, or stop it at a timeout), with `args` as strings."""
+    return [sys.executable, str(Path(file).resolve()), *map(str, args)]
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A child process run by `run_measured`: its output, exit status, wall seconds, peak RSS in
+    KiB (``/usr/bin/time``'s report; None when absent) and whether the timeout stopped it."""
+
+    stdout: str
+    stderr: str
+    returncode: int
+    wall: float
+    peak_rss_kb: int | None
+    timed_out: bool
+
+
+def run_measured(cmd, timeout, env=None) -> Measured:
+    """`cmd` under ``/usr/bin/time -v``, in a session of its own, so that a timeout (seconds)
+    kills the whole group: ``time`` and the process under it."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        ["/usr/bin/time", "-v", *cmd],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+        timed_out = True
+    wall = time.perf_counter() - t0
+    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", stderr)
+    rss = int(m.group(1)) if m else None
+    return Measured(stdout, stderr, proc.returncode, wall, rss, timed_out)
 
 
 def output_path(out, default_name: str) -> Path:

@@ -13,10 +13,12 @@ An outer fold's result is `(seed, fold, out, seconds)`, where `out` maps a row k
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +55,84 @@ def standardise(train_bags, test_bags):
         [np.ascontiguousarray((b - mu) / sd) for b in train_bags],
         [np.ascontiguousarray((b - mu) / sd) for b in test_bags],
     )
+
+
+def mill_file(name):
+    """The MILL file of a benchmark set in the data folder: ``<name>/<name>.data`` in lower case
+    (``MUSK1`` -> ``musk1/musk1.data``), COREL's ``corel/corel2000.data``."""
+    low = name.lower()
+    return DEFAULT_DATA / ("corel/corel2000.data" if low == "corel" else f"{low}/{low}.data")
+
+
+def load_mill_bags(path):
+    """The bags (a list of instance arrays) and the labels of a dense MILL file."""
+    X, ptr, y = load_mill_dense(path)
+    return [X[ptr[i] : ptr[i + 1]] for i in range(len(ptr) - 1)], np.asarray(y)
+
+
+def outer_cv(bags, y, grid, score, seed=0):
+    """10-fold stratified CV over the bags (shuffled with `seed`) of one method: on each training
+    part the grid point is chosen by a 3-fold inner stratified CV (seed 0) by the accuracy of the
+    scores' signs (`choose_by_inner_cv`), then `score(point, train_bags, y_train, test_bags)`
+    gives the test part's decision values.
+
+    Returns the accuracy % (`acc`, `acc_sd`) and AUC (`auc`, `auc_sd`), mean and standard
+    deviation over the folds, the pooled out-of-fold AUC (`auc_pooled`), the point chosen on each
+    fold (`chosen`) and the seconds.
+    """
+    from sklearn.metrics import roc_auc_score
+    from sklearn.model_selection import StratifiedKFold
+
+    def accuracy(point, train, test, part_bags, part_y):
+        f = score(point, [part_bags[i] for i in train], part_y[train], [part_bags[i] for i in test])
+        return f, np.mean((f > 0).astype(int) == part_y[test])
+
+    outer = StratifiedKFold(10, shuffle=True, random_state=seed)
+    accs, aucs, chosen = [], [], []
+    oof = np.zeros(len(y))
+    start = time.perf_counter()
+    for train, test in outer.split(np.zeros(len(y)), y):
+        tb, ty = [bags[i] for i in train], y[train]
+        parts = list(StratifiedKFold(3, shuffle=True, random_state=0).split(np.zeros(len(ty)), ty))
+        point = choose_by_inner_cv(grid, parts, lambda p, a, b: accuracy(p, a, b, tb, ty)[1])
+        f, acc = accuracy(point, train, test, bags, y)
+        oof[test] = f
+        accs.append(acc)
+        aucs.append(roc_auc_score(y[test], f))
+        chosen.append(point)
+    return {
+        "acc": 100 * np.mean(accs),
+        "acc_sd": 100 * np.std(accs),
+        "auc": np.mean(aucs),
+        "auc_sd": np.std(aucs),
+        "auc_pooled": roc_auc_score(y, oof),
+        "chosen": chosen,
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def diy_mi_svm(X, bag_ptr, y, C=1.0, max_rounds=20):
+    """The mi-SVM loop users write around scikit-learn's ``LinearSVC`` (liblinear, float64):
+    fit on the instances `X` (bag `i` the rows ``bag_ptr[i]:bag_ptr[i + 1]``) with their bag's
+    label, relabel the instances of positive bags by the sign of the score (at least one positive
+    a bag, the highest scored), until no label changes or `max_rounds`. Returns the last SVC."""
+    from sklearn.svm import LinearSVC
+
+    owner = np.repeat(np.arange(len(y)), np.diff(bag_ptr))
+    labels = y[owner].copy()
+    svc = None
+    for _ in range(max_rounds):
+        svc = LinearSVC(C=C, loss="squared_hinge", dual="auto", max_iter=2000).fit(X, labels)
+        f = svc.decision_function(X)
+        new = np.where(y[owner] == 1, (f > 0).astype(int), 0)
+        for i in np.flatnonzero(y == 1):
+            lo, hi = bag_ptr[i], bag_ptr[i + 1]
+            if new[lo:hi].sum() == 0:
+                new[lo + np.argmax(f[lo:hi])] = 1
+        if np.array_equal(new, labels):
+            break
+        labels = new
+    return svc
 
 
 class Report:
@@ -213,17 +293,50 @@ def skip_missing_methods(milsvm, methods, class_of):
             methods.remove(method)
 
 
-def run_outer_parts(run, data_args, tasks, log, rows, args, part):
-    """`run(*data_args, train, test, seed, fold, args)` for every task `(train, test, seed, fold)`
-    whose `rows` are not in `log` yet, in parallel over up to `args.n_jobs` processes (joblib);
-    sets `args.threads`, milsvm's threads a fit (the cores a worker has). `part` names an outer
-    part in the message about the logged ones.
+def inner_grid(args, y, random_state):
+    """The (C, gamma scale) points of one outer training part (labels `y`) and its 3-fold inner CV
+    parts, (train, validation) index pairs (folds shuffled with `random_state`): with --quick the
+    one point (--C, --gamma-scale) and no parts, else --C-grid x --gamma-grid."""
+    from sklearn.model_selection import StratifiedKFold
 
-    Returns (results, done, workers, elapsed): every task's result `(seed, fold, out, seconds)`,
-    those taken from the log, the parallel workers and the seconds of the parallel run.
+    if args.quick:
+        return [(args.C, args.gamma_scale)], []
+    skf = StratifiedKFold(3, shuffle=True, random_state=random_state)
+    grid = list(itertools.product(args.C_grid, args.gamma_grid))
+    return grid, list(skf.split(np.zeros(len(y)), y))
+
+
+@dataclass
+class OuterRun:
+    """The outer parts of one run: every task's result `(seed, fold, out, seconds)`, those taken
+    from the log, the parallel workers, the seconds of the parallel run and the number of tasks."""
+
+    results: list
+    done: list
+    workers: int
+    elapsed: float
+    n_tasks: int
+
+    def print_wall(self, threads, parts, part):
+        """The closing line: wall time, `parts` run (how the outer parts are called), the workers,
+        milsvm's `threads` a fit, the median seconds a `part`."""
+        print(
+            f"\nwall time {self.elapsed:.1f} s ({self.n_tasks} {parts}, {len(self.done)} from the "
+            f"log, {self.workers} parallel, {threads} milsvm thread(s) a fit; per {part} median "
+            f"{np.median([r[3] for r in self.results]):.1f} s)"
+        )
+
+
+def run_outer_parts(run, data_args, tasks, rows, args, part, settings):
+    """`run(*data_args, train, test, seed, fold, args)` for every task `(train, test, seed, fold)`
+    whose `rows` are not in the log `args.log` yet (a `FoldLog` of the runs with these
+    `settings`), in parallel over up to `args.n_jobs` processes (joblib); sets `args.threads`,
+    milsvm's threads a fit (the cores a worker has). `part` names an outer part in the message
+    about the logged ones. Returns an `OuterRun`.
     """
     from joblib import Parallel, delayed
 
+    log = FoldLog(args.log, settings)
     wanted = {(seed, fold) for _, _, seed, fold in tasks}
     done = [r for r in log.finished(rows) if (r[0], r[1]) in wanted]
     finished = {(seed, fold) for seed, fold, _, _ in done}
@@ -236,7 +349,7 @@ def run_outer_parts(run, data_args, tasks, log, rows, args, part):
     results = done + Parallel(n_jobs=workers, verbose=0)(
         delayed(log.wrap(run))(*data_args, tr, te, seed, fold, args) for tr, te, seed, fold in todo
     )
-    return results, done, workers, time.perf_counter() - t0
+    return OuterRun(results, done, workers, time.perf_counter() - t0, len(tasks))
 
 
 def tally(results, n_seeds):

@@ -56,7 +56,6 @@ mean number of XVs; then, per baseline (RS, RSVM), whether SparseMI beats it at 
 from __future__ import annotations
 
 import argparse
-import itertools
 import sys
 import time
 from pathlib import Path
@@ -67,19 +66,9 @@ from threadpoolctl import threadpool_limits
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _protocol import (  # noqa: E402
-    FoldLog,
-    add_protocol_args,
-    choose_by_inner_cv,
-    load_mill_dense,
-    parse_protocol_args,
-    print_chosen,
-    print_table,
-    print_wins,
-    run_outer_parts,
-    skip_missing_methods,
-    tally,
-)
+import _protocol as protocol  # noqa: E402
+from _common import add_list, picked  # noqa: E402
+from _protocol import load_mill_dense  # noqa: E402
 
 # Table I of Fu et al. 2013 (002_*.txt): accuracy mean and std in %, over 10 repetitions.
 # N_xv = None: the first block (SparseMI with N_xv tuned by CV from {10, 50, 100, 500, 1000},
@@ -216,6 +205,7 @@ def fit_predict(backend, method, n_xv, C, gamma, random_state, train, test, tol,
     if backend == "numpy":
         import numpy_reference as ref
 
+        # Newton steps, at most 10 line-search trials: the reference's defaults (the paper's)
         model = ref.fit_sparse_mi(
             train.X,
             train.bag_ptr,
@@ -224,9 +214,7 @@ def fit_predict(backend, method, n_xv, C, gamma, random_state, train, test, tol,
             C=C,
             gamma=gamma,
             max_iter=max_iter,
-            max_line_search=10,
             tol=tol,
-            solver="newton",
             random_state=random_state,
         )
         f = ref.decision_function(
@@ -289,16 +277,9 @@ def run_outer_fold(data, train_idx, test_idx, seed, fold, args):
         d = train.X.shape[1]
         rs = 1000 * seed + fold  # initial XVs: the same for every fit in this fold
 
-        if args.quick:
-            grid = [(args.C, args.gamma_scale / d)]
-            inner = []
-        else:
-            grid = [(c, s / d) for c, s in itertools.product(args.C_grid, args.gamma_grid)]
-            skf = StratifiedKFold(3, shuffle=True, random_state=1000 * seed + fold)
-            inner = [
-                (train.subset(a), train.subset(b))
-                for a, b in skf.split(np.zeros(len(train)), train.y)
-            ]
+        grid, parts = protocol.inner_grid(args, train.y, rs)
+        grid = [(c, s / d) for c, s in grid]
+        inner = [(train.subset(a), train.subset(b)) for a, b in parts]
 
         def fp(method, n_xv, C, gamma, tr, te):
             return fit_predict(
@@ -308,7 +289,7 @@ def run_outer_fold(data, train_idx, test_idx, seed, fold, args):
         out = {}
         for method, n_xv in configs(args):
             t1 = time.perf_counter()
-            C, gamma = choose_by_inner_cv(
+            C, gamma = protocol.choose_by_inner_cv(
                 grid, inner, lambda pt, tr, va: np.mean(fp(method, n_xv, *pt, tr, va)[0] == va.y)
             )
             pred, info = fp(method, n_xv, C, gamma, train, test)
@@ -325,16 +306,7 @@ def run_outer_fold(data, train_idx, test_idx, seed, fold, args):
 
 def settings(args):
     """The arguments a logged fold must share with this run to be reused."""
-    return dict(
-        dataset=args.dataset,
-        backend=args.backend,
-        quick=args.quick,
-        C=args.C,
-        gamma_scale=args.gamma_scale,
-        C_grid=list(args.C_grid),
-        gamma_grid=list(args.gamma_grid),
-        tol=args.tol,
-    )
+    return picked(args, "dataset backend quick C gamma_scale C_grid gamma_grid tol")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -361,21 +333,15 @@ def main():
         help="number of repetitions = split seeds 0..seeds-1 (the paper: 10)",
     )
     parser.add_argument("--methods", nargs="+", default=["SparseMI", "RSVM"], choices=list(METHODS))
-    parser.add_argument(
-        "--n-xv",
-        type=int,
-        nargs="+",
-        default=[10, 50, 100],
-        help="N_xv values to run (MIKernel ignores it)",
-    )
-    add_protocol_args(parser, 1.0, C_GRID, GAMMA_SCALES, "1/d", "fold")
-    args = parse_protocol_args(parser)
+    add_list(parser, "--n-xv", int, [10, 50, 100], "N_xv values to run (MIKernel ignores it)")
+    protocol.add_protocol_args(parser, 1.0, C_GRID, GAMMA_SCALES, "1/d", "fold")
+    args = protocol.parse_protocol_args(parser)
     if args.backend == "milsvm":
         try:
             import milsvm
         except ImportError as exc:
             sys.exit(f"cannot import milsvm ({exc}); build it or use --backend numpy")
-        skip_missing_methods(milsvm, args.methods, MILSVM_CLASS)
+        protocol.skip_missing_methods(milsvm, args.methods, MILSVM_CLASS)
     else:
         dropped = [m for m in args.methods if m not in ("SparseMI", "RSVM")]
         if dropped:
@@ -390,7 +356,7 @@ def main():
 
     data = load_dataset(args.dataset, args.data)
     classes = np.unique(data.y)
-    protocol = "10-fold CV" if args.dataset.startswith("musk") else "50/50 stratified split"
+    kind = "10-fold CV" if args.dataset.startswith("musk") else "50/50 stratified split"
     print(
         f"{args.dataset}: {len(data)} bags ({len(classes)} classes, "
         + (
@@ -399,7 +365,7 @@ def main():
             else f"{len(data) // len(classes)} a class"
         )
         + f"), {data.X.shape[0]} instances, "
-        f"{data.X.shape[1]} features; backend {args.backend}; {args.seeds} seed(s) of {protocol}; "
+        f"{data.X.shape[1]} features; backend {args.backend}; {args.seeds} seed(s) of {kind}; "
         + (
             f"quick: C = {args.C:g}, gamma = {args.gamma_scale:g}/d, no inner CV"
             if args.quick
@@ -411,17 +377,16 @@ def main():
     for seed in range(args.seeds):
         for fold, (tr, te) in enumerate(outer_splits(args.dataset, data, seed)):
             tasks.append((tr, te, seed, fold))
-    log = FoldLog(args.log, settings(args))
-    results, done, workers, elapsed = run_outer_parts(
-        run_outer_fold, (data,), tasks, log, configs(args), args, "fold"
+    outer = protocol.run_outer_parts(
+        run_outer_fold, (data,), tasks, configs(args), args, "fold", settings(args)
     )
 
     # accuracy of each seed = correct bags over all test folds of that seed
-    per_seed, chosen, seconds, nxv = tally(results, args.seeds)
+    per_seed, chosen, seconds, nxv = protocol.tally(outer.results, args.seeds)
     paper = PAPER_TABLE1[args.dataset]
     rows = configs(args)
     what = "10-fold CV" if args.dataset.startswith("musk") else "a 50/50 split"
-    print_table(
+    protocol.print_table(
         f"\nTable I ({args.dataset.upper()}), accuracy % (mean +- std over {args.seeds} seed(s) of "
         f"{what})",
         rows,
@@ -445,7 +410,7 @@ def main():
             for n_xv in args.n_xv
         ]
         if pairs:
-            print_wins(
+            protocol.print_wins(
                 pairs,
                 per_seed,
                 lambda key: paper.get(paper_key(*key)),
@@ -464,13 +429,8 @@ def main():
             )
         )
     if not args.quick:
-        print_chosen(rows, chosen, "(1/d)")
-    fold_times = [r[3] for r in results]
-    print(
-        f"\nwall time {elapsed:.1f} s ({len(tasks)} outer folds/splits, {len(done)} from the log, "
-        f"{workers} parallel, {args.threads} milsvm thread(s) a fit; per fold median "
-        f"{np.median(fold_times):.1f} s)"
-    )
+        protocol.print_chosen(rows, chosen, "(1/d)")
+    outer.print_wall(args.threads, "outer folds/splits", "fold")
 
 
 if __name__ == "__main__":

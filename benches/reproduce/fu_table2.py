@@ -54,7 +54,6 @@ thread and milsvm n_jobs = --n-jobs // number of parallel workers, at least 1).
 from __future__ import annotations
 
 import argparse
-import itertools
 import sys
 import time
 from pathlib import Path
@@ -66,18 +65,8 @@ from threadpoolctl import threadpool_limits
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _protocol import (  # noqa: E402
-    FoldLog,
-    add_protocol_args,
-    choose_by_inner_cv,
-    parse_protocol_args,
-    print_chosen,
-    print_table,
-    print_wins,
-    run_outer_parts,
-    skip_missing_methods,
-    tally,
-)
+import _protocol as protocol  # noqa: E402
+from _common import add_choice, picked  # noqa: E402
 
 # Table II of Fu et al. 2013: accuracy % (mean, std) over 10 repetitions; XV counts where given.
 PAPER_TABLE2 = {
@@ -161,15 +150,8 @@ def run_outer(bags, y, train_idx, test_idx, seed, fold, args):
             train, test = scaler.transform(train), scaler.transform(test)
         g0 = gamma_unit(train.X)
         rs = 1000 * seed + fold
-        if args.quick:
-            grid, inner = [(args.C, args.gamma_scale)], []
-        else:
-            grid = list(itertools.product(args.C_grid, args.gamma_grid))
-            skf = StratifiedKFold(3, shuffle=True, random_state=rs)
-            inner = [
-                ((train[a], ytr[a]), (train[b], ytr[b]))
-                for a, b in skf.split(np.zeros(len(ytr)), ytr)
-            ]
+        grid, parts = protocol.inner_grid(args, ytr, rs)
+        inner = [((train[a], ytr[a]), (train[b], ytr[b])) for a, b in parts]
 
         out = {}
         for method in args.methods:
@@ -180,7 +162,7 @@ def run_outer(bags, y, train_idx, test_idx, seed, fold, args):
                 est = make_estimator(method, args, C, s * g0, rs, args.threads).fit(tr[0], tr[1])
                 return np.mean(est.predict(va[0]) == va[1])
 
-            C, s = choose_by_inner_cv(grid, inner, accuracy)
+            C, s = protocol.choose_by_inner_cv(grid, inner, accuracy)
             est = make_estimator(method, args, C, s * g0, rs, args.threads).fit(train, ytr)
             pred = est.predict(test)
             r = dict(
@@ -204,18 +186,8 @@ def row_key(method, args):
 
 def settings(args):
     """The arguments a logged split must share with this run to be reused."""
-    return dict(
-        dataset=args.dataset,
-        protocol=args.protocol,
-        n_xv=args.n_xv,
-        n_basis=args.n_basis,
-        scaling=args.scaling,
-        quick=args.quick,
-        C=args.C,
-        gamma_scale=args.gamma_scale,
-        C_grid=list(args.C_grid),
-        gamma_grid=list(args.gamma_grid),
-        tol=args.tol,
+    return picked(
+        args, "dataset protocol n_xv n_basis scaling quick C gamma_scale C_grid gamma_grid tol"
     )
 
 
@@ -227,12 +199,8 @@ def main():
     parser.add_argument(
         "--seeds", type=int, default=3, help="repetitions = split seeds 0..seeds-1 (paper: 10)"
     )
-    parser.add_argument(
-        "--protocol",
-        choices=["split", "cv10"],
-        default="split",
-        help="split: one stratified 50/50 split per seed (the paper's); cv10: 10-fold CV",
-    )
+    splits = "split: one stratified 50/50 split per seed (the paper's); cv10: 10-fold CV"
+    add_choice(parser, "--protocol", "split cv10", splits)
     parser.add_argument(
         "--methods",
         nargs="+",
@@ -245,21 +213,17 @@ def main():
     parser.add_argument(
         "--n-basis", type=int, default=100, help="basis vectors of SparseMI (paper: 100)"
     )
-    parser.add_argument(
-        "--scaling",
-        choices=["none", "std"],
-        default="none",
-        help="none: raw TF-IDF (default); std: divide each feature by its training std",
-    )
-    add_protocol_args(parser, 10.0, C_GRID, GAMMA_SCALES, "gamma_0", "split")
-    args = parse_protocol_args(parser)
+    scaling = "none: raw TF-IDF (default); std: divide each feature by its training std"
+    add_choice(parser, "--scaling", "none std", scaling)
+    protocol.add_protocol_args(parser, 10.0, C_GRID, GAMMA_SCALES, "gamma_0", "split")
+    args = protocol.parse_protocol_args(parser)
 
     try:
         import milsvm
         import milsvm.datasets
     except ImportError as exc:
         sys.exit(f"cannot import milsvm ({exc})")
-    skip_missing_methods(milsvm, args.methods, MILSVM_CLASS)
+    protocol.skip_missing_methods(milsvm, args.methods, MILSVM_CLASS)
     if not args.methods:
         sys.exit("no method left to run")
 
@@ -291,19 +255,18 @@ def main():
         else:
             splits = StratifiedKFold(10, shuffle=True, random_state=seed).split(np.zeros(len(y)), y)
         tasks.extend((tr, te, seed, fold) for fold, (tr, te) in enumerate(splits))
-    log = FoldLog(args.log, settings(args))
     rows = [row_key(m, args) for m in args.methods]
-    results, done, workers, elapsed = run_outer_parts(
-        run_outer, (bags, y), tasks, log, rows, args, "split"
+    outer = protocol.run_outer_parts(
+        run_outer, (bags, y), tasks, rows, args, "split", settings(args)
     )
 
-    per_seed, chosen, seconds, nxv = tally(results, args.seeds)
+    per_seed, chosen, seconds, nxv = protocol.tally(outer.results, args.seeds)
     paper = PAPER_TABLE2[args.dataset]
 
     def paper_of(key):
         return paper.get(PAPER_NAME.get(key[0], key[0]))
 
-    print_table(
+    protocol.print_table(
         f"\nTable II ({args.dataset.upper()}), accuracy % (mean +- std over {args.seeds} seed(s))",
         rows,
         per_seed,
@@ -326,7 +289,7 @@ def main():
             if m in args.methods
         ]
         if pairs:
-            print_wins(
+            protocol.print_wins(
                 pairs,
                 per_seed,
                 paper_of,
@@ -348,17 +311,13 @@ def main():
                 for k in others
             )
         )
-    g0s = [r["gamma_0"] for _, _, out, _ in results for r in out.values()]
+    g0s = [r["gamma_0"] for _, _, out, _ in outer.results for r in out.values()]
     print(
         f"\ngamma_0 = 1/(d var) over the training instances: {np.mean(g0s):.4g} (mean over splits)"
     )
     if not args.quick:
-        print_chosen(rows, chosen, "gamma_0")
-    print(
-        f"\nwall time {elapsed:.1f} s ({len(tasks)} outer splits, {len(done)} from the log, "
-        f"{workers} parallel, {args.threads} milsvm thread(s) a fit; per split median "
-        f"{np.median([r[3] for r in results]):.1f} s)"
-    )
+        protocol.print_chosen(rows, chosen, "gamma_0")
+    outer.print_wall(args.threads, "outer splits", "split")
 
 
 if __name__ == "__main__":

@@ -80,7 +80,7 @@ from sklearn.model_selection import StratifiedKFold
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _common import RESULTS  # noqa: E402
+from _common import RESULTS, add_list, child_command  # noqa: E402
 from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
 
 DATASETS = ["musk1", "musk2", "elephant"]
@@ -375,17 +375,8 @@ def estimate(args, datasets):
             n_fits = n_grid * 10 * args.seeds
             if args.selection == "inner":
                 n_fits = (n_grid * 3 + 1) * 10 * args.seeds
-            cmd = [
-                sys.executable,
-                str(Path(__file__).resolve()),
-                "--estimate-one",
-                ds,
-                m,
-                "--data",
-                str(args.data),
-                "--estimate-factor",
-                str(args.estimate_factor),
-            ]
+            cmd = child_command(__file__, "--estimate-one", ds, m, "--data", args.data)
+            cmd += ["--estimate-factor", str(args.estimate_factor)]
             try:
                 p = subprocess.run(
                     cmd, capture_output=True, text=True, timeout=args.estimate_timeout
@@ -428,43 +419,23 @@ def main():
     parser.add_argument("--seeds", type=int, default=1, help="split seeds 0..seeds-1")
     parser.add_argument("--selection", choices=["best", "inner"], default="best")
     parser.add_argument("--n-jobs", type=int, default=1, help="parallel fits (joblib processes)")
-    parser.add_argument(
-        "--run-C",
-        type=float,
-        nargs="+",
-        default=list(C_GRID),
-        help="run only the grid points with these C (best selection; the report "
-        "selects among the grid points complete in the log and says which are not)",
+    run_c = (
+        "run only the grid points with these C (best selection; the report "
+        "selects among the grid points complete in the log and says which are not)"
     )
-    parser.add_argument(
-        "--run-C2",
-        type=float,
-        nargs="+",
-        default=list(C2_GRID),
-        help="ALP: run only the grid points with these C2 (like --run-C)",
+    sigmas = (
+        "factors f on sigma_emp in the grid (gamma = gamma_median / f^2, gamma_median "
+        "resolved per training fold as milsvm's gamma='median'); the paper's: 0.5 1 2"
     )
-    parser.add_argument(
-        "--run-pstar",
-        type=float,
-        nargs="+",
-        default=list(PSTAR_GRID),
-        help="ALP: run only the grid points with these p_star (like --run-C)",
-    )
-    parser.add_argument(
-        "--sigma-factors",
-        type=float,
-        nargs="+",
-        default=[1.0],
-        help="factors f on sigma_emp in the grid (gamma = gamma_median / f^2, gamma_median "
-        "resolved per training fold as milsvm's gamma='median'); the paper's: 0.5 1 2",
-    )
-    parser.add_argument(
-        "--run-sigma",
-        type=float,
-        nargs="+",
-        default=None,
-        help="run only the grid points with these sigma factors (like --run-C)",
-    )
+    like = "run only the grid points with these {} (like --run-C)"
+    for flag, default, text in (
+        ("--run-C", C_GRID, run_c),
+        ("--run-C2", C2_GRID, "ALP: " + like.format("C2")),
+        ("--run-pstar", PSTAR_GRID, "ALP: " + like.format("p_star")),
+        ("--sigma-factors", [1.0], sigmas),
+        ("--run-sigma", None, like.format("sigma factors")),
+    ):
+        add_list(parser, flag, float, default, text)
     parser.add_argument(
         "--estimate-factor",
         type=float,

@@ -53,14 +53,10 @@ from sklearn.model_selection import StratifiedKFold
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
 import milsvm  # noqa: E402
-from _common import RESULTS  # noqa: E402
-from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
+from _common import RESULTS, add_list  # noqa: E402
+from _protocol import Report, load_mill_bags, mill_file, standardise  # noqa: E402
 
-DATASETS = {
-    "MUSK1": DEFAULT_DATA / "musk1" / "musk1.data",
-    "MUSK2": DEFAULT_DATA / "musk2" / "musk2.data",
-    "Elephant": DEFAULT_DATA / "elephant" / "elephant.data",
-}
+DATASETS = ("MUSK1", "MUSK2", "Elephant")
 
 #: Published MILES accuracies (%): (Fu et al. 2013 Table I, Chen et al. 2006).
 PUBLISHED = {
@@ -68,11 +64,6 @@ PUBLISHED = {
     "MUSK2": ("87.64 +- 1.23 (42.5 concepts)", "87.7 (recalled)"),
     "Elephant": ("n/a", "n/a"),
 }
-
-
-def load(path):
-    X, ptr, y = load_mill_dense(path)
-    return [X[ptr[i] : ptr[i + 1]] for i in range(len(ptr) - 1)], np.asarray(y)
 
 
 def scale_width(bags):
@@ -133,17 +124,10 @@ def run_fold(name, bags, y, train, test, seed, fold, Cs, gscales):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument(
-        "--C-grid", type=float, nargs="+", default=[0.3, 1.0, 3.0, 10.0, 30.0], dest="C_grid"
-    )
-    ap.add_argument(
-        "--gamma-grid",
-        type=float,
-        nargs="+",
-        default=[0.3, 1.0, 3.0],
-        help="gamma values in units of the 'scale' width of the training part",
-    )
+    add_list(ap, "--seeds", int, [0, 1, 2])
+    add_list(ap, "--C-grid", float, [0.3, 1.0, 3.0, 10.0, 30.0], dest="C_grid")
+    gammas = "gamma values in units of the 'scale' width of the training part"
+    add_list(ap, "--gamma-grid", float, [0.3, 1.0, 3.0], gammas)
     ap.add_argument("--n-jobs", type=int, default=2, help="outer folds in parallel (processes)")
     ap.add_argument("--out", type=Path, default=RESULTS / "miles.txt")
     ap.add_argument("--folds-out", type=Path, default=RESULTS / "miles_folds.jsonl")
@@ -162,7 +146,7 @@ def main():
     rows = []
     start = time.perf_counter()
     for name in args.datasets:
-        bags, y = load(DATASETS[name])
+        bags, y = load_mill_bags(mill_file(name))
         tasks = []
         for seed in args.seeds:
             outer = StratifiedKFold(10, shuffle=True, random_state=seed)
@@ -181,32 +165,29 @@ def main():
         f"{'fit s':>6s}  Fu et al. 2013 Table I | Chen et al. 2006"
     )
     out.header(hdr)
-    for name in args.datasets:
-        rs = [r for r in rows if r["data"] == name]
-        per_seed = [
+    by_set = {name: [r for r in rows if r["data"] == name] for name in args.datasets}
+    per_seed = {
+        name: [
             100.0
             * sum(r["correct"] for r in rs if r["seed"] == s)
             / sum(r["n"] for r in rs if r["seed"] == s)
             for s in args.seeds
         ]
+        for name, rs in by_set.items()
+    }
+    for name, rs in by_set.items():
         aucs = [r["auc"] for r in rs]
         fu, chen = PUBLISHED[name]
         out(
-            f"{name:9s} {np.mean(per_seed):10.2f} +- {np.std(per_seed):5.2f} {np.mean(aucs):7.3f} "
+            f"{name:9s} {np.mean(per_seed[name]):10.2f} +- {np.std(per_seed[name]):5.2f} "
+            f"{np.mean(aucs):7.3f} "
             f"+- {np.std(aucs):5.3f} {np.mean([r['n_selected'] for r in rs]):9.1f} "
             f"{np.mean([r['n_concepts'] for r in rs]):6.0f} "
             f"{np.mean([r['fit_seconds'] for r in rs]):6.2f}  {fu} | {chen}"
         )
     out()
     out("per seed (accuracy %):")
-    for name in args.datasets:
-        rs = [r for r in rows if r["data"] == name]
-        accs = [
-            100.0
-            * sum(r["correct"] for r in rs if r["seed"] == s)
-            / sum(r["n"] for r in rs if r["seed"] == s)
-            for s in args.seeds
-        ]
+    for name, rs in by_set.items():
         chosen = {}
         for r in rs:
             key = (r["C"], r["gamma_scale"])
@@ -215,7 +196,7 @@ def main():
             f"C={c:g}/g={g:g}x{n}"
             for (c, g), n in sorted(chosen.items(), key=lambda kv: -kv[1])[:4]
         )
-        out(f"  {name:9s} " + " ".join(f"{a:6.2f}" for a in accs) + f"   chosen: {top}")
+        out(f"  {name:9s} " + " ".join(f"{a:6.2f}" for a in per_seed[name]) + f"   chosen: {top}")
     out()
     out(f"total {time.perf_counter() - start:.0f} s")
     out.write(args.out)

@@ -31,9 +31,9 @@ Output: printed and written to --out.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
-import time
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -42,23 +42,15 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
-from sklearn.metrics import roc_auc_score
-from sklearn.model_selection import StratifiedKFold
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
 import milsvm  # noqa: E402
 from _common import RESULTS  # noqa: E402
-from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
+from _protocol import Report, load_mill_bags, mill_file, outer_cv, standardise  # noqa: E402
 
-#: data set -> (file, sparse text)
-DATASETS = {
-    "MUSK1": (DEFAULT_DATA / "musk1" / "musk1.data", False),
-    "MUSK2": (DEFAULT_DATA / "musk2" / "musk2.data", False),
-    "Elephant": (DEFAULT_DATA / "elephant" / "elephant.data", False),
-    "TST1": (DEFAULT_DATA / "tst1" / "tst1.data", True),
-    "TST2": (DEFAULT_DATA / "tst2" / "tst2.data", True),
-}
+#: The sets of sparse text (read as CSR bags; the others dense).
+TEXT = ("TST1", "TST2")
 
 #: The default C grids of the inner CV.
 DENSE_C, TEXT_C = "0.1,1,10,100", "1,10,100,1000"
@@ -70,14 +62,12 @@ PUBLISHED = {}
 
 
 def load(name):
-    path, sparse = DATASETS[name]
-    if sparse:
+    if name in TEXT:
         from milsvm.datasets import load_mill
 
-        bags, y = load_mill(path)
+        bags, y = load_mill(mill_file(name))
         return list(bags), np.asarray(y).astype(int), True
-    X, ptr, y = load_mill_dense(path)
-    return [X[ptr[i] : ptr[i + 1]] for i in range(len(ptr) - 1)], np.asarray(y), False
+    return (*load_mill_bags(mill_file(name)), False)
 
 
 def make(method, point, sparse):
@@ -88,60 +78,13 @@ def make(method, point, sparse):
     return CLASSES[method](**params)
 
 
-def fit_score(method, point, sparse, train_bags, y_train, test_bags):
+def fit_score(method, sparse, point, train_bags, y_train, test_bags):
     if not sparse:
         train_bags, test_bags = standardise(train_bags, test_bags)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est = make(method, point, sparse).fit(train_bags, y_train)
     return est.decision_function(test_bags)
-
-
-def choose(method, grid, sparse, bags, y):
-    if len(grid) == 1:
-        return grid[0]
-    inner = StratifiedKFold(3, shuffle=True, random_state=0)
-    parts = list(inner.split(np.zeros(len(y)), y))
-    scores = []
-    for point in grid:
-        acc = [
-            np.mean(
-                (
-                    fit_score(
-                        method, point, sparse, [bags[i] for i in tr], y[tr], [bags[i] for i in va]
-                    )
-                    > 0
-                ).astype(int)
-                == y[va]
-            )
-            for tr, va in parts
-        ]
-        scores.append(np.mean(acc))
-    return grid[int(np.argmax(scores))]
-
-
-def evaluate(method, bags, y, sparse, grid, seed):
-    outer = StratifiedKFold(10, shuffle=True, random_state=seed)
-    accs, aucs, chosen = [], [], Counter()
-    oof = np.zeros(len(y))
-    start = time.perf_counter()
-    for train, test in outer.split(np.zeros(len(y)), y):
-        tb = [bags[i] for i in train]
-        point = choose(method, grid, sparse, tb, y[train])
-        f = fit_score(method, point, sparse, tb, y[train], [bags[i] for i in test])
-        oof[test] = f
-        accs.append(np.mean((f > 0).astype(int) == y[test]))
-        aucs.append(roc_auc_score(y[test], f))
-        chosen[point] += 1
-    return {
-        "acc": 100 * np.mean(accs),
-        "acc_sd": 100 * np.std(accs),
-        "auc": np.mean(aucs),
-        "auc_sd": np.std(aucs),
-        "auc_pooled": roc_auc_score(y, oof),
-        "chosen": chosen,
-        "seconds": time.perf_counter() - start,
-    }
 
 
 def main():
@@ -183,11 +126,11 @@ def main():
             grid = (
                 [(c, None) for c in cs] if method == "sMIL" else [(c, e) for c in cs for e in etas]
             )
-            r = evaluate(method, bags, y, sparse, grid, args.seed)
+            r = outer_cv(bags, y, grid, functools.partial(fit_score, method, sparse), args.seed)
             pub = PUBLISHED.get((method, name), "none in our sources")
             chosen = ", ".join(
                 f"({c:g}{'' if e is None else f', {e:g}'}) x{k}"
-                for (c, e), k in r["chosen"].most_common()
+                for (c, e), k in Counter(r["chosen"]).most_common()
             )
             out(
                 f"{name:9s} {method:7s} {r['acc']:6.1f} +- {r['acc_sd']:4.1f} {r['auc']:7.3f} +- "

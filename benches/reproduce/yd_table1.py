@@ -81,7 +81,7 @@ from sklearn.model_selection import StratifiedKFold
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _common import RESULTS, data_dir  # noqa: E402
+from _common import RESULTS, add_choice, data_dir  # noqa: E402
 from _protocol import Report, standardise  # noqa: E402
 
 DATA = data_dir()
@@ -272,39 +272,18 @@ def main():
     ap.add_argument("--log", type=Path, default=RESULTS / "yd_table1_folds.jsonl")
     ap.add_argument("--out", type=Path, default=RESULTS / "yd_table1.txt")
     ap.add_argument("--report-only", action="store_true")
-    ap.add_argument(
-        "--gamma-scale",
-        choices=["over-d", "raw", "sigma"],
-        default="over-d",
-        help="rbf grid: gamma = 2^j/d (default), 2^j, or 1/sigma^2 with sigma = 2^j",
-    )
+    gammas = "rbf grid: gamma = 2^j/d (default), 2^j, or 1/sigma^2 with sigma = 2^j"
+    add_choice(ap, "--gamma-scale", "over-d raw sigma", gammas)
     ap.add_argument(
         "--no-standardise", action="store_true", help="keep MUSK1 / Elephant features raw"
     )
-    ap.add_argument(
-        "--cc-bounds",
-        choices=["paper", "split", "equal"],
-        default="paper",
-        help="SVMCC bounds: section 3's per kernel (default), the C1/C2 split, or C1 = C2 = C",
-    )
-    ap.add_argument(
-        "--bias",
-        choices=["qp", "lp"],
-        default="qp",
-        help="SVMCC rbf: decision bias from the QP or the LP",
-    )
-    ap.add_argument(
-        "--lp-rule",
-        choices=["project", "max", "ref-max", "ref-keep", "ref-project"],
-        default="project",
-        help="SVMCC: milsvm.SVMCC's lp_rule, or ref-RULE: the Python reference with that rule",
-    )
-    ap.add_argument(
-        "--inner",
-        choices=["cv3", "cv10", "tune10"],
-        default="cv3",
-        help="selection: 3- or 10-fold inner CV, or one 10%% tuning set",
-    )
+    bounds = "SVMCC bounds: section 3's per kernel (default), the C1/C2 split, or C1 = C2 = C"
+    add_choice(ap, "--cc-bounds", "paper split equal", bounds)
+    add_choice(ap, "--bias", "qp lp", "SVMCC rbf: decision bias from the QP or the LP")
+    rules = "SVMCC: milsvm.SVMCC's lp_rule, or ref-RULE: the Python reference with that rule"
+    add_choice(ap, "--lp-rule", "project max ref-max ref-keep ref-project", rules)
+    inner = "selection: 3- or 10-fold inner CV, or one 10%% tuning set"
+    add_choice(ap, "--inner", "cv3 cv10 tune10", inner)
     args = ap.parse_args()
     t_start = time.perf_counter()
     lines = (

@@ -46,9 +46,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import signal
-import subprocess
 import sys
 import time
 import warnings
@@ -59,7 +56,7 @@ from sklearn.model_selection import StratifiedKFold
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _common import RESULTS  # noqa: E402
+from _common import RESULTS, run_measured  # noqa: E402
 from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
 
 PY = sys.executable
@@ -192,35 +189,18 @@ def run_child(extra, timeout):
     """Run this script with extra args under /usr/bin/time -v: (record or None, peak RSS MB,
     wall seconds, status string)."""
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    cmd = ["/usr/bin/time", "-v", PY, str(Path(__file__).resolve())] + extra
-    t0 = time.perf_counter()
-    # a new session, so that a timeout kills /usr/bin/time AND the python child under it
-    p = subprocess.Popen(
-        cmd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        start_new_session=True,
-    )
-    try:
-        stdout, stderr = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.communicate()
-        return None, None, time.perf_counter() - t0, f"timeout >{timeout:g} s"
-    p.stdout, p.stderr = stdout, stderr
-    wall = time.perf_counter() - t0
-    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)
-    rss = int(m.group(1)) / 1024 if m else None
+    p = run_measured([PY, str(Path(__file__).resolve()), *extra], timeout, env=env)
+    if p.timed_out:
+        return None, None, p.wall, f"timeout >{timeout:g} s"
+    rss = p.peak_rss_kb / 1024 if p.peak_rss_kb is not None else None
     rec = None
     for line in p.stdout.splitlines():
         if line.startswith("RESULT "):
             rec = json.loads(line[7:])
     if p.returncode != 0 or rec is None:
         tail = "\n".join(p.stderr.strip().splitlines()[-30:])
-        return None, rss, wall, f"failed (rc {p.returncode}): {tail[:2000]}"
-    return rec, rss, wall, "ok"
+        return None, rss, p.wall, f"failed (rc {p.returncode}): {tail[:2000]}"
+    return rec, rss, p.wall, "ok"
 
 
 # ----------------------------------------------------------------------------------------------

@@ -40,6 +40,10 @@ from pathlib import Path
 
 import numpy as np
 
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
+from _protocol import diy_mi_svm  # noqa: E402
+
 METHODS = ("MISVM-linear", "miSVM-linear", "ALSVM-linear", "SparseMI", "DIY")
 
 
@@ -112,25 +116,9 @@ def estimator(method):
     raise ValueError(method)
 
 
-def diy(bags, y, test, C=1.0, max_rounds=20):
+def diy(bags, y, test):
     """mi-SVM by relabelling around scikit-learn's LinearSVC (float64), as users write it."""
-    from sklearn.svm import LinearSVC
-
-    X = np.asarray(bags.X, dtype=np.float64)
-    owner = np.repeat(np.arange(len(bags)), bags.bag_sizes)
-    labels = y[owner].copy()
-    svc = None
-    for _ in range(max_rounds):
-        svc = LinearSVC(C=C, loss="squared_hinge", dual="auto", max_iter=2000).fit(X, labels)
-        f = svc.decision_function(X)
-        new = np.where(y[owner] == 1, (f > 0).astype(int), 0)
-        for i in np.flatnonzero(y == 1):
-            lo, hi = bags.bag_ptr[i], bags.bag_ptr[i + 1]
-            if new[lo:hi].sum() == 0:
-                new[lo + np.argmax(f[lo:hi])] = 1
-        if np.array_equal(new, labels):
-            break
-        labels = new
+    svc = diy_mi_svm(np.asarray(bags.X, dtype=np.float64), bags.bag_ptr, y)
     Xt = np.asarray(test.X, dtype=np.float64)
     ft = svc.decision_function(Xt)
     return np.array([ft[test.bag_ptr[i] : test.bag_ptr[i + 1]].max() for i in range(len(test))])

@@ -32,30 +32,13 @@ from sklearn.metrics import roc_auc_score
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
 from _common import RESULTS  # noqa: E402
-from _protocol import DEFAULT_DATA, Report  # noqa: E402
+from _protocol import DEFAULT_DATA, Report, diy_mi_svm  # noqa: E402
 
 
-def diy_mi_svm(bags, y, C=1.0, max_rounds=20):
-    """The loop users write: LinearSVC on the instances with bag labels, relabel the instances of
-    positive bags by the sign of the score (at least one positive per bag), until no change."""
-    from sklearn.svm import LinearSVC
-
-    X = np.concatenate(bags).astype(np.float64)
-    sizes = [len(b) for b in bags]
-    owner = np.repeat(np.arange(len(bags)), sizes)
-    labels = y[owner].copy()
-    svc = None
-    for _ in range(max_rounds):
-        svc = LinearSVC(C=C, loss="squared_hinge", dual="auto", max_iter=2000).fit(X, labels)
-        f = svc.decision_function(X)
-        new = np.where(y[owner] == 1, (f > 0).astype(int), 0)
-        for i in np.flatnonzero(y == 1):
-            rows = np.flatnonzero(owner == i)
-            if new[rows].sum() == 0:
-                new[rows[np.argmax(f[rows])]] = 1
-        if np.array_equal(new, labels):
-            break
-        labels = new
+def diy_scorer(bags, y):
+    """The DIY mi-SVM loop (`_protocol.diy_mi_svm`) on the bags; returns the bag scorer."""
+    ptr = np.concatenate([[0], np.cumsum([len(b) for b in bags])])
+    svc = diy_mi_svm(np.concatenate(bags).astype(np.float64), ptr, y)
     return lambda test: np.array([svc.decision_function(b).max() for b in test])
 
 
@@ -130,7 +113,7 @@ def main():
             start = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                score = diy_mi_svm(bags, y)
+                score = diy_scorer(bags, y)
             t = time.perf_counter() - start
             n = sum(b.shape[0] for b in bags)
             out(

@@ -24,15 +24,9 @@ from sklearn.model_selection import StratifiedKFold
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _protocol import DEFAULT_DATA  # noqa: E402
+from _protocol import mill_file  # noqa: E402
 
-SETS = {
-    "musk1": "musk1/musk1.data",
-    "elephant": "elephant/elephant.data",
-    "musk2": "musk2/musk2.data",
-    "tst1": "tst1/tst1.data",
-    "tst2": "tst2/tst2.data",
-}
+SETS = ("musk1", "elephant", "musk2", "tst1", "tst2")
 
 
 def main():
@@ -44,7 +38,7 @@ def main():
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     for name in args.sets:
-        bags, y = milsvm.datasets.load_mill(DEFAULT_DATA / SETS[name])
+        bags, y = milsvm.datasets.load_mill(mill_file(name))
         y = np.asarray(y)
         tr, te = next(StratifiedKFold(10, shuffle=True, random_state=0).split(np.zeros(len(y)), y))
         train, test = [bags[i] for i in tr], [bags[i] for i in te]

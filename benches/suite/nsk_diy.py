@@ -50,7 +50,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _common import RESULTS, data_dir  # noqa: E402
+from _common import RESULTS, child_command, data_dir  # noqa: E402
 from _protocol import Report  # noqa: E402
 
 DATA = data_dir() / "musk2" / "musk2.data"
@@ -146,16 +146,7 @@ def measured(what, C, gamma, timeout, n_jobs=1):
     cmd = [
         "/usr/bin/time",
         "-v",
-        sys.executable,
-        __file__,
-        "--child",
-        what,
-        "--C",
-        str(C),
-        "--gamma",
-        str(gamma),
-        "--n-jobs",
-        str(n_jobs),
+        *child_command(__file__, "--child", what, "--C", C, "--gamma", gamma, "--n-jobs", n_jobs),
     ]
     t = time.perf_counter()
     try:

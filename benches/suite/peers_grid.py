@@ -80,19 +80,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import signal
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _common import RESULTS, sibling_python  # noqa: E402
+from _common import RESULTS, add_list, picked, run_measured, sibling_python  # noqa: E402
 from _protocol import DEFAULT_DATA, Report  # noqa: E402
 
 RUNNER = HERE / "peers" / "runner.py"
@@ -176,8 +172,6 @@ def run_fold(python, impl, method, data, splits, fold, args, work, floor=False):
     out = work / f"{impl}_{method}_{data.stem}_{fold}{'_floor' if floor else ''}.json"
     out.unlink(missing_ok=True)
     cmd = [
-        "/usr/bin/time",
-        "-v",
         python,
         str(RUNNER),
         "--impl",
@@ -199,26 +193,9 @@ def run_fold(python, impl, method, data, splits, fold, args, work, floor=False):
     ] + (["--floor"] if floor else [])
     if args.milsvm_c_path and impl == "milsvm":
         cmd.append("--c-path")
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        cmd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=child_env(),
-        start_new_session=True,
-    )
-    try:
-        stdout, stderr = proc.communicate(timeout=args.timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        stdout, stderr = proc.communicate()
-        timed_out = True
-    wall = time.perf_counter() - t0
-    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", stderr)
-    rss = int(m.group(1)) if m else None
-    if timed_out:
+    run = run_measured(cmd, args.timeout, env=child_env())
+    wall, rss = run.wall, run.peak_rss_kb
+    if run.timed_out:
         return dict(
             ok=False,
             status="timeout",
@@ -229,9 +206,10 @@ def run_fold(python, impl, method, data, splits, fold, args, work, floor=False):
     if out.exists():
         rec = json.loads(out.read_text())
     else:
-        tail = "\n".join(line for line in stderr.splitlines() if not line.startswith("\t"))[-1500:]
+        tail = "\n".join(line for line in run.stderr.splitlines() if not line.startswith("\t"))
         rec = dict(
-            ok=False, error=f"process exited with {proc.returncode} and no result: {tail.strip()}"
+            ok=False,
+            error=f"process exited with {run.returncode} and no result: {tail[-1500:].strip()}",
         )
     rec.setdefault("status", "ok" if rec.get("ok") else "crash")
     rec.update(wall_seconds=wall, peak_rss_kb=rss)
@@ -327,20 +305,11 @@ def main():
     ap.add_argument("--folds", type=int, default=10)
     ap.add_argument("--inner-folds", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument(
-        "--C",
-        type=float,
-        nargs="+",
-        default=[10.0],
-        help="C: one value = fixed; several = chosen by inner CV (default 10)",
+    add_list(
+        ap, "--C", float, [10.0], "C: one value = fixed; several = chosen by inner CV (default 10)"
     )
-    ap.add_argument(
-        "--gamma-scales",
-        type=float,
-        nargs="+",
-        default=[1.0],
-        help="gamma in units of scale: one value = fixed; several = inner CV (default 1)",
-    )
+    gammas = "gamma in units of scale: one value = fixed; several = inner CV (default 1)"
+    add_list(ap, "--gamma-scales", float, [1.0], gammas)
     ap.add_argument(
         "--timeout", type=float, default=600.0, help="seconds per fold process (default 600)"
     )
@@ -455,17 +424,8 @@ def save(args, results, partial):
     args.out.with_suffix(".json").write_text(
         json.dumps(
             dict(
-                settings=dict(
-                    sets=args.sets,
-                    methods=args.methods,
-                    folds=args.folds,
-                    inner_folds=args.inner_folds,
-                    seed=args.seed,
-                    C=args.C,
-                    gamma_scales=args.gamma_scales,
-                    timeout=args.timeout,
-                    argv=sys.argv[1:],
-                ),
+                settings=picked(args, "sets methods folds inner_folds seed C gamma_scales timeout")
+                | {"argv": sys.argv[1:]},
                 partial=partial,
                 results=results,
             ),

@@ -27,38 +27,25 @@ Output: printed and written to benches/results/peers_basic.txt (--out).
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
-import time
 import warnings
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import numpy as np
-from sklearn.metrics import roc_auc_score
-from sklearn.model_selection import StratifiedKFold
-
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
 import milsvm  # noqa: E402
 from _common import RESULTS  # noqa: E402
-from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
+from _protocol import Report, load_mill_bags, mill_file, outer_cv, standardise  # noqa: E402
 
-DATASETS = {
-    "MUSK1": DEFAULT_DATA / "musk1" / "musk1.data",
-    "MUSK2": DEFAULT_DATA / "musk2" / "musk2.data",
-    "Elephant": DEFAULT_DATA / "elephant" / "elephant.data",
-}
+DATASETS = ("MUSK1", "MUSK2", "Elephant")
 
 #: Accuracies (%) reported in the papers of ../shared/papers, by (method, data set).
 LITERATURE = {("SIL", "MUSK1"): "85.6 (Gehler & Chapelle 2007, sec. 5)"}
-
-
-def load(path):
-    X, ptr, y = load_mill_dense(path)
-    return [X[ptr[i] : ptr[i + 1]] for i in range(len(ptr) - 1)], np.asarray(y)
 
 
 def make(method, C):
@@ -72,44 +59,6 @@ def fit_score(method, C, train_bags, y_train, test_bags):
         warnings.simplefilter("ignore")
         est = make(method, C).fit(tr, y_train)
     return est.decision_function(te)
-
-
-def choose_C(method, grid, bags, y):
-    if len(grid) == 1:
-        return grid[0]
-    inner = StratifiedKFold(3, shuffle=True, random_state=0)
-    scores = []
-    for C in grid:
-        acc = []
-        for tr, va in inner.split(np.zeros(len(y)), y):
-            f = fit_score(method, C, [bags[i] for i in tr], y[tr], [bags[i] for i in va])
-            acc.append(np.mean((f > 0).astype(int) == y[va]))
-        scores.append(np.mean(acc))
-    return grid[int(np.argmax(scores))]
-
-
-def evaluate(method, bags, y, grid):
-    outer = StratifiedKFold(10, shuffle=True, random_state=0)
-    accs, aucs, Cs = [], [], []
-    oof = np.zeros(len(y))
-    start = time.perf_counter()
-    for train, test in outer.split(np.zeros(len(y)), y):
-        tb = [bags[i] for i in train]
-        C = choose_C(method, grid, tb, y[train])
-        f = fit_score(method, C, tb, y[train], [bags[i] for i in test])
-        oof[test] = f
-        accs.append(np.mean((f > 0).astype(int) == y[test]))
-        aucs.append(roc_auc_score(y[test], f))
-        Cs.append(C)
-    return {
-        "acc": 100 * np.mean(accs),
-        "acc_sd": 100 * np.std(accs),
-        "auc": np.mean(aucs),
-        "auc_sd": np.std(aucs),
-        "auc_pooled": roc_auc_score(y, oof),
-        "Cs": Cs,
-        "seconds": time.perf_counter() - start,
-    }
 
 
 def main():
@@ -135,11 +84,11 @@ def main():
     )
     out.header(hdr)
     for name in args.datasets.split(","):
-        bags, y = load(DATASETS[name])
+        bags, y = load_mill_bags(mill_file(name))
         for method in args.methods.split(","):
-            r = evaluate(method, bags, y, grid)
+            r = outer_cv(bags, y, grid, functools.partial(fit_score, method))
             lit = LITERATURE.get((method, name), "n/a in ../shared/papers")
-            Cs = ",".join(f"{c:g}" for c in r["Cs"])
+            Cs = ",".join(f"{c:g}" for c in r["chosen"])
             out(
                 f"{name:9s} {method:6s} {r['acc']:6.1f} +- {r['acc_sd']:4.1f} {r['auc']:6.3f} +- "
                 f"{r['auc_sd']:5.3f} {r['auc_pooled']:10.3f} {r['seconds']:8.1f}  C=[{Cs}]; {lit}"

@@ -35,16 +35,10 @@ from sklearn.pipeline import make_pipeline
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
 from _common import RESULTS  # noqa: E402
-from _protocol import DEFAULT_DATA, Report  # noqa: E402
+from _protocol import Report, mill_file  # noqa: E402
 
-#: name -> (file, estimators as (label, factory))
-SETS = {
-    "musk1": "musk1/musk1.data",
-    "musk2": "musk2/musk2.data",
-    "elephant": "elephant/elephant.data",
-    "tst1": "tst1/tst1.data",
-    "corel": "corel/corel2000.data",
-}
+#: The data sets (``_protocol.mill_file``); their estimators are ``estimators(name)``.
+SETS = ("musk1", "musk2", "elephant", "tst1", "corel")
 
 
 def estimators(name):
@@ -92,8 +86,7 @@ MODES = {"platt": True, "ensemble": "ensemble"}
 
 
 def run(name, modes, out):
-    path = DEFAULT_DATA / SETS[name]
-    bags, y = milsvm.datasets.load_mill(path)
+    bags, y = milsvm.datasets.load_mill(mill_file(name))
     classes = np.unique(y)
     index = np.searchsorted(classes, y)
     folds = list(StratifiedKFold(10, shuffle=True, random_state=0).split(np.zeros(len(y)), y))

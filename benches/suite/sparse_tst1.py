@@ -43,6 +43,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
+from _common import child_command  # noqa: E402
 from _protocol import DEFAULT_DATA  # noqa: E402
 
 
@@ -106,18 +107,17 @@ def child(mode, args):
 
 
 def run_child(mode, args):
-    cmd = [
-        sys.executable,
-        str(Path(__file__).resolve()),
+    cmd = child_command(
+        __file__,
         "--child",
         mode,
         "--reps",
-        str(args.reps),
+        args.reps,
         "--threads",
-        str(args.threads),
+        args.threads,
         "--data",
-        str(args.data),
-    ]
+        args.data,
+    )
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"child {mode} failed ({proc.returncode}):\n{proc.stderr}")
