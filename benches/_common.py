@@ -78,6 +78,11 @@ def timed():
     end.append(time.perf_counter())
 
 
+def benchmark_parser(doc) -> argparse.ArgumentParser:
+    """The command line of a benchmark module, described by the first paragraph of its `doc`."""
+    return argparse.ArgumentParser(description=doc.split("\n\n")[0])
+
+
 def add_list(parser, flag, kind, default, help=None, **kwargs):
     """An option of one or more values of type `kind` (``nargs="+"``), by default `default` (a
     list, or None)."""

@@ -135,6 +135,22 @@ def diy_mi_svm(X, bag_ptr, y, C=1.0, max_rounds=20):
     return svc
 
 
+def cv_header(auc_width=6):
+    """The headers of the `cv_cells` of a table row."""
+    return (
+        f"{'accuracy %':>13s} {'AUC (folds)':>{auc_width + 8}s} {'AUC pooled':>10s} {'seconds':>8s}"
+    )
+
+
+def cv_cells(r, auc_width=6):
+    """The cells of an `outer_cv` result in a table row: accuracy %, AUC over the folds (each
+    mean +- std), pooled AUC and seconds."""
+    return (
+        f"{r['acc']:6.1f} +- {r['acc_sd']:4.1f} {r['auc']:{auc_width}.3f} +- {r['auc_sd']:5.3f} "
+        f"{r['auc_pooled']:10.3f} {r['seconds']:8.1f}"
+    )
+
+
 class Report:
     """A report printed as it is made and written to a file at the end.
 
@@ -273,6 +289,14 @@ def add_protocol_args(parser, quick_C, c_grid, gamma_scales, gamma_unit, part):
         help=f"append each finished outer {part} to this JSON-lines file and skip "
         f"the {part}s already in it (long runs survive an interruption)",
     )
+
+
+def describe_grid(args, unit):
+    """How (C, gamma) are chosen, for a table's first line (`unit`: gamma's, as printed after the
+    values: "/d", " gamma_0")."""
+    if args.quick:
+        return f"quick: C = {args.C:g}, gamma = {args.gamma_scale:g}{unit}, no inner CV"
+    return f"inner 3-fold CV over C {args.C_grid} x gamma {args.gamma_grid}{unit}"
 
 
 def parse_protocol_args(parser):

@@ -426,35 +426,20 @@ def run(args):
                     gamma = gamma_scale(tr)
                 else:
                     gamma = None
+                fold_data = (Cs, kernel, gamma, tr, ytr, te)  # both sides' arguments
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     if args.impl == "milsvm":
-                        recs = fit_milsvm(
-                            method,
-                            Cs,
-                            kernel,
-                            gamma,
-                            tr,
-                            ytr,
-                            te,
+                        extra = (
                             args.bag_score,
                             args.inner,
                             args.seed + k,
                             args.first_stage_problem,
                         )
+                        recs = fit_milsvm(method, *fold_data, *extra)
                     else:
-                        recs = fit_peer(
-                            args.impl,
-                            method,
-                            Cs,
-                            kernel,
-                            gamma,
-                            tr,
-                            ytr,
-                            te,
-                            args.sawmil_normalizer,
-                            args.paper_sign,
-                        )
+                        extra = (args.sawmil_normalizer, args.paper_sign)
+                        recs = fit_peer(args.impl, method, *fold_data, *extra)
                 with path.open("a") as f:
                     for r in recs:
                         r.update(

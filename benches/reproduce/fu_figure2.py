@@ -43,7 +43,6 @@ Run from the repository root (about 10 s; figures go to benches/out/, which is g
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -59,7 +58,7 @@ from matplotlib.colors import ListedColormap  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _common import BENCHES  # noqa: E402
+from _common import BENCHES, benchmark_parser  # noqa: E402
 
 GAMMA = 0.5  # 1 / (2 sigma^2), sigma = 1
 C = 10.0
@@ -324,7 +323,7 @@ def sweep(kind, B, y):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = benchmark_parser(__doc__)
     parser.add_argument("--out-dir", type=Path, default=BENCHES / "out")
     parser.add_argument("--no-sweep", action="store_true", help="skip the robustness sweep")
     args = parser.parse_args()

@@ -225,15 +225,8 @@ def fit_predict(backend, method, n_xv, C, gamma, random_state, train, test, tol,
     import milsvm
 
     if method == "SparseMI":
-        est = milsvm.SparseMI(
-            n_xv=n_xv,
-            C=C,
-            gamma=gamma,
-            max_iter=50,
-            max_line_search=10,
-            tol=tol,
-            random_state=random_state,
-        )
+        # max_iter=50, max_line_search=10 and Newton steps: SparseMI's defaults, the paper's
+        est = milsvm.SparseMI(n_xv=n_xv, C=C, gamma=gamma, tol=tol, random_state=random_state)
     elif method == "RSVM":
         est = milsvm.RSVM(n_xv=n_xv, C=C, gamma=gamma, random_state=random_state)
     elif method == "RS":
@@ -366,11 +359,7 @@ def main():
         )
         + f"), {data.X.shape[0]} instances, "
         f"{data.X.shape[1]} features; backend {args.backend}; {args.seeds} seed(s) of {kind}; "
-        + (
-            f"quick: C = {args.C:g}, gamma = {args.gamma_scale:g}/d, no inner CV"
-            if args.quick
-            else f"inner 3-fold CV over C {args.C_grid} x gamma {args.gamma_grid}/d"
-        )
+        + protocol.describe_grid(args, "/d")
     )
 
     tasks = []

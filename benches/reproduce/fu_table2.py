@@ -239,11 +239,7 @@ def main():
         f"({'sparse' if bags.is_sparse else 'dense'}); {args.seeds} seed(s) of "
         f"{'a 50/50 split' if args.protocol == 'split' else '10-fold CV'}; scaling {args.scaling}; "
         f"N_xv {args.n_xv}, SparseMI n_basis {args.n_basis}; "
-        + (
-            f"quick: C = {args.C:g}, gamma = {args.gamma_scale:g} gamma_0, no inner CV"
-            if args.quick
-            else f"inner 3-fold CV over C {args.C_grid} x gamma {args.gamma_grid} gamma_0"
-        )
+        + protocol.describe_grid(args, " gamma_0")
     )
 
     tasks = []

@@ -34,7 +34,6 @@ benches/results/miles_folds.jsonl.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -53,7 +52,7 @@ from sklearn.model_selection import StratifiedKFold
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
 import milsvm  # noqa: E402
-from _common import RESULTS, add_list  # noqa: E402
+from _common import RESULTS, add_list, benchmark_parser  # noqa: E402
 from _protocol import Report, load_mill_bags, mill_file, standardise  # noqa: E402
 
 DATASETS = ("MUSK1", "MUSK2", "Elephant")
@@ -122,7 +121,7 @@ def run_fold(name, bags, y, train, test, seed, fold, Cs, gscales):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = benchmark_parser(__doc__)
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
     add_list(ap, "--seeds", int, [0, 1, 2])
     add_list(ap, "--C-grid", float, [0.3, 1.0, 3.0, 10.0, 30.0], dest="C_grid")

@@ -30,7 +30,6 @@ Output: printed and written to --out.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import os
 import sys
@@ -46,8 +45,16 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
 import milsvm  # noqa: E402
-from _common import RESULTS  # noqa: E402
-from _protocol import Report, load_mill_bags, mill_file, outer_cv, standardise  # noqa: E402
+from _common import RESULTS, benchmark_parser  # noqa: E402
+from _protocol import (  # noqa: E402
+    Report,
+    cv_cells,
+    cv_header,
+    load_mill_bags,
+    mill_file,
+    outer_cv,
+    standardise,
+)
 
 #: The sets of sparse text (read as CSR bags; the others dense).
 TEXT = ("TST1", "TST2")
@@ -88,7 +95,7 @@ def fit_score(method, sparse, point, train_bags, y_train, test_bags):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = benchmark_parser(__doc__)
     ap.add_argument("--datasets", default="MUSK1,MUSK2,Elephant,TST1,TST2")
     ap.add_argument("--methods", default="sbMIL,sAwMIL,sMIL")
     ap.add_argument(
@@ -113,11 +120,7 @@ def main():
         f"C); milsvm {milsvm.__version__}, n_jobs=1"
     )
     out()
-    hdr = (
-        f"{'data':9s} {'method':7s} {'accuracy %':>13s} {'AUC (folds)':>15s} {'AUC pooled':>10s} "
-        f"{'seconds':>8s}  (C, eta) chosen x folds; published"
-    )
-    out.header(hdr)
+    out.header(f"{'data':9s} {'method':7s} {cv_header(7)}  (C, eta) chosen x folds; published")
     for name in args.datasets.split(","):
         bags, y, sparse = load(name)
         default = TEXT_C if sparse else DENSE_C
@@ -132,10 +135,7 @@ def main():
                 f"({c:g}{'' if e is None else f', {e:g}'}) x{k}"
                 for (c, e), k in Counter(r["chosen"]).most_common()
             )
-            out(
-                f"{name:9s} {method:7s} {r['acc']:6.1f} +- {r['acc_sd']:4.1f} {r['auc']:7.3f} +- "
-                f"{r['auc_sd']:5.3f} {r['auc_pooled']:10.3f} {r['seconds']:8.1f}  {chosen}; {pub}"
-            )
+            out(f"{name:9s} {method:7s} {cv_cells(r, 7)}  {chosen}; {pub}")
     out.write(Path(args.out))
 
 

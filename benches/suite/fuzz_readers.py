@@ -39,7 +39,6 @@ wrong ``classes`` length, deep nesting, truncated and garbled bytes.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import io
 import json
@@ -59,7 +58,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _common import REPO, RESULTS, data_dir  # noqa: E402
+from _common import REPO, RESULTS, benchmark_parser, data_dir  # noqa: E402
 
 ROOT = REPO
 DATA = data_dir()
@@ -1427,7 +1426,7 @@ def fuzz(target, seconds, seed, timeout, mem_limit, keep, log, out=OUT):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = benchmark_parser(__doc__)
     ap.add_argument(
         "--targets",
         default="mill,musk_uci,mat,model,csv",

@@ -17,7 +17,6 @@ Run it alone (it holds the data in float64: 100k x 512 is 0.4 GB) and under
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 import warnings
@@ -31,7 +30,7 @@ from sklearn.metrics import roc_auc_score
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _common import RESULTS  # noqa: E402
+from _common import RESULTS, benchmark_parser  # noqa: E402
 from _protocol import DEFAULT_DATA, Report, diy_mi_svm  # noqa: E402
 
 
@@ -72,7 +71,7 @@ def run_set(name, bags, y, test, yt, kernel_max, out, methods=("miSVM", "MISVM")
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = benchmark_parser(__doc__)
     parser.add_argument(
         "--sizes",
         type=int,

@@ -27,7 +27,6 @@ Output: printed and written to benches/results/miles_vs_mil.txt (raw JSON of eac
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import subprocess
@@ -40,7 +39,7 @@ from sklearn.model_selection import StratifiedKFold
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _common import RESULTS, sibling_python  # noqa: E402
+from _common import RESULTS, benchmark_parser, sibling_python  # noqa: E402
 from _protocol import DEFAULT_DATA, Report, load_mill_dense  # noqa: E402
 
 
@@ -75,7 +74,7 @@ def run_side(python, impl, args, n_jobs, outdir):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = benchmark_parser(__doc__)
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA / "musk2" / "musk2.data")
     ap.add_argument("--mil-python", default=sibling_python("venv-mil", "MILSVM_MIL_PYTHON"))
     ap.add_argument("--gamma-scale", type=float, default=1.0)

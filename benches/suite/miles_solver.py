@@ -21,7 +21,6 @@ Output: printed and written to benches/results/miles_solver.txt.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 import warnings
@@ -35,7 +34,7 @@ from sklearn.svm import LinearSVC
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _common import RESULTS  # noqa: E402
+from _common import RESULTS, benchmark_parser  # noqa: E402
 from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
 from milsvm import _core  # noqa: E402
 
@@ -55,7 +54,7 @@ def highs(E, y, cost, method):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = benchmark_parser(__doc__)
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
     ap.add_argument("--Cs", type=float, nargs="+", default=[0.3, 1.0, 3.0, 10.0, 30.0])
     ap.add_argument("--out", type=Path, default=RESULTS / "miles_solver.txt")

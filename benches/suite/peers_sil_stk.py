@@ -26,7 +26,6 @@ Output: printed and written to benches/results/peers_basic.txt (--out).
 
 from __future__ import annotations
 
-import argparse
 import functools
 import os
 import sys
@@ -38,9 +37,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
+import _protocol as protocol  # noqa: E402
 import milsvm  # noqa: E402
-from _common import RESULTS  # noqa: E402
-from _protocol import Report, load_mill_bags, mill_file, outer_cv, standardise  # noqa: E402
+from _common import RESULTS, benchmark_parser  # noqa: E402
 
 DATASETS = ("MUSK1", "MUSK2", "Elephant")
 
@@ -54,7 +53,7 @@ def make(method, C):
 
 
 def fit_score(method, C, train_bags, y_train, test_bags):
-    tr, te = standardise(train_bags, test_bags)
+    tr, te = protocol.standardise(train_bags, test_bags)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est = make(method, C).fit(tr, y_train)
@@ -62,7 +61,7 @@ def fit_score(method, C, train_bags, y_train, test_bags):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = benchmark_parser(__doc__)
     ap.add_argument(
         "--grid", default="0.1,1,10,100", help="C values for the inner CV (one value: fixed C)"
     )
@@ -71,28 +70,22 @@ def main():
     ap.add_argument("--out", default=str(RESULTS / "peers_basic.txt"))
     args = ap.parse_args()
     grid = [float(v) for v in args.grid.split(",")]
-    out = Report()
+    out = protocol.Report()
     out(
         "SIL and STK: 10-fold stratified CV (seed 0), standardised per training part, rbf, "
         "gamma='scale',"
     )
     out(f"C by 3-fold inner CV from {grid}; milsvm {milsvm.__version__}, n_jobs=1")
     out()
-    hdr = (
-        f"{'data':9s} {'method':6s} {'accuracy %':>13s} {'AUC (folds)':>14s} {'AUC pooled':>10s} "
-        f"{'seconds':>8s}  C chosen per fold; literature accuracy %"
-    )
-    out.header(hdr)
+    hdr = protocol.cv_header()
+    out.header(f"{'data':9s} {'method':6s} {hdr}  C chosen per fold; literature accuracy %")
     for name in args.datasets.split(","):
-        bags, y = load_mill_bags(mill_file(name))
+        bags, y = protocol.load_mill_bags(protocol.mill_file(name))
         for method in args.methods.split(","):
-            r = outer_cv(bags, y, grid, functools.partial(fit_score, method))
+            r = protocol.outer_cv(bags, y, grid, functools.partial(fit_score, method))
             lit = LITERATURE.get((method, name), "n/a in ../shared/papers")
             Cs = ",".join(f"{c:g}" for c in r["chosen"])
-            out(
-                f"{name:9s} {method:6s} {r['acc']:6.1f} +- {r['acc_sd']:4.1f} {r['auc']:6.3f} +- "
-                f"{r['auc_sd']:5.3f} {r['auc_pooled']:10.3f} {r['seconds']:8.1f}  C=[{Cs}]; {lit}"
-            )
+            out(f"{name:9s} {method:6s} {protocol.cv_cells(r)}  C=[{Cs}]; {lit}")
     out.write(Path(args.out))
 
 

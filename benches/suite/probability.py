@@ -18,7 +18,6 @@ probability vector and the one-hot label; for two classes, twice scikit-learn's
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 import warnings
@@ -34,7 +33,7 @@ from sklearn.pipeline import make_pipeline
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _common import RESULTS  # noqa: E402
+from _common import RESULTS, benchmark_parser  # noqa: E402
 from _protocol import Report, mill_file  # noqa: E402
 
 #: The data sets (``_protocol.mill_file``); their estimators are ``estimators(name)``.
@@ -118,7 +117,7 @@ def run(name, modes, out):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = benchmark_parser(__doc__)
     parser.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
     parser.add_argument("--out", type=Path, default=RESULTS / "probability.txt")

@@ -17,7 +17,6 @@ Two steps, the first in a Python that has misvm (and cvxopt), the second in mils
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -25,7 +24,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _common import RESULTS  # noqa: E402
+from _common import RESULTS, benchmark_parser  # noqa: E402
 from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
 
 C, ETAS = 10.0, (0.1, 0.3, 0.7)
@@ -92,7 +91,7 @@ def milsvm_side(npz, out_path):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = benchmark_parser(__doc__)
     ap.add_argument("--side", choices=["misvm", "milsvm"], default="milsvm")
     ap.add_argument("--npz", default="/tmp/misvm_sbmil.npz")
     ap.add_argument("--out", default=str(RESULTS / "sbmil_vs_misvm.txt"))

@@ -65,15 +65,18 @@ def child(mode, args):
     import numpy as np
     import scipy.sparse  # noqa: F401
 
-    base_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-    base_rss = _rss_kb()
+    # the memory readings in KiB, as they are taken: after the imports, after the data, at the end
+    mem = dict(
+        base_peak_kb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,  # KiB on Linux
+        base_rss_kb=_rss_kb(),
+    )
     t0 = time.perf_counter()
     bags, y = milsvm.datasets.load_mill(args.data / "tst1" / "tst1.data")
     if mode == "dense":
         bags = [b.toarray() for b in bags]
         gc.collect()
     prep = time.perf_counter() - t0
-    data_rss = _rss_kb()
+    mem["data_rss_kb"] = _rss_kb()
     times = []
     for _ in range(args.reps):
         est = milsvm.SparseMI(
@@ -82,7 +85,7 @@ def child(mode, args):
         t0 = time.perf_counter()
         est.fit(bags, y)
         times.append(time.perf_counter() - t0)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    mem["peak_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     pred = np.asarray(est.predict(bags))
     print(
         json.dumps(
@@ -91,10 +94,7 @@ def child(mode, args):
                 fit_s=min(times),
                 fit_times=times,
                 prep_s=prep,
-                base_peak_kb=base_peak,
-                base_rss_kb=base_rss,
-                data_rss_kb=data_rss,
-                peak_kb=peak,
+                **mem,
                 n_iter=int(est.n_iter_),
                 g0=float(est.objective_history_[0]),
                 g=float(est.objective_history_[-1]),
