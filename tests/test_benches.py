@@ -78,7 +78,7 @@ def test_every_benchmark_answers_help(name):
     assert done == set(_driver(name).BENCHMARKS)
 
 
-def test_readme_names_every_benchmark():
+def test_readme_names_every_benchmark(common):
     readme = (BENCHES / "README.md").read_text()
     for name in DRIVERS:
         assert f"`{name}.py`" in readme
