@@ -19,15 +19,6 @@ ALL = list(_registry.ESTIMATORS.values())
 TWO_CLASS = [c for c in ALL if c._multiclass]
 #: The estimators with instance scores (STK scores a bag by its min/max statistics: none).
 WITH_INSTANCE_SCORES = [c for c in ALL if hasattr(make_fast(c), "instance_decision_function")]
-#: Defaults that differ on purpose: the core's None means "the method's own cap", which the
-#: Python classes write out.
-DEFAULTS_SPELLED_OUT = {("fit_annealing", "max_iter")}
-#: Defaults of one method of a family that are not the family's declared ones: the two-stage
-#: family declares sbMIL's kernel, and sAwMIL's linear kernel (the ``sawmil`` package's) is set by
-#: its Rust constructor ``TwoStageParams::sawmil()``, as by the Python class.
-METHOD_DEFAULTS = {("sAwMIL", "kernel"): "linear"}
-
-
 make = make_fast
 
 
@@ -77,11 +68,17 @@ def test_every_parameter_is_declared_by_the_core_with_the_same_default(cls):
         if name in python_only:
             continue
         assert name in specs, f"{cls.__name__}.{name} is not a parameter of {cls._core_fit}"
-        if name in fixed or (cls._core_fit, name) in DEFAULTS_SPELLED_OUT:
+        if name in fixed:
             continue
-        expected = METHOD_DEFAULTS.get((cls.__name__, name), specs[name])
+        # a default of the class's own is declared as such (_init_defaults), nowhere else
+        expected = cls._init_defaults.get(name, specs[name])
         assert param.default == expected, (
             f"{cls.__name__}.{name}: {param.default!r} != {expected!r}"
+        )
+    for name, default in cls._init_defaults.items():
+        assert name in specs and default != specs[name], (
+            f"{cls.__name__}._init_defaults[{name!r}] repeats the core's default or names no "
+            f"parameter of {cls._core_fit}"
         )
     assert "seed" not in specs or "random_state" in inspect.signature(cls).parameters
 

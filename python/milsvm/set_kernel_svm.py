@@ -7,15 +7,17 @@ from __future__ import annotations
 import json
 
 from ._base import SingleSVMClassifier
+from ._constructor import SMO_TAIL, SVM_HEAD
 from ._docs import SMO_PARAMS, attr, param
 
 __all__ = ["NSK", "sMIL"]
 
 
-_SMO_ATTRS = """    n_iter_ : int
+_SMO_ATTRS = f"""    n_iter_ : int
         SMO iterations (largest over the problems).
     converged_ : bool
-        Whether every SMO solve met its tolerance."""
+        Whether every SMO solve met its tolerance.
+{attr("gamma_", "classes_", "n_features_in_", "fit_time_")}"""
 
 
 class NSK(SingleSVMClassifier):
@@ -51,27 +53,13 @@ class NSK(SingleSVMClassifier):
     n_support_ : int or ndarray
         Support bags.
 {_SMO_ATTRS}
-{attr("gamma_", "classes_", "n_features_in_", "fit_time_")}
     """
 
     _core_fit = "fit_nsk"
     _c_path = True
     _poolings = ("mean", "normalized_mean")
 
-    def __init__(
-        self,
-        C=1.0,
-        kernel="rbf",
-        gamma="scale",
-        norm="l1",
-        class_weight=None,
-        inner_tol=1e-3,
-        inner_max_iter=None,
-        probability=False,
-        n_jobs=None,
-        verbose=0,
-    ):
-        self._store(locals())
+    _init_params = (*SVM_HEAD, "norm", *SMO_TAIL)
 
     def _loaded(self):
         super()._loaded()
@@ -151,28 +139,13 @@ class sMIL(SingleSVMClassifier):
     n_support_ : int or ndarray
         Support units.
 {_SMO_ATTRS}
-{attr("gamma_", "classes_", "n_features_in_", "fit_time_")}
     """
 
     _core_fit = "fit_smil"
     _c_path = True
     _poolings = ("mean", "smil_mean")
 
-    def __init__(
-        self,
-        C=1.0,
-        kernel="rbf",
-        gamma="scale",
-        solver="auto",
-        bag_score="mean_offset",
-        class_weight=None,
-        inner_tol=1e-3,
-        inner_max_iter=None,
-        probability=False,
-        n_jobs=None,
-        verbose=0,
-    ):
-        self._store(locals())
+    _init_params = (*SVM_HEAD, "solver", "bag_score", *SMO_TAIL)
 
     def _loaded(self):
         super()._loaded()
