@@ -428,13 +428,8 @@ def generate(core, source):
         docs = {tuple(doc) for _, _, doc in group}
         pattern = _pattern([n for n, _, _ in group])
         out += ["", "", f"class {name}(Protocol[_R]):", f'    """The signature of `{pattern}`."""']
+        # one line: each protocol is declared once, and the fits' protocols share a prefix
         head = f"    def __call__({', '.join(['self'] + ([params] if params else []))}) -> _R:"
-        if len(head) > 110:
-            head = (
-                "    def __call__(\n        self,\n"
-                + "".join(f"        {p},\n" for p in split_top(params))
-                + "    ) -> _R:"
-            )
         shared = docs.pop() if len(docs) == 1 else []
         out += [head] + ([f"        {line}" if line else "" for line in shared] + ["        ..."])
     out += [""] if protocols else []

@@ -169,8 +169,9 @@ class ExpansionVectorsMixin:
 
 class SingleSVMClassifier(ExpansionVectorsMixin, MILClassifier):
     """Estimators fitted by one SMO solve per binary problem (NSK, sMIL, SIL, STK): the record
-    of the core's ``SvmFit``."""
+    of the core's ``SvmFit``, and the core's warm-started path over ``C``."""
 
+    _c_path = True
     _info_attrs = ("n_iter_", "converged_", "objective_", "n_support_", "gamma_")
 
     def _fitted(self, fit, bags, binary):

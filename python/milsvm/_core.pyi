@@ -444,14 +444,7 @@ class _Check(Protocol[_R]):
 
 class _Fit(Protocol[_R]):
     """The signature of `fit_*`."""
-    def __call__(
-        self,
-        x: Instances,
-        bag_ptr: NDArray[np.int64],
-        labels: NDArray[np.int64],
-        params: Params,
-        progress: Optional[Progress] = None,
-    ) -> _R:
+    def __call__(self, x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], params: Params, progress: Optional[Progress] = None) -> _R:
         ...
 
 
@@ -467,15 +460,7 @@ class _FitHyperparameters(Protocol[_R]):
 
 class _FitPath(Protocol[_R]):
     """The signature of `fit_*_path`."""
-    def __call__(
-        self,
-        x: Instances,
-        bag_ptr: NDArray[np.int64],
-        labels: NDArray[np.int64],
-        params: Params,
-        cs: Sequence[float],
-        progress: Optional[Progress] = None,
-    ) -> _R:
+    def __call__(self, x: Instances, bag_ptr: NDArray[np.int64], labels: NDArray[np.int64], params: Params, cs: Sequence[float], progress: Optional[Progress] = None) -> _R:
         """The `C` path of this fit: one result per value of `cs`, in the order of `cs`,
         equal to independent fits up to the solver's tolerance (the `C` of `params` is
         ignored).

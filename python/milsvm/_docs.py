@@ -15,6 +15,7 @@ __all__ = [
     "SEARCH_RANGES",
     "VALID_VALUES",
     "SMO_PARAMS",
+    "SMO_ATTRS",
     "SMO_MAX_ITER",
     "NEWTON_INNER",
     "INNER_TOL_BY_SOLVER",
@@ -145,3 +146,11 @@ NEWTON_INNER = {
 
 #: The shared parameters of the estimators fitted by SMO solves (``_constructor.SMO_TAIL``).
 SMO_PARAMS = param(*SMO_TAIL, inner_tol={"default": "1e-3"}, inner_max_iter=SMO_MAX_ITER)
+
+#: The end of the ``Attributes`` of the estimators fitted by SMO solves: the solves' record, then
+#: what every estimator has.
+SMO_ATTRS = f"""    n_iter_ : int
+        SMO iterations (largest over the problems).
+    converged_ : bool
+        Whether every SMO solve met its tolerance.
+{attr("gamma_", "classes_", "n_features_in_", "fit_time_")}"""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ._base import SingleSVMClassifier
 from ._constructor import SMO_TAIL, SVM_HEAD
-from ._docs import SMO_PARAMS, attr, param
+from ._docs import SMO_ATTRS, SMO_PARAMS, attr, param
 
 __all__ = ["SIL", "STK"]
 
@@ -19,11 +19,7 @@ def _smo_attrs(units):
         Dual variables ``a`` (not multiplied by the labels).
     objective_ : float or ndarray
         Dual objective ``1/2 a^T Q a - 1^T a``.
-    n_iter_ : int
-        SMO iterations (largest over the problems).
-    converged_ : bool
-        Whether every SMO solve met its tolerance.
-{attr("gamma_", "classes_", "n_features_in_", "fit_time_")}"""
+{SMO_ATTRS}"""
 
 
 class SIL(SingleSVMClassifier):
@@ -53,7 +49,6 @@ class SIL(SingleSVMClassifier):
 
     _core_fit = "fit_sil"
     _poolings = ("max",)
-    _c_path = True
 
     _init_params = (*SVM_HEAD, *SMO_TAIL)
 
@@ -107,7 +102,6 @@ class STK(SingleSVMClassifier):
 
     _core_fit = "fit_stk"
     _poolings = ("mean",)
-    _c_path = True
 
     _init_params = (*SVM_HEAD, *SMO_TAIL)
 

@@ -8,16 +8,16 @@ import json
 
 from ._base import SingleSVMClassifier
 from ._constructor import SMO_TAIL, SVM_HEAD
-from ._docs import SMO_PARAMS, attr, param
+from ._docs import SMO_ATTRS, SMO_PARAMS, attr, param
 
 __all__ = ["NSK", "sMIL"]
 
 
-_SMO_ATTRS = f"""    n_iter_ : int
-        SMO iterations (largest over the problems).
-    converged_ : bool
-        Whether every SMO solve met its tolerance.
-{attr("gamma_", "classes_", "n_features_in_", "fit_time_")}"""
+def _smo_attrs(units):
+    """The attributes after ``objective_``, ``units`` the support units."""
+    return f"""    n_support_ : int or ndarray
+        Support {units}.
+{SMO_ATTRS}"""
 
 
 class NSK(SingleSVMClassifier):
@@ -50,13 +50,10 @@ class NSK(SingleSVMClassifier):
         Dual variables ``a_i`` (not multiplied by ``y_i``).
     objective_ : float or ndarray
         Dual objective ``1/2 a^T Q a - 1^T a``.
-    n_support_ : int or ndarray
-        Support bags.
-{_SMO_ATTRS}
+{_smo_attrs("bags")}
     """
 
     _core_fit = "fit_nsk"
-    _c_path = True
     _poolings = ("mean", "normalized_mean")
 
     _init_params = (*SVM_HEAD, "norm", *SMO_TAIL)
@@ -136,13 +133,10 @@ class sMIL(SingleSVMClassifier):
         Dual variables, one per unit (positive bag or negative instance, in instance order).
     objective_ : float or ndarray
         Dual objective.
-    n_support_ : int or ndarray
-        Support units.
-{_SMO_ATTRS}
+{_smo_attrs("units")}
     """
 
     _core_fit = "fit_smil"
-    _c_path = True
     _poolings = ("mean", "smil_mean")
 
     _init_params = (*SVM_HEAD, "solver", "bag_score", *SMO_TAIL)

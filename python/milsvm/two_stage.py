@@ -64,6 +64,7 @@ class _TwoStage(SingleSVMClassifier):
     ``TwoStageFit``."""
 
     _core_fit = "fit_two_stage"
+    _c_path = False  # two solves: no path of the core
     _poolings = ("max",)
     _progress_unit = "stage"
     _info_attrs = SingleSVMClassifier._info_attrs + ("threshold_", "n_positive_instances_")
