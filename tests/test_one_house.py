@@ -12,7 +12,9 @@ import milsvm
 import numpy as np
 import pytest
 from conftest import easy_bags, fit_quietly, make_fast, three_class_bags
-from milsvm import _core, _registry
+from milsvm import _constructor, _core, _registry
+from milsvm._base import MILClassifier
+from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 ALL = list(_registry.ESTIMATORS.values())
@@ -172,6 +174,38 @@ def test_type_and_value_errors_name_the_parameter(cls):
         make(cls, n_jobs="many").fit(bags, y)
     with pytest.raises(ValueError, match="kernel must be one of 'rbf', 'linear', got 'poly'"):
         make(cls, kernel="poly").fit(bags, y)
+
+
+@pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
+def test_the_constructor_is_built_from_the_parameter_list(cls):
+    """``__init__`` takes ``_init_params`` in order, positionally or by keyword, with the
+    defaults read (``_constructor.defaults``), and stores each argument; ``clone`` and
+    ``get_params`` see it."""
+    params = inspect.signature(cls).parameters
+    assert list(params) == list(cls._init_params)
+    assert all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params.values())
+    defaults = _constructor.defaults(cls)
+    assert {n: p.default for n, p in params.items()} == defaults
+    assert cls().get_params(deep=False) == defaults
+    first = cls._init_params[0]
+    value = 0.5 if isinstance(defaults[first], float) else defaults[first]
+    est = cls(value)
+    assert getattr(est, first) == value
+    assert clone(est).get_params(deep=False) == est.get_params(deep=False)
+
+
+def test_a_constructor_parameter_without_a_default_is_refused():
+    with pytest.raises(TypeError, match="'no_such' has no default"):
+
+        class _Unknown(MILClassifier):
+            _core_fit = "fit_sil"
+            _init_params = ("C", "no_such")
+
+    with pytest.raises(TypeError, match="distinct identifiers"):
+
+        class _Twice(MILClassifier):
+            _core_fit = "fit_sil"
+            _init_params = ("C", "C")
 
 
 @pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)

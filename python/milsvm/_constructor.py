@@ -15,6 +15,8 @@ Static type checkers read it from the generated stubs next to the family modules
 
 from __future__ import annotations
 
+import keyword
+
 from . import _core
 
 __all__ = [
@@ -75,10 +77,12 @@ def defaults(cls):
 def build_init(cls):
     """``cls.__init__`` with the parameters ``cls._init_params`` and their :func:`defaults`; it
     stores each argument as the attribute of its name (scikit-learn's contract)."""
-    values = defaults(cls)
-    names = list(values)
-    if len(set(names)) != len(names) or not all(n.isidentifier() for n in names):
+    names = list(cls._init_params)
+    if len(set(names)) != len(names) or not all(
+        n.isidentifier() and not keyword.iskeyword(n) for n in names
+    ):
         raise TypeError(f"{cls.__name__}._init_params must be distinct identifiers, got {names}")
+    values = defaults(cls)
     namespace = {}
     exec(f"def __init__(self, {', '.join(names)}):\n    self._store(locals())\n", namespace)
     init = namespace["__init__"]
