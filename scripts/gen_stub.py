@@ -474,20 +474,6 @@ def _protocol_name(names, taken):
     return name
 
 
-#: The modules of estimators whose ``__init__`` is built (``milsvm._constructor``).
-ESTIMATOR_MODULES = (
-    "annealing",
-    "baselines",
-    "convex_combination",
-    "miles",
-    "one_class",
-    "semi_supervised",
-    "set_kernel",
-    "set_kernel_svm",
-    "sparse_mi",
-    "two_stage",
-)
-
 ESTIMATOR_PRELUDE = '''"""Type stubs of ``milsvm.{module}``: its estimators' constructors,
 built at import from their parameter lists (``milsvm._constructor``).
 
@@ -555,9 +541,12 @@ def main(argv=None):
     from milsvm import _core
 
     stubs = {STUB: generate(_core, Source(SOURCES))}
-    for name in ESTIMATOR_MODULES:
-        module = importlib.import_module(f"milsvm.{name}")
-        stubs[STUB.with_name(f"{name}.pyi")] = estimator_stub(module)
+    # the modules of the registered estimators, whose ``__init__`` is built
+    from milsvm import _registry
+
+    for name in sorted({cls.__module__ for cls in _registry.ESTIMATORS.values()}):
+        module = importlib.import_module(name)
+        stubs[STUB.with_name(f"{name.rsplit('.', 1)[1]}.pyi")] = estimator_stub(module)
     stale = 0
     for path, text in stubs.items():
         if not args.check:
