@@ -3,8 +3,8 @@
 # lints (scripts/lint_python.sh, ruff), Rust formatting and
 # lints (with and without the `python` feature, and of the C library `capi/`), the Rust tests
 # (no Python), the C library's build, then the wheel built once (scripts/build_wheel.sh) and
-# installed into a fresh virtual environment with no Rust on PATH, the type stub checked against
-# the installed core (scripts/gen_stub.py --check), the demo and pytest run against the installed
+# installed into a fresh virtual environment with no Rust on PATH, the type stubs checked against
+# the installed package (scripts/gen_stub.py --check), the demo and pytest run against the installed
 # package (whose C API tests compile C programs with `cc`), and the
 # documentation site built from the same wheel (scripts/docs.sh). Needs: a Rust toolchain with
 # rustfmt + clippy, Python 3.9+, a C compiler.
@@ -55,7 +55,7 @@ PATH="$no_rust_path" "$venv/bin/python" -m pip install --quiet "$wheel[test]"
 # a reused venv may hold a milsvm of the same version: reinstall milsvm itself from this wheel
 PATH="$no_rust_path" "$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$wheel"
 
-echo "== the type stub python/milsvm/_core.pyi is the one scripts/gen_stub.py generates from the wheel"
+echo "== the type stubs python/milsvm/*.pyi are the ones scripts/gen_stub.py generates from the wheel"
 PATH="$no_rust_path" "$venv/bin/python" scripts/gen_stub.py --check
 
 echo "== milsvm demo (from the wheel, no Rust on PATH)"

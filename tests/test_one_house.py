@@ -12,22 +12,15 @@ import milsvm
 import numpy as np
 import pytest
 from conftest import easy_bags, fit_quietly, make_fast, three_class_bags
-from milsvm import _core, _registry
+from milsvm import _constructor, _core, _registry
+from milsvm._base import MILClassifier
+from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 ALL = list(_registry.ESTIMATORS.values())
 TWO_CLASS = [c for c in ALL if c._multiclass]
 #: The estimators with instance scores (STK scores a bag by its min/max statistics: none).
 WITH_INSTANCE_SCORES = [c for c in ALL if hasattr(make_fast(c), "instance_decision_function")]
-#: Defaults that differ on purpose: the core's None means "the method's own cap", which the
-#: Python classes write out.
-DEFAULTS_SPELLED_OUT = {("fit_annealing", "max_iter")}
-#: Defaults of one method of a family that are not the family's declared ones: the two-stage
-#: family declares sbMIL's kernel, and sAwMIL's linear kernel (the ``sawmil`` package's) is set by
-#: its Rust constructor ``TwoStageParams::sawmil()``, as by the Python class.
-METHOD_DEFAULTS = {("sAwMIL", "kernel"): "linear"}
-
-
 make = make_fast
 
 
@@ -77,11 +70,17 @@ def test_every_parameter_is_declared_by_the_core_with_the_same_default(cls):
         if name in python_only:
             continue
         assert name in specs, f"{cls.__name__}.{name} is not a parameter of {cls._core_fit}"
-        if name in fixed or (cls._core_fit, name) in DEFAULTS_SPELLED_OUT:
+        if name in fixed:
             continue
-        expected = METHOD_DEFAULTS.get((cls.__name__, name), specs[name])
+        # a default of the class's own is declared as such (_init_defaults), nowhere else
+        expected = cls._init_defaults.get(name, specs[name])
         assert param.default == expected, (
             f"{cls.__name__}.{name}: {param.default!r} != {expected!r}"
+        )
+    for name, default in cls._init_defaults.items():
+        assert name in specs and default != specs[name], (
+            f"{cls.__name__}._init_defaults[{name!r}] repeats the core's default or names no "
+            f"parameter of {cls._core_fit}"
         )
     assert "seed" not in specs or "random_state" in inspect.signature(cls).parameters
 
@@ -175,6 +174,38 @@ def test_type_and_value_errors_name_the_parameter(cls):
         make(cls, n_jobs="many").fit(bags, y)
     with pytest.raises(ValueError, match="kernel must be one of 'rbf', 'linear', got 'poly'"):
         make(cls, kernel="poly").fit(bags, y)
+
+
+@pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
+def test_the_constructor_is_built_from_the_parameter_list(cls):
+    """``__init__`` takes ``_init_params`` in order, positionally or by keyword, with the
+    defaults read (``_constructor.defaults``), and stores each argument; ``clone`` and
+    ``get_params`` see it."""
+    params = inspect.signature(cls).parameters
+    assert list(params) == list(cls._init_params)
+    assert all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params.values())
+    defaults = _constructor.defaults(cls)
+    assert {n: p.default for n, p in params.items()} == defaults
+    assert cls().get_params(deep=False) == defaults
+    first = cls._init_params[0]
+    value = 0.5 if isinstance(defaults[first], float) else defaults[first]
+    est = cls(value)
+    assert getattr(est, first) == value
+    assert clone(est).get_params(deep=False) == est.get_params(deep=False)
+
+
+def test_a_constructor_parameter_without_a_default_is_refused():
+    with pytest.raises(TypeError, match="'no_such' has no default"):
+
+        class _Unknown(MILClassifier):
+            _core_fit = "fit_sil"
+            _init_params = ("C", "no_such")
+
+    with pytest.raises(TypeError, match="distinct identifiers"):
+
+        class _Twice(MILClassifier):
+            _core_fit = "fit_sil"
+            _init_params = ("C", "C")
 
 
 @pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)

@@ -12,6 +12,9 @@ bags, encode the labels, build the core's parameters, run the core's fit (progre
 then install the compiled model and the fit record, and warn once if a loop stopped at its cap.
 A family module declares per estimator only what differs:
 
+* ``_init_params``: the constructor's parameter names, in order, and ``_init_defaults``: the
+  defaults that are the class's own; ``__init__`` is built from them, every other default read
+  from the core's declaration (:mod:`milsvm._constructor`);
 * ``_core_fit``: the name of the binding in ``milsvm._core`` (its Rust builder parses and checks
   every parameter: names as the estimator spells them, ranges in one place);
 * ``_core_fixed``: parameters the class fixes (``{"method": "al"}``);
@@ -36,11 +39,13 @@ tolerance of an estimator's *outer* loop; the settings of an inner solver are ``
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from . import _registry
+from . import _constructor, _registry
 from ._fit import FitMixin
 from ._inputs import _not_class_labels, class_weight_vector, encode_labels, seed_of  # noqa: F401 (tests)
 from ._model import CompiledModelMixin
@@ -74,6 +79,10 @@ class MILClassifier(
     _core_fit = None
     #: Core parameters the class fixes.
     _core_fixed = {}
+    #: The constructor's parameters, in order (``__init__`` is built from them).
+    _init_params = None
+    #: Defaults of this class's own (the others are the core's declared ones).
+    _init_defaults = {}
     #: Constructor parameters the core does not take.
     _python_only = ("verbose", "probability")
     #: Whether more than two classes are fitted one-vs-rest (else refused).
@@ -118,8 +127,10 @@ class MILClassifier(
             cls._param_names = names
         return list(names)
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if cls._init_params is not None and cls._core_fit and "__init__" not in cls.__dict__:
+            cls.__init__ = _constructor.build_init(cls)
         if cls.__dict__.get("_core_fit", cls._core_fit) and not cls.__name__.startswith("_"):
             _registry.register(cls)
 
@@ -158,8 +169,9 @@ class ExpansionVectorsMixin:
 
 class SingleSVMClassifier(ExpansionVectorsMixin, MILClassifier):
     """Estimators fitted by one SMO solve per binary problem (NSK, sMIL, SIL, STK): the record
-    of the core's ``SvmFit``."""
+    of the core's ``SvmFit``, and the core's warm-started path over ``C``."""
 
+    _c_path = True
     _info_attrs = ("n_iter_", "converged_", "objective_", "n_support_", "gamma_")
 
     def _fitted(self, fit, bags, binary):

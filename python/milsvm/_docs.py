@@ -6,8 +6,20 @@ from __future__ import annotations
 import re
 
 from . import _core
+from ._constructor import SMO_TAIL
 
-__all__ = ["param", "attr", "number", "SEARCH_RANGES", "VALID_VALUES"]
+__all__ = [
+    "param",
+    "attr",
+    "number",
+    "SEARCH_RANGES",
+    "VALID_VALUES",
+    "SMO_PARAMS",
+    "SMO_ATTRS",
+    "SMO_MAX_ITER",
+    "NEWTON_INNER",
+    "INNER_TOL_BY_SOLVER",
+]
 
 
 def number(x):
@@ -119,17 +131,26 @@ def attr(*names):
     return "\n".join(_indent(_ATTRS[n]) for n in names)
 
 
-#: The shared parameters of the estimators fitted by one SMO solve (NSK, sMIL, SIL, STK).
-SMO_PARAMS = param(
-    "class_weight",
-    "inner_tol",
-    "inner_max_iter",
-    "probability",
-    "n_jobs",
-    "verbose",
-    inner_tol={"default": "1e-3"},
-    inner_max_iter={
-        "default": "None",
-        "none": " (None: the solver's default; a ``ConvergenceWarning`` when it is hit)",
-    },
-)
+#: ``inner_max_iter`` of the estimators whose inner solver is the SMO.
+SMO_MAX_ITER = {
+    "default": "None",
+    "none": " (None: the solver's default; a ``ConvergenceWarning`` when it is hit)",
+}
+
+#: ``inner_tol`` and ``inner_max_iter`` of the estimators that choose a Newton or an L-BFGS inner
+#: solver (``solver="newton"`` or ``"lbfgs"``).
+NEWTON_INNER = {
+    "inner_tol": {"default": "None", "none": INNER_TOL_BY_SOLVER},
+    "inner_max_iter": {"default": "1000"},
+}
+
+#: The shared parameters of the estimators fitted by SMO solves (``_constructor.SMO_TAIL``).
+SMO_PARAMS = param(*SMO_TAIL, inner_tol={"default": "1e-3"}, inner_max_iter=SMO_MAX_ITER)
+
+#: The end of the ``Attributes`` of the estimators fitted by SMO solves: the solves' record, then
+#: what every estimator has.
+SMO_ATTRS = f"""    n_iter_ : int
+        SMO iterations (largest over the problems).
+    converged_ : bool
+        Whether every SMO solve met its tolerance.
+{attr("gamma_", "classes_", "n_features_in_", "fit_time_")}"""

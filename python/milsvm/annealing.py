@@ -14,9 +14,16 @@ import scipy.sparse as sp
 
 from . import _core
 from ._base import ExpansionVectorsMixin, MILClassifier
+from ._constructor import INNER_TAIL, SVM_HEAD
 from ._docs import attr, number, param
 
 __all__ = ["ALSVM", "AWSVM", "ALPSVM", "miSVM", "MISVM"]
+
+
+#: The temperature schedule of the annealing methods.
+_SCHEDULE = ("T0", "decay", "eps")
+#: The basis of the SVM step and how it is solved, then the class weights.
+_BASIS = ("n_xv", "xv_init", "solver", "class_weight")
 
 
 class _AnnealingClassifier(ExpansionVectorsMixin, MILClassifier):
@@ -139,12 +146,7 @@ _COMMON_PARAMS = f"""
 {
     param(
         "class_weight",
-        "inner_tol",
-        "inner_max_iter",
-        "random_state",
-        "probability",
-        "n_jobs",
-        "verbose",
+        *INNER_TAIL,
         inner_tol={
             "default": "None",
             "none": f"; None: 1e-3 for the dual (full basis), {number(_core.NEWTON_TOL)} for the "
@@ -226,28 +228,9 @@ class ALSVM(_AnnealingClassifier):
     _objective_name = "annealed objective: squared-hinge SVM + T sum [p ln p + (1-p) ln(1-p)]"
     _objective_step = "temperature"
 
-    def __init__(
-        self,
-        C=1.0,
-        kernel="rbf",
-        gamma="scale",
-        T0=None,
-        decay=1.5,
-        eps=1e-4,
-        init="uniform",
-        n_xv="auto",
-        xv_init="kmeans",
-        solver="auto",
-        class_weight=None,
-        max_iter=200,
-        inner_tol=None,
-        inner_max_iter=1000,
-        random_state=None,
-        probability=False,
-        n_jobs=None,
-        verbose=0,
-    ):
-        self._store(locals())
+    _init_params = (*SVM_HEAD, *_SCHEDULE, "init", *_BASIS, "max_iter", *INNER_TAIL)
+    #: the core declares None, "the method's own cap", which the classes write out
+    _init_defaults = {"max_iter": 200}
 
 
 class AWSVM(_AnnealingClassifier):
@@ -276,27 +259,9 @@ class AWSVM(_AnnealingClassifier):
     _objective_name = "annealed objective: squared-hinge SVM + T sum p ln p"
     _objective_step = "temperature"
 
-    def __init__(
-        self,
-        C=1.0,
-        kernel="rbf",
-        gamma="scale",
-        T0=None,
-        decay=1.5,
-        eps=1e-4,
-        n_xv="auto",
-        xv_init="kmeans",
-        solver="auto",
-        class_weight=None,
-        max_iter=200,
-        inner_tol=None,
-        inner_max_iter=1000,
-        random_state=None,
-        probability=False,
-        n_jobs=None,
-        verbose=0,
-    ):
-        self._store(locals())
+    _init_params = (*SVM_HEAD, *_SCHEDULE, *_BASIS, "max_iter", *INNER_TAIL)
+    #: the core declares None, "the method's own cap", which the classes write out
+    _init_defaults = {"max_iter": 200}
 
 
 class ALPSVM(ALSVM):
@@ -330,53 +295,15 @@ class ALPSVM(ALSVM):
     )
     _objective_step = "temperature"
 
-    def __init__(
-        self,
-        C=1.0,
-        C2=1.0,
-        p_star=0.5,
-        kernel="rbf",
-        gamma="scale",
-        T0=None,
-        decay=1.5,
-        eps=1e-4,
-        init="uniform",
-        n_xv="auto",
-        xv_init="kmeans",
-        solver="auto",
-        class_weight=None,
-        max_iter=200,
-        inner_tol=None,
-        inner_max_iter=1000,
-        random_state=None,
-        probability=False,
-        n_jobs=None,
-        verbose=0,
-    ):
-        self._store(locals())
+    _init_params = ("C", "C2", "p_star", *ALSVM._init_params[1:])
 
 
 class _Heuristic(_AnnealingClassifier):
     _core_fit = None
 
-    def __init__(
-        self,
-        C=1.0,
-        kernel="rbf",
-        gamma="scale",
-        max_iter=50,
-        n_xv="auto",
-        xv_init="kmeans",
-        solver="auto",
-        class_weight=None,
-        inner_tol=None,
-        inner_max_iter=1000,
-        random_state=None,
-        probability=False,
-        n_jobs=None,
-        verbose=0,
-    ):
-        self._store(locals())
+    _init_params = (*SVM_HEAD, "max_iter", *_BASIS, *INNER_TAIL)
+    #: the heuristics' cap (the core's None, written out)
+    _init_defaults = {"max_iter": 50}
 
 
 class miSVM(_Heuristic):

@@ -5,19 +5,21 @@ Kowalczyk & Smola 2002)."""
 from __future__ import annotations
 
 from ._base import SingleSVMClassifier
-from ._docs import SMO_PARAMS, attr, param
+from ._constructor import SMO_TAIL, SVM_HEAD
+from ._docs import SMO_ATTRS, SMO_PARAMS, attr, param
 
 __all__ = ["SIL", "STK"]
 
 
-_SMO_ATTRS = """    dual_coef_ : ndarray (list of them for multi-class)
+def _smo_attrs(units):
+    """The attributes after ``intercept_``: the SMO's record, ``units`` the support units."""
+    return f"""    n_support_ : int or ndarray
+        Support {units}.
+    dual_coef_ : ndarray (list of them for multi-class)
         Dual variables ``a`` (not multiplied by the labels).
     objective_ : float or ndarray
         Dual objective ``1/2 a^T Q a - 1^T a``.
-    n_iter_ : int
-        SMO iterations (largest over the problems).
-    converged_ : bool
-        Whether every SMO solve met its tolerance."""
+{SMO_ATTRS}"""
 
 
 class SIL(SingleSVMClassifier):
@@ -42,29 +44,13 @@ class SIL(SingleSVMClassifier):
     Attributes
     ----------
 {attr("xv_", "coef_", "intercept_")}
-    n_support_ : int or ndarray
-        Support instances.
-{_SMO_ATTRS}
-{attr("gamma_", "classes_", "n_features_in_", "fit_time_")}
+{_smo_attrs("instances")}
     """
 
     _core_fit = "fit_sil"
     _poolings = ("max",)
-    _c_path = True
 
-    def __init__(
-        self,
-        C=1.0,
-        kernel="rbf",
-        gamma="scale",
-        class_weight=None,
-        inner_tol=1e-3,
-        inner_max_iter=None,
-        probability=False,
-        n_jobs=None,
-        verbose=0,
-    ):
-        self._store(locals())
+    _init_params = (*SVM_HEAD, *SMO_TAIL)
 
 
 def _no_instance_scores(estimator):
@@ -111,29 +97,13 @@ class STK(SingleSVMClassifier):
     xv_ : ndarray of shape (n_support_vectors, 2 * n_features)
         The statistic vectors (minima, then maxima) of the support bags.
 {attr("coef_", "intercept_")}
-    n_support_ : int or ndarray
-        Support bags.
-{_SMO_ATTRS}
-{attr("gamma_", "classes_", "n_features_in_", "fit_time_")}
+{_smo_attrs("bags")}
     """
 
     _core_fit = "fit_stk"
     _poolings = ("mean",)
-    _c_path = True
 
-    def __init__(
-        self,
-        C=1.0,
-        kernel="rbf",
-        gamma="scale",
-        class_weight=None,
-        inner_tol=1e-3,
-        inner_max_iter=None,
-        probability=False,
-        n_jobs=None,
-        verbose=0,
-    ):
-        self._store(locals())
+    _init_params = (*SVM_HEAD, *SMO_TAIL)
 
     def _core_input(self, bags):
         # bags given as a list are summarised where they lie, without a stacked copy

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import ExpansionVectorsMixin, MILClassifier
+from ._constructor import RUN_TAIL, SVM_HEAD
 from ._docs import attr, param
 
 __all__ = ["SVMCC"]
@@ -76,7 +77,7 @@ class SVMCC(ExpansionVectorsMixin, MILClassifier):
         the bias kept unpenalised by the method of multipliers, warm-started across rounds; each
         pass costs ``O(nnz)`` of the instances (the same optimum as the SMO, to the tolerance).
         ``"auto"``: ``"linear"`` for the linear kernel.
-{param("probability", "n_jobs", "verbose")}
+{param(*RUN_TAIL)}
 
     Attributes
     ----------
@@ -119,23 +120,17 @@ class SVMCC(ExpansionVectorsMixin, MILClassifier):
     _objective_name = "primal objective 1/2 ||w||^2 + sum c xi after the round's LP"
     _objective_step = "round"
 
-    def __init__(
-        self,
-        C=1.0,
-        kernel="linear",
-        gamma="scale",
-        class_weight=None,
-        max_iter=80,
-        tol=1e-4,
-        inner_tol=1e-3,
-        lp_rule="project",
-        bounds="paper",
-        solver="auto",
-        probability=False,
-        n_jobs=None,
-        verbose=0,
-    ):
-        self._store(locals())
+    _init_params = (
+        *SVM_HEAD,
+        "class_weight",
+        "max_iter",
+        "tol",
+        "inner_tol",
+        "lp_rule",
+        "bounds",
+        "solver",
+        *RUN_TAIL,
+    )
 
     def _fitted(self, fit, bags, binary):
         pick = (lambda a: a[0]) if binary else (lambda a: a)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import ExpansionVectorsMixin, MILClassifier
+from ._constructor import INNER_TAIL, SEEDED_TAIL, SVM_HEAD
 from ._docs import attr, param
 
 __all__ = ["MILES"]
@@ -66,7 +67,7 @@ class MILES(ExpansionVectorsMixin, MILClassifier):
     inner_max_iter : int or None, default=None
         Pivot cap of the simplex method per binary problem (None: ``20 * (n_bags +
         n_concepts) + 1000``; a ``ConvergenceWarning`` when it is hit).
-{param("random_state", "probability", "n_jobs", "verbose")}
+{param(*SEEDED_TAIL)}
 
     Attributes
     ----------
@@ -109,22 +110,7 @@ class MILES(ExpansionVectorsMixin, MILClassifier):
         "n_concepts": "None (every instance, the paper); 100 ... 2000 for large data sets"
     }
 
-    def __init__(
-        self,
-        C=1.0,
-        kernel="rbf",
-        gamma="scale",
-        n_concepts=None,
-        concept_init="kmeans",
-        class_weight=None,
-        inner_tol=1e-9,
-        inner_max_iter=None,
-        random_state=None,
-        probability=False,
-        n_jobs=None,
-        verbose=0,
-    ):
-        self._store(locals())
+    _init_params = (*SVM_HEAD, "n_concepts", "concept_init", "class_weight", *INNER_TAIL)
 
     def _progress_total(self, params):
         return 0  # reports every 100 simplex pivots; their number is not known in advance

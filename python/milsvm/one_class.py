@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import ExpansionVectorsMixin, MILClassifier
+from ._constructor import RUN_TAIL
 from ._docs import param
 
 __all__ = ["OneClassMISVM"]
@@ -45,9 +46,7 @@ class OneClassMISVM(ExpansionVectorsMixin, MILClassifier):
 {
         param(
             "inner_tol",
-            "probability",
-            "n_jobs",
-            "verbose",
+            *RUN_TAIL,
             inner_tol={"default": "1e-3", "none": " (the KKT tolerance of the SMO)"},
         )
     }
@@ -88,19 +87,7 @@ class OneClassMISVM(ExpansionVectorsMixin, MILClassifier):
     _objective_step = "round"
     _default_grid = {"nu": [0.1, 0.25, 0.5, 0.75], "gamma": ["0.1*scale", "scale", "10*scale"]}
 
-    def __init__(
-        self,
-        nu=0.5,
-        kernel="rbf",
-        gamma="scale",
-        bag_constraints=True,
-        max_iter=20,
-        inner_tol=1e-3,
-        probability=False,
-        n_jobs=None,
-        verbose=0,
-    ):
-        self._store(locals())
+    _init_params = ("nu", "kernel", "gamma", "bag_constraints", "max_iter", "inner_tol", *RUN_TAIL)
 
     def fit(self, bags, y):
         """Fit on the positive bags (``y == classes_[1]``); the others are ignored.

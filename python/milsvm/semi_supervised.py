@@ -15,7 +15,8 @@ import json
 import numpy as np
 
 from ._base import ExpansionVectorsMixin, MILClassifier
-from ._docs import attr, param
+from ._constructor import INNER_TAIL, SVM_HEAD
+from ._docs import SMO_MAX_ITER, attr, param
 
 __all__ = ["stMIL", "MissSVM"]
 
@@ -55,17 +56,9 @@ _PARAMS = f"""{param("C", "kernel", "gamma", "class_weight", kernel={"default": 
         5 restarts often found a lower objective and a better model.
 {
     param(
-        "inner_tol",
-        "inner_max_iter",
-        "random_state",
-        "probability",
-        "n_jobs",
-        "verbose",
+        *INNER_TAIL,
         inner_tol={"default": "1e-3", "none": " (the KKT tolerance of the SMO solving each step)"},
-        inner_max_iter={
-            "default": "None",
-            "none": " (None: the solver's default; a ``ConvergenceWarning`` when it is hit)",
-        },
+        inner_max_iter=SMO_MAX_ITER,
     )
 }"""
 
@@ -101,24 +94,15 @@ class _CCCPClassifier(ExpansionVectorsMixin, MILClassifier):
     _objective_step = "iteration"
     _objective_start = 0
 
-    def __init__(
-        self,
-        C=1.0,
-        kernel="rbf",
-        gamma="scale",
-        class_weight=None,
-        transductive_weight=1.0,
-        max_iter=50,
-        tol=1e-6,
-        restarts=0,
-        inner_tol=1e-3,
-        inner_max_iter=None,
-        random_state=None,
-        probability=False,
-        n_jobs=None,
-        verbose=0,
-    ):
-        self._store(locals())
+    _init_params = (
+        *SVM_HEAD,
+        "class_weight",
+        "transductive_weight",
+        "max_iter",
+        "tol",
+        "restarts",
+        *INNER_TAIL,
+    )
 
     def _progress_total(self, params):
         # every run counts up to max_iter steps
@@ -190,25 +174,7 @@ class stMIL(_CCCPClassifier):
     _poolings = ("mean", "smil_mean")
     _objective_name = "stMIL objective J (sMIL start, then per CCCP step)"
 
-    def __init__(
-        self,
-        C=1.0,
-        kernel="rbf",
-        gamma="scale",
-        class_weight=None,
-        transductive_weight=1.0,
-        max_iter=50,
-        tol=1e-6,
-        restarts=0,
-        inner_tol=1e-3,
-        inner_max_iter=None,
-        random_state=None,
-        probability=False,
-        n_jobs=None,
-        verbose=0,
-        bag_score="mean_offset",
-    ):
-        self._store(locals())
+    _init_params = (*_CCCPClassifier._init_params, "bag_score")
 
     def _loaded(self):
         super()._loaded()

@@ -7,9 +7,14 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import ExpansionVectorsMixin, MILClassifier
-from ._docs import INNER_TOL_BY_SOLVER, attr, param
+from ._constructor import RUN_TAIL, SEEDED_TAIL, SVM_HEAD
+from ._docs import NEWTON_INNER, attr, param
 
 __all__ = ["MIKernel", "ReducedSet"]
+
+
+#: The settings of ReducedSet's fixed-point iteration.
+_FIXED_POINT = ("inner_max_iter", "n_restarts", "inner_tol")
 
 
 class MIKernel(MILClassifier):
@@ -33,17 +38,7 @@ class MIKernel(MILClassifier):
 {param("C", "kernel", "gamma", "class_weight", kernel={"default": "rbf"})}
     solver : {{"newton", "lbfgs"}}, default="newton"
         Solver of the squared-hinge problem; both reach the same optimum.
-{
-        param(
-            "inner_tol",
-            "inner_max_iter",
-            "probability",
-            "n_jobs",
-            "verbose",
-            inner_tol={"default": "None", "none": INNER_TOL_BY_SOLVER},
-            inner_max_iter={"default": "1000"},
-        )
-    }
+{param("inner_tol", "inner_max_iter", *RUN_TAIL, **NEWTON_INNER)}
 
     Attributes
     ----------
@@ -72,20 +67,7 @@ class MIKernel(MILClassifier):
     _c_path = True
     _info_attrs = ("coef_", "intercept_", "support_", "n_xv_", "objective_", "n_iter_", "gamma_")
 
-    def __init__(
-        self,
-        C=1.0,
-        kernel="rbf",
-        gamma="scale",
-        class_weight=None,
-        solver="newton",
-        inner_tol=None,
-        inner_max_iter=1000,
-        probability=False,
-        n_jobs=None,
-        verbose=0,
-    ):
-        self._store(locals())
+    _init_params = (*SVM_HEAD, "class_weight", "solver", "inner_tol", "inner_max_iter", *RUN_TAIL)
 
     def _fitted(self, fit, bags, binary):
         return {
@@ -162,23 +144,16 @@ class ReducedSet(ExpansionVectorsMixin, MILClassifier):
     _search_ranges = {"n_xv": "5 ... 100 (the model's size: larger predicts more slowly)"}
     _info_attrs = ("n_iter_", "residual_history_", "dense_n_xv_", "gamma_")
 
-    def __init__(
-        self,
-        n_xv=10,
-        C=1.0,
-        gamma="scale",
-        kernel="rbf",
-        class_weight=None,
-        inner_max_iter=100,
-        n_restarts=5,
-        inner_tol=1e-6,
-        solver="newton",
-        random_state=None,
-        probability=False,
-        n_jobs=None,
-        verbose=0,
-    ):
-        self._store(locals())
+    _init_params = (
+        "n_xv",
+        "C",
+        "gamma",
+        "kernel",
+        "class_weight",
+        *_FIXED_POINT,
+        "solver",
+        *SEEDED_TAIL,
+    )
 
     def _fitted(self, fit, bags, binary):
         return {

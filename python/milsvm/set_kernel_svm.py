@@ -7,15 +7,17 @@ from __future__ import annotations
 import json
 
 from ._base import SingleSVMClassifier
-from ._docs import SMO_PARAMS, attr, param
+from ._constructor import SMO_TAIL, SVM_HEAD
+from ._docs import SMO_ATTRS, SMO_PARAMS, attr, param
 
 __all__ = ["NSK", "sMIL"]
 
 
-_SMO_ATTRS = """    n_iter_ : int
-        SMO iterations (largest over the problems).
-    converged_ : bool
-        Whether every SMO solve met its tolerance."""
+def _smo_attrs(units):
+    """The attributes after ``objective_``, ``units`` the support units."""
+    return f"""    n_support_ : int or ndarray
+        Support {units}.
+{SMO_ATTRS}"""
 
 
 class NSK(SingleSVMClassifier):
@@ -48,30 +50,13 @@ class NSK(SingleSVMClassifier):
         Dual variables ``a_i`` (not multiplied by ``y_i``).
     objective_ : float or ndarray
         Dual objective ``1/2 a^T Q a - 1^T a``.
-    n_support_ : int or ndarray
-        Support bags.
-{_SMO_ATTRS}
-{attr("gamma_", "classes_", "n_features_in_", "fit_time_")}
+{_smo_attrs("bags")}
     """
 
     _core_fit = "fit_nsk"
-    _c_path = True
     _poolings = ("mean", "normalized_mean")
 
-    def __init__(
-        self,
-        C=1.0,
-        kernel="rbf",
-        gamma="scale",
-        norm="l1",
-        class_weight=None,
-        inner_tol=1e-3,
-        inner_max_iter=None,
-        probability=False,
-        n_jobs=None,
-        verbose=0,
-    ):
-        self._store(locals())
+    _init_params = (*SVM_HEAD, "norm", *SMO_TAIL)
 
     def _loaded(self):
         super()._loaded()
@@ -148,31 +133,13 @@ class sMIL(SingleSVMClassifier):
         Dual variables, one per unit (positive bag or negative instance, in instance order).
     objective_ : float or ndarray
         Dual objective.
-    n_support_ : int or ndarray
-        Support units.
-{_SMO_ATTRS}
-{attr("gamma_", "classes_", "n_features_in_", "fit_time_")}
+{_smo_attrs("units")}
     """
 
     _core_fit = "fit_smil"
-    _c_path = True
     _poolings = ("mean", "smil_mean")
 
-    def __init__(
-        self,
-        C=1.0,
-        kernel="rbf",
-        gamma="scale",
-        solver="auto",
-        bag_score="mean_offset",
-        class_weight=None,
-        inner_tol=1e-3,
-        inner_max_iter=None,
-        probability=False,
-        n_jobs=None,
-        verbose=0,
-    ):
-        self._store(locals())
+    _init_params = (*SVM_HEAD, "solver", "bag_score", *SMO_TAIL)
 
     def _loaded(self):
         super()._loaded()

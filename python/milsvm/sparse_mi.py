@@ -9,9 +9,14 @@ import scipy.sparse as sp
 from . import _core
 from ._bags import Bags
 from ._base import ExpansionVectorsMixin, MILClassifier
-from ._docs import INNER_TOL_BY_SOLVER, attr, param
+from ._constructor import INNER_TAIL, SVM_HEAD
+from ._docs import NEWTON_INNER, attr, param
 
 __all__ = ["SparseMI", "RSVM"]
+
+
+#: SparseMI's outer loop (gradient steps on the expansion vectors), which RSVM does not run.
+_OUTER = ("max_iter", "max_line_search", "tol")
 
 
 class _LabelMeanClassifier(ExpansionVectorsMixin, MILClassifier):
@@ -185,18 +190,7 @@ class SparseMI(_LabelMeanClassifier):
         Stop when an outer iteration decreases ``g`` by less than this fraction.
     solver : {{"newton", "lbfgs"}}, default="newton"
         Inner solver: exact primal Newton (fast) or argmin's L-BFGS; both reach the same optimum.
-{
-        param(
-            "inner_tol",
-            "inner_max_iter",
-            "random_state",
-            "probability",
-            "n_jobs",
-            "verbose",
-            inner_tol={"default": "None", "none": INNER_TOL_BY_SOLVER},
-            inner_max_iter={"default": "1000"},
-        )
-    }
+{param(*INNER_TAIL, **NEWTON_INNER)}
 
     Attributes
     ----------
@@ -213,27 +207,16 @@ class SparseMI(_LabelMeanClassifier):
 
     _core_fit = "fit_sparse_mi"
 
-    def __init__(
-        self,
-        n_xv=10,
-        C=1.0,
-        kernel="rbf",
-        gamma="scale",
-        class_weight=None,
-        init="random",
-        n_basis=None,
-        max_iter=50,
-        max_line_search=10,
-        tol=1e-6,
-        solver="newton",
-        inner_tol=None,
-        inner_max_iter=1000,
-        random_state=None,
-        probability=False,
-        n_jobs=None,
-        verbose=0,
-    ):
-        self._store(locals())
+    _init_params = (
+        "n_xv",
+        *SVM_HEAD,
+        "class_weight",
+        "init",
+        "n_basis",
+        *_OUTER,
+        "solver",
+        *INNER_TAIL,
+    )
 
 
 class RSVM(_LabelMeanClassifier):
@@ -248,19 +231,4 @@ class RSVM(_LabelMeanClassifier):
     _core_fixed = {"max_iter": 0, "max_line_search": 1, "tol": 0.0}
     _c_path = True
 
-    def __init__(
-        self,
-        n_xv=10,
-        C=1.0,
-        kernel="rbf",
-        gamma="scale",
-        class_weight=None,
-        solver="newton",
-        inner_tol=None,
-        inner_max_iter=1000,
-        random_state=None,
-        probability=False,
-        n_jobs=None,
-        verbose=0,
-    ):
-        self._store(locals())
+    _init_params = ("n_xv", *SVM_HEAD, "class_weight", "solver", *INNER_TAIL)

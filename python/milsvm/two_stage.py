@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import SingleSVMClassifier
+from ._constructor import SMO_TAIL, SVM_HEAD
 from ._docs import SMO_PARAMS, attr, param
 from .set_kernel_svm import sMIL
 
@@ -33,7 +34,8 @@ _STAGES = """    The two stages, on each binary problem (one-vs-rest beyond two 
        per-sample weights), ``f(x) = sum_t a_t y_t k(x_t, x) + b``; a bag scores the max of its
        instances' scores, ``F(X) = max_p f(x_p)``."""
 
-_ATTRS = """    n_support_ : int or ndarray
+_ATTRS = f"""{attr("xv_", "coef_", "intercept_")}
+    n_support_ : int or ndarray
         Support instances of the second stage.
     dual_coef_ : ndarray (list of them for multi-class)
         The second stage's dual variables, one per training instance (not multiplied by the
@@ -52,7 +54,8 @@ _ATTRS = """    n_support_ : int or ndarray
     threshold_ : float or ndarray
         The smallest first-stage score among the instances labelled positive.
     n_positive_instances_ : int or ndarray
-        The number of training instances labelled positive."""
+        The number of training instances labelled positive.
+{attr("gamma_", "classes_", "n_features_in_", "fit_time_")}"""
 
 
 class _TwoStage(SingleSVMClassifier):
@@ -61,6 +64,7 @@ class _TwoStage(SingleSVMClassifier):
     ``TwoStageFit``."""
 
     _core_fit = "fit_two_stage"
+    _c_path = False  # two solves: no path of the core
     _poolings = ("max",)
     _progress_unit = "stage"
     _info_attrs = SingleSVMClassifier._info_attrs + ("threshold_", "n_positive_instances_")
@@ -151,27 +155,12 @@ class sbMIL(_TwoStage):
 
     Attributes
     ----------
-{attr("xv_", "coef_", "intercept_")}
 {_ATTRS}
-{attr("gamma_", "classes_", "n_features_in_", "fit_time_")}
     """
 
     _core_fixed = {"relabel": "sbmil"}
 
-    def __init__(
-        self,
-        C=1.0,
-        kernel="rbf",
-        gamma="scale",
-        eta=0.1,
-        class_weight=None,
-        inner_tol=1e-3,
-        inner_max_iter=None,
-        probability=False,
-        n_jobs=None,
-        verbose=0,
-    ):
-        self._store(locals())
+    _init_params = (*SVM_HEAD, "eta", *SMO_TAIL)
 
 
 class sAwMIL(_TwoStage):
@@ -213,25 +202,11 @@ class sAwMIL(_TwoStage):
 
     Attributes
     ----------
-{attr("xv_", "coef_", "intercept_")}
 {_ATTRS}
-{attr("gamma_", "classes_", "n_features_in_", "fit_time_")}
     """
 
     _core_fixed = {"relabel": "sawmil"}
 
-    def __init__(
-        self,
-        C=1.0,
-        kernel="linear",
-        gamma="scale",
-        eta=0.1,
-        first_stage_problem="paper",
-        class_weight=None,
-        inner_tol=1e-3,
-        inner_max_iter=None,
-        probability=False,
-        n_jobs=None,
-        verbose=0,
-    ):
-        self._store(locals())
+    _init_params = (*SVM_HEAD, "eta", "first_stage_problem", *SMO_TAIL)
+    #: the ``sawmil`` package's kernel (Rust ``TwoStageParams::sawmil()``)
+    _init_defaults = {"kernel": "linear"}

@@ -7,7 +7,7 @@ import argparse
 from .. import __version__
 from ._commands import cmd_cv, cmd_demo, cmd_fit, cmd_heatmap, cmd_models, cmd_predict
 from ._data import FORMATS
-from ._slides import add_cv_options, add_group_options, add_heatmap_parser
+from ._slides import add_cv_options, add_group_options, add_heatmap_parser, add_model_and_data
 from ._values import EXIT_USAGE, _grid_item, _n_jobs, _positive_int
 
 
@@ -351,8 +351,7 @@ def _add_predict(sub, parents):
         epilog="example:\n  milsvm predict model.json test.data -o predictions.tsv "
         "--instances instances.tsv",
     )
-    pred.add_argument("model_file", metavar="MODEL.json", help="model file written by 'milsvm fit'")
-    pred.add_argument("data", metavar="DATA", help="data file or folder whose bags to predict")
+    add_model_and_data(pred, "data file or folder whose bags to predict")
     pred.add_argument(
         "-o", "--output", metavar="FILE", help="write the lines to FILE (default: stdout)"
     )

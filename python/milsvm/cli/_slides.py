@@ -29,6 +29,14 @@ __all__ = [
 ]
 
 
+def add_model_and_data(parser, data_help):
+    """The positionals of the commands that apply a saved model: ``MODEL.json``, then ``DATA``."""
+    parser.add_argument(
+        "model_file", metavar="MODEL.json", help="model file written by 'milsvm fit'"
+    )
+    parser.add_argument("data", metavar="DATA", help=data_help)
+
+
 def add_group_options(parser):
     """``--group-by`` and ``--bag-by`` (for every command that reads data)."""
     parser.add_argument(
@@ -235,8 +243,7 @@ def add_heatmap_parser(sub, parents, formatter, run):
         epilog="example:\n  milsvm heatmap model.json features/h5_files --labels labels.csv "
         "--out heatmaps/",
     )
-    heat.add_argument("model_file", metavar="MODEL.json", help="model file written by 'milsvm fit'")
-    heat.add_argument("data", metavar="DATA", help="folder of per-slide .h5 or .npy files")
+    add_model_and_data(heat, "folder of per-slide .h5 or .npy files")
     heat.add_argument(
         "--out", required=True, metavar="DIR", help="folder to write (created if needed)"
     )
