@@ -70,26 +70,26 @@ pub enum BagView<'a> {
     },
 }
 
+/// Checks that a dense bag of `len` values is a positive multiple of `n_features`.
+fn dense_len(len: usize, n_features: usize) -> Result<()> {
+    if n_features == 0 || len == 0 || !len.is_multiple_of(n_features) {
+        return Err(Error::Mismatch(format!(
+            "a bag must hold a positive multiple of {n_features} values, got {len}"
+        )));
+    }
+    Ok(())
+}
+
 impl<'a> BagView<'a> {
     /// A dense bag: `data.len()` must be a positive multiple of `n_features`.
     pub fn dense(data: &'a [f64], n_features: usize) -> Result<Self> {
-        if n_features == 0 || data.is_empty() || !data.len().is_multiple_of(n_features) {
-            return Err(Error::Mismatch(format!(
-                "a bag must hold a positive multiple of {n_features} values, got {}",
-                data.len()
-            )));
-        }
+        dense_len(data.len(), n_features)?;
         Ok(BagView::Dense { data, n_features })
     }
 
     /// A dense single-precision bag: `data.len()` must be a positive multiple of `n_features`.
     pub fn dense32(data: &'a [f32], n_features: usize) -> Result<Self> {
-        if n_features == 0 || data.is_empty() || !data.len().is_multiple_of(n_features) {
-            return Err(Error::Mismatch(format!(
-                "a bag must hold a positive multiple of {n_features} values, got {}",
-                data.len()
-            )));
-        }
+        dense_len(data.len(), n_features)?;
         Ok(BagView::Dense32 { data, n_features })
     }
 
