@@ -930,18 +930,11 @@ impl Predictor {
         let one = |ws: &mut Workspace, (i, dst): (usize, &mut [f64])| {
             self.pooled(BagView::of(rows, bag_ptr[i], bag_ptr[i + 1]), ws, dst);
         };
-        if let Some(buf) = out.as_slice_mut() {
-            if rows.n_rows() * self.n_xv() < SEQUENTIAL_WORK {
-                let mut ws = Workspace::default();
-                buf.chunks_mut(n_out)
-                    .enumerate()
-                    .for_each(|item| one(&mut ws, item));
-            } else {
-                buf.par_chunks_mut(n_out)
-                    .enumerate()
-                    .for_each_init(Workspace::default, one);
-            }
-        }
+        for_each_row(
+            &mut out,
+            rows.n_rows() * self.n_xv() >= SEQUENTIAL_WORK,
+            one,
+        );
         finite(out, None)
     }
 
@@ -1317,18 +1310,8 @@ impl Predictor {
                 normalize(dst, &self.intercept, kself);
             }
         };
-        if let Some(buf) = out.as_slice_mut() {
-            if self.pooling != Pooling::NormalizedMean || rows.n_rows() < SEQUENTIAL_WORK {
-                let mut ws = Workspace::default();
-                buf.chunks_mut(n_out)
-                    .enumerate()
-                    .for_each(|item| pool(&mut ws, item));
-            } else {
-                buf.par_chunks_mut(n_out)
-                    .enumerate()
-                    .for_each_init(Workspace::default, pool);
-            }
-        }
+        let parallel = self.pooling == Pooling::NormalizedMean && rows.n_rows() >= SEQUENTIAL_WORK;
+        for_each_row(&mut out, parallel, pool);
         out
     }
 
@@ -1382,6 +1365,29 @@ impl Predictor {
     #[inline]
     fn dot(&self, a: &[f64], b: &[f64]) -> f64 {
         self.simd.dot(a, b)
+    }
+}
+
+/// Runs `f` on each row of `out` with its index and a workspace: in order on this thread, or
+/// in parallel (one workspace per worker) when `parallel`. Each row is computed alone, so the
+/// values do not depend on the choice.
+fn for_each_row<F>(out: &mut Array2<f64>, parallel: bool, f: F)
+where
+    F: Fn(&mut Workspace, (usize, &mut [f64])) + Send + Sync,
+{
+    let n_out = out.ncols();
+    let Some(buf) = out.as_slice_mut() else {
+        return;
+    };
+    if parallel {
+        buf.par_chunks_mut(n_out)
+            .enumerate()
+            .for_each_init(Workspace::default, f);
+    } else {
+        let mut ws = Workspace::default();
+        buf.chunks_mut(n_out)
+            .enumerate()
+            .for_each(|item| f(&mut ws, item));
     }
 }
 
