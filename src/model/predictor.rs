@@ -389,13 +389,9 @@ impl Predictor {
         ws: &mut Workspace,
         out: &mut [f64],
     ) -> Result<()> {
-        if out.len() != self.n_classes() {
-            return Err(Error::Mismatch(format!(
-                "the output buffer has {} values, the model has {} classes",
-                out.len(),
-                self.n_classes()
-            )));
-        }
+        output_buffer(out, Some(self.n_classes()), || {
+            format!("the model has {} classes", self.n_classes())
+        })?;
         let mut scores = std::mem::take(&mut ws.member_scores);
         scores.resize(self.n_outputs(), 0.0);
         let result = if self.members.is_empty() {
@@ -480,13 +476,9 @@ impl Predictor {
     /// Fails on a bag of the wrong width, an empty bag or a non-finite value (`out` is then
     /// unspecified).
     pub fn score_bag(&self, bag: BagView<'_>, ws: &mut Workspace, out: &mut [f64]) -> Result<()> {
-        if out.len() != self.n_outputs() {
-            return Err(Error::Mismatch(format!(
-                "the output buffer has {} values, the model has {} outputs",
-                out.len(),
-                self.n_outputs()
-            )));
-        }
+        output_buffer(out, Some(self.n_outputs()), || {
+            format!("the model has {} outputs", self.n_outputs())
+        })?;
         self.with_input_bag(bag, ws, |input, ws| self.score_raw(input, ws, out))
     }
 
@@ -505,14 +497,10 @@ impl Predictor {
             return Err(no_instance_scores());
         }
         let need = bag.n_instances().checked_mul(self.n_outputs());
-        if need != Some(out.len()) {
-            return Err(Error::Mismatch(format!(
-                "the output buffer has {} values, the bag needs {} instances x {} outputs",
-                out.len(),
-                bag.n_instances(),
-                self.n_outputs()
-            )));
-        }
+        output_buffer(out, need, || {
+            let (n, n_out) = (bag.n_instances(), self.n_outputs());
+            format!("the bag needs {n} instances x {n_out} outputs")
+        })?;
         self.with_input_bag(bag, ws, |bag, ws| {
             let n = bag.n_instances();
             if self.pooling == Pooling::XvMax {
@@ -1389,6 +1377,19 @@ where
             .enumerate()
             .for_each(|item| f(&mut ws, item));
     }
+}
+
+/// Checks that an output buffer holds `want` values (`None`: more than memory holds); `why`
+/// says where `want` comes from, for the error.
+fn output_buffer(out: &[f64], want: Option<usize>, why: impl FnOnce() -> String) -> Result<()> {
+    if want == Some(out.len()) {
+        return Ok(());
+    }
+    Err(Error::Mismatch(format!(
+        "the output buffer has {} values, {}",
+        out.len(),
+        why()
+    )))
 }
 
 /// The error for a score that overflowed (finite inputs, non-finite result).
