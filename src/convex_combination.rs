@@ -319,30 +319,15 @@ impl SvmCcValidParams {
             n_classes,
             Pooling::Max,
         );
-        let mut fit = SvmCcFit {
+        let smo_converged = runs.iter().all(|r| r.smo_converged);
+        Ok(crate::fit::per_problem!(runs => SvmCcFit {
+            positive_bags, v, lp_intercept: lp_b, qp_intercept: qp_b, objective_history,
+            dv_history, n_iter, stop_reason,
+        } {
             model,
-            positive_bags: Vec::new(),
-            v: Vec::new(),
-            lp_intercept: Vec::new(),
-            qp_intercept: Vec::new(),
-            objective_history: Vec::new(),
-            dv_history: Vec::new(),
-            n_iter: Vec::new(),
-            stop_reason: Vec::new(),
-            smo_converged: runs.iter().all(|r| r.smo_converged),
+            smo_converged,
             gamma,
-        };
-        for r in runs {
-            fit.positive_bags.push(r.positive_bags);
-            fit.v.push(r.v);
-            fit.lp_intercept.push(r.lp_b);
-            fit.qp_intercept.push(r.qp_b);
-            fit.objective_history.push(r.objective_history);
-            fit.dv_history.push(r.dv_history);
-            fit.n_iter.push(r.n_iter);
-            fit.stop_reason.push(r.stop_reason);
-        }
-        Ok(fit)
+        }))
     }
 
     /// The samples of one binary problem's QP: the positive bags' combinations and the

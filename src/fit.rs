@@ -161,6 +161,22 @@ pub(crate) fn only_fit<T>(mut fits: Vec<T>) -> Result<T> {
     }
 }
 
+/// A fit record `$ty` whose per-problem fields hold one entry per run (one binary problem
+/// each, in order), moved out of `$runs`: `field: source` takes each run's `source`, a bare
+/// `field` its namesake. The fields after them are written as in a struct literal.
+macro_rules! per_problem {
+    ($runs:expr => $ty:ident { $($field:ident $(: $source:ident)?),* $(,)? } { $($rest:tt)* }) => {{
+        $( let mut $field = Vec::new(); )*
+        for run in $runs {
+            $( $crate::fit::per_problem!(@push $field, run $(.$source)?); )*
+        }
+        $ty { $($field,)* $($rest)* }
+    }};
+    (@push $field:ident, $run:ident) => { $field.push($run.$field) };
+    (@push $field:ident, $run:ident.$source:ident) => { $field.push($run.$source) };
+}
+pub(crate) use per_problem;
+
 /// Turns per-problem paths (`[problem][value]`) into per-value fits (`[value][problem]`).
 pub(crate) fn by_value<T>(per_problem: Vec<Vec<T>>) -> Vec<Vec<T>> {
     let n_values = per_problem.first().map_or(0, Vec::len);

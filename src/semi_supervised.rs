@@ -150,7 +150,7 @@ use crate::model::{Model, Pooling};
 use crate::params::{hyperparams, KernelKind, Range};
 use crate::progress::{Observer, Progress, StopReason};
 use crate::set_kernel_svm::{apply_bag_score, SmilBagScore};
-use crate::smo::{ComboGram, DualProblem, DualSolution, InstanceGram, Smo, SmoParams};
+use crate::smo::{ComboGram, DualArrays, DualSolution, InstanceGram, Smo, SmoParams};
 use crate::solver::hinge_bias;
 
 choices! {
@@ -325,29 +325,13 @@ impl Layout {
 
 /// The arrays of one surrogate dual.
 struct Arrays {
-    y: Vec<f64>,
-    point: Vec<usize>,
-    p: Vec<f64>,
-    d: Vec<f64>,
-    u: Vec<f64>,
+    /// The dual itself (`delta = 0`).
+    dual: DualArrays,
     /// Per instance of a positive bag (in `Layout::pos` order): its first sample.
     sample_of: Vec<usize>,
     /// Per sample of an instance of a positive bag, in order: that instance (its position in
     /// `Layout::pos`).
     owner: Vec<usize>,
-}
-
-impl Arrays {
-    fn problem(&self) -> DualProblem<'_> {
-        DualProblem {
-            y: &self.y,
-            point: &self.point,
-            p: &self.p,
-            d: &self.d,
-            u: &self.u,
-            delta: 0.0,
-        }
-    }
 }
 
 /// What the objective needs from one solution: instance scores `g` (without `b`), the bag
@@ -384,25 +368,30 @@ impl Cccp<'_> {
     fn arrays(&self, layout: &Layout, lin: &Linearisation, start_share: f64) -> Arrays {
         let n = layout.neg.len() + layout.bags.len() + 2 * layout.pos.len();
         let mut a = Arrays {
-            y: Vec::with_capacity(n),
-            point: Vec::with_capacity(n),
-            p: Vec::with_capacity(n),
-            d: Vec::new(),
-            u: Vec::with_capacity(n),
+            dual: DualArrays {
+                y: Vec::with_capacity(n),
+                point: Vec::with_capacity(n),
+                p: Vec::with_capacity(n),
+                d: Vec::new(),
+                u: Vec::with_capacity(n),
+                delta: 0.0,
+            },
             sample_of: vec![usize::MAX; layout.pos.len()],
             owner: Vec::with_capacity(2 * layout.pos.len()),
         };
         for &(t, c) in &layout.neg {
-            a.y.push(-1.0);
-            a.point.push(t);
-            a.p.push(1.0);
-            a.u.push(c);
+            a.dual.y.push(-1.0);
+            a.dual.point.push(t);
+            a.dual.p.push(1.0);
+            a.dual.u.push(c);
         }
         for (k, &(_, c)) in layout.bags.iter().enumerate() {
-            a.y.push(1.0);
-            a.point.push(lin.witness[k].unwrap_or(layout.n_inst + k));
-            a.p.push(self.bag_target(layout, k));
-            a.u.push(c);
+            a.dual.y.push(1.0);
+            a.dual
+                .point
+                .push(lin.witness[k].unwrap_or(layout.n_inst + k));
+            a.dual.p.push(self.bag_target(layout, k));
+            a.dual.u.push(c);
         }
         for sign in [1.0, -1.0] {
             for (j, &(t, k)) in layout.pos.iter().enumerate() {
@@ -419,16 +408,16 @@ impl Cccp<'_> {
                     continue;
                 };
                 if a.sample_of[j] == usize::MAX {
-                    a.sample_of[j] = a.y.len();
+                    a.sample_of[j] = a.dual.y.len();
                 }
                 a.owner.push(j);
-                a.y.push(sign);
-                a.point.push(t);
-                a.p.push(1.0);
-                a.u.push(self.trans_cost(layout, k) * share);
+                a.dual.y.push(sign);
+                a.dual.point.push(t);
+                a.dual.p.push(1.0);
+                a.dual.u.push(self.trans_cost(layout, k) * share);
             }
         }
-        a.d = vec![0.0; a.y.len()];
+        a.dual.d = vec![0.0; a.dual.y.len()];
         a
     }
 
@@ -441,13 +430,13 @@ impl Cccp<'_> {
         let slot = |y: f64| usize::from(y < 0.0);
         let mut by_sign = vec![[0.0; 2]; layout.pos.len()];
         for (s, &j) in (t0..).zip(&from.owner) {
-            by_sign[j][slot(from.y[s])] = alpha[s];
+            by_sign[j][slot(from.dual.y[s])] = alpha[s];
         }
         let mut out = alpha[..t0].to_vec();
         out.extend(
             (t0..)
                 .zip(&to.owner)
-                .map(|(s, &j)| by_sign[j][slot(to.y[s])]),
+                .map(|(s, &j)| by_sign[j][slot(to.dual.y[s])]),
         );
         out
     }
@@ -458,13 +447,13 @@ impl Cccp<'_> {
         let (b0, _) = layout.offsets();
         let mut inst = vec![0.0; layout.n_inst];
         for (s, &(t, _)) in layout.neg.iter().enumerate() {
-            inst[t] = arrays.y[s] * sol.q_alpha[s];
+            inst[t] = arrays.dual.y[s] * sol.q_alpha[s];
         }
         for (&s, &(t, _)) in arrays.sample_of.iter().zip(&layout.pos) {
-            inst[t] = arrays.y[s] * sol.q_alpha[s];
+            inst[t] = arrays.dual.y[s] * sol.q_alpha[s];
         }
         let bag_point = (0..layout.bags.len())
-            .map(|k| arrays.y[b0 + k] * sol.q_alpha[b0 + k])
+            .map(|k| arrays.dual.y[b0 + k] * sol.q_alpha[b0 + k])
             .collect();
         let w2 = sol
             .alpha
@@ -484,17 +473,17 @@ impl Cccp<'_> {
     /// margin target from `p_s` to 1).
     fn surrogate_bias(arrays: &Arrays, sol: &DualSolution) -> f64 {
         let (mut sp, mut cp, mut sn, mut cn) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for s in 0..arrays.y.len() {
-            if arrays.u[s] <= 0.0 {
+        for s in 0..arrays.dual.y.len() {
+            if arrays.dual.u[s] <= 0.0 {
                 continue;
             }
-            let g = arrays.y[s] * sol.q_alpha[s];
-            if arrays.y[s] > 0.0 {
-                sp.push(g + 1.0 - arrays.p[s]);
-                cp.push(arrays.u[s]);
+            let g = arrays.dual.y[s] * sol.q_alpha[s];
+            if arrays.dual.y[s] > 0.0 {
+                sp.push(g + 1.0 - arrays.dual.p[s]);
+                cp.push(arrays.dual.u[s]);
             } else {
-                sn.push(g + arrays.p[s] - 1.0);
-                cn.push(arrays.u[s]);
+                sn.push(g + arrays.dual.p[s] - 1.0);
+                cn.push(arrays.dual.u[s]);
             }
         }
         hinge_bias(&sp, &cp, &sn, &cn)
@@ -547,24 +536,16 @@ impl Cccp<'_> {
     /// The linearisation at the scores `g + b`: signs (0 counts as +1) and, for MissSVM, each
     /// bag's first maximiser.
     fn linearise(&self, layout: &Layout, sc: &Scores, b: f64) -> Linearisation {
-        let signs = layout
-            .pos
-            .iter()
-            .map(|&(t, _)| if sc.inst[t] + b >= 0.0 { 1.0 } else { -1.0 })
-            .collect();
-        let witness = match self.method {
-            CccpMethod::Stmil => vec![None; layout.bags.len()],
-            CccpMethod::MissSvm => layout
-                .ranges
-                .iter()
-                .map(|r| {
-                    let s = &sc.inst[r.clone()];
-                    let m = bag_max(s);
-                    s.iter().position(|&v| v == m).map(|j| r.start + j)
-                })
-                .collect(),
-        };
-        Linearisation { signs, witness }
+        self.linearisation(
+            layout,
+            &mut (),
+            |_, t| sc.inst[t] + b >= 0.0,
+            |_, r| {
+                let s = &sc.inst[r.clone()];
+                let m = bag_max(s);
+                s.iter().position(|&v| v == m).map(|j| r.start + j)
+            },
+        )
     }
 
     /// A random linearisation, a restart's first surrogate (this crate's reading of `misvm`'s
@@ -572,17 +553,35 @@ impl Cccp<'_> {
     /// probability and, for MissSVM, every positive bag a witness drawn uniformly among its
     /// instances.
     fn random_linearisation(&self, layout: &Layout, rng: &mut ChaCha8Rng) -> Linearisation {
+        self.linearisation(
+            layout,
+            rng,
+            |rng, _| rng.random::<bool>(),
+            |rng, r| Some(rng.random_range(r)),
+        )
+    }
+
+    /// The linearisation of the rules `positive` (an instance of a positive bag, by its row:
+    /// `+1` if true, else `-1`) and, for MissSVM, `witness` (a positive bag, by its rows),
+    /// applied in that order with `state` (the signs all drawn before the witnesses).
+    fn linearisation<S: ?Sized>(
+        &self,
+        layout: &Layout,
+        state: &mut S,
+        positive: impl Fn(&mut S, usize) -> bool,
+        witness: impl Fn(&mut S, std::ops::Range<usize>) -> Option<usize>,
+    ) -> Linearisation {
         let signs = layout
             .pos
             .iter()
-            .map(|_| if rng.random::<bool>() { 1.0 } else { -1.0 })
+            .map(|&(t, _)| if positive(state, t) { 1.0 } else { -1.0 })
             .collect();
         let witness = match self.method {
             CccpMethod::Stmil => vec![None; layout.bags.len()],
             CccpMethod::MissSvm => layout
                 .ranges
                 .iter()
-                .map(|r| Some(rng.random_range(r.clone())))
+                .map(|r| witness(state, r.clone()))
                 .collect(),
         };
         Linearisation { signs, witness }
@@ -614,7 +613,7 @@ impl Cccp<'_> {
             (None, CccpMethod::Stmil) => {
                 // the sMIL solution: the surrogate without the transductive term
                 let arrays = self.arrays(layout, &start, 0.0);
-                let sol = smo.solve(&arrays.problem(), None)?;
+                let sol = smo.solve(&arrays.dual.view(), None)?;
                 smo_converged &= sol.termination == StopReason::Converged;
                 let b = Self::surrogate_bias(&arrays, &sol);
                 let sc = Self::scores(layout, &arrays, &sol);
@@ -642,7 +641,7 @@ impl Cccp<'_> {
             let seed = warm.as_ref().map(|(from, alpha)| {
                 DualSolution::warm_start(Self::carry(layout, from, alpha, &arrays))
             });
-            let sol = smo.solve(&arrays.problem(), seed.as_ref())?;
+            let sol = smo.solve(&arrays.dual.view(), seed.as_ref())?;
             smo_converged &= sol.termination == StopReason::Converged;
             let b = Self::surrogate_bias(&arrays, &sol);
             let sc = Self::scores(layout, &arrays, &sol);
@@ -747,8 +746,8 @@ impl Cccp<'_> {
             if a == 0.0 {
                 continue;
             }
-            let c = a * arrays.y[s];
-            let m = arrays.point[s];
+            let c = a * arrays.dual.y[s];
+            let m = arrays.dual.point[s];
             if m < layout.n_inst {
                 beta[m] += c;
             } else {
@@ -798,28 +797,15 @@ impl Cccp<'_> {
         if self.method == CccpMethod::Stmil {
             apply_bag_score(&mut model, self.bag_score, bags, &setup.problems())?;
         }
-        let mut fit = CccpFit {
+        let smo_converged = runs.iter().all(|r| r.smo_converged);
+        Ok(crate::fit::per_problem!(runs => CccpFit {
+            objective_history: history, n_iter, stop_reason, run_objectives, positive_bags, signs,
+            witnesses,
+        } {
             model,
             gamma,
-            objective_history: Vec::new(),
-            n_iter: Vec::new(),
-            stop_reason: Vec::new(),
-            run_objectives: Vec::new(),
-            positive_bags: Vec::new(),
-            signs: Vec::new(),
-            witnesses: Vec::new(),
-            smo_converged: runs.iter().all(|r| r.smo_converged),
-        };
-        for r in runs {
-            fit.objective_history.push(r.history);
-            fit.n_iter.push(r.n_iter);
-            fit.stop_reason.push(r.stop_reason);
-            fit.run_objectives.push(r.run_objectives);
-            fit.positive_bags.push(r.positive_bags);
-            fit.signs.push(r.signs);
-            fit.witnesses.push(r.witnesses);
-        }
-        Ok(fit)
+            smo_converged,
+        }))
     }
 }
 

@@ -58,33 +58,9 @@ def cargo_example(name, *args):
 
 
 #: Field tokens the reader fuzz tests build garbage text files from: numbers, words, sparse
-#: ``index:value`` pairs, separators and characters a reader may stumble on.
-READER_TOKENS = [
-    "1",
-    "0",
-    "-2.5",
-    "1e3",
-    "nan",
-    "inf",
-    "",
-    " ",
-    "x",
-    "1:2",
-    "0:1",
-    "3:",
-    ":",
-    "1.",
-    "9" * 30,
-    "\x00",
-    "é",
-    "１",
-    "\x1c1",
-    "1_0",
-    "b1",
-    "b2",
-    "+",
-    "\t",
-]
+#: ``index:value`` pairs, separators and characters a reader may stumble on. One list for the
+#: Python and the Rust fuzz tests (``tests/data_readers.rs`` reads it too).
+READER_TOKENS = json.loads((REPO / "tests" / "data" / "reader_tokens.json").read_text("utf-8"))
 
 
 #: Small settings per estimator so that every fit on the toy sets takes milliseconds.

@@ -426,14 +426,11 @@ fn smil_bag_scores_offset_the_mean_and_rank_by_content() -> Result<(), Error> {
     assert_eq!(shifted.alpha, plain.alpha);
     // the threshold: the midpoint of the two classes' median training scores
     let train = plain.model.decision_function(&bags)?;
+    // the two middle values of the sorted scores, one value twice for an odd count
     let median = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
-        let m = v.len() / 2;
-        if v.len() % 2 == 1 {
-            v[m]
-        } else {
-            0.5 * (v[m - 1] + v[m])
-        }
+        let n = v.len();
+        (v[(n - 1) / 2] + v[n / 2]) / 2.0
     };
     let of_class = |c: usize| -> Vec<f64> {
         (0..bags.n_bags())

@@ -11,7 +11,9 @@ use milsvm::kernel::bag_max_kernel;
 use milsvm::miles::embedding;
 use milsvm::model::{BagView, Model, Pooling, Predictor, Workspace};
 use milsvm::progress::Cancel;
-use milsvm::solver::l1_svm::{l1_svm_objective, solve_l1_svm, L1SvmProblem, L1SvmSettings};
+use milsvm::solver::l1_svm::{
+    l1_svm_objective, solve_l1_svm, L1SvmProblem, L1SvmSettings, L1SvmSolution,
+};
 use milsvm::{Bags, Error, Gamma, Kernel, MilesParams};
 use ndarray::{array, Array1, Array2};
 use rand::{Rng, SeedableRng};
@@ -47,6 +49,46 @@ fn l1_svm_by_clarabel(x: &Array2<f64>, y: &[f64], cost: &[f64]) -> f64 {
     common::lp_optimum_by_clarabel(&c, &rows, &rhs, 0)
 }
 
+/// The L1-SVM of `(x, y, cost)` solved with the default settings, which must converge.
+fn solved(x: &Array2<f64>, y: &[f64], cost: &[f64]) -> milsvm::Result<L1SvmSolution> {
+    let p = L1SvmProblem {
+        x: x.view(),
+        y,
+        cost,
+    };
+    let s = solve_l1_svm(&p, &L1SvmSettings::default(), &Cancel::default(), |_, _| {})?;
+    assert!(s.converged);
+    Ok(s)
+}
+
+/// The primal objective at `(w, b)` equals the dual objective `sum a_i` of multipliers that
+/// are dual feasible: a certificate of optimality.
+#[test]
+fn the_solution_carries_its_duality_certificate() -> TestResult {
+    let x = array![[0.0, 0.3], [0.2, 0.1], [2.0, 0.2], [2.5, 0.0], [1.0, 1.0]];
+    let y = [-1.0, -1.0, 1.0, 1.0, -1.0];
+    for c in [0.05, 1.0, 10.0] {
+        let cost = [c, c, c, c, 2.0 * c];
+        let s = solved(&x, &y, &cost)?;
+        let dual: f64 = s.dual.iter().sum();
+        assert!(
+            (s.objective - dual).abs() <= 1e-9 * (1.0 + dual),
+            "{} vs {dual}",
+            s.objective
+        );
+        for (a, c) in s.dual.iter().zip(&cost) {
+            assert!(*a >= -1e-12 && *a <= c + 1e-12);
+        }
+        let balance: f64 = s.dual.iter().zip(&y).map(|(a, y)| a * y).sum();
+        assert!(balance.abs() <= 1e-9);
+        for k in 0..2 {
+            let g: f64 = (0..5).map(|i| s.dual[i] * y[i] * x[[i, k]]).sum();
+            assert!(g.abs() <= 1.0 + 1e-9);
+        }
+    }
+    Ok(())
+}
+
 #[test]
 fn simplex_reaches_clarabels_optimum() -> TestResult {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
@@ -68,13 +110,7 @@ fn simplex_reaches_clarabels_optimum() -> TestResult {
         let cost: Vec<f64> = (0..m)
             .map(|_| scale * (0.5 + rng.random::<f64>()))
             .collect();
-        let p = L1SvmProblem {
-            x: x.view(),
-            y: &y,
-            cost: &cost,
-        };
-        let s = solve_l1_svm(&p, &L1SvmSettings::default(), &Cancel::default(), |_, _| {})?;
-        assert!(s.converged);
+        let s = solved(&x, &y, &cost)?;
         let want = l1_svm_by_clarabel(&x, &y, &cost);
         assert!(
             (s.objective - want).abs() <= 1e-7 * (1.0 + want),

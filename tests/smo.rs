@@ -14,7 +14,7 @@ use milsvm::bags::Rows;
 use milsvm::kernel::Kernel;
 use milsvm::progress::StopReason;
 use milsvm::smo::{
-    DualProblem, DualSolution, GramRows, InstanceGram, PrecomputedGram, Smo, SmoParams,
+    DualArrays, DualSolution, GramRows, InstanceGram, PrecomputedGram, Smo, SmoParams,
 };
 use milsvm::Error;
 use ndarray::Array2;
@@ -39,32 +39,8 @@ fn rbf_gram(x: &Array2<f64>, gamma: f64) -> milsvm::Result<InstanceGram<'_>> {
     Ok(InstanceGram::new(rbf(gamma), Rows::Dense(x.view()))?.with_store_limit(0))
 }
 
-/// An owned dual problem.
-#[derive(Debug, Clone, Default)]
-struct Owned {
-    y: Vec<f64>,
-    point: Vec<usize>,
-    p: Vec<f64>,
-    d: Vec<f64>,
-    u: Vec<f64>,
-    delta: f64,
-}
-
-impl Owned {
-    fn view(&self) -> DualProblem<'_> {
-        DualProblem {
-            y: &self.y,
-            point: &self.point,
-            p: &self.p,
-            d: &self.d,
-            u: &self.u,
-            delta: self.delta,
-        }
-    }
-}
-
 /// Hinge C-SVM: one sample per point, per-sample bounds `C w_i`, a dead sample now and then.
-fn hinge_problem(rng: &mut ChaCha8Rng, n: usize) -> Owned {
+fn hinge_problem(rng: &mut ChaCha8Rng, n: usize) -> DualArrays {
     let mut y: Vec<f64> = (0..n)
         .map(|_| if rng.random::<bool>() { 1.0 } else { -1.0 })
         .collect();
@@ -77,7 +53,7 @@ fn hinge_problem(rng: &mut ChaCha8Rng, n: usize) -> Owned {
     if n > 6 {
         u[n - 1] = 0.0;
     }
-    Owned {
+    DualArrays {
         y,
         point: (0..n).collect(),
         p: vec![1.0; n],
@@ -88,8 +64,8 @@ fn hinge_problem(rng: &mut ChaCha8Rng, n: usize) -> Owned {
 }
 
 /// L2-loss SVM over `np` points: each point once, about half of them again with the other label.
-fn l2_problem(rng: &mut ChaCha8Rng, np: usize) -> Owned {
-    let mut o = Owned::default();
+fn l2_problem(rng: &mut ChaCha8Rng, np: usize) -> DualArrays {
+    let mut o = DualArrays::default();
     for m in 0..np {
         let label = if rng.random::<bool>() { 1.0 } else { -1.0 };
         let copies: &[f64] = if rng.random::<bool>() {
@@ -110,8 +86,8 @@ fn l2_problem(rng: &mut ChaCha8Rng, np: usize) -> Owned {
 }
 
 /// One-class SVM: `y = 1, p = 0, delta = 1, u = 1/(nu n)`.
-fn one_class_problem(n: usize, nu: f64) -> Owned {
-    Owned {
+fn one_class_problem(n: usize, nu: f64) -> DualArrays {
+    DualArrays {
         y: vec![1.0; n],
         point: (0..n).collect(),
         p: vec![0.0; n],
@@ -122,8 +98,8 @@ fn one_class_problem(n: usize, nu: f64) -> Owned {
 }
 
 /// One positive and one negative sample on two points, each with the bound `u`.
-fn two_points(u: f64) -> Owned {
-    Owned {
+fn two_points(u: f64) -> DualArrays {
+    DualArrays {
         y: vec![1.0, -1.0],
         point: vec![0, 1],
         p: vec![1.0, 1.0],
@@ -148,7 +124,7 @@ fn dense_gram<G: GramRows>(g: &G) -> Array2<f64> {
 }
 
 /// `Q + diag(d)` of a problem.
-fn qbar(k: &Array2<f64>, pr: &Owned) -> Array2<f64> {
+fn qbar(k: &Array2<f64>, pr: &DualArrays) -> Array2<f64> {
     let n = pr.y.len();
     Array2::from_shape_fn((n, n), |(i, j)| {
         pr.y[i] * pr.y[j] * k[[pr.point[i], pr.point[j]]] + if i == j { pr.d[i] } else { 0.0 }
@@ -156,7 +132,7 @@ fn qbar(k: &Array2<f64>, pr: &Owned) -> Array2<f64> {
 }
 
 /// Optimal objective by Clarabel.
-fn clarabel_objective(k: &Array2<f64>, pr: &Owned) -> Result<f64, Box<dyn std::error::Error>> {
+fn clarabel_objective(k: &Array2<f64>, pr: &DualArrays) -> Result<f64, Box<dyn std::error::Error>> {
     let n = pr.y.len();
     let q = qbar(k, pr);
     let mut rows: Vec<Vec<f64>> = (0..n)
@@ -211,7 +187,7 @@ fn clarabel_objective(k: &Array2<f64>, pr: &Owned) -> Result<f64, Box<dyn std::e
 }
 
 /// Checks feasibility, `q_alpha`, the objective and the KKT gap (`m(a) - M(a) <= gap_tol`).
-fn check_solution(k: &Array2<f64>, pr: &Owned, sol: &DualSolution, gap_tol: f64) {
+fn check_solution(k: &Array2<f64>, pr: &DualArrays, sol: &DualSolution, gap_tol: f64) {
     let n = pr.y.len();
     let ya: f64 = sol.alpha.iter().zip(&pr.y).map(|(a, y)| a * y).sum();
     assert!(
@@ -295,7 +271,7 @@ fn assert_rel(a: f64, b: f64, rel: f64, what: &str) {
 /// against clarabel's, and returns the solution with the dense kernel.
 fn solve_against_clarabel(
     gram: &InstanceGram,
-    pr: &Owned,
+    pr: &DualArrays,
     what: &str,
 ) -> Result<(DualSolution, Array2<f64>), Box<dyn std::error::Error>> {
     let k = dense_gram(gram);
@@ -409,7 +385,7 @@ fn tiny_cache_gives_the_same_solution() -> TestResult {
 fn warm_equals_cold<G: GramRows>(
     smo: &mut Smo<'_, G>,
     gram: &G,
-    pr: &Owned,
+    pr: &DualArrays,
     start: &DualSolution,
     rel: f64,
     what: &str,
@@ -590,7 +566,7 @@ fn invalid_input_is_rejected() -> TestResult {
     let mut smo = Smo::new(&gram, SmoParams::default())?;
     let good = hinge_problem(&mut r, 6);
     assert!(smo.solve(&good.view(), None).is_ok());
-    let changes: [fn(&mut Owned); 8] = [
+    let changes: [fn(&mut DualArrays); 8] = [
         |bad| bad.y[2] = 0.5,
         |bad| {
             bad.p.pop();
@@ -602,7 +578,7 @@ fn invalid_input_is_rejected() -> TestResult {
         |bad| bad.u[0] = -1.0,
         |bad| bad.delta = f64::INFINITY,
     ];
-    let mut cases: Vec<Owned> = changes
+    let mut cases: Vec<DualArrays> = changes
         .iter()
         .map(|change| {
             let mut bad = good.clone();
@@ -646,7 +622,7 @@ fn empty_and_all_dead_problems() -> TestResult {
     let x = Array2::from_shape_vec((2, 1), vec![0.0, 1.0])?;
     let gram = rbf_gram(&x, 1.0)?;
     let mut smo = Smo::new(&gram, SmoParams::default())?;
-    let sol = smo.solve(&Owned::default().view(), None)?;
+    let sol = smo.solve(&DualArrays::default().view(), None)?;
     assert!(sol.alpha.is_empty());
     let sol = smo.solve(&two_points(0.0).view(), None)?;
     assert_eq!(sol.alpha, vec![0.0, 0.0]);

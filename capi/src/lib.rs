@@ -438,6 +438,67 @@ fn score<T: Element>(
     .map_err(|e| located(scoring_failure(e)))
 }
 
+/// What a scoring entry point computes: the size of its output, and the core's function of
+/// one bag.
+struct Scoring {
+    size: OutputSize,
+    op: fn(&Predictor, BagView<'_>, &mut Workspace, &mut [f64]) -> milsvm::Result<()>,
+}
+
+/// `milsvm_score_bag_*`: the bag scores.
+const BAG_SCORES: Scoring = Scoring {
+    size: OutputSize::Outputs,
+    op: Predictor::score_bag,
+};
+
+/// `milsvm_predict_proba_bag_*`: the class probabilities.
+const PROBABILITIES: Scoring = Scoring {
+    size: OutputSize::Classes,
+    op: Predictor::predict_proba_bag,
+};
+
+/// `milsvm_instance_scores_*`: the instance scores.
+const INSTANCE_SCORES: Scoring = Scoring {
+    size: OutputSize::InstancesOutputs,
+    op: Predictor::bag_instance_scores_into,
+};
+
+impl Scoring {
+    /// The body of every scoring entry point, for bags of doubles and of floats alike: the
+    /// arguments checked, then the bag scored into `out`.
+    ///
+    /// # Safety
+    /// The pointers are NULL or valid for the sizes given (the entry point's contract).
+    unsafe fn run<T: Element>(
+        &self,
+        model: *const MilsvmModel,
+        x: *const T,
+        n_instances: usize,
+        n_features: usize,
+        out: *mut f64,
+    ) -> c_int {
+        guarded(|| {
+            // SAFETY: forwarded caller's contract
+            let call = unsafe { checked(model, x, n_instances, n_features, out, self.size) }?;
+            if matches!(self.size, OutputSize::Classes) {
+                no_probabilities(call.predictor)?;
+            }
+            score(call, self.op)
+        })
+    }
+}
+
+/// The refusal of probabilities from a model without them.
+fn no_probabilities(p: &Predictor) -> Outcome<()> {
+    if p.has_probabilities() {
+        return Ok(());
+    }
+    fail(
+        MILSVM_ERR_NO_PROBABILITIES,
+        "the model has no probabilities: fit it with probability=True (or \"ensemble\")",
+    )
+}
+
 /// The bag scores of one bag (`n_outputs` values into `scores`): Python's `decision_function`
 /// of the bag.
 ///
@@ -452,20 +513,8 @@ pub unsafe extern "C" fn milsvm_score_bag_f64(
     n_features: usize,
     scores: *mut f64,
 ) -> c_int {
-    guarded(|| {
-        // SAFETY: forwarded caller's contract
-        let call = unsafe {
-            checked(
-                model,
-                x,
-                n_instances,
-                n_features,
-                scores,
-                OutputSize::Outputs,
-            )
-        }?;
-        score(call, Predictor::score_bag)
-    })
+    // SAFETY: forwarded caller's contract
+    unsafe { BAG_SCORES.run(model, x, n_instances, n_features, scores) }
 }
 
 /// [`milsvm_score_bag_f64`] of single-precision values (read exactly into double arithmetic: the
@@ -481,20 +530,8 @@ pub unsafe extern "C" fn milsvm_score_bag_f32(
     n_features: usize,
     scores: *mut f64,
 ) -> c_int {
-    guarded(|| {
-        // SAFETY: forwarded caller's contract
-        let call = unsafe {
-            checked(
-                model,
-                x,
-                n_instances,
-                n_features,
-                scores,
-                OutputSize::Outputs,
-            )
-        }?;
-        score(call, Predictor::score_bag)
-    })
+    // SAFETY: forwarded caller's contract
+    unsafe { BAG_SCORES.run(model, x, n_instances, n_features, scores) }
 }
 
 /// The class probabilities of one bag (`n_classes` values into `proba`): Python's
@@ -512,21 +549,8 @@ pub unsafe extern "C" fn milsvm_predict_proba_bag_f64(
     n_features: usize,
     proba: *mut f64,
 ) -> c_int {
-    guarded(|| {
-        // SAFETY: forwarded caller's contract
-        let call = unsafe {
-            checked(
-                model,
-                x,
-                n_instances,
-                n_features,
-                proba,
-                OutputSize::Classes,
-            )
-        }?;
-        no_probabilities(call.predictor)?;
-        score(call, Predictor::predict_proba_bag)
-    })
+    // SAFETY: forwarded caller's contract
+    unsafe { PROBABILITIES.run(model, x, n_instances, n_features, proba) }
 }
 
 /// [`milsvm_predict_proba_bag_f64`] of single-precision values.
@@ -541,32 +565,8 @@ pub unsafe extern "C" fn milsvm_predict_proba_bag_f32(
     n_features: usize,
     proba: *mut f64,
 ) -> c_int {
-    guarded(|| {
-        // SAFETY: forwarded caller's contract
-        let call = unsafe {
-            checked(
-                model,
-                x,
-                n_instances,
-                n_features,
-                proba,
-                OutputSize::Classes,
-            )
-        }?;
-        no_probabilities(call.predictor)?;
-        score(call, Predictor::predict_proba_bag)
-    })
-}
-
-/// The refusal of probabilities from a model without them.
-fn no_probabilities(p: &Predictor) -> Outcome<()> {
-    if p.has_probabilities() {
-        return Ok(());
-    }
-    fail(
-        MILSVM_ERR_NO_PROBABILITIES,
-        "the model has no probabilities: fit it with probability=True (or \"ensemble\")",
-    )
+    // SAFETY: forwarded caller's contract
+    unsafe { PROBABILITIES.run(model, x, n_instances, n_features, proba) }
 }
 
 /// The instance scores of one bag as its pooling counts them (`n_instances x n_outputs` values,
@@ -585,20 +585,8 @@ pub unsafe extern "C" fn milsvm_instance_scores_f64(
     n_features: usize,
     scores: *mut f64,
 ) -> c_int {
-    guarded(|| {
-        // SAFETY: forwarded caller's contract
-        let call = unsafe {
-            checked(
-                model,
-                x,
-                n_instances,
-                n_features,
-                scores,
-                OutputSize::InstancesOutputs,
-            )
-        }?;
-        score(call, Predictor::bag_instance_scores_into)
-    })
+    // SAFETY: forwarded caller's contract
+    unsafe { INSTANCE_SCORES.run(model, x, n_instances, n_features, scores) }
 }
 
 /// [`milsvm_instance_scores_f64`] of single-precision values.
@@ -613,20 +601,8 @@ pub unsafe extern "C" fn milsvm_instance_scores_f32(
     n_features: usize,
     scores: *mut f64,
 ) -> c_int {
-    guarded(|| {
-        // SAFETY: forwarded caller's contract
-        let call = unsafe {
-            checked(
-                model,
-                x,
-                n_instances,
-                n_features,
-                scores,
-                OutputSize::InstancesOutputs,
-            )
-        }?;
-        score(call, Predictor::bag_instance_scores_into)
-    })
+    // SAFETY: forwarded caller's contract
+    unsafe { INSTANCE_SCORES.run(model, x, n_instances, n_features, scores) }
 }
 
 /// The message of this thread's last failure ("" if none). The pointer stays valid until the

@@ -494,15 +494,10 @@ impl AnnealingValidParams {
             }
             Model::new(kernel, basis_rows, coef, intercept, n_classes, Pooling::Max)
         };
-        let mut fit = AnnealingFit {
+        Ok(crate::fit::per_problem!(runs => AnnealingFit {
+            p, p_hat, objective_history, temperatures, n_iter, n_solves, stop_reason,
+        } {
             model,
-            p: Vec::new(),
-            p_hat: Vec::new(),
-            objective_history: Vec::new(),
-            temperatures: Vec::new(),
-            n_iter: Vec::new(),
-            n_solves: Vec::new(),
-            stop_reason: Vec::new(),
             gamma,
             solver: route,
             n_xv: if full || linear {
@@ -510,16 +505,6 @@ impl AnnealingValidParams {
             } else {
                 Some(k_reg.nrows())
             },
-        };
-        for run in runs {
-            fit.p.push(run.p);
-            fit.p_hat.push(run.p_hat);
-            fit.objective_history.push(run.objective_history);
-            fit.temperatures.push(run.temperatures);
-            fit.n_iter.push(run.n_iter);
-            fit.n_solves.push(run.n_solves);
-            fit.stop_reason.push(run.stop_reason);
-        }
-        Ok(fit)
+        }))
     }
 }

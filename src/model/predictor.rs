@@ -70,26 +70,26 @@ pub enum BagView<'a> {
     },
 }
 
+/// Checks that a dense bag of `len` values is a positive multiple of `n_features`.
+fn dense_len(len: usize, n_features: usize) -> Result<()> {
+    if n_features == 0 || len == 0 || !len.is_multiple_of(n_features) {
+        return Err(Error::Mismatch(format!(
+            "a bag must hold a positive multiple of {n_features} values, got {len}"
+        )));
+    }
+    Ok(())
+}
+
 impl<'a> BagView<'a> {
     /// A dense bag: `data.len()` must be a positive multiple of `n_features`.
     pub fn dense(data: &'a [f64], n_features: usize) -> Result<Self> {
-        if n_features == 0 || data.is_empty() || !data.len().is_multiple_of(n_features) {
-            return Err(Error::Mismatch(format!(
-                "a bag must hold a positive multiple of {n_features} values, got {}",
-                data.len()
-            )));
-        }
+        dense_len(data.len(), n_features)?;
         Ok(BagView::Dense { data, n_features })
     }
 
     /// A dense single-precision bag: `data.len()` must be a positive multiple of `n_features`.
     pub fn dense32(data: &'a [f32], n_features: usize) -> Result<Self> {
-        if n_features == 0 || data.is_empty() || !data.len().is_multiple_of(n_features) {
-            return Err(Error::Mismatch(format!(
-                "a bag must hold a positive multiple of {n_features} values, got {}",
-                data.len()
-            )));
-        }
+        dense_len(data.len(), n_features)?;
         Ok(BagView::Dense32 { data, n_features })
     }
 
@@ -389,13 +389,9 @@ impl Predictor {
         ws: &mut Workspace,
         out: &mut [f64],
     ) -> Result<()> {
-        if out.len() != self.n_classes() {
-            return Err(Error::Mismatch(format!(
-                "the output buffer has {} values, the model has {} classes",
-                out.len(),
-                self.n_classes()
-            )));
-        }
+        output_buffer(out, Some(self.n_classes()), || {
+            format!("the model has {} classes", self.n_classes())
+        })?;
         let mut scores = std::mem::take(&mut ws.member_scores);
         scores.resize(self.n_outputs(), 0.0);
         let result = if self.members.is_empty() {
@@ -480,13 +476,9 @@ impl Predictor {
     /// Fails on a bag of the wrong width, an empty bag or a non-finite value (`out` is then
     /// unspecified).
     pub fn score_bag(&self, bag: BagView<'_>, ws: &mut Workspace, out: &mut [f64]) -> Result<()> {
-        if out.len() != self.n_outputs() {
-            return Err(Error::Mismatch(format!(
-                "the output buffer has {} values, the model has {} outputs",
-                out.len(),
-                self.n_outputs()
-            )));
-        }
+        output_buffer(out, Some(self.n_outputs()), || {
+            format!("the model has {} outputs", self.n_outputs())
+        })?;
         self.with_input_bag(bag, ws, |input, ws| self.score_raw(input, ws, out))
     }
 
@@ -505,14 +497,10 @@ impl Predictor {
             return Err(no_instance_scores());
         }
         let need = bag.n_instances().checked_mul(self.n_outputs());
-        if need != Some(out.len()) {
-            return Err(Error::Mismatch(format!(
-                "the output buffer has {} values, the bag needs {} instances x {} outputs",
-                out.len(),
-                bag.n_instances(),
-                self.n_outputs()
-            )));
-        }
+        output_buffer(out, need, || {
+            let (n, n_out) = (bag.n_instances(), self.n_outputs());
+            format!("the bag needs {n} instances x {n_out} outputs")
+        })?;
         self.with_input_bag(bag, ws, |bag, ws| {
             let n = bag.n_instances();
             if self.pooling == Pooling::XvMax {
@@ -930,18 +918,11 @@ impl Predictor {
         let one = |ws: &mut Workspace, (i, dst): (usize, &mut [f64])| {
             self.pooled(BagView::of(rows, bag_ptr[i], bag_ptr[i + 1]), ws, dst);
         };
-        if let Some(buf) = out.as_slice_mut() {
-            if rows.n_rows() * self.n_xv() < SEQUENTIAL_WORK {
-                let mut ws = Workspace::default();
-                buf.chunks_mut(n_out)
-                    .enumerate()
-                    .for_each(|item| one(&mut ws, item));
-            } else {
-                buf.par_chunks_mut(n_out)
-                    .enumerate()
-                    .for_each_init(Workspace::default, one);
-            }
-        }
+        for_each_row(
+            &mut out,
+            rows.n_rows() * self.n_xv() >= SEQUENTIAL_WORK,
+            one,
+        );
         finite(out, None)
     }
 
@@ -1317,18 +1298,8 @@ impl Predictor {
                 normalize(dst, &self.intercept, kself);
             }
         };
-        if let Some(buf) = out.as_slice_mut() {
-            if self.pooling != Pooling::NormalizedMean || rows.n_rows() < SEQUENTIAL_WORK {
-                let mut ws = Workspace::default();
-                buf.chunks_mut(n_out)
-                    .enumerate()
-                    .for_each(|item| pool(&mut ws, item));
-            } else {
-                buf.par_chunks_mut(n_out)
-                    .enumerate()
-                    .for_each_init(Workspace::default, pool);
-            }
-        }
+        let parallel = self.pooling == Pooling::NormalizedMean && rows.n_rows() >= SEQUENTIAL_WORK;
+        for_each_row(&mut out, parallel, pool);
         out
     }
 
@@ -1383,6 +1354,42 @@ impl Predictor {
     fn dot(&self, a: &[f64], b: &[f64]) -> f64 {
         self.simd.dot(a, b)
     }
+}
+
+/// Runs `f` on each row of `out` with its index and a workspace: in order on this thread, or
+/// in parallel (one workspace per worker) when `parallel`. Each row is computed alone, so the
+/// values do not depend on the choice.
+fn for_each_row<F>(out: &mut Array2<f64>, parallel: bool, f: F)
+where
+    F: Fn(&mut Workspace, (usize, &mut [f64])) + Send + Sync,
+{
+    let n_out = out.ncols();
+    let Some(buf) = out.as_slice_mut() else {
+        return;
+    };
+    if parallel {
+        buf.par_chunks_mut(n_out)
+            .enumerate()
+            .for_each_init(Workspace::default, f);
+    } else {
+        let mut ws = Workspace::default();
+        buf.chunks_mut(n_out)
+            .enumerate()
+            .for_each(|item| f(&mut ws, item));
+    }
+}
+
+/// Checks that an output buffer holds `want` values (`None`: more than memory holds); `why`
+/// says where `want` comes from, for the error.
+fn output_buffer(out: &[f64], want: Option<usize>, why: impl FnOnce() -> String) -> Result<()> {
+    if want == Some(out.len()) {
+        return Ok(());
+    }
+    Err(Error::Mismatch(format!(
+        "the output buffer has {} values, {}",
+        out.len(),
+        why()
+    )))
 }
 
 /// The error for a score that overflowed (finite inputs, non-finite result).

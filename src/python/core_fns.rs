@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::progress::StopReason;
-use crate::smo::{DualProblem, InstanceGram, PrecomputedGram, Smo, SmoParams};
+use crate::smo::{DualArrays, InstanceGram, PrecomputedGram, Smo, SmoParams};
 
 /// Two arrays returned to Python.
 type ArrayPair<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>);
@@ -243,14 +243,15 @@ pub(crate) fn solve_dual<'py>(
         cache_bytes: (cache_mb * 1048576.0) as usize,
     };
     let n_jobs = n_jobs_of(n_jobs)?;
-    let problem = DualProblem {
-        y: &y,
-        point: &point,
-        p: &p,
-        d: &d,
-        u: &u,
+    let arrays = DualArrays {
+        y,
+        point,
+        p,
+        d,
+        u,
         delta,
     };
+    let problem = arrays.view();
     let (sol, rows) = if kernel == "precomputed" {
         let k: PyReadonlyArray2<f64> = x.extract()?;
         let kv = k.as_array();

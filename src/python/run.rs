@@ -1,6 +1,6 @@
 //! Running core work from Python: without the GIL, with panics turned into `RuntimeError`
 //! ([`run`]), and, for fits, with progress reports to a Python callback and cancellation by
-//! Ctrl-C ([`fit_with`]).
+//! Ctrl-C ([`fit_call`]).
 //!
 //! A fit runs where [`super::threads::place`] puts it. With `n_jobs = 1` that is the calling
 //! thread: the fit's own cancellation checks look for signals there, at most every
@@ -24,9 +24,8 @@ use pyo3::types::PyDict;
 
 use super::convert::{instances, params_from, to_usize};
 use super::threads::{on_threads, place, Place};
-use crate::bags::{Bags, Instances};
+use crate::bags::Instances;
 use crate::error::Error;
-use crate::fit::{Fit, FitPath};
 use crate::params::Hyperparams;
 use crate::progress::{Cancel, Observer, Progress};
 
@@ -216,60 +215,9 @@ fn spawn_and_poll<'scope>(
     interrupt
 }
 
-/// The fit binding every estimator shares: a builder of type `P` filled from `params` (names
-/// as the Python estimators spell them), the bags `(x, bag_ptr)` with class indices `labels`,
-/// progress to `progress`, cancellable by Ctrl-C.
-pub(crate) fn fit_with<P>(
-    py: Python<'_>,
-    x: &Bound<'_, PyAny>,
-    bag_ptr: PyReadonlyArray1<i64>,
-    labels: PyReadonlyArray1<i64>,
-    params: &Bound<'_, PyDict>,
-    progress: Option<Py<PyAny>>,
-) -> PyResult<<P::Checked as Fit>::Output>
-where
-    P: Hyperparams + Sync,
-    P::Checked: Fit,
-    <P::Checked as Fit>::Output: Send,
-{
-    fit_call::<P, _, _>(
-        py,
-        params,
-        progress,
-        || bags_and_labels(x, bag_ptr, labels),
-        |p, (x, bag_ptr, labels)| p.fit(&Bags::new(x, bag_ptr)?, &labels),
-    )
-}
-
-/// The path binding ([`FitPath`]): as [`fit_with`], fitting every value of `cs` (the `C` in
-/// `params` is ignored), the results in the order of `cs`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn path_with<P>(
-    py: Python<'_>,
-    x: &Bound<'_, PyAny>,
-    bag_ptr: PyReadonlyArray1<i64>,
-    labels: PyReadonlyArray1<i64>,
-    params: &Bound<'_, PyDict>,
-    cs: Vec<f64>,
-    progress: Option<Py<PyAny>>,
-) -> PyResult<Vec<<P::Checked as Fit>::Output>>
-where
-    P: Hyperparams + Sync,
-    P::Checked: FitPath,
-    <P::Checked as Fit>::Output: Send,
-{
-    fit_call::<P, _, _>(
-        py,
-        params,
-        progress,
-        || bags_and_labels(x, bag_ptr, labels),
-        |p, (x, bag_ptr, labels)| p.fit_path(&Bags::new(x, bag_ptr)?, &labels, &cs),
-    )
-}
-
 /// The stacked instances `x`, the offsets `bag_ptr` and the class indices `labels` as the core
-/// takes them (made [`Bags`], which checks the values, where the fit runs: on its threads).
-fn bags_and_labels(
+/// takes them (made [`crate::bags::Bags`], which checks the values, where the fit runs: on its threads).
+pub(crate) fn bags_and_labels(
     x: &Bound<'_, PyAny>,
     bag_ptr: PyReadonlyArray1<i64>,
     labels: PyReadonlyArray1<i64>,
@@ -307,7 +255,7 @@ where
 }
 
 /// Checks the parameters of a fit without data: the builder of type `P` filled from `params`
-/// exactly as [`fit_with`] fills it, then every declared range and the cross-field hook
+/// exactly as a fit binding fills it ([`fit_call`]), then every declared range and the cross-field hook
 /// ([`crate::fit::ParamGuard::check_ref`]). Raises the `TypeError` / `ValueError` the fit would raise for
 /// them; checks that need the data stay in the fit. A panic becomes `RuntimeError`.
 pub(crate) fn check_with<P: Hyperparams>(params: &Bound<'_, PyDict>) -> PyResult<()> {
@@ -323,7 +271,7 @@ pub(crate) fn check_with<P: Hyperparams>(params: &Bound<'_, PyDict>) -> PyResult
 /// core's checks without data ([`check_with`]); and `$fit_hyperparameters()`, the builder's
 /// declared parameters as `(name, default, range)` tuples; `register(m)` (or the name
 /// given next) adds them and the result class. With `path $path` last (for a builder whose
-/// checked type implements [`FitPath`]), also `$path(x, bag_ptr, labels, params, cs,
+/// checked type implements [`crate::fit::FitPath`]), also `$path(x, bag_ptr, labels, params, cs,
 /// progress=None)`, the list of results at the values `cs` of `C` (a warm-started path).
 macro_rules! fit_bindings {
     ($(#[$doc:meta])* $fit:ident, $check:ident, $specs:ident, $params:ty, $result:ty) => {
@@ -346,8 +294,11 @@ macro_rules! fit_bindings {
             params: &Bound<'py, PyDict>,
             progress: Option<Py<PyAny>>,
         ) -> PyResult<$result> {
-            let fit = $crate::python::run::fit_with::<$params>(
-                py, x, bag_ptr, labels, params, progress,
+            let fit = $crate::python::run::fit_call::<$params, _, _>(py, params, progress,
+                || $crate::python::run::bags_and_labels(x, bag_ptr, labels),
+                |p, (x, bag_ptr, labels)| {
+                    $crate::fit::Fit::fit(p, &$crate::bags::Bags::new(x, bag_ptr)?, &labels)
+                },
             )?;
             <$result>::new(py, fit)
         }
@@ -367,8 +318,12 @@ macro_rules! fit_bindings {
                 cs: Vec<f64>,
                 progress: Option<Py<PyAny>>,
             ) -> PyResult<Vec<$result>> {
-                $crate::python::run::path_with::<$params>(
-                    py, x, bag_ptr, labels, params, cs, progress,
+                $crate::python::run::fit_call::<$params, _, _>(py, params, progress,
+                    || $crate::python::run::bags_and_labels(x, bag_ptr, labels),
+                    |p, (x, bag_ptr, labels)| {
+                        let bags = $crate::bags::Bags::new(x, bag_ptr)?;
+                        $crate::fit::FitPath::fit_path(p, &bags, &labels, &cs)
+                    },
                 )?
                 .into_iter()
                 .map(|fit| <$result>::new(py, fit))

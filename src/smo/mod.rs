@@ -72,7 +72,7 @@ use cache::RowCache;
 pub use gram::{max_weights, ComboGram, GramRows, InstanceGram, PrecomputedGram, STORE_MAX_BYTES};
 pub use hinge::HingeSolver;
 pub use problem::{
-    repair_equality, DualProblem, DualSolution, OnePerPoint, SmoParams, FIT_CACHE_BYTES,
+    repair_equality, DualArrays, DualProblem, DualSolution, OnePerPoint, SmoParams, FIT_CACHE_BYTES,
 };
 use state::State;
 

@@ -23,6 +23,32 @@ pub struct DualProblem<'a> {
     pub delta: f64,
 }
 
+/// A [`DualProblem`] that owns its arrays, for a caller that builds them; each field is the
+/// namesake of [`DualProblem`]'s.
+#[derive(Debug, Clone, Default)]
+pub struct DualArrays {
+    pub y: Vec<f64>,
+    pub point: Vec<usize>,
+    pub p: Vec<f64>,
+    pub d: Vec<f64>,
+    pub u: Vec<f64>,
+    pub delta: f64,
+}
+
+impl DualArrays {
+    /// The problem over these arrays.
+    pub fn view(&self) -> DualProblem<'_> {
+        DualProblem {
+            y: &self.y,
+            point: &self.point,
+            p: &self.p,
+            d: &self.d,
+            u: &self.u,
+            delta: self.delta,
+        }
+    }
+}
+
 impl DualProblem<'_> {
     /// Number of samples (variables).
     pub fn len(&self) -> usize {

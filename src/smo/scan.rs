@@ -278,6 +278,24 @@ mod avx2 {
         std::array::from_fn(|r| positions(k + r * WIDTH))
     }
 
+    /// The loop every scan shares: the full groups of [`LANES`] positions of `lo..hi`, in order;
+    /// in each, `at(r, k, pos)` per register `r`, `k` its first position and `pos` its lanes'
+    /// positions as `f64`. Returns where the groups end.
+    #[inline(always)]
+    unsafe fn groups(lo: usize, hi: usize, mut at: impl FnMut(usize, usize, __m256d)) -> usize {
+        let step = _mm256_set1_pd(LANES as f64);
+        let mut pos = start_positions(lo);
+        let mut k = lo;
+        while k + LANES <= hi {
+            for (r, pos) in pos.iter_mut().enumerate() {
+                at(r, k + r * WIDTH, *pos);
+                *pos = _mm256_add_pd(*pos, step);
+            }
+            k += LANES;
+        }
+        k
+    }
+
     /// `row[point[k..k + 4]]`.
     #[inline(always)]
     unsafe fn gather(row: &[f64], point: &[u32], k: usize) -> __m256d {
@@ -412,33 +430,25 @@ mod avx2 {
         let tau = _mm256_set1_pd(TAU);
         let zero = _mm256_setzero_pd();
         let neg_inf = _mm256_set1_pd(f64::NEG_INFINITY);
-        let step = _mm256_set1_pd(LANES as f64);
         let mut regs = [SecondLanes::empty(); REGS];
-        let mut pos = start_positions(lo);
-        let mut k = lo;
-        while k + LANES <= hi {
-            for r in 0..REGS {
-                let k = k + r * WIDTH;
-                let v = _mm256_add_pd(
-                    _mm256_loadu_pd(yg.as_ptr().add(k)),
-                    _mm256_loadu_pd(low.as_ptr().add(k)),
-                );
-                let grad_diff = _mm256_add_pd(gmax, v);
-                let quad = _mm256_sub_pd(
-                    _mm256_add_pd(qd_i, _mm256_loadu_pd(qd.as_ptr().add(k))),
-                    _mm256_mul_pd(two, gather(inp.row, point, k)),
-                );
-                let quad = _mm256_blendv_pd(tau, quad, _mm256_cmp_pd::<_CMP_GT_OQ>(quad, zero));
-                let num = _mm256_blendv_pd(
-                    neg_inf,
-                    _mm256_mul_pd(grad_diff, grad_diff),
-                    _mm256_cmp_pd::<_CMP_GT_OQ>(grad_diff, zero),
-                );
-                regs[r].push(v, num, quad, pos[r]);
-                pos[r] = _mm256_add_pd(pos[r], step);
-            }
-            k += LANES;
-        }
+        let k = groups(lo, hi, |r, k, pos| {
+            let v = _mm256_add_pd(
+                _mm256_loadu_pd(yg.as_ptr().add(k)),
+                _mm256_loadu_pd(low.as_ptr().add(k)),
+            );
+            let grad_diff = _mm256_add_pd(gmax, v);
+            let quad = _mm256_sub_pd(
+                _mm256_add_pd(qd_i, _mm256_loadu_pd(qd.as_ptr().add(k))),
+                _mm256_mul_pd(two, gather(inp.row, point, k)),
+            );
+            let quad = _mm256_blendv_pd(tau, quad, _mm256_cmp_pd::<_CMP_GT_OQ>(quad, zero));
+            let num = _mm256_blendv_pd(
+                neg_inf,
+                _mm256_mul_pd(grad_diff, grad_diff),
+                _mm256_cmp_pd::<_CMP_GT_OQ>(grad_diff, zero),
+            );
+            regs[r].push(v, num, quad, pos);
+        });
         if k > lo {
             for (r, chunk) in acc.chunks_exact_mut(WIDTH).enumerate() {
                 regs[r].store(chunk);
@@ -456,22 +466,14 @@ mod avx2 {
         up: &[f64],
         acc: &mut [ArgMax; LANES],
     ) -> usize {
-        let step = _mm256_set1_pd(LANES as f64);
         let mut regs = [MaxLanes::empty(); REGS];
-        let mut pos = start_positions(lo);
-        let mut k = lo;
-        while k + LANES <= hi {
-            for r in 0..REGS {
-                let k = k + r * WIDTH;
-                let v = first_value(
-                    _mm256_loadu_pd(yg.as_ptr().add(k)),
-                    _mm256_loadu_pd(up.as_ptr().add(k)),
-                );
-                regs[r].push(v, pos[r]);
-                pos[r] = _mm256_add_pd(pos[r], step);
-            }
-            k += LANES;
-        }
+        let k = groups(lo, hi, |r, k, pos| {
+            let v = first_value(
+                _mm256_loadu_pd(yg.as_ptr().add(k)),
+                _mm256_loadu_pd(up.as_ptr().add(k)),
+            );
+            regs[r].push(v, pos);
+        });
         store_max(k > lo, &regs, acc);
         k
     }
@@ -490,27 +492,19 @@ mod avx2 {
         let hi = lo + yg.len();
         let ci = _mm256_set1_pd(inp.ci);
         let cj = _mm256_set1_pd(inp.cj);
-        let step = _mm256_set1_pd(LANES as f64);
         let mut regs = [MaxLanes::empty(); REGS];
-        let mut pos = start_positions(lo);
         let gp = yg.as_mut_ptr();
-        let mut k = lo;
-        while k + LANES <= hi {
-            for r in 0..REGS {
-                let k = k + r * WIDTH;
-                let ri = gather(inp.row_i, point, k);
-                let rj = gather(inp.row_j, point, k);
-                let h = _mm256_add_pd(
-                    _mm256_loadu_pd(gp.add(k - lo)),
-                    _mm256_add_pd(_mm256_mul_pd(ci, ri), _mm256_mul_pd(cj, rj)),
-                );
-                _mm256_storeu_pd(gp.add(k - lo), h);
-                let v = first_value(h, _mm256_loadu_pd(up.as_ptr().add(k)));
-                regs[r].push(v, pos[r]);
-                pos[r] = _mm256_add_pd(pos[r], step);
-            }
-            k += LANES;
-        }
+        let k = groups(lo, hi, |r, k, pos| {
+            let ri = gather(inp.row_i, point, k);
+            let rj = gather(inp.row_j, point, k);
+            let h = _mm256_add_pd(
+                _mm256_loadu_pd(gp.add(k - lo)),
+                _mm256_add_pd(_mm256_mul_pd(ci, ri), _mm256_mul_pd(cj, rj)),
+            );
+            _mm256_storeu_pd(gp.add(k - lo), h);
+            let v = first_value(h, _mm256_loadu_pd(up.as_ptr().add(k)));
+            regs[r].push(v, pos);
+        });
         store_max(k > lo, &regs, acc);
         k
     }

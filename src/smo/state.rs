@@ -504,24 +504,8 @@ impl State {
             let sum = ai + aj;
             ai -= delta;
             aj += delta;
-            if sum > ui {
-                if ai > ui {
-                    ai = ui;
-                    aj = sum - ui;
-                }
-            } else if aj < 0.0 {
-                aj = 0.0;
-                ai = sum;
-            }
-            if sum > uj {
-                if aj > uj {
-                    aj = uj;
-                    ai = sum - uj;
-                }
-            } else if ai < 0.0 {
-                ai = 0.0;
-                aj = sum;
-            }
+            clip_on_sum(&mut ai, &mut aj, sum, ui);
+            clip_on_sum(&mut aj, &mut ai, sum, uj);
         }
         let was_upper_i = self.is_upper(i);
         let was_upper_j = self.is_upper(j);
@@ -718,6 +702,22 @@ impl State {
     }
 }
 
+/// LIBSVM's clip of a same-label pair on its line `a + b = sum`: where the line leaves the box
+/// past `a`'s upper bound `u`, `a` is held at `u`; else `b` at its lower bound 0. Called once
+/// per side, `a` being `i` then `j`.
+#[inline(always)]
+fn clip_on_sum(a: &mut f64, b: &mut f64, sum: f64, u: f64) {
+    if sum > u {
+        if *a > u {
+            *a = u;
+            *b = sum - u;
+        }
+    } else if *b < 0.0 {
+        *b = 0.0;
+        *a = sum;
+    }
+}
+
 /// The `(point, coefficient)` pairs of the nonzero entries of a per-point coefficient vector.
 fn nonzero_points(coef: &[f64]) -> Vec<(usize, f64)> {
     coef.iter()
@@ -817,7 +817,7 @@ mod tests {
     use super::*;
     use crate::bags::Rows;
     use crate::kernel::Kernel;
-    use crate::smo::{repair_equality, InstanceGram, OnePerPoint, Smo};
+    use crate::smo::{repair_equality, DualArrays, InstanceGram, OnePerPoint, Smo};
     use ndarray::Array2;
 
     /// Shrinking runs, `G_bar` is kept up to date and the reconstructed gradient matches the
@@ -888,14 +888,15 @@ mod tests {
         let u: Vec<f64> = (0..n)
             .map(|i| if i % 2 == 0 { 2.0 } else { f64::INFINITY })
             .collect();
-        let problem = DualProblem {
-            y: &y,
-            point: &point,
-            p: &p,
-            d: &d,
-            u: &u,
+        let arrays = DualArrays {
+            y,
+            point,
+            p,
+            d,
+            u,
             delta: 0.0,
         };
+        let problem = arrays.view();
         let params = SmoParams {
             tol: 1e-10,
             ..SmoParams::default()

@@ -55,8 +55,8 @@ use ndarray::{Array1, Array2};
 use rayon::prelude::*;
 
 use super::rows::{
-    dense_row, on_rows, sum_rows_nodes, x_dot, xt_dot_nodes, xt_dot_pair_nodes, Group, RowsRef,
-    BLOCK_ROWS,
+    dense_row, on_rows, pair_nodes, sum_rows_nodes, x_dot, xt_dot_nodes, xt_dot_pair_nodes, Group,
+    RowsRef, BLOCK_ROWS,
 };
 use super::Cholesky;
 use crate::bags::Instances;
@@ -137,43 +137,35 @@ pub struct LinearSolution {
 /// `(sum_j D_j x_jk, sum_j D_j x_jk^2)` for every feature `k` in one pass (the Jacobi
 /// preconditioner of the centred rows needs both): the group's nodes in the tree over the bags.
 fn weighted_columns(x: RowsRef, g: Group, dj: &[f64], d: usize) -> Vec<Node<(Vec<f64>, Vec<f64>)>> {
-    let ptr = g.ptr;
-    partial_bags(
-        ptr,
-        g.lo,
-        g.hi,
-        (vec![0.0; d], vec![0.0; d]),
-        |k, acc: &mut (Vec<f64>, Vec<f64>)| {
-            let (acc1, acc2) = acc;
-            let mut touched = false;
-            for (j, &w) in dj.iter().enumerate().take(ptr[k + 1]).skip(ptr[k]) {
-                if w == 0.0 {
-                    continue;
-                }
-                touched = true;
-                on_rows!(
-                    x,
-                    dense | data,
-                    d | {
-                        let row = dense_row(data, d, j);
-                        for ((s1, s2), &xv) in acc1.iter_mut().zip(acc2.iter_mut()).zip(row) {
-                            let xv = xv.to_f64();
-                            *s1 += w * xv;
-                            *s2 += w * xv * xv;
-                        }
-                    },
-                    sparse | c | {
-                        let (idx, val) = c.row(j);
-                        for (&i, &xv) in idx.iter().zip(val) {
-                            acc1[i] += w * xv;
-                            acc2[i] += w * xv * xv;
-                        }
-                    }
-                )
+    pair_nodes(g, d, |lo, hi, (acc1, acc2)| {
+        let mut touched = false;
+        for (j, &w) in dj.iter().enumerate().take(hi).skip(lo) {
+            if w == 0.0 {
+                continue;
             }
-            touched
-        },
-    )
+            touched = true;
+            on_rows!(
+                x,
+                dense | data,
+                d | {
+                    let row = dense_row(data, d, j);
+                    for ((s1, s2), &xv) in acc1.iter_mut().zip(acc2.iter_mut()).zip(row) {
+                        let xv = xv.to_f64();
+                        *s1 += w * xv;
+                        *s2 += w * xv * xv;
+                    }
+                },
+                sparse | c | {
+                    let (idx, val) = c.row(j);
+                    for (&i, &xv) in idx.iter().zip(val) {
+                        acc1[i] += w * xv;
+                        acc2[i] += w * xv * xv;
+                    }
+                }
+            )
+        }
+        touched
+    })
 }
 
 /// The active rows `A` (`D_j > 0`) bag by bag: `active` in row order, bag `k`'s at

@@ -190,19 +190,25 @@ pub(super) fn xt_dot_pair_nodes(
     d: usize,
 ) -> Vec<Node<(Vec<f64>, Vec<f64>)>> {
     let simd = Simd::detect();
+    pair_nodes(g, d, |lo, hi, (su, sv)| {
+        let tu = add_rows(x, u, lo, hi, su, simd);
+        let tv = add_rows(x, v, lo, hi, sv, simd);
+        tu || tv
+    })
+}
+
+/// Two sums of `d`-vectors in one pass over the group's bags: `leaf(lo, hi, sums)` adds the
+/// rows `lo..hi` of a bag and says whether it added any; the group's nodes in the tree over the
+/// bags.
+pub(super) fn pair_nodes(
+    g: Group,
+    d: usize,
+    leaf: impl Fn(usize, usize, &mut (Vec<f64>, Vec<f64>)) -> bool + Sync,
+) -> Vec<Node<(Vec<f64>, Vec<f64>)>> {
     let ptr = g.ptr;
-    partial_bags(
-        ptr,
-        g.lo,
-        g.hi,
-        (vec![0.0; d], vec![0.0; d]),
-        |k, acc: &mut (Vec<f64>, Vec<f64>)| {
-            let (lo, hi) = (ptr[k], ptr[k + 1]);
-            let tu = add_rows(x, u, lo, hi, &mut acc.0, simd);
-            let tv = add_rows(x, v, lo, hi, &mut acc.1, simd);
-            tu || tv
-        },
-    )
+    partial_bags(ptr, g.lo, g.hi, (vec![0.0; d], vec![0.0; d]), |k, acc| {
+        leaf(ptr[k], ptr[k + 1], acc)
+    })
 }
 
 /// `sum_j u_j`: the group's canonical nodes in the fixed tree over the bags (each bag's entries
