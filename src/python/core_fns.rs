@@ -298,8 +298,6 @@ pub(crate) fn kernel_width(x: &Bound<'_, PyAny>, gamma: &Bound<'_, PyAny>) -> Py
     Ok(g.resolve(&instances(x)?))
 }
 
-/// Adds the ground-floor functions (kernels, solvers, the kernel width) to the module, and the
-/// default tolerances of the inner solvers (`inner_tol=None`), which the docstrings quote.
 /// The rows the linear solver's passes have read in this process so far (a counter that only
 /// grows): the difference over a fit, divided by the rows, is the number of passes over the
 /// data, for the benchmarks of the passes against the machine's read bandwidth.
@@ -308,6 +306,8 @@ pub(crate) fn linear_rows_read() -> u64 {
     crate::solver::linear::rows_read()
 }
 
+/// Adds the ground-floor functions (kernels, solvers, the kernel width) to the module, and the
+/// default tolerances of the inner solvers (`inner_tol=None`), which the docstrings quote.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NEWTON_TOL", InnerSolver::Newton.default_tol())?;
     m.add("LBFGS_TOL", InnerSolver::Lbfgs.default_tol())?;
