@@ -31,6 +31,11 @@ BENCHMARKS = {
         smoke=("--datasets", "musk1", "--estimators", "SIL", "--parts", "fits"),
     ),
     "miles-solver": Benchmark("miles_solver", "MILES's 1-norm solver against HiGHS and LIBLINEAR"),
+    "threads": Benchmark(
+        "threads",
+        "linear MISVM / miSVM on 1 and 2 threads against the machine's plain read",
+        smoke=("--smoke",),
+    ),
 }
 
 if __name__ == "__main__":

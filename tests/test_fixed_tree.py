@@ -41,6 +41,26 @@ def test_linear_fits_are_the_same_bits_on_one_and_two_threads(sizes, seed, name)
     np.testing.assert_array_equal(fits[0].decision_function(bags), fits[1].decision_function(bags))
 
 
+def test_wide_linear_fits_are_the_same_bits_on_one_two_and_three_threads():
+    # 160 features: the sketched Hessian's product runs in panels of rows on the threads, and
+    # gamma_ (which the linear kernel only reports) is summed beside the fit: every bit as on
+    # one thread, and gamma_ as the width the instances resolve to.
+    bags, y = make_embedding_bags(40, 60, 160, separation=3.0, random_state=1)
+    X = np.concatenate(bags)
+    width = milsvm._core.kernel_width(X.astype(np.float64), "scale")
+    for name in ("MISVM", "miSVM"):
+        fits = [
+            getattr(milsvm, name)(C=1.0, kernel="linear", n_jobs=n).fit(bags, y) for n in (1, 2, 3)
+        ]
+        scores = fits[0].decision_function(bags)
+        assert fits[0].gamma_ == width
+        for f in fits[1:]:
+            np.testing.assert_array_equal(fits[0].coef_, f.coef_)
+            np.testing.assert_array_equal(fits[0].intercept_, f.intercept_)
+            np.testing.assert_array_equal(scores, f.decision_function(bags))
+            assert f.gamma_ == width
+
+
 def test_mi_svm_stops_by_its_rule_where_no_round_leaves_every_label_unchanged():
     # On this set the rule "no label changed" needs 19 rounds; at most 1e-4 of the instances
     # of positive bags changing (here: none or one) ends the rounds earlier, without a warning

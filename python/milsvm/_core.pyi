@@ -612,6 +612,13 @@ def kernel_width(x: Instances, gamma: Union[str, float]) -> float:
     """
     ...
 
+def linear_rows_read() -> int:
+    """The rows the linear solver's passes have read in this process so far (a counter that only
+    grows): the difference over a fit, divided by the rows, is the number of passes over the
+    data, for the benchmarks of the passes against the machine's read bandwidth.
+    """
+    ...
+
 def mi_kernel_decision_function(
     x: Instances,
     bag_ptr: NDArray[np.int64],

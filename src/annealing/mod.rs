@@ -390,7 +390,16 @@ impl AnnealingValidParams {
         check_init_xv_columns(self.init_xv.as_ref(), bags)?;
         let n_classes = setup.n_classes;
         let x = bags.instances();
-        let (kernel, gamma) = self.kernel.resolve(self.gamma, x);
+        // The linear kernel has no width: `gamma` is only reported, and its pass (one serial
+        // sum over every value, in a fixed order) runs beside the fit below, on a thread of its
+        // own when the pool has two.
+        let linear_kernel = self.kernel == KernelKind::Linear;
+        let (kernel, gamma) = if linear_kernel {
+            (self.kernel.with_gamma(0.0), None)
+        } else {
+            let (kernel, gamma) = self.kernel.resolve(self.gamma, x);
+            (kernel, Some(gamma))
+        };
         // The basis: a reduced set of vectors, or every training instance.
         let route = self.route();
         let linear = route == SvmRoute::Linear;
@@ -441,39 +450,45 @@ impl AnnealingValidParams {
             tol: self.inner_tol.unwrap_or(InnerSolver::Newton.default_tol()),
             max_iter: self.inner_max_iter,
         };
-        let runs = setup.one_vs_rest(|problem| {
-            let data = BinaryData {
-                bag_ptr: bags.bag_ptr(),
-                targets: &problem.targets,
-                costs: problem.weights.iter().map(|w| self.c * w).collect(),
-            };
-            let step = if linear {
-                SvmStep::Linear {
-                    svm: &linear_svm,
-                    warm: None,
-                }
-            } else if let Some(gram) = gram.as_ref() {
-                let smo = SmoParams {
-                    tol: self.inner_tol.unwrap_or(DUAL_TOL),
-                    cache_bytes: self.cache_bytes / n_problems,
-                    ..SmoParams::default()
-                };
-                SvmStep::dual(
-                    gram,
-                    smo,
-                    &data,
-                    self.method,
-                    self.observer.cancel().clone(),
-                )?
-            } else {
-                SvmStep::Primal {
-                    svm: &primal,
-                    warm: None,
-                    hessian: Box::new(None),
-                }
-            };
-            self.run_binary(step, &data, problem.index)
-        })?;
+        let (runs, gamma) = rayon::join(
+            || {
+                setup.one_vs_rest(|problem| {
+                    let data = BinaryData {
+                        bag_ptr: bags.bag_ptr(),
+                        targets: &problem.targets,
+                        costs: problem.weights.iter().map(|w| self.c * w).collect(),
+                    };
+                    let step = if linear {
+                        SvmStep::Linear {
+                            svm: &linear_svm,
+                            warm: None,
+                        }
+                    } else if let Some(gram) = gram.as_ref() {
+                        let smo = SmoParams {
+                            tol: self.inner_tol.unwrap_or(DUAL_TOL),
+                            cache_bytes: self.cache_bytes / n_problems,
+                            ..SmoParams::default()
+                        };
+                        SvmStep::dual(
+                            gram,
+                            smo,
+                            &data,
+                            self.method,
+                            self.observer.cancel().clone(),
+                        )?
+                    } else {
+                        SvmStep::Primal {
+                            svm: &primal,
+                            warm: None,
+                            hessian: Box::new(None),
+                        }
+                    };
+                    self.run_binary(step, &data, problem.index)
+                })
+            },
+            || gamma.unwrap_or_else(|| self.gamma.resolve(x)),
+        );
+        let runs = runs?;
         let intercept = Array1::from_iter(runs.iter().map(|r| r.b));
         let model = if linear {
             // Each problem's w is one basis vector, with coefficient 1 in its own problem.

@@ -299,6 +299,14 @@ pub(crate) fn kernel_width(x: &Bound<'_, PyAny>, gamma: &Bound<'_, PyAny>) -> Py
     Ok(g.resolve(&instances(x)?))
 }
 
+/// The rows the linear solver's passes have read in this process so far (a counter that only
+/// grows): the difference over a fit, divided by the rows, is the number of passes over the
+/// data, for the benchmarks of the passes against the machine's read bandwidth.
+#[pyfunction]
+pub(crate) fn linear_rows_read() -> u64 {
+    crate::solver::linear::rows_read()
+}
+
 /// Adds the ground-floor functions (kernels, solvers, the kernel width) to the module, and the
 /// default tolerances of the inner solvers (`inner_tol=None`), which the docstrings quote.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -311,5 +319,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(solve_squared_hinge, m)?)?;
     m.add_function(wrap_pyfunction!(squared_hinge_value_grad, m)?)?;
     m.add_function(wrap_pyfunction!(solve_dual, m)?)?;
+    m.add_function(wrap_pyfunction!(linear_rows_read, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_width, m)?)
 }

@@ -51,7 +51,7 @@
 
 use std::borrow::Cow;
 
-use ndarray::{Array1, Array2};
+use ndarray::{Array1, Array2, Axis};
 use rayon::prelude::*;
 
 use super::rows::{
@@ -76,6 +76,24 @@ const MAX_CG: usize = 250;
 
 /// The default relative gradient tolerance of [`LinearSquaredHinge::solve`].
 pub const LINEAR_TOL: f64 = 1e-6;
+
+/// Rows read by the passes of every solve in this process ([`rows_read`]).
+static ROWS_READ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The rows the linear solver's passes have read in this process so far (each pass counts the
+/// rows it reads: all of them for `X w` and the mean, the active ones for a Hessian-vector
+/// product, those with a loss term for a gradient): `rows_read() / n` between two moments is
+/// the number of passes over `n` rows, and times the row's bytes the data read, for the
+/// benchmarks of the passes against the machine's read bandwidth. One relaxed atomic
+/// addition per pass.
+pub fn rows_read() -> u64 {
+    ROWS_READ.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Counts `rows` read by a pass ([`rows_read`]).
+pub(super) fn note_rows(rows: usize) {
+    ROWS_READ.fetch_add(rows as u64, std::sync::atomic::Ordering::Relaxed);
+}
 
 /// The linear-kernel problem: instances and the costs of each target.
 #[derive(Debug, Clone, Copy)]
@@ -138,12 +156,12 @@ pub struct LinearSolution {
 /// preconditioner of the centred rows needs both): the group's nodes in the tree over the bags.
 fn weighted_columns(x: RowsRef, g: Group, dj: &[f64], d: usize) -> Vec<Node<(Vec<f64>, Vec<f64>)>> {
     pair_nodes(g, d, |lo, hi, (acc1, acc2)| {
-        let mut touched = false;
+        let mut read = 0;
         for (j, &w) in dj.iter().enumerate().take(hi).skip(lo) {
             if w == 0.0 {
                 continue;
             }
-            touched = true;
+            read += 1;
             on_rows!(
                 x,
                 dense | data,
@@ -164,7 +182,8 @@ fn weighted_columns(x: RowsRef, g: Group, dj: &[f64], d: usize) -> Vec<Node<(Vec
                 }
             )
         }
-        touched
+        note_rows(read);
+        read > 0
     })
 }
 
@@ -338,24 +357,17 @@ impl Preconditioner {
         let mut u = Array2::<f64>::zeros((SKETCH_BLOCK.min(sample.len()), d + 1));
         for block in sample.chunks(SKETCH_BLOCK) {
             let mut u = u.slice_mut(ndarray::s![..block.len(), ..]);
-            for (mut row, (x, weight)) in u.rows_mut().into_iter().zip(block) {
-                let c = weight.sqrt();
-                for ((o, &v), &mv) in row.iter_mut().zip(x).zip(mu) {
-                    *o = c * (v - mv);
-                }
-                row[d] = c;
-            }
-            triangular::matmul(
-                faer_mut(h.view_mut()),
-                BlockStructure::TriangularLower,
-                faer::Accum::Add,
-                faer_ref(u.t()),
-                BlockStructure::Rectangular,
-                faer_ref(u.view()),
-                BlockStructure::Rectangular,
-                1.0,
-                faer::Par::Seq,
-            );
+            u.axis_iter_mut(Axis(0))
+                .into_par_iter()
+                .zip(block)
+                .for_each(|(mut row, (x, weight))| {
+                    let c = weight.sqrt();
+                    for ((o, &v), &mv) in row.iter_mut().zip(x).zip(mu) {
+                        *o = c * (v - mv);
+                    }
+                    row[d] = c;
+                });
+            lower_gram_add(h.view_mut(), u.view());
         }
         for k in 0..=d {
             for l in 0..k {
@@ -530,6 +542,63 @@ impl<'a> Woodbury<'a> {
     }
 }
 
+/// The least rows of `M` per task of the sketch's product ([`lower_gram_add`]).
+const SKETCH_PANEL_ROWS: usize = 64;
+
+/// Sketch blocks of fewer rows than this are multiplied in one call ([`lower_gram_add`]).
+const SKETCH_PANEL_MIN_DEPTH: usize = 4;
+
+/// `h += U^T U` on the lower triangle of `h` (`U` one block of the sketch's rows), in
+/// panels of at least [`SKETCH_PANEL_ROWS`] rows of `h` computed in parallel: the panel
+/// `[r0, r1)` is `U_{:, r0..r1}^T U_{:, ..r0}` (a rectangle) and the lower triangle of
+/// `U_{:, r0..r1}^T U_{:, r0..r1}`. The panels are fixed by `d` alone, and each entry is the
+/// same dot product over the block's rows however the triangle is cut (the product runs the
+/// whole block's depth in one pass of faer's kernel, and a panel has as many rows as it takes
+/// to get the kernel of the whole triangle): the bits of one call over the whole triangle, for
+/// any thread count (`tree_tests::the_sketch_product_in_panels_is_the_product_in_one`).
+fn lower_gram_add(mut h: ndarray::ArrayViewMut2<f64>, u: ndarray::ArrayView2<f64>) {
+    let n = h.nrows();
+    // a block of fewer rows is one call (faer's product of depth one, a rank-one update,
+    // rounds otherwise in the rectangles); cheap at that depth
+    let panels = if u.nrows() < SKETCH_PANEL_MIN_DEPTH {
+        1
+    } else {
+        (n / SKETCH_PANEL_ROWS).max(1)
+    };
+    let mut rows = Vec::with_capacity(panels);
+    let mut rest = h.view_mut();
+    for i in 0..panels {
+        let (r0, r1) = (i * n / panels, (i + 1) * n / panels);
+        let (head, tail) = rest.split_at(Axis(0), r1 - r0);
+        rows.push((r0, r1, head));
+        rest = tail;
+    }
+    rows.into_par_iter().for_each(|(r0, r1, mut panel)| {
+        let lhs = u.slice(ndarray::s![.., r0..r1]);
+        if r0 > 0 {
+            faer::linalg::matmul::matmul(
+                faer_mut(panel.slice_mut(ndarray::s![.., ..r0])),
+                faer::Accum::Add,
+                faer_ref(lhs.t()),
+                faer_ref(u.slice(ndarray::s![.., ..r0])),
+                1.0,
+                faer::Par::Seq,
+            );
+        }
+        triangular::matmul(
+            faer_mut(panel.slice_mut(ndarray::s![.., r0..r1])),
+            BlockStructure::TriangularLower,
+            faer::Accum::Add,
+            faer_ref(lhs.t()),
+            BlockStructure::Rectangular,
+            faer_ref(lhs),
+            BlockStructure::Rectangular,
+            1.0,
+            faer::Par::Seq,
+        );
+    });
+}
+
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
@@ -701,11 +770,13 @@ impl<'a> Part<'a> {
     }
 
     fn mean_nodes(&self, inv_n: f64) -> Vec<Node<Vec<f64>>> {
+        note_rows(self.n);
         xt_dot_nodes(self.x, self.group(), &vec![inv_n; self.n], self.d)
     }
 
     fn set_scores(&mut self, w: &[f64], shift: f64) {
         self.f = vec![0.0; self.n];
+        note_rows(self.n);
         x_dot(self.x, w, self.simd, &mut self.f);
         self.f.iter_mut().for_each(|o| *o += shift);
     }
@@ -756,10 +827,16 @@ impl<'a> Part<'a> {
     fn sketch_rows(&self, step: Option<f64>) -> Vec<(Vec<f64>, f64)> {
         let (a, dj) = (&self.act, &self.dj);
         match step {
-            None => a.active.iter().map(|&j| (self.row_f64(j), dj[j])).collect(),
-            Some(step) => {
-                let mut taken = Vec::new();
-                for k in self.lo..self.hi {
+            None => a
+                .active
+                .par_iter()
+                .map(|&j| (self.row_f64(j), dj[j]))
+                .collect(),
+            // bag by bag in parallel (a bag's draws depend on that bag alone), in bag order
+            Some(step) => (self.lo..self.hi)
+                .into_par_iter()
+                .map(|k| {
+                    let mut taken = Vec::new();
                     let (mut acc, mut next) = (0.0, unit_hash(k) * step);
                     for &j in &a.active[a.aptr[k]..a.aptr[k + 1]] {
                         acc += dj[j];
@@ -772,9 +849,10 @@ impl<'a> Part<'a> {
                             taken.push((self.row_f64(j), copies * step));
                         }
                     }
-                }
-                taken
-            }
+                    taken
+                })
+                .flatten()
+                .collect(),
         }
     }
 
@@ -785,6 +863,7 @@ impl<'a> Part<'a> {
         pending: Option<f64>,
     ) -> Vec<Node<HessValue>> {
         self.add_pending(pending);
+        note_rows(self.act.active.len());
         let tree = hessian_tree(
             self.x, &self.ptr, &self.act, &self.dj, p_w, shift, self.simd,
         );
@@ -807,21 +886,27 @@ impl<'a> Part<'a> {
         self.add_pending(pending);
         let (x, simd) = (self.x, self.simd);
         let (dj, cp, cn) = (&self.dj, &*self.c_pos, &*self.c_neg);
-        self.z
+        let read: usize = self
+            .z
             .par_chunks_mut(BLOCK_ROWS)
             .enumerate()
-            .for_each(|(blk, out)| {
+            .map(|(blk, out)| {
+                let mut read = 0;
                 for (k, v) in out.iter_mut().enumerate() {
                     let j = blk * BLOCK_ROWS + k;
                     if dj[j] == 0.0 {
                         *v = if cp[j] <= 0.0 && cn[j] <= 0.0 {
                             0.0
                         } else {
+                            read += 1;
                             x.row_dot(j, s_w, simd) + shift
                         };
                     }
                 }
-            });
+                read
+            })
+            .sum();
+        note_rows(read);
         for (&j, &v) in self.act.active.iter().zip(&self.z_active) {
             self.z[j] = v;
         }
@@ -862,17 +947,23 @@ impl<'a> Part<'a> {
     fn finish_scores(&mut self, w: &[f64], shift: f64) {
         let (x, simd) = (self.x, self.simd);
         let (cp, cn) = (&*self.c_pos, &*self.c_neg);
-        self.f
+        let read: usize = self
+            .f
             .par_chunks_mut(BLOCK_ROWS)
             .enumerate()
-            .for_each(|(blk, out)| {
+            .map(|(blk, out)| {
+                let mut read = 0;
                 for (k, v) in out.iter_mut().enumerate() {
                     let j = blk * BLOCK_ROWS + k;
                     if cp[j] <= 0.0 && cn[j] <= 0.0 {
+                        read += 1;
                         *v = x.row_dot(j, w, simd) + shift;
                     }
                 }
-            });
+                read
+            })
+            .sum();
+        note_rows(read);
     }
 }
 
@@ -1075,11 +1166,13 @@ impl RowStore for Parts<'_> {
     }
 
     fn sketch_rows(&mut self, step: Option<f64>) -> Result<Vec<(Vec<f64>, f64)>> {
-        Ok(self
+        let rows: Vec<(Vec<f64>, f64)> = self
             .parts
             .iter()
             .flat_map(|p| p.sketch_rows(step))
-            .collect())
+            .collect();
+        note_rows(rows.len());
+        Ok(rows)
     }
 
     fn jacobi_sums(&mut self) -> Result<(f64, Vec<f64>, Vec<f64>)> {
@@ -1572,6 +1665,55 @@ mod tree_tests {
         v.iter().map(|x| x.to_bits()).collect()
     }
 
+    /// The sketch's product in panels of rows, in parallel, is the bits of faer's one call over
+    /// the whole lower triangle, for 1, 2 and 3 threads: `d + 1` from one panel to many (an
+    /// uneven last panel included), blocks of the sample from 1 to 512 rows (a block of one row
+    /// in panels would differ: faer's rank-one update rounds otherwise), two blocks added in
+    /// turn.
+    #[test]
+    fn the_sketch_product_in_panels_is_the_product_in_one() {
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        for n in [1, 6, 47, 64, 127, 128, 129, 200, 513, 700] {
+            for rows in [1, 2, 3, 4, 5, 9, 100, 512] {
+                let blocks: Vec<Array2<f64>> = (0..2)
+                    .map(|_| Array2::from_shape_fn((rows, n), |_| rng.random::<f64>() * 4.0 - 1.5))
+                    .collect();
+                let mut one = Array2::<f64>::zeros((n, n));
+                for u in &blocks {
+                    triangular::matmul(
+                        faer_mut(one.view_mut()),
+                        BlockStructure::TriangularLower,
+                        faer::Accum::Add,
+                        faer_ref(u.t()),
+                        BlockStructure::Rectangular,
+                        faer_ref(u.view()),
+                        BlockStructure::Rectangular,
+                        1.0,
+                        faer::Par::Seq,
+                    );
+                }
+                for threads in [1, 2, 3] {
+                    let mut panels = Array2::<f64>::zeros((n, n));
+                    crate::threads::with_threads(Some(threads), || {
+                        for u in &blocks {
+                            lower_gram_add(panels.view_mut(), u.view());
+                        }
+                    })
+                    .unwrap();
+                    for k in 0..n {
+                        for l in 0..=k {
+                            assert_eq!(
+                                one[[k, l]].to_bits(),
+                                panels[[k, l]].to_bits(),
+                                "n {n}, rows {rows}, threads {threads}, entry ({k}, {l})"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// Groups of contiguous bags: `parts` cuts, shifted so that they fall between bags of all
     /// sizes.
     fn cuts(n_bags: usize, parts: usize, shift: usize) -> Vec<usize> {
@@ -1636,10 +1778,17 @@ mod tree_tests {
         }
     }
 
-    /// A whole solve: the same bits on 1, 2 and 3 threads.
+    /// A whole solve: the same bits on 1, 2 and 3 threads, with 7 features (the sketch's
+    /// product in one panel) and 140 (in two, [`lower_gram_add`]; the sample in several blocks).
     #[test]
     fn a_solve_is_the_same_bits_for_any_thread_count() {
-        let (mut x, ptr) = data(5, 3000, 8, 7);
+        for d in [7, 140] {
+            solve_on_threads(d);
+        }
+    }
+
+    fn solve_on_threads(d: usize) {
+        let (mut x, ptr) = data(5, 3000, 8, d);
         let n = x.nrows();
         let mut rng = ChaCha8Rng::seed_from_u64(9);
         let c_pos: Vec<f64> = (0..n).map(|j| if j % 3 == 0 { 1.0 } else { 0.0 }).collect();

@@ -123,7 +123,7 @@ impl<'a> RowsRef<'a> {
 /// `acc += sum_j u_j x_j` over the rows `lo..hi` with `u_j != 0`, one after another (four at a
 /// time for dense rows: the same bits as one at a time); whether any row had `u_j != 0`.
 fn add_rows(x: RowsRef, u: &[f64], lo: usize, hi: usize, acc: &mut [f64], simd: Simd) -> bool {
-    let mut touched = false;
+    let mut read = 0;
     on_rows!(
         x,
         dense | data,
@@ -132,7 +132,7 @@ fn add_rows(x: RowsRef, u: &[f64], lo: usize, hi: usize, acc: &mut [f64], simd: 
             let mut held = 0;
             for (j, &uj) in u.iter().enumerate().take(hi).skip(lo) {
                 if uj != 0.0 {
-                    touched = true;
+                    read += 1;
                     four[held] = j;
                     held += 1;
                     if held == 4 {
@@ -149,7 +149,7 @@ fn add_rows(x: RowsRef, u: &[f64], lo: usize, hi: usize, acc: &mut [f64], simd: 
         sparse | c | {
             for (j, &uj) in u.iter().enumerate().take(hi).skip(lo) {
                 if uj != 0.0 {
-                    touched = true;
+                    read += 1;
                     let (idx, val) = c.row(j);
                     for (&i, &xv) in idx.iter().zip(val) {
                         acc[i] += uj * xv;
@@ -158,7 +158,8 @@ fn add_rows(x: RowsRef, u: &[f64], lo: usize, hi: usize, acc: &mut [f64], simd: 
             }
         }
     );
-    touched
+    super::linear::note_rows(read);
+    read > 0
 }
 
 /// The bags `[lo, hi)` of a group of rows: `ptr` has one offset per bag of the whole data set
