@@ -23,9 +23,10 @@ WITH_INSTANCE_SCORES = [c for c in ALL if hasattr(make_fast(c), "instance_decisi
 #: Python classes write out.
 DEFAULTS_SPELLED_OUT = {("fit_annealing", "max_iter")}
 #: Defaults of one method of a family that are not the family's declared ones: the two-stage
-#: family declares sbMIL's kernel, and sAwMIL's linear kernel (the ``sawmil`` package's) is set by
-#: its Rust constructor ``TwoStageParams::sawmil()``, as by the Python class.
-METHOD_DEFAULTS = {("sAwMIL", "kernel"): "linear"}
+#: family declares sbMIL's kernel and first stage, and sAwMIL's linear kernel and first-stage
+#: problem (the ``sawmil`` package's) are set by its Rust constructor ``TwoStageParams::sawmil()``,
+#: as by the Python class.
+METHOD_DEFAULTS = {("sAwMIL", "kernel"): "linear", ("sAwMIL", "first_stage_problem"): "sawmil"}
 
 
 make = make_fast
