@@ -42,7 +42,9 @@ by the number of examples). ``eta = 0.1``. One thread per side (milsvm ``n_jobs=
 ``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1`` for the peers' NumPy).
 
 Output: ``W/<impl>[-label].jsonl``, one line per (set, method, fold, C); ``report`` prints the
-tables and takes any number of labels.
+tables and takes any number of labels. ``run --repeats R`` repeats the CV with ``R - 1`` more
+stratified splits (seeds ``seed + 1 ...``; a record's ``repeat``); ``rules`` then pairs the
+rules over all ``R x K`` folds (standard error, t-test and Wilcoxon signed-rank p-values).
 """
 
 from __future__ import annotations
@@ -399,6 +401,23 @@ def fit_peer(impl, method, Cs, kernel, gamma, tr, ytr, te, normalizer="none", pa
     return out
 
 
+def repeated_folds(work, name, y, repeats, n_folds):
+    """``(repeat, fold index, fold)`` of ``repeats`` repetitions of the stratified K-fold CV:
+    repeat 0 is the prepared split (``splits_<set>.json``, seed ``s``), repeat ``r`` the same
+    ``StratifiedKFold`` with seed ``s + r``. Only the first ``n_folds`` folds of each."""
+    saved = json.loads((work / f"splits_{name}.json").read_text())
+    out = [(0, k, f) for k, f in enumerate(saved["folds"][:n_folds])]
+    if repeats > 1:
+        from sklearn.model_selection import StratifiedKFold
+
+        for r in range(1, repeats):
+            cv = StratifiedKFold(len(saved["folds"]), shuffle=True, random_state=saved["seed"] + r)
+            for k, (tr, te) in enumerate(cv.split(np.zeros(len(y)), y)):
+                if k < n_folds:
+                    out.append((r, k, dict(train=tr.tolist(), test=te.tolist())))
+    return out
+
+
 def run(args):
     name_out = args.impl + (f"-{args.label}" if args.label else "")
     path = args.work / f"{name_out}.jsonl"
@@ -406,16 +425,15 @@ def run(args):
     if path.exists():
         for line in path.read_text().splitlines():
             r = json.loads(line)
-            done.add((r["set"], r["method"], r["fold"], r["C"]))
+            done.add((r["set"], r["method"], r.get("repeat", 0), r["fold"], r["C"]))
     methods = args.methods or (
         METHODS if args.impl == "milsvm" else [m for m in METHODS if PEER_OF[m] == args.impl]
     )
     for name in args.sets:
         bags, y, kernel = load_set(args.work, name, args.impl)
-        folds = json.loads((args.work / f"splits_{name}.json").read_text())["folds"]
         for method in methods:
-            for k, fold in enumerate(folds[: args.n_folds]):
-                Cs = [c for c in args.C if (name, method, k, c) not in done]
+            for rep, k, fold in repeated_folds(args.work, name, y, args.repeats, args.n_folds):
+                Cs = [c for c in args.C if (name, method, rep, k, c) not in done]
                 if not Cs:
                     continue
                 tr = [bags[i] for i in fold["train"]]
@@ -445,6 +463,7 @@ def run(args):
                         r.update(
                             set=name,
                             method=method,
+                            **({"repeat": rep} if rep else {}),
                             fold=k,
                             y=yte.tolist(),
                             gamma=gamma,
@@ -455,7 +474,7 @@ def run(args):
                         f.write(json.dumps(r) + "\n")
                 best = max(recs, key=lambda r: auc(yte, r["scores"]))
                 print(
-                    f"{name} {method} fold {k}: {len(recs)} C in "
+                    f"{name} {method} repeat {rep} fold {k}: {len(recs)} C in "
                     f"{sum(r['seconds'] for r in recs):.1f} s; best AUC "
                     f"{auc(yte, best['scores']):.3f} at C={best['C']:g}",
                     flush=True,
@@ -554,10 +573,25 @@ def rules(r):
     return out
 
 
+def paired_tests(d):
+    """Two-sided p-values of a zero mean paired difference over the folds ``d``: the t-test on
+    the differences and Wilcoxon's signed-rank test (zero differences dropped, normal
+    approximation with the ties' correction, as SciPy's ``wilcoxon(zero_method="wilcox",
+    method="approx")``); NaN where every difference is zero."""
+    from scipy import stats
+
+    if len(d) < 2 or not np.any(d):
+        return float("nan"), float("nan")
+    t = stats.ttest_1samp(d, 0.0).pvalue if d.std() > 0 else 0.0
+    w = stats.wilcoxon(d, zero_method="wilcox", method="approx").pvalue
+    return float(t), float(w)
+
+
 def rule_table(args):
     """Per set and method: each rule's AUC at its best C, accuracy there, best accuracy over C
     (each rule chooses its own C), and the paired accuracy difference against ``smil_mean``
-    over the folds (each at its C of best mean accuracy): mean and the folds' std."""
+    over the folds of every repeat (each at its C of best mean accuracy): mean, the folds'
+    std, the mean's standard error and the paired tests' p-values (``paired_tests``)."""
     recs = {}
     for path in args.files:
         for line in Path(path).read_text().splitlines():
@@ -569,14 +603,15 @@ def rule_table(args):
                 acc = float(np.mean(np.asarray(p) == np.asarray(r["y"])))
                 recs.setdefault((r["set"], r["method"]), {}).setdefault(rule, {}).setdefault(
                     r["C"], {}
-                )[r["fold"]] = (a, acc)
+                )[(r.get("repeat", 0), r["fold"])] = (a, acc)
     for (name, method), by_rule in sorted(
         recs.items(), key=lambda kv: (list(SETS).index(kv[0][0]), kv[0][1])
     ):
         print(
             f"\n{name} {method}: rule, AUC at its best C (C), accuracy % there, "
             "best accuracy % over C (C), paired accuracy difference against smil_mean "
-            "(each at its best-accuracy C; mean, std over folds)"
+            "(each at its best-accuracy C; mean, std and standard error over the n folds, "
+            "p of the t-test / Wilcoxon signed-rank test)"
         )
         base = None
         for rule in by_rule:
@@ -591,11 +626,14 @@ def rule_table(args):
                 base = folds
             d = np.array([folds[k] - base[k] for k in sorted(base)]) if base else np.zeros(1)
             edge = "*" if cc in (min(per_c), max(per_c)) or ca in (min(per_c), max(per_c)) else " "
+            sd = d.std(ddof=1) if len(d) > 1 else 0.0
+            p_t, p_w = paired_tests(d)
             print(
                 f"  {rule:<20} {ma[ca]:.3f} ({ca:g}) {100 * mc[ca]:5.1f}   "
                 f"{100 * mc[cc]:5.1f} ({cc:g}){edge} "
                 f"  {100 * d.mean():+5.1f} "
-                f"(std {100 * d.std(ddof=1) if len(d) > 1 else 0:.1f}, n={nf})"
+                f"(std {100 * sd:.1f}, se {100 * sd / np.sqrt(len(d)):.1f}, n={nf}; "
+                f"p {p_t:.3f} / {p_w:.3f})"
                 + (
                     "   acc% per C: " + " ".join(f"{c:g}:{100 * mc[c]:.1f}" for c in sorted(mc))
                     if args.per_c
@@ -617,7 +655,7 @@ def report(args):
                 a = auc(r["y"], s)
                 acc = float(np.mean(np.asarray(p) == np.asarray(r["y"])))
                 rows.setdefault((r["set"], r["method"], side), {}).setdefault(r["C"], []).append(
-                    (a, acc, r["fold"])
+                    (a, acc, (r.get("repeat", 0), r["fold"]))
                 )
     sets = [s for s in args.sets if any(k[0] == s for k in rows)]
     hdr = (
@@ -720,6 +758,13 @@ def main():
         "--seed", type=int, default=0, help="the inner folds' seed (plus the outer fold's index)"
     )
     r.add_argument("--n-folds", type=int, default=99, help="run only the first folds")
+    r.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="repeated CV: the prepared folds (seed s) and repeats - 1 more stratified splits "
+        "(seeds s + 1, s + 2, ...); the records name their repeat",
+    )
     r.add_argument(
         "--sawmil-normalizer",
         default="none",

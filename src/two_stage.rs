@@ -7,7 +7,8 @@
 //!
 //! **Stage 1** is the crate's sMIL ([`crate::set_kernel_svm`]; Bunescu & Mooney, "Multiple
 //! instance learning for sparse positive bags", ICML 2007, eq. 8-9) with the same `C`, kernel,
-//! `gamma`, class weights and SMO settings and its default bag score, on the same bags. Its
+//! `gamma`, class weights and SMO settings and its default bag score, on the same bags
+//! (sAwMIL's by default in the `sawmil` package's form, below). Its
 //! instance score `s(x) = sum_t c_t k(x_t, x) + b` (its score of `x` taken as a bag of one;
 //! `b` holds sMIL's one threshold for every bag, [`crate::set_kernel_svm::SmilBagScore`], a
 //! constant that neither rule below sees) ranks the `L` instances of the positive bags of each
@@ -50,18 +51,20 @@
 //! as the maximum over the prediction confidence of each instance in the bag"; sawmil's
 //! `decision_function` likewise).
 //!
-//! Where this crate differs from the `sawmil` package: stage 1 is the crate's sMIL, whose dual
-//! linear term for a positive bag of `n` instances is the paper's `(2 - n) / n` (sawmil 0.2.1
-//! writes `2/n - 1` into the `f` of `min 1/2 a^T H a + f^T a`, the opposite sign, where misvm
-//! writes `1 - 2/n`), whose bias comes from the SMO's KKT conditions (sawmil averages
-//! `y - K a y` over the free units, without the positive bags' margin target), and whose costs
-//! are `C` times the class weights (sawmil's default `scale_C=True` divides `C` by the number of
-//! negative instances and of positive bags: `class_weight` reaches such ratios). sawmil's QP is
-//! solved by Gurobi, OSQP or DAQP; here by the SMO to `inner_tol`. `first_stage_problem =
-//! "sawmil"` ([`FirstStageProblem`]) solves the package's first-stage problem instead (summed
-//! kernel, its sign): each side on the other's problem gives the other's AUC on MUSK1 and
-//! Elephant, and the paper's problem, the default, ranks better on MUSK2, TST1 and TST2
-//! (`benches/RESULTS.md`).
+//! sAwMIL's stage 1 solves the `sawmil` package's form of sMIL by default (`first_stage_problem
+//! = "sawmil"`, [`FirstStageProblem`], set by [`TwoStageParams::sawmil`]): the instance kernel
+//! summed over a positive bag, not averaged, and a positive bag of `n` instances with the dual
+//! linear term `(n - 2) / n` (sawmil 0.2.1 writes `2/n - 1` into the `f` of
+//! `min 1/2 a^T H a + f^T a`), where the paper (and misvm, sbMIL's stage 1) has `(2 - n) / n`.
+//! Each side on the other's problem gives the other's AUC, and only the package's problem
+//! reaches the package's AUC on MUSK1 and Elephant; `"paper"` (sbMIL's stage 1) stays an
+//! option, ahead on MUSK2, TST1 and TST2 (docs/guide/smil-bag-scores.md, "sbMIL and sAwMIL").
+//! Where this crate still differs from the package: the bias comes from the SMO's KKT
+//! conditions (sawmil averages `y - K a y` over the free units, without the positive bags'
+//! margin target; neither rule sees it), the costs are `C` times the class weights (sawmil's
+//! default `scale_C=True` divides `C` by the number of negative instances and of positive bags:
+//! `class_weight` reaches such ratios), and the QPs are solved by the SMO to `inner_tol`
+//! (sawmil: Gurobi, OSQP or DAQP).
 
 use ndarray::Array2;
 
@@ -76,8 +79,8 @@ use crate::set_kernel_svm::SmilParams;
 
 choices! {
     /// Which rule of the relabelling step picks the positive instances: the one thing in which
-    /// the two methods of the family differ (besides sAwMIL's default kernel, see
-    /// [`TwoStageParams::sawmil`]).
+    /// the two methods of the family differ (besides sAwMIL's default kernel and first-stage
+    /// problem, see [`TwoStageParams::sawmil`]).
     pub enum Relabel {
         /// sbMIL's (sparse balanced MIL; Bunescu & Mooney, "Multiple instance learning for
         /// sparse positive bags", ICML 2007, section 3.2, as Doran's `misvm` implements it):
@@ -208,7 +211,7 @@ hyperparams! {
     /// 2007, section 3.2) and sAwMIL (sparse-aware MIL; Savcisens & Eliassi-Rad 2025, the
     /// `sawmil` package), declared once and checked into [`TwoStageValidParams`]. The declared
     /// defaults are sbMIL's; [`TwoStageParams::sbmil`] and [`TwoStageParams::sawmil`] give each
-    /// method's (sAwMIL's kernel is the linear one, as in the package).
+    /// method's (sAwMIL's kernel and first-stage problem are the package's).
     pub struct TwoStageParams => TwoStageValidParams {
         shared(kernel = KernelKind::Rbf);
         /// The relabelling rule: `"sbmil"` or `"sawmil"`.
@@ -222,9 +225,9 @@ hyperparams! {
         inner_tol: f64 = 1e-3, check Range::Open01;
         /// SMO iteration cap of each solve (`None`: the solver's default).
         inner_max_iter: Option<usize> = None, check Range::AtLeast(1);
-        /// The first stage's problem ([`FirstStageProblem`]): `"paper"` (Bunescu & Mooney's sMIL) or
-        /// `"sawmil"` (the `sawmil` package's: summed kernel, the positive bags' linear term
-        /// negated).
+        /// The first stage's problem ([`FirstStageProblem`]): `"paper"` (Bunescu & Mooney's sMIL;
+        /// sbMIL's, the declared default) or `"sawmil"` (the `sawmil` package's: summed kernel,
+        /// the positive bags' linear term negated; sAwMIL's, [`TwoStageParams::sawmil`]).
         first_stage_problem: FirstStageProblem = FirstStageProblem::Paper;
     }
     fit -> TwoStageFit;
@@ -237,11 +240,13 @@ impl TwoStageParams {
         Self::new()
     }
     /// sAwMIL's defaults (Savcisens & Eliassi-Rad, "The Trilemma of Truth in Large Language
-    /// Models", 2025): the linear kernel, as in the `sawmil` package.
+    /// Models", 2025): the linear kernel and the package's first-stage problem
+    /// ([`FirstStageProblem::Sawmil`]), as in the `sawmil` package.
     pub fn sawmil() -> Self {
         Self::new()
             .relabel(Relabel::Sawmil)
             .kernel(KernelKind::Linear)
+            .first_stage_problem(FirstStageProblem::Sawmil)
     }
 }
 

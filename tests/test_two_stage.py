@@ -1,8 +1,9 @@
 """sbMIL and sAwMIL: each stage against its reference.
 
 * The first stage is milsvm's sMIL: ``first_stage_`` equals an ``sMIL`` fitted on its own with
-  the same settings, and its scores of the positive bags' instances, each as a bag of one, rank
-  the instances.
+  the same settings (sAwMIL with ``first_stage_problem="paper"``; its default, the ``sawmil``
+  package's problem, against an SLSQP solution of that problem below), and its scores of the
+  positive bags' instances, each as a bag of one, rank the instances.
 * The relabelling against a NumPy transcription of each rule (sbMIL: Doran's ``misvm``; sAwMIL:
   the ``sawmil`` package's ``np.quantile`` rule with its 5 % floor), on the scores of that
   separate sMIL.
@@ -16,6 +17,7 @@
 
 import json
 import warnings
+from pathlib import Path
 
 import milsvm
 import numpy as np
@@ -88,6 +90,11 @@ def singleton_scores(smil, bags, y):
     return smil.decision_function([row[None, :] for row in inst])
 
 
+def on_the_papers_problem(cls):
+    """The parameters that make ``cls``'s first stage :class:`milsvm.sMIL`'s problem."""
+    return {"first_stage_problem": "paper"} if cls is milsvm.sAwMIL else {}
+
+
 def fit(cls, bags, y, **params):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -118,7 +125,7 @@ def test_first_stage_is_smil_and_the_relabelling_follows_the_rule(
     X, bag_ptr, y = data
     bags = split(X, bag_ptr)
     params = dict(C=C, kernel=kernel, gamma="scale", class_weight=weights, inner_tol=1e-6)
-    est = fit(cls, bags, y, eta=eta, **params)
+    est = fit(cls, bags, y, eta=eta, **params, **on_the_papers_problem(cls))
     smil = fit(milsvm.sMIL, bags, y, **params)
     # the first stage is sMIL fitted on its own, bit for bit
     assert isinstance(est.first_stage_, milsvm.sMIL)
@@ -212,7 +219,7 @@ def test_the_two_rules_differ_where_the_package_and_misvm_do():
     """sbMIL keeps at least one positive per positive bag; sAwMIL's floor is 5 % of L."""
     bags, y = easy_bags(4, n_bags=40)
     a = fit(milsvm.sbMIL, bags, y, C=10.0, eta=0.01)
-    b = fit(milsvm.sAwMIL, bags, y, C=10.0, kernel="rbf", eta=0.01)
+    b = fit(milsvm.sAwMIL, bags, y, C=10.0, kernel="rbf", eta=0.01, first_stage_problem="paper")
     L = sum(len(bag) for bag, label in zip(bags, y) if label == 1)
     assert a.n_positive_instances_ == 20  # P = 20 positive bags
     assert b.n_positive_instances_ == max(1, int(0.05 * L))
@@ -270,7 +277,7 @@ def test_bad_input_is_refused(cls):
 def test_multiclass_is_one_vs_rest(cls):
     bags, y = three_class_bags(n_bags=24)
     multi = assert_one_vs_rest(
-        lambda: cls(C=10.0, kernel="rbf", eta=0.3, inner_tol=1e-9),
+        lambda: cls(C=10.0, kernel="rbf", eta=0.3, inner_tol=1e-9, **on_the_papers_problem(cls)),
         bags,
         y,
         per_problem=("n_support_", "threshold_", "n_positive_instances_", "instance_labels_"),
@@ -422,7 +429,7 @@ def test_first_stage_on_the_sawmil_problem_matches_slsqp(seed, kernel):
     """``first_stage_problem="sawmil"``: the first stage's dual objective and its instance
     scores (without the bias, which neither rule sees) equal an SLSQP solution of the package's
     problem, and the relabelling follows sAwMIL's rule on those scores. The paper's problem
-    (the default) gives other scores on the same bags."""
+    gives other scores on the same bags."""
     from conftest import random_bags
 
     bags, y = random_bags(seed, n_bags=10, d=2, max_size=5)
@@ -431,7 +438,7 @@ def test_first_stage_on_the_sawmil_problem_matches_slsqp(seed, kernel):
     C, gamma = 1.5, 0.7
     params = dict(C=C, kernel=kernel, gamma=gamma, eta=0.3, inner_tol=1e-9)
     est = fit(milsvm.sAwMIL, bags, y, first_stage_problem="sawmil", **params)
-    paper = fit(milsvm.sAwMIL, bags, y, **params)
+    paper = fit(milsvm.sAwMIL, bags, y, first_stage_problem="paper", **params)
     ref_obj, units, ay, k = sawmil_form_reference(bags, y, C, kernel, gamma)
     first = est.first_stage_
     assert first.objective_ == pytest.approx(ref_obj, rel=1e-5, abs=1e-7)
@@ -447,7 +454,6 @@ def test_first_stage_on_the_sawmil_problem_matches_slsqp(seed, kernel):
         ).max()
         > 1e-2
     )
-    assert milsvm.sAwMIL().first_stage_problem == "paper"
 
 
 def test_first_stage_problem_is_checked_and_saved(tmp_path):
@@ -459,3 +465,61 @@ def test_first_stage_problem_is_checked_and_saved(tmp_path):
     back = milsvm.load(tmp_path / "m.json")
     assert back.first_stage_problem == "sawmil"
     np.testing.assert_array_equal(back.decision_function(bags), est.decision_function(bags))
+
+
+def test_the_default_first_stage_is_the_packages_problem():
+    """sAwMIL's default first stage is the ``sawmil`` package's problem: bit for bit the fit with
+    ``first_stage_problem="sawmil"``. On bags of different sizes the paper's problem picks other
+    instances and gives another model; sbMIL keeps the paper's problem (its first stage is sMIL,
+    ``test_first_stage_is_smil_and_the_relabelling_follows_the_rule``)."""
+    from conftest import random_bags
+
+    assert milsvm.sAwMIL().first_stage_problem == "sawmil"
+    assert "first_stage_problem" not in milsvm.sbMIL().get_params()
+    bags, y = random_bags(3, n_bags=16, d=2, max_size=8)
+    for b, label in zip(bags, y):
+        b[0] += 2.0 * label
+    params = dict(C=1.0, kernel="rbf", gamma=0.5, eta=0.3)
+    default = fit(milsvm.sAwMIL, bags, y, **params)
+    sawmil = fit(milsvm.sAwMIL, bags, y, first_stage_problem="sawmil", **params)
+    paper = fit(milsvm.sAwMIL, bags, y, first_stage_problem="paper", **params)
+    for name in ("instance_labels_", "dual_coef_", "intercept_", "threshold_"):
+        np.testing.assert_array_equal(getattr(default, name), getattr(sawmil, name))
+    np.testing.assert_array_equal(default.decision_function(bags), sawmil.decision_function(bags))
+    np.testing.assert_array_equal(default.first_stage_.dual_coef_, sawmil.first_stage_.dual_coef_)
+    assert not np.array_equal(paper.instance_labels_, default.instance_labels_)
+    assert np.abs(paper.decision_function(bags) - default.decision_function(bags)).max() > 1e-3
+    # one witness among four instances a bag: the package's problem asks a positive bag's
+    # summed score sum_x w.phi(x) + b to reach (n - 2)/n > 0, against its three noise instances
+    # (scored low like the negative bags'), and picks noise; the paper's asks the mean to reach
+    # (2 - n)/n, one instance at +1 (the guide's example)
+    bags, y = three_class_bags(n_bags=24)
+    y = (y == "a").astype(int)
+    params = dict(C=10.0, kernel="rbf", gamma=0.5, eta=0.3)
+    assert fit(milsvm.sAwMIL, bags, y, first_stage_problem="paper", **params).score(bags, y) == 1
+    assert fit(milsvm.sAwMIL, bags, y, **params).score(bags, y) < 0.8
+
+
+def test_files_written_before_the_parameter_load_with_the_papers_problem(tmp_path):
+    """``models_v7/sAwMIL_paper.json`` was saved by milsvm 0.2.0, before ``first_stage_problem``
+    existed (its first stage was the paper's problem): it loads with ``"paper"`` and scores as
+    it did then (``sAwMIL_paper_scores.npy``: its scores of ``easy_bags(4)`` when written). The
+    first stage shapes the fit, not the model, so the scores do not depend on it."""
+    data = Path(__file__).resolve().parent / "data" / "models_v7"
+    doc = json.loads((data / "sAwMIL_paper.json").read_text())
+    assert doc["version"] == 7 and "first_stage_problem" not in doc["params"]
+    old = milsvm.load(data / "sAwMIL_paper.json")
+    assert old.first_stage_problem == "paper"
+    bags, _ = easy_bags(4)
+    np.testing.assert_array_equal(
+        old.decision_function(bags), np.load(data / "sAwMIL_paper_scores.npy")
+    )
+    # refitting the loaded estimator solves the problem the file was fitted with
+    train, ytr = easy_bags(3)
+    refit = fit(milsvm.sAwMIL, train, ytr, **old.get_params())
+    want = fit(milsvm.sAwMIL, train, ytr, C=1.0, eta=0.5, first_stage_problem="paper")
+    np.testing.assert_array_equal(refit.first_stage_.dual_coef_, want.first_stage_.dual_coef_)
+    # a file of today's default keeps it
+    est = fit(milsvm.sAwMIL, train, ytr, C=1.0, eta=0.5)
+    est.save(tmp_path / "m.json")
+    assert milsvm.load(tmp_path / "m.json").first_stage_problem == "sawmil"

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use common::{toy, TestResult};
 use milsvm::params::Value;
-use milsvm::two_stage::{sawmil_positives, sbmil_positives, Relabel};
+use milsvm::two_stage::{sawmil_positives, sbmil_positives, FirstStageProblem, Relabel};
 use milsvm::{
     Cancel, Error, Hyperparams, KernelKind, Observer, ParamGuard, SilParams, SmilParams,
     TwoStageParams,
@@ -17,15 +17,22 @@ use milsvm::{
 
 #[test]
 fn one_declaration_with_a_constructor_per_method() -> TestResult {
-    // sbMIL's defaults are the declared ones; sAwMIL's kernel is the linear one (the package's)
+    // sbMIL's defaults are the declared ones (the paper's first stage); sAwMIL's kernel is the
+    // linear one and its first stage the package's problem (the `sawmil` package's defaults)
     assert_eq!(TwoStageParams::sbmil(), TwoStageParams::new());
+    assert_eq!(
+        *TwoStageParams::sbmil().check()?.first_stage_problem(),
+        FirstStageProblem::Paper
+    );
     let sawmil = TwoStageParams::sawmil().check()?;
     assert_eq!(*sawmil.relabel(), Relabel::Sawmil);
     assert_eq!(*sawmil.kernel(), KernelKind::Linear);
+    assert_eq!(*sawmil.first_stage_problem(), FirstStageProblem::Sawmil);
     // the rule by name, as the binding sets it
     let mut p = TwoStageParams::new();
     p.set("relabel", &Value::Str("sawmil".into()))?;
     p.set("kernel", &Value::Str("linear".into()))?;
+    p.set("first_stage_problem", &Value::Str("sawmil".into()))?;
     assert_eq!(p, TwoStageParams::sawmil());
     assert_eq!(
         p.set("relabel", &Value::Str("smil".into())),

@@ -7,6 +7,8 @@ package)."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from ._base import SingleSVMClassifier
@@ -21,18 +23,22 @@ _STAGES = """    The two stages, on each binary problem (one-vs-rest beyond two 
     problem relabelled on its own):
 
     1. sMIL (:class:`milsvm.sMIL`, the same ``C``, ``kernel``, ``gamma``, ``class_weight``,
-       ``inner_tol``, ``inner_max_iter``, its default ``bag_score``) on the training bags; its
-       score of an instance taken as a bag of one, ``s(x) = sum_t c_t k(x_t, x) + b``, ranks
-       the ``L`` instances of the ``P`` positive bags, across all of them at once (one
-       threshold, not one per bag). No per-bag term enters: an instance's rank does not depend
-       on its bag's size (``b`` holds sMIL's one learnt threshold, a constant the rules
-       below do not see).
+       ``inner_tol``, ``inner_max_iter``, its default ``bag_score``) on the training bags
+       (sAwMIL: by default the ``sawmil`` package's form of its problem, see
+       ``first_stage_problem``); its score of an instance taken as a bag of one,
+       ``s(x) = sum_t c_t k(x_t, x) + b``, ranks the ``L`` instances of the ``P`` positive
+       bags, across all of them at once (one threshold, not one per bag). No per-bag term
+       enters: an instance's rank does not depend on its bag's size (``b`` holds sMIL's one
+       learnt threshold, a constant the rules below do not see).
     2. The instances of negative bags are labelled negative; of the positive bags' instances,
        those the rule below picks are positive and the others negative. One C-SVM over all
        training instances with these labels (:class:`milsvm.SIL`'s SVM: instance ``t`` of bag
        ``i`` costs ``C * class_weight[y_i]``, the problem ``sklearn.svm.SVC`` solves with those
        per-sample weights), ``f(x) = sum_t a_t y_t k(x_t, x) + b``; a bag scores the max of its
-       instances' scores, ``F(X) = max_p f(x_p)``."""
+       instances' scores, ``F(X) = max_p f(x_p)``.
+
+    Which bag score and which first-stage problem each estimator of the sMIL family uses, and
+    why (with the benchmark's numbers): docs/guide/smil-bag-scores.md."""
 
 _ATTRS = f"""{attr("xv_", "coef_", "intercept_")}
     n_support_ : int or ndarray
@@ -179,25 +185,30 @@ class sAwMIL(_TwoStage):
     positive at all; milsvm has none (the package's behaviour with a mask of ones). The kernel
     defaults to the linear one, as in the package.
 
-    Where milsvm differs from the package: the first stage is milsvm's sMIL (the paper's dual
-    linear term ``(2 - n) / n`` for a positive bag of ``n`` instances, where sawmil 0.2.1 has
-    the opposite sign; the bias from the SMO's optimality conditions; costs ``C`` times the
-    class weights, where sawmil's ``scale_C=True`` divides ``C`` by the numbers of negative
-    instances and of positive bags, ratios ``class_weight`` can give), and both QPs are solved
-    by milsvm's SMO to ``inner_tol`` (sawmil: Gurobi, OSQP or DAQP).
-    ``first_stage_problem="sawmil"`` solves the package's first-stage problem instead: the instance
-    kernel summed over a positive bag (its default ``normalizer="none"``; sMIL averages it) and
-    the positive bags' linear term ``(n - 2) / n``. With the same ``C`` and kernel, each side
-    on the other's problem gives the other's AUC (docs/guide/smil-bag-scores.md).
+    The first stage solves the package's problem by default (``first_stage_problem="sawmil"``,
+    sawmil 0.2.1's sMIL with its default ``normalizer="none"``): the instance kernel summed over
+    a positive bag (:class:`milsvm.sMIL` averages it) and the positive bags' dual linear term
+    ``(n - 2) / n`` for ``n`` instances (the paper's is ``(2 - n) / n``). With it milsvm ranks
+    as the package does (the same AUC on MUSK1 and Elephant), which is what sAwMIL names.
+    ``first_stage_problem="paper"`` solves Bunescu & Mooney's sMIL instead (sbMIL's first
+    stage), which ranks better on MUSK2 and the text sets. The numbers and the benchmark:
+    docs/guide/smil-bag-scores.md, "sbMIL and sAwMIL".
+
+    Where milsvm still differs from the package: the first stage's bias comes from the SMO's
+    optimality conditions (which the rule does not see), costs are ``C`` times the class
+    weights (sawmil's ``scale_C=True`` divides ``C`` by the numbers of negative instances and
+    of positive bags, ratios ``class_weight`` can give), and both QPs are solved by milsvm's SMO
+    to ``inner_tol`` (sawmil: Gurobi, OSQP or DAQP).
 
     Parameters
     ----------
 {param("C", "kernel", "gamma", kernel={"default": "linear"})}
     eta : float, default=0.1
         The share of the positive bags' instances labelled positive, in (0, 1].
-    first_stage_problem : {{"paper", "sawmil"}}, default="paper"
-        The first stage's problem: Bunescu & Mooney's sMIL, or the ``sawmil`` package's (summed
-        kernel, the positive bags' linear term negated).
+    first_stage_problem : {{"sawmil", "paper"}}, default="sawmil"
+        The first stage's problem: the ``sawmil`` package's (summed kernel, the positive bags'
+        linear term negated), or Bunescu & Mooney's sMIL. Model files written before the
+        default changed load with ``"paper"``, the problem they were fitted with.
 {SMO_PARAMS}
 
     Attributes
@@ -208,5 +219,12 @@ class sAwMIL(_TwoStage):
     _core_fixed = {"relabel": "sawmil"}
 
     _init_params = (*SVM_HEAD, "eta", "first_stage_problem", *SMO_TAIL)
-    #: the ``sawmil`` package's kernel (Rust ``TwoStageParams::sawmil()``)
-    _init_defaults = {"kernel": "linear"}
+    #: the ``sawmil`` package's kernel and first-stage problem (Rust ``TwoStageParams::sawmil()``)
+    _init_defaults = {"kernel": "linear", "first_stage_problem": "sawmil"}
+
+    def _loaded(self):
+        super()._loaded()
+        # the first stage shapes the fit only, not the model: files written before the
+        # parameter existed were fitted on the paper's problem, and say so
+        if "first_stage_problem" not in json.loads(self.model_.params_json):
+            self.first_stage_problem = "paper"
