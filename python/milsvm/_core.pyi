@@ -339,6 +339,28 @@ class OneClassFit:
     inner_converged: bool
     """Whether every SMO solve met its tolerance."""
 
+class Partition:
+    """One partition of a distributed fit, held by the worker that built it: the dense rows of its
+    bags (float32 or float64, read in place), their labels and the per-row state of the solve.
+    Its answers to the driver's rounds are `d`-vectors and scalars (`round`). It is never
+    pickled: a partition does not move.
+    """
+    def __init__(
+        self,
+        x: Instances,
+        bag_ptr: NDArray[np.int64],
+        lo: int,
+        n_bags: int,
+        targets: NDArray[np.float64],
+        costs: NDArray[np.float64],
+        params: Params,
+    ) -> None: ...
+    def round(self, op: str, v: NDArray[np.float64], s: Sequence[float]) -> NDArray[np.float64]:
+        """Answers the round `op` with the vector `v` and the scalars `s`: this partition's part
+        of the round's sums (tree nodes, flattened), or its counts.
+        """
+        ...
+
 class ReducedSetFit:
     """A fitted RS (the Rust [`ReducedSetFit`])."""
     model: Model
@@ -443,6 +465,15 @@ class TwoStageFit:
     threshold: List[float]
     """Per problem, the smallest first-stage score labelled positive."""
 
+
+def annealing_binary_problem(
+    labels: NDArray[np.int64],
+    params: Params,
+) -> Tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The per-bag targets (+1 for class 1, else -1) and costs (`C` times the class weight) of
+    the binary problem of `labels` (class indices 0 and 1) under `params`.
+    """
+    ...
 
 def check_annealing(params: Params) -> None:
     """Checks the parameters of this fit without data, as the fit parses and checks them:
@@ -557,6 +588,22 @@ def fit_annealing(
     """Fits a method of the annealing family with the parameters of `params` (names as in
     `milsvm.ALSVM` and its siblings, plus `method`: `"al"`, `"aw"`, `"alp"`, `"mi"` or
     `"MI"`, `seed` and `init_xv`).
+    """
+    ...
+
+def fit_annealing_distributed(
+    dispatch: Any,
+    bag_ptr: NDArray[np.int64],
+    labels: NDArray[np.int64],
+    params: Params,
+    n_features: int,
+    gamma: float,
+) -> AnnealingFit:
+    """The fit of mi-SVM or MI-SVM (linear, two classes) on bags held by partitions: the driver
+    runs the fit without the GIL and calls `dispatch(op, v, s)` once per round, which sends the
+    round to every `Partition` and returns their replies in partition order. `bag_ptr`: the
+    offsets of every bag in partition order; `labels`: their class indices; `gamma`: the width
+    the fit records. Returns what `fit_annealing` returns on the same bags.
     """
     ...
 
