@@ -23,6 +23,9 @@ import dask.bag as db  # noqa: E402
 from milsvm.distributed import PartitionLost  # noqa: E402
 from milsvm.distributed import fit as dfit  # noqa: E402
 
+# the small fits stop at max_iter=3 (the in-process fits they are compared with too)
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
 
 @pytest.fixture(scope="module")
 def client():
@@ -93,7 +96,6 @@ def model_bytes(est, tmp_path, tag):
     return path.read_bytes()
 
 
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize(
     "cls, dtype, partitions",
     [

@@ -32,6 +32,10 @@ def _peak_rss_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _import_milsvm():
+    import milsvm  # noqa: F401
+
+
 def _rss_mib():
     import psutil
 
@@ -76,6 +80,7 @@ def main():
         bags = db.from_delayed(
             [dask.delayed(_partition)(k, per_part, size, d) for k in range(parts)]
         )
+        client.run(_import_milsvm)  # the baseline: a worker with milsvm loaded
         before = client.run(_rss_mib)
         start = time.perf_counter()
         est = fit(milsvm.MISVM(kernel="linear", C=1.0), bags, y, client=client)
