@@ -5,9 +5,9 @@ models::
 
     python benches/scale.py distributed --bags 200 --bag-size 1000 --features 512 --workers 2
 
-The bags are generated on the workers (partition ``k`` from the seed ``(0, k)``: standard
-normal float32 rows, the first instance of every positive bag moved along 8 features), so the
-driver never holds them; ``--compare`` generates the same bags here too.
+The bags are generated on the workers (bag ``i`` from the seed ``(0, i)``: standard normal
+float32 rows, the first instance of every positive bag moved along 8 features), so the driver
+never holds them; ``--compare`` generates the same bags here too.
 """
 
 import argparse
@@ -19,13 +19,15 @@ import numpy as np
 
 
 def _partition(k, per_part, bag_size, d):
-    """The bags of partition ``k`` (rows float32)."""
-    rng = np.random.default_rng((0, k))
-    x = rng.standard_normal((per_part * bag_size, d), dtype=np.float32)
-    for i in range(per_part):
-        if (k * per_part + i) % 2:
-            x[i * bag_size, :8] += 3.0
-    return list(np.split(x, per_part))
+    """The bags of partition ``k`` (rows float32): bag ``i`` from the seed ``(0, i)``, so the
+    bags do not depend on the partitioning."""
+    out = []
+    for i in range(k * per_part, (k + 1) * per_part):
+        x = np.random.default_rng((0, i)).standard_normal((bag_size, d), dtype=np.float32)
+        if i % 2:
+            x[0, :8] += 3.0
+        out.append(x)
+    return out
 
 
 def _peak_rss_mib():
