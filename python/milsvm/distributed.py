@@ -24,6 +24,7 @@ is imported.
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import numpy as np
@@ -323,7 +324,7 @@ class _Rounds:
             try:
                 wait(futures, timeout=min(1.0, max(deadline - time.monotonic(), 0.01)))
                 break
-            except TimeoutError as exc:
+            except (TimeoutError, asyncio.TimeoutError) as exc:  # distinct before Python 3.11
                 alive = set(self.client.scheduler_info()["workers"])
                 lost = [k for k, w in enumerate(self.where) if w not in alive]
                 if lost or time.monotonic() >= deadline:
