@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Scale and memory: fits on pathology-sized embedding bags, every estimator's defaults,
-the peak RSS of float64 input, a folder of slides."""
+the peak RSS of float64 input, one fit on a Dask cluster, a folder of slides."""
 
 from _common import Benchmark, run_driver
 
@@ -17,6 +17,11 @@ BENCHMARKS = {
         "f64_rss",
         "peak RSS of a linear fit on 781 MiB of float64 bags",
         smoke=("--bags", "20", "--bag-size", "100", "--features", "32"),
+    ),
+    "distributed": Benchmark(
+        "distributed_fit",
+        "one linear MISVM fit on a Dask LocalCluster: rounds, bytes, workers' peak memory",
+        smoke=("--bags", "8", "--bag-size", "20", "--features", "16", "--compare"),
     ),
     "slides": Benchmark("slides", "a synthetic CLAM folder: patient-level CV, heatmaps, report"),
 }

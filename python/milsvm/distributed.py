@@ -1,10 +1,16 @@
-"""Scoring large bag collections on a Dask cluster.
+"""One fit, and the scoring of large bag collections, on a Dask cluster.
 
 A single milsvm fit or prediction already uses every local core (``n_jobs``). This module is
 for the case where the *collection* is the problem: more bags than fit in one process's memory,
-bags that live in many files, or a cluster that should share the work. It maps a fitted
-estimator over the partitions of a :class:`dask.bag.Bag` whose elements are bags, so each task
-makes one vectorised call (``decision_function``, ``predict``, ...) on a whole partition.
+bags that live in many files, or a cluster that should share the work.
+
+* :func:`fit` fits one estimator on bags held by the workers: each partition of a
+  :class:`dask.bag.Bag` of bags stays on the worker that loaded it, and the driver runs the
+  solver's outer logic, one round of per-partition partial sums per pass over the data. The
+  model is bit for bit the model of ``estimator.fit(list_of_bags, y)``.
+* :func:`score_bags` maps a fitted estimator over the partitions of a :class:`dask.bag.Bag`
+  whose elements are bags, so each task makes one vectorised call (``decision_function``,
+  ``predict``, ...) on a whole partition.
 
 Cross-validation and grid searches need nothing from this module: scikit-learn's
 ``GridSearchCV(n_jobs=...)`` and ``cross_val_score(n_jobs=...)`` run milsvm estimators in
@@ -18,9 +24,12 @@ is imported.
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import numpy as np
 
-__all__ = ["score_bags"]
+__all__ = ["PartitionLost", "fit", "score_bags"]
 
 _INSTALL_HINT = (
     "milsvm.distributed needs dask (dask[bag]) and distributed; install them with "
@@ -157,3 +166,412 @@ def score_bags(
     if not results:
         raise ValueError("the bag collection is empty: there is nothing to score")
     return np.asarray(results)
+
+
+#: The estimators :func:`fit` supports (with ``kernel="linear"``).
+SUPPORTED = ("miSVM", "MISVM")
+
+#: Seconds a round may take before :func:`fit` gives up (``timeout=None`` in :func:`fit`).
+DEFAULT_ROUND_TIMEOUT = 600.0
+
+
+class PartitionLost(RuntimeError):
+    """A partition's per-row state was lost mid-fit (its worker died and Dask rebuilt the
+    partition elsewhere from its graph)."""
+
+
+class _Held:
+    """A partition kernel on its worker with the fit attempt it serves: a kernel rebuilt by
+    Dask after its worker died has lost its per-row state, which the attempt number detects.
+    Never pickled (it stays on its worker); its size is its rows', so that the scheduler
+    never plans to move it."""
+
+    def __init__(self, kernel, nbytes):
+        self.kernel = kernel
+        self.nbytes = nbytes
+        self.attempt = None
+
+    def __sizeof__(self):
+        return self.nbytes
+
+    def __reduce__(self):
+        raise TypeError(
+            "a milsvm partition stays on the worker that built it and cannot be pickled"
+        )
+
+
+def _partition_sizes(partition, index):
+    """Runs on a worker: each bag's rows, the width and the dtype of partition ``index``,
+    with the refusals of bad bags (naming the partition and the bag within it)."""
+    lengths, width, dtype = [], None, None
+    for j, bag in enumerate(partition):
+        where = f"partition {index}, bag {j} (its index within the partition)"
+        if not isinstance(bag, np.ndarray):
+            raise TypeError(
+                f"{where} is a {type(bag).__name__}: milsvm.distributed.fit needs NumPy arrays "
+                "(dense float32 or float64, one 2-D array per bag)"
+            )
+        if bag.ndim != 2:
+            raise ValueError(f"{where} has {bag.ndim} dimensions; a bag is a 2-D array")
+        if bag.dtype not in (np.float32, np.float64):
+            raise TypeError(
+                f"{where} has dtype {bag.dtype}; milsvm.distributed.fit takes float32 or float64"
+            )
+        if bag.shape[0] == 0 or bag.shape[1] == 0:
+            raise ValueError(f"{where} is empty (shape {bag.shape})")
+        if width is None:
+            width, dtype = bag.shape[1], bag.dtype.str
+        elif bag.shape[1] != width:
+            raise ValueError(f"{where} has {bag.shape[1]} features, the partition's first {width}")
+        elif bag.dtype.str != dtype:
+            raise TypeError(f"{where} has dtype {bag.dtype}, the partition's first bag {dtype}")
+        lengths.append(bag.shape[0])
+    return lengths, width, dtype
+
+
+def _build_partition(partition, index, lo, n_bags, width, dtype, targets, costs, params):
+    """Runs on a worker: the kernel of partition ``index`` (bags ``lo, lo + 1, ...``)."""
+    from . import _core
+
+    bags = list(partition)
+    bag_ptr = np.zeros(len(bags) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in bags], out=bag_ptr[1:])
+    if bags:
+        x = np.ascontiguousarray(np.concatenate(bags), dtype=dtype)
+    else:
+        x = np.zeros((0, width), dtype=dtype)
+    del bags, partition
+    try:
+        # fresh copies: arrays unpickled from Dask's frames can be misaligned
+        kernel = _core.Partition(x, bag_ptr, lo, n_bags, np.array(targets), np.array(costs), params)
+    except ValueError as exc:
+        raise ValueError(f"partition {index}: {exc}") from exc
+    return _Held(kernel, x.nbytes)
+
+
+def _round(held, attempt, first, op, v, s):
+    """Runs on the worker holding ``held``: one round of the fit attempt ``attempt``."""
+    if held.attempt != attempt:
+        if not first:
+            raise PartitionLost(
+                "a partition lost its state mid-fit (its worker died and it was rebuilt)"
+            )
+        held.attempt = attempt
+    return held.kernel.round(op, np.array(v, dtype=np.float64), s)  # aligned (as above)
+
+
+def _fold_values(held, state):
+    """Runs on the worker holding ``held``: the running (sum, sum of squares) of the values,
+    continued from ``state`` (the width rule ``gamma="scale"`` in row order)."""
+    return held.kernel.round("fold_values", np.zeros(0), list(state))
+
+
+class _Rounds:
+    """The dispatcher the Rust driver calls once per round: the round sent to every
+    partition's kernel as one task each, pinned to the worker that holds it (the kernel never
+    moves); the replies in partition order. Counts the rounds and the bytes of the messages
+    (round arguments sent to each partition, and the replies). A pinned worker that leaves the
+    cluster ends the round with :class:`PartitionLost` (Dask rebuilds its partitions from their
+    graph elsewhere; :meth:`place` pins the rounds to them)."""
+
+    def __init__(self, client, kernels, timeout, hook):
+        self.client = client
+        self.kernels = kernels
+        self.timeout = timeout
+        self.hook = hook
+        self.rounds = 0
+        self.nbytes = 0
+        self.attempt = 0
+        self.first = True
+        self.where = []
+
+    def place(self):
+        """Waits for every kernel (rebuilt ones included) and pins the rounds to their
+        workers."""
+        from distributed import wait
+
+        wait(self.kernels, timeout=self.timeout)
+        for f in self.kernels:
+            if f.status == "error":
+                f.result()  # raises the partition's error (bad bags)
+        who = self.client.who_has(self.kernels)
+        self.where = [who[k.key][0] for k in self.kernels]
+
+    def __call__(self, op, v, s):
+        from distributed import wait
+
+        tag = f"milsvm-round-{self.attempt}-{self.rounds}"
+        s = list(s)
+        futures = [
+            self.client.submit(
+                _round,
+                kernel,
+                self.attempt,
+                self.first,
+                op,
+                v,
+                s,
+                key=f"{tag}-{k}",
+                workers=[where],
+                allow_other_workers=False,
+                pure=False,
+            )
+            for k, (kernel, where) in enumerate(zip(self.kernels, self.where))
+        ]
+        self.first = False
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                wait(futures, timeout=min(1.0, max(deadline - time.monotonic(), 0.01)))
+                break
+            except (TimeoutError, asyncio.TimeoutError) as exc:  # distinct before Python 3.11
+                alive = set(self.client.scheduler_info()["workers"])
+                lost = [k for k, w in enumerate(self.where) if w not in alive]
+                if lost or time.monotonic() >= deadline:
+                    for f in futures:
+                        f.cancel()
+                if lost:
+                    raise PartitionLost(
+                        f"the worker holding partition {lost[0]} left the cluster mid-fit "
+                        f"(round {self.rounds}, {op!r})"
+                    ) from exc
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(
+                        f"milsvm.distributed.fit: round {self.rounds} ({op!r}) took more than "
+                        f"{self.timeout} s"
+                    ) from exc
+        # fresh copies: arrays unpickled from Dask's frames can be misaligned
+        replies = [np.array(r, dtype=np.float64) for r in self.client.gather(futures)]
+        self.rounds += 1
+        self.nbytes += len(futures) * (np.asarray(v).nbytes + 8 * len(s)) + sum(
+            r.nbytes for r in replies
+        )
+        if self.hook is not None:
+            self.hook(self.rounds, op)
+        return replies
+
+
+def _check_supported(estimator):
+    """NotImplementedError unless ``estimator`` takes the distributed route."""
+    name = type(estimator).__name__
+    supported = ", ".join(f"{s}(kernel='linear')" for s in SUPPORTED)
+    params = estimator.get_params(deep=False) if hasattr(estimator, "get_params") else {}
+    if name not in SUPPORTED or type(estimator).__module__ != "milsvm.annealing":
+        raise NotImplementedError(f"milsvm.distributed.fit supports {supported}; got {name}")
+    unsupported = []
+    if params.get("kernel") != "linear":
+        unsupported.append(f"kernel={params.get('kernel')!r}")
+    if params.get("solver") == "kernel":
+        unsupported.append("solver='kernel'")
+    if params.get("n_xv") not in ("auto", None) or not isinstance(params.get("xv_init"), str):
+        unsupported.append("a reduced basis (n_xv / xv_init)")
+    if params.get("probability"):
+        unsupported.append("probability=True")
+    gamma = params.get("gamma")
+    if isinstance(gamma, str) and gamma != "scale":
+        unsupported.append(f"gamma={gamma!r}")
+    if unsupported:
+        raise NotImplementedError(
+            f"milsvm.distributed.fit supports {supported} (the linear solver); "
+            f"{name} with {', '.join(unsupported)} is not supported"
+        )
+
+
+def fit(estimator, bags, y, *, client=None, timeout=None, max_restarts=3, _round_hook=None):
+    """Fit ``estimator`` on bags held by the workers of a Dask cluster: one fit, data in place.
+
+    The partitions of ``bags`` are loaded on the workers and stay there, each in a partition
+    kernel (its rows in float32 or float64, as given, and the per-row state of the fit). The
+    driver (this process) runs the solver's outer logic on ``d``-vectors and scalars: each pass
+    over the data is one round of one task per partition, run by the worker that holds it, whose
+    reply is that partition's part of every sum (nodes of the fixed summation tree over the
+    bags). The fitted model is bit for bit the model of ``estimator.fit(list_of_bags, y)``, for
+    any number of partitions and workers.
+
+    Supported: :class:`milsvm.miSVM` and :class:`milsvm.MISVM` with ``kernel="linear"`` (the
+    linear solver), two classes, ``gamma`` a number or ``"scale"`` (recorded in ``gamma_``;
+    the linear kernel does not use it). The others raise ``NotImplementedError``.
+
+    Parameters
+    ----------
+    estimator : miSVM or MISVM
+        The estimator to fit (its parameters as set); it is fitted in place and returned.
+    bags : dask.bag.Bag
+        One element per bag, in the order of ``y``: a 2-D NumPy array (``n_instances x
+        n_features``, float32 or float64; every bag of one dtype and width). A bag never crosses
+        a partition. Empty partitions are allowed. The collection is computed twice: once for
+        the bags' sizes, once to load the partitions into their kernels (persist it, or build it
+        from cheap loaders, e.g. ``dask.bag.from_sequence(paths).map(np.load)``).
+    y : array-like of shape (n_bags,)
+        Two labels (``classes_[1]`` is positive).
+    client : distributed.Client, optional
+        The client of the cluster (default: the current one, ``distributed.get_client()``).
+    timeout : float, optional
+        Seconds a round may take (default ``DEFAULT_ROUND_TIMEOUT``, 600); beyond it the fit
+        raises ``TimeoutError`` instead of waiting for lost or busy workers.
+    max_restarts : int, default=3
+        How often the fit starts over when a worker holding a partition is lost mid-fit. Dask
+        rebuilds the lost partition from its graph on another worker; the per-row state of the
+        fit is a cache of the iterates, so the fit restarts from its first round on every
+        partition and ends at the same bits as an undisturbed fit. With ``0`` a lost
+        partition raises :class:`PartitionLost`.
+
+    Returns
+    -------
+    estimator
+        The estimator, fitted: an ordinary fitted estimator (``predict``, ``decision_function``,
+        ``save``, ``explain``, ...). Besides the fitted attributes of the estimator, it records:
+
+        - ``distributed_rounds_`` (int): the rounds of per-partition tasks, all attempts;
+        - ``distributed_bytes_`` (int): the bytes of the rounds' messages, driver to every
+          partition and back (round arguments and replies; the labels ``p_`` gathered once at
+          the end included; Dask's own protocol not included);
+        - ``distributed_partitions_`` (int): the partitions;
+        - ``distributed_restarts_`` (int): the restarts after a lost partition.
+
+    Raises
+    ------
+    NotImplementedError
+        An unsupported estimator or configuration (the message names the supported ones).
+    TypeError
+        ``bags`` is not a :class:`dask.bag.Bag`, or a bag is not a float32 / float64 NumPy
+        array, or the bags' dtypes differ.
+    ValueError
+        A bag that is not 2-D or is empty, widths that differ, a label count other than the
+        number of bags, a non-finite value, or a collection without bags (the message names
+        the partition and the bag).
+    PartitionLost
+        A partition lost mid-fit more than ``max_restarts`` times.
+    TimeoutError
+        A round took longer than ``timeout``.
+
+    Examples
+    --------
+    >>> from distributed import Client, LocalCluster                  # doctest: +SKIP
+    >>> import dask.bag as db                                         # doctest: +SKIP
+    >>> with LocalCluster(n_workers=2, threads_per_worker=1) as cluster, Client(cluster):
+    ...     clf = milsvm.distributed.fit(
+    ...         milsvm.MISVM(kernel="linear"), db.from_sequence(bags, npartitions=8), y
+    ...     )                                                         # doctest: +SKIP
+    """
+    import types
+
+    import dask
+
+    _import_dask()
+    import dask.bag as db
+    from distributed import get_client
+
+    from . import _core
+    from ._inputs import encode_labels
+
+    start = time.perf_counter()
+    _check_supported(estimator)
+    if not isinstance(bags, db.Bag):
+        raise TypeError(
+            f"bags must be a dask.bag.Bag of 2-D arrays (one element per bag), got "
+            f"{type(bags).__name__}"
+        )
+    if max_restarts is None or isinstance(max_restarts, bool) or int(max_restarts) < 0:
+        raise ValueError(f"max_restarts must be an integer >= 0, got {max_restarts!r}")
+    timeout = DEFAULT_ROUND_TIMEOUT if timeout is None else float(timeout)
+    if not timeout > 0:
+        raise ValueError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+    client = get_client() if client is None else client
+    name = type(estimator).__name__
+
+    parts = bags.to_delayed()
+    sizes = client.gather(
+        client.compute([dask.delayed(_partition_sizes)(p, k) for k, p in enumerate(parts)])
+    )
+    widths = {k: w for k, (_, w, _) in enumerate(sizes) if w is not None}
+    if not widths:
+        raise ValueError("the bag collection holds no bags")
+    if len(set(widths.values())) > 1:
+        first = next(iter(widths))
+        other = next(k for k, w in widths.items() if w != widths[first])
+        raise ValueError(
+            f"the bags' widths differ across partitions: partition {first} has "
+            f"{widths[first]} features, partition {other} {widths[other]}"
+        )
+    dtypes = {dt for _, w, dt in sizes if w is not None}
+    if len(dtypes) > 1:
+        raise TypeError(
+            f"the bags' dtypes differ across partitions ({', '.join(sorted(dtypes))}); give "
+            "every bag as float32, or every bag as float64"
+        )
+    width, dtype = next(iter(widths.values())), np.dtype(dtypes.pop())
+    lengths = [n for ls, _, _ in sizes for n in ls]
+    n_bags = len(lengths)
+    bag_ptr = np.zeros(n_bags + 1, dtype=np.int64)
+    np.cumsum(lengths, out=bag_ptr[1:])
+    classes, labels = encode_labels(y, n_bags, multiclass=True, name=name)
+    if len(classes) != 2:
+        raise NotImplementedError(
+            f"milsvm.distributed.fit fits two classes; y holds {len(classes)}"
+        )
+    params = estimator._core_params(None, classes, labels)
+    targets, costs = _core.annealing_binary_problem(labels, params)
+
+    offsets = np.cumsum([0] + [len(ls) for ls, _, _ in sizes])
+    kernels = client.compute(
+        [
+            dask.delayed(_build_partition, pure=False)(
+                p, k, int(lo), n_bags, width, dtype.str, targets[lo:hi], costs[lo:hi], params
+            )
+            for k, (p, lo, hi) in enumerate(zip(parts, offsets[:-1], offsets[1:]))
+        ]
+    )
+    rounds = _Rounds(client, kernels, timeout, _round_hook)
+    try:
+        rounds.place()
+        gamma = _gamma(estimator.gamma, client, kernels, rounds.where, bag_ptr[-1], width, timeout)
+        restarts = 0
+        while True:
+            try:
+                fit = _core.fit_annealing_distributed(rounds, bag_ptr, labels, params, width, gamma)
+                break
+            except PartitionLost:
+                if restarts >= int(max_restarts):
+                    raise
+                restarts += 1
+                rounds.attempt += 1
+                rounds.first = True
+                rounds.place()
+    finally:
+        for f in kernels:
+            f.release()
+    job = {
+        "name": name,
+        "verbose": 0,
+        "bags": types.SimpleNamespace(bag_ptr=bag_ptr, dtype=dtype, n_features=width),
+        "classes": classes,
+        "labels": labels,
+        "probability": False,
+        "params": params,
+    }
+    estimator._install(job, fit, time.perf_counter() - start)
+    estimator._warn_unconverged(fit)
+    estimator.distributed_rounds_ = rounds.rounds
+    estimator.distributed_bytes_ = int(rounds.nbytes)
+    estimator.distributed_partitions_ = len(kernels)
+    estimator.distributed_restarts_ = restarts
+    return estimator
+
+
+def _gamma(gamma, client, kernels, workers, n_rows, width, timeout):
+    """The width the in-process fit records: a number as given, or ``"scale"``'s
+    ``1 / (d var)`` over every value, summed in row order (partition after partition)."""
+    if not isinstance(gamma, str):
+        return float(gamma)
+    state = (0.0, 0.0)
+    for k, where in zip(kernels, workers):
+        state = tuple(
+            client.submit(_fold_values, k, state, workers=[where], pure=False).result(
+                timeout=timeout
+            )
+        )
+    n = float(n_rows * width)
+    mean = state[0] / n
+    var = max(state[1] / n - mean * mean, 0.0)
+    return 1.0 / (width * var) if var > 0.0 else 1.0

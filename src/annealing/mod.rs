@@ -62,6 +62,9 @@ use crate::solver::linear::{stack_weights, LINEAR_TOL};
 use crate::solver::InnerSolver;
 
 mod bookkeeping;
+/// The fit over partitions held elsewhere (the Python package's Dask route).
+#[cfg(any(feature = "python", test))]
+pub(crate) mod distributed;
 mod run;
 mod svm_step;
 mod updates;

@@ -11,6 +11,7 @@ mod baselines;
 mod convert;
 mod convex_combination;
 mod core_fns;
+mod distributed;
 mod miles;
 mod model;
 mod one_class;
@@ -98,6 +99,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     set_kernel_svm::register(m)?;
     semi_supervised::register(m)?;
     annealing::register(m)?;
+    distributed::register(m)?;
     convex_combination::register(m)?;
     one_class::register(m)?;
     baselines::register(m)?;

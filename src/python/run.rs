@@ -33,7 +33,7 @@ use crate::progress::{Cancel, Observer, Progress};
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
 
 /// The message of a caught panic.
-fn panic_error(payload: Box<dyn std::any::Any + Send>) -> PyErr {
+pub(crate) fn panic_error(payload: Box<dyn std::any::Any + Send>) -> PyErr {
     let msg = payload
         .downcast_ref::<String>()
         .cloned()

@@ -66,6 +66,12 @@ use crate::progress::Cancel;
 use crate::tree_sum::{combine, partial_bags, sum_bags, Node, Tree, TreeValue};
 use faer::linalg::matmul::triangular::{self, BlockStructure};
 
+/// The solve over partitions held elsewhere (the Python package's Dask route).
+#[cfg(any(feature = "python", test))]
+mod partition;
+#[cfg(any(feature = "python", test))]
+pub(crate) use partition::{get_nodes, put_nodes, Dispatch, OwnedPart, Reader, RemoteParts};
+
 /// A line-search step below this says the quadratic model of the last Newton step was poor
 /// (rows crossed their kinks along it); the next system is then solved only to the loose
 /// forcing term 0.1 (module docs).

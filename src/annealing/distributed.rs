@@ -1,0 +1,510 @@
+//! mi-SVM and MI-SVM (linear) over partitions of the bags held elsewhere (the workers of a
+//! Dask cluster): [`PartitionLabels`] is one partition's rows and labels, answering rounds;
+//! [`fit_distributed`] is the driver, which runs the heuristic's rounds
+//! ([`AnnealingValidParams::heuristic_rounds`]) and the Newton-CG driver
+//! ([`crate::solver::linear::drive`]) on `d`-vectors and scalars, every sum combined from the
+//! partitions' nodes in the fixed tree over the bags: the fit in one process, bit for bit.
+//!
+//! The cycle rule compares labellings by a hash: in process, FNV-1a over every label in row
+//! order ([`labelling_hash`]); here, FNV-1a over the partitions' own FNV-1a hashes in partition
+//! order (each computed where its labels are, in parallel). Both are 64-bit hashes of the
+//! whole labelling; they differ only in which pairs of labellings collide (probability about
+//! `k^2 / 2^65` among `k` rounds), so the rounds are the same.
+
+use ndarray::{Array1, Array2};
+
+use super::bookkeeping::BinaryData;
+use super::run::{labelling_hash, Relabelling, FNV_OFFSET};
+use super::{AnnealingFit, AnnealingValidParams};
+use crate::bags::{validate_bag_ptr, Instances};
+use crate::error::{invalid_data, invalid_param, Result};
+use crate::model::{Model, Pooling};
+use crate::params::{KernelKind, SvmRoute};
+use crate::solver::linear::{
+    drive, get_nodes, put_nodes, stack_weights, Dispatch, OwnedPart, Reader, RemoteParts,
+    LINEAR_TOL,
+};
+use crate::tree_sum::{combine, partial_bags};
+
+/// The per-bag targets (`+1` for class 1) and costs (`C` times the class weight) of the
+/// binary problem of `labels` (class indices 0 and 1), as the in-process fit sets them.
+pub(crate) fn binary_problem(
+    params: &AnnealingValidParams,
+    labels: &[usize],
+) -> Result<(Vec<f64>, Vec<f64>)> {
+    if labels.iter().any(|&l| l > 1) || !labels.contains(&0) || !labels.contains(&1) {
+        return Err(invalid_data(
+            "a distributed fit needs two classes (class indices 0 and 1), each with a bag",
+        ));
+    }
+    params.class_weight.validate(2)?;
+    let targets: Vec<f64> = labels
+        .iter()
+        .map(|&l| if l == 1 { 1.0 } else { -1.0 })
+        .collect();
+    let costs = params
+        .class_weight
+        .bag_weights(&targets, labels)
+        .iter()
+        .map(|w| params.c * w)
+        .collect();
+    Ok((targets, costs))
+}
+
+/// Checks that `params` take the distributed route: mi-SVM or MI-SVM with the linear kernel
+/// and the linear solver.
+pub(crate) fn check_distributed(params: &AnnealingValidParams) -> Result<()> {
+    if !params.method.is_heuristic()
+        || params.kernel != KernelKind::Linear
+        || params.route() != SvmRoute::Linear
+    {
+        return Err(invalid_param(
+            "a distributed fit supports miSVM and MISVM with kernel='linear' (the linear solver)"
+                .to_string(),
+        ));
+    }
+    Ok(())
+}
+
+/// One partition of a distributed fit: the rows of its bags (owned) with their labels `p`,
+/// answering the driver's rounds ([`PartitionLabels::answer`]).
+pub(crate) struct PartitionLabels {
+    part: OwnedPart,
+    params: AnnealingValidParams,
+    /// This partition's bag offsets into its rows.
+    ptr: Vec<usize>,
+    lo: usize,
+    n_bags: usize,
+    targets: Vec<f64>,
+    costs: Vec<f64>,
+    p: Vec<f64>,
+}
+
+impl PartitionLabels {
+    /// The bags `[lo, lo + m)` of a data set of `n_bags` bags: their dense rows `x` with `m + 1`
+    /// offsets `bag_ptr`, and each bag's target and cost ([`binary_problem`]).
+    pub(crate) fn new(
+        params: AnnealingValidParams,
+        x: Instances,
+        bag_ptr: Vec<usize>,
+        lo: usize,
+        n_bags: usize,
+        targets: Vec<f64>,
+        costs: Vec<f64>,
+    ) -> Result<Self> {
+        check_distributed(&params)?;
+        let m = bag_ptr.len().saturating_sub(1);
+        if targets.len() != m || costs.len() != m {
+            return Err(invalid_data(format!(
+                "a partition of {m} bags needs {m} targets and costs, got {} and {}",
+                targets.len(),
+                costs.len()
+            )));
+        }
+        // the checks of an in-process fit's bags (offsets, finite values), for a partition
+        // with bags
+        if m > 0 {
+            validate_bag_ptr(&bag_ptr, x.n_rows())?;
+            if let Some(row) = x.rows().first_non_finite_row() {
+                let bag = bag_ptr.partition_point(|&p| p <= row) - 1;
+                return Err(invalid_data(format!(
+                    "bag {} has a non-finite value (NaN or infinity) in instance {}",
+                    lo + bag,
+                    row - bag_ptr[bag]
+                )));
+            }
+        }
+        let part = OwnedPart::new(x, &bag_ptr, lo, n_bags)?;
+        Ok(Self {
+            part,
+            params,
+            ptr: bag_ptr,
+            lo,
+            n_bags,
+            targets,
+            costs,
+            p: Vec::new(),
+        })
+    }
+
+    fn data(&self) -> BinaryData<'_> {
+        BinaryData {
+            bag_ptr: &self.ptr,
+            targets: &self.targets,
+            costs: self.costs.clone(),
+        }
+    }
+
+    /// Answers one round: the labels' rounds (`init`, `costs`, `relabel`, `p_hat`, `labels`,
+    /// `fold_values`) here, the solver's ([`OwnedPart::answer`]) by the rows.
+    pub(crate) fn answer(&mut self, op: &str, v: &[f64], s: &[f64]) -> Result<Vec<f64>> {
+        let method = self.params.method;
+        Ok(match op {
+            "init" => {
+                self.p = self.data().initial_p(method, self.params.init);
+                hash_words(labelling_hash(FNV_OFFSET, &self.p)).to_vec()
+            }
+            "costs" => {
+                let n = self.part.n_rows();
+                let (mut cp, mut cn) = (vec![0.0; n], vec![0.0; n]);
+                self.data().costs_into(method, &self.p, &mut cp, &mut cn);
+                self.part.set_costs(cp, cn);
+                Vec::new()
+            }
+            "relabel" => {
+                let q = self.p.clone();
+                let mut p = std::mem::take(&mut self.p);
+                let data = self.data();
+                data.update_p(method, self.part.scores(), 0.0, &self.params, &mut p);
+                let same = p == q;
+                let changed = data.changed_units(method, &p, &q);
+                let [hi, lo] = hash_words(labelling_hash(FNV_OFFSET, &p));
+                self.p = p;
+                vec![f64::from(u8::from(same)), changed as f64, hi, lo]
+            }
+            "p_hat" => {
+                // the terms of BinaryData::p_hat, as this partition's nodes in the tree over
+                // every bag
+                let threshold = if method.labels_instances() {
+                    0.5
+                } else {
+                    self.params.eps
+                };
+                let mut global = vec![0; self.n_bags + 1];
+                let n = self.part.n_rows();
+                global[self.lo..=self.lo + self.targets.len()].copy_from_slice(&self.ptr);
+                global[self.lo + self.targets.len()..].fill(n);
+                let (lo, p, targets) = (self.lo, &self.p, &self.targets);
+                let nodes =
+                    partial_bags(&global, lo, lo + targets.len(), 0.0, |k, acc: &mut f64| {
+                        if targets[k - lo] > 0.0 {
+                            let bag = &p[global[k]..global[k + 1]];
+                            *acc = bag.iter().filter(|&&v| v > threshold).count() as f64
+                                / bag.len() as f64;
+                            true
+                        } else {
+                            false
+                        }
+                    });
+                let mut out = Vec::new();
+                put_nodes(&nodes, &mut out);
+                out.push(targets.iter().filter(|&&t| t > 0.0).count() as f64);
+                out
+            }
+            "labels" => self.p.clone(),
+            "fold_values" => {
+                // the running (sum, sum of squares) of Instances::mean_var, continued
+                let (mut a, mut b) = (
+                    s.first().copied().unwrap_or(0.0),
+                    s.get(1).copied().unwrap_or(0.0),
+                );
+                let mut add = |v: f64| {
+                    a += v;
+                    b += v * v;
+                };
+                match self.part.rows() {
+                    Instances::Dense(x) => x.as_slice().iter().for_each(|&v| add(v)),
+                    Instances::Dense32(x) => x.as_slice().iter().for_each(|&v| add(f64::from(v))),
+                    Instances::Sparse(x) => x.data().iter().for_each(|&v| add(v)),
+                }
+                vec![a, b]
+            }
+            _ => self.part.answer(op, v, s)?,
+        })
+    }
+}
+
+/// A hash as two exact `f64` words (high and low 32 bits).
+fn hash_words(h: u64) -> [f64; 2] {
+    [(h >> 32) as f64, (h & 0xffff_ffff) as f64]
+}
+
+fn hash_of(hi: f64, lo: f64) -> u64 {
+    ((hi as u64) << 32) | (lo as u64)
+}
+
+/// The labelling hash of the partitions' hashes ([`fit_distributed`]'s module docs).
+fn chain(hashes: &[u64]) -> u64 {
+    let as_values: Vec<f64> = hashes.iter().map(|&h| f64::from_bits(h)).collect();
+    labelling_hash(FNV_OFFSET, &as_values)
+}
+
+/// The first `k` words of every reply.
+fn words(replies: &[Vec<f64>], k: usize) -> Result<Vec<&[f64]>> {
+    replies
+        .iter()
+        .map(|r| {
+            r.get(..k)
+                .ok_or_else(|| invalid_data("a partition's reply ended early"))
+        })
+        .collect()
+}
+
+/// The driver's [`Relabelling`]: the labels held by the partitions, the SVM step solved over
+/// them ([`RemoteParts`]).
+struct RemoteLabels<'a, D> {
+    params: &'a AnnealingValidParams,
+    store: RemoteParts<D>,
+    mean: Vec<f64>,
+    warm: Option<(Vec<f64>, f64)>,
+}
+
+impl<D: Dispatch> Relabelling for RemoteLabels<'_, D> {
+    fn solve(&mut self) -> Result<f64> {
+        let cancel = self.params.observer.cancel().clone();
+        cancel.check()?;
+        self.store.dispatch.round("costs", &[], &[])?;
+        let warm = self.warm.as_ref().map(|(w, b)| (w.as_slice(), *b, true));
+        let out = drive(
+            &mut self.store,
+            Some(&self.mean),
+            warm,
+            self.params.inner_tol.unwrap_or(LINEAR_TOL),
+            self.params.inner_max_iter,
+            &cancel,
+        )?;
+        self.warm = Some((out.w, out.b));
+        Ok(out.value)
+    }
+
+    fn relabel(&mut self) -> Result<Option<(usize, u64)>> {
+        let replies = self.store.dispatch.round("relabel", &[], &[])?;
+        let (mut same, mut changed, mut hashes) = (true, 0, Vec::with_capacity(replies.len()));
+        for w in words(&replies, 4)? {
+            same &= w[0] != 0.0;
+            changed += Reader::new(&w[1..2]).count()?;
+            hashes.push(hash_of(w[2], w[3]));
+        }
+        Ok((!same).then_some((changed, chain(&hashes))))
+    }
+}
+
+/// The fit of [`crate::annealing::AnnealingParams`] (mi-SVM or MI-SVM, linear; two classes)
+/// on bags held by the partitions that `dispatch` reaches, built with [`PartitionLabels`] from
+/// the bags' offsets `bag_ptr` (all of them), `labels` and the width `gamma` resolved for
+/// them: the [`AnnealingFit`] of the same fit in one process.
+pub(crate) fn fit_distributed(
+    params: &AnnealingValidParams,
+    dispatch: impl Dispatch,
+    bag_ptr: &[usize],
+    labels: &[usize],
+    n_features: usize,
+    gamma: f64,
+) -> Result<AnnealingFit> {
+    check_distributed(params)?;
+    validate_bag_ptr(bag_ptr, bag_ptr.last().copied().unwrap_or(0))?;
+    if labels.len() + 1 != bag_ptr.len() {
+        return Err(invalid_data(format!(
+            "{} labels for {} bags",
+            labels.len(),
+            bag_ptr.len() - 1
+        )));
+    }
+    let (targets, costs) = binary_problem(params, labels)?;
+    let n_bags = labels.len();
+    let n = bag_ptr[n_bags];
+    let d = n_features;
+    let mut store = RemoteParts::new(dispatch, n_bags, n, d);
+    use crate::solver::linear::RowStore;
+    let mean = store.mean()?;
+    let replies = store.dispatch.round("init", &[], &[])?;
+    let first: Vec<u64> = words(&replies, 2)?
+        .iter()
+        .map(|w| hash_of(w[0], w[1]))
+        .collect();
+    let data = BinaryData {
+        bag_ptr,
+        targets: &targets,
+        costs,
+    };
+    let units = data.relabel_units(params.method);
+    let mut labels_store = RemoteLabels {
+        params,
+        store,
+        mean,
+        warm: None,
+    };
+    let rounds = params.heuristic_rounds(&mut labels_store, units, chain(&first), 0)?;
+    let (w, b) = labels_store.warm.take().unwrap_or((vec![0.0; d], 0.0));
+    let dispatch = &mut labels_store.store.dispatch;
+    let replies = dispatch.round("p_hat", &[], &[])?;
+    let (mut nodes, mut positive) = (Vec::new(), 0);
+    for r in &replies {
+        let mut at = Reader::new(r);
+        nodes.extend(get_nodes(&0.0, &mut at)?);
+        positive += at.count()?;
+    }
+    let total = combine(n_bags, nodes, 0.0)?;
+    let p_hat = if positive == 0 {
+        0.0
+    } else {
+        total / positive as f64
+    };
+    let p: Vec<f64> = dispatch.round("labels", &[], &[])?.concat();
+    if p.len() != n {
+        return Err(invalid_data(format!(
+            "the partitions hold {} labels for {n} instances",
+            p.len()
+        )));
+    }
+    let beta = Array1::from_vec(w);
+    let xv = stack_weights(&[&beta], d);
+    let model = Model::new(
+        params.kernel.with_gamma(gamma),
+        xv,
+        Array2::eye(1),
+        Array1::from_vec(vec![b]),
+        2,
+        Pooling::Max,
+    );
+    Ok(AnnealingFit {
+        model,
+        p: vec![p],
+        p_hat: vec![p_hat],
+        objective_history: vec![rounds.history],
+        temperatures: vec![Vec::new()],
+        n_iter: vec![rounds.n_iter],
+        n_solves: vec![rounds.n_solves],
+        stop_reason: vec![rounds.stop_reason],
+        gamma,
+        solver: SvmRoute::Linear,
+        n_xv: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::annealing::AnnealingParams;
+    use crate::bags::{Bags, DenseF32};
+    use crate::fit::{Fit, ParamGuard};
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// Partitions in process, answering in partition order.
+    struct Local(Vec<PartitionLabels>);
+
+    impl Dispatch for Local {
+        fn round(&mut self, op: &str, v: &[f64], s: &[f64]) -> Result<Vec<Vec<f64>>> {
+            self.0.iter_mut().map(|p| p.answer(op, v, s)).collect()
+        }
+    }
+
+    /// Bags of 2 to 9 rows; a positive bag has one to three rows moved along two features.
+    fn bags(seed: u64, n_bags: usize, d: usize) -> (Array2<f64>, Vec<usize>, Vec<usize>) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let (mut ptr, mut labels, mut rows) = (vec![0], Vec::new(), Vec::new());
+        for i in 0..n_bags {
+            let m = rng.random_range(2..=9);
+            let positive = i % 3 != 0;
+            let witnesses = if positive { rng.random_range(1..=3) } else { 0 };
+            for r in 0..m {
+                for k in 0..d {
+                    let mut v = 2.0 + rng.random::<f64>() * 2.0 - 1.0;
+                    if r < witnesses && k < 2 {
+                        v += 1.2;
+                    }
+                    rows.push(v);
+                }
+            }
+            ptr.push(ptr[i] + m);
+            labels.push(usize::from(positive));
+        }
+        let x = Array2::from_shape_vec((ptr[n_bags], d), rows).unwrap();
+        (x, ptr, labels)
+    }
+
+    /// mi-SVM and MI-SVM, linear, f64 and f32 rows, over 1, 2, 3, 5 and 7 partitions (an
+    /// empty one among them): the whole fit record equals the in-process fit's.
+    #[test]
+    fn a_fit_over_partitions_is_the_fit_in_one_process() {
+        let (x, ptr, labels) = bags(5, 150, 4);
+        let n_bags = labels.len();
+        for single in [false, true] {
+            let rows = |r0: usize, r1: usize| -> Instances {
+                let part = x.slice(ndarray::s![r0..r1, ..]);
+                if single {
+                    Instances::from(DenseF32::from_array(part.mapv(|v| v as f32).view()))
+                } else {
+                    Instances::from(part.to_owned())
+                }
+            };
+            let whole_bags = Bags::new(rows(0, ptr[n_bags]), ptr.clone()).unwrap();
+            for method in [AnnealingParams::mi_svm(), AnnealingParams::big_mi_svm()] {
+                let params = method.kernel(KernelKind::Linear).c(1.0).check().unwrap();
+                let whole = params.fit(&whole_bags, &labels).unwrap();
+                assert!(whole.n_iter[0] > 1);
+                let (targets, costs) = binary_problem(&params, &labels).unwrap();
+                for parts in [1, 2, 3, 5, 7] {
+                    let mut cuts: Vec<usize> = (0..=parts).map(|p| p * n_bags / parts).collect();
+                    if parts == 3 {
+                        cuts.insert(2, cuts[1]); // an empty partition
+                    }
+                    let kernels = cuts
+                        .windows(2)
+                        .map(|w| {
+                            let (lo, hi) = (w[0], w[1]);
+                            let local: Vec<usize> =
+                                ptr[lo..=hi].iter().map(|&r| r - ptr[lo]).collect();
+                            PartitionLabels::new(
+                                params.clone(),
+                                rows(ptr[lo], ptr[hi]),
+                                local,
+                                lo,
+                                n_bags,
+                                targets[lo..hi].to_vec(),
+                                costs[lo..hi].to_vec(),
+                            )
+                            .unwrap()
+                        })
+                        .collect();
+                    let fit =
+                        fit_distributed(&params, Local(kernels), &ptr, &labels, 4, whole.gamma)
+                            .unwrap();
+                    assert_eq!(fit, whole, "{:?}, {parts} partitions", params.method);
+                    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&fit.p[0]), bits(&whole.p[0]));
+                    assert_eq!(
+                        bits(&fit.objective_history[0]),
+                        bits(&whole.objective_history[0])
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bad_partitions_are_refused() {
+        let (x, ptr, labels) = bags(1, 6, 3);
+        let params = AnnealingParams::mi_svm()
+            .kernel(KernelKind::Linear)
+            .check()
+            .unwrap();
+        let (targets, costs) = binary_problem(&params, &labels).unwrap();
+        let mut nan = x.clone();
+        nan[[ptr[4] + 1, 2]] = f64::NAN;
+        let err = PartitionLabels::new(
+            params.clone(),
+            Instances::from(nan.slice(ndarray::s![ptr[3]..ptr[6], ..]).to_owned()),
+            ptr[3..].iter().map(|&r| r - ptr[3]).collect(),
+            3,
+            6,
+            targets[3..].to_vec(),
+            costs[3..].to_vec(),
+        )
+        .err()
+        .unwrap();
+        assert!(
+            err.to_string().contains("bag 4 has a non-finite value"),
+            "{err}"
+        );
+        let rbf = AnnealingParams::mi_svm().check().unwrap();
+        assert!(check_distributed(&rbf).is_err());
+        assert!(binary_problem(&params, &[0, 2, 1]).is_err());
+        let mut kernel =
+            PartitionLabels::new(params, Instances::from(x), ptr, 0, 6, targets, costs).unwrap();
+        assert!(kernel.answer("no such round", &[], &[]).is_err());
+        assert!(kernel.answer("hessian", &[1.0], &[0.0, 0.0, 0.0]).is_err());
+        assert!(kernel.answer("mean", &[], &[]).is_err());
+    }
+}

@@ -1,0 +1,546 @@
+//! A solve over partitions held elsewhere (the workers of a Dask cluster): [`OwnedPart`], one
+//! partition of contiguous bags that owns its rows and answers the rounds of a [`RowStore`]
+//! by name with its canonical tree nodes flattened to `f64`s, and [`RemoteParts`], the
+//! driver's [`RowStore`] that sends each round to every partition through a [`Dispatch`] and
+//! combines the replies with [`combine`], exactly as [`Parts`] combines its groups: the bits
+//! of the solve in one process, for any partition of the bags.
+//!
+//! A message holds `d`-vectors and scalars only (the rows and the per-row state stay in the
+//! partition), except the sketch's sampled rows ([`RowStore::sketch_rows`]: at most
+//! `16 (d + 1)` rows per Newton step, as the in-process store gathers them).
+
+use std::borrow::Cow;
+
+use super::{
+    sum_rows_nodes, weighted_columns, xt_dot_nodes, xt_dot_pair_nodes, ActiveRows, FirstGradient,
+    Part, RowStore, RowsRef,
+};
+use crate::bags::Instances;
+use crate::error::{Error, Result};
+use crate::linalg::Simd;
+use crate::tree_sum::{combine, Node, TreeValue};
+
+/// A sum's value written as `f64`s and read back (the nodes of a round's reply).
+pub(crate) trait Flat: TreeValue + Clone {
+    /// Appends the value's entries.
+    fn put(&self, out: &mut Vec<f64>);
+    /// Reads a value of the shape of `zero`.
+    fn get(zero: &Self, at: &mut Reader<'_>) -> Result<Self>;
+}
+
+/// A cursor over a reply.
+pub(crate) struct Reader<'a> {
+    data: &'a [f64],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(data: &'a [f64]) -> Self {
+        Self { data, at: 0 }
+    }
+
+    /// The next entry.
+    pub(crate) fn next(&mut self) -> Result<f64> {
+        let v = self.data.get(self.at).copied().ok_or_else(short_reply)?;
+        self.at += 1;
+        Ok(v)
+    }
+
+    /// The next `n` entries.
+    pub(crate) fn slice(&mut self, n: usize) -> Result<&'a [f64]> {
+        let s = self
+            .data
+            .get(self.at..self.at + n)
+            .ok_or_else(short_reply)?;
+        self.at += n;
+        Ok(s)
+    }
+
+    /// The next entry as a count.
+    pub(crate) fn count(&mut self) -> Result<usize> {
+        let v = self.next()?;
+        if v >= 0.0 && v.fract() == 0.0 && v < 9.0e15 {
+            Ok(v as usize)
+        } else {
+            Err(Error::InvalidData(format!(
+                "a partition's reply holds {v} where a count belongs"
+            )))
+        }
+    }
+}
+
+fn short_reply() -> Error {
+    Error::InvalidData("a partition's reply ended early".into())
+}
+
+impl Flat for f64 {
+    fn put(&self, out: &mut Vec<f64>) {
+        out.push(*self);
+    }
+    fn get(_: &Self, at: &mut Reader<'_>) -> Result<Self> {
+        at.next()
+    }
+}
+
+impl Flat for Vec<f64> {
+    fn put(&self, out: &mut Vec<f64>) {
+        out.extend_from_slice(self);
+    }
+    fn get(zero: &Self, at: &mut Reader<'_>) -> Result<Self> {
+        Ok(at.slice(zero.len())?.to_vec())
+    }
+}
+
+impl<A: Flat, B: Flat> Flat for (A, B) {
+    fn put(&self, out: &mut Vec<f64>) {
+        self.0.put(out);
+        self.1.put(out);
+    }
+    fn get(zero: &Self, at: &mut Reader<'_>) -> Result<Self> {
+        Ok((A::get(&zero.0, at)?, B::get(&zero.1, at)?))
+    }
+}
+
+/// Appends nodes: their number, then per node its level, index, whether touched and (if so)
+/// its value.
+pub(crate) fn put_nodes<T: Flat>(nodes: &[Node<T>], out: &mut Vec<f64>) {
+    out.push(nodes.len() as f64);
+    for node in nodes {
+        out.push(f64::from(node.level));
+        out.push(node.index as f64);
+        match &node.value {
+            Some(v) => {
+                out.push(1.0);
+                v.put(out);
+            }
+            None => out.push(0.0),
+        }
+    }
+}
+
+/// Reads the nodes [`put_nodes`] wrote, values of the shape of `zero`.
+pub(crate) fn get_nodes<T: Flat>(zero: &T, at: &mut Reader<'_>) -> Result<Vec<Node<T>>> {
+    let n = at.count()?;
+    let mut nodes = Vec::with_capacity(n);
+    for _ in 0..n {
+        let level = u32::try_from(at.count()?)
+            .map_err(|_| Error::InvalidData("a partition's reply: bad node level".into()))?;
+        let index = at.count()?;
+        let value = if at.next()? != 0.0 {
+            Some(T::get(zero, at)?)
+        } else {
+            None
+        };
+        nodes.push(Node {
+            level,
+            index,
+            value,
+        });
+    }
+    Ok(nodes)
+}
+
+/// The per-row state of a solve that a partition keeps between rounds ([`Part`]'s).
+#[derive(Default)]
+struct RowState {
+    f: Vec<f64>,
+    g: Vec<f64>,
+    dj: Vec<f64>,
+    z: Vec<f64>,
+    act: ActiveRows,
+    q: Vec<f64>,
+    z_active: Vec<f64>,
+}
+
+/// One partition of a distributed solve: the bags `[lo, hi)` of a data set of `n_bags`
+/// bags, with their dense rows (owned), their costs and the per-row state of the solve.
+pub(crate) struct OwnedPart {
+    x: Instances,
+    /// One offset per bag of the whole data set into this partition's rows ([`Part`]'s).
+    ptr: Vec<usize>,
+    lo: usize,
+    hi: usize,
+    c_pos: Vec<f64>,
+    c_neg: Vec<f64>,
+    state: RowState,
+    simd: Simd,
+}
+
+impl OwnedPart {
+    /// The bags `[lo, lo + m)` of `n_bags`, `local_ptr` their `m + 1` row offsets into the
+    /// dense rows `x` (no costs yet: every row without a loss term).
+    pub(crate) fn new(x: Instances, local_ptr: &[usize], lo: usize, n_bags: usize) -> Result<Self> {
+        let m = local_ptr.len().saturating_sub(1);
+        let n = x.n_rows();
+        if matches!(x, Instances::Sparse(_))
+            || local_ptr.first() != Some(&0)
+            || local_ptr.last() != Some(&n)
+            || local_ptr.windows(2).any(|w| w[0] > w[1])
+            || lo + m > n_bags
+        {
+            return Err(Error::InvalidData(format!(
+                "a partition needs dense rows and bag offsets from 0 to its {n} rows, its bags \
+                 [{lo}, {}) within the {n_bags} bags",
+                lo + m
+            )));
+        }
+        let mut ptr = vec![0; n_bags + 1];
+        ptr[lo..=lo + m].copy_from_slice(local_ptr);
+        ptr[lo + m..].fill(n);
+        Ok(Self {
+            x,
+            ptr,
+            lo,
+            hi: lo + m,
+            c_pos: vec![0.0; n],
+            c_neg: vec![0.0; n],
+            state: RowState::default(),
+            simd: Simd::detect(),
+        })
+    }
+
+    /// Rows held.
+    pub(crate) fn n_rows(&self) -> usize {
+        self.x.n_rows()
+    }
+
+    /// The rows held.
+    pub(crate) fn rows(&self) -> &Instances {
+        &self.x
+    }
+
+    /// The scores `f` of the last solve (row order).
+    pub(crate) fn scores(&self) -> &[f64] {
+        &self.state.f
+    }
+
+    /// Sets the rows' costs.
+    pub(crate) fn set_costs(&mut self, c_pos: Vec<f64>, c_neg: Vec<f64>) {
+        self.c_pos = c_pos;
+        self.c_neg = c_neg;
+    }
+
+    /// Runs `op` on this partition as a [`Part`] (the state moved in and back out).
+    fn with_part<R>(&mut self, op: impl FnOnce(&mut Part<'_>) -> R) -> R {
+        let OwnedPart {
+            x,
+            ptr,
+            lo,
+            hi,
+            c_pos,
+            c_neg,
+            state,
+            simd,
+        } = self;
+        let rows = RowsRef::new(x);
+        let mut part = Part {
+            x: rows,
+            ptr: std::mem::take(ptr),
+            lo: *lo,
+            hi: *hi,
+            n: x.n_rows(),
+            d: x.n_features(),
+            c_pos: Cow::Borrowed(&c_pos[..]),
+            c_neg: Cow::Borrowed(&c_neg[..]),
+            f: std::mem::take(&mut state.f),
+            g: std::mem::take(&mut state.g),
+            dj: std::mem::take(&mut state.dj),
+            z: std::mem::take(&mut state.z),
+            act: std::mem::take(&mut state.act),
+            q: std::mem::take(&mut state.q),
+            z_active: std::mem::take(&mut state.z_active),
+            woodbury: None,
+            simd: *simd,
+        };
+        let out = op(&mut part);
+        *ptr = part.ptr;
+        *state = RowState {
+            f: part.f,
+            g: part.g,
+            dj: part.dj,
+            z: part.z,
+            act: part.act,
+            q: part.q,
+            z_active: part.z_active,
+        };
+        out
+    }
+
+    /// Answers the round `op` ([`RemoteParts`] names them after the [`RowStore`] methods) with
+    /// the `d`-vector `v` and the scalars `s`: the partition's nodes of each of the round's sums,
+    /// in order ([`put_nodes`]), or its counts.
+    pub(crate) fn answer(&mut self, op: &str, v: &[f64], s: &[f64]) -> Result<Vec<f64>> {
+        let d = self.x.n_features();
+        let scalar = |k: usize| {
+            s.get(k).copied().ok_or_else(|| {
+                Error::InvalidData(format!("the round {op:?} needs {} scalars", k + 1))
+            })
+        };
+        let pending = || -> Result<Option<f64>> { Ok((scalar(1)? != 0.0).then_some(scalar(2)?)) };
+        if matches!(
+            op,
+            "set_scores" | "hessian" | "step_scores" | "finish_scores"
+        ) && v.len() != d
+        {
+            return Err(Error::InvalidData(format!(
+                "the round {op:?} needs a vector of {d} entries, got {}",
+                v.len()
+            )));
+        }
+        let mut out = Vec::new();
+        match op {
+            "mean" => {
+                let inv_n = scalar(0)?;
+                put_nodes(&self.with_part(|p| p.mean_nodes(inv_n)), &mut out);
+            }
+            "set_scores" => {
+                let shift = scalar(0)?;
+                self.with_part(|p| p.set_scores(v, shift));
+            }
+            "first_gradient" => self.with_part(|p| {
+                put_nodes(&p.loss_nodes(), &mut out);
+                let g0: Vec<f64> = p
+                    .c_pos
+                    .iter()
+                    .zip(p.c_neg.iter())
+                    .map(|(&cp, &cn)| 2.0 * (cn - cp))
+                    .collect();
+                put_nodes(&xt_dot_pair_nodes(p.x, p.group(), &p.g, &g0, d), &mut out);
+                put_nodes(&sum_rows_nodes(p.group(), &p.g), &mut out);
+                put_nodes(&sum_rows_nodes(p.group(), &g0), &mut out);
+            }),
+            "accept" => {
+                let t = scalar(0)?;
+                self.with_part(|p| {
+                    let z = &p.z;
+                    p.f.iter_mut().zip(z).for_each(|(fv, &zv)| *fv += t * zv);
+                    put_nodes(&p.loss_nodes(), &mut out);
+                    put_nodes(&xt_dot_nodes(p.x, p.group(), &p.g, d), &mut out);
+                    put_nodes(&sum_rows_nodes(p.group(), &p.g), &mut out);
+                });
+            }
+            "activate" => out.push(self.with_part(|p| p.activate()) as f64),
+            "sum_d" => {
+                self.with_part(|p| put_nodes(&sum_rows_nodes(p.group(), &p.dj), &mut out));
+            }
+            "sketch_rows" => {
+                let step = s.first().copied();
+                let rows = self.with_part(|p| p.sketch_rows(step));
+                out.push(rows.len() as f64);
+                for (row, weight) in rows {
+                    out.push(weight);
+                    out.extend_from_slice(&row);
+                }
+            }
+            "jacobi_sums" => self.with_part(|p| {
+                put_nodes(&sum_rows_nodes(p.group(), &p.dj), &mut out);
+                put_nodes(&weighted_columns(p.x, p.group(), &p.dj, d), &mut out);
+            }),
+            "hessian" => {
+                let (shift, pending) = (scalar(0)?, pending()?);
+                let nodes = self.with_part(|p| p.hessian_nodes(v, shift, pending));
+                put_nodes(&nodes, &mut out);
+            }
+            "step_scores" => {
+                let (shift, pending) = (scalar(0)?, pending()?);
+                self.with_part(|p| p.step_scores(v, shift, pending));
+            }
+            "line_terms" => {
+                let t = scalar(0)?;
+                put_nodes(&self.with_part(|p| p.line_nodes(t)), &mut out);
+            }
+            "finish_scores" => {
+                let shift = scalar(0)?;
+                self.with_part(|p| p.finish_scores(v, shift));
+            }
+            _ => {
+                return Err(Error::InvalidData(format!(
+                    "a partition has no round {op:?}"
+                )))
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Sends one round to every partition and returns their replies in partition order (the
+/// driver's link to the partitions: a Dask client in the Python package, a loop in tests).
+pub(crate) trait Dispatch {
+    /// The replies of every partition to the round `op` with the vector `v` and scalars `s`.
+    fn round(&mut self, op: &str, v: &[f64], s: &[f64]) -> Result<Vec<Vec<f64>>>;
+}
+
+impl<T: Dispatch> Dispatch for &mut T {
+    fn round(&mut self, op: &str, v: &[f64], s: &[f64]) -> Result<Vec<Vec<f64>>> {
+        (**self).round(op, v, s)
+    }
+}
+
+/// The driver's [`RowStore`] over partitions reached through `dispatch`: one round per
+/// method, the partitions' nodes combined in the fixed tree over the `n_bags` bags.
+pub(crate) struct RemoteParts<D> {
+    pub(crate) dispatch: D,
+    n_bags: usize,
+    n_rows: usize,
+    d: usize,
+}
+
+impl<D: Dispatch> RemoteParts<D> {
+    /// Partitions of `n_bags` bags and `n_rows` rows of `d` dense features in all.
+    pub(crate) fn new(dispatch: D, n_bags: usize, n_rows: usize, d: usize) -> Self {
+        Self {
+            dispatch,
+            n_bags,
+            n_rows,
+            d,
+        }
+    }
+
+    /// The round's replies, one reader each.
+    fn replies(&mut self, op: &str, v: &[f64], s: &[f64]) -> Result<Vec<Vec<f64>>> {
+        self.dispatch.round(op, v, s)
+    }
+
+    /// One sum of every reply (read in turn), combined.
+    fn sum<T: Flat>(&self, readers: &mut [Reader<'_>], zero: T) -> Result<T> {
+        let mut nodes = Vec::new();
+        for r in readers.iter_mut() {
+            nodes.extend(get_nodes(&zero, r)?);
+        }
+        combine(self.n_bags, nodes, zero)
+    }
+}
+
+/// Readers over replies.
+fn readers(replies: &[Vec<f64>]) -> Vec<Reader<'_>> {
+    replies.iter().map(|r| Reader::new(r)).collect()
+}
+
+/// The flag and value of an optional step length, as scalars.
+fn pending_scalars(shift: f64, pending: Option<f64>) -> [f64; 3] {
+    match pending {
+        Some(a) => [shift, 1.0, a],
+        None => [shift, 0.0, 0.0],
+    }
+}
+
+impl<D: Dispatch> RowStore for RemoteParts<D> {
+    fn n_rows(&self) -> usize {
+        self.n_rows
+    }
+
+    fn n_features(&self) -> usize {
+        self.d
+    }
+
+    fn dense(&self) -> bool {
+        true
+    }
+
+    fn mean(&mut self) -> Result<Vec<f64>> {
+        if self.n_rows == 0 {
+            return Ok(vec![0.0; self.d]);
+        }
+        let replies = self.replies("mean", &[], &[1.0 / self.n_rows as f64])?;
+        self.sum(&mut readers(&replies), vec![0.0; self.d])
+    }
+
+    fn set_scores(&mut self, w: &[f64], shift: f64) -> Result<()> {
+        self.replies("set_scores", w, &[shift]).map(drop)
+    }
+
+    fn first_gradient(&mut self) -> Result<FirstGradient> {
+        let d = self.d;
+        let replies = self.replies("first_gradient", &[], &[])?;
+        let mut r = readers(&replies);
+        let loss = self.sum(&mut r, 0.0)?;
+        let (xt_g, xt_g0) = self.sum(&mut r, (vec![0.0; d], vec![0.0; d]))?;
+        let sum_g = self.sum(&mut r, 0.0)?;
+        let sum_g0 = self.sum(&mut r, 0.0)?;
+        Ok(FirstGradient {
+            loss,
+            xt_g,
+            xt_g0,
+            sum_g,
+            sum_g0,
+        })
+    }
+
+    fn accept(&mut self, t: f64) -> Result<(f64, Vec<f64>, f64)> {
+        let replies = self.replies("accept", &[], &[t])?;
+        let mut r = readers(&replies);
+        let loss = self.sum(&mut r, 0.0)?;
+        let xt_g = self.sum(&mut r, vec![0.0; self.d])?;
+        let sum_g = self.sum(&mut r, 0.0)?;
+        Ok((loss, xt_g, sum_g))
+    }
+
+    fn activate(&mut self) -> Result<usize> {
+        let replies = self.replies("activate", &[], &[])?;
+        let mut total = 0;
+        for mut r in readers(&replies) {
+            total += r.count()?;
+        }
+        Ok(total)
+    }
+
+    fn sum_d(&mut self) -> Result<f64> {
+        let replies = self.replies("sum_d", &[], &[])?;
+        self.sum(&mut readers(&replies), 0.0)
+    }
+
+    fn sketch_rows(&mut self, step: Option<f64>) -> Result<Vec<(Vec<f64>, f64)>> {
+        let s: Vec<f64> = step.into_iter().collect();
+        let replies = self.replies("sketch_rows", &[], &s)?;
+        let mut rows = Vec::new();
+        for mut r in readers(&replies) {
+            for _ in 0..r.count()? {
+                let weight = r.next()?;
+                rows.push((r.slice(self.d)?.to_vec(), weight));
+            }
+        }
+        Ok(rows)
+    }
+
+    fn jacobi_sums(&mut self) -> Result<(f64, Vec<f64>, Vec<f64>)> {
+        let d = self.d;
+        let replies = self.replies("jacobi_sums", &[], &[])?;
+        let mut r = readers(&replies);
+        let sum_d = self.sum(&mut r, 0.0)?;
+        let (s1, s2) = self.sum(&mut r, (vec![0.0; d], vec![0.0; d]))?;
+        Ok((sum_d, s1, s2))
+    }
+
+    fn woodbury(&mut self, _mu: &[f64]) -> Result<bool> {
+        // dense rows only: the in-process store has no Woodbury factor for them either
+        Ok(false)
+    }
+
+    fn woodbury_apply(&mut self, r_w: &[f64], r_b: f64) -> Result<(Vec<f64>, f64)> {
+        Ok((r_w.to_vec(), r_b))
+    }
+
+    fn hessian(
+        &mut self,
+        p_w: &[f64],
+        shift: f64,
+        pending: Option<f64>,
+    ) -> Result<(Vec<f64>, f64)> {
+        let replies = self.replies("hessian", p_w, &pending_scalars(shift, pending))?;
+        self.sum(&mut readers(&replies), (vec![0.0; self.d], 0.0))
+    }
+
+    fn step_scores(&mut self, s_w: &[f64], shift: f64, pending: Option<f64>) -> Result<()> {
+        self.replies("step_scores", s_w, &pending_scalars(shift, pending))
+            .map(drop)
+    }
+
+    fn line_terms(&mut self, t: f64) -> Result<(f64, f64)> {
+        let replies = self.replies("line_terms", &[], &[t])?;
+        self.sum(&mut readers(&replies), (0.0, 0.0))
+    }
+
+    fn finish_scores(&mut self, w: &[f64], shift: f64) -> Result<()> {
+        self.replies("finish_scores", w, &[shift]).map(drop)
+    }
+}

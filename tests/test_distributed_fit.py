@@ -1,0 +1,267 @@
+"""One fit on Dask (:func:`milsvm.distributed.fit`): partitions held by worker processes, the
+driver in this process, and the fitted model bit for bit the model of the in-process fit.
+
+One module-scoped ``LocalCluster`` of two worker *processes* (``threads_per_worker=1``), as on a
+real cluster: the partition kernels live in the workers, every message is pickled. Small data,
+so that each fit runs in a second or two on a loaded machine. Needs ``milsvm[dask]`` (the
+``test`` extra includes it); skipped without dask.
+"""
+
+import logging
+import os
+import signal
+
+import milsvm
+import numpy as np
+import pytest
+from milsvm.datasets import make_embedding_bags
+
+pytest.importorskip("dask.bag")
+distributed = pytest.importorskip("distributed")
+
+import dask.bag as db  # noqa: E402
+from milsvm.distributed import PartitionLost  # noqa: E402
+from milsvm.distributed import fit as dfit  # noqa: E402
+
+# the small fits stop at max_iter=3 (the in-process fits they are compared with too)
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        silence_logs=logging.ERROR,
+    )
+    client = distributed.Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+
+
+@pytest.fixture(scope="module")
+def data():
+    """48 bags of about 12 instances in 4 dimensions, float32."""
+    bags, y = make_embedding_bags(
+        n_bags=48, mean_bag_size=12, n_features=4, separation=4.0, random_state=3
+    )
+    return [np.ascontiguousarray(b) for b in bags], np.asarray(y)
+
+
+def small(cls):
+    """``cls`` with the linear kernel, a loose inner tolerance and few rounds: a fit of few
+    rounds of messages (every setting is the in-process fit's too)."""
+    return cls(kernel="linear", C=1.0, inner_tol=1e-2, max_iter=3)
+
+
+def collection(bags, n):
+    """The bags in ``n`` partitions of contiguous bags, one of them empty when ``n >= 3``."""
+    cuts = list(np.linspace(0, len(bags), n + 1).astype(int))
+    if n >= 3:
+        cuts[1] = cuts[0]  # the first partition empty
+    parts = [bags[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
+    return db.from_delayed([_delayed_list(p) for p in parts])
+
+
+def _delayed_list(part):
+    import dask
+
+    return dask.delayed(list, pure=True)(part)
+
+
+def same_fit(a, b, bags):
+    """Every fitted number of the two fits, bit for bit, and the model files byte for byte."""
+    for name in ("objective_history_", "decision_function"):
+        x = getattr(a, name)
+        y = getattr(b, name)
+        if callable(x):
+            x, y = x(bags), y(bags)
+        assert np.asarray(x).tobytes() == np.asarray(y).tobytes(), name
+    assert len(a.p_) == len(b.p_)
+    for u, v in zip(a.p_, b.p_):
+        assert u.tobytes() == v.tobytes()
+    for name in ("n_iter_", "n_solves_", "converged_", "p_hat_", "gamma_", "solver_"):
+        assert getattr(a, name) == getattr(b, name), name
+    np.testing.assert_array_equal(a.classes_, b.classes_)
+
+
+def model_bytes(est, tmp_path, tag):
+    path = tmp_path / f"{tag}.json"
+    est.save(str(path))
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "cls, dtype, partitions",
+    [
+        (milsvm.MISVM, np.float32, 1),
+        (milsvm.MISVM, np.float32, 2),
+        (milsvm.MISVM, np.float32, 3),
+        (milsvm.MISVM, np.float32, 5),
+        (milsvm.MISVM, np.float32, 7),
+        (milsvm.miSVM, np.float64, 2),
+        (milsvm.miSVM, np.float64, 7),
+        (milsvm.MISVM, np.float64, 3),
+        (milsvm.miSVM, np.float32, 5),
+    ],
+)
+def test_fit_equals_the_in_process_fit(client, data, tmp_path, cls, dtype, partitions):
+    bags, y = data
+    bags = [b.astype(dtype) for b in bags]
+    est = small(cls)
+    local = small(cls).fit(bags, y)
+    remote = dfit(est, collection(bags, partitions), y, client=client)
+    assert remote is est
+    assert local.n_iter_ > 1  # the heuristic's rounds ran, not only its first solve
+    same_fit(local, remote, bags)
+    assert model_bytes(local, tmp_path, "a") == model_bytes(remote, tmp_path, "b")
+    assert remote.distributed_partitions_ == partitions
+    assert remote.distributed_rounds_ > 2 * remote.n_solves_
+    assert remote.distributed_bytes_ > 0
+    assert remote.distributed_restarts_ == 0
+
+
+def test_twice_gives_the_same_bits_and_no_partition_moves(client, data, tmp_path):
+    bags, y = data
+    client.get_task_stream()  # drop earlier records
+    with distributed.get_task_stream(client) as stream:
+        a = dfit(small(milsvm.MISVM), collection(bags, 3), y, client=client)
+    b = dfit(small(milsvm.MISVM), collection(bags, 3), y, client=client)
+    same_fit(a, b, bags)
+    assert model_bytes(a, tmp_path, "a") == model_bytes(b, tmp_path, "b")
+    rounds = [r for r in stream.data if str(r["key"]).startswith("milsvm-round")]
+    assert len(rounds) == 3 * a.distributed_rounds_
+    moved = [
+        (r["key"], s)
+        for r in rounds
+        for s in r.get("startstops", ())
+        if s.get("action") == "transfer"
+    ]
+    assert moved == []
+
+
+def test_a_worker_killed_mid_fit(client, data, tmp_path):
+    """A worker process dies after the tenth round: Dask rebuilds its partitions elsewhere,
+    the fit starts over on every partition, and the model is the undisturbed one."""
+    bags, y = data
+    undisturbed = small(milsvm.MISVM).fit(bags, y)
+    killed = []
+
+    def kill_after_ten(n, op):
+        if n == 10 and not killed:
+            killed.append(_kill_a_holder(client))
+
+    est = dfit(
+        small(milsvm.MISVM),
+        collection(bags, 4),
+        y,
+        client=client,
+        _round_hook=kill_after_ten,
+    )
+    assert killed
+    same_fit(undisturbed, est, bags)
+    assert model_bytes(undisturbed, tmp_path, "a") == model_bytes(est, tmp_path, "b")
+    assert est.distributed_restarts_ >= 1
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_a_worker_killed_without_restarts_raises(client, data):
+    bags, y = data
+    client.wait_for_workers(2, timeout=60)
+
+    def kill_after_five(n, op):
+        if n == 5:
+            _kill_a_holder(client)
+
+    with pytest.raises((PartitionLost, distributed.scheduler.KilledWorker)):
+        dfit(
+            small(milsvm.MISVM),
+            collection(bags, 4),
+            y,
+            client=client,
+            max_restarts=0,
+            timeout=60,
+            _round_hook=kill_after_five,
+        )
+    client.wait_for_workers(2, timeout=60)
+
+
+def _kill_a_holder(client):
+    """Kills the process of a worker that holds a partition kernel; its address."""
+    holders = [
+        w for w, keys in client.has_what().items() if any("_build_partition" in k for k in keys)
+    ]
+    pid = client.run(os.getpid, workers=holders[:1])[holders[0]]
+    os.kill(pid, signal.SIGKILL)
+    return holders[0]
+
+
+@pytest.mark.parametrize(
+    "est",
+    [
+        milsvm.ALSVM(kernel="linear"),
+        milsvm.NSK(),
+        milsvm.MISVM(),  # the RBF kernel
+        milsvm.MISVM(kernel="linear", n_xv=5),
+        milsvm.miSVM(kernel="linear", probability=True),
+    ],
+)
+def test_unsupported_estimators_say_what_is_supported(client, data, est):
+    bags, y = data
+    with pytest.raises(NotImplementedError, match=r"miSVM\(kernel='linear'\), MISVM"):
+        dfit(est, collection(bags, 2), y, client=client)
+
+
+def test_bad_inputs(client, data):
+    bags, y = data
+    est = small(milsvm.MISVM)
+    with pytest.raises(TypeError, match="dask.bag.Bag"):
+        dfit(est, bags, y, client=client)
+    with pytest.raises(ValueError, match="2-D"):
+        dfit(est, db.from_sequence([b.ravel() for b in bags], npartitions=2), y, client=client)
+    with pytest.raises(
+        ValueError, match="partition 1, bag 2 .* 2 features, the partition's first 4"
+    ):
+        dfit(
+            est,
+            db.from_delayed(
+                [_delayed_list(bags[:24]), _delayed_list(bags[24:26] + [bags[26][:, :2].copy()])]
+            ),
+            y[:27],
+            client=client,
+        )
+    mixed = db.from_delayed(
+        [_delayed_list(bags[:24]), _delayed_list([b[:, :2].copy() for b in bags[24:]])]
+    )
+    with pytest.raises(
+        ValueError,
+        match="widths differ across partitions: partition 0 has 4 features, partition 1 2",
+    ):
+        dfit(est, mixed, y, client=client)
+    with pytest.raises(ValueError, match="y has 47 labels for 48 bags"):
+        dfit(est, collection(bags, 2), y[:-1], client=client)
+    with pytest.raises(TypeError, match="dtype int64"):
+        dfit(est, collection([b.astype(np.int64) for b in bags], 2), y, client=client)
+    with pytest.raises(TypeError, match="dtypes differ across partitions"):
+        dfit(
+            est,
+            db.from_delayed(
+                [
+                    _delayed_list(bags[:24]),
+                    _delayed_list([b.astype(np.float64) for b in bags[24:]]),
+                ]
+            ),
+            y,
+            client=client,
+        )
+    bad = [b.copy() for b in bags]
+    bad[30][1, 2] = np.nan
+    with pytest.raises(ValueError, match="partition 1: .*bag 30 has a non-finite value"):
+        dfit(est, collection(bad, 2), y, client=client)
+    with pytest.raises(ValueError, match="no bags"):
+        dfit(est, db.from_delayed([_delayed_list([])]), y[:0], client=client)
