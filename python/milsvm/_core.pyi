@@ -578,20 +578,7 @@ def decision_functions(
     """
     ...
 
-def fit_annealing(
-    x: Instances,
-    bag_ptr: NDArray[np.int64],
-    labels: NDArray[np.int64],
-    params: Params,
-    progress: Optional[Progress] = None,
-) -> AnnealingFit:
-    """Fits a method of the annealing family with the parameters of `params` (names as in
-    `milsvm.ALSVM` and its siblings, plus `method`: `"al"`, `"aw"`, `"alp"`, `"mi"` or
-    `"MI"`, `seed` and `init_xv`).
-    """
-    ...
-
-def fit_annealing_distributed(
+def distributed_fit_annealing(
     dispatch: Any,
     bag_ptr: NDArray[np.int64],
     labels: NDArray[np.int64],
@@ -604,6 +591,19 @@ def fit_annealing_distributed(
     round to every `Partition` and returns their replies in partition order. `bag_ptr`: the
     offsets of every bag in partition order; `labels`: their class indices; `gamma`: the width
     the fit records. Returns what `fit_annealing` returns on the same bags.
+    """
+    ...
+
+def fit_annealing(
+    x: Instances,
+    bag_ptr: NDArray[np.int64],
+    labels: NDArray[np.int64],
+    params: Params,
+    progress: Optional[Progress] = None,
+) -> AnnealingFit:
+    """Fits a method of the annealing family with the parameters of `params` (names as in
+    `milsvm.ALSVM` and its siblings, plus `method`: `"al"`, `"aw"`, `"alp"`, `"mi"` or
+    `"MI"`, `seed` and `init_xv`).
     """
     ...
 
