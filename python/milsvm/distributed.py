@@ -529,7 +529,7 @@ def fit(estimator, bags, y, *, client=None, timeout=None, max_restarts=3, _round
         restarts = 0
         while True:
             try:
-                fit = _core.fit_annealing_distributed(rounds, bag_ptr, labels, params, width, gamma)
+                fit = _core.distributed_fit_annealing(rounds, bag_ptr, labels, params, width, gamma)
                 break
             except PartitionLost:
                 if restarts >= int(max_restarts):

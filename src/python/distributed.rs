@@ -1,6 +1,6 @@
 //! Bindings of one fit over partitions of the bags (`milsvm.distributed.fit`): the partition
 //! kernel `Partition`, built on a worker from its bags and answering one round per call, and
-//! the driver `fit_annealing_distributed`, which runs the fit without the GIL and calls the
+//! the driver `distributed_fit_annealing`, which runs the fit without the GIL and calls the
 //! Python dispatcher (taking the GIL) once per round.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -143,7 +143,7 @@ impl Dispatch for PyDispatch {
 /// the fit records. Returns what `fit_annealing` returns on the same bags.
 #[pyfunction]
 #[pyo3(signature = (dispatch, bag_ptr, labels, params: "Params", n_features, gamma))]
-pub(crate) fn fit_annealing_distributed(
+pub(crate) fn distributed_fit_annealing(
     py: Python<'_>,
     dispatch: Py<PyAny>,
     bag_ptr: PyReadonlyArray1<i64>,
@@ -175,5 +175,5 @@ pub(crate) fn fit_annealing_distributed(
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPartition>()?;
     m.add_function(wrap_pyfunction!(annealing_binary_problem, m)?)?;
-    m.add_function(wrap_pyfunction!(fit_annealing_distributed, m)?)
+    m.add_function(wrap_pyfunction!(distributed_fit_annealing, m)?)
 }
