@@ -23,11 +23,16 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 
-def cli_cv_json(data, out, *args):
-    """``milsvm cv DATA ARGS -q -o OUT``, which must succeed, and the JSON result it wrote."""
+def cli_ok(*args):
+    """Runs ``milsvm ARGS`` (each argument through ``str``), which must exit with status 0."""
     from milsvm.cli import main
 
-    assert main(["cv", str(data), *args, "-q", "-o", str(out)]) == 0
+    assert main([str(a) for a in args]) == 0
+
+
+def cli_cv_json(data, out, *args):
+    """``milsvm cv DATA ARGS -q -o OUT``, which must succeed, and the JSON result it wrote."""
+    cli_ok("cv", data, *args, "-q", "-o", out)
     return json.loads(Path(out).read_text())
 
 
