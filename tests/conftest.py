@@ -161,6 +161,13 @@ def random_bags(seed, n_bags=8, d=3, max_size=5, sparse=False, density=0.5):
     return bags, y
 
 
+def stacked_bags(rng, n_bags, max_size, d):
+    """``n_bags`` bags of 1..max_size-1 normal instances in ``d`` features, stacked: X, bag_ptr."""
+    sizes = rng.integers(1, max_size, size=n_bags)
+    X = rng.normal(size=(sizes.sum(), d))
+    return X, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+
 def sparse_looking_bags(seed, n_bags, d, density, max_size, shift=0.0):
     """Dense bags of 1 to ``max_size - 1`` rows whose entries are ``N(shift, 1)`` with probability
     ``density`` and zero otherwise (for the sparse-equals-dense tests), with alternating binary
