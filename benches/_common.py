@@ -90,6 +90,11 @@ def add_list(parser, flag, kind, default, help=None, **kwargs):
     parser.add_argument(flag, type=kind, nargs="+", default=default, help=help, **kwargs)
 
 
+def add_out(parser, default, help):
+    """The ``--out`` option: the file (a ``Path``) a benchmark writes, by default `default`."""
+    parser.add_argument("--out", type=Path, default=default, help=help)
+
+
 def add_choice(parser, flag, choices, help):
     """An option of one of `choices` (space-separated), by default the first."""
     choices = choices.split()

@@ -28,6 +28,13 @@ from _common import data_dir
 DEFAULT_DATA = data_dir()
 
 
+def describe_bags(y, n_instances, n_features):
+    """``N bags (P positive), I instances, F features``: a data set's size in a benchmark's log
+    (positive: label 1)."""
+    n_pos = int(np.sum(np.asarray(y) == 1))
+    return f"{len(y)} bags ({n_pos} positive), {n_instances} instances, {n_features} features"
+
+
 def load_mill_dense(path):
     """Minimal parser of the dense MILL format `inst,bag,label,f1,...` (contiguous bags).
 

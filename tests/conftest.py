@@ -23,11 +23,16 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 
-def cli_cv_json(data, out, *args):
-    """``milsvm cv DATA ARGS -q -o OUT``, which must succeed, and the JSON result it wrote."""
+def cli_ok(*args):
+    """Runs ``milsvm ARGS`` (each argument through ``str``), which must exit with status 0."""
     from milsvm.cli import main
 
-    assert main(["cv", str(data), *args, "-q", "-o", str(out)]) == 0
+    assert main([str(a) for a in args]) == 0
+
+
+def cli_cv_json(data, out, *args):
+    """``milsvm cv DATA ARGS -q -o OUT``, which must succeed, and the JSON result it wrote."""
+    cli_ok("cv", data, *args, "-q", "-o", out)
     return json.loads(Path(out).read_text())
 
 
@@ -154,6 +159,13 @@ def random_bags(seed, n_bags=8, d=3, max_size=5, sparse=False, density=0.5):
         bags.append(x)
     y = np.arange(n_bags) % 2
     return bags, y
+
+
+def stacked_bags(rng, n_bags, max_size, d):
+    """``n_bags`` bags of 1..max_size-1 normal instances in ``d`` features, stacked: X, bag_ptr."""
+    sizes = rng.integers(1, max_size, size=n_bags)
+    X = rng.normal(size=(sizes.sum(), d))
+    return X, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
 
 def sparse_looking_bags(seed, n_bags, d, density, max_size, shift=0.0):

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import scipy.io
 import scipy.sparse as sp
-from conftest import cli_cv_json
+from conftest import cli_cv_json, cli_ok
 from milsvm import cli
 from milsvm.cli import main
 from sklearn.pipeline import make_pipeline
@@ -701,22 +701,7 @@ FIT_CASES = [pytest.param(name, FAST[name]) for name in ALL] + [
 @pytest.mark.parametrize("name, params", FIT_CASES)
 def test_fit_then_predict_reproduces_the_estimator(name, params, toy_mill_file, tmp_path, capsys):
     model, preds = tmp_path / "model.json", tmp_path / "pred.tsv"
-    assert (
-        main(
-            [
-                "fit",
-                str(toy_mill_file),
-                "--model",
-                name,
-                *pflags(params),
-                "--seed",
-                "3",
-                "-o",
-                str(model),
-            ]
-        )
-        == 0
-    )
+    cli_ok("fit", toy_mill_file, "--model", name, *pflags(params), "--seed", "3", "-o", model)
     assert main(["predict", str(model), str(toy_mill_file), "-o", str(preds), "-q"]) == 0
     names, scores, labels = read_predictions(preds)
 
@@ -738,38 +723,9 @@ def test_fit_no_scale_saves_the_raw_estimator_and_predict_writes_instance_lines(
     toy_mill_file, tmp_path, capsys
 ):
     model, preds, inst = tmp_path / "model.json", tmp_path / "pred.tsv", tmp_path / "inst.tsv"
-    assert (
-        main(
-            [
-                "fit",
-                str(toy_mill_file),
-                "--model",
-                "MISVM",
-                "-p",
-                "C=10",
-                "--no-scale",
-                "-o",
-                str(model),
-            ]
-        )
-        == 0
-    )
+    cli_ok("fit", toy_mill_file, "--model", "MISVM", "-p", "C=10", "--no-scale", "-o", model)
     assert "(raw features (--no-scale))" in capsys.readouterr().out
-    assert (
-        main(
-            [
-                "predict",
-                str(model),
-                str(toy_mill_file),
-                "-o",
-                str(preds),
-                "--instances",
-                str(inst),
-                "-q",
-            ]
-        )
-        == 0
-    )
+    cli_ok("predict", model, toy_mill_file, "-o", preds, "--instances", inst, "-q")
     bags, y, bag_names = milsvm.datasets.load_mill(toy_mill_file, return_bag_names=True)
     est = milsvm.MISVM(C=10).fit(bags, y)
     loaded = milsvm.load(model)
@@ -808,24 +764,7 @@ def test_predict_instances_of_a_model_without_instance_scores_is_refused_before_
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_predict_subprocess_writes_name_score_label_lines(toy_mill_file, tmp_path, capsys):
     model = tmp_path / "m.json"
-    assert (
-        main(
-            [
-                "fit",
-                str(toy_mill_file),
-                "--model",
-                "ALSVM",
-                "-p",
-                "C=10",
-                "-p",
-                "max_iter=5",
-                "-q",
-                "-o",
-                str(model),
-            ]
-        )
-        == 0
-    )
+    cli_ok("fit", toy_mill_file, *"--model ALSVM -p C=10 -p max_iter=5 -q".split(), "-o", model)
     assert re.match(
         r"fitted ALSVM\(C=10, max_iter=5, random_state=0\) on 12 bags \(standardised "
         r"features\) in [\d.]+ s; "
@@ -984,22 +923,8 @@ def test_progress_bar_on_a_terminal_only_and_not_with_quiet(toy_mill_file):
 
 def test_report_markdown_and_plots(toy_mill_file, tmp_path, capsys):
     report = tmp_path / "report"
-    assert (
-        main(
-            [
-                "cv",
-                str(toy_mill_file),
-                "--folds",
-                "3",
-                "--grid",
-                "C=1,10",
-                "-p",
-                "n_xv=2",
-                "--report",
-                str(report),
-            ]
-        )
-        == 0
+    cli_ok(
+        "cv", toy_mill_file, "--folds", "3", "--grid", "C=1,10", "-p", "n_xv=2", "--report", report
     )
     text = (report / "report.md").read_text()
     for fragment in (
@@ -1023,22 +948,7 @@ def test_report_markdown_and_plots(toy_mill_file, tmp_path, capsys):
 def test_report_without_objective_history_or_2d(three_class_file, tmp_path, capsys):
     pytest.importorskip("matplotlib")
     report = tmp_path / "report"
-    assert (
-        main(
-            [
-                "cv",
-                str(three_class_file),
-                "--model",
-                "nsk",
-                "--folds",
-                "3",
-                "-q",
-                "--report",
-                str(report),
-            ]
-        )
-        == 0
-    )
+    cli_ok("cv", three_class_file, "--model", "nsk", "--folds", "3", "-q", "--report", report)
     assert sorted(p.name for p in report.iterdir()) == [
         "accuracy.png",
         "decision_regions.png",

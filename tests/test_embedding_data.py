@@ -319,14 +319,14 @@ def test_cli_folder_refusals(tmp_path, capsys, small):
 # --------------------------------------------------------------------------------------------
 
 
+def labelled_embedding_bags(n_bags, **params):
+    """``make_embedding_bags`` with the instance labels: (bags, y, instance labels)."""
+    return datasets.make_embedding_bags(n_bags, return_instance_labels=True, **params)
+
+
 def test_make_embedding_bags_shape_and_determinism():
-    bags, y, inst = datasets.make_embedding_bags(
-        200,
-        mean_bag_size=50,
-        n_features=4,
-        witness_rate=0.1,
-        random_state=3,
-        return_instance_labels=True,
+    bags, y, inst = labelled_embedding_bags(
+        200, mean_bag_size=50, n_features=4, witness_rate=0.1, random_state=3
     )
     sizes = np.array([len(b) for b in bags])
     assert abs(sizes.mean() / 50 - 1) < 0.1  # lognormal with the requested mean
@@ -346,13 +346,8 @@ def test_make_embedding_bags_shape_and_determinism():
 
 
 def test_make_embedding_bags_witnesses_are_separable_along_one_direction():
-    bags, y, inst = datasets.make_embedding_bags(
-        40,
-        mean_bag_size=100,
-        n_features=16,
-        separation=6.0,
-        random_state=0,
-        return_instance_labels=True,
+    bags, y, inst = labelled_embedding_bags(
+        40, mean_bag_size=100, n_features=16, separation=6.0, random_state=0
     )
     X, labels = np.concatenate(bags).astype(np.float64), np.concatenate(inst)
     direction = X[labels == 1].mean(0) - X[labels == 0].mean(0)

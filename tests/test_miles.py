@@ -16,6 +16,7 @@ from conftest import (
     csr_tuple,
     easy_bags,
     random_bags,
+    stacked_bags,
     three_class_bags,
 )
 from hypothesis import given
@@ -69,9 +70,7 @@ def test_embedding_equals_numpy(data, n_z, kernel, gamma, sparse_x, sparse_z):
 
 def test_embedding_spans_several_blocks_and_is_thread_count_independent():
     rng = np.random.default_rng(0)
-    sizes = rng.integers(1, 40, size=60)
-    X = rng.normal(size=(sizes.sum(), 7))
-    ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    X, ptr = stacked_bags(rng, 60, 40, 7)
     Z = rng.normal(size=(300, 7))  # three blocks of 128 vectors; several chunks of bags
     want = embedding_reference(X, ptr, Z, "rbf", 0.2)
     one = _core.miles_embedding(X, ptr, Z, "rbf", 0.2, n_jobs=1)

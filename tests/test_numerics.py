@@ -4,7 +4,7 @@ against NumPy formulas, dense against CSR, and thread-count independence."""
 import numpy as np
 import pytest
 import scipy.optimize
-from conftest import bag_sets, csr_tuple
+from conftest import bag_sets, csr_tuple, stacked_bags
 from hypothesis import given
 from hypothesis import strategies as st
 from milsvm import _core
@@ -168,9 +168,7 @@ def test_dense_and_csr_kernels_agree(kernel):
 
 def test_results_do_not_depend_on_thread_count():
     rng = np.random.default_rng(3)
-    sizes = rng.integers(1, 400, size=30)
-    X = rng.normal(size=(sizes.sum(), 12))
-    bag_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    X, bag_ptr = stacked_bags(rng, 30, 400, 12)
     Z = rng.normal(size=(9, 12))
     A = rng.normal(size=(len(X), 9))
     ref = None

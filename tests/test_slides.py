@@ -10,6 +10,7 @@ import milsvm
 import numpy as np
 import pytest
 import scipy.stats
+from conftest import cli_ok
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from milsvm import datasets
@@ -546,29 +547,8 @@ def test_cv_predictions_with_probabilities_and_multiclass(tmp_path, capsys):
         lines.append(f"p{k // 2},s{k},{['a', 'b', 'c'][c]}")
     (tmp_path / "labels.csv").write_text("\n".join(lines) + "\n")
     preds = tmp_path / "oof.csv"
-    assert (
-        main(
-            [
-                "cv",
-                str(folder),
-                "--labels",
-                str(tmp_path / "labels.csv"),
-                "--model",
-                "NSK",
-                "-p",
-                "probability=True",
-                "--folds",
-                "3",
-                "--no-group",
-                "--bootstrap",
-                "100",
-                "--predictions",
-                str(preds),
-                "-q",
-            ]
-        )
-        == 0
-    )
+    flags = "--model NSK -p probability=True --folds 3 --no-group --bootstrap 100".split()
+    cli_ok("cv", folder, "--labels", tmp_path / "labels.csv", *flags, "--predictions", preds, "-q")
     header = preds.read_text().splitlines()[0].split(",")
     assert header == [
         "repeat",
@@ -670,20 +650,7 @@ def fitted(slides, tmp_path_factory):
 
 def test_heatmap_writes_qupath_geojson_and_png(slides, fitted, tmp_path, capsys):
     out = tmp_path / "heat"
-    assert (
-        main(
-            [
-                "heatmap",
-                str(fitted),
-                slides.features_dir,
-                "--labels",
-                slides.labels,
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    cli_ok("heatmap", fitted, slides.features_dir, "--labels", slides.labels, "--out", out)
     assert f"heatmaps of {len(slides.slides)} slide(s)" in capsys.readouterr().out
     slide = slides.slides[0]
     doc = json.loads((out / f"{slide}.geojson").read_text())
@@ -747,22 +714,8 @@ def test_heatmap_without_coords_names_the_file(tmp_path, fitted, capsys):
     )
     assert main(["heatmap", str(fitted), str(folder), "--out", str(tmp_path / "o")]) == 1
     assert "patch_level 1 without a downsample attribute" in capsys.readouterr().err
-    assert (
-        main(
-            [
-                "heatmap",
-                str(fitted),
-                str(folder),
-                "--out",
-                str(tmp_path / "o"),
-                "--patch-size",
-                "512",
-                "--no-png",
-                "--h5",
-            ]
-        )
-        == 0
-    )
+    out = tmp_path / "o"
+    cli_ok("heatmap", fitted, folder, "--out", out, *"--patch-size 512 --no-png --h5".split())
     doc = json.loads((tmp_path / "o" / "s1.geojson").read_text())
     assert doc["features"][0]["geometry"]["coordinates"][0][2] == [512, 512]
     with h5py.File(tmp_path / "o" / "s1.h5") as f:  # CLAM's block-map layout
@@ -777,20 +730,7 @@ def test_heatmap_without_coords_names_the_file(tmp_path, fitted, capsys):
 
 def test_predict_instances_adds_coordinates(slides, fitted, tmp_path):
     out = tmp_path / "inst.tsv"
-    assert (
-        main(
-            [
-                "predict",
-                str(fitted),
-                slides.features_dir,
-                "--instances",
-                str(out),
-                "-o",
-                str(tmp_path / "bags.tsv"),
-            ]
-        )
-        == 0
-    )
+    cli_ok("predict", fitted, slides.features_dir, "--instances", out, "-o", tmp_path / "bags.tsv")
     first = out.read_text().splitlines()[0].split("\t")
     with h5py.File(f"{slides.features_dir}/{slides.slides[0]}.h5") as f:
         x, y = f["coords"][0]

@@ -234,8 +234,8 @@ def main():
     del bag_list
     X = bags.X
     print(
-        f"{args.dataset}: {len(bags)} bags ({int(np.sum(y == 1))} positive), {X.shape[0]} "
-        f"instances, {X.shape[1]} features, {X.nnz / X.shape[0]:.1f} nonzeros an instance "
+        f"{args.dataset}: {protocol.describe_bags(y, *X.shape)}, "
+        f"{X.nnz / X.shape[0]:.1f} nonzeros an instance "
         f"({'sparse' if bags.is_sparse else 'dense'}); {args.seeds} seed(s) of "
         f"{'a 50/50 split' if args.protocol == 'split' else '10-fold CV'}; scaling {args.scaling}; "
         f"N_xv {args.n_xv}, SparseMI n_basis {args.n_basis}; "

@@ -81,7 +81,7 @@ from sklearn.model_selection import StratifiedKFold
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
 from _common import RESULTS, add_list, child_command  # noqa: E402
-from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
+from _protocol import DEFAULT_DATA, Report, describe_bags, load_mill_dense, standardise  # noqa: E402
 
 DATASETS = ["musk1", "musk2", "elephant"]
 METHODS = ["MI-SVM", "AW0", "AW", "mi-SVM", "AL0", "AL", "ALP"]
@@ -631,10 +631,7 @@ def main():
     for ds in args.datasets:
         data = datas[ds]
         out()
-        out(
-            f"{ds.upper()}: {len(data.y)} bags ({int(np.sum(data.y == 1))} positive), "
-            f"{data.X.shape[0]} instances, {data.X.shape[1]} features"
-        )
+        out(f"{ds.upper()}: {describe_bags(data.y, *data.X.shape)}")
         hdr = (
             f"  {'method':<7} {'ours %':>7} {'paper %':>7} {'diff':>6} {'p_hat':>6}  {'point':<34} "
             f"{'fit s (all)':>11} {'warn':>4}  per-seed / notes"

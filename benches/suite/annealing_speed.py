@@ -57,7 +57,7 @@ from sklearn.model_selection import StratifiedKFold
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
 from _common import RESULTS, run_measured  # noqa: E402
-from _protocol import DEFAULT_DATA, Report, load_mill_dense, standardise  # noqa: E402
+from _protocol import DEFAULT_DATA, Report, describe_bags, load_mill_dense, standardise  # noqa: E402
 
 PY = sys.executable
 METHODS_A = ["miSVM", "MISVM", "ALSVM", "AWSVM", "ALPSVM", "miSVM_xv500", "DIY"]
@@ -213,8 +213,8 @@ def part_a(args, out):
     bags, y = musk2_train(args.data)
     n_inst = sum(len(b) for b in bags)
     out(
-        f"(a) MUSK2 fold-0 training part: {len(bags)} bags ({int(np.sum(y))} positive), {n_inst} "
-        f"instances, {bags[0].shape[1]} features; C = 10, gamma = median = {gamma:.6g}; one "
+        f"(a) MUSK2 fold-0 training part: {describe_bags(y, n_inst, bags[0].shape[1])}; C = 10, "
+        f"gamma = median = {gamma:.6g}; one "
         f"subprocess per fit, timeout {args.timeout_a:g} s"
     )
     base, base_rss, _, st = run_child(["--single", "baseline"], 120)

@@ -58,7 +58,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _common import REPO, RESULTS, benchmark_parser, data_dir  # noqa: E402
+from _common import REPO, RESULTS, add_out, benchmark_parser, data_dir  # noqa: E402
 
 ROOT = REPO
 DATA = data_dir()
@@ -1445,9 +1445,7 @@ def main(argv=None):
         default=OUT,
         help="where the inputs of findings go (default: benches/results/fuzz_findings)",
     )
-    ap.add_argument(
-        "--out", type=Path, default=None, help="also write the log and the summary to this file"
-    )
+    add_out(ap, None, "also write the log and the summary to this file")
     args = ap.parse_args(argv)
 
     import milsvm

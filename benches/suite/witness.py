@@ -100,7 +100,7 @@ from sklearn.model_selection import StratifiedKFold
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _common import RESULTS  # noqa: E402
+from _common import RESULTS, add_out  # noqa: E402
 from _protocol import standardise  # noqa: E402
 
 TOY_TRAIN_BAGS, TOY_TEST_BAGS = 30, 100
@@ -422,12 +422,7 @@ def main(argv=None):
         "--estimators", nargs="+", default=None, help="a subset of the registry (default: all)"
     )
     ap.add_argument("--n-jobs", type=int, default=2, help="worker processes (one thread a fit)")
-    ap.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="table file (default: benches/results/witness_detection.txt; --quick: none)",
-    )
+    add_out(ap, None, "table file (default: benches/results/witness_detection.txt; --quick: none)")
     args = ap.parse_args(argv)
 
     from milsvm._registry import ESTIMATORS, resolve

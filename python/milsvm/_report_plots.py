@@ -84,25 +84,15 @@ def _plot_accuracy(path, folds, summary, grid):
                 label="balanced accuracy of the fold",
             )[0]
         )
-    handles.append(
-        ax.axhline(
-            summary["accuracy_mean"] * 100,
-            color="k",
-            linestyle="--",
-            linewidth=1.2,
-            label=f"mean accuracy {summary['accuracy_mean'] * 100:.2f} % "
-            f"(std {summary['accuracy_std'] * 100:.2f})",
-        )
-    )
+    # the horizontal lines: (rate, colour, line style, line width, legend label)
+    mean, std = summary["accuracy_mean"] * 100, summary["accuracy_std"] * 100
+    rules = [(mean, "k", "--", 1.2, f"mean accuracy {mean:.2f} % (std {std:.2f})")]
     if summary.get("majority_rate") is not None:
+        majority = summary["majority_rate"] * 100
+        rules.append((majority, "tab:red", ":", 1.8, f"majority class {majority:.2f} %"))
+    for rate, colour, style, width, label in rules:
         handles.append(
-            ax.axhline(
-                summary["majority_rate"] * 100,
-                color="tab:red",
-                linestyle=":",
-                linewidth=1.8,
-                label=f"majority class {summary['majority_rate'] * 100:.2f} %",
-            )
+            ax.axhline(rate, color=colour, linestyle=style, linewidth=width, label=label)
         )
     repeats = [f["repeat"] for f in folds]
     for k in range(1, n):
