@@ -95,6 +95,11 @@ def add_out(parser, default, help):
     parser.add_argument("--out", type=Path, default=default, help=help)
 
 
+def add_seed(parser, help=None):
+    """The ``--seed`` option: an integer seed, by default 0."""
+    parser.add_argument("--seed", type=int, default=0, help=help)
+
+
 def add_choice(parser, flag, choices, help):
     """An option of one of `choices` (space-separated), by default the first."""
     choices = choices.split()

@@ -58,6 +58,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benches/ (_common)
+from _common import add_seed  # noqa: E402
+
 SETS = {
     "MUSK1": ("musk1/musk1.data", "rbf"),
     "MUSK2": ("musk2/musk2.data", "rbf"),
@@ -729,7 +732,7 @@ def main():
     p = sub.add_parser("prepare", help="the arrays and the folds (milsvm's venv)")
     p.add_argument("--data", type=Path, required=True, help="the data folder (shared/data)")
     p.add_argument("--folds", type=int, default=5)
-    p.add_argument("--seed", type=int, default=0)
+    add_seed(p)
     p.add_argument(
         "--check", action="store_true", help="only compare milsvm's reader with the plain parser"
     )
@@ -754,9 +757,7 @@ def main():
         choices=["paper", "sawmil"],
         help="milsvm's sAwMIL first_stage_problem (default: the estimator's)",
     )
-    r.add_argument(
-        "--seed", type=int, default=0, help="the inner folds' seed (plus the outer fold's index)"
-    )
+    add_seed(r, "the inner folds' seed (plus the outer fold's index)")
     r.add_argument("--n-folds", type=int, default=99, help="run only the first folds")
     r.add_argument(
         "--repeats",

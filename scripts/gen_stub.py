@@ -33,6 +33,7 @@ import inspect
 import os
 import re
 import sys
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -417,6 +418,7 @@ def generate(core, source):
             raise ValueError(f"milsvm._core.{n} has no Rust declaration under src/python/")
         params, ret = _signature(obj, fn, source)[1:].rsplit(") -> ", 1)
         signatures.setdefault(params, []).append((n, ret, _doc(obj, 0)))
+    signatures = _split_by_doc(signatures)
     protocols = {}
     for params, group in signatures.items():
         if len(group) >= MIN_SHARED:
@@ -429,7 +431,8 @@ def generate(core, source):
         pattern = _pattern([n for n, _, _ in group])
         out += ["", "", f"class {name}(Protocol[_R]):", f'    """The signature of `{pattern}`."""']
         # one line: each protocol is declared once, and the fits' protocols share a prefix
-        head = f"    def __call__({', '.join(['self'] + ([params] if params else []))}) -> _R:"
+        text = params[0] if isinstance(params, tuple) else params
+        head = f"    def __call__({', '.join(['self'] + ([text] if text else []))}) -> _R:"
         shared = docs.pop() if len(docs) == 1 else []
         out += [head] + ([f"        {line}" if line else "" for line in shared] + ["        ..."])
     out += [""] if protocols else []
@@ -453,6 +456,20 @@ def generate(core, source):
 #: Functions with the same parameters, at least this many, are declared through one ``Protocol``
 #: (``fit_sil: _Fit[SvmFit]``), their shared docstring written once.
 MIN_SHARED = 3
+
+
+def _split_by_doc(signatures):
+    """``signatures`` (parameters -> members) with the members of one parameter list that share
+    a docstring, at least :data:`MIN_SHARED` of them among others, under their own key
+    ``(parameters, docstring)``: their protocol then writes that docstring once."""
+    out = {}
+    for params, group in signatures.items():
+        docs = Counter(tuple(doc) for _, _, doc in group)
+        for member in group:
+            doc = tuple(member[2])
+            shared = doc and docs[doc] >= MIN_SHARED and len(docs) > 1
+            out.setdefault((params, doc) if shared else params, []).append(member)
+    return out
 
 
 def _pattern(names):

@@ -5,6 +5,7 @@ virtual environment and runs pytest from the repository root).
 """
 
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -257,6 +258,26 @@ def bag_sets(draw, max_bags=8, max_d=4, max_size=5, n_classes=2):
     labels = (np.arange(n_bags) % n_classes).astype(np.int64)
     rng.shuffle(labels)
     return X, bag_ptr, labels
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    """A two-process LocalCluster and a Client on it (the default scheduler while active)."""
+    pytest.importorskip("dask.bag")
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        silence_logs=logging.ERROR,
+    )
+    client = distributed.Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,6 @@ so that each fit runs in a second or two on a loaded machine. Needs ``milsvm[das
 ``test`` extra includes it); skipped without dask.
 """
 
-import logging
 import os
 import signal
 
@@ -28,20 +27,9 @@ pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceW
 
 
 @pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=None,
-        silence_logs=logging.ERROR,
-    )
-    client = distributed.Client(cluster)
-    try:
-        yield client
-    finally:
-        client.close()
-        cluster.close()
+def client(dask_client):
+    """The shared two-process LocalCluster's Client (tests/conftest.py)."""
+    return dask_client
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ they are skipped. The cluster uses two worker *processes*, so estimators and fit
 through pickling exactly as on a real cluster.
 """
 
-import logging
 import sys
 
 import milsvm
@@ -102,26 +101,6 @@ def test_score_bags_without_dask_says_how_to_install(monkeypatch, ring_data):
 # ------------------------------------------------------------------------------------------
 # Dask
 # ------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def dask_client():
-    """A two-process LocalCluster and a Client on it (the default scheduler while active)."""
-    pytest.importorskip("dask.bag")
-    distributed = pytest.importorskip("distributed")
-    cluster = distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=None,
-        silence_logs=logging.ERROR,
-    )
-    client = distributed.Client(cluster)
-    try:
-        yield client
-    finally:
-        client.close()
-        cluster.close()
 
 
 @pytest.mark.parametrize("name", ["nsk", "sparsemi"])

@@ -45,7 +45,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
 import milsvm  # noqa: E402
-from _common import RESULTS, benchmark_parser  # noqa: E402
+from _common import RESULTS, add_seed, benchmark_parser  # noqa: E402
 from _protocol import (  # noqa: E402
     Report,
     cv_cells,
@@ -105,7 +105,7 @@ def main():
         help="C values of the inner CV (default 0.1,1,10,100; 1,10,100,1000 for the text sets)",
     )
     ap.add_argument("--eta-grid", default="0.1,0.3,0.5,0.7,0.9", dest="eta_grid")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the outer folds")
+    add_seed(ap, "seed of the outer folds")
     ap.add_argument("--out", default=str(RESULTS / "sbmil.txt"))
     args = ap.parse_args()
     etas = [float(v) for v in args.eta_grid.split(",")]

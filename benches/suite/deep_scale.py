@@ -42,6 +42,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
+from _common import add_seed  # noqa: E402
 from _protocol import diy_mi_svm  # noqa: E402
 
 METHODS = ("MISVM-linear", "miSVM-linear", "ALSVM-linear", "SparseMI", "DIY")
@@ -213,7 +214,7 @@ def main():
     p.add_argument("--test-bags", type=int, default=200)
     p.add_argument("--mean-bag-size", type=int, default=1000)
     p.add_argument("--n-features", type=int, default=512)
-    p.add_argument("--seed", type=int, default=0)
+    add_seed(p)
     p = sub.add_parser("fit")
     p.add_argument("--dir", required=True)
     p.add_argument("--method", choices=METHODS, required=True)

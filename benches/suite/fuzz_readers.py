@@ -58,7 +58,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _common import REPO, RESULTS, add_out, benchmark_parser, data_dir  # noqa: E402
+from _common import REPO, RESULTS, add_out, add_seed, benchmark_parser, data_dir  # noqa: E402
 
 ROOT = REPO
 DATA = data_dir()
@@ -1433,7 +1433,7 @@ def main(argv=None):
         help="comma-separated targets (csv is skipped if load_mil_csv is absent)",
     )
     ap.add_argument("--seconds", type=float, default=150.0, help="fuzzing time per target")
-    ap.add_argument("--seed", type=int, default=0)
+    add_seed(ap)
     ap.add_argument("--timeout", type=float, default=10.0, help="per-input timeout (s)")
     ap.add_argument(
         "--mem-limit-mb", type=int, default=3072, help="address-space limit of the worker (0: none)"

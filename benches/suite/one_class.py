@@ -99,7 +99,7 @@ from sklearn.metrics import roc_auc_score  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _common import RESULTS  # noqa: E402
+from _common import RESULTS, add_seed  # noqa: E402
 
 METHODS = ("OCSVM", "OCMISVM", "NSK")
 DIFFS = (("OCMISVM", "OCSVM"), ("OCMISVM", "NSK"))
@@ -445,7 +445,7 @@ def plot(res, path, args):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=30)
-    ap.add_argument("--seed", type=int, default=0)
+    add_seed(ap)
     ap.add_argument(
         "--out",
         type=Path,

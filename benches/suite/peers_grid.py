@@ -88,7 +88,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
-from _common import RESULTS, add_list, picked, run_measured, sibling_python  # noqa: E402
+from _common import RESULTS, add_list, add_seed, picked, run_measured, sibling_python  # noqa: E402
 from _protocol import DEFAULT_DATA, Report  # noqa: E402
 
 RUNNER = HERE / "peers" / "runner.py"
@@ -304,7 +304,7 @@ def main():
     )
     ap.add_argument("--folds", type=int, default=10)
     ap.add_argument("--inner-folds", type=int, default=3)
-    ap.add_argument("--seed", type=int, default=0)
+    add_seed(ap)
     add_list(
         ap, "--C", float, [10.0], "C: one value = fixed; several = chosen by inner CV (default 10)"
     )

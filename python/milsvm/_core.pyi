@@ -470,9 +470,13 @@ class _Fit(Protocol[_R]):
         ...
 
 
-class _Signature(Protocol[_R]):
-    """The signature of `*`."""
+class _FitHyperparameters(Protocol[_R]):
+    """The signature of `fit_*_hyperparameters`."""
     def __call__(self) -> _R:
+        """The hyperparameters the core declares for this fit: `(name, default, range)`
+        each, `range` the allowed values of a numeric parameter in words ("be a finite
+        number > 0", "lie in (0, 1)") or None.
+        """
         ...
 
 
@@ -540,61 +544,33 @@ fit_annealing: _Fit[AnnealingFit]
 `milsvm.ALSVM` and its siblings, plus `method`: `"al"`, `"aw"`, `"alp"`, `"mi"` or
 `"MI"`, `seed` and `init_xv`).
 """
-fit_annealing_hyperparameters: _Signature[Specs]
-"""The hyperparameters the core declares for this fit: `(name, default, range)`
-each, `range` the allowed values of a numeric parameter in words ("be a finite
-number > 0", "lie in (0, 1)") or None.
-"""
+fit_annealing_hyperparameters: _FitHyperparameters[Specs]
 fit_cccp: _Fit[CccpFit]
 """Fits a method of the CCCP family with the parameters of `params` (names as in
 `milsvm.stMIL` and `milsvm.MissSVM`, plus `method`: `"stmil"` or `"misssvm"`, and
 `seed`).
 """
-fit_cccp_hyperparameters: _Signature[Specs]
-"""The hyperparameters the core declares for this fit: `(name, default, range)`
-each, `range` the allowed values of a numeric parameter in words ("be a finite
-number > 0", "lie in (0, 1)") or None.
-"""
+fit_cccp_hyperparameters: _FitHyperparameters[Specs]
 fit_mi_kernel: _Fit[MiKernelFit]
 """Fits MI-Kernel with the parameters of `params` (names as in `milsvm.MIKernel`)."""
-fit_mi_kernel_hyperparameters: _Signature[Specs]
-"""The hyperparameters the core declares for this fit: `(name, default, range)`
-each, `range` the allowed values of a numeric parameter in words ("be a finite
-number > 0", "lie in (0, 1)") or None.
-"""
+fit_mi_kernel_hyperparameters: _FitHyperparameters[Specs]
 fit_mi_kernel_path: _FitPath[List[MiKernelFit]]
 fit_miles: _Fit[MilesFit]
 """Fits MILES with the parameters of `params` (names as in `milsvm.MILES`, plus `seed`)."""
-fit_miles_hyperparameters: _Signature[Specs]
-"""The hyperparameters the core declares for this fit: `(name, default, range)`
-each, `range` the allowed values of a numeric parameter in words ("be a finite
-number > 0", "lie in (0, 1)") or None.
-"""
+fit_miles_hyperparameters: _FitHyperparameters[Specs]
 fit_miles_path: _FitPath[List[MilesFit]]
 fit_nsk: _Fit[SvmFit]
 """Fits NSK with the parameters of `params` (names as in `milsvm.NSK`)."""
-fit_nsk_hyperparameters: _Signature[Specs]
-"""The hyperparameters the core declares for this fit: `(name, default, range)`
-each, `range` the allowed values of a numeric parameter in words ("be a finite
-number > 0", "lie in (0, 1)") or None.
-"""
+fit_nsk_hyperparameters: _FitHyperparameters[Specs]
 fit_nsk_path: _FitPath[List[SvmFit]]
 fit_one_class: _Fit[OneClassFit]
 """Fits the one-class MI-SVM on the bags labelled 1 with the parameters of `params` (names
 as in `milsvm.OneClassMISVM`).
 """
-fit_one_class_hyperparameters: _Signature[Specs]
-"""The hyperparameters the core declares for this fit: `(name, default, range)`
-each, `range` the allowed values of a numeric parameter in words ("be a finite
-number > 0", "lie in (0, 1)") or None.
-"""
+fit_one_class_hyperparameters: _FitHyperparameters[Specs]
 fit_reduced_set: _Fit[ReducedSetFit]
 """Fits RS with the parameters of `params` (names as in `milsvm.ReducedSet`, plus `seed`)."""
-fit_reduced_set_hyperparameters: _Signature[Specs]
-"""The hyperparameters the core declares for this fit: `(name, default, range)`
-each, `range` the allowed values of a numeric parameter in words ("be a finite
-number > 0", "lie in (0, 1)") or None.
-"""
+fit_reduced_set_hyperparameters: _FitHyperparameters[Specs]
 fit_reduced_set_path: _FitPath[List[ReducedSetFit]]
 
 def fit_sigmoid(scores: NDArray[np.float64], positive: Sequence[bool]) -> Tuple[float, float]:
@@ -604,29 +580,17 @@ def fit_sigmoid(scores: NDArray[np.float64], positive: Sequence[bool]) -> Tuple[
     ...
 fit_sil: _Fit[SvmFit]
 """Fits SIL with the parameters of `params` (names as in `milsvm.SIL`)."""
-fit_sil_hyperparameters: _Signature[Specs]
-"""The hyperparameters the core declares for this fit: `(name, default, range)`
-each, `range` the allowed values of a numeric parameter in words ("be a finite
-number > 0", "lie in (0, 1)") or None.
-"""
+fit_sil_hyperparameters: _FitHyperparameters[Specs]
 fit_sil_path: _FitPath[List[SvmFit]]
 fit_smil: _Fit[SvmFit]
 """Fits sMIL with the parameters of `params` (names as in `milsvm.sMIL`)."""
-fit_smil_hyperparameters: _Signature[Specs]
-"""The hyperparameters the core declares for this fit: `(name, default, range)`
-each, `range` the allowed values of a numeric parameter in words ("be a finite
-number > 0", "lie in (0, 1)") or None.
-"""
+fit_smil_hyperparameters: _FitHyperparameters[Specs]
 fit_smil_path: _FitPath[List[SvmFit]]
 fit_sparse_mi: _Fit[SparseMiFit]
 """Fits SparseMI (RSVM with `max_iter=0`) with the parameters of `params` (names as in
 `milsvm.SparseMI`, plus `seed`, `init_xv`, `init_basis`).
 """
-fit_sparse_mi_hyperparameters: _Signature[Specs]
-"""The hyperparameters the core declares for this fit: `(name, default, range)`
-each, `range` the allowed values of a numeric parameter in words ("be a finite
-number > 0", "lie in (0, 1)") or None.
-"""
+fit_sparse_mi_hyperparameters: _FitHyperparameters[Specs]
 fit_sparse_mi_path: _FitPath[List[SparseMiFit]]
 fit_stk: _Fit[SvmFit]
 """Fits STK with the parameters of `params` (names as in `milsvm.STK`)."""
@@ -654,29 +618,17 @@ def fit_stk_bags_path(
     `C` of `params` is ignored), each equal to its own fit bit for bit.
     """
     ...
-fit_stk_hyperparameters: _Signature[Specs]
-"""The hyperparameters the core declares for this fit: `(name, default, range)`
-each, `range` the allowed values of a numeric parameter in words ("be a finite
-number > 0", "lie in (0, 1)") or None.
-"""
+fit_stk_hyperparameters: _FitHyperparameters[Specs]
 fit_stk_path: _FitPath[List[SvmFit]]
 fit_svmcc: _Fit[SvmCcFit]
 """Fits SVM-CC with the parameters of `params` (names as in `milsvm.SVMCC`)."""
-fit_svmcc_hyperparameters: _Signature[Specs]
-"""The hyperparameters the core declares for this fit: `(name, default, range)`
-each, `range` the allowed values of a numeric parameter in words ("be a finite
-number > 0", "lie in (0, 1)") or None.
-"""
+fit_svmcc_hyperparameters: _FitHyperparameters[Specs]
 fit_two_stage: _Fit[TwoStageFit]
 """Fits a method of the two-stage family with the parameters of `params` (names as in
 `milsvm.sbMIL` and `milsvm.sAwMIL`, plus `relabel`: `"sbmil"` or `"sawmil"`; the declared
 kernel default is sbMIL's `"rbf"`).
 """
-fit_two_stage_hyperparameters: _Signature[Specs]
-"""The hyperparameters the core declares for this fit: `(name, default, range)`
-each, `range` the allowed values of a numeric parameter in words ("be a finite
-number > 0", "lie in (0, 1)") or None.
-"""
+fit_two_stage_hyperparameters: _FitHyperparameters[Specs]
 
 def kernel_bag_means_py(
     x: Instances,
@@ -706,11 +658,13 @@ def kernel_width(x: Instances, gamma: Union[str, float]) -> float:
     (a 2-D float64 array or a CSR tuple), as every fit resolves it.
     """
     ...
-linear_rows_read: _Signature[int]
-"""The rows the linear solver's passes have read in this process so far (a counter that only
-grows): the difference over a fit, divided by the rows, is the number of passes over the
-data, for the benchmarks of the passes against the machine's read bandwidth.
-"""
+
+def linear_rows_read() -> int:
+    """The rows the linear solver's passes have read in this process so far (a counter that only
+    grows): the difference over a fit, divided by the rows, is the number of passes over the
+    data, for the benchmarks of the passes against the machine's read bandwidth.
+    """
+    ...
 
 def mi_kernel_decision_function(
     x: Instances,
