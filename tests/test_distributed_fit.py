@@ -64,7 +64,7 @@ def _delayed_list(part):
 
 def same_fit(a, b, bags):
     """Every fitted number of the two fits, bit for bit, and the model files byte for byte."""
-    for name in ("objective_history_", "decision_function"):
+    for name in ("objective_history_", "temperatures_", "decision_function"):
         x = getattr(a, name)
         y = getattr(b, name)
         if callable(x):
@@ -96,6 +96,15 @@ def model_bytes(est, tmp_path, tag):
         (milsvm.miSVM, np.float64, 7),
         (milsvm.MISVM, np.float64, 3),
         (milsvm.miSVM, np.float32, 5),
+        (milsvm.ALSVM, np.float32, 1),
+        (milsvm.ALSVM, np.float32, 2),
+        (milsvm.ALSVM, np.float64, 3),
+        (milsvm.ALSVM, np.float32, 5),
+        (milsvm.ALSVM, np.float64, 7),
+        (milsvm.AWSVM, np.float32, 3),
+        (milsvm.AWSVM, np.float64, 5),
+        (milsvm.ALPSVM, np.float64, 2),
+        (milsvm.ALPSVM, np.float32, 7),
     ],
 )
 def test_fit_equals_the_in_process_fit(client, data, tmp_path, cls, dtype, partitions):
@@ -105,7 +114,7 @@ def test_fit_equals_the_in_process_fit(client, data, tmp_path, cls, dtype, parti
     local = small(cls).fit(bags, y)
     remote = dfit(est, collection(bags, partitions), y, client=client)
     assert remote is est
-    assert local.n_iter_ > 1  # the heuristic's rounds ran, not only its first solve
+    assert local.n_iter_ > 1  # the rounds (temperatures) ran, not only the first solve
     same_fit(local, remote, bags)
     assert model_bytes(local, tmp_path, "a") == model_bytes(remote, tmp_path, "b")
     assert remote.distributed_partitions_ == partitions
@@ -192,8 +201,9 @@ def _kill_a_holder(client):
 @pytest.mark.parametrize(
     "est",
     [
-        milsvm.ALSVM(kernel="linear"),
         milsvm.NSK(),
+        milsvm.sAwMIL(kernel="linear"),
+        milsvm.ALSVM(),  # the RBF kernel
         milsvm.MISVM(),  # the RBF kernel
         milsvm.MISVM(kernel="linear", n_xv=5),
         milsvm.miSVM(kernel="linear", probability=True),
@@ -201,7 +211,11 @@ def _kill_a_holder(client):
 )
 def test_unsupported_estimators_say_what_is_supported(client, data, est):
     bags, y = data
-    with pytest.raises(NotImplementedError, match=r"miSVM\(kernel='linear'\), MISVM"):
+    supported = (
+        r"miSVM\(kernel='linear'\), MISVM\(kernel='linear'\), ALSVM\(kernel='linear'\), "
+        r"AWSVM\(kernel='linear'\), ALPSVM\(kernel='linear'\)"
+    )
+    with pytest.raises(NotImplementedError, match=supported):
         dfit(est, collection(bags, 2), y, client=client)
 
 

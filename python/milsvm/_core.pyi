@@ -532,7 +532,7 @@ def distributed_fit_annealing(
     n_features: int,
     gamma: float,
 ) -> AnnealingFit:
-    """The fit of mi-SVM or MI-SVM (linear, two classes) on bags held by partitions: the driver
+    """The fit of an annealing method (linear, two classes) on bags held by partitions: the driver
     runs the fit without the GIL and calls `dispatch(op, v, s)` once per round, which sends the
     round to every `Partition` and returns their replies in partition order. `bag_ptr`: the
     offsets of every bag in partition order; `labels`: their class indices; `gamma`: the width

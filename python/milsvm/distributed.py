@@ -169,7 +169,7 @@ def score_bags(
 
 
 #: The estimators :func:`fit` supports (with ``kernel="linear"``).
-SUPPORTED = ("miSVM", "MISVM")
+SUPPORTED = ("miSVM", "MISVM", "ALSVM", "AWSVM", "ALPSVM")
 
 #: Seconds a round may take before :func:`fit` gives up (``timeout=None`` in :func:`fit`).
 DEFAULT_ROUND_TIMEOUT = 600.0
@@ -388,13 +388,14 @@ def fit(estimator, bags, y, *, client=None, timeout=None, max_restarts=3, _round
     bags). The fitted model is bit for bit the model of ``estimator.fit(list_of_bags, y)``, for
     any number of partitions and workers.
 
-    Supported: :class:`milsvm.miSVM` and :class:`milsvm.MISVM` with ``kernel="linear"`` (the
-    linear solver), two classes, ``gamma`` a number or ``"scale"`` (recorded in ``gamma_``;
+    Supported: :class:`milsvm.miSVM`, :class:`milsvm.MISVM`, :class:`milsvm.ALSVM`,
+    :class:`milsvm.AWSVM` and :class:`milsvm.ALPSVM` with ``kernel="linear"`` (the linear
+    solver), two classes, ``gamma`` a number or ``"scale"`` (recorded in ``gamma_``;
     the linear kernel does not use it). The others raise ``NotImplementedError``.
 
     Parameters
     ----------
-    estimator : miSVM or MISVM
+    estimator : miSVM, MISVM, ALSVM, AWSVM or ALPSVM
         The estimator to fit (its parameters as set); it is fitted in place and returned.
     bags : dask.bag.Bag
         One element per bag, in the order of ``y``: a 2-D NumPy array (``n_instances x

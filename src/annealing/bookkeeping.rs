@@ -170,29 +170,18 @@ impl BinaryData<'_> {
     /// Mean over positive bags of the divergence between two rounds: the Bernoulli KL per
     /// instance (labels) or the categorical KL per bag (witness weights).
     pub(super) fn kl(&self, method: AnnealingMethod, p: &[f64], q: &[f64]) -> f64 {
-        let total = self.sum_positive_bags(|r| {
-            if method.labels_instances() {
-                r.map(|j| xlogy(p[j], q[j]) + xlogy(1.0 - p[j], 1.0 - q[j]))
-                    .fold(0.0, |a, t| a + t)
-            } else {
-                r.map(|j| xlogy(p[j], q[j])).fold(0.0, |a, t| a + t)
-            }
-        });
-        let count = self.relabel_units(method);
-        if count == 0 {
-            0.0
-        } else {
-            total / count as f64
-        }
+        let total = self.sum_positive_bags(|r| kl_term(method, p, q, r));
+        self.per_unit(total, self.relabel_units(method))
     }
 
     /// Mean binary entropy of `p` over the instances of positive bags.
     pub(super) fn mean_entropy(&self, p: &[f64]) -> f64 {
-        let total = self.sum_positive_bags(|r| {
-            p[r].iter()
-                .fold(0.0, |a, &v| a - (plogp(v) + plogp(1.0 - v)))
-        });
-        let count = self.relabel_units(AnnealingMethod::MiSvm);
+        let total = self.sum_positive_bags(|r| entropy_term(p, r));
+        self.per_unit(total, self.relabel_units(AnnealingMethod::MiSvm))
+    }
+
+    /// `total / count`, 0 without units (no positive bag).
+    pub(super) fn per_unit(&self, total: f64, count: usize) -> f64 {
         if count == 0 {
             0.0
         } else {
@@ -200,9 +189,8 @@ impl BinaryData<'_> {
         }
     }
 
-    /// The entropy and penalty terms of the annealed objective at temperature `temp`:
-    /// `T sum [p ln p + (1 - p) ln(1 - p)]` (AL, ALP) or `T sum p ln p` (AW) over positive
-    /// bags, plus ALP's `C2 sum_i (sum_j p_ij - m_i p*)^2`.
+    /// The entropy and penalty terms of the annealed objective at temperature `temp`
+    /// ([`temperature_term`] summed over the positive bags).
     pub(super) fn temperature_terms(
         &self,
         method: AnnealingMethod,
@@ -210,19 +198,7 @@ impl BinaryData<'_> {
         temp: f64,
         params: &AnnealingValidParams,
     ) -> f64 {
-        self.sum_positive_bags(|r| {
-            let bag = &p[r];
-            let mut total = if method.labels_instances() {
-                temp * bag.iter().map(|&v| plogp(v) + plogp(1.0 - v)).sum::<f64>()
-            } else {
-                temp * bag.iter().map(|&v| plogp(v)).sum::<f64>()
-            };
-            if method == AnnealingMethod::Alp {
-                let s: f64 = bag.iter().sum::<f64>() - bag.len() as f64 * params.p_star;
-                total += params.c2 * s * s;
-            }
-            total
-        })
+        self.sum_positive_bags(|r| temperature_term(method, p, temp, params, r))
     }
 
     /// AW-SVM's final labels: weight 1 for the instances of positive bags with `p > eps`, 0 for
@@ -251,6 +227,50 @@ impl BinaryData<'_> {
             total / count as f64
         }
     }
+}
+
+/// One positive bag's (rows `r`) summand of [`BinaryData::kl`].
+pub(super) fn kl_term(
+    method: AnnealingMethod,
+    p: &[f64],
+    q: &[f64],
+    r: std::ops::Range<usize>,
+) -> f64 {
+    if method.labels_instances() {
+        r.map(|j| xlogy(p[j], q[j]) + xlogy(1.0 - p[j], 1.0 - q[j]))
+            .fold(0.0, |a, t| a + t)
+    } else {
+        r.map(|j| xlogy(p[j], q[j])).fold(0.0, |a, t| a + t)
+    }
+}
+
+/// One positive bag's summand of [`BinaryData::mean_entropy`].
+pub(super) fn entropy_term(p: &[f64], r: std::ops::Range<usize>) -> f64 {
+    p[r].iter()
+        .fold(0.0, |a, &v| a - (plogp(v) + plogp(1.0 - v)))
+}
+
+/// One positive bag's entropy and penalty terms of the annealed objective at temperature
+/// `temp`: `T sum [p ln p + (1 - p) ln(1 - p)]` (AL, ALP) or `T sum p ln p` (AW), plus ALP's
+/// `C2 (sum_j p_ij - m_i p*)^2`.
+pub(super) fn temperature_term(
+    method: AnnealingMethod,
+    p: &[f64],
+    temp: f64,
+    params: &AnnealingValidParams,
+    r: std::ops::Range<usize>,
+) -> f64 {
+    let bag = &p[r];
+    let mut total = if method.labels_instances() {
+        temp * bag.iter().map(|&v| plogp(v) + plogp(1.0 - v)).sum::<f64>()
+    } else {
+        temp * bag.iter().map(|&v| plogp(v)).sum::<f64>()
+    };
+    if method == AnnealingMethod::Alp {
+        let s: f64 = bag.iter().sum::<f64>() - bag.len() as f64 * params.p_star;
+        total += params.c2 * s * s;
+    }
+    total
 }
 
 /// `x ln x` with `0 ln 0 = 0`.

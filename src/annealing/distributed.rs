@@ -1,7 +1,9 @@
-//! mi-SVM and MI-SVM (linear) over partitions of the bags held elsewhere (the workers of a
-//! Dask cluster): [`PartitionLabels`] is one partition's rows and labels, answering rounds;
-//! [`fit_distributed`] is the driver, which runs the heuristic's rounds
-//! ([`AnnealingValidParams::heuristic_rounds`]) and the Newton-CG driver
+//! The annealing fits (mi-SVM, MI-SVM, AL-SVM, AW-SVM, ALP-SVM; linear) over partitions of
+//! the bags held elsewhere (the workers of a Dask cluster): [`PartitionLabels`] is one
+//! partition's rows and labels, answering rounds; [`fit_distributed`] is the driver, which runs
+//! the heuristic's rounds ([`AnnealingValidParams::heuristic_rounds`]) or the temperatures
+//! ([`AnnealingValidParams::annealing_rounds`]; the means of KL, entropy and the temperature
+//! terms combined from the partitions' nodes over the positive bags) and the Newton-CG driver
 //! ([`crate::solver::linear::drive`]) on `d`-vectors and scalars, every sum combined from the
 //! partitions' nodes in the fixed tree over the bags: the fit in one process, bit for bit.
 //!
@@ -13,9 +15,9 @@
 
 use ndarray::{Array1, Array2};
 
-use super::bookkeeping::BinaryData;
-use super::run::{labelling_hash, Relabelling, FNV_OFFSET};
-use super::{AnnealingFit, AnnealingValidParams};
+use super::bookkeeping::{entropy_term, kl_term, temperature_term, BinaryData};
+use super::run::{labelling_hash, max_abs_diff, Annealed, Measures, Relabelling, FNV_OFFSET};
+use super::{AnnealingFit, AnnealingMethod, AnnealingValidParams};
 use crate::bags::{validate_bag_ptr, Instances};
 use crate::error::{invalid_data, invalid_param, Result};
 use crate::model::{Model, Pooling};
@@ -51,15 +53,13 @@ pub(crate) fn binary_problem(
     Ok((targets, costs))
 }
 
-/// Checks that `params` take the distributed route: mi-SVM or MI-SVM with the linear kernel
-/// and the linear solver.
+/// Checks that `params` take the distributed route: any annealing method (mi-SVM, MI-SVM,
+/// AL-SVM, AW-SVM, ALP-SVM) with the linear kernel and the linear solver.
 pub(crate) fn check_distributed(params: &AnnealingValidParams) -> Result<()> {
-    if !params.method.is_heuristic()
-        || params.kernel != KernelKind::Linear
-        || params.route() != SvmRoute::Linear
-    {
+    if params.kernel != KernelKind::Linear || params.route() != SvmRoute::Linear {
         return Err(invalid_param(
-            "a distributed fit supports miSVM and MISVM with kernel='linear' (the linear solver)"
+            "a distributed fit supports miSVM, MISVM, ALSVM, AWSVM and ALPSVM with \
+             kernel='linear' (the linear solver)"
                 .to_string(),
         ));
     }
@@ -78,6 +78,8 @@ pub(crate) struct PartitionLabels {
     targets: Vec<f64>,
     costs: Vec<f64>,
     p: Vec<f64>,
+    /// The labels at the start of the temperature (the annealing methods).
+    start: Vec<f64>,
 }
 
 impl PartitionLabels {
@@ -124,6 +126,7 @@ impl PartitionLabels {
             targets,
             costs,
             p: Vec::new(),
+            start: Vec::new(),
         })
     }
 
@@ -135,8 +138,31 @@ impl PartitionLabels {
         }
     }
 
+    /// This partition's canonical nodes of `sum_i term(rows of bag i)` over its positive bags
+    /// in the tree over every bag ([`crate::tree_sum::partial_bags`]), appended to `out`.
+    fn positive_nodes<F>(&self, term: F, out: &mut Vec<f64>)
+    where
+        F: Fn(std::ops::Range<usize>) -> f64 + Sync,
+    {
+        let m = self.targets.len();
+        let mut global = vec![0; self.n_bags + 1];
+        global[self.lo..=self.lo + m].copy_from_slice(&self.ptr);
+        global[self.lo + m..].fill(self.part.n_rows());
+        let (lo, targets, global) = (self.lo, &self.targets, &global);
+        let nodes = partial_bags(global, lo, lo + m, 0.0, |k, acc: &mut f64| {
+            if targets[k - lo] > 0.0 {
+                *acc = term(global[k]..global[k + 1]);
+                true
+            } else {
+                false
+            }
+        });
+        put_nodes(&nodes, out);
+    }
+
     /// Answers one round: the labels' rounds (`init`, `costs`, `relabel`, `p_hat`, `labels`,
-    /// `fold_values`) here, the solver's ([`OwnedPart::answer`]) by the rows.
+    /// `fold_values`; the annealing's `witness_costs`, `mark`, `update` and `measures`) here,
+    /// the solver's ([`OwnedPart::answer`]) by the rows.
     pub(crate) fn answer(&mut self, op: &str, v: &[f64], s: &[f64]) -> Result<Vec<f64>> {
         let method = self.params.method;
         Ok(match op {
@@ -150,6 +176,43 @@ impl PartitionLabels {
                 self.data().costs_into(method, &self.p, &mut cp, &mut cn);
                 self.part.set_costs(cp, cn);
                 Vec::new()
+            }
+            "witness_costs" => {
+                let n = self.part.n_rows();
+                let (mut cp, mut cn) = (vec![0.0; n], vec![0.0; n]);
+                let data = self.data();
+                let w = data.witnesses(&self.p, self.params.eps);
+                data.costs_into(method, &w, &mut cp, &mut cn);
+                self.part.set_costs(cp, cn);
+                Vec::new()
+            }
+            "mark" => {
+                self.start.clone_from(&self.p);
+                Vec::new()
+            }
+            "update" => {
+                // s = [T]: the nodes of the KL's sum between the new labels and these
+                let temp = scalar(s)?;
+                let q = self.p.clone();
+                let mut p = std::mem::take(&mut self.p);
+                self.data()
+                    .update_p(method, self.part.scores(), temp, &self.params, &mut p);
+                self.p = p;
+                let mut out = Vec::new();
+                self.positive_nodes(|r| kl_term(method, &self.p, &q, r), &mut out);
+                out
+            }
+            "measures" => {
+                // s = [T]: the nodes of the temperature terms, the entropy and the KL from
+                // the temperature's start, then the largest change from it
+                let temp = scalar(s)?;
+                let (p, start, params) = (&self.p, &self.start, &self.params);
+                let mut out = Vec::new();
+                self.positive_nodes(|r| temperature_term(method, p, temp, params, r), &mut out);
+                self.positive_nodes(|r| entropy_term(p, r), &mut out);
+                self.positive_nodes(|r| kl_term(method, p, start, r), &mut out);
+                out.push(max_abs_diff(p, start));
+                out
             }
             "relabel" => {
                 let q = self.p.clone();
@@ -211,6 +274,17 @@ impl PartitionLabels {
             }
             _ => self.part.answer(op, v, s)?,
         })
+    }
+}
+
+/// The one scalar of a round's `s`.
+fn scalar(s: &[f64]) -> Result<f64> {
+    match s {
+        [t] => Ok(*t),
+        _ => Err(invalid_data(format!(
+            "this round takes one scalar, got {}",
+            s.len()
+        ))),
     }
 }
 
@@ -279,7 +353,80 @@ impl<D: Dispatch> Relabelling for RemoteLabels<'_, D> {
     }
 }
 
-/// The fit of [`crate::annealing::AnnealingParams`] (mi-SVM or MI-SVM, linear; two classes)
+/// The driver's [`Annealed`]: the labels held by the partitions, the SVM step solved over
+/// them ([`RemoteParts`]), every mean combined from the partitions' nodes in the tree over
+/// the bags and divided as [`BinaryData`] divides it.
+struct RemoteAnneal<'a, D> {
+    params: &'a AnnealingValidParams,
+    data: &'a BinaryData<'a>,
+    store: RemoteParts<D>,
+    mean: Vec<f64>,
+    warm: Option<(Vec<f64>, f64)>,
+}
+
+impl<D: Dispatch> Annealed for RemoteAnneal<'_, D> {
+    fn solve(&mut self, witnesses: bool) -> Result<f64> {
+        let cancel = self.params.observer.cancel().clone();
+        cancel.check()?;
+        let op = if witnesses { "witness_costs" } else { "costs" };
+        self.store.dispatch.round(op, &[], &[])?;
+        let warm = self.warm.as_ref().map(|(w, b)| (w.as_slice(), *b, true));
+        let out = drive(
+            &mut self.store,
+            Some(&self.mean),
+            warm,
+            self.params.inner_tol.unwrap_or(LINEAR_TOL),
+            self.params.inner_max_iter,
+            &cancel,
+        )?;
+        self.warm = Some((out.w, out.b));
+        Ok(out.value)
+    }
+
+    fn mark_start(&mut self) -> Result<()> {
+        self.store.dispatch.round("mark", &[], &[])?;
+        Ok(())
+    }
+
+    fn update(&mut self, temp: f64) -> Result<f64> {
+        let replies = self.store.dispatch.round("update", &[], &[temp])?;
+        let mut nodes = Vec::new();
+        for r in &replies {
+            nodes.extend(get_nodes(&0.0, &mut Reader::new(r))?);
+        }
+        let total = combine(self.data.targets.len(), nodes, 0.0)?;
+        let units = self.data.relabel_units(self.params.method);
+        Ok(self.data.per_unit(total, units))
+    }
+
+    fn measures(&mut self, temp: f64) -> Result<Measures> {
+        let replies = self.store.dispatch.round("measures", &[], &[temp])?;
+        let (mut terms, mut entropy, mut kl) = (Vec::new(), Vec::new(), Vec::new());
+        let mut max_diff = 0.0_f64;
+        for r in &replies {
+            let mut at = Reader::new(r);
+            terms.extend(get_nodes(&0.0, &mut at)?);
+            entropy.extend(get_nodes(&0.0, &mut at)?);
+            kl.extend(get_nodes(&0.0, &mut at)?);
+            max_diff = max_diff.max(at.next()?);
+        }
+        let (data, n_bags) = (self.data, self.data.targets.len());
+        Ok(Measures {
+            terms: combine(n_bags, terms, 0.0)?,
+            entropy: data.per_unit(
+                combine(n_bags, entropy, 0.0)?,
+                data.relabel_units(AnnealingMethod::MiSvm),
+            ),
+            max_diff,
+            kl_start: data.per_unit(
+                combine(n_bags, kl, 0.0)?,
+                data.relabel_units(self.params.method),
+            ),
+        })
+    }
+}
+
+/// The fit of [`crate::annealing::AnnealingParams`] (any method, linear; two classes)
 /// on bags held by the partitions that `dispatch` reaches, built with [`PartitionLabels`] from
 /// the bags' offsets `bag_ptr` (all of them), `labels` and the width `gamma` resolved for
 /// them: the [`AnnealingFit`] of the same fit in one process.
@@ -317,16 +464,33 @@ pub(crate) fn fit_distributed(
         targets: &targets,
         costs,
     };
-    let units = data.relabel_units(params.method);
-    let mut labels_store = RemoteLabels {
-        params,
-        store,
-        mean,
-        warm: None,
+    let (rounds, temperatures, w, b, mut store) = if params.method.is_heuristic() {
+        let units = data.relabel_units(params.method);
+        let mut labels_store = RemoteLabels {
+            params,
+            store,
+            mean,
+            warm: None,
+        };
+        let out = params.heuristic_rounds(&mut labels_store, units, chain(&first), 0)?;
+        let (w, b) = labels_store.warm.take().unwrap_or((vec![0.0; d], 0.0));
+        let rounds = (out.history, out.n_iter, out.n_solves, out.stop_reason);
+        (rounds, Vec::new(), w, b, labels_store.store)
+    } else {
+        let mut anneal = RemoteAnneal {
+            params,
+            data: &data,
+            store,
+            mean,
+            warm: None,
+        };
+        let out = params.annealing_rounds(&mut anneal, 0)?;
+        let (w, b) = anneal.warm.take().unwrap_or((vec![0.0; d], 0.0));
+        let rounds = (out.history, out.n_iter, out.n_solves, out.stop_reason);
+        (rounds, out.temperatures, w, b, anneal.store)
     };
-    let rounds = params.heuristic_rounds(&mut labels_store, units, chain(&first), 0)?;
-    let (w, b) = labels_store.warm.take().unwrap_or((vec![0.0; d], 0.0));
-    let dispatch = &mut labels_store.store.dispatch;
+    let (history, n_iter, n_solves, stop_reason) = rounds;
+    let dispatch = &mut store.dispatch;
     let replies = dispatch.round("p_hat", &[], &[])?;
     let (mut nodes, mut positive) = (Vec::new(), 0);
     for r in &replies {
@@ -361,11 +525,11 @@ pub(crate) fn fit_distributed(
         model,
         p: vec![p],
         p_hat: vec![p_hat],
-        objective_history: vec![rounds.history],
-        temperatures: vec![Vec::new()],
-        n_iter: vec![rounds.n_iter],
-        n_solves: vec![rounds.n_solves],
-        stop_reason: vec![rounds.stop_reason],
+        objective_history: vec![history],
+        temperatures: vec![temperatures],
+        n_iter: vec![n_iter],
+        n_solves: vec![n_solves],
+        stop_reason: vec![stop_reason],
         gamma,
         solver: SvmRoute::Linear,
         n_xv: None,
@@ -430,7 +594,13 @@ mod tests {
                 }
             };
             let whole_bags = Bags::new(rows(0, ptr[n_bags]), ptr.clone()).unwrap();
-            for method in [AnnealingParams::mi_svm(), AnnealingParams::big_mi_svm()] {
+            for method in [
+                AnnealingParams::mi_svm(),
+                AnnealingParams::big_mi_svm(),
+                AnnealingParams::al(),
+                AnnealingParams::aw(),
+                AnnealingParams::alp(),
+            ] {
                 let params = method.kernel(KernelKind::Linear).c(1.0).check().unwrap();
                 let whole = params.fit(&whole_bags, &labels).unwrap();
                 assert!(whole.n_iter[0] > 1);
@@ -498,7 +668,7 @@ mod tests {
             err.to_string().contains("bag 4 has a non-finite value"),
             "{err}"
         );
-        let rbf = AnnealingParams::mi_svm().check().unwrap();
+        let rbf = AnnealingParams::al().check().unwrap();
         assert!(check_distributed(&rbf).is_err());
         assert!(binary_problem(&params, &[0, 2, 1]).is_err());
         let mut kernel =

@@ -60,13 +60,7 @@ impl AnnealingValidParams {
         let mut c_pos = vec![0.0; n];
         let mut c_neg = vec![0.0; n];
         let mut f = vec![0.0; n];
-        let mut history = Vec::new();
-        let mut temperatures = Vec::new();
-        let mut n_solves = 0;
-        let mut stop_reason = StopReason::MaxIter;
-        let mut n_iter = 0;
-        let cap = self.outer_cap();
-        if method.is_heuristic() {
+        let (history, temperatures, n_iter, n_solves, stop_reason) = if method.is_heuristic() {
             let mut local = LocalLabels {
                 svm: &mut svm,
                 data,
@@ -79,78 +73,33 @@ impl AnnealingValidParams {
             let first = labelling_hash(FNV_OFFSET, local.p);
             let rounds =
                 self.heuristic_rounds(&mut local, data.relabel_units(method), first, problem)?;
-            (history, n_iter, n_solves, stop_reason) = (
+            (
                 rounds.history,
+                Vec::new(),
                 rounds.n_iter,
                 rounds.n_solves,
                 rounds.stop_reason,
-            );
+            )
         } else {
-            let cancel = self.observer.cancel().clone();
-            let mut solve = |p: &[f64], f: &mut [f64]| -> Result<f64> {
-                cancel.check()?;
-                data.costs_into(method, p, &mut c_pos, &mut c_neg);
-                let value = svm.solve(&c_pos, &c_neg)?;
-                svm.scores_into(f);
-                Ok(value)
+            let mut local = LocalAnneal {
+                svm: &mut svm,
+                data,
+                params: self,
+                p: &mut p,
+                start: Vec::new(),
+                f: &mut f,
+                c_pos: &mut c_pos,
+                c_neg: &mut c_neg,
             };
-            let mut temp = self.t0.unwrap_or(10.0 * self.c);
-            let mut value = 0.0;
-            let mut entropies = Vec::new();
-            for _ in 0..cap {
-                n_iter += 1;
-                let start = p.clone();
-                for _ in 0..self.max_alternations {
-                    n_solves += 1;
-                    value = solve(&p, &mut f)?;
-                    let q = p.clone();
-                    data.update_p(method, &f, temp, self, &mut p);
-                    if data.kl(method, &p, &q) < self.eps {
-                        break;
-                    }
-                }
-                temperatures.push(temp);
-                history.push(value + data.temperature_terms(method, &p, temp, self));
-                entropies.push(data.mean_entropy(&p));
-                self.observer.notify(Progress {
-                    problem,
-                    step: history.len(),
-                    max_steps: cap,
-                    objective: history[history.len() - 1],
-                    temperature: Some(temp),
-                    expected_steps: self.expected_temperatures(&entropies, cap),
-                });
-                // AW: p no longer changes within a temperature (Algorithm 2). AL / ALP: the
-                // entropy is below eps (Algorithm 1), or, once T is below eps C, p no longer
-                // changes when T drops, measured as the inner loop measures it (the mean KL
-                // between p at the start and at the end of the temperature below eps). ALP's
-                // penalty can hold one instance of a bag at a fractional p for every T, so its
-                // entropy need not vanish, and that p follows the scores with gain C / C2, so
-                // it moves at the level of the SVM step's tolerance however cold T is; at high
-                // T, p moves slowly, so the rule waits for a cold temperature.
-                let done = match method {
-                    AnnealingMethod::Aw => max_abs_diff(&p, &start) <= self.eps,
-                    _ => {
-                        data.mean_entropy(&p) < self.eps
-                            || (temp <= self.eps * self.c && data.kl(method, &p, &start) < self.eps)
-                    }
-                };
-                if done {
-                    stop_reason = StopReason::Converged;
-                    break;
-                }
-                temp /= self.decay;
-            }
-            // The last update of p has not been trained on yet (AW: relabel first).
-            if method == AnnealingMethod::Aw {
-                let witnesses: Vec<f64> = data.witnesses(&p, self.eps);
-                n_solves += 1;
-                solve(&witnesses, &mut f)?;
-            } else {
-                n_solves += 1;
-                solve(&p, &mut f)?;
-            }
-        }
+            let rounds = self.annealing_rounds(&mut local, problem)?;
+            (
+                rounds.history,
+                rounds.temperatures,
+                rounds.n_iter,
+                rounds.n_solves,
+                rounds.stop_reason,
+            )
+        };
         let (beta, b) = svm.coef(n);
         let p_hat = data.p_hat(method, &p, self.eps);
         Ok(BinaryRun {
@@ -184,7 +133,7 @@ pub(super) fn labelling_hash(mut h: u64, p: &[f64]) -> u64 {
     h
 }
 
-fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
+pub(super) fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
     a.iter()
         .zip(b)
         .map(|(x, y)| (x - y).abs())
@@ -277,6 +226,164 @@ impl AnnealingValidParams {
             labels.solve()?;
         }
         Ok(out)
+    }
+}
+
+/// The labels `p` of the annealing methods (AL, AW, ALP) and the SVM step on them, wherever
+/// the rows are: in process ([`LocalAnneal`]) or in groups of bags, each group updating its
+/// own bags (the update is per bag) and reporting its nodes of the sums over the positive bags
+/// in the fixed tree ([`crate::tree_sum`]).
+pub(super) trait Annealed {
+    /// Solves the SVM step at the costs of the current labels (warm-started), or, with
+    /// `witnesses`, of AW-SVM's final witnesses ([`BinaryData::witnesses`]); its objective.
+    fn solve(&mut self, witnesses: bool) -> Result<f64>;
+    /// Keeps the current labels as the temperature's start.
+    fn mark_start(&mut self) -> Result<()>;
+    /// Updates every positive bag's labels at temperature `temp` from the last solve's
+    /// scores; the mean KL from the previous labels ([`BinaryData::kl`]).
+    fn update(&mut self, temp: f64) -> Result<f64>;
+    /// The measures at the end of temperature `temp`.
+    fn measures(&mut self, temp: f64) -> Result<Measures>;
+}
+
+/// The measures of the labels at the end of a temperature.
+pub(super) struct Measures {
+    /// [`BinaryData::temperature_terms`].
+    pub(super) terms: f64,
+    /// [`BinaryData::mean_entropy`].
+    pub(super) entropy: f64,
+    /// The largest change of a label from the temperature's start.
+    pub(super) max_diff: f64,
+    /// [`BinaryData::kl`] from the temperature's start.
+    pub(super) kl_start: f64,
+}
+
+/// The temperatures of an annealing run.
+pub(super) struct AnnealingRounds {
+    pub(super) history: Vec<f64>,
+    pub(super) temperatures: Vec<f64>,
+    pub(super) n_iter: usize,
+    pub(super) n_solves: usize,
+    pub(super) stop_reason: StopReason,
+}
+
+impl AnnealingValidParams {
+    /// The temperatures of AL-SVM, AW-SVM and ALP-SVM (Gehler and Chapelle 2007, Algorithms 1
+    /// and 2): at each, alternate the SVM step and the update of `p` until `p` settles (mean
+    /// KL below `eps`), then cool by `decay`, until the stopping rule; the last labels are
+    /// always trained on (AW: its witnesses).
+    pub(super) fn annealing_rounds(
+        &self,
+        labels: &mut impl Annealed,
+        problem: usize,
+    ) -> Result<AnnealingRounds> {
+        let method = self.method;
+        let cap = self.outer_cap();
+        let mut out = AnnealingRounds {
+            history: Vec::new(),
+            temperatures: Vec::new(),
+            n_iter: 0,
+            n_solves: 0,
+            stop_reason: StopReason::MaxIter,
+        };
+        let mut temp = self.t0.unwrap_or(10.0 * self.c);
+        let mut value = 0.0;
+        let mut entropies = Vec::new();
+        for _ in 0..cap {
+            out.n_iter += 1;
+            labels.mark_start()?;
+            for _ in 0..self.max_alternations {
+                out.n_solves += 1;
+                value = labels.solve(false)?;
+                if labels.update(temp)? < self.eps {
+                    break;
+                }
+            }
+            out.temperatures.push(temp);
+            let m = labels.measures(temp)?;
+            out.history.push(value + m.terms);
+            entropies.push(m.entropy);
+            self.observer.notify(Progress {
+                problem,
+                step: out.history.len(),
+                max_steps: cap,
+                objective: out.history[out.history.len() - 1],
+                temperature: Some(temp),
+                expected_steps: self.expected_temperatures(&entropies, cap),
+            });
+            // AW: p no longer changes within a temperature (Algorithm 2). AL / ALP: the
+            // entropy is below eps (Algorithm 1), or, once T is below eps C, p no longer
+            // changes when T drops, measured as the inner loop measures it (the mean KL
+            // between p at the start and at the end of the temperature below eps). ALP's
+            // penalty can hold one instance of a bag at a fractional p for every T, so its
+            // entropy need not vanish, and that p follows the scores with gain C / C2, so
+            // it moves at the level of the SVM step's tolerance however cold T is; at high
+            // T, p moves slowly, so the rule waits for a cold temperature.
+            let done = match method {
+                AnnealingMethod::Aw => m.max_diff <= self.eps,
+                _ => m.entropy < self.eps || (temp <= self.eps * self.c && m.kl_start < self.eps),
+            };
+            if done {
+                out.stop_reason = StopReason::Converged;
+                break;
+            }
+            temp /= self.decay;
+        }
+        // The last update of p has not been trained on yet (AW: relabel first).
+        out.n_solves += 1;
+        labels.solve(method == AnnealingMethod::Aw)?;
+        Ok(out)
+    }
+}
+
+/// [`Annealed`] in process: every row's labels `p`, scores `f` and costs.
+struct LocalAnneal<'s, 'a> {
+    svm: &'s mut SvmStep<'a>,
+    data: &'s BinaryData<'s>,
+    params: &'s AnnealingValidParams,
+    p: &'s mut Vec<f64>,
+    start: Vec<f64>,
+    f: &'s mut Vec<f64>,
+    c_pos: &'s mut Vec<f64>,
+    c_neg: &'s mut Vec<f64>,
+}
+
+impl Annealed for LocalAnneal<'_, '_> {
+    fn solve(&mut self, witnesses: bool) -> Result<f64> {
+        self.params.observer.cancel().check()?;
+        let method = self.params.method;
+        if witnesses {
+            let w = self.data.witnesses(self.p, self.params.eps);
+            self.data.costs_into(method, &w, self.c_pos, self.c_neg);
+        } else {
+            self.data.costs_into(method, self.p, self.c_pos, self.c_neg);
+        }
+        let value = self.svm.solve(self.c_pos, self.c_neg)?;
+        self.svm.scores_into(self.f);
+        Ok(value)
+    }
+
+    fn mark_start(&mut self) -> Result<()> {
+        self.start.clone_from(self.p);
+        Ok(())
+    }
+
+    fn update(&mut self, temp: f64) -> Result<f64> {
+        let method = self.params.method;
+        let q = self.p.clone();
+        self.data
+            .update_p(method, self.f, temp, self.params, self.p);
+        Ok(self.data.kl(method, self.p, &q))
+    }
+
+    fn measures(&mut self, temp: f64) -> Result<Measures> {
+        let (method, params) = (self.params.method, self.params);
+        Ok(Measures {
+            terms: self.data.temperature_terms(method, self.p, temp, params),
+            entropy: self.data.mean_entropy(self.p),
+            max_diff: max_abs_diff(self.p, &self.start),
+            kl_start: self.data.kl(method, self.p, &self.start),
+        })
     }
 }
 
