@@ -323,22 +323,40 @@ struct RemoteLabels<'a, D> {
     warm: Option<(Vec<f64>, f64)>,
 }
 
+/// One SVM step over the partitions: the round `op` sets each partition's costs from its labels,
+/// then the Newton-CG driver runs its rounds, warm-started from the previous step's `(w, b)`.
+fn remote_solve<D: Dispatch>(
+    params: &AnnealingValidParams,
+    store: &mut RemoteParts<D>,
+    mean: &[f64],
+    warm: &mut Option<(Vec<f64>, f64)>,
+    op: &str,
+) -> Result<f64> {
+    let cancel = params.observer.cancel().clone();
+    cancel.check()?;
+    store.dispatch.round(op, &[], &[])?;
+    let start = warm.as_ref().map(|(w, b)| (w.as_slice(), *b, true));
+    let out = drive(
+        store,
+        Some(mean),
+        start,
+        params.inner_tol.unwrap_or(LINEAR_TOL),
+        params.inner_max_iter,
+        &cancel,
+    )?;
+    *warm = Some((out.w, out.b));
+    Ok(out.value)
+}
+
 impl<D: Dispatch> Relabelling for RemoteLabels<'_, D> {
     fn solve(&mut self) -> Result<f64> {
-        let cancel = self.params.observer.cancel().clone();
-        cancel.check()?;
-        self.store.dispatch.round("costs", &[], &[])?;
-        let warm = self.warm.as_ref().map(|(w, b)| (w.as_slice(), *b, true));
-        let out = drive(
+        remote_solve(
+            self.params,
             &mut self.store,
-            Some(&self.mean),
-            warm,
-            self.params.inner_tol.unwrap_or(LINEAR_TOL),
-            self.params.inner_max_iter,
-            &cancel,
-        )?;
-        self.warm = Some((out.w, out.b));
-        Ok(out.value)
+            &self.mean,
+            &mut self.warm,
+            "costs",
+        )
     }
 
     fn relabel(&mut self) -> Result<Option<(usize, u64)>> {
@@ -366,21 +384,8 @@ struct RemoteAnneal<'a, D> {
 
 impl<D: Dispatch> Annealed for RemoteAnneal<'_, D> {
     fn solve(&mut self, witnesses: bool) -> Result<f64> {
-        let cancel = self.params.observer.cancel().clone();
-        cancel.check()?;
         let op = if witnesses { "witness_costs" } else { "costs" };
-        self.store.dispatch.round(op, &[], &[])?;
-        let warm = self.warm.as_ref().map(|(w, b)| (w.as_slice(), *b, true));
-        let out = drive(
-            &mut self.store,
-            Some(&self.mean),
-            warm,
-            self.params.inner_tol.unwrap_or(LINEAR_TOL),
-            self.params.inner_max_iter,
-            &cancel,
-        )?;
-        self.warm = Some((out.w, out.b));
-        Ok(out.value)
+        remote_solve(self.params, &mut self.store, &self.mean, &mut self.warm, op)
     }
 
     fn mark_start(&mut self) -> Result<()> {

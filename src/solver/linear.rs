@@ -892,27 +892,17 @@ impl<'a> Part<'a> {
         self.add_pending(pending);
         let (x, simd) = (self.x, self.simd);
         let (dj, cp, cn) = (&self.dj, &*self.c_pos, &*self.c_neg);
-        let read: usize = self
-            .z
-            .par_chunks_mut(BLOCK_ROWS)
-            .enumerate()
-            .map(|(blk, out)| {
-                let mut read = 0;
-                for (k, v) in out.iter_mut().enumerate() {
-                    let j = blk * BLOCK_ROWS + k;
-                    if dj[j] == 0.0 {
-                        *v = if cp[j] <= 0.0 && cn[j] <= 0.0 {
-                            0.0
-                        } else {
-                            read += 1;
-                            x.row_dot(j, s_w, simd) + shift
-                        };
-                    }
-                }
-                read
-            })
-            .sum();
-        note_rows(read);
+        rescore(&mut self.z, |j, v| {
+            if dj[j] != 0.0 {
+                return false;
+            }
+            if cp[j] <= 0.0 && cn[j] <= 0.0 {
+                *v = 0.0;
+                return false;
+            }
+            *v = x.row_dot(j, s_w, simd) + shift;
+            true
+        });
         for (&j, &v) in self.act.active.iter().zip(&self.z_active) {
             self.z[j] = v;
         }
@@ -953,24 +943,33 @@ impl<'a> Part<'a> {
     fn finish_scores(&mut self, w: &[f64], shift: f64) {
         let (x, simd) = (self.x, self.simd);
         let (cp, cn) = (&*self.c_pos, &*self.c_neg);
-        let read: usize = self
-            .f
-            .par_chunks_mut(BLOCK_ROWS)
-            .enumerate()
-            .map(|(blk, out)| {
-                let mut read = 0;
-                for (k, v) in out.iter_mut().enumerate() {
-                    let j = blk * BLOCK_ROWS + k;
-                    if cp[j] <= 0.0 && cn[j] <= 0.0 {
-                        read += 1;
-                        *v = x.row_dot(j, w, simd) + shift;
-                    }
-                }
-                read
-            })
-            .sum();
-        note_rows(read);
+        rescore(&mut self.f, |j, v| {
+            let no_loss = cp[j] <= 0.0 && cn[j] <= 0.0;
+            if !no_loss {
+                return false;
+            }
+            *v = x.row_dot(j, w, simd) + shift;
+            true
+        });
     }
+}
+
+/// Sets some scores in place, in parallel over blocks of rows: `score(j, &mut s_j)` writes
+/// row `j`'s score if it has one to write and says whether it read the row (counted by
+/// [`note_rows`]).
+fn rescore(scores: &mut [f64], score: impl Fn(usize, &mut f64) -> bool + Sync) {
+    let read: usize = scores
+        .par_chunks_mut(BLOCK_ROWS)
+        .enumerate()
+        .map(|(blk, out)| {
+            let first = blk * BLOCK_ROWS;
+            out.iter_mut()
+                .enumerate()
+                .map(|(k, v)| usize::from(score(first + k, v)))
+                .sum::<usize>()
+        })
+        .sum();
+    note_rows(read);
 }
 
 /// The in-process [`RowStore`]: groups of contiguous bags, in order (one group for an
