@@ -7,7 +7,10 @@ built at import from their parameter lists (``milsvm._constructor``).
   ``#[pyo3(signature = ...)]``), the docstrings (the Rust doc comments), the fields of the
   result classes (``get_all``).
 * The Rust declarations under ``src/python/``: the type of every parameter, return value and
-  field, mapped from the Rust type (``f64`` -> ``float``, ``PyReadonlyArray1<i64>`` ->
+  field, mapped from the Rust type; a result class that mirrors a core record
+  (``crate::record::record!``, its class written by ``fit_record!``) takes its fields from the
+  record's declaration, each Rust type mapped to its Python side by the ``ToPy`` impls of
+  ``src/python/record.rs`` (``f64`` -> ``float``, ``PyReadonlyArray1<i64>`` ->
   ``NDArray[np.int64]``, ``Option<T>`` -> ``Optional[T]``, ...). Where the Rust type says
   nothing (``&Bound<PyAny>``), the Python type is written in the PyO3 signature, as PyO3's own
   stub introspection reads it: ``#[pyo3(signature = (x: "Instances", n_jobs=None) -> "float")]``;
@@ -39,6 +42,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 STUB = ROOT / "python" / "milsvm" / "_core.pyi"
 SOURCES = ROOT / "src" / "python"
+#: The core, where the records are declared.
+CORE = ROOT / "src"
 
 #: The stub's docstring.
 PRELUDE = '''"""Type stubs of the compiled core ``milsvm._core`` (Rust, PyO3).
@@ -179,15 +184,60 @@ class Types:
         raise ValueError(f"cannot map the Rust type {rust!r}")
 
 
+def _bare(rust):
+    """A Rust type without whitespace and module paths: ``crate::model::Model`` -> ``Model``."""
+    return re.sub(r"\b(?:\w+::)+", "", "".join(rust.split()))
+
+
+def records(core):
+    """``{field-list macro: [(Python name, Rust type)]}`` of every ``record!`` declaration under
+    ``core`` (outside ``python/``): the field's name, or the ``#[py(name = "...")]`` it carries."""
+    out = {}
+    for path in sorted(core.rglob("*.rs")):
+        if "python" in path.relative_to(core).parts:
+            continue
+        text = path.read_text()
+        for m in re.finditer(r"^crate::record::record! \{ \$ fields: (\w+);", text, re.M):
+            open_ = re.compile(r"^\s*pub struct \w+ \{", re.M).search(text, m.end()).end() - 1
+            body = text[open_ + 1 : matching(text, open_) - 1]
+            fields, alias = [], None
+            for line in body.splitlines():
+                line = line.strip()
+                a = re.fullmatch(r'#\[py\(name = "(\w+)"\)\]', line)
+                if a:
+                    alias = a.group(1)
+                    continue
+                f = re.fullmatch(r"pub (\w+): (.+),", line)
+                if f:
+                    fields.append((alias or f.group(1), f.group(2)))
+                    alias = None
+            out[m.group(1)] = fields
+    return out
+
+
+def to_py(text):
+    """``{Rust type: Rust type of its Python side}`` from the ``ToPy`` impls of ``record.rs``."""
+    out = {}
+    for m in re.finditer(r"impl(?:<\w+>)? ToPy for (.+?) \{\s*type Py = (.+?);", text):
+        out[_bare(m.group(1))] = m.group(2)
+    for m in re.finditer(r"^as_is!\((.*?)\);$", text, re.M | re.S):
+        for t in split_top(m.group(1)):
+            out[_bare(t)] = t.strip()
+    return out
+
+
 class Source:
     """What ``src/python/*.rs`` declares: pyclasses (fields with types and docs), functions and
     methods (parameter and return types, PyO3 annotations), type aliases, ``fit_bindings!``
     invocations and the function templates of its macro."""
 
-    def __init__(self, root):
+    def __init__(self, root, core=CORE):
         self.text = {p.name: p.read_text() for p in sorted(root.glob("*.rs"))}
         self.aliases, self.classes, self.fields = {}, {}, {}
         self.functions, self.methods = {}, {}
+        #: the core's records (field-list macro: fields) and the Python class written from each
+        self.records, self.record_classes = records(core), {}
+        self.to_py = to_py(self.text["record.rs"])
         for text in self.text.values():
             self._aliases(text)
             self._classes(text)
@@ -209,6 +259,16 @@ class Source:
             self.classes[m.group(2)] = m.group(1)
             body = text[m.end() : matching(text, m.end() - 1) - 1]
             self.fields[m.group(1)] = re.findall(r"^\s*(\w+): (.+?) = ", body, re.M)
+        for m in re.finditer(
+            r'^(\w+)!\(fit_record! \{\n(?:\s*///.*\n)*\s*"(\w+)" (\w+)\s*\}\);', text, re.M
+        ):  # a core record's field list passed to fit_record!
+            fields_macro, name, rust = m.groups()
+            self.classes[rust] = name
+            self.record_classes[fields_macro] = name
+            self.fields[name] = [
+                (py_name, self.to_py[_bare(rust_type)])
+                for py_name, rust_type in self.records[fields_macro]
+            ]
         for m in re.finditer(
             r"#\[pyclass\(name = \"(\w+)\"[^\]]*\]\s*pub\(crate\) struct (\w+)", text
         ):

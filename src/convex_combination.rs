@@ -259,31 +259,35 @@ fn check_svmcc(p: &SvmCcValidParams) -> Result<()> {
 /// Passes per QP of the linear route's coordinate descent.
 const LINEAR_MAX_PASSES: usize = 1000;
 
-/// A fitted SVM-CC with its training record (one entry per binary problem).
-#[derive(Debug, Clone, PartialEq)]
-pub struct SvmCcFit {
-    /// Instance classifier (eq. 35) with max pooling.
-    pub model: Model,
-    /// Per problem: the positive bags (indices into the training bags).
-    pub positive_bags: Vec<Vec<usize>>,
-    /// Per problem: the final `v` of every positive bag (the last LP's).
-    pub v: Vec<Vec<Vec<f64>>>,
-    /// Per problem: the LP's bias of the last round.
-    pub lp_intercept: Vec<f64>,
-    /// Per problem: the QP's bias of the last round (eq. 36-37).
-    pub qp_intercept: Vec<f64>,
-    /// Per problem: `1/2 ||w||^2 + sum c xi` after each round's LP.
-    pub objective_history: Vec<Vec<f64>>,
-    /// Per problem: `||v_new - v||_2` of each round.
-    pub dv_history: Vec<Vec<f64>>,
-    /// Per problem: rounds run.
-    pub n_iter: Vec<usize>,
-    /// Per problem: why it stopped.
-    pub stop_reason: Vec<StopReason>,
-    /// Whether every SMO solve met its tolerance.
-    pub smo_converged: bool,
-    /// The kernel width used.
-    pub gamma: f64,
+crate::record::record! { $ fields: svm_cc_fit_fields;
+    /// A fitted SVM-CC with its training record (one entry per binary problem).
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct SvmCcFit {
+        /// Instance classifier (eq. 35) with max pooling.
+        pub model: Model,
+        /// Per problem: the positive bags (indices into the training bags).
+        pub positive_bags: Vec<Vec<usize>>,
+        /// Per problem: the final `v` of every positive bag (the last LP's).
+        pub v: Vec<Vec<Vec<f64>>>,
+        /// Per problem: the LP's bias of the last round.
+        pub lp_intercept: Vec<f64>,
+        /// Per problem: the QP's bias of the last round (eq. 36-37).
+        pub qp_intercept: Vec<f64>,
+        /// Per problem: `1/2 ||w||^2 + sum c xi` after each round's LP.
+        pub objective_history: Vec<Vec<f64>>,
+        /// Per problem: `||v_new - v||_2` of each round.
+        pub dv_history: Vec<Vec<f64>>,
+        /// Per problem: rounds run.
+        pub n_iter: Vec<usize>,
+        /// Per problem: why it stopped (converged: the change of `v` fell below `tol`).
+        #[py(name = "converged")]
+        pub stop_reason: Vec<StopReason>,
+        /// Whether every SMO solve met its tolerance.
+        #[py(name = "inner_converged")]
+        pub smo_converged: bool,
+        /// The kernel width used.
+        pub gamma: f64,
+    }
 }
 
 struct BinaryRun {

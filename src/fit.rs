@@ -297,23 +297,26 @@ impl Setup<'_> {
     }
 }
 
-/// A fitted single-SVM estimator (NSK, sMIL, SIL, STK) with its SMO record, one entry per
-/// binary problem.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SvmFit {
-    /// The model (its pooling and bag features say what the expansion scores: bags by mean
-    /// pooling for NSK and sMIL, instances by max pooling for SIL, min/max statistics for STK).
-    pub model: crate::model::Model,
-    /// The kernel width used.
-    pub gamma: f64,
-    /// Dual objective `1/2 a^T Q a - p^T a` per problem.
-    pub objective: Vec<f64>,
-    /// Dual variables per problem (one per training point: bag, unit, instance).
-    pub alpha: Vec<Vec<f64>>,
-    /// Number of support points per problem.
-    pub n_support: Vec<usize>,
-    /// Largest SMO iteration count.
-    pub n_iter: usize,
-    /// Whether every SMO solve converged (else the iteration cap was hit).
-    pub converged: bool,
+crate::record::record! { $ fields: svm_fit_fields;
+    /// A fitted single-SVM estimator (NSK, sMIL, SIL, STK) with its SMO record, one entry per
+    /// binary problem.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct SvmFit {
+        /// The model (its pooling and bag features say what the expansion scores: bags by mean
+        /// pooling for NSK and sMIL, instances by max pooling for SIL, min/max statistics for STK).
+        pub model: crate::model::Model,
+        /// The kernel width used.
+        pub gamma: f64,
+        /// Dual objective `1/2 a^T Q a - p^T a` per problem.
+        pub objective: Vec<f64>,
+        /// Dual variables per problem (one per training point: bag, unit, instance).
+        pub alpha: Vec<Vec<f64>>,
+        /// Number of support points per problem.
+        pub n_support: Vec<usize>,
+        /// Largest SMO iteration count.
+        pub n_iter: usize,
+        /// Whether every SMO solve converged (else the iteration cap was hit).
+        #[py(name = "inner_converged")]
+        pub converged: bool,
+    }
 }

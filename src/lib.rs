@@ -83,6 +83,7 @@ pub mod multiclass;
 pub mod one_class;
 pub mod params;
 pub mod progress;
+mod record;
 pub mod semi_supervised;
 pub mod set_kernel;
 pub mod set_kernel_svm;

@@ -73,29 +73,32 @@ hyperparams! {
     fit -> MilesFit, path path_impl;
 }
 
-/// A fitted MILES: the model (the selected concepts, [`Pooling::XvMax`]) and the record of its
-/// linear programs, one entry per binary problem.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MilesFit {
-    /// The model.
-    pub model: Model,
-    /// The kernel width used.
-    pub gamma: f64,
-    /// The number of candidate concepts.
-    pub n_concepts: usize,
-    /// The index of each expansion vector of the model among the candidate concepts (training
-    /// instance indices when every instance is a concept).
-    pub selected: Vec<usize>,
-    /// The LP objective `sum_k |w_k| + sum_i C w_i xi_i` per problem.
-    pub objective: Vec<f64>,
-    /// Nonzero weights per problem.
-    pub n_selected: Vec<usize>,
-    /// Simplex pivots per problem.
-    pub n_iter: Vec<usize>,
-    /// Whether every LP met its optimality test (else its pivot cap was reached).
-    pub converged: bool,
-    /// The LP's dual variables (one per training bag, in `[0, C w_i]`) per problem.
-    pub dual: Vec<Vec<f64>>,
+crate::record::record! { $ fields: miles_fit_fields;
+    /// A fitted MILES: the model (the selected concepts, [`Pooling::XvMax`]) and the record of its
+    /// linear programs, one entry per binary problem.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct MilesFit {
+        /// The model.
+        pub model: Model,
+        /// The kernel width used.
+        pub gamma: f64,
+        /// The number of candidate concepts.
+        pub n_concepts: usize,
+        /// The index of each expansion vector of the model among the candidate concepts (training
+        /// instance indices when every instance is a concept).
+        pub selected: Vec<usize>,
+        /// Per problem: the LP objective `sum_k |w_k| + sum_i C w_i xi_i`.
+        pub objective: Vec<f64>,
+        /// Per problem: concepts with a nonzero weight.
+        pub n_selected: Vec<usize>,
+        /// Per problem: simplex pivots.
+        pub n_iter: Vec<usize>,
+        /// Whether every LP met its optimality test (else its pivot cap was reached).
+        #[py(name = "inner_converged")]
+        pub converged: bool,
+        /// Per problem: the LP's dual variables (one per training bag, in `[0, C w_i]`).
+        pub dual: Vec<Vec<f64>>,
+    }
 }
 
 impl MilesValidParams {

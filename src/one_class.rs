@@ -52,29 +52,33 @@ hyperparams! {
     }
 }
 
-/// A fitted one-class MI-SVM.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OneClassFit {
-    /// `f(x) = sum a k - rho` with max pooling (one output, `n_classes = 2`).
-    pub model: Model,
-    /// `rho`.
-    pub rho: f64,
-    /// Dual variables of the instances of the positive bags (in instance order).
-    pub alpha: Vec<f64>,
-    /// Dual variables of the bag pseudo-samples (0 for inactive bags).
-    pub bag_alpha: Vec<f64>,
-    /// Which positive bags carried an active max constraint in the last solve.
-    pub active: Vec<bool>,
-    /// The dual objective `1/2 a^T K a` after each round.
-    pub objective_history: Vec<f64>,
-    /// Rounds run (1 without bag constraints).
-    pub n_iter: usize,
-    /// Why the loop stopped.
-    pub stop_reason: StopReason,
-    /// Whether every SMO solve met its tolerance.
-    pub smo_converged: bool,
-    /// The kernel width used.
-    pub gamma: f64,
+crate::record::record! { $ fields: one_class_fit_fields;
+    /// A fitted one-class MI-SVM.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct OneClassFit {
+        /// `f(x) = sum a k - rho` with max pooling (one output, `n_classes = 2`).
+        pub model: Model,
+        /// The offset `rho`.
+        pub rho: f64,
+        /// Dual variables of the instances of the positive bags (in instance order).
+        pub alpha: Vec<f64>,
+        /// Dual variables of the bag pseudo-samples (0 for inactive bags).
+        pub bag_alpha: Vec<f64>,
+        /// Which positive bags carried an active max constraint in the last solve.
+        pub active: Vec<bool>,
+        /// The dual objective `1/2 a^T K a` after each round.
+        pub objective_history: Vec<f64>,
+        /// Rounds run (1 without bag constraints).
+        pub n_iter: usize,
+        /// Why the loop stopped (converged: no max constraint was violated at the end).
+        #[py(name = "converged")]
+        pub stop_reason: StopReason,
+        /// Whether every SMO solve met its tolerance.
+        #[py(name = "inner_converged")]
+        pub smo_converged: bool,
+        /// The kernel width used.
+        pub gamma: f64,
+    }
 }
 
 impl Fit for OneClassValidParams {

@@ -170,37 +170,42 @@ choices! {
     }
 }
 
-/// A fitted stMIL or MissSVM with its CCCP record (one entry per binary problem).
-#[derive(Debug, Clone, PartialEq)]
-pub struct CccpFit {
-    /// The instance classifier; stMIL's pooling follows its bag score ([`SmilBagScore`]),
-    /// MissSVM's is [`Pooling::Max`].
-    pub model: Model,
-    /// The kernel width used.
-    pub gamma: f64,
-    /// Per problem, of the run that gave the model: the objective `J` at the start (stMIL:
-    /// the sMIL solution; MissSVM: `w = 0, b = 0`; a restart has none), then after each CCCP
-    /// step.
-    pub objective_history: Vec<Vec<f64>>,
-    /// Per problem: CCCP steps (QPs after the start) of the run that gave the model.
-    pub n_iter: Vec<usize>,
-    /// Per problem: why that run stopped.
-    pub stop_reason: Vec<StopReason>,
-    /// Per problem: the final objective of every run, the method's own start first, then each
-    /// restart; the model is the run of the smallest (the first of equal ones).
-    pub run_objectives: Vec<Vec<f64>>,
-    /// Per problem: the positive bags (indices into the training bags).
-    pub positive_bags: Vec<Vec<usize>>,
-    /// Per problem: the linearisation of the returned model's QP: the sign `s` of every instance
-    /// of the positive bags, in instance order (`0`: both copies at half cost, MissSVM's first
-    /// step, or no transductive term, stMIL's sMIL start).
-    pub signs: Vec<Vec<f64>>,
-    /// Per problem: the witness instance (an index into the training instances) of every
-    /// positive bag in the returned model's QP, `None` for the bag mean (stMIL; MissSVM's first
-    /// step).
-    pub witnesses: Vec<Vec<Option<usize>>>,
-    /// Whether every SMO solve met its tolerance.
-    pub smo_converged: bool,
+crate::record::record! { $ fields: cccp_fit_fields;
+    /// A fitted stMIL or MissSVM with its CCCP record (one entry per binary problem).
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct CccpFit {
+        /// The instance classifier; stMIL's pooling follows its bag score ([`SmilBagScore`]),
+        /// MissSVM's is [`Pooling::Max`].
+        pub model: Model,
+        /// The kernel width used.
+        pub gamma: f64,
+        /// Per problem, of the run that gave the model: the objective `J` at the start (stMIL:
+        /// the sMIL solution; MissSVM: `w = 0, b = 0`; a restart has none), then after each CCCP
+        /// step.
+        pub objective_history: Vec<Vec<f64>>,
+        /// Per problem: CCCP steps (QPs after the start) of the run that gave the model.
+        pub n_iter: Vec<usize>,
+        /// Per problem: why that run stopped (converged: a stopping rule was met before
+        /// `max_iter`).
+        #[py(name = "converged")]
+        pub stop_reason: Vec<StopReason>,
+        /// Per problem: the final objective of every run, the method's own start first, then each
+        /// restart; the model is the run of the smallest (the first of equal ones).
+        pub run_objectives: Vec<Vec<f64>>,
+        /// Per problem: the positive bags (indices into the training bags).
+        pub positive_bags: Vec<Vec<usize>>,
+        /// Per problem: the linearisation of the returned model's QP: the sign `s` of every
+        /// instance of the positive bags, in instance order (`0`: both copies at half cost,
+        /// MissSVM's first step, or no transductive term, stMIL's sMIL start).
+        pub signs: Vec<Vec<f64>>,
+        /// Per problem: the witness instance (an index into the training instances) of every
+        /// positive bag in the returned model's QP, `None` for the bag mean (stMIL; MissSVM's first
+        /// step; Python reads -1).
+        pub witnesses: Vec<Vec<Option<usize>>>,
+        /// Whether every SMO solve met its tolerance.
+        #[py(name = "inner_converged")]
+        pub smo_converged: bool,
+    }
 }
 
 /// What a binary CCCP run returns.

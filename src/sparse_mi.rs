@@ -89,21 +89,23 @@ fn check_together(p: &SparseMiValidParams) -> Result<()> {
     check_init_xv(p.init_xv.as_ref(), Some(p.n_xv))
 }
 
-/// A fitted SparseMI / RSVM model with its training record.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SparseMiFit {
-    /// The model (expansion vectors, coefficients, biases).
-    pub model: Model,
-    /// The expansion vectors the descent started from.
-    pub initial_xv: Array2<f64>,
-    /// `g(Z)` at the start and after each accepted outer iteration (non-increasing).
-    pub objective_history: Vec<f64>,
-    /// Accepted outer iterations.
-    pub n_iter: usize,
-    /// The kernel width used.
-    pub gamma: f64,
-    /// Whether every final inner problem met its stopping rule.
-    pub inner_converged: bool,
+crate::record::record! { $ fields: sparse_mi_fit_fields;
+    /// A fitted SparseMI / RSVM model with its training record.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct SparseMiFit {
+        /// The model (expansion vectors, coefficients, biases).
+        pub model: Model,
+        /// The expansion vectors the descent started from.
+        pub initial_xv: Array2<f64>,
+        /// `g(Z)` at the start and after each accepted outer iteration (non-increasing).
+        pub objective_history: Vec<f64>,
+        /// Accepted outer iterations.
+        pub n_iter: usize,
+        /// The kernel width used.
+        pub gamma: f64,
+        /// Whether every final inner problem met its stopping rule.
+        pub inner_converged: bool,
+    }
 }
 
 impl SparseMiParams {

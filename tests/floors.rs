@@ -14,7 +14,7 @@ const FLOORS: &[(&str, &[&str])] = &[
     (
         "leaf",
         &[
-            "error", "simd", "linalg", "choice", "tree_sum", "threads", "progress",
+            "error", "simd", "linalg", "choice", "tree_sum", "threads", "progress", "record",
         ],
     ),
     (

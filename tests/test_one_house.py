@@ -262,3 +262,68 @@ def test_the_type_stubs_match_the_compiled_core():
             attrs = {a.target.id for a in node.body if isinstance(a, ast.AnnAssign)}
             cls = getattr(_core, name)
             assert attrs == {a for a in dir(cls) if not a.startswith("_")}, name
+
+
+def _declarations():
+    """``scripts/gen_stub.py``'s reading of the Rust declarations: the core's records and the
+    binding's classes (one parser for the stub and these tests)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "gen_stub.py"
+    spec = importlib.util.spec_from_file_location("gen_stub", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.Source(module.SOURCES)
+
+
+def test_every_record_field_reaches_its_python_class():
+    """Every record the core declares by ``record!`` has its Python class (its field list passed
+    to ``fit_record!``), and that class holds exactly the record's fields (under the names of
+    their ``#[py(name = ...)]``), each with the record's doc."""
+    source = _declarations()
+    assert set(source.records) == set(source.record_classes), "a record without its class"
+    assert len(source.records) >= 7
+    for fields_macro, fields in source.records.items():
+        name = source.record_classes[fields_macro]
+        cls = getattr(_core, name)
+        exposed = {a for a in dir(cls) if not a.startswith("_")}
+        assert {f for f, _ in fields} == exposed, name
+        for f, _ in fields:
+            assert (getattr(cls, f).__doc__ or "").strip(), f"{name}.{f} has no doc"
+
+
+def _documented_attributes(cls):
+    doc = inspect.cleandoc(cls.__doc__)
+    if "Attributes\n----------\n" not in doc:
+        return []
+    section = doc.split("Attributes\n----------\n", 1)[1]
+    names = []
+    for head in re.findall(r"^(\w[\w, ]*) :", section, re.M):
+        names += [n.strip() for n in head.split(",")]
+    return names
+
+
+@pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
+def test_every_documented_attribute_is_set_by_fit(cls):
+    """Each attribute of the docstring's ``Attributes`` section exists on the fitted estimator."""
+    names = _documented_attributes(cls)
+    if not names:  # RSVM: "the attributes of :class:`SparseMI`"
+        assert ":class:`" in cls.__doc__, f"{cls.__name__} documents no attributes"
+        return
+    est = fit_quietly(make(cls), *easy_bags())
+    missing = [n for n in names if not hasattr(est, n)]
+    assert not missing, f"{cls.__name__} documents {missing}, which fit does not set"
+
+
+def test_attribute_docs_spliced_from_the_records_are_in_the_docstrings():
+    """Each entry that ``_docs.field`` spliced names a field of a core result class, and its
+    text, the field's doc, is in the docstring of an estimator that documents the attribute."""
+    from milsvm import _docs
+
+    assert len(_docs.FIELD_DOCS) >= 25
+    docs = {c: " ".join(inspect.cleandoc(c.__doc__).split()) for c in ALL}
+    for (record, field), (attribute, text) in _docs.FIELD_DOCS.items():
+        assert hasattr(getattr(_core, record), field), f"{record}.{field} is not in the core"
+        users = [c for c, d in docs.items() if f"{attribute} : " in d and text in d]
+        assert users, f"{record}.{field}: no docstring holds its text as {attribute}"

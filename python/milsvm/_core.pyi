@@ -206,53 +206,68 @@ class AnnealingFit:
     list).
     """
     model: Model
-    """The compiled model (max pooling)."""
+    """The instance classifier with max pooling."""
+    p: List[NDArray[np.float64]]
+    """The final `p` of every training instance (AL / ALP / mi-SVM: probability of a positive
+    label, 0 in negative bags; AW / MI-SVM: witness weight, 1 in negative bags).
+    """
+    p_hat: NDArray[np.float64]
+    """Mean fraction of positives per positive bag (`p > 1/2` for AL / ALP / mi-SVM, the
+    witnesses for AW / MI-SVM).
+    """
+    objective_history: List[NDArray[np.float64]]
+    """The objective at the end of each temperature (heuristics: of each round)."""
+    temperatures: List[NDArray[np.float64]]
+    """The temperatures visited (heuristics: empty)."""
+    n_iter: List[int]
+    """Temperatures (heuristics: rounds) run."""
+    n_solves: List[int]
+    """SVM solves in all."""
+    converged: List[bool]
+    """Per problem: why it stopped (converged: the stopping rule was met before `max_iter`)."""
     gamma: float
     """The kernel width used."""
-    p: List[NDArray[np.float64]]
-    """Per problem: the final `p` of every training instance."""
-    p_hat: List[float]
-    """Per problem: the mean fraction of positives per positive bag."""
-    objective_history: List[List[float]]
-    """Per problem: the objective at the end of each temperature (heuristics: round)."""
-    temperatures: List[List[float]]
-    """Per problem: the temperatures visited (heuristics: empty)."""
-    n_iter: List[int]
-    """Per problem: temperatures (heuristics: rounds) run."""
-    n_solves: List[int]
-    """Per problem: SVM solves."""
-    converged: List[bool]
-    """Per problem: whether the stopping rule was met before `max_iter`."""
     solver: str
-    """How the SVM step was solved: `"kernel"` or `"linear"`."""
+    """How the SVM step was solved (`kernel` or `linear`, never `auto`)."""
     n_xv: Optional[int]
-    """The size of the reduced basis used, or `None` (every training instance, or `w`)."""
+    """The size of the reduced basis used (`None`: every training instance, or `w` for the
+    linear route); with `n_xv = "auto"`, the choice made.
+    """
 
 class CccpFit:
     """A fitted stMIL or MissSVM (the Rust [`CccpFit`]; per binary problem where a list)."""
     model: Model
-    """The compiled model (stMIL: the pooling of its `bag_score`; MissSVM: `max`)."""
+    """The instance classifier; stMIL's pooling follows its bag score ([`SmilBagScore`]),
+    MissSVM's is [`Pooling::Max`].
+    """
     gamma: float
     """The kernel width used."""
-    objective_history: List[List[float]]
-    """Per problem, of the run that gave the model: the objective at the start, then after
-    each CCCP step.
+    objective_history: List[NDArray[np.float64]]
+    """Per problem, of the run that gave the model: the objective `J` at the start (stMIL:
+    the sMIL solution; MissSVM: `w = 0, b = 0`; a restart has none), then after each CCCP
+    step.
     """
     n_iter: List[int]
-    """Per problem: CCCP steps of that run."""
+    """Per problem: CCCP steps (QPs after the start) of the run that gave the model."""
     converged: List[bool]
-    """Per problem: whether that run met a stopping rule before `max_iter`."""
-    run_objectives: List[List[float]]
-    """Per problem: the final objective of every run (the method's start, then each restart)."""
+    """Per problem: why that run stopped (converged: a stopping rule was met before
+    `max_iter`).
+    """
+    run_objectives: List[NDArray[np.float64]]
+    """Per problem: the final objective of every run, the method's own start first, then each
+    restart; the model is the run of the smallest (the first of equal ones).
+    """
     positive_bags: List[List[int]]
-    """Per problem: the positive bags."""
-    signs: List[List[float]]
-    """Per problem: the sign of every instance of the positive bags in the returned model's QP
-    (0: the start's rule).
+    """Per problem: the positive bags (indices into the training bags)."""
+    signs: List[NDArray[np.float64]]
+    """Per problem: the linearisation of the returned model's QP: the sign `s` of every
+    instance of the positive bags, in instance order (`0`: both copies at half cost,
+    MissSVM's first step, or no transductive term, stMIL's sMIL start).
     """
     witnesses: List[List[int]]
-    """Per problem: the witness instance of every positive bag in the returned model's QP (-1:
-    the bag mean).
+    """Per problem: the witness instance (an index into the training instances) of every
+    positive bag in the returned model's QP, `None` for the bag mean (stMIL; MissSVM's first
+    step; Python reads -1).
     """
     inner_converged: bool
     """Whether every SMO solve met its tolerance."""
@@ -271,9 +286,9 @@ class MiKernelFit:
     """Bag coefficients `alpha` (`n_outputs x n_bags`)."""
     intercept: NDArray[np.float64]
     """Bias of each output."""
-    objective: List[float]
+    objective: NDArray[np.float64]
     """Per output: the objective (without the ridge)."""
-    ridged_objective: List[float]
+    ridged_objective: NDArray[np.float64]
     """Per output: the minimum of the ridged problem."""
     n_iter: int
     """Largest number of solver iterations."""
@@ -283,46 +298,48 @@ class MiKernelFit:
 class MilesFit:
     """A fitted MILES (the Rust [`MilesFit`]; per binary problem where a list)."""
     model: Model
-    """The compiled model (the selected concepts, `xv_max` pooling)."""
+    """The model."""
     gamma: float
     """The kernel width used."""
     n_concepts: int
     """The number of candidate concepts."""
     selected: List[int]
-    """The index of each selected concept among the candidates."""
-    objective: List[float]
-    """LP objective per problem."""
+    """The index of each expansion vector of the model among the candidate concepts (training
+    instance indices when every instance is a concept).
+    """
+    objective: NDArray[np.float64]
+    """Per problem: the LP objective `sum_k |w_k| + sum_i C w_i xi_i`."""
     n_selected: List[int]
-    """Nonzero weights per problem."""
+    """Per problem: concepts with a nonzero weight."""
     n_iter: List[int]
-    """Simplex pivots per problem."""
+    """Per problem: simplex pivots."""
     inner_converged: bool
-    """Whether every LP met its optimality test."""
+    """Whether every LP met its optimality test (else its pivot cap was reached)."""
     dual: List[NDArray[np.float64]]
-    """Dual variables per problem (one per training bag)."""
+    """Per problem: the LP's dual variables (one per training bag, in `[0, C w_i]`)."""
 
 class OneClassFit:
     """A fitted one-class MI-SVM (the Rust [`OneClassFit`])."""
     model: Model
-    """The compiled model (`f(x) = sum a k - rho`, max pooling)."""
-    gamma: float
-    """The kernel width used."""
+    """`f(x) = sum a k - rho` with max pooling (one output, `n_classes = 2`)."""
     rho: float
-    """`rho`."""
+    """The offset `rho`."""
     alpha: NDArray[np.float64]
-    """Dual variables of the positive bags' instances."""
+    """Dual variables of the instances of the positive bags (in instance order)."""
     bag_alpha: NDArray[np.float64]
-    """Dual variables of the bag pseudo-samples."""
+    """Dual variables of the bag pseudo-samples (0 for inactive bags)."""
     active: List[bool]
     """Which positive bags carried an active max constraint in the last solve."""
-    objective_history: List[float]
-    """The dual objective after each round."""
+    objective_history: NDArray[np.float64]
+    """The dual objective `1/2 a^T K a` after each round."""
     n_iter: int
-    """Rounds run."""
+    """Rounds run (1 without bag constraints)."""
     converged: bool
-    """Whether no max constraint was violated at the end."""
+    """Why the loop stopped (converged: no max constraint was violated at the end)."""
     inner_converged: bool
     """Whether every SMO solve met its tolerance."""
+    gamma: float
+    """The kernel width used."""
 
 class Partition:
     """One partition of a distributed fit, held by the worker that built it: the dense rows of its
@@ -352,7 +369,7 @@ class ReducedSetFit:
     """The compiled model (the reduced-set vectors, mean pooling)."""
     gamma: float
     """The kernel width used."""
-    residual_history: List[float]
+    residual_history: NDArray[np.float64]
     """`sum_c ||w_c - sum_k gamma_ck phi(z_k)||^2` before the first vector and after each one."""
     fixed_point_iterations: int
     """Fixed-point iterations over all vectors."""
@@ -368,11 +385,11 @@ class ReducedSetFit:
 class SparseMiFit:
     """A fitted SparseMI / RSVM (the Rust [`SparseMiFit`])."""
     model: Model
-    """The compiled model."""
+    """The model (expansion vectors, coefficients, biases)."""
     initial_xv: NDArray[np.float64]
     """The expansion vectors the descent started from."""
-    objective_history: List[float]
-    """`g(Z)` at the start and after each accepted outer iteration."""
+    objective_history: NDArray[np.float64]
+    """`g(Z)` at the start and after each accepted outer iteration (non-increasing)."""
     n_iter: int
     """Accepted outer iterations."""
     gamma: float
@@ -383,46 +400,48 @@ class SparseMiFit:
 class SvmCcFit:
     """A fitted SVM-CC (the Rust [`SvmCcFit`]; per binary problem where a list)."""
     model: Model
-    """The compiled model (max pooling)."""
-    gamma: float
-    """The kernel width used."""
+    """Instance classifier (eq. 35) with max pooling."""
     positive_bags: List[List[int]]
-    """Per problem: the positive bags `v` refers to."""
-    v: List[List[List[float]]]
-    """Per problem: the final `v` of every positive bag."""
-    lp_intercept: List[float]
+    """Per problem: the positive bags (indices into the training bags)."""
+    v: List[List[NDArray[np.float64]]]
+    """Per problem: the final `v` of every positive bag (the last LP's)."""
+    lp_intercept: NDArray[np.float64]
     """Per problem: the LP's bias of the last round."""
-    qp_intercept: List[float]
-    """Per problem: the QP's bias of the last round."""
-    objective_history: List[List[float]]
+    qp_intercept: NDArray[np.float64]
+    """Per problem: the QP's bias of the last round (eq. 36-37)."""
+    objective_history: List[NDArray[np.float64]]
     """Per problem: `1/2 ||w||^2 + sum c xi` after each round's LP."""
-    dv_history: List[List[float]]
+    dv_history: List[NDArray[np.float64]]
     """Per problem: `||v_new - v||_2` of each round."""
     n_iter: List[int]
     """Per problem: rounds run."""
     converged: List[bool]
-    """Per problem: whether the change of `v` fell below `tol`."""
+    """Per problem: why it stopped (converged: the change of `v` fell below `tol`)."""
     inner_converged: bool
     """Whether every SMO solve met its tolerance."""
+    gamma: float
+    """The kernel width used."""
 
 class SvmFit:
     """A fitted NSK, sMIL, SIL or STK (the Rust [`crate::fit::SvmFit`]; per binary problem where
     a list).
     """
     model: Model
-    """The compiled model."""
+    """The model (its pooling and bag features say what the expansion scores: bags by mean
+    pooling for NSK and sMIL, instances by max pooling for SIL, min/max statistics for STK).
+    """
     gamma: float
     """The kernel width used."""
-    objective: List[float]
+    objective: NDArray[np.float64]
     """Dual objective `1/2 a^T Q a - p^T a` per problem."""
     alpha: List[NDArray[np.float64]]
-    """Dual variables per problem (one per training point: bag, sMIL unit, SIL instance)."""
+    """Dual variables per problem (one per training point: bag, unit, instance)."""
     n_support: List[int]
-    """Support points per problem."""
+    """Number of support points per problem."""
     n_iter: int
     """Largest SMO iteration count."""
     inner_converged: bool
-    """Whether every SMO solve met its tolerance."""
+    """Whether every SMO solve converged (else the iteration cap was hit)."""
 
 class TwoStageFit:
     """A fitted sbMIL or sAwMIL (the Rust [`TwoStageFit`]): the second stage's record under the
@@ -433,7 +452,7 @@ class TwoStageFit:
     """The compiled model of the second stage (the instance SVM, max pooling)."""
     gamma: float
     """The kernel width used (both stages)."""
-    objective: List[float]
+    objective: NDArray[np.float64]
     """The second stage's dual objective `1/2 a^T Q a - 1^T a` per problem."""
     alpha: List[NDArray[np.float64]]
     """The second stage's dual variables per problem (one per training instance)."""
@@ -447,7 +466,7 @@ class TwoStageFit:
     """The first stage: the sMIL fit."""
     instance_labels: List[NDArray[np.float64]]
     """Per problem, the second stage's label (+1 / -1) of every training instance."""
-    threshold: List[float]
+    threshold: NDArray[np.float64]
     """Per problem, the smallest first-stage score labelled positive."""
 
 

@@ -4,6 +4,7 @@ spliced into the class docstrings (numpydoc layout, four-space indent)."""
 from __future__ import annotations
 
 import re
+import textwrap
 
 from . import _core
 from ._constructor import SMO_TAIL
@@ -11,6 +12,8 @@ from ._constructor import SMO_TAIL
 __all__ = [
     "param",
     "attr",
+    "field",
+    "FIELD_DOCS",
     "number",
     "SEARCH_RANGES",
     "VALID_VALUES",
@@ -131,6 +134,36 @@ def attr(*names):
     return "\n".join(_indent(_ATTRS[n]) for n in names)
 
 
+#: ``{(result class, field): (attribute, text)}``: every fitted attribute whose entry
+#: :func:`field` spliced from the core's record, and the text it took from the field's doc.
+FIELD_DOCS = {}
+
+
+def _rst(text):
+    """A Rust doc comment as docstring text: ``code`` for Markdown's `code` and intra-doc
+    links, one paragraph."""
+    text = re.sub(r"\[`([^`]+)`\](?:\([^)]*\))?", r"`\1`", " ".join(text.split()))
+    return re.sub(r"(?<!`)`([^`]+)`(?!`)", r"``\1``", text)
+
+
+def field(record, name, kind, attribute=None, more=""):
+    """The ``Attributes`` entry of the fitted attribute ``attribute`` (default ``name + "_"``), of
+    type ``kind``, that is the field ``name`` of the core's result class ``record`` as it is
+    (a per-problem field: one problem's entry for two classes): its text is the field's doc, the
+    Rust record's doc comment (``crate::record::record!``), so the words exist once; ``more``
+    follows it. A leading "Per problem:" goes (``kind`` says it)."""
+    doc = _rst(getattr(getattr(_core, record), name).__doc__ or "")
+    if not doc:
+        raise ValueError(f"{record}.{name} has no doc in the core")
+    doc = re.sub(r"^Per problem(?:,|:) (\w)", lambda m: m.group(1).upper(), doc)
+    attribute = attribute or name + "_"
+    FIELD_DOCS[(record, name)] = (attribute, doc)
+    text = textwrap.fill(
+        f"{doc} {more}".strip(), width=100, initial_indent=" " * 8, subsequent_indent=" " * 8
+    )
+    return f"    {attribute} : {kind}\n{text}"
+
+
 #: ``inner_max_iter`` of the estimators whose inner solver is the SMO.
 SMO_MAX_ITER = {
     "default": "None",
@@ -149,8 +182,6 @@ SMO_PARAMS = param(*SMO_TAIL, inner_tol={"default": "1e-3"}, inner_max_iter=SMO_
 
 #: The end of the ``Attributes`` of the estimators fitted by SMO solves: the solves' record, then
 #: what every estimator has.
-SMO_ATTRS = f"""    n_iter_ : int
-        SMO iterations (largest over the problems).
-    converged_ : bool
-        Whether every SMO solve met its tolerance.
+SMO_ATTRS = f"""{field("SvmFit", "n_iter", "int")}
+{field("SvmFit", "inner_converged", "bool", "converged_")}
 {attr("gamma_", "classes_", "n_features_in_", "fit_time_")}"""

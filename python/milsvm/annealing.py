@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from . import _core
 from ._base import ExpansionVectorsMixin, MILClassifier
 from ._constructor import INNER_TAIL, SVM_HEAD
-from ._docs import attr, number, param
+from ._docs import attr, field, number, param
 
 __all__ = ["ALSVM", "AWSVM", "ALPSVM", "miSVM", "MISVM"]
 
@@ -157,6 +157,13 @@ _COMMON_PARAMS = f"""
     )
 }"""
 
+#: What ``solver_`` means for the fitted basis, after the core's doc of the field.
+_SOLVER_MORE = (
+    '``"linear"``: ``xv_`` is ``w`` and ``coef_`` 1, per class. ``"kernel"``: ``xv_`` holds the '
+    'instances with a nonzero coefficient, or, with the full basis and ``kernel="linear"``, their '
+    'sum ``w`` per class as for ``"linear"``; sparse instances stay sparse.'
+)
+
 _COMMON_ATTRIBUTES = f"""
     xv_ : ndarray of shape (n_xv, n_features)
         Basis vectors with a nonzero coefficient (the support instances), or the reduced basis.
@@ -167,24 +174,14 @@ _COMMON_ATTRIBUTES = f"""
     p_ : list of ndarray
         The final ``p`` of each training instance, one array per training bag (multi-class: one
         such list per class).
-    p_hat_ : float or ndarray
-        Mean fraction of positive instances per positive bag.
-    objective_history_ : ndarray
-        The objective after each temperature (heuristics: after each round).
-    n_iter_ : int
-        Temperatures (heuristics: rounds) run.
-    n_solves_ : int
-        SVM solves in all.
+{field("AnnealingFit", "p_hat", "float or ndarray")}
+{field("AnnealingFit", "objective_history", "ndarray")}
+{field("AnnealingFit", "n_iter", "int")}
+{field("AnnealingFit", "n_solves", "int")}
     converged_ : bool
         Whether the stopping rule was met before ``max_iter``.
-    solver_ : str
-        How the SVM step was solved: ``"linear"`` (``w`` in the input space, then ``xv_`` is
-        ``w`` and ``coef_`` 1, per class) or ``"kernel"`` (the dual: ``xv_`` holds the instances
-        with a nonzero coefficient, or, with the full basis and ``kernel="linear"``, their sum
-        ``w`` per class as for ``"linear"``; sparse instances stay sparse).
-    n_xv_ : int or None
-        The size of the reduced basis used (``n_xv``, or the choice of ``n_xv="auto"``), or
-        None when every training instance was a basis vector (or for the linear route).
+{field("AnnealingFit", "solver", "str", more=_SOLVER_MORE)}
+{field("AnnealingFit", "n_xv", "int or None")}
 {attr("gamma_", "classes_", "n_features_in_", "fit_time_")}"""
 
 
@@ -194,8 +191,7 @@ _TEMPERATURE_CAP = f"""    max_iter : int, default=200
 
     Attributes
     ----------{_COMMON_ATTRIBUTES}
-    temperatures_ : ndarray
-        The temperatures visited."""
+{field("AnnealingFit", "temperatures", "ndarray")}"""
 
 
 class ALSVM(_AnnealingClassifier):
@@ -283,8 +279,7 @@ class ALPSVM(ALSVM):
 
     Attributes
     ----------{_COMMON_ATTRIBUTES}
-    temperatures_ : ndarray
-        The temperatures visited.
+{field("AnnealingFit", "temperatures", "ndarray")}
     """
 
     _core_fit = "fit_annealing"

@@ -8,7 +8,7 @@ import numpy as np
 
 from ._base import ExpansionVectorsMixin, MILClassifier
 from ._constructor import RUN_TAIL, SVM_HEAD
-from ._docs import attr, param
+from ._docs import attr, field, param
 
 __all__ = ["SVMCC"]
 
@@ -88,18 +88,13 @@ class SVMCC(ExpansionVectorsMixin, MILClassifier):
         Coefficients of ``xv_`` (linear: the identity).
     intercept_ : float or ndarray
         Bias ``b`` of the decision function.
-    v_ : list of ndarray
-        The final ``v`` of each positive training bag (multi-class: one such list per class).
-    positive_bags_ : ndarray of int
-        Indices of the positive training bags ``v_`` refers to.
-    lp_intercept_, qp_intercept_ : float or ndarray
-        The LP's and the QP's bias of the last round.
-    objective_history_ : ndarray
-        ``1/2 ||w||^2 + sum c xi`` after each round's LP.
-    dv_history_ : ndarray
-        ``||v_new - v||_2`` of each round.
-    n_iter_ : int
-        Rounds run (largest over the problems).
+{field("SvmCcFit", "v", "list of ndarray", more="Multi-class: one such list per class.")}
+{field("SvmCcFit", "positive_bags", "ndarray of int")}
+{field("SvmCcFit", "lp_intercept", "float or ndarray")}
+{field("SvmCcFit", "qp_intercept", "float or ndarray")}
+{field("SvmCcFit", "objective_history", "ndarray")}
+{field("SvmCcFit", "dv_history", "ndarray")}
+{field("SvmCcFit", "n_iter", "int", more="The largest over the problems.")}
     converged_ : bool
         Whether the change of ``v`` fell below ``tol``.
 {attr("gamma_", "classes_", "n_features_in_")}

@@ -8,9 +8,13 @@ import numpy as np
 
 from ._base import ExpansionVectorsMixin, MILClassifier
 from ._constructor import INNER_TAIL, SEEDED_TAIL, SVM_HEAD
-from ._docs import attr, param
+from ._docs import attr, field, param
 
 __all__ = ["MILES"]
+
+
+#: The type of ``dual_coef_``.
+_DUAL_KIND = "ndarray of shape (n_bags,) (list of them for multi-class)"
 
 
 class MILES(ExpansionVectorsMixin, MILClassifier):
@@ -75,21 +79,13 @@ class MILES(ExpansionVectorsMixin, MILClassifier):
         The selected concepts (a CSR matrix for CSR training bags with ``n_concepts=None`` or
         ``concept_init="random"``).
 {attr("coef_", "intercept_")}
-    selected_ : ndarray of int
-        The index of each selected concept among the candidates (training instance indices,
-        in the order of the stacked training bags, with ``n_concepts=None``).
-    n_concepts_ : int
-        Candidate concepts.
-    n_selected_ : int or ndarray
-        Concepts with a nonzero weight (per class for multi-class).
-    dual_coef_ : ndarray of shape (n_bags,) (list of them for multi-class)
-        The LP's dual variables, in ``[0, C * class_weight[y_i]]``.
-    objective_ : float or ndarray
-        LP objective ``sum |w| + C sum class_weight[y_i] xi_i``.
-    n_iter_ : int
-        Simplex pivots (largest over the problems).
-    converged_ : bool
-        Whether every LP met its optimality test.
+{field("MilesFit", "selected", "ndarray of int")}
+{field("MilesFit", "n_concepts", "int")}
+{field("MilesFit", "n_selected", "int or ndarray")}
+{field("MilesFit", "dual", _DUAL_KIND, "dual_coef_")}
+{field("MilesFit", "objective", "float or ndarray")}
+{field("MilesFit", "n_iter", "int", more="The largest over the problems.")}
+{field("MilesFit", "inner_converged", "bool", "converged_")}
 {attr("gamma_", "classes_", "n_features_in_", "fit_time_")}
     """
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from ._base import ExpansionVectorsMixin, MILClassifier
 from ._constructor import RUN_TAIL
-from ._docs import param
+from ._docs import field, param
 
 __all__ = ["OneClassMISVM"]
 
@@ -55,19 +55,12 @@ class OneClassMISVM(ExpansionVectorsMixin, MILClassifier):
     ----------
     xv_, coef_, intercept_ :
         The model form (support instances, their weights, ``-rho``).
-    rho_ : float
-        The offset ``rho``.
-    dual_coef_ : ndarray
-        Dual variables of the positive bags' instances (in order).
-    bag_dual_coef_ : ndarray
-        Dual variables of the bag pseudo-samples.
-    active_ : ndarray of bool
-        Positive bags whose max constraint (pseudo-sample) was in the last solve (all of them
-        after the first round).
-    objective_history_ : ndarray
-        Dual objective after each round.
-    n_iter_ : int
-        Rounds run.
+{field("OneClassFit", "rho", "float")}
+{field("OneClassFit", "alpha", "ndarray", "dual_coef_")}
+{field("OneClassFit", "bag_alpha", "ndarray", "bag_dual_coef_")}
+{field("OneClassFit", "active", "ndarray of bool")}
+{field("OneClassFit", "objective_history", "ndarray")}
+{field("OneClassFit", "n_iter", "int")}
     converged_ : bool
         Whether no max constraint was violated at the end.
     gamma_ : float

@@ -16,7 +16,7 @@ import numpy as np
 
 from ._base import ExpansionVectorsMixin, MILClassifier
 from ._constructor import INNER_TAIL, SVM_HEAD
-from ._docs import SMO_MAX_ITER, attr, param
+from ._docs import SMO_MAX_ITER, attr, field, param
 
 __all__ = ["stMIL", "MissSVM"]
 
@@ -63,22 +63,13 @@ _PARAMS = f"""{param("C", "kernel", "gamma", "class_weight", kernel={"default": 
 }"""
 
 _ATTRS = f"""{attr("xv_", "coef_", "intercept_")}
-    objective_history_ : ndarray
-        Of the run that gave the model: the objective ``J`` at the start (a restart has no
-        start value), then after each CCCP step (one array per class for more than two
-        classes).
-    n_iter_ : int
-        CCCP steps of that run (largest over the problems).
+{field("CccpFit", "objective_history", "ndarray or list of ndarray")}
+{field("CccpFit", "n_iter", "int", more="The largest over the problems.")}
     converged_ : bool
         Whether that run met a stopping rule before ``max_iter`` (every problem).
-    run_objectives_ : ndarray
-        The final objective of every run: the method's own start, then each restart (one array
-        per class for more than two classes).
-    positive_bags_ : ndarray of int
-        The positive training bags (indices).
-    signs_ : ndarray
-        The sign ``s`` of each instance of the positive bags (in instance order) in the QP whose
-        solution is the model; 0 marks the start's rule.
+{field("CccpFit", "run_objectives", "ndarray or list of ndarray")}
+{field("CccpFit", "positive_bags", "ndarray of int")}
+{field("CccpFit", "signs", "ndarray")}
     witnesses_ : ndarray of int
         Per positive bag, the training instance standing for it in that QP (-1: the bag mean).
 {attr("gamma_", "classes_", "n_features_in_", "fit_time_")}"""

@@ -10,7 +10,7 @@ from . import _core
 from ._bags import Bags
 from ._base import ExpansionVectorsMixin, MILClassifier
 from ._constructor import INNER_TAIL, SVM_HEAD
-from ._docs import NEWTON_INNER, attr, param
+from ._docs import NEWTON_INNER, attr, field, param
 
 __all__ = ["SparseMI", "RSVM"]
 
@@ -195,13 +195,10 @@ class SparseMI(_LabelMeanClassifier):
     Attributes
     ----------
 {attr("xv_")}
-    initial_xv_ : ndarray of shape (n_xv, n_features)
-        The expansion vectors the descent started from.
+{field("SparseMiFit", "initial_xv", "ndarray of shape (n_xv, n_features)")}
 {attr("coef_", "intercept_")}
-    objective_history_ : ndarray
-        ``g(Z)`` at the start and after each outer iteration (non-increasing).
-    n_iter_ : int
-        Outer iterations done.
+{field("SparseMiFit", "objective_history", "ndarray")}
+{field("SparseMiFit", "n_iter", "int")}
 {attr("gamma_", "classes_", "n_features_in_", "fit_time_")}
     """
 

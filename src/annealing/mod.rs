@@ -292,35 +292,38 @@ fn check_basis(p: &AnnealingValidParams) -> Result<()> {
     Ok(())
 }
 
-/// A fitted annealing-family model with its training record (one entry per binary problem:
-/// one for two classes, one per class for more).
-#[derive(Debug, Clone, PartialEq)]
-pub struct AnnealingFit {
-    /// The instance classifier with max pooling.
-    pub model: Model,
-    /// The final `p` of every training instance (AL / ALP / mi-SVM: probability of a positive
-    /// label, 0 in negative bags; AW / MI-SVM: witness weight, 1 in negative bags).
-    pub p: Vec<Vec<f64>>,
-    /// Mean fraction of positives per positive bag (`p > 1/2` for AL / ALP / mi-SVM, the
-    /// witnesses for AW / MI-SVM).
-    pub p_hat: Vec<f64>,
-    /// The objective at the end of each temperature (heuristics: of each round).
-    pub objective_history: Vec<Vec<f64>>,
-    /// The temperatures visited (heuristics: empty).
-    pub temperatures: Vec<Vec<f64>>,
-    /// Temperatures (heuristics: rounds) run.
-    pub n_iter: Vec<usize>,
-    /// SVM solves in all.
-    pub n_solves: Vec<usize>,
-    /// Why each problem stopped.
-    pub stop_reason: Vec<StopReason>,
-    /// The kernel width used.
-    pub gamma: f64,
-    /// How the SVM step was solved (`kernel` or `linear`, never `auto`).
-    pub solver: SvmRoute,
-    /// The size of the reduced basis used (`None`: every training instance, or `w` for the
-    /// linear route); with `n_xv = "auto"`, the choice made.
-    pub n_xv: Option<usize>,
+crate::record::record! { $ fields: annealing_fit_fields;
+    /// A fitted annealing-family model with its training record (one entry per binary problem:
+    /// one for two classes, one per class for more).
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct AnnealingFit {
+        /// The instance classifier with max pooling.
+        pub model: Model,
+        /// The final `p` of every training instance (AL / ALP / mi-SVM: probability of a positive
+        /// label, 0 in negative bags; AW / MI-SVM: witness weight, 1 in negative bags).
+        pub p: Vec<Vec<f64>>,
+        /// Mean fraction of positives per positive bag (`p > 1/2` for AL / ALP / mi-SVM, the
+        /// witnesses for AW / MI-SVM).
+        pub p_hat: Vec<f64>,
+        /// The objective at the end of each temperature (heuristics: of each round).
+        pub objective_history: Vec<Vec<f64>>,
+        /// The temperatures visited (heuristics: empty).
+        pub temperatures: Vec<Vec<f64>>,
+        /// Temperatures (heuristics: rounds) run.
+        pub n_iter: Vec<usize>,
+        /// SVM solves in all.
+        pub n_solves: Vec<usize>,
+        /// Per problem: why it stopped (converged: the stopping rule was met before `max_iter`).
+        #[py(name = "converged")]
+        pub stop_reason: Vec<StopReason>,
+        /// The kernel width used.
+        pub gamma: f64,
+        /// How the SVM step was solved (`kernel` or `linear`, never `auto`).
+        pub solver: SvmRoute,
+        /// The size of the reduced basis used (`None`: every training instance, or `w` for the
+        /// linear route); with `n_xv = "auto"`, the choice made.
+        pub n_xv: Option<usize>,
+    }
 }
 
 impl AnnealingParams {

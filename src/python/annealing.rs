@@ -1,37 +1,16 @@
 //! Bindings of the annealing family (`src/annealing/`).
 
-use crate::annealing::{AnnealingFit, AnnealingParams};
+use crate::annealing::{annealing_fit_fields, AnnealingFit, AnnealingParams};
 
 use super::*;
+use crate::params::SvmRoute;
+use crate::progress::StopReason;
 
-fit_record! {
+annealing_fit_fields!(fit_record! {
     /// A fitted annealing-family model (the Rust [`AnnealingFit`]; per binary problem where a
     /// list).
-    "AnnealingFit" PyAnnealingFit(py, fit: AnnealingFit) {
-        /// The compiled model (max pooling).
-        model: Py<model::PyModel> = fit.model,
-        /// The kernel width used.
-        gamma: f64 = fit.gamma,
-        /// Per problem: the final `p` of every training instance.
-        p: Vec<Py<PyArray1<f64>>> = fit.p,
-        /// Per problem: the mean fraction of positives per positive bag.
-        p_hat: Vec<f64> = fit.p_hat,
-        /// Per problem: the objective at the end of each temperature (heuristics: round).
-        objective_history: Vec<Vec<f64>> = fit.objective_history,
-        /// Per problem: the temperatures visited (heuristics: empty).
-        temperatures: Vec<Vec<f64>> = fit.temperatures,
-        /// Per problem: temperatures (heuristics: rounds) run.
-        n_iter: Vec<usize> = fit.n_iter,
-        /// Per problem: SVM solves.
-        n_solves: Vec<usize> = fit.n_solves,
-        /// Per problem: whether the stopping rule was met before `max_iter`.
-        converged: Vec<bool> = fit.stop_reason,
-        /// How the SVM step was solved: `"kernel"` or `"linear"`.
-        solver: String = fit.solver.as_str().to_string(),
-        /// The size of the reduced basis used, or `None` (every training instance, or `w`).
-        n_xv: Option<usize> = fit.n_xv,
-    }
-}
+    "AnnealingFit" PyAnnealingFit
+});
 
 fit_bindings!(
     /// Fits a method of the annealing family with the parameters of `params` (names as in

@@ -1,36 +1,14 @@
 //! Bindings of SVM-CC (`src/convex_combination.rs`).
 
-use crate::convex_combination::{lp_step, LpRule, SvmCcFit, SvmCcParams};
+use crate::convex_combination::{lp_step, svm_cc_fit_fields, LpRule, SvmCcFit, SvmCcParams};
 
 use super::*;
+use crate::progress::StopReason;
 
-fit_record! {
+svm_cc_fit_fields!(fit_record! {
     /// A fitted SVM-CC (the Rust [`SvmCcFit`]; per binary problem where a list).
-    "SvmCcFit" PySvmCcFit(py, fit: SvmCcFit) {
-        /// The compiled model (max pooling).
-        model: Py<model::PyModel> = fit.model,
-        /// The kernel width used.
-        gamma: f64 = fit.gamma,
-        /// Per problem: the positive bags `v` refers to.
-        positive_bags: Vec<Vec<usize>> = fit.positive_bags,
-        /// Per problem: the final `v` of every positive bag.
-        v: Vec<Vec<Vec<f64>>> = fit.v,
-        /// Per problem: the LP's bias of the last round.
-        lp_intercept: Vec<f64> = fit.lp_intercept,
-        /// Per problem: the QP's bias of the last round.
-        qp_intercept: Vec<f64> = fit.qp_intercept,
-        /// Per problem: `1/2 ||w||^2 + sum c xi` after each round's LP.
-        objective_history: Vec<Vec<f64>> = fit.objective_history,
-        /// Per problem: `||v_new - v||_2` of each round.
-        dv_history: Vec<Vec<f64>> = fit.dv_history,
-        /// Per problem: rounds run.
-        n_iter: Vec<usize> = fit.n_iter,
-        /// Per problem: whether the change of `v` fell below `tol`.
-        converged: Vec<bool> = fit.stop_reason,
-        /// Whether every SMO solve met its tolerance.
-        inner_converged: bool = fit.smo_converged,
-    }
-}
+    "SvmCcFit" PySvmCcFit
+});
 
 fit_bindings!(
     /// Fits SVM-CC with the parameters of `params` (names as in `milsvm.SVMCC`).

@@ -1,33 +1,14 @@
 //! Bindings of MILES (`src/miles.rs`), its embedding and its 1-norm SVM solver.
 
 use super::*;
-use crate::miles::{MilesFit, MilesParams};
+use crate::miles::{miles_fit_fields, MilesFit, MilesParams};
 use crate::progress::Cancel;
 use crate::solver::l1_svm::{solve_l1_svm, L1SvmProblem, L1SvmSettings};
 
-fit_record! {
+miles_fit_fields!(fit_record! {
     /// A fitted MILES (the Rust [`MilesFit`]; per binary problem where a list).
-    "MilesFit" PyMilesFit(py, fit: MilesFit) {
-        /// The compiled model (the selected concepts, `xv_max` pooling).
-        model: Py<model::PyModel> = fit.model,
-        /// The kernel width used.
-        gamma: f64 = fit.gamma,
-        /// The number of candidate concepts.
-        n_concepts: usize = fit.n_concepts,
-        /// The index of each selected concept among the candidates.
-        selected: Vec<usize> = fit.selected,
-        /// LP objective per problem.
-        objective: Vec<f64> = fit.objective,
-        /// Nonzero weights per problem.
-        n_selected: Vec<usize> = fit.n_selected,
-        /// Simplex pivots per problem.
-        n_iter: Vec<usize> = fit.n_iter,
-        /// Whether every LP met its optimality test.
-        inner_converged: bool = fit.converged,
-        /// Dual variables per problem (one per training bag).
-        dual: Vec<Py<PyArray1<f64>>> = fit.dual,
-    }
-}
+    "MilesFit" PyMilesFit
+});
 
 fit_bindings!(
     /// Fits MILES with the parameters of `params` (names as in `milsvm.MILES`, plus `seed`).

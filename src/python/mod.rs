@@ -37,7 +37,7 @@ use crate::model::Model;
 use crate::params::{Gamma, Hyperparams, KernelKind, Value};
 use crate::solver::{InnerSolver, SquaredHinge};
 pub(crate) use convert::{bags, instances, to_usize, value_of};
-use record::fit_record;
+use record::{fit_projection, fit_record};
 use run::fit_bindings;
 pub(crate) use run::{run, run_default};
 use threads::on_threads;

@@ -3,7 +3,7 @@
 use super::*;
 use crate::set_kernel::{MiKernelFit, MiKernelParams, ReducedSetFit, ReducedSetParams};
 
-fit_record! {
+fit_projection! {
     /// A fitted MI-Kernel (the Rust [`MiKernelFit`]).
     "MiKernelFit" PyMiKernelFit(py, fit: MiKernelFit) {
         /// The compiled model (the support bags' instances as expansion vectors, mean pooling).
@@ -19,9 +19,9 @@ fit_record! {
         /// Bias of each output.
         intercept: Py<PyArray1<f64>> = fit.model.intercept,
         /// Per output: the objective (without the ridge).
-        objective: Vec<f64> = fit.objective,
+        objective: Py<PyArray1<f64>> = fit.objective,
         /// Per output: the minimum of the ridged problem.
-        ridged_objective: Vec<f64> = fit.ridged_objective,
+        ridged_objective: Py<PyArray1<f64>> = fit.ridged_objective,
         /// Largest number of solver iterations.
         n_iter: usize = fit.n_iter,
         /// Whether every solve met its stopping rule.
@@ -96,7 +96,7 @@ pub(crate) fn set_kernel_matrix<'py>(
     Ok(k.into_pyarray(py))
 }
 
-fit_record! {
+fit_projection! {
     /// A fitted RS (the Rust [`ReducedSetFit`]).
     "ReducedSetFit" PyReducedSetFit(py, fit: ReducedSetFit) {
         /// The compiled model (the reduced-set vectors, mean pooling).
@@ -104,7 +104,7 @@ fit_record! {
         /// The kernel width used.
         gamma: f64 = fit.gamma,
         /// `sum_c ||w_c - sum_k gamma_ck phi(z_k)||^2` before the first vector and after each one.
-        residual_history: Vec<f64> = fit.expansion.residual_history,
+        residual_history: Py<PyArray1<f64>> = fit.expansion.residual_history,
         /// Fixed-point iterations over all vectors.
         fixed_point_iterations: usize = fit.expansion.fixed_point_iterations,
         /// Expansion vectors of the approximated MI-Kernel.

@@ -2,28 +2,14 @@
 //! estimator returns (`SvmFit`).
 
 use super::*;
-use crate::set_kernel_svm::{NskFit, NskParams, SmilParams};
+use crate::fit::{svm_fit_fields, SvmFit};
+use crate::set_kernel_svm::{NskParams, SmilParams};
 
-fit_record! {
+svm_fit_fields!(fit_record! {
     /// A fitted NSK, sMIL, SIL or STK (the Rust [`crate::fit::SvmFit`]; per binary problem where
     /// a list).
-    "SvmFit" PySvmFit(py, fit: NskFit) {
-        /// The compiled model.
-        model: Py<model::PyModel> = fit.model,
-        /// The kernel width used.
-        gamma: f64 = fit.gamma,
-        /// Dual objective `1/2 a^T Q a - p^T a` per problem.
-        objective: Vec<f64> = fit.objective,
-        /// Dual variables per problem (one per training point: bag, sMIL unit, SIL instance).
-        alpha: Vec<Py<PyArray1<f64>>> = fit.alpha,
-        /// Support points per problem.
-        n_support: Vec<usize> = fit.n_support,
-        /// Largest SMO iteration count.
-        n_iter: usize = fit.n_iter,
-        /// Whether every SMO solve met its tolerance.
-        inner_converged: bool = fit.converged,
-    }
-}
+    "SvmFit" PySvmFit
+});
 
 fit_bindings!(
     /// Fits NSK with the parameters of `params` (names as in `milsvm.NSK`).

@@ -1,25 +1,12 @@
 //! Bindings of SparseMI and RSVM (`src/sparse_mi.rs`).
 
 use super::*;
-use crate::sparse_mi::{SparseMiFit, SparseMiParams};
+use crate::sparse_mi::{sparse_mi_fit_fields, SparseMiFit, SparseMiParams};
 
-fit_record! {
+sparse_mi_fit_fields!(fit_record! {
     /// A fitted SparseMI / RSVM (the Rust [`SparseMiFit`]).
-    "SparseMiFit" PySparseMiFit(py, fit: SparseMiFit) {
-        /// The compiled model.
-        model: Py<model::PyModel> = fit.model,
-        /// The expansion vectors the descent started from.
-        initial_xv: Py<PyArray2<f64>> = fit.initial_xv,
-        /// `g(Z)` at the start and after each accepted outer iteration.
-        objective_history: Vec<f64> = fit.objective_history,
-        /// Accepted outer iterations.
-        n_iter: usize = fit.n_iter,
-        /// The kernel width used.
-        gamma: f64 = fit.gamma,
-        /// Whether every final inner problem met its stopping rule.
-        inner_converged: bool = fit.inner_converged,
-    }
-}
+    "SparseMiFit" PySparseMiFit
+});
 
 fit_bindings!(
     /// Fits SparseMI (RSVM with `max_iter=0`) with the parameters of `params` (names as in

@@ -4,7 +4,7 @@ use super::set_kernel_svm::PySvmFit;
 use super::*;
 use crate::two_stage::{TwoStageFit, TwoStageParams};
 
-fit_record! {
+fit_projection! {
     /// A fitted sbMIL or sAwMIL (the Rust [`TwoStageFit`]): the second stage's record under the
     /// names of `SvmFit`, the first stage's `SvmFit`, and per binary problem the instance labels
     /// and the threshold of the relabelling.
@@ -14,7 +14,7 @@ fit_record! {
         /// The kernel width used (both stages).
         gamma: f64 = fit.svm.gamma,
         /// The second stage's dual objective `1/2 a^T Q a - 1^T a` per problem.
-        objective: Vec<f64> = fit.svm.objective,
+        objective: Py<PyArray1<f64>> = fit.svm.objective,
         /// The second stage's dual variables per problem (one per training instance).
         alpha: Vec<Py<PyArray1<f64>>> = fit.svm.alpha,
         /// Support instances of the second stage per problem.
@@ -28,7 +28,7 @@ fit_record! {
         /// Per problem, the second stage's label (+1 / -1) of every training instance.
         instance_labels: Vec<Py<PyArray1<f64>>> = fit.instance_labels,
         /// Per problem, the smallest first-stage score labelled positive.
-        threshold: Vec<f64> = fit.threshold,
+        threshold: Py<PyArray1<f64>> = fit.threshold,
     }
 }
 
