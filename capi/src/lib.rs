@@ -21,7 +21,7 @@ use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use milsvm::model::FORMAT_VERSION;
+use milsvm::model::{BagValue, FORMAT_VERSION};
 use milsvm::{BagView, Model, Predictor, Workspace};
 
 /// A loaded model, compiled for prediction (opaque to C). Immutable: it may be shared by
@@ -307,23 +307,6 @@ struct Call<'a, T> {
     out: &'a mut [f64],
 }
 
-/// Values a bag element can be (checked for finiteness before scoring).
-trait Element: Copy + milsvm::linalg::Real {
-    fn view(x: &[Self], n_features: usize) -> milsvm::Result<BagView<'_>>;
-}
-
-impl Element for f64 {
-    fn view(x: &[f64], n_features: usize) -> milsvm::Result<BagView<'_>> {
-        BagView::dense(x, n_features)
-    }
-}
-
-impl Element for f32 {
-    fn view(x: &[f32], n_features: usize) -> milsvm::Result<BagView<'_>> {
-        BagView::dense32(x, n_features)
-    }
-}
-
 /// What the output buffer of a call holds, per bag.
 #[derive(Clone, Copy)]
 enum OutputSize {
@@ -340,7 +323,7 @@ enum OutputSize {
 ///
 /// # Safety
 /// The pointers are NULL or valid for the sizes given (the caller's contract).
-unsafe fn checked<'a, T: Element>(
+unsafe fn checked<'a, T: BagValue>(
     model: *const MilsvmModel,
     x: *const T,
     n_instances: usize,
@@ -407,7 +390,7 @@ unsafe fn checked<'a, T: Element>(
 /// Runs `f` on the checked call with this thread's workspace. A non-finite value of the bag is
 /// found by the core as it scores (the squared norm of its instance is not finite), at no cost
 /// to a finite bag; the message then names its instance and feature.
-fn score<T: Element>(
+fn score<T: BagValue>(
     call: Call<'_, T>,
     f: impl Fn(&Predictor, BagView<'_>, &mut Workspace, &mut [f64]) -> milsvm::Result<()>,
 ) -> Outcome<()> {
@@ -423,7 +406,7 @@ fn score<T: Element>(
         ),
         _ => failure,
     };
-    let bag = T::view(x, d).map_err(scoring_failure)?;
+    let bag = T::dense_bag(x, d).map_err(scoring_failure)?;
     let (predictor, out) = (call.predictor, call.out);
     let warm = WORKSPACE.try_with(|ws| match ws.try_borrow_mut() {
         Ok(mut ws) => Some(f(predictor, bag, &mut ws, &mut *out)),
@@ -469,7 +452,7 @@ impl Scoring {
     ///
     /// # Safety
     /// The pointers are NULL or valid for the sizes given (the entry point's contract).
-    unsafe fn run<T: Element>(
+    unsafe fn run<T: BagValue>(
         &self,
         model: *const MilsvmModel,
         x: *const T,

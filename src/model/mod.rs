@@ -63,7 +63,7 @@ pub(crate) use bag_features::bags_min_max;
 pub use bag_features::{min_max_bags, min_max_into, min_max_rows, BagFeatures};
 pub use calibration::{fit_sigmoid, Calibration};
 pub use file::FORMAT_VERSION;
-pub use predictor::{BagView, Predictor, Workspace, ROW_KERNEL_MAX_XV};
+pub use predictor::{BagValue, BagView, Predictor, Workspace, ROW_KERNEL_MAX_XV};
 pub use scaler::Scaler;
 pub use stack::decision_functions;
 #[cfg(feature = "python")]

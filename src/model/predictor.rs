@@ -36,7 +36,7 @@ use super::{min_max_into, min_max_rows, BagFeatures, Calibration, Model, Pooling
 use crate::bags::{validate_bag_ptr, Bags, Csr, FeatureIndex, Instances, Rows};
 use crate::error::{Error, Result};
 use crate::kernel::{batch_sq_norm, instance_scores, Basis, GemmArith, Kernel};
-use crate::linalg::{all_finite, Simd};
+use crate::linalg::{all_finite, Real, Simd};
 
 /// One bag of instances, borrowed: dense row-major values (`f64` or `f32`) or CSR rows.
 #[derive(Debug, Clone, Copy)]
@@ -78,6 +78,25 @@ fn dense_len(len: usize, n_features: usize) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The values a dense bag can hold: `f64` ([`BagView::dense`]) and `f32`
+/// ([`BagView::dense32`]), for callers generic over the input's precision.
+pub trait BagValue: Real {
+    /// A dense bag of these values: `data.len()` must be a positive multiple of `n_features`.
+    fn dense_bag(data: &[Self], n_features: usize) -> Result<BagView<'_>>;
+}
+
+impl BagValue for f64 {
+    fn dense_bag(data: &[f64], n_features: usize) -> Result<BagView<'_>> {
+        BagView::dense(data, n_features)
+    }
+}
+
+impl BagValue for f32 {
+    fn dense_bag(data: &[f32], n_features: usize) -> Result<BagView<'_>> {
+        BagView::dense32(data, n_features)
+    }
 }
 
 impl<'a> BagView<'a> {

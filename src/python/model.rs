@@ -9,7 +9,7 @@ use pyo3::types::PyType;
 use serde_json::{Map, Value};
 
 use super::*;
-use crate::model::{fit_sigmoid, BagView, Calibration, Pooling, Predictor, Scaler, Workspace};
+use crate::model::{fit_sigmoid, BagValue, Calibration, Pooling, Predictor, Scaler, Workspace};
 use numpy::PyUntypedArrayMethods;
 
 /// A fitted model compiled for prediction (see `milsvm::model` in the Rust docs).
@@ -266,19 +266,10 @@ impl PyModel {
     #[pyo3(signature = (x: "Union[NDArray[np.float64], NDArray[np.float32]]"))]
     fn decision_function_bag(&self, x: &Bound<'_, PyAny>) -> PyResult<Vec<f64>> {
         let predictor = self.predictor()?;
-        let mut out = vec![0.0; predictor.n_outputs()];
-        let mut ws = Workspace::default();
-        if let Ok(x) = x.extract::<PyReadonlyArray2<'_, f32>>() {
-            let mut owned = None;
-            let bag = BagView::dense32(row_major(&x, &mut owned), x.as_array().ncols())?;
-            predictor.score_bag(bag, &mut ws, &mut out)?;
-            return Ok(out);
+        match x.extract::<PyReadonlyArray2<'_, f32>>() {
+            Ok(x) => score_bag(predictor, &x),
+            Err(_) => score_bag(predictor, &x.extract::<PyReadonlyArray2<'_, f64>>()?),
         }
-        let x: PyReadonlyArray2<'_, f64> = x.extract()?;
-        let mut owned = None;
-        let bag = BagView::dense(row_major(&x, &mut owned), x.as_array().ncols())?;
-        predictor.score_bag(bag, &mut ws, &mut out)?;
-        Ok(out)
     }
 
     /// Instance scores `(n_instances, n_outputs)`.
@@ -542,6 +533,18 @@ impl PyModel {
             if self.is_sparse() { ", sparse" } else { "" }
         )
     }
+}
+
+/// The scores of one dense bag (float64 or float32), as a list of `n_outputs` floats.
+fn score_bag<T: BagValue + numpy::Element>(
+    predictor: &Predictor,
+    x: &PyReadonlyArray2<'_, T>,
+) -> PyResult<Vec<f64>> {
+    let mut out = vec![0.0; predictor.n_outputs()];
+    let mut owned = None;
+    let bag = T::dense_bag(row_major(x, &mut owned), x.as_array().ncols())?;
+    predictor.score_bag(bag, &mut Workspace::default(), &mut out)?;
+    Ok(out)
 }
 
 /// The values of `x` row-major: the array's own when it is C-contiguous, else a copy kept in

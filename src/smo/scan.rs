@@ -114,22 +114,42 @@ pub(super) struct SecondInputs<'a> {
     pub(super) point_bound: usize,
 }
 
+/// The per-position arrays the second-index scan reads (one value per position each).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SecondColumns<'a> {
+    /// `y_t G_t`.
+    pub(super) yg: &'a [f64],
+    /// The `I_low` offsets (`0` or `-inf`).
+    pub(super) low: &'a [f64],
+    /// `Q_tt + d_t`.
+    pub(super) qd: &'a [f64],
+    /// The point of each position (its index into a kernel row).
+    pub(super) point: &'a [u32],
+}
+
+impl SecondColumns<'_> {
+    /// The positions below `hi`.
+    fn until(self, hi: usize) -> Self {
+        Self {
+            yg: &self.yg[..hi],
+            low: &self.low[..hi],
+            qd: &self.qd[..hi],
+            point: &self.point[..hi],
+        }
+    }
+}
+
 /// WSS 2 over positions `lo..hi`: `gmax2 = max y_j G_j` over `I_low` and the `j` of the largest
 /// `grad_diff^2 / quad` among `grad_diff = gmax + y_j G_j > 0` (Fan et al. 2005, eq. (17)),
-/// with `quad = Q_ii + Q_jj - 2 K_ij` (`TAU` when not positive). `yg` holds `y_t G_t`, `low`
-/// the `I_low` offsets (`0` or `-inf`).
-#[allow(clippy::too_many_arguments)]
+/// with `quad = Q_ii + Q_jj - 2 K_ij` (`TAU` when not positive).
 pub(super) fn second_choice(
     simd: Simd,
     lo: usize,
     hi: usize,
     inp: SecondInputs<'_>,
-    yg: &[f64],
-    low: &[f64],
-    qd: &[f64],
-    point: &[u32],
+    cols: SecondColumns<'_>,
 ) -> SecondChoice {
-    let (yg, low, qd, point) = (&yg[..hi], &low[..hi], &qd[..hi], &point[..hi]);
+    let cols = cols.until(hi);
     let mut acc = [SecondChoice::EMPTY; LANES];
     let mut done = lo;
     #[cfg(target_arch = "x86_64")]
@@ -137,10 +157,11 @@ pub(super) fn second_choice(
         if simd.avx2() && inp.point_bound <= inp.row.len() {
             // SAFETY: the CPU has AVX2; every slice holds `hi` values and every point indexes
             // `row` (all points are below `point_bound`, checked against the row just above).
-            done = unsafe { avx2::second_choice(lo, hi, inp, yg, low, qd, point, &mut acc) };
+            done = unsafe { avx2::second_choice(lo, hi, inp, cols, &mut acc) };
         }
     }
     let _ = simd;
+    let SecondColumns { yg, low, qd, point } = cols;
     let row = inp.row;
     let step = |s: &mut SecondChoice, k: usize| {
         let v = yg[k] + low[k];
@@ -258,7 +279,7 @@ fn fold_rest<T: Copy>(
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::{ArgMax, SecondChoice, SecondInputs, UpdateInputs, LANES, TAU};
+    use super::{ArgMax, SecondChoice, SecondColumns, SecondInputs, UpdateInputs, LANES, TAU};
 
     /// Lanes per register; a scan holds [`LANES`] lanes in `LANES / WIDTH` registers, so that
     /// the running comparisons form independent dependency chains.
@@ -413,17 +434,14 @@ mod avx2 {
 
     /// The full groups of [`LANES`] of `lo..hi` into `acc`; returns where the groups end.
     #[target_feature(enable = "avx2")]
-    #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn second_choice(
         lo: usize,
         hi: usize,
         inp: SecondInputs<'_>,
-        yg: &[f64],
-        low: &[f64],
-        qd: &[f64],
-        point: &[u32],
+        cols: SecondColumns<'_>,
         acc: &mut [SecondChoice; LANES],
     ) -> usize {
+        let SecondColumns { yg, low, qd, point } = cols;
         let gmax = _mm256_set1_pd(inp.gmax);
         let qd_i = _mm256_set1_pd(inp.qd_i);
         let two = _mm256_set1_pd(2.0);
@@ -565,8 +583,14 @@ mod tests {
                     row: &row,
                     point_bound: n_points,
                 };
-                let a = second_choice(portable, lo, hi, inp, &yg, &low, &qd, &point);
-                let b = second_choice(best, lo, hi, inp, &yg, &low, &qd, &point);
+                let cols = SecondColumns {
+                    yg: &yg,
+                    low: &low,
+                    qd: &qd,
+                    point: &point,
+                };
+                let a = second_choice(portable, lo, hi, inp, cols);
+                let b = second_choice(best, lo, hi, inp, cols);
                 assert_eq!(
                     (a.num.to_bits(), a.den.to_bits(), a.pos, a.gmax2.to_bits()),
                     (b.num.to_bits(), b.den.to_bits(), b.pos, b.gmax2.to_bits()),

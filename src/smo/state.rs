@@ -7,7 +7,8 @@ use rayon::prelude::*;
 
 use super::cache::{RowCache, RowRef};
 use super::scan::{
-    first_choice, second_choice, update_and_first, ArgMax, SecondChoice, SecondInputs, UpdateInputs,
+    first_choice, second_choice, update_and_first, ArgMax, SecondChoice, SecondColumns,
+    SecondInputs, UpdateInputs,
 };
 use super::{DualProblem, DualSolution, GramRows, SmoParams, NIL, TAU};
 use crate::error::{Error, Result};
@@ -368,7 +369,12 @@ impl State {
         // j over I_low: the largest decrease `grad_diff^2 / quad` (Fan et al. eq. (17), up to
         // the sign) among `grad_diff = gmax + y_j G_j > 0`; `j == i` gives `grad_diff = 0` and
         // is never selected. `y_j G_j` is `G_j` or `-G_j`, exactly.
-        let (yg, low, qd, point) = (&self.yg, &self.low_off, &self.qd, &self.point);
+        let cols = SecondColumns {
+            yg: &self.yg,
+            low: &self.low_off,
+            qd: &self.qd,
+            point: &self.point,
+        };
         let inp = SecondInputs {
             gmax,
             qd_i,
@@ -379,7 +385,7 @@ impl State {
         let second = reduce_blocks(
             self.active,
             SecondChoice::EMPTY,
-            |lo, hi| second_choice(simd, lo, hi, inp, yg, low, qd, point),
+            |lo, hi| second_choice(simd, lo, hi, inp, cols),
             SecondChoice::merge,
         );
         if gmax + second.gmax2 < self.eps || second.pos == NIL {

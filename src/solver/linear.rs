@@ -655,6 +655,20 @@ pub(crate) struct FirstGradient {
     pub(crate) sum_g0: f64,
 }
 
+impl FirstGradient {
+    /// The first gradient from its sums, as every store gathers them: the loss, the pair
+    /// `(X^T g, X^T g0)` (one pass over the rows), `sum g` and `sum g0`.
+    fn new(loss: f64, (xt_g, xt_g0): (Vec<f64>, Vec<f64>), sum_g: f64, sum_g0: f64) -> Self {
+        Self {
+            loss,
+            xt_g,
+            xt_g0,
+            sum_g,
+            sum_g0,
+        }
+    }
+}
+
 /// The rows of a solve as the Newton-CG driver reaches them: each method is one round over the
 /// groups of bags that hold the rows, each group computing its part (every sum as its canonical
 /// nodes in the fixed tree over the bags, combined by [`combine`]; per-row state such as the
@@ -773,6 +787,12 @@ impl<'a> Part<'a> {
             lo: self.lo,
             hi: self.hi,
         }
+    }
+
+    /// The loss gradient at `w = 0, b' = 0` (every score zero): `g0_j = 2 (c-_j - c+_j)`.
+    fn g0(&self) -> Vec<f64> {
+        let (cp, cn) = (self.c_pos.iter(), self.c_neg.iter());
+        cp.zip(cn).map(|(&cp, &cn)| 2.0 * (cn - cp)).collect()
     }
 
     fn mean_nodes(&self, inv_n: f64) -> Vec<Node<Vec<f64>>> {
@@ -1119,19 +1139,9 @@ impl RowStore for Parts<'_> {
     fn first_gradient(&mut self) -> Result<FirstGradient> {
         let d = self.d;
         let loss = self.reduce(0.0, Part::loss_nodes)?;
-        let g0: Vec<Vec<f64>> = self
-            .parts
-            .iter()
-            .map(|p| {
-                p.c_pos
-                    .iter()
-                    .zip(p.c_neg.iter())
-                    .map(|(&cp, &cn)| 2.0 * (cn - cp))
-                    .collect()
-            })
-            .collect();
+        let g0: Vec<Vec<f64>> = self.parts.iter().map(Part::g0).collect();
         let mut at = 0;
-        let (xt_g, xt_g0) = self.reduce((vec![0.0; d], vec![0.0; d]), |p| {
+        let xt = self.reduce((vec![0.0; d], vec![0.0; d]), |p| {
             at += 1;
             xt_dot_pair_nodes(p.x, p.group(), &p.g, &g0[at - 1], d)
         })?;
@@ -1141,13 +1151,7 @@ impl RowStore for Parts<'_> {
             at += 1;
             sum_rows_nodes(p.group(), &g0[at - 1])
         })?;
-        Ok(FirstGradient {
-            loss,
-            xt_g,
-            xt_g0,
-            sum_g,
-            sum_g0,
-        })
+        Ok(FirstGradient::new(loss, xt, sum_g, sum_g0))
     }
 
     fn accept(&mut self, t: f64) -> Result<(f64, Vec<f64>, f64)> {

@@ -299,12 +299,7 @@ impl OwnedPart {
             }
             "first_gradient" => self.with_part(|p| {
                 put_nodes(&p.loss_nodes(), &mut out);
-                let g0: Vec<f64> = p
-                    .c_pos
-                    .iter()
-                    .zip(p.c_neg.iter())
-                    .map(|(&cp, &cn)| 2.0 * (cn - cp))
-                    .collect();
+                let g0 = p.g0();
                 put_nodes(&xt_dot_pair_nodes(p.x, p.group(), &p.g, &g0, d), &mut out);
                 put_nodes(&sum_rows_nodes(p.group(), &p.g), &mut out);
                 put_nodes(&sum_rows_nodes(p.group(), &g0), &mut out);
@@ -454,16 +449,10 @@ impl<D: Dispatch> RowStore for RemoteParts<D> {
         let replies = self.replies("first_gradient", &[], &[])?;
         let mut r = readers(&replies);
         let loss = self.sum(&mut r, 0.0)?;
-        let (xt_g, xt_g0) = self.sum(&mut r, (vec![0.0; d], vec![0.0; d]))?;
+        let xt = self.sum(&mut r, (vec![0.0; d], vec![0.0; d]))?;
         let sum_g = self.sum(&mut r, 0.0)?;
         let sum_g0 = self.sum(&mut r, 0.0)?;
-        Ok(FirstGradient {
-            loss,
-            xt_g,
-            xt_g0,
-            sum_g,
-            sum_g0,
-        })
+        Ok(FirstGradient::new(loss, xt, sum_g, sum_g0))
     }
 
     fn accept(&mut self, t: f64) -> Result<(f64, Vec<f64>, f64)> {
