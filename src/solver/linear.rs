@@ -394,8 +394,9 @@ impl Preconditioner {
     /// preconditioner of Roosta-Khorasani & Mahoney's sub-sampled Newton methods; a row sample
     /// of a few times `d` preserves `X^T D X` up to a small relative error when no row has a
     /// large leverage. Dense rows of at most [`SKETCH_MAX_FEATURES`] features with an active row
-    /// only (`None` otherwise). The sample is fixed by `A` alone, and the product runs on one
-    /// thread over the sample in row order, so `M` is the same for any thread count and any
+    /// only (`None` otherwise). The sample is fixed by `A` alone, and its product is added block
+    /// by block in row order, each entry by the same operations however its panels are spread
+    /// over the threads ([`lower_gram_add`]), so `M` is the same for any thread count and any
     /// split of the bags.
     fn sketch<S: RowStore>(store: &mut S, mu: &[f64], n_active: usize) -> Result<Option<Self>> {
         let d = mu.len();
