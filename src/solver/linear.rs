@@ -348,6 +348,8 @@ const SKETCH_MAX_ROWS_PER_UNKNOWN: usize = 16;
 /// Sample rows per block of the sketch's product: `M` is the sum of the blocks' products, added
 /// in block order.
 const SKETCH_BLOCK: usize = 512;
+/// The side of the square tiles in which the sketch's upper triangle is copied from its lower one.
+const MIRROR_TILE: usize = 32;
 /// Blocks of the sketch's sample built and multiplied together (bounds its buffer to
 /// `SKETCH_CHUNK_BLOCKS SKETCH_BLOCK (d + 1)` values; each chunk is one parallel loop over
 /// the panels of `M`, each panel adding the chunk's blocks in turn, rather than one loop a block).
@@ -432,9 +434,15 @@ impl Preconditioner {
             );
             lower_gram_add(h.view_mut(), u.view(), SKETCH_BLOCK);
         }
-        for k in 0..=d {
-            for l in 0..k {
-                h[[l, k]] = h[[k, l]];
+        // the upper triangle from the lower, tile by tile (a column of the lower triangle
+        // read a cache line at a time, not one line per value)
+        for k0 in (0..=d).step_by(MIRROR_TILE) {
+            for l0 in (0..=k0).step_by(MIRROR_TILE) {
+                for k in k0..(k0 + MIRROR_TILE).min(d + 1) {
+                    for l in l0..(l0 + MIRROR_TILE).min(k) {
+                        h[[l, k]] = h[[k, l]];
+                    }
+                }
             }
         }
         for k in 0..d {
