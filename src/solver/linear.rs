@@ -193,28 +193,78 @@ fn weighted_columns(x: RowsRef, g: Group, dj: &[f64], d: usize) -> Vec<Node<(Vec
     })
 }
 
-/// The active rows `A` (`D_j > 0`) bag by bag: `active` in row order, bag `k`'s at
-/// `active[aptr[k]..aptr[k + 1]]`.
+/// The rows of one Newton step, bag by bag: the active rows `A` (`D_j > 0`), `active` in row
+/// order, bag `k`'s at `active[aptr[k]..aptr[k + 1]]`; and, once the step's scores `z` are
+/// known ([`Part::step_scores`]), the line search's rows: `(f_j, z_j, c+_j, c-_j)` of the rows
+/// with `z_j != 0` in row order, bag `k`'s at `line[lptr[k]..lptr[k + 1]]`, packed so that each
+/// trial of the line search reads those rows alone, contiguously.
 #[derive(Default)]
 struct ActiveRows {
     active: Vec<usize>,
     aptr: Vec<usize>,
+    line: Vec<[f64; 4]>,
+    lptr: Vec<usize>,
 }
 
 impl ActiveRows {
-    /// The rows with `D_j > 0` of the bags of `ptr`.
+    /// The rows with `D_j > 0` of the bags of `ptr`, bags in parallel.
     fn new(ptr: &[usize], dj: &[f64]) -> Self {
-        let active: Vec<usize> = (0..dj.len()).filter(|&j| dj[j] > 0.0).collect();
-        let mut aptr = Vec::with_capacity(ptr.len());
-        let mut at = 0;
-        for &end in ptr {
-            while at < active.len() && active[at] < end {
-                at += 1;
-            }
-            aptr.push(at);
+        let rows = |k: usize| (ptr[k]..ptr[k + 1]).filter(|&j| dj[j] > 0.0);
+        let mut active = Vec::new();
+        let aptr = per_bag(
+            ptr,
+            &mut active,
+            0,
+            |k| rows(k).count(),
+            |k, out| out.iter_mut().zip(rows(k)).for_each(|(o, j)| *o = j),
+        );
+        Self {
+            active,
+            aptr,
+            ..Self::default()
         }
-        Self { active, aptr }
     }
+}
+
+/// The bag-by-bag slices of `v`, whose entries are the rows of the bags of `ptr` (`v[ptr[k]..ptr[k
+/// + 1]]` for bag `k`).
+fn bag_slices<'v, T>(mut v: &'v mut [T], ptr: &[usize]) -> Vec<&'v mut [T]> {
+    ptr.windows(2)
+        .map(|w| {
+            let (head, tail) = std::mem::take(&mut v).split_at_mut(w[1] - w[0]);
+            v = tail;
+            head
+        })
+        .collect()
+}
+
+/// Entries gathered bag by bag, bags in parallel: `count(k)` entries for bag `k` of the bags of
+/// `ptr`, written by `fill(k, out)` into that bag's slice of `out` (its content replaced, its
+/// allocation kept); each bag's offset into it (`ptr.len()` offsets). The same entries in the
+/// same order as a loop over the bags, for any thread count.
+fn per_bag<T: Clone + Send + Sync>(
+    ptr: &[usize],
+    out: &mut Vec<T>,
+    zero: T,
+    count: impl Fn(usize) -> usize + Sync,
+    fill: impl Fn(usize, &mut [T]) + Sync,
+) -> Vec<usize> {
+    let n_bags = ptr.len().saturating_sub(1);
+    let counts: Vec<usize> = (0..n_bags).into_par_iter().map(&count).collect();
+    let mut offsets = Vec::with_capacity(n_bags + 1);
+    offsets.push(0);
+    let mut at = 0;
+    for c in counts {
+        at += c;
+        offsets.push(at);
+    }
+    out.clear();
+    out.par_extend(rayon::iter::repeat_n(zero, at));
+    bag_slices(out, &offsets)
+        .into_par_iter()
+        .enumerate()
+        .for_each(|(k, o)| fill(k, o));
+    offsets
 }
 
 /// The value `(vector, bias)` of a Hessian-vector product.
@@ -295,8 +345,15 @@ const SKETCH_ACTIVE_PER_ROW: usize = 64;
 const SKETCH_MIN_ROWS_PER_UNKNOWN: usize = 4;
 /// The most rows of the sketch per unknown.
 const SKETCH_MAX_ROWS_PER_UNKNOWN: usize = 16;
-/// Sample rows per block of the sketch's product (bounds its buffer to `SKETCH_BLOCK (d + 1)`).
+/// Sample rows per block of the sketch's product: `M` is the sum of the blocks' products, added
+/// in block order.
 const SKETCH_BLOCK: usize = 512;
+/// The side of the square tiles in which the sketch's upper triangle is copied from its lower one.
+const MIRROR_TILE: usize = 32;
+/// Blocks of the sketch's sample built and multiplied together (bounds its buffer to
+/// `SKETCH_CHUNK_BLOCKS SKETCH_BLOCK (d + 1)` values; each chunk is one parallel loop over
+/// the panels of `M`, each panel adding the chunk's blocks in turn, rather than one loop a block).
+const SKETCH_CHUNK_BLOCKS: usize = 8;
 
 /// Sparse rows get the Woodbury preconditioner ([`Preconditioner::woodbury`]) for the rest of a
 /// solve once a Newton step's conjugate gradients under Jacobi's took more than this many
@@ -339,8 +396,9 @@ impl Preconditioner {
     /// preconditioner of Roosta-Khorasani & Mahoney's sub-sampled Newton methods; a row sample
     /// of a few times `d` preserves `X^T D X` up to a small relative error when no row has a
     /// large leverage. Dense rows of at most [`SKETCH_MAX_FEATURES`] features with an active row
-    /// only (`None` otherwise). The sample is fixed by `A` alone, and the product runs on one
-    /// thread over the sample in row order, so `M` is the same for any thread count and any
+    /// only (`None` otherwise). The sample is fixed by `A` alone, and its product is added block
+    /// by block in row order, each entry by the same operations however its panels are spread
+    /// over the threads ([`lower_gram_add`]), so `M` is the same for any thread count and any
     /// split of the bags.
     fn sketch<S: RowStore>(store: &mut S, mu: &[f64], n_active: usize) -> Result<Option<Self>> {
         let d = mu.len();
@@ -358,26 +416,33 @@ impl Preconditioner {
             store.sketch_rows(Some(total / m as f64))?
         };
         // M's lower triangle, as sum of U^T U over blocks of the sample's rows
-        // sqrt(weight) (x_s - mu, 1), added in block order
+        // sqrt(weight) (x_s - mu, 1), added in block order; U is built and multiplied a
+        // chunk of blocks at a time (two parallel loops a chunk, not two a block)
         let mut h = Array2::<f64>::zeros((d + 1, d + 1));
-        let mut u = Array2::<f64>::zeros((SKETCH_BLOCK.min(sample.len()), d + 1));
-        for block in sample.chunks(SKETCH_BLOCK) {
-            let mut u = u.slice_mut(ndarray::s![..block.len(), ..]);
-            u.axis_iter_mut(Axis(0))
-                .into_par_iter()
-                .zip(block)
-                .for_each(|(mut row, (x, weight))| {
+        let chunk = SKETCH_BLOCK * SKETCH_CHUNK_BLOCKS;
+        let mut u = Array2::<f64>::zeros((chunk.min(sample.len()), d + 1));
+        for rows in sample.chunks(chunk) {
+            let mut u = u.slice_mut(ndarray::s![..rows.len(), ..]);
+            u.axis_iter_mut(Axis(0)).into_par_iter().zip(rows).for_each(
+                |(mut row, (x, weight))| {
                     let c = weight.sqrt();
                     for ((o, &v), &mv) in row.iter_mut().zip(x).zip(mu) {
                         *o = c * (v - mv);
                     }
                     row[d] = c;
-                });
-            lower_gram_add(h.view_mut(), u.view());
+                },
+            );
+            lower_gram_add(h.view_mut(), u.view(), SKETCH_BLOCK);
         }
-        for k in 0..=d {
-            for l in 0..k {
-                h[[l, k]] = h[[k, l]];
+        // the upper triangle from the lower, tile by tile (a column of the lower triangle
+        // read a cache line at a time, not one line per value)
+        for k0 in (0..=d).step_by(MIRROR_TILE) {
+            for l0 in (0..=k0).step_by(MIRROR_TILE) {
+                for k in k0..(k0 + MIRROR_TILE).min(d + 1) {
+                    for l in l0..(l0 + MIRROR_TILE).min(k) {
+                        h[[l, k]] = h[[k, l]];
+                    }
+                }
             }
         }
         for k in 0..d {
@@ -554,23 +619,44 @@ const SKETCH_PANEL_ROWS: usize = 64;
 /// Sketch blocks of fewer rows than this are multiplied in one call ([`lower_gram_add`]).
 const SKETCH_PANEL_MIN_DEPTH: usize = 4;
 
-/// `h += U^T U` on the lower triangle of `h` (`U` one block of the sketch's rows), in
-/// panels of at least [`SKETCH_PANEL_ROWS`] rows of `h` computed in parallel: the panel
-/// `[r0, r1)` is `U_{:, r0..r1}^T U_{:, ..r0}` (a rectangle) and the lower triangle of
+/// `h += U_b^T U_b` on the lower triangle of `h` for the blocks `U_b` of `block` rows of `u`
+/// (the last one shorter) in turn, in panels of at least [`SKETCH_PANEL_ROWS`] rows of `h`
+/// computed in parallel, each panel adding every block in turn: the panel `[r0, r1)` of a block
+/// is `U_{:, r0..r1}^T U_{:, ..r0}` (a rectangle) and the lower triangle of
 /// `U_{:, r0..r1}^T U_{:, r0..r1}`. The panels are fixed by `d` alone, and each entry is the
 /// same dot product over the block's rows however the triangle is cut (the product runs the
 /// whole block's depth in one pass of faer's kernel, and a panel has as many rows as it takes
-/// to get the kernel of the whole triangle): the bits of one call over the whole triangle, for
-/// any thread count (`tree_tests::the_sketch_product_in_panels_is_the_product_in_one`).
-fn lower_gram_add(mut h: ndarray::ArrayViewMut2<f64>, u: ndarray::ArrayView2<f64>) {
+/// to get the kernel of the whole triangle), added block after block: the bits of one call
+/// over the whole triangle a block, for any thread count
+/// (`tree_tests::the_sketch_product_in_panels_is_the_product_in_one`).
+fn lower_gram_add(mut h: ndarray::ArrayViewMut2<f64>, u: ndarray::ArrayView2<f64>, block: usize) {
+    let blocks: Vec<_> = u.axis_chunks_iter(Axis(0), block.max(1)).collect();
+    let mut at = 0;
+    while at < blocks.len() {
+        // a block of fewer rows is one call (faer's product of depth one, a rank-one update,
+        // rounds otherwise in the rectangles); cheap at that depth
+        let deep = blocks[at..]
+            .iter()
+            .take_while(|b| b.nrows() >= SKETCH_PANEL_MIN_DEPTH)
+            .count();
+        let (run, panels) = if deep == 0 {
+            (1, 1)
+        } else {
+            (deep, (h.nrows() / SKETCH_PANEL_ROWS).max(1))
+        };
+        panels_add(h.view_mut(), &blocks[at..at + run], panels);
+        at += run;
+    }
+}
+
+/// `h += U_b^T U_b` on the lower triangle of `h` for the `blocks` in turn, in `panels` row
+/// panels of `h` in parallel ([`lower_gram_add`]).
+fn panels_add(
+    mut h: ndarray::ArrayViewMut2<f64>,
+    blocks: &[ndarray::ArrayView2<f64>],
+    panels: usize,
+) {
     let n = h.nrows();
-    // a block of fewer rows is one call (faer's product of depth one, a rank-one update,
-    // rounds otherwise in the rectangles); cheap at that depth
-    let panels = if u.nrows() < SKETCH_PANEL_MIN_DEPTH {
-        1
-    } else {
-        (n / SKETCH_PANEL_ROWS).max(1)
-    };
     let mut rows = Vec::with_capacity(panels);
     let mut rest = h.view_mut();
     for i in 0..panels {
@@ -580,28 +666,30 @@ fn lower_gram_add(mut h: ndarray::ArrayViewMut2<f64>, u: ndarray::ArrayView2<f64
         rest = tail;
     }
     rows.into_par_iter().for_each(|(r0, r1, mut panel)| {
-        let lhs = u.slice(ndarray::s![.., r0..r1]);
-        if r0 > 0 {
-            faer::linalg::matmul::matmul(
-                faer_mut(panel.slice_mut(ndarray::s![.., ..r0])),
+        for u in blocks {
+            let lhs = u.slice(ndarray::s![.., r0..r1]);
+            if r0 > 0 {
+                faer::linalg::matmul::matmul(
+                    faer_mut(panel.slice_mut(ndarray::s![.., ..r0])),
+                    faer::Accum::Add,
+                    faer_ref(lhs.t()),
+                    faer_ref(u.slice(ndarray::s![.., ..r0])),
+                    1.0,
+                    faer::Par::Seq,
+                );
+            }
+            triangular::matmul(
+                faer_mut(panel.slice_mut(ndarray::s![.., r0..r1])),
+                BlockStructure::TriangularLower,
                 faer::Accum::Add,
                 faer_ref(lhs.t()),
-                faer_ref(u.slice(ndarray::s![.., ..r0])),
+                BlockStructure::Rectangular,
+                faer_ref(lhs),
+                BlockStructure::Rectangular,
                 1.0,
                 faer::Par::Seq,
             );
         }
-        triangular::matmul(
-            faer_mut(panel.slice_mut(ndarray::s![.., r0..r1])),
-            BlockStructure::TriangularLower,
-            faer::Accum::Add,
-            faer_ref(lhs.t()),
-            BlockStructure::Rectangular,
-            faer_ref(lhs),
-            BlockStructure::Rectangular,
-            1.0,
-            faer::Par::Seq,
-        );
     });
 }
 
@@ -816,24 +904,35 @@ impl<'a> Part<'a> {
         self.z.resize(n, 0.0);
         let ptr = &self.ptr;
         let (f, cp, cn) = (&self.f, &*self.c_pos, &*self.c_neg);
-        let mut gd: Vec<(f64, f64)> = vec![(0.0, 0.0); n];
-        let nodes = Tree::new(ptr, ptr, 0.0, |k, acc: &mut f64, out: &mut [(f64, f64)]| {
+        let nodes = Tree::new(ptr, ptr, 0.0, |k, acc: &mut f64, out: &mut [f64]| {
             for (o, j) in out.iter_mut().zip(ptr[k]..ptr[k + 1]) {
-                let (l, gj, d) = row_loss(cp[j], cn[j], f[j]);
+                let (l, gj, _) = row_loss(cp[j], cn[j], f[j]);
                 *acc += l;
-                *o = (gj, d);
+                *o = gj;
             }
             ptr[k + 1] > ptr[k]
         })
-        .partial_sums(self.lo, self.hi, &mut gd);
-        for ((gj, d), &(a, b)) in self.g.iter_mut().zip(self.dj.iter_mut()).zip(&gd) {
-            (*gj, *d) = (a, b);
-        }
+        .partial_sums(self.lo, self.hi, &mut self.g);
+        // D_j, the same function of the row's score and costs, written in place in parallel
+        // (no per-row buffer to copy from on one thread)
+        self.dj
+            .par_chunks_mut(BLOCK_ROWS)
+            .enumerate()
+            .for_each(|(blk, out)| {
+                let lo = blk * BLOCK_ROWS;
+                for (o, j) in out.iter_mut().zip(lo..) {
+                    *o = row_loss(cp[j], cn[j], f[j]).2;
+                }
+            });
         nodes
     }
 
     fn activate(&mut self) -> usize {
+        // the line search's buffer is kept for the step's rows (its allocation only)
+        let mut line = std::mem::take(&mut self.act.line);
+        line.clear();
         self.act = ActiveRows::new(&self.ptr, &self.dj);
+        self.act.line = line;
         let m = self.act.active.len();
         self.q = vec![0.0; m];
         self.z_active = vec![0.0; m];
@@ -923,39 +1022,57 @@ impl<'a> Part<'a> {
             *v = x.row_dot(j, s_w, simd) + shift;
             true
         });
-        for (&j, &v) in self.act.active.iter().zip(&self.z_active) {
-            self.z[j] = v;
-        }
+        // the active rows' z, then the line search's rows, bag by bag in parallel
+        let (ptr, a, z_active) = (&self.ptr, &mut self.act, &self.z_active);
+        bag_slices(&mut self.z, ptr)
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(k, zk)| {
+                for (&j, &v) in a.active[a.aptr[k]..a.aptr[k + 1]]
+                    .iter()
+                    .zip(&z_active[a.aptr[k]..a.aptr[k + 1]])
+                {
+                    zk[j - ptr[k]] = v;
+                }
+            });
+        let (f, z, cp, cn) = (&self.f, &self.z, &*self.c_pos, &*self.c_neg);
+        let moving = |k: usize| (ptr[k]..ptr[k + 1]).filter(|&j| z[j] != 0.0);
+        a.lptr = per_bag(
+            ptr,
+            &mut a.line,
+            [0.0; 4],
+            |k| moving(k).count(),
+            |k, out| {
+                for (o, j) in out.iter_mut().zip(moving(k)) {
+                    *o = [f[j], z[j], cp[j], cn[j]];
+                }
+            },
+        );
     }
 
-    /// Derivative and second derivative in `t` of the loss at the scores `f + t z`.
+    /// Derivative and second derivative in `t` of the loss at the scores `f + t z`, over the
+    /// rows with `z_j != 0` (the others add nothing), packed by [`Part::step_scores`].
     fn line_nodes(&self, t: f64) -> Vec<Node<(f64, f64)>> {
-        let ptr = &self.ptr;
-        let (f, z, cp, cn) = (&self.f, &self.z, &*self.c_pos, &*self.c_neg);
+        let (rows, lptr) = (&self.act.line, &self.act.lptr);
         partial_bags(
-            ptr,
+            lptr,
             self.lo,
             self.hi,
             (0.0, 0.0),
             |k, acc: &mut (f64, f64)| {
-                let mut touched = false;
-                for j in ptr[k]..ptr[k + 1] {
-                    if z[j] == 0.0 {
-                        continue;
-                    }
-                    touched = true;
-                    let fj = f[j] + t * z[j];
-                    let (cp, cn) = (cp[j], cn[j]);
+                let bag = &rows[lptr[k]..lptr[k + 1]];
+                for &[f, z, cp, cn] in bag {
+                    let fj = f + t * z;
                     if cp > 0.0 && fj < 1.0 {
-                        acc.0 -= 2.0 * cp * (1.0 - fj) * z[j];
-                        acc.1 += 2.0 * cp * z[j] * z[j];
+                        acc.0 -= 2.0 * cp * (1.0 - fj) * z;
+                        acc.1 += 2.0 * cp * z * z;
                     }
                     if cn > 0.0 && fj > -1.0 {
-                        acc.0 += 2.0 * cn * (1.0 + fj) * z[j];
-                        acc.1 += 2.0 * cn * z[j] * z[j];
+                        acc.0 += 2.0 * cn * (1.0 + fj) * z;
+                        acc.1 += 2.0 * cn * z * z;
                     }
                 }
-                touched
+                !bag.is_empty()
             },
         )
     }
@@ -1420,9 +1537,17 @@ fn newton_direction<S: RowStore>(
 /// The minimiser `t >= 0` of `J` along the direction: `phi'(t) = ws + t ss + loss'(t)`,
 /// found by Newton steps on `phi'` kept inside a bracket `[lo, hi]` (bisection otherwise).
 fn line_search<S: RowStore>(store: &mut S, ws: f64, ss: f64) -> Result<f64> {
+    // each trial is a pass over the rows with z != 0; a point tried before (the Newton
+    // iteration starts at t = 1, the first end of the bracket) is not summed again
+    let mut tried: Vec<(f64, (f64, f64))> = Vec::new();
     let mut dphi = |t: f64| -> Result<(f64, f64)> {
+        if let Some(&(_, at)) = tried.iter().find(|(u, _)| u.to_bits() == t.to_bits()) {
+            return Ok(at);
+        }
         let (l1, l2) = store.line_terms(t)?;
-        Ok((ws + t * ss + l1, ss + l2))
+        let at = (ws + t * ss + l1, ss + l2);
+        tried.push((t, at));
+        Ok(at)
     };
     let (d0, _) = dphi(0.0)?;
     if d0 >= 0.0 {
@@ -1675,17 +1800,20 @@ mod tree_tests {
     }
 
     /// The sketch's product in panels of rows, in parallel, is the bits of faer's one call over
-    /// the whole lower triangle, for 1, 2 and 3 threads: `d + 1` from one panel to many (an
-    /// uneven last panel included), blocks of the sample from 1 to 512 rows (a block of one row
-    /// in panels would differ: faer's rank-one update rounds otherwise), two blocks added in
-    /// turn.
+    /// the whole lower triangle a block, the blocks added in turn, for 1, 2 and 3 threads:
+    /// `d + 1` from one panel to many (an uneven last panel included), blocks of the sample
+    /// from 1 to 512 rows (a block of fewer than four rows in panels would differ: faer's
+    /// rank-one update rounds otherwise), two blocks and a shorter last one (a block of one
+    /// row after deep ones among them) in one call.
     #[test]
     fn the_sketch_product_in_panels_is_the_product_in_one() {
         let mut rng = ChaCha8Rng::seed_from_u64(11);
         for n in [1, 6, 47, 64, 127, 128, 129, 200, 513, 700] {
             for rows in [1, 2, 3, 4, 5, 9, 100, 512] {
-                let blocks: Vec<Array2<f64>> = (0..2)
-                    .map(|_| Array2::from_shape_fn((rows, n), |_| rng.random::<f64>() * 4.0 - 1.5))
+                // two blocks of `rows` and a last one, shorter when it can be
+                let blocks: Vec<Array2<f64>> = [rows, rows, rows.min(rows % 4 + 1)]
+                    .iter()
+                    .map(|&r| Array2::from_shape_fn((r, n), |_| rng.random::<f64>() * 4.0 - 1.5))
                     .collect();
                 let mut one = Array2::<f64>::zeros((n, n));
                 for u in &blocks {
@@ -1701,12 +1829,12 @@ mod tree_tests {
                         faer::Par::Seq,
                     );
                 }
+                let views: Vec<_> = blocks.iter().map(|b| b.view()).collect();
+                let stacked = ndarray::concatenate(Axis(0), &views).unwrap();
                 for threads in [1, 2, 3] {
                     let mut panels = Array2::<f64>::zeros((n, n));
                     crate::threads::with_threads(Some(threads), || {
-                        for u in &blocks {
-                            lower_gram_add(panels.view_mut(), u.view());
-                        }
+                        lower_gram_add(panels.view_mut(), stacked.view(), rows);
                     })
                     .unwrap();
                     for k in 0..n {
