@@ -18,6 +18,16 @@ the AUC and the accuracy at threshold 0 of each candidate bag-score rule:
 - ``mean+median_shift``: the same with ``1 - 1/median |X_i|``;
 - ``mean+learnt``: the plain mean minus the threshold of best training accuracy (the midpoint
   of the best gap between sorted training bag scores).
+- ``mean+inner<k>_acc`` / ``_medians`` / ``_platt`` / ``_prior`` / ``_acc_bagged`` (records of
+  ``run --inner k``): the threshold read off the training bags' out-of-fold plain means of an
+  inner stratified ``k``-fold CV (each bag scored by the model fitted without it) rather than
+  off the scores of the model that was fitted on them: best accuracy (ties to the middle of the
+  best thresholds), the class medians' midpoint, Platt's sigmoid at 1/2, the quantile at the
+  training class prior, and the best-accuracy threshold bagged over bootstrap resamples.
+
+Two bounds that are not rules: the threshold of best accuracy on the test bags' own labels
+(``oracle (test labels)``), and each test bag classified by the best threshold on the other test
+bags' labels (``oracle, leave one out``: one threshold learnt on fresh bags of the very model).
 
 The three subcommands, each in its own venv (the peers are never milsvm's dependencies)::
 
@@ -237,12 +247,13 @@ def fit_milsvm(
     ytr,
     te,
     bag_score=None,
-    inner=0,
+    inner=(),
     seed=0,
     first_stage_problem=None,
 ):
     """One record per C: test scores, predictions, seconds (and for sMIL and stMIL the test and
-    training bags' plain means; with ``inner`` the training bags' out-of-fold plain means)."""
+    training bags' plain means; with ``inner`` (a list of fold counts) the training bags'
+    out-of-fold plain means for each count, ``train_oof[str(k)]``)."""
     import milsvm
 
     common = dict(kernel=kernel, n_jobs=1)
@@ -258,7 +269,7 @@ def fit_milsvm(
         else:
             fitted = [milsvm.stMIL(C=C, **common).fit(tr, ytr) for C in Cs]
         seconds = (time.perf_counter() - t0) / len(Cs)
-        oof = inner_plain_means(method, Cs, common, tr, ytr, inner, seed) if inner else None
+        oof = {k: inner_plain_means(method, Cs, common, tr, ytr, k, seed) for k in inner or ()}
         for j, (C, est) in enumerate(zip(Cs, fitted)):
             rec = dict(
                 C=C,
@@ -271,8 +282,8 @@ def fit_milsvm(
             )
             if hasattr(est, "bag_score"):
                 rec["bag_score"] = est.bag_score
-            if oof is not None:
-                rec["train_oof_mean"] = oof[j].tolist()
+            if oof:
+                rec["train_oof"] = {str(k): v[j].tolist() for k, v in oof.items()}
             out.append(rec)
         return out
     cls = getattr(milsvm, method)
@@ -454,7 +465,7 @@ def run(args):
                         extra = (
                             args.bag_score,
                             args.inner,
-                            args.seed + k,
+                            args.seed + 100 * rep + k,
                             args.first_stage_problem,
                         )
                         recs = fit_milsvm(method, *fold_data, *extra)
@@ -525,6 +536,33 @@ def tied_best_threshold(scores, y):
     return 0.5 * (edges[cands.min()] + edges[cands.max()])
 
 
+def prior_quantile_threshold(scores, y):
+    """The threshold that calls as many bags positive as the training part holds: the midpoint
+    between the ``n_pos``-th highest score and the next one below it (the score's quantile at
+    the training part's class prior; no accuracy is optimised, only the class sizes used)."""
+    s = np.sort(np.asarray(scores, dtype=float))[::-1]
+    n_pos = int(np.sum(np.asarray(y) == 1))
+    if n_pos == 0:
+        return s[0] + 1.0
+    if n_pos == len(s):
+        return s[-1] - 1.0
+    return 0.5 * (s[n_pos - 1] + s[n_pos])
+
+
+def bagged_threshold(scores, y, n_boot=100, seed=0):
+    """Breiman's bagging of the threshold of best accuracy (``tied_best_threshold``): its mean
+    over ``n_boot`` stratified bootstrap resamples of the bags (an argmax over few bags is
+    unstable; averaging resamples lowers its variance)."""
+    s, yy = np.asarray(scores, dtype=float), np.asarray(y)
+    rng = np.random.default_rng(seed)
+    pos, neg = np.flatnonzero(yy == 1), np.flatnonzero(yy != 1)
+    ts = []
+    for _ in range(n_boot):
+        idx = np.concatenate([rng.choice(pos, len(pos)), rng.choice(neg, len(neg))])
+        ts.append(tied_best_threshold(s[idx], yy[idx]))
+    return float(np.mean(ts))
+
+
 def platt_threshold(scores, y, iters=100):
     """Platt's sigmoid ``1 / (1 + exp(A s + B))`` fitted to the training bags' scores (his
     smoothed targets, Newton's method); the score where it crosses 1/2, ``-B/A``."""
@@ -563,16 +601,28 @@ def rules(r):
         "train_acc_mid": tied_best_threshold(tm, ty),
         "platt": platt_threshold(tm, ty),
     }
-    if "train_oof_mean" in r:
-        om = np.array(r["train_oof_mean"])
-        thresholds["inner_medians"] = 0.5 * (np.median(om[ty == 1]) + np.median(om[ty == 0]))
-        thresholds["inner_acc"] = tied_best_threshold(om, ty)
-        thresholds["inner_platt"] = platt_threshold(om, ty)
+    oofs = dict(r.get("train_oof", {}))
+    if "train_oof_mean" in r:  # records of a single --inner count, before the counts were named
+        oofs[""] = r["train_oof_mean"]
+    for k, om in oofs.items():
+        om = np.array(om)
+        thresholds[f"inner{k}_medians"] = 0.5 * (np.median(om[ty == 1]) + np.median(om[ty == 0]))
+        thresholds[f"inner{k}_acc"] = tied_best_threshold(om, ty)
+        thresholds[f"inner{k}_platt"] = platt_threshold(om, ty)
+        thresholds[f"inner{k}_prior"] = prior_quantile_threshold(om, ty)
+        thresholds[f"inner{k}_acc_bagged"] = bagged_threshold(om, ty)
     out.update({f"mean+{k}": m - t for k, t in thresholds.items()})
     out = {k: (v, (v > 0).astype(int)) for k, v in out.items()}
     # not a rule: the best threshold on the test bags themselves (their labels), the bound on the
     # accuracy of every rule that keeps the plain mean's order
-    out["oracle (test labels)"] = (m, (m > tied_best_threshold(m, np.array(r["y"]))).astype(int))
+    yte = np.array(r["y"])
+    out["oracle (test labels)"] = (m, (m > tied_best_threshold(m, yte)).astype(int))
+    # not a rule either: each test bag classified by the threshold of best accuracy on the other
+    # test bags (their labels): what one threshold learnt on fresh bags scored by the very model
+    # reaches, without the oracle's optimism
+    keep = ~np.eye(len(m), dtype=bool)
+    loo = np.array([m[i] > tied_best_threshold(m[keep[i]], yte[keep[i]]) for i in range(len(m))])
+    out["oracle, leave one out"] = (m, loo.astype(int))
     return out
 
 
@@ -599,7 +649,7 @@ def rule_table(args):
     for path in args.files:
         for line in Path(path).read_text().splitlines():
             r = json.loads(line)
-            if r.get("pooling") != "smil_mean" or r["C"] not in args.C:
+            if r.get("pooling") != "smil_mean" or r["C"] not in args.C or r["set"] not in args.sets:
                 continue
             for rule, (s, p) in rules(r).items():
                 a = auc(r["y"], s)
@@ -618,6 +668,8 @@ def rule_table(args):
         )
         base = None
         for rule in by_rule:
+            if args.only and rule != "smil_mean" and not any(o in rule for o in args.only):
+                continue
             per_c = by_rule[rule]
             nf = max(len(v) for v in per_c.values())
             per_c = {c: v for c, v in per_c.items() if len(v) == nf}
@@ -748,16 +800,18 @@ def main():
     r.add_argument(
         "--inner",
         type=int,
-        default=0,
+        nargs="+",
+        default=[],
         help="milsvm's sMIL / stMIL: also record the training bags' out-of-fold plain means "
-        "from this many inner folds (the inner-CV threshold's input)",
+        "from this many inner folds, for each count given (the inner-CV thresholds' input; "
+        "rules mean+inner<k>_acc / _medians / _platt / _prior)",
     )
     r.add_argument(
         "--first-stage-problem",
         choices=["paper", "sawmil"],
         help="milsvm's sAwMIL first_stage_problem (default: the estimator's)",
     )
-    add_seed(r, "the inner folds' seed (plus the outer fold's index)")
+    add_seed(r, "the inner folds' seed (plus the outer fold's index and 100 x the repeat)")
     r.add_argument("--n-folds", type=int, default=99, help="run only the first folds")
     r.add_argument(
         "--repeats",
@@ -796,6 +850,11 @@ def main():
         "files", nargs="+", type=Path, help="milsvm jsonl files run with bag_score smil_mean"
     )
     t.add_argument("--per-c", action="store_true", help="also each rule's mean accuracy at every C")
+    t.add_argument(
+        "--only",
+        nargs="+",
+        help="print only the rules whose names contain one of these strings (smil_mean always)",
+    )
     for s in (p, r, q, t):
         s.add_argument(
             "--work", type=Path, required=True, help="folder of the arrays, folds and results"
