@@ -642,9 +642,10 @@ def paired_tests(d):
 
 def rule_table(args):
     """Per set and method: each rule's AUC at its best C, accuracy there, best accuracy over C
-    (each rule chooses its own C), and the paired accuracy difference against ``smil_mean``
-    over the folds of every repeat (each at its C of best mean accuracy): mean, the folds'
-    std, the mean's standard error and the paired tests' p-values (``paired_tests``)."""
+    (each rule chooses its own C), and the paired accuracy difference against ``--base``
+    (``smil_mean`` unless told) over the folds of every repeat (each at its C of best mean
+    accuracy): mean, the folds' std, the mean's standard error and the paired tests' p-values
+    (``paired_tests``)."""
     recs = {}
     for path in args.files:
         for line in Path(path).read_text().splitlines():
@@ -662,24 +663,23 @@ def rule_table(args):
     ):
         print(
             f"\n{name} {method}: rule, AUC at its best C (C), accuracy % there, "
-            "best accuracy % over C (C), paired accuracy difference against smil_mean "
+            f"best accuracy % over C (C), paired accuracy difference against {args.base} "
             "(each at its best-accuracy C; mean, std and standard error over the n folds, "
             "p of the t-test / Wilcoxon signed-rank test)"
         )
-        base = None
-        for rule in by_rule:
-            if args.only and rule != "smil_mean" and not any(o in rule for o in args.only):
-                continue
-            per_c = by_rule[rule]
+        best = {}
+        for rule, per_c in by_rule.items():
             nf = max(len(v) for v in per_c.values())
             per_c = {c: v for c, v in per_c.items() if len(v) == nf}
             ma = {c: np.mean([x[0] for x in v.values()]) for c, v in per_c.items()}
             mc = {c: np.mean([x[1] for x in v.values()]) for c, v in per_c.items()}
             ca, cc = max(ma, key=ma.get), max(mc, key=mc.get)
-            folds = {k: x[1] for k, x in per_c[cc].items()}
-            if rule == "smil_mean":
-                base = folds
-            d = np.array([folds[k] - base[k] for k in sorted(base)]) if base else np.zeros(1)
+            best[rule] = (per_c, nf, ma, mc, ca, cc, {k: x[1] for k, x in per_c[cc].items()})
+        base = best[args.base][-1]
+        for rule, (per_c, nf, ma, mc, ca, cc, folds) in best.items():
+            if args.only and rule != args.base and not any(o in rule for o in args.only):
+                continue
+            d = np.array([folds[k] - base[k] for k in sorted(base)])
             edge = "*" if cc in (min(per_c), max(per_c)) or ca in (min(per_c), max(per_c)) else " "
             sd = d.std(ddof=1) if len(d) > 1 else 0.0
             p_t, p_w = paired_tests(d)
@@ -853,7 +853,12 @@ def main():
     t.add_argument(
         "--only",
         nargs="+",
-        help="print only the rules whose names contain one of these strings (smil_mean always)",
+        help="print only the rules whose names contain one of these strings (the base always)",
+    )
+    t.add_argument(
+        "--base",
+        default="smil_mean",
+        help="the rule the others are paired against (e.g. mean+class_medians, the default)",
     )
     for s in (p, r, q, t):
         s.add_argument(
