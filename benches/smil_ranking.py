@@ -24,6 +24,9 @@ the AUC and the accuracy at threshold 0 of each candidate bag-score rule:
   off the scores of the model that was fitted on them: best accuracy (ties to the middle of the
   best thresholds), the class medians' midpoint, Platt's sigmoid at 1/2, the quantile at the
   training class prior, and the best-accuracy threshold bagged over bootstrap resamples.
+- ``auto<k>_auc`` / ``auto<k>_acc`` (the same records): ``smil_mean`` or ``mean+inner<k>_platt``,
+  whichever has the better out-of-fold AUC / accuracy on the training bags (``auto_choices``);
+  ``rules`` says in how many folds the shift was kept.
 
 Two bounds that are not rules: the threshold of best accuracy on the test bags' own labels
 (``oracle (test labels)``), and each test bag classified by the best threshold on the other test
@@ -584,6 +587,28 @@ def platt_threshold(scores, y, iters=100):
     return -B / A if A != 0 else 0.0
 
 
+def auto_choices(r):
+    """The ``auto<k>_acc`` / ``auto<k>_auc`` rules' choice on one record: ``True`` where the
+    size-shifted ``smil_mean`` is kept, ``False`` where the plain mean with the inner-``k``
+    Platt threshold is. Both candidates are judged on the training bags' out-of-fold plain
+    means ``o`` of the inner ``k``-fold CV (training data only): ``smil_mean`` scores them
+    ``o + 1 - 1/|X|`` at threshold 0, the plain mean ``o`` at the Platt threshold fitted to
+    ``o``; ``_acc`` keeps the candidate of better out-of-fold accuracy, ``_auc`` the one of
+    better out-of-fold AUC (ties: the plain mean, which ranks like the reference)."""
+    ntr = np.array(r["train_size"], dtype=float)
+    ty = np.array(r["train_y"])
+    out = {}
+    for k, om in r.get("train_oof", {}).items():
+        om = np.array(om)
+        shifted = om + 1 - 1 / ntr
+        t = platt_threshold(om, ty)
+        acc_s = np.mean((shifted > 0).astype(int) == ty)
+        acc_m = np.mean((om > t).astype(int) == ty)
+        out[f"auto{k}_acc"] = bool(acc_s > acc_m)
+        out[f"auto{k}_auc"] = bool(auc(ty, shifted) > auc(ty, om))
+    return out
+
+
 def rules(r):
     """Each candidate rule's (scores, predictions) of one milsvm sMIL / stMIL record: every
     rule but ``smil_mean`` is the plain mean ``m`` less one constant per fit (so one ranking)."""
@@ -612,6 +637,9 @@ def rules(r):
         thresholds[f"inner{k}_prior"] = prior_quantile_threshold(om, ty)
         thresholds[f"inner{k}_acc_bagged"] = bagged_threshold(om, ty)
     out.update({f"mean+{k}": m - t for k, t in thresholds.items()})
+    for rule, keep_shift in auto_choices(r).items():
+        k = rule[len("auto") : rule.index("_")]
+        out[rule] = out["smil_mean"] if keep_shift else out[f"mean+inner{k}_platt"]
     out = {k: (v, (v > 0).astype(int)) for k, v in out.items()}
     # not a rule: the best threshold on the test bags themselves (their labels), the bound on the
     # accuracy of every rule that keeps the plain mean's order
@@ -646,12 +674,14 @@ def rule_table(args):
     (``smil_mean`` unless told) over the folds of every repeat (each at its C of best mean
     accuracy): mean, the folds' std, the mean's standard error and the paired tests' p-values
     (``paired_tests``)."""
-    recs = {}
+    recs, chosen = {}, {}
     for path in args.files:
         for line in Path(path).read_text().splitlines():
             r = json.loads(line)
             if r.get("pooling") != "smil_mean" or r["C"] not in args.C or r["set"] not in args.sets:
                 continue
+            for rule, kept in auto_choices(r).items():
+                chosen.setdefault((r["set"], r["method"], rule, r["C"]), []).append(kept)
             for rule, (s, p) in rules(r).items():
                 a = auc(r["y"], s)
                 acc = float(np.mean(np.asarray(p) == np.asarray(r["y"])))
@@ -695,6 +725,12 @@ def rule_table(args):
                     else ""
                 )
             )
+            if (name, method, rule, cc) in chosen:
+                kept = [chosen[name, method, rule, c] for c in (cc, ca)]
+                print(
+                    f"  {'':<20} smil_mean kept in {sum(kept[0])} of {len(kept[0])} folds at the "
+                    f"best-accuracy C, {sum(kept[1])} of {len(kept[1])} at the best-AUC C"
+                )
 
 
 def report(args):
@@ -804,7 +840,7 @@ def main():
         default=[],
         help="milsvm's sMIL / stMIL: also record the training bags' out-of-fold plain means "
         "from this many inner folds, for each count given (the inner-CV thresholds' input; "
-        "rules mean+inner<k>_acc / _medians / _platt / _prior)",
+        "rules mean+inner<k>_acc / _medians / _platt / _prior, auto<k>_auc / _acc)",
     )
     r.add_argument(
         "--first-stage-problem",
