@@ -597,8 +597,11 @@ def auto_choices(r):
     better out-of-fold AUC (ties: the plain mean, which ranks like the reference)."""
     ntr = np.array(r["train_size"], dtype=float)
     ty = np.array(r["train_y"])
+    oofs = dict(r.get("train_oof", {}))
+    if "train_oof_mean" in r:  # records of a single --inner count, as in ``rules``
+        oofs[""] = r["train_oof_mean"]
     out = {}
-    for k, om in r.get("train_oof", {}).items():
+    for k, om in oofs.items():
         om = np.array(om)
         shifted = om + 1 - 1 / ntr
         t = platt_threshold(om, ty)
