@@ -587,6 +587,19 @@ def platt_threshold(scores, y, iters=100):
     return -B / A if A != 0 else 0.0
 
 
+def library_auto_rule(om, ntr, ty):
+    """sMIL's ``bag_score="auto"`` rule as the library applies it (``milsvm._core.smil_auto_rule``)
+    to out-of-fold plain means ``om`` of bags of sizes ``ntr`` and labels ``ty``: ``(keep_shift,
+    t)``, ``t`` the library's Platt threshold of ``om`` (its class-median fallback included)."""
+    import milsvm
+
+    return milsvm._core.smil_auto_rule(
+        np.asarray(om, dtype=float),
+        np.asarray(ntr, dtype=float),
+        np.where(np.asarray(ty) == 1, 1.0, -1.0),
+    )
+
+
 def auto_choices(r):
     """The ``auto<k>_acc`` / ``auto<k>_auc`` rules' choice on one record: ``True`` where the
     size-shifted ``smil_mean`` is kept, ``False`` where the plain mean with the inner-``k``
@@ -594,7 +607,8 @@ def auto_choices(r):
     means ``o`` of the inner ``k``-fold CV (training data only): ``smil_mean`` scores them
     ``o + 1 - 1/|X|`` at threshold 0, the plain mean ``o`` at the Platt threshold fitted to
     ``o``; ``_acc`` keeps the candidate of better out-of-fold accuracy, ``_auc`` the one of
-    better out-of-fold AUC (ties: the plain mean, which ranks like the reference)."""
+    better out-of-fold AUC (ties: the plain mean, which ranks like the reference), by the
+    library's rule (:func:`library_auto_rule`, sMIL's ``bag_score="auto"``)."""
     ntr = np.array(r["train_size"], dtype=float)
     ty = np.array(r["train_y"])
     oofs = dict(r.get("train_oof", {}))
@@ -608,7 +622,7 @@ def auto_choices(r):
         acc_s = np.mean((shifted > 0).astype(int) == ty)
         acc_m = np.mean((om > t).astype(int) == ty)
         out[f"auto{k}_acc"] = bool(acc_s > acc_m)
-        out[f"auto{k}_auc"] = bool(auc(ty, shifted) > auc(ty, om))
+        out[f"auto{k}_auc"] = bool(library_auto_rule(om, ntr, ty)[0])
     return out
 
 
@@ -642,7 +656,12 @@ def rules(r):
     out.update({f"mean+{k}": m - t for k, t in thresholds.items()})
     for rule, keep_shift in auto_choices(r).items():
         k = rule[len("auto") : rule.index("_")]
-        out[rule] = out["smil_mean"] if keep_shift else out[f"mean+inner{k}_platt"]
+        if keep_shift:
+            out[rule] = out["smil_mean"]
+        elif rule.endswith("_auc"):  # the library's bag_score="auto", its threshold included
+            out[rule] = m - library_auto_rule(oofs[k], ntr, ty)[1]
+        else:
+            out[rule] = out[f"mean+inner{k}_platt"]
     out = {k: (v, (v > 0).astype(int)) for k, v in out.items()}
     # not a rule: the best threshold on the test bags themselves (their labels), the bound on the
     # accuracy of every rule that keeps the plain mean's order

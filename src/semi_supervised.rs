@@ -848,7 +848,19 @@ hyperparams! {
         /// SMO iteration cap (`None`: the solver's default).
         inner_max_iter: Option<usize> = None, check Range::AtLeast(1);
     }
+    cross_check check_cccp;
     fit -> CccpFit;
+}
+
+/// `bag_score = auto` is sMIL's: its choice rests on out-of-fold scores of sMIL fits, and what
+/// the same rule would do on stMIL's CCCP fits is unmeasured.
+fn check_cccp(p: &CccpValidParams) -> Result<()> {
+    if p.bag_score == SmilBagScore::Auto {
+        return Err(crate::error::invalid_param(
+            "bag_score=\"auto\" is sMIL's only; stMIL takes \"mean_offset\", \"smil_mean\", \"mean\" or \"mean_platt\"",
+        ));
+    }
+    Ok(())
 }
 
 impl CccpParams {
