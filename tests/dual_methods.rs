@@ -414,8 +414,11 @@ fn smil_bag_scores_offset_the_mean_and_rank_by_content() -> Result<(), Error> {
     let (bags, labels) = sized(0, 30);
     let (test, test_labels) = sized(1, 30);
     let base = SmilParams::new().c(0.01).gamma(Gamma::Value(0.5));
-    assert_eq!(*base.clone().check()?.bag_score(), SmilBagScore::MeanOffset);
-    let default = base.clone().fit(&bags, &labels)?;
+    assert_eq!(*base.clone().check()?.bag_score(), SmilBagScore::Auto);
+    let default = base
+        .clone()
+        .bag_score(SmilBagScore::MeanOffset)
+        .fit(&bags, &labels)?;
     let shifted = base
         .clone()
         .bag_score(SmilBagScore::SmilMean)
