@@ -18,6 +18,19 @@ the AUC and the accuracy at threshold 0 of each candidate bag-score rule:
 - ``mean+median_shift``: the same with ``1 - 1/median |X_i|``;
 - ``mean+learnt``: the plain mean minus the threshold of best training accuracy (the midpoint
   of the best gap between sorted training bag scores).
+- ``mean+inner<k>_acc`` / ``_medians`` / ``_platt`` / ``_prior`` / ``_acc_bagged`` (records of
+  ``run --inner k``): the threshold read off the training bags' out-of-fold plain means of an
+  inner stratified ``k``-fold CV (each bag scored by the model fitted without it) rather than
+  off the scores of the model that was fitted on them: best accuracy (ties to the middle of the
+  best thresholds), the class medians' midpoint, Platt's sigmoid at 1/2, the quantile at the
+  training class prior, and the best-accuracy threshold bagged over bootstrap resamples.
+- ``auto<k>_auc`` / ``auto<k>_acc`` (the same records): ``smil_mean`` or ``mean+inner<k>_platt``,
+  whichever has the better out-of-fold AUC / accuracy on the training bags (``auto_choices``);
+  ``rules`` says in how many folds the shift was kept.
+
+Two bounds that are not rules: the threshold of best accuracy on the test bags' own labels
+(``oracle (test labels)``), and each test bag classified by the best threshold on the other test
+bags' labels (``oracle, leave one out``: one threshold learnt on fresh bags of the very model).
 
 The three subcommands, each in its own venv (the peers are never milsvm's dependencies)::
 
@@ -237,12 +250,13 @@ def fit_milsvm(
     ytr,
     te,
     bag_score=None,
-    inner=0,
+    inner=(),
     seed=0,
     first_stage_problem=None,
 ):
     """One record per C: test scores, predictions, seconds (and for sMIL and stMIL the test and
-    training bags' plain means; with ``inner`` the training bags' out-of-fold plain means)."""
+    training bags' plain means; with ``inner`` (a list of fold counts) the training bags'
+    out-of-fold plain means for each count, ``train_oof[str(k)]``)."""
     import milsvm
 
     common = dict(kernel=kernel, n_jobs=1)
@@ -258,7 +272,7 @@ def fit_milsvm(
         else:
             fitted = [milsvm.stMIL(C=C, **common).fit(tr, ytr) for C in Cs]
         seconds = (time.perf_counter() - t0) / len(Cs)
-        oof = inner_plain_means(method, Cs, common, tr, ytr, inner, seed) if inner else None
+        oof = {k: inner_plain_means(method, Cs, common, tr, ytr, k, seed) for k in inner or ()}
         for j, (C, est) in enumerate(zip(Cs, fitted)):
             rec = dict(
                 C=C,
@@ -271,8 +285,8 @@ def fit_milsvm(
             )
             if hasattr(est, "bag_score"):
                 rec["bag_score"] = est.bag_score
-            if oof is not None:
-                rec["train_oof_mean"] = oof[j].tolist()
+            if oof:
+                rec["train_oof"] = {str(k): v[j].tolist() for k, v in oof.items()}
             out.append(rec)
         return out
     cls = getattr(milsvm, method)
@@ -454,7 +468,7 @@ def run(args):
                         extra = (
                             args.bag_score,
                             args.inner,
-                            args.seed + k,
+                            args.seed + 100 * rep + k,
                             args.first_stage_problem,
                         )
                         recs = fit_milsvm(method, *fold_data, *extra)
@@ -525,6 +539,33 @@ def tied_best_threshold(scores, y):
     return 0.5 * (edges[cands.min()] + edges[cands.max()])
 
 
+def prior_quantile_threshold(scores, y):
+    """The threshold that calls as many bags positive as the training part holds: the midpoint
+    between the ``n_pos``-th highest score and the next one below it (the score's quantile at
+    the training part's class prior; no accuracy is optimised, only the class sizes used)."""
+    s = np.sort(np.asarray(scores, dtype=float))[::-1]
+    n_pos = int(np.sum(np.asarray(y) == 1))
+    if n_pos == 0:
+        return s[0] + 1.0
+    if n_pos == len(s):
+        return s[-1] - 1.0
+    return 0.5 * (s[n_pos - 1] + s[n_pos])
+
+
+def bagged_threshold(scores, y, n_boot=100, seed=0):
+    """Breiman's bagging of the threshold of best accuracy (``tied_best_threshold``): its mean
+    over ``n_boot`` stratified bootstrap resamples of the bags (an argmax over few bags is
+    unstable; averaging resamples lowers its variance)."""
+    s, yy = np.asarray(scores, dtype=float), np.asarray(y)
+    rng = np.random.default_rng(seed)
+    pos, neg = np.flatnonzero(yy == 1), np.flatnonzero(yy != 1)
+    ts = []
+    for _ in range(n_boot):
+        idx = np.concatenate([rng.choice(pos, len(pos)), rng.choice(neg, len(neg))])
+        ts.append(tied_best_threshold(s[idx], yy[idx]))
+    return float(np.mean(ts))
+
+
 def platt_threshold(scores, y, iters=100):
     """Platt's sigmoid ``1 / (1 + exp(A s + B))`` fitted to the training bags' scores (his
     smoothed targets, Newton's method); the score where it crosses 1/2, ``-B/A``."""
@@ -546,6 +587,45 @@ def platt_threshold(scores, y, iters=100):
     return -B / A if A != 0 else 0.0
 
 
+def library_auto_rule(om, ntr, ty):
+    """sMIL's ``bag_score="auto"`` rule as the library applies it (``milsvm._core.smil_auto_rule``)
+    to out-of-fold plain means ``om`` of bags of sizes ``ntr`` and labels ``ty``: ``(keep_shift,
+    t)``, ``t`` the library's Platt threshold of ``om`` (its class-median fallback included)."""
+    import milsvm
+
+    return milsvm._core.smil_auto_rule(
+        np.asarray(om, dtype=float),
+        np.asarray(ntr, dtype=float),
+        np.where(np.asarray(ty) == 1, 1.0, -1.0),
+    )
+
+
+def auto_choices(r):
+    """The ``auto<k>_acc`` / ``auto<k>_auc`` rules' choice on one record: ``True`` where the
+    size-shifted ``smil_mean`` is kept, ``False`` where the plain mean with the inner-``k``
+    Platt threshold is. Both candidates are judged on the training bags' out-of-fold plain
+    means ``o`` of the inner ``k``-fold CV (training data only): ``smil_mean`` scores them
+    ``o + 1 - 1/|X|`` at threshold 0, the plain mean ``o`` at the Platt threshold fitted to
+    ``o``; ``_acc`` keeps the candidate of better out-of-fold accuracy, ``_auc`` the one of
+    better out-of-fold AUC (ties: the plain mean, which ranks like the reference), by the
+    library's rule (:func:`library_auto_rule`, sMIL's ``bag_score="auto"``)."""
+    ntr = np.array(r["train_size"], dtype=float)
+    ty = np.array(r["train_y"])
+    oofs = dict(r.get("train_oof", {}))
+    if "train_oof_mean" in r:  # records of a single --inner count, as in ``rules``
+        oofs[""] = r["train_oof_mean"]
+    out = {}
+    for k, om in oofs.items():
+        om = np.array(om)
+        shifted = om + 1 - 1 / ntr
+        t = platt_threshold(om, ty)
+        acc_s = np.mean((shifted > 0).astype(int) == ty)
+        acc_m = np.mean((om > t).astype(int) == ty)
+        out[f"auto{k}_acc"] = bool(acc_s > acc_m)
+        out[f"auto{k}_auc"] = bool(library_auto_rule(om, ntr, ty)[0])
+    return out
+
+
 def rules(r):
     """Each candidate rule's (scores, predictions) of one milsvm sMIL / stMIL record: every
     rule but ``smil_mean`` is the plain mean ``m`` less one constant per fit (so one ranking)."""
@@ -563,16 +643,36 @@ def rules(r):
         "train_acc_mid": tied_best_threshold(tm, ty),
         "platt": platt_threshold(tm, ty),
     }
-    if "train_oof_mean" in r:
-        om = np.array(r["train_oof_mean"])
-        thresholds["inner_medians"] = 0.5 * (np.median(om[ty == 1]) + np.median(om[ty == 0]))
-        thresholds["inner_acc"] = tied_best_threshold(om, ty)
-        thresholds["inner_platt"] = platt_threshold(om, ty)
+    oofs = dict(r.get("train_oof", {}))
+    if "train_oof_mean" in r:  # records of a single --inner count, before the counts were named
+        oofs[""] = r["train_oof_mean"]
+    for k, om in oofs.items():
+        om = np.array(om)
+        thresholds[f"inner{k}_medians"] = 0.5 * (np.median(om[ty == 1]) + np.median(om[ty == 0]))
+        thresholds[f"inner{k}_acc"] = tied_best_threshold(om, ty)
+        thresholds[f"inner{k}_platt"] = platt_threshold(om, ty)
+        thresholds[f"inner{k}_prior"] = prior_quantile_threshold(om, ty)
+        thresholds[f"inner{k}_acc_bagged"] = bagged_threshold(om, ty)
     out.update({f"mean+{k}": m - t for k, t in thresholds.items()})
+    for rule, keep_shift in auto_choices(r).items():
+        k = rule[len("auto") : rule.index("_")]
+        if keep_shift:
+            out[rule] = out["smil_mean"]
+        elif rule.endswith("_auc"):  # the library's bag_score="auto", its threshold included
+            out[rule] = m - library_auto_rule(oofs[k], ntr, ty)[1]
+        else:
+            out[rule] = out[f"mean+inner{k}_platt"]
     out = {k: (v, (v > 0).astype(int)) for k, v in out.items()}
     # not a rule: the best threshold on the test bags themselves (their labels), the bound on the
     # accuracy of every rule that keeps the plain mean's order
-    out["oracle (test labels)"] = (m, (m > tied_best_threshold(m, np.array(r["y"]))).astype(int))
+    yte = np.array(r["y"])
+    out["oracle (test labels)"] = (m, (m > tied_best_threshold(m, yte)).astype(int))
+    # not a rule either: each test bag classified by the threshold of best accuracy on the other
+    # test bags (their labels): what one threshold learnt on fresh bags scored by the very model
+    # reaches, without the oracle's optimism
+    keep = ~np.eye(len(m), dtype=bool)
+    loo = np.array([m[i] > tied_best_threshold(m[keep[i]], yte[keep[i]]) for i in range(len(m))])
+    out["oracle, leave one out"] = (m, loo.astype(int))
     return out
 
 
@@ -592,15 +692,18 @@ def paired_tests(d):
 
 def rule_table(args):
     """Per set and method: each rule's AUC at its best C, accuracy there, best accuracy over C
-    (each rule chooses its own C), and the paired accuracy difference against ``smil_mean``
-    over the folds of every repeat (each at its C of best mean accuracy): mean, the folds'
-    std, the mean's standard error and the paired tests' p-values (``paired_tests``)."""
-    recs = {}
+    (each rule chooses its own C), and the paired accuracy difference against ``--base``
+    (``smil_mean`` unless told) over the folds of every repeat (each at its C of best mean
+    accuracy): mean, the folds' std, the mean's standard error and the paired tests' p-values
+    (``paired_tests``)."""
+    recs, chosen = {}, {}
     for path in args.files:
         for line in Path(path).read_text().splitlines():
             r = json.loads(line)
-            if r.get("pooling") != "smil_mean" or r["C"] not in args.C:
+            if r.get("pooling") != "smil_mean" or r["C"] not in args.C or r["set"] not in args.sets:
                 continue
+            for rule, kept in auto_choices(r).items():
+                chosen.setdefault((r["set"], r["method"], rule, r["C"]), []).append(kept)
             for rule, (s, p) in rules(r).items():
                 a = auc(r["y"], s)
                 acc = float(np.mean(np.asarray(p) == np.asarray(r["y"])))
@@ -612,22 +715,23 @@ def rule_table(args):
     ):
         print(
             f"\n{name} {method}: rule, AUC at its best C (C), accuracy % there, "
-            "best accuracy % over C (C), paired accuracy difference against smil_mean "
+            f"best accuracy % over C (C), paired accuracy difference against {args.base} "
             "(each at its best-accuracy C; mean, std and standard error over the n folds, "
             "p of the t-test / Wilcoxon signed-rank test)"
         )
-        base = None
-        for rule in by_rule:
-            per_c = by_rule[rule]
+        best = {}
+        for rule, per_c in by_rule.items():
             nf = max(len(v) for v in per_c.values())
             per_c = {c: v for c, v in per_c.items() if len(v) == nf}
             ma = {c: np.mean([x[0] for x in v.values()]) for c, v in per_c.items()}
             mc = {c: np.mean([x[1] for x in v.values()]) for c, v in per_c.items()}
             ca, cc = max(ma, key=ma.get), max(mc, key=mc.get)
-            folds = {k: x[1] for k, x in per_c[cc].items()}
-            if rule == "smil_mean":
-                base = folds
-            d = np.array([folds[k] - base[k] for k in sorted(base)]) if base else np.zeros(1)
+            best[rule] = (per_c, nf, ma, mc, ca, cc, {k: x[1] for k, x in per_c[cc].items()})
+        base = best[args.base][-1]
+        for rule, (per_c, nf, ma, mc, ca, cc, folds) in best.items():
+            if args.only and rule != args.base and not any(o in rule for o in args.only):
+                continue
+            d = np.array([folds[k] - base[k] for k in sorted(base)])
             edge = "*" if cc in (min(per_c), max(per_c)) or ca in (min(per_c), max(per_c)) else " "
             sd = d.std(ddof=1) if len(d) > 1 else 0.0
             p_t, p_w = paired_tests(d)
@@ -643,6 +747,12 @@ def rule_table(args):
                     else ""
                 )
             )
+            if (name, method, rule, cc) in chosen:
+                kept = [chosen[name, method, rule, c] for c in (cc, ca)]
+                print(
+                    f"  {'':<20} smil_mean kept in {sum(kept[0])} of {len(kept[0])} folds at the "
+                    f"best-accuracy C, {sum(kept[1])} of {len(kept[1])} at the best-AUC C"
+                )
 
 
 def report(args):
@@ -748,16 +858,18 @@ def main():
     r.add_argument(
         "--inner",
         type=int,
-        default=0,
+        nargs="+",
+        default=[],
         help="milsvm's sMIL / stMIL: also record the training bags' out-of-fold plain means "
-        "from this many inner folds (the inner-CV threshold's input)",
+        "from this many inner folds, for each count given (the inner-CV thresholds' input; "
+        "rules mean+inner<k>_acc / _medians / _platt / _prior, auto<k>_auc / _acc)",
     )
     r.add_argument(
         "--first-stage-problem",
         choices=["paper", "sawmil"],
         help="milsvm's sAwMIL first_stage_problem (default: the estimator's)",
     )
-    add_seed(r, "the inner folds' seed (plus the outer fold's index)")
+    add_seed(r, "the inner folds' seed (plus the outer fold's index and 100 x the repeat)")
     r.add_argument("--n-folds", type=int, default=99, help="run only the first folds")
     r.add_argument(
         "--repeats",
@@ -796,6 +908,16 @@ def main():
         "files", nargs="+", type=Path, help="milsvm jsonl files run with bag_score smil_mean"
     )
     t.add_argument("--per-c", action="store_true", help="also each rule's mean accuracy at every C")
+    t.add_argument(
+        "--only",
+        nargs="+",
+        help="print only the rules whose names contain one of these strings (the base always)",
+    )
+    t.add_argument(
+        "--base",
+        default="smil_mean",
+        help="the rule the others are paired against (e.g. mean+class_medians, the default)",
+    )
     for s in (p, r, q, t):
         s.add_argument(
             "--work", type=Path, required=True, help="folder of the arrays, folds and results"

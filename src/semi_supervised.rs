@@ -125,8 +125,8 @@
 //! **Prediction.** MissSVM: a bag is positive when one of its instances is (the rule of the
 //! slides on the paper, and the MI assumption the constraint encodes), the max of the instance
 //! scores ([`Pooling::Max`]). stMIL scores a bag as sMIL does, by the `bag_score` parameter
-//! ([`SmilBagScore`], sMIL's default: the bag's mean instance score less one threshold, the
-//! midpoint of the two classes' median training-bag means). On five benchmark sets
+//! ([`SmilBagScore`] but `auto`; default `mean_offset`: the bag's mean instance score less one
+//! threshold, the midpoint of the two classes' median training-bag means). On five benchmark sets
 //! (`benches/smil_ranking.py`, 5-fold CV, best `C` per rule) that rule ranked bags better than
 //! the size-shifted `smil_mean` ([`Pooling::SmilMean`], stMIL's earlier rule) on MUSK1, TST1
 //! and TST2 (AUC 0.930 / 0.956 / 0.732 against 0.923 / 0.844 / 0.640) and classified better on
@@ -829,9 +829,9 @@ hyperparams! {
         shared(kernel = KernelKind::Rbf);
         /// The method: `"stmil"` or `"misssvm"`.
         method: CccpMethod = CccpMethod::Stmil;
-        /// stMIL's bag score from its instance scores, sMIL's rule and default
-        /// ([`SmilBagScore`]: the plain mean less the class medians' midpoint of the training
-        /// bags); MissSVM scores a bag by its maximum and ignores it.
+        /// stMIL's bag score from its instance scores, sMIL's rules but `auto`
+        /// ([`SmilBagScore`]; default: the plain mean less the class medians' midpoint of the
+        /// training bags); MissSVM scores a bag by its maximum and ignores it.
         bag_score: SmilBagScore = SmilBagScore::MeanOffset;
         /// Weight of the symmetric hinges `max(0, 1 - |f(x)|)` of the instances of positive bags
         /// (MissSVM's unlabelled instances), all together, relative to the positive bags: each
@@ -853,7 +853,20 @@ hyperparams! {
         /// SMO iteration cap (`None`: the solver's default).
         inner_max_iter: Option<usize> = None, check Range::AtLeast(1);
     }
+    cross_check check_cccp;
     fit -> CccpFit;
+}
+
+/// `bag_score = auto` is sMIL's: its choice rests on out-of-fold scores of sMIL fits, and what
+/// the same rule would do on stMIL's CCCP fits is unmeasured.
+fn check_cccp(p: &CccpValidParams) -> Result<()> {
+    if p.bag_score == SmilBagScore::Auto {
+        return Err(crate::error::invalid_param(
+            "bag_score=\"auto\" is sMIL's only; stMIL takes \"mean_offset\", \"smil_mean\", \
+             \"mean\" or \"mean_platt\"",
+        ));
+    }
+    Ok(())
 }
 
 impl CccpParams {

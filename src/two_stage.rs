@@ -75,7 +75,7 @@ use crate::fit::{only_fit, ParamGuard, Setup, SvmFit};
 use crate::model::Pooling;
 use crate::params::{hyperparams, KernelKind, Range};
 use crate::progress::Progress;
-use crate::set_kernel_svm::SmilParams;
+use crate::set_kernel_svm::{SmilBagScore, SmilParams};
 
 choices! {
     /// Which rule of the relabelling step picks the positive instances: the one thing in which
@@ -256,9 +256,12 @@ impl TwoStageValidParams {
     fn fit_impl(&self, setup: &Setup) -> Result<TwoStageFit> {
         let bags = setup.bags;
         let x = bags.instances();
-        // stage 1: the crate's sMIL with the same settings, on the same setup
+        // stage 1: the crate's sMIL with the same settings, on the same setup; its instance
+        // scores carry the class-medians threshold of `mean_offset` whatever sMIL's default
+        // bag score (the relabelling ranks by them; docs/guide/smil-bag-scores.md)
         let smil = SmilParams::new()
             .c(self.c)
+            .bag_score(SmilBagScore::MeanOffset)
             .kernel(self.kernel)
             .gamma(self.gamma)
             .class_weight(self.class_weight.clone())

@@ -414,8 +414,11 @@ fn smil_bag_scores_offset_the_mean_and_rank_by_content() -> Result<(), Error> {
     let (bags, labels) = sized(0, 30);
     let (test, test_labels) = sized(1, 30);
     let base = SmilParams::new().c(0.01).gamma(Gamma::Value(0.5));
-    assert_eq!(*base.clone().check()?.bag_score(), SmilBagScore::MeanOffset);
-    let default = base.clone().fit(&bags, &labels)?;
+    assert_eq!(*base.clone().check()?.bag_score(), SmilBagScore::Auto);
+    let default = base
+        .clone()
+        .bag_score(SmilBagScore::MeanOffset)
+        .fit(&bags, &labels)?;
     let shifted = base
         .clone()
         .bag_score(SmilBagScore::SmilMean)
@@ -501,5 +504,56 @@ fn smil_platt_threshold_is_the_sigmoid_midpoint_or_else_the_class_medians() -> R
         smil_platt_threshold(&[0.5; 4], &[1.0, 1.0, -1.0, -1.0])?,
         0.5
     );
+    Ok(())
+}
+
+#[test]
+fn smil_auto_bag_score_chooses_by_out_of_fold_auc_per_value_of_c() -> Result<(), Error> {
+    use milsvm::set_kernel_svm::{bag_auc, SmilBagScore};
+    use milsvm::{FitPath, Pooling};
+    // the AUC, ties 1/2, against the count over all pairs
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    for _ in 0..20 {
+        let n = rng.random_range(2..40);
+        let s: Vec<f64> = (0..n).map(|_| rng.random_range(0..6) as f64).collect();
+        let t: Vec<f64> = (0..n)
+            .map(|i| if i % 3 == 0 { 1.0 } else { -1.0 })
+            .collect();
+        let (mut num, mut den) = (0.0, 0.0);
+        for i in (0..n).filter(|&i| t[i] > 0.0) {
+            for j in (0..n).filter(|&j| t[j] < 0.0) {
+                den += 1.0;
+                num += if s[i] > s[j] {
+                    1.0
+                } else if s[i] == s[j] {
+                    0.5
+                } else {
+                    0.0
+                };
+            }
+        }
+        assert!((bag_auc(&s, &t) - num / den).abs() < 1e-12);
+    }
+    // large negative bags, small positive ones: the size shift ranks by size, so auto keeps
+    // the plain mean (its Platt threshold of out-of-fold scores in the bias) at every C
+    let (bags, labels) = sized(0, 30);
+    let cs = [0.01, 1.0, 100.0];
+    let base = SmilParams::new()
+        .gamma(Gamma::Value(0.5))
+        .bag_score(SmilBagScore::Auto)
+        .seed(2);
+    let path = base.clone().n_jobs(Some(1)).fit_path(&bags, &labels, &cs)?;
+    for (fit, &c) in path.iter().zip(&cs) {
+        let one = base.clone().c(c).n_jobs(Some(2)).fit(&bags, &labels)?;
+        assert_eq!(fit.model, one.model);
+        let plain = base
+            .clone()
+            .c(c)
+            .bag_score(SmilBagScore::Mean)
+            .fit(&bags, &labels)?;
+        assert_eq!(fit.model.pooling, Pooling::Mean);
+        assert_eq!(fit.alpha, plain.alpha);
+        assert_ne!(fit.model.intercept, plain.model.intercept);
+    }
     Ok(())
 }

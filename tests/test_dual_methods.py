@@ -187,12 +187,12 @@ def smil_reference(bags, y, C, gamma):
 def test_smil_dual_matches_slsqp(seed):
     bags, y = random_bags(seed, n_bags=8, d=2, max_size=4)
     C, gamma = 1.5, 0.7
-    est = milsvm.sMIL(C=C, gamma=gamma, inner_tol=1e-9).fit(bags, y)
+    est = milsvm.sMIL(C=C, gamma=gamma, inner_tol=1e-9, bag_score="mean_offset").fit(bags, y)
     ref_obj, ref_alpha, units, uy, K = smil_reference(bags, y, C, gamma)
     assert est.objective_ <= ref_obj + 1e-7 * max(1, abs(ref_obj))
     assert abs(est.objective_ - ref_obj) <= 1e-5 * max(1, abs(ref_obj))
-    # the weight vector (hence the bag-mean scores without bias; the default bag score has no
-    # per-bag shift, its threshold is in the bias) agrees
+    # the weight vector (hence the bag-mean scores without bias; the bag score "mean_offset"
+    # has no per-bag shift, its threshold is in the bias) agrees
     f_ours = est.decision_function(units) - est.intercept_
     f_ref = K @ (ref_alpha * uy)
     assert np.allclose(f_ours, f_ref, atol=1e-4)
@@ -583,12 +583,12 @@ def test_bad_parameters_are_refused(cls, params, match):
 @pytest.mark.parametrize("class_weight", [None, "balanced"])
 def test_smil_multiclass_one_vs_rest(class_weight):
     bags, y = milsvm.datasets.make_four_gaussians_bags(n_bags=30, random_state=2)
-    est = milsvm.sMIL(C=10.0, class_weight=class_weight).fit(bags, y)
+    est = milsvm.sMIL(C=10.0, class_weight=class_weight, bag_score="mean_offset").fit(bags, y)
     assert est.decision_function(bags).shape == (30, 3)
     # every column is the binary sMIL of its class against the rest (balanced weights are
-    # computed per binary problem, so they agree too)
+    # computed per binary problem, so they agree too); "auto" makes one choice for all columns
     assert_one_vs_rest(
-        lambda: milsvm.sMIL(C=10.0, class_weight=class_weight),
+        lambda: milsvm.sMIL(C=10.0, class_weight=class_weight, bag_score="mean_offset"),
         bags,
         y,
         per_problem=("dual_coef_", "objective_", "n_support_"),

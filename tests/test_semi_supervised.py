@@ -225,13 +225,15 @@ def test_the_recorded_objective_is_the_models(cls, seed, tau, restarts):
 @pytest.mark.parametrize("bag_score", [None, "mean_offset", "smil_mean", "mean", "mean_platt"])
 def test_stmil_without_the_transductive_term_is_smil(bag_score):
     """stMIL's positive bags weigh L_n / |X_p| each: sMIL's class weight does the same; each
-    bag score is sMIL's rule on the same solution, and stMIL's default is sMIL's."""
+    bag score is sMIL's rule on the same solution, and stMIL's default is ``"mean_offset"``
+    (sMIL's ``"auto"`` rests on sMIL's own out-of-fold fits)."""
     bags, y = random_bags(3, n_bags=12, d=3)
     rule = {} if bag_score is None else {"bag_score": bag_score}
     st_ = milsvm.stMIL(C=10.0, transductive_weight=0.0, inner_tol=1e-8, **rule).fit(bags, y)
     l_n = sum(len(b) for b, t in zip(bags, y) if t == 0)
+    sm_rule = {"bag_score": bag_score or "mean_offset"}
     sm = milsvm.sMIL(
-        C=10.0, class_weight={0: 1.0, 1: l_n / np.sum(y == 1)}, inner_tol=1e-8, **rule
+        C=10.0, class_weight={0: 1.0, 1: l_n / np.sum(y == 1)}, inner_tol=1e-8, **sm_rule
     ).fit(bags, y)
     assert st_.n_iter_ == 1 and st_.converged_
     assert st_.bag_score == sm.bag_score and st_.model_.pooling == sm.model_.pooling

@@ -62,7 +62,7 @@ def test_each_rule_against_numpy(kernel):
     # one solve: the rules differ in the bag score only
     for est in fits.values():
         np.testing.assert_array_equal(est.dual_coef_, plain.dual_coef_)
-    assert milsvm.sMIL().bag_score == "mean_offset"
+    assert milsvm.sMIL().bag_score == "auto"
     # mean_offset: mean pooling, the threshold inside the bias
     est = fits["mean_offset"]
     assert est.model_.pooling == "mean"
@@ -126,7 +126,7 @@ def test_bags_of_very_different_sizes_rank_by_content_not_size():
     test, yt = sized_bags(1)
     sizes = np.array([len(b) for b in test])
     assert len(set(sizes)) > 10 and sizes.max() >= 30 and sizes.min() == 1
-    default = fit(bags, y, C=0.01, gamma=0.5)
+    default = fit(bags, y, C=0.01, gamma=0.5, bag_score="mean_offset")
     shifted = fit(bags, y, C=0.01, gamma=0.5, bag_score="smil_mean")
     s_default, s_shifted = default.decision_function(test), shifted.decision_function(test)
     assert np.abs(s_default - s_default.mean()).max() < 0.2  # |f| far below 1
@@ -148,7 +148,7 @@ def test_the_threshold_is_learnt_from_the_training_bags():
     bags, y = sized_bags(2)
     test, yt = sized_bags(3)
     for C in (0.01, 1.0, 100.0):
-        est = fit(bags, y, C=C, gamma=0.5)
+        est = fit(bags, y, C=C, gamma=0.5, bag_score="mean_offset")
         plain = fit(bags, y, C=C, gamma=0.5, bag_score="mean")
         t = threshold(plain, bags, y)
         assert est.intercept_ == pytest.approx(plain.intercept_ - t, rel=0, abs=1e-14)
@@ -165,7 +165,7 @@ def test_multiclass_outputs_have_their_own_thresholds():
     rng = np.random.default_rng(0)
     bags = [rng.normal(size=(int(rng.integers(1, 7)), 2)) + 3 * (i % 3) for i in range(30)]
     y = np.arange(30) % 3
-    est = fit(bags, y, C=10.0)
+    est = fit(bags, y, C=10.0, bag_score="mean_offset")
     plain = fit(bags, y, C=10.0, bag_score="mean")
     s = plain.decision_function(bags)
     t = [0.5 * (np.median(s[y == k, k]) + np.median(s[y != k, k])) for k in range(3)]
@@ -208,7 +208,7 @@ def test_platt_threshold_against_numpy(C):
     test, yt = sized_bags(5)
     est = fit(bags, y, C=C, gamma=0.5, bag_score="mean_platt")
     plain = fit(bags, y, C=C, gamma=0.5, bag_score="mean")
-    default = fit(bags, y, C=C, gamma=0.5)
+    default = fit(bags, y, C=C, gamma=0.5, bag_score="mean_offset")
     t = platt_threshold(plain.decision_function(bags), y)
     assert est.model_.pooling == "mean"
     # the crate's Newton stops at LIBSVM's gradient tolerance (1e-5): t to about 1e-7
@@ -261,3 +261,142 @@ def test_files_written_before_the_parameter_keep_their_rule(tmp_path):
     plain = milsvm.load(tmp_path / "plain.json")
     assert plain.bag_score == "mean"
     np.testing.assert_allclose(plain.decision_function(bags), means, rtol=1e-10, atol=1e-12)
+
+
+# --- bag_score="auto": the size shift or the plain mean, by an inner CV's out-of-fold AUC ---
+
+
+def size_class_bags(seed, n_bags=40):
+    """Every instance drawn from one distribution; positive bags large (20 to 40 instances),
+    negative bags small (1 to 3): only the size tells the classes apart."""
+    rng = np.random.default_rng(seed)
+    bags, y = [], []
+    for i in range(n_bags):
+        pos = i % 2 == 1
+        n = int(rng.integers(20, 41)) if pos else int(rng.integers(1, 4))
+        bags.append(rng.normal(0.0, 1.0, size=(n, 2)))
+        y.append(int(pos))
+    return bags, np.array(y)
+
+
+def test_auto_keeps_the_shift_where_the_size_carries_the_class():
+    bags, y = size_class_bags(0)
+    test, yt = size_class_bags(1)
+    est = fit(bags, y, C=1.0, gamma=0.5, bag_score="auto", random_state=0)
+    assert est.bag_score_ == "smil_mean" and est.model_.pooling == "smil_mean"
+    shifted = fit(bags, y, C=1.0, gamma=0.5, bag_score="smil_mean")
+    np.testing.assert_array_equal(est.decision_function(test), shifted.decision_function(test))
+    assert roc_auc_score(yt, est.decision_function(test)) > 0.95
+
+
+def test_auto_keeps_the_plain_mean_where_the_size_does_not_carry_the_class():
+    """The bags of ``sized_bags``: the size shift ranks them by size (large negative bags
+    first), the plain mean by content. Auto keeps the plain mean, with Platt's threshold of
+    the out-of-fold scores in the intercept: the plain mean's order, another constant."""
+    bags, y = sized_bags(0)
+    test, yt = sized_bags(1)
+    for C in (0.01, 1.0):
+        est = fit(bags, y, C=C, gamma=0.5, bag_score="auto", random_state=0)
+        plain = fit(bags, y, C=C, gamma=0.5, bag_score="mean")
+        assert est.bag_score_ == "mean_platt" and est.model_.pooling == "mean"
+        np.testing.assert_array_equal(est.dual_coef_, plain.dual_coef_)
+        shift = est.decision_function(test) - plain.decision_function(test)
+        np.testing.assert_allclose(shift, shift[0], rtol=0, atol=1e-12)
+        assert shift[0] == pytest.approx(est.intercept_ - plain.intercept_, abs=1e-12)
+        assert est.intercept_ != plain.intercept_
+        assert roc_auc_score(yt, est.decision_function(test)) > 0.95
+        assert est.score(test, yt) >= 0.8
+
+
+def test_auto_is_deterministic_and_a_path_gives_each_C_its_own_choice():
+    bags, y = sized_bags(6)
+    Cs = [0.01, 1.0, 100.0]
+    a = fit(bags, y, C=1.0, bag_score="auto", random_state=3, n_jobs=1)
+    b = fit(bags, y, C=1.0, bag_score="auto", random_state=3, n_jobs=2)
+    np.testing.assert_array_equal(a.decision_function(bags), b.decision_function(bags))
+    assert a.intercept_ == b.intercept_
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path = milsvm.sMIL(bag_score="auto", random_state=3).fit_path(bags, y, Cs)
+    for C, p in zip(Cs, path):
+        one = fit(bags, y, C=C, bag_score="auto", random_state=3)
+        assert p.bag_score_ == one.bag_score_
+        np.testing.assert_array_equal(p.intercept_, one.intercept_)
+        np.testing.assert_array_equal(p.decision_function(bags), one.decision_function(bags))
+    # another seed, other folds: another out-of-fold threshold
+    c = fit(bags, y, C=1.0, bag_score="auto", random_state=4)
+    assert c.bag_score_ != a.bag_score_ or c.intercept_ != a.intercept_
+
+
+def test_auto_multiclass_makes_one_choice_for_every_problem():
+    """A model has one pooling: the problems' summed out-of-fold AUCs decide for all. With
+    the plain mean kept, each output has its own threshold off the plain fit's bias."""
+    rng = np.random.default_rng(0)
+    bags = [rng.normal(size=(int(rng.integers(1, 7)), 2)) + 3 * (i % 3) for i in range(30)]
+    y = np.arange(30) % 3
+    est = fit(bags, y, C=10.0, bag_score="auto", random_state=0)
+    plain = fit(bags, y, C=10.0, bag_score="mean")
+    assert est.bag_score_ == "mean_platt"
+    d = est.decision_function(bags) - plain.decision_function(bags)
+    np.testing.assert_allclose(d, np.broadcast_to(d[0], d.shape), rtol=0, atol=1e-12)
+    assert len(set(np.round(d[0], 6))) == 3
+    # whichever candidate is kept, it is kept for every output: the model is that candidate's
+    for seed in range(4):
+        bags = [rng.normal(size=(int(rng.integers(1, 30)), 2)) for i in range(45)]
+        y = np.arange(45) % 3
+        est = fit(bags, y, C=1.0, bag_score="auto", random_state=seed)
+        if est.bag_score_ == "smil_mean":
+            shifted = fit(bags, y, C=1.0, bag_score="smil_mean")
+            np.testing.assert_array_equal(
+                est.decision_function(bags), shifted.decision_function(bags)
+            )
+        else:
+            plain = fit(bags, y, C=1.0, bag_score="mean")
+            d = est.decision_function(bags) - plain.decision_function(bags)
+            np.testing.assert_allclose(d, np.broadcast_to(d[0], d.shape), rtol=0, atol=1e-12)
+
+
+def test_the_auto_rule_against_sklearn():
+    """The library's out-of-fold AUC (ties 1/2) and choice against ``roc_auc_score`` on the
+    same scores, with ties and bags of many sizes."""
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        n = int(rng.integers(5, 60))
+        y = rng.integers(0, 2, n)
+        y[:2] = [0, 1]
+        o = np.round(rng.normal(size=n) + 0.5 * y, 1)  # ties
+        sizes = rng.integers(1, 30, n).astype(float)
+        t = np.where(y == 1, 1.0, -1.0)
+        assert milsvm._core.bag_auc(o, t) == pytest.approx(roc_auc_score(y, o), abs=1e-12)
+        keep, thr = milsvm._core.smil_auto_rule(o, sizes, t)
+        expect = roc_auc_score(y, o + 1 - 1 / sizes) > roc_auc_score(y, o)
+        assert keep == expect
+        if not keep:
+            assert o.min() <= thr <= o.max()
+    with pytest.raises(ValueError, match="sizes"):
+        milsvm._core.smil_auto_rule(np.zeros(3), np.zeros(3), np.ones(3))
+
+
+def test_auto_model_file_scores_the_same(tmp_path):
+    for bags, y in (sized_bags(0), size_class_bags(0)):
+        est = fit(bags, y, C=1.0, gamma=0.5, bag_score="auto", random_state=0)
+        est.save(tmp_path / "m.json")
+        back = milsvm.load(tmp_path / "m.json")
+        assert back.bag_score == "auto" and back.bag_score_ == est.bag_score_
+        np.testing.assert_array_equal(back.decision_function(bags), est.decision_function(bags))
+
+
+def test_auto_with_a_class_of_one_bag_falls_back_to_the_training_platt_threshold():
+    bags, y = sized_bags(0)
+    y = np.zeros_like(y)
+    y[1] = 1
+    est = fit(bags, y, C=1.0, gamma=0.5, bag_score="auto", random_state=0)
+    platt = fit(bags, y, C=1.0, gamma=0.5, bag_score="mean_platt")
+    assert est.bag_score_ == "mean_platt"
+    np.testing.assert_array_equal(est.decision_function(bags), platt.decision_function(bags))
+
+
+def test_stmil_refuses_auto():
+    bags, y = easy_bags(0)
+    with pytest.raises(ValueError, match="bag_score"):
+        milsvm.stMIL(bag_score="auto").fit(bags, y)

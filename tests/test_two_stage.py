@@ -126,8 +126,9 @@ def test_first_stage_is_smil_and_the_relabelling_follows_the_rule(
     bags = split(X, bag_ptr)
     params = dict(C=C, kernel=kernel, gamma="scale", class_weight=weights, inner_tol=1e-6)
     est = fit(cls, bags, y, eta=eta, **params, **on_the_papers_problem(cls))
-    smil = fit(milsvm.sMIL, bags, y, **params)
-    # the first stage is sMIL fitted on its own, bit for bit
+    smil = fit(milsvm.sMIL, bags, y, bag_score="mean_offset", **params)
+    # the first stage is sMIL (its bag score mean_offset) fitted on its own, bit for bit
+    assert est.first_stage_.bag_score == est.first_stage_.bag_score_ == "mean_offset"
     assert isinstance(est.first_stage_, milsvm.sMIL)
     np.testing.assert_array_equal(
         est.first_stage_.decision_function(bags), smil.decision_function(bags)

@@ -517,6 +517,12 @@ def annealing_binary_problem(
     the binary problem of `labels` (class indices 0 and 1) under `params`.
     """
     ...
+
+def bag_auc(scores: NDArray[np.float64], targets: NDArray[np.float64]) -> float:
+    """The ROC AUC of bag scores, ties counted 1/2 ([`crate::set_kernel_svm::bag_auc`]; targets
+    `> 0` positive).
+    """
+    ...
 check_annealing: _Check[None]
 check_cccp: _Check[None]
 check_mi_kernel: _Check[None]
@@ -738,6 +744,19 @@ def set_kernel_matrix(
 ) -> NDArray[np.float64]:
     """The set kernel `K[i, j] = mean_p mean_q k(x_ip, x'_jq)` between the bags of `(x, bag_ptr)`
     and of `(x2, bag_ptr2)`.
+    """
+    ...
+
+def smil_auto_rule(
+    oof: NDArray[np.float64],
+    sizes: NDArray[np.float64],
+    targets: NDArray[np.float64],
+) -> Tuple[bool, float]:
+    """sMIL's `bag_score="auto"` choice on one binary problem's out-of-fold plain means `oof`, the
+    bags' `sizes` and `targets` (`> 0` positive): `(True, 0.0)` where the size shift is kept
+    ([`crate::set_kernel_svm::smil_auto_keeps_shift`]), else `(False, t)` with `t` Platt's
+    threshold of `oof` ([`crate::set_kernel_svm::smil_platt_threshold`]), the library's rule for
+    the benchmarks.
     """
     ...
 

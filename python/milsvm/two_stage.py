@@ -102,7 +102,8 @@ class _TwoStage(SingleSVMClassifier):
         """The first stage as a fitted :class:`milsvm.sMIL` with this estimator's settings."""
         params = self.get_params(deep=False)
         smil = sMIL(**{k: params[k] for k in sMIL().get_params(deep=False) if k in params})
-        smil.set_params(probability=False, verbose=0)
+        # the first stage's bag score is mean_offset, whatever sMIL's default (the core pins it)
+        smil.set_params(probability=False, verbose=0, bag_score="mean_offset")
         first = fit.first_stage
         smil.__dict__.update(
             {

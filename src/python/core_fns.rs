@@ -8,6 +8,59 @@ use crate::smo::{DualArrays, InstanceGram, PrecomputedGram, Smo, SmoParams};
 /// Two arrays returned to Python.
 type ArrayPair<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>);
 
+/// The checked `(scores, targets)` of the sMIL bag-score functions: equal lengths, finite
+/// scores; targets `> 0` for the positive bags.
+fn scores_and_targets(scores: &[f64], targets: &[f64]) -> PyResult<()> {
+    if scores.len() != targets.len() {
+        return Err(PyValueError::new_err(format!(
+            "scores has {} entries, targets {}",
+            scores.len(),
+            targets.len()
+        )));
+    }
+    if scores.iter().chain(targets).any(|v| !v.is_finite()) {
+        return Err(PyValueError::new_err("scores and targets must be finite"));
+    }
+    Ok(())
+}
+
+/// The ROC AUC of bag scores, ties counted 1/2 ([`crate::set_kernel_svm::bag_auc`]; targets
+/// `> 0` positive).
+#[pyfunction]
+pub(crate) fn bag_auc(
+    scores: PyReadonlyArray1<f64>,
+    targets: PyReadonlyArray1<f64>,
+) -> PyResult<f64> {
+    let (s, t) = (scores.as_slice()?, targets.as_slice()?);
+    scores_and_targets(s, t)?;
+    Ok(crate::set_kernel_svm::bag_auc(s, t))
+}
+
+/// sMIL's `bag_score="auto"` choice on one binary problem's out-of-fold plain means `oof`, the
+/// bags' `sizes` and `targets` (`> 0` positive): `(True, 0.0)` where the size shift is kept
+/// ([`crate::set_kernel_svm::smil_auto_keeps_shift`]), else `(False, t)` with `t` Platt's
+/// threshold of `oof` ([`crate::set_kernel_svm::smil_platt_threshold`]), the library's rule for
+/// the benchmarks.
+#[pyfunction]
+pub(crate) fn smil_auto_rule(
+    oof: PyReadonlyArray1<f64>,
+    sizes: PyReadonlyArray1<f64>,
+    targets: PyReadonlyArray1<f64>,
+) -> PyResult<(bool, f64)> {
+    let (o, n, t) = (oof.as_slice()?, sizes.as_slice()?, targets.as_slice()?);
+    scores_and_targets(o, t)?;
+    if n.len() != o.len() || n.iter().any(|&v| !(v >= 1.0 && v.is_finite())) {
+        return Err(PyValueError::new_err(
+            "sizes must have one entry (a count >= 1) per score",
+        ));
+    }
+    if crate::set_kernel_svm::smil_auto_keeps_shift(&[o.to_vec()], n, &[t.to_vec()]) {
+        return Ok((true, 0.0));
+    }
+    let threshold = crate::set_kernel_svm::smil_platt_threshold(o, t)?;
+    Ok((false, threshold))
+}
+
 /// Kernel values `K (N x n_basis)` and bag means `M (n_bags x n_basis)`.
 #[pyfunction]
 #[pyo3(signature = (x: "Instances", bag_ptr, z, kernel, gamma, n_jobs=None))]
@@ -314,6 +367,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("LBFGS_TOL", InnerSolver::Lbfgs.default_tol())?;
     m.add("LINEAR_TOL", crate::solver::linear::LINEAR_TOL)?;
     m.add_function(wrap_pyfunction!(kernel_bag_means_py, m)?)?;
+    m.add_function(wrap_pyfunction!(bag_auc, m)?)?;
+    m.add_function(wrap_pyfunction!(smil_auto_rule, m)?)?;
     m.add("kernel_bag_means", m.getattr("kernel_bag_means_py")?)?;
     m.add_function(wrap_pyfunction!(kernel_basis_grad, m)?)?;
     m.add_function(wrap_pyfunction!(solve_squared_hinge, m)?)?;
