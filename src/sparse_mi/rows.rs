@@ -7,7 +7,8 @@
 //! ([`crate::tree_sum`]), so any partition of the bags into contiguous groups gives the bits of
 //! the fit in one process.
 
-use ndarray::{Array2, ArrayView1, ArrayView2};
+use ndarray::linalg::general_mat_mul;
+use ndarray::{Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 
 use crate::bags::{Instances, Rows};
 use crate::error::{invalid_data, Result};
@@ -228,33 +229,30 @@ impl<R: HoldsRows> BagRows<R> {
             if !touched {
                 return false;
             }
-            let mut w = vec![0.0; nb];
-            let mut add_row = |p: usize, add: &mut dyn FnMut(&mut [f64], f64)| {
-                for (kk, wk) in w.iter_mut().enumerate() {
+            // the bag's weights W (rows x n_basis), their column sums in row order
+            let mut w = Array2::<f64>::zeros((r1 - r0, nb));
+            for (p, mut wrow) in (r0..).zip(w.rows_mut()) {
+                for (kk, wk) in wrow.iter_mut().enumerate() {
                     *wk = if rbf { a[kk] * cur.k_x[[p, kk]] } else { a[kk] };
                     acc.1[kk] += *wk;
-                    add(&mut acc.0[kk * q..(kk + 1) * q], *wk);
                 }
-            };
+            }
+            // W^T F of the bag's rows: one product (its bits depend on the bag alone)
             match rows {
                 Rows::Sparse(x) => {
-                    for p in r0..r1 {
+                    for (p, wrow) in (r0..).zip(w.rows()) {
                         let (idx, val) = x.row(p);
-                        add_row(p, &mut |dst, wk| {
+                        for (kk, &wk) in wrow.iter().enumerate() {
+                            let dst = &mut acc.0[kk * q..(kk + 1) * q];
                             for (&j, &v) in idx.iter().zip(val) {
                                 dst[j] += wk * v;
                             }
-                        });
+                        }
                     }
                 }
                 _ => {
-                    let block = rows.dense_block(r0, r1);
-                    for (p, row) in (r0..).zip(block.rows()) {
-                        add_row(p, &mut |dst, wk| {
-                            for (d, &v) in dst.iter_mut().zip(row) {
-                                *d += wk * v;
-                            }
-                        });
+                    if let Ok(mut out) = ArrayViewMut2::from_shape((nb, q), &mut acc.0[..]) {
+                        general_mat_mul(1.0, &w.t(), &rows.dense_block(r0, r1), 0.0, &mut out);
                     }
                 }
             }
