@@ -34,7 +34,7 @@ def _partition(k, per_part, bag_size, d):
 #: The estimators of ``--estimator``, as the fit takes them.
 ESTIMATORS = {
     "MISVM": lambda milsvm: milsvm.MISVM(kernel="linear", C=1.0),
-    "SparseMI": lambda milsvm: milsvm.SparseMI(C=1.0),
+    "SparseMI": lambda milsvm: milsvm.SparseMI(C=1.0, random_state=0),
 }
 
 
