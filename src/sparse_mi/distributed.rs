@@ -12,8 +12,9 @@
 //!   it) and `width` (`s`: the resolved kernel width, which the driver sends first);
 //! * `rows` (`v`: global row indices): the partition's rows among them, each after its index;
 //! * `eval` (`v`: `V`, `s`: `||z_k||^2`): the point at `V` becomes current; its rows of `M`;
-//! * `direction` (`v`: `G`): the products `F G^T` for the line search;
-//! * `trial` (`s`: the step, then `||z_k||^2`): the candidate `V - step G`; its rows of `M`;
+//! * `trial` (`v`: a new line-search direction `G`, or nothing; `s`: the step, then
+//!   `||z_k||^2`): the products `F G^T` when `G` is given (the first trial of an iteration),
+//!   then the candidate `V - step G`; its rows of `M`;
 //! * `gradient` (`v`: `beta_c, b_c` per problem; `s`: whether the last candidate was accepted):
 //!   the nodes of the data term at the current point.
 
@@ -146,11 +147,10 @@ impl Answer for SparsePartition {
                 out
             }
             "eval" => flat(self.rows.evaluate_at(matrix(v, q)?, s, false)),
-            "direction" => {
-                self.rows.direction_of(matrix(v, q)?);
-                Vec::new()
-            }
             "trial" => {
+                if !v.is_empty() {
+                    self.rows.direction_of(matrix(v, q)?);
+                }
                 let (&step, norms) = s
                     .split_first()
                     .ok_or_else(|| invalid_data("a trial round needs its step"))?;
@@ -187,6 +187,8 @@ struct RemoteRows<D> {
     q: usize,
     /// Whether the partitions' candidate became current (sent with the next gradient round).
     accepted: bool,
+    /// A new line-search direction (sent with the next trial round).
+    direction: Vec<f64>,
 }
 
 impl<D: Dispatch> RemoteRows<D> {
@@ -205,7 +207,7 @@ impl<D: Dispatch> DescentRows for RemoteRows<D> {
     }
 
     fn direction(&mut self, grad: &Array2<f64>) -> Result<()> {
-        self.dispatch.round("direction", &flat(grad), &[])?;
+        self.direction = flat(grad);
         Ok(())
     }
 
@@ -213,7 +215,8 @@ impl<D: Dispatch> DescentRows for RemoteRows<D> {
         let s: Vec<f64> = std::iter::once(step)
             .chain(sq_norms.iter().copied())
             .collect();
-        self.means("trial", &[], &s)
+        let v = std::mem::take(&mut self.direction);
+        self.means("trial", &v, &s)
     }
 
     fn accept(&mut self) -> Result<()> {
@@ -296,6 +299,7 @@ pub(crate) fn fit_distributed(
         n_xv: initial_xv.nrows(),
         q: n_features,
         accepted: false,
+        direction: Vec::new(),
     };
     let (basis, point, history) = descend_with(
         params,

@@ -27,7 +27,8 @@ pub(crate) trait DescentRows {
     /// The point at `basis` becomes the current one (`reuse`: keep the current inner products,
     /// which are those of `basis`); its `M`.
     fn evaluate(&mut self, basis: &Basis, reuse: bool) -> Result<Array2<f64>>;
-    /// The line-search direction `G`: the inner products `F G^T` for [`DescentRows::trial`].
+    /// The line-search direction `G`: the inner products `F G^T` for [`DescentRows::trial`]
+    /// (partitions compute them with the first trial).
     fn direction(&mut self, grad: &Array2<f64>) -> Result<()>;
     /// The trial point `V - step G` (squared norms `sq_norms`), from the current inner products
     /// `D(V - l G) = D(V) - l F G^T`, kept as the candidate; its `M`.
