@@ -186,6 +186,8 @@ def test_sparse_mi_with_given_init_and_linear_kernel(client, data, tmp_path):
     local = make().fit(bags, y)
     remote = dfit(make(), collection(bags, 3), y, client=client)
     same_sparse_mi_fit(local, remote, bags, tmp_path)
+    again = dfit(make(), collection(bags, 3), y, client=client)  # twice: the same bits
+    same_sparse_mi_fit(remote, again, bags, tmp_path)
 
 
 def test_twice_gives_the_same_bits_and_no_partition_moves(client, data, tmp_path):
