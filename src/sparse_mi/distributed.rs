@@ -146,7 +146,15 @@ impl Answer for SparsePartition {
                 }
                 out
             }
-            "eval" => flat(self.rows.evaluate_at(matrix(v, q)?, s, false)),
+            "eval" => {
+                let v = matrix(v, q)?;
+                if v.nrows() != s.len() {
+                    return Err(invalid_data(
+                        "an eval round needs one squared norm per vector",
+                    ));
+                }
+                flat(self.rows.evaluate_at(v, s, false))
+            }
             "trial" => {
                 if !v.is_empty() {
                     self.rows.direction_of(matrix(v, q)?);
@@ -420,5 +428,10 @@ mod tests {
         assert!(part.answer("width", &[], &[]).is_err());
         assert!(part.answer("trial", &[], &[0.5]).is_err());
         assert!(part.answer("gradient", &[1.0, 2.0, 0.0], &[0.0]).is_err());
+        assert!(part.answer("eval", &[0.0; 6], &[1.0]).is_err());
+        assert!(part.answer("eval", &[0.0; 6], &[0.0, 0.0]).is_ok());
+        assert!(part
+            .answer("trial", &[0.0; 9], &[0.5, 0.0, 0.0, 0.0])
+            .is_err());
     }
 }

@@ -174,7 +174,13 @@ impl<R: HoldsRows> BagRows<R> {
             .grad_dots
             .as_ref()
             .ok_or_else(|| invalid_data("SparseMI rows: a trial before a direction"))?;
-        let dots = ndarray::Zip::from(&self.current()?.dots)
+        let cur = &self.current()?.dots;
+        if g.dim() != cur.dim() || sq_norms.len() != cur.ncols() {
+            return Err(invalid_data(
+                "SparseMI rows: a trial of another number of expansion vectors",
+            ));
+        }
+        let dots = ndarray::Zip::from(cur)
             .and(g)
             .map_collect(|&d, &g| d - step * g);
         Ok(&self.candidate.insert(self.values(dots, sq_norms)).m)
