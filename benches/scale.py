@@ -20,7 +20,8 @@ BENCHMARKS = {
     ),
     "distributed": Benchmark(
         "distributed_fit",
-        "one linear MISVM fit on a Dask LocalCluster: rounds, bytes, workers' peak memory",
+        "one fit (linear MISVM, --estimator SparseMI) on a Dask LocalCluster: rounds, bytes, "
+        "workers' peak memory",
         smoke=("--bags", "8", "--bag-size", "20", "--features", "16", "--compare"),
     ),
     "slides": Benchmark("slides", "a synthetic CLAM folder: patient-level CV, heatmaps, report"),

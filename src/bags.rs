@@ -519,11 +519,15 @@ pub fn validate_bag_ptr(bag_ptr: &[usize], n: usize) -> Result<()> {
 /// Checks labels against bags: one class index per bag, at least two classes present.
 /// Returns the number of classes (largest index + 1).
 pub fn validate_labels(bags: &Bags, labels: &[usize]) -> Result<usize> {
-    if labels.len() != bags.n_bags() {
+    count_classes(labels, bags.n_bags())
+}
+
+/// [`validate_labels`] for `n_bags` bags held elsewhere (a distributed fit).
+pub fn count_classes(labels: &[usize], n_bags: usize) -> Result<usize> {
+    if labels.len() != n_bags {
         return Err(invalid_data(format!(
-            "{} labels for {} bags",
+            "{} labels for {n_bags} bags",
             labels.len(),
-            bags.n_bags()
         )));
     }
     let max = labels.iter().copied().max().unwrap_or(0);

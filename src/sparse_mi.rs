@@ -18,16 +18,19 @@ use rayon::prelude::*;
 use crate::bags::{Bags, Instances, Rows};
 use crate::error::{invalid_param, Result};
 use crate::fit::{ParamGuard, Prologue, Setup};
-use crate::kernel::{
-    basis_gradient, basis_gradient_from_weights, cross_dots, kernel_bag_means_from_dots,
-    kernel_matrix, Basis, Kernel,
-};
+use crate::kernel::{basis_gradient, finish_gradient, kernel_matrix, Basis, Kernel};
 use crate::model::Model;
 use crate::params::{
     check_columns, check_init_xv, check_init_xv_columns, hyperparams, KernelKind, Range,
 };
 use crate::progress::Progress;
 use crate::solver::{InnerSolver, Solution, SquaredHinge};
+
+#[cfg(any(feature = "python", test))]
+pub(crate) mod distributed;
+mod rows;
+
+use rows::{BagRows, DescentRows};
 
 hyperparams! {
     /// Hyperparameters of SparseMI and RSVM (Fu et al. 2013, Algorithm 1; RSVM is
@@ -141,14 +144,8 @@ impl SparseMiValidParams {
             }
         }
         check_columns("init_basis", self.init_basis.as_ref(), bags.n_features())?;
-        if self.n_xv > bags.n_instances() && self.init_xv.is_none() && self.n_basis.is_none() {
-            return Err(invalid_param(format!(
-                "n_xv ({}) exceeds the number of training instances ({})",
-                self.n_xv,
-                bags.n_instances()
-            )));
-        }
-        check_init_xv_columns(self.init_xv.as_ref(), bags)?;
+        self.check_n_xv(bags.n_instances())?;
+        check_init_xv_columns(self.init_xv.as_ref(), bags.n_features())?;
         let x = bags.instances();
         let (kernel, gamma) = self.kernel.resolve(self.gamma, x);
         let norms = x.sq_norms();
@@ -203,6 +200,17 @@ impl SparseMiValidParams {
         }
     }
 
+    /// Random expansion vectors are distinct training instances: at most `n_instances`.
+    fn check_n_xv(&self, n_instances: usize) -> Result<()> {
+        if self.n_xv > n_instances && self.init_xv.is_none() && self.n_basis.is_none() {
+            return Err(invalid_param(format!(
+                "n_xv ({}) exceeds the number of training instances ({n_instances})",
+                self.n_xv,
+            )));
+        }
+        Ok(())
+    }
+
     /// The descents at every value of `cs` on the objective over `rows` (the instances, or
     /// their products with the basis vectors), each from `make(start.0)`; `to_xv` gives a
     /// descent's XVs in the input space and `start.1` is the initial XVs the fits record. A
@@ -221,17 +229,40 @@ impl SparseMiValidParams {
         to_xv: impl Fn(&Basis) -> Array2<f64>,
     ) -> Result<Vec<SparseMiFit>> {
         let mut fits = Vec::with_capacity(cs.len());
-        let mut warm: Option<Point> = None;
+        let mut warm: Option<Vec<Solution>> = None;
+        let (targets, weights) = problems(self, setup.labels, setup.n_classes);
+        let bag_ptr = setup.bags.bag_ptr().to_vec();
+        let n_bags = setup.bags.n_bags();
+        let mut store = BagRows::new(
+            kernel,
+            rows,
+            norms.to_vec(),
+            (bag_ptr, 0, n_bags),
+            (targets.clone(), Vec::new()),
+        );
         for &c in cs {
             let params = self.with_c(c);
-            let objective = Objective::new(&params, kernel, rows.reborrow(), norms.to_vec(), setup);
-            let (basis, point, history) =
-                descend_with(&params, &objective, make(v0.clone()), warm.take(), &make)?;
+            let objective = Objective::new(&params, kernel, &targets, &weights);
+            store.costs.clone_from(&objective.costs);
+            let (basis, point, history) = descend_with(
+                &params,
+                &objective,
+                &mut store,
+                make(v0.clone()),
+                warm.take(),
+                &make,
+            )?;
             let xv = to_xv(&basis);
             fits.push(self.record(
-                setup, kernel, gamma, &basis, &point, history, initial_xv, xv,
+                setup.n_classes,
+                (kernel, gamma),
+                &basis,
+                &point,
+                history,
+                initial_xv,
+                xv,
             ));
-            warm = (self.max_iter == 0).then_some(point);
+            warm = (self.max_iter == 0).then_some(point.sols);
         }
         Ok(fits)
     }
@@ -240,9 +271,8 @@ impl SparseMiValidParams {
     #[allow(clippy::too_many_arguments)]
     fn record(
         &self,
-        setup: &Setup,
-        kernel: Kernel,
-        gamma: f64,
+        n_classes: usize,
+        (kernel, gamma): (Kernel, f64),
         basis: &Basis,
         point: &Point,
         history: Vec<f64>,
@@ -259,7 +289,7 @@ impl SparseMiValidParams {
                 xv,
                 coef,
                 intercept,
-                setup.n_classes,
+                n_classes,
                 crate::model::Pooling::Mean,
             ),
             initial_xv: initial_xv.clone(),
@@ -271,73 +301,70 @@ impl SparseMiValidParams {
     }
 }
 
-/// The data of the SparseMI objective `g` (everything but the basis).
+/// The per-problem targets (`+1 / -1` per bag) and class weights per bag of the fit of
+/// `labels` (`n_classes` classes): one problem for two classes (class 1 positive), else one
+/// per class (eq. 19-20).
+pub(crate) fn problems(
+    params: &SparseMiValidParams,
+    labels: &[usize],
+    n_classes: usize,
+) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+    crate::multiclass::binary_targets(labels, n_classes)
+        .into_iter()
+        .map(|t| {
+            let w = params.class_weight.bag_weights(&t, labels);
+            (t, w)
+        })
+        .unzip()
+}
+
+/// The small part of the SparseMI objective `g`, on the driver: the inner problems on the bag
+/// means `M` (their targets, costs `C w_i`, kernel) and the expansion vectors' own terms.
 pub(crate) struct Objective<'a> {
     kernel: Kernel,
-    rows: Rows<'a>,
-    row_norms: Vec<f64>,
-    bag_ptr: &'a [usize],
     /// Targets in {-1,+1} per problem (one problem when binary).
-    targets: Vec<Vec<f64>>,
+    targets: &'a [Vec<f64>],
     /// `C w_i` per problem and bag (`w_i` the class weight of bag `i` in that problem).
     costs: Vec<Vec<f64>>,
     params: &'a SparseMiValidParams,
 }
 
-/// `g` and everything needed for its gradient at one basis.
+/// `g` and everything needed for its gradient at one basis (the per-row values stay with the
+/// rows, [`DescentRows`]).
 pub(crate) struct Point {
-    dots: Array2<f64>,
-    k_x: Array2<f64>,
-    m: Array2<f64>,
     k_z: Array2<f64>,
     sols: Vec<Solution>,
     value: f64,
 }
 
 impl<'a> Objective<'a> {
-    fn new(
+    /// The objective of `params` (its `C`) for the problems' targets and class weights.
+    pub(crate) fn new(
         params: &'a SparseMiValidParams,
         kernel: Kernel,
-        rows: Rows<'a>,
-        row_norms: Vec<f64>,
-        setup: &Setup<'a>,
+        targets: &'a [Vec<f64>],
+        weights: &[Vec<f64>],
     ) -> Self {
-        let (targets, costs) = setup
-            .problems()
-            .into_iter()
-            .map(|p| {
-                let costs = p.weights.iter().map(|w| params.c * w).collect();
-                (p.targets, costs)
-            })
-            .unzip();
+        let costs = weights
+            .iter()
+            .map(|w| w.iter().map(|w| params.c * w).collect())
+            .collect();
         Self {
             kernel,
-            rows,
-            row_norms,
-            bag_ptr: setup.bags.bag_ptr(),
             targets,
             costs,
             params,
         }
     }
 
-    /// Solves the inner problems at `basis` (warm-started from `warm`) and returns `g`.
-    /// Solves the inner problems at `basis` and returns `g`. `dots` are the inner products
-    /// `F V^T` if known (the line search updates them), else they are computed.
-    pub(crate) fn evaluate(
+    /// Solves the inner problems on the bag means `m` of `basis` (warm-started from `warm`)
+    /// and returns `g` with its point.
+    pub(crate) fn solve(
         &self,
         basis: &Basis,
-        dots: Option<Array2<f64>>,
+        m: Array2<f64>,
         warm: Option<&[Solution]>,
     ) -> Result<Point> {
-        let dots = dots.unwrap_or_else(|| self.dots(basis.v.view()));
-        let (k_x, m) = kernel_bag_means_from_dots(
-            self.kernel,
-            dots.view(),
-            &self.row_norms,
-            self.bag_ptr,
-            &basis.sq_norms,
-        );
         let k_z = kernel_matrix(self.kernel, basis.as_rows(), &basis.sq_norms, basis);
         let mut k_reg = k_z.clone();
         k_reg.diag_mut().mapv_inplace(|v| v + self.params.ridge);
@@ -362,60 +389,41 @@ impl<'a> Objective<'a> {
             })
             .collect::<Result<Vec<_>>>()?;
         let value = sols.iter().map(|s| s.value).sum();
-        Ok(Point {
-            dots,
-            k_x,
-            m,
-            k_z,
-            sols,
-            value,
-        })
+        Ok(Point { k_z, sols, value })
     }
 
-    /// Inner products `F W^T` of the instance rows with the rows of `w` (coordinates).
-    fn dots(&self, w: ndarray::ArrayView2<f64>) -> Array2<f64> {
-        let basis = Basis {
-            v: w.to_owned(),
-            u: Array2::zeros((0, 0)),
-            sq_norms: Vec::new(),
-        };
-        cross_dots(self.rows, &basis)
-    }
-
-    /// `dg/dV` at an evaluated point (Danskin: no derivative through `beta`).
-    pub(crate) fn gradient(&self, basis: &Basis, p: &Point) -> Array2<f64> {
-        let n = self.rows.n_rows();
+    /// `dg/dV` at an evaluated point (Danskin: no derivative through `beta`): the data term
+    /// from the rows, summed in the tree over the bags, plus the expansion vectors' term.
+    pub(crate) fn gradient(
+        &self,
+        rows: &mut impl DescentRows,
+        basis: &Basis,
+        p: &Point,
+    ) -> Result<Array2<f64>> {
         let nb = basis.len();
-        let mut a_x = Array2::<f64>::zeros((n, nb));
+        let (mut data, colsum) = rows.data_gradient(&p.sols)?;
+        finish_gradient(
+            self.kernel,
+            &mut data,
+            ndarray::ArrayView1::from(&colsum),
+            basis,
+        );
         let mut a_z = Array2::<f64>::zeros((nb, nb));
-        for ((sol, y), costs) in p.sols.iter().zip(&self.targets).zip(&self.costs) {
-            let f = p.m.dot(&sol.beta) + sol.b;
-            for i in 0..f.len() {
-                if y[i] * f[i] < 1.0 {
-                    let (lo, hi) = (self.bag_ptr[i], self.bag_ptr[i + 1]);
-                    let a = costs[i] * 2.0 * (f[i] - y[i]) / (hi - lo) as f64;
-                    for mut row in a_x.slice_mut(ndarray::s![lo..hi, ..]).rows_mut() {
-                        row.scaled_add(a, &sol.beta);
-                    }
-                }
-            }
+        for sol in &p.sols {
             for j in 0..nb {
                 for k in 0..nb {
                     a_z[[j, k]] += sol.beta[j] * sol.beta[k];
                 }
             }
         }
-        if let Kernel::Rbf { .. } = self.kernel {
-            a_x *= &p.k_x;
-        }
-        basis_gradient_from_weights(self.kernel, self.rows, a_x.view(), basis)
+        Ok(data
             + basis_gradient(
                 self.kernel,
                 basis.as_rows(),
                 p.k_z.view(),
                 a_z.view(),
                 basis,
-            )
+            ))
     }
 }
 
@@ -440,20 +448,20 @@ fn mean_pairwise_distance(basis: &Basis) -> f64 {
 /// (up to `s_max` trials), doubling after a first-trial success, the step carried over between
 /// iterations. Returns the final basis, its point and the history of `g`. `make` maps
 /// coordinates to a basis ([`Basis::direct`], or the projection of basis-vector mode);
-/// optionally, an evaluated point at `basis0` of another `C` (a `C` path): its inner products
-/// are reused and its solutions start the first inner solves.
+/// optionally, the solutions at `basis0` of another `C` (a `C` path): they start the first
+/// inner solves, and the rows' current inner products (those of `basis0`) are reused. The rows
+/// ([`DescentRows`]) are in process or held by partitions.
 pub(crate) fn descend_with(
     params: &SparseMiValidParams,
     objective: &Objective,
+    rows: &mut impl DescentRows,
     basis0: Basis,
-    warm: Option<Point>,
+    warm: Option<Vec<Solution>>,
     make: impl Fn(Array2<f64>) -> Basis,
 ) -> Result<(Basis, Point, Vec<f64>)> {
     let mut basis = basis0;
-    let mut point = match warm {
-        Some(w) => objective.evaluate(&basis, Some(w.dots), Some(&w.sols))?,
-        None => objective.evaluate(&basis, None, None)?,
-    };
+    let m = rows.evaluate(&basis, warm.is_some())?;
+    let mut point = objective.solve(&basis, m, warm.as_deref())?;
     let mut history = vec![point.value];
     let mut distance = mean_pairwise_distance(&basis);
     if !(distance.is_finite() && distance > 0.0) {
@@ -462,7 +470,7 @@ pub(crate) fn descend_with(
     let mut step = f64::NAN;
     for _ in 0..params.max_iter {
         params.observer.check()?;
-        let grad = objective.gradient(&basis, &point);
+        let grad = objective.gradient(rows, &basis, &point)?;
         if grad.iter().all(|&g| g == 0.0) || !grad.iter().all(|g| g.is_finite()) {
             break;
         }
@@ -478,16 +486,15 @@ pub(crate) fn descend_with(
             step = distance / largest;
         }
         // D(V - l G) = D(V) - l F G^T: one product per iteration, none per trial.
-        let grad_dots = objective.dots(grad.view());
+        rows.direction(&grad)?;
         let mut accepted = None;
         for s in 1..=params.max_line_search {
             params.observer.check()?;
             let candidate = make(&basis.v - &(&grad * step));
-            let dots = ndarray::Zip::from(&point.dots)
-                .and(&grad_dots)
-                .map_collect(|&d, &g| d - step * g);
-            let p = objective.evaluate(&candidate, Some(dots), Some(&point.sols))?;
+            let m = rows.trial(step, &candidate.sq_norms)?;
+            let p = objective.solve(&candidate, m, Some(&point.sols))?;
             if p.value < point.value {
+                rows.accept()?;
                 if s == 1 {
                     step *= 2.0;
                 }
@@ -532,10 +539,18 @@ pub fn objective_and_gradient(
     .run(bags, labels, |setup| {
         let x = bags.instances();
         let (kernel, _) = params.kernel.resolve(params.gamma, x);
-        let objective = Objective::new(params, kernel, Rows::from(x), x.sq_norms(), setup);
+        let (targets, weights) = problems(params, labels, setup.n_classes);
+        let objective = Objective::new(params, kernel, &targets, &weights);
+        let mut rows = BagRows::new(
+            kernel,
+            Rows::from(x),
+            x.sq_norms(),
+            (bags.bag_ptr().to_vec(), 0, bags.n_bags()),
+            (targets.clone(), objective.costs.clone()),
+        );
         let basis = Basis::direct(z);
-        let point = objective.evaluate(&basis, None, None)?;
-        let grad = objective.gradient(&basis, &point);
+        let point = objective.solve(&basis, rows.evaluate(&basis, false)?, None)?;
+        let grad = objective.gradient(&mut rows, &basis, &point)?;
         Ok((point.value, grad))
     })
 }

@@ -123,6 +123,73 @@ def test_fit_equals_the_in_process_fit(client, data, tmp_path, cls, dtype, parti
     assert remote.distributed_restarts_ == 0
 
 
+def small_sparse_mi(cls, **kw):
+    """SparseMI / RSVM (the RBF kernel, ``gamma="scale"``) with few expansion vectors and
+    outer iterations: a fit of few rounds (a fixed seed: the random starting points)."""
+    if cls is milsvm.RSVM:
+        return cls(n_xv=4, C=1.0, random_state=0, **kw)
+    return cls(n_xv=4, C=1.0, max_iter=4, random_state=0, **kw)
+
+
+def same_sparse_mi_fit(a, b, bags, tmp_path):
+    """Every fitted number of two SparseMI / RSVM fits, bit for bit, and the model files byte
+    for byte."""
+    for name in ("objective_history_", "initial_xv_", "xv_", "coef_", "intercept_"):
+        assert np.asarray(getattr(a, name)).tobytes() == np.asarray(getattr(b, name)).tobytes()
+    for name in ("decision_function", "instance_decision_function"):
+        x, y = getattr(a, name)(bags), getattr(b, name)(bags)
+        if isinstance(x, list):  # instance scores: one array per bag
+            x, y = np.concatenate(x), np.concatenate(y)
+        assert x.tobytes() == y.tobytes(), name
+    for name in ("n_iter_", "gamma_"):
+        assert getattr(a, name) == getattr(b, name), name
+    np.testing.assert_array_equal(a.classes_, b.classes_)
+    assert model_bytes(a, tmp_path, "a") == model_bytes(b, tmp_path, "b")
+
+
+@pytest.mark.parametrize(
+    "cls, dtype, partitions, n_classes",
+    [
+        (milsvm.SparseMI, np.float32, 1, 2),
+        (milsvm.SparseMI, np.float32, 2, 2),
+        (milsvm.SparseMI, np.float64, 3, 2),
+        (milsvm.SparseMI, np.float32, 5, 2),
+        (milsvm.SparseMI, np.float64, 7, 2),
+        (milsvm.RSVM, np.float64, 2, 2),
+        (milsvm.RSVM, np.float32, 5, 2),
+        (milsvm.SparseMI, np.float32, 3, 3),
+    ],
+)
+def test_sparse_mi_equals_the_in_process_fit(
+    client, data, tmp_path, cls, dtype, partitions, n_classes
+):
+    bags, y = data
+    bags = [b.astype(dtype) for b in bags]
+    if n_classes == 3:
+        y = np.where(np.arange(len(y)) % 3 == 0, 2, y)
+    local = small_sparse_mi(cls).fit(bags, y)
+    remote = dfit(small_sparse_mi(cls), collection(bags, partitions), y, client=client)
+    if cls is milsvm.SparseMI:
+        assert local.n_iter_ > 1  # the outer iterations ran
+    same_sparse_mi_fit(local, remote, bags, tmp_path)
+    assert remote.distributed_partitions_ == partitions
+    # width, rows, the first evaluation; per iteration a gradient and at least one trial
+    assert remote.distributed_rounds_ >= 3 + 2 * local.n_iter_
+    assert remote.distributed_bytes_ > 0
+    assert remote.distributed_restarts_ == 0
+
+
+def test_sparse_mi_with_given_init_and_linear_kernel(client, data, tmp_path):
+    bags, y = data
+    init = np.stack([bags[k][0] for k in (0, 5, 9)]).astype(np.float64)
+    make = lambda: milsvm.SparseMI(n_xv=3, kernel="linear", init=init, max_iter=3, gamma=0.5)  # noqa: E731
+    local = make().fit(bags, y)
+    remote = dfit(make(), collection(bags, 3), y, client=client)
+    same_sparse_mi_fit(local, remote, bags, tmp_path)
+    again = dfit(make(), collection(bags, 3), y, client=client)  # twice: the same bits
+    same_sparse_mi_fit(remote, again, bags, tmp_path)
+
+
 def test_twice_gives_the_same_bits_and_no_partition_moves(client, data, tmp_path):
     bags, y = data
     client.get_task_stream()  # drop earlier records
@@ -142,11 +209,17 @@ def test_twice_gives_the_same_bits_and_no_partition_moves(client, data, tmp_path
     assert moved == []
 
 
-def test_a_worker_killed_mid_fit(client, data, tmp_path):
+@pytest.mark.parametrize("name", ["MISVM", "SparseMI"])
+def test_a_worker_killed_mid_fit(client, data, tmp_path, name):
     """A worker process dies after the tenth round: Dask rebuilds its partitions elsewhere,
     the fit starts over on every partition, and the model is the undisturbed one."""
     bags, y = data
-    undisturbed = small(milsvm.MISVM).fit(bags, y)
+    make = (
+        (lambda: small(milsvm.MISVM))
+        if name == "MISVM"
+        else (lambda: small_sparse_mi(milsvm.SparseMI))
+    )
+    undisturbed = make().fit(bags, y)
     killed = []
 
     def kill_after_ten(n, op):
@@ -154,15 +227,18 @@ def test_a_worker_killed_mid_fit(client, data, tmp_path):
             killed.append(_kill_a_holder(client))
 
     est = dfit(
-        small(milsvm.MISVM),
+        make(),
         collection(bags, 4),
         y,
         client=client,
         _round_hook=kill_after_ten,
     )
     assert killed
-    same_fit(undisturbed, est, bags)
-    assert model_bytes(undisturbed, tmp_path, "a") == model_bytes(est, tmp_path, "b")
+    if name == "MISVM":
+        same_fit(undisturbed, est, bags)
+        assert model_bytes(undisturbed, tmp_path, "a") == model_bytes(est, tmp_path, "b")
+    else:
+        same_sparse_mi_fit(undisturbed, est, bags, tmp_path)
     assert est.distributed_restarts_ >= 1
     client.wait_for_workers(2, timeout=60)
 
@@ -207,13 +283,18 @@ def _kill_a_holder(client):
         milsvm.MISVM(),  # the RBF kernel
         milsvm.MISVM(kernel="linear", n_xv=5),
         milsvm.miSVM(kernel="linear", probability=True),
+        milsvm.SparseMI(n_basis=3),
+        milsvm.SparseMI(init="kmeans"),
+        milsvm.SparseMI(gamma="median"),
+        milsvm.RSVM(probability=True),
     ],
 )
 def test_unsupported_estimators_say_what_is_supported(client, data, est):
     bags, y = data
     supported = (
         r"miSVM\(kernel='linear'\), MISVM\(kernel='linear'\), ALSVM\(kernel='linear'\), "
-        r"AWSVM\(kernel='linear'\), ALPSVM\(kernel='linear'\)"
+        r"AWSVM\(kernel='linear'\), ALPSVM\(kernel='linear'\), and SparseMI and RSVM in "
+        r"direct mode \(n_basis=None, init 'random' or an array, gamma a number or 'scale'\)"
     )
     with pytest.raises(NotImplementedError, match=supported):
         dfit(est, collection(bags, 2), y, client=client)

@@ -344,7 +344,7 @@ class OneClassFit:
 class Partition:
     """One partition of a distributed fit, held by the worker that built it: the dense rows of its
     bags (float32 or float64, read in place), their labels and the per-row state of the solve.
-    Its answers to the driver's rounds are `d`-vectors and scalars (`round`). It is never
+    Its answers to the driver's rounds are vectors and scalars (`round`). It is never
     pickled: a partition does not move.
     """
     def __init__(
@@ -357,6 +357,20 @@ class Partition:
         costs: NDArray[np.float64],
         params: Params,
     ) -> None: ...
+    @staticmethod
+    def sparse_mi(
+        x: Instances,
+        bag_ptr: NDArray[np.int64],
+        at: Tuple[int, int, int],
+        problems: Tuple[NDArray[np.float64], NDArray[np.float64]],
+        params: Params,
+    ) -> Partition:
+        """The partition of a SparseMI / RSVM fit: of the rows `x` with offsets `bag_ptr`, `at` =
+        `(lo, n_bags, first_row)`: its bags are `lo, lo + 1, ...` of `n_bags`, its first row
+        the data set's row `first_row`; `problems`: per problem (rows) each bag's target, and
+        its cost (`distributed_problems`). The driver sends the kernel width first.
+        """
+        ...
     def round(self, op: str, v: NDArray[np.float64], s: Sequence[float]) -> NDArray[np.float64]:
         """Answers the round `op` with the vector `v` and the scalars `s`: this partition's part
         of the round's sums (tree nodes, flattened), or its counts.
@@ -509,15 +523,6 @@ class _FitPath(Protocol[_R]):
         ...
 
 
-def annealing_binary_problem(
-    labels: NDArray[np.int64],
-    params: Params,
-) -> Tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """The per-bag targets (+1 for class 1, else -1) and costs (`C` times the class weight) of
-    the binary problem of `labels` (class indices 0 and 1) under `params`.
-    """
-    ...
-
 def bag_auc(scores: NDArray[np.float64], targets: NDArray[np.float64]) -> float:
     """The ROC AUC of bag scores, ties counted 1/2 ([`crate::set_kernel_svm::bag_auc`]; targets
     `> 0` positive).
@@ -549,19 +554,34 @@ def decision_functions(
     """
     ...
 
-def distributed_fit_annealing(
+def distributed_fit(
+    family: str,
     dispatch: Any,
     bag_ptr: NDArray[np.int64],
     labels: NDArray[np.int64],
     params: Params,
     n_features: int,
     gamma: float,
-) -> AnnealingFit:
-    """The fit of an annealing method (linear, two classes) on bags held by partitions: the driver
-    runs the fit without the GIL and calls `dispatch(op, v, s)` once per round, which sends the
-    round to every `Partition` and returns their replies in partition order. `bag_ptr`: the
-    offsets of every bag in partition order; `labels`: their class indices; `gamma`: the width
-    the fit records. Returns what `fit_annealing` returns on the same bags.
+) -> Any:
+    """The fit of `family` on bags held by partitions: `"annealing"` (an annealing method, linear,
+    two classes; partitions `Partition(...)`) or `"sparse_mi"` (SparseMI / RSVM, direct mode;
+    partitions `Partition.sparse_mi(...)`). The driver runs the fit without the GIL and calls
+    `dispatch(op, v, s)` once per round, which sends the round to every partition and returns
+    their replies in partition order. `bag_ptr`: the offsets of every bag in partition order;
+    `labels`: their class indices; `gamma`: the width resolved for them. Returns what
+    `fit_annealing` / `fit_sparse_mi` returns on the same bags.
+    """
+    ...
+
+def distributed_problems(
+    family: str,
+    labels: NDArray[np.int64],
+    params: Params,
+) -> Tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The targets (+1 / -1) and costs (`C` times the class weight) of every bag of the problems of
+    a distributed fit of `family` (as `distributed_fit`) on `labels` (class indices) under
+    `params`, one row per problem: the annealing methods' one binary problem (class 1
+    positive); SparseMI's / RSVM's one problem for two classes, one per class for more.
     """
     ...
 fit_annealing: _Fit[AnnealingFit]

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 
 import numpy as np
 
@@ -168,8 +169,18 @@ def score_bags(
     return np.asarray(results)
 
 
-#: The estimators :func:`fit` supports (with ``kernel="linear"``).
+#: The annealing estimators :func:`fit` supports (with ``kernel="linear"``).
 SUPPORTED = ("miSVM", "MISVM", "ALSVM", "AWSVM", "ALPSVM")
+
+#: The label-mean estimators :func:`fit` supports (direct mode, ``n_basis=None``; any kernel).
+SUPPORTED_SPARSE_MI = ("SparseMI", "RSVM")
+
+#: What :func:`fit` supports, as its ``NotImplementedError`` names it.
+SUPPORTED_TEXT = (
+    ", ".join(f"{s}(kernel='linear')" for s in SUPPORTED)
+    + ", and SparseMI and RSVM in direct mode (n_basis=None, init 'random' or an array, gamma "
+    "a number or 'scale')"
+)
 
 #: Seconds a round may take before :func:`fit` gives up (``timeout=None`` in :func:`fit`).
 DEFAULT_ROUND_TIMEOUT = 600.0
@@ -229,9 +240,12 @@ def _partition_sizes(partition, index):
     return lengths, width, dtype
 
 
-def _build_partition(partition, index, lo, n_bags, width, dtype, targets, costs, params):
-    """Runs on a worker: the kernel of partition ``index`` (bags ``lo, lo + 1, ...``)."""
+def _build_partition(partition, index, width, dtype, kind, args):
+    """Runs on a worker: the kernel of partition ``index`` (``kind``: ``"annealing"`` or
+    ``"sparse_mi"``; ``args``: the constructor's arguments after the rows and offsets)."""
     from . import _core
+
+    build = _core.Partition if kind == "annealing" else _core.Partition.sparse_mi
 
     bags = list(partition)
     bag_ptr = np.zeros(len(bags) + 1, dtype=np.int64)
@@ -243,10 +257,19 @@ def _build_partition(partition, index, lo, n_bags, width, dtype, targets, costs,
     del bags, partition
     try:
         # fresh copies: arrays unpickled from Dask's frames can be misaligned
-        kernel = _core.Partition(x, bag_ptr, lo, n_bags, np.array(targets), np.array(costs), params)
+        kernel = build(x, bag_ptr, *_fresh(args))
     except ValueError as exc:
         raise ValueError(f"partition {index}: {exc}") from exc
     return _Held(kernel, x.nbytes)
+
+
+def _fresh(args):
+    """``args`` with every array copied (and tuples of them), afresh."""
+    if isinstance(args, np.ndarray):
+        return np.array(args)
+    if isinstance(args, tuple):
+        return tuple(_fresh(a) for a in args)
+    return args
 
 
 def _round(held, attempt, first, op, v, s):
@@ -284,6 +307,9 @@ class _Rounds:
         self.attempt = 0
         self.first = True
         self.where = []
+        # the rounds' task keys are this fit's own: a key that a finished fit's round still
+        # holds would otherwise hand back that round's replies
+        self.token = uuid.uuid4().hex
 
     def place(self):
         """Waits for every kernel (rebuilt ones included) and pins the rounds to their
@@ -300,7 +326,7 @@ class _Rounds:
     def __call__(self, op, v, s):
         from distributed import wait
 
-        tag = f"milsvm-round-{self.attempt}-{self.rounds}"
+        tag = f"milsvm-round-{self.token}-{self.attempt}-{self.rounds}"
         s = list(s)
         futures = [
             self.client.submit(
@@ -352,19 +378,32 @@ class _Rounds:
 
 
 def _check_supported(estimator):
-    """NotImplementedError unless ``estimator`` takes the distributed route."""
+    """NotImplementedError unless ``estimator`` takes the distributed route; its kind
+    (``"annealing"`` or ``"sparse_mi"``)."""
     name = type(estimator).__name__
-    supported = ", ".join(f"{s}(kernel='linear')" for s in SUPPORTED)
+    supported = SUPPORTED_TEXT
     params = estimator.get_params(deep=False) if hasattr(estimator, "get_params") else {}
-    if name not in SUPPORTED or type(estimator).__module__ != "milsvm.annealing":
+    module = type(estimator).__module__
+    if name in SUPPORTED and module == "milsvm.annealing":
+        kind = "annealing"
+    elif name in SUPPORTED_SPARSE_MI and module == "milsvm.sparse_mi":
+        kind = "sparse_mi"
+    else:
         raise NotImplementedError(f"milsvm.distributed.fit supports {supported}; got {name}")
     unsupported = []
-    if params.get("kernel") != "linear":
-        unsupported.append(f"kernel={params.get('kernel')!r}")
-    if params.get("solver") == "kernel":
-        unsupported.append("solver='kernel'")
-    if params.get("n_xv") not in ("auto", None) or not isinstance(params.get("xv_init"), str):
-        unsupported.append("a reduced basis (n_xv / xv_init)")
+    if kind == "annealing":
+        if params.get("kernel") != "linear":
+            unsupported.append(f"kernel={params.get('kernel')!r}")
+        if params.get("solver") == "kernel":
+            unsupported.append("solver='kernel'")
+        if params.get("n_xv") not in ("auto", None) or not isinstance(params.get("xv_init"), str):
+            unsupported.append("a reduced basis (n_xv / xv_init)")
+    else:
+        if params.get("n_basis") is not None:
+            unsupported.append(f"n_basis={params.get('n_basis')!r}")
+        init = params.get("init", "random")
+        if isinstance(init, str) and init != "random":
+            unsupported.append(f"init={init!r}")
     if params.get("probability"):
         unsupported.append("probability=True")
     gamma = params.get("gamma")
@@ -372,9 +411,10 @@ def _check_supported(estimator):
         unsupported.append(f"gamma={gamma!r}")
     if unsupported:
         raise NotImplementedError(
-            f"milsvm.distributed.fit supports {supported} (the linear solver); "
+            f"milsvm.distributed.fit supports {supported}; "
             f"{name} with {', '.join(unsupported)} is not supported"
         )
+    return kind
 
 
 def fit(estimator, bags, y, *, client=None, timeout=None, max_restarts=3, _round_hook=None):
@@ -390,12 +430,15 @@ def fit(estimator, bags, y, *, client=None, timeout=None, max_restarts=3, _round
 
     Supported: :class:`milsvm.miSVM`, :class:`milsvm.MISVM`, :class:`milsvm.ALSVM`,
     :class:`milsvm.AWSVM` and :class:`milsvm.ALPSVM` with ``kernel="linear"`` (the linear
-    solver), two classes, ``gamma`` a number or ``"scale"`` (recorded in ``gamma_``;
-    the linear kernel does not use it). The others raise ``NotImplementedError``.
+    solver), two classes; :class:`milsvm.SparseMI` and :class:`milsvm.RSVM` in direct mode
+    (``n_basis=None``, ``init="random"`` or an array), any kernel, two or more classes (each
+    round replies the partition's rows of the bag-mean kernel matrix, or its nodes of the
+    gradient's data term). ``gamma`` a number or ``"scale"`` (recorded in ``gamma_``; the
+    linear kernel does not use it). The others raise ``NotImplementedError``.
 
     Parameters
     ----------
-    estimator : miSVM, MISVM, ALSVM, AWSVM or ALPSVM
+    estimator : miSVM, MISVM, ALSVM, AWSVM, ALPSVM, SparseMI or RSVM
         The estimator to fit (its parameters as set); it is fitted in place and returned.
     bags : dask.bag.Bag
         One element per bag, in the order of ``y``: a 2-D NumPy array (``n_instances x
@@ -404,7 +447,8 @@ def fit(estimator, bags, y, *, client=None, timeout=None, max_restarts=3, _round
         the bags' sizes, once to load the partitions into their kernels (persist it, or build it
         from cheap loaders, e.g. ``dask.bag.from_sequence(paths).map(np.load)``).
     y : array-like of shape (n_bags,)
-        Two labels (``classes_[1]`` is positive).
+        Two labels (``classes_[1]`` is positive); SparseMI and RSVM take more (one-vs-rest
+        problems that share the expansion vectors).
     client : distributed.Client, optional
         The client of the cluster (default: the current one, ``distributed.get_client()``).
     timeout : float, optional
@@ -467,7 +511,7 @@ def fit(estimator, bags, y, *, client=None, timeout=None, max_restarts=3, _round
     from ._inputs import encode_labels
 
     start = time.perf_counter()
-    _check_supported(estimator)
+    kind = _check_supported(estimator)
     if not isinstance(bags, db.Bag):
         raise TypeError(
             f"bags must be a dask.bag.Bag of 2-D arrays (one element per bag), got "
@@ -507,20 +551,31 @@ def fit(estimator, bags, y, *, client=None, timeout=None, max_restarts=3, _round
     bag_ptr = np.zeros(n_bags + 1, dtype=np.int64)
     np.cumsum(lengths, out=bag_ptr[1:])
     classes, labels = encode_labels(y, n_bags, multiclass=True, name=name)
-    if len(classes) != 2:
+    if len(classes) != 2 and kind == "annealing":
         raise NotImplementedError(
-            f"milsvm.distributed.fit fits two classes; y holds {len(classes)}"
+            f"milsvm.distributed.fit fits {name} on two classes; y holds {len(classes)}"
         )
-    params = estimator._core_params(None, classes, labels)
-    targets, costs = _core.annealing_binary_problem(labels, params)
-
+    job_bags = types.SimpleNamespace(
+        bag_ptr=bag_ptr, dtype=dtype, n_features=width, is_sparse=False
+    )
+    # the bags' shape only: SparseMI checks a given init against the width
+    params = estimator._core_params(job_bags if kind == "sparse_mi" else None, classes, labels)
     offsets = np.cumsum([0] + [len(ls) for ls, _, _ in sizes])
+    targets, costs = _core.distributed_problems(kind, labels, params)
+    if kind == "annealing":
+        args = [
+            (int(lo), n_bags, targets[0, lo:hi], costs[0, lo:hi], params)
+            for lo, hi in zip(offsets[:-1], offsets[1:])
+        ]
+    else:
+        args = [
+            ((int(lo), n_bags, int(bag_ptr[lo])), (targets[:, lo:hi], costs[:, lo:hi]), params)
+            for lo, hi in zip(offsets[:-1], offsets[1:])
+        ]
     kernels = client.compute(
         [
-            dask.delayed(_build_partition, pure=False)(
-                p, k, int(lo), n_bags, width, dtype.str, targets[lo:hi], costs[lo:hi], params
-            )
-            for k, (p, lo, hi) in enumerate(zip(parts, offsets[:-1], offsets[1:]))
+            dask.delayed(_build_partition, pure=False)(p, k, width, dtype.str, kind, a)
+            for k, (p, a) in enumerate(zip(parts, args))
         ]
     )
     rounds = _Rounds(client, kernels, timeout, _round_hook)
@@ -530,7 +585,7 @@ def fit(estimator, bags, y, *, client=None, timeout=None, max_restarts=3, _round
         restarts = 0
         while True:
             try:
-                fit = _core.distributed_fit_annealing(rounds, bag_ptr, labels, params, width, gamma)
+                fit = _core.distributed_fit(kind, rounds, bag_ptr, labels, params, width, gamma)
                 break
             except PartitionLost:
                 if restarts >= int(max_restarts):
@@ -545,7 +600,7 @@ def fit(estimator, bags, y, *, client=None, timeout=None, max_restarts=3, _round
     job = {
         "name": name,
         "verbose": 0,
-        "bags": types.SimpleNamespace(bag_ptr=bag_ptr, dtype=dtype, n_features=width),
+        "bags": job_bags,
         "classes": classes,
         "labels": labels,
         "probability": False,

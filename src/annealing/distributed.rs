@@ -23,7 +23,7 @@ use crate::error::{invalid_data, invalid_param, Result};
 use crate::model::{Model, Pooling};
 use crate::params::{KernelKind, SvmRoute};
 use crate::solver::linear::{
-    drive, get_nodes, put_nodes, stack_weights, Dispatch, OwnedPart, Reader, RemoteParts,
+    drive, get_nodes, put_nodes, stack_weights, Answer, Dispatch, OwnedPart, Reader, RemoteParts,
     LINEAR_TOL,
 };
 use crate::tree_sum::{combine, partial_bags};
@@ -66,6 +66,23 @@ pub(crate) fn check_distributed(params: &AnnealingValidParams) -> Result<()> {
     Ok(())
 }
 
+/// The checks of an in-process fit's bags (offsets, finite values) for a partition's rows `x`
+/// with offsets `bag_ptr`, its first bag `lo` of the whole (a partition without bags passes).
+pub(crate) fn check_partition(x: &Instances, bag_ptr: &[usize], lo: usize) -> Result<()> {
+    if bag_ptr.len() > 1 {
+        validate_bag_ptr(bag_ptr, x.n_rows())?;
+        if let Some(row) = x.rows().first_non_finite_row() {
+            let bag = bag_ptr.partition_point(|&p| p <= row) - 1;
+            return Err(invalid_data(format!(
+                "bag {} has a non-finite value (NaN or infinity) in instance {}",
+                lo + bag,
+                row - bag_ptr[bag]
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// One partition of a distributed fit: the rows of its bags (owned) with their labels `p`,
 /// answering the driver's rounds ([`PartitionLabels::answer`]).
 pub(crate) struct PartitionLabels {
@@ -103,19 +120,7 @@ impl PartitionLabels {
                 costs.len()
             )));
         }
-        // the checks of an in-process fit's bags (offsets, finite values), for a partition
-        // with bags
-        if m > 0 {
-            validate_bag_ptr(&bag_ptr, x.n_rows())?;
-            if let Some(row) = x.rows().first_non_finite_row() {
-                let bag = bag_ptr.partition_point(|&p| p <= row) - 1;
-                return Err(invalid_data(format!(
-                    "bag {} has a non-finite value (NaN or infinity) in instance {}",
-                    lo + bag,
-                    row - bag_ptr[bag]
-                )));
-            }
-        }
+        check_partition(&x, &bag_ptr, lo)?;
         let part = OwnedPart::new(x, &bag_ptr, lo, n_bags)?;
         Ok(Self {
             part,
@@ -255,30 +260,40 @@ impl PartitionLabels {
                 out
             }
             "labels" => self.p.clone(),
-            "fold_values" => {
-                // the running (sum, sum of squares) of Instances::mean_var, continued
-                let (mut a, mut b) = (
-                    s.first().copied().unwrap_or(0.0),
-                    s.get(1).copied().unwrap_or(0.0),
-                );
-                let mut add = |v: f64| {
-                    a += v;
-                    b += v * v;
-                };
-                match self.part.rows() {
-                    Instances::Dense(x) => x.as_slice().iter().for_each(|&v| add(v)),
-                    Instances::Dense32(x) => x.as_slice().iter().for_each(|&v| add(f64::from(v))),
-                    Instances::Sparse(x) => x.data().iter().for_each(|&v| add(v)),
-                }
-                vec![a, b]
-            }
+            "fold_values" => fold_values(self.part.rows(), s),
             _ => self.part.answer(op, v, s)?,
         })
     }
 }
 
+/// The round `fold_values` of a partition's rows `x`: the running (sum, sum of squares) of
+/// [`Instances::mean_var`] continued from `s` (the width rule `gamma = "scale"`, partition
+/// after partition).
+pub(crate) fn fold_values(x: &Instances, s: &[f64]) -> Vec<f64> {
+    let (mut a, mut b) = (
+        s.first().copied().unwrap_or(0.0),
+        s.get(1).copied().unwrap_or(0.0),
+    );
+    let mut add = |v: f64| {
+        a += v;
+        b += v * v;
+    };
+    match x {
+        Instances::Dense(x) => x.as_slice().iter().for_each(|&v| add(v)),
+        Instances::Dense32(x) => x.as_slice().iter().for_each(|&v| add(f64::from(v))),
+        Instances::Sparse(x) => x.data().iter().for_each(|&v| add(v)),
+    }
+    vec![a, b]
+}
+
+impl Answer for PartitionLabels {
+    fn answer(&mut self, op: &str, v: &[f64], s: &[f64]) -> Result<Vec<f64>> {
+        PartitionLabels::answer(self, op, v, s)
+    }
+}
+
 /// The one scalar of a round's `s`.
-fn scalar(s: &[f64]) -> Result<f64> {
+pub(crate) fn scalar(s: &[f64]) -> Result<f64> {
     match s {
         [t] => Ok(*t),
         _ => Err(invalid_data(format!(
@@ -545,19 +560,12 @@ pub(crate) fn fit_distributed(
 mod tests {
     use super::*;
     use crate::annealing::AnnealingParams;
-    use crate::bags::{Bags, DenseF32};
+    use crate::bags::Bags;
     use crate::fit::{Fit, ParamGuard};
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
-    /// Partitions in process, answering in partition order.
-    struct Local(Vec<PartitionLabels>);
-
-    impl Dispatch for Local {
-        fn round(&mut self, op: &str, v: &[f64], s: &[f64]) -> Result<Vec<Vec<f64>>> {
-            self.0.iter_mut().map(|p| p.answer(op, v, s)).collect()
-        }
-    }
+    use crate::solver::linear::{rows_of, Local};
 
     /// Bags of 2 to 9 rows; a positive bag has one to three rows moved along two features.
     fn bags(seed: u64, n_bags: usize, d: usize) -> (Array2<f64>, Vec<usize>, Vec<usize>) {
@@ -590,14 +598,7 @@ mod tests {
         let (x, ptr, labels) = bags(5, 150, 4);
         let n_bags = labels.len();
         for single in [false, true] {
-            let rows = |r0: usize, r1: usize| -> Instances {
-                let part = x.slice(ndarray::s![r0..r1, ..]);
-                if single {
-                    Instances::from(DenseF32::from_array(part.mapv(|v| v as f32).view()))
-                } else {
-                    Instances::from(part.to_owned())
-                }
-            };
+            let rows = |r0: usize, r1: usize| rows_of(&x, r0, r1, single);
             let whole_bags = Bags::new(rows(0, ptr[n_bags]), ptr.clone()).unwrap();
             for method in [
                 AnnealingParams::mi_svm(),
@@ -611,31 +612,20 @@ mod tests {
                 assert!(whole.n_iter[0] > 1);
                 let (targets, costs) = binary_problem(&params, &labels).unwrap();
                 for parts in [1, 2, 3, 5, 7] {
-                    let mut cuts: Vec<usize> = (0..=parts).map(|p| p * n_bags / parts).collect();
-                    if parts == 3 {
-                        cuts.insert(2, cuts[1]); // an empty partition
-                    }
-                    let kernels = cuts
-                        .windows(2)
-                        .map(|w| {
-                            let (lo, hi) = (w[0], w[1]);
-                            let local: Vec<usize> =
-                                ptr[lo..=hi].iter().map(|&r| r - ptr[lo]).collect();
-                            PartitionLabels::new(
-                                params.clone(),
-                                rows(ptr[lo], ptr[hi]),
-                                local,
-                                lo,
-                                n_bags,
-                                targets[lo..hi].to_vec(),
-                                costs[lo..hi].to_vec(),
-                            )
-                            .unwrap()
-                        })
-                        .collect();
+                    let kernels = Local::split(&ptr, parts, |lo, hi, local| {
+                        PartitionLabels::new(
+                            params.clone(),
+                            rows(ptr[lo], ptr[hi]),
+                            local,
+                            lo,
+                            n_bags,
+                            targets[lo..hi].to_vec(),
+                            costs[lo..hi].to_vec(),
+                        )
+                        .unwrap()
+                    });
                     let fit =
-                        fit_distributed(&params, Local(kernels), &ptr, &labels, 4, whole.gamma)
-                            .unwrap();
+                        fit_distributed(&params, kernels, &ptr, &labels, 4, whole.gamma).unwrap();
                     assert_eq!(fit, whole, "{:?}, {parts} partitions", params.method);
                     let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                     assert_eq!(bits(&fit.p[0]), bits(&whole.p[0]));

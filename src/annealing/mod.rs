@@ -393,7 +393,7 @@ impl AnnealingValidParams {
                 )));
             }
         }
-        check_init_xv_columns(self.init_xv.as_ref(), bags)?;
+        check_init_xv_columns(self.init_xv.as_ref(), bags.n_features())?;
         let n_classes = setup.n_classes;
         let x = bags.instances();
         // The linear kernel has no width: `gamma` is only reported, and its pass (one serial

@@ -463,8 +463,22 @@ pub fn basis_gradient_from_weights(
             acc
         }
     };
+    if let Kernel::Rbf { .. } = kernel {
+        finish_gradient(kernel, &mut out, w.sum_axis(Axis(0)).view(), basis);
+    }
+    out
+}
+
+/// The gradient of [`basis_gradient`] from its sums: `S[k] = sum_p W[p,k] F_p` in `out` and
+/// the column sums `colsum[k] = sum_p W[p,k]`; Gaussian: `2 gamma (S[k] - colsum[k] u_k)`,
+/// linear: `S` as it is.
+pub(crate) fn finish_gradient(
+    kernel: Kernel,
+    out: &mut Array2<f64>,
+    colsum: ArrayView1<f64>,
+    basis: &Basis,
+) {
     if let Kernel::Rbf { gamma } = kernel {
-        let colsum = w.sum_axis(Axis(0));
         for ((mut orow, urow), &cs) in out
             .rows_mut()
             .into_iter()
@@ -475,7 +489,6 @@ pub fn basis_gradient_from_weights(
             orow *= 2.0 * gamma;
         }
     }
-    out
 }
 
 /// `exp(x)` with the same operations on every machine: `x = k ln 2 + r`, `|r| <= ln 2 / 2`, a

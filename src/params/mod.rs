@@ -389,13 +389,13 @@ pub(crate) fn check_init_xv(
 /// Given starting vectors (`init_xv`), if any, must have one column per feature of the bags.
 pub(crate) fn check_init_xv_columns(
     init_xv: Option<&ndarray::Array2<f64>>,
-    bags: &crate::bags::Bags,
+    n_features: usize,
 ) -> Result<()> {
     match init_xv {
-        Some(z) if z.ncols() != bags.n_features() => Err(invalid_param(format!(
+        Some(z) if z.ncols() != n_features => Err(invalid_param(format!(
             "init_xv has {} columns, the bags have {} features",
             z.ncols(),
-            bags.n_features()
+            n_features
         ))),
         _ => Ok(()),
     }

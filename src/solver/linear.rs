@@ -70,7 +70,11 @@ use faer::linalg::matmul::triangular::{self, BlockStructure};
 #[cfg(any(feature = "python", test))]
 mod partition;
 #[cfg(any(feature = "python", test))]
-pub(crate) use partition::{get_nodes, put_nodes, Dispatch, OwnedPart, Reader, RemoteParts};
+pub(crate) use partition::{
+    get_nodes, put_nodes, Answer, Dispatch, OwnedPart, Reader, RemoteParts,
+};
+#[cfg(test)]
+pub(crate) use partition::{rows_of, Local};
 
 /// A line-search step below this says the quadratic model of the last Newton step was poor
 /// (rows crossed their kinks along it); the next system is then solved only to the loose

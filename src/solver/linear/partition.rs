@@ -365,6 +365,62 @@ pub(crate) trait Dispatch {
     fn round(&mut self, op: &str, v: &[f64], s: &[f64]) -> Result<Vec<Vec<f64>>>;
 }
 
+/// A partition of a distributed fit as a worker holds it: answers the round `op` with the
+/// vector `v` and the scalars `s`.
+pub(crate) trait Answer: Send + Sync {
+    /// This partition's reply.
+    fn answer(&mut self, op: &str, v: &[f64], s: &[f64]) -> Result<Vec<f64>>;
+}
+
+/// Rows `r0..r1` of `x` as instances, `f32` (`single`) or `f64` (the tests' partitions).
+#[cfg(test)]
+pub(crate) fn rows_of(x: &ndarray::Array2<f64>, r0: usize, r1: usize, single: bool) -> Instances {
+    let part = x.slice(ndarray::s![r0..r1, ..]);
+    if single {
+        let part = part.mapv(|v| v as f32);
+        Instances::from(crate::bags::DenseF32::from_array(part.view()))
+    } else {
+        Instances::from(part.to_owned())
+    }
+}
+
+/// Partitions in process, answering in partition order (the tests' dispatcher).
+#[cfg(test)]
+pub(crate) struct Local<P>(pub(crate) Vec<P>);
+
+#[cfg(test)]
+impl<P> Local<P> {
+    /// The bags of `ptr` in `parts` contiguous groups (with `parts == 3`, an empty one among
+    /// them), each made by `make(lo, hi, offsets)` from its bags `[lo, hi)` and their offsets
+    /// into its own rows.
+    pub(crate) fn split(
+        ptr: &[usize],
+        parts: usize,
+        make: impl Fn(usize, usize, Vec<usize>) -> P,
+    ) -> Self {
+        let n_bags = ptr.len() - 1;
+        let mut cuts: Vec<usize> = (0..=parts).map(|p| p * n_bags / parts).collect();
+        if parts == 3 {
+            cuts.insert(2, cuts[1]); // an empty partition
+        }
+        Local(
+            cuts.windows(2)
+                .map(|w| {
+                    let local = ptr[w[0]..=w[1]].iter().map(|&r| r - ptr[w[0]]).collect();
+                    make(w[0], w[1], local)
+                })
+                .collect(),
+        )
+    }
+}
+
+#[cfg(test)]
+impl<P: Answer> Dispatch for Local<P> {
+    fn round(&mut self, op: &str, v: &[f64], s: &[f64]) -> Result<Vec<Vec<f64>>> {
+        self.0.iter_mut().map(|p| p.answer(op, v, s)).collect()
+    }
+}
+
 impl<T: Dispatch> Dispatch for &mut T {
     fn round(&mut self, op: &str, v: &[f64], s: &[f64]) -> Result<Vec<Vec<f64>>> {
         (**self).round(op, v, s)

@@ -1,0 +1,437 @@
+//! SparseMI and RSVM (direct mode; any number of classes) over partitions of the bags held
+//! elsewhere (the workers of a Dask cluster). [`SparsePartition`] holds one partition's rows
+//! with the state of the descent ([`BagRows`]) and answers rounds; [`fit_distributed`] is the
+//! driver: it runs [`descend_with`], the outer loop of the fit in one process, over
+//! [`RemoteRows`], whose rounds return the partitions' bag means `M` (each bag's row of `M` is
+//! computed where the bag lives) and their nodes of the gradient's data term in the fixed tree
+//! over the bags. The inner problems on `M`, the line search and the expansion vectors' own
+//! terms run on the driver. The fit is the fit in one process, bit for bit.
+//!
+//! Rounds (`v`: a vector, `s`: scalars; replies flattened to `f64`s):
+//! * `fold_values` (the width rule `gamma = "scale"`, as the annealing fits' partitions answer
+//!   it) and `width` (`s`: the resolved kernel width, which the driver sends first);
+//! * `rows` (`v`: global row indices): the partition's rows among them, each after its index;
+//! * `eval` (`v`: `V`, `s`: `||z_k||^2`): the point at `V` becomes current; its rows of `M`;
+//! * `trial` (`v`: a new line-search direction `G`, or nothing; `s`: the step, then
+//!   `||z_k||^2`): the products `F G^T` when `G` is given (the first trial of an iteration),
+//!   then the candidate `V - step G`; its rows of `M`;
+//! * `gradient` (`v`: `beta_c, b_c` per problem; `s`: whether the last candidate was accepted):
+//!   the nodes of the data term at the current point.
+
+use ndarray::{Array2, ArrayView1, ArrayView2};
+use rand::seq::index::sample;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::rows::{coefficients, gradient_of_sum, BagRows, DescentRows, GradientSum};
+use super::{descend_with, problems, Objective, SparseMiFit, SparseMiValidParams};
+use crate::annealing::distributed::{check_partition, fold_values, scalar};
+use crate::bags::{count_classes, validate_bag_ptr, Instances};
+use crate::error::{invalid_data, invalid_param, Result};
+use crate::kernel::Basis;
+use crate::params::{check_init_xv_columns, KernelKind};
+use crate::solver::linear::{get_nodes, put_nodes, Answer, Dispatch, Reader};
+use crate::solver::Solution;
+use crate::tree_sum::combine;
+
+/// Checks that `params` take the distributed route: direct mode (no basis vectors).
+pub(crate) fn check_distributed(params: &SparseMiValidParams) -> Result<()> {
+    if params.n_basis.is_some() || params.init_basis.is_some() {
+        return Err(invalid_param(
+            "a distributed SparseMI / RSVM fit supports direct mode (n_basis=None)",
+        ));
+    }
+    Ok(())
+}
+
+/// Per problem, one value per bag: the targets, then the costs.
+pub(crate) type PerProblem = (Vec<Vec<f64>>, Vec<Vec<f64>>);
+
+/// The targets and costs (`C` times the class weight) of every problem of the fit of `labels`
+/// (class indices of `n_bags` bags): one row per problem, one entry per bag.
+pub(crate) fn problem_costs(
+    params: &SparseMiValidParams,
+    labels: &[usize],
+    n_bags: usize,
+) -> Result<PerProblem> {
+    let n_classes = count_classes(labels, n_bags)?;
+    params.class_weight.validate(n_classes)?;
+    let (targets, weights) = problems(params, labels, n_classes);
+    let kernel = params.kernel.with_gamma(1.0);
+    let costs = Objective::new(params, kernel, &targets, &weights).costs;
+    Ok((targets, costs))
+}
+
+/// `a` as one row-major vector.
+fn flat(a: &Array2<f64>) -> Vec<f64> {
+    a.as_standard_layout().iter().copied().collect()
+}
+
+/// A matrix of `cols` columns from a round's vector.
+fn matrix(v: &[f64], cols: usize) -> Result<ArrayView2<'_, f64>> {
+    let rows = v.len().checked_div(cols).unwrap_or(0);
+    ArrayView2::from_shape((rows, cols), v).map_err(|_| {
+        invalid_data(format!(
+            "a round's matrix of {} values, {cols} columns",
+            v.len()
+        ))
+    })
+}
+
+/// One partition of a distributed SparseMI fit: its bags' rows (owned) with the state of the
+/// descent, answering the driver's rounds ([`SparsePartition::answer`]; the module docs list
+/// them).
+pub(crate) struct SparsePartition {
+    rows: BagRows<Instances>,
+    kernel: KernelKind,
+    x_width: usize,
+    first_row: usize,
+    n_rows: usize,
+    n_problems: usize,
+}
+
+impl SparsePartition {
+    /// The bags `[lo, lo + m)` of a data set of `n_bags` bags: their rows `x` (the first one
+    /// the data set's row `first_row`) with `m + 1` offsets `bag_ptr`, and per problem each
+    /// bag's target and cost ([`problem_costs`]). The kernel width comes with the round
+    /// `width`.
+    pub(crate) fn new(
+        params: &SparseMiValidParams,
+        x: Instances,
+        bag_ptr: Vec<usize>,
+        (lo, n_bags, first_row): (usize, usize, usize),
+        targets: Vec<Vec<f64>>,
+        costs: Vec<Vec<f64>>,
+    ) -> Result<Self> {
+        check_distributed(params)?;
+        let m = bag_ptr.len().saturating_sub(1);
+        if targets.len() != costs.len() || targets.iter().chain(&costs).any(|t| t.len() != m) {
+            return Err(invalid_data(format!(
+                "a partition of {m} bags needs {m} targets and costs per problem"
+            )));
+        }
+        check_partition(&x, &bag_ptr, lo)?;
+        let (x_width, n_rows, n_problems) = (x.n_features(), x.n_rows(), targets.len());
+        let norms = x.sq_norms();
+        let kernel = params.kernel.with_gamma(f64::NAN);
+        Ok(Self {
+            rows: BagRows::new(kernel, x, norms, (bag_ptr, lo, n_bags), (targets, costs)),
+            kernel: params.kernel,
+            x_width,
+            first_row,
+            n_rows,
+            n_problems,
+        })
+    }
+}
+
+impl Answer for SparsePartition {
+    /// Answers one round (the module docs list them).
+    fn answer(&mut self, op: &str, v: &[f64], s: &[f64]) -> Result<Vec<f64>> {
+        let q = self.x_width;
+        Ok(match op {
+            "fold_values" => fold_values(self.rows.held(), s),
+            "width" => {
+                self.rows.kernel = self.kernel.with_gamma(scalar(s)?);
+                Vec::new()
+            }
+            "rows" => {
+                let mut out = Vec::new();
+                for &r in v {
+                    let r = r as usize;
+                    if (self.first_row..self.first_row + self.n_rows).contains(&r) {
+                        out.push(r as f64);
+                        out.extend(self.rows.dense_row(r - self.first_row));
+                    }
+                }
+                out
+            }
+            "eval" => {
+                let v = matrix(v, q)?;
+                if v.nrows() != s.len() {
+                    return Err(invalid_data(
+                        "an eval round needs one squared norm per vector",
+                    ));
+                }
+                flat(self.rows.evaluate_at(v, s, false))
+            }
+            "trial" => {
+                if !v.is_empty() {
+                    self.rows.direction_of(matrix(v, q)?);
+                }
+                let (&step, norms) = s
+                    .split_first()
+                    .ok_or_else(|| invalid_data("a trial round needs its step"))?;
+                flat(self.rows.trial_at(step, norms)?)
+            }
+            "gradient" => {
+                if s.first() == Some(&1.0) {
+                    self.rows.accept_candidate()?;
+                }
+                let per = v.len() / self.n_problems.max(1);
+                if per == 0 || per * self.n_problems != v.len() {
+                    return Err(invalid_data(
+                        "a gradient round needs beta and b per problem",
+                    ));
+                }
+                let sols: Vec<(ArrayView1<f64>, f64)> = v
+                    .chunks_exact(per)
+                    .map(|c| (ArrayView1::from(&c[..per - 1]), c[per - 1]))
+                    .collect();
+                let mut out = Vec::new();
+                put_nodes(&self.rows.gradient_nodes(&sols)?, &mut out);
+                out
+            }
+            _ => return Err(invalid_data(format!("no SparseMI round named {op:?}"))),
+        })
+    }
+}
+
+/// The driver's [`DescentRows`]: the rows held by the partitions that `dispatch` reaches.
+struct RemoteRows<D> {
+    dispatch: D,
+    n_bags: usize,
+    n_xv: usize,
+    q: usize,
+    /// Whether the partitions' candidate became current (sent with the next gradient round).
+    accepted: bool,
+    /// A new line-search direction (sent with the next trial round).
+    direction: Vec<f64>,
+}
+
+impl<D: Dispatch> RemoteRows<D> {
+    /// `M` from the partitions' rows of it, in partition order.
+    fn means(&mut self, op: &str, v: &[f64], s: &[f64]) -> Result<Array2<f64>> {
+        let m = self.dispatch.round(op, v, s)?.concat();
+        Array2::from_shape_vec((self.n_bags, self.n_xv), m)
+            .map_err(|_| invalid_data("the partitions' bag means do not cover the bags"))
+    }
+}
+
+impl<D: Dispatch> DescentRows for RemoteRows<D> {
+    fn evaluate(&mut self, basis: &Basis, _reuse: bool) -> Result<Array2<f64>> {
+        self.accepted = false;
+        self.means("eval", &flat(&basis.v), &basis.sq_norms)
+    }
+
+    fn direction(&mut self, grad: &Array2<f64>) -> Result<()> {
+        self.direction = flat(grad);
+        Ok(())
+    }
+
+    fn trial(&mut self, step: f64, sq_norms: &[f64]) -> Result<Array2<f64>> {
+        let s: Vec<f64> = std::iter::once(step)
+            .chain(sq_norms.iter().copied())
+            .collect();
+        let v = std::mem::take(&mut self.direction);
+        self.means("trial", &v, &s)
+    }
+
+    fn accept(&mut self) -> Result<()> {
+        self.accepted = true;
+        Ok(())
+    }
+
+    fn data_gradient(&mut self, sols: &[Solution]) -> Result<(Array2<f64>, Vec<f64>)> {
+        let mut v = Vec::new();
+        for (beta, b) in coefficients(sols) {
+            v.extend(beta.iter());
+            v.push(b);
+        }
+        let s = [f64::from(u8::from(std::mem::take(&mut self.accepted)))];
+        let zero: GradientSum = (vec![0.0; self.n_xv * self.q], vec![0.0; self.n_xv]);
+        let mut nodes = Vec::new();
+        for r in self.dispatch.round("gradient", &v, &s)? {
+            nodes.extend(get_nodes(&zero, &mut Reader::new(&r))?);
+        }
+        gradient_of_sum(combine(self.n_bags, nodes, zero)?, self.n_xv)
+    }
+}
+
+/// The rows `rows` of the data set (global indices), gathered from the partitions.
+fn gather_rows(dispatch: &mut impl Dispatch, rows: &[usize], q: usize) -> Result<Array2<f64>> {
+    let wanted: Vec<f64> = rows.iter().map(|&r| r as f64).collect();
+    let mut found = std::collections::HashMap::new();
+    for reply in dispatch.round("rows", &wanted, &[])? {
+        let mut at = Reader::new(&reply);
+        for _ in 0..reply.len() / (q + 1) {
+            let r = at.count()?;
+            found.insert(r, at.slice(q)?.to_vec());
+        }
+    }
+    let mut out = Array2::zeros((rows.len(), q));
+    for (mut o, r) in out.rows_mut().into_iter().zip(rows) {
+        let row = found
+            .get(r)
+            .ok_or_else(|| invalid_data(format!("no partition holds row {r}")))?;
+        o.assign(&ArrayView1::from(row));
+    }
+    Ok(out)
+}
+
+/// The fit of SparseMI / RSVM (direct mode) on bags held by the partitions that `dispatch`
+/// reaches (each a [`SparsePartition`]), from the bags' offsets `bag_ptr` (all of them),
+/// `labels` (class indices), the width `n_features` and the kernel width `gamma` resolved for
+/// them: the [`SparseMiFit`] of the same fit in one process.
+pub(crate) fn fit_distributed(
+    params: &SparseMiValidParams,
+    mut dispatch: impl Dispatch,
+    bag_ptr: &[usize],
+    labels: &[usize],
+    n_features: usize,
+    gamma: f64,
+) -> Result<SparseMiFit> {
+    check_distributed(params)?;
+    let n_bags = bag_ptr.len().saturating_sub(1);
+    let n = bag_ptr.last().copied().unwrap_or(0);
+    validate_bag_ptr(bag_ptr, n)?;
+    let n_classes = count_classes(labels, n_bags)?;
+    params.class_weight.validate(n_classes)?;
+    params.check_n_xv(n)?;
+    check_init_xv_columns(params.init_xv.as_ref(), n_features)?;
+    let kernel = params.kernel.with_gamma(gamma);
+    dispatch.round("width", &[], &[gamma])?;
+    let initial_xv = match &params.init_xv {
+        Some(z) => z.clone(),
+        None => {
+            let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
+            let rows = sample(&mut rng, n, params.n_xv).into_vec();
+            gather_rows(&mut dispatch, &rows, n_features)?
+        }
+    };
+    let (targets, weights) = problems(params, labels, n_classes);
+    let objective = Objective::new(params, kernel, &targets, &weights);
+    let mut rows = RemoteRows {
+        dispatch,
+        n_bags,
+        n_xv: initial_xv.nrows(),
+        q: n_features,
+        accepted: false,
+        direction: Vec::new(),
+    };
+    let (basis, point, history) = descend_with(
+        params,
+        &objective,
+        &mut rows,
+        Basis::direct(initial_xv.clone()),
+        None,
+        Basis::direct,
+    )?;
+    let xv = basis.v.clone();
+    Ok(params.record(
+        n_classes,
+        (kernel, gamma),
+        &basis,
+        &point,
+        history,
+        &initial_xv,
+        xv,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bags::Bags;
+    use crate::fit::{Fit, ParamGuard};
+    use crate::sparse_mi::SparseMiParams;
+    use rand::Rng;
+
+    use crate::solver::linear::{rows_of, Local};
+
+    /// Bags of 2 to 9 rows; class `i % n_classes`, whose first rows move along feature `class`.
+    fn bags(
+        seed: u64,
+        n_bags: usize,
+        d: usize,
+        n_classes: usize,
+    ) -> (Array2<f64>, Vec<usize>, Vec<usize>) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let (mut ptr, mut labels, mut rows) = (vec![0], Vec::new(), Vec::new());
+        for i in 0..n_bags {
+            let m = rng.random_range(2..=9);
+            let class = i % n_classes;
+            for r in 0..m {
+                for k in 0..d {
+                    let mut v = rng.random::<f64>() * 2.0 - 1.0;
+                    if r < 2 && k == class && class > 0 {
+                        v += 1.5;
+                    }
+                    rows.push(v);
+                }
+            }
+            ptr.push(ptr[i] + m);
+            labels.push(class);
+        }
+        let x = Array2::from_shape_vec((ptr[n_bags], d), rows).unwrap();
+        (x, ptr, labels)
+    }
+
+    /// SparseMI (two and three classes), RSVM and the linear kernel, f64 and f32 rows, over
+    /// 1, 2, 3, 5 and 7 partitions (an empty one among them): the whole fit record (model,
+    /// history, initial expansion vectors) equals the in-process fit's, bit for bit.
+    #[test]
+    fn a_fit_over_partitions_is_the_fit_in_one_process() {
+        for (n_classes, params) in [
+            (2, SparseMiParams::new().n_xv(4).max_iter(6)),
+            (2, SparseMiParams::rsvm().n_xv(5).seed(3)),
+            (
+                2,
+                SparseMiParams::new()
+                    .n_xv(3)
+                    .max_iter(4)
+                    .kernel(KernelKind::Linear),
+            ),
+            (3, SparseMiParams::new().n_xv(4).max_iter(4)),
+        ] {
+            let (x, ptr, labels) = bags(7, 90, 4, n_classes);
+            let n_bags = labels.len();
+            let params = params.check().unwrap();
+            for single in [false, true] {
+                let rows = |r0: usize, r1: usize| rows_of(&x, r0, r1, single);
+                let whole_bags = Bags::new(rows(0, ptr[n_bags]), ptr.clone()).unwrap();
+                let whole = params.fit(&whole_bags, &labels).unwrap();
+                assert!(params.max_iter == 0 || whole.n_iter > 1, "{}", whole.n_iter);
+                let (targets, costs) = problem_costs(&params, &labels, n_bags).unwrap();
+                for parts in [1, 2, 3, 5, 7] {
+                    let kernels = Local::split(&ptr, parts, |lo, hi, local| {
+                        let slice = |t: &Vec<Vec<f64>>| -> Vec<Vec<f64>> {
+                            t.iter().map(|t| t[lo..hi].to_vec()).collect()
+                        };
+                        let at = (lo, n_bags, ptr[lo]);
+                        let (t, c) = (slice(&targets), slice(&costs));
+                        SparsePartition::new(&params, rows(ptr[lo], ptr[hi]), local, at, t, c)
+                            .unwrap()
+                    });
+                    let fit =
+                        fit_distributed(&params, kernels, &ptr, &labels, 4, whole.gamma).unwrap();
+                    assert_eq!(fit, whole, "{n_classes} classes, {parts} partitions");
+                    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&fit.objective_history), bits(&whole.objective_history));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bad_rounds_and_settings_are_refused() {
+        let (x, ptr, labels) = bags(1, 6, 3, 2);
+        let params = SparseMiParams::new().n_xv(2).check().unwrap();
+        let (targets, costs) = problem_costs(&params, &labels, 6).unwrap();
+        let basis = SparseMiParams::new().n_basis(Some(2)).check().unwrap();
+        assert!(check_distributed(&basis).is_err());
+        assert!(problem_costs(&params, &labels[..5], 6).is_err());
+        let mut part =
+            SparsePartition::new(&params, Instances::from(x), ptr, (0, 6, 0), targets, costs)
+                .unwrap();
+        assert!(part.answer("no such round", &[], &[]).is_err());
+        assert!(part.answer("width", &[], &[]).is_err());
+        assert!(part.answer("trial", &[], &[0.5]).is_err());
+        assert!(part.answer("gradient", &[1.0, 2.0, 0.0], &[0.0]).is_err());
+        assert!(part.answer("eval", &[0.0; 6], &[1.0]).is_err());
+        assert!(part.answer("eval", &[0.0; 6], &[0.0, 0.0]).is_ok());
+        assert!(part
+            .answer("trial", &[0.0; 9], &[0.5, 0.0, 0.0, 0.0])
+            .is_err());
+    }
+}
