@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use common::{toy, TestResult};
 use milsvm::params::Value;
+use milsvm::set_kernel_svm::SmilBagScore;
 use milsvm::two_stage::{sawmil_positives, sbmil_positives, FirstStageProblem, Relabel};
 use milsvm::{
     Cancel, Error, Hyperparams, KernelKind, Observer, ParamGuard, SilParams, SmilParams,
@@ -63,7 +64,11 @@ fn the_first_stage_is_smil_and_its_scores_pick_the_positives() -> TestResult {
             .c(10.0)
             .eta(eta)
             .fit(&bags, &labels)?;
-        let smil = SmilParams::new().c(10.0).fit(&bags, &labels)?;
+        // the two-stage methods keep the class-median threshold, whatever sMIL's default
+        let smil = SmilParams::new()
+            .c(10.0)
+            .bag_score(SmilBagScore::MeanOffset)
+            .fit(&bags, &labels)?;
         assert_eq!(fit.first_stage, smil);
         // the rule on the first stage's scores of the positive bags' instances
         let scores = smil.model.instance_decision_function(bags.instances())?;
