@@ -1,5 +1,6 @@
 """The parameter and attribute descriptions that several estimators share, written once and
-spliced into the class docstrings (numpydoc layout, four-space indent)."""
+spliced into the class docstrings (numpydoc layout, four-space indent); :func:`splice` does the
+same for the functions that share descriptions (the dataset readers and generators)."""
 
 from __future__ import annotations
 
