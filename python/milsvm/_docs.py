@@ -1,5 +1,6 @@
 """The parameter and attribute descriptions that several estimators share, written once and
-spliced into the class docstrings (numpydoc layout, four-space indent)."""
+spliced into the class docstrings (numpydoc layout, four-space indent); :func:`splice` does the
+same for the functions that share descriptions (the dataset readers and generators)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ __all__ = [
     "SMO_MAX_ITER",
     "NEWTON_INNER",
     "INNER_TOL_BY_SOLVER",
+    "splice",
 ]
 
 
@@ -127,6 +129,25 @@ def param(*names, **formats):
         _indent(_PARAMS[n].format(**{"default": "", "none": "", **formats.get(n, {})}))
         for n in names
     )
+
+
+def splice(shared):
+    """A decorator that writes ``shared[name]`` (numpydoc text) into a function's docstring where
+    a line ``<name>`` stands, at that line's indent: the function form of :func:`param` (a
+    function's docstring cannot be an f-string). A marker without its text is a ``KeyError`` at
+    import."""
+
+    def decorate(func):
+        if func.__doc__:  # None under ``python -OO``
+            func.__doc__ = re.sub(
+                r"^( *)<(\w+)>$",
+                lambda m: textwrap.indent(shared[m.group(2)], m.group(1)),
+                func.__doc__,
+                flags=re.MULTILINE,
+            )
+        return func
+
+    return decorate
 
 
 def attr(*names):

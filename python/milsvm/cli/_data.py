@@ -25,16 +25,12 @@ def detect_format(path):
     """``npy``, ``h5``, ``parquet``, ``mat``, ``csv``, ``musk`` or ``mill`` for ``path`` (see the
     module docstring)."""
     if os.path.isdir(path):
-        suffixes = {Path(name).suffix.lower() for name in os.listdir(path)}
-        kinds = [
-            kind for kind, ends in (("npy", {".npy"}), ("h5", {".h5", ".hdf5"})) if suffixes & ends
-        ]
-        if len(kinds) != 1:
-            found = "both .npy and HDF5 files" if kinds else "no .npy or .h5 files"
-            raise CommandError(
-                f"data folder {path!r} holds {found}: give --format npy or --format h5"
-            )
-        return kinds[0]
+        from ..datasets.slides import detect_folder_format
+
+        try:
+            return detect_folder_format(path, advice="give --format npy or --format h5")
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
     suffix = Path(path).suffix.lower()
     if suffix == ".parquet":
         return "parquet"

@@ -7,7 +7,13 @@ import argparse
 from .. import __version__
 from ._commands import cmd_cv, cmd_demo, cmd_fit, cmd_heatmap, cmd_models, cmd_predict
 from ._data import FORMATS
-from ._slides import add_cv_options, add_group_options, add_heatmap_parser, add_model_and_data
+from ._slides import (
+    HEATMAP_TEXTS,
+    add_cv_options,
+    add_group_options,
+    add_heatmap_arguments,
+    add_model_and_data,
+)
 from ._values import EXIT_USAGE, _grid_item, _n_jobs, _positive_int
 
 
@@ -119,8 +125,18 @@ def build_parser():
     _add_cv(sub, [common, data_opts, model_opts])
     _add_fit(sub, [common, data_opts, model_opts])
     _add_predict(sub, [common, data_opts])
-    add_heatmap_parser(sub, [common, data_opts], _Formatter, cmd_heatmap)
+    heatmap = _command(sub, "heatmap", [common, data_opts], cmd_heatmap, **HEATMAP_TEXTS)
+    add_heatmap_arguments(heatmap)
     return parser
+
+
+def _command(sub, name, parents, run, **texts):
+    """The subcommand ``name`` of ``sub``: the options of ``parents``, the help layout of every
+    command, ``run`` the function that runs it (``args.run``); ``texts``: its ``help``,
+    ``description`` and ``epilog``."""
+    command = sub.add_parser(name, parents=parents, formatter_class=_Formatter, **texts)
+    command.set_defaults(run=run)
+    return command
 
 
 def _common_options():
@@ -184,10 +200,11 @@ def _model_options():
 
 
 def _add_demo(sub, parents):
-    demo = sub.add_parser(
+    demo = _command(
+        sub,
         "demo",
-        parents=parents,
-        formatter_class=_Formatter,
+        parents,
+        cmd_demo,
         help="SparseMI, 10-fold CV on the bundled MUSK1 (the README's main job)",
         description="SparseMI with 10-fold bag-level CV on the bundled MUSK1 (features "
         "standardised per training fold); prints accuracy, expansion vectors and "
@@ -201,14 +218,14 @@ def _add_demo(sub, parents):
     demo.add_argument(
         "--n-jobs", type=_n_jobs, default=None, help="folds run in parallel (default: 1)"
     )
-    demo.set_defaults(run=cmd_demo)
 
 
 def _add_models(sub, parents):
-    models = sub.add_parser(
+    models = _command(
+        sub,
         "models",
-        parents=parents,
-        formatter_class=_Formatter,
+        parents,
+        cmd_models,
         help="list the estimators, or the parameters of one",
         description="Without NAME: every estimator name with a summary. With NAME: its "
         "parameters (for -p and --grid) with their defaults, meanings, valid "
@@ -217,14 +234,14 @@ def _add_models(sub, parents):
     models.add_argument(
         "name", nargs="?", metavar="NAME", help="an estimator name (case-insensitive)"
     )
-    models.set_defaults(run=cmd_models)
 
 
 def _add_cv(sub, parents):
-    cv = sub.add_parser(
+    cv = _command(
+        sub,
         "cv",
-        parents=parents,
-        formatter_class=_Formatter,
+        parents,
+        cmd_cv,
         epilog=_CV_EPILOG,
         help="repeated stratified k-fold CV, optional inner grid search",
         description="Bag-level cross-validation of an estimator on a data file: stratified "
@@ -298,14 +315,14 @@ def _add_cv(sub, parents):
         "of 2-D data); DIR is checked before the CV runs; plots need pip install milsvm[plot]",
     )
     add_cv_options(cv)
-    cv.set_defaults(run=cmd_cv)
 
 
 def _add_fit(sub, parents):
-    fit = sub.add_parser(
+    fit = _command(
+        sub,
         "fit",
-        parents=parents,
-        formatter_class=_Formatter,
+        parents,
+        cmd_fit,
         help="fit an estimator on a data file and save the model (JSON)",
         description="Fit an estimator on all bags of a data file and save the model as "
         "versioned JSON, read by 'milsvm predict', milsvm.load and the Rust crate. "
@@ -327,14 +344,14 @@ def _add_fit(sub, parents):
         action="store_false",
         help="do not standardise the features (the default standardises, as cv does)",
     )
-    fit.set_defaults(run=cmd_fit)
 
 
 def _add_predict(sub, parents):
-    pred = sub.add_parser(
+    pred = _command(
+        sub,
         "predict",
-        parents=parents,
-        formatter_class=_Formatter,
+        parents,
+        cmd_predict,
         help="predict the bags of a data file with a saved model",
         description="Score and classify every bag of a data file with a "
         "model saved by 'milsvm fit' (or milsvm.save), through its scaler "
@@ -358,4 +375,3 @@ def _add_predict(sub, parents):
     pred.add_argument(
         "--instances", metavar="FILE", help="also write one line per instance to FILE"
     )
-    pred.set_defaults(run=cmd_predict)

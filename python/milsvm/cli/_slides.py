@@ -21,7 +21,8 @@ import numpy as np
 __all__ = [
     "add_group_options",
     "add_cv_options",
-    "add_heatmap_parser",
+    "HEATMAP_TEXTS",
+    "add_heatmap_arguments",
     "check_cv_options",
     "resolve_groups",
     "print_pooled",
@@ -226,23 +227,23 @@ def print_pooled(evaluation, grouped, repeats):
 # --------------------------------------------------------------------------------------------
 
 
-def add_heatmap_parser(sub, parents, formatter, run):
-    """The ``heatmap`` subcommand."""
-    heat = sub.add_parser(
-        "heatmap",
-        parents=parents,
-        formatter_class=formatter,
-        help="GeoJSON (QuPath) and PNG heatmaps of the instance scores of every slide",
-        description="Score every patch of every slide of a folder with a saved model and "
-        "write, per slide, DIR/<slide>.geojson (one detection per patch, its square in "
-        "level-0 pixels, with the properties score, share and QuPath's objectType, "
-        "classification and measurements) and DIR/<slide>.png (the patches coloured by "
-        "score, a colour bar, and the bag's score and label in the title). The slides need "
-        "patch coordinates: CLAM's 'coords' dataset (with patch_size) or, for .npy bags, "
-        "coords/<slide>.npy.",
-        epilog="example:\n  milsvm heatmap model.json features/h5_files --labels labels.csv "
-        "--out heatmaps/",
-    )
+#: The help texts of ``milsvm heatmap`` (whose parser the parser module makes as every command's).
+HEATMAP_TEXTS = {
+    "help": "GeoJSON (QuPath) and PNG heatmaps of the instance scores of every slide",
+    "description": "Score every patch of every slide of a folder with a saved model and "
+    "write, per slide, DIR/<slide>.geojson (one detection per patch, its square in "
+    "level-0 pixels, with the properties score, share and QuPath's objectType, "
+    "classification and measurements) and DIR/<slide>.png (the patches coloured by "
+    "score, a colour bar, and the bag's score and label in the title). The slides need "
+    "patch coordinates: CLAM's 'coords' dataset (with patch_size) or, for .npy bags, "
+    "coords/<slide>.npy.",
+    "epilog": "example:\n  milsvm heatmap model.json features/h5_files --labels labels.csv "
+    "--out heatmaps/",
+}
+
+
+def add_heatmap_arguments(heat):
+    """The arguments of the ``heatmap`` subcommand."""
     add_model_and_data(heat, "folder of per-slide .h5 or .npy files")
     heat.add_argument(
         "--out", required=True, metavar="DIR", help="folder to write (created if needed)"
@@ -261,8 +262,6 @@ def add_heatmap_parser(sub, parents, formatter, run):
         help="also write DIR/<slide>.h5 in CLAM's heatmap block-map layout (attention_scores: the "
         "instance scores, N x 1; coords)",
     )
-    heat.set_defaults(run=run)
-    return heat
 
 
 def cmd_heatmap(

@@ -16,14 +16,55 @@ import os
 
 import numpy as np
 
+from .._docs import splice
 from .coords import read_h5_coords, read_npy_coords
 from .labels import _as_features, _as_labels, _check_widths, _pair, read_labels
 
 __all__ = ["load_npy_folder", "load_h5_folder"]
 
+#: The bag-file suffixes of each folder format, and the format's name in messages.
+FOLDER_FORMATS = {"npy": ((".npy",), ".npy"), "h5": ((".h5", ".hdf5"), "HDF5")}
 
-def _bag_files(folder, suffixes, what):
-    """``{bag_id: path}`` of the files in ``folder`` ending in one of ``suffixes``."""
+#: The parameters, results and errors the two readers share (numpydoc), spliced into their
+#: docstrings where a line ``<name>`` stands.
+_SHARED_DOCS = {
+    "labels": """labels : str, path-like, dict or None, default=None
+    A CSV of ``bag_id,label`` (see :func:`read_labels`) or a dict ``{bag_id: label}``.
+    Every file must have a label and every label a file. ``None``: no labels (to predict).""",
+    "return_options": """return_bag_names : bool, default=False
+    Also return the bag ids.
+group_by : str or None, default=None
+    The label CSV's column holding each bag's group (patient); ``None``: CLAM's
+    ``case_id`` when the CSV has it (see :func:`read_labels`).
+return_groups : bool, default=False
+    Also return the groups: an object array of one group (str) per bag, or ``None`` when
+    the labels name none.""",
+    "returns": """Returns
+-------
+bags : list of ndarray
+    In the order of the label file (sorted by bag id without labels); the files' dtype
+    under the module's dtype rule (float16 -> float32; integers -> float64).
+y : ndarray or None
+    The labels (int64 when every label is an integer, else the labels' text).
+bag_names : list of str
+    Only if ``return_bag_names``.
+groups : ndarray of object or None
+    Only if ``return_groups``.
+coords : list of PatchCoords or None
+    Only if ``return_coords``.""",
+    "errors": """an empty file, a bag that is not 2-D or has no instances, a feature width that
+differs from the first file's, a file without a label or a label without a file;
+coordinates whose row count differs from the features', or that are not finite integers;
+a ``group_by`` column the labels lack, an empty group.""",
+    "type_error": """TypeError
+    A file whose dtype is not real numbers.""",
+}
+
+
+def _bag_files(folder, fmt):
+    """``{bag_id: path}`` of the files in ``folder`` of the format ``fmt`` (a key of
+    :data:`FOLDER_FORMATS`)."""
+    suffixes, what = FOLDER_FORMATS[fmt]
     folder = os.fspath(folder)
     if not os.path.isdir(folder):
         raise ValueError(f"{folder!r} is not a folder")
@@ -44,21 +85,20 @@ def _bag_files(folder, suffixes, what):
 
 def _load_folder(
     folder,
-    suffixes,
-    what,
     labels,
+    fmt,
     read,
-    return_bag_names,
     *,
-    group_by=None,
-    return_groups=False,
-    return_coords=False,
+    return_bag_names,
+    group_by,
+    return_groups,
+    return_coords,
 ):
-    """The bags of the files of ``folder`` ending in ``suffixes``, each read by ``read(path)``
-    (``(array, PatchCoords or None)``, the coordinates read only when ``return_coords``; or a
-    ``ValueError`` naming the file), paired with
-    ``labels``; the tuple ``bags, y[, names][, groups][, coords]``."""
-    files = _bag_files(folder, suffixes, what)
+    """The bags of the files of ``folder`` of the format ``fmt``, each read by ``read(path,
+    return_coords)`` (``(array, PatchCoords or None)``, the coordinates read only when asked
+    for; or a ``ValueError`` naming the file), paired with ``labels``; the tuple ``bags, y[,
+    names][, groups][, coords]`` of the public readers, whose keywords these are."""
+    files = _bag_files(folder, fmt)
     groups_of = None
     if isinstance(labels, (str, os.PathLike)) and (return_groups or group_by is not None):
         table, groups_of = read_labels(labels, group_by=group_by, return_groups=True)
@@ -90,6 +130,7 @@ def _load_folder(
     return tuple(out)
 
 
+@splice(_SHARED_DOCS)
 def load_npy_folder(
     folder,
     labels=None,
@@ -107,48 +148,24 @@ def load_npy_folder(
     folder : str or path-like
         The folder. Every ``*.npy`` file in it is a bag: a 2-D array ``n_instances x
         n_features`` (all files the same width); other files are ignored.
-    labels : str, path-like, dict or None, default=None
-        A CSV of ``bag_id,label`` (see :func:`read_labels`) or a dict ``{bag_id: label}``.
-        Every file must have a label and every label a file. ``None``: no labels (to predict).
+    <labels>
     mmap : bool, default=True
         Memory-map the files (``np.load(..., mmap_mode="r")``): a float32 or float64 bag is
         read from the page cache when used, never copied by the reader.
-    return_bag_names : bool, default=False
-        Also return the bag ids.
-    group_by : str or None, default=None
-        The label CSV's column holding each bag's group (patient); ``None``: CLAM's
-        ``case_id`` when the CSV has it (see :func:`read_labels`).
-    return_groups : bool, default=False
-        Also return the groups: an object array of one group (str) per bag, or ``None`` when
-        the labels name none.
+    <return_options>
     return_coords : bool, default=False
-        Also return the patch coordinates: a list of one
+        Also return the patch coordinates, read from the sidecar folder ``coords/`` (the
+        layout is in :mod:`milsvm.datasets.coords`): a list of one
         :class:`~milsvm.datasets.PatchCoords` per bag (``None`` for a bag without them).
 
-    Returns
-    -------
-    bags : list of ndarray
-        In the order of the label file (sorted by bag id without labels); the files' dtype
-        under the module's dtype rule (float16 -> float32; integers -> float64).
-    y : ndarray or None
-        The labels (int64 when every label is an integer, else the labels' text).
-    bag_names : list of str
-        Only if ``return_bag_names``.
-    groups : ndarray of object or None
-        Only if ``return_groups``.
-    coords : list of PatchCoords or None
-        Only if ``return_coords``; read from the sidecar folder ``coords/`` (the layout is in
-        :mod:`milsvm.datasets.coords`).
+    <returns>
 
     Raises
     ------
     ValueError
-        Naming the file: an empty or unreadable file, a bag that is not 2-D or has no
-        instances, a feature width that differs from the first file's, a file without a label
-        or a label without a file; coordinates whose row count differs from the features', or
-        that are not finite integers; a ``group_by`` column the labels lack, an empty group.
-    TypeError
-        A file whose dtype is not real numbers.
+        Naming the file: not a readable ``.npy`` array;
+        <errors>
+    <type_error>
     """
 
     def read(path, want_coords):
@@ -163,17 +180,17 @@ def load_npy_folder(
 
     return _load_folder(
         folder,
-        (".npy",),
-        ".npy",
         labels,
+        "npy",
         read,
-        return_bag_names,
+        return_bag_names=return_bag_names,
         group_by=group_by,
         return_groups=return_groups,
         return_coords=return_coords,
     )
 
 
+@splice(_SHARED_DOCS)
 def load_h5_folder(
     folder,
     labels=None,
@@ -192,21 +209,16 @@ def load_h5_folder(
         The folder. Every ``*.h5`` / ``*.hdf5`` file in it is a bag whose instances are the
         rows of the dataset ``dataset`` (``N x D``); CLAM's ``coords`` are read with
         ``return_coords``, other datasets are ignored.
-    labels : str, path-like, dict or None, default=None
-        As in :func:`load_npy_folder`.
+    <labels>
     dataset : str, default="features"
         The name of the features dataset in every file.
-    return_bag_names, group_by, return_groups
-        As in :func:`load_npy_folder`.
+    <return_options>
     return_coords : bool, default=False
         Also return each file's ``coords`` dataset with its ``patch_size``, ``patch_level`` and
         ``downsample`` attributes, as a list of :class:`~milsvm.datasets.PatchCoords` (``None``
         for a file without ``coords``).
 
-    Returns
-    -------
-    bags, y[, bag_names][, groups][, coords]
-        As :func:`load_npy_folder` (each bag read into memory in the file's dtype).
+    <returns>
 
     Raises
     ------
@@ -214,9 +226,9 @@ def load_h5_folder(
         ``h5py`` is not installed.
     ValueError
         Naming the file: not an HDF5 file, no dataset ``dataset`` (the message lists the
-        datasets the file has), an empty dataset, a width that differs from the first file's,
-        a file without a label or a label without a file, coordinates as in
-        :func:`load_npy_folder`.
+        datasets the file has);
+        <errors>
+    <type_error>
     """
     try:
         import h5py
@@ -249,11 +261,10 @@ def load_h5_folder(
 
     return _load_folder(
         folder,
-        (".h5", ".hdf5"),
-        "HDF5",
         labels,
+        "h5",
         read,
-        return_bag_names,
+        return_bag_names=return_bag_names,
         group_by=group_by,
         return_groups=return_groups,
         return_coords=return_coords,

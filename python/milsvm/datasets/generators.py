@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 import numbers
-import textwrap
 
 import numpy as np
+
+from .._docs import splice
 
 __all__ = [
     "make_center_ring_bags",
@@ -29,8 +30,8 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 
 
-#: The descriptions the 2-D generators share (numpydoc, four-space indent), spliced into their
-#: docstrings by :func:`_shared_docs` where a line ``<name>`` stands.
+#: The descriptions the 2-D generators share (numpydoc), spliced into their docstrings where a
+#: line ``<name>`` stands.
 _SHARED_DOCS = {
     "bag_size": """bag_size : int or (int, int), default=(5, 10)
     Bag size, or the inclusive range it is drawn from uniformly; sizes >= 1.""",
@@ -44,14 +45,6 @@ Returns
 -------
 bags : list of ndarray of shape (n_instances_i, 2)""",
 }
-
-
-def _shared_docs(func):
-    """``func`` with the :data:`_SHARED_DOCS` spliced into its docstring."""
-    if func.__doc__:  # None under ``python -OO``
-        for name, text in _SHARED_DOCS.items():
-            func.__doc__ = func.__doc__.replace(f"    <{name}>", textwrap.indent(text, "    "))
-    return func
 
 
 def _check_random_state(random_state):
@@ -147,7 +140,7 @@ def _finish(bags, y, instance_labels, return_instance_labels):
 # --------------------------------------------------------------------------------------------
 
 
-@_shared_docs
+@splice(_SHARED_DOCS)
 def make_center_ring_bags(
     n_bags=100,
     bag_size=(5, 10),
@@ -235,7 +228,7 @@ _FOUR_GAUSSIANS_MEANS.setflags(write=False)
 _FOUR_GAUSSIANS_SIGMA = 0.25
 
 
-@_shared_docs
+@splice(_SHARED_DOCS)
 def make_four_gaussians_bags(
     n_bags=150, bag_size=(5, 10), random_state=None, return_instance_labels=False
 ):
@@ -333,7 +326,7 @@ def _sample_square_minus_disc(rng, n, half_width, radius):
     return out[:n]
 
 
-@_shared_docs
+@splice(_SHARED_DOCS)
 def make_annealing_toy(
     fraction_positive=0.5, n_bags=100, random_state=None, return_instance_labels=False
 ):

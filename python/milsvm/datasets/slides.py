@@ -19,13 +19,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .coords import PatchCoords
-from .folder import _bag_files, load_h5_folder, load_npy_folder
+from .folder import FOLDER_FORMATS, _bag_files, load_h5_folder, load_npy_folder
 from .generators import _check_int, _check_random_state, _check_real
 from .labels import read_labels
 
 __all__ = ["SlideData", "SlideFolder", "load_slide_folder", "make_slide_folder"]
-
-_SUFFIXES = {"npy": (".npy",), "h5": (".h5", ".hdf5")}
 
 
 @dataclass
@@ -70,20 +68,18 @@ class SlideData:
         return bool(self.coords) and all(c is not None for c in self.coords)
 
 
-def detect_folder_format(folder):
-    """``"npy"`` or ``"h5"`` by the bag files in ``folder`` (a ValueError when it holds both
-    kinds or neither)."""
+def detect_folder_format(folder, advice="give the format (npy or h5)"):
+    """``"npy"`` or ``"h5"`` by the bag files in ``folder``; a ValueError, ending in ``advice``,
+    when it holds both kinds or neither."""
     suffixes = {
         os.path.splitext(name)[1].lower()
         for name in os.listdir(folder)
         if os.path.isfile(os.path.join(folder, name))
     }
-    kinds = [kind for kind, ends in _SUFFIXES.items() if suffixes & set(ends)]
+    kinds = [kind for kind, (ends, _) in FOLDER_FORMATS.items() if suffixes & set(ends)]
     if len(kinds) != 1:
         found = "both .npy and HDF5 files" if kinds else "no .npy or .h5 files"
-        raise ValueError(
-            f"data folder {os.fspath(folder)!r} holds {found}: give the format (npy or h5)"
-        )
+        raise ValueError(f"data folder {os.fspath(folder)!r} holds {found}: {advice}")
     return kinds[0]
 
 
@@ -125,7 +121,7 @@ def load_slide_folder(
     if not os.path.isdir(folder):
         raise ValueError(f"{folder!r} is not a folder")
     fmt = detect_folder_format(folder) if format == "auto" else format
-    if fmt not in _SUFFIXES:
+    if fmt not in FOLDER_FORMATS:
         raise ValueError(f"format must be 'auto', 'npy' or 'h5', got {format!r}")
     loader = load_npy_folder if fmt == "npy" else load_h5_folder
     csv_labels = labels if isinstance(labels, (str, os.PathLike)) else None
@@ -139,7 +135,7 @@ def load_slide_folder(
         return_coords=True,
         group_by=group_by,
     )
-    paths = _bag_files(folder, _SUFFIXES[fmt], fmt)
+    paths = _bag_files(folder, fmt)
     files = [paths[n] for n in names]
     if check_finite:
         for bag, path in zip(bags, files):
