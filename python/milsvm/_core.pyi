@@ -458,30 +458,17 @@ class SvmFit:
     """Whether every SMO solve converged (else the iteration cap was hit)."""
 
 class TwoStageFit:
-    """A fitted sbMIL or sAwMIL (the Rust [`TwoStageFit`]): the second stage's record under the
-    names of `SvmFit`, the first stage's `SvmFit`, and per binary problem the instance labels
-    and the threshold of the relabelling.
+    """A fitted sbMIL or sAwMIL (the Rust [`TwoStageFit`]): both stages' `SvmFit` and, per
+    binary problem, the instance labels and the threshold of the relabelling.
     """
-    model: Model
-    """The compiled model of the second stage (the instance SVM, max pooling)."""
-    gamma: float
-    """The kernel width used (both stages)."""
-    objective: NDArray[np.float64]
-    """The second stage's dual objective `1/2 a^T Q a - 1^T a` per problem."""
-    alpha: List[NDArray[np.float64]]
-    """The second stage's dual variables per problem (one per training instance)."""
-    n_support: List[int]
-    """Support instances of the second stage per problem."""
-    n_iter: int
-    """Largest SMO iteration count of the second stage."""
-    inner_converged: bool
-    """Whether every SMO solve of both stages met its tolerance."""
+    svm: SvmFit
+    """The second stage: the instance expansion with max pooling and its SMO record."""
     first_stage: SvmFit
-    """The first stage: the sMIL fit."""
+    """The first stage: the sMIL fit on the same bags with the same settings."""
     instance_labels: List[NDArray[np.float64]]
-    """Per problem, the second stage's label (+1 / -1) of every training instance."""
+    """Per problem, the second stage's label of every training instance (`+1` / `-1`)."""
     threshold: NDArray[np.float64]
-    """Per problem, the smallest first-stage score labelled positive."""
+    """Per problem, the smallest first-stage score of an instance labelled positive."""
 
 
 _R = TypeVar("_R", covariant=True)
