@@ -698,22 +698,6 @@ def linear_rows_read() -> int:
     """
     ...
 
-def mi_kernel_decision_function(
-    x: Instances,
-    bag_ptr: NDArray[np.int64],
-    train_x: Instances,
-    train_bag_ptr: NDArray[np.int64],
-    coef: NDArray[np.float64],
-    intercept: NDArray[np.float64],
-    kernel: str,
-    gamma: float,
-    n_jobs: Optional[int] = None,
-) -> NDArray[np.float64]:
-    """Bag scores `(n_bags, n_outputs)` of a set-kernel model: `coef` (`n_outputs x n_train_bags`)
-    over the training bags `(train_x, train_bag_ptr)`.
-    """
-    ...
-
 def miles_embedding(
     x: Instances,
     bag_ptr: NDArray[np.int64],
