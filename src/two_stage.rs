@@ -71,7 +71,7 @@ use ndarray::Array2;
 use crate::baselines::{fit_points, record};
 use crate::choice::choices;
 use crate::error::Result;
-use crate::fit::{only_fit, ParamGuard, Setup, SvmFit};
+use crate::fit::{only_fit, ParamGuard, Setup};
 use crate::model::Pooling;
 use crate::params::{hyperparams, KernelKind, Range};
 use crate::progress::Progress;
@@ -191,19 +191,21 @@ pub fn sawmil_positives(scores: &[f64], eta: f64) -> Vec<bool> {
     top
 }
 
-/// A fitted sbMIL or sAwMIL: the second stage (the instance SVM) in the shared record, the
-/// first stage (the crate's sMIL) and, per binary problem, the labels it gave the training
-/// instances.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TwoStageFit {
-    /// The second stage: the instance expansion with max pooling and its SMO record.
-    pub svm: SvmFit,
-    /// The first stage: the sMIL fit on the same bags with the same settings.
-    pub first_stage: SvmFit,
-    /// Per problem, the second stage's label of every training instance (`+1` / `-1`).
-    pub instance_labels: Vec<Vec<f64>>,
-    /// Per problem, the smallest first-stage score of an instance labelled positive.
-    pub threshold: Vec<f64>,
+crate::record::record! { $ fields: two_stage_fit_fields;
+    /// A fitted sbMIL or sAwMIL: the second stage (the instance SVM) in the shared record, the
+    /// first stage (the crate's sMIL) and, per binary problem, the labels it gave the training
+    /// instances.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct TwoStageFit {
+        /// The second stage: the instance expansion with max pooling and its SMO record.
+        pub svm: crate::fit::SvmFit,
+        /// The first stage: the sMIL fit on the same bags with the same settings.
+        pub first_stage: crate::fit::SvmFit,
+        /// Per problem, the second stage's label of every training instance (`+1` / `-1`).
+        pub instance_labels: Vec<Vec<f64>>,
+        /// Per problem, the smallest first-stage score of an instance labelled positive.
+        pub threshold: Vec<f64>,
+    }
 }
 
 hyperparams! {

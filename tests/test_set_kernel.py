@@ -228,20 +228,15 @@ def test_mi_kernel_support_is_sparse_on_separable_data():
     n_inst = sum(len(b) for b in bags)
     assert 0 < len(clf.support_) < len(bags) and clf.n_xv_ < n_inst
     # the compiled model keeps only the support bags' instances (Lemma 1: coef_i / n_i each), and
-    # scores like the set-kernel SVM over the training bags
+    # scores like the set-kernel SVM over all the training bags, F = K_set coef + b
     assert clf.model_.n_xv == clf.n_xv_
     B = milsvm.as_bags(bags)
-    ref = _core.mi_kernel_decision_function(
-        B.core_instances(),
-        B.bag_ptr,
-        B.core_instances(),
-        B.bag_ptr,
-        clf.coef_[None, :],
-        np.array([clf.intercept_]),
-        "rbf",
-        clf.gamma_,
+    K = _core.set_kernel_matrix(
+        B.core_instances(), B.bag_ptr, B.core_instances(), B.bag_ptr, "rbf", clf.gamma_
     )
-    np.testing.assert_allclose(clf.decision_function(bags), ref[:, 0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        clf.decision_function(bags), K @ clf.coef_ + clf.intercept_, rtol=1e-12, atol=1e-12
+    )
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -626,21 +621,9 @@ def test_bad_input_names_the_problem(cls):
         clf.predict([np.full((2, 2), np.inf)])
 
 
-def test_core_rejects_inconsistent_set_kernel_models():
-    bags, y = easy_bags()
-    MIKernel().fit(bags, y)
+def test_core_rejects_a_bad_set_kernel_width():
+    bags, _ = easy_bags()
     T = milsvm.as_bags(bags)
-    with pytest.raises(ValueError, match="inconsistent"):
-        _core.mi_kernel_decision_function(
-            T.core_instances(),
-            T.bag_ptr,
-            T.core_instances(),
-            T.bag_ptr,
-            np.ones((1, 3)),
-            np.zeros(1),
-            "rbf",
-            1.0,
-        )
     with pytest.raises(ValueError, match="gamma"):
         _core.set_kernel_matrix(
             T.core_instances(), T.bag_ptr, T.core_instances(), T.bag_ptr, "rbf", -1.0

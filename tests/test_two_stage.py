@@ -524,3 +524,34 @@ def test_files_written_before_the_parameter_load_with_the_papers_problem(tmp_pat
     est = fit(milsvm.sAwMIL, train, ytr, C=1.0, eta=0.5)
     est.save(tmp_path / "m.json")
     assert milsvm.load(tmp_path / "m.json").first_stage_problem == "sawmil"
+
+
+@pytest.mark.parametrize("first, second", [(False, True), (True, False), (True, True)])
+def test_convergence_joins_both_stages_of_the_core_record(first, second):
+    """The core's ``TwoStageFit`` nests both stages' ``SvmFit``: the model is the second
+    stage's, ``converged_`` and the ``ConvergenceWarning`` read both stages."""
+    est = milsvm.sbMIL()
+
+    class Stage:
+        def __init__(self, converged):
+            self.inner_converged = converged
+
+    class Record:
+        svm, first_stage = Stage(second), Stage(first)
+
+    fit = Record()
+    assert est._model_record(fit) is fit.svm
+    assert est._inner_converged(fit) is (first and second)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est._warn_unconverged(fit)
+    assert len([w for w in caught if "inner_max_iter" in str(w.message)]) == int(
+        not (first and second)
+    )
+
+
+def test_a_capped_stage_is_reported():
+    bags, y = easy_bags()
+    with pytest.warns(Warning, match="inner_max_iter"):
+        est = milsvm.sbMIL(C=10.0, inner_max_iter=1, inner_tol=1e-9).fit(bags, y)
+    assert not est.converged_ and not est.first_stage_.converged_

@@ -458,30 +458,17 @@ class SvmFit:
     """Whether every SMO solve converged (else the iteration cap was hit)."""
 
 class TwoStageFit:
-    """A fitted sbMIL or sAwMIL (the Rust [`TwoStageFit`]): the second stage's record under the
-    names of `SvmFit`, the first stage's `SvmFit`, and per binary problem the instance labels
-    and the threshold of the relabelling.
+    """A fitted sbMIL or sAwMIL (the Rust [`TwoStageFit`]): both stages' `SvmFit` and, per
+    binary problem, the instance labels and the threshold of the relabelling.
     """
-    model: Model
-    """The compiled model of the second stage (the instance SVM, max pooling)."""
-    gamma: float
-    """The kernel width used (both stages)."""
-    objective: NDArray[np.float64]
-    """The second stage's dual objective `1/2 a^T Q a - 1^T a` per problem."""
-    alpha: List[NDArray[np.float64]]
-    """The second stage's dual variables per problem (one per training instance)."""
-    n_support: List[int]
-    """Support instances of the second stage per problem."""
-    n_iter: int
-    """Largest SMO iteration count of the second stage."""
-    inner_converged: bool
-    """Whether every SMO solve of both stages met its tolerance."""
+    svm: SvmFit
+    """The second stage: the instance expansion with max pooling and its SMO record."""
     first_stage: SvmFit
-    """The first stage: the sMIL fit."""
+    """The first stage: the sMIL fit on the same bags with the same settings."""
     instance_labels: List[NDArray[np.float64]]
-    """Per problem, the second stage's label (+1 / -1) of every training instance."""
+    """Per problem, the second stage's label of every training instance (`+1` / `-1`)."""
     threshold: NDArray[np.float64]
-    """Per problem, the smallest first-stage score labelled positive."""
+    """Per problem, the smallest first-stage score of an instance labelled positive."""
 
 
 _R = TypeVar("_R", covariant=True)
@@ -708,22 +695,6 @@ def linear_rows_read() -> int:
     """The rows the linear solver's passes have read in this process so far (a counter that only
     grows): the difference over a fit, divided by the rows, is the number of passes over the
     data, for the benchmarks of the passes against the machine's read bandwidth.
-    """
-    ...
-
-def mi_kernel_decision_function(
-    x: Instances,
-    bag_ptr: NDArray[np.int64],
-    train_x: Instances,
-    train_bag_ptr: NDArray[np.int64],
-    coef: NDArray[np.float64],
-    intercept: NDArray[np.float64],
-    kernel: str,
-    gamma: float,
-    n_jobs: Optional[int] = None,
-) -> NDArray[np.float64]:
-    """Bag scores `(n_bags, n_outputs)` of a set-kernel model: `coef` (`n_outputs x n_train_bags`)
-    over the training bags `(train_x, train_bag_ptr)`.
     """
     ...
 

@@ -170,7 +170,8 @@ class FitMixin:
         ``seconds`` plus the calibration's time."""
         start = time.perf_counter()
         bags, classes = job["bags"], job["classes"]
-        state = {"classes_": classes, "model_": fit.model, "gamma_": float(fit.gamma)}
+        solved = self._model_record(fit)
+        state = {"classes_": classes, "model_": solved.model, "gamma_": float(solved.gamma)}
         state.update(self._fitted(fit, bags, len(classes) == 2))
         if bags.dtype == np.float32 and state["model_"].input_dtype != "float32":
             state["model_"] = state["model_"].with_input_dtype(
@@ -247,10 +248,21 @@ class FitMixin:
         classes, fit time and width are set by ``fit``)."""
         return {}
 
+    def _model_record(self, fit):
+        """The record of the core's result ``fit`` that holds the compiled model and its
+        ``gamma``: ``fit`` itself, or one of its nested records (a two-stage fit's second
+        stage)."""
+        return fit
+
+    def _inner_converged(self, fit):
+        """Whether every inner solve of the core's result ``fit`` met its tolerance: its
+        ``inner_converged`` (True for a result without inner solves)."""
+        return bool(getattr(fit, "inner_converged", True))
+
     def _warn_unconverged(self, fit):
         """One ``ConvergenceWarning`` per loop that stopped at its cap: the outer loop
-        (``converged_``, for estimators with a ``max_iter``) and an inner solver (the result's
-        ``inner_converged``)."""
+        (``converged_``, for estimators with a ``max_iter``) and an inner solver
+        (``_inner_converged``)."""
         name = type(self).__name__
         cap = self.get_params(deep=False).get("max_iter")
         if cap is not None and not getattr(self, "converged_", True):
@@ -260,7 +272,7 @@ class FitMixin:
                 ConvergenceWarning,
                 stacklevel=3,
             )
-        if not getattr(fit, "inner_converged", True):
+        if not self._inner_converged(fit):
             warnings.warn(
                 f"{name}: an inner solve stopped at its iteration cap (inner_max_iter) before its "
                 "tolerance was met",

@@ -13,7 +13,7 @@ import numpy as np
 
 from ._base import SingleSVMClassifier
 from ._constructor import SMO_TAIL, SVM_HEAD
-from ._docs import SMO_PARAMS, attr, param
+from ._docs import SMO_PARAMS, attr, field, param
 from .set_kernel_svm import sMIL
 
 __all__ = ["sbMIL", "sAwMIL"]
@@ -40,6 +40,13 @@ _STAGES = """    The two stages, on each binary problem (one-vs-rest beyond two 
     Which bag score and which first-stage problem each estimator of the sMIL family uses, and
     why (with the benchmark's numbers): docs/guide/smil-bag-scores.md."""
 
+_LABELS = field(
+    "TwoStageFit",
+    "instance_labels",
+    "ndarray of shape (n_instances,) (list of them for multi-class)",
+    more="In the order of the training bags (not kept in the model file).",
+)
+
 _ATTRS = f"""{attr("xv_", "coef_", "intercept_")}
     n_support_ : int or ndarray
         Support instances of the second stage.
@@ -54,11 +61,8 @@ _ATTRS = f"""{attr("xv_", "coef_", "intercept_")}
         Whether every SMO solve of both stages met its tolerance.
     first_stage_ : sMIL
         The first stage, a fitted :class:`milsvm.sMIL` (not kept in the model file).
-    instance_labels_ : ndarray of shape (n_instances,) (list of them for multi-class)
-        The second stage's label (+1 / -1) of every training instance, in the order of the
-        training bags (not kept in the model file).
-    threshold_ : float or ndarray
-        The smallest first-stage score among the instances labelled positive.
+{_LABELS}
+{field("TwoStageFit", "threshold", "float or ndarray")}
     n_positive_instances_ : int or ndarray
         The number of training instances labelled positive.
 {attr("gamma_", "classes_", "n_features_in_", "fit_time_")}"""
@@ -67,7 +71,7 @@ _ATTRS = f"""{attr("xv_", "coef_", "intercept_")}
 class _TwoStage(SingleSVMClassifier):
     """What sbMIL and sAwMIL share: the core's one fit (Rust ``TwoStageParams``; subclasses fix
     the relabelling rule through ``_core_fixed``) and the fitted attributes of its
-    ``TwoStageFit``."""
+    ``TwoStageFit`` (the second stage's ``svm`` record, the first stage's, the relabelling)."""
 
     _core_fit = "fit_two_stage"
     _c_path = False  # two solves: no path of the core
@@ -84,8 +88,16 @@ class _TwoStage(SingleSVMClassifier):
     def _progress_total(self, params):
         return 2
 
+    def _model_record(self, fit):
+        return fit.svm
+
+    def _inner_converged(self, fit):
+        return bool(fit.svm.inner_converged and fit.first_stage.inner_converged)
+
     def _fitted(self, fit, bags, binary):
-        state = super()._fitted(fit, bags, binary)
+        # the core's TwoStageFit nests both stages' SvmFit: the second stage is the model's
+        state = super()._fitted(fit.svm, bags, binary)
+        state["converged_"] = self._inner_converged(fit)
         labels = [np.asarray(v) for v in fit.instance_labels]
         counts = [int((v > 0).sum()) for v in labels]
         state.update(

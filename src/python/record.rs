@@ -56,6 +56,14 @@ impl ToPy for crate::model::Model {
     }
 }
 
+/// A nested record (the stages of a two-stage fit) as its own Python class.
+impl ToPy for crate::fit::SvmFit {
+    type Py = Py<super::set_kernel_svm::PySvmFit>;
+    fn to_py(self, py: Python<'_>) -> PyResult<Self::Py> {
+        Py::new(py, super::set_kernel_svm::PySvmFit::new(py, self)?)
+    }
+}
+
 impl ToPy for Vec<f64> {
     type Py = Py<PyArray1<f64>>;
     fn to_py(self, py: Python<'_>) -> PyResult<Self::Py> {

@@ -40,38 +40,6 @@ fit_bindings!(
     path fit_mi_kernel_path
 );
 
-/// Bag scores `(n_bags, n_outputs)` of a set-kernel model: `coef` (`n_outputs x n_train_bags`)
-/// over the training bags `(train_x, train_bag_ptr)`.
-#[pyfunction]
-#[pyo3(signature = (x: "Instances", bag_ptr, train_x: "Instances", train_bag_ptr, coef, intercept, kernel, gamma, n_jobs=None))]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn mi_kernel_decision_function<'py>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    bag_ptr: PyReadonlyArray1<i64>,
-    train_x: &Bound<'py, PyAny>,
-    train_bag_ptr: PyReadonlyArray1<i64>,
-    coef: PyReadonlyArray2<f64>,
-    intercept: PyReadonlyArray1<f64>,
-    kernel: &str,
-    gamma: f64,
-    n_jobs: Option<i64>,
-) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let model = crate::set_kernel::SetKernelModel {
-        kernel: kernel_of(kernel, gamma)?,
-        bags: std::sync::Arc::new(bags(train_x, train_bag_ptr)?),
-        coef: coef.as_array().to_owned(),
-        intercept: intercept.as_array().to_owned(),
-        n_classes: 2,
-    };
-    let bags = bags(x, bag_ptr)?;
-    let n_jobs = n_jobs_of(n_jobs)?;
-    let scores = run(py, || {
-        on_threads(n_jobs, || model.decision_function(&bags))?
-    })?;
-    Ok(scores.into_pyarray(py))
-}
-
 /// The set kernel `K[i, j] = mean_p mean_q k(x_ip, x'_jq)` between the bags of `(x, bag_ptr)`
 /// and of `(x2, bag_ptr2)`.
 #[pyfunction]
@@ -133,6 +101,5 @@ fit_bindings!(
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     register_mi_kernel(m)?;
     register_reduced_set(m)?;
-    m.add_function(wrap_pyfunction!(mi_kernel_decision_function, m)?)?;
     m.add_function(wrap_pyfunction!(set_kernel_matrix, m)?)
 }
