@@ -24,9 +24,11 @@ the AUC and the accuracy at threshold 0 of each candidate bag-score rule:
   off the scores of the model that was fitted on them: best accuracy (ties to the middle of the
   best thresholds), the class medians' midpoint, Platt's sigmoid at 1/2, the quantile at the
   training class prior, and the best-accuracy threshold bagged over bootstrap resamples.
-- ``auto<k>_auc`` / ``auto<k>_acc`` (the same records): ``smil_mean`` or ``mean+inner<k>_platt``,
-  whichever has the better out-of-fold AUC / accuracy on the training bags (``auto_choices``);
-  ``rules`` says in how many folds the shift was kept.
+- ``auto<k>_auc`` / ``auto<k>_acc`` (the same records): ``smil_mean`` or ``mean+inner<k>_platt``
+  by sMIL's ``bag_score="auto"`` rule (the library's, ``_core.smil_auto_rule``: the shift unless
+  the plain mean's out-of-fold AUC is higher by more than ``_core.SMIL_AUTO_AUC_MARGIN`` with no
+  fewer bags right) / by the better out-of-fold accuracy (``auto_choices``); ``rules`` says in
+  how many folds the shift was kept.
 
 Two bounds that are not rules: the threshold of best accuracy on the test bags' own labels
 (``oracle (test labels)``), and each test bag classified by the best threshold on the other test
@@ -606,9 +608,9 @@ def auto_choices(r):
     Platt threshold is. Both candidates are judged on the training bags' out-of-fold plain
     means ``o`` of the inner ``k``-fold CV (training data only): ``smil_mean`` scores them
     ``o + 1 - 1/|X|`` at threshold 0, the plain mean ``o`` at the Platt threshold fitted to
-    ``o``; ``_acc`` keeps the candidate of better out-of-fold accuracy, ``_auc`` the one of
-    better out-of-fold AUC (ties: the plain mean, which ranks like the reference), by the
-    library's rule (:func:`library_auto_rule`, sMIL's ``bag_score="auto"``)."""
+    ``o``; ``_acc`` keeps the candidate of better out-of-fold accuracy, ``_auc`` applies the
+    library's rule (:func:`library_auto_rule`, sMIL's ``bag_score="auto"``: the shift unless the
+    plain mean ranks clearly better and is no less accurate)."""
     ntr = np.array(r["train_size"], dtype=float)
     ty = np.array(r["train_y"])
     oofs = dict(r.get("train_oof", {}))

@@ -508,7 +508,36 @@ fn smil_platt_threshold_is_the_sigmoid_midpoint_or_else_the_class_medians() -> R
 }
 
 #[test]
-fn smil_auto_bag_score_chooses_by_out_of_fold_auc_per_value_of_c() -> Result<(), Error> {
+fn smil_auto_rule_drops_the_shift_only_for_a_clear_lead_without_loss_of_accuracy(
+) -> Result<(), Error> {
+    use milsvm::set_kernel_svm::{smil_auto_keeps_shift, SMIL_AUTO_AUC_MARGIN};
+    let targets: Vec<f64> = (0..20).map(|i| if i < 10 { -1.0 } else { 1.0 }).collect();
+    let lin = |lo: f64, hi: f64| (0..10).map(move |i| lo + (hi - lo) * i as f64 / 9.0);
+    let o: Vec<f64> = lin(-1.0, -0.1).chain(lin(0.1, 1.0)).collect();
+    // large negative bags lifted past most positive ones: a clear lead, and more bags right
+    let big_negatives: Vec<f64> = (0..20).map(|i| if i < 10 { 40.0 } else { 1.0 }).collect();
+    assert!(!smil_auto_keeps_shift(
+        std::slice::from_ref(&o),
+        &big_negatives,
+        std::slice::from_ref(&targets)
+    )?);
+    // one size for every bag: the shift reorders nothing, no lead
+    assert!(smil_auto_keeps_shift(
+        &[o],
+        &[5.0; 20],
+        std::slice::from_ref(&targets)
+    )?);
+    // one negative bag of two instances past one positive bag: a lead of 0.01, kept
+    let o: Vec<f64> = lin(-1.0, -0.1).chain(lin(0.35, 1.0)).collect();
+    let mut sizes = vec![1.0; 20];
+    sizes[9] = 2.0;
+    const { assert!(0.01 < SMIL_AUTO_AUC_MARGIN) };
+    assert!(smil_auto_keeps_shift(&[o], &sizes, &[targets])?);
+    Ok(())
+}
+
+#[test]
+fn smil_auto_bag_score_chooses_out_of_fold_per_value_of_c() -> Result<(), Error> {
     use milsvm::set_kernel_svm::{bag_auc, SmilBagScore};
     use milsvm::{FitPath, Pooling};
     // the AUC, ties 1/2, against the count over all pairs
@@ -534,8 +563,10 @@ fn smil_auto_bag_score_chooses_by_out_of_fold_auc_per_value_of_c() -> Result<(),
         }
         assert!((bag_auc(&s, &t) - num / den).abs() < 1e-12);
     }
-    // large negative bags, small positive ones: the size shift ranks by size, so auto keeps
-    // the plain mean (its Platt threshold of out-of-fold scores in the bias) at every C
+    // large negative bags, small positive ones: at small C the size shift ranks by size, so
+    // auto keeps the plain mean (its Platt threshold of out-of-fold scores in the bias); at
+    // larger C, where the shift is kept, the model is the shifted fit's. Each C of a path
+    // chooses as a fit at that C does.
     let (bags, labels) = sized(0, 30);
     let cs = [0.01, 1.0, 100.0];
     let base = SmilParams::new()
@@ -551,9 +582,19 @@ fn smil_auto_bag_score_chooses_by_out_of_fold_auc_per_value_of_c() -> Result<(),
             .c(c)
             .bag_score(SmilBagScore::Mean)
             .fit(&bags, &labels)?;
-        assert_eq!(fit.model.pooling, Pooling::Mean);
         assert_eq!(fit.alpha, plain.alpha);
-        assert_ne!(fit.model.intercept, plain.model.intercept);
+        if fit.model.pooling == Pooling::SmilMean {
+            let shifted = base
+                .clone()
+                .c(c)
+                .bag_score(SmilBagScore::SmilMean)
+                .fit(&bags, &labels)?;
+            assert_eq!(fit.model, shifted.model);
+        } else {
+            assert_eq!(fit.model.pooling, Pooling::Mean);
+            assert_ne!(fit.model.intercept, plain.model.intercept);
+        }
     }
+    assert_eq!(path[0].model.pooling, Pooling::Mean);
     Ok(())
 }

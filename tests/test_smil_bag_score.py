@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from conftest import easy_bags
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -263,7 +265,7 @@ def test_files_written_before_the_parameter_keep_their_rule(tmp_path):
     np.testing.assert_allclose(plain.decision_function(bags), means, rtol=1e-10, atol=1e-12)
 
 
-# --- bag_score="auto": the size shift or the plain mean, by an inner CV's out-of-fold AUC ---
+# --- bag_score="auto": the size shift unless the plain mean is clearly better out of fold ---
 
 
 def size_class_bags(seed, n_bags=40):
@@ -290,12 +292,16 @@ def test_auto_keeps_the_shift_where_the_size_carries_the_class():
 
 
 def test_auto_keeps_the_plain_mean_where_the_size_does_not_carry_the_class():
-    """The bags of ``sized_bags``: the size shift ranks them by size (large negative bags
-    first), the plain mean by content. Auto keeps the plain mean, with Platt's threshold of
-    the out-of-fold scores in the intercept: the plain mean's order, another constant."""
+    """The bags of ``sized_bags`` at small ``C``: the size shift ranks them by size (large
+    negative bags first; test AUC below 1/2), the plain mean by content. Auto keeps the plain
+    mean, with Platt's threshold of the out-of-fold scores in the intercept: the plain mean's
+    order, another constant. (At ``C = 1`` the scores outgrow the shift, which then ranks as
+    well as the plain mean and is kept: see the next test.)"""
     bags, y = sized_bags(0)
     test, yt = sized_bags(1)
-    for C in (0.01, 1.0):
+    shifted = fit(bags, y, C=0.01, gamma=0.5, bag_score="smil_mean")
+    assert roc_auc_score(yt, shifted.decision_function(test)) < 0.5
+    for C in (0.003, 0.01):
         est = fit(bags, y, C=C, gamma=0.5, bag_score="auto", random_state=0)
         plain = fit(bags, y, C=C, gamma=0.5, bag_score="mean")
         assert est.bag_score_ == "mean_platt" and est.model_.pooling == "mean"
@@ -308,11 +314,24 @@ def test_auto_keeps_the_plain_mean_where_the_size_does_not_carry_the_class():
         assert est.score(test, yt) >= 0.8
 
 
+def test_auto_keeps_the_shift_where_it_ranks_as_well():
+    """``sized_bags`` at ``C = 1``: the instance scores dwarf the shift, which then ranks the
+    test bags as well as the plain mean does; with no clear lead of the plain mean out of fold,
+    auto keeps the shift, today's rule at threshold 0."""
+    bags, y = sized_bags(0)
+    test, yt = sized_bags(1)
+    est = fit(bags, y, C=1.0, gamma=0.5, bag_score="auto", random_state=0)
+    shifted = fit(bags, y, C=1.0, gamma=0.5, bag_score="smil_mean")
+    assert est.bag_score_ == "smil_mean"
+    np.testing.assert_array_equal(est.decision_function(test), shifted.decision_function(test))
+    assert roc_auc_score(yt, est.decision_function(test)) > 0.95
+
+
 def test_auto_is_deterministic_and_a_path_gives_each_C_its_own_choice():
     bags, y = sized_bags(6)
     Cs = [0.01, 1.0, 100.0]
-    a = fit(bags, y, C=1.0, bag_score="auto", random_state=3, n_jobs=1)
-    b = fit(bags, y, C=1.0, bag_score="auto", random_state=3, n_jobs=2)
+    a = fit(bags, y, C=0.1, bag_score="auto", random_state=3, n_jobs=1)
+    b = fit(bags, y, C=0.1, bag_score="auto", random_state=3, n_jobs=2)
     np.testing.assert_array_equal(a.decision_function(bags), b.decision_function(bags))
     assert a.intercept_ == b.intercept_
     with warnings.catch_warnings():
@@ -324,18 +343,19 @@ def test_auto_is_deterministic_and_a_path_gives_each_C_its_own_choice():
         np.testing.assert_array_equal(p.intercept_, one.intercept_)
         np.testing.assert_array_equal(p.decision_function(bags), one.decision_function(bags))
     # another seed, other folds: another out-of-fold threshold
-    c = fit(bags, y, C=1.0, bag_score="auto", random_state=4)
+    c = fit(bags, y, C=0.1, bag_score="auto", random_state=4)
     assert c.bag_score_ != a.bag_score_ or c.intercept_ != a.intercept_
 
 
 def test_auto_multiclass_makes_one_choice_for_every_problem():
-    """A model has one pooling: the problems' summed out-of-fold AUCs decide for all. With
-    the plain mean kept, each output has its own threshold off the plain fit's bias."""
+    """A model has one pooling: the problems' summed out-of-fold AUCs and counts decide for
+    all. With the plain mean kept (at small ``C``, where the shift ranks these bags by size),
+    each output has its own threshold off the plain fit's bias."""
     rng = np.random.default_rng(0)
     bags = [rng.normal(size=(int(rng.integers(1, 7)), 2)) + 3 * (i % 3) for i in range(30)]
     y = np.arange(30) % 3
-    est = fit(bags, y, C=10.0, bag_score="auto", random_state=0)
-    plain = fit(bags, y, C=10.0, bag_score="mean")
+    est = fit(bags, y, C=0.1, bag_score="auto", random_state=0)
+    plain = fit(bags, y, C=0.1, bag_score="mean")
     assert est.bag_score_ == "mean_platt"
     d = est.decision_function(bags) - plain.decision_function(bags)
     np.testing.assert_allclose(d, np.broadcast_to(d[0], d.shape), rtol=0, atol=1e-12)
@@ -356,23 +376,102 @@ def test_auto_multiclass_makes_one_choice_for_every_problem():
             np.testing.assert_allclose(d, np.broadcast_to(d[0], d.shape), rtol=0, atol=1e-12)
 
 
-def test_the_auto_rule_against_sklearn():
-    """The library's out-of-fold AUC (ties 1/2) and choice against ``roc_auc_score`` on the
-    same scores, with ties and bags of many sizes."""
+def numpy_platt_threshold(o, y):
+    """Platt's threshold of the scores ``o`` (labels ``y`` in {0, 1}): his smoothed targets,
+    Newton's method on the log loss of ``1 / (1 + exp(a s + b))``, the score ``-b / a`` where
+    it is 1/2; the class medians' midpoint where that point is not among the scores."""
+    n_pos, n_neg = (y == 1).sum(), (y != 1).sum()
+    t = np.where(y == 1, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+    ab = np.array([0.0, np.log((n_neg + 1.0) / (n_pos + 1.0))])
+    X = np.column_stack([o, np.ones_like(o)])
+    for _ in range(200):
+        p = 1.0 / (1.0 + np.exp(np.clip(X @ ab, -500, 500)))
+        g = X.T @ (t - p)
+        H = (X * (p * (1 - p) + 1e-12)[:, None]).T @ X + 1e-12 * np.eye(2)
+        step = np.linalg.solve(H, g)
+        ab -= step
+        if np.abs(step).max() < 1e-12:
+            break
+    a, b = ab
+    thr = -b / a if a != 0 else np.inf
+    if a < 0 and o.min() <= thr <= o.max():
+        return thr
+    return 0.5 * (np.median(o[y == 1]) + np.median(o[y == 0]))
+
+
+def reference_auto_rule(o, sizes, y, thr):
+    """The auto rule in NumPy: the size shift stays unless the plain mean ranks better by more
+    than the margin and, at its threshold ``thr``, classifies at least as many bags right."""
+    shifted = o + 1 - 1 / sizes
+    lead = roc_auc_score(y, o) - roc_auc_score(y, shifted)
+    right_plain = np.sum((o - thr > 0) == (y == 1))
+    right_shift = np.sum((shifted > 0) == (y == 1))
+    return not (lead > milsvm._core.SMIL_AUTO_AUC_MARGIN and right_plain >= right_shift)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(4, 60),
+    seed=st.integers(0, 2**32 - 1),
+    signal=st.floats(0.0, 3.0),
+    size_signal=st.floats(-1.0, 1.0),
+)
+def test_the_auto_rule_against_numpy(n, seed, signal, size_signal):
+    """The library's out-of-fold AUC (ties 1/2) against ``roc_auc_score``, its Platt threshold
+    against a NumPy fit, and its choice against the rule in NumPy, on scores with ties and bags
+    of many sizes whose size carries the class or not."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    y[:2] = [0, 1]
+    o = np.round(rng.normal(size=n) + signal * y, 1)  # ties
+    sizes = np.maximum(1, rng.integers(1, 30, n) + np.round(10 * size_signal * y)).astype(float)
+    t = np.where(y == 1, 1.0, -1.0)
+    assert milsvm._core.bag_auc(o, t) == pytest.approx(roc_auc_score(y, o), abs=1e-12)
+    keep, thr = milsvm._core.smil_auto_rule(o, sizes, t)
+    assert o.min() <= thr <= o.max()
+    expect_thr = numpy_platt_threshold(o, y)
+    assert thr == pytest.approx(expect_thr, abs=1e-6 * max(1.0, np.ptp(o)))
+    # the choice, except where the threshold's last bits could move a bag across it
+    if not np.any(np.abs(o - thr) < 1e-9):
+        assert keep == reference_auto_rule(o, sizes, y, thr)
+
+
+def test_the_auto_rule_needs_a_clear_lead_and_no_loss_of_accuracy():
+    """The three cases of the rule on hand-made out-of-fold scores: the plain mean ranks better
+    by more than the margin and is as accurate (dropped shift); by less (kept); by more but
+    less accurate at its threshold (kept)."""
+    margin = milsvm._core.SMIL_AUTO_AUC_MARGIN
+    assert margin == 0.02
+    y = np.array([0] * 10 + [1] * 10)
+    t = np.where(y == 1, 1.0, -1.0)
+    # the plain mean ranks perfectly; large negative bags lift them above the positives
+    o = np.r_[np.linspace(-1.0, -0.1, 10), np.linspace(0.1, 1.0, 10)]
+    sizes = np.r_[np.full(10, 40.0), np.full(10, 1.0)]
+    assert milsvm._core.smil_auto_rule(o, sizes, t)[0] is False
+    # the shift does not reorder anything where every bag has one size: no lead, kept
+    assert milsvm._core.smil_auto_rule(o, np.full(20, 5.0), t)[0] is True
+    # one negative bag of two instances moves past one positive bag: the plain mean leads by
+    # 0.01 < margin and is more accurate (the shift calls that bag positive): kept
+    o3 = np.r_[np.linspace(-1.0, -0.1, 10), np.linspace(0.35, 1.0, 10)]
+    sizes3 = np.ones(20)
+    sizes3[9] = 2.0
+    shifted = o3 + 1 - 1 / sizes3
+    assert roc_auc_score(y, o3) - roc_auc_score(y, shifted) == pytest.approx(0.01)
+    assert milsvm._core.smil_auto_rule(o3, sizes3, t)[0] is True
+    # a clear lead but fewer bags right at the plain mean's threshold: kept (found by a seeded
+    # search over random scores)
     rng = np.random.default_rng(0)
-    for _ in range(20):
-        n = int(rng.integers(5, 60))
-        y = rng.integers(0, 2, n)
-        y[:2] = [0, 1]
-        o = np.round(rng.normal(size=n) + 0.5 * y, 1)  # ties
-        sizes = rng.integers(1, 30, n).astype(float)
-        t = np.where(y == 1, 1.0, -1.0)
-        assert milsvm._core.bag_auc(o, t) == pytest.approx(roc_auc_score(y, o), abs=1e-12)
-        keep, thr = milsvm._core.smil_auto_rule(o, sizes, t)
-        expect = roc_auc_score(y, o + 1 - 1 / sizes) > roc_auc_score(y, o)
-        assert keep == expect
-        if not keep:
-            assert o.min() <= thr <= o.max()
+    for _ in range(10_000):
+        o4 = rng.normal(size=20) + y
+        sizes4 = rng.integers(1, 20, 20).astype(float)
+        shifted = o4 + 1 - 1 / sizes4
+        keep, thr = milsvm._core.smil_auto_rule(o4, sizes4, t)
+        lead = roc_auc_score(y, o4) - roc_auc_score(y, shifted)
+        if lead > margin and np.sum((o4 > thr) == (y == 1)) < np.sum((shifted > 0) == (y == 1)):
+            assert keep is True
+            break
+    else:
+        pytest.fail("no case with a clear lead and fewer bags right in the search")
     with pytest.raises(ValueError, match="sizes"):
         milsvm._core.smil_auto_rule(np.zeros(3), np.zeros(3), np.ones(3))
 

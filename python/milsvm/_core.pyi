@@ -17,6 +17,7 @@ AUTO_N_XV: int
 LBFGS_TOL: float
 LINEAR_TOL: float
 NEWTON_TOL: float
+SMIL_AUTO_AUC_MARGIN: float
 __version__: str
 
 
@@ -744,10 +745,10 @@ def smil_auto_rule(
     targets: NDArray[np.float64],
 ) -> Tuple[bool, float]:
     """sMIL's `bag_score="auto"` choice on one binary problem's out-of-fold plain means `oof`, the
-    bags' `sizes` and `targets` (`> 0` positive): `(True, 0.0)` where the size shift is kept
-    ([`crate::set_kernel_svm::smil_auto_keeps_shift`]), else `(False, t)` with `t` Platt's
-    threshold of `oof` ([`crate::set_kernel_svm::smil_platt_threshold`]), the library's rule for
-    the benchmarks.
+    bags' `sizes` and `targets` (`> 0` positive): `(keep_shift, t)`, `keep_shift` the choice
+    ([`crate::set_kernel_svm::smil_auto_keeps_shift`]) and `t` Platt's threshold of `oof`
+    ([`crate::set_kernel_svm::smil_platt_threshold`]), the plain mean's candidate threshold; the
+    library's rule for the benchmarks.
     """
     ...
 

@@ -37,10 +37,10 @@ pub(crate) fn bag_auc(
 }
 
 /// sMIL's `bag_score="auto"` choice on one binary problem's out-of-fold plain means `oof`, the
-/// bags' `sizes` and `targets` (`> 0` positive): `(True, 0.0)` where the size shift is kept
-/// ([`crate::set_kernel_svm::smil_auto_keeps_shift`]), else `(False, t)` with `t` Platt's
-/// threshold of `oof` ([`crate::set_kernel_svm::smil_platt_threshold`]), the library's rule for
-/// the benchmarks.
+/// bags' `sizes` and `targets` (`> 0` positive): `(keep_shift, t)`, `keep_shift` the choice
+/// ([`crate::set_kernel_svm::smil_auto_keeps_shift`]) and `t` Platt's threshold of `oof`
+/// ([`crate::set_kernel_svm::smil_platt_threshold`]), the plain mean's candidate threshold; the
+/// library's rule for the benchmarks.
 #[pyfunction]
 pub(crate) fn smil_auto_rule(
     oof: PyReadonlyArray1<f64>,
@@ -54,11 +54,8 @@ pub(crate) fn smil_auto_rule(
             "sizes must have one entry (a count >= 1) per score",
         ));
     }
-    if crate::set_kernel_svm::smil_auto_keeps_shift(&[o.to_vec()], n, &[t.to_vec()]) {
-        return Ok((true, 0.0));
-    }
-    let threshold = crate::set_kernel_svm::smil_platt_threshold(o, t)?;
-    Ok((false, threshold))
+    let keep = crate::set_kernel_svm::smil_auto_keeps_shift(&[o.to_vec()], n, &[t.to_vec()])?;
+    Ok((keep, crate::set_kernel_svm::smil_platt_threshold(o, t)?))
 }
 
 /// Kernel values `K (N x n_basis)` and bag means `M (n_bags x n_basis)`.
@@ -361,9 +358,14 @@ pub(crate) fn linear_rows_read() -> u64 {
 }
 
 /// Adds the ground-floor functions (kernels, solvers, the kernel width) to the module, and the
-/// default tolerances of the inner solvers (`inner_tol=None`), which the docstrings quote.
+/// default tolerances of the inner solvers (`inner_tol=None`) and the margin of sMIL's auto
+/// bag score, which the docstrings quote.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NEWTON_TOL", InnerSolver::Newton.default_tol())?;
+    m.add(
+        "SMIL_AUTO_AUC_MARGIN",
+        crate::set_kernel_svm::SMIL_AUTO_AUC_MARGIN,
+    )?;
     m.add("LBFGS_TOL", InnerSolver::Lbfgs.default_tol())?;
     m.add("LINEAR_TOL", crate::solver::linear::LINEAR_TOL)?;
     m.add_function(wrap_pyfunction!(kernel_bag_means_py, m)?)?;
