@@ -801,8 +801,7 @@ pub(crate) trait RowStore {
     /// The Hessian-vector product of the active rows at `p_w` and `shift` (the centred bias),
     /// the rows' `q` kept; `pending`: the step length of the previous `q`, added into the
     /// step's scores first.
-    fn hessian(&mut self, p_w: &[f64], shift: f64, pending: Option<f64>)
-        -> Result<(Vec<f64>, f64)>;
+    fn hessian(&mut self, p_w: &[f64], shift: f64, pending: Option<f64>) -> Result<HessValue>;
     /// The step's scores `z` (`pending` as in [`RowStore::hessian`]; the inactive rows with a
     /// loss term by their dot with `s_w`, plus `shift`).
     fn step_scores(&mut self, s_w: &[f64], shift: f64, pending: Option<f64>) -> Result<()>;
@@ -1347,12 +1346,7 @@ impl RowStore for Parts<'_> {
         })
     }
 
-    fn hessian(
-        &mut self,
-        p_w: &[f64],
-        shift: f64,
-        pending: Option<f64>,
-    ) -> Result<(Vec<f64>, f64)> {
+    fn hessian(&mut self, p_w: &[f64], shift: f64, pending: Option<f64>) -> Result<HessValue> {
         self.reduce((vec![0.0; self.d], 0.0), |p| {
             p.hessian_nodes(p_w, shift, pending)
         })
@@ -1502,7 +1496,7 @@ fn newton_direction<S: RowStore>(
     };
     // centred rows: q_j = (x_j - mu) . p_w + p_b = x_j . p_w + (p_b - mu . p_w), and
     // sum_j D_j q_j (x_j - mu) = (sum_j D_j q_j x_j) - (sum_j D_j q_j) mu
-    let hess = |store: &mut S, p_w: &[f64], p_b: f64, pending| -> Result<(Vec<f64>, f64)> {
+    let hess = |store: &mut S, p_w: &[f64], p_b: f64, pending| -> Result<HessValue> {
         let shift = p_b - dot(mu, p_w);
         let (mut h_w, h_b) = store.hessian(p_w, shift, pending)?;
         h_w.iter_mut()

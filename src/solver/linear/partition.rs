@@ -12,8 +12,8 @@
 use std::borrow::Cow;
 
 use super::{
-    sum_rows_nodes, weighted_columns, xt_dot_nodes, xt_dot_pair_nodes, FirstGradient, Part,
-    RowState, RowStore, RowsRef,
+    sum_rows_nodes, weighted_columns, xt_dot_nodes, xt_dot_pair_nodes, FirstGradient, HessValue,
+    Part, RowState, RowStore, RowsRef,
 };
 use crate::bags::Instances;
 use crate::error::{Error, Result};
@@ -541,12 +541,7 @@ impl<D: Dispatch> RowStore for RemoteParts<D> {
         Ok((r_w.to_vec(), r_b))
     }
 
-    fn hessian(
-        &mut self,
-        p_w: &[f64],
-        shift: f64,
-        pending: Option<f64>,
-    ) -> Result<(Vec<f64>, f64)> {
+    fn hessian(&mut self, p_w: &[f64], shift: f64, pending: Option<f64>) -> Result<HessValue> {
         let replies = self.replies("hessian", p_w, &pending_scalars(shift, pending))?;
         self.sum(&mut readers(&replies), (vec![0.0; self.d], 0.0))
     }
