@@ -801,8 +801,7 @@ pub(crate) trait RowStore {
     /// The Hessian-vector product of the active rows at `p_w` and `shift` (the centred bias),
     /// the rows' `q` kept; `pending`: the step length of the previous `q`, added into the
     /// step's scores first.
-    fn hessian(&mut self, p_w: &[f64], shift: f64, pending: Option<f64>)
-        -> Result<(Vec<f64>, f64)>;
+    fn hessian(&mut self, p_w: &[f64], shift: f64, pending: Option<f64>) -> Result<HessValue>;
     /// The step's scores `z` (`pending` as in [`RowStore::hessian`]; the inactive rows with a
     /// loss term by their dot with `s_w`, plus `shift`).
     fn step_scores(&mut self, s_w: &[f64], shift: f64, pending: Option<f64>) -> Result<()>;
@@ -810,6 +809,20 @@ pub(crate) trait RowStore {
     fn line_terms(&mut self, t: f64) -> Result<(f64, f64)>;
     /// The scores of the rows without a loss term, `X w + shift`.
     fn finish_scores(&mut self, w: &[f64], shift: f64) -> Result<()>;
+}
+
+/// The per-row state of a solve that a group keeps between rounds: the scores `f`, the loss
+/// terms `g` and `D` ([`row_loss`]), the step's scores `z`, the active rows, and the active
+/// rows' Hessian-vector products `q` and step scores `z_active` (Newton-CG, ALGORITHMS.md).
+#[derive(Default)]
+struct RowState {
+    f: Vec<f64>,
+    g: Vec<f64>,
+    dj: Vec<f64>,
+    z: Vec<f64>,
+    act: ActiveRows,
+    q: Vec<f64>,
+    z_active: Vec<f64>,
 }
 
 /// One group of contiguous bags `[lo, hi)` with its rows, its costs and the per-row state of a
@@ -824,13 +837,7 @@ pub(crate) struct Part<'a> {
     d: usize,
     c_pos: Cow<'a, [f64]>,
     c_neg: Cow<'a, [f64]>,
-    f: Vec<f64>,
-    g: Vec<f64>,
-    dj: Vec<f64>,
-    z: Vec<f64>,
-    act: ActiveRows,
-    q: Vec<f64>,
-    z_active: Vec<f64>,
+    state: RowState,
     woodbury: Option<Woodbury<'a>>,
     simd: Simd,
 }
@@ -861,13 +868,7 @@ impl<'a> Part<'a> {
             d,
             c_pos,
             c_neg,
-            f: Vec::new(),
-            g: Vec::new(),
-            dj: Vec::new(),
-            z: Vec::new(),
-            act: ActiveRows::default(),
-            q: Vec::new(),
-            z_active: Vec::new(),
+            state: RowState::default(),
             woodbury: None,
             simd: Simd::detect(),
         }
@@ -893,21 +894,27 @@ impl<'a> Part<'a> {
     }
 
     fn set_scores(&mut self, w: &[f64], shift: f64) {
-        self.f = vec![0.0; self.n];
+        self.state.f = vec![0.0; self.n];
         note_rows(self.n);
-        x_dot(self.x, w, self.simd, &mut self.f);
-        self.f.iter_mut().for_each(|o| *o += shift);
+        x_dot(self.x, w, self.simd, &mut self.state.f);
+        self.state.f.iter_mut().for_each(|o| *o += shift);
+    }
+
+    /// Moves the scores along the last step: `f += t z`.
+    fn advance(&mut self, t: f64) {
+        let RowState { f, z, .. } = &mut self.state;
+        f.iter_mut().zip(&*z).for_each(|(fv, &zv)| *fv += t * zv);
     }
 
     /// Loss gradient `g_j` and curvature `D_j` of every row at the scores `f`, and the loss
     /// (the group's nodes in the tree over the bags).
     fn loss_nodes(&mut self) -> Vec<Node<f64>> {
         let n = self.n;
-        self.g.resize(n, 0.0);
-        self.dj.resize(n, 0.0);
-        self.z.resize(n, 0.0);
+        self.state.g.resize(n, 0.0);
+        self.state.dj.resize(n, 0.0);
+        self.state.z.resize(n, 0.0);
         let ptr = &self.ptr;
-        let (f, cp, cn) = (&self.f, &*self.c_pos, &*self.c_neg);
+        let (f, cp, cn) = (&self.state.f, &*self.c_pos, &*self.c_neg);
         let nodes = Tree::new(ptr, ptr, 0.0, |k, acc: &mut f64, out: &mut [f64]| {
             for (o, j) in out.iter_mut().zip(ptr[k]..ptr[k + 1]) {
                 let (l, gj, _) = row_loss(cp[j], cn[j], f[j]);
@@ -916,10 +923,11 @@ impl<'a> Part<'a> {
             }
             ptr[k + 1] > ptr[k]
         })
-        .partial_sums(self.lo, self.hi, &mut self.g);
+        .partial_sums(self.lo, self.hi, &mut self.state.g);
         // D_j, the same function of the row's score and costs, written in place in parallel
         // (no per-row buffer to copy from on one thread)
-        self.dj
+        self.state
+            .dj
             .par_chunks_mut(BLOCK_ROWS)
             .enumerate()
             .for_each(|(blk, out)| {
@@ -933,13 +941,13 @@ impl<'a> Part<'a> {
 
     fn activate(&mut self) -> usize {
         // the line search's buffer is kept for the step's rows (its allocation only)
-        let mut line = std::mem::take(&mut self.act.line);
+        let mut line = std::mem::take(&mut self.state.act.line);
         line.clear();
-        self.act = ActiveRows::new(&self.ptr, &self.dj);
-        self.act.line = line;
-        let m = self.act.active.len();
-        self.q = vec![0.0; m];
-        self.z_active = vec![0.0; m];
+        self.state.act = ActiveRows::new(&self.ptr, &self.state.dj);
+        self.state.act.line = line;
+        let m = self.state.act.active.len();
+        self.state.q = vec![0.0; m];
+        self.state.z_active = vec![0.0; m];
         self.woodbury = None;
         m
     }
@@ -954,7 +962,7 @@ impl<'a> Part<'a> {
     }
 
     fn sketch_rows(&self, step: Option<f64>) -> Vec<(Vec<f64>, f64)> {
-        let (a, dj) = (&self.act, &self.dj);
+        let (a, dj) = (&self.state.act, &self.state.dj);
         match step {
             None => a
                 .active
@@ -992,18 +1000,25 @@ impl<'a> Part<'a> {
         pending: Option<f64>,
     ) -> Vec<Node<HessValue>> {
         self.add_pending(pending);
-        note_rows(self.act.active.len());
+        note_rows(self.state.act.active.len());
         let tree = hessian_tree(
-            self.x, &self.ptr, &self.act, &self.dj, p_w, shift, self.simd,
+            self.x,
+            &self.ptr,
+            &self.state.act,
+            &self.state.dj,
+            p_w,
+            shift,
+            self.simd,
         );
-        tree.partial_sums(self.lo, self.hi, &mut self.q)
+        tree.partial_sums(self.lo, self.hi, &mut self.state.q)
     }
 
     fn add_pending(&mut self, pending: Option<f64>) {
         if let Some(alpha) = pending {
-            self.z_active
+            self.state
+                .z_active
                 .iter_mut()
-                .zip(&self.q)
+                .zip(&self.state.q)
                 .for_each(|(zk, &qk)| *zk += alpha * qk);
         }
     }
@@ -1014,8 +1029,8 @@ impl<'a> Part<'a> {
     fn step_scores(&mut self, s_w: &[f64], shift: f64, pending: Option<f64>) {
         self.add_pending(pending);
         let (x, simd) = (self.x, self.simd);
-        let (dj, cp, cn) = (&self.dj, &*self.c_pos, &*self.c_neg);
-        rescore(&mut self.z, |j, v| {
+        let (dj, cp, cn) = (&self.state.dj, &*self.c_pos, &*self.c_neg);
+        rescore(&mut self.state.z, |j, v| {
             if dj[j] != 0.0 {
                 return false;
             }
@@ -1027,8 +1042,8 @@ impl<'a> Part<'a> {
             true
         });
         // the active rows' z, then the line search's rows, bag by bag in parallel
-        let (ptr, a, z_active) = (&self.ptr, &mut self.act, &self.z_active);
-        bag_slices(&mut self.z, ptr)
+        let (ptr, a, z_active) = (&self.ptr, &mut self.state.act, &self.state.z_active);
+        bag_slices(&mut self.state.z, ptr)
             .into_par_iter()
             .enumerate()
             .for_each(|(k, zk)| {
@@ -1039,7 +1054,7 @@ impl<'a> Part<'a> {
                     zk[j - ptr[k]] = v;
                 }
             });
-        let (f, z, cp, cn) = (&self.f, &self.z, &*self.c_pos, &*self.c_neg);
+        let (f, z, cp, cn) = (&self.state.f, &self.state.z, &*self.c_pos, &*self.c_neg);
         let moving = |k: usize| (ptr[k]..ptr[k + 1]).filter(|&j| z[j] != 0.0);
         a.lptr = per_bag(
             ptr,
@@ -1057,7 +1072,7 @@ impl<'a> Part<'a> {
     /// Derivative and second derivative in `t` of the loss at the scores `f + t z`, over the
     /// rows with `z_j != 0` (the others add nothing), packed by [`Part::step_scores`].
     fn line_nodes(&self, t: f64) -> Vec<Node<(f64, f64)>> {
-        let (rows, lptr) = (&self.act.line, &self.act.lptr);
+        let (rows, lptr) = (&self.state.act.line, &self.state.act.lptr);
         partial_bags(
             lptr,
             self.lo,
@@ -1084,7 +1099,7 @@ impl<'a> Part<'a> {
     fn finish_scores(&mut self, w: &[f64], shift: f64) {
         let (x, simd) = (self.x, self.simd);
         let (cp, cn) = (&*self.c_pos, &*self.c_neg);
-        rescore(&mut self.f, |j, v| {
+        rescore(&mut self.state.f, |j, v| {
             let no_loss = cp[j] <= 0.0 && cn[j] <= 0.0;
             if !no_loss {
                 return false;
@@ -1200,9 +1215,9 @@ impl<'a> Parts<'a> {
     /// The scores of every row, in row order.
     pub(crate) fn into_scores(self) -> Vec<f64> {
         let mut parts = self.parts.into_iter();
-        let mut f = parts.next().map(|p| p.f).unwrap_or_default();
+        let mut f = parts.next().map(|p| p.state.f).unwrap_or_default();
         for p in parts {
-            f.extend(p.f);
+            f.extend(p.state.f);
         }
         f
     }
@@ -1217,14 +1232,14 @@ impl<'a> Parts<'a> {
     /// Group `k`'s scores.
     #[cfg(test)]
     pub(crate) fn scores(&self, k: usize) -> &[f64] {
-        &self.parts[k].f
+        &self.parts[k].state.f
     }
 
     /// Sets the scores from known ones (row order).
     fn keep_scores(&mut self, scores: &[f64]) {
         let mut at = 0;
         for p in &mut self.parts {
-            p.f = scores[at..at + p.n].to_vec();
+            p.state.f = scores[at..at + p.n].to_vec();
             at += p.n;
         }
     }
@@ -1264,9 +1279,9 @@ impl RowStore for Parts<'_> {
         let mut at = 0;
         let xt = self.reduce((vec![0.0; d], vec![0.0; d]), |p| {
             at += 1;
-            xt_dot_pair_nodes(p.x, p.group(), &p.g, &g0[at - 1], d)
+            xt_dot_pair_nodes(p.x, p.group(), &p.state.g, &g0[at - 1], d)
         })?;
-        let sum_g = self.reduce(0.0, |p| sum_rows_nodes(p.group(), &p.g))?;
+        let sum_g = self.reduce(0.0, |p| sum_rows_nodes(p.group(), &p.state.g))?;
         let mut at = 0;
         let sum_g0 = self.reduce(0.0, |p| {
             at += 1;
@@ -1276,14 +1291,13 @@ impl RowStore for Parts<'_> {
     }
 
     fn accept(&mut self, t: f64) -> Result<(f64, Vec<f64>, f64)> {
-        for p in &mut self.parts {
-            let z = &p.z;
-            p.f.iter_mut().zip(z).for_each(|(fv, &zv)| *fv += t * zv);
-        }
+        self.parts.iter_mut().for_each(|p| p.advance(t));
         let d = self.d;
         let loss = self.reduce(0.0, Part::loss_nodes)?;
-        let xt_g = self.reduce(vec![0.0; d], |p| xt_dot_nodes(p.x, p.group(), &p.g, d))?;
-        let sum_g = self.reduce(0.0, |p| sum_rows_nodes(p.group(), &p.g))?;
+        let xt_g = self.reduce(vec![0.0; d], |p| {
+            xt_dot_nodes(p.x, p.group(), &p.state.g, d)
+        })?;
+        let sum_g = self.reduce(0.0, |p| sum_rows_nodes(p.group(), &p.state.g))?;
         Ok((loss, xt_g, sum_g))
     }
 
@@ -1292,7 +1306,7 @@ impl RowStore for Parts<'_> {
     }
 
     fn sum_d(&mut self) -> Result<f64> {
-        self.reduce(0.0, |p| sum_rows_nodes(p.group(), &p.dj))
+        self.reduce(0.0, |p| sum_rows_nodes(p.group(), &p.state.dj))
     }
 
     fn sketch_rows(&mut self, step: Option<f64>) -> Result<Vec<(Vec<f64>, f64)>> {
@@ -1309,7 +1323,7 @@ impl RowStore for Parts<'_> {
         let d = self.d;
         let sum_d = self.sum_d()?;
         let (s1, s2) = self.reduce((vec![0.0; d], vec![0.0; d]), |p| {
-            weighted_columns(p.x, p.group(), &p.dj, d)
+            weighted_columns(p.x, p.group(), &p.state.dj, d)
         })?;
         Ok((sum_d, s1, s2))
     }
@@ -1318,7 +1332,7 @@ impl RowStore for Parts<'_> {
         let [p] = self.parts.as_mut_slice() else {
             return Ok(false);
         };
-        p.woodbury = Woodbury::new(p.x, mu, &p.ptr, &p.act, &p.dj, p.simd);
+        p.woodbury = Woodbury::new(p.x, mu, &p.ptr, &p.state.act, &p.state.dj, p.simd);
         Ok(p.woodbury.is_some())
     }
 
@@ -1332,12 +1346,7 @@ impl RowStore for Parts<'_> {
         })
     }
 
-    fn hessian(
-        &mut self,
-        p_w: &[f64],
-        shift: f64,
-        pending: Option<f64>,
-    ) -> Result<(Vec<f64>, f64)> {
+    fn hessian(&mut self, p_w: &[f64], shift: f64, pending: Option<f64>) -> Result<HessValue> {
         self.reduce((vec![0.0; self.d], 0.0), |p| {
             p.hessian_nodes(p_w, shift, pending)
         })
@@ -1487,7 +1496,7 @@ fn newton_direction<S: RowStore>(
     };
     // centred rows: q_j = (x_j - mu) . p_w + p_b = x_j . p_w + (p_b - mu . p_w), and
     // sum_j D_j q_j (x_j - mu) = (sum_j D_j q_j x_j) - (sum_j D_j q_j) mu
-    let hess = |store: &mut S, p_w: &[f64], p_b: f64, pending| -> Result<(Vec<f64>, f64)> {
+    let hess = |store: &mut S, p_w: &[f64], p_b: f64, pending| -> Result<HessValue> {
         let shift = p_b - dot(mu, p_w);
         let (mut h_w, h_b) = store.hessian(p_w, shift, pending)?;
         h_w.iter_mut()

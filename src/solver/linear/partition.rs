@@ -12,8 +12,8 @@
 use std::borrow::Cow;
 
 use super::{
-    sum_rows_nodes, weighted_columns, xt_dot_nodes, xt_dot_pair_nodes, ActiveRows, FirstGradient,
-    Part, RowStore, RowsRef,
+    sum_rows_nodes, weighted_columns, xt_dot_nodes, xt_dot_pair_nodes, FirstGradient, HessValue,
+    Part, RowState, RowStore, RowsRef,
 };
 use crate::bags::Instances;
 use crate::error::{Error, Result};
@@ -140,18 +140,6 @@ pub(crate) fn get_nodes<T: Flat>(zero: &T, at: &mut Reader<'_>) -> Result<Vec<No
     Ok(nodes)
 }
 
-/// The per-row state of a solve that a partition keeps between rounds ([`Part`]'s).
-#[derive(Default)]
-struct RowState {
-    f: Vec<f64>,
-    g: Vec<f64>,
-    dj: Vec<f64>,
-    z: Vec<f64>,
-    act: ActiveRows,
-    q: Vec<f64>,
-    z_active: Vec<f64>,
-}
-
 /// One partition of a distributed solve: the bags `[lo, hi)` of a data set of `n_bags`
 /// bags, with their dense rows (owned), their costs and the per-row state of the solve.
 pub(crate) struct OwnedPart {
@@ -242,27 +230,13 @@ impl OwnedPart {
             d: x.n_features(),
             c_pos: Cow::Borrowed(&c_pos[..]),
             c_neg: Cow::Borrowed(&c_neg[..]),
-            f: std::mem::take(&mut state.f),
-            g: std::mem::take(&mut state.g),
-            dj: std::mem::take(&mut state.dj),
-            z: std::mem::take(&mut state.z),
-            act: std::mem::take(&mut state.act),
-            q: std::mem::take(&mut state.q),
-            z_active: std::mem::take(&mut state.z_active),
+            state: std::mem::take(state),
             woodbury: None,
             simd: *simd,
         };
         let out = op(&mut part);
         *ptr = part.ptr;
-        *state = RowState {
-            f: part.f,
-            g: part.g,
-            dj: part.dj,
-            z: part.z,
-            act: part.act,
-            q: part.q,
-            z_active: part.z_active,
-        };
+        *state = part.state;
         out
     }
 
@@ -300,23 +274,25 @@ impl OwnedPart {
             "first_gradient" => self.with_part(|p| {
                 put_nodes(&p.loss_nodes(), &mut out);
                 let g0 = p.g0();
-                put_nodes(&xt_dot_pair_nodes(p.x, p.group(), &p.g, &g0, d), &mut out);
-                put_nodes(&sum_rows_nodes(p.group(), &p.g), &mut out);
+                put_nodes(
+                    &xt_dot_pair_nodes(p.x, p.group(), &p.state.g, &g0, d),
+                    &mut out,
+                );
+                put_nodes(&sum_rows_nodes(p.group(), &p.state.g), &mut out);
                 put_nodes(&sum_rows_nodes(p.group(), &g0), &mut out);
             }),
             "accept" => {
                 let t = scalar(0)?;
                 self.with_part(|p| {
-                    let z = &p.z;
-                    p.f.iter_mut().zip(z).for_each(|(fv, &zv)| *fv += t * zv);
+                    p.advance(t);
                     put_nodes(&p.loss_nodes(), &mut out);
-                    put_nodes(&xt_dot_nodes(p.x, p.group(), &p.g, d), &mut out);
-                    put_nodes(&sum_rows_nodes(p.group(), &p.g), &mut out);
+                    put_nodes(&xt_dot_nodes(p.x, p.group(), &p.state.g, d), &mut out);
+                    put_nodes(&sum_rows_nodes(p.group(), &p.state.g), &mut out);
                 });
             }
             "activate" => out.push(self.with_part(|p| p.activate()) as f64),
             "sum_d" => {
-                self.with_part(|p| put_nodes(&sum_rows_nodes(p.group(), &p.dj), &mut out));
+                self.with_part(|p| put_nodes(&sum_rows_nodes(p.group(), &p.state.dj), &mut out));
             }
             "sketch_rows" => {
                 let step = s.first().copied();
@@ -328,8 +304,8 @@ impl OwnedPart {
                 }
             }
             "jacobi_sums" => self.with_part(|p| {
-                put_nodes(&sum_rows_nodes(p.group(), &p.dj), &mut out);
-                put_nodes(&weighted_columns(p.x, p.group(), &p.dj, d), &mut out);
+                put_nodes(&sum_rows_nodes(p.group(), &p.state.dj), &mut out);
+                put_nodes(&weighted_columns(p.x, p.group(), &p.state.dj, d), &mut out);
             }),
             "hessian" => {
                 let (shift, pending) = (scalar(0)?, pending()?);
@@ -565,12 +541,7 @@ impl<D: Dispatch> RowStore for RemoteParts<D> {
         Ok((r_w.to_vec(), r_b))
     }
 
-    fn hessian(
-        &mut self,
-        p_w: &[f64],
-        shift: f64,
-        pending: Option<f64>,
-    ) -> Result<(Vec<f64>, f64)> {
+    fn hessian(&mut self, p_w: &[f64], shift: f64, pending: Option<f64>) -> Result<HessValue> {
         let replies = self.replies("hessian", p_w, &pending_scalars(shift, pending))?;
         self.sum(&mut readers(&replies), (vec![0.0; self.d], 0.0))
     }
