@@ -78,10 +78,10 @@ pub(crate) use partition::{rows_of, Local};
 /// The recovery of a distributed fit from a lost partition.
 #[cfg(any(feature = "python", test))]
 mod recover;
-#[cfg(test)]
-pub(crate) use recover::{drops_for, restores_for, Dropping};
 #[cfg(any(feature = "python", test))]
 pub(crate) use recover::Recovering;
+#[cfg(test)]
+pub(crate) use recover::{drops_for, restores_for, Dropping};
 #[cfg(feature = "python")]
 pub(crate) use recover::{Link, Logged, Sequenced};
 

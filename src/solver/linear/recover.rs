@@ -38,8 +38,10 @@ pub(crate) struct Logged {
 }
 
 /// A partition that numbers the rounds it answers (from 0, one per round of the fit) and keeps
-/// its last reply: a round sent again is answered from it, not applied twice, and a partition
-/// without the fit's state (rebuilt past round 0) says so instead of answering.
+/// its last reply to a round that changed its state: such a round sent again is answered from
+/// it, not applied twice (one that only reads the state is answered again, so that the large
+/// replies, the sketch's rows, are not kept). A partition without the fit's state (rebuilt
+/// past round 0) says so instead of answering.
 pub(crate) struct Sequenced<P> {
     inner: P,
     at: Option<u64>,
@@ -65,8 +67,10 @@ impl<P: Answer> Sequenced<P> {
         v: &[f64],
         s: &[f64],
     ) -> Result<Option<Vec<f64>>> {
+        let read_only = READ_ONLY.contains(&op);
         match self.at {
-            Some(at) if at == seq => return Ok(Some(self.last.clone())),
+            Some(at) if at == seq && !read_only => return Ok(Some(self.last.clone())),
+            Some(at) if at == seq => return self.inner.answer(op, v, s).map(Some),
             None if seq > 0 => return Ok(None),
             Some(at) if at + 1 != seq => {
                 return Err(Error::InvalidData(format!(
@@ -77,7 +81,11 @@ impl<P: Answer> Sequenced<P> {
         }
         let out = self.inner.answer(op, v, s)?;
         self.at = Some(seq);
-        self.last.clone_from(&out);
+        if read_only {
+            self.last.clear();
+        } else {
+            self.last.clone_from(&out);
+        }
         Ok(Some(out))
     }
 
@@ -333,7 +341,9 @@ mod tests {
         let mut p = Sequenced::new(Counter(0.0));
         assert_eq!(p.answer_at(0, "add", &[2.0], &[]).unwrap(), Some(vec![2.0]));
         assert_eq!(p.answer_at(0, "add", &[2.0], &[]).unwrap(), Some(vec![2.0]));
-        assert!(p.answer_at(2, "add", &[1.0], &[]).is_err());
+        assert_eq!(p.answer_at(1, "mean", &[], &[]).unwrap(), Some(vec![2.0]));
+        assert_eq!(p.answer_at(1, "mean", &[], &[]).unwrap(), Some(vec![2.0]));
+        assert!(p.answer_at(3, "add", &[1.0], &[]).is_err());
         assert!(p.query("add", &[1.0], &[]).is_err());
         assert_eq!(p.query("mean", &[], &[]).unwrap(), vec![2.0]);
         let mut rebuilt = Sequenced::new(Counter(0.0));
