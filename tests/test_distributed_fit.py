@@ -408,3 +408,53 @@ def test_bad_inputs(client, data):
         dfit(est, collection(bad, 2), y, client=client)
     with pytest.raises(ValueError, match="no bags"):
         dfit(est, db.from_delayed([_delayed_list([])]), y[:0], client=client)
+
+
+SIGINT_FIT = """
+import logging, time, dask.bag as db, distributed, milsvm, numpy as np
+from milsvm.distributed import fit
+if __name__ == "__main__":
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+        with distributed.Client(cluster) as client:
+            rng = np.random.default_rng(0)
+            bags = [rng.normal(size=(20, 30)) for _ in range(200)]
+            y = np.arange(200) % 2
+            est = milsvm.ALSVM(kernel="linear", C=10, max_iter=100000, eps=1e-12, decay=1.0001)
+            hook = lambda n, op: print("start", flush=True) if n == 30 else None
+            try:
+                fit(est, db.from_sequence(bags, npartitions=4), y, _round_hook=hook)
+                print("finished", flush=True)
+            except KeyboardInterrupt:
+                print("interrupted", "model_" in est.__dict__, flush=True)
+            keys = lambda dask_scheduler: [
+                k for k in dask_scheduler.tasks if str(k).startswith("milsvm-round")]
+            deadline = time.monotonic() + 30
+            while client.run_on_scheduler(keys) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            print("round tasks left", len(client.run_on_scheduler(keys)), flush=True)
+"""
+
+
+def test_sigint_interrupts_the_fit(tmp_path):
+    """A real Ctrl-C (SIGINT) to the driver mid-fit: ``KeyboardInterrupt``, the estimator
+    unfitted, the round's tasks cancelled (none left on the scheduler once it has processed
+    the cancellation)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "fit.py"
+    script.write_text(SIGINT_FIT)
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        for line in proc.stdout:
+            if line.startswith("start"):
+                break
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert "interrupted False" in out, (out, err[-2000:])
+    assert "round tasks left 0" in out, out

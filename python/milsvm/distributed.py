@@ -298,8 +298,9 @@ def _round(held, index, seq, op, v, s):
 
 
 def _restore(held, index, seq, log):
-    """Runs on the worker holding ``held`` (partition ``index``): replays ``log`` (the rounds before ``seq`` that
-    changed the partitions' state) on a rebuilt kernel; a kernel with its state is left."""
+    """Runs on the worker holding ``held`` (partition ``index``): replays ``log`` (the rounds
+    before ``seq`` that changed the partitions' state) on a rebuilt kernel; a kernel with its
+    state is left as it is."""
     held.kernel.restore(seq, [(op, np.array(v, dtype=np.float64), s) for op, v, s in log])
 
 
@@ -409,8 +410,7 @@ class _Rounds:
                 )
             return self.client.gather(futures)
         except BaseException:
-            for f in futures:
-                f.cancel()
+            self.client.cancel(futures)
             raise
 
     def __call__(self, seq, op, v, s):
