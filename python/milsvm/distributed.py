@@ -376,9 +376,13 @@ class _Rounds:
             if self.hook is not None:
                 self.hook(self.rounds + 1, op)
             while True:
+                slice_s = min(1.0, max(deadline - time.monotonic(), 0.01))
                 try:
-                    wait(futures, timeout=min(1.0, max(deadline - time.monotonic(), 0.01)))
-                    break
+                    wait(futures, timeout=slice_s)
+                    self._raise_lost_or_failed(futures, what)
+                    # each result within the slice too: a finished task whose worker dies
+                    # before its result is read goes back to pending, pinned to the dead worker
+                    return [f.result(timeout=slice_s) for f in futures]
                 except (TimeoutError, asyncio.TimeoutError) as exc:  # distinct before 3.11
                     alive = set(self.client.scheduler_info()["workers"])
                     lost = [k for k in parts if self.where[k] not in alive]
@@ -392,26 +396,30 @@ class _Rounds:
                         raise TimeoutError(
                             f"milsvm.distributed.fit: {what} took more than {self.timeout} s"
                         ) from exc
-            lost, error = [], None
-            for f in futures:
-                if f.status == "error":
-                    exc = f.exception()
-                    if isinstance(exc, PartitionLost):
-                        lost.extend(exc.partitions)
-                    elif error is None:
-                        error = exc
-            if error is not None:
-                raise error
-            if lost:
-                raise PartitionLost(
-                    f"partitions {lost} lost their state mid-fit ({what}): their worker died "
-                    "and Dask rebuilt them",
-                    lost,
-                )
-            return self.client.gather(futures)
         except BaseException:
             self.client.cancel(futures)
             raise
+
+    @staticmethod
+    def _raise_lost_or_failed(futures, what):
+        """Raises the first failed task's error, or :class:`PartitionLost` naming the
+        partitions whose tasks found them rebuilt without their state."""
+        lost, error = [], None
+        for f in futures:
+            if f.status == "error":
+                exc = f.exception()
+                if isinstance(exc, PartitionLost):
+                    lost.extend(exc.partitions)
+                elif error is None:
+                    error = exc
+        if error is not None:
+            raise error
+        if lost:
+            raise PartitionLost(
+                f"partitions {lost} lost their state mid-fit ({what}): their worker died and "
+                "Dask rebuilt them",
+                lost,
+            )
 
     def __call__(self, seq, op, v, s):
         s = list(s)
