@@ -26,6 +26,11 @@ from milsvm.distributed import fit as dfit  # noqa: E402
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
 
+#: Seconds a killed worker's nanny may take to bring a new worker up (a slow start on a loaded
+#: machine is not a failure of the fit under test).
+WORKER_RESTART = 300
+
+
 @pytest.fixture(scope="module")
 def client(dask_client):
     """The shared two-process LocalCluster's Client (tests/conftest.py)."""
@@ -120,7 +125,7 @@ def test_fit_equals_the_in_process_fit(client, data, tmp_path, cls, dtype, parti
     assert remote.distributed_partitions_ == partitions
     assert remote.distributed_rounds_ > 2 * remote.n_solves_
     assert remote.distributed_bytes_ > 0
-    assert remote.distributed_restarts_ == 0
+    assert remote.distributed_restores_ == 0
 
 
 def small_sparse_mi(cls, **kw):
@@ -176,7 +181,7 @@ def test_sparse_mi_equals_the_in_process_fit(
     # width, rows, the first evaluation; per iteration a gradient and at least one trial
     assert remote.distributed_rounds_ >= 3 + 2 * local.n_iter_
     assert remote.distributed_bytes_ > 0
-    assert remote.distributed_restarts_ == 0
+    assert remote.distributed_restores_ == 0
 
 
 def test_sparse_mi_with_given_init_and_linear_kernel(client, data, tmp_path):
@@ -211,57 +216,116 @@ def test_twice_gives_the_same_bits_and_no_partition_moves(client, data, tmp_path
 
 @pytest.mark.parametrize("name", ["MISVM", "SparseMI"])
 def test_a_worker_killed_mid_fit(client, data, tmp_path, name):
-    """A worker process dies after the tenth round: Dask rebuilds its partitions elsewhere,
-    the fit starts over on every partition, and the model is the undisturbed one."""
+    """A worker process dies while the tenth round runs: Dask rebuilds its partitions
+    elsewhere, one restore round replays the fit's state-changing rounds on them, the tenth
+    round is sent again, and the fit goes on to the undisturbed model. It costs the restore
+    round only: every other round is the undisturbed fit's."""
     bags, y = data
+    client.wait_for_workers(2, timeout=WORKER_RESTART)
     make = (
         (lambda: small(milsvm.MISVM))
         if name == "MISVM"
         else (lambda: small_sparse_mi(milsvm.SparseMI))
     )
     undisturbed = make().fit(bags, y)
+    plain = dfit(make(), collection(bags, 4), y, client=client)
     killed = []
 
-    def kill_after_ten(n, op):
+    def kill_in_round_ten(n, op):
         if n == 10 and not killed:
             killed.append(_kill_a_holder(client))
 
-    est = dfit(
-        make(),
-        collection(bags, 4),
-        y,
-        client=client,
-        _round_hook=kill_after_ten,
-    )
+    est = dfit(make(), collection(bags, 4), y, client=client, _round_hook=kill_in_round_ten)
     assert killed
     if name == "MISVM":
         same_fit(undisturbed, est, bags)
         assert model_bytes(undisturbed, tmp_path, "a") == model_bytes(est, tmp_path, "b")
     else:
         same_sparse_mi_fit(undisturbed, est, bags, tmp_path)
-    assert est.distributed_restarts_ >= 1
-    client.wait_for_workers(2, timeout=60)
+    assert est.distributed_restores_ >= 1
+    assert est.distributed_rounds_ == plain.distributed_rounds_ + est.distributed_restores_
+    assert est.distributed_bytes_ > plain.distributed_bytes_
+    client.wait_for_workers(2, timeout=WORKER_RESTART)
 
 
-def test_a_worker_killed_without_restarts_raises(client, data):
+def test_a_worker_killed_without_restores_raises(client, data):
     bags, y = data
-    client.wait_for_workers(2, timeout=60)
+    client.wait_for_workers(2, timeout=WORKER_RESTART)
 
-    def kill_after_five(n, op):
+    def kill_in_round_five(n, op):
         if n == 5:
             _kill_a_holder(client)
 
-    with pytest.raises((PartitionLost, distributed.scheduler.KilledWorker)):
+    est = small(milsvm.MISVM)
+    with pytest.raises(PartitionLost, match=r"no restore round is left \(max_restores=0") as info:
         dfit(
-            small(milsvm.MISVM),
+            est,
             collection(bags, 4),
             y,
             client=client,
-            max_restarts=0,
+            max_restores=0,
             timeout=60,
-            _round_hook=kill_after_five,
+            _round_hook=kill_in_round_five,
         )
-    client.wait_for_workers(2, timeout=60)
+    assert info.value.partitions
+    assert not hasattr(est, "model_")
+    client.wait_for_workers(2, timeout=WORKER_RESTART)
+
+
+@pytest.mark.parametrize("name", ["MISVM", "ALSVM", "SparseMI"])
+def test_progress_is_the_in_process_fits(client, data, capsys, name):
+    """``verbose=2``: the same step lines (objectives, temperatures) as the in-process fit."""
+    bags, y = data
+    if name == "SparseMI":
+        make = lambda: small_sparse_mi(milsvm.SparseMI, verbose=2)  # noqa: E731
+    else:
+        make = lambda: small(getattr(milsvm, name)).set_params(verbose=2)  # noqa: E731
+    make().fit(bags, y)
+    local = [ln for ln in capsys.readouterr().out.splitlines() if " step " in ln]
+    dfit(make(), collection(bags, 3), y, client=client)
+    remote = [ln for ln in capsys.readouterr().out.splitlines() if " step " in ln]
+    assert local and remote == local
+
+
+def _round_keys(dask_scheduler):
+    return [str(k) for k in dask_scheduler.tasks if str(k).startswith("milsvm-round")]
+
+
+@pytest.mark.parametrize("where", ["round", "progress"])
+def test_ctrl_c_cancels_the_fit(client, data, where):
+    """A ``KeyboardInterrupt`` while a round's tasks run (what Ctrl-C raises in the driver),
+    or from the progress callback: raised, the round's tasks cancelled, the estimator left
+    unfitted, and the cluster free for the next fit."""
+    import time
+
+    from milsvm import _progress
+
+    bags, y = data
+
+    def interrupt(*args):
+        raise KeyboardInterrupt
+
+    est = small(milsvm.MISVM)
+    kw = {}
+    if where == "round":
+        kw["_round_hook"] = lambda n, op: interrupt() if n == 7 else None
+    else:
+        est.set_params(verbose=2)
+    original = _progress.FitProgress.__call__
+    try:
+        if where == "progress":
+            _progress.FitProgress.__call__ = interrupt
+        with pytest.raises(KeyboardInterrupt):
+            dfit(est, collection(bags, 2), y, client=client, **kw)
+    finally:
+        _progress.FitProgress.__call__ = original
+    assert not hasattr(est, "model_") and not hasattr(est, "distributed_rounds_")
+    deadline = time.monotonic() + 30
+    while client.run_on_scheduler(_round_keys) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert client.run_on_scheduler(_round_keys) == []
+    again = dfit(small(milsvm.MISVM), collection(bags, 2), y, client=client)
+    same_fit(small(milsvm.MISVM).fit(bags, y), again, bags)
 
 
 def _kill_a_holder(client):
@@ -348,3 +412,53 @@ def test_bad_inputs(client, data):
         dfit(est, collection(bad, 2), y, client=client)
     with pytest.raises(ValueError, match="no bags"):
         dfit(est, db.from_delayed([_delayed_list([])]), y[:0], client=client)
+
+
+SIGINT_FIT = """
+import logging, time, dask.bag as db, distributed, milsvm, numpy as np
+from milsvm.distributed import fit
+if __name__ == "__main__":
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+        with distributed.Client(cluster) as client:
+            rng = np.random.default_rng(0)
+            bags = [rng.normal(size=(20, 30)) for _ in range(200)]
+            y = np.arange(200) % 2
+            est = milsvm.ALSVM(kernel="linear", C=10, max_iter=100000, eps=1e-12, decay=1.0001)
+            hook = lambda n, op: print("start", flush=True) if n == 30 else None
+            try:
+                fit(est, db.from_sequence(bags, npartitions=4), y, _round_hook=hook)
+                print("finished", flush=True)
+            except KeyboardInterrupt:
+                print("interrupted", "model_" in est.__dict__, flush=True)
+            keys = lambda dask_scheduler: [
+                k for k in dask_scheduler.tasks if str(k).startswith("milsvm-round")]
+            deadline = time.monotonic() + 30
+            while client.run_on_scheduler(keys) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            print("round tasks left", len(client.run_on_scheduler(keys)), flush=True)
+"""
+
+
+def test_sigint_interrupts_the_fit(tmp_path):
+    """A real Ctrl-C (SIGINT) to the driver mid-fit: ``KeyboardInterrupt``, the estimator
+    unfitted, the round's tasks cancelled (none left on the scheduler once it has processed
+    the cancellation)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "fit.py"
+    script.write_text(SIGINT_FIT)
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        for line in proc.stdout:
+            if line.startswith("start"):
+                break
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert "interrupted False" in out, (out, err[-2000:])
+    assert "round tasks left 0" in out, out

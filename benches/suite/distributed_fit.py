@@ -5,6 +5,11 @@ the same bags, for the overhead and the equality of the models::
 
     python benches/scale.py distributed --bags 200 --bag-size 1000 --features 512 --workers 2
     python benches/scale.py distributed --estimator SparseMI --compare
+    python benches/scale.py distributed --bags 100 --kill-at-round 200
+
+``--kill-at-round N`` then fits again on the same cluster and kills (SIGKILL) a worker process
+holding partitions while round ``N`` runs: the recovered fit's time, rounds and restores
+against the undisturbed fit's, and whether the models are bit for bit equal.
 
 The bags are generated on the workers (bag ``i`` from the seed ``(0, i)``: standard normal
 float32 rows, the first instance of every positive bag moved along 8 features), so the driver
@@ -13,7 +18,9 @@ never holds them; ``--compare`` generates the same bags here too.
 
 import argparse
 import logging
+import os
 import resource
+import signal
 import time
 
 import numpy as np
@@ -66,6 +73,12 @@ def main():
     ap.add_argument(
         "--estimator", choices=sorted(ESTIMATORS), default="MISVM", help="the fit (default MISVM)"
     )
+    ap.add_argument(
+        "--kill-at-round",
+        type=int,
+        default=None,
+        help="fit again, killing a worker while this round runs (default: no)",
+    )
     args = ap.parse_args()
 
     import dask
@@ -99,6 +112,10 @@ def main():
         est = fit(ESTIMATORS[args.estimator](milsvm), bags, y, client=client)
         seconds = time.perf_counter() - start
         peaks = client.run(_peak_rss_mib)
+        if args.kill_at_round is not None:
+            recovered, recovered_s = _killed_fit(
+                fit, ESTIMATORS[args.estimator](milsvm), bags, y, client, args.kill_at_round
+            )
     print(
         f"{args.estimator}: {args.bags} bags x {size} x {d} float32 ({data_mib:.0f} MiB), "
         f"{parts} partitions on "
@@ -119,6 +136,18 @@ def main():
             f"before {peaks[w] - before[w]:.0f} MiB against about {held:.0f} MiB of data held "
             f"({(peaks[w] - before[w]) / held:.2f}x)"
         )
+    if args.kill_at_round is not None:
+        some = _partition(0, per_part, size, d)
+        same = np.array_equal(
+            recovered.objective_history_, est.objective_history_
+        ) and np.array_equal(recovered.decision_function(some), est.decision_function(some))
+        print(
+            f"a worker killed in round {args.kill_at_round}: {recovered_s:.2f} s "
+            f"({recovered_s / seconds:.2f}x the undisturbed fit), "
+            f"{recovered.distributed_rounds_} rounds ({recovered.distributed_restores_} "
+            f"restore), {recovered.distributed_bytes_ / 2**20:.1f} MiB of messages; models bit "
+            f"for bit equal: {same}"
+        )
     if args.compare:
         local_bags = [b for k in range(parts) for b in _partition(k, per_part, size, d)]
         start = time.perf_counter()
@@ -131,6 +160,31 @@ def main():
             f"in-process fit {local_s:.2f} s: the distributed fit takes {seconds / local_s:.2f}x;"
             f" models bit for bit equal: {same}"
         )
+
+
+def _killed_fit(fit, estimator, bags, y, client, at):
+    """The fit with a worker process that holds partitions killed while round ``at`` runs;
+    its seconds."""
+    killed = []
+
+    def kill(n, op):
+        if n == at and not killed:
+            holders = [
+                w
+                for w, keys in client.has_what().items()
+                if any("_build_partition" in str(k) for k in keys)
+            ]
+            pid = client.run(os.getpid, workers=holders[:1])[holders[0]]
+            os.kill(pid, signal.SIGKILL)
+            killed.append(holders[0])
+
+    client.wait_for_workers(len(client.scheduler_info()["workers"]), timeout=60)
+    start = time.perf_counter()
+    est = fit(estimator, bags, y, client=client, _round_hook=kill)
+    seconds = time.perf_counter() - start
+    if not killed:
+        raise SystemExit(f"the fit ended before round {at}: no worker was killed")
+    return est, seconds
 
 
 if __name__ == "__main__":

@@ -346,7 +346,9 @@ class Partition:
     """One partition of a distributed fit, held by the worker that built it: the dense rows of its
     bags (float32 or float64, read in place), their labels and the per-row state of the solve.
     Its answers to the driver's rounds are vectors and scalars (`round`). It is never
-    pickled: a partition does not move.
+    pickled: a partition does not move. It numbers the rounds it answers: one sent again is
+    answered from its last reply, and one rebuilt from its bags (its worker was lost) says so
+    until `restore` has replayed the fit's rounds on it.
     """
     def __init__(
         self,
@@ -372,9 +374,24 @@ class Partition:
         its cost (`distributed_problems`). The driver sends the kernel width first.
         """
         ...
-    def round(self, op: str, v: NDArray[np.float64], s: Sequence[float]) -> NDArray[np.float64]:
+    def round(
+        self,
+        op: str,
+        v: NDArray[np.float64],
+        s: Sequence[float],
+        seq: Optional[int] = None,
+    ) -> Optional[NDArray[np.float64]]:
         """Answers the round `op` with the vector `v` and the scalars `s`: this partition's part
-        of the round's sums (tree nodes, flattened), or its counts.
+        of the round's sums (tree nodes, flattened), or its counts. `seq`: the round's number
+        in the fit (from 0); `None` for a round outside the fit that only reads the state
+        (`fold_values`). Returns `None` when the partition holds no state of the fit past its
+        round 0 (it was rebuilt: `restore` it).
+        """
+        ...
+    def restore(self, seq: int, log: Sequence[Tuple[str, NDArray[np.float64], Sequence[float]]]) -> None:
+        """Brings a rebuilt partition to its state before round `seq` of the fit: `log` holds the
+        rounds before it that changed the state, `(op, v, s)` in order, which it replays. A
+        partition that holds that state already is left as it is.
         """
         ...
 
@@ -550,14 +567,21 @@ def distributed_fit(
     params: Params,
     n_features: int,
     gamma: float,
+    retries: int,
+    progress: Optional[Progress] = None,
 ) -> Any:
     """The fit of `family` on bags held by partitions: `"annealing"` (an annealing method, linear,
     two classes; partitions `Partition(...)`) or `"sparse_mi"` (SparseMI / RSVM, direct mode;
     partitions `Partition.sparse_mi(...)`). The driver runs the fit without the GIL and calls
-    `dispatch(op, v, s)` once per round, which sends the round to every partition and returns
-    their replies in partition order. `bag_ptr`: the offsets of every bag in partition order;
-    `labels`: their class indices; `gamma`: the width resolved for them. Returns what
-    `fit_annealing` / `fit_sparse_mi` returns on the same bags.
+    `dispatch(seq, op, v, s)` once per round (numbered from 0), which sends the round to every
+    partition and returns their replies in partition order. When it raises `PartitionLost`
+    naming partitions (their worker was lost, Dask rebuilt them), the driver calls
+    `dispatch.restore(parts, seq, log)` (one restore round: those partitions replay `log`, the
+    rounds that changed their state) and sends the round again, at most `retries` times in the
+    fit; beyond, the `PartitionLost` is raised. `bag_ptr`: the offsets of every bag in
+    partition order; `labels`: their class indices; `gamma`: the width resolved for them;
+    `progress` as for `fit_annealing` (an exception it raises stops the fit and is raised).
+    Returns what `fit_annealing` / `fit_sparse_mi` returns on the same bags.
     """
     ...
 

@@ -187,20 +187,31 @@ DEFAULT_ROUND_TIMEOUT = 600.0
 
 
 class PartitionLost(RuntimeError):
-    """A partition's per-row state was lost mid-fit (its worker died and Dask rebuilt the
-    partition elsewhere from its graph)."""
+    """Partitions lost their per-row state mid-fit: their worker died, and Dask rebuilds them
+    elsewhere from their graph. :func:`fit` restores them from the fit's rounds and goes on, up
+    to ``max_restores`` times; past that it raises this.
+
+    Attributes
+    ----------
+    partitions : tuple of int
+        The lost partitions (their indices in the collection).
+    """
+
+    def __init__(self, message, partitions=()):
+        super().__init__(message)
+        self.partitions = tuple(int(k) for k in partitions)
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.partitions))
 
 
 class _Held:
-    """A partition kernel on its worker with the fit attempt it serves: a kernel rebuilt by
-    Dask after its worker died has lost its per-row state, which the attempt number detects.
-    Never pickled (it stays on its worker); its size is its rows', so that the scheduler
-    never plans to move it."""
+    """A partition kernel on its worker. Never pickled (it stays on its worker); its size is
+    its rows', so that the scheduler never plans to move it."""
 
     def __init__(self, kernel, nbytes):
         self.kernel = kernel
         self.nbytes = nbytes
-        self.attempt = None
 
     def __sizeof__(self):
         return self.nbytes
@@ -272,15 +283,25 @@ def _fresh(args):
     return args
 
 
-def _round(held, attempt, first, op, v, s):
-    """Runs on the worker holding ``held``: one round of the fit attempt ``attempt``."""
-    if held.attempt != attempt:
-        if not first:
-            raise PartitionLost(
-                "a partition lost its state mid-fit (its worker died and it was rebuilt)"
-            )
-        held.attempt = attempt
-    return held.kernel.round(op, np.array(v, dtype=np.float64), s)  # aligned (as above)
+def _round(held, index, seq, op, v, s):
+    """Runs on the worker holding ``held`` (partition ``index``): round ``seq`` of the fit.
+    A kernel that Dask rebuilt after its worker died holds no state of the fit: it raises
+    :class:`PartitionLost` naming the partition, for the driver to restore it."""
+    reply = held.kernel.round(op, np.array(v, dtype=np.float64), s, seq)  # aligned (as above)
+    if reply is None:
+        raise PartitionLost(
+            f"partition {index} lost its state before round {seq} ({op!r}): its worker died "
+            "and Dask rebuilt it",
+            [index],
+        )
+    return reply
+
+
+def _restore(held, index, seq, log):
+    """Runs on the worker holding ``held`` (partition ``index``): replays ``log`` (the rounds
+    before ``seq`` that changed the partitions' state) on a rebuilt kernel; a kernel with its
+    state is left as it is."""
+    held.kernel.restore(seq, [(op, np.array(v, dtype=np.float64), s) for op, v, s in log])
 
 
 def _fold_values(held, state):
@@ -292,10 +313,12 @@ def _fold_values(held, state):
 class _Rounds:
     """The dispatcher the Rust driver calls once per round: the round sent to every
     partition's kernel as one task each, pinned to the worker that holds it (the kernel never
-    moves); the replies in partition order. Counts the rounds and the bytes of the messages
-    (round arguments sent to each partition, and the replies). A pinned worker that leaves the
-    cluster ends the round with :class:`PartitionLost` (Dask rebuilds its partitions from their
-    graph elsewhere; :meth:`place` pins the rounds to them)."""
+    moves); the replies in partition order. Counts the rounds (restore rounds included), the
+    restore rounds and the bytes of the messages (round arguments sent to each partition, and
+    the replies). Partitions whose pinned worker left the cluster, or that were rebuilt
+    without their state, end the round with :class:`PartitionLost` naming them; the driver
+    then calls :meth:`restore`, which pins the rounds to the rebuilt kernels. A
+    ``KeyboardInterrupt`` while a round runs cancels its tasks and is raised."""
 
     def __init__(self, client, kernels, timeout, hook):
         self.client = client
@@ -303,9 +326,8 @@ class _Rounds:
         self.timeout = timeout
         self.hook = hook
         self.rounds = 0
+        self.restores = 0
         self.nbytes = 0
-        self.attempt = 0
-        self.first = True
         self.where = []
         # the rounds' task keys are this fit's own: a key that a finished fit's round still
         # holds would otherwise hand back that round's replies
@@ -323,58 +345,106 @@ class _Rounds:
         who = self.client.who_has(self.kernels)
         self.where = [who[k.key][0] for k in self.kernels]
 
-    def __call__(self, op, v, s):
-        from distributed import wait
-
-        tag = f"milsvm-round-{self.token}-{self.attempt}-{self.rounds}"
-        s = list(s)
-        futures = [
+    def _submit(self, fn, parts, name, *args):
+        """One task ``fn(kernel, k, *args)`` per partition ``k`` in ``parts``, pinned to its
+        worker."""
+        tag = f"milsvm-round-{self.token}-{self.rounds}-{name}"
+        return [
             self.client.submit(
-                _round,
-                kernel,
-                self.attempt,
-                self.first,
-                op,
-                v,
-                s,
+                fn,
+                self.kernels[k],
+                k,
+                *args,
                 key=f"{tag}-{k}",
-                workers=[where],
+                workers=[self.where[k]],
                 allow_other_workers=False,
                 pure=False,
             )
-            for k, (kernel, where) in enumerate(zip(self.kernels, self.where))
+            for k in parts
         ]
-        self.first = False
+
+    def _collect(self, futures, parts, what, op):
+        """The results of ``futures`` (of the partitions ``parts``), waited for in one-second
+        slices, after the test hook (called with the round's number and ``op`` while its tasks
+        run). Raises :class:`PartitionLost` naming the partitions whose worker left the
+        cluster or that were rebuilt without their state, ``TimeoutError`` past the timeout;
+        on any of these, and on ``KeyboardInterrupt``, the tasks are cancelled first."""
+        from distributed import wait
+
         deadline = time.monotonic() + self.timeout
-        while True:
-            try:
-                wait(futures, timeout=min(1.0, max(deadline - time.monotonic(), 0.01)))
-                break
-            except (TimeoutError, asyncio.TimeoutError) as exc:  # distinct before Python 3.11
-                alive = set(self.client.scheduler_info()["workers"])
-                lost = [k for k, w in enumerate(self.where) if w not in alive]
-                if lost or time.monotonic() >= deadline:
-                    for f in futures:
-                        f.cancel()
-                if lost:
-                    raise PartitionLost(
-                        f"the worker holding partition {lost[0]} left the cluster mid-fit "
-                        f"(round {self.rounds}, {op!r})"
-                    ) from exc
-                if time.monotonic() >= deadline:
-                    raise TimeoutError(
-                        f"milsvm.distributed.fit: round {self.rounds} ({op!r}) took more than "
-                        f"{self.timeout} s"
-                    ) from exc
+        try:
+            if self.hook is not None:
+                self.hook(self.rounds + 1, op)
+            while True:
+                slice_s = min(1.0, max(deadline - time.monotonic(), 0.01))
+                try:
+                    wait(futures, timeout=slice_s)
+                    self._raise_lost_or_failed(futures, what)
+                    # each result within the slice too: a finished task whose worker dies
+                    # before its result is read goes back to pending, pinned to the dead worker
+                    return [f.result(timeout=slice_s) for f in futures]
+                except (TimeoutError, asyncio.TimeoutError) as exc:  # distinct before 3.11
+                    alive = set(self.client.scheduler_info()["workers"])
+                    lost = [k for k in parts if self.where[k] not in alive]
+                    if lost:
+                        raise PartitionLost(
+                            f"the worker holding partition {lost[0]} left the cluster mid-fit "
+                            f"({what})",
+                            lost,
+                        ) from exc
+                    if time.monotonic() >= deadline:
+                        raise TimeoutError(
+                            f"milsvm.distributed.fit: {what} took more than {self.timeout} s"
+                        ) from exc
+        except BaseException:
+            self.client.cancel(futures)
+            raise
+
+    @staticmethod
+    def _raise_lost_or_failed(futures, what):
+        """Raises the first failed task's error, or :class:`PartitionLost` naming the
+        partitions whose tasks found them rebuilt without their state."""
+        lost, error = [], None
+        for f in futures:
+            if f.status == "error":
+                exc = f.exception()
+                if isinstance(exc, PartitionLost):
+                    lost.extend(exc.partitions)
+                elif error is None:
+                    error = exc
+        if error is not None:
+            raise error
+        if lost:
+            raise PartitionLost(
+                f"partitions {lost} lost their state mid-fit ({what}): their worker died and "
+                "Dask rebuilt them",
+                lost,
+            )
+
+    def __call__(self, seq, op, v, s):
+        s = list(s)
+        parts = range(len(self.kernels))
+        futures = self._submit(_round, parts, f"{seq}", seq, op, v, s)
+        replies = self._collect(futures, parts, f"round {seq}, {op!r}", op)
         # fresh copies: arrays unpickled from Dask's frames can be misaligned
-        replies = [np.array(r, dtype=np.float64) for r in self.client.gather(futures)]
+        replies = [np.array(r, dtype=np.float64) for r in replies]
         self.rounds += 1
         self.nbytes += len(futures) * (np.asarray(v).nbytes + 8 * len(s)) + sum(
             r.nbytes for r in replies
         )
-        if self.hook is not None:
-            self.hook(self.rounds, op)
         return replies
+
+    def restore(self, parts, seq, log):
+        """The restore round: once Dask has rebuilt the lost kernels, the partitions ``parts``
+        replay ``log`` (the rounds before ``seq`` that changed their state, ``(op, v, s)``)."""
+        self.place()
+        parts = list(parts)
+        log = [(op, np.asarray(v), list(s)) for op, v, s in log]
+        futures = self._submit(_restore, parts, f"restore-{seq}", seq, log)
+        self._collect(futures, parts, f"the restore before round {seq}", "restore")
+        self.rounds += 1
+        self.restores += 1
+        self.nbytes += len(parts) * sum(v.nbytes + 8 * len(s) for _, v, s in log)
 
 
 def _check_supported(estimator):
@@ -417,7 +487,7 @@ def _check_supported(estimator):
     return kind
 
 
-def fit(estimator, bags, y, *, client=None, timeout=None, max_restarts=3, _round_hook=None):
+def fit(estimator, bags, y, *, client=None, timeout=None, max_restores=3, _round_hook=None):
     """Fit ``estimator`` on bags held by the workers of a Dask cluster: one fit, data in place.
 
     The partitions of ``bags`` are loaded on the workers and stay there, each in a partition
@@ -454,12 +524,18 @@ def fit(estimator, bags, y, *, client=None, timeout=None, max_restarts=3, _round
     timeout : float, optional
         Seconds a round may take (default ``DEFAULT_ROUND_TIMEOUT``, 600); beyond it the fit
         raises ``TimeoutError`` instead of waiting for lost or busy workers.
-    max_restarts : int, default=3
-        How often the fit starts over when a worker holding a partition is lost mid-fit. Dask
-        rebuilds the lost partition from its graph on another worker; the per-row state of the
-        fit is a cache of the iterates, so the fit restarts from its first round on every
-        partition and ends at the same bits as an undisturbed fit. With ``0`` a lost
-        partition raises :class:`PartitionLost`.
+    max_restores : int, default=3
+        How many restore rounds the fit may send when workers holding partitions are lost
+        mid-fit. Dask rebuilds a lost partition from its graph on another worker, with its
+        rows but without the fit's per-row state; that state is a cache that the driver
+        rebuilds: it keeps the rounds that changed the state, and one restore round replays
+        them on the rebuilt partitions only (on their workers, no other partition is touched),
+        then the interrupted round is sent again (a partition that had answered it replies
+        from its copy). The fit goes on and ends at the same bits as an undisturbed fit. A
+        loss costs one restore round and the interrupted round, and the rebuilt partitions'
+        replay of the state-changing rounds since the start of the fit (computation on their
+        workers; the message is ``d``-vectors and scalars per replayed round). With ``0`` a
+        lost partition raises :class:`PartitionLost`.
 
     Returns
     -------
@@ -467,12 +543,20 @@ def fit(estimator, bags, y, *, client=None, timeout=None, max_restarts=3, _round
         The estimator, fitted: an ordinary fitted estimator (``predict``, ``decision_function``,
         ``save``, ``explain``, ...). Besides the fitted attributes of the estimator, it records:
 
-        - ``distributed_rounds_`` (int): the rounds of per-partition tasks, all attempts;
+        - ``distributed_rounds_`` (int): the rounds of per-partition tasks, restore rounds
+          included;
         - ``distributed_bytes_`` (int): the bytes of the rounds' messages, driver to every
           partition and back (round arguments and replies; the labels ``p_`` gathered once at
           the end included; Dask's own protocol not included);
         - ``distributed_partitions_`` (int): the partitions;
-        - ``distributed_restarts_`` (int): the restarts after a lost partition.
+        - ``distributed_restores_`` (int): the restore rounds after lost partitions (also
+          counted in ``distributed_rounds_`` and, with the replayed rounds they carry, in
+          ``distributed_bytes_``).
+
+        The estimator's ``verbose`` reports the fit's progress as its in-process fit does (a
+        bar on a terminal, one line per outer step with ``verbose=2``). A ``KeyboardInterrupt``
+        (Ctrl-C) cancels the round's tasks, releases the partitions and is raised; the
+        estimator is left as it was (nothing of the interrupted fit is installed).
 
     Raises
     ------
@@ -486,7 +570,7 @@ def fit(estimator, bags, y, *, client=None, timeout=None, max_restarts=3, _round
         number of bags, a non-finite value, or a collection without bags (the message names
         the partition and the bag).
     PartitionLost
-        A partition lost mid-fit more than ``max_restarts`` times.
+        Partitions lost mid-fit once ``max_restores`` restore rounds are spent.
     TimeoutError
         A round took longer than ``timeout``.
 
@@ -508,7 +592,8 @@ def fit(estimator, bags, y, *, client=None, timeout=None, max_restarts=3, _round
     from distributed import get_client
 
     from . import _core
-    from ._inputs import encode_labels
+    from ._inputs import _check_verbose, encode_labels
+    from ._progress import FitProgress
 
     start = time.perf_counter()
     kind = _check_supported(estimator)
@@ -517,8 +602,14 @@ def fit(estimator, bags, y, *, client=None, timeout=None, max_restarts=3, _round
             f"bags must be a dask.bag.Bag of 2-D arrays (one element per bag), got "
             f"{type(bags).__name__}"
         )
-    if max_restarts is None or isinstance(max_restarts, bool) or int(max_restarts) < 0:
-        raise ValueError(f"max_restarts must be an integer >= 0, got {max_restarts!r}")
+    if (
+        isinstance(max_restores, bool)
+        or not isinstance(max_restores, (int, np.integer))
+        or max_restores < 0
+    ):
+        raise ValueError(f"max_restores must be an integer >= 0, got {max_restores!r}")
+    verbose = getattr(estimator, "verbose", 0)
+    _check_verbose(verbose)
     timeout = DEFAULT_ROUND_TIMEOUT if timeout is None else float(timeout)
     if not timeout > 0:
         raise ValueError(f"timeout must be a number of seconds > 0, got {timeout!r}")
@@ -579,27 +670,36 @@ def fit(estimator, bags, y, *, client=None, timeout=None, max_restarts=3, _round
         ]
     )
     rounds = _Rounds(client, kernels, timeout, _round_hook)
+    n_problems = 1 if len(classes) == 2 else len(classes)
+    total = estimator._progress_total(params) * n_problems
     try:
         rounds.place()
         gamma = _gamma(estimator.gamma, client, kernels, rounds.where, bag_ptr[-1], width, timeout)
-        restarts = 0
-        while True:
+        with FitProgress(name, int(verbose), estimator._progress_unit, total) as progress:
             try:
-                fit = _core.distributed_fit(kind, rounds, bag_ptr, labels, params, width, gamma)
-                break
-            except PartitionLost:
-                if restarts >= int(max_restarts):
-                    raise
-                restarts += 1
-                rounds.attempt += 1
-                rounds.first = True
-                rounds.place()
+                fit = _core.distributed_fit(
+                    kind,
+                    rounds,
+                    bag_ptr,
+                    labels,
+                    params,
+                    width,
+                    gamma,
+                    int(max_restores),
+                    progress.callback(),
+                )
+            except PartitionLost as exc:
+                raise PartitionLost(
+                    f"{exc}; no restore round is left (max_restores={max_restores}, "
+                    f"{rounds.restores} sent)",
+                    exc.partitions,
+                ) from exc
     finally:
         for f in kernels:
             f.release()
     job = {
         "name": name,
-        "verbose": 0,
+        "verbose": int(verbose),
         "bags": job_bags,
         "classes": classes,
         "labels": labels,
@@ -611,7 +711,9 @@ def fit(estimator, bags, y, *, client=None, timeout=None, max_restarts=3, _round
     estimator.distributed_rounds_ = rounds.rounds
     estimator.distributed_bytes_ = int(rounds.nbytes)
     estimator.distributed_partitions_ = len(kernels)
-    estimator.distributed_restarts_ = restarts
+    estimator.distributed_restores_ = rounds.restores
+    if verbose:
+        print(f"[{name}] {estimator._fit_summary()}, {estimator.fit_time_:.3f} s")
     return estimator
 
 

@@ -565,7 +565,7 @@ mod tests {
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
-    use crate::solver::linear::{rows_of, Local};
+    use crate::solver::linear::{drops_for, restores_for, rows_of, Dropping, Local, Recovering};
 
     /// Bags of 2 to 9 rows; a positive bag has one to three rows moved along two features.
     fn bags(seed: u64, n_bags: usize, d: usize) -> (Array2<f64>, Vec<usize>, Vec<usize>) {
@@ -635,6 +635,64 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// mi-SVM, MI-SVM and AL-SVM over 3 partitions (one empty) whose states are dropped at the
+    /// first and the middle round of every kind (within line searches, Newton steps, relabelling
+    /// and temperature steps), and all at once: one restore round per drop, and the whole fit
+    /// record equals the undisturbed fit's, bit for bit. With no restore allowed: an error.
+    #[test]
+    fn a_fit_that_loses_partitions_is_the_undisturbed_fit() {
+        let (x, ptr, labels) = bags(5, 60, 4);
+        let n_bags = labels.len();
+        let kinds = [
+            (AnnealingParams::mi_svm(), false),
+            (AnnealingParams::big_mi_svm(), true),
+            (AnnealingParams::al(), false),
+        ];
+        for (method, single) in kinds {
+            let params = method.kernel(KernelKind::Linear).c(1.0).check().unwrap();
+            let (targets, costs) = binary_problem(&params, &labels).unwrap();
+            let cuts = Local::split(&ptr, 3, |lo, hi, local| (lo, hi, local)).0;
+            let make = |k: usize| {
+                let (lo, hi, local) = cuts[k].clone();
+                PartitionLabels::new(
+                    params.clone(),
+                    rows_of(&x, ptr[lo], ptr[hi], single),
+                    local,
+                    lo,
+                    n_bags,
+                    targets[lo..hi].to_vec(),
+                    costs[lo..hi].to_vec(),
+                )
+                .unwrap()
+            };
+            let fit_with = |drops: Vec<(u64, usize)>, retries: usize| {
+                let mut driver = Recovering::new(Dropping::new(cuts.len(), make, drops), retries);
+                let fit = fit_distributed(&params, &mut driver, &ptr, &labels, 4, 1.0);
+                (
+                    fit,
+                    driver.restores(),
+                    std::mem::take(&mut driver.link().ops),
+                )
+            };
+            let (undisturbed, _, ops) = fit_with(Vec::new(), 0);
+            let undisturbed = undisturbed.unwrap();
+            let drops = drops_for(&ops, cuts.len());
+            let (fit, restores, _) = fit_with(drops.clone(), drops.len());
+            let fit = fit.unwrap();
+            assert_eq!(restores, restores_for(&drops), "{:?}", params.method);
+            assert_eq!(fit, undisturbed, "{:?}", params.method);
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&fit.p[0]), bits(&undisturbed.p[0]));
+            assert_eq!(
+                bits(&fit.objective_history[0]),
+                bits(&undisturbed.objective_history[0])
+            );
+            let (failed, _, _) = fit_with(vec![(ops.len() as u64 / 2, 0)], 0);
+            let err = failed.unwrap_err().to_string();
+            assert!(err.contains("no restore is left"), "{err}");
         }
     }
 

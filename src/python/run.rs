@@ -63,12 +63,16 @@ pub(crate) fn run_default<T: Send>(
 }
 
 /// The first exception raised by a progress callback, kept to be raised after the fit.
-type Failure = Arc<Mutex<Option<PyErr>>>;
+pub(crate) type Failure = Arc<Mutex<Option<PyErr>>>;
 
 /// An observer calling the Python `callback(problem, step, max_steps, objective,
 /// temperature, expected_steps)` at every step of a fit (taking the GIL for the call). An exception in the
 /// callback cancels the fit and is raised when it has stopped.
-fn observer_of(callback: Option<Py<PyAny>>, cancel: Cancel, failure: Failure) -> Observer {
+pub(crate) fn observer_of(
+    callback: Option<Py<PyAny>>,
+    cancel: Cancel,
+    failure: Failure,
+) -> Observer {
     let observer = match callback {
         None => Observer::default(),
         Some(cb) => {

@@ -75,6 +75,15 @@ pub(crate) use partition::{
 };
 #[cfg(test)]
 pub(crate) use partition::{rows_of, Local};
+/// The recovery of a distributed fit from a lost partition.
+#[cfg(any(feature = "python", test))]
+mod recover;
+#[cfg(any(feature = "python", test))]
+pub(crate) use recover::Recovering;
+#[cfg(test)]
+pub(crate) use recover::{drops_for, restores_for, Dropping};
+#[cfg(feature = "python")]
+pub(crate) use recover::{Link, Logged, Sequenced};
 
 /// A line-search step below this says the quadratic model of the last Newton step was poor
 /// (rows crossed their kinks along it); the next system is then solved only to the loose

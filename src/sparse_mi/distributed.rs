@@ -337,7 +337,7 @@ mod tests {
     use crate::sparse_mi::SparseMiParams;
     use rand::Rng;
 
-    use crate::solver::linear::{rows_of, Local};
+    use crate::solver::linear::{drops_for, restores_for, rows_of, Dropping, Local, Recovering};
 
     /// Bags of 2 to 9 rows; class `i % n_classes`, whose first rows move along feature `class`.
     fn bags(
@@ -410,6 +410,55 @@ mod tests {
                     assert_eq!(bits(&fit.objective_history), bits(&whole.objective_history));
                 }
             }
+        }
+    }
+
+    /// SparseMI (two and three classes) over 3 partitions (one empty) whose states are dropped
+    /// at the first and the middle round of every kind (within line searches and at the
+    /// gradients), and all at once: one restore round per drop, and the whole fit record equals
+    /// the undisturbed fit's, bit for bit. With no restore allowed: an error.
+    #[test]
+    fn a_fit_that_loses_partitions_is_the_undisturbed_fit() {
+        for (n_classes, single) in [(2, false), (3, true)] {
+            let params = SparseMiParams::new().n_xv(4).max_iter(6).check().unwrap();
+            let (x, ptr, labels) = bags(7, 60, 4, n_classes);
+            let n_bags = labels.len();
+            let (targets, costs) = problem_costs(&params, &labels, n_bags).unwrap();
+            let cuts = Local::split(&ptr, 3, |lo, hi, local| (lo, hi, local)).0;
+            let make = |k: usize| {
+                let (lo, hi, local) = cuts[k].clone();
+                let slice = |t: &Vec<Vec<f64>>| -> Vec<Vec<f64>> {
+                    t.iter().map(|t| t[lo..hi].to_vec()).collect()
+                };
+                let (t, c) = (slice(&targets), slice(&costs));
+                let rows = rows_of(&x, ptr[lo], ptr[hi], single);
+                SparsePartition::new(&params, rows, local, (lo, n_bags, ptr[lo]), t, c).unwrap()
+            };
+            let fit_with = |drops: Vec<(u64, usize)>, retries: usize| {
+                let mut driver = Recovering::new(Dropping::new(cuts.len(), make, drops), retries);
+                let fit = fit_distributed(&params, &mut driver, &ptr, &labels, 4, 0.5);
+                (
+                    fit,
+                    driver.restores(),
+                    std::mem::take(&mut driver.link().ops),
+                )
+            };
+            let (undisturbed, _, ops) = fit_with(Vec::new(), 0);
+            let undisturbed = undisturbed.unwrap();
+            assert!(undisturbed.n_iter > 1);
+            let drops = drops_for(&ops, cuts.len());
+            let (fit, restores, _) = fit_with(drops.clone(), drops.len());
+            let fit = fit.unwrap();
+            assert_eq!(restores, restores_for(&drops));
+            assert_eq!(fit, undisturbed, "{n_classes} classes");
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(&fit.objective_history),
+                bits(&undisturbed.objective_history)
+            );
+            let (failed, _, _) = fit_with(vec![(ops.len() as u64 / 2, 0)], 0);
+            let err = failed.unwrap_err().to_string();
+            assert!(err.contains("no restore is left"), "{err}");
         }
     }
 
