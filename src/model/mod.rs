@@ -88,9 +88,9 @@ pub enum Pooling {
     /// bag's mean to at least `(2 - |X|) / |X|` (one positive instance at +1, the others at -1);
     /// the bag is called positive above the midpoint `1/|X| - 1` of the two (0 for a
     /// one-instance bag). The shift depends on the bag's size, so it reorders bags of different
-    /// sizes, not only the threshold: the option `bag_score = "smil_mean"` of sMIL and stMIL
-    /// (their default is the mean with one offset in the bias,
-    /// `SmilBagScore` of the sMIL family).
+    /// sizes, not only the threshold: the rule `bag_score = "smil_mean"` of sMIL and stMIL, which
+    /// sMIL's default `"auto"` keeps unless the plain mean is clearly better out of fold
+    /// (`SmilBagScore` of the sMIL family).
     SmilMean = "smil_mean",
     /// The max over the bag's instances per expansion vector, then the linear combination:
     /// `F(X) = sum_k beta_k max_p k(z_k, x_p) + b` (MILES; Chen, Bi & Wang 2006: a bag is
