@@ -49,9 +49,18 @@ def test_the_same_probabilities_as_calibrated_classifier_cv_on_the_same_folds(cl
     est = quietly(make(cls, probability=True).fit, bags, y)
     seed = est.get_params().get("random_state")
     folds = list(calibration_folds(seed).split(np.zeros(len(y)), y))
-    reference = CalibratedClassifierCV(make(cls), method="sigmoid", cv=folds, ensemble=False)
+    # sMIL's auto bag score calibrates the rule the model kept (its folds refit with it); the
+    # sigmoid then maps the scores of the model fitted on all bags
+    kept = {"bag_score": est.bag_score_} if cls is milsvm.sMIL else {}
+    reference = CalibratedClassifierCV(
+        make(cls, **kept), method="sigmoid", cv=folds, ensemble=False
+    )
     quietly(reference.fit, bags, y)
     want = reference.predict_proba(bags)
+    if kept:
+        sigmoid = reference.calibrated_classifiers_[0].calibrators[0]
+        p = sigmoid.predict(est.decision_function(bags))
+        want = np.column_stack([1 - p, p])
     got = est.predict_proba(bags)
     # scikit-learn minimises the same objective with L-BFGS-B (gtol 1e-6), the core with Newton
     np.testing.assert_allclose(got, want, atol=2e-5)
@@ -84,8 +93,12 @@ def test_the_ensemble_equals_calibrated_classifier_cv_with_ensemble_true(cls):
     bags, y = overlapping_bags()
     est = quietly(make(cls, probability="ensemble").fit, bags, y)
     folds = list(calibration_folds(est.get_params().get("random_state")).split(np.zeros(len(y)), y))
+    # sMIL's auto bag score: the members are refitted with the rule the model kept
+    kept = {"bag_score": est.bag_score_} if cls is milsvm.sMIL else {}
     reference = quietly(
-        CalibratedClassifierCV(make(cls), method="sigmoid", cv=folds, ensemble=True).fit, bags, y
+        CalibratedClassifierCV(make(cls, **kept), method="sigmoid", cv=folds, ensemble=True).fit,
+        bags,
+        y,
     )
     got = est.predict_proba(bags)
     np.testing.assert_allclose(got, reference.predict_proba(bags), atol=2e-5)

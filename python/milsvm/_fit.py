@@ -117,7 +117,12 @@ class FitMixin:
             # the internal folds' refits as paths too: the same models as each value's own
             # calibration (one fit_path per fold instead of one fit per fold and value)
             calibrations = self._calibrations(
-                job["bags"], job["classes"], job["labels"], job["probability"], Cs
+                job["bags"],
+                job["classes"],
+                job["labels"],
+                job["probability"],
+                [self._model_record(f).model for f in fits],
+                Cs,
             )
             job["probability"] = False
         share = (time.perf_counter() - job["start"]) / len(Cs)
@@ -178,7 +183,9 @@ class FitMixin:
                 "float32"
             )  # recorded in the model file
         if job["probability"]:
-            (calibrate,) = self._calibrations(bags, classes, job["labels"], job["probability"])
+            (calibrate,) = self._calibrations(
+                bags, classes, job["labels"], job["probability"], [state["model_"]]
+            )
             state["model_"] = calibrate(state["model_"])
         state["fit_time_"] = seconds + (time.perf_counter() - start)
         state["n_features_in_"] = state["model_"].n_features

@@ -87,7 +87,13 @@ class ProbabilityMixin:
     """The calibration a fit adds with ``probability=True`` or ``"ensemble"``, and the
     probabilities (part of :class:`~milsvm._base.MILClassifier`)."""
 
-    def _calibrations(self, bags, classes, labels, mode, Cs=None):
+    def _calibration_params(self, model):
+        """The parameters the internal folds' refits take beside ``probability=False``, given the
+        fitted ``model`` they calibrate (none here: the estimator as it is; sMIL's ``"auto"`` bag
+        score refits with the rule the model kept)."""
+        return {}
+
+    def _calibrations(self, bags, classes, labels, mode, models, Cs=None):
         """What ``probability=mode`` adds to the model of each value of ``Cs`` (``None``: the
         estimator as it is), as one function per value from the fitted model to the calibrated
         one. The estimator is refitted (``probability=False``) on each training part of
@@ -97,7 +103,9 @@ class ProbabilityMixin:
         of ``CalibratedClassifierCV(method="sigmoid", ensemble=False)`` and libsvm. ``"ensemble"``:
         each part's model with the sigmoid fitted on its own held-out scores, the members of
         ``Model.with_ensemble``, the protocol of ``CalibratedClassifierCV(method="sigmoid",
-        ensemble=True)``."""
+        ensemble=True)``. ``models``: the fitted models (one per value), whose
+        :meth:`_calibration_params` the refits take; values whose refits differ in more than
+        ``C`` are refitted one by one instead of as one path."""
         from sklearn.base import clone
 
         splitter = calibration_folds(self.get_params(deep=False).get("random_state"))
@@ -105,11 +113,12 @@ class ProbabilityMixin:
         n_outputs = 1 if len(classes) == 2 else len(classes)
         scores = np.empty((n_values, len(bags), n_outputs))
         members = [[] for _ in range(n_values)]
+        overrides = [self._calibration_params(m) for m in models]
         for train, test in splitter.split(np.zeros(len(labels)), labels):
             part = clone(self).set_params(probability=False, verbose=0)
             held_out = bags[test]
             if Cs is None:
-                parts = [part.fit(bags[train], classes[labels[train]])]
+                parts = [part.set_params(**overrides[0]).fit(bags[train], classes[labels[train]])]
                 scored = [
                     parts[0]
                     ._model()
@@ -118,7 +127,15 @@ class ProbabilityMixin:
                     )
                 ]
             else:
-                parts = part.fit_path(bags[train], classes[labels[train]], Cs)
+                if all(o == overrides[0] for o in overrides):
+                    parts = part.set_params(**overrides[0]).fit_path(
+                        bags[train], classes[labels[train]], Cs
+                    )
+                else:
+                    parts = [
+                        clone(part).set_params(C=c, **o).fit(bags[train], classes[labels[train]])
+                        for c, o in zip(Cs, overrides)
+                    ]
                 scored = _core.decision_functions(
                     [e._model() for e in parts],
                     held_out.core_instances(),

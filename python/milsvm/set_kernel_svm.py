@@ -109,7 +109,8 @@ class sMIL(SingleSVMClassifier):
       ``o``, classifies at least as many training bags right as the shift at 0 (summed over
       the one-vs-rest problems, one choice per model); where it is dropped, the plain mean less
       that threshold. Five more fits. Fewer folds where a class has fewer than 5 bags; with a
-      class of one bag, ``"mean_platt"``. ``bag_score_`` says which was kept.
+      class of one bag, ``"mean_platt"``. ``bag_score_`` says which was kept; with
+      ``probability``, the calibration's internal folds refit with that rule.
 
     No threshold that keeps the plain mean's ranking classifies as well as the size shift on
     every benchmark set (Elephant, whose positive bags are larger), and the shift ranks badly
@@ -190,6 +191,12 @@ class sMIL(SingleSVMClassifier):
         out = super()._fitted(fit, bags, binary)
         out["bag_score_"] = self._applied_bag_score(fit.model.pooling)
         return out
+
+    def _calibration_params(self, model):
+        # the internal folds of probability=True / "ensemble" calibrate the rule this model
+        # applies: "auto" refits with the candidate it kept, so that every member pools as the
+        # model does
+        return {"bag_score": self._applied_bag_score(model.pooling)}
 
     def _applied_bag_score(self, pooling):
         """The rule the model applies: ``bag_score``, or for ``"auto"`` the candidate its inner

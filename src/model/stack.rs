@@ -42,14 +42,13 @@ pub(crate) fn decision_functions_of_checked(
     };
     for m in models {
         if m.kernel != first.kernel
-            || m.pooling != first.pooling
             || m.bag_features != first.bag_features
             || m.n_features() != first.n_features()
             || m.scaler != first.scaler
         {
             return Err(invalid_param(
-                "models scored together must share the kernel, the pooling, the bag features, \
-                 the number of features and the scaler",
+                "models scored together must share the kernel, the bag features, the number \
+                 of features and the scaler",
             ));
         }
     }
@@ -60,7 +59,10 @@ pub(crate) fn decision_functions_of_checked(
             Instances::Dense32(_) | Instances::Sparse(_) => None,
         })
         .collect();
-    let Some(dense) = dense.filter(|_| models.len() > 1) else {
+    // the shared expansion pools every model alike; models that pool differently (sMIL's auto
+    // bag score chooses per value of `C`) are scored one by one
+    let one_pooling = models.iter().all(|m| m.pooling == first.pooling);
+    let Some(dense) = dense.filter(|_| models.len() > 1 && one_pooling) else {
         return models
             .iter()
             .map(|m| Predictor::new(m)?.decision_function_rows(rows, bag_ptr))
