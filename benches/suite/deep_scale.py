@@ -145,6 +145,9 @@ def fit(args):
         seconds = time.perf_counter() - start
         scores = est.decision_function(test)
         extra = f"n_iter={est.n_iter_}"
+        if hasattr(est, "converged_"):
+            # whether the fit stopped by its rule rather than at max_iter
+            extra += f" converged={est.converged_}"
         if hasattr(est, "solver_"):
             extra += f" solver={est.solver_}"
     auc = roc_auc_score(yt, scores)
