@@ -3,7 +3,8 @@
 inner cross-validation on each training part, per-fold results tallied into per-seed accuracies,
 a resumable log of finished folds, and the printed comparison with the paper. Also what the other
 benches share: the data directory, the dense MILL parser, `standardise` (the bags on their training
-instances' mean / std) and `Report` (a printed report that is also written to a file).
+instances' mean / std), `Report` (a printed report that is also written to a file) and `Table`
+(a report's table, its columns declared once for the header and the rows).
 
 An outer fold's result is `(seed, fold, out, seconds)`, where `out` maps a row key
 `(method, n_xv)` (`n_xv` None for MI-Kernel) to a dict with at least `correct`, `n` (test bags),
@@ -16,10 +17,12 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from _common import data_dir
@@ -180,6 +183,50 @@ class Report:
     def write(self, path):
         path.write_text("\n".join(self.lines) + "\n")
         print(f"wrote {path}")
+
+
+class Column(NamedTuple):
+    """A column of a `Table`: its title, the format spec of its cells (alignment first, as in
+    ``">7.1f"`` or ``"<34.34"``; ``""`` for a last column of free text) and the spaces before it."""
+
+    title: str
+    spec: str = ""
+    gap: int = 1
+
+
+class Table:
+    """The columns of a report's table, written once for its header and its rows.
+
+    `Table(indent, *columns)`, each column a `Column` or its fields ``(title, spec[, gap])``.
+    `table.header()` is the header line and `table.row(*cells)` a row of the first
+    ``len(cells)`` columns, both after `indent`. A number takes its column's spec. Text (a title,
+    or a text cell such as ``"-"`` in a number column) takes the whole spec in a text column,
+    else only the spec's alignment and width.
+    """
+
+    def __init__(self, indent, *columns):
+        self.indent = indent
+        self.columns = [Column(*c) for c in columns]
+        self._text_specs = [_text_spec(c.spec) for c in self.columns]
+
+    def header(self):
+        return self.row(*(c.title for c in self.columns))
+
+    def row(self, *cells):
+        line = self.indent
+        for i, (cell, column, text_spec) in enumerate(zip(cells, self.columns, self._text_specs)):
+            line += " " * column.gap if i else ""
+            line += format(cell, text_spec if isinstance(cell, str) else column.spec)
+        return line
+
+
+def _text_spec(spec):
+    """The spec of text in a column of cells formatted by `spec`: `spec` itself in a text column,
+    its alignment and width in a number column (whose spec ends in a presentation type)."""
+    if not spec or spec[-1] not in "bcdeEfFgGnoxX%":
+        return spec
+    align, width = re.match(r"(.?[<>^])?[-+ ]?z?#?0?(\d*)", spec).groups()
+    return (align or "") + width
 
 
 def choose_by_inner_cv(grid, inner, accuracy):

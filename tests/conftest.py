@@ -68,6 +68,11 @@ def cargo_example(name, *args):
 #: Python and the Rust fuzz tests (``tests/data_readers.rs`` reads it too).
 READER_TOKENS = json.loads((REPO / "tests" / "data" / "reader_tokens.json").read_text("utf-8"))
 
+#: Every refusal of the MILL and CSV readers: ``[file name, content, line (0 for the whole
+#: file), message]``, the message after ``"<path>, line <line>: "`` (``"<path>: "`` for line 0).
+#: One list for the Python and the Rust readers' tests (``tests/data_readers.rs`` reads it too).
+READER_REFUSALS = json.loads((REPO / "tests" / "data" / "reader_refusals.json").read_text("utf-8"))
+
 
 #: Small settings per estimator so that every fit on the toy sets takes milliseconds.
 FAST = {

@@ -168,60 +168,20 @@ fn class_indices_number_the_sorted_labels() -> TestResult {
     Ok(())
 }
 
-/// Every refusal: (file name, content, line or 0 for a file-level error, the message).
-const REFUSED: &[(&str, &str, usize, &str)] = &[
-    ("empty.data", "\n \r\n\t", 0, "the file is empty (it contains no data lines)"),
-    ("few.data", "i,b,1,2\ni,b\n", 2, "too few fields (2); expected instance_name,bag_name,label,features..."),
-    ("bag.data", "i, ,1,2\n", 1, "the bag name (field 2) is empty"),
-    ("label.data", "i,b,1.5,2\n", 1, "the label '1.5' (field 3) is not an integer"),
-    ("label_nan.data", "i,b,nan,2\n", 1, "the label 'nan' (field 3) is not an integer"),
-    ("label_big.data", "i,b,99999999999999999999,2\n", 1, "the label '99999999999999999999' (field 3) is out of range (labels are 0/1 or class numbers 0..K-1)"),
-    ("reappears.data", "i,a,1,2\ni,b,0,3\ni,a,1,4\n", 3, "bag 'a' reappears after other bags (it was first seen on line 1); the lines of a bag must be contiguous"),
-    ("differs.data", "i,a,1,2\ni,a,0,3\n", 2, "label 0 differs from the label 1 of bag 'a' (line 1); every instance line repeats its bag's label"),
-    ("nofeat.data", "i,a,1\ni,b,0,\n", 0, "no line has feature values, so the feature format cannot be determined (expected instance_name,bag_name,label,features...)"),
-    ("dense_missing.data", "i,a,1,2\ni,a,1\n", 2, "too few fields: no feature values (expected instance_name,bag_name,label,features...)"),
-    ("ragged.data", "i,a,1,2,3\ni,a,1,2\n", 2, "1 feature values, but line 1 has 2 (all instances of a dense file must have the same number of features)"),
-    ("word.data", "i,a,1,2\ni,a,1,x\n", 2, "feature 1 (field 4): 'x' is not a number"),
-    ("control.data", "i,a,1,1,2\ni,a,1,1,\u{1c}2\n", 2, "feature 2 (field 5): '\\x1c2' is not a number"),
-    ("unicode.data", "i,a,1,\u{ff11}\n", 1, "feature 1 (field 4): '\u{ff11}' is not a number"),
-    ("underscore.data", "i,a,1,1_0\n", 1, "feature 1 (field 4): '1_0' is not a number"),
-    ("trailing_comma.data", "i,a,1,2\ni,a,1,1,\n", 2, "2 feature values, but line 1 has 1 (all instances of a dense file must have the same number of features)"),
-    ("nan.data", "i,a,1,1,nan\n", 1, "feature 2 (field 5) is not finite (nan); NaN and infinite values are not allowed"),
-    ("inf.data", "i,a,1,1,inf\n", 1, "feature 2 (field 5) is not finite (inf); NaN and infinite values are not allowed"),
-    ("order.data", "i,a,1,nan\ni,a,1,x\n", 2, "feature 1 (field 4): 'x' is not a number"),
-    ("dense_sparse.data", "i,a,1,1\ni,a,1,1:2\n", 2, "feature 1 (field 4): '1:2' is not a number"),
-    ("sparse_dense.data", "i,a,1,1:2\ni,a,1,1.5\n", 2, "feature entry 1: '1.5' is not of the form index:value (sparse files need index:value on every entry)"),
-    ("index.data", "i,a,1,1.5:2\n", 1, "feature entry 1: '1.5:2': the index '1.5' is not an integer"),
-    ("value.data", "i,a,1,1:2,2:x\n", 1, "feature entry 2: '2:x': the value 'x' is not a number"),
-    ("zero.data", "i,a,1,1:2\ni,a,1,0:1\n", 2, "feature index 0 is < 1 (indices are 1-based)"),
-    ("huge.data", "i,a,1,0:1\ni,a,1,99999999999999999999:1\n", 2, "feature index 99999999999999999999 is too large"),
-    ("sparse_nan.data", "i,a,1,1:1,2:nan\n", 1, "the value of feature 2 is not finite (nan); NaN and infinite values are not allowed"),
-    ("duplicate.data", "i,a,1,1:1\ni,a,1,5:1,3:1,5:2,3:1\n", 2, "feature index 3 appears more than once"),
-    ("few.csv", "1,a,1\n1,a\n", 2, "too few fields (2); expected label,bag_id,features..."),
-    ("few_bag_first.csv", "bag,label,f\na,1,1\na,1\n", 3, "too few fields (2); expected bag_id,label,features..."),
-    ("header.csv", "foo,bar,f1\n1,a,1\n", 1, "the header names its first two columns 'foo' and 'bar'; they must be the label and the bag id, named label and bag_id (in either order)"),
-    ("header_only.csv", "label,bag,f1\n", 0, "the file has a header but no data lines"),
-    ("label.csv", "1,a,1\nyes,b,1\n", 2, "the label 'yes' (field 1) is not an integer"),
-    ("label_big.csv", "bag,label,f\na,1e30,1\n", 2, "the label '1e30' (field 2) is out of range (labels are 0/1 or class numbers 0..K-1)"),
-    ("bag.csv", "1,a,1\n1,,1\n", 2, "the bag id (field 2) is empty"),
-    ("differs.csv", "1,a,1\n0,b,1\n0,a,1\n", 3, "label 0 differs from the label 1 of bag 'a' (line 1); every line of a bag carries the bag's label"),
-    ("ragged.csv", "1,a,1,2\n1,a,1,2,3\n", 2, "3 feature values, but line 1 has 2 (every line must have the same number of features)"),
-    ("empty_value.csv", "1,a,1,2\n1,a,,2\n", 2, "feature 1 (field 3): '' is not a number"),
-    ("comma.csv", "1,a,\"1,5\"\n", 1, "feature 1 (field 3): '1,5' is not a number"),
-    ("word.csv", "1,a,one\n", 1, "feature 1 (field 3): 'one' is not a number"),
-    ("inf.csv", "1,a,1\n1,a,-inf\n", 2, "feature 1 (field 3) is not finite (-inf); NaN and infinite values are not allowed"),
-];
-
+/// Every refusal: (file name, content, line or 0 for a file-level error, the message), one list
+/// for the Rust and the Python readers' tests (`tests/test_datasets.py` reads it too).
 #[test]
 fn every_refusal_names_the_file_and_the_line() {
-    for &(name, content, line, message) in REFUSED {
-        let path = write(name, content);
+    let refused: Vec<(String, String, usize, String)> =
+        serde_json::from_str(include_str!("data/reader_refusals.json")).expect("the refusals");
+    for (name, content, line, message) in refused {
+        let path = write(&name, &content);
         let want = if line == 0 {
             format!("{}: {message}", path.display())
         } else {
             format!("{}, line {line}: {message}", path.display())
         };
-        match read(name, content, None) {
+        match read(&name, &content, None) {
             Err(Error::InvalidData(got)) => assert_eq!(got, want, "{name}"),
             other => panic!("{name}: expected InvalidData, got {other:?}"),
         }

@@ -128,6 +128,20 @@ def test_driver_data_option_reaches_the_benchmark(common, monkeypatch, tmp_path,
     sys.modules.pop("_protocol", None)
 
 
+def test_report_table_writes_its_columns_once_for_header_and_rows(common):
+    """A `Table`'s header and rows share each column's width, alignment and gap; a number takes
+    its column's spec, text its alignment and width (the whole spec in a text column)."""
+    import _protocol
+
+    table = _protocol.Table("  ", ("name", "<6"), ("err %", ">+7.1f"), ("point", "<5.5", 2))
+    assert table.header() == "  name     err %  point"
+    assert table.row("AL", -1.25, "C=10,gamma=1") == "  AL        -1.2  C=10,"
+    assert table.row("ALP", "-", "") == "  ALP          -       "
+    assert table.row("a-longer-name", 1e4) == "  a-longer-name +10000.0"
+    assert table.row("AL") == "  AL    "
+    assert _protocol.Table("", _protocol.Column("n", ">3d")).row(7) == "  7"
+
+
 def test_peer_python_from_env_else_beside_the_repository(common, monkeypatch):
     monkeypatch.delenv("MILSVM_PEER_PYTHON", raising=False)
     assert common.sibling_python("venv-peers", "MILSVM_PEER_PYTHON") == str(

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import scipy.io
 import scipy.sparse as sp
+from conftest import READER_REFUSALS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from milsvm import datasets
@@ -271,64 +272,17 @@ def assert_error(loader, path, line, phrase, **kwargs):
     assert str(path) in str(info.value)
 
 
-# Malformed MILL files: (text, line of the error, phrase of the message), by name.
-MILL_ERRORS = {
-    "too_few_fields": ("i1,b1,0,1,2\ni2,b1\n", 2, "too few fields"),
-    "dense_line_without_features": ("i1,b1,0,1,2\ni2,b1,0\n", 2, "too few fields"),
-    "non_numeric_dense_value": (
-        "i1,b1,0,1,2\ni2,b1,0,3,4\ni3,b1,0,5,abc\n",
-        3,
-        r"feature 2 .*'abc' is not a number",
-    ),
-    # blank lines are skipped but counted
-    "non_numeric_dense_value_after_blank_lines": (
-        "i1,b1,0,1,2\n\n\ni2,b1,0,1..5,4\n",
-        4,
-        "not a number",
-    ),
-    "colon_in_dense_file": ("i1,b1,0,1,2\ni2,b1,0,1:2,4\n", 2, "not a number"),
-    "bad_index_value_pair": ("i1,b1,1,3:0.5\ni2,b1,1,4-0.5\n", 2, "not of the form index:value"),
-    "sparse_index_not_integer": (
-        "i1,b1,1,3:0.5\ni2,b1,1,1.5:0.5\n",
-        2,
-        "index '1.5' is not an integer",
-    ),
-    "sparse_value_not_numeric": ("i1,b1,1,3:0.5\ni2,b1,1,2:x\n", 2, "value 'x' is not a number"),
-    "sparse_index_below_one": ("i1,b1,1,3:0.5\ni2,b2,0,1:1\ni3,b2,0,0:0.5\n", 3, "index 0 is < 1"),
-    "sparse_duplicate_index": (
-        "i1,b1,1,3:0.5\ni2,b1,1,2:1,5:1,2:3\n",
-        2,
-        "index 2 appears more than once",
-    ),
-    "label_not_integer": ("i1,b1,1,1\ni2,b2,pos,2\n", 2, "label 'pos' .*is not an integer"),
-    "label_fractional": ("i1,b1,0.5,1\n", 1, "label '0.5' .*is not an integer"),
-    "label_differs_within_bag": (
-        "i1,b1,1,1\ni2,b1,1,2\ni3,b1,0,3\n",
-        3,
-        "differs from the label 1 of bag 'b1'",
-    ),
-    "inconsistent_number_of_dense_features": (
-        "i1,b1,1,1,2\ni2,b1,1,3,4\ni3,b2,0,5,6,7\n",
-        3,
-        "3 feature values, but line 1 has 2",
-    ),
-    "bag_not_contiguous": (
-        "i1,b1,1,1\ni2,b2,0,2\ni3,b1,1,3\n",
-        3,
-        "bag 'b1' reappears .*first seen on line 1",
-    ),
-    "non_finite_dense-nan": ("i1,b1,1,1,2\ni2,b1,1,nan,2\n", 2, "feature 1 .*not finite"),
-    "non_finite_dense-inf": ("i1,b1,1,1,2\ni2,b1,1,inf,2\n", 2, "feature 1 .*not finite"),
-    "non_finite_dense--inf": ("i1,b1,1,1,2\ni2,b1,1,-inf,2\n", 2, "feature 1 .*not finite"),
-    "non_finite_dense-1e999": ("i1,b1,1,1,2\ni2,b1,1,1e999,2\n", 2, "feature 1 .*not finite"),
-    "non_finite_sparse": ("i1,b1,1,3:0.5\ni2,b1,1,2:nan\n", 2, "feature 2 is not finite"),
-}
-
-
-@pytest.mark.parametrize("case", list(MILL_ERRORS.values()), ids=list(MILL_ERRORS))
-def test_error_names_file_and_line(tmp_path, case):
-    text, line, phrase = case
-    assert_error(datasets.load_mill, write(tmp_path, text), line, phrase)
+@pytest.mark.parametrize(
+    "name, text, line, message", READER_REFUSALS, ids=[case[0] for case in READER_REFUSALS]
+)
+def test_every_refusal_names_the_file_and_the_line(tmp_path, name, text, line, message):
+    """The shared refusals of the MILL and CSV readers (``tests/data/reader_refusals.json``):
+    each message to the letter, after the file and the line (blank lines count)."""
+    path = write(tmp_path, text, name)
+    loader = datasets.load_mil_csv if name.endswith(".csv") else datasets.load_mill
+    with pytest.raises(ValueError) as info:
+        loader(path)
+    assert str(info.value) == (f"{path}, line {line}: " if line else f"{path}: ") + message
 
 
 def test_error_against_n_features(tmp_path):

@@ -1,7 +1,6 @@
 """Tests of ``milsvm.datasets.load_mil_csv`` (the CSV layout of the ``mil`` package) and of the
-loaders' ``return_bag_names`` option."""
-
-import re
+loaders' ``return_bag_names`` option. Its refusals of malformed files are in the readers' shared
+list, ``tests/data/reader_refusals.json`` (``tests/test_datasets.py``)."""
 
 import numpy as np
 import pytest
@@ -67,31 +66,6 @@ def test_quoted_fields_and_integer_labels_written_as_floats(tmp_path):
     bags, y, names = datasets.load_mil_csv(path, return_bag_names=True)
     assert names == ["bag 1", "bag, 2"]
     np.testing.assert_array_equal(y, [1, -1])
-
-
-@pytest.mark.parametrize(
-    "text, line, message",
-    [
-        ("1,a,1,2\n1,a,nan,2\n", 2, "not finite"),
-        ("1,a,1,2\n1,a,inf,2\n", 2, "not finite"),
-        ("1,a,1,2\n1,a,,2\n", 2, "feature 1 (field 3): '' is not a number"),
-        ("1,a,1,2\n1,a,1,2,3\n", 2, "3 feature values, but line 1 has 2"),
-        ("1,a,1,2\n1,a,1\n", 2, "1 feature values, but line 1 has 2"),
-        ("1,a,1,2\n1,a,one,2\n", 2, "feature 1 (field 3): 'one' is not a number"),
-        ("1,a,1,2\n0,b,1,2\n0,a,1,2\n", 3, "label 0 differs from the label 1 of bag 'a' (line 1)"),
-        ("1,a,1,2\nyes,b,1,2\n", 2, "the label 'yes' (field 1) is not an integer"),
-        ("1,a,1,2\n1.5,b,1,2\n", 2, "the label '1.5' (field 1) is not an integer"),
-        ("1,a,1,2\n1,,1,2\n", 2, "the bag id (field 2) is empty"),
-        ("1,a,1,2\n1,a\n", 2, "too few fields (2); expected label,bag_id,features..."),
-        ("foo,bar,f1\n1,a,1\n", 1, "the header names its first two columns 'foo' and 'bar'"),
-    ],
-)
-def test_malformed_files_name_file_and_line(tmp_path, text, line, message):
-    path = write(tmp_path, text)
-    with pytest.raises(ValueError, match=re.escape(message)) as info:
-        datasets.load_mil_csv(path)
-    assert str(info.value).startswith(f"{path}, line {line}: ")
-    assert message in str(info.value)
 
 
 def test_empty_file_and_header_only(tmp_path):

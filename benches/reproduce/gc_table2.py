@@ -81,7 +81,7 @@ from sklearn.model_selection import StratifiedKFold
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
 from _common import RESULTS, add_list, child_command  # noqa: E402
-from _protocol import DEFAULT_DATA, Report, describe_bags, load_mill_dense, standardise  # noqa: E402
+from _protocol import DEFAULT_DATA, Report, Table, describe_bags, load_mill_dense, standardise  # noqa: E402
 
 DATASETS = ["musk1", "musk2", "elephant"]
 METHODS = ["MI-SVM", "AW0", "AW", "mi-SVM", "AL0", "AL", "ALP"]
@@ -628,15 +628,23 @@ def main():
         f"milsvm _core built {time.strftime('%Y-%m-%d %H:%M:%S', built)} UTC (the log's fits may "
         "come from earlier builds: later lines of a unit win)"
     )
+    table = Table(
+        "  ",
+        ("method", "<7"),
+        ("ours %", ">7.1f"),
+        ("paper %", ">7.1f"),
+        ("diff", ">+6.1f"),
+        ("p_hat", ">6.2f"),
+        ("point", "<34.34", 2),
+        ("fit s (all)", ">11.1f"),
+        ("warn", ">4d"),
+        ("per-seed / notes", "", 2),
+    )
     for ds in args.datasets:
         data = datas[ds]
         out()
         out(f"{ds.upper()}: {describe_bags(data.y, *data.X.shape)}")
-        hdr = (
-            f"  {'method':<7} {'ours %':>7} {'paper %':>7} {'diff':>6} {'p_hat':>6}  {'point':<34} "
-            f"{'fit s (all)':>11} {'warn':>4}  per-seed / notes"
-        )
-        out.header(hdr, "  ")
+        out.header(table.header(), table.indent)
         ours = {}
         for m in args.methods:
             grid = grid_of(m, args.sigma_factors)
@@ -722,11 +730,8 @@ def main():
             nwarn, warn_texts = len(warns), {w[:80] for w in warns}
             paper = PAPER[ds][m]
             if not per_seed:
-                out(
-                    f"  {m:<7} {'-':>7} {paper:7.1f} {'-':>6} {'-':>6}  "
-                    f"{'not run / incomplete':<34} {secs:11.1f} {nwarn:4d}  ({missing} fit(s) "
-                    f"missing, {len(timeouts)} grid point(s) with a timeout)"
-                )
+                missed = f"({missing} fit(s) missing, {len(timeouts)} grid point(s) with a timeout)"
+                out(table.row(m, "-", paper, "-", "-", "not run / incomplete", secs, nwarn, missed))
                 if timeouts:
                     out("          timeouts: " + "; ".join(timeouts)[:600])
                 continue
@@ -739,13 +744,13 @@ def main():
 
                 pt = " ".join(f"{k}x{v}" for k, v in Counter(chosen).most_common(2))
             extra = "paper p_hat " + f"{PAPER[ds]['ALP_p_hat']:.2f}" if m == "ALP" else ""
-            out(
-                f"  {m:<7} {err:7.1f} {paper:7.1f} {err - paper:+6.1f} {np.mean(p_hats):6.2f}  "
-                f"{pt[:34]:<34} {secs:11.1f} {nwarn:4d}  "
-                + " ".join(f"{e:.1f}" for e in per_seed)
+            per_seed_notes = (
+                " ".join(f"{e:.1f}" for e in per_seed)
                 + (f"  {extra}" if extra else "")
                 + (f"  [{missing} fit(s) missing]" if missing else "")
             )
+            cells = m, err, paper, err - paper, np.mean(p_hats), pt, secs, nwarn
+            out(table.row(*cells, per_seed_notes))
             if notes:
                 out("          best per sigma factor / ties: " + "; ".join(notes))
             if warn_texts:

@@ -57,7 +57,7 @@ from sklearn.model_selection import StratifiedKFold
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # this folder, then benches/ (_common, _protocol)
 from _common import RESULTS, run_measured  # noqa: E402
-from _protocol import DEFAULT_DATA, Report, describe_bags, load_mill_dense, standardise  # noqa: E402
+from _protocol import DEFAULT_DATA, Report, Table, describe_bags, load_mill_dense, standardise  # noqa: E402
 
 PY = sys.executable
 METHODS_A = ["miSVM", "MISVM", "ALSVM", "AWSVM", "ALPSVM", "miSVM_xv500", "DIY"]
@@ -219,11 +219,19 @@ def part_a(args, out):
     )
     base, base_rss, _, st = run_child(["--single", "baseline"], 120)
     out(f"    baseline child (imports + data, no fit): peak RSS {base_rss:.0f} MB ({st})")
-    hdr = (
-        f"    {'method':<13} {'fit s':>8} {'core s':>8} {'rounds':>6} {'solves':>6} {'p_hat':>6} "
-        f"{'train acc':>9} {'peak RSS MB':>11}  notes"
+    table = Table(
+        "    ",
+        ("method", "<13"),
+        ("fit s", ">8.2f"),
+        ("core s", ">8.2f"),
+        ("rounds", ">6d"),
+        ("solves", ">6d"),
+        ("p_hat", ">6.3f"),
+        ("train acc", ">9.3f"),
+        ("peak RSS MB", ">11.0f"),
+        ("notes", "", 2),
     )
-    out.header(hdr, "    ")
+    out.header(table.header(), table.indent)
     recs = {}
     for method in args.methods_a:
         rec, rss, wall, status = run_child(
@@ -231,17 +239,15 @@ def part_a(args, out):
             args.timeout_a,
         )
         if rec is None:
-            out(f"    {method:<13} {status.splitlines()[0] if status else status}")
+            out(table.row(method) + " " + (status.splitlines()[0] if status else status))
             if status.startswith("failed"):
                 out("      " + status.replace("\n", "\n      "))
             recs[method] = None
             continue
         recs[method] = rec
         warn = "; ".join(sorted(set(rec["warnings"])))
-        out(
-            f"    {method:<13} {rec['seconds']:8.2f} {rec['fit_time']:8.2f} {rec['n_iter']:6d} "
-            f"{rec['n_solves']:6d} {rec['p_hat']:6.3f} {rec['train_acc']:9.3f} {rss:11.0f}  "
-            f"{'converged' if rec['converged'] else 'NOT converged'}"
+        notes = (
+            ("converged" if rec["converged"] else "NOT converged")
             + (
                 f"; gamma_ {rec['gamma']:.6g}"
                 if "gamma" in rec and abs(rec["gamma"] - gamma) > 1e-12 * gamma
@@ -249,6 +255,8 @@ def part_a(args, out):
             )
             + (f"; {warn}" if warn else "")
         )
+        fields = ("seconds", "fit_time", "n_iter", "n_solves", "p_hat", "train_acc")
+        out(table.row(method, *(rec[f] for f in fields), rss, notes))
     diy = recs.get("DIY")
     if diy:
         out("    fit-time ratio DIY / ours (> 1: ours faster):")

@@ -415,9 +415,7 @@ def cross_validate(
     -------
     CVResult
     """
-    from sklearn.model_selection import ParameterGrid
-
-    from .model_selection import inner_splits, outer_splits
+    from .model_selection import outer_splits
 
     y = np.asarray(y)
     if scoring not in SCORINGS:
@@ -426,81 +424,19 @@ def cross_validate(
     extra = dict(task_params or {})
     labels, counts = np.unique(y, return_counts=True)
     splits = outer_splits(y, groups, folds=folds, repeats=repeats, seed=seed)
-    inner = []
-    if grid:
-        if groups is None:
-            smallest = min(np.unique(y[train], return_counts=True)[1].min() for train, _ in splits)
-            if inner_folds > smallest:
-                raise ValueError(
-                    f"{inner_folds} inner folds, but a training part holds only {smallest} bags "
-                    f"of a class (use at most {smallest} inner folds)"
-                )
-        for train, _ in splits:
-            parts = inner_splits(
-                y[train],
-                None if groups is None else groups[train],
-                inner_folds=inner_folds,
-                seed=seed,
-            )
-            inner.append([(train[a], train[b]) for a, b in parts])
+    inner = _inner_parts(y, groups, splits, inner_folds, seed) if grid else []
     where = [
         f"fold {k % folds + 1} of repeat {k // folds + 1}" if repeats > 1 else f"fold {k + 1}"
         for k in range(len(splits))
     ]
-
-    chosen = [{} for _ in splits]
-    inner_value = [None] * len(splits)
-    search_time = [None] * len(splits)
-    candidates = list(ParameterGrid(grid)) if grid else []
-    if candidates:
-        # candidates that differ only in C: one task fitting a warm-started C path (same choices)
-        c_groups = _c_groups(cls, candidates, extra, scoring)
-        tasks, keys = [], []
-        for s in range(len(splits)):
-            for i, (itrain, itest) in enumerate(inner[s]):
-                for group in c_groups:
-                    task = dict(
-                        cls=cls,
-                        params={**params, **candidates[group[0]], **extra},
-                        scale=scale,
-                        bags=bags,
-                        y=y,
-                        train=itrain,
-                        test=itest,
-                        where=f"inner fold {i + 1} of {where[s]}",
-                        evaluate=False,
-                        keep_model=False,
-                        scoring=scoring,
-                    )
-                    if len(group) > 1:
-                        del task["params"]["C"]
-                        task["Cs"] = [candidates[c]["C"] for c in group]
-                    tasks.append(task)
-                    keys.append((s, i, group))
-        scores = np.zeros((len(splits), inner_folds, len(candidates)))
-        seconds = np.zeros(len(splits))
-        for (s, i, group), result in zip(keys, run_tasks(tasks, n_jobs, progress)):
-            scores[s, i, group] = result["accuracy"]
-            seconds[s] += result["fit_time"]
-        with warnings.catch_warnings():
-            warnings.simplefilter(
-                "ignore", RuntimeWarning
-            )  # a criterion undefined on every inner fold
-            means = np.nanmean(scores, axis=1)
-        means = np.where(np.isnan(means), -np.inf, means)
-        for s in range(len(splits)):
-            best = int(np.argmax(means[s]))
-            chosen[s] = candidates[best]
-            inner_value[s] = float(means[s, best])
-            search_time[s] = float(seconds[s])
-
+    common = dict(cls=cls, scale=scale, bags=bags, y=y)
+    chosen, inner_value, search_time = _search(
+        common, params, extra, grid, inner, inner_folds, where, scoring, n_jobs, progress
+    )
     tasks = [
         dict(
-            cls=cls,
+            common,
             params={**params, **chosen[s], **extra},
-            scale=scale,
-            bags=bags,
-            y=y,
             train=train,
             test=test,
             where=where[s],
@@ -551,3 +487,80 @@ def cross_validate(
         splits=splits,
         inner=inner,
     )
+
+
+def _inner_parts(y, groups, splits, inner_folds, seed):
+    """The inner ``(train, test)`` bag indices of every outer training part (indices into the
+    whole data set); ``ValueError`` when an ungrouped training part holds fewer bags of a class
+    than ``inner_folds``."""
+    from .model_selection import inner_splits
+
+    if groups is None:
+        smallest = min(np.unique(y[train], return_counts=True)[1].min() for train, _ in splits)
+        if inner_folds > smallest:
+            raise ValueError(
+                f"{inner_folds} inner folds, but a training part holds only {smallest} bags "
+                f"of a class (use at most {smallest} inner folds)"
+            )
+    inner = []
+    for train, _ in splits:
+        parts = inner_splits(
+            y[train],
+            None if groups is None else groups[train],
+            inner_folds=inner_folds,
+            seed=seed,
+        )
+        inner.append([(train[a], train[b]) for a, b in parts])
+    return inner
+
+
+def _search(common, params, extra, grid, inner, inner_folds, where, scoring, n_jobs, progress):
+    """The grid search on every outer training part (see :func:`cross_validate`): per part, the
+    chosen candidate, its mean inner score and the search's fit seconds (empty choices and
+    ``None`` without a grid)."""
+    from sklearn.model_selection import ParameterGrid
+
+    n_parts = len(where)
+    chosen = [{} for _ in range(n_parts)]
+    inner_value = [None] * n_parts
+    search_time = [None] * n_parts
+    candidates = list(ParameterGrid(grid)) if grid else []
+    if not candidates:
+        return chosen, inner_value, search_time
+    # candidates that differ only in C: one task fitting a warm-started C path (same choices)
+    c_groups = _c_groups(common["cls"], candidates, extra, scoring)
+    tasks, keys = [], []
+    for s in range(n_parts):
+        for i, (itrain, itest) in enumerate(inner[s]):
+            for group in c_groups:
+                task = dict(
+                    common,
+                    params={**params, **candidates[group[0]], **extra},
+                    train=itrain,
+                    test=itest,
+                    where=f"inner fold {i + 1} of {where[s]}",
+                    evaluate=False,
+                    keep_model=False,
+                    scoring=scoring,
+                )
+                if len(group) > 1:
+                    del task["params"]["C"]
+                    task["Cs"] = [candidates[c]["C"] for c in group]
+                tasks.append(task)
+                keys.append((s, i, group))
+    scores = np.zeros((n_parts, inner_folds, len(candidates)))
+    seconds = np.zeros(n_parts)
+    for (s, i, group), result in zip(keys, run_tasks(tasks, n_jobs, progress)):
+        scores[s, i, group] = result["accuracy"]
+        seconds[s] += result["fit_time"]
+    with warnings.catch_warnings():
+        # a criterion undefined on every inner fold
+        warnings.simplefilter("ignore", RuntimeWarning)
+        means = np.nanmean(scores, axis=1)
+    means = np.where(np.isnan(means), -np.inf, means)
+    for s in range(n_parts):
+        best = int(np.argmax(means[s]))
+        chosen[s] = candidates[best]
+        inner_value[s] = float(means[s, best])
+        search_time[s] = float(seconds[s])
+    return chosen, inner_value, search_time

@@ -591,6 +591,43 @@ mod tests {
         (x, ptr, labels)
     }
 
+    /// The `make` of [`Local::split`] for the bags `x`, `ptr`, `labels` (in `f32` rows when
+    /// `single`): the partition of the bags `[lo, hi)`, with `local` their offsets into its own
+    /// rows, and their targets and costs of `params`'s binary problem.
+    fn partitions<'a>(
+        params: &'a AnnealingValidParams,
+        x: &'a Array2<f64>,
+        ptr: &'a [usize],
+        labels: &[usize],
+        single: bool,
+    ) -> impl Fn(usize, usize, Vec<usize>) -> PartitionLabels + 'a {
+        let (targets, costs) = binary_problem(params, labels).unwrap();
+        move |lo, hi, local| {
+            PartitionLabels::new(
+                params.clone(),
+                rows_of(x, ptr[lo], ptr[hi], single),
+                local,
+                lo,
+                ptr.len() - 1,
+                targets[lo..hi].to_vec(),
+                costs[lo..hi].to_vec(),
+            )
+            .unwrap()
+        }
+    }
+
+    /// `fit` equals `expected`, and its scores and objective history do to the bit.
+    fn assert_same_fit(fit: &AnnealingFit, expected: &AnnealingFit, what: &str) {
+        assert_eq!(fit, expected, "{what}");
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&fit.p[0]), bits(&expected.p[0]), "{what}");
+        assert_eq!(
+            bits(&fit.objective_history[0]),
+            bits(&expected.objective_history[0]),
+            "{what}"
+        );
+    }
+
     /// mi-SVM and MI-SVM, linear, f64 and f32 rows, over 1, 2, 3, 5 and 7 partitions (an
     /// empty one among them): the whole fit record equals the in-process fit's.
     #[test]
@@ -598,8 +635,7 @@ mod tests {
         let (x, ptr, labels) = bags(5, 150, 4);
         let n_bags = labels.len();
         for single in [false, true] {
-            let rows = |r0: usize, r1: usize| rows_of(&x, r0, r1, single);
-            let whole_bags = Bags::new(rows(0, ptr[n_bags]), ptr.clone()).unwrap();
+            let whole_bags = Bags::new(rows_of(&x, 0, ptr[n_bags], single), ptr.clone()).unwrap();
             for method in [
                 AnnealingParams::mi_svm(),
                 AnnealingParams::big_mi_svm(),
@@ -610,29 +646,13 @@ mod tests {
                 let params = method.kernel(KernelKind::Linear).c(1.0).check().unwrap();
                 let whole = params.fit(&whole_bags, &labels).unwrap();
                 assert!(whole.n_iter[0] > 1);
-                let (targets, costs) = binary_problem(&params, &labels).unwrap();
+                let make = partitions(&params, &x, &ptr, &labels, single);
                 for parts in [1, 2, 3, 5, 7] {
-                    let kernels = Local::split(&ptr, parts, |lo, hi, local| {
-                        PartitionLabels::new(
-                            params.clone(),
-                            rows(ptr[lo], ptr[hi]),
-                            local,
-                            lo,
-                            n_bags,
-                            targets[lo..hi].to_vec(),
-                            costs[lo..hi].to_vec(),
-                        )
-                        .unwrap()
-                    });
+                    let kernels = Local::split(&ptr, parts, &make);
                     let fit =
                         fit_distributed(&params, kernels, &ptr, &labels, 4, whole.gamma).unwrap();
-                    assert_eq!(fit, whole, "{:?}, {parts} partitions", params.method);
-                    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                    assert_eq!(bits(&fit.p[0]), bits(&whole.p[0]));
-                    assert_eq!(
-                        bits(&fit.objective_history[0]),
-                        bits(&whole.objective_history[0])
-                    );
+                    let what = format!("{:?}, {parts} partitions", params.method);
+                    assert_same_fit(&fit, &whole, &what);
                 }
             }
         }
@@ -645,7 +665,6 @@ mod tests {
     #[test]
     fn a_fit_that_loses_partitions_is_the_undisturbed_fit() {
         let (x, ptr, labels) = bags(5, 60, 4);
-        let n_bags = labels.len();
         let kinds = [
             (AnnealingParams::mi_svm(), false),
             (AnnealingParams::big_mi_svm(), true),
@@ -653,20 +672,11 @@ mod tests {
         ];
         for (method, single) in kinds {
             let params = method.kernel(KernelKind::Linear).c(1.0).check().unwrap();
-            let (targets, costs) = binary_problem(&params, &labels).unwrap();
             let cuts = Local::split(&ptr, 3, |lo, hi, local| (lo, hi, local)).0;
+            let partition = partitions(&params, &x, &ptr, &labels, single);
             let make = |k: usize| {
                 let (lo, hi, local) = cuts[k].clone();
-                PartitionLabels::new(
-                    params.clone(),
-                    rows_of(&x, ptr[lo], ptr[hi], single),
-                    local,
-                    lo,
-                    n_bags,
-                    targets[lo..hi].to_vec(),
-                    costs[lo..hi].to_vec(),
-                )
-                .unwrap()
+                partition(lo, hi, local)
             };
             let fit_with = |drops: Vec<(u64, usize)>, retries: usize| {
                 let mut driver = Recovering::new(Dropping::new(cuts.len(), make, drops), retries);
@@ -683,13 +693,7 @@ mod tests {
             let (fit, restores, _) = fit_with(drops.clone(), drops.len());
             let fit = fit.unwrap();
             assert_eq!(restores, restores_for(&drops), "{:?}", params.method);
-            assert_eq!(fit, undisturbed, "{:?}", params.method);
-            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&fit.p[0]), bits(&undisturbed.p[0]));
-            assert_eq!(
-                bits(&fit.objective_history[0]),
-                bits(&undisturbed.objective_history[0])
-            );
+            assert_same_fit(&fit, &undisturbed, &format!("{:?}", params.method));
             let (failed, _, _) = fit_with(vec![(ops.len() as u64 / 2, 0)], 0);
             let err = failed.unwrap_err().to_string();
             assert!(err.contains("no restore is left"), "{err}");
