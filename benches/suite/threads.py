@@ -12,7 +12,9 @@ time, the speed-up over the first thread count, the passes over the data (the ro
 linear solver's passes read, over the rows: ``milsvm._core.linear_rows_read``), the bytes of
 one pass, and the bytes read per second against a plain read of the same matrix on as many
 threads (NumPy's ``float32`` maximum, a SIMD loop bound by memory, of one contiguous share
-of the rows per thread, the GIL released: the bandwidth the machine allows a plain read).
+of the rows per thread, the GIL released: the bandwidth the machine allows a plain read). A loop
+bound by the cores rather than memory (``np.sin`` over arrays that stay in cache) gives the
+speed-up the machine allows work that does not wait on memory.
 """
 
 from __future__ import annotations
@@ -37,6 +39,27 @@ def plain_read(X, threads, repeats=5):
             list(pool.map(lambda s: float(np.maximum.reduce(s, axis=None)), shares))
             best = min(best, time.perf_counter() - start)
     return X.nbytes / best
+
+
+def plain_compute(threads, repeats=5, calls=500, size=65536):
+    """Values per second of a loop bound by the cores, not memory, on ``threads`` threads (best
+    of ``repeats``): each thread applies ``np.sin`` in place ``calls`` times to its own
+    ``size``-value float64 array (512 KiB, in its core's L2 cache; the GIL released in the
+    ufunc's loop). Its ratio between thread counts is what the machine allows work that does
+    not wait on memory."""
+    arrays = [np.linspace(0.0, 1.0, size) for _ in range(threads)]
+
+    def work(k):
+        for _ in range(calls):
+            np.sin(arrays[k], out=arrays[k])
+
+    best = np.inf
+    with ThreadPoolExecutor(threads) as pool:
+        for _ in range(repeats):
+            start = time.perf_counter()
+            list(pool.map(work, range(threads)))
+            best = min(best, time.perf_counter() - start)
+    return threads * calls * size / best
 
 
 def main():
@@ -75,6 +98,12 @@ def main():
     read = {t: plain_read(X, t) for t in args.threads}
     for t in args.threads:
         print(f"plain read, {t} thread(s): {read[t] / 1e9:.1f} GB/s")
+    compute = {t: plain_compute(t) for t in args.threads}
+    for t in args.threads:
+        print(
+            f"compute-bound loop, {t} thread(s): {compute[t] / 1e9:.2f} G values/s "
+            f"({compute[t] / compute[args.threads[0]]:.2f}x)"
+        )
 
     # a build without the counter prints no passes
     rows_read = getattr(_core, "linear_rows_read", lambda: float("nan"))
