@@ -1,11 +1,11 @@
 //! SparseMI and RSVM (direct and basis-vector mode; any number of classes) over partitions of
-//! the bags held elsewhere (the workers of a Dask cluster). [`SparsePartition`] holds one partition's rows
-//! with the state of the descent ([`BagRows`]) and answers rounds; [`fit_distributed`] is the
-//! driver: it runs [`descend_with`], the outer loop of the fit in one process, over
-//! [`RemoteRows`], whose rounds return the partitions' bag means `M` (each bag's row of `M` is
-//! computed where the bag lives) and their nodes of the gradient's data term in the fixed tree
-//! over the bags. The inner problems on `M`, the line search and the expansion vectors' own
-//! terms run on the driver. The fit is the fit in one process, bit for bit.
+//! the bags held elsewhere (the workers of a Dask cluster). [`SparsePartition`] holds one
+//! partition's rows with the state of the descent ([`BagRows`]) and answers rounds;
+//! [`fit_distributed`] is the driver: it runs [`descend_with`], the outer loop of the fit in one
+//! process, over [`RemoteRows`], whose rounds return the partitions' bag means `M` (each bag's
+//! row of `M` is computed where the bag lives) and their nodes of the gradient's data term in
+//! the fixed tree over the bags. The inner problems on `M`, the line search and the expansion
+//! vectors' own terms run on the driver. The fit is the fit in one process, bit for bit.
 //!
 //! In basis-vector mode (Fu et al. 2013, section IV-E, `Z = V B`) the driver draws the basis
 //! vectors `B` (random training instances, gathered with the round `rows`, or `init_basis`),
