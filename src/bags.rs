@@ -4,7 +4,7 @@
 //! `bag_ptr[i]..bag_ptr[i + 1]` of one instance matrix. The instances are either a dense
 //! row-major matrix or a CSR matrix ([`Csr`]); sparse instances are never densified.
 
-use ndarray::{s, Array2};
+use ndarray::{s, Array2, ArrayView2, ArrayViewMut2};
 
 use crate::error::{invalid_data, Result};
 
@@ -245,9 +245,28 @@ impl Instances {
     /// (`self.n_rows() x other.n_rows()`, dense), never densifying a sparse operand.
     /// Rows of `self` are processed in parallel; each output row is computed in one fixed order.
     pub fn cross_gram(&self, other: &Instances) -> Array2<f64> {
+        self.cross_gram_at(other, 0, self.n_rows())
+    }
+
+    /// The rows of `X.cross_gram(other)` that `self` holds, `self` being the rows
+    /// `first_row..first_row + self.n_rows()` of a matrix `X` of `n_total` rows, with the bits
+    /// of `X`'s product: dense rows are multiplied in the fixed blocks of [`CROSS_GRAM_ROWS`] of
+    /// `X`'s rows, a block that `self` holds in part with the rows it does not hold set to zero
+    /// (each value of a block's product depends on its own row, the block's shape and `other`
+    /// only); sparse operands are multiplied row by row. The partitions of a distributed
+    /// SparseMI fit in basis-vector mode compute their products with the basis vectors this way.
+    pub(crate) fn cross_gram_at(
+        &self,
+        other: &Instances,
+        first_row: usize,
+        n_total: usize,
+    ) -> Array2<f64> {
         use rayon::prelude::*;
         let (n, q) = (self.n_rows(), other.n_rows());
         let mut out = Array2::zeros((n, q));
+        if n == 0 {
+            return out;
+        }
         match (self.rows(), other.rows()) {
             (Rows::Sparse(x), Rows::Sparse(b)) => sparse_cross_gram(Rows::Sparse(x), b, &mut out),
             (x, Rows::Sparse(b)) => sparse_cross_gram(x, b, &mut out),
@@ -265,30 +284,57 @@ impl Instances {
                     });
             }
             (x, b) => {
-                // Fixed blocks of rows, one sequential faer product each (in parallel): every
-                // value is computed by the same operations whatever the thread count. faer's
-                // kernel is faster than ndarray's matrixmultiply on these tiles. `f32` rows are
-                // read into `f64` a block at a time.
+                // Fixed blocks of X's rows, one sequential faer product each (in parallel):
+                // every value is computed by the same operations whatever the thread count or
+                // the rows held. faer's kernel is faster than ndarray's matrixmultiply on these
+                // tiles. `f32` rows are read into `f64` a block at a time.
                 let b = b.to_f64();
                 let bt = crate::linalg::faer_ref(b.t());
-                let bounds: Vec<(usize, usize)> = (0..n)
-                    .step_by(256)
-                    .map(|lo| (lo, (lo + 256).min(n)))
-                    .collect();
-                out.axis_chunks_iter_mut(ndarray::Axis(0), 256)
-                    .into_par_iter()
-                    .zip(bounds.into_par_iter())
-                    .for_each(|(o, (lo, hi))| {
+                let product = |o: ArrayViewMut2<f64>, xb: ArrayView2<f64>| {
+                    faer::linalg::matmul::matmul(
+                        crate::linalg::faer_mut(o),
+                        faer::Accum::Replace,
+                        crate::linalg::faer_ref(xb),
+                        bt,
+                        1.0,
+                        faer::Par::Seq,
+                    )
+                };
+                // (X's rows of the block, the rows of `self` in it)
+                let blocks: Vec<((usize, usize), (usize, usize))> =
+                    (first_row - first_row % CROSS_GRAM_ROWS..first_row + n)
+                        .step_by(CROSS_GRAM_ROWS)
+                        .map(|lo| {
+                            let hi = (lo + CROSS_GRAM_ROWS).min(n_total);
+                            let held = (
+                                lo.max(first_row) - first_row,
+                                hi.min(first_row + n) - first_row,
+                            );
+                            ((lo, hi), held)
+                        })
+                        .collect();
+                let mut chunks = Vec::with_capacity(blocks.len());
+                let mut rest = out.view_mut();
+                for &(_, (lo, hi)) in &blocks {
+                    let (chunk, tail) = rest.split_at(ndarray::Axis(0), hi - lo);
+                    chunks.push(chunk);
+                    rest = tail;
+                }
+                chunks.into_par_iter().zip(blocks.into_par_iter()).for_each(
+                    |(mut o, ((glo, ghi), (lo, hi)))| {
                         let xb = x.dense_block(lo, hi);
-                        faer::linalg::matmul::matmul(
-                            crate::linalg::faer_mut(o),
-                            faer::Accum::Replace,
-                            crate::linalg::faer_ref(xb.view()),
-                            bt,
-                            1.0,
-                            faer::Par::Seq,
-                        )
-                    });
+                        if hi - lo == ghi - glo {
+                            product(o, xb.view());
+                        } else {
+                            let at = first_row + lo - glo;
+                            let mut padded = Array2::zeros((ghi - glo, xb.ncols()));
+                            padded.slice_mut(s![at..at + hi - lo, ..]).assign(&xb);
+                            let mut full = Array2::zeros((ghi - glo, q));
+                            product(full.view_mut(), padded.view());
+                            o.assign(&full.slice(s![at..at + hi - lo, ..]));
+                        }
+                    },
+                );
             }
         }
         out
@@ -377,6 +423,10 @@ impl Instances {
 
 /// Rows per block of [`Instances::combine_rows`] on dense rows.
 pub const COMBINE_ROWS: usize = 8192;
+
+/// Rows per block of [`Instances::cross_gram`] on dense rows (blocks of the whole matrix's rows
+/// from its first, [`Instances::cross_gram_at`]).
+pub(crate) const CROSS_GRAM_ROWS: usize = 256;
 
 /// A validated set of bags: instances plus bag offsets.
 ///

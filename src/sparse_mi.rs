@@ -135,14 +135,7 @@ impl SparseMiValidParams {
     /// value's vectors or solutions could take another way).
     fn path_impl(&self, setup: &Setup, cs: &[f64]) -> Result<Vec<SparseMiFit>> {
         let bags = setup.bags;
-        if let (Some(q), None) = (self.n_basis, &self.init_basis) {
-            if q > bags.n_instances() {
-                return Err(invalid_param(format!(
-                    "n_basis ({q}) exceeds the number of training instances ({})",
-                    bags.n_instances()
-                )));
-            }
-        }
+        self.check_n_basis(bags.n_instances())?;
         check_columns("init_basis", self.init_basis.as_ref(), bags.n_features())?;
         self.check_n_xv(bags.n_instances())?;
         check_init_xv_columns(self.init_xv.as_ref(), bags.n_features())?;
@@ -177,15 +170,7 @@ impl SparseMiValidParams {
                     None => x.select_rows(&sample(&mut rng, bags.n_instances(), q).into_vec()),
                 };
                 let p = x.cross_gram(&bv);
-                let g = bv.cross_gram(&bv);
-                // Random initial coefficients (section V-C): a random convex combination of
-                // the basis vectors per XV, so that the XVs start inside the data's range.
-                let mut v0 = Array2::from_shape_fn((self.n_xv, q), |_| rng.random::<f64>());
-                for mut r in v0.rows_mut() {
-                    let s = r.sum();
-                    r /= s.max(f64::MIN_POSITIVE);
-                }
-                let initial_xv = bv.combine_rows(&v0);
+                let (g, v0, initial_xv) = self.basis_start(&mut rng, &bv);
                 self.descents(
                     setup,
                     cs,
@@ -198,6 +183,38 @@ impl SparseMiValidParams {
                 )
             }
         }
+    }
+
+    /// Random basis vectors are distinct training instances: at most `n_instances`.
+    fn check_n_basis(&self, n_instances: usize) -> Result<()> {
+        if let (Some(q), None) = (self.n_basis, &self.init_basis) {
+            if q > n_instances {
+                return Err(invalid_param(format!(
+                    "n_basis ({q}) exceeds the number of training instances ({n_instances})"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Basis-vector mode's start from the basis vectors `bv` (`Z = V B`): their Gram matrix
+    /// `G = B B^T` (with the rows' products `P = X B^T`, all the kernels need), the initial
+    /// coefficients `V_0` drawn from `rng`, and the initial XVs `V_0 B`.
+    fn basis_start(
+        &self,
+        rng: &mut ChaCha8Rng,
+        bv: &Instances,
+    ) -> (Array2<f64>, Array2<f64>, Array2<f64>) {
+        let g = bv.cross_gram(bv);
+        // Random initial coefficients (section V-C): a random convex combination of the basis
+        // vectors per XV, so that the XVs start inside the data's range.
+        let mut v0 = Array2::from_shape_fn((self.n_xv, bv.n_rows()), |_| rng.random::<f64>());
+        for mut r in v0.rows_mut() {
+            let s = r.sum();
+            r /= s.max(f64::MIN_POSITIVE);
+        }
+        let initial_xv = bv.combine_rows(&v0);
+        (g, v0, initial_xv)
     }
 
     /// Random expansion vectors are distinct training instances: at most `n_instances`.

@@ -13,6 +13,7 @@ import signal
 import milsvm
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from milsvm.datasets import make_embedding_bags
 
 pytest.importorskip("dask.bag")
@@ -195,6 +196,62 @@ def test_sparse_mi_with_given_init_and_linear_kernel(client, data, tmp_path):
     same_sparse_mi_fit(remote, again, bags, tmp_path)
 
 
+@pytest.fixture(scope="module")
+def wide_data():
+    """48 bags of about 12 instances in 300 dimensions, float32: the partitions' products with
+    the basis vectors are computed in blocks of rows that cross partitions, at a width where
+    the products' bits depend on the blocks' shape."""
+    bags, y = make_embedding_bags(
+        n_bags=48, mean_bag_size=12, n_features=300, separation=4.0, random_state=5
+    )
+    return [np.ascontiguousarray(b) for b in bags], np.asarray(y)
+
+
+@pytest.mark.parametrize(
+    "dtype, partitions, n_classes, kernel, max_iter",
+    [
+        (np.float32, 1, 2, "rbf", 4),
+        (np.float64, 2, 2, "rbf", 4),
+        (np.float32, 3, 2, "rbf", 4),
+        (np.float64, 5, 2, "rbf", 4),
+        (np.float32, 7, 2, "rbf", 4),
+        (np.float64, 3, 2, "rbf", 0),  # RSVM's fit (RSVM itself takes no n_basis)
+        (np.float64, 5, 3, "rbf", 4),
+        (np.float32, 2, 2, "linear", 4),
+    ],
+)
+def test_sparse_mi_basis_mode_equals_the_in_process_fit(
+    client, wide_data, tmp_path, dtype, partitions, n_classes, kernel, max_iter
+):
+    bags, y = wide_data
+    bags = [b.astype(dtype) for b in bags]
+    if n_classes == 3:
+        y = np.where(np.arange(len(y)) % 3 == 0, 2, y)
+    make = lambda: milsvm.SparseMI(  # noqa: E731
+        n_xv=4, n_basis=20, kernel=kernel, max_iter=max_iter, C=1.0, random_state=0
+    )
+    local = make().fit(bags, y)
+    remote = dfit(make(), collection(bags, partitions), y, client=client)
+    if max_iter:
+        assert local.n_iter_ > 1  # the outer iterations ran
+    same_sparse_mi_fit(local, remote, bags, tmp_path)
+    assert remote.distributed_partitions_ == partitions
+    # width, rows, basis, the first evaluation; per iteration a gradient and a trial or more
+    assert remote.distributed_rounds_ >= 4 + 2 * local.n_iter_
+    assert remote.distributed_restores_ == 0
+
+
+def test_sparse_mi_basis_mode_with_given_basis(client, wide_data, tmp_path):
+    bags, y = wide_data
+    init = np.stack([bags[k][1] for k in (0, 3, 7, 8, 20, 30)]).astype(np.float64)
+    make = lambda: milsvm.SparseMI(n_xv=3, n_basis=6, init=init, max_iter=3, random_state=4)  # noqa: E731
+    local = make().fit(bags, y)
+    remote = dfit(make(), collection(bags, 3), y, client=client)
+    same_sparse_mi_fit(local, remote, bags, tmp_path)
+    again = dfit(make(), collection(bags, 3), y, client=client)  # twice: the same bits
+    same_sparse_mi_fit(remote, again, bags, tmp_path)
+
+
 def test_twice_gives_the_same_bits_and_no_partition_moves(client, data, tmp_path):
     bags, y = data
     client.get_task_stream()  # drop earlier records
@@ -214,7 +271,7 @@ def test_twice_gives_the_same_bits_and_no_partition_moves(client, data, tmp_path
     assert moved == []
 
 
-@pytest.mark.parametrize("name", ["MISVM", "SparseMI"])
+@pytest.mark.parametrize("name", ["MISVM", "SparseMI", "SparseMI-basis"])
 def test_a_worker_killed_mid_fit(client, data, tmp_path, name):
     """A worker process dies while the tenth round runs: Dask rebuilds its partitions
     elsewhere, one restore round replays the fit's state-changing rounds on them, the tenth
@@ -222,11 +279,11 @@ def test_a_worker_killed_mid_fit(client, data, tmp_path, name):
     round only: every other round is the undisturbed fit's."""
     bags, y = data
     client.wait_for_workers(2, timeout=WORKER_RESTART)
-    make = (
-        (lambda: small(milsvm.MISVM))
-        if name == "MISVM"
-        else (lambda: small_sparse_mi(milsvm.SparseMI))
-    )
+    make = {
+        "MISVM": lambda: small(milsvm.MISVM),
+        "SparseMI": lambda: small_sparse_mi(milsvm.SparseMI),
+        "SparseMI-basis": lambda: small_sparse_mi(milsvm.SparseMI, n_basis=8),
+    }[name]
     undisturbed = make().fit(bags, y)
     plain = dfit(make(), collection(bags, 4), y, client=client)
     killed = []
@@ -347,8 +404,9 @@ def _kill_a_holder(client):
         milsvm.MISVM(),  # the RBF kernel
         milsvm.MISVM(kernel="linear", n_xv=5),
         milsvm.miSVM(kernel="linear", probability=True),
-        milsvm.SparseMI(n_basis=3),
+        milsvm.SparseMI(n_basis=3, init=sp.csr_matrix(np.eye(3, 4))),
         milsvm.SparseMI(init="kmeans"),
+        milsvm.SparseMI(n_basis=3, init="svm"),
         milsvm.SparseMI(gamma="median"),
         milsvm.RSVM(probability=True),
     ],
@@ -358,7 +416,8 @@ def test_unsupported_estimators_say_what_is_supported(client, data, est):
     supported = (
         r"miSVM\(kernel='linear'\), MISVM\(kernel='linear'\), ALSVM\(kernel='linear'\), "
         r"AWSVM\(kernel='linear'\), ALPSVM\(kernel='linear'\), and SparseMI and RSVM in "
-        r"direct mode \(n_basis=None, init 'random' or an array, gamma a number or 'scale'\)"
+        r"direct or basis-vector mode \(n_basis; init 'random' or a dense array, gamma a number "
+        r"or 'scale'\)"
     )
     with pytest.raises(NotImplementedError, match=supported):
         dfit(est, collection(bags, 2), y, client=client)

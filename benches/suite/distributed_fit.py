@@ -5,8 +5,10 @@ the same bags, for the overhead and the equality of the models::
 
     python benches/scale.py distributed --bags 200 --bag-size 1000 --features 512 --workers 2
     python benches/scale.py distributed --estimator SparseMI --compare
+    python benches/scale.py distributed --estimator SparseMI --n-basis 64 --compare
     python benches/scale.py distributed --bags 100 --kill-at-round 200
 
+``--n-basis Q`` fits SparseMI in basis-vector mode over ``Q`` random basis vectors.
 ``--kill-at-round N`` then fits again on the same cluster and kills (SIGKILL) a worker process
 holding partitions while round ``N`` runs: the recovered fit's time, rounds and restores
 against the undisturbed fit's, and whether the models are bit for bit equal.
@@ -79,13 +81,25 @@ def main():
         default=None,
         help="fit again, killing a worker while this round runs (default: no)",
     )
+    ap.add_argument(
+        "--n-basis",
+        type=int,
+        default=None,
+        help="SparseMI's basis vectors (basis-vector mode; default: direct mode)",
+    )
     args = ap.parse_args()
+    if args.n_basis is not None and args.estimator != "SparseMI":
+        raise SystemExit("--n-basis applies to --estimator SparseMI")
 
     import dask
     import dask.bag as db
     import distributed
     import milsvm
     from milsvm.distributed import fit
+
+    def make():
+        est = ESTIMATORS[args.estimator](milsvm)
+        return est if args.n_basis is None else est.set_params(n_basis=args.n_basis)
 
     parts = args.partitions or 2 * args.workers
     if args.bags % parts:
@@ -109,15 +123,15 @@ def main():
         client.run(_import_milsvm)  # the baseline: a worker with milsvm loaded
         before = client.run(_rss_mib)
         start = time.perf_counter()
-        est = fit(ESTIMATORS[args.estimator](milsvm), bags, y, client=client)
+        est = fit(make(), bags, y, client=client)
         seconds = time.perf_counter() - start
         peaks = client.run(_peak_rss_mib)
         if args.kill_at_round is not None:
-            recovered, recovered_s = _killed_fit(
-                fit, ESTIMATORS[args.estimator](milsvm), bags, y, client, args.kill_at_round
-            )
+            recovered, recovered_s = _killed_fit(fit, make(), bags, y, client, args.kill_at_round)
     print(
-        f"{args.estimator}: {args.bags} bags x {size} x {d} float32 ({data_mib:.0f} MiB), "
+        f"{args.estimator}"
+        + ("" if args.n_basis is None else f"(n_basis={args.n_basis})")
+        + f": {args.bags} bags x {size} x {d} float32 ({data_mib:.0f} MiB), "
         f"{parts} partitions on "
         f"{args.workers} workers x {args.threads} threads"
     )
@@ -151,7 +165,7 @@ def main():
     if args.compare:
         local_bags = [b for k in range(parts) for b in _partition(k, per_part, size, d)]
         start = time.perf_counter()
-        local = ESTIMATORS[args.estimator](milsvm).fit(local_bags, y)
+        local = make().fit(local_bags, y)
         local_s = time.perf_counter() - start
         same = np.array_equal(
             local.decision_function(local_bags), est.decision_function(local_bags)

@@ -571,14 +571,14 @@ def distributed_fit(
     progress: Optional[Progress] = None,
 ) -> Any:
     """The fit of `family` on bags held by partitions: `"annealing"` (an annealing method, linear,
-    two classes; partitions `Partition(...)`) or `"sparse_mi"` (SparseMI / RSVM, direct mode;
-    partitions `Partition.sparse_mi(...)`). The driver runs the fit without the GIL and calls
-    `dispatch(seq, op, v, s)` once per round (numbered from 0), which sends the round to every
-    partition and returns their replies in partition order. When it raises `PartitionLost`
-    naming partitions (their worker was lost, Dask rebuilt them), the driver calls
-    `dispatch.restore(parts, seq, log)` (one restore round: those partitions replay `log`, the
-    rounds that changed their state) and sends the round again, at most `retries` times in the
-    fit; beyond, the `PartitionLost` is raised. `bag_ptr`: the offsets of every bag in
+    two classes; partitions `Partition(...)`) or `"sparse_mi"` (SparseMI / RSVM, direct or
+    basis-vector mode; partitions `Partition.sparse_mi(...)`). The driver runs the fit without
+    the GIL and calls `dispatch(seq, op, v, s)` once per round (numbered from 0), which sends the
+    round to every partition and returns their replies in partition order. When it raises
+    `PartitionLost` naming partitions (their worker was lost, Dask rebuilt them), the driver
+    calls `dispatch.restore(parts, seq, log)` (one restore round: those partitions replay `log`,
+    the rounds that changed their state) and sends the round again, at most `retries` times in
+    the fit; beyond, the `PartitionLost` is raised. `bag_ptr`: the offsets of every bag in
     partition order; `labels`: their class indices; `gamma`: the width resolved for them;
     `progress` as for `fit_annealing` (an exception it raises stops the fit and is raised).
     Returns what `fit_annealing` / `fit_sparse_mi` returns on the same bags.

@@ -29,6 +29,7 @@ import time
 import uuid
 
 import numpy as np
+import scipy.sparse as sp
 
 __all__ = ["PartitionLost", "fit", "score_bags"]
 
@@ -172,14 +173,14 @@ def score_bags(
 #: The annealing estimators :func:`fit` supports (with ``kernel="linear"``).
 SUPPORTED = ("miSVM", "MISVM", "ALSVM", "AWSVM", "ALPSVM")
 
-#: The label-mean estimators :func:`fit` supports (direct mode, ``n_basis=None``; any kernel).
+#: The label-mean estimators :func:`fit` supports (direct or basis-vector mode; any kernel).
 SUPPORTED_SPARSE_MI = ("SparseMI", "RSVM")
 
 #: What :func:`fit` supports, as its ``NotImplementedError`` names it.
 SUPPORTED_TEXT = (
     ", ".join(f"{s}(kernel='linear')" for s in SUPPORTED)
-    + ", and SparseMI and RSVM in direct mode (n_basis=None, init 'random' or an array, gamma "
-    "a number or 'scale')"
+    + ", and SparseMI and RSVM in direct or basis-vector mode (n_basis; init 'random' or a "
+    "dense array, gamma a number or 'scale')"
 )
 
 #: Seconds a round may take before :func:`fit` gives up (``timeout=None`` in :func:`fit`).
@@ -469,11 +470,11 @@ def _check_supported(estimator):
         if params.get("n_xv") not in ("auto", None) or not isinstance(params.get("xv_init"), str):
             unsupported.append("a reduced basis (n_xv / xv_init)")
     else:
-        if params.get("n_basis") is not None:
-            unsupported.append(f"n_basis={params.get('n_basis')!r}")
         init = params.get("init", "random")
         if isinstance(init, str) and init != "random":
             unsupported.append(f"init={init!r}")
+        elif sp.issparse(init) and params.get("n_basis") is not None:
+            unsupported.append("n_basis with init as a sparse matrix")
     if params.get("probability"):
         unsupported.append("probability=True")
     gamma = params.get("gamma")
@@ -501,10 +502,12 @@ def fit(estimator, bags, y, *, client=None, timeout=None, max_restores=3, _round
     Supported: :class:`milsvm.miSVM`, :class:`milsvm.MISVM`, :class:`milsvm.ALSVM`,
     :class:`milsvm.AWSVM` and :class:`milsvm.ALPSVM` with ``kernel="linear"`` (the linear
     solver), two classes; :class:`milsvm.SparseMI` and :class:`milsvm.RSVM` in direct mode
-    (``n_basis=None``, ``init="random"`` or an array), any kernel, two or more classes (each
-    round replies the partition's rows of the bag-mean kernel matrix, or its nodes of the
-    gradient's data term). ``gamma`` a number or ``"scale"`` (recorded in ``gamma_``; the
-    linear kernel does not use it). The others raise ``NotImplementedError``.
+    or basis-vector mode (``n_basis``), ``init="random"`` or a dense array, any kernel, two or
+    more classes (each round replies the partition's rows of the bag-mean kernel matrix, or its
+    nodes of the gradient's data term; in basis-vector mode one first round turns every
+    partition's rows into their ``n_basis`` products with the basis vectors, and the rounds
+    after it carry ``n_basis``-vectors). ``gamma`` a number or ``"scale"`` (recorded in
+    ``gamma_``; the linear kernel does not use it). The others raise ``NotImplementedError``.
 
     Parameters
     ----------

@@ -1,16 +1,25 @@
-//! SparseMI and RSVM (direct mode; any number of classes) over partitions of the bags held
-//! elsewhere (the workers of a Dask cluster). [`SparsePartition`] holds one partition's rows
-//! with the state of the descent ([`BagRows`]) and answers rounds; [`fit_distributed`] is the
-//! driver: it runs [`descend_with`], the outer loop of the fit in one process, over
-//! [`RemoteRows`], whose rounds return the partitions' bag means `M` (each bag's row of `M` is
-//! computed where the bag lives) and their nodes of the gradient's data term in the fixed tree
-//! over the bags. The inner problems on `M`, the line search and the expansion vectors' own
-//! terms run on the driver. The fit is the fit in one process, bit for bit.
+//! SparseMI and RSVM (direct and basis-vector mode; any number of classes) over partitions of
+//! the bags held elsewhere (the workers of a Dask cluster). [`SparsePartition`] holds one
+//! partition's rows with the state of the descent ([`BagRows`]) and answers rounds;
+//! [`fit_distributed`] is the driver: it runs [`descend_with`], the outer loop of the fit in one
+//! process, over [`RemoteRows`], whose rounds return the partitions' bag means `M` (each bag's
+//! row of `M` is computed where the bag lives) and their nodes of the gradient's data term in
+//! the fixed tree over the bags. The inner problems on `M`, the line search and the expansion
+//! vectors' own terms run on the driver. The fit is the fit in one process, bit for bit.
+//!
+//! In basis-vector mode (Fu et al. 2013, section IV-E, `Z = V B`) the driver draws the basis
+//! vectors `B` (random training instances, gathered with the round `rows`, or `init_basis`),
+//! and each partition replaces its rows by their products `P = X B^T` (round `basis`), which
+//! it computes with the bits of the fit in one process ([`Instances::cross_gram_at`]); the
+//! descent's rounds are then those of direct mode over these `n_basis`-dimensional rows, with
+//! the coordinates `V` in place of the XVs.
 //!
 //! Rounds (`v`: a vector, `s`: scalars; replies flattened to `f64`s):
 //! * `fold_values` (the width rule `gamma = "scale"`, as the annealing fits' partitions answer
 //!   it) and `width` (`s`: the resolved kernel width, which the driver sends first);
 //! * `rows` (`v`: global row indices): the partition's rows among them, each after its index;
+//! * `basis` (`v`: the basis vectors `B`, `n_basis x d`; `s`: the data set's row count): the
+//!   rows become their products with `B` (basis-vector mode; no `rows` round after it);
 //! * `eval` (`v`: `V`, `s`: `||z_k||^2`): the point at `V` becomes current; its rows of `M`;
 //! * `trial` (`v`: a new line-search direction `G`, or nothing; `s`: the step, then
 //!   `||z_k||^2`): the products `F G^T` when `G` is given (the first trial of an iteration),
@@ -29,16 +38,17 @@ use crate::annealing::distributed::{check_partition, fold_values, scalar};
 use crate::bags::{count_classes, validate_bag_ptr, Instances};
 use crate::error::{invalid_data, invalid_param, Result};
 use crate::kernel::Basis;
-use crate::params::{check_init_xv_columns, KernelKind};
+use crate::params::{check_columns, check_init_xv_columns, KernelKind};
 use crate::solver::linear::{get_nodes, put_nodes, Answer, Dispatch, Reader};
 use crate::solver::Solution;
 use crate::tree_sum::combine;
 
-/// Checks that `params` take the distributed route: direct mode (no basis vectors).
+/// Checks that `params` take the distributed route: dense basis vectors in basis-vector mode
+/// (the partitions' products with sparse ones are not implemented).
 pub(crate) fn check_distributed(params: &SparseMiValidParams) -> Result<()> {
-    if params.n_basis.is_some() || params.init_basis.is_some() {
+    if matches!(params.init_basis, Some(Instances::Sparse(_))) {
         return Err(invalid_param(
-            "a distributed SparseMI / RSVM fit supports direct mode (n_basis=None)",
+            "a distributed SparseMI / RSVM fit takes dense basis vectors (init_basis)",
         ));
     }
     Ok(())
@@ -84,10 +94,13 @@ fn matrix(v: &[f64], cols: usize) -> Result<ArrayView2<'_, f64>> {
 pub(crate) struct SparsePartition {
     rows: BagRows<Instances>,
     kernel: KernelKind,
+    /// The width of the rows held: the instances', then `n_basis` after the round `basis`.
     x_width: usize,
     first_row: usize,
     n_rows: usize,
     n_problems: usize,
+    /// Whether the rows held are the products with the basis vectors (round `basis`).
+    products: bool,
 }
 
 impl SparsePartition {
@@ -121,7 +134,38 @@ impl SparsePartition {
             first_row,
             n_rows,
             n_problems,
+            products: false,
         })
+    }
+
+    /// Refuses a round that reads the instances once they are replaced by their products with
+    /// the basis vectors.
+    fn check_instances(&self, op: &str) -> Result<()> {
+        if self.products {
+            return Err(invalid_data(format!(
+                "a round {op:?} after the round \"basis\": the partition holds its rows' \
+                 products with the basis vectors"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The round `basis`: the rows become their products `X B^T` with the basis vectors `b`,
+    /// computed as in the product over the data set's `n_total` rows.
+    fn hold_products(&mut self, b: ArrayView2<f64>, n_total: usize) -> Result<()> {
+        self.check_instances("basis")?;
+        if n_total < self.first_row + self.n_rows {
+            return Err(invalid_data(format!(
+                "a basis round for {n_total} rows; the partition holds rows up to {}",
+                self.first_row + self.n_rows
+            )));
+        }
+        let b = Instances::from(b.to_owned());
+        let p = self.rows.held().cross_gram_at(&b, self.first_row, n_total);
+        self.rows.replace_rows(Instances::from(p));
+        self.x_width = b.n_rows();
+        self.products = true;
+        Ok(())
     }
 }
 
@@ -130,12 +174,16 @@ impl Answer for SparsePartition {
     fn answer(&mut self, op: &str, v: &[f64], s: &[f64]) -> Result<Vec<f64>> {
         let q = self.x_width;
         Ok(match op {
-            "fold_values" => fold_values(self.rows.held(), s),
+            "fold_values" => {
+                self.check_instances(op)?;
+                fold_values(self.rows.held(), s)
+            }
             "width" => {
                 self.rows.kernel = self.kernel.with_gamma(scalar(s)?);
                 Vec::new()
             }
             "rows" => {
+                self.check_instances(op)?;
                 let mut out = Vec::new();
                 for &r in v {
                     let r = r as usize;
@@ -145,6 +193,18 @@ impl Answer for SparsePartition {
                     }
                 }
                 out
+            }
+            "basis" => {
+                let n_total = s
+                    .first()
+                    .filter(|&&n| n >= 0.0 && n.fract() == 0.0)
+                    .ok_or_else(|| invalid_data("a basis round needs the data set's row count"))?;
+                let b = matrix(v, q)?;
+                if b.nrows() == 0 {
+                    return Err(invalid_data("a basis round needs basis vectors"));
+                }
+                self.hold_products(b, *n_total as usize)?;
+                Vec::new()
             }
             "eval" => {
                 let v = matrix(v, q)?;
@@ -200,6 +260,30 @@ struct RemoteRows<D> {
 }
 
 impl<D: Dispatch> RemoteRows<D> {
+    /// The rows of `n_bags` bags held by the partitions that `dispatch` reaches, for `n_xv`
+    /// expansion vectors of `q` coordinates.
+    fn new(dispatch: D, n_bags: usize, n_xv: usize, q: usize) -> Self {
+        Self {
+            dispatch,
+            n_bags,
+            n_xv,
+            q,
+            accepted: false,
+            direction: Vec::new(),
+        }
+    }
+
+    /// The descent ([`descend_with`]) from `start` over these rows.
+    fn descend(
+        mut self,
+        params: &SparseMiValidParams,
+        objective: &Objective,
+        start: Basis,
+        make: impl Fn(Array2<f64>) -> Basis,
+    ) -> Result<(Basis, super::Point, Vec<f64>)> {
+        descend_with(params, objective, &mut self, start, None, make)
+    }
+
     /// `M` from the partitions' rows of it, in partition order.
     fn means(&mut self, op: &str, v: &[f64], s: &[f64]) -> Result<Array2<f64>> {
         let m = self.dispatch.round(op, v, s)?.concat();
@@ -269,10 +353,10 @@ fn gather_rows(dispatch: &mut impl Dispatch, rows: &[usize], q: usize) -> Result
     Ok(out)
 }
 
-/// The fit of SparseMI / RSVM (direct mode) on bags held by the partitions that `dispatch`
-/// reaches (each a [`SparsePartition`]), from the bags' offsets `bag_ptr` (all of them),
-/// `labels` (class indices), the width `n_features` and the kernel width `gamma` resolved for
-/// them: the [`SparseMiFit`] of the same fit in one process.
+/// The fit of SparseMI / RSVM (direct or basis-vector mode) on bags held by the partitions
+/// that `dispatch` reaches (each a [`SparsePartition`]), from the bags' offsets `bag_ptr` (all
+/// of them), `labels` (class indices), the width `n_features` and the kernel width `gamma`
+/// resolved for them: the [`SparseMiFit`] of the same fit in one process.
 pub(crate) fn fit_distributed(
     params: &SparseMiValidParams,
     mut dispatch: impl Dispatch,
@@ -288,36 +372,46 @@ pub(crate) fn fit_distributed(
     let n_classes = count_classes(labels, n_bags)?;
     params.class_weight.validate(n_classes)?;
     params.check_n_xv(n)?;
+    params.check_n_basis(n)?;
+    check_columns("init_basis", params.init_basis.as_ref(), n_features)?;
     check_init_xv_columns(params.init_xv.as_ref(), n_features)?;
     let kernel = params.kernel.with_gamma(gamma);
     dispatch.round("width", &[], &[gamma])?;
-    let initial_xv = match &params.init_xv {
-        Some(z) => z.clone(),
-        None => {
-            let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
-            let rows = sample(&mut rng, n, params.n_xv).into_vec();
-            gather_rows(&mut dispatch, &rows, n_features)?
-        }
-    };
     let (targets, weights) = problems(params, labels, n_classes);
     let objective = Objective::new(params, kernel, &targets, &weights);
-    let mut rows = RemoteRows {
-        dispatch,
-        n_bags,
-        n_xv: initial_xv.nrows(),
-        q: n_features,
-        accepted: false,
-        direction: Vec::new(),
+    let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
+    let (basis, point, history, initial_xv, xv) = match params.n_basis {
+        None => {
+            let initial_xv = match &params.init_xv {
+                Some(z) => z.clone(),
+                None => {
+                    let rows = sample(&mut rng, n, params.n_xv).into_vec();
+                    gather_rows(&mut dispatch, &rows, n_features)?
+                }
+            };
+            let rows = RemoteRows::new(dispatch, n_bags, initial_xv.nrows(), n_features);
+            let start = Basis::direct(initial_xv.clone());
+            let (basis, point, history) = rows.descend(params, &objective, start, Basis::direct)?;
+            let xv = basis.v.clone();
+            (basis, point, history, initial_xv, xv)
+        }
+        Some(q) => {
+            let bv = match &params.init_basis {
+                Some(b) => b.clone(),
+                None => {
+                    let rows = sample(&mut rng, n, q).into_vec();
+                    Instances::from(gather_rows(&mut dispatch, &rows, n_features)?)
+                }
+            };
+            let (g, v0, initial_xv) = params.basis_start(&mut rng, &bv);
+            dispatch.round("basis", &flat(&bv.to_dense()), &[n as f64])?;
+            let rows = RemoteRows::new(dispatch, n_bags, params.n_xv, bv.n_rows());
+            let make = |v| Basis::projected(v, g.view());
+            let (basis, point, history) = rows.descend(params, &objective, make(v0), make)?;
+            let xv = bv.combine_rows(&basis.v);
+            (basis, point, history, initial_xv, xv)
+        }
     };
-    let (basis, point, history) = descend_with(
-        params,
-        &objective,
-        &mut rows,
-        Basis::direct(initial_xv.clone()),
-        None,
-        Basis::direct,
-    )?;
-    let xv = basis.v.clone();
     Ok(params.record(
         n_classes,
         (kernel, gamma),
@@ -367,11 +461,22 @@ mod tests {
         (x, ptr, labels)
     }
 
-    /// SparseMI (two and three classes), RSVM and the linear kernel, f64 and f32 rows, over
-    /// 1, 2, 3, 5 and 7 partitions (an empty one among them): the whole fit record (model,
-    /// history, initial expansion vectors) equals the in-process fit's, bit for bit.
+    /// Basis vectors of width 4 for the tests' bags.
+    fn given_basis(n_basis: usize) -> Instances {
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        Instances::from(Array2::from_shape_fn((n_basis, 4), |_| {
+            rng.random::<f64>() * 2.0 - 1.0
+        }))
+    }
+
+    /// SparseMI (two and three classes), RSVM and the linear kernel, in direct and basis-vector
+    /// mode (random or given basis vectors), f64 and f32 rows, over 1, 2, 3, 5 and 7 partitions
+    /// (an empty one among them; the products with the basis vectors' blocks of rows cross
+    /// partitions): the whole fit record (model, history, initial expansion vectors) equals the
+    /// in-process fit's, bit for bit.
     #[test]
     fn a_fit_over_partitions_is_the_fit_in_one_process() {
+        let basis = |n_basis: usize| SparseMiParams::new().n_basis(Some(n_basis));
         for (n_classes, params) in [
             (2, SparseMiParams::new().n_xv(4).max_iter(6)),
             (2, SparseMiParams::rsvm().n_xv(5).seed(3)),
@@ -383,6 +488,11 @@ mod tests {
                     .kernel(KernelKind::Linear),
             ),
             (3, SparseMiParams::new().n_xv(4).max_iter(4)),
+            (2, basis(12).n_xv(4).max_iter(6)),
+            (2, SparseMiParams::rsvm().n_basis(Some(7)).n_xv(5).seed(3)),
+            (2, basis(6).n_xv(3).max_iter(4).kernel(KernelKind::Linear)),
+            (3, basis(10).n_xv(4).max_iter(4).seed(5)),
+            (2, basis(5).init_basis(Some(given_basis(5))).max_iter(5)),
         ] {
             let (x, ptr, labels) = bags(7, 90, 4, n_classes);
             let n_bags = labels.len();
@@ -413,14 +523,21 @@ mod tests {
         }
     }
 
-    /// SparseMI (two and three classes) over 3 partitions (one empty) whose states are dropped
-    /// at the first and the middle round of every kind (within line searches and at the
-    /// gradients), and all at once: one restore round per drop, and the whole fit record equals
-    /// the undisturbed fit's, bit for bit. With no restore allowed: an error.
+    /// SparseMI (two and three classes, direct and basis-vector mode) over 3 partitions (one
+    /// empty) whose states are dropped at the first and the middle round of every kind (within
+    /// line searches, at the gradients, at the products with the basis vectors), and all at
+    /// once: one restore round per drop, and the whole fit record equals the undisturbed fit's,
+    /// bit for bit. With no restore allowed: an error.
     #[test]
     fn a_fit_that_loses_partitions_is_the_undisturbed_fit() {
-        for (n_classes, single) in [(2, false), (3, true)] {
-            let params = SparseMiParams::new().n_xv(4).max_iter(6).check().unwrap();
+        for (n_classes, single, n_basis) in [
+            (2, false, None),
+            (3, true, None),
+            (2, true, Some(9)),
+            (3, false, Some(6)),
+        ] {
+            let params = SparseMiParams::new().n_xv(4).max_iter(6).n_basis(n_basis);
+            let params = params.check().unwrap();
             let (x, ptr, labels) = bags(7, 60, 4, n_classes);
             let n_bags = labels.len();
             let (targets, costs) = problem_costs(&params, &labels, n_bags).unwrap();
@@ -450,7 +567,8 @@ mod tests {
             let (fit, restores, _) = fit_with(drops.clone(), drops.len());
             let fit = fit.unwrap();
             assert_eq!(restores, restores_for(&drops));
-            assert_eq!(fit, undisturbed, "{n_classes} classes");
+            assert_eq!(fit, undisturbed, "{n_classes} classes, n_basis {n_basis:?}");
+            assert_eq!(n_basis.is_some(), ops.iter().any(|op| op == "basis"));
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(
                 bits(&fit.objective_history),
@@ -462,13 +580,42 @@ mod tests {
         }
     }
 
+    /// A partition's products with the basis vectors ([`Instances::cross_gram_at`]) are its rows
+    /// of the whole matrix's product, bit for bit, f64 and f32, for rows cut anywhere across
+    /// the product's blocks (a width above the products' inner blocking too).
+    #[test]
+    fn a_partition_s_products_are_rows_of_the_whole_product() {
+        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        let (n, d) = (1000, 600);
+        let x = Array2::from_shape_fn((n, d), |_| rng.random::<f64>() - 0.5);
+        let b = Instances::from(Array2::from_shape_fn((9, d), |_| rng.random::<f64>() - 0.5));
+        let bits = |a: ArrayView2<f64>| a.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        for single in [false, true] {
+            let whole = rows_of(&x, 0, n, single).cross_gram(&b);
+            let cuts = [0, 1, 255, 257, 300, 300, 512, 700, 999, 1000];
+            for w in cuts.windows(2) {
+                let part = rows_of(&x, w[0], w[1], single).cross_gram_at(&b, w[0], n);
+                let want = whole.slice(ndarray::s![w[0]..w[1], ..]);
+                assert_eq!(bits(part.view()), bits(want), "rows {w:?}, f32 {single}");
+            }
+        }
+    }
+
     #[test]
     fn bad_rounds_and_settings_are_refused() {
         let (x, ptr, labels) = bags(1, 6, 3, 2);
         let params = SparseMiParams::new().n_xv(2).check().unwrap();
         let (targets, costs) = problem_costs(&params, &labels, 6).unwrap();
         let basis = SparseMiParams::new().n_basis(Some(2)).check().unwrap();
-        assert!(check_distributed(&basis).is_err());
+        assert!(check_distributed(&basis).is_ok());
+        let csr = crate::bags::Csr::new(2, 3, vec![0, 1, 2], vec![0, 2], vec![1.0, 2.0]).unwrap();
+        let sparse = SparseMiParams::new()
+            .n_basis(Some(2))
+            .init_basis(Some(Instances::Sparse(csr)))
+            .check()
+            .unwrap();
+        let err = check_distributed(&sparse).unwrap_err().to_string();
+        assert!(err.contains("dense basis vectors"), "{err}");
         assert!(problem_costs(&params, &labels[..5], 6).is_err());
         let mut part =
             SparsePartition::new(&params, Instances::from(x), ptr, (0, 6, 0), targets, costs)
@@ -482,5 +629,18 @@ mod tests {
         assert!(part
             .answer("trial", &[0.0; 9], &[0.5, 0.0, 0.0, 0.0])
             .is_err());
+        // the products with the basis vectors: a whole number of vectors of the rows' width,
+        // the data set's row count, once, and no round reading the instances after it
+        assert!(part.answer("basis", &[0.0; 4], &[6.0]).is_err());
+        assert!(part.answer("basis", &[], &[6.0]).is_err());
+        assert!(part.answer("basis", &[0.0; 6], &[]).is_err());
+        assert!(part.answer("basis", &[0.0; 6], &[1.5]).is_err());
+        let n = part.n_rows as f64;
+        assert!(part.answer("basis", &[0.0; 6], &[n - 1.0]).is_err());
+        assert!(part.answer("basis", &[1.0; 6], &[n]).is_ok());
+        assert!(part.answer("basis", &[1.0; 6], &[n]).is_err());
+        assert!(part.answer("rows", &[0.0], &[]).is_err());
+        assert!(part.answer("fold_values", &[], &[0.0, 0.0]).is_err());
+        assert!(part.answer("eval", &[0.0; 4], &[0.0, 0.0]).is_ok());
     }
 }

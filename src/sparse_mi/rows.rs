@@ -137,6 +137,17 @@ impl<R: HoldsRows> BagRows<R> {
         &self.x
     }
 
+    /// The rows become `x` (the same instances in other coordinates: basis-vector mode's
+    /// products with the basis vectors, whose squared norms are still those of the instances);
+    /// the descent's state is dropped.
+    #[cfg(any(feature = "python", test))]
+    pub(crate) fn replace_rows(&mut self, x: R) {
+        self.x = x;
+        self.current = None;
+        self.candidate = None;
+        self.grad_dots = None;
+    }
+
     /// Row `i` of these rows, dense.
     #[cfg(any(feature = "python", test))]
     pub(crate) fn dense_row(&self, i: usize) -> Vec<f64> {
