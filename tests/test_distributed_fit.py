@@ -2,11 +2,13 @@
 driver in this process, and the fitted model bit for bit the model of the in-process fit.
 
 One module-scoped ``LocalCluster`` of two worker *processes* (``threads_per_worker=1``), as on a
-real cluster: the partition kernels live in the workers, every message is pickled. Small data,
+real cluster: the partition kernels live in the workers, every message is pickled (the tests
+that kill a worker start a cluster of their own, alike). Small data,
 so that each fit runs in a second or two on a loaded machine. Needs ``milsvm[dask]`` (the
 ``test`` extra includes it); skipped without dask.
 """
 
+import logging
 import os
 import signal
 
@@ -27,15 +29,28 @@ from milsvm.distributed import fit as dfit  # noqa: E402
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
 
-#: Seconds a killed worker's nanny may take to bring a new worker up (a slow start on a loaded
-#: machine is not a failure of the fit under test).
-WORKER_RESTART = 300
-
-
 @pytest.fixture(scope="module")
 def client(dask_client):
     """The shared two-process LocalCluster's Client (tests/conftest.py)."""
     return dask_client
+
+
+@pytest.fixture
+def own_client():
+    """A two-process LocalCluster of the test's own, for the tests that kill a worker: the
+    fit under test needs only the surviving worker, and however long the killed worker's
+    nanny takes to bring a new one up, the shared cluster of the other tests is untouched."""
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        distributed.Client(cluster, set_as_default=False) as own,
+    ):
+        yield own
 
 
 @pytest.fixture(scope="module")
@@ -272,13 +287,13 @@ def test_twice_gives_the_same_bits_and_no_partition_moves(client, data, tmp_path
 
 
 @pytest.mark.parametrize("name", ["MISVM", "SparseMI", "SparseMI-basis"])
-def test_a_worker_killed_mid_fit(client, data, tmp_path, name):
+def test_a_worker_killed_mid_fit(own_client, data, tmp_path, name):
     """A worker process dies while the tenth round runs: Dask rebuilds its partitions
     elsewhere, one restore round replays the fit's state-changing rounds on them, the tenth
     round is sent again, and the fit goes on to the undisturbed model. It costs the restore
     round only: every other round is the undisturbed fit's."""
     bags, y = data
-    client.wait_for_workers(2, timeout=WORKER_RESTART)
+    client = own_client
     make = {
         "MISVM": lambda: small(milsvm.MISVM),
         "SparseMI": lambda: small_sparse_mi(milsvm.SparseMI),
@@ -302,12 +317,11 @@ def test_a_worker_killed_mid_fit(client, data, tmp_path, name):
     assert est.distributed_restores_ >= 1
     assert est.distributed_rounds_ == plain.distributed_rounds_ + est.distributed_restores_
     assert est.distributed_bytes_ > plain.distributed_bytes_
-    client.wait_for_workers(2, timeout=WORKER_RESTART)
 
 
-def test_a_worker_killed_without_restores_raises(client, data):
+def test_a_worker_killed_without_restores_raises(own_client, data):
     bags, y = data
-    client.wait_for_workers(2, timeout=WORKER_RESTART)
+    client = own_client
 
     def kill_in_round_five(n, op):
         if n == 5:
@@ -326,7 +340,6 @@ def test_a_worker_killed_without_restores_raises(client, data):
         )
     assert info.value.partitions
     assert not hasattr(est, "model_")
-    client.wait_for_workers(2, timeout=WORKER_RESTART)
 
 
 @pytest.mark.parametrize("name", ["MISVM", "ALSVM", "SparseMI"])
