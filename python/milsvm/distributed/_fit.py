@@ -200,30 +200,10 @@ def fit(estimator, bags, y, *, client=None, timeout=None, max_restores=3, _round
     name = type(estimator).__name__
 
     parts = bags.to_delayed()
-    sizes = client.gather(
-        client.compute([dask.delayed(_partition_sizes)(p, k) for k, p in enumerate(parts)])
-    )
-    widths = {k: w for k, (_, w, _) in enumerate(sizes) if w is not None}
-    if not widths:
-        raise ValueError("the bag collection holds no bags")
-    if len(set(widths.values())) > 1:
-        first = next(iter(widths))
-        other = next(k for k, w in widths.items() if w != widths[first])
-        raise ValueError(
-            f"the bags' widths differ across partitions: partition {first} has "
-            f"{widths[first]} features, partition {other} {widths[other]}"
-        )
-    dtypes = {dt for _, w, dt in sizes if w is not None}
-    if len(dtypes) > 1:
-        raise TypeError(
-            f"the bags' dtypes differ across partitions ({', '.join(sorted(dtypes))}); give "
-            "every bag as float32, or every bag as float64"
-        )
-    width, dtype = next(iter(widths.values())), np.dtype(dtypes.pop())
-    lengths = [n for ls, _, _ in sizes for n in ls]
-    n_bags = len(lengths)
+    sizes, width, dtype = _collection_shape(client, parts)
+    n_bags = sum(len(ls) for ls, _, _ in sizes)
     bag_ptr = np.zeros(n_bags + 1, dtype=np.int64)
-    np.cumsum(lengths, out=bag_ptr[1:])
+    np.cumsum([n for ls, _, _ in sizes for n in ls], out=bag_ptr[1:])
     classes, labels = encode_labels(y, n_bags, multiclass=True, name=name)
     if len(classes) != 2 and kind == "annealing":
         raise NotImplementedError(
@@ -234,18 +214,8 @@ def fit(estimator, bags, y, *, client=None, timeout=None, max_restores=3, _round
     )
     # the bags' shape only: SparseMI checks a given init against the width
     params = estimator._core_params(job_bags if kind == "sparse_mi" else None, classes, labels)
-    offsets = np.cumsum([0] + [len(ls) for ls, _, _ in sizes])
     targets, costs = _core.distributed_problems(kind, labels, params)
-    if kind == "annealing":
-        args = [
-            (int(lo), n_bags, targets[0, lo:hi], costs[0, lo:hi], params)
-            for lo, hi in zip(offsets[:-1], offsets[1:])
-        ]
-    else:
-        args = [
-            ((int(lo), n_bags, int(bag_ptr[lo])), (targets[:, lo:hi], costs[:, lo:hi]), params)
-            for lo, hi in zip(offsets[:-1], offsets[1:])
-        ]
+    args = _partition_args(kind, [len(ls) for ls, _, _ in sizes], bag_ptr, targets, costs, params)
     kernels = client.compute(
         [
             dask.delayed(_build_partition, pure=False)(p, k, width, dtype.str, kind, a)
@@ -298,6 +268,51 @@ def fit(estimator, bags, y, *, client=None, timeout=None, max_restores=3, _round
     if verbose:
         print(f"[{name}] {estimator._fit_summary()}, {estimator.fit_time_:.3f} s")
     return estimator
+
+
+def _collection_shape(client, parts):
+    """Each partition's bag lengths (checked on its worker, :func:`_partition_sizes`), and the
+    collection's width and dtype; ``ValueError`` / ``TypeError`` when it holds no bags, or when
+    the partitions' widths or dtypes differ."""
+    import dask
+
+    sizes = client.gather(
+        client.compute([dask.delayed(_partition_sizes)(p, k) for k, p in enumerate(parts)])
+    )
+    widths = {k: w for k, (_, w, _) in enumerate(sizes) if w is not None}
+    if not widths:
+        raise ValueError("the bag collection holds no bags")
+    if len(set(widths.values())) > 1:
+        first = next(iter(widths))
+        other = next(k for k, w in widths.items() if w != widths[first])
+        raise ValueError(
+            f"the bags' widths differ across partitions: partition {first} has "
+            f"{widths[first]} features, partition {other} {widths[other]}"
+        )
+    dtypes = {dt for _, w, dt in sizes if w is not None}
+    if len(dtypes) > 1:
+        raise TypeError(
+            f"the bags' dtypes differ across partitions ({', '.join(sorted(dtypes))}); give "
+            "every bag as float32, or every bag as float64"
+        )
+    return sizes, next(iter(widths.values())), np.dtype(dtypes.pop())
+
+
+def _partition_args(kind, counts, bag_ptr, targets, costs, params):
+    """The constructor arguments of each partition's kernel after its rows (``counts``: the
+    partitions' numbers of bags): where its bags start, and their targets and costs (one
+    problem for the annealing methods, one per problem for SparseMI)."""
+    n_bags = len(bag_ptr) - 1
+    offsets = np.cumsum([0, *counts])
+    if kind == "annealing":
+        return [
+            (int(lo), n_bags, targets[0, lo:hi], costs[0, lo:hi], params)
+            for lo, hi in zip(offsets[:-1], offsets[1:])
+        ]
+    return [
+        ((int(lo), n_bags, int(bag_ptr[lo])), (targets[:, lo:hi], costs[:, lo:hi]), params)
+        for lo, hi in zip(offsets[:-1], offsets[1:])
+    ]
 
 
 def _gamma(gamma, client, kernels, workers, n_rows, width, timeout):
