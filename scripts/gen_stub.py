@@ -91,6 +91,11 @@ _SCALARS = {
 _WRAPPERS = ("PyResult", "Bound", "Py", "PyRef", "Borrowed")
 
 
+def _unrepeated(text):
+    """``text`` without a macro's repetitions (``$($arg: $ty,)*``)."""
+    return re.sub(r"\$\(.*?\)\*", "", text)
+
+
 def split_top(text, sep=","):
     """``text`` split at ``sep`` outside brackets (``<>``, ``()``, ``[]``); empty parts dropped."""
     parts, depth, cur = [], 0, []
@@ -295,7 +300,8 @@ class Source:
             if owner is None and "#[pyfunction]" not in attrs:
                 continue
             close = matching(text, m.end() - 1)
-            params = split_top(text[m.end() : close - 1])
+            # a macro's repeated arguments are filled in by `_bindings`
+            params = split_top(_unrepeated(text[m.end() : close - 1]))
             rest = text[close : text.index("{", close)].strip()
             returns = rest[2:].strip() if rest.startswith("->") else "()"
             pyname = re.search(r'name = "(\w+)"', attrs)
@@ -304,7 +310,7 @@ class Source:
             if at >= 0:
                 open_ = at + len("signature = ")
                 close_ = matching(attrs, open_)
-                for item in split_top(attrs[open_ + 1 : close_ - 1]):
+                for item in split_top(_unrepeated(attrs[open_ + 1 : close_ - 1])):
                     a = re.match(r'(\w+)\s*:\s*"([^"]*)"', item)
                     if a:
                         annotations[a.group(1)] = a.group(2)
@@ -331,7 +337,24 @@ class Source:
 
     def _bindings(self):
         """``fit_bindings!(docs, fit, check, specs, Params, Result[, register][, path p])``: the
-        macro's templates with ``$result`` filled in."""
+        macro's templates with ``$result`` filled in; ``$fit`` and ``$path`` are the template
+        ``$name`` of ``fit_binding!`` with the arguments and output that ``fit_bindings!`` gives
+        it (``$path(cs: Vec<f64>) -> Vec<$result>, ...``)."""
+        binding = self.functions.pop("$name")
+        for text in self.text.values():
+            for m in re.finditer(r"fit_binding!\(\s*(?:(?:///.*|\$\(#\[\$doc\]\)\*)\s*)*", text):
+                call = re.match(r"\$(\w+)\(([^)]*)\) -> ([^,]+),", text[m.end() :])
+                if call is None:
+                    continue
+                args = split_top(call.group(2)) if call.group(2).strip() else []
+                self.functions["$" + call.group(1)] = dict(
+                    binding,
+                    params={
+                        **binding["params"],
+                        **{a.split(":")[0].strip(): a.split(":", 1)[1].strip() for a in args},
+                    },
+                    returns=f"PyResult<{call.group(3).strip()}>",
+                )
         for text in self.text.values():
             for m in re.finditer(r"^fit_bindings!\(", text, re.M):
                 body = text[m.end() : matching(text, m.end() - 1) - 1]

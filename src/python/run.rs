@@ -269,6 +269,46 @@ pub(crate) fn check_with<P: Hyperparams>(params: &Bound<'_, PyDict>) -> PyResult
         .map_err(PyErr::from)
 }
 
+/// One fit binding in the calling convention every fit shares, declared here once so that a
+/// fit and its `C` path cannot drift apart: `$name(x, bag_ptr, labels, params, <args>,
+/// progress=None)` fills the builder `$params` from the dict `params`, reads the stacked
+/// instances `x` with their offsets `bag_ptr` and the class indices `labels`, runs `fit` on the
+/// checked builder, the bags and the labels where the fit runs ([`fit_call`]), and turns its
+/// output into the returned `$out` with `result`.
+macro_rules! fit_binding {
+    (
+        $(#[$doc:meta])*
+        $name:ident($($arg:ident: $ty:ty),*) -> $out:ty, $params:ty,
+        fit: |$p:ident, $bags:ident, $labels:ident| $fit:expr,
+        result: |$py:ident, $output:ident| $result:expr $(,)?
+    ) => {
+        $(#[$doc])*
+        #[pyfunction]
+        #[pyo3(signature = (x: "Instances", bag_ptr, labels, params: "Params", $($arg,)* progress: "Optional[Progress]" = None))]
+        pub(crate) fn $name<'py>(
+            py: Python<'py>,
+            x: &Bound<'py, PyAny>,
+            bag_ptr: PyReadonlyArray1<i64>,
+            labels: PyReadonlyArray1<i64>,
+            params: &Bound<'py, PyDict>,
+            $($arg: $ty,)*
+            progress: Option<Py<PyAny>>,
+        ) -> PyResult<$out> {
+            let $output = $crate::python::run::fit_call::<$params, _, _>(py, params, progress,
+                || $crate::python::run::bags_and_labels(x, bag_ptr, labels),
+                |$p, (x, bag_ptr, labels)| {
+                    let $bags = &$crate::bags::Bags::new(x, bag_ptr)?;
+                    let $labels = &labels;
+                    $fit
+                },
+            )?;
+            let $py = py;
+            $result
+        }
+    };
+}
+pub(crate) use fit_binding;
+
 /// Declares the bindings of one fit: `$fit(x, bag_ptr, labels, params, progress=None)`, which
 /// fills the builder `$params` from the dict `params` and returns the typed result `$result`
 /// (built by its `new(py, fit)`); `$check(params)`, which runs the same parsing and the
@@ -287,52 +327,22 @@ macro_rules! fit_bindings {
         $(#[$doc:meta])* $fit:ident, $check:ident, $specs:ident, $params:ty, $result:ty,
         $register:ident $(, path $path:ident)?
     ) => {
-        $(#[$doc])*
-        #[pyfunction]
-        #[pyo3(signature = (x: "Instances", bag_ptr, labels, params: "Params", progress: "Optional[Progress]" = None))]
-        pub(crate) fn $fit<'py>(
-            py: Python<'py>,
-            x: &Bound<'py, PyAny>,
-            bag_ptr: PyReadonlyArray1<i64>,
-            labels: PyReadonlyArray1<i64>,
-            params: &Bound<'py, PyDict>,
-            progress: Option<Py<PyAny>>,
-        ) -> PyResult<$result> {
-            let fit = $crate::python::run::fit_call::<$params, _, _>(py, params, progress,
-                || $crate::python::run::bags_and_labels(x, bag_ptr, labels),
-                |p, (x, bag_ptr, labels)| {
-                    $crate::fit::Fit::fit(p, &$crate::bags::Bags::new(x, bag_ptr)?, &labels)
-                },
-            )?;
-            <$result>::new(py, fit)
-        }
+        $crate::python::run::fit_binding!(
+            $(#[$doc])*
+            $fit() -> $result, $params,
+            fit: |p, bags, labels| $crate::fit::Fit::fit(p, bags, labels),
+            result: |py, fit| <$result>::new(py, fit),
+        );
 
         $(
-            /// The `C` path of this fit: one result per value of `cs`, in the order of `cs`,
-            /// equal to independent fits up to the solver's tolerance (the `C` of `params` is
-            /// ignored).
-            #[pyfunction]
-            #[pyo3(signature = (x: "Instances", bag_ptr, labels, params: "Params", cs, progress: "Optional[Progress]" = None))]
-            pub(crate) fn $path<'py>(
-                py: Python<'py>,
-                x: &Bound<'py, PyAny>,
-                bag_ptr: PyReadonlyArray1<i64>,
-                labels: PyReadonlyArray1<i64>,
-                params: &Bound<'py, PyDict>,
-                cs: Vec<f64>,
-                progress: Option<Py<PyAny>>,
-            ) -> PyResult<Vec<$result>> {
-                $crate::python::run::fit_call::<$params, _, _>(py, params, progress,
-                    || $crate::python::run::bags_and_labels(x, bag_ptr, labels),
-                    |p, (x, bag_ptr, labels)| {
-                        let bags = $crate::bags::Bags::new(x, bag_ptr)?;
-                        $crate::fit::FitPath::fit_path(p, &bags, &labels, &cs)
-                    },
-                )?
-                .into_iter()
-                .map(|fit| <$result>::new(py, fit))
-                .collect()
-            }
+            $crate::python::run::fit_binding!(
+                /// The `C` path of this fit: one result per value of `cs`, in the order of `cs`,
+                /// equal to independent fits up to the solver's tolerance (the `C` of `params` is
+                /// ignored).
+                $path(cs: Vec<f64>) -> Vec<$result>, $params,
+                fit: |p, bags, labels| $crate::fit::FitPath::fit_path(p, bags, labels, &cs),
+                result: |py, fits| fits.into_iter().map(|fit| <$result>::new(py, fit)).collect(),
+            );
         )?
 
         /// Checks the parameters of this fit without data, as the fit parses and checks them:
