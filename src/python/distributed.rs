@@ -224,10 +224,7 @@ pub(crate) fn distributed_problems<'py>(
             let (t, c) = binary_problem(&p, &labels)?;
             (vec![t], vec![c])
         }
-        Family::SparseMi(p) => {
-            crate::sparse_mi::distributed::check_distributed(&p)?;
-            problem_costs(&p, &labels, labels.len())?
-        }
+        Family::SparseMi(p) => problem_costs(&p, &labels, labels.len())?,
     };
     let matrix = |t: Vec<Vec<f64>>| {
         let (r, c) = (t.len(), t.first().map_or(0, Vec::len));

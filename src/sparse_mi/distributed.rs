@@ -20,6 +20,10 @@
 //! * `rows` (`v`: global row indices): the partition's rows among them, each after its index;
 //! * `basis` (`v`: the basis vectors `B`, `n_basis x d`; `s`: the data set's row count): the
 //!   rows become their products with `B` (basis-vector mode; no `rows` round after it);
+//! * `sparse_basis` (`v`: a sparse `B`'s row offsets, column indices and values, one after the
+//!   other; `s`: the data set's row count, then `n_basis`): `basis` for basis vectors given as
+//!   a sparse matrix, multiplied as the fit in one process multiplies them (row by row, over
+//!   the stored values in their order);
 //! * `eval` (`v`: `V`, `s`: `||z_k||^2`): the point at `V` becomes current; its rows of `M`;
 //! * `trial` (`v`: a new line-search direction `G`, or nothing; `s`: the step, then
 //!   `||z_k||^2`): the products `F G^T` when `G` is given (the first trial of an iteration),
@@ -35,24 +39,13 @@ use rand_chacha::ChaCha8Rng;
 use super::rows::{coefficients, gradient_of_sum, BagRows, DescentRows, GradientSum};
 use super::{descend_with, problems, Objective, SparseMiFit, SparseMiValidParams};
 use crate::annealing::distributed::{check_partition, fold_values, scalar};
-use crate::bags::{count_classes, validate_bag_ptr, Instances};
-use crate::error::{invalid_data, invalid_param, Result};
+use crate::bags::{count_classes, validate_bag_ptr, Csr, Instances};
+use crate::error::{invalid_data, Result};
 use crate::kernel::Basis;
 use crate::params::{check_columns, check_init_xv_columns, KernelKind};
 use crate::solver::linear::{get_nodes, put_nodes, Answer, Dispatch, Reader};
 use crate::solver::Solution;
 use crate::tree_sum::combine;
-
-/// Checks that `params` take the distributed route: dense basis vectors in basis-vector mode
-/// (the partitions' products with sparse ones are not implemented).
-pub(crate) fn check_distributed(params: &SparseMiValidParams) -> Result<()> {
-    if matches!(params.init_basis, Some(Instances::Sparse(_))) {
-        return Err(invalid_param(
-            "a distributed SparseMI / RSVM fit takes dense basis vectors (init_basis)",
-        ));
-    }
-    Ok(())
-}
 
 /// Per problem, one value per bag: the targets, then the costs.
 pub(crate) type PerProblem = (Vec<Vec<f64>>, Vec<Vec<f64>>);
@@ -75,6 +68,49 @@ pub(crate) fn problem_costs(
 /// `a` as one row-major vector.
 fn flat(a: &Array2<f64>) -> Vec<f64> {
     a.as_standard_layout().iter().copied().collect()
+}
+
+/// A sparse matrix's row offsets, column indices and values as one round's vector (each index
+/// exact in an `f64`), read back by [`csr`].
+fn flat_csr(b: &Csr) -> Vec<f64> {
+    let index = |i: &usize| *i as f64;
+    let (indptr, indices) = (b.indptr().iter().map(index), b.indices().iter().map(index));
+    indptr
+        .chain(indices)
+        .chain(b.data().iter().copied())
+        .collect()
+}
+
+/// The sparse matrix of `n_rows x n_cols` that [`flat_csr`] wrote into `v`, checked as every
+/// sparse matrix is ([`Csr::new`]).
+fn csr(v: &[f64], n_rows: usize, n_cols: usize) -> Result<Csr> {
+    let bad = || {
+        invalid_data(format!(
+            "a sparse basis of {} values, {n_rows} rows",
+            v.len()
+        ))
+    };
+    let nnz = v.len().checked_sub(n_rows + 1).ok_or_else(bad)?;
+    if nnz % 2 != 0 {
+        return Err(bad());
+    }
+    let (indptr, rest) = v.split_at(n_rows + 1);
+    let (indices, data) = rest.split_at(nnz / 2);
+    let index = |x: &f64| {
+        (*x >= 0.0 && x.fract() == 0.0 && *x < usize::MAX as f64)
+            .then_some(*x as usize)
+            .ok_or_else(bad)
+    };
+    let indptr = indptr.iter().map(index).collect::<Result<_>>()?;
+    let indices = indices.iter().map(index).collect::<Result<_>>()?;
+    Csr::new(n_rows, n_cols, indptr, indices, data.to_vec())
+}
+
+/// A whole number that a round gives as an `f64` (a count or an index), or `what` refused.
+fn whole(x: Option<&f64>, what: &str) -> Result<usize> {
+    x.filter(|&&n| n >= 0.0 && n.fract() == 0.0)
+        .map(|&n| n as usize)
+        .ok_or_else(|| invalid_data(format!("a basis round needs {what}")))
 }
 
 /// A matrix of `cols` columns from a round's vector.
@@ -116,7 +152,6 @@ impl SparsePartition {
         targets: Vec<Vec<f64>>,
         costs: Vec<Vec<f64>>,
     ) -> Result<Self> {
-        check_distributed(params)?;
         let m = bag_ptr.len().saturating_sub(1);
         if targets.len() != costs.len() || targets.iter().chain(&costs).any(|t| t.len() != m) {
             return Err(invalid_data(format!(
@@ -150,9 +185,9 @@ impl SparsePartition {
         Ok(())
     }
 
-    /// The round `basis`: the rows become their products `X B^T` with the basis vectors `b`,
-    /// computed as in the product over the data set's `n_total` rows.
-    fn hold_products(&mut self, b: ArrayView2<f64>, n_total: usize) -> Result<()> {
+    /// The rounds `basis` and `sparse_basis`: the rows become their products `X B^T` with the
+    /// basis vectors `b`, computed as in the product over the data set's `n_total` rows.
+    fn hold_products(&mut self, b: Instances, n_total: usize) -> Result<()> {
         self.check_instances("basis")?;
         if n_total < self.first_row + self.n_rows {
             return Err(invalid_data(format!(
@@ -160,7 +195,9 @@ impl SparsePartition {
                 self.first_row + self.n_rows
             )));
         }
-        let b = Instances::from(b.to_owned());
+        if b.n_rows() == 0 {
+            return Err(invalid_data("a basis round needs basis vectors"));
+        }
         let p = self.rows.held().cross_gram_at(&b, self.first_row, n_total);
         self.rows.replace_rows(Instances::from(p));
         self.x_width = b.n_rows();
@@ -195,15 +232,14 @@ impl Answer for SparsePartition {
                 out
             }
             "basis" => {
-                let n_total = s
-                    .first()
-                    .filter(|&&n| n >= 0.0 && n.fract() == 0.0)
-                    .ok_or_else(|| invalid_data("a basis round needs the data set's row count"))?;
-                let b = matrix(v, q)?;
-                if b.nrows() == 0 {
-                    return Err(invalid_data("a basis round needs basis vectors"));
-                }
-                self.hold_products(b, *n_total as usize)?;
+                let n_total = whole(s.first(), "the data set's row count")?;
+                self.hold_products(Instances::from(matrix(v, q)?.to_owned()), n_total)?;
+                Vec::new()
+            }
+            "sparse_basis" => {
+                let n_total = whole(s.first(), "the data set's row count")?;
+                let b = csr(v, whole(s.get(1), "the number of basis vectors")?, q)?;
+                self.hold_products(Instances::Sparse(b), n_total)?;
                 Vec::new()
             }
             "eval" => {
@@ -365,7 +401,6 @@ pub(crate) fn fit_distributed(
     n_features: usize,
     gamma: f64,
 ) -> Result<SparseMiFit> {
-    check_distributed(params)?;
     let n_bags = bag_ptr.len().saturating_sub(1);
     let n = bag_ptr.last().copied().unwrap_or(0);
     validate_bag_ptr(bag_ptr, n)?;
@@ -404,7 +439,13 @@ pub(crate) fn fit_distributed(
                 }
             };
             let (g, v0, initial_xv) = params.basis_start(&mut rng, &bv);
-            dispatch.round("basis", &flat(&bv.to_dense()), &[n as f64])?;
+            match &bv {
+                Instances::Sparse(b) => {
+                    let s = [n as f64, b.n_rows() as f64];
+                    dispatch.round("sparse_basis", &flat_csr(b), &s)?
+                }
+                dense => dispatch.round("basis", &flat(&dense.to_dense()), &[n as f64])?,
+            };
             let rows = RemoteRows::new(dispatch, n_bags, params.n_xv, bv.n_rows());
             let make = |v| Basis::projected(v, g.view());
             let (basis, point, history) = rows.descend(params, &objective, make(v0), make)?;
@@ -469,8 +510,32 @@ mod tests {
         }))
     }
 
+    /// Basis vectors given as a sparse matrix of `n_basis x 4`, stored as a user may give them:
+    /// column indices out of order, an explicit zero and a repeated column (which adds up).
+    fn given_sparse_basis(n_basis: usize) -> Instances {
+        let mut rng = ChaCha8Rng::seed_from_u64(12);
+        let (mut indptr, mut indices, mut data) = (vec![0], Vec::new(), Vec::new());
+        for i in 0..n_basis {
+            let row: &[usize] = match i % 3 {
+                0 => &[3, 0, 2],
+                1 => &[1, 1, 2],
+                _ => &[2, 0],
+            };
+            for &j in row {
+                indices.push(j);
+                data.push(if i == 1 && j == 2 {
+                    0.0
+                } else {
+                    rng.random::<f64>() * 2.0 - 1.0
+                });
+            }
+            indptr.push(indices.len());
+        }
+        Instances::Sparse(Csr::new(n_basis, 4, indptr, indices, data).unwrap())
+    }
+
     /// SparseMI (two and three classes), RSVM and the linear kernel, in direct and basis-vector
-    /// mode (random or given basis vectors), f64 and f32 rows, over 1, 2, 3, 5 and 7 partitions
+    /// mode (random or given basis vectors, dense or sparse), f64 and f32 rows, over 1, 2, 3, 5 and 7 partitions
     /// (an empty one among them; the products with the basis vectors' blocks of rows cross
     /// partitions): the whole fit record (model, history, initial expansion vectors) equals the
     /// in-process fit's, bit for bit.
@@ -493,6 +558,14 @@ mod tests {
             (2, basis(6).n_xv(3).max_iter(4).kernel(KernelKind::Linear)),
             (3, basis(10).n_xv(4).max_iter(4).seed(5)),
             (2, basis(5).init_basis(Some(given_basis(5))).max_iter(5)),
+            (
+                2,
+                basis(5).init_basis(Some(given_sparse_basis(5))).max_iter(5),
+            ),
+            (
+                3,
+                basis(6).init_basis(Some(given_sparse_basis(6))).max_iter(4),
+            ),
         ] {
             let (x, ptr, labels) = bags(7, 90, 4, n_classes);
             let n_bags = labels.len();
@@ -523,21 +596,23 @@ mod tests {
         }
     }
 
-    /// SparseMI (two and three classes, direct and basis-vector mode) over 3 partitions (one
-    /// empty) whose states are dropped at the first and the middle round of every kind (within
+    /// SparseMI (two and three classes, direct and basis-vector mode, random and given sparse
+    /// basis vectors) over 3 partitions (one empty) whose states are dropped at the first and the middle round of every kind (within
     /// line searches, at the gradients, at the products with the basis vectors), and all at
     /// once: one restore round per drop, and the whole fit record equals the undisturbed fit's,
     /// bit for bit. With no restore allowed: an error.
     #[test]
     fn a_fit_that_loses_partitions_is_the_undisturbed_fit() {
-        for (n_classes, single, n_basis) in [
-            (2, false, None),
-            (3, true, None),
-            (2, true, Some(9)),
-            (3, false, Some(6)),
+        for (n_classes, single, n_basis, sparse) in [
+            (2, false, None, false),
+            (3, true, None, false),
+            (2, true, Some(9), false),
+            (3, false, Some(6), false),
+            (2, false, Some(5), true),
         ] {
             let params = SparseMiParams::new().n_xv(4).max_iter(6).n_basis(n_basis);
-            let params = params.check().unwrap();
+            let given = n_basis.filter(|_| sparse).map(given_sparse_basis);
+            let params = params.init_basis(given).check().unwrap();
             let (x, ptr, labels) = bags(7, 60, 4, n_classes);
             let n_bags = labels.len();
             let (targets, costs) = problem_costs(&params, &labels, n_bags).unwrap();
@@ -568,7 +643,8 @@ mod tests {
             let fit = fit.unwrap();
             assert_eq!(restores, restores_for(&drops));
             assert_eq!(fit, undisturbed, "{n_classes} classes, n_basis {n_basis:?}");
-            assert_eq!(n_basis.is_some(), ops.iter().any(|op| op == "basis"));
+            let round = if sparse { "sparse_basis" } else { "basis" };
+            assert_eq!(n_basis.is_some(), ops.iter().any(|op| op == round));
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(
                 bits(&fit.objective_history),
@@ -606,16 +682,6 @@ mod tests {
         let (x, ptr, labels) = bags(1, 6, 3, 2);
         let params = SparseMiParams::new().n_xv(2).check().unwrap();
         let (targets, costs) = problem_costs(&params, &labels, 6).unwrap();
-        let basis = SparseMiParams::new().n_basis(Some(2)).check().unwrap();
-        assert!(check_distributed(&basis).is_ok());
-        let csr = crate::bags::Csr::new(2, 3, vec![0, 1, 2], vec![0, 2], vec![1.0, 2.0]).unwrap();
-        let sparse = SparseMiParams::new()
-            .n_basis(Some(2))
-            .init_basis(Some(Instances::Sparse(csr)))
-            .check()
-            .unwrap();
-        let err = check_distributed(&sparse).unwrap_err().to_string();
-        assert!(err.contains("dense basis vectors"), "{err}");
         assert!(problem_costs(&params, &labels[..5], 6).is_err());
         let mut part =
             SparsePartition::new(&params, Instances::from(x), ptr, (0, 6, 0), targets, costs)
@@ -637,8 +703,29 @@ mod tests {
         assert!(part.answer("basis", &[0.0; 6], &[1.5]).is_err());
         let n = part.n_rows as f64;
         assert!(part.answer("basis", &[0.0; 6], &[n - 1.0]).is_err());
+        // a sparse basis: offsets, indices and values that make a checked matrix of the rows'
+        // width, and its number of vectors
+        let sparse = [0.0, 1.0, 2.0, 0.0, 2.0, 1.0, 2.0];
+        assert!(part.answer("sparse_basis", &sparse, &[n]).is_err());
+        assert!(part.answer("sparse_basis", &sparse, &[n, 3.0]).is_err());
+        assert!(part
+            .answer("sparse_basis", &sparse[..6], &[n, 2.0])
+            .is_err());
+        assert!(part
+            .answer("sparse_basis", &sparse[..2], &[n, 2.0])
+            .is_err());
+        assert!(part.answer("sparse_basis", &[0.0], &[n, 0.0]).is_err());
+        assert!(part
+            .answer("sparse_basis", &sparse, &[n - 1.0, 2.0])
+            .is_err());
+        for (at, bad) in [(3, 0.5), (4, 3.0), (4, -1.0), (1, 3.0), (6, f64::NAN)] {
+            let mut v = sparse;
+            v[at] = bad;
+            assert!(part.answer("sparse_basis", &v, &[n, 2.0]).is_err(), "{v:?}");
+        }
         assert!(part.answer("basis", &[1.0; 6], &[n]).is_ok());
         assert!(part.answer("basis", &[1.0; 6], &[n]).is_err());
+        assert!(part.answer("sparse_basis", &sparse, &[n, 2.0]).is_err());
         assert!(part.answer("rows", &[0.0], &[]).is_err());
         assert!(part.answer("fold_values", &[], &[0.0, 0.0]).is_err());
         assert!(part.answer("eval", &[0.0; 4], &[0.0, 0.0]).is_ok());

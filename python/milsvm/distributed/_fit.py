@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import scipy.sparse as sp
 
 from ._dask import import_dask
 from ._partitions import PartitionLost, _build_partition, _fold_values, _partition_sizes
@@ -20,8 +19,8 @@ SUPPORTED_SPARSE_MI = ("SparseMI", "RSVM")
 #: What :func:`fit` supports, as its ``NotImplementedError`` names it.
 SUPPORTED_TEXT = (
     ", ".join(f"{s}(kernel='linear')" for s in SUPPORTED)
-    + ", and SparseMI and RSVM in direct or basis-vector mode (n_basis; init 'random' or a "
-    "dense array, gamma a number or 'scale')"
+    + ", and SparseMI and RSVM in direct or basis-vector mode (n_basis; init 'random' or an "
+    "array, dense or sparse; gamma a number or 'scale')"
 )
 
 #: Seconds a round may take before :func:`fit` gives up (``timeout=None`` in :func:`fit`).
@@ -53,8 +52,6 @@ def _check_supported(estimator):
         init = params.get("init", "random")
         if isinstance(init, str) and init != "random":
             unsupported.append(f"init={init!r}")
-        elif sp.issparse(init) and params.get("n_basis") is not None:
-            unsupported.append("n_basis with init as a sparse matrix")
     if params.get("probability"):
         unsupported.append("probability=True")
     gamma = params.get("gamma")
@@ -82,7 +79,8 @@ def fit(estimator, bags, y, *, client=None, timeout=None, max_restores=3, _round
     Supported: :class:`milsvm.miSVM`, :class:`milsvm.MISVM`, :class:`milsvm.ALSVM`,
     :class:`milsvm.AWSVM` and :class:`milsvm.ALPSVM` with ``kernel="linear"`` (the linear
     solver), two classes; :class:`milsvm.SparseMI` and :class:`milsvm.RSVM` in direct mode
-    or basis-vector mode (``n_basis``), ``init="random"`` or a dense array, any kernel, two or
+    or basis-vector mode (``n_basis``), ``init="random"`` or an array (dense, or sparse: a
+    sparse basis is multiplied as the fit in one process multiplies it), any kernel, two or
     more classes (each round replies the partition's rows of the bag-mean kernel matrix, or its
     nodes of the gradient's data term; in basis-vector mode one first round turns every
     partition's rows into their ``n_basis`` products with the basis vectors, and the rounds
