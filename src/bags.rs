@@ -233,6 +233,17 @@ impl Instances {
         let mean = s / n;
         (mean, (s2 / n - mean * mean).max(0.0))
     }
+    /// The bytes of the values (and of a CSR matrix's offsets and column indices).
+    pub fn nbytes(&self) -> usize {
+        use std::mem::size_of_val;
+        match self {
+            Instances::Dense(x) => size_of_val(x.as_slice()),
+            Instances::Dense32(x) => size_of_val(x.as_slice()),
+            Instances::Sparse(x) => {
+                size_of_val(x.data()) + size_of_val(x.indices()) + size_of_val(x.indptr())
+            }
+        }
+    }
     /// The rows given, in order, as a new matrix of the same kind.
     pub fn select_rows(&self, rows: &[usize]) -> Instances {
         match self {

@@ -292,6 +292,28 @@ def test_sparse_mi_basis_mode_with_a_sparse_basis(client, wide_data, tmp_path):
         same_sparse_mi_fit(local, remote, bags, tmp_path)
 
 
+def test_a_partition_s_size_follows_what_it_holds():
+    """A partition's size (``sizeof``, as Dask asks) is its rows' and state's; after the round
+    ``basis`` it holds its rows' products with the basis vectors in place of its rows (6
+    float64 a row instead of 300 float32)."""
+    from dask.sizeof import sizeof
+    from milsvm import _core
+    from milsvm.distributed._partitions import _Held
+
+    x = np.random.default_rng(0).normal(size=(40, 300)).astype(np.float32)
+    bag_ptr = np.array([0, 10, 25, 40], dtype=np.int64)
+    problems = (np.array([[1.0, -1.0, 1.0]]), np.ones((1, 3)))
+    kernel = _core.Partition.sparse_mi(x, bag_ptr, (0, 3, 0), problems, {"n_basis": 6})
+    held = _Held(kernel)
+    before = kernel.__sizeof__()
+    assert x.nbytes + 8 * 40 <= before < x.nbytes + 64 * 40
+    assert sizeof(held) >= before
+    kernel.round("width", np.zeros(0), [0.5], 0)
+    kernel.round("basis", np.full(6 * 300, 0.01), [40.0], 1)
+    assert kernel.__sizeof__() == before - x.nbytes + 6 * 8 * 40
+    assert sizeof(held) < x.nbytes
+
+
 def test_twice_gives_the_same_bits_and_no_partition_moves(client, data, tmp_path):
     bags, y = data
     client.get_task_stream()  # drop earlier records

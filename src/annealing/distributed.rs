@@ -290,6 +290,13 @@ impl Answer for PartitionLabels {
     fn answer(&mut self, op: &str, v: &[f64], s: &[f64]) -> Result<Vec<f64>> {
         PartitionLabels::answer(self, op, v, s)
     }
+    fn held_bytes(&self) -> usize {
+        use std::mem::size_of_val;
+        let vectors = [&self.targets, &self.costs, &self.p, &self.start];
+        self.part.held_bytes()
+            + size_of_val(&self.ptr[..])
+            + vectors.iter().map(|v| size_of_val(&v[..])).sum::<usize>()
+    }
 }
 
 /// The one scalar of a round's `s`.
@@ -656,6 +663,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// What a partition says it holds ([`Answer::held_bytes`]): its rows in their own type
+    /// (the same bags in f64 hold 4 bytes a value more than in f32, the state being the same),
+    /// and the fit's per-row state, which a fit run on it leaves allocated.
+    #[test]
+    fn a_partition_s_bytes_are_its_rows_and_its_state() {
+        let (x, ptr, labels) = bags(5, 60, 4);
+        let params = AnnealingParams::mi_svm()
+            .kernel(KernelKind::Linear)
+            .check()
+            .unwrap();
+        let held = |single: bool, fit: bool| {
+            let mut kernels = Local::split(&ptr, 1, partitions(&params, &x, &ptr, &labels, single));
+            if fit {
+                fit_distributed(&params, &mut kernels, &ptr, &labels, 4, 1.0).unwrap();
+            }
+            kernels.0[0].held_bytes()
+        };
+        let (f32_rows, f64_rows) = (held(true, false), held(false, false));
+        assert_eq!(f64_rows - f32_rows, 4 * x.len());
+        assert!(f32_rows >= 4 * x.len() + 8 * (x.nrows() + labels.len()));
+        assert!(
+            held(true, true) >= f32_rows + 4 * 8 * x.nrows(),
+            "f, g, D, z a row"
+        );
     }
 
     /// mi-SVM, MI-SVM and AL-SVM over 3 partitions (one empty) whose states are dropped at the

@@ -58,7 +58,6 @@ fn sparse_mi_params(
 #[pyclass(name = "Partition", module = "milsvm._core")]
 pub(crate) struct PyPartition {
     inner: Sequenced<Box<dyn Answer>>,
-    nbytes: usize,
 }
 
 impl PyPartition {
@@ -70,20 +69,10 @@ impl PyPartition {
         make: impl FnOnce(Instances, Vec<usize>) -> crate::error::Result<Box<dyn Answer>> + Send,
     ) -> PyResult<Self> {
         let x = instances(x)?;
-        let nbytes = rows_nbytes(&x);
         let ptr = to_usize(bag_ptr.as_slice()?, "bag_ptr")?;
         let inner = Sequenced::new(run(py, || make(x, ptr))?);
-        Ok(Self { inner, nbytes })
+        Ok(Self { inner })
     }
-}
-
-/// The bytes of the rows `x`.
-fn rows_nbytes(x: &Instances) -> usize {
-    let width = match x {
-        Instances::Dense32(_) => 4,
-        _ => 8,
-    };
-    width * x.n_rows() * x.n_features()
 }
 
 #[pymethods]
@@ -189,9 +178,10 @@ impl PyPartition {
         run(py, || inner.restore(seq, &log))
     }
 
-    /// The bytes of the rows held (what Dask would have to move to run a round elsewhere).
+    /// The bytes held: the rows (or, after SparseMI's round `basis`, their products with the
+    /// basis vectors) and the fit's state, what Dask counts for the partition on its worker.
     fn __sizeof__(&self) -> usize {
-        self.nbytes
+        self.inner.held_bytes()
     }
 
     /// Refused: a partition stays on the worker that built it.

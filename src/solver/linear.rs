@@ -219,6 +219,23 @@ struct ActiveRows {
     lptr: Vec<usize>,
 }
 
+impl RowState {
+    /// The bytes of the per-row state.
+    #[cfg(any(feature = "python", test))]
+    fn held_bytes(&self) -> usize {
+        use std::mem::size_of_val;
+        let a = &self.act;
+        [&self.f, &self.g, &self.dj, &self.z, &self.q, &self.z_active]
+            .iter()
+            .map(|v| size_of_val(&v[..]))
+            .sum::<usize>()
+            + size_of_val(&a.active[..])
+            + size_of_val(&a.aptr[..])
+            + size_of_val(&a.line[..])
+            + size_of_val(&a.lptr[..])
+    }
+}
+
 impl ActiveRows {
     /// The rows with `D_j > 0` of the bags of `ptr`, bags in parallel.
     fn new(ptr: &[usize], dj: &[f64]) -> Self {

@@ -281,6 +281,9 @@ impl Answer for SparsePartition {
             _ => return Err(invalid_data(format!("no SparseMI round named {op:?}"))),
         })
     }
+    fn held_bytes(&self) -> usize {
+        self.rows.held_bytes()
+    }
 }
 
 /// The driver's [`DescentRows`]: the rows held by the partitions that `dispatch` reaches.
@@ -675,6 +678,32 @@ mod tests {
                 assert_eq!(bits(part.view()), bits(want), "rows {w:?}, f32 {single}");
             }
         }
+    }
+
+    /// What a partition says it holds ([`Answer::held_bytes`]): its rows and what it keeps per
+    /// row and per bag; after the round `basis`, its rows' products with the basis vectors in
+    /// place of its rows (an eval round then adds the descent's state).
+    #[test]
+    fn a_partition_s_bytes_follow_what_it_holds() {
+        let (x, ptr, labels) = bags(1, 6, 40, 2);
+        let (n, rows) = (x.nrows(), 8 * x.len());
+        let params = SparseMiParams::new()
+            .n_xv(2)
+            .n_basis(Some(3))
+            .check()
+            .unwrap();
+        let (targets, costs) = problem_costs(&params, &labels, 6).unwrap();
+        let at = (0, 6, 0);
+        let mut part =
+            SparsePartition::new(&params, Instances::from(x), ptr, at, targets, costs).unwrap();
+        let before = part.held_bytes();
+        assert!(before >= rows + 8 * n, "{before}");
+        part.answer("basis", &[0.5; 3 * 40], &[n as f64]).unwrap();
+        assert_eq!(part.held_bytes(), before - rows + 8 * 3 * n);
+        let after_basis = part.held_bytes();
+        part.answer("width", &[], &[0.5]).unwrap();
+        part.answer("eval", &[0.1; 2 * 3], &[0.1, 0.2]).unwrap();
+        assert!(part.held_bytes() > after_basis);
     }
 
     #[test]

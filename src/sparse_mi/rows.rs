@@ -286,6 +286,25 @@ impl<R: HoldsRows> BagRows<R> {
     }
 }
 
+impl BagRows<Instances> {
+    /// The bytes held: the rows, their norms and offsets, the bags' targets and costs, and the
+    /// descent's state.
+    #[cfg(any(feature = "python", test))]
+    pub(crate) fn held_bytes(&self) -> usize {
+        use std::mem::size_of_val;
+        let per_bag = self.targets.iter().chain(&self.costs);
+        let values = [&self.current, &self.candidate].into_iter().flatten();
+        self.x.nbytes()
+            + size_of_val(&self.norms[..])
+            + size_of_val(&self.ptr[..])
+            + per_bag.map(|v| size_of_val(&v[..])).sum::<usize>()
+            + values
+                .map(|v| 8 * (v.dots.len() + v.k_x.len() + v.m.len()))
+                .sum::<usize>()
+            + self.grad_dots.as_ref().map_or(0, |g| 8 * g.len())
+    }
+}
+
 /// The pairs `(beta_c, b_c)` of the inner solutions.
 pub(crate) fn coefficients(sols: &[Solution]) -> Vec<(ArrayView1<'_, f64>, f64)> {
     sols.iter().map(|s| (s.beta.view(), s.b)).collect()

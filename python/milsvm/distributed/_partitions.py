@@ -27,14 +27,14 @@ class PartitionLost(RuntimeError):
 
 class _Held:
     """A partition kernel on its worker. Never pickled (it stays on its worker); its size is
-    its rows', so that the scheduler never plans to move it."""
+    what the kernel holds (its rows, or what replaced them, and the fit's state), so that the
+    worker counts its memory and the scheduler never plans to move it."""
 
-    def __init__(self, kernel, nbytes):
+    def __init__(self, kernel):
         self.kernel = kernel
-        self.nbytes = nbytes
 
     def __sizeof__(self):
-        return self.nbytes
+        return self.kernel.__sizeof__()
 
     def __reduce__(self):
         raise TypeError(
@@ -91,7 +91,7 @@ def _build_partition(partition, index, width, dtype, kind, args):
         kernel = build(x, bag_ptr, *_fresh(args))
     except ValueError as exc:
         raise ValueError(f"partition {index}: {exc}") from exc
-    return _Held(kernel, x.nbytes)
+    return _Held(kernel)
 
 
 def _fresh(args):

@@ -157,6 +157,17 @@ pub(crate) struct OwnedPart {
 impl OwnedPart {
     /// The bags `[lo, lo + m)` of `n_bags`, `local_ptr` their `m + 1` row offsets into the
     /// dense rows `x` (no costs yet: every row without a loss term).
+    /// Its rows, offsets, costs and per-row state in bytes ([`Answer::held_bytes`]).
+    pub(crate) fn held_bytes(&self) -> usize {
+        use std::mem::size_of_val;
+        let (ptr, c_pos, c_neg) = (&self.ptr[..], &self.c_pos[..], &self.c_neg[..]);
+        self.x.nbytes()
+            + size_of_val(ptr)
+            + size_of_val(c_pos)
+            + size_of_val(c_neg)
+            + self.state.held_bytes()
+    }
+
     pub(crate) fn new(x: Instances, local_ptr: &[usize], lo: usize, n_bags: usize) -> Result<Self> {
         let m = local_ptr.len().saturating_sub(1);
         let n = x.n_rows();
@@ -346,6 +357,9 @@ pub(crate) trait Dispatch {
 pub(crate) trait Answer: Send + Sync {
     /// This partition's reply.
     fn answer(&mut self, op: &str, v: &[f64], s: &[f64]) -> Result<Vec<f64>>;
+    /// The bytes it holds: its rows (or what replaced them) and the fit's state, what a
+    /// scheduler counts for it.
+    fn held_bytes(&self) -> usize;
 }
 
 /// Rows `r0..r1` of `x` as instances, `f32` (`single`) or `f64` (the tests' partitions).

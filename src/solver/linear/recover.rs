@@ -58,6 +58,12 @@ impl<P: Answer> Sequenced<P> {
         }
     }
 
+    /// The bytes the partition holds, its copy of its last reply included.
+    #[cfg(feature = "python")]
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.inner.held_bytes() + std::mem::size_of_val(&self.last[..])
+    }
+
     /// The reply to round `seq`; `None` when this partition holds no state of the fit (it was
     /// rebuilt after round 0: [`Self::restore`] first).
     pub(crate) fn answer_at(
@@ -284,6 +290,9 @@ impl<A: Answer + ?Sized> Answer for Box<A> {
     fn answer(&mut self, op: &str, v: &[f64], s: &[f64]) -> Result<Vec<f64>> {
         (**self).answer(op, v, s)
     }
+    fn held_bytes(&self) -> usize {
+        (**self).held_bytes()
+    }
 }
 
 /// Rounds to drop a partition's state at (the tests' choice) from the rounds of an
@@ -333,6 +342,9 @@ mod tests {
                 self.0 += v[0];
             }
             Ok(vec![self.0])
+        }
+        fn held_bytes(&self) -> usize {
+            8
         }
     }
 
