@@ -19,8 +19,9 @@
 //!
 //!     cargo bench --bench linear_solvers [-- --instances 100000 --features 512 --solvers 1]
 //!
-//! It first prints the time of one pass `X w` over the rows (all threads; `--solvers 0` stops
-//! there), the unit of the per-pass cost in the Dask estimate of benches/RESULTS.md.
+//! It first prints the time of one pass `X w` over the rows on all threads, the unit of the
+//! per-pass cost in the Dask estimate of benches/RESULTS.md, and on one thread: the speed-up
+//! the machine's memory allows the passes of a linear fit (`--solvers 0` stops there).
 
 use std::time::Instant;
 
@@ -91,17 +92,27 @@ fn main() {
         "# {n} instances x {d} float32 ({:.2} GB), bags of 1000, 5 % witnesses; {threads} threads",
         (n * d * 4) as f64 / 1e9
     );
-    // one pass over the rows (`X w`, what every Newton-CG pass costs at least), median of 5
+    // one pass over the rows (`X w`, what every Newton-CG pass costs at least), median of 5,
+    // on all threads, then on one: the speed-up the machine's memory allows a pass
     let w = vec![0.5f64; d];
-    let mut t: Vec<f64> = (0..6)
-        .map(|_| seconds(|| milsvm::solver::linear_hinge::row_scores(&x, &w)).1)
-        .skip(1)
-        .collect();
-    t.sort_by(f64::total_cmp);
+    let pass = || {
+        let mut t: Vec<f64> = (0..6)
+            .map(|_| seconds(|| milsvm::solver::linear_hinge::row_scores(&x, &w)).1)
+            .skip(1)
+            .collect();
+        t.sort_by(f64::total_cmp);
+        t[2]
+    };
+    let (all, single) = (pass(), one.install(pass));
+    let rate = |t: f64| (n * d * 4) as f64 / 1e9 / t;
     println!(
-        "# one pass X w: {:.4} s, {:.1} GB/s of the rows (median of 5)",
-        t[2],
-        (n * d * 4) as f64 / 1e9 / t[2]
+        "# one pass X w: {all:.4} s, {:.1} GB/s of the rows (median of 5)",
+        rate(all)
+    );
+    println!(
+        "# the same pass on 1 thread: {single:.4} s, {:.1} GB/s; {threads} threads are {:.2}x",
+        rate(single),
+        single / all
     );
     if arg("--solvers", 1) == 0 {
         return;
