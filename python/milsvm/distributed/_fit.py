@@ -246,6 +246,7 @@ def fit(estimator, bags, y, *, client=None, timeout=None, max_restores=3, _round
                     exc.partitions,
                 ) from exc
     finally:
+        rounds.close()
         for f in kernels:
             f.release()
     job = {

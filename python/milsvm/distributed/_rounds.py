@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import time
 import uuid
 
@@ -30,6 +31,8 @@ class _Rounds:
         self.restores = 0
         self.nbytes = 0
         self.where = []
+        # the thread that gathers a round's replies, so that the gather has a timeout too
+        self._gathering = concurrent.futures.ThreadPoolExecutor(1, "milsvm-gather")
         # the rounds' task keys are this fit's own: a key that a finished fit's round still
         # holds would otherwise hand back that round's replies
         self.token = uuid.uuid4().hex
@@ -37,32 +40,46 @@ class _Rounds:
     def place(self):
         """Waits for every kernel (rebuilt ones included) and pins the rounds to their
         workers."""
-        from distributed import wait
-
-        wait(self.kernels, timeout=self.timeout)
+        self._wait(self.kernels, self.timeout)
         for f in self.kernels:
             if f.status == "error":
                 f.result()  # raises the partition's error (bad bags)
         who = self.client.who_has(self.kernels)
         self.where = [who[k.key][0] for k in self.kernels]
 
+    def _wait(self, futures, timeout):
+        """Waits for ``futures`` on this fit's client, which need not be the default one."""
+        from distributed import wait
+
+        with self.client.as_current():
+            wait(futures, timeout=timeout)
+
+    def close(self):
+        """Ends the gathering thread (after the fit)."""
+        self._gathering.shutdown(wait=False)
+
     def _submit(self, fn, parts, name, *args):
         """One task ``fn(kernel, k, *args)`` per partition ``k`` in ``parts``, pinned to its
-        worker."""
+        worker, in partition order; the tasks of one worker are sent in one message (a
+        message per task costs the scheduler more than the task itself)."""
         tag = f"milsvm-round-{self.token}-{self.rounds}-{name}"
-        return [
-            self.client.submit(
+        by_worker = {}
+        for k in parts:
+            by_worker.setdefault(self.where[k], []).append(k)
+        futures = {}
+        for worker, ks in by_worker.items():
+            sent = self.client.map(
                 fn,
-                self.kernels[k],
-                k,
-                *args,
-                key=f"{tag}-{k}",
-                workers=[self.where[k]],
+                [self.kernels[k] for k in ks],
+                ks,
+                *([a] * len(ks) for a in args),
+                key=[f"{tag}-{k}" for k in ks],
+                workers=[worker],
                 allow_other_workers=False,
                 pure=False,
             )
-            for k in parts
-        ]
+            futures.update(zip(ks, sent))
+        return [futures[k] for k in parts]
 
     def _collect(self, futures, parts, what, op):
         """The results of ``futures`` (of the partitions ``parts``), waited for in one-second
@@ -70,21 +87,27 @@ class _Rounds:
         run). Raises :class:`PartitionLost` naming the partitions whose worker left the
         cluster or that were rebuilt without their state, ``TimeoutError`` past the timeout;
         on any of these, and on ``KeyboardInterrupt``, the tasks are cancelled first."""
-        from distributed import wait
-
         deadline = time.monotonic() + self.timeout
+        gathered = None
         try:
             if self.hook is not None:
                 self.hook(self.rounds + 1, op)
             while True:
                 slice_s = min(1.0, max(deadline - time.monotonic(), 0.01))
                 try:
-                    wait(futures, timeout=slice_s)
+                    self._wait(futures, slice_s)
                     self._raise_lost_or_failed(futures, what)
-                    # each result within the slice too: a finished task whose worker dies
-                    # before its result is read goes back to pending, pinned to the dead worker
-                    return [f.result(timeout=slice_s) for f in futures]
-                except (TimeoutError, asyncio.TimeoutError) as exc:  # distinct before 3.11
+                    # the replies in one gather, within the slice too: a finished task whose
+                    # worker dies before its reply is read goes back to pending, pinned to the
+                    # dead worker, and the gather would wait for it for ever
+                    if gathered is None:
+                        gathered = self._gathering.submit(self.client.gather, futures)
+                    return gathered.result(timeout=slice_s)
+                except (
+                    TimeoutError,  # the three are distinct before Python 3.11
+                    asyncio.TimeoutError,
+                    concurrent.futures.TimeoutError,
+                ) as exc:
                     alive = set(self.client.scheduler_info()["workers"])
                     lost = [k for k in parts if self.where[k] not in alive]
                     if lost:
