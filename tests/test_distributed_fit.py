@@ -580,3 +580,40 @@ def test_sigint_interrupts_the_fit(tmp_path):
         proc.kill()
     assert "interrupted False" in out, (out, err[-2000:])
     assert "round tasks left 0" in out, out
+
+
+OWN_CLIENT_FIT = """
+import logging, dask.bag as db, distributed, milsvm, numpy as np
+from milsvm.distributed import fit
+if __name__ == "__main__":
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+        with distributed.Client(cluster, set_as_default=False) as client:
+            try:
+                distributed.default_client()
+                raise SystemExit("a default client exists")
+            except ValueError:
+                pass  # none: the fit must use the client it is given
+            rng = np.random.default_rng(0)
+            bags = [rng.normal(size=(5, 3)) + (i % 2) for i in range(40)]
+            y = np.arange(40) % 2
+            remote = fit(milsvm.MISVM(kernel="linear"), db.from_sequence(bags, npartitions=3), y,
+                         client=client)
+            local = milsvm.MISVM(kernel="linear").fit(bags, y)
+            print("equal", np.array_equal(remote.decision_function(bags),
+                                          local.decision_function(bags)), flush=True)
+"""
+
+
+def test_a_client_that_is_not_the_default(tmp_path):
+    """``client=`` a client that is not Dask's default, with no default client at all: the
+    fit's rounds wait on that client (Dask's ``wait`` would look for a default one)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "fit.py"
+    script.write_text(OWN_CLIENT_FIT)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300
+    )
+    assert "equal True" in done.stdout, (done.stdout, done.stderr[-2000:])
