@@ -106,7 +106,7 @@ fn csr(v: &[f64], n_rows: usize, n_cols: usize) -> Result<Csr> {
     Csr::new(n_rows, n_cols, indptr, indices, data.to_vec())
 }
 
-/// A whole number that a round gives as an `f64` (a count or an index), or `what` refused.
+/// A count that a basis round gives as an `f64`, or an error saying that it needs `what`.
 fn whole(x: Option<&f64>, what: &str) -> Result<usize> {
     x.filter(|&&n| n >= 0.0 && n.fract() == 0.0)
         .map(|&n| n as usize)

@@ -155,8 +155,6 @@ pub(crate) struct OwnedPart {
 }
 
 impl OwnedPart {
-    /// The bags `[lo, lo + m)` of `n_bags`, `local_ptr` their `m + 1` row offsets into the
-    /// dense rows `x` (no costs yet: every row without a loss term).
     /// Its rows, offsets, costs and per-row state in bytes ([`Answer::held_bytes`]).
     pub(crate) fn held_bytes(&self) -> usize {
         use std::mem::size_of_val;
@@ -168,6 +166,8 @@ impl OwnedPart {
             + self.state.held_bytes()
     }
 
+    /// The bags `[lo, lo + m)` of `n_bags`, `local_ptr` their `m + 1` row offsets into the
+    /// dense rows `x` (no costs yet: every row without a loss term).
     pub(crate) fn new(x: Instances, local_ptr: &[usize], lo: usize, n_bags: usize) -> Result<Self> {
         let m = local_ptr.len().saturating_sub(1);
         let n = x.n_rows();
