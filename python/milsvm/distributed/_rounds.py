@@ -60,8 +60,9 @@ class _Rounds:
 
     def _submit(self, fn, parts, name, *args):
         """One task ``fn(kernel, k, *args)`` per partition ``k`` in ``parts``, pinned to its
-        worker, in partition order; the tasks of one worker are sent in one message (a
-        message per task costs the scheduler more than the task itself)."""
+        worker, in partition order; the tasks of one worker are sent in one message, since a
+        message per task made a round's latency grow three times as fast with the partitions
+        (``benches/scale.py distributed --partitions P`` measures it)."""
         tag = f"milsvm-round-{self.token}-{self.rounds}-{name}"
         by_worker = {}
         for k in parts:
