@@ -346,7 +346,7 @@ class Source:
                 call = re.match(r"\$(\w+)\(([^)]*)\) -> ([^,]+),", text[m.end() :])
                 if call is None:
                     continue
-                args = split_top(call.group(2)) if call.group(2).strip() else []
+                args = split_top(call.group(2))
                 self.functions["$" + call.group(1)] = dict(
                     binding,
                     params={
