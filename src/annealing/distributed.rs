@@ -356,7 +356,7 @@ fn remote_solve<D: Dispatch>(
 ) -> Result<f64> {
     let cancel = params.observer.cancel().clone();
     cancel.check()?;
-    store.dispatch.round(op, &[], &[])?;
+    store.round(op, &[], &[])?;
     let start = warm.as_ref().map(|(w, b)| (w.as_slice(), *b, true));
     let out = drive(
         store,
@@ -382,7 +382,7 @@ impl<D: Dispatch> Relabelling for RemoteLabels<'_, D> {
     }
 
     fn relabel(&mut self) -> Result<Option<(usize, u64)>> {
-        let replies = self.store.dispatch.round("relabel", &[], &[])?;
+        let replies = self.store.round("relabel", &[], &[])?;
         let (mut same, mut changed, mut hashes) = (true, 0, Vec::with_capacity(replies.len()));
         for w in words(&replies, 4)? {
             same &= w[0] != 0.0;
@@ -411,12 +411,12 @@ impl<D: Dispatch> Annealed for RemoteAnneal<'_, D> {
     }
 
     fn mark_start(&mut self) -> Result<()> {
-        self.store.dispatch.round("mark", &[], &[])?;
+        self.store.round("mark", &[], &[])?;
         Ok(())
     }
 
     fn update(&mut self, temp: f64) -> Result<f64> {
-        let replies = self.store.dispatch.round("update", &[], &[temp])?;
+        let replies = self.store.round("update", &[], &[temp])?;
         let mut nodes = Vec::new();
         for r in &replies {
             nodes.extend(get_nodes(&0.0, &mut Reader::new(r))?);
@@ -427,7 +427,7 @@ impl<D: Dispatch> Annealed for RemoteAnneal<'_, D> {
     }
 
     fn measures(&mut self, temp: f64) -> Result<Measures> {
-        let replies = self.store.dispatch.round("measures", &[], &[temp])?;
+        let replies = self.store.round("measures", &[], &[temp])?;
         let (mut terms, mut entropy, mut kl) = (Vec::new(), Vec::new(), Vec::new());
         let mut max_diff = 0.0_f64;
         for r in &replies {
@@ -481,7 +481,7 @@ pub(crate) fn fit_distributed(
     let mut store = RemoteParts::new(dispatch, n_bags, n, d);
     use crate::solver::linear::RowStore;
     let mean = store.mean()?;
-    let replies = store.dispatch.round("init", &[], &[])?;
+    let replies = store.round("init", &[], &[])?;
     let first: Vec<u64> = words(&replies, 2)?
         .iter()
         .map(|w| hash_of(w[0], w[1]))
@@ -517,8 +517,7 @@ pub(crate) fn fit_distributed(
         (rounds, out.temperatures, w, b, anneal.store)
     };
     let (history, n_iter, n_solves, stop_reason) = rounds;
-    let dispatch = &mut store.dispatch;
-    let replies = dispatch.round("p_hat", &[], &[])?;
+    let replies = store.round("p_hat", &[], &[])?;
     let (mut nodes, mut positive) = (Vec::new(), 0);
     for r in &replies {
         let mut at = Reader::new(r);
@@ -531,7 +530,7 @@ pub(crate) fn fit_distributed(
     } else {
         total / positive as f64
     };
-    let p: Vec<f64> = dispatch.round("labels", &[], &[])?.concat();
+    let p: Vec<f64> = store.round("labels", &[], &[])?.concat();
     if p.len() != n {
         return Err(invalid_data(format!(
             "the partitions hold {} labels for {n} instances",
@@ -766,5 +765,23 @@ mod tests {
         assert!(kernel.answer("no such round", &[], &[]).is_err());
         assert!(kernel.answer("hessian", &[1.0], &[0.0, 0.0, 0.0]).is_err());
         assert!(kernel.answer("mean", &[], &[]).is_err());
+        // the line search's rounds: no point, or the step's scalars cut short
+        assert!(kernel.answer("line_terms", &[], &[]).is_err());
+        let s_w = [0.0; 3];
+        assert!(kernel.answer("step_scores", &s_w, &[0.0]).is_err());
+        assert!(kernel.answer("step_scores", &s_w, &[0.0, 0.0]).is_err());
+        // after the gradient (which marks the step's rows), the step's scores with no point of
+        // the line search sum none; with two, two sums of the same shape as a trial's
+        kernel.answer("set_scores", &s_w, &[0.0]).unwrap();
+        kernel.answer("first_gradient", &[], &[]).unwrap();
+        let none = kernel
+            .answer("step_scores", &s_w, &[0.0, 0.0, 0.0])
+            .unwrap();
+        assert!(none.is_empty());
+        let two = kernel
+            .answer("step_scores", &s_w, &[0.0, 0.0, 0.0, 0.0, 1.0])
+            .unwrap();
+        let one = kernel.answer("line_terms", &[], &[0.0]).unwrap();
+        assert!(!one.is_empty() && two.len() == 2 * one.len());
     }
 }

@@ -75,6 +75,9 @@ pub(crate) use partition::{
 };
 #[cfg(test)]
 pub(crate) use partition::{rows_of, Local};
+/// The exact line search along a Newton step.
+mod line_search;
+use line_search::line_search;
 /// The recovery of a distributed fit from a lost partition.
 #[cfg(any(feature = "python", test))]
 mod recover;
@@ -763,6 +766,22 @@ fn row_loss(cp: f64, cn: f64, fj: f64) -> (f64, f64, f64) {
     (loss, gj, d)
 }
 
+/// Adds one row's terms of `(loss'(t), loss''(t))` along a step into `acc`: the row's score
+/// `f`, step score `z` and costs `(cp, cn)`, at the score `f + t z` (the derivatives in `t` of
+/// [`row_loss`]'s loss).
+#[inline]
+fn add_line_terms(acc: &mut (f64, f64), [f, z, cp, cn]: [f64; 4], t: f64) {
+    let fj = f + t * z;
+    if cp > 0.0 && fj < 1.0 {
+        acc.0 -= 2.0 * cp * (1.0 - fj) * z;
+        acc.1 += 2.0 * cp * z * z;
+    }
+    if cn > 0.0 && fj > -1.0 {
+        acc.0 += 2.0 * cn * (1.0 + fj) * z;
+        acc.1 += 2.0 * cn * z * z;
+    }
+}
+
 /// The first gradient of a solve ([`RowStore::first_gradient`]): the loss, `X^T g`, `X^T g0`
 /// (`g0` the loss gradient at `w = 0, b' = 0`), `sum g` and `sum g0`.
 pub(crate) struct FirstGradient {
@@ -831,8 +850,14 @@ pub(crate) trait RowStore {
     /// The step's scores `z` (`pending` as in [`RowStore::hessian`]; the inactive rows with a
     /// loss term by their dot with `s_w`, plus `shift`).
     fn step_scores(&mut self, s_w: &[f64], shift: f64, pending: Option<f64>) -> Result<()>;
-    /// The loss's `(phi', phi'')` at `f + t z`.
-    fn line_terms(&mut self, t: f64) -> Result<(f64, f64)>;
+    /// The loss's `(phi', phi'')` at `f + t z`, for each `t` of `ts`.
+    fn line_terms(&mut self, ts: &[f64]) -> Result<Vec<(f64, f64)>>;
+    /// How many points the line search should give one call of [`RowStore::line_terms`]: 1
+    /// where a call costs a pass over the rows' state, more where it costs a round trip
+    /// ([`mod@line_search`]).
+    fn trials_per_call(&self) -> usize {
+        1
+    }
     /// The scores of the rows without a loss term, `X w + shift`.
     fn finish_scores(&mut self, w: &[f64], shift: f64) -> Result<()>;
 }
@@ -1106,16 +1131,8 @@ impl<'a> Part<'a> {
             (0.0, 0.0),
             |k, acc: &mut (f64, f64)| {
                 let bag = &rows[lptr[k]..lptr[k + 1]];
-                for &[f, z, cp, cn] in bag {
-                    let fj = f + t * z;
-                    if cp > 0.0 && fj < 1.0 {
-                        acc.0 -= 2.0 * cp * (1.0 - fj) * z;
-                        acc.1 += 2.0 * cp * z * z;
-                    }
-                    if cn > 0.0 && fj > -1.0 {
-                        acc.0 += 2.0 * cn * (1.0 + fj) * z;
-                        acc.1 += 2.0 * cn * z * z;
-                    }
+                for &row in bag {
+                    add_line_terms(acc, row, t);
                 }
                 !bag.is_empty()
             },
@@ -1385,8 +1402,10 @@ impl RowStore for Parts<'_> {
         Ok(())
     }
 
-    fn line_terms(&mut self, t: f64) -> Result<(f64, f64)> {
-        self.reduce((0.0, 0.0), |p| p.line_nodes(t))
+    fn line_terms(&mut self, ts: &[f64]) -> Result<Vec<(f64, f64)>> {
+        ts.iter()
+            .map(|&t| self.reduce((0.0, 0.0), |p| p.line_nodes(t)))
+            .collect()
     }
 
     fn finish_scores(&mut self, w: &[f64], shift: f64) -> Result<()> {
@@ -1471,7 +1490,8 @@ pub(crate) fn drive<S: RowStore>(
         n_cg += cg;
         woodbury |= cg > WOODBURY_AFTER_CG;
         let (ws, ss) = (dot(&w, &s_w), dot(&s_w, &s_w));
-        let t = line_search(store, ws, ss)?;
+        let per_call = store.trials_per_call();
+        let t = line_search(|ts| store.line_terms(ts), per_call, ws, ss)?;
         if t == 0.0 {
             break; // no descent left at machine precision
         }
@@ -1571,63 +1591,6 @@ fn newton_direction<S: RowStore>(
     }
     store.step_scores(&s_w, s_b - dot(mu, &s_w), pending.take())?;
     Ok((s_w, s_b, n_cg))
-}
-
-/// The minimiser `t >= 0` of `J` along the direction: `phi'(t) = ws + t ss + loss'(t)`,
-/// found by Newton steps on `phi'` kept inside a bracket `[lo, hi]` (bisection otherwise).
-fn line_search<S: RowStore>(store: &mut S, ws: f64, ss: f64) -> Result<f64> {
-    // each trial is a pass over the rows with z != 0; a point tried before (the Newton
-    // iteration starts at t = 1, the first end of the bracket) is not summed again
-    let mut tried: Vec<(f64, (f64, f64))> = Vec::new();
-    let mut dphi = |t: f64| -> Result<(f64, f64)> {
-        if let Some(&(_, at)) = tried.iter().find(|(u, _)| u.to_bits() == t.to_bits()) {
-            return Ok(at);
-        }
-        let (l1, l2) = store.line_terms(t)?;
-        let at = (ws + t * ss + l1, ss + l2);
-        tried.push((t, at));
-        Ok(at)
-    };
-    let (d0, _) = dphi(0.0)?;
-    if d0 >= 0.0 {
-        return Ok(0.0); // not a descent direction (the gradient is at rounding level)
-    }
-    let (mut lo, mut hi) = (0.0, 1.0);
-    let mut at_hi = dphi(hi)?;
-    let mut grow = 0;
-    while at_hi.0 < 0.0 && grow < 60 {
-        lo = hi;
-        hi *= 2.0;
-        at_hi = dphi(hi)?;
-        grow += 1;
-    }
-    if at_hi.0 < 0.0 {
-        return Ok(hi);
-    }
-    // Newton from t = 1 (the full Newton step, usually exact), safeguarded by the bracket.
-    let mut t = 1.0_f64.clamp(lo, hi);
-    for _ in 0..100 {
-        let (v, curv) = dphi(t)?;
-        if v == 0.0 {
-            return Ok(t);
-        }
-        if v < 0.0 {
-            lo = t;
-        } else {
-            hi = t;
-        }
-        let newton = if curv > 0.0 { t - v / curv } else { f64::NAN };
-        let next = if newton > lo && newton < hi {
-            newton
-        } else {
-            0.5 * (lo + hi)
-        };
-        if (next - t).abs() <= 1e-15 * t.abs().max(1.0) || hi - lo <= 1e-15 * hi {
-            return Ok(next);
-        }
-        t = next;
-    }
-    Ok(t)
 }
 
 impl LinearSquaredHinge<'_> {

@@ -20,6 +20,12 @@ use crate::error::{Error, Result};
 use crate::linalg::Simd;
 use crate::tree_sum::{combine, Node, TreeValue};
 
+/// The points of the line search one round may sum ([`RowStore::trials_per_call`]): the one
+/// it needs and those it would try next if its steps stay bisections. Such a chain, near the
+/// minimiser, runs to about 50 points (a bracket halved to the rounding of its ends); each point
+/// costs a partition one pass over the state of its rows with a step score (4 `f64`s a row).
+const LINE_POINTS_PER_ROUND: usize = 64;
+
 /// A sum's value written as `f64`s and read back (the nodes of a round's reply).
 pub(crate) trait Flat: TreeValue + Clone {
     /// Appends the value's entries.
@@ -291,6 +297,7 @@ impl OwnedPart {
                 );
                 put_nodes(&sum_rows_nodes(p.group(), &p.state.g), &mut out);
                 put_nodes(&sum_rows_nodes(p.group(), &g0), &mut out);
+                out.push(p.activate() as f64); // the next step's rows ([`RemoteParts`])
             }),
             "accept" => {
                 let t = scalar(0)?;
@@ -299,6 +306,7 @@ impl OwnedPart {
                     put_nodes(&p.loss_nodes(), &mut out);
                     put_nodes(&xt_dot_nodes(p.x, p.group(), &p.state.g, d), &mut out);
                     put_nodes(&sum_rows_nodes(p.group(), &p.state.g), &mut out);
+                    out.push(p.activate() as f64); // the next step's rows ([`RemoteParts`])
                 });
             }
             "activate" => out.push(self.with_part(|p| p.activate()) as f64),
@@ -325,11 +333,21 @@ impl OwnedPart {
             }
             "step_scores" => {
                 let (shift, pending) = (scalar(0)?, pending()?);
-                self.with_part(|p| p.step_scores(v, shift, pending));
+                let ts = s.get(3..).unwrap_or_default(); // the line search's first points
+                self.with_part(|p| {
+                    p.step_scores(v, shift, pending);
+                    for &t in ts {
+                        put_nodes(&p.line_nodes(t), &mut out);
+                    }
+                });
             }
             "line_terms" => {
-                let t = scalar(0)?;
-                put_nodes(&self.with_part(|p| p.line_nodes(t)), &mut out);
+                scalar(0)?; // at least one point
+                self.with_part(|p| {
+                    for &t in s {
+                        put_nodes(&p.line_nodes(t), &mut out);
+                    }
+                });
             }
             "finish_scores" => {
                 let shift = scalar(0)?;
@@ -417,13 +435,22 @@ impl<T: Dispatch> Dispatch for &mut T {
     }
 }
 
-/// The driver's [`RowStore`] over partitions reached through `dispatch`: one round per
-/// method, the partitions' nodes combined in the fixed tree over the `n_bags` bags.
+/// The driver's [`RowStore`] over partitions reached through `dispatch`: a round per method,
+/// the partitions' nodes combined in the fixed tree over the `n_bags` bags. Fewer rounds than
+/// calls, since a round trip costs more than the work it carries, and the calls come in a
+/// fixed order ([`super::drive`]): the rounds of the gradient (`first_gradient`, `accept`)
+/// also mark the rows of the next Newton step, so that its `activate` is answered from them;
+/// the step's scores wait to go out with the line search's first trial; and a trial comes with
+/// the points the search may try next ([`RowStore::trials_per_call`]).
 pub(crate) struct RemoteParts<D> {
-    pub(crate) dispatch: D,
+    dispatch: D,
     n_bags: usize,
     n_rows: usize,
     d: usize,
+    /// The active rows the last round marked, if it was a gradient's.
+    activated: Option<usize>,
+    /// The round of the step's scores, not sent yet: its vector and scalars.
+    step: Option<(Vec<f64>, [f64; 3])>,
 }
 
 impl<D: Dispatch> RemoteParts<D> {
@@ -434,11 +461,24 @@ impl<D: Dispatch> RemoteParts<D> {
             n_bags,
             n_rows,
             d,
+            activated: None,
+            step: None,
         }
     }
 
-    /// The round's replies, one reader each.
-    fn replies(&mut self, op: &str, v: &[f64], s: &[f64]) -> Result<Vec<Vec<f64>>> {
+    /// The replies of every partition to the round `op`. A line search's trial carries the
+    /// step's scores not sent yet (one `step_scores` round, the trial's points after its
+    /// scalars); any other round goes after them.
+    pub(crate) fn round(&mut self, op: &str, v: &[f64], s: &[f64]) -> Result<Vec<Vec<f64>>> {
+        self.activated = None;
+        if let Some((s_w, scalars)) = self.step.take() {
+            if op == "line_terms" {
+                return self
+                    .dispatch
+                    .round("step_scores", &s_w, &[&scalars[..], s].concat());
+            }
+            self.dispatch.round("step_scores", &s_w, &scalars)?;
+        }
         self.dispatch.round(op, v, s)
     }
 
@@ -450,6 +490,11 @@ impl<D: Dispatch> RemoteParts<D> {
         }
         combine(self.n_bags, nodes, zero)
     }
+}
+
+/// The sum of a count read from every reply.
+fn count(readers: &mut [Reader<'_>]) -> Result<usize> {
+    readers.iter_mut().map(Reader::count).sum()
 }
 
 /// Readers over replies.
@@ -482,51 +527,52 @@ impl<D: Dispatch> RowStore for RemoteParts<D> {
         if self.n_rows == 0 {
             return Ok(vec![0.0; self.d]);
         }
-        let replies = self.replies("mean", &[], &[1.0 / self.n_rows as f64])?;
+        let replies = self.round("mean", &[], &[1.0 / self.n_rows as f64])?;
         self.sum(&mut readers(&replies), vec![0.0; self.d])
     }
 
     fn set_scores(&mut self, w: &[f64], shift: f64) -> Result<()> {
-        self.replies("set_scores", w, &[shift]).map(drop)
+        self.round("set_scores", w, &[shift]).map(drop)
     }
 
     fn first_gradient(&mut self) -> Result<FirstGradient> {
         let d = self.d;
-        let replies = self.replies("first_gradient", &[], &[])?;
+        let replies = self.round("first_gradient", &[], &[])?;
         let mut r = readers(&replies);
         let loss = self.sum(&mut r, 0.0)?;
         let xt = self.sum(&mut r, (vec![0.0; d], vec![0.0; d]))?;
         let sum_g = self.sum(&mut r, 0.0)?;
         let sum_g0 = self.sum(&mut r, 0.0)?;
+        self.activated = Some(count(&mut r)?);
         Ok(FirstGradient::new(loss, xt, sum_g, sum_g0))
     }
 
     fn accept(&mut self, t: f64) -> Result<(f64, Vec<f64>, f64)> {
-        let replies = self.replies("accept", &[], &[t])?;
+        let replies = self.round("accept", &[], &[t])?;
         let mut r = readers(&replies);
         let loss = self.sum(&mut r, 0.0)?;
         let xt_g = self.sum(&mut r, vec![0.0; self.d])?;
         let sum_g = self.sum(&mut r, 0.0)?;
+        self.activated = Some(count(&mut r)?);
         Ok((loss, xt_g, sum_g))
     }
 
     fn activate(&mut self) -> Result<usize> {
-        let replies = self.replies("activate", &[], &[])?;
-        let mut total = 0;
-        for mut r in readers(&replies) {
-            total += r.count()?;
+        if let Some(m) = self.activated.take() {
+            return Ok(m);
         }
-        Ok(total)
+        let replies = self.round("activate", &[], &[])?;
+        count(&mut readers(&replies))
     }
 
     fn sum_d(&mut self) -> Result<f64> {
-        let replies = self.replies("sum_d", &[], &[])?;
+        let replies = self.round("sum_d", &[], &[])?;
         self.sum(&mut readers(&replies), 0.0)
     }
 
     fn sketch_rows(&mut self, step: Option<f64>) -> Result<Vec<(Vec<f64>, f64)>> {
         let s: Vec<f64> = step.into_iter().collect();
-        let replies = self.replies("sketch_rows", &[], &s)?;
+        let replies = self.round("sketch_rows", &[], &s)?;
         let mut rows = Vec::new();
         for mut r in readers(&replies) {
             for _ in 0..r.count()? {
@@ -539,7 +585,7 @@ impl<D: Dispatch> RowStore for RemoteParts<D> {
 
     fn jacobi_sums(&mut self) -> Result<(f64, Vec<f64>, Vec<f64>)> {
         let d = self.d;
-        let replies = self.replies("jacobi_sums", &[], &[])?;
+        let replies = self.round("jacobi_sums", &[], &[])?;
         let mut r = readers(&replies);
         let sum_d = self.sum(&mut r, 0.0)?;
         let (s1, s2) = self.sum(&mut r, (vec![0.0; d], vec![0.0; d]))?;
@@ -556,21 +602,29 @@ impl<D: Dispatch> RowStore for RemoteParts<D> {
     }
 
     fn hessian(&mut self, p_w: &[f64], shift: f64, pending: Option<f64>) -> Result<HessValue> {
-        let replies = self.replies("hessian", p_w, &pending_scalars(shift, pending))?;
+        let replies = self.round("hessian", p_w, &pending_scalars(shift, pending))?;
         self.sum(&mut readers(&replies), (vec![0.0; self.d], 0.0))
     }
 
     fn step_scores(&mut self, s_w: &[f64], shift: f64, pending: Option<f64>) -> Result<()> {
-        self.replies("step_scores", s_w, &pending_scalars(shift, pending))
-            .map(drop)
+        if let Some((s_w, scalars)) = self.step.take() {
+            self.dispatch.round("step_scores", &s_w, &scalars)?;
+        }
+        self.step = Some((s_w.to_vec(), pending_scalars(shift, pending)));
+        Ok(())
     }
 
-    fn line_terms(&mut self, t: f64) -> Result<(f64, f64)> {
-        let replies = self.replies("line_terms", &[], &[t])?;
-        self.sum(&mut readers(&replies), (0.0, 0.0))
+    fn line_terms(&mut self, ts: &[f64]) -> Result<Vec<(f64, f64)>> {
+        let replies = self.round("line_terms", &[], ts)?;
+        let mut r = readers(&replies);
+        ts.iter().map(|_| self.sum(&mut r, (0.0, 0.0))).collect()
+    }
+
+    fn trials_per_call(&self) -> usize {
+        LINE_POINTS_PER_ROUND
     }
 
     fn finish_scores(&mut self, w: &[f64], shift: f64) -> Result<()> {
-        self.replies("finish_scores", w, &[shift]).map(drop)
+        self.round("finish_scores", w, &[shift]).map(drop)
     }
 }
