@@ -1,7 +1,8 @@
 """One fit on a Dask ``LocalCluster`` (:func:`milsvm.distributed.fit`; linear MISVM, or
 ``--estimator SparseMI``, RBF, 10 expansion vectors): its rounds, the bytes of its messages,
-each worker's peak memory against the data it holds, and (``--compare``) the in-process fit on
-the same bags, for the overhead and the equality of the models::
+the rounds by kind (the solver's call each answers), each worker's peak memory against the
+data it holds, and (``--compare``) the in-process fit on the same bags, for the overhead and
+the equality of the models::
 
     python benches/scale.py distributed --bags 200 --bag-size 1000 --features 512 --workers 2
     python benches/scale.py distributed --estimator SparseMI --compare
@@ -19,6 +20,7 @@ never holds them; ``--compare`` generates the same bags here too.
 """
 
 import argparse
+import collections
 import logging
 import os
 import resource
@@ -122,8 +124,9 @@ def main():
         )
         client.run(_import_milsvm)  # the baseline: a worker with milsvm loaded
         before = client.run(_rss_mib)
+        kinds = collections.Counter()  # the rounds by the solver's call they answer
         start = time.perf_counter()
-        est = fit(make(), bags, y, client=client)
+        est = fit(make(), bags, y, client=client, _round_hook=lambda n, op: kinds.update([op]))
         seconds = time.perf_counter() - start
         peaks = client.run(_peak_rss_mib)
         if args.kill_at_round is not None:
@@ -143,6 +146,7 @@ def main():
         f"{est.n_iter_} iterations"
         + (f", {est.n_solves_} solves" if hasattr(est, "n_solves_") else "")
     )
+    print("  rounds by kind: " + ", ".join(f"{op} {n}" for op, n in kinds.most_common()))
     held = data_mib / args.workers
     for w in sorted(peaks):
         print(
