@@ -667,6 +667,56 @@ mod tests {
     /// What a partition says it holds ([`Answer::held_bytes`]): its rows in their own type
     /// (the same bags in f64 hold 4 bytes a value more than in f32, the state being the same),
     /// and the fit's per-row state, which a fit run on it leaves allocated.
+    /// A dispatcher that keeps each round's name and number of scalars.
+    struct Logging<D> {
+        inner: D,
+        rounds: Vec<(String, usize)>,
+    }
+
+    impl<D: Dispatch> Dispatch for Logging<D> {
+        fn round(&mut self, op: &str, v: &[f64], s: &[f64]) -> Result<Vec<Vec<f64>>> {
+            self.rounds.push((op.to_string(), s.len()));
+            self.inner.round(op, v, s)
+        }
+    }
+
+    #[test]
+    fn a_round_carries_what_the_driver_knows_before() {
+        let (x, ptr, labels) = bags(5, 150, 4);
+        let whole_bags = Bags::new(rows_of(&x, 0, ptr[labels.len()], false), ptr.clone()).unwrap();
+        let params = AnnealingParams::mi_svm()
+            .kernel(KernelKind::Linear)
+            .c(1.0)
+            .check()
+            .unwrap();
+        let whole = params.fit(&whole_bags, &labels).unwrap();
+        let make = partitions(&params, &x, &ptr, &labels, false);
+        let mut log = Logging {
+            inner: Local::split(&ptr, 3, &make),
+            rounds: Vec::new(),
+        };
+        let fit = fit_distributed(&params, &mut log, &ptr, &labels, 4, whole.gamma).unwrap();
+        assert_same_fit(&fit, &whole, "rounds logged");
+        let of = |name: &str| -> Vec<usize> {
+            log.rounds
+                .iter()
+                .filter(|(op, _)| op == name)
+                .map(|&(_, n)| n)
+                .collect()
+        };
+        // the gradient's rounds mark the step's rows: no round of their own
+        assert!(of("activate").is_empty());
+        // every step's scores go out with the line search's first trial (t = 0, 1, 2)
+        let steps = of("step_scores");
+        assert!(
+            !steps.is_empty() && steps.iter().all(|&n| n == 3 + 3),
+            "{steps:?}"
+        );
+        // a bisection's trial sums the bisections after it
+        let trials = of("line_terms");
+        assert!(trials.iter().any(|&n| n > 1), "{trials:?}");
+    }
+
     #[test]
     fn a_partition_s_bytes_are_its_rows_and_its_state() {
         let (x, ptr, labels) = bags(5, 60, 4);
