@@ -16,7 +16,7 @@
 //! point a call: a point summed before is read back, and the sums of one point are the same bits in
 //! any call.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// The doublings of the bracket summed ahead while it grows (module docs).
 const DOUBLINGS_AHEAD: usize = 4;
@@ -47,10 +47,18 @@ impl<F: FnMut(&[f64]) -> Result<Vec<(f64, f64)>>> Trials<F> {
             }
         }
         let terms = (self.terms)(&ts)?;
-        for (&u, at) in ts.iter().zip(terms) {
-            self.record(u, at);
+        if terms.len() != ts.len() {
+            return Err(Error::InvalidData(format!(
+                "the line search asked for {} points and got the terms of {}",
+                ts.len(),
+                terms.len()
+            )));
         }
-        Ok(self.find(t).expect("the point itself is summed"))
+        let at = self.tried.len(); // where t, the first point, goes
+        for (&u, terms) in ts.iter().zip(terms) {
+            self.record(u, terms);
+        }
+        Ok(self.tried[at].1)
     }
 
     /// Keeps `(phi'(t), phi''(t))` from the loss's terms at `t`.
@@ -276,6 +284,12 @@ mod tests {
             tails > 0 && 2 * calls_all < needed_all,
             "{tails}: {needed_all} in {calls_all}"
         );
+    }
+
+    #[test]
+    fn terms_short_of_the_points_are_an_error() {
+        let err = line_search(|_| Ok(Vec::new()), 4, -1.0, 1.0).unwrap_err();
+        assert!(err.to_string().contains("asked for 3 points"), "{err}");
     }
 
     #[test]
