@@ -664,9 +664,6 @@ mod tests {
         }
     }
 
-    /// What a partition says it holds ([`Answer::held_bytes`]): its rows in their own type
-    /// (the same bags in f64 hold 4 bytes a value more than in f32, the state being the same),
-    /// and the fit's per-row state, which a fit run on it leaves allocated.
     /// A dispatcher that keeps each round's name and number of scalars.
     struct Logging<D> {
         inner: D,
@@ -717,6 +714,9 @@ mod tests {
         assert!(trials.iter().any(|&n| n > 1), "{trials:?}");
     }
 
+    /// What a partition says it holds ([`Answer::held_bytes`]): its rows in their own type
+    /// (the same bags in f64 hold 4 bytes a value more than in f32, the state being the same),
+    /// and the fit's per-row state, which a fit run on it leaves allocated.
     #[test]
     fn a_partition_s_bytes_are_its_rows_and_its_state() {
         let (x, ptr, labels) = bags(5, 60, 4);

@@ -471,15 +471,23 @@ impl<D: Dispatch> RemoteParts<D> {
     /// scalars); any other round goes after them.
     pub(crate) fn round(&mut self, op: &str, v: &[f64], s: &[f64]) -> Result<Vec<Vec<f64>>> {
         self.activated = None;
-        if let Some((s_w, scalars)) = self.step.take() {
-            if op == "line_terms" {
+        if op == "line_terms" {
+            if let Some((s_w, scalars)) = self.step.take() {
                 return self
                     .dispatch
                     .round("step_scores", &s_w, &[&scalars[..], s].concat());
             }
+        }
+        self.send_step()?;
+        self.dispatch.round(op, v, s)
+    }
+
+    /// Sends the round of the step's scores, if it waits.
+    fn send_step(&mut self) -> Result<()> {
+        if let Some((s_w, scalars)) = self.step.take() {
             self.dispatch.round("step_scores", &s_w, &scalars)?;
         }
-        self.dispatch.round(op, v, s)
+        Ok(())
     }
 
     /// One sum of every reply (read in turn), combined.
@@ -607,9 +615,7 @@ impl<D: Dispatch> RowStore for RemoteParts<D> {
     }
 
     fn step_scores(&mut self, s_w: &[f64], shift: f64, pending: Option<f64>) -> Result<()> {
-        if let Some((s_w, scalars)) = self.step.take() {
-            self.dispatch.round("step_scores", &s_w, &scalars)?;
-        }
+        self.send_step()?;
         self.step = Some((s_w.to_vec(), pending_scalars(shift, pending)));
         Ok(())
     }
