@@ -55,8 +55,8 @@ use ndarray::{Array1, Array2, Axis};
 use rayon::prelude::*;
 
 use super::rows::{
-    dense_row, on_rows, pair_nodes, sum_rows_nodes, x_dot, xt_dot_nodes, xt_dot_pair_nodes, Group,
-    RowsRef, BLOCK_ROWS,
+    adjacent, dense_row, on_rows, pair_nodes, sum_rows_nodes, x_dot, xt_dot_nodes,
+    xt_dot_pair_nodes, Group, RowsRef, BLOCK_ROWS,
 };
 use super::Cholesky;
 use crate::bags::Instances;
@@ -323,13 +323,18 @@ fn hessian_tree<'b>(
             x,
             dense | data,
             d | {
-                // four rows at a time: the same bits as one at a time, with p_w and acc
-                // read once per four rows
+                // four rows at a time: the same bits as one at a time, with acc read once
+                // per four rows, and p_w too for rows that are apart (adjacent rows' dots
+                // one after another, see `rows::adjacent`)
                 let (quads, rest) = rows.split_at(rows.len() / 4 * 4);
                 let (q4, q1) = q.split_at_mut(quads.len());
                 for (j4, qq) in quads.chunks_exact(4).zip(q4.chunks_exact_mut(4)) {
                     let r = [0, 1, 2, 3].map(|k| dense_row(data, d, j4[k]));
-                    let dots = simd.dot4(p_w, r);
+                    let dots = if adjacent(j4) {
+                        r.map(|row| simd.dot(row, p_w))
+                    } else {
+                        simd.dot4(p_w, r)
+                    };
                     let mut u = [0.0; 4];
                     for k in 0..4 {
                         qq[k] = dots[k] + p_b;
@@ -1914,6 +1919,62 @@ mod tree_tests {
                     assert_eq!(bits(&q_parts), bits(&q));
                 }
             }
+        }
+    }
+
+    /// A bag's Hessian-vector product, and a gradient's `X^T u`, add the rows in row order,
+    /// bitwise the plain loop one row at a time, whether four rows are adjacent (read one after
+    /// another) or apart (read side by side, `rows::adjacent`): runs of rows of
+    /// every length from 0 to 8 between gaps, widths with and without a remainder of the
+    /// vector loops.
+    #[test]
+    fn adjacent_and_scattered_rows_add_in_row_order() {
+        let mut rng = ChaCha8Rng::seed_from_u64(40);
+        let simd = Simd::detect();
+        for case in 0..300 {
+            let d = [1, 7, 8, 11, 33][case % 5];
+            let n = rng.random_range(1..60);
+            let x = Array2::from_shape_fn((n, d), |_| rng.random::<f64>() * 4.0 - 2.0);
+            let x = Instances::from(x);
+            let rows = RowsRef::new(&x);
+            let ptr = vec![0, n];
+            // runs of rows with D_j > 0 between gaps
+            let mut dj = vec![0.0; n];
+            let mut j = 0;
+            while j < n {
+                let run = rng.random_range(0..9);
+                for v in dj.iter_mut().skip(j).take(run) {
+                    *v = rng.random::<f64>() * 3.0 + 0.1;
+                }
+                j += run + rng.random_range(0..3);
+            }
+            let p_w: Vec<f64> = (0..d).map(|_| rng.random::<f64>() - 0.5).collect();
+            let act = ActiveRows::new(&ptr, &dj);
+            let mut q = vec![0.0; act.active.len()];
+            let (hv, hb) = hessian_tree(rows, &ptr, &act, &dj, &p_w, 0.3, simd).sum(&mut q);
+            let (mut plain, mut plain_b, mut plain_q) = (vec![0.0; d], 0.0, Vec::new());
+            for &j in &act.active {
+                let qj = rows.row_dot(j, &p_w, simd) + 0.3;
+                plain_q.push(qj);
+                plain_b += dj[j] * qj;
+                rows.add_row(j, dj[j] * qj, &mut plain, simd);
+            }
+            assert_eq!(bits(&hv), bits(&plain), "case {case}");
+            assert_eq!(hb.to_bits(), plain_b.to_bits(), "case {case}");
+            assert_eq!(bits(&q), bits(&plain_q), "case {case}");
+            let g = Group {
+                ptr: &ptr,
+                lo: 0,
+                hi: 1,
+            };
+            let xt_u = combine(1, xt_dot_nodes(rows, g, &dj, d), vec![0.0; d]).unwrap();
+            let mut plain = vec![0.0; d];
+            for (j, &u) in dj.iter().enumerate() {
+                if u != 0.0 {
+                    rows.add_row(j, u, &mut plain, simd);
+                }
+            }
+            assert_eq!(bits(&xt_u), bits(&plain), "case {case}");
         }
     }
 

@@ -120,8 +120,24 @@ impl<'a> RowsRef<'a> {
     }
 }
 
+/// Whether four rows, in increasing order, lie next to each other in memory (then the loops
+/// read them one after another, else four at a time).
+///
+/// Why: the CPU's stream prefetcher follows one run of addresses. A row read alone, after the
+/// one before it, streams at the rate of a plain read. Four adjacent rows read side by side
+/// (lane `k` of each at once) are four short runs interleaved within a few pages, which the
+/// prefetcher follows badly. For rows that are apart, reading four side by side is the faster
+/// way, since their misses overlap. Either way gives the same bits (`linalg::dots`: a dot is
+/// the same for any grouping of rows, and four scaled additions in row order are the same as
+/// one at a time). `benches/speed.py threads` measures the fits' read rate.
+#[inline]
+pub(super) fn adjacent(four: &[usize]) -> bool {
+    four.len() == 4 && four[0] + 3 == four[3]
+}
+
 /// `acc += sum_j u_j x_j` over the rows `lo..hi` with `u_j != 0`, one after another (four at a
-/// time for dense rows: the same bits as one at a time); whether any row had `u_j != 0`.
+/// time for dense rows that are apart, see [`adjacent`]: the same bits as one at a time);
+/// whether any row had `u_j != 0`.
 fn add_rows(x: RowsRef, u: &[f64], lo: usize, hi: usize, acc: &mut [f64], simd: Simd) -> bool {
     let mut read = 0;
     on_rows!(
@@ -137,7 +153,13 @@ fn add_rows(x: RowsRef, u: &[f64], lo: usize, hi: usize, acc: &mut [f64], simd: 
                     held += 1;
                     if held == 4 {
                         let rows = four.map(|t| dense_row(data, d, t));
-                        simd.add_scaled4(acc, four.map(|t| u[t]), rows);
+                        if adjacent(&four) {
+                            for (t, row) in four.iter().zip(rows) {
+                                simd.add_scaled(acc, u[*t], row);
+                            }
+                        } else {
+                            simd.add_scaled4(acc, four.map(|t| u[t]), rows);
+                        }
                         held = 0;
                     }
                 }
