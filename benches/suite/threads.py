@@ -1,17 +1,19 @@
-"""One linear fit on 1 and on 2 (or more) threads, against the machine's plain read of memory
-(issue 40, "every core"): linear MISVM and miSVM on float32 embedding bags
+"""One fit on 1 and on 2 (or more) threads, against the machine's plain read of memory (issue
+40, "every core"): linear MISVM and miSVM, and SparseMI (rbf, ``n_xv=10``, 10 outer
+iterations, as in ``benches/scale.py deep``), on float32 embedding bags
 (``milsvm.datasets.make_embedding_bags``, seed 0; the default is about 400k x 512)::
 
     nice python benches/speed.py threads                      # 1 and 2 threads, best of 3
-    nice python benches/speed.py threads --threads 1 16 --bags 2000   # a 16-core machine
+    nice python benches/speed.py threads --threads 1 16 --bags 2000 \
+        --estimators MISVM miSVM SparseMI                     # a 16-core machine
     python benches/speed.py threads --smoke
 
 The runs are interleaved (1, 2, 1, 2, ...) and the best of ``--repeats`` is kept for each
 thread count, so that a load that comes and goes hits both alike. For each fit it prints the
 time, the speed-up over the first thread count, the passes over the data (the rows the
-linear solver's passes read, over the rows: ``milsvm._core.linear_rows_read``), the bytes of
-one pass, and the bytes read per second against a plain read of the same matrix on as many
-threads (NumPy's ``float32`` maximum, a SIMD loop bound by memory, of one contiguous share
+linear solver's passes read, over the rows: ``milsvm._core.linear_rows_read``; ``-`` for
+SparseMI, whose passes that counter does not count), the bytes of one pass, and the bytes read
+per second against a plain read of the same matrix on as many threads (NumPy's ``float32`` maximum, a SIMD loop bound by memory, of one contiguous share
 of the rows per thread, the GIL released: the bandwidth the machine allows a plain read). A loop
 bound by the cores rather than memory (``np.sin`` over arrays that stay in cache) gives the
 speed-up the machine allows work that does not wait on memory.
@@ -70,7 +72,10 @@ def main():
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="thread counts")
     ap.add_argument("--repeats", type=int, default=3, help="fits per thread count (best kept)")
     ap.add_argument(
-        "--estimators", nargs="+", default=["MISVM", "miSVM"], choices=["MISVM", "miSVM"]
+        "--estimators",
+        nargs="+",
+        default=["MISVM", "miSVM"],
+        choices=["MISVM", "miSVM", "SparseMI"],
     )
     ap.add_argument("--smoke", action="store_true", help="a small set, one repeat")
     args = ap.parse_args()
@@ -108,8 +113,13 @@ def main():
     # a build without the counter prints no passes
     rows_read = getattr(_core, "linear_rows_read", lambda: float("nan"))
 
+    def make(name, threads):
+        if name == "SparseMI":
+            return milsvm.SparseMI(n_xv=10, C=1.0, max_iter=10, random_state=0, n_jobs=threads)
+        return getattr(milsvm, name)(kernel="linear", C=1.0, n_jobs=threads)
+
     def fit(name, threads):
-        est = getattr(milsvm, name)(kernel="linear", C=1.0, n_jobs=threads)
+        est = make(name, threads)
         before = rows_read()
         start = time.perf_counter()
         with warnings.catch_warnings():
@@ -121,7 +131,7 @@ def main():
     # one small fit first: the imports a first fit makes are not timed
     small = milsvm.Bags.from_instances(X[: sizes[0] + sizes[1]], sizes[:2])
     for name in args.estimators:
-        getattr(milsvm, name)(kernel="linear", n_jobs=1).fit(small, [0, 1])
+        make(name, 1).fit(small, [0, 1])
 
     print(
         f"{'estimator':<9} {'threads':>7} {'best s':>8} {'speed-up':>8} {'passes':>7} "
@@ -138,9 +148,14 @@ def main():
         for t in args.threads:
             seconds, rows, rounds = best[t]
             rate = rows * row_bytes / seconds
+            passes, gbs, share = (
+                (f"{rows / n:>7.1f}", f"{rate / 1e9:>6.1f}", f"{rate / read[t]:>6.0%}")
+                if rows
+                else (f"{'-':>7}", f"{'-':>6}", f"{'-':>6}")
+            )
             print(
-                f"{name:<9} {t:>7} {seconds:>8.3f} {base / seconds:>7.2f}x {rows / n:>7.1f} "
-                f"{n * row_bytes / 1e6:>8.1f} {rate / 1e9:>6.1f} {rate / read[t]:>6.0%}  {rounds}"
+                f"{name:<9} {t:>7} {seconds:>8.3f} {base / seconds:>7.2f}x {passes} "
+                f"{n * row_bytes / 1e6:>8.1f} {gbs} {share}  {rounds}"
             )
 
 
