@@ -13,10 +13,11 @@ thread count, so that a load that comes and goes hits both alike. For each fit i
 time, the speed-up over the first thread count, the passes over the data (the rows the
 linear solver's passes read, over the rows: ``milsvm._core.linear_rows_read``; ``-`` for
 SparseMI, whose passes that counter does not count), the bytes of one pass, and the bytes read
-per second against a plain read of the same matrix on as many threads (NumPy's ``float32`` maximum, a SIMD loop bound by memory, of one contiguous share
-of the rows per thread, the GIL released: the bandwidth the machine allows a plain read). A loop
-bound by the cores rather than memory (``np.sin`` over arrays that stay in cache) gives the
-speed-up the machine allows work that does not wait on memory.
+per second against a plain read of the same matrix on as many threads (NumPy's ``float32``
+maximum, a SIMD loop bound by memory, of one contiguous share of the rows per thread, the GIL
+released: the bandwidth the machine allows a plain read). A loop bound by the cores rather than
+memory (``np.sin`` over arrays that stay in cache) gives the speed-up the machine allows work
+that does not wait on memory.
 """
 
 from __future__ import annotations
