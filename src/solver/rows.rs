@@ -129,7 +129,8 @@ impl<'a> RowsRef<'a> {
 /// prefetcher follows badly. For rows that are apart, reading four side by side is the faster
 /// way, since their misses overlap. Either way gives the same bits (`linalg::dots`: a dot is
 /// the same for any grouping of rows, and four scaled additions in row order are the same as
-/// one at a time). `benches/speed.py threads` measures the fits' read rate.
+/// one at a time). `cargo bench --bench row_reads` measures one core's rate in each pattern,
+/// `benches/speed.py threads` the fits'.
 #[inline]
 pub(super) fn adjacent(four: &[usize]) -> bool {
     four.len() == 4 && four[0] + 3 == four[3]
