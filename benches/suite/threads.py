@@ -27,6 +27,7 @@ import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
+import deep_scale
 import numpy as np
 
 
@@ -115,9 +116,9 @@ def main():
     rows_read = getattr(_core, "linear_rows_read", lambda: float("nan"))
 
     def make(name, threads):
-        if name == "SparseMI":
-            return milsvm.SparseMI(n_xv=10, C=1.0, max_iter=10, random_state=0, n_jobs=threads)
-        return getattr(milsvm, name)(kernel="linear", C=1.0, n_jobs=threads)
+        # the configurations of benches/scale.py deep, on `threads` threads
+        method = name if name == "SparseMI" else f"{name}-linear"
+        return deep_scale.estimator(method).set_params(n_jobs=threads)
 
     def fit(name, threads):
         est = make(name, threads)
